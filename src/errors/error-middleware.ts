@@ -1,0 +1,32 @@
+import type { ErrorRequestHandler, Request } from 'express';
+import type { Logger } from 'pino';
+import { errorBody, type ErrorFamily } from './error-body.ts';
+import { internalError, isGatewayError, type GatewayError } from './gateway-errors.ts';
+
+/**
+ * The one place where errors become HTTP responses. Gateway errors keep their status and detail;
+ * anything else is logged and answered with a generic 500, never with a stack trace.
+ */
+export function errorMiddleware(familyOf: (req: Request) => ErrorFamily, logger: Logger): ErrorRequestHandler {
+  return function handleError(cause, req, res, _next) {
+    const error: GatewayError = isGatewayError(cause) ? cause : internalError(cause);
+    if (error.status >= 500) {
+      logger.error({ err: error.cause ?? cause, code: error.code, path: req.path }, error.detail);
+    }
+    if (res.headersSent) {
+      // A stream already started: the status cannot change any more, so end the response.
+      res.destroy();
+      return;
+    }
+    sendError(res, error, familyOf(req));
+  };
+}
+
+export function sendError(res: import('express').Response, error: GatewayError, family: ErrorFamily): void {
+  const payload = JSON.stringify(errorBody(error, family));
+  res.statusCode = error.status;
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.setHeader('content-length', Buffer.byteLength(payload));
+  for (const [name, value] of Object.entries(error.headers ?? {})) res.setHeader(name, value);
+  res.end(payload);
+}

@@ -1,0 +1,169 @@
+/**
+ * The gateway's error catalog. Every error the gateway itself answers with is one of these: a stable
+ * `code`, an HTTP `status`, and the `detail` text of the spec's DetailError body. The one error
+ * middleware (`error-middleware.ts`) turns them into the route family's JSON body.
+ */
+
+/** The error `type` a route family's envelope carries for a status. */
+export type ErrorKind =
+  | 'invalid_request'
+  | 'authentication'
+  | 'permission'
+  | 'not_found'
+  | 'request_too_large'
+  | 'rate_limit'
+  | 'upstream'
+  | 'timeout'
+  | 'internal';
+
+export interface GatewayErrorOptions {
+  /** Per-field messages of a ValidationError, each `Field '<location>': <message>`. */
+  readonly errors?: readonly string[];
+  /** The request field the error is about, for the alpha-compatible envelope's `param`. */
+  readonly param?: string;
+  /** Extra response headers, e.g. `Allow` or `Retry-After`. */
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly cause?: unknown;
+}
+
+export class GatewayError extends Error {
+  readonly errors?: readonly string[];
+  readonly param?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+
+  constructor(
+    readonly code: string,
+    readonly status: number,
+    readonly kind: ErrorKind,
+    readonly detail: string,
+    options: GatewayErrorOptions = {},
+  ) {
+    super(detail, { cause: options.cause });
+    this.name = 'GatewayError';
+    this.errors = options.errors;
+    this.param = options.param;
+    this.headers = options.headers;
+  }
+}
+
+const VALIDATION_SUMMARY = 'Invalid input parameters';
+
+/** 400 with the spec's ValidationError body: every bad field at once. */
+export function validationError(errors: readonly string[], param?: string): GatewayError {
+  return new GatewayError('GW_ERR_VALIDATION', 400, 'invalid_request', VALIDATION_SUMMARY, { errors, param });
+}
+
+/** Formats one entry of a ValidationError's `errors` list. */
+export function fieldError(location: string, message: string): string {
+  return `Field '${location}': ${message}`;
+}
+
+export function badRequest(detail: string, param?: string): GatewayError {
+  return new GatewayError('GW_ERR_BAD_REQUEST', 400, 'invalid_request', detail, { param });
+}
+
+export function invalidJson(detail = 'Request body must be a JSON object'): GatewayError {
+  return new GatewayError('GW_ERR_INVALID_JSON', 400, 'invalid_request', detail);
+}
+
+export function payloadTooLarge(limitBytes: number): GatewayError {
+  return new GatewayError(
+    'GW_ERR_PAYLOAD_TOO_LARGE',
+    413,
+    'request_too_large',
+    `Request body is larger than the limit of ${limitBytes} bytes`,
+  );
+}
+
+export function unauthenticated(detail: string): GatewayError {
+  return new GatewayError('GW_ERR_UNAUTHENTICATED', 401, 'authentication', detail);
+}
+
+export function forbidden(detail: string): GatewayError {
+  return new GatewayError('GW_ERR_FORBIDDEN', 403, 'permission', detail);
+}
+
+export function routeNotFound(method: string, path: string): GatewayError {
+  return new GatewayError('GW_ERR_ROUTE_NOT_FOUND', 404, 'not_found', `No route for ${method} ${path}`);
+}
+
+export function methodNotAllowed(method: string, path: string, allowed: readonly string[]): GatewayError {
+  return new GatewayError(
+    'GW_ERR_METHOD_NOT_ALLOWED',
+    405,
+    'invalid_request',
+    `Method ${method} is not allowed on ${path}; use ${allowed.join(', ')}`,
+    { headers: { Allow: allowed.join(', ') } },
+  );
+}
+
+export function rateLimited(detail: string, headers?: Readonly<Record<string, string>>): GatewayError {
+  return new GatewayError('GW_ERR_RATE_LIMITED', 429, 'rate_limit', detail, { headers });
+}
+
+export function quotaExceeded(detail: string, headers?: Readonly<Record<string, string>>): GatewayError {
+  return new GatewayError('GW_ERR_QUOTA_EXCEEDED', 429, 'rate_limit', `Quota exceeded: ${detail}`, { headers });
+}
+
+/** 502: the upstream could not be reached or answered in a way the gateway cannot pass on. */
+export function upstreamFailure(provider: string, reason: string, cause?: unknown): GatewayError {
+  return new GatewayError(
+    'GW_ERR_UPSTREAM',
+    502,
+    'upstream',
+    `Upstream provider '${provider}' failed: ${reason}`,
+    { cause },
+  );
+}
+
+/** 502: the upstream refused the gateway's own credentials (its 401/403 is not the client's fault). */
+export function upstreamAuthRejected(provider: string, upstreamStatus: number): GatewayError {
+  return new GatewayError(
+    'GW_ERR_UPSTREAM_AUTH',
+    502,
+    'upstream',
+    `Upstream provider '${provider}' rejected the gateway's credentials (status ${upstreamStatus}); contact the gateway operator`,
+  );
+}
+
+export function upstreamNotConfigured(provider: string, envPrefix: string): GatewayError {
+  return new GatewayError(
+    'GW_ERR_UPSTREAM_NOT_CONFIGURED',
+    502,
+    'upstream',
+    `Upstream provider '${provider}' is not configured (set ${envPrefix}_BASE_URL)`,
+  );
+}
+
+export function usageMissing(provider: string): GatewayError {
+  return new GatewayError(
+    'GW_ERR_USAGE_MISSING',
+    502,
+    'upstream',
+    `Upstream provider '${provider}' answered without usage metadata; the request cannot be accounted`,
+  );
+}
+
+export function upstreamTimeout(provider: string, cause?: unknown): GatewayError {
+  return new GatewayError(
+    'GW_ERR_UPSTREAM_TIMEOUT',
+    504,
+    'timeout',
+    `Upstream provider '${provider}' did not answer in time`,
+    { cause },
+  );
+}
+
+export function internalError(cause?: unknown): GatewayError {
+  return new GatewayError(
+    'GW_ERR_INTERNAL',
+    500,
+    'internal',
+    'Internal error in the gateway; please retry later',
+    { cause },
+  );
+}
+
+export function isGatewayError(value: unknown): value is GatewayError {
+  return value instanceof GatewayError;
+}

@@ -1,0 +1,228 @@
+/**
+ * The provider plugin contract.
+ *
+ * A provider plugin is one typed declaration, made with {@link definePlugin}, that tells the
+ * gateway everything it needs about one upstream vendor: its models, its latest alias, the
+ * upstream path, wire format and auth style of each route it serves, and the stream fixups it
+ * needs. The core never names a vendor or a model: it only reads these declarations.
+ *
+ * A plugin lives in `providers/<vendor>/index.ts` (default export) and is enabled by listing
+ * its vendor in `providers/manifest.json`. The loader checks every plugin whole at start-up and
+ * refuses to start with the plugin's name and the bad field when something does not fit.
+ *
+ * @example
+ * ```ts
+ * import { definePlugin } from '../../src/plugins/plugin-contract.ts';
+ *
+ * export default definePlugin({
+ *   vendor: 'acme',
+ *   routes: {
+ *     'chat-completions': { path: '/chat/completions', format: 'chat-completions', auth: 'bearer' },
+ *   },
+ *   models: [
+ *     { id: 'acme-1', listed: true, routes: ['chat-completions'],
+ *       pricing: { input: 1, cachedInput: 0.1, output: 4 } },
+ *   ],
+ * });
+ * ```
+ */
+
+/** A client-facing model route of the gateway. `chat` is the native text route `POST /v1/chat`. */
+export type RouteId = 'chat' | 'chat-completions' | 'messages' | 'count-tokens' | 'responses';
+
+/** The routes that forward to an upstream route of the same kind (every route but native chat). */
+export type UpstreamRouteId = Exclude<RouteId, 'chat'>;
+
+/** The wire format an upstream route speaks. */
+export type WireFormat = 'chat-completions' | 'responses' | 'messages' | 'count-tokens';
+
+/**
+ * How the gateway presents its upstream credential.
+ * - `bearer`: `Authorization: Bearer <key>` (alpha-compatible upstreams).
+ * - `x-api-key`: `x-api-key: <key>` (beta-compatible upstreams).
+ */
+export type AuthStyle = 'bearer' | 'x-api-key';
+
+/**
+ * Which spellings of a model ID a route accepts.
+ * - `prefixed`: `<vendor>/<model>`, e.g. `alpha/gen-6-astra`.
+ * - `native`: the bare model name, e.g. `gen-6-astra`.
+ */
+export type ModelIdForm = 'prefixed' | 'native';
+
+/** One upstream route of a provider. */
+export interface UpstreamRoute {
+  /** Appended to the provider's base URL (which carries the version prefix), e.g. `/chat/completions`. */
+  readonly path: string;
+  /** The wire format the upstream speaks on this path. */
+  readonly format: WireFormat;
+  /** How the upstream credential is sent. */
+  readonly auth: AuthStyle;
+  /** ID spellings a client may use on this route. Default: `['prefixed']`. */
+  readonly modelIds?: readonly ModelIdForm[];
+  /** Client request headers passed through to the upstream (lower case), e.g. `anthropic-version`. */
+  readonly forwardHeaders?: readonly string[];
+  /** Headers sent when the client did not send them (lower case names), e.g. a default `anthropic-version`. */
+  readonly defaultHeaders?: Readonly<Record<string, string>>;
+}
+
+/** Prices in USD per one million tokens. */
+export interface ModelPricing {
+  /** Uncached input (prompt) tokens. */
+  readonly input: number;
+  /** Input tokens read from the provider's prompt cache. */
+  readonly cachedInput: number;
+  /** Output (completion) tokens, reasoning included. */
+  readonly output: number;
+}
+
+/** One concrete model of a provider. */
+export interface ModelDeclaration {
+  /** The model name without the vendor prefix, e.g. `gen-6-astra`. Its canonical ID is `<vendor>/<id>`. */
+  readonly id: string;
+  /** The model name sent upstream. Default: `id`. */
+  readonly upstreamModel?: string;
+  /** Per-route upstream model names, where a route's upstream names the model differently. */
+  readonly upstreamModels?: Partial<Readonly<Record<RouteId, string>>>;
+  /** Further IDs a client may use for this model on every route it serves (they resolve to this entry). */
+  readonly alternateIds?: readonly string[];
+  /** Whether `GET /v1/models` lists the model. Hidden models are still accepted on requests. */
+  readonly listed: boolean;
+  /** The routes that accept the model. Each must be declared in the plugin's `routes` (or `nativeChat` for `chat`). */
+  readonly routes: readonly RouteId[];
+  /** Prices used for cost accounting. */
+  readonly pricing: ModelPricing;
+  /** Whether the provider's native web search tool is available for this model. */
+  readonly webSearch?: boolean;
+}
+
+/** A latest alias: a bare ID (no vendor prefix) that resolves to one of the plugin's models. */
+export interface AliasDeclaration {
+  /** The alias, e.g. `alpha-latest`. */
+  readonly id: string;
+  /** The canonical ID of the target model, e.g. `alpha/gen-6-astra`. Ops may override it in the gateway config. */
+  readonly target: string;
+  /** The routes that accept the alias. The target model must serve each of them. */
+  readonly routes: readonly RouteId[];
+  /** Whether `GET /v1/models` lists the alias (ahead of the provider's models). Default: true. */
+  readonly listed?: boolean;
+}
+
+/** One server-sent event, as parsed from the stream. */
+export interface SseEvent {
+  /** The `event:` field, when the event has one. */
+  readonly event?: string;
+  /** The `data:` lines joined with `\n`. */
+  readonly data: string;
+  /** The `id:` field, when the event has one. */
+  readonly id?: string;
+}
+
+/**
+ * A pure function over one parsed SSE event of a stream.
+ * Return `undefined` (or the same event) to forward the original bytes unchanged, `null` to drop the
+ * event, or a new event to forward in its place (its other lines and line endings are kept).
+ */
+export type StreamFixup = (event: SseEvent) => SseEvent | null | undefined;
+
+/** A stream fixup and the route and models it applies to. */
+export interface StreamFixupDeclaration {
+  /** A short name for logs and errors. */
+  readonly name: string;
+  /** The route whose streams the fixup sees. */
+  readonly route: UpstreamRouteId;
+  /** Canonical IDs of the models whose streams the fixup sees. */
+  readonly models: readonly string[];
+  /** The fixup itself. */
+  readonly fixup: StreamFixup;
+}
+
+/**
+ * Token usage of one upstream answer, normalised to one meaning across the wire formats.
+ * `inputTokens` counts every prompt token, cached ones included; `cachedTokens` counts the prompt
+ * tokens read from the provider's cache (a part of `inputTokens`).
+ */
+export interface TokenUsage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly cachedTokens: number;
+}
+
+/**
+ * Reads usage from one upstream answer. The core holds a standard extractor per wire format; a plugin
+ * declares its own only where its upstream reports usage differently.
+ */
+export interface UsageExtractor {
+  /** Usage of a JSON (non-streaming) answer, or `undefined` when it carries none. */
+  readonly fromBody: (body: unknown) => TokenUsage | undefined;
+  /**
+   * Folds one parsed SSE event of a stream into the usage seen so far. Pure: returns the new value
+   * (or the same one). The value after the last event is what the request is recorded with.
+   */
+  readonly fromStreamEvent: (seen: TokenUsage | undefined, event: SseEvent) => TokenUsage | undefined;
+}
+
+/** A usage extractor and the route and models it applies to. */
+export interface UsageExtractorDeclaration {
+  /** The route whose answers the extractor reads. */
+  readonly route: UpstreamRouteId;
+  /** Canonical IDs of the models it applies to; every model of the plugin when omitted. */
+  readonly models?: readonly string[];
+  readonly extractor: UsageExtractor;
+}
+
+/** The native chat request (`POST /v1/chat`) after validation, as an adapter receives it. */
+export interface NativeChatRequest {
+  /** The model name the upstream route expects (the plugin's upstream name for the resolved model). */
+  readonly upstreamModel: string;
+  /** The plain text user input. */
+  readonly input: string;
+  readonly temperature?: number;
+  readonly maxOutputTokens?: number;
+  /** Whether to turn on the provider-native web search tool (only for models declaring `webSearch`). */
+  readonly webSearch: boolean;
+}
+
+/**
+ * Maps the native text chat route onto one of the plugin's upstream routes. The core owns the route,
+ * validation, retries and usage; the adapter owns only the format mapping, and always asks for the
+ * provider's low reasoning preset.
+ */
+export interface NativeChatAdapter {
+  /** The upstream route (declared in the plugin's `routes`) the request is sent to. */
+  readonly route: UpstreamRouteId;
+  /** Builds the upstream JSON request body. */
+  readonly buildRequest: (request: NativeChatRequest) => Record<string, unknown>;
+  /** Reads the generated text from the upstream JSON answer; `undefined` when the answer has none. */
+  readonly readText: (body: unknown) => string | undefined;
+}
+
+/** A provider plugin: everything the gateway knows about one upstream vendor. */
+export interface ProviderPlugin {
+  /** The vendor prefix of the plugin's model IDs, e.g. `alpha`. Lower case letters, digits and dashes. */
+  readonly vendor: string;
+  /**
+   * Prefix of the provider's environment variables (`<PREFIX>_BASE_URL`, `<PREFIX>_API_KEY`).
+   * Default: the vendor in upper case with dashes as underscores.
+   */
+  readonly envPrefix?: string;
+  /** The upstream routes the provider serves. */
+  readonly routes: Partial<Readonly<Record<UpstreamRouteId, UpstreamRoute>>>;
+  /** The provider's concrete models, in catalog order. */
+  readonly models: readonly ModelDeclaration[];
+  /** The provider's latest aliases. */
+  readonly aliases?: readonly AliasDeclaration[];
+  /** Stream fixups, each scoped to a route and models. */
+  readonly streamFixups?: readonly StreamFixupDeclaration[];
+  /** Usage extractors that replace the core's standard one for a route (and models). */
+  readonly usageExtractors?: readonly UsageExtractorDeclaration[];
+  /** How the native text chat route `POST /v1/chat` reaches this provider. Required when a model serves `chat`. */
+  readonly nativeChat?: NativeChatAdapter;
+}
+
+/**
+ * Declares a provider plugin. The identity function that lets the compiler check the declaration.
+ */
+export function definePlugin<const Plugin extends ProviderPlugin>(plugin: Plugin): Plugin {
+  return plugin;
+}
