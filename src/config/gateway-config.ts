@@ -1,0 +1,245 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import * as yup from 'yup';
+
+/** Settings of one upstream provider, keyed by its vendor prefix. */
+export interface ProviderSettings {
+  /** Base URL including the version prefix, e.g. `http://127.0.0.1:9000/v1`. */
+  readonly baseUrl?: string;
+  readonly apiKey?: string;
+}
+
+export interface RedisSettings {
+  readonly url?: string;
+  readonly sentinels?: readonly { host: string; port: number }[];
+  readonly sentinelName?: string;
+  readonly cluster?: readonly { host: string; port: number }[];
+}
+
+export interface GatewayConfig {
+  readonly port: number;
+  readonly host: string;
+  /** Largest request body accepted, in bytes. */
+  readonly bodyLimitBytes: number;
+  /** Longest wait for an upstream's response headers, and between two body chunks, in ms. */
+  readonly upstreamTimeoutMs: number;
+  /** `providers/manifest.json` by default. */
+  readonly manifestPath: string;
+  /** Per vendor, from the config file; env `<PREFIX>_BASE_URL` / `<PREFIX>_API_KEY` override them. */
+  readonly providers: Readonly<Record<string, ProviderSettings>>;
+  /** Alias → canonical target, overriding the plugins' declared targets. */
+  readonly aliases: Readonly<Record<string, string>>;
+  readonly redis?: RedisSettings;
+  /** Where the embedded store keeps its files. */
+  readonly dataDir: string;
+  readonly rateLimit: { readonly max: number; readonly windowMs: number };
+  readonly adminToken?: string;
+  /** Static keys from `GATEWAY_API_KEYS`. */
+  readonly apiKeys: readonly string[];
+  readonly logLevel: string;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+
+/** `10mb`, `512kb`, `1048576` → bytes. */
+export function parseSize(value: string | number): number {
+  if (typeof value === 'number' && Number.isInteger(value) && value > 0) return value;
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?\s*$/i.exec(String(value));
+  if (!match || Number(match[1]) <= 0) throw new ConfigError(`'${value}' is not a size (use e.g. 10mb, 512kb or a byte count)`);
+  return Math.floor(Number(match[1]) * SIZE_UNITS[(match[2] ?? 'b').toLowerCase()]!);
+}
+
+function isSize(value: unknown): boolean {
+  if (value === undefined) return true;
+  try {
+    parseSize(value as string | number);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const hostPort = yup.object({ host: yup.string().required(), port: yup.number().integer().min(1).max(65535).required() });
+
+const fileSchema = yup
+  .object({
+    server: yup
+      .object({
+        port: yup.number().integer().min(0).max(65535),
+        host: yup.string(),
+        bodyLimit: yup.mixed<string | number>().test('size', 'server.bodyLimit must be a size such as 10mb', isSize),
+        upstreamTimeoutMs: yup.number().integer().positive(),
+      })
+      .noUnknown()
+      .default(undefined),
+    manifest: yup.string(),
+    providers: yup.object().default(undefined),
+    aliases: yup.object().default(undefined),
+    redis: yup
+      .object({
+        url: yup.string().matches(/^rediss?:\/\//, 'redis.url must start with redis:// or rediss://'),
+        sentinels: yup.array(hostPort),
+        sentinelName: yup.string(),
+        cluster: yup.array(hostPort),
+      })
+      .noUnknown()
+      .default(undefined),
+    dataDir: yup.string(),
+    rateLimit: yup
+      .object({ max: yup.number().integer().positive(), windowMs: yup.number().integer().positive() })
+      .noUnknown()
+      .default(undefined),
+    logLevel: yup.string().oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+  })
+  .noUnknown();
+
+function readConfigFile(path: string, required: boolean): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if (!required && (error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new ConfigError(`cannot read config file ${path}: ${(error as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text);
+  } catch (error) {
+    throw new ConfigError(`config file ${path} is not valid YAML: ${(error as Error).message}`);
+  }
+  if (parsed === null || parsed === undefined) return {};
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`config file ${path} must hold a mapping`);
+  return parsed as Record<string, unknown>;
+}
+
+function validateFile(path: string, raw: Record<string, unknown>): yup.InferType<typeof fileSchema> {
+  try {
+    return fileSchema.validateSync(raw, { abortEarly: false, strict: true });
+  } catch (error) {
+    if (error instanceof yup.ValidationError) {
+      throw new ConfigError(`config file ${path} is invalid:\n  ${error.errors.join('\n  ')}`);
+    }
+    throw error;
+  }
+}
+
+function stringMap(path: string, field: string, value: unknown): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (const [key, entry] of Object.entries((value ?? {}) as Record<string, unknown>)) {
+    if (typeof entry !== 'string') throw new ConfigError(`config file ${path} is invalid: ${field}.${key} must be a string`);
+    result[key] = entry;
+  }
+  return result;
+}
+
+function providerMap(path: string, value: unknown): Record<string, ProviderSettings> {
+  const result: Record<string, ProviderSettings> = {};
+  for (const [vendor, entry] of Object.entries((value ?? {}) as Record<string, unknown>)) {
+    const settings = (entry ?? {}) as Record<string, unknown>;
+    for (const [field, fieldValue] of Object.entries(settings)) {
+      if (field !== 'baseUrl' && field !== 'apiKey') {
+        throw new ConfigError(`config file ${path} is invalid: providers.${vendor}.${field} is not a known setting (baseUrl, apiKey)`);
+      }
+      if (typeof fieldValue !== 'string') throw new ConfigError(`config file ${path} is invalid: providers.${vendor}.${field} must be a string`);
+    }
+    if (typeof settings.baseUrl === 'string') checkUrl(`providers.${vendor}.baseUrl`, settings.baseUrl);
+    result[vendor] = settings as ProviderSettings;
+  }
+  return result;
+}
+
+function checkUrl(name: string, value: string): void {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`${name} is not a URL: '${value}'`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${name} must be an http:// or https:// URL`);
+}
+
+function envInteger(env: NodeJS.ProcessEnv, name: string, min: number): number | undefined {
+  const value = env[name];
+  if (value === undefined || value === '') return undefined;
+  if (!/^\d+$/.test(value.trim()) || Number(value) < min) throw new ConfigError(`${name} must be an integer >= ${min}, got '${value}'`);
+  return Number(value);
+}
+
+/** The static keys of `GATEWAY_API_KEYS` (comma-separated, each `sk-…`). */
+export function parseStaticKeys(value: string | undefined): string[] {
+  if (!value) return [];
+  const keys = value.split(',').map((key) => key.trim()).filter(Boolean);
+  keys.forEach((key, index) => {
+    if (!/^sk-[A-Za-z0-9_-]{8,}$/.test(key)) {
+      throw new ConfigError(
+        `GATEWAY_API_KEYS entry ${index + 1} is not a valid key: keys start with 'sk-' followed by at least 8 letters, digits, '-' or '_'`,
+      );
+    }
+  });
+  return keys;
+}
+
+function parseEnvSize(name: string, value: string): number {
+  try {
+    return parseSize(value);
+  } catch (error) {
+    throw new ConfigError(`${name}: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * The gateway's settings: the YAML config file (`GATEWAY_CONFIG`, default `config/gateway.yaml`) gives
+ * the defaults, environment variables override them. Throws {@link ConfigError} with a message an
+ * operator can act on.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): GatewayConfig {
+  const path = resolve(cwd, env.GATEWAY_CONFIG ?? 'config/gateway.yaml');
+  const file = validateFile(path, readConfigFile(path, env.GATEWAY_CONFIG !== undefined));
+  const redisUrl = env.REDIS_URL || file.redis?.url;
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
+  const redis: RedisSettings | undefined =
+    redisUrl || file.redis?.sentinels?.length || file.redis?.cluster?.length
+      ? { url: redisUrl, sentinels: file.redis?.sentinels, sentinelName: file.redis?.sentinelName, cluster: file.redis?.cluster }
+      : undefined;
+  if (redis?.sentinels?.length && !redis.sentinelName) throw new ConfigError('redis.sentinels needs redis.sentinelName');
+
+  return {
+    port: envInteger(env, 'PORT', 0) ?? file.server?.port ?? 8080,
+    host: env.HOST || file.server?.host || '0.0.0.0',
+    bodyLimitBytes: env.BODY_LIMIT ? parseEnvSize('BODY_LIMIT', env.BODY_LIMIT) : parseSize(file.server?.bodyLimit ?? '10mb'),
+    upstreamTimeoutMs: envInteger(env, 'UPSTREAM_TIMEOUT_MS', 1) ?? file.server?.upstreamTimeoutMs ?? 300_000,
+    manifestPath: resolve(cwd, env.GATEWAY_MANIFEST ?? file.manifest ?? 'providers/manifest.json'),
+    providers: providerMap(path, file.providers),
+    aliases: stringMap(path, 'aliases', file.aliases),
+    redis,
+    dataDir: resolve(cwd, env.GATEWAY_DATA_DIR ?? file.dataDir ?? 'data'),
+    rateLimit: {
+      max: envInteger(env, 'RATE_LIMIT_MAX', 1) ?? file.rateLimit?.max ?? 100,
+      windowMs: envInteger(env, 'RATE_LIMIT_WINDOW_MS', 1) ?? file.rateLimit?.windowMs ?? 60_000,
+    },
+    adminToken: env.GATEWAY_ADMIN_TOKEN || undefined,
+    apiKeys: parseStaticKeys(env.GATEWAY_API_KEYS),
+    logLevel: env.LOG_LEVEL ?? file.logLevel ?? 'info',
+  };
+}
+
+/** A provider's base URL and key: env `<PREFIX>_BASE_URL` / `<PREFIX>_API_KEY` over the config file. */
+export function providerSettings(
+  config: GatewayConfig,
+  vendor: string,
+  envPrefix: string,
+  env: NodeJS.ProcessEnv = process.env,
+): ProviderSettings {
+  const fromFile = config.providers[vendor] ?? {};
+  const baseUrl = env[`${envPrefix}_BASE_URL`] || fromFile.baseUrl;
+  if (baseUrl) checkUrl(`${envPrefix}_BASE_URL`, baseUrl);
+  return { baseUrl: baseUrl?.replace(/\/+$/, ''), apiKey: env[`${envPrefix}_API_KEY`] || fromFile.apiKey };
+}
