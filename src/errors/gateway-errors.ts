@@ -72,6 +72,8 @@ export function payloadTooLarge(limitBytes: number): GatewayError {
     413,
     'request_too_large',
     `Request body is larger than the limit of ${limitBytes} bytes`,
+    // The rest of an oversized body is not read: the connection cannot be reused.
+    { headers: { Connection: 'close' } },
   );
 }
 

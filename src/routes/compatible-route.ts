@@ -1,0 +1,182 @@
+import type { Request, RequestHandler, Response } from 'express';
+import type { Dispatcher } from 'undici';
+import {
+  forbidden,
+  isGatewayError,
+  upstreamAuthRejected,
+  upstreamFailure,
+  upstreamNotConfigured,
+  usageMissing,
+  type GatewayError,
+} from '../errors/gateway-errors.ts';
+import { readJsonObject } from '../http/json-body.ts';
+import type { ResolvedModel } from '../plugins/model-registry.ts';
+import type { TokenUsage, UpstreamRouteId } from '../plugins/plugin-contract.ts';
+import { relaySse } from '../sse/sse-relay.ts';
+import { readBody, RELAYED_RESPONSE_HEADERS, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
+import { REQUEST_SCHEMAS } from './request-schemas.ts';
+import type { CallerKey, Exchange, RouteServices } from './route-services.ts';
+import { StreamedText } from './streamed-text.ts';
+import { validateRequest } from './validate-request.ts';
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Validates the body and resolves its model; one 400 lists every bad field, the model included. */
+export function resolveRequest(services: RouteServices, route: UpstreamRouteId, body: Record<string, unknown>): ResolvedModel {
+  let resolved: ResolvedModel | undefined;
+  validateRequest(REQUEST_SCHEMAS[route], body, () => {
+    if (typeof body.model !== 'string') return undefined;
+    try {
+      resolved = services.registry().resolve(route, body.model);
+      return undefined;
+    } catch (error) {
+      if (isGatewayError(error)) return error;
+      throw error;
+    }
+  });
+  return resolved!;
+}
+
+/** The caller's key, its model permission checked, and its quota. */
+export async function admitCaller(services: RouteServices, res: Response, resolved: ResolvedModel): Promise<CallerKey | undefined> {
+  const caller = res.locals.apiKey as CallerKey | undefined;
+  if (caller?.models && !caller.models.includes(resolved.canonicalId)) {
+    throw forbidden(`This API key may not use the model '${resolved.canonicalId}'`);
+  }
+  await services.usage.checkQuota(caller?.id);
+  return caller;
+}
+
+export function endpointFor(services: RouteServices, resolved: ResolvedModel): UpstreamEndpoint {
+  const vendor = resolved.plugin.vendor;
+  const endpoint = services.endpoints.get(vendor);
+  if (!endpoint) throw upstreamNotConfigured(vendor, services.endpoints.envPrefix(vendor));
+  return endpoint;
+}
+
+/** Aborts the upstream call the moment the client goes away. */
+export function abortOnClientClose(res: Response): AbortController {
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller;
+}
+
+function relayedHeaders(upstreamHeaders: Dispatcher.ResponseData['headers']): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of RELAYED_RESPONSE_HEADERS) {
+    const value = upstreamHeaders[name];
+    if (typeof value === 'string') headers[name] = value;
+  }
+  return headers;
+}
+
+/**
+ * One of the compatible routes (Chat Completions, Messages, count_tokens, Responses): validate, resolve
+ * the model, forward every field with only `model` replaced, and return the upstream's JSON or SSE
+ * unchanged (apart from the model's declared stream fixups), recording usage on the way.
+ */
+export function compatibleRoute(route: UpstreamRouteId, services: RouteServices): RequestHandler {
+  return async function handleCompatibleRequest(req: Request, res: Response) {
+    const startedAt = performance.now();
+    const body = await readJsonObject(req, services.bodyLimitBytes);
+    const resolved = resolveRequest(services, route, body);
+    const caller = await admitCaller(services, res, resolved);
+    const endpoint = endpointFor(services, resolved);
+    const registry = services.registry();
+    const upstreamRoute = registry.upstreamRoute(resolved, route);
+    const format = upstreamRoute.format;
+    const stream = body.stream === true;
+    body.model = registry.upstreamModel(resolved, route);
+    if (stream && format === 'chat-completions') {
+      body.stream_options = { ...(isObject(body.stream_options) ? body.stream_options : {}), include_usage: true };
+    }
+
+    const streamed = new StreamedText((data) => services.usage.streamedText(format, data));
+    const record = (status: number, usage: TokenUsage | undefined, consumed: boolean) => {
+      const exchange: Exchange = {
+        keyId: caller?.id,
+        route,
+        resolved,
+        status,
+        stream,
+        latencyMs: performance.now() - startedAt,
+        usage,
+        consumed,
+        requestBody: body,
+        responseText: () => streamed.value(),
+      };
+      services.usage.record(exchange);
+    };
+    const fail = (status: number, error: GatewayError, consumed = false): never => {
+      record(status, undefined, consumed);
+      throw error;
+    };
+
+    const abort = abortOnClientClose(res);
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await services.upstream.post({ endpoint, route: upstreamRoute, body: JSON.stringify(body), clientHeaders: req.headers, signal: abort.signal });
+    } catch (error) {
+      if (abort.signal.aborted) return record(499, undefined, true);
+      if (error instanceof UpstreamTransportError) return fail(502, upstreamFailure(endpoint.provider, error.reason, error));
+      throw error;
+    }
+
+    const { statusCode, headers } = response;
+    if (statusCode === 401 || statusCode === 403) {
+      response.body.dump().catch(() => {});
+      return fail(502, upstreamAuthRejected(endpoint.provider, statusCode));
+    }
+    const ok = statusCode >= 200 && statusCode < 300;
+    const extractor = services.usage.extractor(format, route, resolved);
+    const contentType = headers['content-type'];
+
+    if (ok && typeof contentType === 'string' && contentType.startsWith('text/event-stream')) {
+      res.writeHead(statusCode, { ...relayedHeaders(headers), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+      res.flushHeaders();
+      let usage: TokenUsage | undefined;
+      try {
+        const outcome = await relaySse(response.body, res, {
+          fixups: registry.streamFixups(route, resolved.canonicalId),
+          onEvent: (event) => {
+            usage = extractor.fromStreamEvent(usage, event);
+            streamed.add(event.data);
+          },
+        });
+        if (outcome.clientClosed) return record(499, usage, true);
+        res.end();
+        return record(statusCode, usage, true);
+      } catch (error) {
+        // The status is already sent: all that is left is to cut the stream so the client sees it broke.
+        res.destroy();
+        return record(statusCode, usage, true);
+      }
+    }
+
+    let bytes: Buffer;
+    try {
+      bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
+    } catch (error) {
+      if (abort.signal.aborted) return record(499, undefined, true);
+      return fail(502, upstreamFailure(endpoint.provider, 'the answer broke off or was too large', error), ok);
+    }
+    let usage: TokenUsage | undefined;
+    if (ok) {
+      usage = usageOf(bytes, extractor.fromBody);
+      if (usage === undefined && format === 'chat-completions') return fail(502, usageMissing(endpoint.provider), true);
+    }
+    res.writeHead(statusCode, { ...relayedHeaders(headers), 'content-length': String(bytes.length) });
+    res.end(bytes);
+    record(statusCode, usage, ok && format !== 'count-tokens');
+  };
+}
+
+function usageOf(bytes: Buffer, fromBody: (body: unknown) => TokenUsage | undefined): TokenUsage | undefined {
+  try {
+    return fromBody(JSON.parse(bytes.toString('utf8')));
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,57 @@
+import type { RouteId, TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
+import type { ModelRegistry, ResolvedModel } from '../plugins/model-registry.ts';
+import type { UpstreamClient, UpstreamEndpoint } from '../upstream/upstream-client.ts';
+
+/** The caller as the auth middleware leaves it in `res.locals.apiKey` (never the key itself). */
+export interface CallerKey {
+  readonly id: string;
+  /** Canonical model IDs the key may use; every model when absent. */
+  readonly models?: readonly string[];
+}
+
+/** What one request to an upstream came to, handed to usage accounting when the response is done. */
+export interface Exchange {
+  readonly keyId: string | undefined;
+  readonly route: RouteId;
+  readonly resolved: ResolvedModel;
+  /** The status the client received (499 when the client went away first). */
+  readonly status: number;
+  readonly stream: boolean;
+  readonly latencyMs: number;
+  /** The usage the upstream reported; `undefined` when it reported none. */
+  readonly usage: TokenUsage | undefined;
+  /** Whether tokens were consumed upstream, so that missing usage must be estimated (false for upstream errors). */
+  readonly consumed: boolean;
+  /** The request body as sent upstream and the text streamed back so far, for estimates. */
+  readonly requestBody: Record<string, unknown>;
+  readonly responseText: () => string;
+}
+
+/** The usage accounting the routes call; the usage module implements it. */
+export interface UsageAccounting {
+  /** Before dispatch: throws the 429 quota error when the caller's token quota is spent. */
+  checkQuota(keyId: string | undefined): Promise<void>;
+  /** The extractor for answers of this format on this route and model (a plugin's own, or the standard one). */
+  extractor(format: WireFormat, route: UpstreamRouteId, resolved: ResolvedModel): UsageExtractor;
+  /** Text deltas of one streamed event (for estimates when a stream ends without usage). */
+  streamedText(format: WireFormat, data: string): string;
+  /** Records one exchange. Never throws, never delays the response. */
+  record(exchange: Exchange): void;
+}
+
+/** Resolved upstream endpoints per vendor; `undefined` where the operator configured none. */
+export interface ProviderEndpoints {
+  get(vendor: string): UpstreamEndpoint | undefined;
+  /** The env prefix an operator sets for the vendor, for the "not configured" message. */
+  envPrefix(vendor: string): string;
+}
+
+export interface RouteServices {
+  readonly registry: () => ModelRegistry;
+  readonly upstream: UpstreamClient;
+  readonly endpoints: ProviderEndpoints;
+  readonly usage: UsageAccounting;
+  readonly bodyLimitBytes: number;
+  /** Largest upstream JSON answer the gateway reads, in bytes. */
+  readonly upstreamBodyLimitBytes: number;
+}

@@ -1,0 +1,58 @@
+import { expect } from 'chai';
+import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadPlugins } from '../../src/plugins/load-plugins.ts';
+import { PluginLoadError, validatePlugin } from '../../src/plugins/validate-plugin.ts';
+import { samplePlugins } from './sample-plugins.ts';
+
+function withChange(change: (plugin: Record<string, any>) => void) {
+  const plugin = structuredClone({ ...samplePlugins()[0]! }) as Record<string, any>;
+  change(plugin);
+  return () => validatePlugin('acme', plugin);
+}
+
+describe('validatePlugin', () => {
+  it('accepts a well-formed plugin', () => {
+    expect(validatePlugin('acme', samplePlugins()[0]).vendor).to.equal('acme');
+  });
+
+  const cases: [string, (plugin: Record<string, any>) => void, string][] = [
+    ['a vendor that is not its folder name', (p) => (p.vendor = 'other'), "plugin 'acme': vendor: must equal"],
+    ['an unknown route', (p) => (p.routes.embeddings = { path: '/e', format: 'responses', auth: 'bearer' }), 'routes.embeddings: unknown route'],
+    ['a bad wire format', (p) => (p.routes.responses.format = 'xml'), 'routes.responses.format'],
+    ['a duplicate model', (p) => p.models.push({ ...p.models[0] }), "models[3].id: duplicate model ID 'one'"],
+    ['a model on an undeclared route', (p) => (p.models[0].routes = ['messages']), "models[0].routes[0]: route 'messages' is not declared"],
+    ['a model on chat without an adapter', (p) => (p.models[0].routes = ['chat']), 'declares no nativeChat adapter'],
+    ['a model without pricing', (p) => delete p.models[1].pricing, 'models[1].pricing'],
+    ['an alias to an unknown model', (p) => (p.aliases[0].target = 'acme/zzz'), "aliases[0].target: 'acme/zzz' is not one of the plugin's models"],
+    ['an alias whose target misses a route', (p) => (p.aliases[0].target = 'acme/hidden'), "does not serve the alias's route(s) responses"],
+    ['a duplicate alias', (p) => p.aliases.push({ ...p.aliases[0] }), "aliases: duplicate alias 'acme-latest'"],
+    ['a fixup on a model of another route', (p) => (p.streamFixups = [{ name: 'x', route: 'responses', models: ['acme/hidden'], fixup: () => undefined }]), 'streamFixups[0].models'],
+    ['a fixup that is not a function', (p) => (p.streamFixups = [{ name: 'x', route: 'chat-completions', models: ['acme/one'], fixup: 'no' }]), 'streamFixups[0].fixup: must be a function'],
+  ];
+  for (const [name, change, message] of cases) {
+    it(`refuses ${name}, naming the plugin and the field`, () => {
+      expect(withChange(change)).to.throw(PluginLoadError, message);
+    });
+  }
+});
+
+describe('loadPlugins', () => {
+  it('names the plugin whose module cannot be loaded', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gateway-manifest-'));
+    await mkdir(join(dir, 'acme'));
+    await writeFile(join(dir, 'manifest.json'), JSON.stringify({ plugins: ['acme'] }));
+    await writeFile(join(dir, 'acme', 'index.ts'), 'export default { vendor: "acme", routes: {}, models: [] };');
+    const error = await loadPlugins(join(dir, 'manifest.json')).then(() => undefined, (caught: unknown) => caught);
+    expect(error).to.be.instanceOf(PluginLoadError);
+    expect((error as Error).message).to.equal("plugin 'acme': models: must be a non-empty list");
+  });
+
+  it('refuses a manifest listing a plugin twice', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gateway-manifest-'));
+    await writeFile(join(dir, 'manifest.json'), JSON.stringify({ plugins: ['acme', 'acme'] }));
+    const error = await loadPlugins(join(dir, 'manifest.json')).then(() => undefined, (caught: unknown) => caught);
+    expect((error as Error).message).to.contain("'acme' is listed twice");
+  });
+});
