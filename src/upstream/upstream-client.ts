@@ -58,7 +58,8 @@ const REASONS: Record<string, string> = {
 export function transportError(provider: string, error: unknown, timeoutMs: number): UpstreamTransportError {
   const code = (error as { code?: string }).code ?? (error as { cause?: { code?: string } }).cause?.code ?? '';
   if (TIMEOUT_CODES.has(code) || (error as Error).name === 'TimeoutError') {
-    return new UpstreamTransportError(provider, `no response within ${Math.round(timeoutMs / 1000)} s`, true, { cause: error });
+    const limit = timeoutMs % 1000 === 0 ? `${timeoutMs / 1000} s` : `${timeoutMs} ms`;
+    return new UpstreamTransportError(provider, `no response within ${limit}`, true, { cause: error });
   }
   return new UpstreamTransportError(provider, REASONS[code] ?? 'the request could not be completed', false, { cause: error });
 }

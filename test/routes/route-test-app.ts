@@ -1,0 +1,75 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { createApp } from '../../src/app.ts';
+import { createLogger } from '../../src/logger.ts';
+import { ModelRegistry } from '../../src/plugins/model-registry.ts';
+import type { ProviderPlugin, TokenUsage, UsageExtractor } from '../../src/plugins/plugin-contract.ts';
+import type { Exchange, UsageAccounting } from '../../src/routes/route-services.ts';
+import { UpstreamClient, upstreamEndpoint } from '../../src/upstream/upstream-client.ts';
+
+/**
+ * A made-up usage format for route tests: `{"usage":{"n":N}}` in a body or an event. The real
+ * extractors are tested on their own; these tests check that the routes call them at the right time.
+ */
+const readN = (value: unknown): TokenUsage | undefined => {
+  const n = (value as { usage?: { n?: unknown } } | null)?.usage?.n;
+  return typeof n === 'number' ? { inputTokens: n, outputTokens: n, cachedTokens: 0 } : undefined;
+};
+const testExtractor: UsageExtractor = {
+  fromBody: readN,
+  fromStreamEvent: (seen, event) => {
+    try {
+      return readN(JSON.parse(event.data)) ?? seen;
+    } catch {
+      return seen;
+    }
+  },
+};
+
+export interface RouteTestApp {
+  readonly url: string;
+  readonly exchanges: Exchange[];
+  close(): Promise<void>;
+}
+
+export async function startRouteTestApp(
+  plugins: ProviderPlugin[],
+  upstreamUrls: Record<string, string>,
+  options: { bodyLimitBytes?: number; timeoutMs?: number } = {},
+): Promise<RouteTestApp> {
+  const exchanges: Exchange[] = [];
+  const usage: UsageAccounting = {
+    checkQuota: async () => {},
+    extractor: () => testExtractor,
+    streamedText: (_format, data) => data,
+    record: (exchange) => exchanges.push(exchange),
+  };
+  const registry = new ModelRegistry(plugins);
+  const upstream = new UpstreamClient({ timeoutMs: options.timeoutMs ?? 5000 });
+  const app = createApp({
+    logger: createLogger('silent'),
+    services: {
+      registry: () => registry,
+      upstream,
+      usage,
+      endpoints: {
+        get: (vendor) => (upstreamUrls[vendor] ? upstreamEndpoint(vendor, upstreamUrls[vendor], 'upstream-secret-key') : undefined),
+        envPrefix: (vendor) => vendor.toUpperCase(),
+      },
+      bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024,
+      upstreamBodyLimitBytes: 1024 * 1024,
+    },
+  });
+  const server: Server = await new Promise((resolve) => {
+    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    exchanges,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await upstream.close();
+    },
+  };
+}
