@@ -35,6 +35,8 @@ export interface UsageAccounting {
   extractor(format: WireFormat, route: UpstreamRouteId, resolved: ResolvedModel): UsageExtractor;
   /** Text deltas of one streamed event (for estimates when a stream ends without usage). */
   streamedText(format: WireFormat, data: string): string;
+  /** The derived counters of a usage under the model's pricing (the native chat result shows them). */
+  charge(usage: TokenUsage, resolved: ResolvedModel): { readonly totalTokens: number; readonly chargedTokens: number };
   /** Records one exchange. Never throws, never delays the response. */
   record(exchange: Exchange): void;
 }

@@ -42,6 +42,7 @@ export async function startRouteTestApp(
     checkQuota: async () => {},
     extractor: () => testExtractor,
     streamedText: (_format, data) => data,
+    charge: (tokens) => ({ totalTokens: tokens.inputTokens + tokens.outputTokens, chargedTokens: tokens.inputTokens + tokens.outputTokens }),
     record: (exchange) => exchanges.push(exchange),
   };
   const registry = new ModelRegistry(plugins);

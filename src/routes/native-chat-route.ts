@@ -1,0 +1,258 @@
+import { randomUUID } from 'node:crypto';
+import type { Request, RequestHandler, Response } from 'express';
+import * as yup from 'yup';
+import {
+  fieldError,
+  isGatewayError,
+  upstreamAuthRejected,
+  upstreamFailure,
+  upstreamTimeout,
+  usageMissing,
+  validationError,
+  type GatewayError,
+} from '../errors/gateway-errors.ts';
+import { readJsonObject } from '../http/json-body.ts';
+import { ROUTE_PATHS, type ModelRegistry, type ResolvedModel } from '../plugins/model-registry.ts';
+import type { TokenUsage } from '../plugins/plugin-contract.ts';
+import { readBody, UpstreamTransportError } from '../upstream/upstream-client.ts';
+import { abortOnClientClose, admitCaller, endpointFor } from './compatible-route.ts';
+import type { RouteServices } from './route-services.ts';
+import { validateRequest } from './validate-request.ts';
+
+export interface RetryPolicy {
+  /** Retries when the caller sends no `max_retries`. */
+  readonly defaultMaxRetries: number;
+  /** First backoff; doubled per retry, with jitter. */
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+  /** Longest `Retry-After` honoured; a longer one ends the retries. */
+  readonly maxRetryAfterMs: number;
+  /** Per-attempt timeout when the caller sends no `timeout`. */
+  readonly defaultTimeoutMs: number;
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly random: () => number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  defaultMaxRetries: 2,
+  baseDelayMs: 500,
+  maxDelayMs: 8_000,
+  maxRetryAfterMs: 60_000,
+  defaultTimeoutMs: 600_000,
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  random: Math.random,
+};
+
+const FIELDS = ['model', 'input', 'web_search', 'temperature', 'max_output_tokens', 'max_retries', 'timeout'];
+const STREAMING_ROUTES = [ROUTE_PATHS['chat-completions'], ROUTE_PATHS.responses, ROUTE_PATHS.messages].join(', ');
+const RETRYABLE_STATUSES = new Set([408, 409, 429]);
+/** Suffixes of the web chat's presets, which are not API model IDs. */
+const PRESET_SUFFIX = /^(.+?)[-_:. ]?(thinking|think|reasoning|fast|instant)$/i;
+
+const number = (message: string) => yup.number().typeError(message);
+const schema = yup.object({
+  model: yup.string().typeError('must be a string').required('is required'),
+  input: yup.string().typeError('must be a string').required('is required').min(1, 'must not be empty'),
+  web_search: yup.boolean().typeError('must be true or false'),
+  temperature: number('must be a number').min(0, 'must be >= 0'),
+  max_output_tokens: number('must be a positive integer').integer('must be a positive integer').min(1, 'must be a positive integer'),
+  max_retries: number('must be an integer >= 0').integer('must be an integer >= 0').min(0, 'must be an integer >= 0'),
+  timeout: number('must be a number of seconds > 0').moreThan(0, 'must be a number of seconds > 0'),
+});
+
+/** Why a model ID is refused on the native route: a web-chat preset gets a pointer to the real IDs. */
+function modelProblem(registry: ModelRegistry, id: string): GatewayError | undefined {
+  try {
+    registry.resolve('chat', id);
+    return undefined;
+  } catch (error) {
+    if (!isGatewayError(error)) throw error;
+    const preset = PRESET_SUFFIX.exec(id);
+    if (!preset) return error;
+    let base: ResolvedModel;
+    try {
+      base = registry.resolve('chat', preset[1]!);
+    } catch {
+      return error;
+    }
+    const aliases = (base.plugin.aliases ?? []).filter((alias) => alias.routes.includes('chat')).map((alias) => `'${alias.id}'`);
+    const use = [...aliases, `a concrete ID such as '${base.canonicalId}'`].join(' or ');
+    return validationError([fieldError('model', `'${id}' is a web chat preset, not a model ID; use ${use} (this route always uses the low reasoning preset)`)], 'model');
+  }
+}
+
+function validate(registry: ModelRegistry, body: Record<string, unknown>): ResolvedModel {
+  const unknown = Object.keys(body).filter((key) => !FIELDS.includes(key));
+  validateRequest(schema, body, () => {
+    const errors = unknown.map((key) =>
+      key === 'stream'
+        ? fieldError('stream', `is not accepted: ${ROUTE_PATHS.chat} never streams; use ${STREAMING_ROUTES} for SSE`)
+        : fieldError(key, 'is not a field of this route'),
+    );
+    const model = typeof body.model === 'string' ? modelProblem(registry, body.model) : undefined;
+    errors.push(...(model?.errors ?? []));
+    if (body.web_search === true && typeof body.model === 'string' && !model) {
+      const resolved = registry.resolve('chat', body.model);
+      if (!resolved.model.webSearch) errors.push(fieldError('web_search', `the model '${resolved.canonicalId}' has no web search tool; drop the field or pick a model that has one`));
+    }
+    return errors.length ? validationError(errors) : undefined;
+  });
+  return registry.resolve('chat', body.model as string);
+}
+
+/** Milliseconds from `retry-after-ms` or `Retry-After` (seconds or an HTTP date). */
+export function retryAfterMs(headers: Record<string, string | string[] | undefined>, now = Date.now()): number | undefined {
+  const ms = Number(headers['retry-after-ms']);
+  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const value = headers['retry-after'];
+  if (typeof value !== 'string') return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/** Exponential backoff with jitter: between half and all of `base × 2^retry`, capped. */
+export function backoffMs(policy: RetryPolicy, retry: number): number {
+  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** retry);
+  return Math.round(ceiling / 2 + (policy.random() * ceiling) / 2);
+}
+
+type Attempt =
+  | { kind: 'answer'; status: number; body: Buffer }
+  | { kind: 'retry'; failure: GatewayError; waitMs?: number }
+  | { kind: 'final'; failure: GatewayError };
+
+function upstreamMessage(body: Buffer): string {
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as { error?: { message?: unknown }; message?: unknown };
+    const message = parsed.error?.message ?? parsed.message;
+    return typeof message === 'string' ? `: ${message.slice(0, 300)}` : '';
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * `POST /v1/chat`: plain text in, plain text out, never streamed. The core owns validation, retries,
+ * timeouts and usage; the model's plugin adapter owns only the mapping to its upstream format (always
+ * with the provider's low reasoning preset).
+ */
+export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = DEFAULT_RETRY_POLICY): RequestHandler {
+  return async function handleNativeChat(req: Request, res: Response) {
+    const startedAt = performance.now();
+    const body = await readJsonObject(req, services.bodyLimitBytes);
+    const registry = services.registry();
+    const resolved = validate(registry, body);
+    const caller = await admitCaller(services, res, resolved);
+    const endpoint = endpointFor(services, resolved);
+    const adapter = resolved.plugin.nativeChat!;
+    const upstreamRoute = resolved.plugin.routes[adapter.route]!;
+    const upstreamBody = adapter.buildRequest({
+      upstreamModel: registry.upstreamModel(resolved, 'chat'),
+      input: body.input as string,
+      temperature: body.temperature as number | undefined,
+      maxOutputTokens: body.max_output_tokens as number | undefined,
+      webSearch: body.web_search === true,
+    });
+    const maxRetries = (body.max_retries as number | undefined) ?? policy.defaultMaxRetries;
+    const timeoutMs = body.timeout === undefined ? policy.defaultTimeoutMs : Math.ceil((body.timeout as number) * 1000);
+    const clientGone = abortOnClientClose(res);
+    const provider = endpoint.provider;
+    const payload = JSON.stringify(upstreamBody);
+
+    const record = (status: number, usage: TokenUsage | undefined) =>
+      services.usage.record({
+        keyId: caller?.id,
+        route: 'chat',
+        resolved,
+        status,
+        stream: false,
+        latencyMs: performance.now() - startedAt,
+        usage,
+        consumed: usage !== undefined,
+        requestBody: upstreamBody,
+        responseText: () => '',
+      });
+
+    const attempt = async (): Promise<Attempt> => {
+      const controller = new AbortController();
+      const stop = () => controller.abort();
+      clientGone.signal.addEventListener('abort', stop);
+      const timer = setTimeout(stop, timeoutMs);
+      try {
+        const response = await services.upstream.post({ endpoint, route: upstreamRoute, body: payload, signal: controller.signal, timeoutMs });
+        const bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
+        const status = response.statusCode;
+        if (status >= 200 && status < 300) return { kind: 'answer', status, body: bytes };
+        if (status === 401 || status === 403) return { kind: 'final', failure: upstreamAuthRejected(provider, status) };
+        const failure = upstreamFailure(provider, `upstream answered ${status}${upstreamMessage(bytes)}`);
+        if (RETRYABLE_STATUSES.has(status) || status >= 500) return { kind: 'retry', failure, waitMs: retryAfterMs(response.headers) };
+        return { kind: 'final', failure };
+      } catch (error) {
+        if (clientGone.signal.aborted) throw error;
+        if (controller.signal.aborted) return { kind: 'retry', failure: upstreamTimeout(provider, error) };
+        if (error instanceof UpstreamTransportError) {
+          return { kind: 'retry', failure: error.timedOut ? upstreamTimeout(provider, error) : upstreamFailure(provider, error.reason, error) };
+        }
+        return { kind: 'retry', failure: upstreamFailure(provider, 'the answer broke off', error) };
+      } finally {
+        clearTimeout(timer);
+        clientGone.signal.removeEventListener('abort', stop);
+      }
+    };
+
+    let outcome: Attempt;
+    for (let retry = 0; ; retry += 1) {
+      try {
+        outcome = await attempt();
+      } catch (error) {
+        return record(499, undefined);
+      }
+      if (outcome.kind !== 'retry' || retry >= maxRetries) break;
+      const wait = outcome.waitMs ?? backoffMs(policy, retry);
+      if (wait > policy.maxRetryAfterMs) break;
+      await policy.sleep(wait);
+      if (clientGone.signal.aborted) return record(499, undefined);
+    }
+    if (outcome.kind !== 'answer') {
+      record(outcome.failure.status, undefined);
+      throw outcome.failure;
+    }
+
+    let answer: unknown;
+    try {
+      answer = JSON.parse(outcome.body.toString('utf8'));
+    } catch {
+      record(502, undefined);
+      throw upstreamFailure(provider, 'the answer was not JSON');
+    }
+    const usage = services.usage.extractor(upstreamRoute.format, adapter.route, resolved).fromBody(answer);
+    if (!usage) {
+      record(502, undefined);
+      throw usageMissing(provider);
+    }
+    const text = adapter.readText(answer);
+    if (text === undefined) {
+      record(502, usage);
+      throw upstreamFailure(provider, 'the answer held no text');
+    }
+    const { totalTokens, chargedTokens } = services.usage.charge(usage, resolved);
+    const result = {
+      id: `chat-${randomUUID()}`,
+      model: resolved.canonicalId,
+      result: { text },
+      usage: {
+        input_tokens: usage.inputTokens,
+        output_tokens: usage.outputTokens,
+        total_tokens: totalTokens,
+        cached_tokens: usage.cachedTokens,
+        charged_tokens: chargedTokens,
+      },
+    };
+    const payloadOut = JSON.stringify(result);
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(payloadOut) });
+    res.end(payloadOut);
+    record(200, usage);
+  };
+}
