@@ -52,7 +52,7 @@ const PRESET_SUFFIX = /^(.+?)[-_:. ]?(thinking|think|reasoning|fast|instant)$/i;
 const number = (message: string) => yup.number().typeError(message);
 const schema = yup.object({
   model: yup.string().typeError('must be a string').required('is required'),
-  input: yup.string().typeError('must be a string').required('is required').min(1, 'must not be empty'),
+  input: yup.string().typeError('must be a string').nonNullable('must be a string').defined('is required').min(1, 'must not be empty'),
   web_search: yup.boolean().typeError('must be true or false'),
   temperature: number('must be a number').min(0, 'must be >= 0'),
   max_output_tokens: number('must be a positive integer').integer('must be a positive integer').min(1, 'must be a positive integer'),

@@ -55,7 +55,7 @@ describe('ModelRegistry', () => {
 
   it('lets the operator retarget an alias, within the routes its target serves', () => {
     expect(new ModelRegistry(samplePlugins(), { 'acme-latest': 'acme/two' }).resolve('responses', 'acme-latest').canonicalId).to.equal('acme/two');
-    expect(() => new ModelRegistry(samplePlugins(), { 'acme-latest': 'acme/hidden' })).to.throw(PluginLoadError, "does not serve the alias's route(s) responses");
+    expect(() => new ModelRegistry(samplePlugins(), { 'acme-latest': 'acme/hidden' })).to.throw(PluginLoadError, "does not serve the alias's route(s) chat, responses");
     expect(() => new ModelRegistry(samplePlugins(), { 'nope-latest': 'acme/one' })).to.throw(PluginLoadError, 'nope-latest');
   });
 

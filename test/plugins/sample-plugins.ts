@@ -12,11 +12,23 @@ export function samplePlugins(): ProviderPlugin[] {
       responses: { path: '/responses', format: 'responses', auth: 'bearer', modelIds: ['prefixed', 'native'] },
     },
     models: [
-      { id: 'one', listed: true, routes: ['chat-completions', 'responses'], pricing },
+      { id: 'one', listed: true, routes: ['chat', 'chat-completions', 'responses'], pricing, webSearch: true },
       { id: 'hidden', listed: false, routes: ['chat-completions'], pricing, upstreamModel: 'hidden-2026' },
-      { id: 'two', listed: true, routes: ['chat-completions', 'responses'], pricing, upstreamModels: { responses: 'two-r' } },
+      { id: 'two', listed: true, routes: ['chat', 'chat-completions', 'responses'], pricing, upstreamModels: { responses: 'two-r' } },
     ],
-    aliases: [{ id: 'acme-latest', target: 'acme/one', routes: ['chat-completions', 'responses'] }],
+    aliases: [{ id: 'acme-latest', target: 'acme/one', routes: ['chat', 'chat-completions', 'responses'] }],
+    nativeChat: {
+      route: 'chat-completions',
+      buildRequest: (request) => ({
+        model: request.upstreamModel,
+        messages: [{ role: 'user', content: request.input }],
+        effort: 'low',
+        ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+        ...(request.maxOutputTokens === undefined ? {} : { max_tokens: request.maxOutputTokens }),
+        ...(request.webSearch ? { tools: [{ type: 'search' }] } : {}),
+      }),
+      readText: (body) => (body as { text?: string }).text,
+    },
   });
   const bolt = definePlugin({
     vendor: 'bolt',

@@ -7,7 +7,8 @@ import { PluginLoadError, validatePlugin } from '../../src/plugins/validate-plug
 import { samplePlugins } from './sample-plugins.ts';
 
 function withChange(change: (plugin: Record<string, any>) => void) {
-  const plugin = structuredClone({ ...samplePlugins()[0]! }) as Record<string, any>;
+  const { nativeChat, ...data } = samplePlugins()[0]!;
+  const plugin = { ...structuredClone(data), nativeChat } as Record<string, any>;
   change(plugin);
   return () => validatePlugin('acme', plugin);
 }
@@ -23,10 +24,10 @@ describe('validatePlugin', () => {
     ['a bad wire format', (p) => (p.routes.responses.format = 'xml'), 'routes.responses.format'],
     ['a duplicate model', (p) => p.models.push({ ...p.models[0] }), "models[3].id: duplicate model ID 'one'"],
     ['a model on an undeclared route', (p) => (p.models[0].routes = ['messages']), "models[0].routes[0]: route 'messages' is not declared"],
-    ['a model on chat without an adapter', (p) => (p.models[0].routes = ['chat']), 'declares no nativeChat adapter'],
+    ['a model on chat without an adapter', (p) => delete p.nativeChat, 'declares no nativeChat adapter'],
     ['a model without pricing', (p) => delete p.models[1].pricing, 'models[1].pricing'],
     ['an alias to an unknown model', (p) => (p.aliases[0].target = 'acme/zzz'), "aliases[0].target: 'acme/zzz' is not one of the plugin's models"],
-    ['an alias whose target misses a route', (p) => (p.aliases[0].target = 'acme/hidden'), "does not serve the alias's route(s) responses"],
+    ['an alias whose target misses a route', (p) => (p.aliases[0].target = 'acme/hidden'), "aliases[0].target: 'acme/hidden' does not serve the alias's route(s) chat, responses"],
     ['a duplicate alias', (p) => p.aliases.push({ ...p.aliases[0] }), "aliases: duplicate alias 'acme-latest'"],
     ['a fixup on a model of another route', (p) => (p.streamFixups = [{ name: 'x', route: 'responses', models: ['acme/hidden'], fixup: () => undefined }]), 'streamFixups[0].models'],
     ['a fixup that is not a function', (p) => (p.streamFixups = [{ name: 'x', route: 'chat-completions', models: ['acme/one'], fixup: 'no' }]), 'streamFixups[0].fixup: must be a function'],

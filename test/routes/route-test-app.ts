@@ -4,7 +4,8 @@ import { createApp } from '../../src/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { ModelRegistry } from '../../src/plugins/model-registry.ts';
 import type { ProviderPlugin, TokenUsage, UsageExtractor } from '../../src/plugins/plugin-contract.ts';
-import type { Exchange, UsageAccounting } from '../../src/routes/route-services.ts';
+import { nativeChatRoute, type RetryPolicy } from '../../src/routes/native-chat-route.ts';
+import type { Exchange, RouteServices, UsageAccounting } from '../../src/routes/route-services.ts';
 import { UpstreamClient, upstreamEndpoint } from '../../src/upstream/upstream-client.ts';
 
 /**
@@ -35,7 +36,7 @@ export interface RouteTestApp {
 export async function startRouteTestApp(
   plugins: ProviderPlugin[],
   upstreamUrls: Record<string, string>,
-  options: { bodyLimitBytes?: number; timeoutMs?: number } = {},
+  options: { bodyLimitBytes?: number; timeoutMs?: number; retryPolicy?: RetryPolicy } = {},
 ): Promise<RouteTestApp> {
   const exchanges: Exchange[] = [];
   const usage: UsageAccounting = {
@@ -47,20 +48,18 @@ export async function startRouteTestApp(
   };
   const registry = new ModelRegistry(plugins);
   const upstream = new UpstreamClient({ timeoutMs: options.timeoutMs ?? 5000 });
-  const app = createApp({
-    logger: createLogger('silent'),
-    services: {
-      registry: () => registry,
-      upstream,
-      usage,
-      endpoints: {
-        get: (vendor) => (upstreamUrls[vendor] ? upstreamEndpoint(vendor, upstreamUrls[vendor], 'upstream-secret-key') : undefined),
-        envPrefix: (vendor) => vendor.toUpperCase(),
-      },
-      bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024,
-      upstreamBodyLimitBytes: 1024 * 1024,
+const services: RouteServices = {
+    registry: () => registry,
+    upstream,
+    usage,
+    endpoints: {
+      get: (vendor) => (upstreamUrls[vendor] ? upstreamEndpoint(vendor, upstreamUrls[vendor], 'upstream-secret-key') : undefined),
+      envPrefix: (vendor) => vendor.toUpperCase(),
     },
-  });
+    bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024,
+    upstreamBodyLimitBytes: 1024 * 1024,
+  };
+  const app = createApp({ logger: createLogger('silent'), services, nativeChat: nativeChatRoute(services, options.retryPolicy) });
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });
