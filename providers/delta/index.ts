@@ -1,0 +1,15 @@
+import { definePlugin } from '../../src/plugins/plugin-contract.ts';
+import { chatCompletionsAdapter, chatCompletionsRoute } from '../shared/chat-completions.ts';
+
+const routes = ['chat', 'chat-completions'] as const;
+
+export default definePlugin({
+  vendor: 'delta',
+  routes: { 'chat-completions': chatCompletionsRoute },
+  models: [
+    { id: 'delta-4.7', listed: true, routes, pricing: { input: 0.6, cachedInput: 0.11, output: 2.2 } },
+    { id: 'delta-4.6', listed: true, routes, pricing: { input: 0.5, cachedInput: 0.1, output: 2 } },
+    { id: 'delta-4.5', listed: true, routes, pricing: { input: 0.4, cachedInput: 0.08, output: 1.6 } },
+  ],
+  nativeChat: chatCompletionsAdapter(),
+});

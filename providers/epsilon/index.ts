@@ -1,0 +1,18 @@
+import { definePlugin } from '../../src/plugins/plugin-contract.ts';
+import { chatCompletionsAdapter, chatCompletionsRoute } from '../shared/chat-completions.ts';
+import { dropEmptyFunctionCall } from './stream-fixups.ts';
+
+const routes = ['chat', 'chat-completions'] as const;
+
+export default definePlugin({
+  vendor: 'epsilon',
+  routes: { 'chat-completions': chatCompletionsRoute },
+  models: [
+    { id: 'epsilon-5.3-flash', listed: true, routes, pricing: { input: 0.27, cachedInput: 0.07, output: 1.1 } },
+    { id: 'epsilon-5.2', listed: true, routes, pricing: { input: 0.55, cachedInput: 0.14, output: 2.19 } },
+  ],
+  streamFixups: [
+    { name: 'drop-empty-function-call', route: 'chat-completions', models: ['epsilon/epsilon-5.3-flash'], fixup: dropEmptyFunctionCall },
+  ],
+  nativeChat: chatCompletionsAdapter(),
+});

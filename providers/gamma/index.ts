@@ -1,0 +1,18 @@
+import { definePlugin } from '../../src/plugins/plugin-contract.ts';
+import { chatCompletionsAdapter, chatCompletionsRoute } from '../shared/chat-completions.ts';
+import { gammaUsage } from './usage.ts';
+
+const routes = ['chat', 'chat-completions'] as const;
+
+export default definePlugin({
+  vendor: 'gamma',
+  routes: { 'chat-completions': chatCompletionsRoute },
+  models: [
+    { id: 'gamma-3.1-pro-preview', listed: true, routes, webSearch: true, pricing: { input: 2, cachedInput: 0.2, output: 12 } },
+    { id: 'gamma-3.8-flash', listed: true, routes, webSearch: true, pricing: { input: 0.3, cachedInput: 0.03, output: 2.5 } },
+  ],
+  aliases: [{ id: 'gamma-latest', target: 'gamma/gamma-3.1-pro-preview', routes }],
+  usageExtractors: [{ route: 'chat-completions', extractor: gammaUsage }],
+  // The provider's search grounding tool on its OpenAI-compatible endpoint.
+  nativeChat: chatCompletionsAdapter({ type: 'function', function: { name: 'google_search' } }),
+});
