@@ -43,7 +43,7 @@ export async function admitCaller(services: RouteServices, res: Response, resolv
   if (caller?.models && !caller.models.includes(resolved.canonicalId)) {
     throw forbidden(`This API key may not use the model '${resolved.canonicalId}'`);
   }
-  await services.usage.checkQuota(caller?.id);
+  await services.usage.checkQuota(caller);
   return caller;
 }
 

@@ -7,6 +7,8 @@ export interface CallerKey {
   readonly id: string;
   /** Canonical model IDs the key may use; every model when absent. */
   readonly models?: readonly string[];
+  /** Charged-token quotas of the key, per UTC day and per UTC month. */
+  readonly quota?: { readonly daily?: number; readonly monthly?: number };
 }
 
 /** What one request to an upstream came to, handed to usage accounting when the response is done. */
@@ -30,7 +32,7 @@ export interface Exchange {
 /** The usage accounting the routes call; the usage module implements it. */
 export interface UsageAccounting {
   /** Before dispatch: throws the 429 quota error when the caller's token quota is spent. */
-  checkQuota(keyId: string | undefined): Promise<void>;
+  checkQuota(caller: CallerKey | undefined): Promise<void>;
   /** The extractor for answers of this format on this route and model (a plugin's own, or the standard one). */
   extractor(format: WireFormat, route: UpstreamRouteId, resolved: ResolvedModel): UsageExtractor;
   /** Text deltas of one streamed event (for estimates when a stream ends without usage). */
