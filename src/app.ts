@@ -19,7 +19,7 @@ export interface AppOptions {
   /** `POST /v1/chat`, the native text route. */
   readonly nativeChat?: RequestHandler;
   /** Further routes mounted before the 404 (usage read-back, admin API, health). */
-  readonly mount?: (app: Express, guard: RequestHandler[]) => void;
+  readonly mount?: (app: Express, add: AddRoute, guard: RequestHandler[]) => void;
 }
 
 /** Which error envelope a path answers with, so each official SDK shows the gateway's messages. */
@@ -28,6 +28,9 @@ export function errorFamilyOf(path: string): ErrorFamily {
   if (path.startsWith('/v1/chat/completions') || path.startsWith('/v1/responses')) return 'alpha-compatible';
   return 'plain';
 }
+
+/** Registers a route so that a wrong method on its path answers 405. */
+export type AddRoute = (method: 'get' | 'post' | 'delete', path: string, ...handlers: RequestHandler[]) => void;
 
 const pass: RequestHandler = (_req, _res, next) => next();
 
@@ -39,7 +42,7 @@ export function createApp(options: AppOptions): Express {
 
   const guard = [options.authenticate ?? pass, options.modelRateLimit ?? pass];
   const routes = new Map<string, string[]>();
-  const add = (method: 'get' | 'post', path: string, ...handlers: RequestHandler[]) => {
+  const add: AddRoute = (method, path, ...handlers) => {
     app[method](path, ...handlers);
     routes.set(path, [...(routes.get(path) ?? []), method.toUpperCase()]);
   };
@@ -50,7 +53,7 @@ export function createApp(options: AppOptions): Express {
   add('post', '/v1/messages/count_tokens', ...guard, compatibleRoute('count-tokens', services));
   add('post', '/v1/responses', ...guard, compatibleRoute('responses', services));
   if (options.nativeChat) add('post', '/v1/chat', ...guard, options.nativeChat);
-  options.mount?.(app, guard);
+  options.mount?.(app, add, guard);
 
   app.use((req, _res, next) => {
     const allowed = routes.get(req.path);

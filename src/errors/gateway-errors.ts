@@ -156,6 +156,10 @@ export function upstreamTimeout(provider: string, cause?: unknown): GatewayError
   );
 }
 
+export function serviceUnavailable(detail: string, cause?: unknown): GatewayError {
+  return new GatewayError('GW_ERR_UNAVAILABLE', 503, 'internal', detail, { cause, headers: { 'Retry-After': '1' } });
+}
+
 export function internalError(cause?: unknown): GatewayError {
   return new GatewayError(
     'GW_ERR_INTERNAL',

@@ -9,6 +9,8 @@ export interface CallerKey {
   readonly models?: readonly string[];
   /** Charged-token quotas of the key, per UTC day and per UTC month. */
   readonly quota?: { readonly daily?: number; readonly monthly?: number };
+  /** The key's own request limit per window, instead of the gateway's. */
+  readonly rpm?: number;
 }
 
 /** What one request to an upstream came to, handed to usage accounting when the response is done. */

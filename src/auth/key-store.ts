@@ -1,0 +1,12 @@
+import type { ApiKeyRecord, NewKeyInput } from './api-keys.ts';
+
+/** Where managed keys live: Redis when configured, a local file otherwise. Only hashes are stored. */
+export interface KeyStore {
+  /** Creates a key; the key itself is returned once and never stored. */
+  create(input: NewKeyInput): Promise<{ key: string; record: ApiKeyRecord }>;
+  list(): Promise<ApiKeyRecord[]>;
+  /** Marks a key revoked; false when no key has that id. */
+  revoke(id: string): Promise<boolean>;
+  findByHash(hash: string): Promise<ApiKeyRecord | undefined>;
+  close(): Promise<void>;
+}
