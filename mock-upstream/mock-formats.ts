@@ -68,7 +68,6 @@ export function chatCompletionEvents(answer: MockAnswer, options: { includeUsage
   if (options.profile === 'empty-function-call') {
     events.push(chunk({ tool_calls: [{ index: 0, id: 'call_mock', type: 'function', function: { name: 'lookup', arguments: '' } }] }));
     events.push(chunk({ tool_calls: [{ index: 0, function: { arguments: '{"q":"x"}' } }] }));
-    events.push(chunk({ function_call: { name: 'lookup', arguments: '' } }));
     events.push(chunk({ content: '', function_call: { name: '', arguments: '' }, refusal: '' }, 'tool_calls'));
   } else {
     events.push(chunk({}, 'stop'));

@@ -18,6 +18,7 @@ export interface MockUpstreamOptions {
   readonly host?: string;
   /** When set, requests must carry it (`Authorization: Bearer`, or `x-api-key` on the Messages routes). */
   readonly apiKey?: string;
+  /** Stream shape; per request also the body field `mock_profile` or the header `x-mock-profile`. */
   readonly profile?: Profile;
   /** Pause between two stream events. */
   readonly chunkDelayMs?: number;
@@ -176,7 +177,8 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
 
     const answer = answerFor(body, req, options.cachedTokens ?? 0);
     const withUsage = behaviour?.kind !== 'no-usage';
-    const profile = (req.headers['x-mock-profile'] as Profile | undefined) ?? options.profile ?? 'standard';
+    // A body field reaches the mock through the gateway (extra fields are forwarded), a header does not.
+    const profile = (body.mock_profile as Profile | undefined) ?? (req.headers['x-mock-profile'] as Profile | undefined) ?? options.profile ?? 'standard';
     const requestId: Record<string, string> = { [messagesFamily ? 'request-id' : 'x-request-id']: `req_${answer.id}` };
     const reported: ReportedUsage = { inputTokens: answer.inputTokens, outputTokens: answer.outputTokens, cachedTokens: answer.cachedTokens };
 

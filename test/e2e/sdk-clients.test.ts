@@ -53,11 +53,11 @@ describe('end to end: the official SDK clients against the running gateway', () 
     });
 
     it('lets the openai stream helper finish an epsilon stream whose upstream sends an empty function_call', async () => {
-      const body = { model: 'epsilon/epsilon-5.3-flash', messages: [{ role: 'user' as const, content: 'call a tool' }] };
-      const run = (client: OpenAI) => client.chat.completions.stream(body, { headers: { 'x-mock-profile': 'empty-function-call' } }).finalChatCompletion();
+      const body = { model: 'epsilon/epsilon-5.3-flash', messages: [{ role: 'user' as const, content: 'call a tool' }], mock_profile: 'empty-function-call' };
+      const run = (client: OpenAI) => client.chat.completions.stream(body as OpenAI.ChatCompletionCreateParamsStreaming).finalChatCompletion();
       const final = await run(openai);
       expect(final.choices[0]!.finish_reason).to.equal('tool_calls');
-      expect(final.choices[0]!.message.content).to.equal('Mock reply to: call a tool');
+      expect(final.choices[0]!.message.tool_calls?.[0]).to.deep.include({ id: 'call_mock', function: { name: 'lookup', arguments: '{"q":"x"}' } });
       // The same stream straight from the upstream breaks the helper: the fixup is what makes it work.
       const direct = new OpenAI({ baseURL: test.upstreams.epsilon.url, apiKey: UPSTREAM_KEY, maxRetries: 0 });
       const error = await run(direct).then(() => undefined, (caught: Error) => caught);
