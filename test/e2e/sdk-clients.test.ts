@@ -54,7 +54,7 @@ describe('end to end: the official SDK clients against the running gateway', () 
 
     it('lets the openai stream helper finish an epsilon stream whose upstream sends an empty function_call', async () => {
       const body = { model: 'epsilon/epsilon-5.3-flash', messages: [{ role: 'user' as const, content: 'call a tool' }], mock_profile: 'empty-function-call' };
-      const run = (client: OpenAI) => client.chat.completions.stream(body as OpenAI.ChatCompletionCreateParamsNonStreaming).finalChatCompletion();
+      const run = (client: OpenAI) => client.chat.completions.stream(body as Parameters<OpenAI['chat']['completions']['stream']>[0]).finalChatCompletion();
       const final = await run(openai);
       expect(final.choices[0]!.finish_reason).to.equal('tool_calls');
       expect(final.choices[0]!.message.tool_calls?.[0]).to.deep.include({ id: 'call_mock', function: { name: 'lookup', arguments: '{"q":"x"}' } });
