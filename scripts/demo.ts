@@ -1,0 +1,42 @@
+import { join } from 'node:path';
+import { loadConfig } from '../src/config/gateway-config.ts';
+import { startGateway } from '../src/gateway.ts';
+import { createLogger } from '../src/logger.ts';
+import { loadPlugins } from '../src/plugins/load-plugins.ts';
+import { envPrefixOf } from '../src/upstream/provider-endpoints.ts';
+import { startMockUpstream } from '../mock-upstream/mock-upstream-server.ts';
+
+// Everything on one machine, no external service: a mock upstream for every provider, the embedded
+// key and usage store under data/demo, and a fresh API key.
+const upstreamKey = 'demo-upstream-key';
+const upstream = await startMockUpstream({ apiKey: upstreamKey, chunkDelayMs: 40 });
+const env: NodeJS.ProcessEnv = { ...process.env, GATEWAY_DATA_DIR: process.env.GATEWAY_DATA_DIR ?? join('data', 'demo') };
+const config = loadConfig(env);
+for (const plugin of await loadPlugins(config.manifestPath)) {
+  env[`${envPrefixOf(plugin)}_BASE_URL`] ??= upstream.url;
+  env[`${envPrefixOf(plugin)}_API_KEY`] ??= upstreamKey;
+}
+const logger = createLogger(process.env.LOG_LEVEL ?? 'warn');
+const gateway = await startGateway(config, env, logger);
+const { key } = await gateway.keys.create({ name: 'demo' });
+
+process.stdout.write(`
+Model gateway running at ${gateway.url} (mock upstreams at ${upstream.url}, data in ${config.dataDir})
+
+API key (shown once): ${key}
+
+Try it:
+  curl -s ${gateway.url}/v1/models
+  curl -s ${gateway.url}/v1/chat/completions -H "Authorization: Bearer ${key}" -d '{"model":"alpha-latest","messages":[{"role":"user","content":"Hello"}]}'
+  curl -sN ${gateway.url}/v1/chat/completions -H "Authorization: Bearer ${key}" -d '{"model":"gamma-latest","stream":true,"messages":[{"role":"user","content":"Stream please"}]}'
+  curl -s ${gateway.url}/v1/chat -H "Authorization: Bearer ${key}" -d '{"model":"beta-latest","input":"Hello"}'
+  curl -s ${gateway.url}/v1/usage -H "Authorization: Bearer ${key}"
+
+Ctrl-C stops it.
+`);
+
+const stop = () => {
+  void gateway.close().then(() => upstream.close()).then(() => process.exit(0));
+};
+process.on('SIGINT', stop);
+process.on('SIGTERM', stop);
