@@ -36,9 +36,9 @@ export function createAuthenticator(options: { store: KeyStore; staticKeys: read
   return async function authenticate(req, res, next) {
     const header = req.headers.authorization;
     if (header === undefined || header.trim() === '') return next(unauthenticated(MISSING));
-    const match = /^Bearer[ \t]+(\S*)[ \t]*$/i.exec(header);
+    const match = /^Bearer(?:[ \t]+(\S*))?[ \t]*$/i.exec(header);
     if (!match) return next(unauthenticated(NOT_BEARER));
-    const key = match[1]!;
+    const key = match[1] ?? '';
     if (!key) return next(unauthenticated(MISSING));
     if (!looksLikeApiKey(key)) return next(unauthenticated(INVALID));
     const hash = hashApiKey(key);
