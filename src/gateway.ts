@@ -13,7 +13,7 @@ import { loadPlugins } from './plugins/load-plugins.ts';
 import { ModelRegistry } from './plugins/model-registry.ts';
 import { nativeChatRoute } from './routes/native-chat-route.ts';
 import type { RouteServices } from './routes/route-services.ts';
-import { createRedisClient, isReady, type RedisConnection } from './store/redis-client.ts';
+import { createRedisClient, isReady, waitUntilReady, type RedisConnection } from './store/redis-client.ts';
 import { providerEndpoints } from './upstream/provider-endpoints.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
 import { EmbeddedUsageStore } from './usage/embedded-usage-store.ts';
@@ -40,6 +40,7 @@ export async function openStores(config: GatewayConfig, logger: Logger): Promise
     return { keys: new FileKeyStore(config.dataDir), usage: await EmbeddedUsageStore.open(config.dataDir, logger) };
   }
   const redis = createRedisClient(config.redis, logger);
+  if (!(await waitUntilReady(redis, 3000))) logger.warn('redis: not reachable at start; serving degraded until it is');
   return { redis, keys: new RedisKeyStore(redis), usage: await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger }) };
 }
 

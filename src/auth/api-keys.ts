@@ -1,16 +1,18 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
-/** A managed or static key as stored: never the key itself, only its SHA-256 hash. */
+/** A managed key as stored: never the key itself, only its SHA-256 hash. */
 export interface ApiKeyRecord {
   /** Public id (`key_…`), safe to show and log. */
   readonly id: string;
   readonly name: string;
   /** Hex SHA-256 of the key. */
   readonly hash: string;
+  /** ISO date-time. */
   readonly createdAt: string;
+  /** ISO date-time after which the key is refused; never when absent. */
   readonly expiresAt?: string;
   readonly revoked: boolean;
-  /** Canonical model IDs the key may use; all models when absent. */
+  /** Canonical model IDs the key may use; every model when absent. */
   readonly models?: readonly string[];
   /** The key's own request limit per rate-limit window, instead of the gateway's. */
   readonly rpm?: number;
@@ -28,13 +30,14 @@ export function generateApiKey(): string {
 }
 
 export function generateKeyId(): string {
-  return `key_${randomBytes(9).toString('base64url')}`;
+  return `key_${randomBytes(8).toString('hex')}`;
 }
 
 export function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
+/** Whether a presented value has the shape of a gateway key (`sk-` and 8 to 200 URL-safe characters). */
 export function looksLikeApiKey(value: string): boolean {
   return KEY_SHAPE.test(value);
 }
@@ -52,15 +55,22 @@ export function sameSecret(a: string, b: string): boolean {
 }
 
 export function newKeyRecord(key: string, input: NewKeyInput, now = new Date()): ApiKeyRecord {
-  return { id: generateKeyId(), hash: hashApiKey(key), createdAt: now.toISOString(), revoked: false, ...stripUndefined(input) };
+  return { id: generateKeyId(), name: input.name, hash: hashApiKey(key), createdAt: now.toISOString(), revoked: false, ...definedOnly(input) };
 }
 
-function stripUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined)) as T;
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined)) as Partial<T>;
 }
 
-/** A record without its hash, as the admin API and CLI show it. */
+/** A record without its hash, as lists show it. */
 export function publicView(record: ApiKeyRecord): Omit<ApiKeyRecord, 'hash'> {
   const { hash: _hash, ...rest } = record;
   return rest;
+}
+
+/** `active`, `revoked` or `expired` at `now`. */
+export function keyStatus(record: ApiKeyRecord, now = Date.now()): 'active' | 'revoked' | 'expired' {
+  if (record.revoked) return 'revoked';
+  if (record.expiresAt !== undefined && Date.parse(record.expiresAt) <= now) return 'expired';
+  return 'active';
 }

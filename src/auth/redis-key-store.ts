@@ -20,12 +20,14 @@ export class RedisKeyStore implements KeyStore {
   async create(input: NewKeyInput): Promise<{ key: string; record: ApiKeyRecord }> {
     const key = generateApiKey();
     const record = newKeyRecord(key, input);
-    await this.redis
+    const results = await this.redis
       .multi()
       .set(`${PREFIX}:record:${record.id}`, JSON.stringify(record))
       .set(`${PREFIX}:hash:${record.hash}`, record.id)
       .sadd(`${PREFIX}:ids`, record.id)
       .exec();
+    const failure = results?.find(([error]) => error)?.[0];
+    if (!results || failure) throw failure ?? new Error('the key was not stored');
     return { key, record };
   }
 
