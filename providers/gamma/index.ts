@@ -4,6 +4,13 @@ import { gammaUsage } from './usage.ts';
 
 const routes = ['chat', 'chat-completions'] as const;
 
+/**
+ * The provider's search grounding on its OpenAI-compatible endpoint, in the shape the OpenAI-compatible
+ * relays in front of it turn into the native `googleSearch` tool: a function tool with that reserved
+ * name and no parameters (Chat Completions has no built-in search tool type of its own).
+ */
+const searchGroundingTool = { type: 'function', function: { name: 'googleSearch' } } as const;
+
 export default definePlugin({
   vendor: 'gamma',
   routes: { 'chat-completions': chatCompletionsRoute },
@@ -13,6 +20,5 @@ export default definePlugin({
   ],
   aliases: [{ id: 'gamma-latest', target: 'gamma/gamma-3.1-pro-preview', routes }],
   usageExtractors: [{ route: 'chat-completions', extractor: gammaUsage }],
-  // The provider's search grounding tool on its OpenAI-compatible endpoint.
-  nativeChat: chatCompletionsAdapter({ type: 'function', function: { name: 'google_search' } }),
+  nativeChat: chatCompletionsAdapter(searchGroundingTool),
 });

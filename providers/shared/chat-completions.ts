@@ -1,19 +1,16 @@
 import type { NativeChatAdapter, NativeChatRequest, UpstreamRoute } from '../../src/plugins/plugin-contract.ts';
+import { readChatCompletionText } from './text-readers.ts';
 
-/** The alpha-compatible Chat Completions route most providers expose. */
+/** The alpha-compatible Chat Completions route every provider exposes. */
 export const chatCompletionsRoute: UpstreamRoute = { path: '/chat/completions', format: 'chat-completions', auth: 'bearer' };
 
-/** Text of the first choice of a Chat Completions answer. */
-export function readChatCompletionText(body: unknown): string | undefined {
-  const content = (body as { choices?: { message?: { content?: unknown } }[] } | null)?.choices?.[0]?.message?.content;
-  return typeof content === 'string' ? content : undefined;
-}
-
 /**
- * A native chat adapter for a Chat Completions upstream: one user message, `reasoning_effort: "low"`
- * (the low reasoning preset), and the provider's web search tool when asked for.
+ * A native chat adapter for a Chat Completions upstream: one user message and `reasoning_effort: "low"`
+ * (the low reasoning preset), plus the provider's web search tool when one is given and asked for.
+ * The limit goes out as `max_tokens`, which every OpenAI-compatible upstream here reads;
+ * `max_completion_tokens` is not understood by all of them.
  */
-export function chatCompletionsAdapter(webSearchTool?: Record<string, unknown>): NativeChatAdapter {
+export function chatCompletionsAdapter(webSearchTool?: Readonly<Record<string, unknown>>): NativeChatAdapter {
   return {
     route: 'chat-completions',
     buildRequest: (request: NativeChatRequest) => ({
@@ -21,7 +18,7 @@ export function chatCompletionsAdapter(webSearchTool?: Record<string, unknown>):
       messages: [{ role: 'user', content: request.input }],
       reasoning_effort: 'low',
       ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
-      ...(request.maxOutputTokens === undefined ? {} : { max_completion_tokens: request.maxOutputTokens }),
+      ...(request.maxOutputTokens === undefined ? {} : { max_tokens: request.maxOutputTokens }),
       ...(request.webSearch && webSearchTool ? { tools: [webSearchTool] } : {}),
       stream: false,
     }),

@@ -4,6 +4,6 @@ import { chatCompletionsAdapter, chatCompletionsRoute } from '../shared/chat-com
 export default definePlugin({
   vendor: 'zeta',
   routes: { 'chat-completions': chatCompletionsRoute },
-  models: [{ id: 'zeta-k3', listed: true, routes: ['chat', 'chat-completions'], pricing: { input: 0.6, cachedInput: 0.15, output: 2.5 } }],
+  models: [{ id: 'zeta-k3', listed: true, routes: ['chat', 'chat-completions'], pricing: { input: 0.65, cachedInput: 0.065, output: 2.7 } }],
   nativeChat: chatCompletionsAdapter(),
 });

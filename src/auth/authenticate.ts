@@ -1,62 +1,93 @@
 import type { RequestHandler } from 'express';
-import type { Logger } from 'pino';
+import { pino, type Logger } from 'pino';
 import { forbidden, serviceUnavailable, unauthenticated } from '../errors/gateway-errors.ts';
 import type { CallerKey } from '../routes/route-services.ts';
-import { hashApiKey, looksLikeApiKey, sameHash, type ApiKeyRecord } from './api-keys.ts';
+import { hashApiKey, keyStatus, looksLikeApiKey, sameHash, type ApiKeyRecord } from './api-keys.ts';
 import type { KeyStore } from './key-store.ts';
 
-const MISSING = 'Missing bearer token: send the header Authorization: Bearer <API key>';
-const NOT_BEARER = "The Authorization header must use the Bearer scheme: 'Bearer <API key>'";
-const INVALID = 'Invalid API key';
+/** The caller as `res.locals.apiKey` holds it: id, name and permissions, never the key or its hash. */
+export interface AuthenticatedKey extends CallerKey {
+  readonly name: string;
+}
 
-/** Static keys (`GATEWAY_API_KEYS`) as records: their ids derive from the key, never reveal it. */
+const MISSING = 'Missing bearer token: send the header Authorization: Bearer <API key>';
+const NOT_BEARER = "The Authorization header must use the Bearer scheme: 'Authorization: Bearer <API key>'";
+const MALFORMED = "Invalid API key: keys start with 'sk-' followed by letters, digits, '-' or '_'";
+const UNKNOWN = 'Invalid API key';
+
+/** Static keys (`GATEWAY_API_KEYS`) as records; their ids derive from the key but never reveal it. */
 export function staticKeyRecords(keys: readonly string[]): ApiKeyRecord[] {
-  return keys.map((key) => ({
-    id: `static-${hashApiKey(`gateway static key id:${key}`).slice(0, 12)}`,
-    name: 'static',
+  return keys.map((key, index) => ({
+    id: `static_${hashApiKey(`gateway static key id:${key}`).slice(0, 16)}`,
+    name: `static key ${index + 1}`,
     hash: hashApiKey(key),
     createdAt: new Date(0).toISOString(),
     revoked: false,
   }));
 }
 
-/** Checks a record found for a key: revoked or expired keys are forbidden. */
-export function callerOf(record: ApiKeyRecord, now = Date.now()): CallerKey {
-  if (record.revoked) throw forbidden('This API key has been revoked');
-  if (record.expiresAt && Date.parse(record.expiresAt) <= now) throw forbidden(`This API key expired at ${record.expiresAt}`);
-  return { id: record.id, models: record.models, quota: record.quota, rpm: record.rpm };
+/** The caller a found record stands for; throws 403 for a revoked or expired key. */
+export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): AuthenticatedKey {
+  const status = keyStatus(record, now);
+  if (status === 'revoked') throw forbidden('This API key has been revoked');
+  if (status === 'expired') throw forbidden(`This API key expired at ${record.expiresAt}`);
+  const { id, name, models, rpm, quota } = record;
+  return { id, name, ...(models && { models }), ...(rpm !== undefined && { rpm }), ...(quota && { quota }) };
+}
+
+/** Throws 403 unless the key may use the model (its resolved canonical ID). */
+export function assertModelAllowed(key: CallerKey | undefined, canonicalModelId: string): void {
+  if (key?.models && !key.models.includes(canonicalModelId)) {
+    throw forbidden(`This API key may not use the model '${canonicalModelId}'`);
+  }
+}
+
+/** The token of an `Authorization: Bearer <token>` header, or the 401 that fits the header. */
+function bearerToken(header: string | undefined): string {
+  if (header === undefined || header.trim() === '') throw unauthenticated(MISSING);
+  const match = /^(\S+)(?:[ \t]+(.*))?$/.exec(header.trim());
+  if (!match || match[1]!.toLowerCase() !== 'bearer') throw unauthenticated(NOT_BEARER);
+  const token = (match[2] ?? '').trim();
+  if (token === '') throw unauthenticated(MISSING);
+  return token;
+}
+
+export interface AuthenticatorOptions {
+  readonly store: KeyStore;
+  /** Keys from `GATEWAY_API_KEYS`, accepted besides the store's. */
+  readonly staticKeys?: readonly string[];
+  readonly logger?: Logger;
 }
 
 /**
- * Bearer authentication for the model routes: sets `res.locals.apiKey` (id and permissions, never the
- * key or its hash) or fails with 401 (no or unknown key) or 403 (revoked or expired key).
+ * Bearer authentication for the model routes: sets `res.locals.apiKey` ({@link AuthenticatedKey}) or
+ * fails with 401 (no, malformed or unknown key), 403 (revoked or expired key) or 503 (key store
+ * unreachable). The presented key is hashed and looked up by its hash; hashes are compared in
+ * constant time.
  */
-export function createAuthenticator(options: { store: KeyStore; staticKeys: readonly string[]; logger: Logger }): RequestHandler {
-  const statics = new Map(staticKeyRecords(options.staticKeys).map((record) => [record.hash, record]));
+export function createAuthenticator(options: AuthenticatorOptions): RequestHandler {
+  const logger = options.logger ?? pino({ level: 'silent' });
+  const statics = new Map(staticKeyRecords(options.staticKeys ?? []).map((record) => [record.hash, record]));
   return async function authenticate(req, res, next) {
-    const header = req.headers.authorization;
-    if (header === undefined || header.trim() === '') return next(unauthenticated(MISSING));
-    const match = /^Bearer(?:[ \t]+(\S*))?[ \t]*$/i.exec(header);
-    if (!match) return next(unauthenticated(NOT_BEARER));
-    const key = match[1] ?? '';
-    if (!key) return next(unauthenticated(MISSING));
-    if (!looksLikeApiKey(key)) return next(unauthenticated(INVALID));
-    const hash = hashApiKey(key);
-    let record = statics.get(hash);
-    if (!record) {
-      try {
-        record = await options.store.findByHash(hash);
-      } catch (error) {
-        options.logger.error({ err: { message: (error as Error).message } }, 'key store unavailable');
-        return next(serviceUnavailable('The key store is unavailable; please retry shortly', error));
-      }
-    }
-    if (!record || !sameHash(record.hash, hash)) return next(unauthenticated(INVALID));
     try {
-      res.locals.apiKey = callerOf(record);
+      const key = bearerToken(req.headers.authorization);
+      if (!looksLikeApiKey(key)) throw unauthenticated(MALFORMED);
+      const hash = hashApiKey(key);
+      const record = statics.get(hash) ?? (await findInStore(options.store, hash, logger));
+      if (!record || !sameHash(record.hash, hash)) throw unauthenticated(UNKNOWN);
+      res.locals.apiKey = authenticatedKey(record);
+      next();
     } catch (error) {
-      return next(error);
+      next(error);
     }
-    next();
   };
+}
+
+async function findInStore(store: KeyStore, hash: string, logger: Logger): Promise<ApiKeyRecord | undefined> {
+  try {
+    return await store.findByHash(hash);
+  } catch (error) {
+    logger.error({ reason: (error as Error).message }, 'key store unavailable');
+    throw serviceUnavailable('The key store is unavailable; please retry shortly', error);
+  }
 }

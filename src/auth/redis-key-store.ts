@@ -2,12 +2,18 @@ import type { RedisConnection } from '../store/redis-client.ts';
 import { generateApiKey, newKeyRecord, type ApiKeyRecord, type NewKeyInput } from './api-keys.ts';
 import type { KeyStore } from './key-store.ts';
 
-// One hash tag for every key of the store, so multi-key transactions stay in one Cluster slot.
-const PREFIX = 'gw-keys:{keys}';
+// One hash tag for every key of the store: on a Cluster they share a slot, so a MULTI never crosses slots.
+const PREFIX = '{gateway-keys}';
+const recordKey = (hash: string) => `${PREFIX}:hash:${hash}`;
+const idKey = (id: string) => `${PREFIX}:id:${id}`;
+const ID_SET = `${PREFIX}:ids`;
+const CACHE_LIMIT = 10_000;
 
 /**
- * Keys on Redis, shared by every gateway instance. Lookups are cached for `cacheMs` (default 500 ms),
- * so a revoke reaches every instance within one second while most requests cost no Redis round trip.
+ * Keys on Redis, shared by every gateway instance: the record under the key's hash, an id → hash index
+ * and the set of ids. Lookups are cached for `cacheMs` (500 ms by default), so a revoke reaches every
+ * instance within one second while most requests cost no round trip. While Redis is unreachable a key
+ * looked up before keeps the state last seen; an unseen key fails (the authenticator answers 503).
  */
 export class RedisKeyStore implements KeyStore {
   private readonly cache = new Map<string, { record: ApiKeyRecord | undefined; until: number }>();
@@ -20,32 +26,35 @@ export class RedisKeyStore implements KeyStore {
   async create(input: NewKeyInput): Promise<{ key: string; record: ApiKeyRecord }> {
     const key = generateApiKey();
     const record = newKeyRecord(key, input);
-    const results = await this.redis
+    const replies = await this.redis
       .multi()
-      .set(`${PREFIX}:record:${record.id}`, JSON.stringify(record))
-      .set(`${PREFIX}:hash:${record.hash}`, record.id)
-      .sadd(`${PREFIX}:ids`, record.id)
+      .set(recordKey(record.hash), JSON.stringify(record))
+      .set(idKey(record.id), record.hash)
+      .sadd(ID_SET, record.id)
       .exec();
-    const failure = results?.find(([error]) => error)?.[0];
-    if (!results || failure) throw failure ?? new Error('the key was not stored');
+    const failure = replies?.find(([error]) => error)?.[0];
+    if (!replies || failure) throw failure ?? new Error('the key was not stored (transaction aborted)');
+    this.cache.delete(record.hash);
     return { key, record };
   }
 
   async list(): Promise<ApiKeyRecord[]> {
-    const ids = await this.redis.smembers(`${PREFIX}:ids`);
-    if (!ids.length) return [];
-    const values = await this.redis.mget(ids.map((id) => `${PREFIX}:record:${id}`));
-    return values
+    const ids = await this.redis.smembers(ID_SET);
+    if (ids.length === 0) return [];
+    const hashes = (await this.redis.mget(ids.map(idKey))).filter((hash): hash is string => hash !== null);
+    if (hashes.length === 0) return [];
+    return (await this.redis.mget(hashes.map(recordKey)))
       .filter((value): value is string => value !== null)
       .map((value) => JSON.parse(value) as ApiKeyRecord)
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   }
 
   async revoke(id: string): Promise<boolean> {
-    const value = await this.redis.get(`${PREFIX}:record:${id}`);
-    if (value === null) return false;
-    await this.redis.set(`${PREFIX}:record:${id}`, JSON.stringify({ ...(JSON.parse(value) as ApiKeyRecord), revoked: true }));
-    this.cache.clear();
+    const hash = await this.redis.get(idKey(id));
+    const value = hash === null ? null : await this.redis.get(recordKey(hash));
+    if (hash === null || value === null) return false;
+    await this.redis.set(recordKey(hash), JSON.stringify({ ...(JSON.parse(value) as ApiKeyRecord), revoked: true }));
+    this.cache.delete(hash);
     return true;
   }
 
@@ -53,21 +62,21 @@ export class RedisKeyStore implements KeyStore {
     const now = Date.now();
     const cached = this.cache.get(hash);
     if (cached && cached.until > now) return cached.record;
-    let id: string | null;
     let value: string | null;
     try {
-      id = await this.redis.get(`${PREFIX}:hash:${hash}`);
-      value = id === null ? null : await this.redis.get(`${PREFIX}:record:${id}`);
+      value = await this.redis.get(recordKey(hash));
     } catch (error) {
-      // Redis is away: a key seen before keeps working on what was last known of it.
       if (cached) return cached.record;
       throw error;
     }
     const record = value === null ? undefined : (JSON.parse(value) as ApiKeyRecord);
-    if (this.cache.size > 100_000) this.cache.clear();
+    if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
     this.cache.set(hash, { record, until: now + this.cacheMs });
     return record;
   }
 
-  async close(): Promise<void> {}
+  /** The connection belongs to the caller, who closes it. */
+  async close(): Promise<void> {
+    this.cache.clear();
+  }
 }

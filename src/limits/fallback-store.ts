@@ -1,103 +1,114 @@
 import { MemoryStore, type IncrementResponse, type Options, type Store } from 'express-rate-limit';
 import type { Logger } from 'pino';
-import { RedisStore } from 'rate-limit-redis';
-import type { RedisConnection } from '../store/redis-client.ts';
-import { isReady } from '../store/redis-client.ts';
+import type { RedisStore } from 'rate-limit-redis';
+import { isReady, type RedisConnection } from '../store/redis-client.ts';
+import { createRedisCounterStore } from './redis-counter-store.ts';
 
-type Reply = boolean | number | string | (boolean | number | string)[];
-
-/** rate-limit-redis's raw command sender over ioredis, single node or Cluster. */
-function commandSender(redis: RedisConnection) {
-  if ('nodes' in redis && typeof redis.nodes === 'function' && redis.isCluster) {
-    const cluster = redis;
-    return {
-      sendCommandCluster: async ({ command }: { command: string[] }): Promise<Reply> => {
-        const [name, ...args] = command;
-        // A script must be known to the node that owns the key: load it on every master.
-        if (name!.toUpperCase() === 'SCRIPT') {
-          const replies = await Promise.all(cluster.nodes('master').map((node) => node.call(name!, ...args)));
-          return replies[0] as Reply;
-        }
-        return (await cluster.call(name!, ...args)) as Reply;
-      },
-    };
-  }
-  return { sendCommand: async (...command: string[]): Promise<Reply> => (await redis.call(command[0]!, ...command.slice(1))) as Reply };
+export interface FallbackStoreOptions {
+  /** Shared counter keys start with this; every gateway process must use the same prefix. */
+  readonly prefix: string;
+  readonly logger: Logger;
+  /** Longest wait for Redis before one decision is made in memory instead (250 ms by default). */
+  readonly timeoutMs?: number;
 }
 
 /**
- * Counts in Redis, shared by every gateway process; while Redis is unreachable it counts in this
- * process's memory instead (so requests keep flowing, each process enforcing the limit on its own),
- * and goes back to Redis by itself when Redis returns.
+ * Counts in Redis, shared by every gateway process. While Redis is unreachable, or a command fails or
+ * is slow, it counts in this process's memory instead (requests keep flowing, each process enforcing
+ * the limit on its own), logs that once, and shows it in {@link FallbackStore.degraded}. It goes back to
+ * Redis by itself on the first decision after Redis returns.
  */
 export class FallbackStore implements Store {
-  private readonly redisStore: RedisStore;
-  private readonly memory = new MemoryStore();
-  private scriptsStale = false;
-  degraded = false;
+  readonly prefix: string;
   readonly localKeys = false;
+  private readonly shared: RedisStore;
+  private readonly memory = new MemoryStore();
+  private readonly logger: Logger;
+  private readonly timeoutMs: number;
+  private failing = false;
+  // Set after a failure: the scripts may be missing (Redis restarted) or never loaded (Redis was down at start).
+  private scriptsStale = false;
 
   constructor(
     private readonly redis: RedisConnection,
-    readonly prefix: string,
-    private readonly logger: Logger,
+    options: FallbackStoreOptions,
   ) {
-    this.redisStore = new RedisStore({ prefix, ...commandSender(redis) } as ConstructorParameters<typeof RedisStore>[0]);
+    this.prefix = options.prefix;
+    this.logger = options.logger;
+    this.timeoutMs = options.timeoutMs ?? 250;
+    this.shared = createRedisCounterStore(redis, options.prefix);
+  }
+
+  /** True while decisions are made in process memory rather than in Redis. */
+  get degraded(): boolean {
+    return this.failing || !isReady(this.redis);
   }
 
   init(options: Options): void {
     this.memory.init(options);
-    this.redisStore.init(options).catch(() => {
+    this.shared.init(options).catch(() => {
       this.scriptsStale = true;
     });
   }
 
-  private setDegraded(degraded: boolean, error?: unknown): void {
-    if (degraded === this.degraded) return;
-    this.degraded = degraded;
-    if (degraded) this.logger.warn({ err: { message: (error as Error | undefined)?.message } }, 'rate limits: Redis unreachable, counting in process memory until it returns');
-    else this.logger.info('rate limits: Redis is back, counting in Redis again');
-  }
-
-  private reloadScripts(): void {
-    const swallow = (promise: Promise<string>) => {
-      promise.catch(() => {});
-      return promise;
-    };
-    this.redisStore.incrementScriptSha = swallow(this.redisStore.loadIncrementScript());
-    this.redisStore.getScriptSha = swallow(this.redisStore.loadGetScript());
-    this.scriptsStale = false;
-  }
-
   async increment(key: string): Promise<IncrementResponse> {
-    if (isReady(this.redis)) {
-      try {
-        if (this.scriptsStale) this.reloadScripts();
-        const result = await this.redisStore.increment(key);
-        this.setDegraded(false);
-        return result;
-      } catch (error) {
-        this.scriptsStale = true;
-        this.setDegraded(true, error);
-      }
-    } else {
-      this.scriptsStale = true;
-      this.setDegraded(true, new Error(`connection ${this.redis.status}`));
+    if (!isReady(this.redis)) {
+      this.fallBack(`connection ${this.redis.status}`);
+      return this.memory.increment(key);
     }
-    return this.memory.increment(key);
+    try {
+      if (this.scriptsStale) this.reloadScripts();
+      const result = await withDeadline(this.shared.increment(key), this.timeoutMs);
+      this.recover();
+      return result;
+    } catch (error) {
+      this.scriptsStale = true;
+      this.fallBack((error as Error).message);
+      return this.memory.increment(key);
+    }
   }
 
   async decrement(key: string): Promise<void> {
     if (this.degraded) return this.memory.decrement(key);
-    await this.redisStore.decrement(key).catch(() => {});
+    await withDeadline(this.shared.decrement(key), this.timeoutMs).catch(() => {});
   }
 
   async resetKey(key: string): Promise<void> {
-    this.memory.resetKey(key);
-    await this.redisStore.resetKey(key).catch(() => {});
+    await this.memory.resetKey(key);
+    await withDeadline(this.shared.resetKey(key), this.timeoutMs).catch(() => {});
   }
 
   shutdown(): void {
     this.memory.shutdown();
   }
+
+  private fallBack(reason: string): void {
+    if (this.failing) return;
+    this.failing = true;
+    this.logger.warn({ prefix: this.prefix, reason }, 'rate limits: Redis unavailable, counting in process memory until it returns');
+  }
+
+  private recover(): void {
+    if (!this.failing) return;
+    this.failing = false;
+    this.logger.info({ prefix: this.prefix }, 'rate limits: Redis back, counting in Redis again');
+  }
+
+  private reloadScripts(): void {
+    this.scriptsStale = false;
+    // Handled here so that a script nobody awaits cannot become an unhandled rejection.
+    this.shared.incrementScriptSha = this.shared.loadIncrementScript();
+    this.shared.incrementScriptSha.catch(() => {});
+    this.shared.getScriptSha = this.shared.loadGetScript();
+    this.shared.getScriptSha.catch(() => {});
+  }
+}
+
+function withDeadline<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  promise.catch(() => {});
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }

@@ -1,18 +1,19 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { ipKeyGenerator, MemoryStore, rateLimit, type Store } from 'express-rate-limit';
-import type { Logger } from 'pino';
+import { pino, type Logger } from 'pino';
 import { rateLimited } from '../errors/gateway-errors.ts';
 import type { CallerKey } from '../routes/route-services.ts';
 import type { RedisConnection } from '../store/redis-client.ts';
 import { FallbackStore } from './fallback-store.ts';
 
-const UNITS: [number, string][] = [
+const UNITS: readonly (readonly [number, string])[] = [
+  [86_400_000, 'day'],
   [3_600_000, 'hour'],
   [60_000, 'minute'],
   [1000, 'second'],
 ];
 
-/** `60000` → `1 minute`, `90000` → `90 seconds`, `7200000` → `2 hours`. */
+/** A window as the 429 text names it: `60000` → `1 minute`, `90000` → `90 seconds`, `7200000` → `2 hours`. */
 export function describeWindow(windowMs: number): string {
   for (const [size, unit] of UNITS) {
     if (windowMs % size === 0) {
@@ -23,55 +24,84 @@ export function describeWindow(windowMs: number): string {
   return `${windowMs} milliseconds`;
 }
 
+/** The 429 detail for a limit: `Rate limit exceeded: 100 per 1 minute`. */
+export function rateLimitText(max: number, windowMs: number): string {
+  return `Rate limit exceeded: ${max} per ${describeWindow(windowMs)}`;
+}
+
 export interface RateLimiterOptions {
-  readonly max: number;
-  readonly windowMs: number;
-  /** Shared counters across processes; per-process memory when absent. */
+  /** Requests per window and counter (100 by default); a key's own `rpm` replaces it for that key. */
+  readonly max?: number;
+  /** 60000 by default. */
+  readonly windowMs?: number;
+  /** Counters shared by every process; per-process memory when absent. */
   readonly redis?: RedisConnection;
-  readonly logger: Logger;
+  readonly logger?: Logger;
+  /** Counter key prefix in Redis, the same for every process (`gw-rl:`). */
+  readonly prefix?: string;
+  /** Longest wait for Redis per decision before counting in memory (250 ms). */
+  readonly redisTimeoutMs?: number;
 }
 
 export interface RateLimiters {
-  /** Per API key, on the model routes (after authentication). */
+  /** Per API key id, on the model routes; runs after authentication. */
   readonly perKey: RequestHandler;
   /** Per client address, on the public catalog. */
   readonly perAddress: RequestHandler;
-  /** True while Redis is unreachable and counting happens per process. */
+  /** True while Redis is configured but decisions are made per process. */
   degraded(): boolean;
   shutdown(): void;
 }
 
-function limiter(options: RateLimiterOptions, store: Store, limitOf: (res: Response) => number, keyOf: (req: Request, res: Response) => string): RequestHandler {
+interface LimiterSettings {
+  readonly windowMs: number;
+  readonly store: Store;
+  readonly logger: Logger;
+  readonly limitOf: (res: Response) => number;
+  readonly keyOf: (req: Request, res: Response) => string;
+}
+
+function limiter(settings: LimiterSettings): RequestHandler {
   return rateLimit({
-    windowMs: options.windowMs,
-    limit: (_req, res) => limitOf(res),
+    windowMs: settings.windowMs,
+    limit: (_req, res) => settings.limitOf(res),
     standardHeaders: 'draft-8',
     legacyHeaders: false,
-    store,
+    store: settings.store,
     passOnStoreError: true,
+    logger: settings.logger,
     validate: { keyGeneratorIpFallback: false, ip: false, trustProxy: false, xForwardedForHeader: false },
-    keyGenerator: keyOf,
-    handler: (req, res, next) => {
-      const info = (req as Request & { rateLimit?: { resetTime?: Date } }).rateLimit;
-      const seconds = info?.resetTime ? Math.max(1, Math.ceil((info.resetTime.getTime() - Date.now()) / 1000)) : Math.ceil(options.windowMs / 1000);
-      next(rateLimited(`Rate limit exceeded: ${limitOf(res)} per ${describeWindow(options.windowMs)}`, { 'Retry-After': String(seconds) }));
+    keyGenerator: settings.keyOf,
+    handler: (_req, res, next) => {
+      // express-rate-limit has set RateLimit, RateLimit-Policy and Retry-After on the response already.
+      const retryAfter = res.getHeader('retry-after');
+      const headers = retryAfter === undefined ? undefined : { 'Retry-After': String(retryAfter) };
+      next(rateLimited(rateLimitText(settings.limitOf(res), settings.windowMs), headers));
     },
   });
 }
 
 /**
- * The gateway's rate limits (express-rate-limit): counted in Redis when it is configured, so every
- * process enforces one limit, else in process memory.
+ * The gateway's rate limits on express-rate-limit: counted in Redis when it is configured (so all
+ * processes enforce one limit, falling back to process memory while Redis is away), else in memory.
+ * Over the limit, the request fails with the 429 `Rate limit exceeded: <max> per <window>`.
  */
-export function createRateLimiters(options: RateLimiterOptions): RateLimiters {
-  const storeFor = (prefix: string): Store => (options.redis ? new FallbackStore(options.redis, prefix, options.logger) : new MemoryStore());
-  const keyStore = storeFor('gw-rl:key:');
-  const addressStore = storeFor('gw-rl:address:');
+export function createRateLimiters(options: RateLimiterOptions = {}): RateLimiters {
+  const max = options.max ?? 100;
+  const windowMs = options.windowMs ?? 60_000;
+  const logger = options.logger ?? pino({ level: 'silent' });
+  const prefix = options.prefix ?? 'gw-rl:';
+  const { redis } = options;
+  const storeFor = (scope: string): Store =>
+    redis ? new FallbackStore(redis, { prefix: `${prefix}${scope}:`, logger, timeoutMs: options.redisTimeoutMs }) : new MemoryStore();
+  const keyStore = storeFor('key');
+  const addressStore = storeFor('address');
   const caller = (res: Response) => res.locals.apiKey as CallerKey | undefined;
+  const stores = [keyStore, addressStore];
   return {
-    perKey: limiter(options, keyStore, (res) => caller(res)?.rpm ?? options.max, (_req, res) => caller(res)?.id ?? 'anonymous'),
-    perAddress: limiter(options, addressStore, () => options.max, (req) => ipKeyGenerator(req.ip ?? req.socket.remoteAddress ?? 'unknown')),
-    degraded: () => [keyStore, addressStore].some((store) => store instanceof FallbackStore && store.degraded),
-    shutdown: () => [keyStore, addressStore].forEach((store) => store.shutdown?.()),
+    perKey: limiter({ windowMs, store: keyStore, logger, limitOf: (res) => caller(res)?.rpm ?? max, keyOf: (_req, res) => caller(res)?.id ?? 'anonymous' }),
+    perAddress: limiter({ windowMs, store: addressStore, logger, limitOf: () => max, keyOf: (req) => ipKeyGenerator(req.ip ?? req.socket.remoteAddress ?? 'unknown') }),
+    degraded: () => stores.some((store) => store instanceof FallbackStore && store.degraded),
+    shutdown: () => stores.forEach((store) => store.shutdown?.()),
   };
 }

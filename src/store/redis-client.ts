@@ -108,23 +108,7 @@ export function isReady(client: RedisConnection): boolean {
   return client.status === 'ready';
 }
 
-/** Waits until the client is ready (for start-up and the CLI); rejects after `timeoutMs`. */
-export async function waitForRedis(client: RedisConnection, timeoutMs = 5000): Promise<void> {
-  if (client.status === 'ready') return;
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      client.off('ready', onReady);
-      reject(new Error(`Redis did not become ready within ${timeoutMs} ms (connection ${client.status})`));
-    }, timeoutMs);
-    const onReady = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    client.once('ready', onReady);
-  });
-}
-
-/** Waits (bounded) for the first connection, so a fresh process does not start out degraded. */
+/** Waits (bounded) for the first connection, so a fresh process does not start out degraded; false on timeout. */
 export async function waitUntilReady(client: RedisConnection, timeoutMs: number): Promise<boolean> {
   if (isReady(client)) return true;
   return new Promise((resolve) => {

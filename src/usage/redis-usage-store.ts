@@ -87,6 +87,8 @@ export class RedisUsageStore implements UsageStore {
     if (this.draining || this.retryTimer) return;
     this.draining = this.drain().finally(() => {
       this.draining = undefined;
+      // Records that arrived while the last batch was being written.
+      if (this.queue.length && this.healthy && !this.closed) this.schedule();
     });
   }
 
@@ -193,7 +195,7 @@ export class RedisUsageStore implements UsageStore {
       this.retryTimer = undefined;
     }
     this.schedule();
-    await this.draining;
+    while (this.draining) await this.draining;
     if (this.queue.length) this.spill(this.queue.splice(0));
   }
 

@@ -9,7 +9,7 @@ function loadCounter(): Promise<Counter> {
   return counter;
 }
 
-const PROMPT_FIELDS = ['messages', 'system', 'instructions', 'input', 'prompt', 'tools'];
+const PROMPT_FIELDS = ['system', 'instructions', 'messages', 'input', 'prompt', 'tools'];
 const SKIPPED_KEYS = new Set(['role', 'type', 'id', 'call_id', 'cache_control', 'model']);
 
 /** Every string a prompt carries (message text, system, instructions, tool definitions). */

@@ -1,0 +1,61 @@
+import * as yup from 'yup';
+import { fieldError, validationError } from '../errors/gateway-errors.ts';
+import type { NewKeyInput } from '../auth/api-keys.ts';
+
+const positiveInteger = () => yup.number().strict().typeError('must be a positive integer').integer('must be a positive integer').min(1, 'must be a positive integer');
+
+const newKeySchema = yup
+  .object({
+    name: yup.string().strict().typeError('must be a string').required('is required').max(200, 'must be at most 200 characters'),
+    rpm: positiveInteger(),
+    models: yup
+      .array(yup.string().strict().typeError('must be a model ID').required('must be a model ID'))
+      .typeError('must be a list of canonical model IDs')
+      .min(1, 'must name at least one model (leave it out to allow every model)'),
+    expires_at: yup
+      .string()
+      .strict()
+      .typeError('must be an ISO 8601 date-time')
+      .test('date-time', 'must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z', (value) => value === undefined || isDateTime(value))
+      .test('future', 'must be in the future', (value) => value === undefined || !isDateTime(value) || Date.parse(value) > Date.now()),
+    quota: yup
+      .object({ daily: positiveInteger(), monthly: positiveInteger() })
+      .strict()
+      .typeError('must be an object with daily and/or monthly token counts')
+      .noUnknown('has unknown fields (daily, monthly)')
+      .default(undefined),
+  })
+  .strict()
+  .noUnknown('has unknown fields (name, rpm, models, expires_at, quota)');
+
+function isDateTime(value: string): boolean {
+  return /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) && !Number.isNaN(Date.parse(value));
+}
+
+/**
+ * A new key's settings from the admin API's body (or the CLI's flags): `name`, and optionally `rpm`,
+ * `models` (canonical IDs, checked against `knownModels` when given), `expires_at` and `quota`.
+ * Throws the 400 ValidationError listing every bad field.
+ */
+export function parseNewKey(body: unknown, knownModels?: ReadonlySet<string>): NewKeyInput {
+  let value: yup.InferType<typeof newKeySchema>;
+  try {
+    value = newKeySchema.validateSync(body, { abortEarly: false });
+  } catch (error) {
+    if (error instanceof yup.ValidationError) {
+      throw validationError(error.inner.map((problem) => fieldError(problem.path || 'body', problem.message)));
+    }
+    throw error;
+  }
+  const unknown = knownModels ? (value.models ?? []).filter((model) => !knownModels.has(model)) : [];
+  if (unknown.length > 0) {
+    throw validationError(unknown.map((model) => fieldError('models', `'${model}' is not a canonical model ID of this gateway (name concrete models such as vendor/model, not aliases)`)));
+  }
+  return {
+    name: value.name,
+    rpm: value.rpm,
+    models: value.models,
+    expiresAt: value.expires_at === undefined ? undefined : new Date(value.expires_at).toISOString(),
+    quota: value.quota,
+  };
+}

@@ -1,0 +1,97 @@
+import { parseArgs } from 'node:util';
+import { parseNewKey } from '../admin/new-key-input.ts';
+import { canonicalModelIds } from '../admin/admin-routes.ts';
+import { keyStatus } from '../auth/api-keys.ts';
+import { openKeyStore } from '../auth/open-key-store.ts';
+import { loadConfig } from '../config/gateway-config.ts';
+import { loadPlugins } from '../plugins/load-plugins.ts';
+import { ModelRegistry } from '../plugins/model-registry.ts';
+import { CliUsageError, type CliIo } from './cli-io.ts';
+import { textTable } from './text-table.ts';
+
+export const KEYS_USAGE = `keys create --name NAME [--rpm N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N]
+keys list
+keys revoke KEY_ID`;
+
+type Store = Awaited<ReturnType<typeof openKeyStore>>['keys'];
+
+const CREATE_OPTIONS = {
+  name: { type: 'string' },
+  rpm: { type: 'string' },
+  models: { type: 'string' },
+  'expires-at': { type: 'string' },
+  'daily-tokens': { type: 'string' },
+  'monthly-tokens': { type: 'string' },
+} as const;
+
+/** A flag's number as given (`NaN` when it is not one), so that validation names the flag's field. */
+const numberOf = (value: string | undefined) => (value === undefined ? undefined : value.trim() === '' ? Number.NaN : Number(value));
+
+async function createKey(argv: string[], io: CliIo, store: Store, env: NodeJS.ProcessEnv): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: CREATE_OPTIONS, strict: true, allowPositionals: false });
+  const models = values.models?.split(',').map((model) => model.trim()).filter(Boolean);
+  const daily = numberOf(values['daily-tokens']);
+  const monthly = numberOf(values['monthly-tokens']);
+  const body = {
+    name: values.name,
+    ...(values.rpm !== undefined && { rpm: numberOf(values.rpm) }),
+    ...(models && { models }),
+    ...(values['expires-at'] !== undefined && { expires_at: values['expires-at'] }),
+    ...((daily !== undefined || monthly !== undefined) && { quota: { ...(daily !== undefined && { daily }), ...(monthly !== undefined && { monthly }) } }),
+  };
+  const known = models ? canonicalModelIds(new ModelRegistry(await loadPlugins(loadConfig(env).manifestPath))) : undefined;
+  const { key, record } = await store.create(parseNewKey(body, known));
+  io.out(`Created API key ${record.id} (${record.name}).\nKey, shown this once; store it now:\n${key}\n`);
+  return 0;
+}
+
+async function listKeys(argv: string[], io: CliIo, store: Store): Promise<number> {
+  parseArgs({ args: argv, options: {}, strict: true, allowPositionals: false });
+  const records = await store.list();
+  if (records.length === 0) {
+    io.out('No API keys yet (keys create --name NAME makes one).\n');
+    return 0;
+  }
+  const rows = records.map((record) => ({
+    id: record.id,
+    name: record.name,
+    status: keyStatus(record),
+    created: record.createdAt,
+    expires: record.expiresAt ?? 'never',
+    rpm: record.rpm ?? 'default',
+    models: record.models?.join(',') ?? 'all',
+  }));
+  io.out(textTable(rows, ['id', 'name', 'status', 'created', 'expires', 'rpm', 'models']));
+  return 0;
+}
+
+async function revokeKey(argv: string[], io: CliIo, store: Store): Promise<number> {
+  const { positionals } = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true });
+  if (positionals.length !== 1) throw new CliUsageError('keys revoke needs exactly one key id (see keys list)');
+  const id = positionals[0]!;
+  if (!(await store.revoke(id))) {
+    io.err(`No API key with id '${id}' (see keys list)\n`);
+    return 1;
+  }
+  io.out(`Revoked ${id}; every gateway instance refuses it within a second.\n`);
+  return 0;
+}
+
+const ACTIONS: Record<string, (argv: string[], io: CliIo, store: Store, env: NodeJS.ProcessEnv) => Promise<number>> = {
+  create: createKey,
+  list: listKeys,
+  revoke: revokeKey,
+};
+
+/** `keys create|list|revoke` on the store the server of `env` uses (Redis, else the data directory). */
+export async function runKeysCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const [action, ...rest] = argv;
+  const run = action === undefined ? undefined : ACTIONS[action];
+  if (!run) throw new CliUsageError(action === undefined ? 'keys needs an action' : `unknown keys action '${action}'`);
+  const { keys, close } = await openKeyStore(loadConfig(env));
+  try {
+    return await run(rest, io, keys, env);
+  } finally {
+    await close();
+  }
+}
