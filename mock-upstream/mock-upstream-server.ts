@@ -205,6 +205,8 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     for (const [index, event] of events.entries()) {
       if (behaviour?.kind === 'drop-mid-stream' && index === behaviour.afterEvents) {
         record.reportedUsage = undefined;
+        // Let what was written reach the wire first, as a connection that breaks later would.
+        await sleep(20);
         return res.socket?.destroy();
       }
       const data = typeof event.data === 'string' ? event.data : JSON.stringify(event.data);

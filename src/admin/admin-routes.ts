@@ -79,7 +79,7 @@ export function adminRouter(options: AdminRouterOptions): Router {
   router.use(requireAdminToken(options.token));
   router.post('/keys', async (req, res) => {
     const body = await readJsonObject(req, options.bodyLimitBytes ?? 1024 * 1024);
-    const input = parseNewKey(body, options.registry && canonicalModelIds(options.registry()));
+    const input = parseNewKey(body, { knownModels: options.registry && canonicalModelIds(options.registry()) });
     const { key, record } = await options.keys.create(input);
     res.status(201).json({ ...keyView(record), key });
   });

@@ -32,25 +32,37 @@ function isDateTime(value: string): boolean {
   return /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) && !Number.isNaN(Date.parse(value));
 }
 
+export interface NewKeyCheck {
+  /** Canonical model IDs of the gateway; `models` is checked against them when given. */
+  readonly knownModels?: ReadonlySet<string>;
+  /** How an error names a field (the CLI names its flags); the body's field path by default. */
+  readonly fieldLabel?: (path: string) => string;
+}
+
 /**
  * A new key's settings from the admin API's body (or the CLI's flags): `name`, and optionally `rpm`,
- * `models` (canonical IDs, checked against `knownModels` when given), `expires_at` and `quota`.
- * Throws the 400 ValidationError listing every bad field.
+ * `models` (canonical IDs), `expires_at` (ISO date-time in the future) and `quota` (`daily`,
+ * `monthly`). Throws the 400 ValidationError listing every bad field.
  */
-export function parseNewKey(body: unknown, knownModels?: ReadonlySet<string>): NewKeyInput {
-  let value: yup.InferType<typeof newKeySchema>;
+export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput {
+  const label = check.fieldLabel ?? ((path: string) => path);
+  const errors: string[] = [];
+  let value: yup.InferType<typeof newKeySchema> | undefined;
   try {
     value = newKeySchema.validateSync(body, { abortEarly: false });
   } catch (error) {
-    if (error instanceof yup.ValidationError) {
-      throw validationError(error.inner.map((problem) => fieldError(problem.path || 'body', problem.message)));
+    if (!(error instanceof yup.ValidationError)) throw error;
+    errors.push(...error.inner.map((problem) => fieldError(label(problem.path || 'body'), problem.message)));
+  }
+  const models = (body as { models?: unknown } | null)?.models;
+  if (check.knownModels && Array.isArray(models)) {
+    for (const model of models) {
+      if (typeof model === 'string' && !check.knownModels.has(model)) {
+        errors.push(fieldError(label('models'), `'${model}' is not a canonical model ID of this gateway (name concrete models such as vendor/model, not aliases)`));
+      }
     }
-    throw error;
   }
-  const unknown = knownModels ? (value.models ?? []).filter((model) => !knownModels.has(model)) : [];
-  if (unknown.length > 0) {
-    throw validationError(unknown.map((model) => fieldError('models', `'${model}' is not a canonical model ID of this gateway (name concrete models such as vendor/model, not aliases)`)));
-  }
+  if (errors.length > 0 || !value) throw validationError(errors);
   return {
     name: value.name,
     rpm: value.rpm,

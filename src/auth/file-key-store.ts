@@ -88,8 +88,13 @@ export class FileKeyStore implements KeyStore {
     try {
       this.reload(true);
       const temporary = `${this.path}.${process.pid}.${Date.now()}.tmp`;
-      await writeFile(temporary, `${JSON.stringify({ keys: change(this.records) }, null, 2)}\n`, { mode: 0o600 });
-      await rename(temporary, this.path);
+      try {
+        await writeFile(temporary, `${JSON.stringify({ keys: change(this.records) }, null, 2)}\n`, { mode: 0o600 });
+        await rename(temporary, this.path);
+      } catch (error) {
+        await rm(temporary, { force: true });
+        throw error;
+      }
       this.reload(true);
     } finally {
       await rm(this.lockPath, { force: true });

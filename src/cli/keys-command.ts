@@ -24,6 +24,9 @@ const CREATE_OPTIONS = {
   'monthly-tokens': { type: 'string' },
 } as const;
 
+const FLAG_OF: Record<string, string> = { expires_at: '--expires-at', 'quota.daily': '--daily-tokens', 'quota.monthly': '--monthly-tokens', quota: '--daily-tokens/--monthly-tokens' };
+const flagOf = (path: string) => FLAG_OF[path] ?? `--${path}`;
+
 /** A flag's number as given (`NaN` when it is not one), so that validation names the flag's field. */
 const numberOf = (value: string | undefined) => (value === undefined ? undefined : value.trim() === '' ? Number.NaN : Number(value));
 
@@ -40,7 +43,7 @@ async function createKey(argv: string[], io: CliIo, store: Store, env: NodeJS.Pr
     ...((daily !== undefined || monthly !== undefined) && { quota: { ...(daily !== undefined && { daily }), ...(monthly !== undefined && { monthly }) } }),
   };
   const known = models ? canonicalModelIds(new ModelRegistry(await loadPlugins(loadConfig(env).manifestPath))) : undefined;
-  const { key, record } = await store.create(parseNewKey(body, known));
+  const { key, record } = await store.create(parseNewKey(body, { knownModels: known, fieldLabel: flagOf }));
   io.out(`Created API key ${record.id} (${record.name}).\nKey, shown this once; store it now:\n${key}\n`);
   return 0;
 }

@@ -1,12 +1,12 @@
 import type { RequestHandler } from 'express';
 import * as yup from 'yup';
-import { fieldError, validationError } from '../errors/gateway-errors.ts';
+import { fieldError, serviceUnavailable, validationError } from '../errors/gateway-errors.ts';
 import type { CallerKey } from '../routes/route-services.ts';
 import { ANONYMOUS_KEY_ID } from './usage-accounting.ts';
 import type { UsageQuery, UsageStore } from './usage-store.ts';
 
 const DATE = /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2})?)?$/;
-const date = () => yup.string().matches(DATE, 'must be an ISO date (YYYY-MM-DD) or date-time').test('valid', 'is not a real date', (value) => value === undefined || !Number.isNaN(Date.parse(value)));
+const date = () => yup.string().matches(DATE, 'must be an ISO date (YYYY-MM-DD) or date-time').test('valid', 'is not a real date', (value) => value === undefined || !DATE.test(value) || !Number.isNaN(Date.parse(value)));
 
 const querySchema = yup
   .object({
@@ -38,18 +38,26 @@ function parseQuery(query: unknown, allowKeyFilter: boolean): Omit<UsageQuery, '
   }
 }
 
+async function rowsOf(store: UsageStore, query: UsageQuery) {
+  try {
+    return await store.query(query);
+  } catch (error) {
+    throw serviceUnavailable('Usage cannot be read right now (the usage store is unreachable); please retry shortly', error);
+  }
+}
+
 /** `GET /v1/usage`: the calling key's own usage. */
 export function ownUsageRoute(store: UsageStore): RequestHandler {
   return async function handleOwnUsage(req, res) {
     const caller = res.locals.apiKey as CallerKey | undefined;
     const query = parseQuery(req.query, false);
-    res.json({ object: 'list', data: await store.query({ ...query, keyId: caller?.id ?? ANONYMOUS_KEY_ID }) });
+    res.json({ object: 'list', data: await rowsOf(store, { ...query, keyId: caller?.id ?? ANONYMOUS_KEY_ID }) });
   };
 }
 
 /** `GET /admin/usage`: every key's usage, or one key's with `key_id`. */
 export function adminUsageRoute(store: UsageStore): RequestHandler {
   return async function handleAdminUsage(req, res) {
-    res.json({ object: 'list', data: await store.query(parseQuery(req.query, true)) });
+    res.json({ object: 'list', data: await rowsOf(store, parseQuery(req.query, true)) });
   };
 }

@@ -50,6 +50,9 @@ describe('epsilon: dropEmptyFunctionCall', () => {
     ['tool_calls', '{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"","arguments":""}}]}}]}'],
     ['the end marker', '[DONE]'],
     ['data that is not JSON', 'function_call: not json'],
+    ['JSON that is not a chunk', '"function_call"'],
+    ['choices that are not a list', '{"choices":{"delta":{"function_call":{"name":"","arguments":""}}}}'],
+    ['a placeholder outside a delta', '{"function_call":{"name":"","arguments":""},"choices":[{"message":{"function_call":{"name":"","arguments":""}}}]}'],
   ];
   for (const [name, data] of unchanged) {
     it(`leaves ${name} untouched`, () => {
@@ -58,8 +61,15 @@ describe('epsilon: dropEmptyFunctionCall', () => {
   }
 
   it('cleans every choice that carries the placeholder', () => {
-    const data = '{"choices":[{"index":0,"delta":{"function_call":{"name":"","arguments":""}}},{"index":1,"delta":{"function_call":{"name":"","arguments":""},"content":"b"}}]}';
-    expect(JSON.parse(dropEmptyFunctionCall({ data })!.data)).to.deep.equal({ choices: [{ index: 0, delta: {} }, { index: 1, delta: { content: 'b' } }] });
+    const data = '{"choices":[{"index":0,"delta":{"function_call":{"name":"","arguments":""}}},{"index":1,"delta":{"function_call":{"name":"f","arguments":""}}},{"index":2,"delta":{"function_call":{"name":"","arguments":""},"content":"b"}}]}';
+    expect(JSON.parse(dropEmptyFunctionCall({ data })!.data)).to.deep.equal({
+      choices: [{ index: 0, delta: {} }, { index: 1, delta: { function_call: { name: 'f', arguments: '' } } }, { index: 2, delta: { content: 'b' } }],
+    });
+  });
+
+  it('keeps the event name and id of a rewritten event', () => {
+    const data = '{"choices":[{"delta":{"function_call":{"name":"","arguments":""}}}]}';
+    expect(dropEmptyFunctionCall({ event: 'chunk', id: '7', data })).to.deep.equal({ event: 'chunk', id: '7', data: '{"choices":[{"delta":{}}]}' });
   });
 
   it('is parsed by the splitter the same way as the fixture lines', () => {
