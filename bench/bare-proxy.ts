@@ -7,7 +7,7 @@ import { Agent } from 'undici';
  * read whole and the answer piped back), no validation, no accounting. The gateway is held to a
  * ratio of this one's throughput, measured side by side in one run.
  */
-export async function startBareProxy(upstreamBaseUrl: string): Promise<{ url: string; close(): Promise<void> }> {
+export async function startBareProxy(upstreamBaseUrl: string, port = 0): Promise<{ url: string; close(): Promise<void> }> {
   const upstream = new URL(upstreamBaseUrl);
   const agent = new Agent({ keepAliveTimeout: 30_000 });
   const basePath = upstream.pathname.replace(/\/+$/, '');
@@ -24,7 +24,7 @@ export async function startBareProxy(upstreamBaseUrl: string): Promise<{ url: st
       res.writeHead(502).end();
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     async close() {

@@ -58,6 +58,11 @@ export class EmbeddedUsageStore implements UsageStore {
   record(record: UsageRecord): void {
     try {
       this.apply(record);
+      // Records of one tick go to the file in one write.
+      if (!this.journal.writableCorked) {
+        this.journal.cork();
+        process.nextTick(() => this.journal.uncork());
+      }
       this.journal.write(`${JSON.stringify(record)}\n`);
     } catch (error) {
       this.logger?.error({ err: error, record: record.id }, 'usage record failed');
