@@ -15,7 +15,7 @@ export default definePlugin({
   models: [
     model('gen-6-astra', true, { input: 3, cachedInput: 0.3, output: 18 }),
     model('gen-6.1-sol', false, { input: 2.5, cachedInput: 0.25, output: 15 }),
-    model('gen-6-sol', false, { input: 2, cachedInput: 0.2, output: 12 }),
+    model('gen-6-sol', false, { input: 1.75, cachedInput: 0.175, output: 14 }),
     model('gen-6-luna', false, { input: 0.4, cachedInput: 0.04, output: 2.4 }),
     model('gen-5.6-terra', true, { input: 1.25, cachedInput: 0.125, output: 10 }),
     model('gen-5.6-luna', true, { input: 0.25, cachedInput: 0.025, output: 2 }),

@@ -13,7 +13,7 @@ describe('gamma: running usage totals', () => {
   });
 
   it('holds the running total after each chunk, so a cut-off stream records what was seen last', () => {
-    expect(fold(chunks.slice(0, 2))).to.deep.equal({ inputTokens: 1290, outputTokens: 15 + 212, cachedTokens: 1024 });
+    expect(fold(chunks.slice(0, 2))).to.deep.equal({ inputTokens: 1290, outputTokens: 17 + 212, cachedTokens: 1024 });
   });
 
   it('keeps the last usage over chunks without one, null usage, [DONE] and data that is not JSON', () => {

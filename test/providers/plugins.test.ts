@@ -136,7 +136,12 @@ describe('the six provider plugins', () => {
 
   it('send the native model name upstream', () => {
     for (const plugin of plugins) {
-      for (const model of plugin.models) expect(registry.resolve('chat-completions', `${plugin.vendor}/${model.id}`).upstreamModel).to.equal(model.id);
+      for (const model of plugin.models) {
+        for (const route of model.routes) {
+          const resolved = registry.resolve(route, route === 'messages' || route === 'count-tokens' ? model.id : `${plugin.vendor}/${model.id}`);
+          expect(registry.upstreamModel(resolved, route), `${model.id} on ${route}`).to.equal(model.id);
+        }
+      }
     }
   });
 
