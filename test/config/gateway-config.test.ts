@@ -1,0 +1,76 @@
+import { expect } from 'chai';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, loadConfig, parseSize, parseStaticKeys, providerSettings } from '../../src/config/gateway-config.ts';
+import { startupFailure } from '../helpers/gateway-process.ts';
+
+async function configFile(text: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'gateway-config-'));
+  const path = join(dir, 'gateway.yaml');
+  await writeFile(path, text);
+  return path;
+}
+
+describe('gateway config', () => {
+  it('has the documented defaults', async () => {
+    const config = loadConfig({ GATEWAY_CONFIG: await configFile('') });
+    expect(config).to.deep.include({ port: 8080, host: '0.0.0.0', bodyLimitBytes: 10 * 1024 * 1024, upstreamTimeoutMs: 300_000, rateLimit: { max: 100, windowMs: 60_000 }, redis: undefined });
+  });
+
+  it('takes file values as defaults and lets env override them', async () => {
+    const path = await configFile('server:\n  port: 9000\n  bodyLimit: 2mb\nrateLimit:\n  max: 5\nproviders:\n  acme:\n    baseUrl: http://file.example/v1\n    apiKey: from-file\naliases:\n  acme-latest: acme/two\n');
+    const config = loadConfig({ GATEWAY_CONFIG: path, PORT: '9100', RATE_LIMIT_WINDOW_MS: '1000', REDIS_URL: 'rediss://cache:6380' });
+    expect(config).to.deep.include({ port: 9100, bodyLimitBytes: 2 * 1024 * 1024, rateLimit: { max: 5, windowMs: 1000 }, aliases: { 'acme-latest': 'acme/two' } });
+    expect(config.redis?.url).to.equal('rediss://cache:6380');
+    expect(providerSettings(config, 'acme', 'ACME', {})).to.deep.equal({ baseUrl: 'http://file.example/v1', apiKey: 'from-file' });
+    expect(providerSettings(config, 'acme', 'ACME', { ACME_BASE_URL: 'http://env.example/v1/', ACME_API_KEY: 'from-env' })).to.deep.equal({ baseUrl: 'http://env.example/v1', apiKey: 'from-env' });
+  });
+
+  const invalid: [string, string, NodeJS.ProcessEnv, string][] = [
+    ['an unknown setting', 'server:\n  prot: 1\n', {}, 'server field has unspecified keys: prot'],
+    ['a bad size', 'server:\n  bodyLimit: huge\n', {}, 'server.bodyLimit must be a size'],
+    ['YAML that does not parse', 'server: [\n', {}, 'is not valid YAML'],
+    ['a bad provider URL', 'providers:\n  acme:\n    baseUrl: not a url\n', {}, "providers.acme.baseUrl is not a URL: 'not a url'"],
+    ['a bad port in env', '', { PORT: 'eighty' }, "PORT must be an integer >= 0, got 'eighty'"],
+    ['a bad Redis URL', '', { REDIS_URL: 'http://redis' }, 'REDIS_URL must start with redis:// or rediss://'],
+    ['a static key without sk-', '', { GATEWAY_API_KEYS: 'sk-goodgoodgood,pk-bad' }, "GATEWAY_API_KEYS entry 2 is not a valid key: keys start with 'sk-'"],
+  ];
+  for (const [name, text, env, message] of invalid) {
+    it(`refuses ${name} with a clear message`, async () => {
+      const path = await configFile(text);
+      expect(() => loadConfig({ GATEWAY_CONFIG: path, ...env })).to.throw(ConfigError, message);
+    });
+  }
+
+  it('parses sizes and static keys', () => {
+    expect([parseSize('10mb'), parseSize('512kb'), parseSize(1000), parseSize('1.5kb')]).to.deep.equal([10485760, 524288, 1000, 1536]);
+    expect(parseStaticKeys(' sk-aaaaaaaa , sk-bbbbbbbb ')).to.deep.equal(['sk-aaaaaaaa', 'sk-bbbbbbbb']);
+  });
+});
+
+describe('start-up refusals', function () {
+  this.timeout(30_000);
+
+  it('stops with a clear message on an invalid config', async () => {
+    const { code, output } = await startupFailure({ GATEWAY_CONFIG: await configFile('rateLimit:\n  max: -1\n') });
+    expect(code).to.equal(1);
+    expect(output).to.contain('model-gateway: invalid configuration');
+    expect(output).to.contain('rateLimit.max must be a positive number');
+    expect(output).not.to.contain('    at ');
+  });
+
+  it('refuses a broken plugin, naming the plugin and the field', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gateway-plugins-'));
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(join(dir, 'acme'));
+    await writeFile(join(dir, 'manifest.json'), JSON.stringify({ plugins: ['acme'] }));
+    await writeFile(
+      join(dir, 'acme', 'index.ts'),
+      "export default { vendor: 'acme', routes: { 'chat-completions': { path: '/chat/completions', format: 'chat-completions', auth: 'bearer' } }, models: [{ id: 'one', listed: true, routes: ['chat-completions'], pricing: { input: 1, cachedInput: 0.1, output: 2 } }], aliases: [{ id: 'acme-latest', target: 'acme/two', routes: ['chat-completions'] }] };\n",
+    );
+    const { code, output } = await startupFailure({ GATEWAY_MANIFEST: join(dir, 'manifest.json'), GATEWAY_DATA_DIR: dir });
+    expect(code).to.equal(1);
+    expect(output).to.contain("model-gateway: cannot start: plugin 'acme': aliases[0].target: 'acme/two' is not one of the plugin's models");
+  });
+});
