@@ -92,6 +92,15 @@ describe('end to end: the official SDK clients against the running gateway', () 
       expect(types).to.include('response.output_text.delta');
     });
 
+    it('routes every Set R ID, native or prefixed, to the alpha upstream', async () => {
+      const native = ['gen-6-astra', 'gen-6.1-sol', 'gen-6-sol', 'gen-6-luna', 'gen-5.6-terra', 'gen-5.6-luna', 'gen-5.5'];
+      for (const id of ['alpha-latest', ...native, ...native.map((name) => `alpha/${name}`)]) {
+        await openai.responses.create({ model: id, input: 'x' });
+        expect(test.upstreams.alpha.requests.at(-1)!.body.model, id).to.equal(id === 'alpha-latest' ? 'gen-6-astra' : id.replace('alpha/', ''));
+      }
+      expect(test.allRequests()).to.have.length(15);
+    });
+
     it('points other vendors to Chat Completions', async () => {
       const error = await openai.responses.create({ model: 'beta-latest', input: 'x' }).then(() => undefined, (caught: Error) => caught);
       expect(error?.message).to.contain('/v1/chat/completions');
@@ -112,6 +121,20 @@ describe('end to end: the official SDK clients against the running gateway', () 
       const final = await stream.finalMessage();
       expect(final.content[0]).to.deep.include({ text: 'Mock reply to: Stream beta' });
       expect(final.usage.output_tokens).to.equal(test.upstreams.beta.requests[1]!.reportedUsage!.outputTokens);
+    });
+
+    it('routes every Set M ID to the beta upstream, on messages and count_tokens', async () => {
+      const setM = ['beta-latest', 'beta-fable-5-1', 'beta-opus-5-5', 'beta-fable-5', 'beta-opus-5', 'beta-opus-4-8', 'beta-opus-4-7', 'beta-opus-4-6', 'beta-sonnet-4-6'];
+      for (const id of setM) {
+        await anthropic.messages.create({ model: id, max_tokens: 10, messages: [{ role: 'user', content: 'x' }] });
+        await anthropic.messages.countTokens({ model: id, messages: [{ role: 'user', content: 'x' }] });
+        const expected = id === 'beta-latest' ? 'beta-fable-5-1' : id;
+        expect(test.upstreams.beta.requests.slice(-2).map((entry) => [entry.path, entry.body.model])).to.deep.equal([
+          ['/v1/messages', expected],
+          ['/v1/messages/count_tokens', expected],
+        ]);
+      }
+      expect(test.allRequests()).to.have.length(18);
     });
 
     it('counts tokens', async () => {
