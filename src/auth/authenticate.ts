@@ -42,7 +42,7 @@ export function assertModelAllowed(key: CallerKey | undefined, canonicalModelId:
   }
 }
 
-/** The token of an `Authorization: Bearer <token>` header, or the 401 that fits the header. */
+// The token of an `Authorization: Bearer <token>` header, or the 401 that fits the header.
 function bearerToken(header: string | undefined): string {
   if (header === undefined || header.trim() === '') throw unauthenticated(MISSING);
   const match = /^(\S+)(?:[ \t]+(.*))?$/.exec(header.trim());

@@ -63,7 +63,7 @@ export class FileKeyStore implements KeyStore {
 
   async close(): Promise<void> {}
 
-  /** Reads the file again if it changed since the last read (a rename gives it a new inode). */
+  // Reads the file again if it changed since the last read (a rename gives it a new inode).
   private reload(force = false): void {
     const now = Date.now();
     if (!force && now - this.checkedAt < this.recheckMs) return;

@@ -5,7 +5,7 @@ import { createLogger } from '../logger.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { textTable } from './text-table.ts';
 
-export const USAGE_USAGE = 'usage [--key KEY_ID] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--group-by model|day]';
+export const USAGE_SYNOPSIS = 'usage [--key KEY_ID] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--group-by model|day]';
 
 /** Token usage as a table. Stands in the `usage` slot until `src/usage/usage-command.ts` takes it. */
 export async function runInterimUsageCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {

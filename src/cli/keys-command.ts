@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { parseNewKey } from '../admin/new-key-input.ts';
 import { canonicalModelIds } from '../admin/admin-routes.ts';
 import { keyStatus } from '../auth/api-keys.ts';
+import type { KeyStore } from '../auth/key-store.ts';
 import { openKeyStore } from '../auth/open-key-store.ts';
 import { loadConfig } from '../config/gateway-config.ts';
 import { loadPlugins } from '../plugins/load-plugins.ts';
@@ -9,11 +10,9 @@ import { ModelRegistry } from '../plugins/model-registry.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { textTable } from './text-table.ts';
 
-export const KEYS_USAGE = `keys create --name NAME [--rpm N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N]
+export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N]
 keys list
 keys revoke KEY_ID`;
-
-type Store = Awaited<ReturnType<typeof openKeyStore>>['keys'];
 
 const CREATE_OPTIONS = {
   name: { type: 'string' },
@@ -30,7 +29,7 @@ const flagOf = (path: string) => FLAG_OF[path] ?? `--${path}`;
 /** A flag's number as given (`NaN` when it is not one), so that validation names the flag's field. */
 const numberOf = (value: string | undefined) => (value === undefined ? undefined : value.trim() === '' ? Number.NaN : Number(value));
 
-async function createKey(argv: string[], io: CliIo, store: Store, env: NodeJS.ProcessEnv): Promise<number> {
+async function createKey(argv: string[], io: CliIo, store: KeyStore, env: NodeJS.ProcessEnv): Promise<number> {
   const { values } = parseArgs({ args: argv, options: CREATE_OPTIONS, strict: true, allowPositionals: false });
   const models = values.models?.split(',').map((model) => model.trim()).filter(Boolean);
   const daily = numberOf(values['daily-tokens']);
@@ -48,7 +47,7 @@ async function createKey(argv: string[], io: CliIo, store: Store, env: NodeJS.Pr
   return 0;
 }
 
-async function listKeys(argv: string[], io: CliIo, store: Store): Promise<number> {
+async function listKeys(argv: string[], io: CliIo, store: KeyStore): Promise<number> {
   parseArgs({ args: argv, options: {}, strict: true, allowPositionals: false });
   const records = await store.list();
   if (records.length === 0) {
@@ -68,7 +67,7 @@ async function listKeys(argv: string[], io: CliIo, store: Store): Promise<number
   return 0;
 }
 
-async function revokeKey(argv: string[], io: CliIo, store: Store): Promise<number> {
+async function revokeKey(argv: string[], io: CliIo, store: KeyStore): Promise<number> {
   const { positionals } = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true });
   if (positionals.length !== 1) throw new CliUsageError('keys revoke needs exactly one key id (see keys list)');
   const id = positionals[0]!;
@@ -80,7 +79,7 @@ async function revokeKey(argv: string[], io: CliIo, store: Store): Promise<numbe
   return 0;
 }
 
-const ACTIONS: Record<string, (argv: string[], io: CliIo, store: Store, env: NodeJS.ProcessEnv) => Promise<number>> = {
+const ACTIONS: Record<string, (argv: string[], io: CliIo, store: KeyStore, env: NodeJS.ProcessEnv) => Promise<number>> = {
   create: createKey,
   list: listKeys,
   revoke: revokeKey,

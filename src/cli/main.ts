@@ -1,30 +1,31 @@
 import { ConfigError } from '../config/gateway-config.ts';
 import { isGatewayError } from '../errors/gateway-errors.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
-import { runInterimUsageCommand, USAGE_USAGE } from './interim-usage-command.ts';
-import { KEYS_USAGE, runKeysCommand } from './keys-command.ts';
+import { runInterimUsageCommand, USAGE_SYNOPSIS } from './interim-usage-command.ts';
+import { KEYS_SYNOPSIS, runKeysCommand } from './keys-command.ts';
 
 export type { CliIo } from './cli-io.ts';
 
 /** One top-level command: `run` gets the arguments after the command's name and returns the exit code. */
 export interface CliCommand {
-  readonly usage: string;
+  /** Its usage lines, for help and for bad-usage messages. */
+  readonly synopsis: string;
   run(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): Promise<number>;
 }
 
 const HEADER = 'model-gateway: operator commands, on the store the server uses (REDIS_URL, else GATEWAY_DATA_DIR, default data/)';
 
 const commands: Record<string, CliCommand> = {
-  keys: { usage: KEYS_USAGE, run: runKeysCommand },
+  keys: { synopsis: KEYS_SYNOPSIS, run: runKeysCommand },
   // ---- Slot: `usage`. The lead wires `runUsageCommand` from src/usage/usage-command.ts here:
-  //      usage: { usage: '<its usage line>', run: (argv, io) => runUsageCommand(argv, io) },
+  //      usage: { synopsis: '<its usage line>', run: (argv, io) => runUsageCommand(argv, io) },
   //      until then the interim command below answers.
-  usage: { usage: USAGE_USAGE, run: runInterimUsageCommand },
-  help: { usage: 'help', run: async (_argv, io) => (io.out(helpText()), 0) },
+  usage: { synopsis: USAGE_SYNOPSIS, run: runInterimUsageCommand },
+  help: { synopsis: 'help', run: async (_argv, io) => (io.out(helpText()), 0) },
 };
 
 function helpText(): string {
-  const lines = Object.values(commands).flatMap((command) => command.usage.split('\n'));
+  const lines = Object.values(commands).flatMap((command) => command.synopsis.split('\n'));
   return `${HEADER}\n\n${lines.map((line) => `  ${line}`).join('\n')}\n`;
 }
 
@@ -45,7 +46,7 @@ export async function runCli(argv: string[], io: CliIo = processIo, env: NodeJS.
     return await command.run(rest, io, env);
   } catch (error) {
     if (error instanceof CliUsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      io.err(`${(error as Error).message}\n\nUsage:\n  ${command.usage.split('\n').join('\n  ')}\n`);
+      io.err(`${(error as Error).message}\n\nUsage:\n  ${command.synopsis.split('\n').join('\n  ')}\n`);
       return 2;
     }
     if (isGatewayError(error)) io.err(`${[error.detail, ...(error.errors ?? [])].join('\n  ')}\n`);

@@ -11,17 +11,17 @@ export function createRedisCounterStore(redis: RedisConnection, prefix: string):
   if (redis instanceof Cluster) {
     return new RedisStore({ prefix, sendCommandCluster: (details) => sendToCluster(redis, details) });
   }
-  return new RedisStore({ prefix, sendCommand: (command, ...args) => redis.call(command, ...args) as Promise<RedisReply> });
+  return new RedisStore({ prefix, sendCommand: (name, ...rest) => redis.call(name, ...rest) as Promise<RedisReply> });
 }
 
 async function sendToCluster(cluster: Cluster, { command }: SendCommandClusterDetails): Promise<RedisReply> {
-  const [name, ...args] = command;
+  const [name, ...rest] = command;
   if (name === undefined) throw new Error('empty Redis command');
   if (name.toUpperCase() === 'SCRIPT') {
     const masters = cluster.nodes('master');
     if (masters.length === 0) throw new Error('no Redis Cluster master is connected');
-    const replies = await Promise.all(masters.map((node) => node.call(name, ...args)));
+    const replies = await Promise.all(masters.map((node) => node.call(name, ...rest)));
     return replies[0] as RedisReply;
   }
-  return (await cluster.call(name, ...args)) as RedisReply;
+  return (await cluster.call(name, ...rest)) as RedisReply;
 }
