@@ -1,7 +1,7 @@
 import { Router, type RequestHandler } from 'express';
 import { keyStatus, sameSecret, type ApiKeyRecord } from '../auth/api-keys.ts';
 import type { KeyStore } from '../auth/key-store.ts';
-import { GatewayError, routeNotFound, unauthenticated } from '../errors/gateway-errors.ts';
+import { keyNotFound, routeNotFound, unauthenticated } from '../errors/gateway-errors.ts';
 import { readJsonObject } from '../http/json-body.ts';
 import type { ModelRegistry } from '../plugins/model-registry.ts';
 import { parseNewKey } from './new-key-input.ts';
@@ -36,11 +36,6 @@ export function keyView(record: ApiKeyRecord): KeyView {
 /** The canonical model IDs (`vendor/model`) a key's `models` may name. */
 export function canonicalModelIds(registry: ModelRegistry): Set<string> {
   return new Set(registry.plugins.flatMap((plugin) => plugin.models.map((model) => `${plugin.vendor}/${model.id}`)));
-}
-
-// Not in the error catalog yet: the lead may move it there.
-function keyNotFound(id: string): GatewayError {
-  return new GatewayError('GW_ERR_KEY_NOT_FOUND', 404, 'not_found', `No API key with id '${id}'`);
 }
 
 /** Requires `Authorization: Bearer <admin token>`, compared in constant time. */

@@ -89,6 +89,10 @@ export function routeNotFound(method: string, path: string): GatewayError {
   return new GatewayError('GW_ERR_ROUTE_NOT_FOUND', 404, 'not_found', `No route for ${method} ${path}`);
 }
 
+export function keyNotFound(id: string): GatewayError {
+  return new GatewayError('GW_ERR_KEY_NOT_FOUND', 404, 'not_found', `No API key with id '${id}'`);
+}
+
 export function methodNotAllowed(method: string, path: string, allowed: readonly string[]): GatewayError {
   return new GatewayError(
     'GW_ERR_METHOD_NOT_ALLOWED',

@@ -1,7 +1,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
+import { assertModelAllowed } from '../auth/authenticate.ts';
 import {
-  forbidden,
   isGatewayError,
   upstreamAuthRejected,
   upstreamFailure,
@@ -40,9 +40,7 @@ export function resolveRequest(services: RouteServices, route: UpstreamRouteId, 
 /** The caller's key, its model permission checked, and its quota. */
 export async function admitCaller(services: RouteServices, res: Response, resolved: ResolvedModel): Promise<CallerKey | undefined> {
   const caller = res.locals.apiKey as CallerKey | undefined;
-  if (caller?.models && !caller.models.includes(resolved.canonicalId)) {
-    throw forbidden(`This API key may not use the model '${resolved.canonicalId}'`);
-  }
+  assertModelAllowed(caller, resolved.canonicalId);
   await services.usage.checkQuota(caller);
   return caller;
 }
