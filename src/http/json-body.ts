@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { invalidJson, payloadTooLarge } from '../errors/gateway-errors.ts';
+import { readLimited } from './read-limited.ts';
 
 /**
  * Reads a request body once, up to `limitBytes`, and parses it as one JSON object. Any content type is
@@ -9,14 +10,7 @@ import { invalidJson, payloadTooLarge } from '../errors/gateway-errors.ts';
 export async function readJsonObject(req: IncomingMessage, limitBytes: number): Promise<Record<string, unknown>> {
   const declared = Number(req.headers['content-length']);
   if (declared > limitBytes) throw payloadTooLarge(limitBytes);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limitBytes) throw payloadTooLarge(limitBytes);
-    chunks.push(chunk);
-  }
-  const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8');
+  const text = (await readLimited(req, limitBytes, () => payloadTooLarge(limitBytes))).toString('utf8');
   if (text.trim() === '') throw invalidJson('Request body is empty; send a JSON object');
   let value: unknown;
   try {

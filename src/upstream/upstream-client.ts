@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, type Dispatcher } from 'undici';
+import { readLimited } from '../http/read-limited.ts';
 import type { UpstreamRoute } from '../plugins/plugin-contract.ts';
 
 /** Where one provider is reached: fixed at start from its base URL and key. */
@@ -119,13 +120,9 @@ export class UpstreamClient {
 export const RELAYED_RESPONSE_HEADERS = ['content-type', 'retry-after', 'retry-after-ms', 'x-should-retry', 'x-request-id', 'request-id'] as const;
 
 /** Reads a whole upstream body, refusing one larger than `limitBytes`. */
-export async function readBody(body: AsyncIterable<Uint8Array>, limitBytes: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.byteLength;
-    if (size > limitBytes) throw new Error(`upstream body larger than ${limitBytes} bytes`);
-    chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+export function readBody(body: Dispatcher.ResponseData['body'], limitBytes: number): Promise<Buffer> {
+  return readLimited(body, limitBytes, () => {
+    body.destroy();
+    return new Error(`upstream body larger than ${limitBytes} bytes`);
+  });
 }
