@@ -1,48 +1,45 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import {
-  chatCompletionEvents,
-  chatCompletionJson,
-  messageEvents,
-  messageJson,
-  responseEvents,
-  responseJson,
-  type MockAnswer,
-  type MockEvent,
-  type Profile,
-} from './mock-formats.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { chatCompletionsFormat } from './chat-completions-format.ts';
+import { messagesFormat } from './messages-format.ts';
+import { buildAnswer, countInputTokens, PROFILES, usageOf, type MockEvent, type Profile, type ReportedUsage, type WireFormat } from './mock-answer.ts';
+import { responsesFormat } from './responses-format.ts';
+
+export type { Profile, ReportedUsage } from './mock-answer.ts';
 
 export interface MockUpstreamOptions {
   readonly port?: number;
   readonly host?: string;
-  /** When set, requests must carry it (`Authorization: Bearer`, or `x-api-key` on the Messages routes). */
+  /** When set, requests must carry it: `Authorization: Bearer`, or also `x-api-key` on the Messages routes. */
   readonly apiKey?: string;
-  /** Stream shape; per request also the body field `mock_profile` or the header `x-mock-profile`. */
+  /** Stream shape; per request also the header `x-mock-profile` or the body field `mock_profile` (which a gateway forwards). */
   readonly profile?: Profile;
   /** Pause between two stream events. */
   readonly chunkDelayMs?: number;
-  /** Prompt tokens reported as read from the cache (override per request: `x-mock-cached-tokens`). */
+  /** Prompt tokens reported as read from the cache (per request: header `x-mock-cached-tokens`). */
   readonly cachedTokens?: number;
+  /** Line ending of every stream (the `empty-function-call` profile always uses `\r\n`). */
   readonly lineEnding?: '\n' | '\r\n';
-}
-
-/** The usage an answer carried, normalised: `inputTokens` counts every prompt token, cached included. */
-export interface ReportedUsage {
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-  readonly cachedTokens: number;
+  /** Keep every request in `requests` (default true); the CLI turns it off so a long benchmark does not grow memory. */
+  readonly recordRequests?: boolean;
 }
 
 export interface RecordedRequest {
   readonly method: string;
   readonly path: string;
-  readonly headers: IncomingMessage['headers'];
-  readonly rawBody: string;
+  readonly headers: Record<string, string | string[] | undefined>;
+  /** The parsed JSON body (undefined when it was not JSON). */
   readonly body: any;
+  readonly rawBody: string;
   readonly stream: boolean;
+  /** The status sent; 0 while none was (hang, reset). */
   status: number;
-  /** What the answer reported; undefined when it carried no usage (errors, count_tokens, no-usage). */
+  /**
+   * The usage the answer carried, normalised (cumulative, as a correct consumer reads it from the bytes
+   * actually written); undefined when none was sent (errors, count_tokens, no-usage, a drop before it).
+   */
   reportedUsage?: ReportedUsage;
   /** The whole answer was written. */
   completed: boolean;
@@ -61,175 +58,154 @@ export interface MockUpstream {
   readonly url: string;
   readonly port: number;
   readonly requests: RecordedRequest[];
-  /** Behaviours for the next requests, one each, in order; then requests are answered normally. */
+  /** Behaviours for the next requests, one per incoming request, in order; then requests are answered normally. */
   enqueue(...behaviours: MockBehaviour[]): void;
+  /** Clears the recorded requests and the behaviour queue. */
   reset(): void;
+  /** Stops listening and destroys every open socket (hanging requests included). */
   close(): Promise<void>;
 }
 
-type Format = 'chat-completions' | 'responses' | 'messages' | 'count-tokens';
-const ROUTES: Record<string, Format> = {
-  '/v1/chat/completions': 'chat-completions',
-  '/v1/responses': 'responses',
-  '/v1/messages': 'messages',
-  '/v1/messages/count_tokens': 'count-tokens',
+interface Route {
+  readonly format: WireFormat;
+  readonly countTokens?: boolean;
+  /** Messages routes also accept `x-api-key`. */
+  readonly apiKeyHeader?: boolean;
+}
+
+const ROUTES: Record<string, Route> = {
+  '/v1/chat/completions': { format: chatCompletionsFormat },
+  '/v1/responses': { format: responsesFormat },
+  '/v1/messages': { format: messagesFormat, apiKeyHeader: true },
+  '/v1/messages/count_tokens': { format: messagesFormat, apiKeyHeader: true, countTokens: true },
 };
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const header = (req: IncomingMessage, name: string): string | undefined => {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+};
 
-/** Every string of a request's prompt, for a token count that grows with the input. */
-function promptText(body: Record<string, unknown>): string {
-  const parts: string[] = [];
-  const walk = (value: unknown): void => {
-    if (typeof value === 'string') parts.push(value);
-    else if (Array.isArray(value)) value.forEach(walk);
-    else if (value && typeof value === 'object') Object.entries(value).forEach(([key, entry]) => key !== 'role' && key !== 'type' && walk(entry));
-  };
-  for (const field of ['messages', 'input', 'system', 'instructions']) walk(body[field]);
-  return parts.join(' ');
+/** `x-mock-reply` may be percent-encoded, to carry non-ASCII text in a header. */
+function replyHeader(req: IncomingMessage): string | undefined {
+  const value = header(req, 'x-mock-reply');
+  if (value === undefined) return undefined;
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
 }
 
-function lastUserText(body: Record<string, unknown>): string {
-  if (typeof body.input === 'string') return body.input;
-  const messages = Array.isArray(body.messages) ? (body.messages as { content?: unknown }[]) : [];
-  const content = messages.at(-1)?.content;
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((part) => (part as { text?: string }).text ?? '').join(' ');
-  return promptText(body);
-}
-
-/** Deterministic counts: about four characters per token, plus a small per-request overhead. */
-function answerFor(body: Record<string, unknown>, req: IncomingMessage, cachedDefault: number): MockAnswer {
-  const reply = String(req.headers['x-mock-reply'] ?? `Mock reply to: ${lastUserText(body).slice(0, 40)}`);
-  const words = reply.match(/\S+\s*/g) ?? [reply];
-  const pieces: string[] = [];
-  for (let index = 0; index < words.length; index += 2) pieces.push(words.slice(index, index + 2).join(''));
-  const inputTokens = Math.ceil(promptText(body).length / 4) + 7;
-  const cached = Math.min(inputTokens, Number(req.headers['x-mock-cached-tokens'] ?? cachedDefault) || 0);
-  return {
-    id: `mock-${randomBytes(6).toString('hex')}`,
-    model: typeof body.model === 'string' ? body.model : 'mock-model',
-    pieces,
-    inputTokens,
-    outputTokens: Math.ceil(reply.length / 4) + 1,
-    cachedTokens: cached,
-  };
-}
-
-function errorBody(format: Format, status: number, message: string): unknown {
-  const type = status === 401 ? 'authentication_error' : status === 429 ? 'rate_limit_error' : status >= 500 ? 'api_error' : 'invalid_request_error';
-  if (format === 'messages' || format === 'count-tokens') return { type: 'error', error: { type, message } };
-  return { error: { message, type, param: null, code: null } };
+function frame(event: MockEvent, eol: string): Buffer {
+  const data = typeof event.data === 'string' ? event.data : JSON.stringify(event.data);
+  return Buffer.from(`${event.event === undefined ? '' : `event: ${event.event}${eol}`}data: ${data}${eol}${eol}`);
 }
 
 /**
  * A mock upstream provider on a real socket, speaking Chat Completions, Responses and Messages (JSON
- * and SSE, with realistic usage), for local trials, the tests and the benchmark.
+ * and SSE, with deterministic usage), for local trials, the tests and the benchmark.
  */
 export async function startMockUpstream(options: MockUpstreamOptions = {}): Promise<MockUpstream> {
   const requests: RecordedRequest[] = [];
   let queue: MockBehaviour[] = [];
   const sockets = new Set<Socket>();
-  const newline = options.lineEnding ?? '\n';
-
-  const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
-    const payload = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers });
-    res.end(payload);
-  };
+  const closing = new AbortController();
+  const pause = (ms: number) => sleep(ms, undefined, { signal: closing.signal });
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const behaviour = queue.shift();
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const rawBody = Buffer.concat(chunks).toString('utf8');
     const path = (req.url ?? '/').split('?')[0]!;
-    const format = ROUTES[path];
-    let body: Record<string, any> = {};
+    let body: any;
     try {
-      body = rawBody ? JSON.parse(rawBody) : {};
+      body = rawBody === '' ? {} : JSON.parse(rawBody);
     } catch {
-      body = {};
+      body = undefined;
     }
-    const record: RecordedRequest = { method: req.method ?? 'GET', path, headers: req.headers, rawBody, body, stream: body.stream === true, status: 0, completed: false };
-    requests.push(record);
-    const reply = (status: number, payload: unknown, headers?: Record<string, string>) => {
+    const record: RecordedRequest = { method: req.method ?? '', path, headers: req.headers, body, rawBody, stream: body?.stream === true, status: 0, completed: false };
+    if (options.recordRequests !== false) requests.push(record);
+
+    const route = req.method === 'POST' ? ROUTES[path] : undefined;
+    const format = route?.format ?? chatCompletionsFormat;
+    const requestId = `req_${randomBytes(8).toString('hex')}`;
+    const idHeader = { [format.requestIdHeader]: requestId };
+    const sendJson = (status: number, payload: unknown, headers: Record<string, string> = {}, dropHalfway = false) => {
+      const bytes = Buffer.from(typeof payload === 'string' ? payload : JSON.stringify(payload));
       record.status = status;
-      send(res, status, payload, headers);
+      res.writeHead(status, { 'content-type': 'application/json', 'content-length': bytes.length, ...idHeader, ...headers });
+      if (dropHalfway) {
+        res.write(bytes.subarray(0, bytes.length >> 1));
+        setTimeout(() => req.socket.destroy(), 20);
+        return;
+      }
+      res.end(bytes);
       record.completed = true;
     };
-    if (!format || req.method !== 'POST') return reply(404, { error: { message: `no route ${req.method} ${path}`, type: 'not_found_error' } });
+    const fail = (status: number, message: string) => sendJson(status, format.error(status, message, requestId));
 
-    const messagesFamily = format === 'messages' || format === 'count-tokens';
-    if (options.apiKey) {
-      const bearer = req.headers.authorization === `Bearer ${options.apiKey}`;
-      const headerKey = messagesFamily && req.headers['x-api-key'] === options.apiKey;
-      if (!bearer && !headerKey) return reply(401, errorBody(format, 401, 'invalid api key'));
-    }
-    const behaviour = queue.shift();
-    if (behaviour?.kind === 'reset') return req.socket.destroy();
+    if (behaviour?.kind === 'reset') return void req.socket.destroy();
     if (behaviour?.kind === 'hang') return;
-    if (behaviour?.kind === 'status') return reply(behaviour.status, behaviour.body ?? errorBody(format, behaviour.status, `mock status ${behaviour.status}`), behaviour.headers);
-    if (behaviour?.kind === 'delay') await sleep(behaviour.ms);
-    if (messagesFamily && format === 'messages' && typeof body.max_tokens !== 'number') {
-      return reply(400, errorBody(format, 400, 'max_tokens: Field required'));
+    if (behaviour?.kind === 'delay') await pause(behaviour.ms);
+    if (behaviour?.kind === 'status') {
+      return behaviour.body === undefined
+        ? sendJson(behaviour.status, format.error(behaviour.status, `mock status ${behaviour.status}`, requestId), behaviour.headers)
+        : sendJson(behaviour.status, behaviour.body, behaviour.headers);
     }
-    if (format === 'count-tokens') return reply(200, { input_tokens: Math.ceil(promptText(body).length / 4) + 7 });
 
-    const answer = answerFor(body, req, options.cachedTokens ?? 0);
-    const withUsage = behaviour?.kind !== 'no-usage';
-    // A body field reaches the mock through the gateway (extra fields are forwarded), a header does not.
-    const profile = (body.mock_profile as Profile | undefined) ?? (req.headers['x-mock-profile'] as Profile | undefined) ?? options.profile ?? 'standard';
-    const requestId: Record<string, string> = { [messagesFamily ? 'request-id' : 'x-request-id']: `req_${answer.id}` };
-    const reported: ReportedUsage = { inputTokens: answer.inputTokens, outputTokens: answer.outputTokens, cachedTokens: answer.cachedTokens };
+    if (!route) return fail(404, `Unknown route: ${req.method} ${path}`);
+    if (options.apiKey !== undefined) {
+      const bearer = header(req, 'authorization') === `Bearer ${options.apiKey}`;
+      if (!bearer && !(route.apiKeyHeader && header(req, 'x-api-key') === options.apiKey)) return fail(401, 'Incorrect API key provided.');
+    }
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) return fail(400, 'The request body is not a JSON object.');
+    if (route.countTokens) return sendJson(200, { input_tokens: countInputTokens(body) });
+    if (route.format === messagesFormat && typeof body.max_tokens !== 'number') return fail(400, 'max_tokens: Field required');
+    const profile = body.mock_profile ?? header(req, 'x-mock-profile') ?? options.profile ?? 'standard';
+    if (!PROFILES.includes(profile)) return fail(400, `Unknown mock profile: ${String(profile)}`);
+
+    const answer = buildAnswer(body, { reply: replyHeader(req), cachedTokens: Number(header(req, 'x-mock-cached-tokens') ?? options.cachedTokens ?? 0) });
+    const answerOptions = { withUsage: behaviour?.kind !== 'no-usage', includeUsage: body.stream_options?.include_usage === true, profile: profile as Profile };
+    const drop = behaviour?.kind === 'drop-mid-stream' ? behaviour.afterEvents : undefined;
 
     if (!record.stream) {
-      const json = format === 'chat-completions' ? chatCompletionJson(answer, withUsage) : format === 'responses' ? responseJson(answer, withUsage) : messageJson(answer, withUsage);
-      if (withUsage) record.reportedUsage = reported;
-      return reply(200, json, requestId);
+      if (answerOptions.withUsage && drop === undefined) record.reportedUsage = usageOf(answer);
+      return sendJson(200, format.json(answer, answerOptions), {}, drop !== undefined);
     }
 
-    const includeUsage = body.stream_options?.include_usage === true;
-    const events: MockEvent[] =
-      format === 'chat-completions'
-        ? chatCompletionEvents(answer, { includeUsage, withUsage, profile })
-        : format === 'responses'
-          ? responseEvents(answer, withUsage)
-          : messageEvents(answer, withUsage);
-    const lineEnding = profile === 'empty-function-call' ? '\r\n' : newline;
-    const split = req.headers['x-mock-split'] === '1';
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...requestId });
+    const events = format.events(answer, answerOptions);
+    const eol = profile === 'empty-function-call' ? '\r\n' : (options.lineEnding ?? '\n');
+    const split = header(req, 'x-mock-split') === '1';
     record.status = 200;
-    if (withUsage && (format !== 'chat-completions' || includeUsage || profile === 'running-usage')) {
-      record.reportedUsage = profile === 'running-usage' ? { ...reported, outputTokens: answer.outputTokens + 40 } : reported;
-    }
-    for (const [index, event] of events.entries()) {
-      if (behaviour?.kind === 'drop-mid-stream' && index === behaviour.afterEvents) {
-        record.reportedUsage = undefined;
-        // Let what was written reach the wire first, as a connection that breaks later would.
-        await sleep(20);
-        return res.socket?.destroy();
-      }
-      const data = typeof event.data === 'string' ? event.data : JSON.stringify(event.data);
-      const text = `${event.event ? `event: ${event.event}${lineEnding}` : ''}data: ${data}${lineEnding}${lineEnding}`;
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...idHeader });
+    res.flushHeaders();
+    for (const event of events.slice(0, drop ?? events.length)) {
+      const bytes = frame(event, eol);
       if (split) {
-        const middle = Math.floor(text.length / 2);
-        res.write(text.slice(0, middle));
-        await sleep(1);
-        res.write(text.slice(middle));
+        res.write(bytes.subarray(0, bytes.length >> 1));
+        await pause(1);
+        res.write(bytes.subarray(bytes.length >> 1));
       } else {
-        res.write(text);
+        res.write(bytes);
       }
-      if (options.chunkDelayMs) await sleep(options.chunkDelayMs);
+      if (event.usage) record.reportedUsage = event.usage;
+      if (options.chunkDelayMs) await pause(options.chunkDelayMs);
       if (res.destroyed) return;
+    }
+    if (drop !== undefined) {
+      // Let what was written reach the client first, as a connection that breaks later would.
+      await pause(20);
+      return void req.socket.destroy();
     }
     res.end();
     record.completed = true;
   };
 
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) send(res, 500, { error: { message: String(error), type: 'api_error' } });
-      else res.destroy();
+  const server = createServer((req, res) => {
+    handle(req, res).catch(() => {
+      if (closing.signal.aborted || res.headersSent) return void res.destroy();
+      res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'mock upstream failure', type: 'server_error' } }));
     });
   });
   server.keepAliveTimeout = 60_000;
@@ -237,13 +213,17 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
+  const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
   const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://${options.host ?? '127.0.0.1'}:${port}/v1`,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/v1`,
     port,
     requests,
     enqueue: (...behaviours) => void queue.push(...behaviours),
@@ -252,8 +232,10 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
       queue = [];
     },
     close: async () => {
+      closing.abort();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
+      await closed;
     },
   };
 }

@@ -1,0 +1,90 @@
+import { nowSeconds, usageOf, type AnswerOptions, type MockAnswer, type MockEvent, type ReportedUsage, type WireFormat } from './mock-answer.ts';
+
+/** Thinking tokens the `running-usage` profile counts in `total_tokens` only, as the gamma-style upstream does. */
+const THINKING_TOKENS = 40;
+
+function usage(answer: MockAnswer, completionTokens: number, totalTokens = answer.inputTokens + completionTokens) {
+  return {
+    prompt_tokens: answer.inputTokens,
+    completion_tokens: completionTokens,
+    total_tokens: totalTokens,
+    prompt_tokens_details: { cached_tokens: answer.cachedTokens, audio_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0 },
+  };
+}
+
+function json(answer: MockAnswer, options: AnswerOptions): unknown {
+  return {
+    id: `chatcmpl-${answer.id}`,
+    object: 'chat.completion',
+    created: nowSeconds(),
+    model: answer.model,
+    choices: [{ index: 0, message: { role: 'assistant', content: answer.pieces.join(''), refusal: null, annotations: [] }, logprobs: null, finish_reason: 'stop' }],
+    ...(options.withUsage ? { usage: usage(answer, answer.outputTokens) } : {}),
+    service_tier: 'default',
+    system_fingerprint: 'fp_mock',
+  };
+}
+
+function events(answer: MockAnswer, options: AnswerOptions): MockEvent[] {
+  const base = { id: `chatcmpl-${answer.id}`, object: 'chat.completion.chunk', created: nowSeconds(), model: answer.model, system_fingerprint: 'fp_mock' };
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null, index = 0): MockEvent => ({
+    data: { ...base, choices: [{ index, delta, logprobs: null, finish_reason: finish }], ...(options.includeUsage ? { usage: null } : {}) },
+  });
+  const done: MockEvent = { data: '[DONE]' };
+  const last = answer.pieces.length - 1;
+
+  if (options.profile === 'running-usage') {
+    // Every chunk carries running totals, include_usage or not; thinking tokens are only in the total.
+    return [
+      ...answer.pieces.map((piece, index): MockEvent => {
+        const delta = index === 0 ? { role: 'assistant', content: piece } : { content: piece };
+        const choices = [{ index: 0, delta, finish_reason: index === last ? 'stop' : null }];
+        if (!options.withUsage) return { data: { ...base, choices } };
+        const produced = Math.round(((index + 1) / answer.pieces.length) * answer.outputTokens);
+        const running = usage(answer, produced, answer.inputTokens + produced + THINKING_TOKENS);
+        const reported: ReportedUsage = { ...usageOf(answer), outputTokens: produced + THINKING_TOKENS };
+        return { data: { ...base, choices, usage: running }, usage: reported };
+      }),
+      done,
+    ];
+  }
+
+  const events: MockEvent[] = [chunk({ role: 'assistant', content: '', refusal: null })];
+  if (options.profile === 'empty-function-call') {
+    answer.pieces.forEach((piece) => events.push(chunk({ content: piece })));
+    // A real tool call in fragments, matched by index.
+    events.push(chunk({ tool_calls: [{ index: 0, id: 'call_mock', type: 'function', function: { name: 'lookup', arguments: '' } }] }));
+    events.push(chunk({ tool_calls: [{ index: 0, function: { arguments: '{"q":"x"}' } }] }));
+    // A real legacy function_call in fragments, on a second choice so it does not mask choice 0's tool call.
+    events.push(chunk({ role: 'assistant', content: null, function_call: { name: 'lookup', arguments: '' } }, null, 1));
+    events.push(chunk({ function_call: { arguments: '{"q":"y"}' } }, 'function_call', 1));
+    // The placeholder a Go relay without omitempty sends on the final chunk.
+    events.push(chunk({ content: '', function_call: { name: '', arguments: '' }, refusal: '' }, 'tool_calls'));
+  } else {
+    answer.pieces.forEach((piece, index) => events.push(chunk({ content: piece }, index === last ? 'stop' : null)));
+  }
+  if (options.includeUsage && options.withUsage) {
+    events.push({ data: { ...base, choices: [], usage: usage(answer, answer.outputTokens) }, usage: usageOf(answer) });
+  }
+  events.push(done);
+  return events;
+}
+
+/** The OpenAI error body (Chat Completions and Responses). */
+export function openAiError(status: number, message: string): unknown {
+  const [type, code] =
+    status === 401
+      ? ['invalid_request_error', 'invalid_api_key']
+      : status === 404
+        ? ['invalid_request_error', 'not_found']
+        : status === 429
+          ? ['requests', 'rate_limit_exceeded']
+          : status >= 500
+            ? ['server_error', null]
+            : ['invalid_request_error', null];
+  return { error: { message, type, param: null, code } };
+}
+
+/** OpenAI Chat Completions, `POST /v1/chat/completions`. */
+export const chatCompletionsFormat: WireFormat = { requestIdHeader: 'x-request-id', json, events, error: openAiError };
