@@ -1,7 +1,7 @@
 import { ConfigError } from '../config/gateway-config.ts';
 import { isGatewayError } from '../errors/gateway-errors.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
-import { runInterimUsageCommand, USAGE_SYNOPSIS } from './interim-usage-command.ts';
+import { runUsageCommand, USAGE_SYNOPSIS } from './usage-command.ts';
 import { KEYS_SYNOPSIS, runKeysCommand } from './keys-command.ts';
 
 export type { CliIo } from './cli-io.ts';
@@ -17,10 +17,7 @@ const HEADER = 'model-gateway: operator commands, on the store the server uses (
 
 const commands: Record<string, CliCommand> = {
   keys: { synopsis: KEYS_SYNOPSIS, run: runKeysCommand },
-  // ---- Slot: `usage`. The lead wires `runUsageCommand` from src/usage/usage-command.ts here:
-  //      usage: { synopsis: '<its usage line>', run: (argv, io) => runUsageCommand(argv, io) },
-  //      until then the interim command below answers.
-  usage: { synopsis: USAGE_SYNOPSIS, run: runInterimUsageCommand },
+  usage: { synopsis: USAGE_SYNOPSIS, run: runUsageCommand },
   help: { synopsis: 'help', run: async (_argv, io) => (io.out(helpText()), 0) },
 };
 

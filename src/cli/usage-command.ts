@@ -7,8 +7,8 @@ import { textTable } from './text-table.ts';
 
 export const USAGE_SYNOPSIS = 'usage [--key KEY_ID] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--group-by model|day]';
 
-/** Token usage as a table. Stands in the `usage` slot until `src/usage/usage-command.ts` takes it. */
-export async function runInterimUsageCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+/** `usage`: summed token usage from the store the server writes, as a table. */
+export async function runUsageCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: { key: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' }, 'group-by': { type: 'string', default: 'model' } },
