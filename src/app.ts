@@ -24,8 +24,8 @@ export interface AppOptions {
 
 /** Which error envelope a path answers with, so each official SDK shows the gateway's messages. */
 export function errorFamilyOf(path: string): ErrorFamily {
-  if (path.startsWith('/v1/messages')) return 'beta-compatible';
-  if (path.startsWith('/v1/chat/completions') || path.startsWith('/v1/responses')) return 'alpha-compatible';
+  if (path.startsWith('/v1/messages')) return 'messages-envelope';
+  if (path.startsWith('/v1/chat/completions') || path.startsWith('/v1/responses')) return 'completions-envelope';
   return 'plain';
 }
 

@@ -2,12 +2,12 @@ import type { ErrorKind, GatewayError } from './gateway-errors.ts';
 
 /**
  * Which error envelope a route answers with beside the spec's `detail`, so that the official SDKs of
- * each wire format show the message: `alpha-compatible` routes carry `error:{message,type,param,code}`,
- * `beta-compatible` routes carry `type:"error", error:{type,message}`, `plain` routes only `detail`.
+ * each wire format show the message: `completions-envelope` routes (Chat Completions, Responses) carry `error:{message,type,param,code}`,
+ * `messages-envelope` routes (Messages) carry `type:"error", error:{type,message}`, `plain` routes only `detail`.
  */
-export type ErrorFamily = 'alpha-compatible' | 'beta-compatible' | 'plain';
+export type ErrorFamily = 'completions-envelope' | 'messages-envelope' | 'plain';
 
-const ALPHA_TYPES: Record<ErrorKind, string> = {
+const COMPLETIONS_TYPES: Record<ErrorKind, string> = {
   invalid_request: 'invalid_request_error',
   authentication: 'authentication_error',
   permission: 'permission_error',
@@ -19,7 +19,7 @@ const ALPHA_TYPES: Record<ErrorKind, string> = {
   internal: 'server_error',
 };
 
-const BETA_TYPES: Record<ErrorKind, string> = {
+const MESSAGES_TYPES: Record<ErrorKind, string> = {
   invalid_request: 'invalid_request_error',
   authentication: 'authentication_error',
   permission: 'permission_error',
@@ -36,11 +36,11 @@ export function errorBody(error: GatewayError, family: ErrorFamily): Record<stri
   const body: Record<string, unknown> = { detail: error.detail };
   if (error.errors) body.errors = error.errors;
   const message = error.errors?.length ? `${error.detail}: ${error.errors.join('; ')}` : error.detail;
-  if (family === 'alpha-compatible') {
-    body.error = { message, type: ALPHA_TYPES[error.kind], param: error.param ?? null, code: error.code };
-  } else if (family === 'beta-compatible') {
+  if (family === 'completions-envelope') {
+    body.error = { message, type: COMPLETIONS_TYPES[error.kind], param: error.param ?? null, code: error.code };
+  } else if (family === 'messages-envelope') {
     body.type = 'error';
-    body.error = { type: BETA_TYPES[error.kind], message };
+    body.error = { type: MESSAGES_TYPES[error.kind], message };
   }
   return body;
 }

@@ -19,7 +19,7 @@ export type ErrorKind =
 export interface GatewayErrorOptions {
   /** Per-field messages of a ValidationError, each `Field '<location>': <message>`. */
   readonly errors?: readonly string[];
-  /** The request field the error is about, for the alpha-compatible envelope's `param`. */
+  /** The request field the error is about, for the Chat Completions envelope's `param`. */
   readonly param?: string;
   /** Extra response headers, e.g. `Allow` or `Retry-After`. */
   readonly headers?: Readonly<Record<string, string>>;

@@ -38,15 +38,15 @@ export type WireFormat = 'chat-completions' | 'responses' | 'messages' | 'count-
 
 /**
  * How the gateway presents its upstream credential.
- * - `bearer`: `Authorization: Bearer <key>` (alpha-compatible upstreams).
- * - `x-api-key`: `x-api-key: <key>` (beta-compatible upstreams).
+ * - `bearer`: `Authorization: Bearer <key>` (Chat Completions-style upstreams).
+ * - `x-api-key`: `x-api-key: <key>` (Messages-style upstreams).
  */
 export type AuthStyle = 'bearer' | 'x-api-key';
 
 /**
  * Which spellings of a model ID a route accepts.
- * - `prefixed`: `<vendor>/<model>`, e.g. `alpha/gen-6-astra`.
- * - `native`: the bare model name, e.g. `gen-6-astra`.
+ * - `prefixed`: `<vendor>/<model>`, e.g. `acme/acme-large-2`.
+ * - `native`: the bare model name, e.g. `acme-large-2`.
  */
 export type ModelIdForm = 'prefixed' | 'native';
 
@@ -60,9 +60,9 @@ export interface UpstreamRoute {
   readonly auth: AuthStyle;
   /** ID spellings a client may use on this route. Default: `['prefixed']`. */
   readonly modelIds?: readonly ModelIdForm[];
-  /** Client request headers passed through to the upstream (lower case), e.g. `anthropic-version`. */
+  /** Client request headers passed through to the upstream (lower case), e.g. a version header such as `x-api-version`. */
   readonly forwardHeaders?: readonly string[];
-  /** Headers sent when the client did not send them (lower case names), e.g. a default `anthropic-version`. */
+  /** Headers sent when the client did not send them (lower case names), e.g. a default version header. */
   readonly defaultHeaders?: Readonly<Record<string, string>>;
 }
 
@@ -78,7 +78,7 @@ export interface ModelPricing {
 
 /** One concrete model of a provider. */
 export interface ModelDeclaration {
-  /** The model name without the vendor prefix, e.g. `gen-6-astra`. Its canonical ID is `<vendor>/<id>`. */
+  /** The model name without the vendor prefix, e.g. `acme-large-2`. Its canonical ID is `<vendor>/<id>`. */
   readonly id: string;
   /** The model name sent upstream. Default: `id`. */
   readonly upstreamModel?: string;
@@ -98,9 +98,9 @@ export interface ModelDeclaration {
 
 /** A latest alias: a bare ID (no vendor prefix) that resolves to one of the plugin's models. */
 export interface AliasDeclaration {
-  /** The alias, e.g. `alpha-latest`. */
+  /** The alias, e.g. `acme-latest`. */
   readonly id: string;
-  /** The canonical ID of the target model, e.g. `alpha/gen-6-astra`. Ops may override it in the gateway config. */
+  /** The canonical ID of the target model, e.g. `acme/acme-large-2`. Ops may override it in the gateway config. */
   readonly target: string;
   /** The routes that accept the alias. The target model must serve each of them. */
   readonly routes: readonly RouteId[];
@@ -199,7 +199,7 @@ export interface NativeChatAdapter {
 
 /** A provider plugin: everything the gateway knows about one upstream vendor. */
 export interface ProviderPlugin {
-  /** The vendor prefix of the plugin's model IDs, e.g. `alpha`. Lower case letters, digits and dashes. */
+  /** The vendor prefix of the plugin's model IDs, e.g. `acme`. Lower case letters, digits and dashes. */
   readonly vendor: string;
   /**
    * Prefix of the provider's environment variables (`<PREFIX>_BASE_URL`, `<PREFIX>_API_KEY`).

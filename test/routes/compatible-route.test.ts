@@ -213,7 +213,7 @@ describe('compatible routes', () => {
       ]);
     });
 
-    it('requires max_tokens on messages, with the beta-compatible envelope', async () => {
+    it('requires max_tokens on messages, with the Messages envelope', async () => {
       const response = await post(app, '/v1/messages', { model: 'bolt-1', messages: [{ role: 'user', content: 'x' }] });
       expect(response.status).to.equal(400);
       expect(response.json()).to.deep.include({ type: 'error', errors: ["Field 'max_tokens': is required"] });
