@@ -46,7 +46,7 @@ for (const store of ['redis', 'embedded'] as const) {
 
     beforeEach(async () => {
       redis = store === 'redis' ? await TestRedisServer.start() : undefined;
-      test = await startTestGateway({ env: redis ? { REDIS_URL: redis.url } : {}, mock: { cachedTokens: 3 } });
+      test = await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: 'admin-token-0001', ...(redis ? { REDIS_URL: redis.url } : {}) }, mock: { cachedTokens: 3 } });
     });
     afterEach(async () => {
       await test.close();
@@ -138,6 +138,21 @@ for (const store of ['redis', 'embedded'] as const) {
         "Field 'query.from': must be an ISO date (YYYY-MM-DD) or date-time",
         "Field 'query.group_by': must be 'model' or 'day'",
       ]);
+    });
+
+    it('shows every key\'s usage, or one key\'s, on the admin API only', async () => {
+      const { key, record } = await test.gateway.keys.create({ name: 'other' });
+      await post(test, '/v1/chat/completions', chat('zeta/zeta-k3'));
+      await post(test, '/v1/chat/completions', chat('delta/delta-4.5'), { authorization: `Bearer ${key}` });
+      await test.gateway.flushUsage();
+      const admin = async (query: string) => {
+        const response = await request(`${test.url}/admin/usage${query}`, { headers: { authorization: 'Bearer admin-token-0001' } });
+        return ((await response.body.json()) as { data: Record<string, any>[] }).data.map((row) => [row.model, row.requests]);
+      };
+      expect(await admin('')).to.deep.equal([['delta/delta-4.5', 1], ['zeta/zeta-k3', 1]]);
+      expect(await admin(`?key_id=${record.id}`)).to.deep.equal([['delta/delta-4.5', 1]]);
+      expect((await usageRows(test)).map((row) => row.model)).to.deep.equal(['zeta/zeta-k3']);
+      expect((await request(`${test.url}/admin/usage`, { headers: auth })).statusCode).to.equal(401);
     });
 
     it('refuses a key over its daily quota with 429 before dispatch', async () => {
