@@ -1,6 +1,6 @@
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -23,6 +23,14 @@ const connections = Number(values.connections);
 const KEY = 'sk-bench-key-000000000000';
 
 const children: ChildProcess[] = [];
+const pids = new Map<string, number>();
+
+/** CPU time (user + system) a process has used, in microseconds, from /proc (Linux). */
+async function cpuMicros(pid: number): Promise<number> {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100;
+}
+
 function start(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise<string> {
   const child = spawn(process.execPath, ['--import', 'tsx', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
@@ -31,7 +39,10 @@ function start(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       const match = pattern.exec(output);
-      if (match) resolve(match[1]!);
+      if (match) {
+        pids.set(match[1]!, child.pid!);
+        resolve(match[1]!);
+      }
     });
     child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${output}`)));
   });
@@ -53,7 +64,9 @@ const scenarios = {
   stream: JSON.stringify({ model: 'delta/delta-4.7', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Benchmark message of a realistic length for a chat turn.' }] }),
 };
 
-async function measure(url: string, body: string): Promise<number> {
+/** Requests per second under load, and the proxy process's CPU time per request (µs): less noisy on a shared machine. */
+async function measure(url: string, body: string): Promise<{ rps: number; cpu: number }> {
+  const cpuBefore = await cpuMicros(pids.get(url)!);
   const result = await autocannon({
     url: `${url}/v1/chat/completions`,
     method: 'POST',
@@ -63,7 +76,8 @@ async function measure(url: string, body: string): Promise<number> {
     duration: seconds,
   });
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${url}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
-  return result.requests.average;
+  const cpu = (await cpuMicros(pids.get(url)!)) - cpuBefore;
+  return { rps: result.requests.average, cpu: cpu / result.requests.total };
 }
 
 const median = (numbers: number[]) => [...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)]!;
@@ -73,17 +87,23 @@ let failed = false;
 for (const [name, body] of Object.entries(scenarios) as [keyof typeof scenarios, string][]) {
   await measure(gateway, body);
   await measure(bare, body);
-  const bareRuns: number[] = [];
-  const gatewayRuns: number[] = [];
+  const bareRuns: { rps: number; cpu: number }[] = [];
+  const gatewayRuns: { rps: number; cpu: number }[] = [];
   for (let round = 0; round < rounds; round += 1) {
     bareRuns.push(await measure(bare, body));
     gatewayRuns.push(await measure(gateway, body));
   }
-  const ratio = median(gatewayRuns) / median(bareRuns);
-  report[name] = { bare: bareRuns, gateway: gatewayRuns, ratio, target: targets[name] };
+  const bareRps = median(bareRuns.map((run) => run.rps));
+  const gatewayRps = median(gatewayRuns.map((run) => run.rps));
+  const bareCpu = median(bareRuns.map((run) => run.cpu));
+  const gatewayCpu = median(gatewayRuns.map((run) => run.cpu));
+  const ratio = gatewayRps / bareRps;
+  report[name] = { bare: bareRuns, gateway: gatewayRuns, ratio, cpuRatio: bareCpu / gatewayCpu, target: targets[name] };
   failed ||= ratio < targets[name];
   process.stdout.write(
-    `${name.padEnd(6)}  bare ${median(bareRuns).toFixed(0).padStart(6)} req/s   gateway ${median(gatewayRuns).toFixed(0).padStart(6)} req/s   ratio ${ratio.toFixed(2)} (target ≥ ${targets[name]})\n`,
+    `${name.padEnd(6)}  bare ${bareRps.toFixed(0).padStart(6)} req/s ${bareCpu.toFixed(0).padStart(4)} µs CPU/req   ` +
+      `gateway ${gatewayRps.toFixed(0).padStart(6)} req/s ${gatewayCpu.toFixed(0).padStart(4)} µs CPU/req   ` +
+      `ratio ${ratio.toFixed(2)} (CPU ${(bareCpu / gatewayCpu).toFixed(2)}; target ≥ ${targets[name]})\n`,
   );
 }
 await mkdir('bench/results', { recursive: true });
