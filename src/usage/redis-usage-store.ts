@@ -1,54 +1,83 @@
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, createReadStream } from 'node:fs';
 import { mkdir, readdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { readJournal } from './embedded-usage-store.ts';
-import { dayOf, recordTotals, TOTAL_FIELDS, type UsageRecord } from './usage-record.ts';
-import { groupCells, inRange, totalsFromHash, type UsageCell, type UsageQuery, type UsageRow, type UsageStore } from './usage-store.ts';
+import { closeTornLine } from './embedded-usage-store.ts';
+import { dayOf, monthOf, recordTotals, TOTAL_FIELDS, type UsageRecord } from './usage-record.ts';
+import { dayRange, groupCells, inRange, totalsFromHash, type QuotaPeriod, type UsageCell, type UsageQuery, type UsageRow, type UsageStore } from './usage-store.ts';
 
 type RedisConnection = Redis | Cluster;
 
-// Applies one record exactly once: the id marker is set first, and totals, index and stream are
-// only written when it was not there yet. All keys share the key's hash tag (one Cluster slot).
+// Applies one record exactly once: the id marker is set first, and nothing else is written when it
+// was already there. Every key is under the record's key-id hash tag, so one Cluster slot holds them.
+// KEYS: marker, totals hash, cell index, record stream, charged today, charged this month.
+// ARGV: marker TTL, cell member, stream cap, charged tokens, day TTL, month TTL, record JSON, then field/increment pairs.
 const APPLY_RECORD = `
 if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then return 0 end
-for i = 0, ${TOTAL_FIELDS.length - 1} do
-  redis.call('HINCRBY', KEYS[2], ARGV[4 + i * 2], ARGV[5 + i * 2])
+for i = 8, #ARGV, 2 do
+  redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
 end
 redis.call('SADD', KEYS[3], ARGV[2])
-redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'record', ARGV[${4 + TOTAL_FIELDS.length * 2}])
+redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'record', ARGV[7])
+redis.call('INCRBY', KEYS[5], ARGV[4])
+redis.call('EXPIRE', KEYS[5], ARGV[5])
+redis.call('INCRBY', KEYS[6], ARGV[4])
+redis.call('EXPIRE', KEYS[6], ARGV[6])
 return 1`;
 
-const KEYS_SET = 'gw-usage:keys';
-const PENDING = /^usage-pending\..+\.jsonl$/;
+/** The set of every key id with usage (admin read-back); outside any hash tag. */
+const KEY_IDS = 'gw-usage:keys';
+const LIVE_SPILL = 'usage-pending.spill.jsonl';
+const REPLAYING = /^usage-pending\.\d+-\d+\.jsonl$/;
+const BATCH = 200;
+const DAY_SECONDS = 24 * 3600;
 
 export interface RedisUsageStoreOptions {
-  /** Where records that cannot reach Redis are spilled. */
+  /** Where records that cannot reach Redis are spilled (`usage-pending.*.jsonl`). */
   readonly dataDir: string;
   readonly logger: Logger;
-  /** Records held in memory while Redis is away before they spill to disk. */
+  /** Records held in memory while Redis is away; when full, they all spill to disk. Default 10 000. */
   readonly maxQueued?: number;
-  /** Length the per-key record stream is capped at (approximately). */
+  /** Length each key's record stream is capped at (approximately). Default 100 000. */
   readonly streamMaxLength?: number;
-  /** How long a record's "applied" marker lives: replays within it are never counted twice. */
+  /**
+   * How long a record's "applied" marker lives. A replay within it is never counted twice, so it
+   * must outlast any outage whose spilled records are replayed later. Default 7 days.
+   */
   readonly markerTtlSeconds?: number;
+  /** Pause between attempts while Redis is away. Default 500 ms. */
   readonly retryDelayMs?: number;
 }
 
-const tagOf = (keyId: string) => `{gw-usage:${keyId}}`;
+/** The hash tag of one key id's usage keys. */
+export const usageKeyTag = (keyId: string): string => `{gw-usage:${keyId}}`;
 
 /**
- * Usage on Redis: each record in a capped per-key Stream plus daily totals per key × model, written
- * atomically and exactly once by one script call. Records are taken synchronously and written after
- * the response; while Redis is unreachable they wait in memory (bounded), spill to a local journal,
- * and are replayed when it returns.
+ * Usage on Redis (single node, Sentinel or Cluster).
+ *
+ * Per key id (all under the hash tag `{gw-usage:<keyId>}`):
+ * - `:records`: a Stream of the records, capped at about `streamMaxLength` entries (`XADD MAXLEN ~`).
+ * - `:totals:<day>:<model>`: a hash of the day's sums (`requests`, `input_tokens`, `output_tokens`,
+ *   `cached_tokens`, `total_tokens`, `charged_tokens`, `cost_nano_usd`), all integers.
+ * - `:cells`: the index of those hashes (`<day>|<model>`); `gw-usage:keys` lists every key id.
+ * - `:charged:day:<day>` and `:charged:month:<YYYY-MM>`: charged tokens, so a quota check is one GET.
+ * - `:applied:<record id>`: the exactly-once marker.
+ *
+ * One script call per record writes all of it atomically, and nothing when the record's marker is
+ * already set. `record()` only queues; a single drain loop writes the queue after the response.
+ * While Redis is unreachable the queue holds up to `maxQueued` records, then spills them to a local
+ * journal; the loop retries, and once Redis answers writes the queue and replays every spilled journal
+ * (also those a previous process left), deleting a journal only when all its records are applied.
  */
 export class RedisUsageStore implements UsageStore {
   private queue: UsageRecord[] = [];
+  private inFlight: UsageRecord[] = [];
   private draining: Promise<void> | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
-  private knownKeys = new Set<string>();
+  private spilledSinceReplay = true;
+  private readonly knownKeyIds = new Set<string>();
   private closed = false;
   healthy = true;
 
@@ -61,34 +90,40 @@ export class RedisUsageStore implements UsageStore {
     private readonly redis: RedisConnection,
     private readonly options: RedisUsageStoreOptions,
   ) {
-    this.maxQueued = options.maxQueued ?? 10_000;
+    this.maxQueued = Math.max(1, options.maxQueued ?? 10_000);
     this.streamMaxLength = options.streamMaxLength ?? 100_000;
-    this.markerTtlSeconds = options.markerTtlSeconds ?? 7 * 24 * 3600;
+    this.markerTtlSeconds = options.markerTtlSeconds ?? 7 * DAY_SECONDS;
     this.retryDelayMs = options.retryDelayMs ?? 500;
-    redis.defineCommand('gatewayApplyUsage', { numberOfKeys: 4, lua: APPLY_RECORD });
+    redis.defineCommand('gatewayApplyUsage', { numberOfKeys: 6, lua: APPLY_RECORD });
   }
 
-  /** Opens the store and replays whatever an earlier process spilled. */
+  /** Opens the store and starts replaying whatever an earlier process spilled. */
   static async open(redis: RedisConnection, options: RedisUsageStoreOptions): Promise<RedisUsageStore> {
     await mkdir(options.dataDir, { recursive: true });
+    await closeTornLine(join(options.dataDir, LIVE_SPILL));
     const store = new RedisUsageStore(redis, options);
     store.schedule();
     return store;
   }
 
   record(record: UsageRecord): void {
-    if (this.closed) return this.spill([record]);
-    this.queue.push(record);
-    if (this.queue.length > this.maxQueued) this.spill(this.queue.splice(0, this.queue.length - this.maxQueued));
-    this.schedule();
+    try {
+      if (this.closed) return this.spill([record]);
+      this.queue.push(record);
+      // Full: the whole queue goes to disk in one write, rather than one write per record from here on.
+      if (this.queue.length >= this.maxQueued) this.spill(this.queue.splice(0));
+      this.schedule();
+    } catch (error) {
+      this.options.logger.error({ err: error, record: record.id }, 'usage store: record failed');
+    }
   }
 
   private schedule(): void {
-    if (this.draining || this.retryTimer) return;
+    if (this.draining || this.retryTimer || this.closed) return;
     this.draining = this.drain().finally(() => {
       this.draining = undefined;
-      // Records that arrived while the last batch was being written.
-      if (this.queue.length && this.healthy && !this.closed) this.schedule();
+      // Records that arrived, or spilled, while the last pass was being written.
+      if (this.healthy && (this.queue.length || this.spilledSinceReplay)) this.schedule();
     });
   }
 
@@ -104,89 +139,116 @@ export class RedisUsageStore implements UsageStore {
   private async drain(): Promise<void> {
     try {
       while (this.queue.length) {
-        const batch = this.queue.slice(0, 200);
-        await Promise.all(batch.map((record) => this.apply(record)));
-        this.queue.splice(0, batch.length);
+        this.inFlight = this.queue.splice(0, BATCH);
+        await this.applyAll(this.inFlight);
+        this.inFlight = [];
       }
-      await this.replaySpilled();
-      if (!this.healthy) this.options.logger.info('usage store: Redis is back, queued usage written');
+      if (this.spilledSinceReplay) await this.replaySpilled();
+      if (!this.healthy) this.options.logger.info('usage store: Redis is back, held usage records written');
       this.healthy = true;
     } catch (error) {
+      // The batch may have been partly applied: its markers make the retry count each record once.
+      this.queue.unshift(...this.inFlight);
+      this.inFlight = [];
+      if (this.queue.length >= this.maxQueued) this.spill(this.queue.splice(0));
+      this.knownKeyIds.clear();
       if (this.healthy) this.options.logger.warn({ err: error }, 'usage store: Redis unreachable, holding usage records until it returns');
       this.healthy = false;
       this.retryLater();
     }
   }
 
+  private async applyAll(records: readonly UsageRecord[]): Promise<void> {
+    await Promise.all(records.map((record) => this.apply(record)));
+  }
+
   private async apply(record: UsageRecord): Promise<void> {
-    const tag = tagOf(record.keyId);
+    const tag = usageKeyTag(record.keyId);
     const day = dayOf(record.time);
     const totals = recordTotals(record);
-    const fields = TOTAL_FIELDS.flatMap((field) => [field, String(totals[field])]);
+    const increments = TOTAL_FIELDS.flatMap((field) => [field, String(wholeNumber(totals[field]))]);
     await (this.redis as unknown as { gatewayApplyUsage: (...args: string[]) => Promise<number> }).gatewayApplyUsage(
       `${tag}:applied:${record.id}`,
       `${tag}:totals:${day}:${record.model}`,
       `${tag}:cells`,
       `${tag}:records`,
+      `${tag}:charged:day:${day}`,
+      `${tag}:charged:month:${monthOf(record.time)}`,
       String(this.markerTtlSeconds),
       `${day}|${record.model}`,
       String(this.streamMaxLength),
-      ...fields,
+      String(wholeNumber(totals.charged_tokens)),
+      String(3 * DAY_SECONDS),
+      String(40 * DAY_SECONDS),
       JSON.stringify(record),
+      ...increments,
     );
-    if (!this.knownKeys.has(record.keyId)) {
-      await this.redis.sadd(KEYS_SET, record.keyId);
-      this.knownKeys.add(record.keyId);
+    if (!this.knownKeyIds.has(record.keyId)) {
+      await this.redis.sadd(KEY_IDS, record.keyId);
+      this.knownKeyIds.add(record.keyId);
     }
   }
 
-  private spill(records: UsageRecord[]): void {
+  /** Appends records to the live spill journal (synchronously: they are on disk when this returns). */
+  private spill(records: readonly UsageRecord[]): void {
     if (!records.length) return;
     try {
-      appendFileSync(join(this.options.dataDir, 'usage-pending.spill.jsonl'), records.map((record) => `${JSON.stringify(record)}\n`).join(''));
+      appendFileSync(join(this.options.dataDir, LIVE_SPILL), records.map((record) => `${JSON.stringify(record)}\n`).join(''));
+      this.spilledSinceReplay = true;
     } catch (error) {
-      this.options.logger.error({ err: error, count: records.length }, 'usage store: cannot spill usage records to disk');
+      this.options.logger.error({ err: error, count: records.length }, 'usage store: cannot spill usage records to disk; they are lost');
     }
   }
 
   /** Replays spilled journals; a journal is deleted only once every record in it is applied. */
   private async replaySpilled(): Promise<void> {
     const dir = this.options.dataDir;
-    const live = join(dir, 'usage-pending.spill.jsonl');
+    this.spilledSinceReplay = false;
     try {
-      await rename(live, join(dir, `usage-pending.${Date.now()}-${process.pid}.jsonl`));
+      await rename(join(dir, LIVE_SPILL), join(dir, `usage-pending.${Date.now()}-${process.pid}.jsonl`));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
-    for (const name of (await readdir(dir)).filter((file) => PENDING.test(file) && file !== 'usage-pending.spill.jsonl').sort()) {
-      const records: UsageRecord[] = [];
-      await readJournal(join(dir, name), (record) => records.push(record));
-      for (let index = 0; index < records.length; index += 200) await Promise.all(records.slice(index, index + 200).map((record) => this.apply(record)));
-      await unlink(join(dir, name));
+    try {
+      for (const name of (await readdir(dir)).filter((file) => REPLAYING.test(file)).sort()) {
+        for await (const batch of journalBatches(join(dir, name), BATCH)) await this.applyAll(batch);
+        await unlink(join(dir, name)).catch((error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ENOENT') throw error;
+        });
+      }
+    } catch (error) {
+      this.spilledSinceReplay = true;
+      throw error;
     }
   }
 
-  private async cellsOf(keyId: string): Promise<UsageCell[]> {
-    const tag = tagOf(keyId);
-    const members = await this.redis.smembers(`${tag}:cells`);
-    const cells = await Promise.all(
-      members.map(async (member) => {
-        const [day, model] = [member.slice(0, member.indexOf('|')), member.slice(member.indexOf('|') + 1)];
-        return { keyId, day, model, totals: totalsFromHash(await this.redis.hgetall(`${tag}:totals:${day}:${model}`)) };
-      }),
-    );
-    return cells;
+  /** The daily cells of one key, optionally only those in a day range (one round trip for the hashes). */
+  private async cellsOf(keyId: string, fromDay?: string, toDay?: string): Promise<UsageCell[]> {
+    const tag = usageKeyTag(keyId);
+    const members = (await this.redis.smembers(`${tag}:cells`))
+      .map((member) => ({ day: member.slice(0, member.indexOf('|')), model: member.slice(member.indexOf('|') + 1) }))
+      .filter((cell) => inRange(cell.day, fromDay, toDay));
+    if (!members.length) return [];
+    const pipeline = this.redis.pipeline();
+    for (const { day, model } of members) pipeline.hgetall(`${tag}:totals:${day}:${model}`);
+    const replies = (await pipeline.exec()) ?? [];
+    return members.map(({ day, model }, index) => {
+      const [error, hash] = replies[index] ?? [new Error('no reply')];
+      if (error) throw error;
+      return { keyId, day, model, totals: totalsFromHash(hash as Record<string, string>) };
+    });
   }
 
   async query(query: UsageQuery): Promise<UsageRow[]> {
-    const keys = query.keyId !== undefined ? [query.keyId] : await this.redis.smembers(KEYS_SET);
-    const cells = (await Promise.all(keys.map((keyId) => this.cellsOf(keyId)))).flat();
+    const { fromDay, toDay } = dayRange(query);
+    const keyIds = query.keyId !== undefined ? [query.keyId] : await this.redis.smembers(KEY_IDS);
+    const cells = (await Promise.all(keyIds.map((keyId) => this.cellsOf(keyId, fromDay, toDay)))).flat();
     return groupCells(cells, query);
   }
 
-  async chargedTokens(keyId: string, fromDay: string, toDay: string): Promise<number> {
-    const cells = await this.cellsOf(keyId);
-    return cells.filter((cell) => inRange(cell.day, fromDay, toDay)).reduce((sum, cell) => sum + cell.totals.charged_tokens, 0);
+  async totalsFor(keyId: string, period: QuotaPeriod, now: Date): Promise<number> {
+    const suffix = period === 'day' ? `day:${dayOf(now)}` : `month:${monthOf(now)}`;
+    return Number((await this.redis.get(`${usageKeyTag(keyId)}:charged:${suffix}`)) ?? 0);
   }
 
   async flush(): Promise<void> {
@@ -196,11 +258,41 @@ export class RedisUsageStore implements UsageStore {
     }
     this.schedule();
     while (this.draining) await this.draining;
+    // Redis is away: what is still queued is made safe on disk.
     if (this.queue.length) this.spill(this.queue.splice(0));
   }
 
   async close(): Promise<void> {
     await this.flush();
     this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
   }
+}
+
+const wholeNumber = (value: number): number => (Number.isFinite(value) ? Math.round(value) : 0);
+
+/** Reads a spilled journal in batches (a torn or foreign line is skipped). */
+async function* journalBatches(path: string, size: number): AsyncGenerator<UsageRecord[]> {
+  let batch: UsageRecord[] = [];
+  let lines;
+  try {
+    lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
+    for await (const line of lines) {
+      if (!line.trim()) continue;
+      try {
+        const value = JSON.parse(line) as UsageRecord;
+        if (typeof value?.id === 'string' && typeof value.keyId === 'string') batch.push(value);
+      } catch {
+        continue;
+      }
+      if (batch.length >= size) {
+        yield batch;
+        batch = [];
+      }
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  if (batch.length) yield batch;
 }

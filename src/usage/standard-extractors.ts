@@ -39,22 +39,46 @@ export function messagesTokens(usage: Counts): TokenUsage | undefined {
   };
 }
 
+/**
+ * Whether JSON text has a `"usage"` key whose value is an object: a cheap scan, so that the chunks
+ * of a stream without usage (`"usage":null`, or none at all) are never parsed.
+ */
+export function hasUsageObject(data: string): boolean {
+  for (let at = data.indexOf('"usage"'); at !== -1; at = data.indexOf('"usage"', at + 7)) {
+    let index = at + 7;
+    while (isBlank(data.charCodeAt(index))) index += 1;
+    if (data.charCodeAt(index) !== 0x3a /* : */) continue;
+    index += 1;
+    while (isBlank(data.charCodeAt(index))) index += 1;
+    if (data.charCodeAt(index) === 0x7b /* { */) return true;
+  }
+  return false;
+}
+
+const isBlank = (code: number): boolean => code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09;
+
+/**
+ * Chat Completions. A stream carries usage only in the `include_usage` chunk (`choices: []`, before
+ * `[DONE]`; every other chunk says `"usage": null`); upstreams that send running totals on every
+ * chunk are read the same way, since the last chunk with usage wins and nothing is summed.
+ */
 const chatCompletions: UsageExtractor = {
   fromBody: (body) => chatCompletionsTokens((body as { usage?: Counts } | null)?.usage),
-  // Only the include_usage chunk carries usage (the others say `"usage":null`); the last one wins.
   fromStreamEvent: (seen, event) => {
-    if (!event.data.includes('"usage":{') && !event.data.includes('"usage": {')) return seen;
+    if (!hasUsageObject(event.data)) return seen;
     return chatCompletionsTokens(parse(event.data)?.usage as Counts) ?? seen;
   },
 };
 
 const TERMINAL_RESPONSE_EVENTS = ['response.completed', 'response.incomplete', 'response.failed'];
 
+/** Responses: only the terminal events (`response.completed`, `.incomplete`, `.failed`) carry `response.usage`. */
 const responses: UsageExtractor = {
   fromBody: (body) => responsesTokens((body as { usage?: Counts } | null)?.usage),
   fromStreamEvent: (seen, event) => {
-    const type = event.event ?? '';
-    if (!TERMINAL_RESPONSE_EVENTS.includes(type) && !TERMINAL_RESPONSE_EVENTS.some((name) => event.data.includes(`"${name}"`))) return seen;
+    const type = event.event;
+    // Named events are judged by name; data-only frames (some relays) by a substring scan.
+    if (type?.startsWith('response.') ? !TERMINAL_RESPONSE_EVENTS.includes(type) : !TERMINAL_RESPONSE_EVENTS.some((name) => event.data.includes(`"${name}"`))) return seen;
     const payload = parse(event.data);
     if (!payload || !TERMINAL_RESPONSE_EVENTS.includes(payload.type as string)) return seen;
     return responsesTokens((payload.response as { usage?: Counts } | undefined)?.usage) ?? seen;
@@ -90,7 +114,7 @@ function messagesStreamEvent(seen: TokenUsage | undefined, event: SseEvent): Tok
   if (payload?.type === 'message_start') usage = (payload.message as { usage?: Counts } | undefined)?.usage;
   else if (payload?.type === 'message_delta') usage = payload.usage as Counts;
   if (!isObject(usage)) return seen;
-  const before = (seen && inputPartsOf.get(seen)) ?? { input: 0, creation: 0, read: 0 };
+  const before = (seen && inputPartsOf.get(seen)) ?? (seen ? { input: seen.inputTokens - seen.cachedTokens, creation: 0, read: seen.cachedTokens } : { input: 0, creation: 0, read: 0 });
   const pick = (value: unknown, previous: number) => (value == null ? previous : count(value));
   const parts = {
     input: pick(usage.input_tokens, before.input),
@@ -105,6 +129,7 @@ const messages: UsageExtractor = {
   fromStreamEvent: messagesStreamEvent,
 };
 
+/** count_tokens answers hold a count, not usage: the request consumed nothing and is recorded with zero tokens. */
 const countTokens: UsageExtractor = { fromBody: () => undefined, fromStreamEvent: (seen) => seen };
 
 /** The core's extractor per wire format; a plugin may declare its own for its models. */

@@ -1,4 +1,4 @@
-import type { WireFormat } from '../plugins/plugin-contract.ts';
+import type { SseEvent, WireFormat } from '../plugins/plugin-contract.ts';
 
 type Json = Record<string, any>;
 
@@ -13,24 +13,32 @@ function parse(data: string): Json | undefined {
 
 const text = (value: unknown): string => (typeof value === 'string' ? value : '');
 
-/** The generated text (content, tool arguments, thinking) one streamed event adds, per wire format. */
-export function streamedText(format: WireFormat, data: string): string {
+// Responses deltas that are not generated text (base64 audio).
+const NOT_TEXT = new Set(['response.audio.delta']);
+
+/**
+ * The generated text one streamed event adds, per wire format, for estimates when a stream ends
+ * without usage. Counted: Chat Completions `choices[].delta` content, reasoning, refusal and tool call
+ * names and arguments; Responses `*.delta` events (output text, function arguments, reasoning
+ * summaries); Messages `content_block_delta` text, tool input JSON and thinking.
+ */
+export function streamedText(format: WireFormat, event: SseEvent | string): string {
   if (format === 'count-tokens') return '';
-  const event = parse(data);
-  if (!event) return '';
+  const payload = parse(typeof event === 'string' ? event : event.data);
+  if (!payload) return '';
   if (format === 'chat-completions') {
     let out = '';
-    for (const choice of (event.choices ?? []) as Json[]) {
-      const delta = (choice.delta ?? {}) as Json;
-      out += text(delta.content) + text(delta.reasoning_content) + text(delta.function_call?.arguments);
-      for (const call of (delta.tool_calls ?? []) as Json[]) out += text(call.function?.name) + text(call.function?.arguments);
+    for (const choice of Array.isArray(payload.choices) ? (payload.choices as Json[]) : []) {
+      const delta = (choice?.delta ?? {}) as Json;
+      out += text(delta.content) + text(delta.reasoning_content) + text(delta.reasoning) + text(delta.refusal) + text(delta.function_call?.name) + text(delta.function_call?.arguments);
+      for (const call of Array.isArray(delta.tool_calls) ? (delta.tool_calls as Json[]) : []) out += text(call?.function?.name) + text(call?.function?.arguments);
     }
     return out;
   }
   if (format === 'responses') {
-    return typeof event.type === 'string' && event.type.endsWith('.delta') ? text(event.delta) : '';
+    return typeof payload.type === 'string' && payload.type.endsWith('.delta') && !NOT_TEXT.has(payload.type) ? text(payload.delta) : '';
   }
-  if (event.type !== 'content_block_delta') return '';
-  const delta = (event.delta ?? {}) as Json;
+  if (payload.type !== 'content_block_delta') return '';
+  const delta = (payload.delta ?? {}) as Json;
   return text(delta.text) + text(delta.partial_json) + text(delta.thinking);
 }

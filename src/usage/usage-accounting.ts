@@ -1,24 +1,34 @@
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { quotaExceeded } from '../errors/gateway-errors.ts';
 import type { ModelRegistry, ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
 import type { CallerKey, Exchange, UsageAccounting } from '../routes/route-services.ts';
 import { charge } from './pricing.ts';
+import { checkQuota } from './quota.ts';
 import { standardExtractors } from './standard-extractors.ts';
 import { streamedText } from './streamed-text.ts';
 import { estimateUsage } from './token-estimate.ts';
-import { dayOf, type UsageRecord } from './usage-record.ts';
+import { buildUsageRecord } from './usage-record.ts';
 import type { UsageStore } from './usage-store.ts';
 
-const ZERO: TokenUsage = { inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
 /** The key id recorded when the gateway runs without authentication (tests, local trials). */
 export const ANONYMOUS_KEY_ID = 'anonymous';
+
+/** The status the routes record when the client went away before the answer was complete. */
+const CLIENT_CLOSED = 499;
 
 /**
  * Usage accounting for the routes: picks each answer's extractor (the plugin's own, else the
  * standard one of its wire format), turns an exchange into one priced record, estimates with a
  * tokenizer where the upstream reported nothing, and hands the record to the store.
+ *
+ * Which figures a record gets:
+ * - usage reported and the answer complete: exactly what was reported;
+ * - nothing consumed upstream (an upstream error, count_tokens): zero tokens, not estimated;
+ * - consumed but no usage reported (a stream that broke off or ended without its usage event):
+ *   tokenizer counts of the request and of the text streamed so far, `estimated: true`;
+ * - the client went away mid-stream (499) after some usage was reported (e.g. the input counts of a
+ *   Messages `message_start`): the reported input, and the larger of the reported and the counted
+ *   output, `estimated: true` when the counted output was taken.
  */
 export class GatewayUsageAccounting implements UsageAccounting {
   private readonly estimating = new Set<Promise<void>>();
@@ -31,17 +41,8 @@ export class GatewayUsageAccounting implements UsageAccounting {
   ) {}
 
   async checkQuota(caller: CallerKey | undefined): Promise<void> {
-    const quota = caller?.quota;
-    if (!caller || !quota || (quota.daily === undefined && quota.monthly === undefined)) return;
-    const today = dayOf(this.now());
-    if (quota.daily !== undefined) {
-      const used = await this.store.chargedTokens(caller.id, today, today);
-      if (used >= quota.daily) throw quotaExceeded(`${used} of ${quota.daily} charged tokens used today (UTC)`);
-    }
-    if (quota.monthly !== undefined) {
-      const used = await this.store.chargedTokens(caller.id, `${today.slice(0, 7)}-01`, today);
-      if (used >= quota.monthly) throw quotaExceeded(`${used} of ${quota.monthly} charged tokens used this month (UTC)`);
-    }
+    if (!caller?.quota) return;
+    await checkQuota(this.store, caller.id, caller.quota, this.now(), this.logger);
   }
 
   extractor(format: WireFormat, route: UpstreamRouteId, resolved: ResolvedModel): UsageExtractor {
@@ -57,41 +58,45 @@ export class GatewayUsageAccounting implements UsageAccounting {
   }
 
   record(exchange: Exchange): void {
-    const finish = (usage: TokenUsage, estimated: boolean) => {
-      const { totalTokens, chargedTokens, costUsd } = charge(usage, exchange.resolved.model.pricing);
-      const record: UsageRecord = {
-        id: randomUUID(),
-        time: this.now().toISOString(),
-        keyId: exchange.keyId ?? ANONYMOUS_KEY_ID,
-        route: exchange.route,
-        requestedModel: exchange.resolved.requestedId,
-        model: exchange.resolved.canonicalId,
-        upstream: exchange.resolved.plugin.vendor,
-        status: exchange.status,
-        stream: exchange.stream,
-        latencyMs: Math.round(exchange.latencyMs),
-        inputTokens: usage.inputTokens,
-        outputTokens: usage.outputTokens,
-        cachedTokens: usage.cachedTokens,
-        totalTokens,
-        chargedTokens,
-        costUsd,
-        estimated,
-      };
-      this.store.record(record);
-    };
-    if (exchange.usage) return finish(exchange.usage, false);
-    if (!exchange.consumed) return finish(ZERO, false);
-    const responseText = exchange.responseText();
-    const estimate = estimateUsage(exchange.requestBody, responseText).then(
-      (usage) => finish(usage, true),
-      (error: unknown) => {
-        this.logger.error({ err: error }, 'usage estimate failed; recording zero tokens flagged as estimated');
-        finish(ZERO, true);
-      },
-    );
-    this.estimating.add(estimate);
-    void estimate.finally(() => this.estimating.delete(estimate));
+    try {
+      const time = this.now();
+      const finish = (usage: TokenUsage | undefined, estimated: boolean) =>
+        this.store.record(
+          buildUsageRecord({
+            keyId: exchange.keyId ?? ANONYMOUS_KEY_ID,
+            route: exchange.route,
+            requestedModel: exchange.resolved.requestedId,
+            model: exchange.resolved.canonicalId,
+            upstream: exchange.resolved.plugin.vendor,
+            status: exchange.status,
+            stream: exchange.stream,
+            latencyMs: exchange.latencyMs,
+            usage,
+            estimated,
+            pricing: exchange.resolved.model.pricing,
+            time,
+          }),
+        );
+      const reported = exchange.usage;
+      const cutShort = exchange.stream && exchange.status === CLIENT_CLOSED;
+      if (reported && !cutShort) return finish(reported, false);
+      if (!exchange.consumed || exchange.route === 'count-tokens') return finish(reported, false);
+      const estimate = estimateUsage(exchange.requestBody, exchange.responseText()).then(
+        (counted) => {
+          if (!reported) return finish(counted, true);
+          const estimatedOutput = counted.outputTokens > reported.outputTokens;
+          finish({ ...reported, outputTokens: Math.max(reported.outputTokens, counted.outputTokens) }, estimatedOutput);
+        },
+        (error: unknown) => {
+          this.logger.error({ err: error }, 'usage estimate failed; recording the reported usage (or zero) flagged as estimated');
+          finish(reported, true);
+        },
+      );
+      this.estimating.add(estimate);
+      void estimate.finally(() => this.estimating.delete(estimate));
+    } catch (error) {
+      this.logger.error({ err: error }, 'usage record failed');
+    }
   }
 
   /** Resolves when every record taken so far has reached the store (estimates included). */

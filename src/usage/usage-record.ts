@@ -1,4 +1,6 @@
-import type { RouteId } from '../plugins/plugin-contract.ts';
+import { randomUUID } from 'node:crypto';
+import type { ModelPricing, RouteId, TokenUsage } from '../plugins/plugin-contract.ts';
+import { charge, costNanoUsd } from './pricing.ts';
 
 /** One request's usage, as stored and summed. */
 export interface UsageRecord {
@@ -16,17 +18,89 @@ export interface UsageRecord {
   readonly status: number;
   readonly stream: boolean;
   readonly latencyMs: number;
+  /** Every prompt token, cached ones included. */
   readonly inputTokens: number;
   readonly outputTokens: number;
+  /** Prompt tokens read from the provider's cache (a part of `inputTokens`). */
   readonly cachedTokens: number;
+  /** `inputTokens + outputTokens`. */
   readonly totalTokens: number;
+  /** The quota figure; the rule is on {@link charge}. */
   readonly chargedTokens: number;
   readonly costUsd: number;
   /** True when the upstream reported no usage and the figures come from the tokenizer. */
   readonly estimated: boolean;
 }
 
-/** Sums over a group of records, as the read-back API returns them. */
+/** What a request knows when it is done, for {@link buildUsageRecord}. */
+export interface UsageRecordInput {
+  readonly keyId: string;
+  readonly route: RouteId;
+  readonly requestedModel: string;
+  /** The resolved concrete model, canonical prefixed ID. */
+  readonly model: string;
+  /** The provider's vendor prefix. */
+  readonly upstream: string;
+  readonly status: number;
+  readonly stream: boolean;
+  readonly latencyMs: number;
+  /**
+   * The usage to record: what the upstream reported, or an estimate (then set `estimated`).
+   * `undefined` records zero tokens: an upstream error, or a route without usage (count_tokens).
+   */
+  readonly usage: TokenUsage | undefined;
+  readonly estimated?: boolean;
+  readonly pricing: ModelPricing;
+  /** Default: a fresh UUID. */
+  readonly id?: string;
+  /** When the request finished. Default: now. */
+  readonly time?: Date;
+}
+
+const count = (value: number): number => (Number.isFinite(value) && value > 0 ? Math.round(value) : 0);
+
+/**
+ * One priced record from what a request knows: whole, non-negative token counts (cached never above
+ * input), total, charged tokens and cost from the model's pricing (see {@link charge}).
+ *
+ * @example
+ * ```ts
+ * store.record(buildUsageRecord({
+ *   keyId: 'key_1', route: 'chat-completions', requestedModel: 'acme-latest', model: 'acme/model-1',
+ *   upstream: 'acme', status: 200, stream: true, latencyMs: 812,
+ *   usage: { inputTokens: 1200, outputTokens: 80, cachedTokens: 1024 },
+ *   pricing: { input: 1, cachedInput: 0.1, output: 4 },
+ * }));
+ * ```
+ */
+export function buildUsageRecord(input: UsageRecordInput): UsageRecord {
+  const inputTokens = count(input.usage?.inputTokens ?? 0);
+  const usage: TokenUsage = {
+    inputTokens,
+    outputTokens: count(input.usage?.outputTokens ?? 0),
+    cachedTokens: Math.min(count(input.usage?.cachedTokens ?? 0), inputTokens),
+  };
+  const { totalTokens, chargedTokens, costUsd } = charge(usage, input.pricing);
+  return {
+    id: input.id ?? randomUUID(),
+    time: (input.time ?? new Date()).toISOString(),
+    keyId: input.keyId,
+    route: input.route,
+    requestedModel: input.requestedModel,
+    model: input.model,
+    upstream: input.upstream,
+    status: input.status,
+    stream: input.stream,
+    latencyMs: Math.max(0, Math.round(input.latencyMs)),
+    ...usage,
+    totalTokens,
+    chargedTokens,
+    costUsd,
+    estimated: input.estimated ?? false,
+  };
+}
+
+/** Sums over a group of records, as the stores keep them. */
 export interface UsageTotals {
   requests: number;
   input_tokens: number;
@@ -34,7 +108,7 @@ export interface UsageTotals {
   cached_tokens: number;
   total_tokens: number;
   charged_tokens: number;
-  /** Kept in nano-USD while summing so that many small costs add up exactly. */
+  /** Kept in whole nano-USD while summing, so that many small costs add up exactly (integer increments). */
   cost_nano_usd: number;
 }
 
@@ -53,7 +127,7 @@ export function recordTotals(record: UsageRecord): UsageTotals {
     cached_tokens: record.cachedTokens,
     total_tokens: record.totalTokens,
     charged_tokens: record.chargedTokens,
-    cost_nano_usd: Math.round(record.costUsd * 1e9),
+    cost_nano_usd: costNanoUsd(record.costUsd),
   };
 }
 
@@ -64,5 +138,12 @@ export function addTotals(into: UsageTotals, add: UsageTotals): UsageTotals {
 
 /** The UTC day (`YYYY-MM-DD`) a record is summed under. */
 export function dayOf(time: string | Date): string {
-  return (typeof time === 'string' ? time : time.toISOString()).slice(0, 10);
+  if (typeof time === 'string' && (time.length === 10 || time.endsWith('Z'))) return time.slice(0, 10);
+  const date = typeof time === 'string' ? new Date(time) : time;
+  return Number.isNaN(date.getTime()) ? String(time).slice(0, 10) : date.toISOString().slice(0, 10);
+}
+
+/** The UTC month (`YYYY-MM`) of a time. */
+export function monthOf(time: string | Date): string {
+  return dayOf(time).slice(0, 7);
 }

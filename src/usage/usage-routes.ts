@@ -3,39 +3,57 @@ import * as yup from 'yup';
 import { fieldError, serviceUnavailable, validationError } from '../errors/gateway-errors.ts';
 import type { CallerKey } from '../routes/route-services.ts';
 import { ANONYMOUS_KEY_ID } from './usage-accounting.ts';
+import { dayOf } from './usage-record.ts';
 import type { UsageQuery, UsageStore } from './usage-store.ts';
 
-const DATE = /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2})?)?$/;
-const date = () => yup.string().matches(DATE, 'must be an ISO date (YYYY-MM-DD) or date-time').test('valid', 'is not a real date', (value) => value === undefined || !DATE.test(value) || !Number.isNaN(Date.parse(value)));
+/** The calendar day exists (no 30 February) and the time, if any, is valid. */
+function isRealDate(text: string): boolean {
+  const day = new Date(`${text.slice(0, 10)}T00:00:00Z`);
+  return !Number.isNaN(day.getTime()) && day.toISOString().startsWith(text.slice(0, 10)) && !Number.isNaN(utcDate(text).getTime());
+}
 
-const querySchema = yup
-  .object({
-    from: date(),
-    to: date(),
-    group_by: yup.string().oneOf(['model', 'day'], "must be 'model' or 'day'"),
-    key_id: yup.string(),
-  })
-  .noUnknown('has unknown parameters');
+const DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
+const date = () =>
+  yup
+    .string()
+    .matches(DATE, 'must be an ISO date (YYYY-MM-DD) or date-time')
+    .test('valid', 'is not a real date', (value) => value === undefined || !DATE.test(value) || isRealDate(value));
 
-/** Reads `from`, `to` (UTC days, inclusive; a date-time selects its day) and `group_by` from a query string. */
-function parseQuery(query: unknown, allowKeyFilter: boolean): Omit<UsageQuery, 'keyId'> & { keyId?: string } {
+const querySchema = yup.object({
+  from: date(),
+  to: date(),
+  group_by: yup.string().oneOf(['model', 'day'], "must be 'model' or 'day'"),
+  key_id: yup.string(),
+});
+
+/** A date or date-time; one without a zone is read as UTC. */
+const utcDate = (text: string): Date => new Date(text.length === 10 ? `${text}T00:00:00Z` : /(Z|[+-]\d{2}:\d{2})$/.test(text) ? text : `${text}Z`);
+
+/**
+ * Reads `from`, `to` and `group_by` (and `key_id` on the admin route) from a query string. Usage is
+ * summed per UTC day, so `from` and `to` select UTC days, both included; a date-time selects its UTC
+ * day. Every problem is reported at once, as a 400 ValidationError.
+ */
+export function parseUsageQuery(query: unknown, allowKeyFilter: boolean): UsageQuery {
   const raw = { ...(query as Record<string, unknown>) };
+  const allowed = ['from', 'to', 'group_by', ...(allowKeyFilter ? ['key_id'] : [])];
   const errors: string[] = [];
   for (const [name, value] of Object.entries(raw)) {
-    if (typeof value !== 'string') errors.push(fieldError(`query.${name}`, 'must be given once'));
-    if (!['from', 'to', 'group_by', ...(allowKeyFilter ? ['key_id'] : [])].includes(name)) errors.push(fieldError(`query.${name}`, 'is not a parameter of this route'));
+    if (!allowed.includes(name)) errors.push(fieldError(`query.${name}`, 'is not a parameter of this route'));
+    else if (typeof value !== 'string') errors.push(fieldError(`query.${name}`, 'must be given once'));
   }
   if (errors.length) throw validationError(errors);
+  let value;
   try {
-    const value = querySchema.validateSync(raw, { abortEarly: false, strict: true });
-    const fromDay = value.from?.slice(0, 10);
-    const toDay = value.to?.slice(0, 10);
-    if (fromDay && toDay && fromDay > toDay) throw validationError([fieldError('query.from', "must not be after 'to'")]);
-    return { fromDay, toDay, groupBy: (value.group_by ?? 'model') as 'model' | 'day', keyId: value.key_id };
+    value = querySchema.validateSync(raw, { abortEarly: false, strict: true });
   } catch (error) {
     if (error instanceof yup.ValidationError) throw validationError(error.inner.map((problem) => fieldError(`query.${problem.path}`, problem.message)));
     throw error;
   }
+  const from = value.from === undefined ? undefined : utcDate(value.from);
+  const to = value.to === undefined ? undefined : utcDate(value.to);
+  if (from && to && dayOf(from) > dayOf(to)) throw validationError([fieldError('query.from', "must not be after 'to'")]);
+  return { from, to, groupBy: (value.group_by ?? 'model') as 'model' | 'day', keyId: allowKeyFilter ? value.key_id : undefined };
 }
 
 async function rowsOf(store: UsageStore, query: UsageQuery) {
@@ -46,18 +64,26 @@ async function rowsOf(store: UsageStore, query: UsageQuery) {
   }
 }
 
-/** `GET /v1/usage`: the calling key's own usage. */
+/**
+ * `GET /v1/usage`: the calling key's own usage (`res.locals.apiKey.id`).
+ *
+ * Query: `from`, `to` (ISO date or date-time; UTC days, inclusive), `group_by=model|day` (default
+ * `model`). Answer: `{"object":"list","data":[row...]}`, each row
+ * `{model | day, requests, input_tokens, output_tokens, cached_tokens, total_tokens, charged_tokens, cost_usd}`:
+ * with `group_by=model` one row per concrete model (carrying `model`), with `group_by=day` one row
+ * per UTC day `YYYY-MM-DD` over all models (carrying `day`), sorted by that field.
+ */
 export function ownUsageRoute(store: UsageStore): RequestHandler {
   return async function handleOwnUsage(req, res) {
     const caller = res.locals.apiKey as CallerKey | undefined;
-    const query = parseQuery(req.query, false);
+    const query = parseUsageQuery(req.query, false);
     res.json({ object: 'list', data: await rowsOf(store, { ...query, keyId: caller?.id ?? ANONYMOUS_KEY_ID }) });
   };
 }
 
-/** `GET /admin/usage`: every key's usage, or one key's with `key_id`. */
+/** `GET /admin/usage`: every key's usage summed, or one key's with `key_id`; otherwise as `GET /v1/usage`. */
 export function adminUsageRoute(store: UsageStore): RequestHandler {
   return async function handleAdminUsage(req, res) {
-    res.json({ object: 'list', data: await rowsOf(store, parseQuery(req.query, true)) });
+    res.json({ object: 'list', data: await rowsOf(store, parseUsageQuery(req.query, true)) });
   };
 }

@@ -1,16 +1,32 @@
-import { addTotals, emptyTotals, TOTAL_FIELDS, type UsageRecord, type UsageTotals } from './usage-record.ts';
+import { addTotals, dayOf, emptyTotals, monthOf, TOTAL_FIELDS, type UsageRecord, type UsageTotals } from './usage-record.ts';
 
+/**
+ * Which usage to read back. Usage is summed per UTC day, so `from` and `to` select whole UTC days:
+ * the day of `from` through the day of `to`, both included.
+ */
 export interface UsageQuery {
-  /** One key's usage; all keys when absent (admin). */
+  /** One key's usage; every key's when absent (admin). */
   readonly keyId?: string;
-  /** First and last UTC day (`YYYY-MM-DD`, inclusive) to include. */
+  /** From the UTC day of this time on. */
+  readonly from?: Date;
+  /** Up to and including the UTC day of this time. */
+  readonly to?: Date;
+  /** `from` as a UTC day `YYYY-MM-DD` (ignored when `from` is given). */
   readonly fromDay?: string;
+  /** `to` as a UTC day `YYYY-MM-DD` (ignored when `to` is given). */
   readonly toDay?: string;
+  /** One row per model (rows carry `model`), or per UTC day (rows carry `day`). */
   readonly groupBy: 'model' | 'day';
 }
 
-/** One row of `GET /v1/usage`: totals per model, or per day. */
+/**
+ * One row of the read-back: the sums over a model (`model` set) or over a UTC day (`day` set, all
+ * models together), in the query's range.
+ */
 export type UsageRow = { model?: string; day?: string; cost_usd: number } & Omit<UsageTotals, 'cost_nano_usd'>;
+
+/** A quota period: the current UTC day, or the current UTC month. */
+export type QuotaPeriod = 'day' | 'month';
 
 /** Daily totals of one key and model: the unit both stores keep and sum from. */
 export interface UsageCell {
@@ -20,17 +36,33 @@ export interface UsageCell {
   readonly totals: UsageTotals;
 }
 
+/** Where usage records go and are summed back from. */
 export interface UsageStore {
-  /** Takes a record. Synchronous: never awaits, never throws, never delays a response. */
+  /**
+   * Takes a record. Synchronous: never awaits, never throws, never delays a response. The record is
+   * stored exactly once, even when its backend is away for a while or the process restarts.
+   */
   record(record: UsageRecord): void;
+  /** Totals in a day range, per model or per day, sorted by that key. */
   query(query: UsageQuery): Promise<UsageRow[]>;
-  /** Charged tokens of one key over a day range, for quotas. */
-  chargedTokens(keyId: string, fromDay: string, toDay: string): Promise<number>;
-  /** Resolves once every record taken so far is stored (or safely spilled). */
+  /** Charged tokens of one key in the UTC day or month of `now`, for quotas. */
+  totalsFor(keyId: string, period: QuotaPeriod, now: Date): Promise<number>;
+  /** Resolves once every record taken so far is stored (or safely spilled to disk). */
   flush(): Promise<void>;
   close(): Promise<void>;
   /** False while records wait for an unreachable backend. */
   readonly healthy: boolean;
+}
+
+/** The inclusive UTC day range a query selects (either end may be open). */
+export function dayRange(query: Pick<UsageQuery, 'from' | 'to' | 'fromDay' | 'toDay'>): { fromDay?: string; toDay?: string } {
+  return { fromDay: query.from ? dayOf(query.from) : query.fromDay, toDay: query.to ? dayOf(query.to) : query.toDay };
+}
+
+/** The inclusive UTC day range of a quota period. */
+export function periodRange(period: QuotaPeriod, now: Date): { fromDay: string; toDay: string } {
+  const today = dayOf(now);
+  return { fromDay: period === 'day' ? today : `${monthOf(now)}-01`, toDay: today };
 }
 
 export function inRange(day: string, fromDay?: string, toDay?: string): boolean {
@@ -39,10 +71,11 @@ export function inRange(day: string, fromDay?: string, toDay?: string): boolean 
 
 /** Groups daily cells into the rows a query asks for, sorted by model or day. */
 export function groupCells(cells: Iterable<UsageCell>, query: UsageQuery): UsageRow[] {
+  const { fromDay, toDay } = dayRange(query);
   const groups = new Map<string, UsageTotals>();
   for (const cell of cells) {
     if (query.keyId !== undefined && cell.keyId !== query.keyId) continue;
-    if (!inRange(cell.day, query.fromDay, query.toDay)) continue;
+    if (!inRange(cell.day, fromDay, toDay)) continue;
     const group = query.groupBy === 'model' ? cell.model : cell.day;
     groups.set(group, addTotals(groups.get(group) ?? emptyTotals(), cell.totals));
   }

@@ -1,0 +1,56 @@
+import { parseArgs } from 'node:util';
+import { isGatewayError } from '../errors/gateway-errors.ts';
+import { parseUsageQuery } from './usage-routes.ts';
+import type { UsageRow, UsageStore } from './usage-store.ts';
+
+export const USAGE_COMMAND_SYNOPSIS = 'usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day]';
+
+const COUNT_COLUMNS = ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_usd'] as const;
+
+/** A cost with at most 6 decimals, without trailing zeros (`0.25`, `0.000123`). */
+export function formatCost(costUsd: number): string {
+  return costUsd.toFixed(6).replace(/\.?0+$/, '');
+}
+
+/** Usage rows as an aligned plain-text table: a header line, then one line per row. */
+export function usageTable(rows: readonly UsageRow[], groupBy: 'model' | 'day'): string {
+  const columns = [groupBy, ...COUNT_COLUMNS];
+  const lines = [columns, ...rows.map((row) => [String(row[groupBy] ?? ''), ...COUNT_COLUMNS.map((column) => (column === 'cost_usd' ? formatCost(row.cost_usd) : String(row[column])))])];
+  const widths = columns.map((_, index) => Math.max(...lines.map((line) => line[index]!.length)));
+  return `${lines.map((line) => line.map((cell, index) => cell.padEnd(widths[index]!)).join('  ').trimEnd()).join('\n')}\n`;
+}
+
+/**
+ * `usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day]`: summed usage from the store,
+ * as a table; every key's unless `--key` is given. `--from`/`--to` are ISO dates or date-times (UTC
+ * days, inclusive). Returns the exit code: 0, or 2 for bad arguments (the reason on `io.err`).
+ */
+export async function runUsageCommand(argv: string[], io: { out(text: string): void; err(text: string): void }, store: UsageStore): Promise<number> {
+  let values;
+  try {
+    values = parseArgs({
+      args: argv,
+      options: { key: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' }, 'group-by': { type: 'string' } },
+      strict: true,
+      allowPositionals: false,
+    }).values;
+  } catch (error) {
+    io.err(`${(error as Error).message}\nusage: ${USAGE_COMMAND_SYNOPSIS}\n`);
+    return 2;
+  }
+  let query;
+  try {
+    const raw = Object.fromEntries(
+      Object.entries({ key_id: values.key, from: values.from, to: values.to, group_by: values['group-by'] }).filter(([, value]) => value !== undefined),
+    );
+    query = parseUsageQuery(raw, true);
+  } catch (error) {
+    if (!isGatewayError(error)) throw error;
+    const options: Record<string, string> = { key_id: '--key', from: '--from', to: '--to', group_by: '--group-by' };
+    const problems = (error.errors ?? [error.detail]).map((problem) => problem.replace(/^Field 'query\.(\w+)'/, (_, name: string) => options[name] ?? name));
+    io.err(`${problems.join('\n')}\nusage: ${USAGE_COMMAND_SYNOPSIS}\n`);
+    return 2;
+  }
+  io.out(usageTable(await store.query(query), query.groupBy));
+  return 0;
+}

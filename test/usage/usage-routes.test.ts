@@ -1,0 +1,205 @@
+import { expect } from 'chai';
+import express from 'express';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { errorMiddleware } from '../../src/errors/error-middleware.ts';
+import { createLogger } from '../../src/logger.ts';
+import type { ModelRegistry, ResolvedModel } from '../../src/plugins/model-registry.ts';
+import type { Exchange } from '../../src/routes/route-services.ts';
+import { EmbeddedUsageStore } from '../../src/usage/embedded-usage-store.ts';
+import { GatewayUsageAccounting } from '../../src/usage/usage-accounting.ts';
+import { runUsageCommand } from '../../src/usage/usage-command.ts';
+import { buildUsageRecord, type UsageRecord } from '../../src/usage/usage-record.ts';
+import { adminUsageRoute, ownUsageRoute } from '../../src/usage/usage-routes.ts';
+
+const logger = createLogger('silent');
+const pricing = { input: 2, cachedInput: 0.5, output: 8 };
+
+const recordOf = (keyId: string, model: string, time: string, inputTokens: number): UsageRecord =>
+  buildUsageRecord({
+    keyId,
+    route: 'chat-completions',
+    requestedModel: model,
+    model,
+    upstream: 'acme',
+    status: 200,
+    stream: false,
+    latencyMs: 5,
+    usage: { inputTokens, outputTokens: 10, cachedTokens: 4 },
+    pricing,
+    time: new Date(time),
+  });
+
+describe('usage read-back', () => {
+  let dir: string;
+  let store: EmbeddedUsageStore;
+  let server: Server;
+  let base: string;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'usage-routes-'));
+    store = await EmbeddedUsageStore.open(dir, logger);
+    store.record(recordOf('key_a', 'acme/model-1', '2026-11-20T10:00:00Z', 100));
+    store.record(recordOf('key_a', 'acme/model-2', '2026-11-21T10:00:00Z', 200));
+    store.record(recordOf('key_a', 'acme/model-1', '2026-11-21T23:30:00Z', 300));
+    store.record(recordOf('key_b', 'acme/model-1', '2026-11-21T10:00:00Z', 400));
+    const app = express();
+    app.get('/v1/usage', (_req, res, next) => {
+      res.locals.apiKey = { id: 'key_a' };
+      next();
+    }, ownUsageRoute(store));
+    app.get('/admin/usage', adminUsageRoute(store));
+    app.use(errorMiddleware(() => 'plain', logger));
+    server = await new Promise((resolve) => {
+      const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
+    });
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterEach(async () => {
+    await new Promise((resolve) => server.close(resolve));
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const get = async (path: string) => {
+    const response = await fetch(`${base}${path}`);
+    return { status: response.status, body: (await response.json()) as Record<string, any> };
+  };
+
+  it('answers the caller\'s own usage per model by default, with every counter', async () => {
+    // Each record: 10 output, 4 cached; charged = (input − 4) + 10 + ⌈4 × 0.25⌉; cost = ((input − 4) × 2 + 4 × 0.5 + 10 × 8) / 1M.
+    expect(await get('/v1/usage')).to.deep.equal({
+      status: 200,
+      body: {
+        object: 'list',
+        data: [
+          { model: 'acme/model-1', requests: 2, input_tokens: 400, output_tokens: 20, cached_tokens: 8, total_tokens: 420, charged_tokens: 414, cost_usd: 0.000948 },
+          { model: 'acme/model-2', requests: 1, input_tokens: 200, output_tokens: 10, cached_tokens: 4, total_tokens: 210, charged_tokens: 207, cost_usd: 0.000474 },
+        ],
+      },
+    });
+  });
+
+  it('groups by UTC day and filters by date or date-time', async () => {
+    const { body } = await get('/v1/usage?group_by=day&from=2026-11-21');
+    expect(body.data.map((row: Record<string, unknown>) => [row.day, row.model, row.requests])).to.deep.equal([['2026-11-21', undefined, 2]]);
+    // 2026-11-21T23:30Z is 2026-11-22 in UTC+01:00: the offset is honoured, the UTC day of the time is used.
+    expect((await get('/v1/usage?to=2026-11-21T00:30:00%2B01:00')).body.data.map((row: Record<string, unknown>) => row.requests)).to.deep.equal([1]);
+    expect((await get('/v1/usage?from=2026-11-22')).body.data).to.deep.equal([]);
+  });
+
+  it('answers a bad query with a 400 ValidationError listing every field', async () => {
+    const bad = await get('/v1/usage?group_by=week&from=yesterday&to=2026-02-30');
+    expect(bad.status).to.equal(400);
+    expect(bad.body.detail).to.equal('Invalid input parameters');
+    expect(bad.body.errors).to.have.members([
+      "Field 'query.from': must be an ISO date (YYYY-MM-DD) or date-time",
+      "Field 'query.to': is not a real date",
+      "Field 'query.group_by': must be 'model' or 'day'",
+    ]);
+    expect((await get('/v1/usage?key_id=key_b')).body.errors).to.deep.equal(["Field 'query.key_id': is not a parameter of this route"]);
+    expect((await get('/v1/usage?from=2026-11-21&from=2026-11-22')).body.errors).to.deep.equal(["Field 'query.from': must be given once"]);
+    expect((await get('/v1/usage?from=2026-11-22&to=2026-11-21')).body.errors).to.deep.equal(["Field 'query.from': must not be after 'to'"]);
+  });
+
+  it('answers every key\'s usage on the admin route, or one key\'s with key_id', async () => {
+    expect((await get('/admin/usage')).body.data.map((row: Record<string, unknown>) => [row.model, row.requests])).to.deep.equal([['acme/model-1', 3], ['acme/model-2', 1]]);
+    expect((await get('/admin/usage?key_id=key_b&group_by=day')).body.data.map((row: Record<string, unknown>) => [row.day, row.input_tokens])).to.deep.equal([['2026-11-21', 400]]);
+  });
+
+  it('prints the same totals as a table from the usage command', async () => {
+    let out = '';
+    let err = '';
+    const io = { out: (text: string) => (out += text), err: (text: string) => (err += text) };
+    expect(await runUsageCommand(['--key', 'key_a'], io, store)).to.equal(0);
+    expect(out.split('\n')).to.deep.equal([
+      'model         requests  input_tokens  output_tokens  cached_tokens  total_tokens  charged_tokens  cost_usd',
+      'acme/model-1  2         400           20             8              420           414             0.000948',
+      'acme/model-2  1         200           10             4              210           207             0.000474',
+      '',
+    ]);
+    out = '';
+    expect(await runUsageCommand(['--group-by', 'day', '--from', '2026-11-21', '--to', '2026-11-21'], io, store)).to.equal(0);
+    expect(out.split('\n').slice(1)).to.deep.equal(['2026-11-21  3         900           30             12             930           921             0.002022', '']);
+    expect(await runUsageCommand(['--group-by', 'week', '--from', 'soon'], io, store)).to.equal(2);
+    expect(err).to.contain("--group-by: must be 'model' or 'day'").and.to.contain('--from: must be an ISO date');
+    err = '';
+    expect(await runUsageCommand(['--bogus'], io, store)).to.equal(2);
+    expect(err).to.contain('--bogus').and.to.contain('usage: usage [--key KEY_ID]');
+  });
+});
+
+describe('usage accounting of exchanges', () => {
+  let dir: string;
+  let store: EmbeddedUsageStore;
+  let accounting: GatewayUsageAccounting;
+  const resolved = {
+    requestedId: 'acme-latest',
+    canonicalId: 'acme/model-1',
+    alias: 'acme-latest',
+    plugin: { vendor: 'acme', routes: {}, models: [] },
+    model: { id: 'model-1', listed: true, routes: ['chat-completions'], pricing },
+  } as unknown as ResolvedModel;
+  const exchange = (overrides: Partial<Exchange>): Exchange => ({
+    keyId: 'key_a',
+    route: 'chat-completions',
+    resolved,
+    status: 200,
+    stream: true,
+    latencyMs: 3,
+    usage: undefined,
+    consumed: true,
+    requestBody: { model: 'model-1', messages: [{ role: 'user', content: 'Tell me a story about a lighthouse keeper.' }] },
+    responseText: () => 'Once upon a time, a keeper lived alone on a rock.',
+    ...overrides,
+  });
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'usage-accounting-'));
+    store = await EmbeddedUsageStore.open(dir, logger);
+    accounting = new GatewayUsageAccounting(store, () => ({ usageExtractor: () => undefined }) as unknown as ModelRegistry, logger, () => new Date('2026-11-20T12:00:00Z'));
+  });
+  afterEach(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const records = async (): Promise<UsageRecord[]> => {
+    await accounting.flush();
+    return (await readFile(join(dir, 'usage.jsonl'), 'utf8')).trimEnd().split('\n').map((line) => JSON.parse(line) as UsageRecord);
+  };
+
+  it('records reported usage exactly, upstream errors with zero tokens, and estimates missing usage', async () => {
+    accounting.record(exchange({ usage: { inputTokens: 50, outputTokens: 7, cachedTokens: 20 } }));
+    accounting.record(exchange({ status: 500, stream: false, consumed: false }));
+    accounting.record(exchange({}));
+    const [reported, failed, estimated] = await records();
+    expect(reported).to.deep.include({ keyId: 'key_a', model: 'acme/model-1', requestedModel: 'acme-latest', upstream: 'acme', inputTokens: 50, outputTokens: 7, cachedTokens: 20, chargedTokens: 42, estimated: false, time: '2026-11-20T12:00:00.000Z' });
+    expect(failed).to.deep.include({ status: 500, inputTokens: 0, outputTokens: 0, chargedTokens: 0, costUsd: 0, estimated: false });
+    expect(estimated).to.deep.include({ estimated: true, cachedTokens: 0 });
+    expect(estimated!.inputTokens).to.be.within(8, 14);
+    expect(estimated!.outputTokens).to.be.within(10, 16);
+  });
+
+  it('keeps reported input and counts the streamed output when the client went away mid-stream', async () => {
+    accounting.record(exchange({ status: 499, usage: { inputTokens: 1200, outputTokens: 1, cachedTokens: 1000 } }));
+    accounting.record(exchange({ status: 499, usage: { inputTokens: 1200, outputTokens: 500, cachedTokens: 1000 } }));
+    const [cut, complete] = await records();
+    expect(cut).to.deep.include({ status: 499, inputTokens: 1200, cachedTokens: 1000, estimated: true });
+    expect(cut!.outputTokens).to.be.within(10, 16);
+    expect(complete).to.deep.include({ inputTokens: 1200, outputTokens: 500, estimated: false });
+  });
+
+  it('checks the caller\'s quota against the store', async () => {
+    accounting.record(exchange({ usage: { inputTokens: 50, outputTokens: 7, cachedTokens: 20 } }));
+    await accounting.flush();
+    await accounting.checkQuota({ id: 'key_a', quota: { daily: 43 } });
+    await accounting.checkQuota(undefined);
+    let detail = '';
+    await accounting.checkQuota({ id: 'key_a', quota: { daily: 42 } }).catch((error: Error) => (detail = error.message));
+    expect(detail).to.equal('Quota exceeded: 42 of 42 charged tokens used today (UTC)');
+  });
+});
