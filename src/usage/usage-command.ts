@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { textTable } from '../cli/text-table.ts';
 import { isGatewayError } from '../errors/gateway-errors.ts';
 import { parseUsageQuery } from './usage-routes.ts';
 import type { UsageRow, UsageStore } from './usage-store.ts';
@@ -14,10 +15,8 @@ export function formatCost(costUsd: number): string {
 
 /** Usage rows as an aligned plain-text table: a header line, then one line per row. */
 export function usageTable(rows: readonly UsageRow[], groupBy: 'model' | 'day'): string {
-  const columns = [groupBy, ...COUNT_COLUMNS];
-  const lines = [columns, ...rows.map((row) => [String(row[groupBy] ?? ''), ...COUNT_COLUMNS.map((column) => (column === 'cost_usd' ? formatCost(row.cost_usd) : String(row[column])))])];
-  const widths = columns.map((_, index) => Math.max(...lines.map((line) => line[index]!.length)));
-  return `${lines.map((line) => line.map((cell, index) => cell.padEnd(widths[index]!)).join('  ').trimEnd()).join('\n')}\n`;
+  const cells = rows.map((row) => ({ ...row, [groupBy]: row[groupBy] ?? '', cost_usd: formatCost(row.cost_usd) }));
+  return textTable(cells, [groupBy, ...COUNT_COLUMNS]);
 }
 
 /**

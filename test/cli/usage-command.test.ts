@@ -63,6 +63,6 @@ describe('CLI usage', () => {
     expect((await usage(['--from', '2026-11-21'])).out).not.to.contain('acme/one');
     const bad = await usage(['--group-by', 'week']);
     expect(bad.code).to.equal(2);
-    expect(bad.err).to.contain("--group-by must be 'model' or 'day'");
+    expect(bad.err).to.contain("--group-by: must be 'model' or 'day'");
   });
 });
