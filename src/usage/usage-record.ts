@@ -33,17 +33,8 @@ export interface UsageRecord {
 }
 
 /** What a request knows when it is done, for {@link buildUsageRecord}. */
-export interface UsageRecordInput {
-  readonly keyId: string;
-  readonly route: RouteId;
-  readonly requestedModel: string;
-  /** The resolved concrete model, canonical prefixed ID. */
-  readonly model: string;
-  /** The provider's vendor prefix. */
-  readonly upstream: string;
-  readonly status: number;
-  readonly stream: boolean;
-  readonly latencyMs: number;
+export interface UsageRecordInput
+  extends Pick<UsageRecord, 'keyId' | 'route' | 'requestedModel' | 'model' | 'upstream' | 'status' | 'stream' | 'latencyMs'> {
   /**
    * The usage to record: what the upstream reported, or an estimate (then set `estimated`).
    * `undefined` records zero tokens: an upstream error, or a route without usage (count_tokens).
