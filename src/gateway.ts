@@ -100,8 +100,11 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     flushUsage: () => accounting.flush(),
     async close() {
       const closed = new Promise((resolve) => server.close(resolve));
+      // Keep-alive connections become idle as their last response ends: close each as it does.
+      const sweep = setInterval(() => server.closeIdleConnections(), 100);
       server.closeIdleConnections();
       await closed;
+      clearInterval(sweep);
       await accounting.flush();
       await usage.close();
       await keys.close();
