@@ -74,14 +74,4 @@ export async function send(url: string, path: string, options: { key?: string; a
   return { status: response.status, headers: response.headers, body: text ? (JSON.parse(text) as Record<string, any>) : {}, ms: performance.now() - started };
 }
 
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` every 25 ms until it holds; the time it took, or a failure after `timeoutMs`. */
-export async function eventually(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 5000): Promise<number> {
-  const started = Date.now();
-  while (!(await check())) {
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(25);
-  }
-  return Date.now() - started;
-}
+export { eventually, sleep } from '../helpers/eventually.ts';

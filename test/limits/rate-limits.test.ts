@@ -11,6 +11,7 @@ import { startMockUpstream, type MockUpstream } from '../../mock-upstream/mock-u
 import { GatewayProcess } from '../helpers/gateway-process.ts';
 import { TestRedisCluster, TestRedisServer } from '../helpers/redis-server.ts';
 import { startTestGateway, TEST_KEY } from '../helpers/test-gateway.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const body = JSON.stringify({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'x' }] });
 async function chat(url: string, key = TEST_KEY) {
@@ -18,13 +19,6 @@ async function chat(url: string, key = TEST_KEY) {
   return { status: response.statusCode, headers: response.headers, body: (await response.body.json()) as Record<string, any> };
 }
 
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 const upstreamEnv = (upstream: MockUpstream) => ({ ZETA_BASE_URL: upstream.url, ZETA_API_KEY: 'k' });
 
@@ -110,10 +104,10 @@ describe('rate limits and keys shared on Redis across gateway processes', functi
       expect(ready).to.deep.include({ status: 'degraded', redis: 'unavailable', rate_limits: 'per-process' });
       expect(gateway.logs.join('')).to.contain('counting in process memory');
       await redis.restart();
-      await waitFor(async () => {
+      await eventually(async () => {
         await chat(gateway.url);
         return ((await (await request(`${gateway.url}/readyz`)).body.json()) as Record<string, string>).status === 'ok';
-      }, 'readiness to recover');
+      }, 'readiness to recover', 10_000);
       expect(gateway.logs.join('')).to.contain('counting in Redis again');
     } finally {
       await gateway.stop();

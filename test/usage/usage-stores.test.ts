@@ -13,6 +13,7 @@ import { costNanoUsd } from '../../src/usage/pricing.ts';
 import type { UsageRecord } from '../../src/usage/usage-record.ts';
 import type { UsageRow, UsageStore } from '../../src/usage/usage-store.ts';
 import { TestRedisCluster, TestRedisServer } from '../helpers/redis-server.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const logger = createLogger('silent');
 
@@ -58,18 +59,7 @@ function expectedRow(group: { model?: string; day?: string }, records: readonly 
   };
 }
 
-async function waitFor(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch {
-      // Not yet: the store or Redis may still be coming back.
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+const waitFor = (check: () => Promise<boolean> | boolean, what: string, timeoutMs = 30_000) => eventually(check, what, timeoutMs);
 
 const pendingJournals = async (dir: string) => (await readdir(dir)).filter((name) => name.startsWith('usage-pending'));
 
