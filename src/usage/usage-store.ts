@@ -11,10 +11,6 @@ export interface UsageQuery {
   readonly from?: Date;
   /** Up to and including the UTC day of this time. */
   readonly to?: Date;
-  /** `from` as a UTC day `YYYY-MM-DD` (ignored when `from` is given). */
-  readonly fromDay?: string;
-  /** `to` as a UTC day `YYYY-MM-DD` (ignored when `to` is given). */
-  readonly toDay?: string;
   /** One row per model (rows carry `model`), or per UTC day (rows carry `day`). */
   readonly groupBy: 'model' | 'day';
 }
@@ -55,8 +51,8 @@ export interface UsageStore {
 }
 
 /** The inclusive UTC day range a query selects (either end may be open). */
-export function dayRange(query: Pick<UsageQuery, 'from' | 'to' | 'fromDay' | 'toDay'>): { fromDay?: string; toDay?: string } {
-  return { fromDay: query.from ? dayOf(query.from) : query.fromDay, toDay: query.to ? dayOf(query.to) : query.toDay };
+export function dayRange(query: Pick<UsageQuery, 'from' | 'to'>): { fromDay?: string; toDay?: string } {
+  return { fromDay: query.from && dayOf(query.from), toDay: query.to && dayOf(query.to) };
 }
 
 /** The inclusive UTC day range of a quota period. */

@@ -109,7 +109,7 @@ function storeContract(open: () => Promise<UsageStore>) {
     expect(await store.query({ from: new Date('2026-11-01'), to: new Date('2026-11-16T23:00:00Z'), groupBy: 'model' })).to.deep.equal([
       expectedRow({ model: 'acme/model-1' }, [monday]),
     ]);
-    expect(await store.query({ fromDay: '2026-11-17', toDay: '2026-11-17', keyId: 'key_b', groupBy: 'model' })).to.deep.equal([expectedRow({ model: 'acme/model-1' }, [otherKey])]);
+    expect(await store.query({ from: new Date('2026-11-17T00:00:00Z'), to: new Date('2026-11-17T23:59:59Z'), keyId: 'key_b', groupBy: 'model' })).to.deep.equal([expectedRow({ model: 'acme/model-1' }, [otherKey])]);
     expect(await store.query({ keyId: 'nobody', groupBy: 'model' })).to.deep.equal([]);
   });
 
