@@ -34,7 +34,7 @@ export const ACCOUNT_CSP = [
 ].join('; ');
 
 export const ENABLE_HINT =
-  'The account page is off because GATEWAY_ADMIN_TOKEN is not set. Start the gateway with GATEWAY_ADMIN_TOKEN=<a long random secret> (for example `openssl rand -hex 32`) and sign in here with it.';
+  'GATEWAY_ADMIN_TOKEN is not set, so there is nothing to sign in with. Set it to a long random secret (for example the output of: openssl rand -hex 32), restart the gateway, and sign in here with that token.';
 
 export interface AccountRouterOptions {
   /** `GATEWAY_ADMIN_TOKEN`; without it the page only says how to enable it and the API answers 404. */

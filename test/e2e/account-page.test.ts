@@ -10,11 +10,11 @@ const ADMIN_TOKEN = 'account-page-admin-token-0001';
 const AXE_SOURCE = readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 /** One model call with a key, as a client would make it. */
-async function callModel(test: TestGateway, key: string): Promise<number> {
+async function callModel(test: TestGateway, key: string, model = 'alpha/gen-5.5'): Promise<number> {
   const response = await fetch(`${test.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'alpha/gen-5.5', messages: [{ role: 'user', content: 'Hello from the account page test' }] }),
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Hello from the account page test' }] }),
   });
   await response.arrayBuffer();
   return response.status;
@@ -91,6 +91,7 @@ describe('account page in headless Chromium', function () {
 
     // The key works against a model route on the mock upstream, and the call shows in the usage view.
     expect(await callModel(test, key)).to.equal(200);
+    for (let call = 0; call < 2; call += 1) expect(await callModel(test, key, 'delta/delta-4.6')).to.equal(200);
     await test.gateway.flushUsage();
     const keyId = (await test.gateway.keys.list()).find((record) => record.name === 'e2e browser key')!.id;
     await page.getByRole('link', { name: 'Usage' }).click();
@@ -102,7 +103,8 @@ describe('account page in headless Chromium', function () {
     expect(await usageRow.locator('td').first().textContent()).to.equal('1');
     expect(await page.locator('#day-chart').evaluate((canvas) => (canvas as HTMLCanvasElement).width)).to.be.greaterThan(0);
     expect(await page.evaluate(() => Boolean((globalThis as unknown as { Chart?: unknown }).Chart))).to.equal(true);
-    expect(await page.locator('#model-chart-summary').textContent()).to.include('alpha/gen-5.5');
+    expect(await page.locator('#model-chart-summary').textContent()).to.include('alpha/gen-5.5').and.include('delta/delta-4.6');
+    expect(await page.locator('#totals-table tfoot').textContent()).to.match(/^All models3/);
     const csvHref = await page.locator('#csv-model').getAttribute('href');
     const csv = await page.evaluate(async (href) => (await fetch(href!)).text(), csvHref);
     expect(csv.split('\r\n')[1]).to.match(/^alpha\/gen-5\.5,1,/);
@@ -148,6 +150,33 @@ describe('account page in headless Chromium', function () {
     expect(await sessionCookie(browser, test.url)).to.equal(undefined);
     const replay = await fetch(`${test.url}/account/api/keys`, { headers: { cookie: `gw_account_session=${cookie!.value}` } });
     expect(replay.status).to.equal(401);
+    expect(browser.problems).to.deep.equal([]);
+  });
+});
+
+describe('account page without GATEWAY_ADMIN_TOKEN in headless Chromium', function () {
+  this.timeout(60_000);
+  let test: TestGateway;
+  let browser: HeadlessBrowser;
+
+  before(async () => {
+    test = await startTestGateway();
+    browser = await launchBrowser({ viewport: { width: 390, height: 700 } });
+  });
+  after(async () => {
+    await browser?.close();
+    await test?.close();
+  });
+
+  it('says how to enable it and offers no sign-in', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${test.url}/account`);
+    await page.getByRole('heading', { name: 'The account page is off' }).waitFor();
+    expect(await page.locator('#disabled-text').textContent()).to.include('GATEWAY_ADMIN_TOKEN');
+    expect(await page.getByLabel('Admin token').isVisible()).to.equal(false);
+    expect(await page.getByRole('navigation').isVisible()).to.equal(false);
+    expect(await accessibilityViolations(page)).to.deep.equal([]);
+    await screenshot(page, 'account-disabled-narrow');
     expect(browser.problems).to.deep.equal([]);
   });
 });
