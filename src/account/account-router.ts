@@ -101,7 +101,6 @@ export function accountRouter(options: AccountRouterOptions): Router {
     ttlMs: options.sessionTtlMs,
     signInLimit: options.signInLimit,
     signInStore: options.signInStore,
-    bodyLimitBytes: options.bodyLimitBytes,
     now: options.now,
   });
   api.post('/session', sameOriginOnly, sessions.throttle, sessions.signIn);

@@ -10,6 +10,8 @@ import type { AccountSession, SessionStore } from './session-store.ts';
 export const SESSION_COOKIE = 'gw_account_session';
 export const CSRF_HEADER = 'x-csrf-token';
 const COOKIE_PATH = '/account';
+/** A sign-in body holds one token: anything bigger is refused before it is read. */
+const SIGN_IN_BODY_LIMIT = 16 * 1024;
 
 export interface AccountSessionOptions {
   /** `GATEWAY_ADMIN_TOKEN`: what signs in. Sessions made under another token are not found. */
@@ -21,7 +23,6 @@ export interface AccountSessionOptions {
   readonly signInLimit?: { readonly max: number; readonly windowMs: number };
   /** Counters for failed sign-ins (process memory by default; the gateway shares them through Redis). */
   readonly signInStore?: Store;
-  readonly bodyLimitBytes?: number;
   readonly now?: () => number;
 }
 
@@ -102,7 +103,7 @@ export function accountSessions(options: AccountSessionOptions) {
   });
 
   const signIn: RequestHandler = async (req, res) => {
-    const body = await readJsonObject(req, options.bodyLimitBytes ?? 64 * 1024);
+    const body = await readJsonObject(req, SIGN_IN_BODY_LIMIT);
     if (typeof body.token !== 'string' || body.token === '') throw validationError([fieldError('token', 'is required: the admin token (GATEWAY_ADMIN_TOKEN)')]);
     if (!sameSecret(body.token, options.token)) throw unauthenticated('Invalid admin token');
     const previous = await current(req);

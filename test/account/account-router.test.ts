@@ -155,6 +155,9 @@ describe('account page routes', () => {
     const missing = await call(app, '/account/api/session', { method: 'POST', body: {} });
     expect(missing.status).to.equal(400);
     expect(missing.json.errors).to.deep.equal(["Field 'token': is required: the admin token (GATEWAY_ADMIN_TOKEN)"]);
+    const huge = await call(app, '/account/api/session', { method: 'POST', body: { token: 'x'.repeat(20_000) } });
+    expect(huge.status).to.equal(413);
+    expect(huge.json.detail).to.equal('Request body is larger than the limit of 16384 bytes');
   });
 
   it('answers 401 to the API without a session, or with a made-up cookie', async () => {

@@ -73,6 +73,11 @@ describe('account page in headless Chromium', function () {
     const cookie = await sessionCookie(browser, test.url);
     expect(cookie).to.deep.include({ httpOnly: true, sameSite: 'Strict', secure: false, path: '/account' });
 
+    // A second key, kept to the end: cancelling its revocation must leave it active.
+    await page.getByLabel('Name').fill('kept browser key');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByRole('row', { name: /kept browser key/ }).waitFor();
+
     // Create a key: shown once, with a working copy button.
     await page.getByLabel('Name').fill('e2e browser key');
     await page.getByLabel(/Requests per minute/).fill('50');
@@ -143,11 +148,20 @@ describe('account page in headless Chromium', function () {
     await page.getByRole('dialog').getByRole('button', { name: 'Revoke e2e browser key' }).click();
     await eventually(async () => ((await page.getByRole('row', { name: /e2e browser key/ }).textContent()) ?? '').includes('revoked'), 'the key shown revoked');
     expect(await callModel(test, key)).to.equal(403);
+    // After a confirmed revocation, Escape on the next dialog still cancels.
+    await page.getByRole('button', { name: 'Revoke key kept browser key' }).click();
+    await page.getByRole('dialog').waitFor();
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'hidden' });
+    await page.waitForLoadState('networkidle');
+    expect((await test.gateway.keys.list()).find((record) => record.name === 'kept browser key')!.revoked).to.equal(false);
+    expect(await page.getByRole('row', { name: /kept browser key/ }).textContent()).to.include('active');
 
     // Sign out: the form is back and the old cookie opens nothing any more.
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     expect(await sessionCookie(browser, test.url)).to.equal(undefined);
+    expect(await page.locator('#keys-table tbody tr').count()).to.equal(0);
     const replay = await fetch(`${test.url}/account/api/keys`, { headers: { cookie: `gw_account_session=${cookie!.value}` } });
     expect(replay.status).to.equal(401);
     expect(browser.problems).to.deep.equal([]);

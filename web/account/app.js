@@ -2,7 +2,7 @@
 import { api, ApiError, setCsrfToken } from './api.js';
 import { announce, byId } from './dom.js';
 import { initHealth, showHealth } from './health-view.js';
-import { forgetNewKey, initKeys, showKeys } from './keys-view.js';
+import { clearSignedInData, forgetNewKey, initKeys, showKeys } from './keys-view.js';
 import { initUsage, showUsage } from './usage-view.js';
 
 const VIEWS = { keys: showKeys, usage: () => showUsage({ reloadKeys: true }), health: showHealth };
@@ -29,7 +29,7 @@ function setSignedIn(session) {
 
 function signedOut(message) {
   setSignedIn(undefined);
-  forgetNewKey();
+  clearSignedInData();
   showOnly('sign-in-view');
   announce(message ?? '');
   byId('admin-token').focus();

@@ -56,7 +56,9 @@ function confirmRevoke(key, opener) {
   pendingRevoke = { key, opener };
   byId('revoke-text').textContent = `Key “${key.name}” (${key.id}) stops working at once; this cannot be undone.`;
   byId('revoke-confirm').textContent = `Revoke ${key.name}`;
-  byId('revoke-dialog').showModal();
+  const dialog = byId('revoke-dialog');
+  dialog.returnValue = '';
+  dialog.showModal();
 }
 
 async function onRevokeClosed() {
@@ -146,6 +148,14 @@ function dismissKey() {
 export function forgetNewKey() {
   byId('new-key-value').textContent = '';
   byId('new-key').hidden = true;
+}
+
+/** Drops everything shown after sign-in, so nothing stays in the page once signed out. */
+export function clearSignedInData() {
+  forgetNewKey();
+  for (const id of ['keys-table', 'totals-table', 'providers-table', 'aliases-table']) byId(id).tBodies[0].replaceChildren();
+  byId('totals-table').tFoot.replaceChildren();
+  byId('readiness').replaceChildren();
 }
 
 export function initKeys() {
