@@ -77,13 +77,16 @@ describe('account page in headless Chromium', function () {
     await page.getByLabel('Name').fill('kept browser key');
     await page.getByRole('button', { name: 'Create key' }).click();
     await page.getByRole('row', { name: /kept browser key/ }).waitFor();
+    await page.getByRole('button', { name: 'Done' }).click();
+    expect(await page.locator('#new-key').isVisible()).to.equal(false);
+    expect(await page.locator('#new-key-value').textContent()).to.equal('');
 
     // Create a key: shown once, with a working copy button.
     await page.getByLabel('Name').fill('e2e browser key');
     await page.getByLabel(/Requests per minute/).fill('50');
     await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByRole('heading', { name: 'New key “e2e browser key”' }).waitFor();
     const shown = page.locator('#new-key-value');
-    await shown.waitFor();
     const key = (await shown.textContent())!;
     expect(key).to.match(/^sk-[A-Za-z0-9_-]{43}$/);
     await page.getByRole('button', { name: 'Copy key' }).click();

@@ -25,6 +25,25 @@ export function row(cells, { header = false, wrap = [] } = {}) {
   return tr;
 }
 
+/**
+ * Readies a table that narrow screens show as one card per row (CSS `table.stack`): explicit ARIA
+ * roles, because changing `display` on table parts can drop their table semantics, and each cell's
+ * column name in `data-label` for the card's captions. Call again after the rows change.
+ */
+export function stackTable(table) {
+  const headers = [...table.tHead.rows[0].cells].map((cell) => cell.textContent.trim());
+  table.setAttribute('role', 'table');
+  for (const group of table.querySelectorAll('thead, tbody, tfoot')) group.setAttribute('role', 'rowgroup');
+  for (const tr of table.rows) {
+    tr.setAttribute('role', 'row');
+    [...tr.cells].forEach((cell, index) => {
+      const inHead = tr.parentElement.tagName === 'THEAD';
+      cell.setAttribute('role', inHead ? 'columnheader' : cell.tagName === 'TH' ? 'rowheader' : 'cell');
+      if (!inHead && headers[index]) cell.dataset.label = headers[index];
+    });
+  }
+}
+
 export function badge(text, tone) {
   return element('span', { text, className: `badge ${tone}` });
 }

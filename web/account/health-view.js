@@ -1,6 +1,6 @@
 // Health: readiness (Redis, degraded modes), upstream endpoints per provider, the alias table in force.
 import { api } from './api.js';
-import { badge, byId, element, row } from './dom.js';
+import { badge, byId, element, row, stackTable } from './dom.js';
 
 const READINESS_LABELS = { status: 'Status', redis: 'Redis', rate_limits: 'Rate limits', usage: 'Usage records' };
 const GOOD = new Set(['ok', 'ready', 'shared', 'stored', 'configured']);
@@ -25,6 +25,8 @@ export async function showHealth() {
   byId('aliases-table').tBodies[0].replaceChildren(
     ...health.aliases.map((alias) => row([element('code', { text: alias.alias }), alias.vendor, element('code', { text: alias.target }), alias.routes.join(', ')], { header: true })),
   );
+  stackTable(byId('providers-table'));
+  stackTable(byId('aliases-table'));
 }
 
 export function initHealth() {

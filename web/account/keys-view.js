@@ -1,6 +1,6 @@
 // Keys: list, create (the key shown once, with a copy button), revoke after confirmation.
 import { api } from './api.js';
-import { announce, badge, byId, element, formatNumber, formatTime, row } from './dom.js';
+import { announce, badge, byId, element, formatNumber, formatTime, row, stackTable } from './dom.js';
 
 const STATUS_TONES = { active: 'good', revoked: 'bad', expired: 'neutral' };
 let modelsLoaded = false;
@@ -33,7 +33,7 @@ function keyRow(key) {
       badge(key.status, STATUS_TONES[key.status] ?? 'neutral'),
       actions,
     ],
-    { header: true, wrap: [4] },
+    { header: true, wrap: [0, 2, 3, 4, 6] },
   );
 }
 
@@ -49,6 +49,7 @@ export async function showKeys() {
   const [{ data }] = await Promise.all([api('/keys'), loadModels()]);
   const keys = [...data].sort((a, b) => (a.created_at < b.created_at ? 1 : -1));
   byId('keys-table').tBodies[0].replaceChildren(...keys.map(keyRow));
+  stackTable(byId('keys-table'));
   byId('keys-empty').hidden = keys.length > 0;
 }
 

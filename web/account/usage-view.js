@@ -1,6 +1,6 @@
 // Usage: charts per day and per model (Chart.js), a totals table, CSV downloads, filtered by key and days.
 import { api } from './api.js';
-import { byId, element, formatCost, formatNumber, row, utcDay } from './dom.js';
+import { byId, element, formatCost, formatNumber, row, stackTable, utcDay } from './dom.js';
 
 const COLORS = { input: '#0a58a8', output: '#c25e00', single: '#156332' };
 const METRICS = {
@@ -87,6 +87,7 @@ function drawTable(rows) {
     return sum;
   }, { requests: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, total_tokens: 0, charged_tokens: 0, cost_usd: 0 });
   byId('totals-table').tFoot.replaceChildren(row(['All models', ...cells(total)], { header: true }));
+  stackTable(byId('totals-table'));
   byId('usage-empty').hidden = rows.length > 0;
 }
 
