@@ -70,6 +70,15 @@ describe('account page in headless Chromium', function () {
     await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
     await page.getByLabel('Admin token').press('Enter');
     await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+    // Keyboard focus is visible: Tab from the Keys link lands on Usage, outlined.
+    await page.getByRole('link', { name: 'Keys' }).focus();
+    await page.keyboard.press('Tab');
+    const focused = await page.evaluate(() => {
+      const active = document.activeElement as HTMLElement;
+      const style = getComputedStyle(active);
+      return { text: active.textContent, outline: `${style.outlineStyle} ${style.outlineWidth}` };
+    });
+    expect(focused).to.deep.equal({ text: 'Usage', outline: 'solid 3px' });
     const cookie = await sessionCookie(browser, test.url);
     expect(cookie).to.deep.include({ httpOnly: true, sameSite: 'Strict', secure: false, path: '/account' });
 
