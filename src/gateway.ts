@@ -1,6 +1,8 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { accountRouter } from './account/account-router.ts';
+import { MemorySessionStore, RedisSessionStore } from './account/session-store.ts';
 import { adminRouter } from './admin/admin-routes.ts';
 import { createApp } from './app.ts';
 import { createAuthenticator } from './auth/authenticate.ts';
@@ -62,6 +64,16 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     bodyLimitBytes: config.bodyLimitBytes,
     upstreamBodyLimitBytes: 64 * 1024 * 1024,
   };
+  const readiness = () => {
+    const redisState = redis ? (isReady(redis) ? 'ready' : 'unavailable') : 'not configured';
+    const degraded = limiters.degraded() || !usage.healthy || redisState === 'unavailable';
+    return {
+      status: degraded ? 'degraded' : 'ok',
+      redis: redisState,
+      rate_limits: redis && !limiters.degraded() ? 'shared' : 'per-process',
+      usage: usage.healthy ? 'stored' : 'queued until the store returns',
+    };
+  };
   const app = createApp({
     services,
     logger,
@@ -73,16 +85,17 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
       expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage) }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
-      add('get', '/readyz', (_req, res) => {
-        const redisState = redis ? (isReady(redis) ? 'ready' : 'unavailable') : 'not configured';
-        const degraded = limiters.degraded() || !usage.healthy || redisState === 'unavailable';
-        res.json({
-          status: degraded ? 'degraded' : 'ok',
-          redis: redisState,
-          rate_limits: redis && !limiters.degraded() ? 'shared' : 'per-process',
-          usage: usage.healthy ? 'stored' : 'queued until the store returns',
-        });
-      });
+      add('get', '/readyz', (_req, res) => void res.json(readiness()));
+      expressApp.use('/account', accountRouter({
+        token: config.adminToken,
+        keys,
+        usage,
+        registry: currentRegistry,
+        endpoints,
+        readiness,
+        sessions: redis ? new RedisSessionStore(redis) : new MemorySessionStore(),
+        bodyLimitBytes: config.bodyLimitBytes,
+      }));
     },
   });
 

@@ -72,6 +72,16 @@ export function adminRouter(options: AdminRouterOptions): Router {
     return router;
   }
   router.use(requireAdminToken(options.token));
+  router.use(keyRoutes(options));
+  return router;
+}
+
+/**
+ * The key and usage operations behind whatever guard mounts them: the admin API (admin token) and the
+ * account page (session cookie + CSRF token) answer alike.
+ */
+export function keyRoutes(options: Omit<AdminRouterOptions, 'token'>): Router {
+  const router = Router();
   router.post('/keys', async (req, res) => {
     const body = await readJsonObject(req, options.bodyLimitBytes ?? 1024 * 1024);
     const input = parseNewKey(body, { knownModels: options.registry && canonicalModelIds(options.registry()) });
