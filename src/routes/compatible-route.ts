@@ -14,7 +14,7 @@ import type { ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId } from '../plugins/plugin-contract.ts';
 import { relaySse } from '../sse/sse-relay.ts';
 import { readBody, RELAYED_RESPONSE_HEADERS, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
-import { FAST_ACCEPT, REQUEST_SCHEMAS } from './request-schemas.ts';
+import { FAST_CHECKS, REQUEST_SCHEMAS } from './request-schemas.ts';
 import type { CallerKey, Exchange, RouteServices } from './route-services.ts';
 import { StreamedText } from './streamed-text.ts';
 import { assertReadKeysOnce, upstreamBody } from './upstream-body.ts';
@@ -32,7 +32,7 @@ export function resolveRequest(services: RouteServices, route: UpstreamRouteId, 
       if (isGatewayError(error)) return error;
       throw error;
     }
-  }, FAST_ACCEPT[route]);
+  }, FAST_CHECKS[route]);
   return resolved!;
 }
 

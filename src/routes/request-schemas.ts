@@ -1,5 +1,6 @@
 import * as yup from 'yup';
 import type { UpstreamRouteId } from '../plugins/plugin-contract.ts';
+import type { FastCheck } from './validate-request.ts';
 
 // The checks follow the providers' published request definitions (the OpenAI OpenAPI document behind
 // the `openai` package's `ChatCompletionCreateParamsBase` and `ResponseCreateParamsBase`, Anthropic's
@@ -94,47 +95,56 @@ const optionalObjects = (value: unknown) => absent(value) || (Array.isArray(valu
 const requiredObjects = (value: unknown) => Array.isArray(value) && value.length > 0 && value.every(isPlainObject);
 const systemPrompt = (value: unknown) => absent(value) || isString(value) || Array.isArray(value);
 
-function chatMessages(value: unknown): boolean {
-  if (!Array.isArray(value) || value.length === 0) return false;
-  for (const message of value) {
-    if (!isPlainObject(message) || !nonEmptyString(message.role)) return false;
-    const content = message.content;
-    if (!(content === undefined || content === null || isString(content) || Array.isArray(content))) return false;
-  }
-  return true;
-}
+const chatMessageOk = (message: unknown) =>
+  isPlainObject(message) && nonEmptyString(message.role) && (message.content === undefined || message.content === null || isString(message.content) || Array.isArray(message.content));
+const chatMessages = (value: unknown) => Array.isArray(value) && value.length > 0 && value.every(chatMessageOk);
 
-/** Per route, a hand-written check that accepts exactly the bodies its schema in {@link REQUEST_SCHEMAS} accepts. */
-export const FAST_ACCEPT: Readonly<Record<UpstreamRouteId, (body: Record<string, unknown>) => boolean>> = {
-  'chat-completions': (body) =>
-    nonEmptyString(body.model) &&
-    chatMessages(body.messages) &&
-    optionalObjects(body.tools) &&
-    (absent(body.tool_choice) || isString(body.tool_choice) || isPlainObject(body.tool_choice)) &&
-    optionalObject(body.response_format) &&
-    nullable(optionalBoolean)(body.stream) &&
-    nullable(optionalObject)(body.stream_options),
-  messages: (body) =>
-    nonEmptyString(body.model) &&
-    requiredObjects(body.messages) &&
-    Number.isInteger(body.max_tokens) &&
-    (body.max_tokens as number) >= 1 &&
-    systemPrompt(body.system) &&
-    optionalObjects(body.tools) &&
-    optionalObject(body.thinking) &&
-    optionalBoolean(body.stream),
-  'count-tokens': (body) =>
-    nonEmptyString(body.model) &&
-    requiredObjects(body.messages) &&
-    systemPrompt(body.system) &&
-    optionalObjects(body.tools) &&
-    optionalObject(body.thinking),
-  responses: (body) =>
-    nonEmptyString(body.model) &&
-    (isString(body.input) || Array.isArray(body.input)) &&
-    nullable(optionalString)(body.instructions) &&
-    optionalObjects(body.tools) &&
-    nullable(optionalObject)(body.reasoning) &&
-    nullable(optionalString)(body.previous_response_id) &&
-    nullable(optionalBoolean)(body.stream),
+/**
+ * Per route, hand-written checks that accept exactly the bodies (and the array items) the schema in
+ * {@link REQUEST_SCHEMAS} accepts.
+ */
+export const FAST_CHECKS: Readonly<Record<UpstreamRouteId, FastCheck>> = {
+  'chat-completions': {
+    accepts: (body) =>
+      nonEmptyString(body.model) &&
+      chatMessages(body.messages) &&
+      optionalObjects(body.tools) &&
+      (absent(body.tool_choice) || isString(body.tool_choice) || isPlainObject(body.tool_choice)) &&
+      optionalObject(body.response_format) &&
+      nullable(optionalBoolean)(body.stream) &&
+      nullable(optionalObject)(body.stream_options),
+    items: { messages: chatMessageOk, tools: isPlainObject },
+  },
+  messages: {
+    accepts: (body) =>
+      nonEmptyString(body.model) &&
+      requiredObjects(body.messages) &&
+      Number.isInteger(body.max_tokens) &&
+      (body.max_tokens as number) >= 1 &&
+      systemPrompt(body.system) &&
+      optionalObjects(body.tools) &&
+      optionalObject(body.thinking) &&
+      optionalBoolean(body.stream),
+    items: { messages: isPlainObject, tools: isPlainObject },
+  },
+  'count-tokens': {
+    accepts: (body) =>
+      nonEmptyString(body.model) &&
+      requiredObjects(body.messages) &&
+      systemPrompt(body.system) &&
+      optionalObjects(body.tools) &&
+      optionalObject(body.thinking),
+    items: { messages: isPlainObject, tools: isPlainObject },
+  },
+  responses: {
+    accepts: (body) =>
+      nonEmptyString(body.model) &&
+      (isString(body.input) || Array.isArray(body.input)) &&
+      nullable(optionalString)(body.instructions) &&
+      optionalObjects(body.tools) &&
+      nullable(optionalObject)(body.reasoning) &&
+      nullable(optionalString)(body.previous_response_id) &&
+      nullable(optionalBoolean)(body.stream),
+    items: { tools: isPlainObject },
+  },
 };

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
+import type * as yup from 'yup';
 import type { UpstreamRouteId } from '../../src/plugins/plugin-contract.ts';
-import { FAST_ACCEPT, REQUEST_SCHEMAS } from '../../src/routes/request-schemas.ts';
+import { FAST_CHECKS, REQUEST_SCHEMAS } from '../../src/routes/request-schemas.ts';
 
 // Values near every boundary the schemas draw: absent, null, empty, wrong type, right type.
 const scalar = fc.constantFrom<unknown>(undefined, null, '', 'x', 0, 1, -1, 1.5, 2 ** 53, true, false);
@@ -64,6 +65,7 @@ const BODIES: Record<UpstreamRouteId, fc.Arbitrary<Record<string, unknown>>> = {
 };
 
 // fc.record leaves optional keys out, but a generated `undefined` must not stay as a present key: JSON has none.
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const withoutUndefined = (body: Record<string, unknown>) => Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined));
 
 describe('request schemas', () => {
@@ -74,7 +76,7 @@ describe('request schemas', () => {
       fc.assert(
         fc.property(BODIES[route].map(withoutUndefined), (body) => {
           const yupAccepts = REQUEST_SCHEMAS[route].isValidSync(body, { strict: true });
-          expect(FAST_ACCEPT[route](body), JSON.stringify(body)).to.equal(yupAccepts);
+          expect(FAST_CHECKS[route].accepts(body), JSON.stringify(body)).to.equal(yupAccepts);
           if (yupAccepts) accepted++;
           else refused++;
         }),
@@ -86,18 +88,32 @@ describe('request schemas', () => {
     });
   }
 
+  for (const route of Object.keys(BODIES) as UpstreamRouteId[]) {
+    it(`${route}: each item check accepts exactly what the array's item schema accepts`, () => {
+      for (const [key, itemOk] of Object.entries(FAST_CHECKS[route].items ?? {})) {
+        const itemSchema = (REQUEST_SCHEMAS[route].fields[key] as yup.ArraySchema<unknown[], yup.AnyObject>).innerType as yup.Schema;
+        fc.assert(
+          fc.property(fc.oneof(message, anyValue).map((item) => (isObject(item) ? withoutUndefined(item) : item)), (item) => {
+            expect(itemOk(item), `${key}: ${JSON.stringify(item)}`).to.equal(itemSchema.isValidSync(item, { strict: true }));
+          }),
+          { numRuns: 1000 },
+        );
+      }
+    });
+  }
+
   it('accepts the nulls the definitions allow and refuses the ones they do not', () => {
     const chat = { model: 'm', messages: [{ role: 'assistant', content: null, tool_calls: [] }, { role: 'function', name: 'f', content: null }] };
     for (const body of [chat, { ...chat, stream: null, stream_options: null }]) {
       expect(REQUEST_SCHEMAS['chat-completions'].isValidSync(body, { strict: true })).to.equal(true);
-      expect(FAST_ACCEPT['chat-completions'](body)).to.equal(true);
+      expect(FAST_CHECKS['chat-completions'].accepts(body)).to.equal(true);
     }
     const responses = { model: 'm', input: 'hi', stream: null, reasoning: null, instructions: null, previous_response_id: null };
     expect(REQUEST_SCHEMAS.responses.isValidSync(responses, { strict: true })).to.equal(true);
-    expect(FAST_ACCEPT.responses(responses)).to.equal(true);
+    expect(FAST_CHECKS.responses.accepts(responses)).to.equal(true);
     for (const body of [{ model: null, input: 'hi' }, { model: 'm', input: null }, { model: 'm', input: 'hi', tools: null }]) {
       expect(REQUEST_SCHEMAS.responses.isValidSync(body, { strict: true })).to.equal(false);
-      expect(FAST_ACCEPT.responses(body)).to.equal(false);
+      expect(FAST_CHECKS.responses.accepts(body)).to.equal(false);
     }
   });
 });
