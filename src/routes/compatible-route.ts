@@ -78,9 +78,9 @@ function relayedHeaders(upstreamHeaders: Dispatcher.ResponseData['headers']): Re
 export function compatibleRoute(route: UpstreamRouteId, services: RouteServices): RequestHandler {
   return async function handleCompatibleRequest(req: Request, res: Response) {
     const startedAt = performance.now();
-    const received = await readJsonRequestBody(req, services.bodyLimitBytes);
-    const body = received.body;
-    assertReadKeysOnce(received.members);
+    // Closures below keep only the bytes: the parsed body is dropped once validated.
+    const { bytes: clientBytes, body, members, end } = await readJsonRequestBody(req, services.bodyLimitBytes);
+    assertReadKeysOnce(members);
     const resolved = resolveRequest(services, route, body);
     const caller = await admitCaller(services, res, resolved);
     const endpoint = endpointFor(services, resolved);
@@ -88,7 +88,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     const upstreamRoute = registry.upstreamRoute(resolved, route);
     const format = upstreamRoute.format;
     const stream = body.stream === true;
-    const forwarded = upstreamBody(received.bytes, received.members, received.end, {
+    const forwarded = upstreamBody(clientBytes, members, end, {
       model: registry.upstreamModel(resolved, route),
       withIncludeUsage: stream && format === 'chat-completions',
     });
@@ -104,7 +104,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
         latencyMs: performance.now() - startedAt,
         usage,
         consumed,
-        requestBody: body,
+        requestBody: () => JSON.parse(clientBytes.toString('utf8')) as Record<string, unknown>,
         responseText: () => streamed.value(),
       };
       services.usage.record(exchange);
