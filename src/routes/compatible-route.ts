@@ -72,8 +72,8 @@ function relayedHeaders(upstreamHeaders: Dispatcher.ResponseData['headers']): Re
 /**
  * One of the compatible routes (Chat Completions, Messages, count_tokens, Responses): validate, resolve
  * the model, forward the client's bytes with only `model` replaced (and `include_usage` set on Chat
- * Completions streams), and return the upstream's JSON or SSE
- * unchanged (apart from the model's declared stream fixups), recording usage on the way.
+ * Completions streams), and return the upstream's JSON or SSE unchanged (apart from the model's
+ * declared stream fixups), recording usage on the way.
  */
 export function compatibleRoute(route: UpstreamRouteId, services: RouteServices): RequestHandler {
   return async function handleCompatibleRequest(req: Request, res: Response) {
