@@ -234,6 +234,13 @@ describe('compatible routes', () => {
       ]);
     });
 
+    it('keeps input required on Responses, also for a stored prompt', async () => {
+      const response = await post(app, '/v1/responses', { model: 'two', prompt: { id: 'pmpt_123', variables: { city: 'Oslo' } } });
+      expect(response.status).to.equal(400);
+      expect(response.json().errors).to.deep.equal(["Field 'input': is required"]);
+      expect(upstream.requests).to.have.length(0);
+    });
+
     it('requires max_tokens on messages, with the Messages envelope', async () => {
       const response = await post(app, '/v1/messages', { model: 'bolt-1', messages: [{ role: 'user', content: 'x' }] });
       expect(response.status).to.equal(400);
