@@ -33,6 +33,8 @@ export interface RecordedRequest {
   /** The parsed JSON body (undefined when it was not JSON). */
   readonly body: any;
   readonly rawBody: string;
+  /** The body exactly as received, for byte comparisons. */
+  readonly rawBytes: Buffer;
   readonly stream: boolean;
   /** The status sent; 0 while none was (hang, reset). */
   status: number;
@@ -116,7 +118,8 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     const behaviour = queue.shift();
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const rawBody = Buffer.concat(chunks).toString('utf8');
+    const rawBytes = Buffer.concat(chunks);
+    const rawBody = rawBytes.toString('utf8');
     const path = (req.url ?? '/').split('?')[0]!;
     let body: any;
     try {
@@ -124,7 +127,7 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     } catch {
       body = undefined;
     }
-    const record: RecordedRequest = { method: req.method ?? '', path, headers: req.headers, body, rawBody, stream: body?.stream === true, status: 0, completed: false };
+    const record: RecordedRequest = { method: req.method ?? '', path, headers: req.headers, body, rawBody, rawBytes, stream: body?.stream === true, status: 0, completed: false };
     if (options.recordRequests !== false) requests.push(record);
 
     const route = req.method === 'POST' ? ROUTES[path] : undefined;

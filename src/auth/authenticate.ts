@@ -1,4 +1,5 @@
 import type { RequestHandler } from 'express';
+import type { IncomingHttpHeaders } from 'node:http';
 import { pino, type Logger } from 'pino';
 import { forbidden, serviceUnavailable, unauthenticated } from '../errors/gateway-errors.ts';
 import type { CallerKey } from '../routes/route-services.ts';
@@ -52,6 +53,18 @@ function bearerToken(header: string | undefined): string {
   return token;
 }
 
+/** Paths of the Messages wire format, whose clients send their key as `x-api-key` (that format's own header). */
+const API_KEY_HEADER_PATHS: ReadonlySet<string> = new Set(['/v1/messages', '/v1/messages/count_tokens']);
+
+// The presented key: the bearer token, or on the Messages paths `x-api-key` when no Authorization header is sent.
+function presentedKey(headers: IncomingHttpHeaders, path: string): string {
+  const authorization = headers.authorization;
+  const apiKey = headers['x-api-key'];
+  const noAuthorization = authorization === undefined || authorization.trim() === '';
+  if (noAuthorization && typeof apiKey === 'string' && apiKey.trim() !== '' && API_KEY_HEADER_PATHS.has(path)) return apiKey.trim();
+  return bearerToken(authorization);
+}
+
 export interface AuthenticatorOptions {
   readonly store: KeyStore;
   /** Keys from `GATEWAY_API_KEYS`, accepted besides the store's. */
@@ -60,7 +73,8 @@ export interface AuthenticatorOptions {
 }
 
 /**
- * Bearer authentication for the model routes: sets `res.locals.apiKey` ({@link AuthenticatedKey}) or
+ * Bearer authentication for the model routes (on `/v1/messages` and `/v1/messages/count_tokens` also
+ * `x-api-key`; Authorization wins when both are sent): sets `res.locals.apiKey` ({@link AuthenticatedKey}) or
  * fails with 401 (no, malformed or unknown key), 403 (revoked or expired key) or 503 (key store
  * unreachable). The presented key is hashed and looked up by its hash; hashes are compared in
  * constant time.
@@ -70,7 +84,7 @@ export function createAuthenticator(options: AuthenticatorOptions): RequestHandl
   const statics = new Map(staticKeyRecords(options.staticKeys ?? []).map((record) => [record.hash, record]));
   return async function authenticate(req, res, next) {
     try {
-      const key = bearerToken(req.headers.authorization);
+      const key = presentedKey(req.headers, req.path);
       if (!looksLikeApiKey(key)) throw unauthenticated(MALFORMED);
       const hash = hashApiKey(key);
       const record = statics.get(hash) ?? (await findInStore(options.store, hash, logger));

@@ -5,6 +5,8 @@ const UPSTREAM_ROUTE_IDS: readonly string[] = ROUTE_IDS.filter((route) => route 
 const WIRE_FORMATS: readonly string[] = ['chat-completions', 'responses', 'messages', 'count-tokens'];
 const AUTH_STYLES: readonly string[] = ['bearer', 'x-api-key'];
 const ID_FORMS: readonly string[] = ['prefixed', 'native'];
+/** Headers that carry the client's gateway key: a route may never forward them. */
+const CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'x-api-key'];
 
 /** A plugin that does not fit the contract, named with the plugin and the bad field. */
 export class PluginLoadError extends Error {
@@ -57,6 +59,8 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
       const headers = route[key];
       if (headers !== undefined && (!Array.isArray(headers) || headers.some((header) => typeof header !== 'string' || header !== header.toLowerCase()))) {
         fail(`${field}.${key}`, 'must be a list of lower case header names');
+      } else if (headers?.some((header) => CREDENTIAL_HEADERS.includes(header))) {
+        fail(`${field}.${key}`, `must not name ${CREDENTIAL_HEADERS.join(' or ')}: the client's gateway key never goes upstream`);
       }
     }
     if (route.defaultHeaders !== undefined && (!isRecord(route.defaultHeaders) || Object.values(route.defaultHeaders).some((v) => typeof v !== 'string'))) {

@@ -9,17 +9,16 @@ import {
   usageMissing,
   type GatewayError,
 } from '../errors/gateway-errors.ts';
-import { readJsonObject } from '../http/json-body.ts';
+import { readJsonRequestBody } from '../http/json-body.ts';
 import type { ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId } from '../plugins/plugin-contract.ts';
 import { relaySse } from '../sse/sse-relay.ts';
 import { readBody, RELAYED_RESPONSE_HEADERS, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
-import { REQUEST_SCHEMAS } from './request-schemas.ts';
+import { FAST_CHECKS, REQUEST_SCHEMAS } from './request-schemas.ts';
 import type { CallerKey, Exchange, RouteServices } from './route-services.ts';
 import { StreamedText } from './streamed-text.ts';
+import { assertReadKeysOnce, upstreamBody } from './upstream-body.ts';
 import { validateRequest } from './validate-request.ts';
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Validates the body and resolves its model; one 400 lists every bad field, the model included. */
 export function resolveRequest(services: RouteServices, route: UpstreamRouteId, body: Record<string, unknown>): ResolvedModel {
@@ -33,7 +32,7 @@ export function resolveRequest(services: RouteServices, route: UpstreamRouteId, 
       if (isGatewayError(error)) return error;
       throw error;
     }
-  });
+  }, FAST_CHECKS[route]);
   return resolved!;
 }
 
@@ -72,13 +71,16 @@ function relayedHeaders(upstreamHeaders: Dispatcher.ResponseData['headers']): Re
 
 /**
  * One of the compatible routes (Chat Completions, Messages, count_tokens, Responses): validate, resolve
- * the model, forward every field with only `model` replaced, and return the upstream's JSON or SSE
- * unchanged (apart from the model's declared stream fixups), recording usage on the way.
+ * the model, forward the client's bytes with only `model` replaced (and `include_usage` set on Chat
+ * Completions streams), and return the upstream's JSON or SSE unchanged (apart from the model's
+ * declared stream fixups), recording usage on the way.
  */
 export function compatibleRoute(route: UpstreamRouteId, services: RouteServices): RequestHandler {
   return async function handleCompatibleRequest(req: Request, res: Response) {
     const startedAt = performance.now();
-    const body = await readJsonObject(req, services.bodyLimitBytes);
+    // Closures below keep only the bytes: the parsed body is dropped once validated.
+    const { bytes: clientBytes, body, members, end } = await readJsonRequestBody(req, services.bodyLimitBytes);
+    assertReadKeysOnce(members);
     const resolved = resolveRequest(services, route, body);
     const caller = await admitCaller(services, res, resolved);
     const endpoint = endpointFor(services, resolved);
@@ -86,10 +88,10 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     const upstreamRoute = registry.upstreamRoute(resolved, route);
     const format = upstreamRoute.format;
     const stream = body.stream === true;
-    body.model = registry.upstreamModel(resolved, route);
-    if (stream && format === 'chat-completions') {
-      body.stream_options = { ...(isObject(body.stream_options) ? body.stream_options : {}), include_usage: true };
-    }
+    const forwarded = upstreamBody(clientBytes, members, end, {
+      model: registry.upstreamModel(resolved, route),
+      withIncludeUsage: stream && format === 'chat-completions',
+    });
 
     const streamed = new StreamedText((data) => services.usage.streamedText(format, data));
     const record = (status: number, usage: TokenUsage | undefined, consumed: boolean) => {
@@ -102,7 +104,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
         latencyMs: performance.now() - startedAt,
         usage,
         consumed,
-        requestBody: body,
+        requestBody: () => JSON.parse(clientBytes.toString('utf8')) as Record<string, unknown>,
         responseText: () => streamed.value(),
       };
       services.usage.record(exchange);
@@ -115,7 +117,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     const abort = abortOnClientClose(res);
     let response: Dispatcher.ResponseData;
     try {
-      response = await services.upstream.post({ endpoint, route: upstreamRoute, body: JSON.stringify(body), clientHeaders: req.headers, signal: abort.signal });
+      response = await services.upstream.post({ endpoint, route: upstreamRoute, body: forwarded, clientHeaders: req.headers, signal: abort.signal });
     } catch (error) {
       if (abort.signal.aborted) return record(499, undefined, true);
       if (error instanceof UpstreamTransportError) return fail(502, upstreamFailure(endpoint.provider, error.reason, error));

@@ -171,7 +171,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         latencyMs: performance.now() - startedAt,
         usage,
         consumed: usage !== undefined,
-        requestBody: upstreamBody,
+        requestBody: () => upstreamBody,
         responseText: () => '',
       });
 

@@ -26,8 +26,11 @@ export interface Exchange {
   readonly usage: TokenUsage | undefined;
   /** Whether tokens were consumed upstream, so that missing usage must be estimated (false for upstream errors). */
   readonly consumed: boolean;
-  /** The request body as sent upstream and the text streamed back so far, for estimates. */
-  readonly requestBody: Record<string, unknown>;
+  /**
+   * The request body (parsed on call: only estimates need it, so a stream does not hold the parsed body
+   * while it runs) and the text streamed back so far, for estimates.
+   */
+  readonly requestBody: () => Record<string, unknown>;
   readonly responseText: () => string;
 }
 

@@ -22,7 +22,8 @@ export function upstreamEndpoint(provider: string, baseUrl: string, apiKey?: str
 export interface UpstreamRequest {
   readonly endpoint: UpstreamEndpoint;
   readonly route: UpstreamRoute;
-  readonly body: string;
+  /** The JSON body, sent as these bytes. */
+  readonly body: string | Buffer;
   /** The client's request headers, of which the route's `forwardHeaders` are passed on. */
   readonly clientHeaders?: IncomingHttpHeaders;
   /** Aborts the upstream request (the client went away, or an attempt timed out). */

@@ -81,7 +81,7 @@ export class GatewayUsageAccounting implements UsageAccounting {
       const cutShort = exchange.stream && exchange.status === CLIENT_CLOSED;
       if (reported && !cutShort) return finish(reported, false);
       if (!exchange.consumed || exchange.route === 'count-tokens') return finish(reported, false);
-      const estimate = estimateUsage(exchange.requestBody, exchange.responseText()).then(
+      const estimate = estimateUsage(exchange.requestBody(), exchange.responseText()).then(
         (counted) => {
           if (!reported) return finish(counted, true);
           const estimatedOutput = counted.outputTokens > reported.outputTokens;

@@ -80,6 +80,38 @@ describe('bearer authenticator', () => {
     expect(JSON.stringify([managed.body, fixed.body])).not.to.match(/sk-|[0-9a-f]{64}/);
   });
 
+  describe('x-api-key on the Messages paths', () => {
+    for (const path of ['/v1/messages', '/v1/messages/count_tokens']) {
+      it(`accepts a gateway key in x-api-key on ${path}, like a bearer token`, async () => {
+        const answer = await send(app.url, path, { apiKey: keys.limited });
+        expect(answer.status).to.equal(200);
+        expect(answer.body.caller).to.include({ name: 'limited', rpm: 7 });
+        expect((await send(app.url, path, { apiKey: STATIC_KEY })).body.caller).to.include({ name: 'static key 1' });
+      });
+    }
+
+    it('lets Authorization win when both headers are sent', async () => {
+      const both = await send(app.url, '/v1/messages', { key: keys.narrow, apiKey: keys.limited });
+      expect(both.body.caller).to.include({ name: 'narrow' });
+      const badBearer = await send(app.url, '/v1/messages', { authorization: 'Bearer sk-unknownunknownunknown', apiKey: keys.limited });
+      expect(badBearer).to.deep.include({ status: 401, body: { detail: 'Invalid API key' } });
+    });
+
+    it('keeps the 401 and 403 texts for x-api-key', async () => {
+      expect(await send(app.url, '/v1/messages', { apiKey: 'sk-unknownunknownunknown' })).to.deep.include({ status: 401, body: { detail: 'Invalid API key' } });
+      expect(await send(app.url, '/v1/messages', { apiKey: 'pk-0123456789abcdef' })).to.deep.include({
+        status: 401,
+        body: { detail: "Invalid API key: keys start with 'sk-' followed by letters, digits, '-' or '_'" },
+      });
+      expect(await send(app.url, '/v1/messages', { apiKey: keys.revoked })).to.deep.include({ status: 403, body: { detail: 'This API key has been revoked' } });
+      expect(await send(app.url, '/v1/messages', { apiKey: '  ' })).to.deep.include({ status: 401, body: { detail: refused[0]![2] } });
+    });
+
+    it('ignores x-api-key on the other model routes', async () => {
+      expect(await send(app.url, '/v1/chat/completions', { apiKey: keys.active })).to.deep.include({ status: 401, body: { detail: refused[0]![2] } });
+    });
+  });
+
   it('assertModelAllowed refuses a model outside the key\'s list with 403, by canonical ID', () => {
     expect(() => assertModelAllowed({ id: 'key_1', models: ['alpha/gen-5.5'] }, 'alpha/gen-5.5')).not.to.throw();
     expect(() => assertModelAllowed({ id: 'key_1' }, 'beta/anything')).not.to.throw();

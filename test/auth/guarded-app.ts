@@ -24,7 +24,7 @@ export interface GuardedApp {
 
 /**
  * A tiny app on a real socket, as the gateway mounts the pieces: `GET /v1/models` behind the catalog
- * guard, `POST /v1/chat/completions` behind the model guard (answering the caller from
+ * guard, `POST /v1/chat/completions` and the Messages paths behind the model guard (answering the caller from
  * `res.locals.apiKey`), optional routers, and the gateway's error middleware (plain `{detail}` bodies).
  */
 export async function startGuardedApp(options: {
@@ -35,7 +35,9 @@ export async function startGuardedApp(options: {
 }): Promise<GuardedApp> {
   const app = express();
   app.get('/v1/models', ...(options.catalog ?? []), (_req, res) => void res.json({ data: [] }));
-  app.post('/v1/chat/completions', ...(options.model ?? []), (_req, res) => void res.json({ caller: res.locals.apiKey ?? null }));
+  for (const path of ['/v1/chat/completions', '/v1/messages', '/v1/messages/count_tokens']) {
+    app.post(path, ...(options.model ?? []), (_req, res) => void res.json({ caller: res.locals.apiKey ?? null }));
+  }
   for (const [path, router] of Object.entries(options.routers ?? {})) app.use(path, router);
   app.use(errorMiddleware(() => 'plain', options.logger ?? pino({ level: 'silent' })));
   const server: Server = await new Promise((resolve) => {
@@ -59,10 +61,11 @@ export interface Answer {
 }
 
 /** One request with an optional bearer key; the JSON answer and how long it took. */
-export async function send(url: string, path: string, options: { key?: string; authorization?: string; method?: string; body?: unknown } = {}): Promise<Answer> {
+export async function send(url: string, path: string, options: { key?: string; authorization?: string; apiKey?: string; method?: string; body?: unknown } = {}): Promise<Answer> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`;
   if (options.authorization !== undefined) headers.authorization = options.authorization;
+  if (options.apiKey !== undefined) headers['x-api-key'] = options.apiKey;
   const method = options.method ?? (path === '/v1/models' ? 'GET' : 'POST');
   const started = performance.now();
   const response = await fetch(`${url}${path}`, {

@@ -6,6 +6,8 @@ export interface SeenRequest {
   readonly path: string;
   readonly headers: IncomingMessage['headers'];
   readonly body: string;
+  /** The body exactly as received. */
+  readonly bytes: Buffer;
 }
 
 export type Script = (req: IncomingMessage, res: ServerResponse, body: string) => unknown;
@@ -25,8 +27,9 @@ export class ScriptedUpstream {
     server.on('request', async (req, res) => {
       const chunks: Buffer[] = [];
       for await (const chunk of req) chunks.push(chunk as Buffer);
-      const body = Buffer.concat(chunks).toString('utf8');
-      upstream.requests.push({ method: req.method!, path: req.url!, headers: req.headers, body });
+      const bytes = Buffer.concat(chunks);
+      const body = bytes.toString('utf8');
+      upstream.requests.push({ method: req.method!, path: req.url!, headers: req.headers, body, bytes });
       await upstream.script(req, res, body);
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

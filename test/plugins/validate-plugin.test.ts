@@ -30,6 +30,8 @@ describe('validatePlugin', () => {
     ['an alias whose target misses a route', (p) => (p.aliases[0].target = 'acme/hidden'), "aliases[0].target: 'acme/hidden' does not serve the alias's route(s) chat, responses"],
     ['a duplicate alias', (p) => p.aliases.push({ ...p.aliases[0] }), "aliases: duplicate alias 'acme-latest'"],
     ['a fixup on a model of another route', (p) => (p.streamFixups = [{ name: 'x', route: 'responses', models: ['acme/hidden'], fixup: () => undefined }]), 'streamFixups[0].models'],
+    ['a route forwarding the client\'s Authorization header', (p) => (p.routes.responses.forwardHeaders = ['openai-beta', 'authorization']), 'routes.responses.forwardHeaders: must not name authorization or x-api-key'],
+    ['a route forwarding the client\'s x-api-key header', (p) => (p.routes.responses.forwardHeaders = ['x-api-key']), 'routes.responses.forwardHeaders: must not name authorization or x-api-key'],
     ['a fixup that is not a function', (p) => (p.streamFixups = [{ name: 'x', route: 'chat-completions', models: ['acme/one'], fixup: 'no' }]), 'streamFixups[0].fixup: must be a function'],
   ];
   for (const [name, change, message] of cases) {

@@ -20,7 +20,15 @@ const nearValid = fc.record(
   },
   { requiredKeys: [] },
 );
+// Deep nesting, balanced or not, inside and outside the checked fields.
+const deep = fc
+  .tuple(fc.nat({ max: 3000 }), fc.constantFrom('[', '{"a":'), fc.boolean(), fc.constantFrom('x', 'messages', 'tools', 'input'))
+  .map(([levels, open, balanced, field]) => {
+    const close = open === '[' ? ']' : '}';
+    return `{"model":"acme/one","max_tokens":5,"input":"hi","messages":[{"role":"user","content":"hi"}],"${field}":${open.repeat(levels)}1${balanced ? close.repeat(levels) : ''}}`;
+  });
 const body = fc.oneof(
+  deep,
   nearValid.map((value) => JSON.stringify(value)),
   fc.jsonValue().map((value) => JSON.stringify(value)),
   fc.string(),

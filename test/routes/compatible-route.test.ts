@@ -205,12 +205,40 @@ describe('compatible routes', () => {
       expect(upstream.requests).to.have.length(0);
     });
 
+    it('lists at most 50 bad items of a long array, with their own indexes, and counts the rest', async () => {
+      const many = Array.from({ length: 2000 }, (_, index) => ({ content: `m${index}` }));
+      const all = await post(app, '/v1/chat/completions', { model: 'acme/one', messages: many });
+      expect(all.status).to.equal(400);
+      const errors = all.json().errors as string[];
+      expect(errors).to.have.length(51);
+      expect(errors[0]).to.equal("Field 'messages[0].role': is required");
+      expect(errors).to.include("Field 'messages[49].role': is required");
+      expect(errors.at(-1)).to.equal("Field 'messages': 1950 more items are invalid (only the first 50 are listed)");
+
+      const two = many.map((message, index) => (index === 10 || index === 1500 ? message : { role: 'user', ...message }));
+      const some = await post(app, '/v1/chat/completions', { model: 'acme/one', messages: [...two, 'not a message'], tools: [1] });
+      expect(some.json().errors).to.have.members([
+        "Field 'messages[10].role': is required",
+        "Field 'messages[1500].role': is required",
+        "Field 'messages[2000]': must be an object",
+        "Field 'tools[0]': must be an object",
+      ]);
+      expect(upstream.requests).to.have.length(0);
+    });
+
     it('makes a model outside the route\'s set a field error beside the others', async () => {
       const response = await post(app, '/v1/responses', { model: 'bolt/bolt-1' });
       expect(response.json().errors).to.deep.equal([
         "Field 'input': is required",
         "Field 'model': 'bolt/bolt-1' is not available on /v1/responses; it is served on /v1/chat/completions",
       ]);
+    });
+
+    it('keeps input required on Responses, also for a stored prompt', async () => {
+      const response = await post(app, '/v1/responses', { model: 'two', prompt: { id: 'pmpt_123', variables: { city: 'Oslo' } } });
+      expect(response.status).to.equal(400);
+      expect(response.json().errors).to.deep.equal(["Field 'input': is required"]);
+      expect(upstream.requests).to.have.length(0);
     });
 
     it('requires max_tokens on messages, with the Messages envelope', async () => {

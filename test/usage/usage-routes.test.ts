@@ -152,7 +152,7 @@ describe('usage accounting of exchanges', () => {
     latencyMs: 3,
     usage: undefined,
     consumed: true,
-    requestBody: { model: 'model-1', messages: [{ role: 'user', content: 'Tell me a story about a lighthouse keeper.' }] },
+    requestBody: () => ({ model: 'model-1', messages: [{ role: 'user', content: 'Tell me a story about a lighthouse keeper.' }] }),
     responseText: () => 'Once upon a time, a keeper lived alone on a rock.',
     ...overrides,
   });
