@@ -24,7 +24,8 @@ function stringOf(schema: Schema): string {
 function numberOf(schema: Schema, integer: boolean): number {
   const low = typeof schema.minimum === 'number' ? schema.minimum : typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum + (integer ? 1 : 0.5) : undefined;
   const high = typeof schema.maximum === 'number' ? schema.maximum : typeof schema.exclusiveMaximum === 'number' ? schema.exclusiveMaximum - (integer ? 1 : 0.5) : undefined;
-  const value = low ?? (high !== undefined ? Math.min(high, 1) : 1);
+  // 1 when the bounds allow it (zod's integers carry the safe-integer range as bounds), else the nearest bound.
+  const value = Math.min(Math.max(1, low ?? -Infinity), high ?? Infinity);
   return integer ? Math.ceil(value) : value;
 }
 
