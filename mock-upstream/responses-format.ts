@@ -81,15 +81,15 @@ function events(answer: MockAnswer, options: AnswerOptions): MockEvent[] {
   const completed = () => event('response.completed', { response: json(answer, options) });
   if (answer.toolCall) {
     const call = { item_id: `fc_${answer.id}`, output_index: 0 };
-    const done = completed();
-    return [
+    const events = [
       ...opening,
       event('response.output_item.added', { output_index: 0, item: functionCall(answer, 'in_progress') }),
       ...answer.toolCall.argumentPieces.map((piece) => event('response.function_call_arguments.delta', { ...call, delta: piece })),
       event('response.function_call_arguments.done', { ...call, name: answer.toolCall.name, arguments: answer.toolCall.arguments }),
       event('response.output_item.done', { output_index: 0, item: functionCall(answer, 'completed') }),
-      options.withUsage ? { ...done, usage: usageOf(answer) } : done,
     ];
+    const done = completed();
+    return [...events, options.withUsage ? { ...done, usage: usageOf(answer) } : done];
   }
   const events = [
     ...opening,
