@@ -19,12 +19,19 @@ import {
  */
 const SEARCH_GROUNDING_TOOL = 'googleSearch';
 
-/** Tools (`type: function`), `tool_choice`, a last `tool` (or legacy `function`) message, `response_format`. */
+/**
+ * Tools (`type: function`) and `tool_choice`, or else the legacy `functions` and `function_call`; a last
+ * `tool` (or legacy `function`) message; `response_format`.
+ */
 function intent(body: Record<string, unknown>): RequestIntent {
-  const tools = (Array.isArray(body.tools) ? body.tools : [])
+  let tools = (Array.isArray(body.tools) ? body.tools : [])
     .filter((tool) => isObject(tool) && tool.type === 'function' && isObject(tool.function) && typeof tool.function.name === 'string' && tool.function.name !== SEARCH_GROUNDING_TOOL)
     .map((tool) => ({ name: tool.function.name as string, parameters: tool.function.parameters }));
-  const choice = body.tool_choice;
+  let choice = body.tool_choice;
+  if (tools.length === 0 && Array.isArray(body.functions)) {
+    tools = body.functions.filter((entry) => isObject(entry) && typeof entry.name === 'string').map((entry) => ({ name: entry.name as string, parameters: entry.parameters, legacy: true }));
+    choice = isObject(body.function_call) ? { function: body.function_call } : body.function_call;
+  }
   const last = Array.isArray(body.messages) ? body.messages.at(-1) : undefined;
   const format = body.response_format;
   return chooseIntent({
@@ -51,22 +58,23 @@ function usage(answer: MockAnswer, completionTokens: number, totalTokens = answe
   };
 }
 
+function message(answer: MockAnswer) {
+  const call = answer.toolCall;
+  const base = { role: 'assistant', content: call ? null : answer.pieces.join(''), refusal: null, annotations: [] };
+  if (call?.legacy) return { ...base, function_call: { name: call.name, arguments: call.arguments } };
+  if (call) return { ...base, tool_calls: [{ id: callId(answer), type: 'function', function: { name: call.name, arguments: call.arguments } }] };
+  return base;
+}
+
+const finishReason = (answer: MockAnswer) => (answer.toolCall?.legacy ? 'function_call' : answer.toolCall ? 'tool_calls' : 'stop');
+
 function json(answer: MockAnswer, options: AnswerOptions): unknown {
   return {
     id: `chatcmpl-${answer.id}`,
     object: 'chat.completion',
     created: nowSeconds(),
     model: answer.model,
-    choices: [
-      answer.toolCall
-        ? {
-            index: 0,
-            message: { role: 'assistant', content: null, tool_calls: [{ id: callId(answer), type: 'function', function: { name: answer.toolCall.name, arguments: answer.toolCall.arguments } }], refusal: null, annotations: [] },
-            logprobs: null,
-            finish_reason: 'tool_calls',
-          }
-        : { index: 0, message: { role: 'assistant', content: answer.pieces.join(''), refusal: null, annotations: [] }, logprobs: null, finish_reason: 'stop' },
-    ],
+    choices: [{ index: 0, message: message(answer), logprobs: null, finish_reason: finishReason(answer) }],
     ...(options.withUsage ? { usage: usage(answer, answer.outputTokens) } : {}),
     service_tier: 'default',
     system_fingerprint: 'fp_mock',
@@ -82,13 +90,20 @@ function events(answer: MockAnswer, options: AnswerOptions): MockEvent[] {
   const last = answer.pieces.length - 1;
 
   if (answer.toolCall) {
-    // A tool call streams as OpenAI's does (whatever the profile): the id and name first, then the arguments in pieces.
+    // A tool call (or legacy function_call) streams as OpenAI's does, whatever the profile: the id and
+    // name first, then the arguments in pieces.
     const { name, argumentPieces } = answer.toolCall;
-    const events = [
-      chunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: callId(answer), type: 'function', function: { name, arguments: '' } }], refusal: null }),
-      ...argumentPieces.map((piece) => chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] })),
-      chunk({}, 'tool_calls'),
-    ];
+    const events = answer.toolCall.legacy
+      ? [
+          chunk({ role: 'assistant', content: null, function_call: { name, arguments: '' }, refusal: null }),
+          ...argumentPieces.map((piece) => chunk({ function_call: { arguments: piece } })),
+          chunk({}, 'function_call'),
+        ]
+      : [
+          chunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: callId(answer), type: 'function', function: { name, arguments: '' } }], refusal: null }),
+          ...argumentPieces.map((piece) => chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] })),
+          chunk({}, 'tool_calls'),
+        ];
     if (options.includeUsage && options.withUsage) events.push({ data: { ...base, choices: [], usage: usage(answer, answer.outputTokens) }, usage: usageOf(answer) });
     return [...events, done];
   }

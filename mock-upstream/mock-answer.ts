@@ -15,6 +15,8 @@ export interface ReportedUsage {
 export interface OfferedTool {
   readonly name: string;
   readonly parameters: unknown;
+  /** A Chat Completions legacy `functions` entry, answered with `function_call` instead of `tool_calls`. */
+  readonly legacy?: boolean;
 }
 
 /**
@@ -37,6 +39,8 @@ export interface MockToolCall {
   readonly argumentPieces: readonly string[];
   /** 24 random letters and digits each format dresses as its own call id (`call_…`, `toolu_01…`). */
   readonly callId: string;
+  /** Answered as a legacy Chat Completions `function_call`. */
+  readonly legacy?: boolean;
 }
 
 /** What one mock answer is made of, whatever the wire format. */
@@ -158,7 +162,7 @@ export function buildAnswer(body: Body, overrides: { reply?: string; cachedToken
   };
   if (intent.kind === 'tool-call') {
     const args = JSON.stringify(schemaInstance(intent.tool.parameters ?? { type: 'object', properties: {} }));
-    const toolCall = { name: intent.tool.name, arguments: args, argumentPieces: jsonPieces(args), callId: randomBase62(24) };
+    const toolCall = { name: intent.tool.name, arguments: args, argumentPieces: jsonPieces(args), callId: randomBase62(24), ...(intent.tool.legacy ? { legacy: true } : {}) };
     return { ...common, pieces: [''], toolCall, outputTokens: Math.ceil((toolCall.name.length + args.length) / 4) + 8 };
   }
   let reply: string;

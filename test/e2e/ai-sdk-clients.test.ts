@@ -3,6 +3,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, Output, stepCountIs, streamText, tool, type LanguageModel } from 'ai';
 import { expect } from 'chai';
+import { request } from 'undici';
 import { z } from 'zod';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';
 
@@ -138,6 +139,29 @@ describe('end to end: the Vercel AI SDK providers against the running gateway', 
       });
     });
   }
+
+  it('the gateway records each streamed tool-calling round trip with the usage the upstream reported', async () => {
+    const totals = async () => {
+      await test.gateway.flushUsage();
+      const response = await request(`${test.url}/v1/usage`, { headers: { authorization: `Bearer ${TEST_KEY}` } });
+      const rows = ((await response.body.json()) as { data: { requests: number; input_tokens: number; output_tokens: number }[] }).data;
+      return rows.reduce((sum, row) => ({ requests: sum.requests + row.requests, input: sum.input + row.input_tokens, output: sum.output + row.output_tokens }), { requests: 0, input: 0, output: 0 });
+    };
+    for (const client of clients) {
+      test.upstreams[client.vendor].reset();
+      const before = await totals();
+      const result = streamText({ model: client.model(test), prompt: 'Weather, counted?', tools: { weather: weatherTool([]) }, stopWhen: stepCountIs(3), maxRetries: 0 });
+      await result.consumeStream();
+      const reported = test.upstreams[client.vendor].requests.map((entry) => entry.reportedUsage!);
+      expect(reported, client.name).to.have.length(2);
+      const after = await totals();
+      expect({ requests: after.requests - before.requests, input: after.input - before.input, output: after.output - before.output }, client.name).to.deep.equal({
+        requests: 2,
+        input: reported[0]!.inputTokens + reported[1]!.inputTokens,
+        output: reported[0]!.outputTokens + reported[1]!.outputTokens,
+      });
+    }
+  });
 
   it('@ai-sdk/openai chat sends the assistant tool-call turn back with content null, and the gateway forwards it', async () => {
     const model = clients[0]!.model(test);

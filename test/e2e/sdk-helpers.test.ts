@@ -70,6 +70,19 @@ describe('end to end: the official SDKs\' helpers against the running gateway', 
       expect(second.choices[0]!.message.content).to.equal(FINAL);
     });
 
+    it('a hand-written loop with the legacy functions sends the function_call turn back with content null and gets the answer', async () => {
+      const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Lima?' }];
+      const functions = [{ name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
+      const first = await openai.chat.completions.create({ model, messages, functions });
+      const message = first.choices[0]!.message;
+      expect(first.choices[0]!.finish_reason).to.equal('function_call');
+      expect(message).to.deep.include({ content: null, function_call: { name: 'weather', arguments: '{"city":"mock"}' } });
+      messages.push(message, { role: 'function', name: 'weather', content: runWeather(JSON.parse(message.function_call!.arguments)) });
+      const second = await openai.chat.completions.create({ model, messages, functions });
+      expect(second.choices[0]!.message.content).to.equal(FINAL);
+      expect(test.upstreams.delta.requests[1]!.body.messages[1]).to.deep.include({ role: 'assistant', content: null });
+    });
+
     it('stream() streams text', async () => {
       const stream = openai.chat.completions.stream({ model, messages: [{ role: 'user', content: 'Stream helper' }] });
       const deltas: string[] = [];

@@ -86,6 +86,23 @@ describe('mock upstream: answers like a model (tool calls, tool results, structu
       expect(required.json.choices[0].finish_reason).to.equal('tool_calls');
     });
 
+    it('answers a legacy function_call for `functions` (JSON and streamed), and text after a `function` message', async () => {
+      const functions = [{ name: 'weather', parameters: weatherParameters }];
+      const { json } = await post(upstream, '/chat/completions', { model: 'm', messages: user, functions });
+      expect(json.choices[0]).to.deep.include({ finish_reason: 'function_call' });
+      expect(json.choices[0].message).to.deep.include({ content: null, function_call: { name: 'weather', arguments: JSON.stringify(WEATHER_ARGS) } });
+      expect(json.choices[0].message).not.to.have.property('tool_calls');
+      const { events } = await post(upstream, '/chat/completions', { model: 'm', messages: user, functions, stream: true });
+      const deltas = events.slice(0, -1).map((event) => event.data.choices[0].delta);
+      expect(deltas[0].function_call).to.deep.equal({ name: 'weather', arguments: '' });
+      expect(JSON.parse(deltas.map((delta) => delta.function_call?.arguments ?? '').join(''))).to.deep.equal(WEATHER_ARGS);
+      expect(events.at(-2)!.data.choices[0].finish_reason).to.equal('function_call');
+      const none = await post(upstream, '/chat/completions', { model: 'm', messages: user, functions, function_call: 'none' });
+      expect(none.json.choices[0].finish_reason).to.equal('stop');
+      const afterCall = await post(upstream, '/chat/completions', { model: 'm', messages: [...user, { role: 'assistant', content: null, function_call: { name: 'weather', arguments: '{}' } }, { role: 'function', name: 'weather', content: 'Fog' }], functions });
+      expect(afterCall.json.choices[0].message.content).to.equal('Mock reply using the tool result: Fog');
+    });
+
     it('never calls the search-grounding tool, which the upstream runs itself', async () => {
       const { json } = await post(upstream, '/chat/completions', { model: 'm', messages: user, tools: [{ type: 'function', function: { name: 'googleSearch' } }] });
       expect(json.choices[0].message.content).to.equal('Mock reply to: Weather in Paris?');
