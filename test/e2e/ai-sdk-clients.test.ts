@@ -5,7 +5,7 @@ import { generateText, Output, stepCountIs, streamText, tool, type LanguageModel
 import { expect } from 'chai';
 import { request } from 'undici';
 import { z } from 'zod';
-import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';
+import { startTestGateway, TEST_KEY, UPSTREAM_KEY, type TestGateway } from '../helpers/test-gateway.ts';
 
 type Vendor = keyof TestGateway['upstreams'];
 
@@ -190,7 +190,7 @@ describe('end to end: the Vercel AI SDK providers against the running gateway', 
     await generateText({ model: clients[2]!.model(test), prompt: 'Who am I?', maxRetries: 0 });
     const seen = test.upstreams.beta.requests[0]!;
     expect(seen.status).to.equal(200);
-    expect(seen.headers['x-api-key']).not.to.equal(TEST_KEY);
+    expect(seen.headers['x-api-key']).to.equal(UPSTREAM_KEY);
     expect(seen.headers.authorization).to.equal(undefined);
   });
 });

@@ -5,7 +5,7 @@ import { tool } from '@langchain/core/tools';
 import { ChatOpenAI } from '@langchain/openai';
 import { expect } from 'chai';
 import { z } from 'zod';
-import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';
+import { startTestGateway, TEST_KEY, UPSTREAM_KEY, type TestGateway } from '../helpers/test-gateway.ts';
 
 type Vendor = keyof TestGateway['upstreams'];
 
@@ -126,7 +126,7 @@ describe('end to end: LangChain JS chat models against the running gateway', fun
     await clients[2]!.model(test).invoke('Who am I?');
     const seen = test.upstreams.beta.requests[0]!;
     expect(seen.status).to.equal(200);
-    expect(seen.headers['x-api-key']).not.to.equal(TEST_KEY);
+    expect(seen.headers['x-api-key']).to.equal(UPSTREAM_KEY);
     expect(seen.headers.authorization).to.equal(undefined);
   });
 });
