@@ -1,4 +1,49 @@
-import { nowSeconds, usageOf, type AnswerOptions, type MockAnswer, type MockEvent, type ReportedUsage, type WireFormat } from './mock-answer.ts';
+import {
+  chooseIntent,
+  isObject,
+  nowSeconds,
+  resultText,
+  usageOf,
+  type AnswerOptions,
+  type IntentFields,
+  type MockAnswer,
+  type MockEvent,
+  type RequestIntent,
+  type ReportedUsage,
+  type WireFormat,
+} from './mock-answer.ts';
+
+/**
+ * The search-grounding tool of gamma-style upstreams: a function tool with this reserved name that the
+ * upstream runs itself, so a model never answers a call to it.
+ */
+const SEARCH_GROUNDING_TOOL = 'googleSearch';
+
+/**
+ * Tools (`type: function`) and `tool_choice`, or else the legacy `functions` and `function_call`; a last
+ * `tool` (or legacy `function`) message; `response_format`.
+ */
+function intent(body: Record<string, unknown>): RequestIntent {
+  let tools = (Array.isArray(body.tools) ? body.tools : [])
+    .filter((tool) => isObject(tool) && tool.type === 'function' && isObject(tool.function) && typeof tool.function.name === 'string' && tool.function.name !== SEARCH_GROUNDING_TOOL)
+    .map((tool) => ({ name: tool.function.name as string, parameters: tool.function.parameters }));
+  let choice = body.tool_choice;
+  if (tools.length === 0 && Array.isArray(body.functions)) {
+    tools = body.functions.filter((entry) => isObject(entry) && typeof entry.name === 'string').map((entry) => ({ name: entry.name as string, parameters: entry.parameters, legacy: true }));
+    choice = isObject(body.function_call) ? { function: body.function_call } : body.function_call;
+  }
+  const last = Array.isArray(body.messages) ? body.messages.at(-1) : undefined;
+  const format = body.response_format;
+  return chooseIntent({
+    tools,
+    choice: (choice === 'none' || choice === 'required' ? choice : isObject(choice) && isObject(choice.function) && typeof choice.function.name === 'string' ? { name: choice.function.name } : 'auto') as IntentFields['choice'],
+    ...(isObject(last) && (last.role === 'tool' || last.role === 'function') ? { toolResult: resultText(last.content) } : {}),
+    ...(isObject(format) && format.type === 'json_schema' ? { schema: isObject(format.json_schema) ? (format.json_schema.schema ?? {}) : {} } : {}),
+    ...(isObject(format) && format.type === 'json_object' ? { schema: {} } : {}),
+  });
+}
+
+const callId = (answer: MockAnswer) => `call_${answer.toolCall!.callId}`;
 
 /** Thinking tokens the `running-usage` profile counts in `total_tokens` only, as the gamma-style upstream does. */
 const THINKING_TOKENS = 40;
@@ -13,13 +58,23 @@ function usage(answer: MockAnswer, completionTokens: number, totalTokens = answe
   };
 }
 
+function message(answer: MockAnswer) {
+  const call = answer.toolCall;
+  const base = { role: 'assistant', content: call ? null : answer.pieces.join(''), refusal: null, annotations: [] };
+  if (call?.legacy) return { ...base, function_call: { name: call.name, arguments: call.arguments } };
+  if (call) return { ...base, tool_calls: [{ id: callId(answer), type: 'function', function: { name: call.name, arguments: call.arguments } }] };
+  return base;
+}
+
+const finishReason = (answer: MockAnswer) => (answer.toolCall?.legacy ? 'function_call' : answer.toolCall ? 'tool_calls' : 'stop');
+
 function json(answer: MockAnswer, options: AnswerOptions): unknown {
   return {
     id: `chatcmpl-${answer.id}`,
     object: 'chat.completion',
     created: nowSeconds(),
     model: answer.model,
-    choices: [{ index: 0, message: { role: 'assistant', content: answer.pieces.join(''), refusal: null, annotations: [] }, logprobs: null, finish_reason: 'stop' }],
+    choices: [{ index: 0, message: message(answer), logprobs: null, finish_reason: finishReason(answer) }],
     ...(options.withUsage ? { usage: usage(answer, answer.outputTokens) } : {}),
     service_tier: 'default',
     system_fingerprint: 'fp_mock',
@@ -33,6 +88,25 @@ function events(answer: MockAnswer, options: AnswerOptions): MockEvent[] {
   });
   const done: MockEvent = { data: '[DONE]' };
   const last = answer.pieces.length - 1;
+
+  if (answer.toolCall) {
+    // A tool call (or legacy function_call) streams as OpenAI's does, whatever the profile: the id and
+    // name first, then the arguments in pieces.
+    const { name, argumentPieces } = answer.toolCall;
+    const events = answer.toolCall.legacy
+      ? [
+          chunk({ role: 'assistant', content: null, function_call: { name, arguments: '' }, refusal: null }),
+          ...argumentPieces.map((piece) => chunk({ function_call: { arguments: piece } })),
+          chunk({}, 'function_call'),
+        ]
+      : [
+          chunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: callId(answer), type: 'function', function: { name, arguments: '' } }], refusal: null }),
+          ...argumentPieces.map((piece) => chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] })),
+          chunk({}, 'tool_calls'),
+        ];
+    if (options.includeUsage && options.withUsage) events.push({ data: { ...base, choices: [], usage: usage(answer, answer.outputTokens) }, usage: usageOf(answer) });
+    return [...events, done];
+  }
 
   if (options.profile === 'running-usage') {
     // Every chunk carries running totals, include_usage or not; thinking tokens are only in the total.
@@ -87,4 +161,4 @@ export function openAiError(status: number, message: string): unknown {
 }
 
 /** OpenAI Chat Completions, `POST /v1/chat/completions`. */
-export const chatCompletionsFormat: WireFormat = { requestIdHeader: 'x-request-id', json, events, error: openAiError };
+export const chatCompletionsFormat: WireFormat = { requestIdHeader: 'x-request-id', intent, json, events, error: openAiError };

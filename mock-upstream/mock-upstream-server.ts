@@ -168,7 +168,7 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     const profile = body.mock_profile ?? header(req, 'x-mock-profile') ?? options.profile ?? 'standard';
     if (!PROFILES.includes(profile)) return fail(400, `Unknown mock profile: ${String(profile)}`);
 
-    const answer = buildAnswer(body, { reply: replyHeader(req), cachedTokens: Number(header(req, 'x-mock-cached-tokens') ?? options.cachedTokens ?? 0) });
+    const answer = buildAnswer(body, { reply: replyHeader(req), cachedTokens: Number(header(req, 'x-mock-cached-tokens') ?? options.cachedTokens ?? 0) }, route.format.intent(body));
     const answerOptions = { withUsage: behaviour?.kind !== 'no-usage', includeUsage: body.stream_options?.include_usage === true, profile: profile as Profile };
     const drop = behaviour?.kind === 'drop-mid-stream' ? behaviour.afterEvents : undefined;
 
