@@ -279,6 +279,21 @@ describe('compatible routes', () => {
       expect(response.json().detail).to.equal("Upstream provider 'acme' failed: no response within 200 ms");
     });
 
+    it('answers 502 JSON to an upstream answer over the size limit, and keeps serving', async () => {
+      const big = Buffer.alloc(2 * 1024 * 1024, 'a');
+      upstream.script = (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(big);
+      };
+      const response = await post(app, '/v1/chat/completions', chat('acme/one'));
+      expect(response.status).to.equal(502);
+      expect(response.json().detail).to.equal("Upstream provider 'acme' failed: the answer broke off or was too large");
+      upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"usage":{"n":1}}');
+      expect((await post(app, '/v1/chat/completions', chat('acme/one'))).status).to.equal(200);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(app.exchanges.map((exchange) => exchange.status)).to.deep.equal([502, 200]);
+    });
+
     it('answers 502 saying what to set when a provider is not configured', async () => {
       await app.close();
       app = await startRouteTestApp(pluginsWithFixup(), {});

@@ -155,6 +155,14 @@ describe('POST /v1/chat', () => {
     upstream = await ScriptedUpstream.start();
   });
 
+  it('answers 502 JSON to an upstream answer over the size limit, and keeps serving', async () => {
+    upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(Buffer.alloc(2 * 1024 * 1024, 'a'));
+    const response = await chat(app, { model: 'acme/one', input: 'x', max_retries: 0 });
+    expect(response.status).to.equal(502);
+    upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(answer('ok', 1));
+    expect((await chat(app, { model: 'acme/one', input: 'x' })).status).to.equal(200);
+  });
+
   it('answers 502 when the upstream reports no usage', async () => {
     upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"text":"hi"}');
     const response = await chat(app, { model: 'acme/one', input: 'x' });
