@@ -13,6 +13,7 @@ import { readJsonObject } from '../http/json-body.ts';
 import type { ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId } from '../plugins/plugin-contract.ts';
 import { relaySse } from '../sse/sse-relay.ts';
+import { redactCredential } from '../upstream/redact-credential.ts';
 import { readBody, RELAYED_RESPONSE_HEADERS, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
 import { REQUEST_SCHEMAS } from './request-schemas.ts';
 import type { CallerKey, Exchange, RouteServices } from './route-services.ts';
@@ -165,8 +166,9 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
       usage = usageOf(bytes, extractor.fromBody);
       if (usage === undefined && format === 'chat-completions') return fail(502, usageMissing(endpoint.provider), true);
     }
-    res.writeHead(statusCode, { ...relayedHeaders(headers), 'content-length': String(bytes.length) });
-    res.end(bytes);
+    const relayed = redactCredential(bytes, endpoint.apiKey);
+    res.writeHead(statusCode, { ...relayedHeaders(headers), 'content-length': String(relayed.length) });
+    res.end(relayed);
     record(statusCode, usage, ok && format !== 'count-tokens');
   };
 }

@@ -14,6 +14,7 @@ import {
 import { readJsonObject } from '../http/json-body.ts';
 import { ROUTE_PATHS, type ModelRegistry, type ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage } from '../plugins/plugin-contract.ts';
+import { redactCredential } from '../upstream/redact-credential.ts';
 import { readBody, UpstreamTransportError } from '../upstream/upstream-client.ts';
 import { abortOnClientClose, admitCaller, endpointFor } from './compatible-route.ts';
 import type { RouteServices } from './route-services.ts';
@@ -123,9 +124,9 @@ type Attempt =
   | { kind: 'retry'; failure: GatewayError; waitMs?: number }
   | { kind: 'final'; failure: GatewayError };
 
-function upstreamMessage(body: Buffer): string {
+function upstreamMessage(body: Buffer, apiKey: string | undefined): string {
   try {
-    const parsed = JSON.parse(body.toString('utf8')) as { error?: { message?: unknown }; message?: unknown };
+    const parsed = JSON.parse(redactCredential(body, apiKey).toString('utf8')) as { error?: { message?: unknown }; message?: unknown };
     const message = parsed.error?.message ?? parsed.message;
     return typeof message === 'string' ? `: ${message.slice(0, 300)}` : '';
   } catch {
@@ -186,7 +187,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         const status = response.statusCode;
         if (status >= 200 && status < 300) return { kind: 'answer', status, body: bytes };
         if (status === 401 || status === 403) return { kind: 'final', failure: upstreamAuthRejected(provider, status) };
-        const failure = upstreamFailure(provider, `upstream answered ${status}${upstreamMessage(bytes)}`);
+        const failure = upstreamFailure(provider, `upstream answered ${status}${upstreamMessage(bytes, endpoint.apiKey)}`);
         if (RETRYABLE_STATUSES.has(status) || status >= 500) return { kind: 'retry', failure, waitMs: retryAfterMs(response.headers) };
         return { kind: 'final', failure };
       } catch (error) {

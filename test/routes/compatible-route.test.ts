@@ -103,6 +103,29 @@ describe('compatible routes', () => {
       expect(app.exchanges[0]).to.include({ status: 429, consumed: false });
     });
 
+    it('never relays the gateway\'s upstream credential that an upstream error body echoes', async () => {
+      upstream.script = (_req, res) =>
+        res.writeHead(400, { 'content-type': 'text/html' }).end('<p>Bad request from key upstream-secret-key (Bearer upstream-secret-key)</p>');
+      const response = await post(app, '/v1/chat/completions', chat('acme/one'));
+      expect(response.status).to.equal(400);
+      expect(response.text).to.equal('<p>Bad request from key [REDACTED] (Bearer [REDACTED])</p>');
+      expect(response.headers['content-length']).to.equal(String(Buffer.byteLength(response.text)));
+      expect(response.headers['x-content-type-options']).to.equal('nosniff');
+    });
+
+    it('sends X-Content-Type-Options: nosniff on relayed answers, gateway errors and unknown paths', async () => {
+      upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"usage":{"n":1}}');
+      const answers = [
+        await post(app, '/v1/chat/completions', chat('acme/one')),
+        await post(app, '/v1/chat/completions', { model: 42 }),
+        await post(app, '/v1/nothing', {}),
+      ];
+      upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end('data: {"usage":{"n":1}}\n\n');
+      answers.push(await post(app, '/v1/chat/completions', chat('acme/two', { stream: true })));
+      expect(answers.map((answer) => answer.status)).to.deep.equal([200, 400, 404, 200]);
+      for (const answer of answers) expect(answer.headers['x-content-type-options']).to.equal('nosniff');
+    });
+
     it('turns an upstream 401/403 (the gateway\'s own credentials) into 502', async () => {
       for (const status of [401, 403]) {
         upstream.script = (_req, res) => res.writeHead(status, { 'content-type': 'application/json' }).end('{"error":{"message":"bad key upstream-secret-key"}}');

@@ -124,10 +124,10 @@ describe('POST /v1/chat', () => {
   });
 
   it('does not retry a request the upstream refused as bad, nor its credentials', async () => {
-    upstream.script = (_req, res) => res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"context too long"}}');
+    upstream.script = (_req, res) => res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"context too long for upstream-secret-key"}}');
     const bad = await chat(app, { model: 'acme/one', input: 'x' });
     expect(bad.status).to.equal(502);
-    expect(bad.body.detail).to.contain('upstream answered 400: context too long');
+    expect(bad.body.detail).to.contain('upstream answered 400: context too long for [REDACTED]');
     upstream.script = (_req, res) => res.writeHead(401).end('{"error":{"message":"wrong key upstream-secret-key"}}');
     const refused = await chat(app, { model: 'acme/one', input: 'x' });
     expect(refused.status).to.equal(502);
