@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { request } from 'undici';
-import { backoffMs, DEFAULT_RETRY_POLICY, retryAfterMs, type RetryPolicy } from '../../src/routes/native-chat-route.ts';
+import { backoffMs, DEFAULT_RETRY_POLICY, MAX_RETRIES_CAP, retryAfterMs, type RetryPolicy } from '../../src/routes/native-chat-route.ts';
 import { samplePlugins } from '../plugins/sample-plugins.ts';
 import { ScriptedUpstream } from '../helpers/scripted-upstream.ts';
 import { startRouteTestApp, type RouteTestApp } from './route-test-app.ts';
@@ -141,6 +141,45 @@ describe('POST /v1/chat', () => {
     expect(response.status).to.equal(504);
     expect(response.body.detail).to.equal("Upstream provider 'acme' did not answer in time");
     expect(upstream.requests).to.have.length(2);
+  });
+
+  it('refuses max_retries above the documented cap with a 400, before any upstream call', async () => {
+    const response = await chat(app, { model: 'acme/one', input: 'x', max_retries: 1_000_000 });
+    expect(response.status).to.equal(400);
+    expect(response.body.errors).to.deep.equal([`Field 'max_retries': must be at most ${MAX_RETRIES_CAP}`]);
+    expect(upstream.requests).to.have.length(0);
+    upstream.script = (_req, res) => res.writeHead(503).end();
+    expect((await chat(app, { model: 'acme/one', input: 'x', max_retries: MAX_RETRIES_CAP })).status).to.equal(502);
+    expect(upstream.requests).to.have.length(MAX_RETRIES_CAP + 1);
+  });
+
+  it('waits at least the minimum backoff between attempts, even when the upstream says Retry-After: 0', async () => {
+    upstream.script = (_req, res) => res.writeHead(429, { 'retry-after': '0', 'retry-after-ms': '0' }).end();
+    const response = await chat(app, { model: 'acme/one', input: 'x', max_retries: 3 });
+    expect(response.status).to.equal(502);
+    expect(sleeps).to.deep.equal([DEFAULT_RETRY_POLICY.minDelayMs, DEFAULT_RETRY_POLICY.minDelayMs, DEFAULT_RETRY_POLICY.minDelayMs]);
+    expect(DEFAULT_RETRY_POLICY.minDelayMs).to.be.greaterThan(0);
+  });
+
+  it('bounds each attempt by the gateway\'s upstream timeout when the caller sends none, or a longer one', async () => {
+    await app.close();
+    app = await startRouteTestApp(samplePlugins(), { acme: upstream.url }, { retryPolicy: policy(), timeoutMs: 200 });
+    upstream.script = () => {};
+    const response = await chat(app, { model: 'acme/one', input: 'x', max_retries: 0 });
+    expect(response.status).to.equal(504);
+    const longer = await chat(app, { model: 'acme/one', input: 'x', max_retries: 0, timeout: 600 });
+    expect(longer.status).to.equal(504);
+    expect(upstream.requests).to.have.length(2);
+  });
+
+  it('ends a request at its total deadline, however many retries are left', async () => {
+    await app.close();
+    app = await startRouteTestApp(samplePlugins(), { acme: upstream.url }, { retryPolicy: { ...policy(), deadlineMs: 300 } });
+    upstream.script = () => {};
+    const response = await chat(app, { model: 'acme/one', input: 'x', max_retries: 10, timeout: 60 });
+    expect(response.status).to.equal(504);
+    expect(upstream.requests).to.have.length(1);
+    expect(app.exchanges.map((exchange) => exchange.status)).to.deep.equal([504]);
   });
 
   it('retries a refused connection', async () => {
