@@ -11,7 +11,7 @@ import type { GatewayConfig } from './config/gateway-config.ts';
 import { createRateLimiters } from './limits/rate-limiter.ts';
 import { loadPlugins } from './plugins/load-plugins.ts';
 import { ModelRegistry } from './plugins/model-registry.ts';
-import { nativeChatRoute } from './routes/native-chat-route.ts';
+import { DEFAULT_RETRY_POLICY, nativeChatRoute } from './routes/native-chat-route.ts';
 import type { RouteServices } from './routes/route-services.ts';
 import { createRedisClient, isReady, waitUntilReady, type RedisConnection } from './store/redis-client.ts';
 import { providerEndpoints } from './upstream/provider-endpoints.ts';
@@ -61,6 +61,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     usage: accounting,
     bodyLimitBytes: config.bodyLimitBytes,
     upstreamBodyLimitBytes: 64 * 1024 * 1024,
+    maxSseEventBytes: config.maxSseEventBytes,
   };
   const app = createApp({
     services,
@@ -68,7 +69,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     authenticate: createAuthenticator({ store: keys, staticKeys: config.apiKeys, logger }),
     modelRateLimit: limiters.perKey,
     catalogRateLimit: limiters.perAddress,
-    nativeChat: nativeChatRoute(services),
+    nativeChat: nativeChatRoute(services, { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs }),
     mount: (expressApp, add, guard) => {
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
       expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage) }));

@@ -5,6 +5,7 @@ import {
   isGatewayError,
   upstreamAuthRejected,
   upstreamFailure,
+  streamEventTooLarge,
   upstreamNotConfigured,
   usageMissing,
   type GatewayError,
@@ -12,6 +13,7 @@ import {
 import { readJsonObject } from '../http/json-body.ts';
 import type { ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId } from '../plugins/plugin-contract.ts';
+import { inBandError } from '../sse/in-band-error.ts';
 import { relaySse } from '../sse/sse-relay.ts';
 import { redactCredential } from '../upstream/redact-credential.ts';
 import { readBody, RELAYED_RESPONSE_HEADERS, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
@@ -143,8 +145,14 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
             usage = extractor.fromStreamEvent(usage, event);
             streamed.add(event.data);
           },
+          maxEventBytes: services.maxSseEventBytes,
+          rewrite: (bytes) => redactCredential(bytes, endpoint.apiKey),
         });
         if (outcome.clientClosed) return record(499, usage, true);
+        if (outcome.eventTooLarge) {
+          res.end(inBandError(format, streamEventTooLarge(endpoint.provider, services.maxSseEventBytes)));
+          return record(statusCode, usage, true);
+        }
         res.end();
         return record(statusCode, usage, true);
       } catch (error) {

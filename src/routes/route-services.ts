@@ -60,4 +60,6 @@ export interface RouteServices {
   readonly bodyLimitBytes: number;
   /** Largest upstream JSON answer the gateway reads, in bytes. */
   readonly upstreamBodyLimitBytes: number;
+  /** Largest single SSE event relayed; a larger one ends the stream with an in-band error. */
+  readonly maxSseEventBytes: number;
 }

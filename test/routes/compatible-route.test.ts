@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { request } from 'undici';
 import type { ProviderPlugin } from '../../src/plugins/plugin-contract.ts';
 import { samplePlugins } from '../plugins/sample-plugins.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { ScriptedUpstream } from '../helpers/scripted-upstream.ts';
 import { startRouteTestApp, type RouteTestApp } from './route-test-app.ts';
 
@@ -191,6 +192,57 @@ describe('compatible routes', () => {
       expect(untouched.text).to.equal(stream);
       const notStreamed = await post(app, '/v1/responses', { model: 'one', input: 'x', stream: true });
       expect(notStreamed.text).to.equal(stream);
+    });
+
+    it('ends a stream with an in-band error in the route\'s own format when one event passes the cap', async () => {
+      await app.close();
+      app = await startRouteTestApp(pluginsWithFixup(), { acme: upstream.url, bolt: upstream.url }, { maxSseEventBytes: 64 * 1024 });
+      let upstreamClosed = 0;
+      upstream.script = async (_req, res) => {
+        res.on('close', () => (upstreamClosed += 1));
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('event: first\ndata: {"usage":{"n":2}}\n\n');
+        res.write('data: {"huge":"');
+        for (let index = 0; index < 40 && !res.destroyed; index += 1) {
+          res.write('z'.repeat(4096));
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        res.end('"}\n\n');
+      };
+      const cases = [
+        { path: '/v1/chat/completions', body: chat('acme/two', { stream: true }), tail: /^data: (\{.*\})\n\n$/ },
+        { path: '/v1/messages', body: { model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] }, tail: /^event: error\ndata: (\{.*\})\n\n$/ },
+        { path: '/v1/responses', body: { model: 'one', input: 'x', stream: true }, tail: /^event: error\ndata: (\{.*\})\n\n$/ },
+      ];
+      for (const [index, { path, body, tail }] of cases.entries()) {
+        const response = await post(app, path, body);
+        expect(response.status).to.equal(200);
+        const first = 'event: first\ndata: {"usage":{"n":2}}\n\n';
+        expect(response.text.startsWith(first), path).to.equal(true);
+        const error = JSON.parse(tail.exec(response.text.slice(first.length))![1]!) as Record<string, any>;
+        expect(error.detail, path).to.equal("Upstream provider '" + (path === '/v1/messages' ? 'bolt' : 'acme') + "' sent a stream event larger than the gateway's limit of 65536 bytes; the stream was ended");
+        if (path === '/v1/messages') expect(error).to.deep.include({ type: 'error' });
+        else expect(error.error.code).to.equal('GW_ERR_UPSTREAM_EVENT_TOO_LARGE');
+        await eventually(() => upstreamClosed === index + 1 && app.exchanges.length === index + 1, 'the upstream request dropped and the exchange recorded');
+        expect(app.exchanges[index]).to.include({ status: 200, stream: true, consumed: true });
+        expect(app.exchanges[index]!.usage).to.deep.equal({ inputTokens: 2, outputTokens: 2, cachedTokens: 0 });
+      }
+    });
+
+    it('redacts the gateway\'s upstream credential from streamed events, even when it is split across chunks', async () => {
+      const stream = 'data: {"a":"key upstream-secret-key here"}\n\ndata: {"b":"upstream-secret-key"}\n\n';
+      upstream.script = async (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (let index = 0; index < stream.length; index += 5) {
+          res.write(stream.slice(index, index + 5));
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        res.end();
+      };
+      for (const model of ['acme/one', 'acme/two']) {
+        const response = await post(app, '/v1/chat/completions', chat(model, { stream: true }));
+        expect(response.text, model).to.equal('data: {"a":"key [REDACTED] here"}\n\ndata: {"b":"[REDACTED]"}\n\n');
+      }
     });
 
     it('aborts the upstream request when the client goes away', async () => {
