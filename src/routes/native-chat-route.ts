@@ -187,6 +187,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         latencyMs: performance.now() - startedAt,
         usage,
         consumed: usage !== undefined,
+        outcome: status === 499 ? 'client_closed' : 'complete',
         requestBody: upstreamBody,
         responseText: () => '',
       });

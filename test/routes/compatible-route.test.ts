@@ -155,6 +155,36 @@ describe('compatible routes', () => {
       expect(response.text).to.equal(events.join(''));
       expect(upstream.lastBody().stream_options).to.deep.equal({ include_obfuscation: false, include_usage: true });
       expect(app.exchanges[0]!.usage).to.deep.equal({ inputTokens: 3, outputTokens: 3, cachedTokens: 0 });
+      expect(app.exchanges[0]!.outcome).to.equal('complete');
+    });
+
+    it('records a stream that ends before its format\'s terminal event as upstream_cut, however it ends', async () => {
+      const cases: [string, Record<string, unknown>, string, boolean][] = [
+        ['/v1/chat/completions', chat('acme/two', { stream: true }), 'data: {"choices":[{"delta":{"content":"a"},"finish_reason":null}]}\n\n', false],
+        ['/v1/chat/completions', chat('acme/two', { stream: true }), 'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\n', true],
+        ['/v1/messages', { model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] }, 'event: message_start\ndata: {"type":"message_start"}\n\n', false],
+        ['/v1/messages', { model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] }, 'event: message_stop\ndata: {"type":"message_stop"}\n\n', true],
+        ['/v1/responses', { model: 'one', input: 'x', stream: true }, 'event: response.created\ndata: {"type":"response.created"}\n\n', false],
+        ['/v1/responses', { model: 'one', input: 'x', stream: true }, 'event: response.incomplete\ndata: {"type":"response.incomplete"}\n\n', true],
+      ];
+      for (const [path, body, events, complete] of cases) {
+        // Half of the cut streams end cleanly, half by a reset connection.
+        upstream.script = (_req, res) => {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          if (complete || path !== '/v1/messages') res.end(events);
+          else res.write(events, () => setTimeout(() => res.destroy(), 20));
+        };
+        await post(app, path, body).catch(() => undefined);
+      }
+      await eventually(() => app.exchanges.length === cases.length, 'every stream recorded');
+      expect(app.exchanges.map((exchange) => [exchange.route, exchange.status, exchange.outcome])).to.deep.equal([
+        ['chat-completions', 200, 'upstream_cut'],
+        ['chat-completions', 200, 'complete'],
+        ['messages', 200, 'upstream_cut'],
+        ['messages', 200, 'complete'],
+        ['responses', 200, 'upstream_cut'],
+        ['responses', 200, 'complete'],
+      ]);
     });
 
     it('flushes each upstream chunk as it arrives, never buffering the stream', async () => {
@@ -224,7 +254,7 @@ describe('compatible routes', () => {
         if (path === '/v1/messages') expect(error).to.deep.include({ type: 'error' });
         else expect(error.error.code).to.equal('GW_ERR_UPSTREAM_EVENT_TOO_LARGE');
         await eventually(() => upstreamClosed === index + 1 && app.exchanges.length === index + 1, 'the upstream request dropped and the exchange recorded');
-        expect(app.exchanges[index]).to.include({ status: 200, stream: true, consumed: true });
+        expect(app.exchanges[index]).to.include({ status: 200, stream: true, consumed: true, outcome: 'upstream_cut' });
         expect(app.exchanges[index]!.usage).to.deep.equal({ inputTokens: 2, outputTokens: 2, cachedTokens: 0 });
       }
     });
@@ -259,7 +289,7 @@ describe('compatible routes', () => {
       controller.abort();
       await closed;
       await new Promise((resolve) => setTimeout(resolve, 20));
-      expect(app.exchanges[0]).to.include({ status: 499, stream: true });
+      expect(app.exchanges[0]).to.include({ status: 499, stream: true, outcome: 'client_closed' });
     });
   });
 
