@@ -3,9 +3,9 @@ import type { Dispatcher } from 'undici';
 import { assertModelAllowed } from '../auth/authenticate.ts';
 import {
   isGatewayError,
+  streamEventTooLarge,
   upstreamAuthRejected,
   upstreamFailure,
-  streamEventTooLarge,
   upstreamNotConfigured,
   usageMissing,
   type GatewayError,
@@ -15,9 +15,9 @@ import type { ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId } from '../plugins/plugin-contract.ts';
 import { inBandError } from '../sse/in-band-error.ts';
 import { relaySse } from '../sse/sse-relay.ts';
-import { isTerminalEvent, type UsageOutcome } from '../usage/stream-outcome.ts';
 import { redactCredential } from '../upstream/redact-credential.ts';
 import { readBody, RELAYED_RESPONSE_HEADERS, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
+import { isTerminalEvent, type UsageOutcome } from '../usage/stream-outcome.ts';
 import { REQUEST_SCHEMAS } from './request-schemas.ts';
 import type { CallerKey, Exchange, RouteServices } from './route-services.ts';
 import { StreamedText } from './streamed-text.ts';

@@ -10,8 +10,6 @@ import type { SseEvent, WireFormat } from '../plugins/plugin-contract.ts';
  */
 export type UsageOutcome = 'complete' | 'upstream_cut' | 'client_closed' | 'stalled';
 
-export const USAGE_OUTCOMES: readonly UsageOutcome[] = ['complete', 'upstream_cut', 'client_closed', 'stalled'];
-
 // Matched on the raw data, so that the relay does not parse every event a second time; a string value
 // of `finish_reason` is a finish (the other chunks carry `null`).
 const CHAT_FINISH = /"finish_reason"\s*:\s*"/;
