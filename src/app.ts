@@ -39,6 +39,11 @@ export function createApp(options: AppOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // Relayed upstream bodies (an HTML error page, say) must never be sniffed into something else.
+  app.use((_req, res, next) => {
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    next();
+  });
 
   const guard = [options.authenticate ?? pass, options.modelRateLimit ?? pass];
   const routes = new Map<string, string[]>();

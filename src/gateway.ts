@@ -13,13 +13,14 @@ import type { GatewayConfig } from './config/gateway-config.ts';
 import { createRateLimiters } from './limits/rate-limiter.ts';
 import { loadPlugins } from './plugins/load-plugins.ts';
 import { ModelRegistry } from './plugins/model-registry.ts';
-import { nativeChatRoute } from './routes/native-chat-route.ts';
+import { DEFAULT_RETRY_POLICY, nativeChatRoute } from './routes/native-chat-route.ts';
 import type { RouteServices } from './routes/route-services.ts';
 import { createRedisClient, isReady, waitUntilReady, type RedisConnection } from './store/redis-client.ts';
 import { providerEndpoints } from './upstream/provider-endpoints.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
 import { EmbeddedUsageStore } from './usage/embedded-usage-store.ts';
 import { RedisUsageStore } from './usage/redis-usage-store.ts';
+import { loadTokenizer } from './usage/token-estimate.ts';
 import { GatewayUsageAccounting } from './usage/usage-accounting.ts';
 import { adminUsageRoute, ownUsageRoute } from './usage/usage-routes.ts';
 import type { UsageStore } from './usage/usage-store.ts';
@@ -54,6 +55,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const endpoints = providerEndpoints(plugins, config, env, logger);
   const { redis, keys, usage } = await openStores(config, logger);
   const accounting = new GatewayUsageAccounting(usage, currentRegistry, logger);
+  await loadTokenizer();
   const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs });
   const limiters = createRateLimiters({ max: config.rateLimit.max, windowMs: config.rateLimit.windowMs, redis, logger });
   const services: RouteServices = {
@@ -63,6 +65,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     usage: accounting,
     bodyLimitBytes: config.bodyLimitBytes,
     upstreamBodyLimitBytes: 64 * 1024 * 1024,
+    maxSseEventBytes: config.maxSseEventBytes,
   };
   const readiness = () => {
     const redisState = redis ? (isReady(redis) ? 'ready' : 'unavailable') : 'not configured';
@@ -80,7 +83,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     authenticate: createAuthenticator({ store: keys, staticKeys: config.apiKeys, logger }),
     modelRateLimit: limiters.perKey,
     catalogRateLimit: limiters.perAddress,
-    nativeChat: nativeChatRoute(services),
+    nativeChat: nativeChatRoute(services, { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs }),
     mount: (expressApp, add, guard) => {
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
       expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage) }));

@@ -24,6 +24,10 @@ export interface GatewayConfig {
   readonly bodyLimitBytes: number;
   /** Longest wait for an upstream's response headers, and between two body chunks, in ms. */
   readonly upstreamTimeoutMs: number;
+  /** Largest single SSE event relayed, in bytes; a larger one ends the stream with an in-band error. */
+  readonly maxSseEventBytes: number;
+  /** Total time one `/v1/chat` request may take, retries and waits included, in ms. */
+  readonly chatDeadlineMs: number;
   /** `providers/manifest.json` by default. */
   readonly manifestPath: string;
   /** Per vendor, from the config file; env `<PREFIX>_BASE_URL` / `<PREFIX>_API_KEY` override them. */
@@ -77,6 +81,8 @@ const fileSchema = yup
         host: yup.string(),
         bodyLimit: yup.mixed<string | number>().test('size', 'server.bodyLimit must be a size such as 10mb', isSize),
         upstreamTimeoutMs: yup.number().integer().positive(),
+        maxSseEventBytes: yup.mixed<string | number>().test('size', 'server.maxSseEventBytes must be a size such as 16mb', isSize),
+        chatDeadlineMs: yup.number().integer().positive(),
       })
       .noUnknown()
       .default(undefined),
@@ -216,6 +222,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     host: env.HOST || file.server?.host || '0.0.0.0',
     bodyLimitBytes: env.BODY_LIMIT ? parseEnvSize('BODY_LIMIT', env.BODY_LIMIT) : parseSize(file.server?.bodyLimit ?? '10mb'),
     upstreamTimeoutMs: envInteger(env, 'UPSTREAM_TIMEOUT_MS', 1) ?? file.server?.upstreamTimeoutMs ?? 300_000,
+    maxSseEventBytes: env.SSE_MAX_EVENT_BYTES ? parseEnvSize('SSE_MAX_EVENT_BYTES', env.SSE_MAX_EVENT_BYTES) : parseSize(file.server?.maxSseEventBytes ?? '16mb'),
+    chatDeadlineMs: envInteger(env, 'CHAT_DEADLINE_MS', 1) ?? file.server?.chatDeadlineMs ?? 600_000,
     manifestPath: resolve(cwd, env.GATEWAY_MANIFEST ?? file.manifest ?? 'providers/manifest.json'),
     providers: providerMap(path, file.providers),
     aliases: stringMap(path, 'aliases', file.aliases),

@@ -122,6 +122,16 @@ export function upstreamFailure(provider: string, reason: string, cause?: unknow
   );
 }
 
+/** 502, in band: the upstream streamed one event larger than the gateway relays; the stream is ended. */
+export function streamEventTooLarge(provider: string, limitBytes: number): GatewayError {
+  return new GatewayError(
+    'GW_ERR_UPSTREAM_EVENT_TOO_LARGE',
+    502,
+    'upstream',
+    `Upstream provider '${provider}' sent a stream event larger than the gateway's limit of ${limitBytes} bytes; the stream was ended`,
+  );
+}
+
 /** 502: the upstream refused the gateway's own credentials (its 401/403 is not the client's fault). */
 export function upstreamAuthRejected(provider: string, upstreamStatus: number): GatewayError {
   return new GatewayError(

@@ -1,6 +1,12 @@
 import type { Readable } from 'node:stream';
 
-/** The stream's bytes, or `onTooLarge()`'s error as soon as they pass `limitBytes`. Event-driven: cheaper than an async iterator. */
+const ignore = () => {};
+
+/**
+ * The stream's bytes, or `onTooLarge()`'s error as soon as they pass `limitBytes`. Event-driven: cheaper
+ * than an async iterator. `onTooLarge()` may destroy the stream: the error that destroying emits is
+ * swallowed here (the caller already has its answer), never left without a listener to crash the process.
+ */
 export function readLimited(stream: Readable, limitBytes: number, onTooLarge: () => Error): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -15,6 +21,7 @@ export function readLimited(stream: Readable, limitBytes: number, onTooLarge: ()
       size += chunk.length;
       if (size > limitBytes) {
         cleanup();
+        stream.on('error', ignore);
         stream.pause();
         reject(onTooLarge());
         return;

@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici';
 import { assertModelAllowed } from '../auth/authenticate.ts';
 import {
   isGatewayError,
+  streamEventTooLarge,
   upstreamAuthRejected,
   upstreamFailure,
   upstreamNotConfigured,
@@ -12,8 +13,11 @@ import {
 import { readJsonRequestBody } from '../http/json-body.ts';
 import type { ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId } from '../plugins/plugin-contract.ts';
+import { inBandError } from '../sse/in-band-error.ts';
 import { relaySse } from '../sse/sse-relay.ts';
+import { redactCredential } from '../upstream/redact-credential.ts';
 import { readBody, RELAYED_RESPONSE_HEADERS, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
+import { isTerminalEvent, type UsageOutcome } from '../usage/stream-outcome.ts';
 import { FAST_CHECKS, REQUEST_SCHEMAS } from './request-schemas.ts';
 import type { CallerKey, Exchange, RouteServices } from './route-services.ts';
 import { StreamedText } from './streamed-text.ts';
@@ -94,7 +98,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     });
 
     const streamed = new StreamedText((data) => services.usage.streamedText(format, data));
-    const record = (status: number, usage: TokenUsage | undefined, consumed: boolean) => {
+    const record = (status: number, usage: TokenUsage | undefined, consumed: boolean, outcome: UsageOutcome = status === 499 ? 'client_closed' : 'complete') => {
       const exchange: Exchange = {
         keyId: caller?.id,
         route,
@@ -104,6 +108,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
         latencyMs: performance.now() - startedAt,
         usage,
         consumed,
+        outcome,
         requestBody: () => JSON.parse(clientBytes.toString('utf8')) as Record<string, unknown>,
         responseText: () => streamed.value(),
       };
@@ -137,21 +142,29 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
       res.writeHead(statusCode, { ...relayedHeaders(headers), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
       res.flushHeaders();
       let usage: TokenUsage | undefined;
+      let terminal = false;
       try {
         const outcome = await relaySse(response.body, res, {
           fixups: registry.streamFixups(route, resolved.canonicalId),
           onEvent: (event) => {
             usage = extractor.fromStreamEvent(usage, event);
             streamed.add(event.data);
+            if (!terminal) terminal = isTerminalEvent(format, event);
           },
+          maxEventBytes: services.maxSseEventBytes,
+          rewrite: (bytes) => redactCredential(bytes, endpoint.apiKey),
         });
         if (outcome.clientClosed) return record(499, usage, true);
+        if (outcome.eventTooLarge) {
+          res.end(inBandError(format, streamEventTooLarge(endpoint.provider, services.maxSseEventBytes)));
+          return record(statusCode, usage, true, 'upstream_cut');
+        }
         res.end();
-        return record(statusCode, usage, true);
+        return record(statusCode, usage, true, terminal ? 'complete' : 'upstream_cut');
       } catch (error) {
         // The status is already sent: all that is left is to cut the stream so the client sees it broke.
         res.destroy();
-        return record(statusCode, usage, true);
+        return record(statusCode, usage, true, 'upstream_cut');
       }
     }
 
@@ -160,15 +173,17 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
       bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
     } catch (error) {
       if (abort.signal.aborted) return record(499, undefined, true);
-      return fail(502, upstreamFailure(endpoint.provider, 'the answer broke off or was too large', error), ok);
+      record(502, undefined, ok, 'upstream_cut');
+      throw upstreamFailure(endpoint.provider, 'the answer broke off or was too large', error);
     }
     let usage: TokenUsage | undefined;
     if (ok) {
       usage = usageOf(bytes, extractor.fromBody);
       if (usage === undefined && format === 'chat-completions') return fail(502, usageMissing(endpoint.provider), true);
     }
-    res.writeHead(statusCode, { ...relayedHeaders(headers), 'content-length': String(bytes.length) });
-    res.end(bytes);
+    const relayed = redactCredential(bytes, endpoint.apiKey);
+    res.writeHead(statusCode, { ...relayedHeaders(headers), 'content-length': String(relayed.length) });
+    res.end(relayed);
     record(statusCode, usage, ok && format !== 'count-tokens');
   };
 }

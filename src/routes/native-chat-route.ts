@@ -14,10 +14,14 @@ import {
 import { readJsonObject } from '../http/json-body.ts';
 import { ROUTE_PATHS, type ModelRegistry, type ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage } from '../plugins/plugin-contract.ts';
+import { redactCredential } from '../upstream/redact-credential.ts';
 import { readBody, UpstreamTransportError } from '../upstream/upstream-client.ts';
 import { abortOnClientClose, admitCaller, endpointFor } from './compatible-route.ts';
 import type { RouteServices } from './route-services.ts';
 import { validateRequest } from './validate-request.ts';
+
+/** The largest `max_retries` a caller may ask for; a larger value is a 400 ValidationError. */
+export const MAX_RETRIES_CAP = 10;
 
 export interface RetryPolicy {
   /** Retries when the caller sends no `max_retries`. */
@@ -25,10 +29,16 @@ export interface RetryPolicy {
   /** First backoff; doubled per retry, with jitter. */
   readonly baseDelayMs: number;
   readonly maxDelayMs: number;
+  /** Shortest wait between two attempts, whatever `Retry-After` says (`0` included). */
+  readonly minDelayMs: number;
   /** Longest `Retry-After` honoured; a longer one ends the retries. */
   readonly maxRetryAfterMs: number;
-  /** Per-attempt timeout when the caller sends no `timeout`. */
-  readonly defaultTimeoutMs: number;
+  /**
+   * Total time one request may take, every attempt and wait included; the attempt running when it
+   * passes is cut and answered as a timeout. Each attempt is also bounded by the gateway's upstream
+   * timeout (`UPSTREAM_TIMEOUT_MS`), which the caller's `timeout` may shorten but never extend.
+   */
+  readonly deadlineMs: number;
   readonly sleep: (ms: number) => Promise<void>;
   readonly random: () => number;
 }
@@ -37,8 +47,9 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   defaultMaxRetries: 2,
   baseDelayMs: 500,
   maxDelayMs: 8_000,
+  minDelayMs: 250,
   maxRetryAfterMs: 60_000,
-  defaultTimeoutMs: 600_000,
+  deadlineMs: 600_000,
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   random: Math.random,
 };
@@ -56,7 +67,10 @@ const schema = yup.object({
   web_search: yup.boolean().typeError('must be true or false'),
   temperature: number('must be a number').min(0, 'must be >= 0'),
   max_output_tokens: number('must be a positive integer').integer('must be a positive integer').min(1, 'must be a positive integer'),
-  max_retries: number('must be an integer >= 0').integer('must be an integer >= 0').min(0, 'must be an integer >= 0'),
+  max_retries: number('must be an integer >= 0')
+    .integer('must be an integer >= 0')
+    .min(0, 'must be an integer >= 0')
+    .max(MAX_RETRIES_CAP, `must be at most ${MAX_RETRIES_CAP}`),
   timeout: number('must be a number of seconds > 0').moreThan(0, 'must be a number of seconds > 0'),
 });
 
@@ -123,9 +137,9 @@ type Attempt =
   | { kind: 'retry'; failure: GatewayError; waitMs?: number }
   | { kind: 'final'; failure: GatewayError };
 
-function upstreamMessage(body: Buffer): string {
+function upstreamMessage(body: Buffer, apiKey: string | undefined): string {
   try {
-    const parsed = JSON.parse(body.toString('utf8')) as { error?: { message?: unknown }; message?: unknown };
+    const parsed = JSON.parse(redactCredential(body, apiKey).toString('utf8')) as { error?: { message?: unknown }; message?: unknown };
     const message = parsed.error?.message ?? parsed.message;
     return typeof message === 'string' ? `: ${message.slice(0, 300)}` : '';
   } catch {
@@ -156,7 +170,9 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
       webSearch: body.web_search === true,
     });
     const maxRetries = (body.max_retries as number | undefined) ?? policy.defaultMaxRetries;
-    const timeoutMs = body.timeout === undefined ? policy.defaultTimeoutMs : Math.ceil((body.timeout as number) * 1000);
+    const gatewayTimeoutMs = services.upstream.timeoutMs;
+    const attemptTimeoutMs = body.timeout === undefined ? gatewayTimeoutMs : Math.min(gatewayTimeoutMs, Math.ceil((body.timeout as number) * 1000));
+    const deadline = startedAt + policy.deadlineMs;
     const clientGone = abortOnClientClose(res);
     const provider = endpoint.provider;
     const payload = JSON.stringify(upstreamBody);
@@ -171,11 +187,13 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         latencyMs: performance.now() - startedAt,
         usage,
         consumed: usage !== undefined,
+        outcome: status === 499 ? 'client_closed' : 'complete',
         requestBody: () => upstreamBody,
         responseText: () => '',
       });
 
     const attempt = async (): Promise<Attempt> => {
+      const timeoutMs = Math.max(1, Math.min(attemptTimeoutMs, Math.ceil(deadline - performance.now())));
       const controller = new AbortController();
       const stop = () => controller.abort();
       clientGone.signal.addEventListener('abort', stop);
@@ -186,7 +204,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         const status = response.statusCode;
         if (status >= 200 && status < 300) return { kind: 'answer', status, body: bytes };
         if (status === 401 || status === 403) return { kind: 'final', failure: upstreamAuthRejected(provider, status) };
-        const failure = upstreamFailure(provider, `upstream answered ${status}${upstreamMessage(bytes)}`);
+        const failure = upstreamFailure(provider, `upstream answered ${status}${upstreamMessage(bytes, endpoint.apiKey)}`);
         if (RETRYABLE_STATUSES.has(status) || status >= 500) return { kind: 'retry', failure, waitMs: retryAfterMs(response.headers) };
         return { kind: 'final', failure };
       } catch (error) {
@@ -210,8 +228,10 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         return record(499, undefined);
       }
       if (outcome.kind !== 'retry' || retry >= maxRetries) break;
-      const wait = outcome.waitMs ?? backoffMs(policy, retry);
+      const wait = Math.max(policy.minDelayMs, outcome.waitMs ?? backoffMs(policy, retry));
       if (wait > policy.maxRetryAfterMs) break;
+      // The next attempt would start at or after the deadline: answer with what the last one gave.
+      if (performance.now() + wait >= deadline) break;
       await policy.sleep(wait);
       if (clientGone.signal.aborted) return record(499, undefined);
     }

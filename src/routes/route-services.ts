@@ -1,6 +1,8 @@
 import type { RouteId, TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
 import type { ModelRegistry, ResolvedModel } from '../plugins/model-registry.ts';
 import type { UpstreamClient, UpstreamEndpoint } from '../upstream/upstream-client.ts';
+import type { UsageOutcome } from '../usage/stream-outcome.ts';
+import type { TextSample } from '../usage/token-estimate.ts';
 
 /** The caller as the auth middleware leaves it in `res.locals.apiKey` (never the key itself). */
 export interface CallerKey {
@@ -26,12 +28,14 @@ export interface Exchange {
   readonly usage: TokenUsage | undefined;
   /** Whether tokens were consumed upstream, so that missing usage must be estimated (false for upstream errors). */
   readonly consumed: boolean;
+  /** How the answer ended: whole, cut by the upstream, or left by the client. */
+  readonly outcome: UsageOutcome;
   /**
    * The request body (parsed on call: only estimates need it, so a stream does not hold the parsed body
-   * while it runs) and the text streamed back so far, for estimates.
+   * while it runs) and the text streamed back so far (or a leading sample of it), for estimates.
    */
   readonly requestBody: () => Record<string, unknown>;
-  readonly responseText: () => string;
+  readonly responseText: () => string | TextSample;
 }
 
 /** The usage accounting the routes call; the usage module implements it. */
@@ -63,4 +67,6 @@ export interface RouteServices {
   readonly bodyLimitBytes: number;
   /** Largest upstream JSON answer the gateway reads, in bytes. */
   readonly upstreamBodyLimitBytes: number;
+  /** Largest single SSE event relayed; a larger one ends the stream with an in-band error. */
+  readonly maxSseEventBytes: number;
 }

@@ -19,60 +19,112 @@ const EMPTY = Buffer.alloc(0);
  * stripped; comment lines are skipped. Each block keeps its exact bytes, so a relay can forward them
  * untouched. Lines are decoded only once they are complete, so a UTF-8 sequence split across chunks is
  * never broken.
+ *
+ * Work is linear in the bytes pushed, however an event is cut into chunks: an unfinished block grows
+ * in a buffer that doubles when full, and a line is scanned for its end only past what earlier chunks
+ * already scanned. A block larger than `maxEventBytes` stops the splitter ({@link oversized}).
  */
 export class SseSplitter {
+  /** Bytes `[0, length)` are the unparsed rest; past them, spare room for the next chunks. */
   private buffer: Buffer = EMPTY;
+  private length = 0;
   /** Where the next unparsed line starts in `buffer`. */
   private position = 0;
+  /** `[position, scanned)` holds no line terminator: the next search starts at `scanned`. */
+  private scanned = 0;
   private data: string[] = [];
   private eventName: string | undefined;
   private eventId: string | undefined;
   private atStreamStart = true;
+  private tooLarge = false;
+
+  constructor(private readonly maxEventBytes = Number.POSITIVE_INFINITY) {}
+
+  /** True once a block passed `maxEventBytes`; from then on the splitter returns nothing and holds nothing. */
+  get oversized(): boolean {
+    return this.tooLarge;
+  }
 
   /** Feeds one chunk; returns the blocks it completed. */
   push(chunk: Uint8Array): SseBlock[] {
-    this.buffer = this.buffer.length === 0 ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([this.buffer, chunk]);
+    if (this.tooLarge) return [];
+    this.append(chunk);
     const blocks: SseBlock[] = [];
-    const buffer = this.buffer;
+    const buffer = this.buffer.subarray(0, this.length);
     let blockStart = 0;
     let nextLf = -2;
     let nextCr = -2;
     for (;;) {
       const position = this.position;
-      if (nextLf !== -1 && nextLf < position) nextLf = buffer.indexOf(LF, position);
-      if (nextCr !== -1 && nextCr < position) nextCr = buffer.indexOf(CR, position);
+      const from = Math.max(position, this.scanned);
+      if (nextLf !== -1 && nextLf < position) nextLf = buffer.indexOf(LF, from);
+      if (nextCr !== -1 && nextCr < position) nextCr = buffer.indexOf(CR, from);
       let end: number;
       let terminator: number;
       if (nextCr !== -1 && (nextLf === -1 || nextCr < nextLf)) {
         // A CR at the very end may be the first half of a CRLF: wait for the next chunk.
-        if (nextCr + 1 === buffer.length) break;
+        if (nextCr + 1 === buffer.length) {
+          this.scanned = nextCr;
+          break;
+        }
         end = nextCr;
         terminator = buffer[nextCr + 1] === LF ? 2 : 1;
       } else if (nextLf !== -1) {
         end = nextLf;
         terminator = 1;
       } else {
+        this.scanned = buffer.length;
         break;
       }
       this.position = end + terminator;
       if (end === position) {
+        if (this.position - blockStart > this.maxEventBytes) return this.refuse(blocks);
         blocks.push({ raw: buffer.subarray(blockStart, this.position), event: this.dispatch() });
         blockStart = this.position;
       } else {
         this.readLine(buffer, position, end);
       }
     }
+    if (buffer.length - blockStart > this.maxEventBytes) return this.refuse(blocks);
     if (blockStart > 0) {
       // Copy the unfinished rest so the chunk it came from is not pinned in memory.
       this.buffer = blockStart === buffer.length ? EMPTY : Buffer.from(buffer.subarray(blockStart));
+      this.length = this.buffer.length;
       this.position -= blockStart;
+      this.scanned = Math.max(0, this.scanned - blockStart);
     }
+    return blocks;
+  }
+
+  private append(chunk: Uint8Array): void {
+    if (this.length === 0) {
+      this.buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      this.length = chunk.byteLength;
+      return;
+    }
+    const needed = this.length + chunk.byteLength;
+    // Only the room past `length` is ever written, and only in a buffer allocated here: blocks handed
+    // out earlier (views below `length`) and the caller's chunks are never touched.
+    if (needed > this.buffer.length) {
+      const grown = Buffer.allocUnsafe(Math.max(needed, this.buffer.length * 2));
+      this.buffer.copy(grown, 0, 0, this.length);
+      this.buffer = grown;
+    }
+    this.buffer.set(chunk, this.length);
+    this.length = needed;
+  }
+
+  private refuse(blocks: SseBlock[]): SseBlock[] {
+    this.tooLarge = true;
+    this.buffer = EMPTY;
+    this.length = 0;
+    this.data = [];
     return blocks;
   }
 
   /** The bytes of an unfinished block at the end of the stream (an event cut off by EOF is not dispatched). */
   rest(): Buffer {
-    return this.buffer;
+    return this.buffer.subarray(0, this.length);
   }
 
   private readLine(buffer: Buffer, start: number, end: number): void {
@@ -81,8 +133,9 @@ export class SseSplitter {
       if (buffer[start] === 0xef && buffer[start + 1] === 0xbb && buffer[start + 2] === 0xbf) start += 3;
     }
     if (buffer[start] === COLON) return;
-    const colon = buffer.indexOf(COLON, start);
-    const nameEnd = colon === -1 || colon > end ? end : colon;
+    // Searched within the line only: a line without a colon must not scan the rest of the buffer.
+    const colon = buffer.subarray(start, end).indexOf(COLON);
+    const nameEnd = colon === -1 ? end : start + colon;
     let valueStart = nameEnd === end ? end : nameEnd + 1;
     if (buffer[valueStart] === SPACE && valueStart < end) valueStart += 1;
     const name = buffer.toString('latin1', start, nameEnd);

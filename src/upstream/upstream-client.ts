@@ -73,7 +73,8 @@ export function transportError(provider: string, error: unknown, timeoutMs: numb
  */
 export class UpstreamClient {
   private readonly dispatcher: Dispatcher;
-  private readonly timeoutMs: number;
+  /** Longest wait for response headers and between body chunks (`UPSTREAM_TIMEOUT_MS`), unless a request sets less. */
+  readonly timeoutMs: number;
 
   constructor(options: { timeoutMs: number; dispatcher?: Dispatcher }) {
     this.timeoutMs = options.timeoutMs;

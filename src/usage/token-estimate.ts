@@ -3,21 +3,99 @@ import type { TokenUsage } from '../plugins/plugin-contract.ts';
 type Counter = (text: string) => number;
 let counter: Promise<Counter> | undefined;
 
-// Text past this length is extrapolated from its first part, so one huge body cannot hold the event
-// loop for long (1M characters take about 20 ms to count).
-const MAX_COUNTED_CHARS = 1_000_000;
 const NO_SPECIAL_TOKENS = { disallowedSpecial: new Set<string>() };
 
-/** The tokenizer (o200k_base) is loaded on first use: most requests report usage and never need it. */
-function loadCounter(): Promise<Counter> {
-  counter ??= import('gpt-tokenizer/encoding/o200k_base').then((module) => (text: string) => {
-    if (!text) return 0;
-    // Text such as `<|endoftext|>` is counted as plain text, never refused.
-    if (text.length <= MAX_COUNTED_CHARS) return module.countTokens(text, NO_SPECIAL_TOKENS);
-    const counted = module.countTokens(text.slice(0, MAX_COUNTED_CHARS), NO_SPECIAL_TOKENS);
-    return Math.ceil((counted * text.length) / MAX_COUNTED_CHARS);
+/**
+ * Loads the tokenizer (o200k_base) and warms it up on ordinary and degenerate text. Loading takes
+ * hundreds of milliseconds in which the event loop is blocked, so the gateway does it once at start,
+ * before it listens, rather than in the middle of serving on the first estimate.
+ */
+export function loadTokenizer(): Promise<Counter> {
+  // Text such as `<|endoftext|>` is counted as plain text, never refused.
+  counter ??= import('gpt-tokenizer/encoding/o200k_base').then((module) => {
+    const count = (text: string) => (text ? module.countTokens(text, NO_SPECIAL_TOKENS) : 0);
+    count('Warm up: the quick brown fox jumps over the lazy dog.');
+    count('a'.repeat(DEFAULT_COUNT_BUDGET.sliceChars));
+    return count;
   });
   return counter;
+}
+
+/** How much tokenizer work one count may do, and how it is spread over the event loop. */
+export interface CountBudget {
+  /** Characters handed to the tokenizer at once (give or take the 32 it may move back to a whitespace). BPE is superlinear on degenerate text (one character repeated), so slices stay short. */
+  readonly sliceChars: number;
+  /** Tokenizer time after which the count yields to the event loop. */
+  readonly tickMs: number;
+  /** Tokenizer time after which the count stops and extrapolates from what it counted. */
+  readonly totalMs: number;
+  /** Slices counted at most; longer text is sampled at evenly spread slices and extrapolated. */
+  readonly maxSlices: number;
+  readonly now: () => number;
+}
+
+export const DEFAULT_COUNT_BUDGET: CountBudget = { sliceChars: 512, tickMs: 4, totalMs: 40, maxSlices: 256, now: () => performance.now() };
+
+const WHITESPACE = /\s/;
+
+/** A slice boundary near `position`: before a whitespace (where a token starts anyway) and never inside a surrogate pair. */
+function cutAt(text: string, position: number): number {
+  if (position >= text.length) return text.length;
+  for (let back = 0; back < 32 && position - back > 0; back += 1) {
+    if (WHITESPACE.test(text[position - back]!)) return position - back;
+  }
+  const code = text.charCodeAt(position - 1);
+  return code >= 0xd800 && code <= 0xdbff ? position - 1 : position;
+}
+
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Tokens of `text`, with bounded work whatever the text: the tokenizer sees at most `sliceChars` at a
+ * time, the count yields to the event loop every `tickMs` of tokenizer time, and past `totalMs` or
+ * `maxSlices` it extrapolates from the slices counted (evenly spread over the text). Exact up to slice
+ * boundaries when the text is counted whole. `totalChars` (default: the text's length) scales the
+ * result when `text` is only a sample of a longer text.
+ */
+export async function countTokensBounded(count: Counter, text: string, totalChars = text.length, budget: CountBudget = DEFAULT_COUNT_BUDGET): Promise<number> {
+  if (!text) return 0;
+  const scale = totalChars / text.length;
+  if (text.length <= budget.sliceChars) return Math.round(count(text) * scale);
+  const sliceCount = Math.ceil(text.length / budget.sliceChars);
+  const visited = Math.min(sliceCount, budget.maxSlices);
+  let countedChars = 0;
+  let countedTokens = 0;
+  let spentMs = 0;
+  let tickStart = budget.now();
+  let tickSpent = 0;
+  for (let visit = 0; visit < visited; visit += 1) {
+    const index = visited === sliceCount ? visit : Math.floor((visit * sliceCount) / visited);
+    const start = cutAt(text, index * budget.sliceChars);
+    const end = cutAt(text, (index + 1) * budget.sliceChars);
+    if (end <= start) continue;
+    const before = budget.now();
+    countedTokens += count(text.slice(start, end));
+    const took = budget.now() - before;
+    countedChars += end - start;
+    spentMs += took;
+    tickSpent += took;
+    if (spentMs >= budget.totalMs) break;
+    if (tickSpent >= budget.tickMs || budget.now() - tickStart >= budget.tickMs) {
+      await yieldToEventLoop();
+      tickStart = budget.now();
+      tickSpent = 0;
+    }
+  }
+  if (countedChars === 0) return 0;
+  const whole = countedChars >= text.length ? countedTokens : (countedTokens * text.length) / countedChars;
+  return Math.round(whole * scale);
+}
+
+/** What a stream delivered, for its estimate: its text, or a leading sample of it, and its full length. */
+export interface TextSample {
+  readonly text: string;
+  /** Characters of the whole text (at least `text.length`). */
+  readonly chars: number;
 }
 
 /** The request fields that carry prompt text, in every wire format. */
@@ -44,22 +122,23 @@ export function promptText(body: Record<string, unknown>): string {
   return parts.join('\n');
 }
 
-/** Input tokens of a request body, counted with the tokenizer. */
+/** Input tokens of a request body, counted with the tokenizer (bounded work, see {@link countTokensBounded}). */
 export async function estimateInputTokens(requestBody: Record<string, unknown>): Promise<number> {
-  return (await loadCounter())(promptText(requestBody));
+  return countTokensBounded(await loadTokenizer(), promptText(requestBody));
 }
 
 /** Output tokens of the text a stream delivered (see `streamedText`). */
-export async function estimateOutputTokens(responseText: string): Promise<number> {
-  return (await loadCounter())(responseText);
+export async function estimateOutputTokens(responseText: string | TextSample): Promise<number> {
+  const sample = typeof responseText === 'string' ? { text: responseText, chars: responseText.length } : responseText;
+  return countTokensBounded(await loadTokenizer(), sample.text, sample.chars);
 }
 
 /**
  * Estimated usage for an answer whose usage never arrived (a stream cut short, or one that ended
  * without its usage event): input from the request body, output from the streamed text, no cache.
- * The record made from it is flagged `estimated: true`.
+ * The record made from it is flagged `estimated: true`. The work is bounded and spread over the event
+ * loop, so no text, however degenerate, holds other requests up.
  */
-export async function estimateUsage(requestBody: Record<string, unknown>, responseText: string): Promise<TokenUsage> {
-  const count = await loadCounter();
-  return { inputTokens: count(promptText(requestBody)), outputTokens: count(responseText), cachedTokens: 0 };
+export async function estimateUsage(requestBody: Record<string, unknown>, responseText: string | TextSample): Promise<TokenUsage> {
+  return { inputTokens: await estimateInputTokens(requestBody), outputTokens: await estimateOutputTokens(responseText), cachedTokens: 0 };
 }

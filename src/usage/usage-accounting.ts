@@ -13,9 +13,6 @@ import type { UsageStore } from './usage-store.ts';
 /** The key id recorded when the gateway runs without authentication (tests, local trials). */
 export const ANONYMOUS_KEY_ID = 'anonymous';
 
-/** The status the routes record when the client went away before the answer was complete. */
-const CLIENT_CLOSED = 499;
-
 /**
  * Usage accounting for the routes: picks each answer's extractor (the plugin's own, else the
  * standard one of its wire format), turns an exchange into one priced record, estimates with a
@@ -26,9 +23,11 @@ const CLIENT_CLOSED = 499;
  * - nothing consumed upstream (an upstream error, count_tokens): zero tokens, not estimated;
  * - consumed but no usage reported (a stream that broke off or ended without its usage event):
  *   tokenizer counts of the request and of the text streamed so far, `estimated: true`;
- * - the client went away mid-stream (499) after some usage was reported (e.g. the input counts of a
- *   Messages `message_start`): the reported input, and the larger of the reported and the counted
- *   output, `estimated: true` when the counted output was taken.
+ * - a stream that did not complete (the client went away, or the upstream cut it before its terminal
+ *   event) after some usage was reported (e.g. the input counts of a Messages `message_start`): the
+ *   reported input, and the larger of the reported and the counted output, `estimated: true` when the
+ *   counted output was taken.
+ * Every record carries the exchange's `outcome`.
  */
 export class GatewayUsageAccounting implements UsageAccounting {
   private readonly estimating = new Set<Promise<void>>();
@@ -73,12 +72,13 @@ export class GatewayUsageAccounting implements UsageAccounting {
             latencyMs: exchange.latencyMs,
             usage,
             estimated,
+            outcome: exchange.outcome,
             pricing: exchange.resolved.model.pricing,
             time,
           }),
         );
       const reported = exchange.usage;
-      const cutShort = exchange.stream && exchange.status === CLIENT_CLOSED;
+      const cutShort = exchange.stream && exchange.outcome !== 'complete';
       if (reported && !cutShort) return finish(reported, false);
       if (!exchange.consumed || exchange.route === 'count-tokens') return finish(reported, false);
       const estimate = estimateUsage(exchange.requestBody(), exchange.responseText()).then(

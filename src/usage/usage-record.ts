@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ModelPricing, RouteId, TokenUsage } from '../plugins/plugin-contract.ts';
 import { charge, costNanoUsd } from './pricing.ts';
+import type { UsageOutcome } from './stream-outcome.ts';
 
 /** One request's usage, as stored and summed. */
 export interface UsageRecord {
@@ -30,6 +31,11 @@ export interface UsageRecord {
   readonly costUsd: number;
   /** True when the upstream reported no usage and the figures come from the tokenizer. */
   readonly estimated: boolean;
+  /**
+   * How the answer ended (see {@link UsageOutcome}): a stream the upstream cut is `upstream_cut`, not a
+   * plain 200. Records written before this field existed have none; read them as `complete`.
+   */
+  readonly outcome: UsageOutcome;
 }
 
 /** What a request knows when it is done, for {@link buildUsageRecord}. */
@@ -41,6 +47,8 @@ export interface UsageRecordInput
    */
   readonly usage: TokenUsage | undefined;
   readonly estimated?: boolean;
+  /** Default: `complete`. */
+  readonly outcome?: UsageOutcome;
   readonly pricing: ModelPricing;
   /** Default: a fresh UUID. */
   readonly id?: string;
@@ -88,6 +96,7 @@ export function buildUsageRecord(input: UsageRecordInput): UsageRecord {
     chargedTokens,
     costUsd,
     estimated: input.estimated ?? false,
+    outcome: input.outcome ?? 'complete',
   };
 }
 

@@ -24,6 +24,7 @@ const record = (overrides: Partial<UsageRecord>): UsageRecord => ({
   chargedTokens: 14,
   costUsd: 0.25,
   estimated: false,
+  outcome: 'complete',
   ...overrides,
 });
 

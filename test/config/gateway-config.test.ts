@@ -16,6 +16,14 @@ describe('gateway config', () => {
   it('has the documented defaults', async () => {
     const config = loadConfig({ GATEWAY_CONFIG: await configFile('') });
     expect(config).to.deep.include({ port: 8080, host: '0.0.0.0', bodyLimitBytes: 10 * 1024 * 1024, upstreamTimeoutMs: 300_000, rateLimit: { max: 100, windowMs: 60_000 }, redis: undefined });
+    expect(config).to.deep.include({ maxSseEventBytes: 16 * 1024 * 1024, chatDeadlineMs: 600_000 });
+  });
+
+  it('reads the SSE event cap and the /v1/chat deadline from the file and from env', async () => {
+    const path = await configFile('server:\n  maxSseEventBytes: 1mb\n  chatDeadlineMs: 5000\n');
+    expect(loadConfig({ GATEWAY_CONFIG: path })).to.deep.include({ maxSseEventBytes: 1024 * 1024, chatDeadlineMs: 5000 });
+    expect(loadConfig({ GATEWAY_CONFIG: path, SSE_MAX_EVENT_BYTES: '64kb', CHAT_DEADLINE_MS: '9000' })).to.deep.include({ maxSseEventBytes: 65536, chatDeadlineMs: 9000 });
+    expect(() => loadConfig({ GATEWAY_CONFIG: path, SSE_MAX_EVENT_BYTES: 'lots' })).to.throw(ConfigError, 'SSE_MAX_EVENT_BYTES');
   });
 
   it('takes file values as defaults and lets env override them', async () => {

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { request } from 'undici';
 import type { ProviderPlugin } from '../../src/plugins/plugin-contract.ts';
 import { samplePlugins } from '../plugins/sample-plugins.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { ScriptedUpstream } from '../helpers/scripted-upstream.ts';
 import { startRouteTestApp, type RouteTestApp } from './route-test-app.ts';
 
@@ -103,6 +104,29 @@ describe('compatible routes', () => {
       expect(app.exchanges[0]).to.include({ status: 429, consumed: false });
     });
 
+    it('never relays the gateway\'s upstream credential that an upstream error body echoes', async () => {
+      upstream.script = (_req, res) =>
+        res.writeHead(400, { 'content-type': 'text/html' }).end('<p>Bad request from key upstream-secret-key (Bearer upstream-secret-key)</p>');
+      const response = await post(app, '/v1/chat/completions', chat('acme/one'));
+      expect(response.status).to.equal(400);
+      expect(response.text).to.equal('<p>Bad request from key [REDACTED] (Bearer [REDACTED])</p>');
+      expect(response.headers['content-length']).to.equal(String(Buffer.byteLength(response.text)));
+      expect(response.headers['x-content-type-options']).to.equal('nosniff');
+    });
+
+    it('sends X-Content-Type-Options: nosniff on relayed answers, gateway errors and unknown paths', async () => {
+      upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"usage":{"n":1}}');
+      const answers = [
+        await post(app, '/v1/chat/completions', chat('acme/one')),
+        await post(app, '/v1/chat/completions', { model: 42 }),
+        await post(app, '/v1/nothing', {}),
+      ];
+      upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end('data: {"usage":{"n":1}}\n\n');
+      answers.push(await post(app, '/v1/chat/completions', chat('acme/two', { stream: true })));
+      expect(answers.map((answer) => answer.status)).to.deep.equal([200, 400, 404, 200]);
+      for (const answer of answers) expect(answer.headers['x-content-type-options']).to.equal('nosniff');
+    });
+
     it('turns an upstream 401/403 (the gateway\'s own credentials) into 502', async () => {
       for (const status of [401, 403]) {
         upstream.script = (_req, res) => res.writeHead(status, { 'content-type': 'application/json' }).end('{"error":{"message":"bad key upstream-secret-key"}}');
@@ -131,6 +155,36 @@ describe('compatible routes', () => {
       expect(response.text).to.equal(events.join(''));
       expect(upstream.lastBody().stream_options).to.deep.equal({ include_obfuscation: false, include_usage: true });
       expect(app.exchanges[0]!.usage).to.deep.equal({ inputTokens: 3, outputTokens: 3, cachedTokens: 0 });
+      expect(app.exchanges[0]!.outcome).to.equal('complete');
+    });
+
+    it('records a stream that ends before its format\'s terminal event as upstream_cut, however it ends', async () => {
+      const cases: [string, Record<string, unknown>, string, boolean][] = [
+        ['/v1/chat/completions', chat('acme/two', { stream: true }), 'data: {"choices":[{"delta":{"content":"a"},"finish_reason":null}]}\n\n', false],
+        ['/v1/chat/completions', chat('acme/two', { stream: true }), 'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\n', true],
+        ['/v1/messages', { model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] }, 'event: message_start\ndata: {"type":"message_start"}\n\n', false],
+        ['/v1/messages', { model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] }, 'event: message_stop\ndata: {"type":"message_stop"}\n\n', true],
+        ['/v1/responses', { model: 'one', input: 'x', stream: true }, 'event: response.created\ndata: {"type":"response.created"}\n\n', false],
+        ['/v1/responses', { model: 'one', input: 'x', stream: true }, 'event: response.incomplete\ndata: {"type":"response.incomplete"}\n\n', true],
+      ];
+      for (const [path, body, events, complete] of cases) {
+        // Half of the cut streams end cleanly, half by a reset connection.
+        upstream.script = (_req, res) => {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          if (complete || path !== '/v1/messages') res.end(events);
+          else res.write(events, () => setTimeout(() => res.destroy(), 20));
+        };
+        await post(app, path, body).catch(() => undefined);
+      }
+      await eventually(() => app.exchanges.length === cases.length, 'every stream recorded');
+      expect(app.exchanges.map((exchange) => [exchange.route, exchange.status, exchange.outcome])).to.deep.equal([
+        ['chat-completions', 200, 'upstream_cut'],
+        ['chat-completions', 200, 'complete'],
+        ['messages', 200, 'upstream_cut'],
+        ['messages', 200, 'complete'],
+        ['responses', 200, 'upstream_cut'],
+        ['responses', 200, 'complete'],
+      ]);
     });
 
     it('flushes each upstream chunk as it arrives, never buffering the stream', async () => {
@@ -170,6 +224,57 @@ describe('compatible routes', () => {
       expect(notStreamed.text).to.equal(stream);
     });
 
+    it('ends a stream with an in-band error in the route\'s own format when one event passes the cap', async () => {
+      await app.close();
+      app = await startRouteTestApp(pluginsWithFixup(), { acme: upstream.url, bolt: upstream.url }, { maxSseEventBytes: 64 * 1024 });
+      let upstreamClosed = 0;
+      upstream.script = async (_req, res) => {
+        res.on('close', () => (upstreamClosed += 1));
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('event: first\ndata: {"usage":{"n":2}}\n\n');
+        res.write('data: {"huge":"');
+        for (let index = 0; index < 40 && !res.destroyed; index += 1) {
+          res.write('z'.repeat(4096));
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        res.end('"}\n\n');
+      };
+      const cases = [
+        { path: '/v1/chat/completions', body: chat('acme/two', { stream: true }), tail: /^data: (\{.*\})\n\n$/ },
+        { path: '/v1/messages', body: { model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] }, tail: /^event: error\ndata: (\{.*\})\n\n$/ },
+        { path: '/v1/responses', body: { model: 'one', input: 'x', stream: true }, tail: /^event: error\ndata: (\{.*\})\n\n$/ },
+      ];
+      for (const [index, { path, body, tail }] of cases.entries()) {
+        const response = await post(app, path, body);
+        expect(response.status).to.equal(200);
+        const first = 'event: first\ndata: {"usage":{"n":2}}\n\n';
+        expect(response.text.startsWith(first), path).to.equal(true);
+        const error = JSON.parse(tail.exec(response.text.slice(first.length))![1]!) as Record<string, any>;
+        expect(error.detail, path).to.equal("Upstream provider '" + (path === '/v1/messages' ? 'bolt' : 'acme') + "' sent a stream event larger than the gateway's limit of 65536 bytes; the stream was ended");
+        if (path === '/v1/messages') expect(error).to.deep.include({ type: 'error' });
+        else expect(error.error.code).to.equal('GW_ERR_UPSTREAM_EVENT_TOO_LARGE');
+        await eventually(() => upstreamClosed === index + 1 && app.exchanges.length === index + 1, 'the upstream request dropped and the exchange recorded');
+        expect(app.exchanges[index]).to.include({ status: 200, stream: true, consumed: true, outcome: 'upstream_cut' });
+        expect(app.exchanges[index]!.usage).to.deep.equal({ inputTokens: 2, outputTokens: 2, cachedTokens: 0 });
+      }
+    });
+
+    it('redacts the gateway\'s upstream credential from streamed events, even when it is split across chunks', async () => {
+      const stream = 'data: {"a":"key upstream-secret-key here"}\n\ndata: {"b":"upstream-secret-key"}\n\n';
+      upstream.script = async (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (let index = 0; index < stream.length; index += 5) {
+          res.write(stream.slice(index, index + 5));
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        res.end();
+      };
+      for (const model of ['acme/one', 'acme/two']) {
+        const response = await post(app, '/v1/chat/completions', chat(model, { stream: true }));
+        expect(response.text, model).to.equal('data: {"a":"key [REDACTED] here"}\n\ndata: {"b":"[REDACTED]"}\n\n');
+      }
+    });
+
     it('aborts the upstream request when the client goes away', async () => {
       let upstreamClosed!: () => void;
       const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
@@ -184,7 +289,7 @@ describe('compatible routes', () => {
       controller.abort();
       await closed;
       await new Promise((resolve) => setTimeout(resolve, 20));
-      expect(app.exchanges[0]).to.include({ status: 499, stream: true });
+      expect(app.exchanges[0]).to.include({ status: 499, stream: true, outcome: 'client_closed' });
     });
   });
 
@@ -305,6 +410,21 @@ describe('compatible routes', () => {
       const response = await post(app, '/v1/chat/completions', chat('acme/one'));
       expect(response.status).to.equal(502);
       expect(response.json().detail).to.equal("Upstream provider 'acme' failed: no response within 200 ms");
+    });
+
+    it('answers 502 JSON to an upstream answer over the size limit, and keeps serving', async () => {
+      const big = Buffer.alloc(2 * 1024 * 1024, 'a');
+      upstream.script = (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(big);
+      };
+      const response = await post(app, '/v1/chat/completions', chat('acme/one'));
+      expect(response.status).to.equal(502);
+      expect(response.json().detail).to.equal("Upstream provider 'acme' failed: the answer broke off or was too large");
+      upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"usage":{"n":1}}');
+      expect((await post(app, '/v1/chat/completions', chat('acme/one'))).status).to.equal(200);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(app.exchanges.map((exchange) => exchange.status)).to.deep.equal([502, 200]);
     });
 
     it('answers 502 saying what to set when a provider is not configured', async () => {

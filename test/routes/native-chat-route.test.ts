@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { request } from 'undici';
-import { backoffMs, DEFAULT_RETRY_POLICY, retryAfterMs, type RetryPolicy } from '../../src/routes/native-chat-route.ts';
+import { backoffMs, DEFAULT_RETRY_POLICY, MAX_RETRIES_CAP, retryAfterMs, type RetryPolicy } from '../../src/routes/native-chat-route.ts';
 import { samplePlugins } from '../plugins/sample-plugins.ts';
 import { ScriptedUpstream } from '../helpers/scripted-upstream.ts';
 import { startRouteTestApp, type RouteTestApp } from './route-test-app.ts';
@@ -124,10 +124,10 @@ describe('POST /v1/chat', () => {
   });
 
   it('does not retry a request the upstream refused as bad, nor its credentials', async () => {
-    upstream.script = (_req, res) => res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"context too long"}}');
+    upstream.script = (_req, res) => res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"context too long for upstream-secret-key"}}');
     const bad = await chat(app, { model: 'acme/one', input: 'x' });
     expect(bad.status).to.equal(502);
-    expect(bad.body.detail).to.contain('upstream answered 400: context too long');
+    expect(bad.body.detail).to.contain('upstream answered 400: context too long for [REDACTED]');
     upstream.script = (_req, res) => res.writeHead(401).end('{"error":{"message":"wrong key upstream-secret-key"}}');
     const refused = await chat(app, { model: 'acme/one', input: 'x' });
     expect(refused.status).to.equal(502);
@@ -143,6 +143,45 @@ describe('POST /v1/chat', () => {
     expect(upstream.requests).to.have.length(2);
   });
 
+  it('refuses max_retries above the documented cap with a 400, before any upstream call', async () => {
+    const response = await chat(app, { model: 'acme/one', input: 'x', max_retries: 1_000_000 });
+    expect(response.status).to.equal(400);
+    expect(response.body.errors).to.deep.equal([`Field 'max_retries': must be at most ${MAX_RETRIES_CAP}`]);
+    expect(upstream.requests).to.have.length(0);
+    upstream.script = (_req, res) => res.writeHead(503).end();
+    expect((await chat(app, { model: 'acme/one', input: 'x', max_retries: MAX_RETRIES_CAP })).status).to.equal(502);
+    expect(upstream.requests).to.have.length(MAX_RETRIES_CAP + 1);
+  });
+
+  it('waits at least the minimum backoff between attempts, even when the upstream says Retry-After: 0', async () => {
+    upstream.script = (_req, res) => res.writeHead(429, { 'retry-after': '0', 'retry-after-ms': '0' }).end();
+    const response = await chat(app, { model: 'acme/one', input: 'x', max_retries: 3 });
+    expect(response.status).to.equal(502);
+    expect(sleeps).to.deep.equal([DEFAULT_RETRY_POLICY.minDelayMs, DEFAULT_RETRY_POLICY.minDelayMs, DEFAULT_RETRY_POLICY.minDelayMs]);
+    expect(DEFAULT_RETRY_POLICY.minDelayMs).to.be.greaterThan(0);
+  });
+
+  it('bounds each attempt by the gateway\'s upstream timeout when the caller sends none, or a longer one', async () => {
+    await app.close();
+    app = await startRouteTestApp(samplePlugins(), { acme: upstream.url }, { retryPolicy: policy(), timeoutMs: 200 });
+    upstream.script = () => {};
+    const response = await chat(app, { model: 'acme/one', input: 'x', max_retries: 0 });
+    expect(response.status).to.equal(504);
+    const longer = await chat(app, { model: 'acme/one', input: 'x', max_retries: 0, timeout: 600 });
+    expect(longer.status).to.equal(504);
+    expect(upstream.requests).to.have.length(2);
+  });
+
+  it('ends a request at its total deadline, however many retries are left', async () => {
+    await app.close();
+    app = await startRouteTestApp(samplePlugins(), { acme: upstream.url }, { retryPolicy: { ...policy(), deadlineMs: 300 } });
+    upstream.script = () => {};
+    const response = await chat(app, { model: 'acme/one', input: 'x', max_retries: 10, timeout: 60 });
+    expect(response.status).to.equal(504);
+    expect(upstream.requests).to.have.length(1);
+    expect(app.exchanges.map((exchange) => exchange.status)).to.deep.equal([504]);
+  });
+
   it('retries a refused connection', async () => {
     const port = new URL(upstream.url).port;
     await upstream.close();
@@ -153,6 +192,14 @@ describe('POST /v1/chat', () => {
     expect(response.body.detail).to.equal("Upstream provider 'acme' failed: connection refused");
     expect(sleeps).to.have.length(2);
     upstream = await ScriptedUpstream.start();
+  });
+
+  it('answers 502 JSON to an upstream answer over the size limit, and keeps serving', async () => {
+    upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(Buffer.alloc(2 * 1024 * 1024, 'a'));
+    const response = await chat(app, { model: 'acme/one', input: 'x', max_retries: 0 });
+    expect(response.status).to.equal(502);
+    upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(answer('ok', 1));
+    expect((await chat(app, { model: 'acme/one', input: 'x' })).status).to.equal(200);
   });
 
   it('answers 502 when the upstream reports no usage', async () => {

@@ -36,7 +36,7 @@ export interface RouteTestApp {
 export async function startRouteTestApp(
   plugins: ProviderPlugin[],
   upstreamUrls: Record<string, string>,
-  options: { bodyLimitBytes?: number; timeoutMs?: number; retryPolicy?: RetryPolicy } = {},
+  options: { bodyLimitBytes?: number; timeoutMs?: number; retryPolicy?: RetryPolicy; maxSseEventBytes?: number } = {},
 ): Promise<RouteTestApp> {
   const exchanges: Exchange[] = [];
   const usage: UsageAccounting = {
@@ -58,6 +58,7 @@ const services: RouteServices = {
     },
     bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024,
     upstreamBodyLimitBytes: 1024 * 1024,
+    maxSseEventBytes: options.maxSseEventBytes ?? 16 * 1024 * 1024,
   };
   const app = createApp({ logger: createLogger('silent'), services, nativeChat: nativeChatRoute(services, options.retryPolicy) });
   const server: Server = await new Promise((resolve) => {

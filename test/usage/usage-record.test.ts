@@ -70,6 +70,7 @@ describe('buildUsageRecord', () => {
       chargedTokens: 1140,
       costUsd: 0.0091,
       estimated: false,
+      outcome: 'complete',
     });
     expect(record.id).to.match(/^[0-9a-f-]{36}$/);
     expect(buildUsageRecord(input).id).not.to.equal(record.id);
@@ -82,9 +83,9 @@ describe('buildUsageRecord', () => {
     });
   });
 
-  it('keeps the estimated flag and whole, non-negative counts', () => {
-    const record = buildUsageRecord({ ...input, id: 'fixed', estimated: true, usage: { inputTokens: 10.4, outputTokens: -3, cachedTokens: 99 } });
-    expect(record).to.deep.include({ id: 'fixed', estimated: true, inputTokens: 10, outputTokens: 0, cachedTokens: 10, totalTokens: 10 });
+  it('keeps the estimated flag, the outcome and whole, non-negative counts', () => {
+    const record = buildUsageRecord({ ...input, id: 'fixed', estimated: true, outcome: 'upstream_cut', usage: { inputTokens: 10.4, outputTokens: -3, cachedTokens: 99 } });
+    expect(record).to.deep.include({ id: 'fixed', estimated: true, outcome: 'upstream_cut', inputTokens: 10, outputTokens: 0, cachedTokens: 10, totalTokens: 10 });
   });
 
   it('sums cost in whole nano-USD', () => {

@@ -152,6 +152,7 @@ describe('usage accounting of exchanges', () => {
     latencyMs: 3,
     usage: undefined,
     consumed: true,
+    outcome: 'complete',
     requestBody: () => ({ model: 'model-1', messages: [{ role: 'user', content: 'Tell me a story about a lighthouse keeper.' }] }),
     responseText: () => 'Once upon a time, a keeper lived alone on a rock.',
     ...overrides,
@@ -185,12 +186,36 @@ describe('usage accounting of exchanges', () => {
   });
 
   it('keeps reported input and counts the streamed output when the client went away mid-stream', async () => {
-    accounting.record(exchange({ status: 499, usage: { inputTokens: 1200, outputTokens: 1, cachedTokens: 1000 } }));
-    accounting.record(exchange({ status: 499, usage: { inputTokens: 1200, outputTokens: 500, cachedTokens: 1000 } }));
+    accounting.record(exchange({ status: 499, outcome: 'client_closed', usage: { inputTokens: 1200, outputTokens: 1, cachedTokens: 1000 } }));
+    accounting.record(exchange({ status: 499, outcome: 'client_closed', usage: { inputTokens: 1200, outputTokens: 500, cachedTokens: 1000 } }));
     const [cut, complete] = await records();
-    expect(cut).to.deep.include({ status: 499, inputTokens: 1200, cachedTokens: 1000, estimated: true });
+    expect(cut).to.deep.include({ status: 499, inputTokens: 1200, cachedTokens: 1000, estimated: true, outcome: 'client_closed' });
     expect(cut!.outputTokens).to.be.within(10, 16);
     expect(complete).to.deep.include({ inputTokens: 1200, outputTokens: 500, estimated: false });
+  });
+
+  it('records a stream the upstream cut as upstream_cut, never as a plain complete 200, and estimates what it lacks', async () => {
+    accounting.record(exchange({ status: 200, outcome: 'upstream_cut', usage: { inputTokens: 1200, outputTokens: 1, cachedTokens: 1000 } }));
+    accounting.record(exchange({ status: 200, outcome: 'upstream_cut', usage: undefined }));
+    accounting.record(exchange({ status: 200, outcome: 'complete', usage: { inputTokens: 1200, outputTokens: 1, cachedTokens: 1000 } }));
+    // Estimates finish after the record that needs none.
+    const stored = await records();
+    const partial = stored.find((record) => record.outcome === 'upstream_cut' && record.inputTokens === 1200);
+    const none = stored.find((record) => record.outcome === 'upstream_cut' && record.inputTokens !== 1200);
+    const complete = stored.find((record) => record.outcome === 'complete');
+    expect(partial).to.deep.include({ status: 200, outcome: 'upstream_cut', inputTokens: 1200, cachedTokens: 1000, estimated: true });
+    expect(partial!.outputTokens).to.be.within(10, 16);
+    expect(none).to.deep.include({ outcome: 'upstream_cut', estimated: true });
+    expect(none!.inputTokens).to.be.within(8, 14);
+    expect(complete).to.deep.include({ outcome: 'complete', outputTokens: 1, estimated: false });
+  });
+
+  it('estimates from a bounded sample of a long stream, scaled to its full length', async () => {
+    const sentence = 'Once upon a time, a keeper lived alone on a rock. ';
+    accounting.record(exchange({ responseText: () => ({ text: sentence.repeat(100), chars: sentence.length * 10_000 }) }));
+    const [estimated] = await records();
+    expect(estimated).to.deep.include({ estimated: true, outcome: 'complete' });
+    expect(estimated!.outputTokens).to.be.within(110_000, 150_000);
   });
 
   it('checks the caller\'s quota against the store', async () => {

@@ -40,6 +40,7 @@ function record(overrides: Partial<UsageRecord> = {}): UsageRecord {
     chargedTokens: inputTokens - 10 + outputTokens + 1,
     costUsd: 0.000123,
     estimated: false,
+    outcome: 'complete',
     ...overrides,
   };
 }
@@ -199,7 +200,7 @@ describe('RedisUsageStore', function () {
 
   it('keeps each record in its key\'s capped stream and daily totals, applied once however often it comes', async () => {
     const store = await RedisUsageStore.open(client, { dataDir: dir, logger, streamMaxLength: 1000 });
-    const once = record();
+    const once = record({ stream: true, outcome: 'upstream_cut', estimated: true });
     const other = record({ keyId: 'key_b', model: 'acme/model-2' });
     store.record(once);
     store.record(once);
