@@ -8,6 +8,7 @@ import { FileKeyStore } from './auth/file-key-store.ts';
 import type { KeyStore } from './auth/key-store.ts';
 import { RedisKeyStore } from './auth/redis-key-store.ts';
 import type { GatewayConfig } from './config/gateway-config.ts';
+import { InFlight } from './http/in-flight.ts';
 import { createRateLimiters } from './limits/rate-limiter.ts';
 import { loadPlugins } from './plugins/load-plugins.ts';
 import { ModelRegistry } from './plugins/model-registry.ts';
@@ -30,8 +31,14 @@ export interface Gateway {
   readonly usage: UsageStore;
   /** Waits until every usage record taken so far is stored. */
   flushUsage(): Promise<void>;
-  /** Stops accepting connections, lets requests in flight finish, stores pending usage, closes stores. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting connections and lets requests and streams in flight finish for up to `drainMs`
+   * (the config's by default); then ends those still open (each still gets its usage record, estimated
+   * where the upstream had not reported it yet), stores every pending record and closes the stores.
+   */
+  close(drainMs?: number): Promise<void>;
+  /** During {@link close}: ends the requests still open now instead of at the end of the drain time. */
+  endInFlight(): void;
 }
 
 /** The key and usage stores: Redis when configured, else the embedded files under the data directory. */
@@ -54,6 +61,9 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const accounting = new GatewayUsageAccounting(usage, currentRegistry, logger);
   const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs });
   const limiters = createRateLimiters({ max: config.rateLimit.max, windowMs: config.rateLimit.windowMs, redis, logger });
+  const inFlight = new InFlight();
+  let draining = false;
+  let endDrain: (() => void) | undefined;
   const services: RouteServices = {
     registry: currentRegistry,
     upstream,
@@ -69,6 +79,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     modelRateLimit: limiters.perKey,
     catalogRateLimit: limiters.perAddress,
     nativeChat: nativeChatRoute(services),
+    inFlight,
     mount: (expressApp, add, guard) => {
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
       expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage) }));
@@ -77,7 +88,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
         const redisState = redis ? (isReady(redis) ? 'ready' : 'unavailable') : 'not configured';
         const degraded = limiters.degraded() || !usage.healthy || redisState === 'unavailable';
         res.json({
-          status: degraded ? 'degraded' : 'ok',
+          status: draining ? 'shutting down' : degraded ? 'degraded' : 'ok',
           redis: redisState,
           rate_limits: redis && !limiters.degraded() ? 'shared' : 'per-process',
           usage: usage.healthy ? 'stored' : 'queued until the store returns',
@@ -98,12 +109,26 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     keys,
     usage,
     flushUsage: () => accounting.flush(),
-    async close() {
+    endInFlight: () => endDrain?.(),
+    async close(drainMs = config.drainMs) {
+      draining = true;
       const closed = new Promise((resolve) => server.close(resolve));
       // Keep-alive connections become idle as their last response ends: close each as it does.
       const sweep = setInterval(() => server.closeIdleConnections(), 100);
       server.closeIdleConnections();
-      await closed;
+      const drained = Promise.all([closed, inFlight.idle()]).then(() => 'drained' as const);
+      let timer: NodeJS.Timeout | undefined;
+      const cut = new Promise<'cut'>((resolve) => {
+        endDrain = () => resolve('cut');
+        timer = setTimeout(endDrain, drainMs);
+      });
+      if ((await Promise.race([drained, cut])) === 'cut') {
+        logger.warn({ open: inFlight.count, drainMs }, 'shutdown: drain time over, ending the requests still open (their usage is recorded, estimated where needed)');
+        server.closeAllConnections();
+      }
+      clearTimeout(timer);
+      // Ended handlers record their usage as they unwind: wait for each before flushing.
+      await drained;
       clearInterval(sweep);
       await accounting.flush();
       await usage.close();
