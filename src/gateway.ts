@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { adminRouter } from './admin/admin-routes.ts';
@@ -8,6 +8,7 @@ import { FileKeyStore } from './auth/file-key-store.ts';
 import type { KeyStore } from './auth/key-store.ts';
 import { RedisKeyStore } from './auth/redis-key-store.ts';
 import type { GatewayConfig } from './config/gateway-config.ts';
+import { capConnections } from './http/connection-cap.ts';
 import { InFlight } from './http/in-flight.ts';
 import { createRateLimiters } from './limits/rate-limiter.ts';
 import { loadPlugins } from './plugins/load-plugins.ts';
@@ -97,10 +98,25 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     },
   });
 
-  const server: Server = await new Promise((resolve, reject) => {
-    const listening = app.listen(config.port, config.host, (error?: Error) => (error ? reject(error) : resolve(listening)));
+  const server = createServer(
+    {
+      // Slow clients: a request's headers, and the whole request with its body, must arrive in time
+      // (408 and the connection closed otherwise), checked every second rather than Node's 30 s.
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
+      keepAliveTimeout: 65_000,
+    },
+    app,
+  );
+  capConnections(server, config.maxConnections, logger);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
-  server.keepAliveTimeout = 65_000;
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {

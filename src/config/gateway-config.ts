@@ -230,6 +230,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       : undefined;
   if (redis?.sentinels?.length && !redis.sentinelName) throw new ConfigError('redis.sentinels needs redis.sentinelName');
 
+  const headersTimeoutMs = envInteger(env, 'GATEWAY_HEADERS_TIMEOUT_MS', 1) ?? file.server?.headersTimeoutMs ?? 15_000;
+  const requestTimeoutMs = envInteger(env, 'GATEWAY_REQUEST_TIMEOUT_MS', 1) ?? file.server?.requestTimeoutMs ?? 60_000;
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(`the headers timeout (${headersTimeoutMs} ms) cannot be longer than the request timeout (${requestTimeoutMs} ms)`);
+  }
+
   return {
     port: envInteger(env, 'PORT', 0) ?? file.server?.port ?? 8080,
     host: env.HOST || file.server?.host || '0.0.0.0',
@@ -248,8 +254,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     apiKeys: parseStaticKeys(env.GATEWAY_API_KEYS),
     logLevel: env.LOG_LEVEL ?? file.logLevel ?? 'info',
     drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,
-    headersTimeoutMs: envInteger(env, 'GATEWAY_HEADERS_TIMEOUT_MS', 1) ?? file.server?.headersTimeoutMs ?? 15_000,
-    requestTimeoutMs: envInteger(env, 'GATEWAY_REQUEST_TIMEOUT_MS', 1) ?? file.server?.requestTimeoutMs ?? 60_000,
+    headersTimeoutMs,
+    requestTimeoutMs,
     maxConnections: envInteger(env, 'GATEWAY_MAX_CONNECTIONS', 1) ?? file.server?.maxConnections ?? defaultMaxConnections(),
     authFailuresPerMinute: envInteger(env, 'GATEWAY_AUTH_FAILURES_PER_MINUTE', 1) ?? file.server?.authFailuresPerMinute ?? 20,
   };
