@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { adminRouter } from './admin/admin-routes.ts';
 import { createApp } from './app.ts';
 import { createAuthenticator } from './auth/authenticate.ts';
+import { FailedAuthThrottle } from './auth/failed-auth-throttle.ts';
 import { FileKeyStore } from './auth/file-key-store.ts';
 import type { KeyStore } from './auth/key-store.ts';
 import { RedisKeyStore } from './auth/redis-key-store.ts';
@@ -63,6 +64,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs });
   const limiters = createRateLimiters({ max: config.rateLimit.max, windowMs: config.rateLimit.windowMs, redis, logger });
   const inFlight = new InFlight();
+  const throttle = new FailedAuthThrottle(config.authFailuresPerMinute);
   let draining = false;
   let endDrain: (() => void) | undefined;
   const services: RouteServices = {
@@ -76,14 +78,14 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const app = createApp({
     services,
     logger,
-    authenticate: createAuthenticator({ store: keys, staticKeys: config.apiKeys, logger }),
+    authenticate: createAuthenticator({ store: keys, staticKeys: config.apiKeys, logger, throttle }),
     modelRateLimit: limiters.perKey,
     catalogRateLimit: limiters.perAddress,
     nativeChat: nativeChatRoute(services),
     inFlight,
     mount: (expressApp, add, guard) => {
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
-      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage) }));
+      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
       add('get', '/readyz', (_req, res) => {
         const redisState = redis ? (isReady(redis) ? 'ready' : 'unavailable') : 'not configured';
