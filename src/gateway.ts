@@ -16,7 +16,7 @@ import { loadPlugins } from './plugins/load-plugins.ts';
 import { ModelRegistry } from './plugins/model-registry.ts';
 import { nativeChatRoute } from './routes/native-chat-route.ts';
 import type { RouteServices } from './routes/route-services.ts';
-import { createRedisClient, isReady, waitUntilReady, type RedisConnection } from './store/redis-client.ts';
+import { answersWithin, createRedisClient, waitUntilReady, type RedisConnection } from './store/redis-client.ts';
 import { providerEndpoints } from './upstream/provider-endpoints.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
 import { EmbeddedUsageStore } from './usage/embedded-usage-store.ts';
@@ -87,10 +87,12 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
       expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
-      add('get', '/readyz', (_req, res) => {
-        const redisState = redis ? (isReady(redis) ? 'ready' : 'unavailable') : 'not configured';
+      // 503 while anything runs degraded (or the gateway drains), so a balancer prefers healthy
+      // instances; it asks Redis itself, so a stall shows (and clears) without any model request.
+      add('get', '/readyz', async (_req, res) => {
+        const redisState = redis ? ((await answersWithin(redis, 250)) ? 'ready' : 'unavailable') : 'not configured';
         const degraded = limiters.degraded() || !usage.healthy || redisState === 'unavailable';
-        res.json({
+        res.status(draining || degraded ? 503 : 200).json({
           status: draining ? 'shutting down' : degraded ? 'degraded' : 'ok',
           redis: redisState,
           rate_limits: redis && !limiters.degraded() ? 'shared' : 'per-process',

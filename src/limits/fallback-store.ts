@@ -1,8 +1,9 @@
-import { MemoryStore, type IncrementResponse, type Options, type Store } from 'express-rate-limit';
+import type { IncrementResponse, Options, Store } from 'express-rate-limit';
 import type { Logger } from 'pino';
 import type { RedisStore } from 'rate-limit-redis';
 import { isReady, type RedisConnection } from '../store/redis-client.ts';
 import { createRedisCounterStore } from './redis-counter-store.ts';
+import { SeededMemoryCounter } from './seeded-memory-counter.ts';
 
 export interface FallbackStoreOptions {
   /** Shared counter keys start with this; every gateway process must use the same prefix. */
@@ -10,22 +11,28 @@ export interface FallbackStoreOptions {
   readonly logger: Logger;
   /** Longest wait for Redis before one decision is made in memory instead (250 ms by default). */
   readonly timeoutMs?: number;
+  /** While Redis fails, how often it is probed in the background (1000 ms by default). */
+  readonly probeMs?: number;
 }
 
 /**
- * Counts in Redis, shared by every gateway process. While Redis is unreachable, or a command fails or
- * is slow, it counts in this process's memory instead (requests keep flowing, each process enforcing
- * the limit on its own), logs that once, and shows it in {@link FallbackStore.degraded}. It goes back to
- * Redis by itself on the first decision after Redis returns.
+ * Counts in Redis, shared by every gateway process. When Redis is unreachable, or a command fails or
+ * is slow, a breaker opens: decisions are made in this process's memory at once (requests keep
+ * flowing, each process enforcing the limit on its own, every key starting from the count Redis last
+ * gave it), that is logged once and shown in {@link FallbackStore.degraded}. A background probe
+ * closes the breaker as soon as Redis answers again, with or without traffic.
  */
 export class FallbackStore implements Store {
   readonly prefix: string;
   readonly localKeys = false;
   private readonly shared: RedisStore;
-  private readonly memory = new MemoryStore();
+  private readonly memory = new SeededMemoryCounter();
   private readonly logger: Logger;
   private readonly timeoutMs: number;
+  private readonly probeMs: number;
   private failing = false;
+  private probe: NodeJS.Timeout | undefined;
+  private probing = false;
   // Set after a failure: the scripts may be missing (Redis restarted) or never loaded (Redis was down at start).
   private scriptsStale = false;
 
@@ -36,6 +43,7 @@ export class FallbackStore implements Store {
     this.prefix = options.prefix;
     this.logger = options.logger;
     this.timeoutMs = options.timeoutMs ?? 250;
+    this.probeMs = options.probeMs ?? 1000;
     this.shared = createRedisCounterStore(redis, options.prefix);
   }
 
@@ -45,7 +53,7 @@ export class FallbackStore implements Store {
   }
 
   init(options: Options): void {
-    this.memory.init(options);
+    this.memory.setWindow(options.windowMs);
     this.shared.init(options).catch(() => {
       this.scriptsStale = true;
     });
@@ -56,10 +64,12 @@ export class FallbackStore implements Store {
       this.fallBack(`connection ${this.redis.status}`);
       return this.memory.increment(key);
     }
+    // The breaker is open: no request waits for a Redis that just failed; the probe closes it.
+    if (this.failing) return this.memory.increment(key);
     try {
       if (this.scriptsStale) this.reloadScripts();
       const result = await withDeadline(this.shared.increment(key), this.timeoutMs);
-      this.recover();
+      this.memory.remember(key, result);
       return result;
     } catch (error) {
       this.scriptsStale = true;
@@ -74,23 +84,44 @@ export class FallbackStore implements Store {
   }
 
   async resetKey(key: string): Promise<void> {
-    await this.memory.resetKey(key);
+    this.memory.resetKey(key);
     await withDeadline(this.shared.resetKey(key), this.timeoutMs).catch(() => {});
   }
 
   shutdown(): void {
-    this.memory.shutdown();
+    clearInterval(this.probe);
+    this.probe = undefined;
   }
 
   private fallBack(reason: string): void {
+    // Redis may come back restarted, without the scripts.
+    this.scriptsStale = true;
     if (this.failing) return;
     this.failing = true;
     this.logger.warn({ prefix: this.prefix, reason }, 'rate limits: Redis unavailable, counting in process memory until it returns');
+    this.probe ??= setInterval(() => void this.probeRedis(), this.probeMs);
+    this.probe.unref();
+  }
+
+  private async probeRedis(): Promise<void> {
+    if (this.probing || !isReady(this.redis)) return;
+    this.probing = true;
+    try {
+      await withDeadline(this.redis.ping(), this.timeoutMs);
+      this.recover();
+    } catch {
+      // Still away: the next probe tries again.
+    } finally {
+      this.probing = false;
+    }
   }
 
   private recover(): void {
     if (!this.failing) return;
     this.failing = false;
+    clearInterval(this.probe);
+    this.probe = undefined;
+    this.memory.clear();
     this.logger.info({ prefix: this.prefix }, 'rate limits: Redis back, counting in Redis again');
   }
 
