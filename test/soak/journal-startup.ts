@@ -34,9 +34,9 @@ async function writeJournal(path: string): Promise<void> {
       pricing: { input: 1, cachedInput: 0.1, output: 2 },
       time: new Date(Date.UTC(2026, 9, 1) + (index % 60) * 86_400_000),
     });
-    if (!out.write(`${JSON.stringify(record)}\n`)) await new Promise((resolve) => out.once('drain', resolve));
+    if (!out.write(`${JSON.stringify(record)}\n`)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
   }
-  await new Promise((resolve) => out.end(resolve));
+  await new Promise<void>((resolve) => out.end(() => resolve()));
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'journal-startup-'));
