@@ -1,4 +1,5 @@
 import { isGatewayError, serviceUnavailable } from '../errors/gateway-errors.ts';
+import { RedisBreaker } from '../store/redis-breaker.ts';
 import type { RedisConnection } from '../store/redis-client.ts';
 import { generateApiKey, newKeyRecord, type ApiKeyRecord, type NewKeyInput } from './api-keys.ts';
 import type { KeyStore } from './key-store.ts';
@@ -75,10 +76,17 @@ export class RedisKeyStore implements KeyStore {
     const now = Date.now();
     const cached = this.cache.get(hash);
     if (cached && cached.until > now) return cached.record;
+    const breaker = RedisBreaker.of(this.redis);
+    // Redis failed moments ago: answer from what was last seen at once rather than wait out a stall.
+    if (breaker.open) {
+      if (cached) return cached.record;
+      throw new Error('Redis is unavailable (a command failed or timed out moments ago)');
+    }
     let value: string | null;
     try {
       value = await this.redis.get(recordKey(hash));
     } catch (error) {
+      breaker.trip();
       if (cached) return cached.record;
       throw error;
     }

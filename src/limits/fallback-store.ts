@@ -1,6 +1,7 @@
 import type { IncrementResponse, Options, Store } from 'express-rate-limit';
 import type { Logger } from 'pino';
 import type { RedisStore } from 'rate-limit-redis';
+import { RedisBreaker } from '../store/redis-breaker.ts';
 import { isReady, type RedisConnection } from '../store/redis-client.ts';
 import { createRedisCounterStore } from './redis-counter-store.ts';
 import { SeededMemoryCounter } from './seeded-memory-counter.ts';
@@ -11,16 +12,14 @@ export interface FallbackStoreOptions {
   readonly logger: Logger;
   /** Longest wait for Redis before one decision is made in memory instead (250 ms by default). */
   readonly timeoutMs?: number;
-  /** While Redis fails, how often it is probed in the background (1000 ms by default). */
-  readonly probeMs?: number;
 }
 
 /**
  * Counts in Redis, shared by every gateway process. When Redis is unreachable, or a command fails or
- * is slow, a breaker opens: decisions are made in this process's memory at once (requests keep
- * flowing, each process enforcing the limit on its own, every key starting from the count Redis last
- * gave it), that is logged once and shown in {@link FallbackStore.degraded}. A background probe
- * closes the breaker as soon as Redis answers again, with or without traffic.
+ * is slow, the connection's {@link RedisBreaker} opens: decisions are made in this process's memory at
+ * once (requests keep flowing, each process enforcing the limit on its own, every key starting from
+ * the count Redis last gave it), that is logged once and shown in {@link FallbackStore.degraded}. The
+ * breaker's probe closes it as soon as Redis answers again, with or without traffic.
  */
 export class FallbackStore implements Store {
   readonly prefix: string;
@@ -29,10 +28,9 @@ export class FallbackStore implements Store {
   private readonly memory = new SeededMemoryCounter();
   private readonly logger: Logger;
   private readonly timeoutMs: number;
-  private readonly probeMs: number;
+  private readonly breaker: RedisBreaker;
+  private readonly stopListening: () => void;
   private failing = false;
-  private probe: NodeJS.Timeout | undefined;
-  private probing = false;
   // Set after a failure: the scripts may be missing (Redis restarted) or never loaded (Redis was down at start).
   private scriptsStale = false;
 
@@ -43,13 +41,14 @@ export class FallbackStore implements Store {
     this.prefix = options.prefix;
     this.logger = options.logger;
     this.timeoutMs = options.timeoutMs ?? 250;
-    this.probeMs = options.probeMs ?? 1000;
     this.shared = createRedisCounterStore(redis, options.prefix);
+    this.breaker = RedisBreaker.of(redis);
+    this.stopListening = this.breaker.onClose(() => this.recover());
   }
 
   /** True while decisions are made in process memory rather than in Redis. */
   get degraded(): boolean {
-    return this.failing || !isReady(this.redis);
+    return this.failing || this.breaker.open;
   }
 
   init(options: Options): void {
@@ -61,18 +60,23 @@ export class FallbackStore implements Store {
 
   async increment(key: string): Promise<IncrementResponse> {
     if (!isReady(this.redis)) {
+      this.breaker.trip();
       this.fallBack(`connection ${this.redis.status}`);
       return this.memory.increment(key);
     }
-    // The breaker is open: no request waits for a Redis that just failed; the probe closes it.
-    if (this.failing) return this.memory.increment(key);
+    // The breaker is open: no request waits for a Redis that just failed; its probe closes it.
+    if (this.breaker.open) {
+      this.fallBack('a Redis command failed or timed out moments ago');
+      return this.memory.increment(key);
+    }
     try {
       if (this.scriptsStale) this.reloadScripts();
       const result = await withDeadline(this.shared.increment(key), this.timeoutMs);
       this.memory.remember(key, result);
+      this.recover();
       return result;
     } catch (error) {
-      this.scriptsStale = true;
+      this.breaker.trip();
       this.fallBack((error as Error).message);
       return this.memory.increment(key);
     }
@@ -89,8 +93,7 @@ export class FallbackStore implements Store {
   }
 
   shutdown(): void {
-    clearInterval(this.probe);
-    this.probe = undefined;
+    this.stopListening();
   }
 
   private fallBack(reason: string): void {
@@ -99,28 +102,11 @@ export class FallbackStore implements Store {
     if (this.failing) return;
     this.failing = true;
     this.logger.warn({ prefix: this.prefix, reason }, 'rate limits: Redis unavailable, counting in process memory until it returns');
-    this.probe ??= setInterval(() => void this.probeRedis(), this.probeMs);
-    this.probe.unref();
-  }
-
-  private async probeRedis(): Promise<void> {
-    if (this.probing || !isReady(this.redis)) return;
-    this.probing = true;
-    try {
-      await withDeadline(this.redis.ping(), this.timeoutMs);
-      this.recover();
-    } catch {
-      // Still away: the next probe tries again.
-    } finally {
-      this.probing = false;
-    }
   }
 
   private recover(): void {
-    if (!this.failing) return;
+    if (!this.failing || this.breaker.open) return;
     this.failing = false;
-    clearInterval(this.probe);
-    this.probe = undefined;
     this.memory.clear();
     this.logger.info({ prefix: this.prefix }, 'rate limits: Redis back, counting in Redis again');
   }

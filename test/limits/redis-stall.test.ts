@@ -8,22 +8,25 @@ import { createAuthenticator } from '../../src/auth/authenticate.ts';
 import { FileKeyStore } from '../../src/auth/file-key-store.ts';
 import { createRateLimiters, type RateLimiters } from '../../src/limits/rate-limiter.ts';
 import { createRedisClient, waitUntilReady, type RedisConnection } from '../../src/store/redis-client.ts';
-import { eventually, send, startGuardedApp, type GuardedApp } from '../auth/guarded-app.ts';
+import { eventually, send, sleep, startGuardedApp, type GuardedApp } from '../auth/guarded-app.ts';
 import { TestRedisServer } from '../helpers/redis-server.ts';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway.ts';
 
 const ADMIN_TOKEN = 'admin-token-for-stall-tests-0001';
 
-/** Rate-limit script calls Redis has run so far. */
-async function scriptCalls(port: number): Promise<number> {
+/** Calls of the named commands Redis has run so far. */
+async function commandCalls(port: number, pattern: RegExp): Promise<number> {
   const client = new Redis({ port, host: '127.0.0.1' });
   try {
     const info = await client.info('commandstats');
-    return [...info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)].reduce((sum, match) => sum + Number(match[1]), 0);
+    return [...info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)].filter((match) => pattern.test(match[1]!)).reduce((sum, match) => sum + Number(match[2]), 0);
   } finally {
     client.disconnect();
   }
 }
+
+/** Rate-limit script calls Redis has run so far. */
+const scriptCalls = (port: number) => commandCalls(port, /^(evalsha|eval)$/);
 
 describe('Redis stall (SIGSTOP) and outage', function () {
   this.timeout(60_000);
@@ -108,6 +111,34 @@ describe('Redis stall (SIGSTOP) and outage', function () {
       server.resume();
       await eventually(async () => (await readiness()).status === 200, 'readiness to recover by itself', 10_000);
       expect((await readiness()).body).to.deep.include({ status: 'ok', redis: 'ready', rate_limits: 'shared' });
+    });
+
+    it('during a stall, only the first request waits for Redis: key lookups and quota reads skip it until it answers', async () => {
+      const { key } = await gateway.gateway.keys.create({ name: 'with quota', quota: { daily: 1_000_000 } });
+      const chat = async () => {
+        const response = await request(`${gateway.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}` },
+          body: JSON.stringify({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'during a stall' }] }),
+        });
+        await response.body.dump();
+        return response.statusCode;
+      };
+      expect(await chat()).to.equal(200);
+      const before = await commandCalls(server.port, /^get$/);
+      server.pause();
+      const during = [];
+      // Spread over more than the key cache's 500 ms, so lookups are due again.
+      for (let index = 0; index < 6; index += 1) {
+        during.push(await chat());
+        await sleep(250);
+      }
+      expect(during).to.deep.equal(Array(6).fill(200));
+      server.resume();
+      await eventually(async () => (await readiness()).status === 200, 'readiness to recover', 10_000);
+      // Commands sent during the stall run once it ends: without a breaker, two per request (key, quota).
+      expect((await commandCalls(server.port, /^get$/)) - before).to.be.at.most(2);
+      expect(await chat()).to.equal(200);
     });
 
     it('answers key writes with 503 and Retry-After while Redis is stalled or down', async () => {
