@@ -17,7 +17,13 @@ export class RedisBreaker {
   private probing = false;
   private readonly listeners = new Set<() => void>();
 
-  private constructor(private readonly redis: RedisConnection) {}
+  private constructor(private readonly redis: RedisConnection) {
+    // A connection closed for good (disconnect) will not answer again: stop probing it.
+    redis.once('end', () => {
+      clearInterval(this.probe);
+      this.probe = undefined;
+    });
+  }
 
   /** The breaker of a connection. */
   static of(redis: RedisConnection): RedisBreaker {
@@ -36,7 +42,7 @@ export class RedisBreaker {
 
   /** A command failed or timed out: open the breaker (probing in the background until Redis answers). */
   trip(): void {
-    if (this.opened) return;
+    if (this.opened || this.redis.status === 'end') return;
     this.opened = true;
     this.probe = setInterval(() => void this.probeOnce(), PROBE_EVERY_MS);
     this.probe.unref();
