@@ -2,6 +2,7 @@ import express, { type Express, type Request, type RequestHandler } from 'expres
 import type { Logger } from 'pino';
 import type { ErrorFamily } from './errors/error-body.ts';
 import { errorMiddleware } from './errors/error-middleware.ts';
+import type { InFlight } from './http/in-flight.ts';
 import { methodNotAllowed, routeNotFound } from './errors/gateway-errors.ts';
 import { catalogRoute } from './routes/catalog-route.ts';
 import { compatibleRoute } from './routes/compatible-route.ts';
@@ -20,6 +21,8 @@ export interface AppOptions {
   readonly nativeChat?: RequestHandler;
   /** Further routes mounted before the 404 (usage read-back, admin API, health). */
   readonly mount?: (app: Express, add: AddRoute, guard: RequestHandler[]) => void;
+  /** Counts the handlers still running, for a graceful shutdown. */
+  readonly inFlight?: InFlight;
 }
 
 /** Which error envelope a path answers with, so each official SDK shows the gateway's messages. */
@@ -48,7 +51,7 @@ export function createApp(options: AppOptions): Express {
   const guard = [options.authenticate ?? pass, options.modelRateLimit ?? pass];
   const routes = new Map<string, string[]>();
   const add: AddRoute = (method, path, ...handlers) => {
-    app[method](path, ...handlers);
+    app[method](path, ...handlers.map((handler) => options.inFlight?.track(handler) ?? handler));
     routes.set(path, [...(routes.get(path) ?? []), method.toUpperCase()]);
   };
 

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { accountRouter } from './account/account-router.ts';
@@ -6,16 +6,19 @@ import { MemorySessionStore, RedisSessionStore } from './account/session-store.t
 import { adminRouter } from './admin/admin-routes.ts';
 import { createApp } from './app.ts';
 import { createAuthenticator } from './auth/authenticate.ts';
+import { FailedAuthThrottle } from './auth/failed-auth-throttle.ts';
 import { FileKeyStore } from './auth/file-key-store.ts';
 import type { KeyStore } from './auth/key-store.ts';
 import { RedisKeyStore } from './auth/redis-key-store.ts';
 import type { GatewayConfig } from './config/gateway-config.ts';
+import { capConnections } from './http/connection-cap.ts';
+import { InFlight } from './http/in-flight.ts';
 import { createRateLimiters } from './limits/rate-limiter.ts';
 import { loadPlugins } from './plugins/load-plugins.ts';
 import { ModelRegistry } from './plugins/model-registry.ts';
 import { DEFAULT_RETRY_POLICY, nativeChatRoute } from './routes/native-chat-route.ts';
 import type { RouteServices } from './routes/route-services.ts';
-import { createRedisClient, isReady, waitUntilReady, type RedisConnection } from './store/redis-client.ts';
+import { answersWithin, createRedisClient, waitUntilReady, type RedisConnection } from './store/redis-client.ts';
 import { providerEndpoints } from './upstream/provider-endpoints.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
 import { EmbeddedUsageStore } from './usage/embedded-usage-store.ts';
@@ -33,8 +36,14 @@ export interface Gateway {
   readonly usage: UsageStore;
   /** Waits until every usage record taken so far is stored. */
   flushUsage(): Promise<void>;
-  /** Stops accepting connections, lets requests in flight finish, stores pending usage, closes stores. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting connections and lets requests and streams in flight finish for up to `drainMs`
+   * (the config's by default); then ends those still open (each still gets its usage record, estimated
+   * where the upstream had not reported it yet), stores every pending record and closes the stores.
+   */
+  close(drainMs?: number): Promise<void>;
+  /** During {@link close}: ends the requests still open now instead of at the end of the drain time. */
+  endInFlight(): void;
 }
 
 /** The key and usage stores: Redis when configured, else the embedded files under the data directory. */
@@ -58,6 +67,10 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   await loadTokenizer();
   const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs });
   const limiters = createRateLimiters({ max: config.rateLimit.max, windowMs: config.rateLimit.windowMs, redis, logger });
+  const inFlight = new InFlight();
+  const throttle = new FailedAuthThrottle(config.authFailuresPerMinute);
+  let draining = false;
+  let endDrain: (() => void) | undefined;
   const services: RouteServices = {
     registry: currentRegistry,
     upstream,
@@ -67,11 +80,12 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     upstreamBodyLimitBytes: 64 * 1024 * 1024,
     maxSseEventBytes: config.maxSseEventBytes,
   };
-  const readiness = () => {
-    const redisState = redis ? (isReady(redis) ? 'ready' : 'unavailable') : 'not configured';
+  // Asks Redis itself, so a stall shows (and clears) without any model request.
+  const readiness = async () => {
+    const redisState = redis ? ((await answersWithin(redis, 250)) ? 'ready' : 'unavailable') : 'not configured';
     const degraded = limiters.degraded() || !usage.healthy || redisState === 'unavailable';
     return {
-      status: degraded ? 'degraded' : 'ok',
+      status: draining ? 'shutting down' : degraded ? 'degraded' : 'ok',
       redis: redisState,
       rate_limits: redis && !limiters.degraded() ? 'shared' : 'per-process',
       usage: usage.healthy ? 'stored' : 'queued until the store returns',
@@ -80,15 +94,20 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const app = createApp({
     services,
     logger,
-    authenticate: createAuthenticator({ store: keys, staticKeys: config.apiKeys, logger }),
+    authenticate: createAuthenticator({ store: keys, staticKeys: config.apiKeys, logger, throttle }),
     modelRateLimit: limiters.perKey,
     catalogRateLimit: limiters.perAddress,
     nativeChat: nativeChatRoute(services, { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs }),
+    inFlight,
     mount: (expressApp, add, guard) => {
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
-      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage) }));
+      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
-      add('get', '/readyz', (_req, res) => void res.json(readiness()));
+      // 503 while anything runs degraded (or the gateway drains), so a balancer prefers healthy instances.
+      add('get', '/readyz', async (_req, res) => {
+        const body = await readiness();
+        res.status(body.status === 'ok' ? 200 : 503).json(body);
+      });
       expressApp.use('/account', accountRouter({
         token: config.adminToken,
         keys,
@@ -102,10 +121,25 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     },
   });
 
-  const server: Server = await new Promise((resolve, reject) => {
-    const listening = app.listen(config.port, config.host, (error?: Error) => (error ? reject(error) : resolve(listening)));
+  const server = createServer(
+    {
+      // Slow clients: a request's headers, and the whole request with its body, must arrive in time
+      // (408 and the connection closed otherwise), checked every second rather than Node's 30 s.
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
+      keepAliveTimeout: 65_000,
+    },
+    app,
+  );
+  capConnections(server, config.maxConnections, logger);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
-  server.keepAliveTimeout = 65_000;
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
@@ -114,12 +148,26 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     keys,
     usage,
     flushUsage: () => accounting.flush(),
-    async close() {
+    endInFlight: () => endDrain?.(),
+    async close(drainMs = config.drainMs) {
+      draining = true;
       const closed = new Promise((resolve) => server.close(resolve));
       // Keep-alive connections become idle as their last response ends: close each as it does.
       const sweep = setInterval(() => server.closeIdleConnections(), 100);
       server.closeIdleConnections();
-      await closed;
+      const drained = Promise.all([closed, inFlight.idle()]).then(() => 'drained' as const);
+      let timer: NodeJS.Timeout | undefined;
+      const cut = new Promise<'cut'>((resolve) => {
+        endDrain = () => resolve('cut');
+        timer = setTimeout(endDrain, drainMs);
+      });
+      if ((await Promise.race([drained, cut])) === 'cut') {
+        logger.warn({ open: inFlight.count, drainMs }, 'shutdown: drain time over, ending the requests still open (their usage is recorded, estimated where needed)');
+        server.closeAllConnections();
+      }
+      clearTimeout(timer);
+      // Ended handlers record their usage as they unwind: wait for each before flushing.
+      await drained;
       clearInterval(sweep);
       await accounting.flush();
       await usage.close();

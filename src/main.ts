@@ -28,13 +28,24 @@ async function main(): Promise<void> {
   logger.info({ url: gateway.url }, `model gateway listening on ${gateway.url}`);
   let stopping = false;
   const stop = (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: ending the requests still open now');
+      gateway.endInFlight();
+      return;
+    }
     stopping = true;
-    logger.info({ signal }, 'shutting down: finishing requests in flight');
-    const force = setTimeout(() => process.exit(1), 30_000);
+    logger.info({ signal, drain_ms: config.drainMs }, 'shutting down: no new connections, finishing requests in flight');
+    // Last resort only: the drain ends open requests itself; this guards against a store that never answers.
+    const force = setTimeout(() => {
+      logger.error('shutdown did not finish in time; exiting');
+      process.exit(1);
+    }, config.drainMs + 60_000);
     force.unref();
     gateway.close().then(
-      () => process.exit(0),
+      () => {
+        logger.info('shut down: every usage record stored');
+        process.exit(0);
+      },
       (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
         process.exit(1);
@@ -43,6 +54,8 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // Configuration reload is not there yet: a SIGHUP (e.g. a terminal closing) must not stop the gateway.
+  process.on('SIGHUP', () => logger.info({ signal: 'SIGHUP' }, 'SIGHUP ignored: configuration reload is not supported yet'));
 }
 
 await main();

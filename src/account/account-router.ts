@@ -44,7 +44,7 @@ export interface AccountRouterOptions {
   readonly registry: () => ModelRegistry;
   readonly endpoints: ProviderEndpoints;
   /** The `/readyz` answer. */
-  readonly readiness: () => Readonly<Record<string, string>>;
+  readonly readiness: () => Promise<Readonly<Record<string, string>>>;
   readonly sessions: SessionStore;
   readonly sessionTtlMs?: number;
   readonly signInLimit?: { readonly max: number; readonly windowMs: number };
@@ -108,9 +108,9 @@ export function accountRouter(options: AccountRouterOptions): Router {
   api.use(sessions.requireSession);
   api.delete('/session', sessions.signOut);
   api.get('/models', (_req, res) => void res.json({ object: 'list', data: [...canonicalModelIds(options.registry())].sort() }));
-  api.get('/health', (_req, res) => {
+  api.get('/health', async (_req, res) => {
     const registry = options.registry();
-    const view: HealthView = { readiness: options.readiness(), providers: providerHealth(registry, options.endpoints), aliases: aliasTable(registry) };
+    const view: HealthView = { readiness: await options.readiness(), providers: providerHealth(registry, options.endpoints), aliases: aliasTable(registry) };
     res.json(view);
   });
   api.get('/usage.csv', async (req, res) => {

@@ -1,5 +1,6 @@
 import { Router, type RequestHandler } from 'express';
 import { keyStatus, sameSecret, type ApiKeyRecord } from '../auth/api-keys.ts';
+import { clientAddress, type FailedAuthThrottle } from '../auth/failed-auth-throttle.ts';
 import type { KeyStore } from '../auth/key-store.ts';
 import { keyNotFound, routeNotFound, unauthenticated } from '../errors/gateway-errors.ts';
 import { readJsonObject } from '../http/json-body.ts';
@@ -38,13 +39,19 @@ export function canonicalModelIds(registry: ModelRegistry): Set<string> {
   return new Set(registry.plugins.flatMap((plugin) => plugin.models.map((model) => `${plugin.vendor}/${model.id}`)));
 }
 
-/** Requires `Authorization: Bearer <admin token>`, compared in constant time. */
-function requireAdminToken(token: string): RequestHandler {
+/**
+ * Requires `Authorization: Bearer <admin token>`, compared in constant time. An address past its
+ * failed attempts gets 429 before its token is even compared, so the token cannot be guessed faster.
+ */
+function requireAdminToken(token: string, throttle?: FailedAuthThrottle): RequestHandler {
   return function requireAdmin(req, _res, next) {
+    const address = clientAddress(req);
+    const refusal = throttle?.refusal(address);
+    if (refusal) return next(refusal);
     const header = req.headers.authorization?.trim() ?? '';
     if (header === '') return next(unauthenticated('Missing admin token: send Authorization: Bearer <GATEWAY_ADMIN_TOKEN>'));
     const match = /^Bearer[ \t]+(\S+)$/i.exec(header);
-    if (!match || !sameSecret(match[1]!, token)) return next(unauthenticated('Invalid admin token'));
+    if (!match || !sameSecret(match[1]!, token)) return next(throttle?.failed(address) ?? unauthenticated('Invalid admin token'));
     next();
   };
 }
@@ -58,6 +65,8 @@ export interface AdminRouterOptions {
   readonly bodyLimitBytes?: number;
   /** `GET /admin/usage`, when the usage module provides it. */
   readonly usage?: RequestHandler;
+  /** Counts wrong admin tokens per client address (429 past the limit). */
+  readonly throttle?: FailedAuthThrottle;
 }
 
 /**
@@ -71,7 +80,7 @@ export function adminRouter(options: AdminRouterOptions): Router {
     router.use((req, _res, next) => next(routeNotFound(req.method, req.originalUrl.split('?')[0]!)));
     return router;
   }
-  router.use(requireAdminToken(options.token));
+  router.use(requireAdminToken(options.token, options.throttle));
   router.use(keyRoutes(options));
   return router;
 }

@@ -1,9 +1,10 @@
 import type { RequestHandler } from 'express';
 import type { IncomingHttpHeaders } from 'node:http';
 import { pino, type Logger } from 'pino';
-import { forbidden, serviceUnavailable, unauthenticated } from '../errors/gateway-errors.ts';
+import { forbidden, isGatewayError, serviceUnavailable, unauthenticated } from '../errors/gateway-errors.ts';
 import type { CallerKey } from '../routes/route-services.ts';
 import { hashApiKey, keyStatus, looksLikeApiKey, sameHash, type ApiKeyRecord } from './api-keys.ts';
+import { clientAddress, type FailedAuthThrottle } from './failed-auth-throttle.ts';
 import type { KeyStore } from './key-store.ts';
 
 /** The caller as `res.locals.apiKey` holds it: id, name and permissions, never the key or its hash. */
@@ -70,6 +71,8 @@ export interface AuthenticatorOptions {
   /** Keys from `GATEWAY_API_KEYS`, accepted besides the store's. */
   readonly staticKeys?: readonly string[];
   readonly logger?: Logger;
+  /** Answers 429 instead of 401 to a client address past its failed attempts per minute. */
+  readonly throttle?: FailedAuthThrottle;
 }
 
 /**
@@ -83,8 +86,10 @@ export function createAuthenticator(options: AuthenticatorOptions): RequestHandl
   const logger = options.logger ?? pino({ level: 'silent' });
   const statics = new Map(staticKeyRecords(options.staticKeys ?? []).map((record) => [record.hash, record]));
   return async function authenticate(req, res, next) {
+    let presented = false;
     try {
       const key = presentedKey(req.headers, req.path);
+      presented = true;
       if (!looksLikeApiKey(key)) throw unauthenticated(MALFORMED);
       const hash = hashApiKey(key);
       const record = statics.get(hash) ?? (await findInStore(options.store, hash, logger));
@@ -92,7 +97,9 @@ export function createAuthenticator(options: AuthenticatorOptions): RequestHandl
       res.locals.apiKey = authenticatedKey(record);
       next();
     } catch (error) {
-      next(error);
+      // Only a key presented and refused counts as a failed attempt, not a missing header.
+      const refused = presented && isGatewayError(error) && error.status === 401;
+      next((refused && options.throttle?.failed(clientAddress(req))) || error);
     }
   };
 }

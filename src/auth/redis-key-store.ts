@@ -1,3 +1,5 @@
+import { isGatewayError, serviceUnavailable } from '../errors/gateway-errors.ts';
+import { RedisBreaker } from '../store/redis-breaker.ts';
 import type { RedisConnection } from '../store/redis-client.ts';
 import { generateApiKey, newKeyRecord, type ApiKeyRecord, type NewKeyInput } from './api-keys.ts';
 import type { KeyStore } from './key-store.ts';
@@ -24,6 +26,18 @@ export class RedisKeyStore implements KeyStore {
   ) {}
 
   async create(input: NewKeyInput): Promise<{ key: string; record: ApiKeyRecord }> {
+    return whileReachable(() => this.createNow(input));
+  }
+
+  async list(): Promise<ApiKeyRecord[]> {
+    return whileReachable(() => this.listNow());
+  }
+
+  async revoke(id: string): Promise<boolean> {
+    return whileReachable(() => this.revokeNow(id));
+  }
+
+  private async createNow(input: NewKeyInput): Promise<{ key: string; record: ApiKeyRecord }> {
     const key = generateApiKey();
     const record = newKeyRecord(key, input);
     const replies = await this.redis
@@ -38,7 +52,7 @@ export class RedisKeyStore implements KeyStore {
     return { key, record };
   }
 
-  async list(): Promise<ApiKeyRecord[]> {
+  private async listNow(): Promise<ApiKeyRecord[]> {
     const ids = await this.redis.smembers(ID_SET);
     if (ids.length === 0) return [];
     const hashes = (await this.redis.mget(ids.map(idKey))).filter((hash): hash is string => hash !== null);
@@ -49,7 +63,7 @@ export class RedisKeyStore implements KeyStore {
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   }
 
-  async revoke(id: string): Promise<boolean> {
+  private async revokeNow(id: string): Promise<boolean> {
     const hash = await this.redis.get(idKey(id));
     const value = hash === null ? null : await this.redis.get(recordKey(hash));
     if (hash === null || value === null) return false;
@@ -62,10 +76,17 @@ export class RedisKeyStore implements KeyStore {
     const now = Date.now();
     const cached = this.cache.get(hash);
     if (cached && cached.until > now) return cached.record;
+    const breaker = RedisBreaker.of(this.redis);
+    // Redis failed moments ago: answer from what was last seen at once rather than wait out a stall.
+    if (breaker.open) {
+      if (cached) return cached.record;
+      throw new Error('Redis is unavailable (a command failed or timed out moments ago)');
+    }
     let value: string | null;
     try {
       value = await this.redis.get(recordKey(hash));
     } catch (error) {
+      breaker.trip();
       if (cached) return cached.record;
       throw error;
     }
@@ -78,5 +99,16 @@ export class RedisKeyStore implements KeyStore {
   /** The connection belongs to the caller, who closes it. */
   async close(): Promise<void> {
     this.cache.clear();
+  }
+}
+
+/** Runs a key write or listing; a Redis that is away or stalled answers 503 with Retry-After, not 500. */
+async function whileReachable<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    if (isGatewayError(error)) throw error;
+    // The message only: an ioredis error object may carry the connection options, password included.
+    throw serviceUnavailable('The key store (Redis) is unavailable; please retry shortly', new Error((error as Error).message));
   }
 }

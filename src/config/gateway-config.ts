@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import * as yup from 'yup';
 
@@ -28,7 +29,7 @@ export interface GatewayConfig {
   readonly maxSseEventBytes: number;
   /** Total time one `/v1/chat` request may take, retries and waits included, in ms. */
   readonly chatDeadlineMs: number;
-  /** `providers/manifest.json` by default. */
+  /** `providers/manifest.json` beside the running code by default (`dist/providers/` when compiled). */
   readonly manifestPath: string;
   /** Per vendor, from the config file; env `<PREFIX>_BASE_URL` / `<PREFIX>_API_KEY` override them. */
   readonly providers: Readonly<Record<string, ProviderSettings>>;
@@ -42,6 +43,16 @@ export interface GatewayConfig {
   /** Static keys from `GATEWAY_API_KEYS`. */
   readonly apiKeys: readonly string[];
   readonly logLevel: string;
+  /** On SIGTERM/SIGINT, how long requests and streams in flight may take to finish before they are ended. */
+  readonly drainMs: number;
+  /** Longest a client may take to send a request's headers (Node's `server.headersTimeout`). */
+  readonly headersTimeoutMs: number;
+  /** Longest a client may take to send a whole request, body included (Node's `server.requestTimeout`). */
+  readonly requestTimeoutMs: number;
+  /** Open client connections at most; one more is answered 503 and closed (default from the fd limit). */
+  readonly maxConnections: number;
+  /** Failed credentials (unknown API keys, wrong admin tokens) per client address and minute before 429. */
+  readonly authFailuresPerMinute: number;
 }
 
 export class ConfigError extends Error {
@@ -50,6 +61,9 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
+// The providers shipped with this code: `providers/` of the checkout, or `dist/providers/` when compiled.
+const BUNDLED_MANIFEST = fileURLToPath(new URL('../../providers/manifest.json', import.meta.url));
 
 const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
 
@@ -83,6 +97,11 @@ const fileSchema = yup
         upstreamTimeoutMs: yup.number().integer().positive(),
         maxSseEventBytes: yup.mixed<string | number>().test('size', 'server.maxSseEventBytes must be a size such as 16mb', isSize),
         chatDeadlineMs: yup.number().integer().positive(),
+        drainMs: yup.number().integer().min(0),
+        headersTimeoutMs: yup.number().integer().positive(),
+        requestTimeoutMs: yup.number().integer().positive(),
+        maxConnections: yup.number().integer().positive(),
+        authFailuresPerMinute: yup.number().integer().positive(),
       })
       .noUnknown()
       .default(undefined),
@@ -217,6 +236,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       : undefined;
   if (redis?.sentinels?.length && !redis.sentinelName) throw new ConfigError('redis.sentinels needs redis.sentinelName');
 
+  const headersTimeoutMs = envInteger(env, 'GATEWAY_HEADERS_TIMEOUT_MS', 1) ?? file.server?.headersTimeoutMs ?? 15_000;
+  const requestTimeoutMs = envInteger(env, 'GATEWAY_REQUEST_TIMEOUT_MS', 1) ?? file.server?.requestTimeoutMs ?? 60_000;
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(`the headers timeout (${headersTimeoutMs} ms) cannot be longer than the request timeout (${requestTimeoutMs} ms)`);
+  }
+
   return {
     port: envInteger(env, 'PORT', 0) ?? file.server?.port ?? 8080,
     host: env.HOST || file.server?.host || '0.0.0.0',
@@ -224,7 +249,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     upstreamTimeoutMs: envInteger(env, 'UPSTREAM_TIMEOUT_MS', 1) ?? file.server?.upstreamTimeoutMs ?? 300_000,
     maxSseEventBytes: env.SSE_MAX_EVENT_BYTES ? parseEnvSize('SSE_MAX_EVENT_BYTES', env.SSE_MAX_EVENT_BYTES) : parseSize(file.server?.maxSseEventBytes ?? '16mb'),
     chatDeadlineMs: envInteger(env, 'CHAT_DEADLINE_MS', 1) ?? file.server?.chatDeadlineMs ?? 600_000,
-    manifestPath: resolve(cwd, env.GATEWAY_MANIFEST ?? file.manifest ?? 'providers/manifest.json'),
+    manifestPath: env.GATEWAY_MANIFEST || file.manifest ? resolve(cwd, (env.GATEWAY_MANIFEST || file.manifest)!) : BUNDLED_MANIFEST,
     providers: providerMap(path, file.providers),
     aliases: stringMap(path, 'aliases', file.aliases),
     redis,
@@ -236,7 +261,31 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     adminToken: env.GATEWAY_ADMIN_TOKEN || undefined,
     apiKeys: parseStaticKeys(env.GATEWAY_API_KEYS),
     logLevel: env.LOG_LEVEL ?? file.logLevel ?? 'info',
+    drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,
+    headersTimeoutMs,
+    requestTimeoutMs,
+    maxConnections: envInteger(env, 'GATEWAY_MAX_CONNECTIONS', 1) ?? file.server?.maxConnections ?? defaultMaxConnections(),
+    authFailuresPerMinute: envInteger(env, 'GATEWAY_AUTH_FAILURES_PER_MINUTE', 1) ?? file.server?.authFailuresPerMinute ?? 20,
   };
+}
+
+/**
+ * Half the process's open-file limit (each proxied request holds a client and an upstream socket,
+ * besides Redis and the journal), so the cap refuses cleanly before `accept` starts failing; 512 where
+ * the limit cannot be read.
+ */
+export function defaultMaxConnections(limitsText?: string): number {
+  let text = limitsText;
+  if (text === undefined) {
+    try {
+      text = readFileSync('/proc/self/limits', 'utf8');
+    } catch {
+      return 512;
+    }
+  }
+  const soft = /^Max open files\s+(\d+|unlimited)/m.exec(text)?.[1];
+  if (!soft || soft === 'unlimited') return 512;
+  return Math.max(16, Math.floor(Number(soft) / 2));
 }
 
 /** A provider's base URL and key: env `<PREFIX>_BASE_URL` / `<PREFIX>_API_KEY` over the config file. */

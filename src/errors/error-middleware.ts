@@ -28,5 +28,7 @@ export function sendError(res: import('express').Response, error: GatewayError, 
   res.setHeader('content-type', 'application/json; charset=utf-8');
   res.setHeader('content-length', Buffer.byteLength(payload));
   for (const [name, value] of Object.entries(error.headers ?? {})) res.setHeader(name, value);
+  // Answered before the body was read (e.g. a 401 on a slow upload): close rather than wait for the rest.
+  if (!res.req.complete) res.setHeader('connection', 'close');
   res.end(payload);
 }

@@ -1,8 +1,10 @@
-import { MemoryStore, type IncrementResponse, type Options, type Store } from 'express-rate-limit';
+import type { IncrementResponse, Options, Store } from 'express-rate-limit';
 import type { Logger } from 'pino';
 import type { RedisStore } from 'rate-limit-redis';
+import { RedisBreaker } from '../store/redis-breaker.ts';
 import { isReady, type RedisConnection } from '../store/redis-client.ts';
 import { createRedisCounterStore } from './redis-counter-store.ts';
+import { SeededMemoryCounter } from './seeded-memory-counter.ts';
 
 export interface FallbackStoreOptions {
   /** Shared counter keys start with this; every gateway process must use the same prefix. */
@@ -13,18 +15,21 @@ export interface FallbackStoreOptions {
 }
 
 /**
- * Counts in Redis, shared by every gateway process. While Redis is unreachable, or a command fails or
- * is slow, it counts in this process's memory instead (requests keep flowing, each process enforcing
- * the limit on its own), logs that once, and shows it in {@link FallbackStore.degraded}. It goes back to
- * Redis by itself on the first decision after Redis returns.
+ * Counts in Redis, shared by every gateway process. When Redis is unreachable, or a command fails or
+ * is slow, the connection's {@link RedisBreaker} opens: decisions are made in this process's memory at
+ * once (requests keep flowing, each process enforcing the limit on its own, every key starting from
+ * the count Redis last gave it), that is logged once and shown in {@link FallbackStore.degraded}. The
+ * breaker's probe closes it as soon as Redis answers again, with or without traffic.
  */
 export class FallbackStore implements Store {
   readonly prefix: string;
   readonly localKeys = false;
   private readonly shared: RedisStore;
-  private readonly memory = new MemoryStore();
+  private readonly memory = new SeededMemoryCounter();
   private readonly logger: Logger;
   private readonly timeoutMs: number;
+  private readonly breaker: RedisBreaker;
+  private readonly stopListening: () => void;
   private failing = false;
   // Set after a failure: the scripts may be missing (Redis restarted) or never loaded (Redis was down at start).
   private scriptsStale = false;
@@ -37,15 +42,17 @@ export class FallbackStore implements Store {
     this.logger = options.logger;
     this.timeoutMs = options.timeoutMs ?? 250;
     this.shared = createRedisCounterStore(redis, options.prefix);
+    this.breaker = RedisBreaker.of(redis);
+    this.stopListening = this.breaker.onClose(() => this.recover());
   }
 
   /** True while decisions are made in process memory rather than in Redis. */
   get degraded(): boolean {
-    return this.failing || !isReady(this.redis);
+    return this.failing || this.breaker.open;
   }
 
   init(options: Options): void {
-    this.memory.init(options);
+    this.memory.setWindow(options.windowMs);
     this.shared.init(options).catch(() => {
       this.scriptsStale = true;
     });
@@ -53,16 +60,23 @@ export class FallbackStore implements Store {
 
   async increment(key: string): Promise<IncrementResponse> {
     if (!isReady(this.redis)) {
+      this.breaker.trip();
       this.fallBack(`connection ${this.redis.status}`);
+      return this.memory.increment(key);
+    }
+    // The breaker is open: no request waits for a Redis that just failed; its probe closes it.
+    if (this.breaker.open) {
+      this.fallBack('a Redis command failed or timed out moments ago');
       return this.memory.increment(key);
     }
     try {
       if (this.scriptsStale) this.reloadScripts();
       const result = await withDeadline(this.shared.increment(key), this.timeoutMs);
+      this.memory.remember(key, result);
       this.recover();
       return result;
     } catch (error) {
-      this.scriptsStale = true;
+      this.breaker.trip();
       this.fallBack((error as Error).message);
       return this.memory.increment(key);
     }
@@ -74,23 +88,26 @@ export class FallbackStore implements Store {
   }
 
   async resetKey(key: string): Promise<void> {
-    await this.memory.resetKey(key);
+    this.memory.resetKey(key);
     await withDeadline(this.shared.resetKey(key), this.timeoutMs).catch(() => {});
   }
 
   shutdown(): void {
-    this.memory.shutdown();
+    this.stopListening();
   }
 
   private fallBack(reason: string): void {
+    // Redis may come back restarted, without the scripts.
+    this.scriptsStale = true;
     if (this.failing) return;
     this.failing = true;
     this.logger.warn({ prefix: this.prefix, reason }, 'rate limits: Redis unavailable, counting in process memory until it returns');
   }
 
   private recover(): void {
-    if (!this.failing) return;
+    if (!this.failing || this.breaker.open) return;
     this.failing = false;
+    this.memory.clear();
     this.logger.info({ prefix: this.prefix }, 'rate limits: Redis back, counting in Redis again');
   }
 

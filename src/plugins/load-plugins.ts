@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ProviderPlugin } from './plugin-contract.ts';
@@ -6,7 +6,7 @@ import { PluginLoadError, validatePlugin } from './validate-plugin.ts';
 
 /**
  * Reads the manifest (`{"plugins": ["<vendor>", ...]}`, catalog order) and imports each plugin from
- * `<manifest dir>/<vendor>/index.ts`, checking each whole. Throws {@link PluginLoadError} naming the
+ * `<manifest dir>/<vendor>/index.js` (compiled) or else `index.ts`, checking each whole. Throws {@link PluginLoadError} naming the
  * plugin and the bad field.
  */
 export async function loadPlugins(manifestPath: string): Promise<ProviderPlugin[]> {
@@ -27,10 +27,12 @@ export async function loadPlugins(manifestPath: string): Promise<ProviderPlugin[
   for (const name of names as string[]) {
     if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) throw new PluginLoadError(name, 'manifest entry', 'must be a folder name (lower case letters, digits, dashes)');
     let module: { default?: unknown };
+    const compiled = join(dirname(manifestPath), name, 'index.js');
+    const entry = existsSync(compiled) ? compiled : join(dirname(manifestPath), name, 'index.ts');
     try {
-      module = (await import(pathToFileURL(join(dirname(manifestPath), name, 'index.ts')).href)) as { default?: unknown };
+      module = (await import(pathToFileURL(entry).href)) as { default?: unknown };
     } catch (error) {
-      throw new PluginLoadError(name, 'index.ts', `cannot be loaded: ${(error as Error).message}`);
+      throw new PluginLoadError(name, entry.endsWith('.js') ? 'index.js' : 'index.ts', `cannot be loaded: ${(error as Error).message}`);
     }
     plugins.push(validatePlugin(name, module.default));
   }

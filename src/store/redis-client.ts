@@ -123,3 +123,21 @@ export async function waitUntilReady(client: RedisConnection, timeoutMs: number)
     client.once('ready', onReady);
   });
 }
+
+/** True when the client is connected and Redis answers a PING within `timeoutMs` (false during a stall). */
+export async function answersWithin(client: RedisConnection, timeoutMs: number): Promise<boolean> {
+  if (!isReady(client)) return false;
+  let timer: NodeJS.Timeout | undefined;
+  const ping = client.ping().then(
+    () => true,
+    () => false,
+  );
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  try {
+    return await Promise.race([ping, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { RedisBreaker } from '../store/redis-breaker.ts';
 import { closeTornLine } from './embedded-usage-store.ts';
 import { dayOf, monthOf, recordTotals, TOTAL_FIELDS, type UsageRecord } from './usage-record.ts';
 import { dayRange, groupCells, inRange, totalsFromHash, type QuotaPeriod, type UsageCell, type UsageQuery, type UsageRow, type UsageStore } from './usage-store.ts';
@@ -248,7 +249,15 @@ export class RedisUsageStore implements UsageStore {
 
   async totalsFor(keyId: string, period: QuotaPeriod, now: Date): Promise<number> {
     const suffix = period === 'day' ? `day:${dayOf(now)}` : `month:${monthOf(now)}`;
-    return Number((await this.redis.get(`${usageKeyTag(keyId)}:charged:${suffix}`)) ?? 0);
+    const breaker = RedisBreaker.of(this.redis);
+    // During a stall the quota check fails at once (and lets the request through) instead of waiting.
+    if (breaker.open) throw new Error('Redis is unavailable (a command failed or timed out moments ago)');
+    try {
+      return Number((await this.redis.get(`${usageKeyTag(keyId)}:charged:${suffix}`)) ?? 0);
+    } catch (error) {
+      breaker.trip();
+      throw error;
+    }
   }
 
   async flush(): Promise<void> {

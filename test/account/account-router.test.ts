@@ -68,7 +68,7 @@ describe('account page routes', () => {
             get: (vendor) => (vendor === 'alpha' ? upstreamEndpoint('alpha', 'http://127.0.0.1:9/v1', UPSTREAM_SECRET) : undefined),
             envPrefix: (vendor) => vendor.toUpperCase(),
           },
-          readiness: () => ({ status: 'degraded', redis: 'unavailable', rate_limits: 'per-process', usage: 'stored' }),
+          readiness: async () => ({ status: 'degraded', redis: 'unavailable', rate_limits: 'per-process', usage: 'stored' }),
           sessions: new MemorySessionStore(() => clock),
           now: () => clock,
           ...overrides,

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig, parseSize, parseStaticKeys, providerSettings } from '../../src/config/gateway-config.ts';
+import { ConfigError, defaultMaxConnections, loadConfig, parseSize, parseStaticKeys, providerSettings } from '../../src/config/gateway-config.ts';
 import { startupFailure } from '../helpers/gateway-process.ts';
 
 async function configFile(text: string): Promise<string> {
@@ -24,6 +24,26 @@ describe('gateway config', () => {
     expect(loadConfig({ GATEWAY_CONFIG: path })).to.deep.include({ maxSseEventBytes: 1024 * 1024, chatDeadlineMs: 5000 });
     expect(loadConfig({ GATEWAY_CONFIG: path, SSE_MAX_EVENT_BYTES: '64kb', CHAT_DEADLINE_MS: '9000' })).to.deep.include({ maxSseEventBytes: 65536, chatDeadlineMs: 9000 });
     expect(() => loadConfig({ GATEWAY_CONFIG: path, SSE_MAX_EVENT_BYTES: 'lots' })).to.throw(ConfigError, 'SSE_MAX_EVENT_BYTES');
+  });
+
+  it('has the documented reliability defaults, and takes them from the file and env', async () => {
+    const config = loadConfig({ GATEWAY_CONFIG: await configFile('') });
+    expect(config).to.deep.include({ drainMs: 120_000, headersTimeoutMs: 15_000, requestTimeoutMs: 60_000, authFailuresPerMinute: 20, maxConnections: defaultMaxConnections() });
+    const path = await configFile('server:\n  drainMs: 5000\n  maxConnections: 100\n  authFailuresPerMinute: 3\n');
+    expect(loadConfig({ GATEWAY_CONFIG: path, GATEWAY_DRAIN_MS: '0', GATEWAY_HEADERS_TIMEOUT_MS: '2000', GATEWAY_REQUEST_TIMEOUT_MS: '3000' })).to.deep.include({
+      drainMs: 0,
+      maxConnections: 100,
+      authFailuresPerMinute: 3,
+      headersTimeoutMs: 2000,
+      requestTimeoutMs: 3000,
+    });
+    expect(() => loadConfig({ GATEWAY_CONFIG: path, GATEWAY_HEADERS_TIMEOUT_MS: '9000', GATEWAY_REQUEST_TIMEOUT_MS: '3000' })).to.throw(ConfigError, 'cannot be longer than the request timeout');
+  });
+
+  it('caps connections at half the open-file limit by default', () => {
+    expect(defaultMaxConnections('Limit                     Soft Limit           Hard Limit           Units\nMax open files            1024                 4096                 files\n')).to.equal(512);
+    expect(defaultMaxConnections('Max open files            unlimited            unlimited            files\n')).to.equal(512);
+    expect(defaultMaxConnections('')).to.equal(512);
   });
 
   it('takes file values as defaults and lets env override them', async () => {

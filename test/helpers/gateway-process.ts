@@ -3,7 +3,15 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** A gateway started as its own process (`node src/main.ts`), as operators run it. */
+/** How the process is started: the source under tsx (fast), or `npm start` (build, then compiled JavaScript) as in production. */
+export type StartCommand = 'source' | 'npm-start';
+
+const COMMANDS: Record<StartCommand, [string, string[]]> = {
+  source: [process.execPath, ['--import', 'tsx', 'src/main.ts']],
+  'npm-start': ['npm', ['start', '--silent']],
+};
+
+/** A gateway started as its own process (`node src/main.ts`, or `npm start`), as operators run it. */
 export class GatewayProcess {
   readonly logs: string[] = [];
   private constructor(
@@ -11,15 +19,18 @@ export class GatewayProcess {
     readonly url: string,
   ) {}
 
-  static async start(env: NodeJS.ProcessEnv): Promise<GatewayProcess> {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  static async start(env: NodeJS.ProcessEnv, command: StartCommand = 'source'): Promise<GatewayProcess> {
+    const [file, args] = COMMANDS[command];
+    const child = spawn(file, args, {
       cwd: ROOT,
-      env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      // npm in its own process group, so that kill() also ends the node process it started.
+      detached: command === 'npm-start',
     });
     const logs: string[] = [];
     const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${logs.join('')}`)), 15_000);
+      const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${logs.join('')}`)), command === 'npm-start' ? 90_000 : 15_000);
       const onData = (chunk: Buffer) => {
         logs.push(chunk.toString());
         const match = /"url":"(http:\/\/[^"]+)"/.exec(logs.join(''));
@@ -42,12 +53,44 @@ export class GatewayProcess {
     return gateway;
   }
 
+  /** The started process's id (npm's, with `npm start`). */
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  get exitCode(): number | null {
+    return this.child.exitCode;
+  }
+
+  /** Sends a signal to the started process (npm, with `npm start`). */
+  signal(signal: NodeJS.Signals): void {
+    this.child.kill(signal);
+  }
+
+  /** Resolves with the exit code once the process has exited. */
+  exited(): Promise<number | null> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return Promise.resolve(this.child.exitCode);
+    return new Promise((resolve) => this.child.once('exit', (code) => resolve(code)));
+  }
+
   /** Stops it with SIGTERM (graceful shutdown) and waits for the exit. */
   async stop(): Promise<number | null> {
-    if (this.child.exitCode !== null) return this.child.exitCode;
-    const exited = new Promise<number | null>((resolve) => this.child.once('exit', resolve));
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return this.child.exitCode;
+    const exited = this.exited();
     this.child.kill('SIGTERM');
     return exited;
+  }
+
+  /** Ends it at once (SIGKILL), e.g. after a failed test. */
+  async kill(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = this.exited();
+    try {
+      process.kill(-this.child.pid!, 'SIGKILL');
+    } catch {
+      this.child.kill('SIGKILL');
+    }
+    await exited;
   }
 }
 

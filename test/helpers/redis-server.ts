@@ -83,8 +83,19 @@ export class TestRedisServer {
     if (!child) return;
     this.process = undefined;
     const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGCONT');
     child.kill(signal);
     await exited;
+  }
+
+  /** Freezes the server (SIGSTOP): connections stay open and nothing answers, as in a stall. */
+  pause(): void {
+    this.process?.kill('SIGSTOP');
+  }
+
+  /** Lets a paused server go on (SIGCONT). */
+  resume(): void {
+    this.process?.kill('SIGCONT');
   }
 
   async restart(): Promise<void> {

@@ -170,10 +170,13 @@ describe('rate limiter', function () {
       for (let index = 0; index < 10; index += 1) during.push(await send(app!.url, '/v1/chat/completions', { key: KEY }));
       expect(statuses(during)).to.deep.equal(Array(10).fill(200));
       expect(Math.max(...during.map((answer) => answer.ms))).to.be.below(300);
-      expect(during[9]!.headers.get('ratelimit')).to.match(/r=990;/);
+      // The memory count continues from the 1 request Redis counted before it went away.
+      expect(during[9]!.headers.get('ratelimit')).to.match(/r=989;/);
       expect(app!.limiters.degraded()).to.equal(true);
       await server.restart();
       await eventually(async () => (await send(app!.url, '/v1/chat/completions', { key: KEY })).status === 200 && !app!.limiters.degraded(), 'the fallback to clear', 10_000);
+      // The fallback may clear by its background probe before any request: this one is counted in Redis.
+      expect((await send(app!.url, '/v1/chat/completions', { key: KEY })).status).to.equal(200);
       const client = new Redis(server.url);
       expect(Number(await client.get(`gw-rl:key:${KEY_ID}`))).to.be.at.least(1);
       client.disconnect();

@@ -1,0 +1,94 @@
+import { expect } from 'chai';
+import { connect, type Socket } from 'node:net';
+import { request } from 'undici';
+import { eventually } from '../helpers/eventually.ts';
+import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';
+
+/** A raw client socket that keeps what it received and whether the server closed it. */
+class RawClient {
+  received = '';
+  closed = false;
+  private constructor(readonly socket: Socket) {
+    socket.on('data', (chunk: Buffer) => (this.received += chunk.toString()));
+    socket.on('close', () => (this.closed = true));
+    socket.on('error', () => {});
+  }
+
+  static async open(url: string): Promise<RawClient> {
+    const { hostname, port } = new URL(url);
+    const socket = connect(Number(port), hostname);
+    await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    return new RawClient(socket);
+  }
+
+  write(text: string): void {
+    this.socket.write(text);
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+}
+
+function postHead(path: string, key: string, contentLength: number): string {
+  return `POST ${path} HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${contentLength}\r\n\r\n`;
+}
+
+describe('slow clients and connection limits', function () {
+  this.timeout(30_000);
+  let gateway: TestGateway | undefined;
+  const clients: RawClient[] = [];
+
+  afterEach(async () => {
+    clients.splice(0).forEach((client) => client.close());
+    await gateway?.close();
+    gateway = undefined;
+  });
+
+  async function open(): Promise<RawClient> {
+    const client = await RawClient.open(gateway!.url);
+    clients.push(client);
+    return client;
+  }
+
+  it('closes the connection after answering 401 before a slow body arrived', async () => {
+    gateway = await startTestGateway();
+    const client = await open();
+    client.write(postHead('/v1/chat/completions', 'sk-not-a-known-key-0001', 100_000));
+    client.write('{"model":');
+    await eventually(() => client.received.includes('\r\n\r\n'), 'the 401');
+    expect(client.received).to.match(/^HTTP\/1.1 401 /);
+    expect(client.received.toLowerCase()).to.contain('connection: close');
+    await eventually(() => client.closed, 'the gateway to close the connection');
+  });
+
+  it('cuts a client that does not finish its headers within GATEWAY_HEADERS_TIMEOUT_MS', async () => {
+    gateway = await startTestGateway({ env: { GATEWAY_HEADERS_TIMEOUT_MS: '500', GATEWAY_REQUEST_TIMEOUT_MS: '5000' } });
+    const client = await open();
+    client.write('POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\n');
+    await eventually(() => client.closed, 'the gateway to close the connection', 5000);
+    expect(client.received).to.match(/^(HTTP\/1.1 408 |$)/);
+  });
+
+  it('answers 408 and closes when a body does not arrive within GATEWAY_REQUEST_TIMEOUT_MS', async () => {
+    gateway = await startTestGateway({ env: { GATEWAY_HEADERS_TIMEOUT_MS: '500', GATEWAY_REQUEST_TIMEOUT_MS: '1000' } });
+    const client = await open();
+    client.write(postHead('/v1/chat/completions', TEST_KEY, 1000));
+    client.write('{"model":"zeta/zeta-k3",');
+    await eventually(() => client.closed, 'the gateway to close the connection', 6000);
+    expect(client.received).to.match(/^HTTP\/1.1 408 /);
+    expect((await request(`${gateway.url}/healthz`)).statusCode).to.equal(200);
+  });
+
+  it('refuses connections over GATEWAY_MAX_CONNECTIONS at once with a JSON 503, and accepts again when some close', async () => {
+    gateway = await startTestGateway({ env: { GATEWAY_MAX_CONNECTIONS: '8' } });
+    const idle = [];
+    for (let index = 0; index < 8; index += 1) idle.push(await open());
+    const refused = await request(`${gateway.url}/healthz`, { reset: true });
+    expect(refused.statusCode).to.equal(503);
+    expect(refused.headers['retry-after']).to.equal('1');
+    expect(await refused.body.json()).to.deep.equal({ detail: 'The gateway has too many open connections; please retry shortly' });
+    idle.slice(0, 4).forEach((client) => client.close());
+    await eventually(async () => (await request(`${gateway!.url}/healthz`, { reset: true })).statusCode === 200, 'a connection to be accepted again');
+  });
+});
