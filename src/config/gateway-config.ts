@@ -26,6 +26,8 @@ export interface GatewayConfig {
   readonly upstreamTimeoutMs: number;
   /** `providers/manifest.json` by default. */
   readonly manifestPath: string;
+  /** Further plugin directories, each with its own `manifest.json` (`GATEWAY_PLUGIN_PATH`, colon-separated). */
+  readonly pluginPath: readonly string[];
   /** Per vendor, from the config file; env `<PREFIX>_BASE_URL` / `<PREFIX>_API_KEY` override them. */
   readonly providers: Readonly<Record<string, ProviderSettings>>;
   /** Alias → canonical target, overriding the plugins' declared targets. */
@@ -217,6 +219,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     bodyLimitBytes: env.BODY_LIMIT ? parseEnvSize('BODY_LIMIT', env.BODY_LIMIT) : parseSize(file.server?.bodyLimit ?? '10mb'),
     upstreamTimeoutMs: envInteger(env, 'UPSTREAM_TIMEOUT_MS', 1) ?? file.server?.upstreamTimeoutMs ?? 300_000,
     manifestPath: resolve(cwd, env.GATEWAY_MANIFEST ?? file.manifest ?? 'providers/manifest.json'),
+    pluginPath: (env.GATEWAY_PLUGIN_PATH ?? '').split(':').filter(Boolean).map((directory) => resolve(cwd, directory)),
     providers: providerMap(path, file.providers),
     aliases: stringMap(path, 'aliases', file.aliases),
     redis,

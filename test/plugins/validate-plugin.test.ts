@@ -44,10 +44,10 @@ describe('loadPlugins', () => {
     const dir = await mkdtemp(join(tmpdir(), 'gateway-manifest-'));
     await mkdir(join(dir, 'acme'));
     await writeFile(join(dir, 'manifest.json'), JSON.stringify({ plugins: ['acme'] }));
-    await writeFile(join(dir, 'acme', 'index.ts'), 'export default { vendor: "acme", routes: {}, models: [] };');
+    await writeFile(join(dir, 'acme', 'index.ts'), 'export default { contract: 1, vendor: "acme", routes: {}, models: [] };');
     const error = await loadPlugins(join(dir, 'manifest.json')).then(() => undefined, (caught: unknown) => caught);
     expect(error).to.be.instanceOf(PluginLoadError);
-    expect((error as Error).message).to.equal("plugin 'acme': models: must be a non-empty list");
+    expect((error as Error).message).to.equal(`plugin 'acme': models: must be a non-empty list (plugin directory ${join(dir, 'acme')})`);
   });
 
   it('refuses a manifest listing a plugin twice', async () => {
