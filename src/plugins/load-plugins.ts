@@ -92,7 +92,11 @@ export async function loadPluginFolder(folder: PluginFolder, options: { external
     if (!RUNNING_TYPESCRIPT && (entry.endsWith('.ts') || options.external)) await ensureTypeScriptLoader();
     module = (await import(pathToFileURL(entry).href)) as { default?: unknown };
   } catch (error) {
-    throw new PluginLoadError(folder.name, entry.slice(folder.directory.length + 1), `cannot be loaded: ${(error as Error).message}`, folder.directory);
+    const message = (error as Error).message;
+    const hint = message.includes("'model-gateway'")
+      ? ' (the plugin imports model-gateway/plugin: make the gateway resolvable from its directory, e.g. `npm install <path to model-gateway>` there)'
+      : '';
+    throw new PluginLoadError(folder.name, entry.slice(folder.directory.length + 1), `cannot be loaded: ${message}${hint}`, folder.directory);
   }
   try {
     return validatePlugin(folder.name, module.default);
