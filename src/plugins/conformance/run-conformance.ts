@@ -332,7 +332,11 @@ class Driver {
     const recorded = await this.recordedUsage(canonicalId, before);
     if (!recorded) return fail(alias ? 'alias' : 'usage', `no usage was recorded against ${canonicalId}`);
     if (!isDeepStrictEqual(recorded, upstream.reportedUsage)) {
-      return fail('usage', `recorded ${JSON.stringify(recorded)}, but the upstream reported ${JSON.stringify(upstream.reportedUsage)}`);
+      const index = (plugin.usageExtractors ?? []).findIndex(
+        (declaration) => declaration.route === upstreamRouteId && (!declaration.models || declaration.models.some((declared) => canonicalOf(plugin, declared) === model)),
+      );
+      const reader = index >= 0 ? `the plugin's usageExtractors[${index}]` : `the standard ${upstreamRoute.format} extractor`;
+      return fail('usage', `${reader} recorded ${JSON.stringify(recorded)}, but the upstream reported ${JSON.stringify(upstream.reportedUsage)}`);
     }
   }
 
