@@ -19,6 +19,8 @@ describe('validatePlugin', () => {
   });
 
   const cases: [string, (plugin: Record<string, any>) => void, string][] = [
+    ['a plugin without a contract version', (p) => delete p.contract, "plugin 'acme': contract: missing: declare the contract version the plugin is written for (this gateway supports 1)"],
+    ['an unsupported contract version', (p) => (p.contract = 2), "plugin 'acme': contract: version 2 is not supported (this gateway supports 1)"],
     ['a vendor that is not its folder name', (p) => (p.vendor = 'other'), "plugin 'acme': vendor: must equal"],
     ['an unknown route', (p) => (p.routes.embeddings = { path: '/e', format: 'responses', auth: 'bearer' }), 'routes.embeddings: unknown route'],
     ['a bad wire format', (p) => (p.routes.responses.format = 'xml'), 'routes.responses.format'],
