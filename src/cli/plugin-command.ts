@@ -7,7 +7,7 @@ import { PLUGIN_ENTRY_FILES, readManifest } from '../plugins/load-plugins.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { envPrefix, SCAFFOLD_FORMATS, scaffoldFiles, type ScaffoldFormat } from './plugin-scaffold.ts';
 
-export const PLUGIN_SYNOPSIS = `plugin new VENDOR [--format chat-completions|messages|responses] [--dir PLUGINS_DIR]
+export const PLUGIN_SYNOPSIS = `plugin new VENDOR [--format chat-completions|messages|responses] [--dir PLUGINS_DIR (default: providers/)]
 plugin test DIR   (a plugins directory with a manifest.json, or one plugin folder)`;
 
 /** The repository's own plugins directory, wherever the command is run from. */
@@ -39,7 +39,8 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
     io.err(`Invalid vendor name '${vendor}': use lower case letters, digits and single dashes, starting with a letter (e.g. acme or acme-cloud).\n`);
     return 1;
   }
-  const pluginsDir = resolve(values.dir ?? REPOSITORY_PLUGINS);
+  // Without --dir, beside the gateway's own manifest (GATEWAY_MANIFEST, else the repository's providers/).
+  const pluginsDir = resolve(values.dir ?? dirname(builtInManifest(env)));
   const manifestPath = join(pluginsDir, 'manifest.json');
   const folder = join(pluginsDir, vendor);
   const builtIn = builtInManifest(env);
@@ -55,7 +56,7 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
   }
 
   // Inside the repository a plugin imports the contract by path, as its siblings do; elsewhere by package name.
-  const inRepository = !relative(dirname(dirname(CONTRACT_FILE)), folder).startsWith('..') && resolve(pluginsDir) === resolve(REPOSITORY_PLUGINS);
+  const inRepository = pluginsDir === resolve(REPOSITORY_PLUGINS);
   const contractImport = inRepository ? relative(folder, CONTRACT_FILE).split(sep).join('/') : 'model-gateway/plugin';
   const manifest = existsSync(manifestPath) ? (JSON.parse(readFileSync(manifestPath, 'utf8')) as { plugins?: string[] }) : {};
   const files = scaffoldFiles({ vendor, format, contractImport });
