@@ -93,9 +93,13 @@ export async function loadPluginFolder(folder: PluginFolder, options: { external
     module = (await import(pathToFileURL(entry).href)) as { default?: unknown };
   } catch (error) {
     const message = (error as Error).message;
-    const hint = message.includes("'model-gateway'")
-      ? ' (the plugin imports model-gateway/plugin: make the gateway resolvable from its directory, e.g. `npm install <path to model-gateway>` there)'
-      : '';
+    const hints = [
+      ...(/require\(|Require stack/.test(message) ? ['plugins are ES modules: give their directory a package.json with {"type": "module"}'] : []),
+      ...(/Cannot find (package|module) 'model-gateway/.test(message)
+        ? ['the plugin imports model-gateway/plugin: make the gateway resolvable from its directory, e.g. `npm install <path to model-gateway>` there']
+        : []),
+    ];
+    const hint = hints.length ? ` (${hints.join('; ')})` : '';
     throw new PluginLoadError(folder.name, entry.slice(folder.directory.length + 1), `cannot be loaded: ${message}${hint}`, folder.directory);
   }
   try {

@@ -85,6 +85,17 @@ describe('loadPlugins with GATEWAY_PLUGIN_PATH directories', function () {
     expect((await failure(loadPlugins(builtIn, [empty]))).message).to.equal(`plugin 'hollow': module: no index.js, index.mjs, index.ts found (plugin directory ${join(empty, 'hollow')})`);
   });
 
+  it('says what to fix when an outside plugin cannot import the contract or is not an ES module package', async () => {
+    const text = `import { definePlugin } from 'model-gateway/plugin';\nexport default definePlugin(${declaration('lost')});\n`;
+    const lost = await pluginsDir(root, 'lost', { lost: { file: 'index.js', text } });
+    await writeFile(join(lost, 'package.json'), JSON.stringify({ type: 'module' }));
+    expect((await failure(loadPlugins(builtIn, [lost]))).message).to.contain(
+      "(the plugin imports model-gateway/plugin: make the gateway resolvable from its directory, e.g. `npm install <path to model-gateway>` there)",
+    );
+    const common = await pluginsDir(root, 'common', { common: { file: 'index.ts', text: text.replaceAll('lost', 'common') } });
+    expect((await failure(loadPlugins(builtIn, [common]))).message).to.contain('plugins are ES modules: give their directory a package.json with {"type": "module"}');
+  });
+
   it('compiled and run on plain node (no tsx preloaded), registers tsx on demand for a TypeScript plugin outside the repository', async () => {
     // The loader as a build would emit it: JavaScript, with its relative imports rewritten to .js.
     const compiled = join(root, 'compiled');

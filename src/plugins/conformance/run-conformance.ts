@@ -229,7 +229,7 @@ class Driver {
 
   /** The usage recorded for one more request against the model, once it is stored. */
   private async recordedUsage(canonicalId: string, before: Totals): Promise<TokenUsage | undefined> {
-    for (let attempt = 0; attempt < 100; attempt += 1) {
+    for (let attempt = 0; attempt < 200; attempt += 1) {
       const after = await this.totals(canonicalId);
       if (after.requests > before.requests) {
         return { inputTokens: after.inputTokens - before.inputTokens, outputTokens: after.outputTokens - before.outputTokens, cachedTokens: after.cachedTokens - before.cachedTokens };
