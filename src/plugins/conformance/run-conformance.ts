@@ -207,6 +207,8 @@ interface Answer {
 type Totals = { requests: number; inputTokens: number; outputTokens: number; cachedTokens: number };
 
 class Driver {
+  private readonly reported = new Set<string>();
+
   constructor(
     private readonly gateway: Gateway,
     private readonly mock: MockUpstream,
@@ -280,10 +282,11 @@ class Driver {
     report.checks += 1;
     const what = `${route === 'chat' ? 'native chat' : route}${stream ? ' (stream)' : ''} with '${requestedId}'`;
     const fail = (rule: string, message: string) => {
-      const failure = { plugin: plugin.vendor, model: canonicalId, rule, message: `${what}: ${message}` };
-      // One failure per model, rule and route is enough to act on.
-      const key = (entry: ConformanceFailure) => `${entry.model} ${entry.rule} ${entry.message.split(':')[0]!.split(' ')[0]}`;
-      if (!report.failures.some((existing) => key(existing) === key(failure))) report.failures.push(failure);
+      // One failure per model, route and rule is enough to act on (not one per spelling and mode).
+      const key = `${plugin.vendor} ${canonicalId} ${route} ${rule}`;
+      if (this.reported.has(key)) return;
+      this.reported.add(key);
+      report.failures.push({ plugin: plugin.vendor, model: canonicalId, rule, message: `${what}: ${message}` });
     };
     const upstreamRouteId: UpstreamRouteId = route === 'chat' ? plugin.nativeChat!.route : route;
     const upstreamRoute = plugin.routes[upstreamRouteId]!;
