@@ -12,7 +12,7 @@ const upstreamKey = 'demo-upstream-key';
 const upstream = await startMockUpstream({ apiKey: upstreamKey, chunkDelayMs: 40 });
 const env: NodeJS.ProcessEnv = { ...process.env, GATEWAY_DATA_DIR: process.env.GATEWAY_DATA_DIR ?? join('data', 'demo') };
 const config = loadConfig(env);
-for (const plugin of await loadPlugins(config.manifestPath)) {
+for (const plugin of await loadPlugins(config.manifestPath, config.pluginPath)) {
   env[`${envPrefixOf(plugin)}_BASE_URL`] ??= upstream.url;
   env[`${envPrefixOf(plugin)}_API_KEY`] ??= upstreamKey;
 }

@@ -58,7 +58,7 @@ export async function openStores(config: GatewayConfig, logger: Logger): Promise
 
 /** Builds every part from the config, starts listening, and gives back a handle that closes it all. */
 export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv, logger: Logger): Promise<Gateway> {
-  const plugins = await loadPlugins(config.manifestPath);
+  const plugins = await loadPlugins(config.manifestPath, config.pluginPath);
   const registry = new ModelRegistry(plugins, config.aliases);
   const currentRegistry = () => registry;
   const endpoints = providerEndpoints(plugins, config, env, logger);

@@ -6,6 +6,7 @@ const routes = ['chat', 'chat-completions', 'responses'] as const;
 const model = (id: string, listed: boolean, pricing: ModelPricing) => ({ id, listed, routes, pricing, webSearch: true });
 
 export default definePlugin({
+  contract: 1,
   vendor: 'alpha',
   routes: {
     'chat-completions': chatCompletionsRoute,

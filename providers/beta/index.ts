@@ -16,6 +16,7 @@ const messagesRoute = (path: string, format: 'messages' | 'count-tokens'): Upstr
 });
 
 export default definePlugin({
+  contract: 1,
   vendor: 'beta',
   routes: {
     'chat-completions': chatCompletionsRoute,

@@ -4,6 +4,7 @@ import { chatCompletionsAdapter, chatCompletionsRoute } from '../shared/chat-com
 const routes = ['chat', 'chat-completions'] as const;
 
 export default definePlugin({
+  contract: 1,
   vendor: 'delta',
   routes: { 'chat-completions': chatCompletionsRoute },
   models: [

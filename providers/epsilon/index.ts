@@ -5,6 +5,7 @@ import { dropEmptyFunctionCall } from './stream-fixups.ts';
 const routes = ['chat', 'chat-completions'] as const;
 
 export default definePlugin({
+  contract: 1,
   vendor: 'epsilon',
   routes: { 'chat-completions': chatCompletionsRoute },
   models: [

@@ -12,6 +12,7 @@ const routes = ['chat', 'chat-completions'] as const;
 const searchGroundingTool = { type: 'function', function: { name: 'googleSearch' } } as const;
 
 export default definePlugin({
+  contract: 1,
   vendor: 'gamma',
   routes: { 'chat-completions': chatCompletionsRoute },
   models: [

@@ -41,7 +41,8 @@ async function createKey(argv: string[], io: CliIo, store: KeyStore, env: NodeJS
     ...(values['expires-at'] !== undefined && { expires_at: values['expires-at'] }),
     ...((daily !== undefined || monthly !== undefined) && { quota: { ...(daily !== undefined && { daily }), ...(monthly !== undefined && { monthly }) } }),
   };
-  const known = models ? canonicalModelIds(new ModelRegistry(await loadPlugins(loadConfig(env).manifestPath))) : undefined;
+  const config = models ? loadConfig(env) : undefined;
+  const known = config ? canonicalModelIds(new ModelRegistry(await loadPlugins(config.manifestPath, config.pluginPath))) : undefined;
   const { key, record } = await store.create(parseNewKey(body, { knownModels: known, fieldLabel: flagOf }));
   io.out(`Created API key ${record.id} (${record.name}).\nKey, shown this once; store it now:\n${key}\n`);
   return 0;

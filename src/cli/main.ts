@@ -3,6 +3,7 @@ import { isGatewayError } from '../errors/gateway-errors.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { runUsageCommand, USAGE_SYNOPSIS } from './usage-command.ts';
 import { KEYS_SYNOPSIS, runKeysCommand } from './keys-command.ts';
+import { PLUGIN_SYNOPSIS, runPluginCommand } from './plugin-command.ts';
 
 export type { CliIo } from './cli-io.ts';
 
@@ -13,11 +14,12 @@ export interface CliCommand {
   run(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): Promise<number>;
 }
 
-const HEADER = 'model-gateway: operator commands, on the store the server uses (REDIS_URL, else GATEWAY_DATA_DIR, default data/)';
+const HEADER = 'model-gateway: operator commands (keys and usage on the store the server uses: REDIS_URL, else GATEWAY_DATA_DIR, default data/) and plugin authors\' tools';
 
 const commands: Record<string, CliCommand> = {
   keys: { synopsis: KEYS_SYNOPSIS, run: runKeysCommand },
   usage: { synopsis: USAGE_SYNOPSIS, run: runUsageCommand },
+  plugin: { synopsis: PLUGIN_SYNOPSIS, run: runPluginCommand },
   help: { synopsis: 'help', run: async (_argv, io) => (io.out(helpText()), 0) },
 };
 

@@ -31,6 +31,8 @@ export interface GatewayConfig {
   readonly chatDeadlineMs: number;
   /** `providers/manifest.json` beside the running code by default (`dist/providers/` when compiled). */
   readonly manifestPath: string;
+  /** Further plugin directories, each with its own `manifest.json` (`GATEWAY_PLUGIN_PATH`, colon-separated). */
+  readonly pluginPath: readonly string[];
   /** Per vendor, from the config file; env `<PREFIX>_BASE_URL` / `<PREFIX>_API_KEY` override them. */
   readonly providers: Readonly<Record<string, ProviderSettings>>;
   /** Alias → canonical target, overriding the plugins' declared targets. */
@@ -250,6 +252,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     maxSseEventBytes: env.SSE_MAX_EVENT_BYTES ? parseEnvSize('SSE_MAX_EVENT_BYTES', env.SSE_MAX_EVENT_BYTES) : parseSize(file.server?.maxSseEventBytes ?? '16mb'),
     chatDeadlineMs: envInteger(env, 'CHAT_DEADLINE_MS', 1) ?? file.server?.chatDeadlineMs ?? 600_000,
     manifestPath: env.GATEWAY_MANIFEST || file.manifest ? resolve(cwd, (env.GATEWAY_MANIFEST || file.manifest)!) : BUNDLED_MANIFEST,
+    pluginPath: (env.GATEWAY_PLUGIN_PATH ?? '').split(':').filter(Boolean).map((directory) => resolve(cwd, directory)),
     providers: providerMap(path, file.providers),
     aliases: stringMap(path, 'aliases', file.aliases),
     redis,

@@ -6,15 +6,18 @@
  * upstream path, wire format and auth style of each route it serves, and the stream fixups it
  * needs. The core never names a vendor or a model: it only reads these declarations.
  *
- * A plugin lives in `providers/<vendor>/index.ts` (default export) and is enabled by listing
- * its vendor in `providers/manifest.json`. The loader checks every plugin whole at start-up and
- * refuses to start with the plugin's name and the bad field when something does not fit.
+ * A plugin lives in `<plugins dir>/<vendor>/index.ts` (or compiled `index.js`), default export, and
+ * is enabled by listing its vendor in that directory's `manifest.json`: `providers/` in the
+ * repository, or any directory named in `GATEWAY_PLUGIN_PATH`. The loader checks every plugin whole
+ * at start-up and refuses to start with the plugin's name, its directory and the bad field when
+ * something does not fit. `docs/plugins.md` is the guide.
  *
  * @example
  * ```ts
- * import { definePlugin } from '../../src/plugins/plugin-contract.ts';
+ * import { definePlugin } from 'model-gateway/plugin';
  *
  * export default definePlugin({
+ *   contract: 1,
  *   vendor: 'acme',
  *   routes: {
  *     'chat-completions': { path: '/chat/completions', format: 'chat-completions', auth: 'bearer' },
@@ -26,6 +29,15 @@
  * });
  * ```
  */
+
+/**
+ * The contract versions this gateway loads. A plugin states the one it is written for in
+ * {@link ProviderPlugin.contract}; a change that would break existing plugins adds a new version.
+ */
+export const SUPPORTED_CONTRACT_VERSIONS = [1] as const;
+
+/** A contract version this gateway loads. */
+export type ContractVersion = (typeof SUPPORTED_CONTRACT_VERSIONS)[number];
 
 /** A client-facing model route of the gateway. `chat` is the native text route `POST /v1/chat`. */
 export type RouteId = 'chat' | 'chat-completions' | 'messages' | 'count-tokens' | 'responses';
@@ -199,6 +211,8 @@ export interface NativeChatAdapter {
 
 /** A provider plugin: everything the gateway knows about one upstream vendor. */
 export interface ProviderPlugin {
+  /** The contract version the plugin is written for (one of {@link SUPPORTED_CONTRACT_VERSIONS}); checked at load. */
+  readonly contract: ContractVersion;
   /** The vendor prefix of the plugin's model IDs, e.g. `acme`. Lower case letters, digits and dashes. */
   readonly vendor: string;
   /**

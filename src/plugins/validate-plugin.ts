@@ -1,4 +1,4 @@
-import type { ProviderPlugin, RouteId, UpstreamRouteId } from './plugin-contract.ts';
+import { SUPPORTED_CONTRACT_VERSIONS, type ProviderPlugin, type RouteId, type UpstreamRouteId } from './plugin-contract.ts';
 
 export const ROUTE_IDS: readonly RouteId[] = ['chat', 'chat-completions', 'messages', 'count-tokens', 'responses'];
 const UPSTREAM_ROUTE_IDS: readonly string[] = ROUTE_IDS.filter((route) => route !== 'chat');
@@ -8,15 +8,21 @@ const ID_FORMS: readonly string[] = ['prefixed', 'native'];
 /** Headers that carry the client's gateway key: a route may never forward them. */
 const CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'x-api-key'];
 
-/** A plugin that does not fit the contract, named with the plugin and the bad field. */
+/** A plugin that does not fit the contract, named with the plugin, the bad field and, when known, its directory. */
 export class PluginLoadError extends Error {
   constructor(
     readonly plugin: string,
     readonly field: string,
-    problem: string,
+    readonly problem: string,
+    readonly directory?: string,
   ) {
-    super(`plugin '${plugin}': ${field}: ${problem}`);
+    super(`plugin '${plugin}': ${field}: ${problem}${directory ? ` (plugin directory ${directory})` : ''}`);
     this.name = 'PluginLoadError';
+  }
+
+  /** The same error, naming the plugin's directory. */
+  inDirectory(directory: string): PluginLoadError {
+    return this.directory ? this : new PluginLoadError(this.plugin, this.field, this.problem, directory);
   }
 }
 
@@ -35,6 +41,11 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
   };
   if (!isRecord(candidate)) return fail('default export', 'must be the object made by definePlugin({...})');
   const plugin = candidate;
+  const supported = SUPPORTED_CONTRACT_VERSIONS.join(', ');
+  if (plugin.contract === undefined) fail('contract', `missing: declare the contract version the plugin is written for (this gateway supports ${supported})`);
+  if (!(SUPPORTED_CONTRACT_VERSIONS as readonly unknown[]).includes(plugin.contract)) {
+    fail('contract', `version ${JSON.stringify(plugin.contract)} is not supported (this gateway supports ${supported})`);
+  }
   if (plugin.vendor !== name) fail('vendor', `must equal the plugin's folder and manifest name '${name}', got ${JSON.stringify(plugin.vendor)}`);
   if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) fail('vendor', 'must be lower case letters, digits and dashes');
   if (plugin.envPrefix !== undefined && !(typeof plugin.envPrefix === 'string' && /^[A-Z][A-Z0-9_]*$/.test(plugin.envPrefix))) {

@@ -95,7 +95,7 @@ describe('start-up refusals', function () {
     await writeFile(join(dir, 'manifest.json'), JSON.stringify({ plugins: ['acme'] }));
     await writeFile(
       join(dir, 'acme', 'index.ts'),
-      "export default { vendor: 'acme', routes: { 'chat-completions': { path: '/chat/completions', format: 'chat-completions', auth: 'bearer' } }, models: [{ id: 'one', listed: true, routes: ['chat-completions'], pricing: { input: 1, cachedInput: 0.1, output: 2 } }], aliases: [{ id: 'acme-latest', target: 'acme/two', routes: ['chat-completions'] }] };\n",
+      "export default { contract: 1, vendor: 'acme', routes: { 'chat-completions': { path: '/chat/completions', format: 'chat-completions', auth: 'bearer' } }, models: [{ id: 'one', listed: true, routes: ['chat-completions'], pricing: { input: 1, cachedInput: 0.1, output: 2 } }], aliases: [{ id: 'acme-latest', target: 'acme/two', routes: ['chat-completions'] }] };\n",
     );
     const { code, output } = await startupFailure({ GATEWAY_MANIFEST: join(dir, 'manifest.json'), GATEWAY_DATA_DIR: dir });
     expect(code).to.equal(1);

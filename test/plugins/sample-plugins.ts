@@ -6,6 +6,7 @@ const chatCompletions = { path: '/chat/completions', format: 'chat-completions',
 /** Two small made-up providers that exercise every registry feature. */
 export function samplePlugins(): ProviderPlugin[] {
   const acme = definePlugin({
+    contract: 1,
     vendor: 'acme',
     routes: {
       'chat-completions': chatCompletions,
@@ -31,6 +32,7 @@ export function samplePlugins(): ProviderPlugin[] {
     },
   });
   const bolt = definePlugin({
+    contract: 1,
     vendor: 'bolt',
     routes: {
       'chat-completions': chatCompletions,

@@ -19,6 +19,8 @@ describe('validatePlugin', () => {
   });
 
   const cases: [string, (plugin: Record<string, any>) => void, string][] = [
+    ['a plugin without a contract version', (p) => delete p.contract, "plugin 'acme': contract: missing: declare the contract version the plugin is written for (this gateway supports 1)"],
+    ['an unsupported contract version', (p) => (p.contract = 2), "plugin 'acme': contract: version 2 is not supported (this gateway supports 1)"],
     ['a vendor that is not its folder name', (p) => (p.vendor = 'other'), "plugin 'acme': vendor: must equal"],
     ['an unknown route', (p) => (p.routes.embeddings = { path: '/e', format: 'responses', auth: 'bearer' }), 'routes.embeddings: unknown route'],
     ['a bad wire format', (p) => (p.routes.responses.format = 'xml'), 'routes.responses.format'],
@@ -46,10 +48,10 @@ describe('loadPlugins', () => {
     const dir = await mkdtemp(join(tmpdir(), 'gateway-manifest-'));
     await mkdir(join(dir, 'acme'));
     await writeFile(join(dir, 'manifest.json'), JSON.stringify({ plugins: ['acme'] }));
-    await writeFile(join(dir, 'acme', 'index.ts'), 'export default { vendor: "acme", routes: {}, models: [] };');
+    await writeFile(join(dir, 'acme', 'index.ts'), 'export default { contract: 1, vendor: "acme", routes: {}, models: [] };');
     const error = await loadPlugins(join(dir, 'manifest.json')).then(() => undefined, (caught: unknown) => caught);
     expect(error).to.be.instanceOf(PluginLoadError);
-    expect((error as Error).message).to.equal("plugin 'acme': models: must be a non-empty list");
+    expect((error as Error).message).to.equal(`plugin 'acme': models: must be a non-empty list (plugin directory ${join(dir, 'acme')})`);
   });
 
   it('refuses a manifest listing a plugin twice', async () => {

@@ -1,0 +1,132 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { formatFailure, runConformance, type ConformanceOptions } from '../plugins/conformance/run-conformance.ts';
+import { PLUGIN_ENTRY_FILES, readManifest } from '../plugins/load-plugins.ts';
+import { CliUsageError, type CliIo } from './cli-io.ts';
+import { envPrefix, SCAFFOLD_FORMATS, scaffoldFiles, type ScaffoldFormat } from './plugin-scaffold.ts';
+
+export const PLUGIN_SYNOPSIS = `plugin new VENDOR [--format chat-completions|messages|responses] [--dir PLUGINS_DIR (default: providers/)]
+plugin test DIR   (a plugins directory with a manifest.json, or one plugin folder)`;
+
+/** The repository's own plugins directory, wherever the command is run from. */
+const REPOSITORY_PLUGINS = fileURLToPath(new URL('../../providers/', import.meta.url));
+const CONTRACT_FILE = fileURLToPath(new URL('../plugins/plugin-contract.ts', import.meta.url));
+
+/** The manifest of the built-in plugins: `GATEWAY_MANIFEST`, else the repository's. */
+const builtInManifest = (env: NodeJS.ProcessEnv) => resolve(env.GATEWAY_MANIFEST ?? join(REPOSITORY_PLUGINS, 'manifest.json'));
+
+export async function runPluginCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): Promise<number> {
+  const [action, ...rest] = argv;
+  if (action === 'new') return newPlugin(rest, io, env);
+  if (action === 'test') return testPlugins(rest, io, env);
+  throw new CliUsageError(action ? `Unknown plugin command '${action}'.` : 'Missing plugin command.');
+}
+
+function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { format: { type: 'string', default: 'chat-completions' }, dir: { type: 'string' } },
+    strict: true,
+    allowPositionals: true,
+  });
+  if (positionals.length !== 1) throw new CliUsageError('plugin new takes one vendor name.');
+  const vendor = positionals[0]!;
+  const format = values.format as ScaffoldFormat;
+  if (!SCAFFOLD_FORMATS.includes(format)) throw new CliUsageError(`--format must be one of ${SCAFFOLD_FORMATS.join(', ')}, got '${values.format}'.`);
+  if (!/^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/.test(vendor)) {
+    io.err(`Invalid vendor name '${vendor}': use lower case letters, digits and single dashes, starting with a letter (e.g. acme or acme-cloud).\n`);
+    return 1;
+  }
+  // Without --dir, beside the gateway's own manifest (GATEWAY_MANIFEST, else the repository's providers/).
+  const pluginsDir = resolve(values.dir ?? dirname(builtInManifest(env)));
+  const manifestPath = join(pluginsDir, 'manifest.json');
+  const folder = join(pluginsDir, vendor);
+  const builtIn = builtInManifest(env);
+  const taken = [manifestPath, builtIn].filter((path, index, all) => all.indexOf(path) === index && existsSync(path))
+    .find((path) => (JSON.parse(readFileSync(path, 'utf8')) as { plugins?: unknown[] }).plugins?.includes(vendor));
+  if (taken) {
+    io.err(`Vendor '${vendor}' exists already: ${taken} lists it. Pick another name.\n`);
+    return 1;
+  }
+  if (existsSync(folder)) {
+    io.err(`Vendor '${vendor}' exists already: ${folder} is there. Pick another name or remove the folder.\n`);
+    return 1;
+  }
+
+  // Inside the repository a plugin imports the contract by path, as its siblings do; elsewhere by package name.
+  const inRepository = pluginsDir === resolve(REPOSITORY_PLUGINS);
+  const contractImport = inRepository ? relative(folder, CONTRACT_FILE).split(sep).join('/') : 'model-gateway/plugin';
+  const manifest = existsSync(manifestPath) ? (JSON.parse(readFileSync(manifestPath, 'utf8')) as { plugins?: string[] }) : {};
+  const files = scaffoldFiles({ vendor, format, contractImport });
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(folder, path)), { recursive: true });
+    writeFileSync(join(folder, path), content);
+  }
+  writeFileSync(manifestPath, `${JSON.stringify({ ...manifest, plugins: [...(manifest.plugins ?? []), vendor] }, null, 2)}\n`);
+  // Plugins are ES modules: a directory outside any package needs its own package.json saying so.
+  const packageJson = join(pluginsDir, 'package.json');
+  const inPackage = ancestors(pluginsDir).some((directory) => existsSync(join(directory, 'package.json')));
+  if (!inPackage) writeFileSync(packageJson, `${JSON.stringify({ private: true, type: 'module' }, null, 2)}\n`);
+
+  const prefix = envPrefix(vendor);
+  io.out(
+    [
+      `Created ${folder}/ (${format}):`,
+      ...Object.keys(files).map((path) => `  ${vendor}/${path}`),
+      `Added '${vendor}' to ${manifestPath} (last in the catalog).`,
+      ...(inPackage ? [] : [`Wrote ${packageJson} ({"type": "module"}); link the gateway there for model-gateway/plugin: npm install <path to model-gateway>`]),
+      '',
+      'Next:',
+      `  1. Edit ${join(folder, 'index.ts')}: models, prices, alias (guide: docs/plugins.md).`,
+      `  2. npx model-gateway plugin test ${folder}`,
+      ...(values.dir ? [`  3. Run the gateway with GATEWAY_PLUGIN_PATH=${pluginsDir}`] : []),
+      `  ${values.dir ? 4 : 3}. Point it at the provider: ${prefix}_BASE_URL=https://… (with the version prefix) ${prefix}_API_KEY=…`,
+      '',
+    ].join('\n'),
+  );
+  return 0;
+}
+
+/** The directory and each one above it. */
+function ancestors(directory: string): string[] {
+  const all = [directory];
+  while (dirname(all.at(-1)!) !== all.at(-1)) all.push(dirname(all.at(-1)!));
+  return all;
+}
+
+async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): Promise<number> {
+  const { positionals } = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true });
+  if (positionals.length !== 1) throw new CliUsageError('plugin test takes one directory.');
+  const directory = resolve(positionals[0]!);
+  const builtIn = builtInManifest(env);
+  let options: ConformanceOptions;
+  if (existsSync(join(directory, 'manifest.json'))) {
+    const manifest = join(directory, 'manifest.json');
+    options = manifest === builtIn ? { manifestPath: builtIn } : { manifestPath: builtIn, pluginPath: [directory], vendors: readManifest(manifest).map((folder) => folder.name) };
+  } else if (PLUGIN_ENTRY_FILES.some((file) => existsSync(join(directory, file)))) {
+    const manifest = join(dirname(directory), 'manifest.json');
+    const vendor = basename(directory);
+    if (!existsSync(manifest) || !readManifest(manifest).some((folder) => folder.name === vendor)) {
+      io.err(`No manifest lists '${vendor}': add it to ${manifest} ({"plugins": [..., "${vendor}"]}).\n`);
+      return 1;
+    }
+    options = manifest === builtIn ? { manifestPath: builtIn, vendors: [vendor] } : { manifestPath: builtIn, pluginPath: [dirname(directory)], vendors: [vendor] };
+  } else {
+    io.err(`${directory} holds neither a manifest.json nor a plugin (${PLUGIN_ENTRY_FILES.join(', ')}).\n`);
+    return 1;
+  }
+
+  const report = await runConformance(options);
+  for (const failure of report.failures) io.out(`✘ ${formatFailure(failure)}\n`);
+  for (const plugin of report.plugins) {
+    if (plugin.failures.length === 0) {
+      io.out(`✔ ${plugin.vendor}: ${plugin.checks} checks passed (${plugin.directory})\n`);
+    } else {
+      io.out(`✘ ${plugin.vendor}: ${plugin.failures.length} failure(s) in ${plugin.checks} checks (${plugin.directory})\n`);
+      for (const failure of plugin.failures) io.out(`    ${formatFailure(failure)}\n`);
+    }
+  }
+  return report.ok ? 0 : 1;
+}

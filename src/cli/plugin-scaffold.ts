@@ -1,0 +1,187 @@
+/** The files `model-gateway plugin new` writes for one vendor, per upstream wire format. */
+
+export const SCAFFOLD_FORMATS = ['chat-completions', 'messages', 'responses'] as const;
+export type ScaffoldFormat = (typeof SCAFFOLD_FORMATS)[number];
+
+export interface ScaffoldInput {
+  readonly vendor: string;
+  readonly format: ScaffoldFormat;
+  /** How `index.ts` imports the contract: `model-gateway/plugin`, or a relative path inside the repository. */
+  readonly contractImport: string;
+}
+
+/** Relative path → content. */
+export type ScaffoldFiles = Record<string, string>;
+
+const ROUTES: Record<ScaffoldFormat, string> = {
+  'chat-completions': `  routes: {
+    'chat-completions': { path: '/chat/completions', format: 'chat-completions', auth: 'bearer' },
+  },`,
+  messages: `  routes: {
+    // Messages clients send bare model IDs; the upstream wants its key in x-api-key and a version header.
+    messages: {
+      path: '/messages',
+      format: 'messages',
+      auth: 'x-api-key',
+      modelIds: ['native'],
+      forwardHeaders: ['anthropic-version', 'anthropic-beta'],
+      defaultHeaders: { 'anthropic-version': '2023-06-01' },
+    },
+    'count-tokens': {
+      path: '/messages/count_tokens',
+      format: 'count-tokens',
+      auth: 'x-api-key',
+      modelIds: ['native'],
+      forwardHeaders: ['anthropic-version', 'anthropic-beta'],
+      defaultHeaders: { 'anthropic-version': '2023-06-01' },
+    },
+  },`,
+  responses: `  routes: {
+    // Responses clients may send the prefixed or the bare model ID.
+    responses: { path: '/responses', format: 'responses', auth: 'bearer', modelIds: ['prefixed', 'native'] },
+  },`,
+};
+
+const MODEL_ROUTES: Record<ScaffoldFormat, string> = {
+  'chat-completions': `['chat', 'chat-completions']`,
+  messages: `['chat', 'messages', 'count-tokens']`,
+  responses: `['chat', 'responses']`,
+};
+
+const NATIVE_CHAT: Record<ScaffoldFormat, string> = {
+  'chat-completions': `  // POST /v1/chat: one user message, with the provider's low reasoning preset.
+  nativeChat: {
+    route: 'chat-completions',
+    buildRequest: (request) => ({
+      model: request.upstreamModel,
+      messages: [{ role: 'user', content: request.input }],
+      reasoning_effort: 'low',
+      ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+      ...(request.maxOutputTokens === undefined ? {} : { max_tokens: request.maxOutputTokens }),
+      stream: false,
+    }),
+    readText: (body) => {
+      const content = (body as { choices?: { message?: { content?: unknown } }[] } | null)?.choices?.[0]?.message?.content;
+      return typeof content === 'string' ? content : undefined;
+    },
+  },`,
+  messages: `  // POST /v1/chat: one user message; max_tokens is required by the Messages API.
+  nativeChat: {
+    route: 'messages',
+    buildRequest: (request) => ({
+      model: request.upstreamModel,
+      max_tokens: request.maxOutputTokens ?? 1024,
+      messages: [{ role: 'user', content: request.input }],
+      ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+    }),
+    readText: (body) => {
+      const blocks = (body as { content?: { type?: unknown; text?: unknown }[] } | null)?.content ?? [];
+      const texts = blocks.filter((block) => block.type === 'text' && typeof block.text === 'string').map((block) => block.text as string);
+      return texts.length ? texts.join('') : undefined;
+    },
+  },`,
+  responses: `  // POST /v1/chat: the input as one string, with the provider's low reasoning preset.
+  nativeChat: {
+    route: 'responses',
+    buildRequest: (request) => ({
+      model: request.upstreamModel,
+      input: request.input,
+      reasoning: { effort: 'low' },
+      ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+      ...(request.maxOutputTokens === undefined ? {} : { max_output_tokens: request.maxOutputTokens }),
+      stream: false,
+    }),
+    readText: (body) => {
+      const items = (body as { output?: { type?: unknown; content?: { type?: unknown; text?: unknown }[] }[] } | null)?.output ?? [];
+      const texts = items
+        .filter((item) => item.type === 'message')
+        .flatMap((item) => item.content ?? [])
+        .filter((part) => part.type === 'output_text' && typeof part.text === 'string')
+        .map((part) => part.text as string);
+      return texts.length ? texts.join('') : undefined;
+    },
+  },`,
+};
+
+/** A short stream as each format's upstream sends it, one event's data a line. */
+function streamChunks(format: ScaffoldFormat, model: string): string[] {
+  const created = 1763856000;
+  switch (format) {
+    case 'chat-completions': {
+      const chunk = (delta: object, finish: string | null) =>
+        JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }] });
+      return [
+        chunk({ role: 'assistant', content: '' }, null),
+        chunk({ content: 'Hello' }, null),
+        chunk({ content: ' there.' }, 'stop'),
+        JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created, model, choices: [], usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15, prompt_tokens_details: { cached_tokens: 0 } } }),
+        '[DONE]',
+      ];
+    }
+    case 'messages':
+      return [
+        JSON.stringify({ type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model, content: [], stop_reason: null, usage: { input_tokens: 12, output_tokens: 1 } } }),
+        JSON.stringify({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+        JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hello there.' } }),
+        JSON.stringify({ type: 'content_block_stop', index: 0 }),
+        JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 3 } }),
+        JSON.stringify({ type: 'message_stop' }),
+      ];
+    case 'responses': {
+      const response = (status: string, extra: object = {}) => ({ id: 'resp_1', object: 'response', created_at: created, status, model, output: [], ...extra });
+      return [
+        JSON.stringify({ type: 'response.created', sequence_number: 0, response: response('in_progress') }),
+        JSON.stringify({ type: 'response.output_text.delta', sequence_number: 1, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Hello there.' }),
+        JSON.stringify({
+          type: 'response.completed',
+          sequence_number: 2,
+          response: response('completed', {
+            output: [{ type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello there.', annotations: [] }] }],
+            usage: { input_tokens: 12, input_tokens_details: { cached_tokens: 0 }, output_tokens: 3, total_tokens: 15 },
+          }),
+        }),
+      ];
+    }
+  }
+}
+
+/** The usage the standard extractor of each format reads from {@link streamChunks}. */
+const STREAM_USAGE = { inputTokens: 12, outputTokens: 3, cachedTokens: 0 };
+
+/** The plugin folder's files: the declaration and one recorded stream fixture. */
+export function scaffoldFiles({ vendor, format, contractImport }: ScaffoldInput): ScaffoldFiles {
+  const model = `${vendor}-1`;
+  const route = format === 'chat-completions' ? 'chat-completions' : format;
+  const index = `import { definePlugin } from '${contractImport}';
+
+/**
+ * The ${vendor} provider. Its upstream is configured with ${envPrefix(vendor)}_BASE_URL (the base URL with
+ * its version prefix, e.g. https://api.${vendor}.example/v1) and ${envPrefix(vendor)}_API_KEY.
+ * Guide: docs/plugins.md. Check it with: npx model-gateway plugin test <this plugin's folder>
+ */
+export default definePlugin({
+  contract: 1,
+  vendor: '${vendor}',
+${ROUTES[format]}
+  models: [
+    {
+      id: '${model}',
+      listed: true,
+      routes: ${MODEL_ROUTES[format]},
+      // USD per million tokens: replace with the provider's prices.
+      pricing: { input: 1, cachedInput: 0.1, output: 4 },
+    },
+  ],
+  aliases: [{ id: '${vendor}-latest', target: '${vendor}/${model}', routes: ${MODEL_ROUTES[format]} }],
+${NATIVE_CHAT[format]}
+});
+`;
+  return {
+    'index.ts': index,
+    [`__fixtures__/${route}-stream.fixture.json`]: `${JSON.stringify({ route, model: `${vendor}/${model}`, usage: STREAM_USAGE }, null, 2)}\n`,
+    [`__fixtures__/${route}-stream.chunks.txt`]: `${streamChunks(format, model).join('\n')}\n`,
+  };
+}
+
+/** The default environment prefix of a vendor, as the gateway derives it. */
+export const envPrefix = (vendor: string) => vendor.toUpperCase().replace(/-/g, '_');

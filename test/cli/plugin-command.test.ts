@@ -1,0 +1,105 @@
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { runCli } from '../../src/cli/main.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+async function cli(argv: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { out: (text) => (out += text), err: (text) => (err += text) }, env);
+  return { code, out, err };
+}
+
+const manifestOf = async (directory: string) => (JSON.parse(await readFile(join(directory, 'manifest.json'), 'utf8')) as { plugins: string[] }).plugins;
+
+describe('CLI: plugin new and plugin test', function () {
+  this.timeout(60_000);
+  let root: string;
+  beforeEach(async () => (root = await mkdtemp(join(tmpdir(), 'gateway-plugin-cli-'))));
+  afterEach(async () => rm(root, { recursive: true, force: true }));
+
+  it('scaffolds a working plugin of each format outside the repository, which passes the conformance suite untouched', async () => {
+    const plugins = join(root, 'plugins');
+    for (const format of ['chat-completions', 'messages', 'responses']) {
+      const created = await cli(['plugin', 'new', `acme-${format.split('-')[0]}`, '--format', format, '--dir', plugins]);
+      expect(created.code, created.err).to.equal(0);
+      expect(created.out).to.contain(`Created ${join(plugins, `acme-${format.split('-')[0]}`)}/ (${format})`);
+    }
+    expect(await manifestOf(plugins)).to.deep.equal(['acme-chat', 'acme-messages', 'acme-responses']);
+    expect((await readdir(join(plugins, 'acme-chat'), { recursive: true })).sort()).to.deep.equal([
+      '__fixtures__', '__fixtures__/chat-completions-stream.chunks.txt', '__fixtures__/chat-completions-stream.fixture.json', 'index.ts',
+    ]);
+    expect(JSON.parse(await readFile(join(plugins, 'package.json'), 'utf8'))).to.deep.equal({ private: true, type: 'module' });
+    const index = await readFile(join(plugins, 'acme-messages', 'index.ts'), 'utf8');
+    expect(index).to.contain("import { definePlugin } from 'model-gateway/plugin';").and.to.contain('contract: 1,');
+    expect(index).to.contain("aliases: [{ id: 'acme-messages-latest', target: 'acme-messages/acme-messages-1'");
+
+    // As an author outside the repository would: the gateway installed (here linked) beside the plugins.
+    await mkdir(join(plugins, 'node_modules'));
+    await symlink(ROOT, join(plugins, 'node_modules', 'model-gateway'), 'dir');
+    const tested = await cli(['plugin', 'test', plugins]);
+    expect(tested.out).to.match(/^✔ acme-chat: 8 checks passed .*\n✔ acme-messages: 10 checks passed .*\n✔ acme-responses: 10 checks passed .*\n$/);
+    expect(tested.code).to.equal(0);
+    const single = await cli(['plugin', 'test', join(plugins, 'acme-responses')]);
+    expect(single.out).to.match(/^✔ acme-responses: 10 checks passed/);
+  });
+
+  it('writes beside the gateway manifest by default, importing the contract by path only in the repository providers/', async () => {
+    const plugins = join(root, 'providers');
+    await mkdir(plugins);
+    await copyFile(join(ROOT, 'providers', 'manifest.json'), join(plugins, 'manifest.json'));
+    const created = await cli(['plugin', 'new', 'kappa'], { GATEWAY_MANIFEST: join(plugins, 'manifest.json') });
+    expect(created.code, created.err).to.equal(0);
+    expect(await manifestOf(plugins)).to.deep.equal(['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'kappa']);
+    expect(await readFile(join(plugins, 'kappa', 'index.ts'), 'utf8')).to.contain("from 'model-gateway/plugin'");
+  });
+
+  it('refuses an existing vendor or an invalid name with a clear message, and bad usage', async () => {
+    const plugins = join(root, 'plugins');
+    expect((await cli(['plugin', 'new', 'acme', '--dir', plugins])).code).to.equal(0);
+    expect(await cli(['plugin', 'new', 'acme', '--dir', plugins])).to.deep.include({
+      code: 1,
+      err: `Vendor 'acme' exists already: ${join(plugins, 'manifest.json')} lists it. Pick another name.\n`,
+    });
+    expect(await cli(['plugin', 'new', 'beta', '--dir', plugins])).to.deep.include({
+      code: 1,
+      err: `Vendor 'beta' exists already: ${join(ROOT, 'providers', 'manifest.json')} lists it. Pick another name.\n`,
+    });
+    await mkdir(join(plugins, 'orphan'));
+    expect((await cli(['plugin', 'new', 'orphan', '--dir', plugins])).err).to.equal(
+      `Vendor 'orphan' exists already: ${join(plugins, 'orphan')} is there. Pick another name or remove the folder.\n`,
+    );
+    for (const name of ['Acme', '1acme', 'acme--x', 'acme-', 'ac_me', 'acme/x']) {
+      const refused = await cli(['plugin', 'new', name, '--dir', plugins]);
+      expect(refused.code, name).to.equal(1);
+      expect(refused.err, name).to.equal(`Invalid vendor name '${name}': use lower case letters, digits and single dashes, starting with a letter (e.g. acme or acme-cloud).\n`);
+    }
+    expect(await manifestOf(plugins)).to.deep.equal(['acme']);
+    const badFormat = await cli(['plugin', 'new', 'zulu', '--format', 'grpc', '--dir', plugins]);
+    expect(badFormat.code).to.equal(2);
+    expect(badFormat.err).to.match(/^--format must be one of chat-completions, messages, responses, got 'grpc'\.\n\nUsage:\n  plugin new VENDOR/);
+    expect((await cli(['plugin', 'launch'])).code).to.equal(2);
+    expect((await cli(['plugin', 'test', root])).err).to.equal(`${root} holds neither a manifest.json nor a plugin (index.js, index.mjs, index.ts).\n`);
+  });
+
+  it('runs as a real process: exit 1 and the failures of a broken plugin, exit 0 for the external fixture', async () => {
+    const run = (dir: string) =>
+      promisify(execFile)(process.execPath, ['bin/model-gateway.js', 'plugin', 'test', dir], { cwd: ROOT, env: { PATH: process.env.PATH } }).then(
+        ({ stdout }) => ({ code: 0, stdout }),
+        (error: { code: number; stdout: string }) => ({ code: error.code, stdout: error.stdout }),
+      );
+    const broken = await run('test/fixtures/broken-plugins');
+    expect(broken.code).to.equal(1);
+    expect(broken.stdout).to.contain('✘ broken: 4 failure(s) in 11 checks');
+    expect(broken.stdout).to.contain("    plugin 'broken', model 'broken/broken-fast', rule 'upstream-path': responses with 'broken/broken-fast'");
+    const external = await run('test/fixtures/external-plugins/omega');
+    expect(external).to.deep.include({ code: 0 });
+    expect(external.stdout).to.match(/^✔ omega: 9 checks passed/);
+  });
+});
