@@ -133,7 +133,6 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
 
     if (ok && typeof contentType === 'string' && contentType.startsWith('text/event-stream')) {
       res.writeHead(statusCode, { ...relayedHeaders(headers), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-      res.flushHeaders();
       let usage: TokenUsage | undefined;
       try {
         const outcome = await relaySse(response.body, res, {
