@@ -106,7 +106,7 @@ export function createAuthenticator(options: AuthenticatorOptions): KeyAuthentic
       const record = statics.get(hash) ?? (await findInStore(options.store, hash, logger));
       return record && sameHash(record.hash, hash) ? record : undefined;
     },
-    { trustMs: options.trustMs ?? 200, maxEntries: options.cacheSize ?? 10_000 },
+    { trustMs: options.trustMs ?? 200, maxEntries: options.cacheSize ?? 10_000, revision: () => options.store.revision },
   );
   // One caller object per record read, reused while the record is trusted (its status is checked each time).
   const callers = new WeakMap<ApiKeyRecord, AuthenticatedKey>();

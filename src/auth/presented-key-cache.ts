@@ -1,8 +1,10 @@
 import type { ApiKeyRecord } from './api-keys.ts';
+import type { KeyStore } from './key-store.ts';
 
 interface Entry {
   readonly record: ApiKeyRecord;
   readonly readAt: number;
+  readonly revision: number | undefined;
 }
 
 export interface PresentedKeyCacheOptions {
@@ -10,6 +12,8 @@ export interface PresentedKeyCacheOptions {
   readonly trustMs: number;
   /** Most keys remembered; when full, the key read longest ago is forgotten. */
   readonly maxEntries: number;
+  /** The store's {@link KeyStore.revision}: a record read at another revision is read again at once. */
+  readonly revision?: () => number | undefined;
 }
 
 /**
@@ -32,7 +36,7 @@ export class PresentedKeyCache {
   /** The record (synchronously while it is trusted), a promise of it when the store must be read, undefined for an unknown key. */
   get(key: string): ApiKeyRecord | undefined | Promise<ApiKeyRecord | undefined> {
     const entry = this.entries.get(key);
-    if (entry) {
+    if (entry && entry.revision === this.options.revision?.()) {
       const age = Date.now() - entry.readAt;
       if (age < this.options.trustMs) {
         if (age >= this.options.trustMs / 2 && !this.loading.has(key)) this.refresh(key).catch(() => {});
@@ -48,13 +52,14 @@ export class PresentedKeyCache {
 
   private refresh(key: string): Promise<ApiKeyRecord | undefined> {
     const readAt = Date.now();
+    const revision = this.options.revision?.();
     const loaded = this.load(key).then(
       (record) => {
         this.loading.delete(key);
         this.entries.delete(key);
         if (record) {
           if (this.entries.size >= this.options.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-          this.entries.set(key, { record, readAt });
+          this.entries.set(key, { record, readAt, revision });
         }
         return record;
       },
