@@ -23,7 +23,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '64' },
     streams: { type: 'string', default: '5000' },
-    'stream-delay-ms': { type: 'string', default: '2500' },
+    'stream-delay-ms': { type: 'string', default: '4000' },
     before: { type: 'string' },
     scenarios: { type: 'string', default: 'json,stream,messages-stream,open-streams' },
   },
@@ -160,7 +160,7 @@ async function measure(contender: Contender, path: string, body: string, duratio
  * contender in front of the slow upstream, and waits for all to end. Peak RSS of the contender, the
  * most streams open at one time, and how many broke or never finished.
  */
-async function holdStreams(contender: Contender, count: number): Promise<{ peakMb: number; mostOpen: number; dropped: number }> {
+async function holdStreams(contender: Contender, count: number): Promise<{ peakMb: number; mostOpen: number; dropped: number; reasons: Record<string, number> }> {
   const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
   const body = loadScenarios.stream.body;
   const url = new URL(`${contender.slowUrl}/v1/chat/completions`);
@@ -168,38 +168,59 @@ async function holdStreams(contender: Contender, count: number): Promise<{ peakM
   let open = 0;
   let mostOpen = 0;
   let dropped = 0;
-  const one = () =>
+  const reasons = new Map<string, number>();
+  const drop = (reason: string) => {
+    dropped += 1;
+    reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+  };
+  const one = (answered: () => void) =>
     new Promise<void>((resolve) => {
+      let counted = false;
+      const settle = () => {
+        if (!counted) answered();
+        counted = true;
+      };
       const req = request(url, { method: 'POST', agent, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+        settle();
         open += 1;
         mostOpen = Math.max(mostOpen, open);
         let tail = '';
         res.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString('latin1')).slice(-64)));
         res.on('end', () => {
           open -= 1;
-          if (res.statusCode !== 200 || !tail.includes('[DONE]')) dropped += 1;
+          if (res.statusCode !== 200) drop(`status ${res.statusCode}`);
+          else if (!tail.includes('[DONE]')) drop('ended without [DONE]');
           resolve();
         });
-        res.on('error', () => {
+        res.on('error', (error) => {
           open -= 1;
-          dropped += 1;
+          drop(`response: ${error.message}`);
           resolve();
         });
       });
-      req.on('error', () => {
-        dropped += 1;
+      req.on('error', (error) => {
+        settle();
+        drop(`request: ${error.message}`);
         resolve();
       });
       req.end(body);
     });
+  // At most 200 requests wait for their headers at a time: a burst beyond the listen backlog would be
+  // reset by the kernel before any process saw it, which says nothing about the process measured.
   const all: Promise<void>[] = [];
-  for (let index = 0; index < count; index += 250) {
-    for (let next = index; next < Math.min(count, index + 250); next += 1) all.push(one());
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  let waiting = 0;
+  let wake: (() => void) | undefined;
+  for (let index = 0; index < count; index += 1) {
+    while (waiting >= 200) await new Promise<void>((resolve) => (wake = resolve));
+    waiting += 1;
+    all.push(one(() => {
+      waiting -= 1;
+      wake?.();
+    }));
   }
   await Promise.all(all);
   agent.destroy();
-  return { peakMb: await peak.stop(), mostOpen, dropped };
+  return { peakMb: await peak.stop(), mostOpen, dropped, reasons: Object.fromEntries(reasons) };
 }
 
 const median = (numbers: number[]) => [...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)]!;
