@@ -74,7 +74,7 @@ export interface AuthenticatorOptions {
    * the stores' own caches (Redis 500 ms, file 250 ms) a revoke reaches every instance within 1 s.
    */
   readonly trustMs?: number;
-  /** Most presented keys remembered at once (10,000); the longest unused are forgotten first. */
+  /** Most presented keys remembered at once (10,000); the one read longest ago is forgotten first. */
   readonly cacheSize?: number;
 }
 
@@ -133,6 +133,7 @@ export function createAuthenticator(options: AuthenticatorOptions): KeyAuthentic
   };
   return Object.assign(middleware, { check });
 }
+
 async function findInStore(store: KeyStore, hash: string, logger: Logger): Promise<ApiKeyRecord | undefined> {
   try {
     return await store.findByHash(hash);
