@@ -1,29 +1,59 @@
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { compileTree, type CompiledTree } from './compile.ts';
 
 /**
- * Gateway throughput as a ratio of a bare Node proxy's (node:http + undici, no checks), both in front
- * of the same mock upstream, measured side by side in one run: rounds alternate bare / gateway, and
- * the ratio of the medians is reported. Targets: ≥ 0.6× on JSON, ≥ 0.9× on streams.
+ * Gateway throughput, CPU time per request and memory as ratios of a bare Node proxy's (node:http +
+ * undici, no checks), all in front of the same mock upstream and measured side by side in one run:
+ * rounds alternate between the contenders and medians are compared. Every process runs `node` on
+ * JavaScript compiled with tsc (as production does), and CPU and memory are read from /proc for the
+ * measured process alone. `--before <dir>` adds another source tree of the gateway (e.g. an older
+ * commit) as a third contender, so that before and after are measured under the same conditions.
+ * Also measured: idle RSS, peak RSS under load, and peak RSS with `--streams` streams open at once
+ * (none may be dropped). Writes the table and the raw figures to `bench/results/`.
  */
 const { values } = parseArgs({
   options: {
-    seconds: { type: 'string', default: '5' },
+    seconds: { type: 'string', default: '10' },
     rounds: { type: 'string', default: '3' },
-    connections: { type: 'string', default: '32' },
+    connections: { type: 'string', default: '64' },
+    streams: { type: 'string', default: '5000' },
+    'stream-delay-ms': { type: 'string', default: '4000' },
+    before: { type: 'string' },
+    scenarios: { type: 'string', default: 'json,stream,messages-stream,open-streams' },
   },
 });
 const seconds = Number(values.seconds);
 const rounds = Number(values.rounds);
 const connections = Number(values.connections);
+const openStreams = Number(values.streams);
+const streamDelayMs = Number(values['stream-delay-ms']);
+const wanted = new Set(values.scenarios.split(','));
 const KEY = 'sk-bench-key-000000000000';
 
+const work = await mkdtemp(join(tmpdir(), 'gateway-bench-'));
 const children: ChildProcess[] = [];
-const pids = new Map<string, number>();
+process.on('exit', () => children.forEach((child) => child.kill('SIGTERM')));
+
+/** Starts `node <args>` and resolves with the first match of `pattern` in its output and its pid. */
+function start(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise<{ url: string; pid: number }> {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = pattern.exec(output);
+      if (match) resolve({ url: match[1]!, pid: child.pid! });
+    });
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${output.slice(-2000)}`)));
+  });
+}
 
 /** CPU time (user + system) a process has used, in microseconds, from /proc (Linux). */
 async function cpuMicros(pid: number): Promise<number> {
@@ -31,82 +61,230 @@ async function cpuMicros(pid: number): Promise<number> {
   return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100;
 }
 
-function start(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise<string> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = pattern.exec(output);
-      if (match) {
-        pids.set(match[1]!, child.pid!);
-        resolve(match[1]!);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${output}`)));
-  });
+/** Resident memory of a process in MB, from /proc (Linux). */
+async function rssMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
 }
 
-function stopAll(): void {
-  for (const child of children) child.kill('SIGTERM');
+/** Samples a process's RSS every 200 ms until stopped; resolves with the highest. */
+function rssPeak(pid: number): { stop(): Promise<number> } {
+  let peak = 0;
+  const sample = () => rssMb(pid).then((mb) => (peak = Math.max(peak, mb)), () => {});
+  void sample();
+  const timer = setInterval(sample, 200);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await sample();
+      return peak;
+    },
+  };
 }
-process.on('exit', stopAll);
 
-const upstream = await start(['scripts/mock-upstream.ts', '--port', '0'], {}, /base URL (\S+)/);
-const bare = await start(['bench/bare-proxy-main.ts'], { UPSTREAM_URL: upstream }, /"url":"([^"]+)"/);
-const dataDir = await mkdtemp(join(tmpdir(), 'gateway-bench-'));
-const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].flatMap((prefix) => [[`${prefix}_BASE_URL`, upstream]]));
-const gateway = await start(['src/main.ts'], { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, RATE_LIMIT_MAX: '100000000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: dataDir, REDIS_URL: '' }, /"url":"([^"]+)"/);
+const here: CompiledTree = await compileTree('.', join(work, 'after'));
+const before: CompiledTree | undefined = values.before ? await compileTree(values.before, join(work, 'before')) : undefined;
 
-const scenarios = {
-  json: JSON.stringify({ model: 'delta/delta-4.7', messages: [{ role: 'user', content: 'Benchmark message of a realistic length for a chat turn.' }] }),
-  stream: JSON.stringify({ model: 'delta/delta-4.7', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Benchmark message of a realistic length for a chat turn.' }] }),
+const upstream = await start([...here.nodeArgs, here.script('scripts/mock-upstream.ts'), '--port', '0'], {}, /base URL (\S+)/);
+const slowUpstream = await start([...here.nodeArgs, here.script('scripts/mock-upstream.ts'), '--port', '0', '--chunk-delay-ms', String(streamDelayMs)], {}, /base URL (\S+)/);
+
+interface Contender {
+  readonly name: string;
+  readonly url: string;
+  readonly pid: number;
+  /** The same program in front of the slow upstream, for the open-streams scenario. */
+  readonly slowUrl: string;
+  readonly slowPid: number;
+  readonly idleMb: number;
+}
+
+async function startBare(): Promise<Contender> {
+  const fast = await start([...here.nodeArgs, here.script('bench/bare-proxy-main.ts')], { UPSTREAM_URL: upstream.url }, /"url":"([^"]+)"/);
+  const slow = await start([...here.nodeArgs, here.script('bench/bare-proxy-main.ts')], { UPSTREAM_URL: slowUpstream.url }, /"url":"([^"]+)"/);
+  return { name: 'bare', url: fast.url, pid: fast.pid, slowUrl: slow.url, slowPid: slow.pid, idleMb: await settledRss(fast.pid) };
+}
+
+async function startGateway(name: string, tree: CompiledTree): Promise<Contender> {
+  const run = async (upstreamUrl: string) => {
+    const dataDir = await mkdtemp(join(work, `data-${name}-`));
+    const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, upstreamUrl]));
+    const env = { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, RATE_LIMIT_MAX: '100000000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: dataDir, GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '' };
+    return start([...tree.nodeArgs, tree.script('src/main.ts')], env, /"url":"([^"]+)"/);
+  };
+  const fast = await run(upstream.url);
+  const slow = await run(slowUpstream.url);
+  return { name, url: fast.url, pid: fast.pid, slowUrl: slow.url, slowPid: slow.pid, idleMb: await settledRss(fast.pid) };
+}
+
+async function settledRss(pid: number): Promise<number> {
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  return rssMb(pid);
+}
+
+const contenders: Contender[] = [await startBare(), ...(before ? [await startGateway('before', before)] : []), await startGateway('gateway', here)];
+
+const message = [{ role: 'user', content: 'Benchmark message of a realistic length for a chat turn.' }];
+const loadScenarios = {
+  json: { path: '/v1/chat/completions', body: JSON.stringify({ model: 'delta/delta-4.7', messages: message }) },
+  stream: { path: '/v1/chat/completions', body: JSON.stringify({ model: 'delta/delta-4.7', stream: true, stream_options: { include_usage: true }, messages: message }) },
+  'messages-stream': { path: '/v1/messages', body: JSON.stringify({ model: 'beta-fable-5-1', max_tokens: 256, stream: true, messages: message }) },
 };
+const targets: Record<string, { rps: number; cpu: number }> = { json: { rps: 0.6, cpu: 1.4 }, stream: { rps: 0.9, cpu: 1.2 }, 'messages-stream': { rps: 0.9, cpu: 1.2 } };
 
-/** Requests per second under load, and the proxy process's CPU time per request (µs): less noisy on a shared machine. */
-async function measure(url: string, body: string): Promise<{ rps: number; cpu: number }> {
-  const cpuBefore = await cpuMicros(pids.get(url)!);
+interface Run {
+  readonly rps: number;
+  /** CPU µs per request of the measured process. */
+  readonly cpu: number;
+  readonly peakMb: number;
+}
+
+async function measure(contender: Contender, path: string, body: string, duration = seconds): Promise<Run> {
+  const cpuBefore = await cpuMicros(contender.pid);
+  const peak = rssPeak(contender.pid);
   const result = await autocannon({
-    url: `${url}/v1/chat/completions`,
+    url: `${contender.url}${path}`,
     method: 'POST',
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
     body,
     connections,
-    duration: seconds,
+    duration,
   });
-  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${url}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
-  const cpu = (await cpuMicros(pids.get(url)!)) - cpuBefore;
-  return { rps: result.requests.average, cpu: cpu / result.requests.total };
+  const peakMb = await peak.stop();
+  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${contender.name} ${path}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+  const cpu = (await cpuMicros(contender.pid)) - cpuBefore;
+  return { rps: result.requests.average, cpu: cpu / result.requests.total, peakMb };
+}
+
+/**
+ * Opens `count` streams at once (in batches, so the listen backlog is not the limit) through a
+ * contender in front of the slow upstream, and waits for all to end. Peak RSS of the contender, the
+ * most streams open at one time, and how many broke or never finished.
+ */
+async function holdStreams(contender: Contender, count: number): Promise<{ peakMb: number; mostOpen: number; dropped: number; reasons: Record<string, number> }> {
+  const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
+  const body = loadScenarios.stream.body;
+  const url = new URL(`${contender.slowUrl}/v1/chat/completions`);
+  const peak = rssPeak(contender.slowPid);
+  let open = 0;
+  let mostOpen = 0;
+  let dropped = 0;
+  const reasons = new Map<string, number>();
+  const drop = (reason: string) => {
+    dropped += 1;
+    reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+  };
+  const one = (answered: () => void) =>
+    new Promise<void>((resolve) => {
+      let counted = false;
+      const settle = () => {
+        if (!counted) answered();
+        counted = true;
+      };
+      const req = request(url, { method: 'POST', agent, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+        settle();
+        open += 1;
+        mostOpen = Math.max(mostOpen, open);
+        let tail = '';
+        res.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString('latin1')).slice(-64)));
+        res.on('end', () => {
+          open -= 1;
+          if (res.statusCode !== 200) drop(`status ${res.statusCode}`);
+          else if (!tail.includes('[DONE]')) drop('ended without [DONE]');
+          resolve();
+        });
+        res.on('error', (error) => {
+          open -= 1;
+          drop(`response: ${error.message}`);
+          resolve();
+        });
+      });
+      req.on('error', (error) => {
+        settle();
+        drop(`request: ${error.message}`);
+        resolve();
+      });
+      req.end(body);
+    });
+  // At most 200 requests wait for their headers at a time: a burst beyond the listen backlog would be
+  // reset by the kernel before any process saw it, which says nothing about the process measured.
+  const all: Promise<void>[] = [];
+  let waiting = 0;
+  let wake: (() => void) | undefined;
+  for (let index = 0; index < count; index += 1) {
+    while (waiting >= 200) await new Promise<void>((resolve) => (wake = resolve));
+    waiting += 1;
+    all.push(one(() => {
+      waiting -= 1;
+      wake?.();
+    }));
+  }
+  await Promise.all(all);
+  agent.destroy();
+  return { peakMb: await peak.stop(), mostOpen, dropped, reasons: Object.fromEntries(reasons) };
 }
 
 const median = (numbers: number[]) => [...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)]!;
-const targets = { json: 0.6, stream: 0.9 };
-const report: Record<string, unknown> = { seconds, rounds, connections, node: process.version };
+const report: Record<string, unknown> = { date: new Date().toISOString(), seconds, rounds, connections, node: process.version, cpus: (await import('node:os')).cpus().length, loadavg: (await import('node:os')).loadavg() };
+const rows: string[] = [];
+const names = contenders.map((contender) => contender.name);
+const header = `| scenario | ${names.map((name) => `${name} req/s | ${name} CPU µs/req`).join(' | ')} | ${names.slice(1).map((name) => `${name} req/s ratio | ${name} CPU ratio`).join(' | ')} | target |`;
+rows.push(header, `|${header.split('|').slice(1, -1).map(() => '---:').join('|')}|`);
 let failed = false;
-for (const [name, body] of Object.entries(scenarios) as [keyof typeof scenarios, string][]) {
-  await measure(gateway, body);
-  await measure(bare, body);
-  const bareRuns: { rps: number; cpu: number }[] = [];
-  const gatewayRuns: { rps: number; cpu: number }[] = [];
+
+for (const [name, scenario] of Object.entries(loadScenarios)) {
+  if (!wanted.has(name)) continue;
+  for (const contender of contenders) await measure(contender, scenario.path, scenario.body, Math.min(3, seconds)); // warm-up
+  const runs = new Map<string, Run[]>(names.map((entry) => [entry, []]));
   for (let round = 0; round < rounds; round += 1) {
-    bareRuns.push(await measure(bare, body));
-    gatewayRuns.push(await measure(gateway, body));
+    // Alternate the order too, so that no contender always runs right after the same one.
+    const order = round % 2 === 0 ? contenders : [...contenders].reverse();
+    for (const contender of order) runs.get(contender.name)!.push(await measure(contender, scenario.path, scenario.body));
   }
-  const bareRps = median(bareRuns.map((run) => run.rps));
-  const gatewayRps = median(gatewayRuns.map((run) => run.rps));
-  const bareCpu = median(bareRuns.map((run) => run.cpu));
-  const gatewayCpu = median(gatewayRuns.map((run) => run.cpu));
-  const ratio = gatewayRps / bareRps;
-  report[name] = { bare: bareRuns, gateway: gatewayRuns, ratio, cpuRatio: bareCpu / gatewayCpu, target: targets[name] };
-  failed ||= ratio < targets[name];
-  process.stdout.write(
-    `${name.padEnd(6)}  bare ${bareRps.toFixed(0).padStart(6)} req/s ${bareCpu.toFixed(0).padStart(4)} µs CPU/req   ` +
-      `gateway ${gatewayRps.toFixed(0).padStart(6)} req/s ${gatewayCpu.toFixed(0).padStart(4)} µs CPU/req   ` +
-      `ratio ${ratio.toFixed(2)} (CPU ${(bareCpu / gatewayCpu).toFixed(2)}; target ≥ ${targets[name]})\n`,
+  const rps = (entry: string) => median(runs.get(entry)!.map((run) => run.rps));
+  const cpu = (entry: string) => median(runs.get(entry)!.map((run) => run.cpu));
+  const target = targets[name]!;
+  report[name] = Object.fromEntries(runs);
+  const gatewayRatio = rps('gateway') / rps('bare');
+  failed ||= gatewayRatio < target.rps;
+  rows.push(
+    `| ${name} | ${names.map((entry) => `${rps(entry).toFixed(0)} | ${cpu(entry).toFixed(0)}`).join(' | ')} | ` +
+      `${names.slice(1).map((entry) => `${(rps(entry) / rps('bare')).toFixed(2)}× | ${(cpu(entry) / cpu('bare')).toFixed(2)}×`).join(' | ')} | ≥ ${target.rps}× / ≤ ${target.cpu}× |`,
   );
+  process.stdout.write(`${rows.at(-1)}\n`);
 }
+
+const memoryRows = [`| memory (MB) | ${names.join(' | ')} | target |`, `|---|${names.map(() => '---:').join('|')}|---:|`];
+memoryRows.push(`| RSS idle | ${contenders.map((contender) => contender.idleMb.toFixed(0)).join(' | ')} | ≤ 90 |`);
+const loadPeaks = contenders.map((contender) => {
+  const all = Object.keys(loadScenarios).flatMap((name) => ((report[name] as Record<string, Run[]> | undefined)?.[contender.name] ?? []).map((run) => run.peakMb));
+  return all.length ? Math.max(...all) : NaN;
+});
+memoryRows.push(`| RSS peak under load (${connections} connections) | ${loadPeaks.map((mb) => mb.toFixed(0)).join(' | ')} | ≤ 180 |`);
+if (wanted.has('open-streams')) {
+  const held: Awaited<ReturnType<typeof holdStreams>>[] = [];
+  for (const contender of contenders) {
+    const outcome = await holdStreams(contender, openStreams);
+    held.push(outcome);
+    process.stdout.write(`open streams through ${contender.name}: ${JSON.stringify(outcome)}\n`);
+  }
+  report['open-streams'] = Object.fromEntries(contenders.map((contender, index) => [contender.name, held[index]]));
+  memoryRows.push(`| RSS peak, ${openStreams} streams opened at once (most open together; dropped) | ${held.map((outcome) => `${outcome.peakMb.toFixed(0)} (${outcome.mostOpen}; ${outcome.dropped})`).join(' | ')} | ≤ 450, none dropped |`);
+}
+
+const table = [
+  `Benchmark ${report.date as string}, node ${process.version}, ${report.cpus as number} CPUs (load average at start ${(report.loadavg as number[]).map((value) => value.toFixed(1)).join(' ')}), ` +
+    `${connections} connections, ${rounds} alternating rounds of ${seconds} s, medians; ratios against the bare proxy.`,
+  '',
+  ...rows,
+  '',
+  ...memoryRows,
+  '',
+].join('\n');
+process.stdout.write(`\n${table}`);
 await mkdir('bench/results', { recursive: true });
-await writeFile(join('bench/results', `run-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), `${JSON.stringify(report, null, 2)}\n`);
-stopAll();
+const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+await writeFile(join('bench/results', `run-${stamp}.json`), `${JSON.stringify(report, null, 2)}\n`);
+await writeFile(join('bench/results', `run-${stamp}.md`), table);
+children.forEach((child) => child.kill('SIGTERM'));
+await rm(work, { recursive: true, force: true }).catch(() => {});
 process.exit(failed ? 1 : 0);

@@ -1,9 +1,13 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Express, type Request, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import type { KeyAuthenticator } from './auth/authenticate.ts';
 import type { ErrorFamily } from './errors/error-body.ts';
 import { errorMiddleware } from './errors/error-middleware.ts';
 import type { InFlight } from './http/in-flight.ts';
 import { methodNotAllowed, routeNotFound } from './errors/gateway-errors.ts';
+import { modelDispatcher } from './http/model-dispatcher.ts';
+import type { KeyRateLimit } from './limits/rate-limiter.ts';
 import { catalogRoute } from './routes/catalog-route.ts';
 import { compatibleRoute } from './routes/compatible-route.ts';
 import type { RouteServices } from './routes/route-services.ts';
@@ -12,9 +16,9 @@ export interface AppOptions {
   readonly services: RouteServices;
   readonly logger: Logger;
   /** Sets `res.locals.apiKey` or fails with 401/403; none means the model routes are open (tests only). */
-  readonly authenticate?: RequestHandler;
+  readonly authenticate?: KeyAuthenticator;
   /** Counts requests per API key on the model routes. */
-  readonly modelRateLimit?: RequestHandler;
+  readonly modelRateLimit?: KeyRateLimit;
   /** Counts requests per client address on the public catalog. */
   readonly catalogRateLimit?: RequestHandler;
   /** `POST /v1/chat`, the native text route. */
@@ -35,6 +39,8 @@ export function errorFamilyOf(path: string): ErrorFamily {
 /** Registers a route so that a wrong method on its path answers 405. */
 export type AddRoute = (method: 'get' | 'post' | 'delete', path: string, ...handlers: RequestHandler[]) => void;
 
+type ExpressHandle = (req: IncomingMessage, res: ServerResponse, callback?: unknown) => void;
+
 const pass: RequestHandler = (_req, _res, next) => next();
 
 export function createApp(options: AppOptions): Express {
@@ -42,11 +48,8 @@ export function createApp(options: AppOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  // Relayed upstream bodies (an HTML error page, say) must never be sniffed into something else.
-  app.use((_req, res, next) => {
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    next();
-  });
+  // Relayed upstream bodies (an HTML error page, say) must never be sniffed into something else
+  // (set in the handle wrapper below, through which both the dispatcher and Express are reached).
 
   const guard = [options.authenticate ?? pass, options.modelRateLimit ?? pass];
   const routes = new Map<string, string[]>();
@@ -55,12 +58,19 @@ export function createApp(options: AppOptions): Express {
     routes.set(path, [...(routes.get(path) ?? []), method.toUpperCase()]);
   };
 
+  const modelRoutes = new Map<string, RequestHandler>();
+  const addModelRoute = (path: string, handler: RequestHandler) => {
+    // Counted while running, so a shutdown waits for its usage record, on either path in.
+    modelRoutes.set(path, options.inFlight?.track(handler) ?? handler);
+    add('post', path, ...guard, handler);
+  };
+
   add('get', '/v1/models', options.catalogRateLimit ?? pass, catalogRoute(services.registry));
-  add('post', '/v1/chat/completions', ...guard, compatibleRoute('chat-completions', services));
-  add('post', '/v1/messages', ...guard, compatibleRoute('messages', services));
-  add('post', '/v1/messages/count_tokens', ...guard, compatibleRoute('count-tokens', services));
-  add('post', '/v1/responses', ...guard, compatibleRoute('responses', services));
-  if (options.nativeChat) add('post', '/v1/chat', ...guard, options.nativeChat);
+  addModelRoute('/v1/chat/completions', compatibleRoute('chat-completions', services));
+  addModelRoute('/v1/messages', compatibleRoute('messages', services));
+  addModelRoute('/v1/messages/count_tokens', compatibleRoute('count-tokens', services));
+  addModelRoute('/v1/responses', compatibleRoute('responses', services));
+  if (options.nativeChat) addModelRoute('/v1/chat', options.nativeChat);
   options.mount?.(app, add, guard);
 
   app.use((req, _res, next) => {
@@ -68,5 +78,20 @@ export function createApp(options: AppOptions): Express {
     next(allowed ? methodNotAllowed(req.method, req.path, allowed) : routeNotFound(req.method, req.path));
   });
   app.use(errorMiddleware((req: Request) => errorFamilyOf(req.path), logger));
+
+  // The model routes skip Express: `app` itself is `(req, res, next) => app.handle(req, res, next)`, so
+  // whatever serves it (`app.listen`, `http.createServer(app)`) reaches the dispatcher first.
+  const dispatch = modelDispatcher({
+    routes: modelRoutes,
+    authenticate: options.authenticate,
+    rateLimit: options.modelRateLimit,
+    familyOf: errorFamilyOf,
+    logger,
+  });
+  const expressHandle = (app as unknown as { handle: ExpressHandle }).handle.bind(app);
+  (app as unknown as { handle: ExpressHandle }).handle = (req, res, callback) => {
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    if (!dispatch(req, res)) expressHandle(req, res, callback);
+  };
   return app;
 }

@@ -22,6 +22,7 @@ export class FileKeyStore implements KeyStore {
   private byHash = new Map<string, ApiKeyRecord>();
   private loadedVersion = '';
   private checkedAt = 0;
+  revision = 0;
 
   constructor(
     private readonly dataDir: string,
@@ -80,6 +81,7 @@ export class FileKeyStore implements KeyStore {
     this.records = records;
     this.byHash = new Map(records.map((record) => [record.hash, record]));
     this.loadedVersion = version;
+    this.revision += 1;
   }
 
   private async update(change: (records: ApiKeyRecord[]) => ApiKeyRecord[]): Promise<void> {

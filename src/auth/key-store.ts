@@ -8,5 +8,10 @@ export interface KeyStore {
   /** Marks a key revoked; false when no key has that id. */
   revoke(id: string): Promise<boolean>;
   findByHash(hash: string): Promise<ApiKeyRecord | undefined>;
+  /**
+   * Grows whenever this process sees the keys change (a create or revoke here, a changed file read),
+   * so that a cache in front of the store reads again at once; a store without it is cached by time only.
+   */
+  readonly revision?: number;
   close(): Promise<void>;
 }

@@ -19,6 +19,7 @@ const CACHE_LIMIT = 10_000;
  */
 export class RedisKeyStore implements KeyStore {
   private readonly cache = new Map<string, { record: ApiKeyRecord | undefined; until: number }>();
+  revision = 0;
 
   constructor(
     private readonly redis: RedisConnection,
@@ -49,6 +50,7 @@ export class RedisKeyStore implements KeyStore {
     const failure = replies?.find(([error]) => error)?.[0];
     if (!replies || failure) throw failure ?? new Error('the key was not stored (transaction aborted)');
     this.cache.delete(record.hash);
+    this.revision += 1;
     return { key, record };
   }
 
@@ -69,6 +71,7 @@ export class RedisKeyStore implements KeyStore {
     if (hash === null || value === null) return false;
     await this.redis.set(recordKey(hash), JSON.stringify({ ...(JSON.parse(value) as ApiKeyRecord), revoked: true }));
     this.cache.delete(hash);
+    this.revision += 1;
     return true;
   }
 

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, Request } from 'express';
 import type { Logger } from 'pino';
 import { errorBody, type ErrorFamily } from './error-body.ts';
@@ -9,20 +10,25 @@ import { internalError, isGatewayError, type GatewayError } from './gateway-erro
  */
 export function errorMiddleware(familyOf: (req: Request) => ErrorFamily, logger: Logger): ErrorRequestHandler {
   return function handleError(cause, req, res, _next) {
-    const error: GatewayError = isGatewayError(cause) ? cause : internalError(cause);
-    if (error.status >= 500) {
-      logger.error({ err: error.cause ?? cause, code: error.code, path: req.path }, error.detail);
-    }
-    if (res.headersSent) {
-      // A stream already started: the status cannot change any more, so end the response.
-      res.destroy();
-      return;
-    }
-    sendError(res, error, familyOf(req));
+    answerError(cause, req.path, res, familyOf(req), logger);
   };
 }
 
-export function sendError(res: import('express').Response, error: GatewayError, family: ErrorFamily): void {
+/** What {@link errorMiddleware} does with an error, for a request handled outside Express (`path` without the query). */
+export function answerError(cause: unknown, path: string, res: ServerResponse, family: ErrorFamily, logger: Logger): void {
+  const error: GatewayError = isGatewayError(cause) ? cause : internalError(cause);
+  if (error.status >= 500) {
+    logger.error({ err: error.cause ?? cause, code: error.code, path }, error.detail);
+  }
+  if (res.headersSent) {
+    // A stream already started: the status cannot change any more, so end the response.
+    res.destroy();
+    return;
+  }
+  sendError(res, error, family);
+}
+
+export function sendError(res: ServerResponse, error: GatewayError, family: ErrorFamily): void {
   const payload = JSON.stringify(errorBody(error, family));
   res.statusCode = error.status;
   res.setHeader('content-type', 'application/json; charset=utf-8');

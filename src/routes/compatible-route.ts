@@ -140,7 +140,6 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
 
     if (ok && typeof contentType === 'string' && contentType.startsWith('text/event-stream')) {
       res.writeHead(statusCode, { ...relayedHeaders(headers), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-      res.flushHeaders();
       let usage: TokenUsage | undefined;
       let terminal = false;
       try {

@@ -1,0 +1,129 @@
+import { expect } from 'chai';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { RequestHandler } from 'express';
+import { createAuthenticator } from '../../src/auth/authenticate.ts';
+import type { KeyStore } from '../../src/auth/key-store.ts';
+import { errorFamilyOf } from '../../src/app.ts';
+import { upstreamTimeout } from '../../src/errors/gateway-errors.ts';
+import { modelDispatcher } from '../../src/http/model-dispatcher.ts';
+import { createRateLimiters } from '../../src/limits/rate-limiter.ts';
+import { captureLogs } from '../auth/guarded-app.ts';
+
+const KEY = 'sk-dispatcher-test-key-0001';
+const emptyStore = { findByHash: async () => undefined } as Partial<KeyStore> as KeyStore;
+
+describe('model dispatcher', () => {
+  let server: Server;
+  let url: string;
+  const logs = captureLogs();
+  const limiters = createRateLimiters({ max: 2 });
+  const handlers: Record<string, RequestHandler> = {
+    '/v1/chat/completions': (_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ caller: res.locals.apiKey })),
+    '/v1/messages': () => {
+      throw upstreamTimeout('vendor');
+    },
+    '/v1/responses': async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      await new Promise((resolve) => res.write('data: one\n\n', resolve));
+      throw new Error('broke after the first event');
+    },
+    '/v1/chat': async () => {
+      throw new Error('secret internals');
+    },
+  };
+  const dispatch = modelDispatcher({
+    routes: new Map(Object.entries(handlers)),
+    authenticate: createAuthenticator({ store: emptyStore, staticKeys: [KEY] }),
+    rateLimit: limiters.perKey,
+    familyOf: errorFamilyOf,
+    logger: logs.logger,
+  });
+
+  before(async () => {
+    server = createServer((req, res) => {
+      if (!dispatch(req, res)) res.writeHead(299, { 'content-type': 'text/plain' }).end('not dispatched');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    limiters.shutdown();
+  });
+
+  const post = (path: string, key = KEY, method = 'POST') => fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${key}` }, body: method === 'POST' ? '{}' : undefined });
+
+  it('takes POST on the exact paths (any query) and leaves every other method and spelling alone', async () => {
+    expect((await post('/v1/chat/completions?trace=1')).status).to.equal(200);
+    for (const [path, method] of [['/v1/chat/completions', 'GET'], ['/v1/chat/completions/', 'POST'], ['/V1/messages', 'POST'], ['/v1/models', 'POST']] as const) {
+      const answer = await post(path, KEY, method);
+      expect(answer.status, `${method} ${path}`).to.equal(299);
+      expect(await answer.text()).to.equal('not dispatched');
+    }
+  });
+
+  it('gives the handler the authenticated caller as res.locals.apiKey, with the RateLimit headers set', async () => {
+    const answer = await post('/v1/chat/completions');
+    expect(((await answer.json()) as { caller: { id: string } }).caller.id).to.match(/^static_/);
+    expect(answer.headers.get('ratelimit')).to.match(/^"2-in-1min"; r=\d; t=\d+$/);
+    expect(answer.headers.get('ratelimit-policy')).to.match(/^"2-in-1min"; q=2; w=60; pk=:[A-Za-z0-9+/=]+:$/);
+  });
+
+  it('answers a refused key in the envelope of the route, before the handler runs', async () => {
+    const answer = await post('/v1/messages', 'sk-not-a-known-key-000');
+    expect(answer.status).to.equal(401);
+    expect(await answer.json()).to.deep.equal({ detail: 'Invalid API key', type: 'error', error: { type: 'authentication_error', message: 'Invalid API key' } });
+  });
+
+  it("answers a handler's gateway error in the route's envelope, and anything else with a generic 500 that is logged", async () => {
+    const limited = createRateLimiters({ max: 1000 });
+    const open = modelDispatcher({ routes: new Map(Object.entries(handlers)), rateLimit: limited.perKey, familyOf: errorFamilyOf, logger: logs.logger });
+    const other = createServer((req, res) => void open(req, res));
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    try {
+      const failed = await fetch(`${otherUrl}/v1/messages`, { method: 'POST', body: '{}' });
+      expect(failed.status).to.equal(504);
+      expect(((await failed.json()) as { type: string }).type).to.equal('error');
+      const internal = await fetch(`${otherUrl}/v1/chat`, { method: 'POST', body: '{}' });
+      expect(internal.status).to.equal(500);
+      const text = await internal.text();
+      expect(text).not.to.contain('secret internals');
+      expect(JSON.parse(text)).to.have.property('detail');
+      expect(logs.text()).to.contain('secret internals');
+    } finally {
+      other.closeAllConnections();
+      await new Promise((resolve) => other.close(resolve));
+      limited.shutdown();
+    }
+  });
+
+  it('cuts a stream that fails after its headers left', async () => {
+    const limited = createRateLimiters({ max: 1000 });
+    const open = modelDispatcher({ routes: new Map(Object.entries(handlers)), rateLimit: limited.perKey, familyOf: errorFamilyOf, logger: logs.logger });
+    const other = createServer((req, res) => void open(req, res));
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    try {
+      const answer = await fetch(`http://127.0.0.1:${(other.address() as AddressInfo).port}/v1/responses`, { method: 'POST', body: '{}' });
+      expect(answer.status).to.equal(200);
+      let caught: unknown;
+      await answer.text().catch((error: unknown) => (caught = error));
+      expect(caught).to.be.instanceOf(Error);
+    } finally {
+      other.closeAllConnections();
+      await new Promise((resolve) => other.close(resolve));
+      limited.shutdown();
+    }
+  });
+
+  it('refuses over the limit with 429, Retry-After and the RateLimit headers', async () => {
+    let answer = await post('/v1/chat/completions');
+    while (answer.status === 200) answer = await post('/v1/chat/completions');
+    expect(answer.status).to.equal(429);
+    expect(Number(answer.headers.get('retry-after'))).to.be.within(1, 60);
+    expect(answer.headers.get('ratelimit')).to.match(/; r=0; t=\d+$/);
+    expect(((await answer.json()) as { detail: string }).detail).to.equal('Rate limit exceeded: 2 per 1 minute');
+  });
+});
