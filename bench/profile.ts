@@ -10,7 +10,9 @@ import { compileTree } from './compile.ts';
 /**
  * Where the gateway's CPU time goes under load: runs the compiled gateway with `node --cpu-prof` in
  * front of the mock upstream, loads one scenario, and prints the self time of each group of functions
- * (Express, node's http, undici, the gateway's own modules, GC, …) in µs per request.
+ * (Express, node's http, undici, the gateway's own modules, GC, …) in µs per request, and the bytes
+ * the gateway allocates per request (the `allocated` figures of V8's `--trace-gc-nvp` lines, summed
+ * over the measured load).
  * `npm run bench:profile -- --scenario json|stream|messages-stream --seconds 10`
  */
 const { values } = parseArgs({
@@ -37,6 +39,9 @@ const work = await mkdtemp(join(tmpdir(), 'gateway-profile-'));
 const children: ChildProcess[] = [];
 process.on('exit', () => children.forEach((child) => child.kill('SIGTERM')));
 
+/** Bytes V8 reported allocated in the gateway so far (summed from its GC trace). */
+let allocatedBytes = 0;
+
 function start(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise<{ url: string; child: ChildProcess; debuggerUrl: Promise<string> }> {
   const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const debuggerUrl = new Promise<string>((resolve) => {
@@ -50,10 +55,24 @@ function start(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise
   children.push(child);
   return new Promise((resolve, reject) => {
     let output = '';
+    let started = false;
+    let partial = '';
     child.stdout!.on('data', (chunk: Buffer) => {
+      if (started) {
+        const lines = (partial + chunk.toString()).split('\n');
+        partial = lines.pop()!;
+        for (const line of lines) {
+          const allocated = / allocated=(\d+)/.exec(line);
+          if (allocated) allocatedBytes += Number(allocated[1]);
+        }
+        return;
+      }
       output += chunk.toString();
       const match = pattern.exec(output);
-      if (match) resolve({ url: match[1]!, child, debuggerUrl });
+      if (match) {
+        started = true;
+        resolve({ url: match[1]!, child, debuggerUrl });
+      }
     });
     child.once('exit', (code) => code !== 0 && reject(new Error(`${args.join(' ')} exited with ${code}: ${output.slice(-2000)}`)));
   });
@@ -63,7 +82,7 @@ const tree = await compileTree(values.tree, join(work, 'out'));
 const upstream = await start([...tree.nodeArgs, tree.script('scripts/mock-upstream.ts'), '--port', '0'], {}, /base URL (\S+)/);
 const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, upstream.url]));
 const gateway = await start(
-  ['--inspect=127.0.0.1:0', ...tree.nodeArgs, tree.script('src/main.ts')],
+  ['--inspect=127.0.0.1:0', '--trace-gc-nvp', ...tree.nodeArgs, tree.script('src/main.ts')],
   { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, RATE_LIMIT_MAX: '100000000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: join(work, 'data'), GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '' },
   /"url":"([^"]+)"/,
 );
@@ -103,8 +122,10 @@ await load(3); // warm-up: the JIT has compiled the hot paths before the profile
 await send('Profiler.enable');
 await send('Profiler.setSamplingInterval', { interval: 200 });
 await send('Profiler.start');
+const allocatedBefore = allocatedBytes;
 const result = await load(Number(values.seconds));
 const { profile: taken } = (await send('Profiler.stop')) as { profile: unknown };
+const allocatedDuring = allocatedBytes - allocatedBefore;
 if (result.non2xx > 0 || result.errors > 0) throw new Error(`${result.non2xx} non-2xx answers, ${result.errors} errors`);
 
 interface ProfileNode {
@@ -150,7 +171,7 @@ selfMicros.delete('idle');
 const requests = result.requests.total;
 const total = [...selfMicros.values()].reduce((sum, value) => sum + value, 0);
 const rows = [...selfMicros.entries()].sort((a, b) => b[1] - a[1]);
-process.stdout.write(`\n${values.scenario}: ${requests} requests, ${(result.requests.average).toFixed(0)} req/s, ${(total / requests).toFixed(0)} µs busy per request (profiled)\n`);
+process.stdout.write(`\n${values.scenario}: ${requests} requests, ${(result.requests.average).toFixed(0)} req/s, ${(total / requests).toFixed(0)} µs busy per request (profiled), ${(allocatedDuring / requests / 1024).toFixed(0)} KB allocated per request\n`);
 process.stdout.write('| group | µs/request | share |\n|---|---:|---:|\n');
 for (const [group, micros] of rows) {
   if (micros / requests < 1) continue;

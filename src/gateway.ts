@@ -23,7 +23,6 @@ import { providerEndpoints } from './upstream/provider-endpoints.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
 import { EmbeddedUsageStore } from './usage/embedded-usage-store.ts';
 import { RedisUsageStore } from './usage/redis-usage-store.ts';
-import { loadTokenizer } from './usage/token-estimate.ts';
 import { GatewayUsageAccounting } from './usage/usage-accounting.ts';
 import { adminUsageRoute, ownUsageRoute } from './usage/usage-routes.ts';
 import type { UsageStore } from './usage/usage-store.ts';
@@ -64,7 +63,6 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const endpoints = providerEndpoints(plugins, config, env, logger);
   const { redis, keys, usage } = await openStores(config, logger);
   const accounting = new GatewayUsageAccounting(usage, currentRegistry, logger);
-  await loadTokenizer();
   const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs });
   const limiters = createRateLimiters({ max: config.rateLimit.max, windowMs: config.rateLimit.windowMs, redis, logger });
   const inFlight = new InFlight();

@@ -1,4 +1,5 @@
 import type { TokenUsage } from '../plugins/plugin-contract.ts';
+import { TokenizerThread } from './tokenizer-thread.ts';
 
 type Counter = (text: string) => number;
 let counter: Promise<Counter> | undefined;
@@ -6,9 +7,9 @@ let counter: Promise<Counter> | undefined;
 const NO_SPECIAL_TOKENS = { disallowedSpecial: new Set<string>() };
 
 /**
- * Loads the tokenizer (o200k_base) and warms it up on ordinary and degenerate text. Loading takes
- * hundreds of milliseconds in which the event loop is blocked, so the gateway does it once at start,
- * before it listens, rather than in the middle of serving on the first estimate.
+ * Loads the tokenizer (o200k_base) and warms it up on ordinary and degenerate text. Loading blocks its
+ * thread for over a second, so the gateway's estimates run on the tokenizer thread
+ * ({@link TokenizerThread}), which calls this on its first count.
  */
 export function loadTokenizer(): Promise<Counter> {
   // Text such as `<|endoftext|>` is counted as plain text, never refused.
@@ -122,22 +123,25 @@ export function promptText(body: Record<string, unknown>): string {
   return parts.join('\n');
 }
 
+/** Where the gateway's estimates are counted: off the serving thread, the tokenizer loaded on first need. */
+export const tokenizerThread = new TokenizerThread();
+
 /** Input tokens of a request body, counted with the tokenizer (bounded work, see {@link countTokensBounded}). */
 export async function estimateInputTokens(requestBody: Record<string, unknown>): Promise<number> {
-  return countTokensBounded(await loadTokenizer(), promptText(requestBody));
+  return tokenizerThread.count(promptText(requestBody));
 }
 
 /** Output tokens of the text a stream delivered (see `streamedText`). */
 export async function estimateOutputTokens(responseText: string | TextSample): Promise<number> {
   const sample = typeof responseText === 'string' ? { text: responseText, chars: responseText.length } : responseText;
-  return countTokensBounded(await loadTokenizer(), sample.text, sample.chars);
+  return tokenizerThread.count(sample.text, sample.chars);
 }
 
 /**
  * Estimated usage for an answer whose usage never arrived (a stream cut short, or one that ended
  * without its usage event): input from the request body, output from the streamed text, no cache.
- * The record made from it is flagged `estimated: true`. The work is bounded and spread over the event
- * loop, so no text, however degenerate, holds other requests up.
+ * The record made from it is flagged `estimated: true`. The work is bounded and done on the tokenizer
+ * thread, so no text, however degenerate, holds other requests up.
  */
 export async function estimateUsage(requestBody: Record<string, unknown>, responseText: string | TextSample): Promise<TokenUsage> {
   return { inputTokens: await estimateInputTokens(requestBody), outputTokens: await estimateOutputTokens(responseText), cachedTokens: 0 };
