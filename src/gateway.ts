@@ -79,6 +79,9 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     bodyLimitBytes: config.bodyLimitBytes,
     upstreamBodyLimitBytes: 64 * 1024 * 1024,
     maxSseEventBytes: config.maxSseEventBytes,
+    // UPSTREAM_TIMEOUT_MS stays the outer bound of every upstream wait.
+    firstByteTimeoutMs: Math.min(config.firstByteTimeoutMs, config.upstreamTimeoutMs),
+    idleTimeoutMs: Math.min(config.idleTimeoutMs, config.upstreamTimeoutMs),
   };
   // Asks Redis itself, so a stall shows (and clears) without any model request.
   const readiness = async () => {

@@ -7,6 +7,7 @@ import {
   upstreamAuthRejected,
   upstreamFailure,
   upstreamNotConfigured,
+  upstreamResting,
   usageMissing,
   type GatewayError,
 } from '../errors/gateway-errors.ts';
@@ -15,7 +16,9 @@ import type { ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId } from '../plugins/plugin-contract.ts';
 import { inBandError } from '../sse/in-band-error.ts';
 import { relaySse } from '../sse/sse-relay.ts';
+import { retryAfterMs, type EndpointPool, type PooledEndpoint } from '../upstream/endpoint-pool.ts';
 import { redactCredential } from '../upstream/redact-credential.ts';
+import { awaitStreamStart } from '../upstream/stream-start.ts';
 import { readBody, RELAYED_RESPONSE_HEADERS, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
 import { isTerminalEvent, type UsageOutcome } from '../usage/stream-outcome.ts';
 import { FAST_CHECKS, REQUEST_SCHEMAS } from './request-schemas.ts';
@@ -46,6 +49,14 @@ export async function admitCaller(services: RouteServices, res: Response, resolv
   assertModelAllowed(caller, resolved.canonicalId);
   await services.usage.checkQuota(caller);
   return caller;
+}
+
+/** The pool of endpoints serving the model's provider; 502 saying what to set when there is none. */
+export function poolFor(services: RouteServices, resolved: ResolvedModel): EndpointPool {
+  const vendor = resolved.plugin.vendor;
+  const pool = services.endpoints.pool(vendor);
+  if (!pool) throw upstreamNotConfigured(vendor, services.endpoints.envPrefix(vendor));
+  return pool;
 }
 
 export function endpointFor(services: RouteServices, resolved: ResolvedModel): UpstreamEndpoint {
@@ -87,7 +98,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     assertReadKeysOnce(members);
     const resolved = resolveRequest(services, route, body);
     const caller = await admitCaller(services, res, resolved);
-    const endpoint = endpointFor(services, resolved);
+    const pool = poolFor(services, resolved);
     const registry = services.registry();
     const upstreamRoute = registry.upstreamRoute(resolved, route);
     const format = upstreamRoute.format;
@@ -119,72 +130,170 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
       throw error;
     };
 
-    const abort = abortOnClientClose(res);
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await services.upstream.post({ endpoint, route: upstreamRoute, body: forwarded, clientHeaders: req.headers, signal: abort.signal });
-    } catch (error) {
-      if (abort.signal.aborted) return record(499, undefined, true);
-      if (error instanceof UpstreamTransportError) return fail(502, upstreamFailure(endpoint.provider, error.reason, error));
-      throw error;
-    }
+    let clientGone = false;
+    let attemptAbort: AbortController | undefined;
+    res.once('close', () => {
+      if (res.writableFinished) return;
+      clientGone = true;
+      attemptAbort?.abort();
+    });
 
-    const { statusCode, headers } = response;
-    if (statusCode === 401 || statusCode === 403) {
-      response.body.dump().catch(() => {});
-      return fail(502, upstreamAuthRejected(endpoint.provider, statusCode));
-    }
-    const ok = statusCode >= 200 && statusCode < 300;
+    const firstByteTimeoutMs = services.firstByteTimeoutMs ?? services.upstream.timeoutMs;
+    const idleTimeoutMs = services.idleTimeoutMs ?? services.upstream.timeoutMs;
     const extractor = services.usage.extractor(format, route, resolved);
-    const contentType = headers['content-type'];
+    // Allocated only once an attempt failed: the healthy single-endpoint case keeps none of this.
+    let tried: PooledEndpoint[] | undefined;
+    let lastStatus: { statusCode: number; headers: Dispatcher.ResponseData['headers']; bytes: Buffer; apiKey?: string } | undefined;
+    let lastError: GatewayError | undefined;
 
-    if (ok && typeof contentType === 'string' && contentType.startsWith('text/event-stream')) {
-      res.writeHead(statusCode, { ...relayedHeaders(headers), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-      let usage: TokenUsage | undefined;
-      let terminal = false;
+    for (let attempt = 0; attempt < pool.maxAttempts; attempt++) {
+      const member = pool.pick(tried);
+      if (!member) break;
+      const endpoint = member.endpoint;
+      const failed = (error: GatewayError | undefined, retryAfter?: number) => {
+        pool.failed(member, retryAfter);
+        (tried ??= []).push(member);
+        lastError = error;
+        if (error) lastStatus = undefined;
+      };
+      attemptAbort = new AbortController();
+      const signal = attemptAbort.signal;
+      let response: Dispatcher.ResponseData;
       try {
-        const outcome = await relaySse(response.body, res, {
-          fixups: registry.streamFixups(route, resolved.canonicalId),
-          onEvent: (event) => {
-            usage = extractor.fromStreamEvent(usage, event);
-            streamed.add(event.data);
-            if (!terminal) terminal = isTerminalEvent(format, event);
-          },
-          maxEventBytes: services.maxSseEventBytes,
-          rewrite: (bytes) => redactCredential(bytes, endpoint.apiKey),
+        response = await services.upstream.post({
+          endpoint,
+          route: upstreamRoute,
+          body: forwarded,
+          clientHeaders: req.headers,
+          signal,
+          timeoutMs: firstByteTimeoutMs,
+          bodyTimeoutMs: idleTimeoutMs,
         });
-        if (outcome.clientClosed) return record(499, usage, true);
-        if (outcome.eventTooLarge) {
-          res.end(inBandError(format, streamEventTooLarge(endpoint.provider, services.maxSseEventBytes)));
-          return record(statusCode, usage, true, 'upstream_cut');
-        }
-        res.end();
-        return record(statusCode, usage, true, terminal ? 'complete' : 'upstream_cut');
       } catch (error) {
-        // The status is already sent: all that is left is to cut the stream so the client sees it broke.
-        res.destroy();
-        return record(statusCode, usage, true, 'upstream_cut');
+        if (clientGone) {
+          pool.released(member);
+          return record(499, undefined, true);
+        }
+        if (error instanceof UpstreamTransportError) {
+          failed(upstreamFailure(endpoint.provider, error.reason, error));
+          continue;
+        }
+        pool.released(member);
+        throw error;
       }
+
+      const { statusCode, headers } = response;
+      if (statusCode === 401 || statusCode === 403) {
+        pool.succeeded(member);
+        response.body.dump().catch(() => {});
+        return fail(502, upstreamAuthRejected(endpoint.provider, statusCode));
+      }
+      const ok = statusCode >= 200 && statusCode < 300;
+      const contentType = headers['content-type'];
+
+      if (FAILOVER_STATUSES.has(statusCode)) {
+        let bytes: Buffer;
+        try {
+          bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
+        } catch (error) {
+          if (clientGone) return record(499, undefined, true);
+          failed(upstreamFailure(endpoint.provider, 'the answer broke off or was too large', error));
+          continue;
+        }
+        failed(undefined, statusCode === 429 || statusCode === 503 ? retryAfterMs(headers['retry-after']) : undefined);
+        lastStatus = { statusCode, headers, bytes, apiKey: endpoint.apiKey };
+        continue;
+      }
+
+      if (ok && typeof contentType === 'string' && contentType.startsWith('text/event-stream')) {
+        const timer = setTimeout(() => attemptAbort!.abort(), firstByteTimeoutMs);
+        const start = await awaitStreamStart(response.body, format, services.maxSseEventBytes);
+        clearTimeout(timer);
+        if (start.kind !== 'content') {
+          if (clientGone) {
+            pool.released(member);
+            return record(499, undefined, true);
+          }
+          const reason = start.kind === 'error' ? start.reason : signal.aborted ? `no content within ${firstByteTimeoutMs} ms` : 'the stream broke off before any content';
+          failed(upstreamFailure(endpoint.provider, reason));
+          continue;
+        }
+        pool.succeeded(member);
+        res.writeHead(statusCode, { ...relayedHeaders(headers), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+        let usage: TokenUsage | undefined;
+        let terminal = false;
+        try {
+          const outcome = await relaySse(start.body, res, {
+            fixups: registry.streamFixups(route, resolved.canonicalId),
+            onEvent: (event) => {
+              usage = extractor.fromStreamEvent(usage, event);
+              streamed.add(event.data);
+              if (!terminal) terminal = isTerminalEvent(format, event);
+            },
+            maxEventBytes: services.maxSseEventBytes,
+            rewrite: (bytes) => redactCredential(bytes, endpoint.apiKey),
+          });
+          if (outcome.clientClosed) return record(499, usage, true);
+          if (outcome.eventTooLarge) {
+            res.end(inBandError(format, streamEventTooLarge(endpoint.provider, services.maxSseEventBytes)));
+            return record(statusCode, usage, true, 'upstream_cut');
+          }
+          res.end();
+          return record(statusCode, usage, true, terminal ? 'complete' : 'upstream_cut');
+        } catch (error) {
+          if (clientGone) return record(499, usage, true);
+          // The status is already sent: the client learns of the break in the stream's own format, and
+          // the stream ends without the terminal event that would make it look complete.
+          const stalled = isStall(error);
+          const reason = stalled ? `the stream stalled (no data for ${idleTimeoutMs} ms)` : 'the stream broke off';
+          res.end(inBandError(format, upstreamFailure(endpoint.provider, reason, error)));
+          return record(statusCode, usage, true, stalled ? 'stalled' : 'upstream_cut');
+        }
+      }
+
+      let bytes: Buffer;
+      try {
+        bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
+      } catch (error) {
+        if (clientGone) {
+          pool.released(member);
+          return record(499, undefined, true);
+        }
+        failed(upstreamFailure(endpoint.provider, 'the answer broke off or was too large', error));
+        continue;
+      }
+      pool.succeeded(member);
+      let usage: TokenUsage | undefined;
+      if (ok) {
+        usage = usageOf(bytes, extractor.fromBody);
+        if (usage === undefined && format === 'chat-completions') return fail(502, usageMissing(endpoint.provider), true);
+      }
+      const relayed = redactCredential(bytes, endpoint.apiKey);
+      res.writeHead(statusCode, { ...relayedHeaders(headers), 'content-length': String(relayed.length) });
+      res.end(relayed);
+      return record(statusCode, usage, ok && format !== 'count-tokens');
     }
 
-    let bytes: Buffer;
-    try {
-      bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
-    } catch (error) {
-      if (abort.signal.aborted) return record(499, undefined, true);
-      record(502, undefined, ok, 'upstream_cut');
-      throw upstreamFailure(endpoint.provider, 'the answer broke off or was too large', error);
+    // Every attempt failed before anything reached the client.
+    if (clientGone) return record(499, undefined, true);
+    if (lastStatus) {
+      // The last endpoint's own retryable answer (429, 5xx) goes back as it came, as with one endpoint.
+      const relayed = redactCredential(lastStatus.bytes, lastStatus.apiKey);
+      res.writeHead(lastStatus.statusCode, { ...relayedHeaders(lastStatus.headers), 'content-length': String(relayed.length) });
+      res.end(relayed);
+      return record(lastStatus.statusCode, undefined, false);
     }
-    let usage: TokenUsage | undefined;
-    if (ok) {
-      usage = usageOf(bytes, extractor.fromBody);
-      if (usage === undefined && format === 'chat-completions') return fail(502, usageMissing(endpoint.provider), true);
-    }
-    const relayed = redactCredential(bytes, endpoint.apiKey);
-    res.writeHead(statusCode, { ...relayedHeaders(headers), 'content-length': String(relayed.length) });
-    res.end(relayed);
-    record(statusCode, usage, ok && format !== 'count-tokens');
+    if (lastError) return fail(lastError.status, lastError);
+    return fail(503, upstreamResting(resolved.plugin.vendor, pool.retryAfterMs()));
   };
+}
+
+/** Upstream statuses that mean "this endpoint, not this request": the next endpoint is tried. */
+const FAILOVER_STATUSES = new Set([429, 500, 502, 503, 504, 529]);
+
+function isStall(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code ?? (error as { cause?: { code?: string } } | null)?.cause?.code;
+  return code === 'UND_ERR_BODY_TIMEOUT';
 }
 
 function usageOf(bytes: Buffer, fromBody: (body: unknown) => TokenUsage | undefined): TokenUsage | undefined {

@@ -1,5 +1,6 @@
 import type { RouteId, TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
 import type { ModelRegistry, ResolvedModel } from '../plugins/model-registry.ts';
+import type { EndpointPool } from '../upstream/endpoint-pool.ts';
 import type { UpstreamClient, UpstreamEndpoint } from '../upstream/upstream-client.ts';
 import type { UsageOutcome } from '../usage/stream-outcome.ts';
 import type { TextSample } from '../usage/token-estimate.ts';
@@ -54,7 +55,10 @@ export interface UsageAccounting {
 
 /** Resolved upstream endpoints per vendor; `undefined` where the operator configured none. */
 export interface ProviderEndpoints {
+  /** The vendor's first endpoint (for views that show one). */
   get(vendor: string): UpstreamEndpoint | undefined;
+  /** The vendor's endpoints with their breakers; `state()` lists them for metrics and health views. */
+  pool(vendor: string): EndpointPool | undefined;
   /** The env prefix an operator sets for the vendor, for the "not configured" message. */
   envPrefix(vendor: string): string;
 }
@@ -69,4 +73,8 @@ export interface RouteServices {
   readonly upstreamBodyLimitBytes: number;
   /** Largest single SSE event relayed; a larger one ends the stream with an in-band error. */
   readonly maxSseEventBytes: number;
+  /** Longest wait for an upstream's headers and a stream's first content event before failing over, in ms. */
+  readonly firstByteTimeoutMs?: number;
+  /** Longest silence of a stream once content flows, in ms. */
+  readonly idleTimeoutMs?: number;
 }
