@@ -50,6 +50,8 @@ export class EndpointPool {
     endpoints: readonly PooledEndpoint[],
     private readonly breaker: BreakerSettings & { readonly maxAttempts?: number },
     private readonly now: () => number = Date.now,
+    /** Draws the weighted pick (tests pass a fixed value to make the order predictable). */
+    private readonly random: () => number = Math.random,
   ) {
     if (endpoints.length === 0) throw new Error('an endpoint pool needs at least one endpoint');
     this.endpoints = endpoints;
@@ -70,7 +72,7 @@ export class EndpointPool {
     let total = 0;
     for (const candidate of endpoints) if (!tried?.includes(candidate) && this.available(candidate)) total += candidate.weight;
     if (total === 0) return undefined;
-    let point = Math.random() * total;
+    let point = this.random() * total;
     let last: PooledEndpoint | undefined;
     for (const candidate of endpoints) {
       if (tried?.includes(candidate) || !this.available(candidate)) continue;

@@ -68,6 +68,9 @@ const services: RouteServices = {
           new EndpointPool(
             (typeof urls === 'string' ? [urls] : urls).map((url, index) => new PooledEndpoint(upstreamEndpoint(vendor, url, 'upstream-secret-key'), `ep${index}`, 1)),
             { failureThreshold: options.breaker?.failureThreshold ?? 5, cooldownMs: options.breaker?.cooldownMs ?? 30_000 },
+            Date.now,
+            // Endpoints are tried in the order given, so a test knows which one answers first.
+            () => 0,
           ),
         ]),
       ),
