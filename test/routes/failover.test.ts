@@ -1,6 +1,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
+import OpenAI from 'openai';
 import { request } from 'undici';
 import { eventually, sleep } from '../helpers/eventually.ts';
 import { ScriptedUpstream, type Script } from '../helpers/scripted-upstream.ts';
@@ -270,4 +272,54 @@ describe('failover between endpoints', () => {
       expect((await post(app, '/v1/chat/completions', chat())).status).to.equal(200);
     });
   });
+});
+
+describe('in-band errors through the official SDKs', () => {
+  let a: ScriptedUpstream;
+  let app: RouteTestApp;
+
+  before(async () => {
+    a = await ScriptedUpstream.start();
+    app = await startRouteTestApp(samplePlugins(), { acme: [a.url], bolt: [a.url] }, { idleTimeoutMs: 300 });
+  });
+  after(async () => {
+    await app.close();
+    await a.close();
+  });
+
+  const ends: [string, (res: import('node:http').ServerResponse) => void][] = [
+    ['cut', (res) => setTimeout(() => res.destroy(), 20)],
+    ['stalled', () => undefined],
+  ];
+  for (const [how, end] of ends) {
+    for (const [format, stream] of Object.entries(STREAMS)) {
+      it(`makes the ${format} SDK raise an error for a ${how} stream, after the content it got`, async () => {
+        a.script = (_req, res) => {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.write([...stream.opening, ...stream.content].join(''), () => end(res));
+        };
+        const seen: string[] = [];
+        const consume = async () => {
+          if (format === 'messages') {
+            const client = new Anthropic({ baseURL: app.url, apiKey: 'sk-test', maxRetries: 0 });
+            const events = await client.messages.create({ model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] });
+            for await (const event of events) seen.push(event.type);
+          } else {
+            const client = new OpenAI({ baseURL: `${app.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
+            if (format === 'responses') {
+              const events = await client.responses.create({ model: 'acme/one', input: 'x', stream: true });
+              for await (const event of events) seen.push(event.type);
+            } else {
+              const chunks = await client.chat.completions.create({ model: 'acme/one', messages: [{ role: 'user', content: 'x' }], stream: true });
+              for await (const chunk of chunks) seen.push(chunk.choices[0]?.delta.content ?? '');
+            }
+          }
+        };
+        const error = await consume().then(() => undefined, (caught: unknown) => caught as Error);
+        expect(error, 'the SDK raised').to.be.instanceOf(Error);
+        expect(error!.message).to.match(how === 'cut' ? /broke off/ : /stalled/);
+        expect(seen.length).to.be.greaterThan(0);
+      });
+    }
+  }
 });
