@@ -261,6 +261,8 @@ function checkUrl(name: string, value: string): void {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${name} must be an http:// or https:// URL`);
 }
 
+const atMost = (limit: number, value: number | undefined) => (value === undefined ? undefined : Math.min(limit, value));
+
 function envInteger(env: NodeJS.ProcessEnv, name: string, min: number): number | undefined {
   const value = env[name];
   if (value === undefined || value === '') return undefined;
@@ -320,7 +322,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     firstByteTimeoutMs: envInteger(env, 'UPSTREAM_FIRST_BYTE_TIMEOUT_MS', 1) ?? file.upstream?.firstByteTimeoutMs ?? 60_000,
     idleTimeoutMs: envInteger(env, 'UPSTREAM_IDLE_TIMEOUT_MS', 1) ?? file.upstream?.idleTimeoutMs ?? 60_000,
     failover: {
-      maxAttempts: envInteger(env, 'FAILOVER_MAX_ATTEMPTS', 1) ?? file.failover?.maxAttempts,
+      maxAttempts: atMost(5, envInteger(env, 'FAILOVER_MAX_ATTEMPTS', 1) ?? file.failover?.maxAttempts),
       failureThreshold: envInteger(env, 'FAILOVER_FAILURE_THRESHOLD', 1) ?? file.failover?.failureThreshold ?? 5,
       cooldownMs: envInteger(env, 'FAILOVER_COOLDOWN_MS', 1) ?? file.failover?.cooldownMs ?? 30_000,
     },
@@ -391,20 +393,26 @@ export function providerEndpointSettings(
   env: NodeJS.ProcessEnv = process.env,
 ): EndpointSettings[] {
   const envUrls = env[`${envPrefix}_BASE_URL`];
+  const envKeys = env[`${envPrefix}_API_KEY`];
   const fromFile = config.providers[vendor] ?? {};
   if (!envUrls && fromFile.endpoints) {
-    const envKey = env[`${envPrefix}_API_KEY`];
-    return fromFile.endpoints.map((endpoint) => (envKey ? { ...endpoint, apiKey: envKey } : endpoint));
+    const keys = keyList(envKeys, fromFile.endpoints.length, `${envPrefix}_API_KEY`);
+    return fromFile.endpoints.map((endpoint, index) => (keys ? { ...endpoint, apiKey: keys[index] } : endpoint));
   }
   const urls = (envUrls || fromFile.baseUrl || '').split(',').map((url) => url.trim()).filter(Boolean);
   if (urls.length === 0) return [];
-  const keyText = env[`${envPrefix}_API_KEY`] || fromFile.apiKey;
-  const keys = keyText?.split(',').map((key) => key.trim());
-  if (keys && keys.length !== 1 && keys.length !== urls.length) {
-    throw new ConfigError(`${envPrefix}_API_KEY lists ${keys.length} keys for ${urls.length} base URLs: give one key, or one per URL`);
-  }
+  const keys = keyList(envKeys || fromFile.apiKey, urls.length, envKeys ? `${envPrefix}_API_KEY` : `providers.${vendor}.apiKey`);
   return urls.map((url, index) => {
     checkUrl(`${envPrefix}_BASE_URL`, url);
-    return { baseUrl: url.replace(/\/+$/, ''), apiKey: keys ? (keys.length === 1 ? keys[0] : keys[index]) || undefined : undefined, weight: 1, name: String(index) };
+    return { baseUrl: url.replace(/\/+$/, ''), apiKey: keys?.[index], weight: 1, name: String(index) };
   });
+}
+
+/** One key for every endpoint, or a comma-separated list of one per endpoint. */
+function keyList(text: string | undefined, count: number, name: string): (string | undefined)[] | undefined {
+  if (!text) return undefined;
+  const keys = text.split(',').map((key) => key.trim() || undefined);
+  if (keys.length === 1) return Array.from({ length: count }, () => keys[0]);
+  if (keys.length !== count) throw new ConfigError(`${name} lists ${keys.length} keys for ${count} endpoints: give one key, or one per endpoint`);
+  return keys;
 }
