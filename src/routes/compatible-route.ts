@@ -59,13 +59,6 @@ export function poolFor(services: RouteServices, resolved: ResolvedModel): Endpo
   return pool;
 }
 
-export function endpointFor(services: RouteServices, resolved: ResolvedModel): UpstreamEndpoint {
-  const vendor = resolved.plugin.vendor;
-  const endpoint = services.endpoints.get(vendor);
-  if (!endpoint) throw upstreamNotConfigured(vendor, services.endpoints.envPrefix(vendor));
-  return endpoint;
-}
-
 /** Aborts the upstream call the moment the client goes away. */
 export function abortOnClientClose(res: Response): AbortController {
   const controller = new AbortController();
