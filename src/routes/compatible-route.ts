@@ -101,6 +101,9 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
       withIncludeUsage: stream && format === 'chat-completions',
     });
 
+    // The endpoint of the latest attempt and how many were made, for the usage record and access logs.
+    let serving: PooledEndpoint | undefined;
+    let attempts = 0;
     const streamed = new StreamedText((data) => services.usage.streamedText(format, data));
     const record = (status: number, usage: TokenUsage | undefined, consumed: boolean, outcome: UsageOutcome = status === 499 ? 'client_closed' : 'complete') => {
       const exchange: Exchange = {
@@ -113,9 +116,13 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
         usage,
         consumed,
         outcome,
+        endpoint: serving?.name,
+        attempts,
         requestBody: () => JSON.parse(clientBytes.toString('utf8')) as Record<string, unknown>,
         responseText: () => streamed.value(),
       };
+      res.locals.upstreamEndpoint = serving?.name;
+      res.locals.upstreamAttempts = attempts;
       services.usage.record(exchange);
     };
     const fail = (status: number, error: GatewayError, consumed = false): never => {
@@ -142,6 +149,8 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     for (let attempt = 0; attempt < pool.maxAttempts; attempt++) {
       const member = pool.pick(tried);
       if (!member) break;
+      serving = member;
+      attempts = attempt + 1;
       const endpoint = member.endpoint;
       const failed = (error: GatewayError | undefined, retryAfter?: number) => {
         pool.failed(member, retryAfter);

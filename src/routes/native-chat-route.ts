@@ -190,11 +190,17 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         usage,
         consumed: usage !== undefined,
         outcome: status === 499 ? 'client_closed' : 'complete',
+        endpoint: serving?.name,
+        attempts,
         requestBody: () => upstreamBody,
         responseText: () => '',
       });
 
+    let serving: PooledEndpoint | undefined;
+    let attempts = 0;
     const attempt = async (member: PooledEndpoint): Promise<Attempt> => {
+      serving = member;
+      attempts += 1;
       const outcome = await attemptOnce(member.endpoint);
       if (outcome.kind === 'retry' && outcome.endpointFault) pool.failed(member, outcome.status === 429 || outcome.status === 503 ? outcome.waitMs : undefined);
       else if (outcome.kind === 'retry') pool.released(member);
@@ -232,12 +238,13 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
       }
     };
 
-    let member = pool.pick();
-    if (!member) {
+    const first = pool.pick();
+    if (!first) {
       const resting = upstreamResting(provider, pool.retryAfterMs());
       record(resting.status, undefined);
       throw resting;
     }
+    let member: PooledEndpoint = first;
     // Endpoints already tried since the last wait: a retry goes to another one first, without waiting.
     let tried: PooledEndpoint[] | undefined;
     let outcome: Attempt;

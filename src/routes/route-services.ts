@@ -31,6 +31,10 @@ export interface Exchange {
   readonly consumed: boolean;
   /** How the answer ended: whole, cut by the upstream, or left by the client. */
   readonly outcome: UsageOutcome;
+  /** The endpoint that served or failed last (its configured name or index), when one was tried. */
+  readonly endpoint?: string;
+  /** Upstream attempts made, failed-over ones included. */
+  readonly attempts?: number;
   /**
    * The request body (parsed on call: only estimates need it, so a stream does not hold the parsed body
    * while it runs) and the text streamed back so far (or a leading sample of it), for estimates.

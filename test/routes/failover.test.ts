@@ -101,7 +101,7 @@ describe('failover between endpoints', () => {
         expect(b.requests).to.have.length(1);
         await sleep(50);
         expect(app!.exchanges).to.have.length(1);
-        expect(app!.exchanges[0]).to.include({ status: 200 });
+        expect(app!.exchanges[0]).to.include({ status: 200, endpoint: 'ep1', attempts: 2 });
         expect(app!.exchanges[0]!.usage).to.deep.equal({ inputTokens: 4, outputTokens: 4, cachedTokens: 0 });
       });
     }
@@ -171,7 +171,7 @@ describe('failover between endpoints', () => {
           await eventually(() => app!.exchanges.length === 1, 'the usage record');
           await sleep(50);
           expect(app!.exchanges).to.have.length(1);
-          expect(app!.exchanges[0]).to.include({ status: 200, outcome: 'complete' });
+          expect(app!.exchanges[0]).to.include({ status: 200, outcome: 'complete', endpoint: 'ep1', attempts: 2 });
         });
       }
 

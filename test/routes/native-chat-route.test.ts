@@ -184,7 +184,10 @@ describe('POST /v1/chat', () => {
       // The first endpoint rests for its Retry-After: the next request goes straight to the other.
       expect((await chat(app, { model: 'acme/one', input: 'x' })).status).to.equal(200);
       expect([upstream.requests.length, other.requests.length]).to.deep.equal([1, 2]);
-      expect(app.exchanges.map((exchange) => exchange.status)).to.deep.equal([200, 200]);
+      expect(app.exchanges.map((exchange) => [exchange.status, exchange.endpoint, exchange.attempts])).to.deep.equal([
+        [200, 'ep1', 2],
+        [200, 'ep1', 1],
+      ]);
     } finally {
       await other.close();
     }
