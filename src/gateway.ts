@@ -20,6 +20,7 @@ import { DEFAULT_RETRY_POLICY, nativeChatRoute } from './routes/native-chat-rout
 import type { RouteServices } from './routes/route-services.ts';
 import { answersWithin, createRedisClient, waitUntilReady, type RedisConnection } from './store/redis-client.ts';
 import { providerEndpoints } from './upstream/provider-endpoints.ts';
+import { SharedBreakerState } from './upstream/shared-breaker.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
 import { EmbeddedUsageStore } from './usage/embedded-usage-store.ts';
 import { RedisUsageStore } from './usage/redis-usage-store.ts';
@@ -63,6 +64,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const currentRegistry = () => registry;
   const endpoints = providerEndpoints(plugins, config, env, logger);
   const { redis, keys, usage } = await openStores(config, logger);
+  const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
   const accounting = new GatewayUsageAccounting(usage, currentRegistry, logger);
   await loadTokenizer();
   const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs });
@@ -177,6 +179,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       await keys.close();
       limiters.shutdown();
       await upstream.close();
+      sharedBreaker?.stop();
       redis?.disconnect();
     },
   };

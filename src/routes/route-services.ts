@@ -63,6 +63,8 @@ export interface ProviderEndpoints {
   get(vendor: string): UpstreamEndpoint | undefined;
   /** The vendor's endpoints with their breakers; `state()` lists them for metrics and health views. */
   pool(vendor: string): EndpointPool | undefined;
+  /** Every configured vendor's pool. */
+  pools(): ReadonlyMap<string, EndpointPool>;
   /** The env prefix an operator sets for the vendor, for the "not configured" message. */
   envPrefix(vendor: string): string;
 }

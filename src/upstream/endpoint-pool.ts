@@ -92,9 +92,13 @@ export class EndpointPool {
     endpoint.trialInFlight = false;
   }
 
+  /** Called when an endpoint starts (or extends) a rest, to share it with other instances. */
+  onRest?: (endpoint: PooledEndpoint, restingUntil: number) => void;
+
   /** The endpoint failed before the first byte; `retryAfterMs` (from a 429/503) rests it that long. */
   failed(endpoint: PooledEndpoint, retryAfterMs?: number): void {
     const now = this.now();
+    const before = endpoint.restingUntil;
     endpoint.consecutiveFailures += 1;
     if (endpoint.trialInFlight || endpoint.consecutiveFailures >= this.breaker.failureThreshold) {
       endpoint.tripped = true;
@@ -102,6 +106,12 @@ export class EndpointPool {
     }
     endpoint.trialInFlight = false;
     if (retryAfterMs !== undefined && retryAfterMs > 0) endpoint.restingUntil = Math.max(endpoint.restingUntil, now + retryAfterMs);
+    if (endpoint.restingUntil !== before && endpoint.restingUntil > now) this.onRest?.(endpoint, endpoint.restingUntil);
+  }
+
+  /** Another instance rests the endpoint until then (epoch ms): it rests here too. */
+  restedElsewhere(endpoint: PooledEndpoint, restingUntil: number): void {
+    if (restingUntil > endpoint.restingUntil && restingUntil > this.now()) endpoint.restingUntil = restingUntil;
   }
 
   /** An attempt ended without telling whether the endpoint is healthy (the client left): a trial is freed. */

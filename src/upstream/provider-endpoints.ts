@@ -41,6 +41,7 @@ export function endpointsOf(pools: ReadonlyMap<string, EndpointPool>, prefixes: 
   return {
     get: (vendor) => pools.get(vendor)?.endpoints[0]!.endpoint,
     pool: (vendor) => pools.get(vendor),
+    pools: () => pools,
     envPrefix: (vendor) => prefixes.get(vendor) ?? vendor.toUpperCase(),
   };
 }
