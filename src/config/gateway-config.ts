@@ -65,6 +65,8 @@ export interface GatewayConfig {
   readonly pluginPath: readonly string[];
   /** Per vendor, from the config file; env `<PREFIX>_BASE_URL` / `<PREFIX>_API_KEY` override them. */
   readonly providers: Readonly<Record<string, ProviderSettings>>;
+  /** Canonical model → canonical models tried in order when every endpoint of it failed (opt-in). */
+  readonly fallbacks: Readonly<Record<string, readonly string[]>>;
   /** Alias → canonical target, overriding the plugins' declared targets. */
   readonly aliases: Readonly<Record<string, string>>;
   readonly redis?: RedisSettings;
@@ -152,6 +154,7 @@ const fileSchema = yup
     manifest: yup.string(),
     providers: yup.object().default(undefined),
     aliases: yup.object().default(undefined),
+    fallbacks: yup.object().default(undefined),
     redis: yup
       .object({
         url: yup.string().matches(/^rediss?:\/\//, 'redis.url must start with redis:// or rediss://'),
@@ -205,6 +208,17 @@ function stringMap(path: string, field: string, value: unknown): Record<string, 
   for (const [key, entry] of Object.entries((value ?? {}) as Record<string, unknown>)) {
     if (typeof entry !== 'string') throw new ConfigError(`config file ${path} is invalid: ${field}.${key} must be a string`);
     result[key] = entry;
+  }
+  return result;
+}
+
+function fallbackMap(path: string, value: unknown): Record<string, string[]> {
+  const result: Record<string, string[]> = {};
+  for (const [model, targets] of Object.entries((value ?? {}) as Record<string, unknown>)) {
+    if (!Array.isArray(targets) || !targets.every((target) => typeof target === 'string')) {
+      throw new ConfigError(`config file ${path} is invalid: fallbacks.${model} must be a list of canonical model IDs`);
+    }
+    result[model] = targets as string[];
   }
   return result;
 }
@@ -332,6 +346,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     pluginPath: (env.GATEWAY_PLUGIN_PATH ?? '').split(':').filter(Boolean).map((directory) => resolve(cwd, directory)),
     providers: providerMap(path, file.providers),
     aliases: stringMap(path, 'aliases', file.aliases),
+    fallbacks: fallbackMap(path, file.fallbacks),
     redis,
     dataDir: resolve(cwd, env.GATEWAY_DATA_DIR ?? file.dataDir ?? 'data'),
     rateLimit: {

@@ -1,6 +1,7 @@
 import type { RouteId, TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
 import type { ModelRegistry, ResolvedModel } from '../plugins/model-registry.ts';
 import type { EndpointPool } from '../upstream/endpoint-pool.ts';
+import type { FallbackTable } from './model-fallbacks.ts';
 import type { UpstreamClient, UpstreamEndpoint } from '../upstream/upstream-client.ts';
 import type { UsageOutcome } from '../usage/stream-outcome.ts';
 import type { TextSample } from '../usage/token-estimate.ts';
@@ -79,6 +80,8 @@ export interface RouteServices {
   readonly upstreamBodyLimitBytes: number;
   /** Largest single SSE event relayed; a larger one ends the stream with an in-band error. */
   readonly maxSseEventBytes: number;
+  /** Models tried when every endpoint of the requested one failed before the first byte (opt-in). */
+  readonly fallbacks?: FallbackTable;
   /** Longest wait for an upstream's headers and a stream's first content event before failing over, in ms. */
   readonly firstByteTimeoutMs?: number;
   /** Longest silence of a stream once content flows, in ms. */

@@ -323,3 +323,65 @@ describe('in-band errors through the official SDKs', () => {
     }
   }
 });
+
+describe('model fallbacks', () => {
+  let a: ScriptedUpstream;
+  let b: ScriptedUpstream;
+  let app: RouteTestApp;
+
+  beforeEach(async () => {
+    a = await ScriptedUpstream.start();
+    b = await ScriptedUpstream.start();
+    app = await startRouteTestApp(samplePlugins(), { acme: [a.url], bolt: [b.url] }, { fallbacks: { 'acme/one': ['bolt/bolt-1'] } });
+  });
+  afterEach(async () => {
+    await app.close();
+    await a.close();
+    await b.close();
+  });
+
+  it('tries the next model when every endpoint of the requested one failed, records usage against it, and names it', async () => {
+    a.script = (_req, res) => res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":"down"}');
+    b.script = answerJson;
+    const response = await post(app, '/v1/chat/completions', chat());
+    expect(response.status).to.equal(200);
+    expect(response.text).to.equal(GOOD_JSON);
+    expect(response.headers['x-gateway-model']).to.equal('bolt/bolt-1');
+    expect(JSON.parse(b.requests[0]!.body).model).to.equal('bolt-1');
+    await sleep(50);
+    expect(app.exchanges).to.have.length(1);
+    expect(app.exchanges[0]!.resolved).to.include({ canonicalId: 'bolt/bolt-1', requestedId: 'acme/one' });
+    expect(app.exchanges[0]).to.include({ status: 200, attempts: 2 });
+  });
+
+  it('falls back on a stream that broke before its first content, and not when the requested model answered', async () => {
+    const stream = STREAMS['chat-completions'];
+    const whole = [...stream.opening, ...stream.content, ...stream.end];
+    a.script = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(stream.opening.join(''), () => setTimeout(() => res.destroy(), 20));
+    };
+    b.script = sse(whole);
+    const fellBack = await post(app, stream.path, stream.body);
+    expect(fellBack.text).to.equal(whole.join(''));
+    expect(fellBack.headers['x-gateway-model']).to.equal('bolt/bolt-1');
+
+    a.script = answerJson;
+    const direct = await post(app, '/v1/chat/completions', chat());
+    expect(direct.headers['x-gateway-model']).to.equal(undefined);
+    expect(b.requests).to.have.length(1);
+  });
+
+  it('is checked at start: targets must be canonical models sharing a route in the same wire format', async () => {
+    const { fallbackTable } = await import('../../src/routes/model-fallbacks.ts');
+    const { ModelRegistry } = await import('../../src/plugins/model-registry.ts');
+    const registry = new ModelRegistry(samplePlugins());
+    expect(fallbackTable(registry, { 'acme/one': ['bolt/bolt-1', 'acme/two'] }).get('acme/one')).to.deep.equal(['bolt/bolt-1', 'acme/two']);
+    expect(() => fallbackTable(registry, { 'acme/one': ['acme/nope'] })).to.throw("fallback of 'acme/one' 'acme/nope' is not a canonical model ID");
+    expect(() => fallbackTable(registry, { 'acme-latest': ['acme/two'] })).to.throw("model 'acme-latest' is not a canonical model ID");
+    expect(() => fallbackTable(registry, { 'acme/one': ['acme/one'] })).to.throw('cannot fall back to itself');
+    const [acme, bolt] = samplePlugins();
+    const withMessagesOnly = new ModelRegistry([acme!, { ...bolt!, models: [...bolt!.models, { ...bolt!.models[0]!, id: 'bolt-m', routes: ['messages'] }] }]);
+    expect(() => fallbackTable(withMessagesOnly, { 'acme/one': ['bolt/bolt-m'] })).to.throw("'bolt/bolt-m' serves none of the routes of 'acme/one' in the same wire format");
+  });
+});

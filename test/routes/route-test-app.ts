@@ -4,6 +4,7 @@ import { createApp } from '../../src/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { ModelRegistry } from '../../src/plugins/model-registry.ts';
 import type { ProviderPlugin, TokenUsage, UsageExtractor } from '../../src/plugins/plugin-contract.ts';
+import { fallbackTable } from '../../src/routes/model-fallbacks.ts';
 import { nativeChatRoute, type RetryPolicy } from '../../src/routes/native-chat-route.ts';
 import type { Exchange, RouteServices, UsageAccounting } from '../../src/routes/route-services.ts';
 import { EndpointPool, PooledEndpoint } from '../../src/upstream/endpoint-pool.ts';
@@ -45,6 +46,7 @@ export async function startRouteTestApp(
     firstByteTimeoutMs?: number;
     idleTimeoutMs?: number;
     breaker?: { failureThreshold?: number; cooldownMs?: number };
+    fallbacks?: Record<string, string[]>;
     retryPolicy?: RetryPolicy; maxSseEventBytes?: number } = {},
 ): Promise<RouteTestApp> {
   const exchanges: Exchange[] = [];
@@ -75,6 +77,7 @@ const services: RouteServices = {
         ]),
       ),
     ),
+    fallbacks: options.fallbacks ? fallbackTable(registry, options.fallbacks) : undefined,
     firstByteTimeoutMs: options.firstByteTimeoutMs,
     idleTimeoutMs: options.idleTimeoutMs,
     bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024,
