@@ -258,6 +258,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
             if (clientGone) return record(499, usage, true);
             // The status is already sent: the client learns of the break in the stream's own format, and
             // the stream ends without the terminal event that would make it look complete.
+            pool.failed(member);
             const stalled = isStall(error);
             const reason = stalled ? `the stream stalled (no data for ${idleTimeoutMs} ms)` : 'the stream broke off';
             res.end(inBandError(format, upstreamFailure(endpoint.provider, reason, error)));

@@ -212,6 +212,8 @@ describe('failover between endpoints', () => {
         expect(b.requests).to.have.length(0);
         await eventually(() => app!.exchanges.length === 1, 'the usage record');
         expect(app!.exchanges[0]!.outcome).to.equal('upstream_cut');
+        // The cut counts against the endpoint's breaker all the same.
+        expect(app!.services.endpoints.pool(format === 'messages' ? 'bolt' : 'acme')!.state()[0]!.consecutiveFailures).to.equal(1);
       });
 
       it('ends a stream that stalls past the idle timeout with an in-band error, outcome stalled', async () => {
