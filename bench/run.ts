@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { compileTree, type CompiledTree } from './compile.ts';
 
@@ -113,7 +113,9 @@ async function startGateway(name: string, tree: CompiledTree): Promise<Contender
     // `before` trees may predate endpoint lists: they get one.
     const baseUrls = name === 'before' ? upstreamUrl : Array.from({ length: endpointCount }, () => upstreamUrl).join(',');
     const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, baseUrls]));
-    const env = { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, RATE_LIMIT_MAX: '100000000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: dataDir, GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '' };
+    // Each tree reads its own config file (an older tree may not know this one's settings).
+    const configFile = name === 'before' && values.before ? { GATEWAY_CONFIG: resolve(values.before, 'config/gateway.yaml') } : {};
+    const env = { ...vendorEnv, ...configFile, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, RATE_LIMIT_MAX: '100000000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: dataDir, GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '' };
     return start([...tree.nodeArgs, tree.script('src/main.ts')], env, /"url":"([^"]+)"/);
   };
   const fast = await run(upstream.url);
