@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { compileTree, type CompiledTree } from './compile.ts';
 
@@ -26,6 +26,8 @@ const { values } = parseArgs({
     'stream-delay-ms': { type: 'string', default: '4000' },
     before: { type: 'string' },
     scenarios: { type: 'string', default: 'json,stream,messages-stream,open-streams' },
+    // Upstream endpoints per vendor for this tree's gateway (each the same mock upstream), to measure failover's spread.
+    endpoints: { type: 'string', default: '1' },
   },
 });
 const seconds = Number(values.seconds);
@@ -33,6 +35,7 @@ const rounds = Number(values.rounds);
 const connections = Number(values.connections);
 const openStreams = Number(values.streams);
 const streamDelayMs = Number(values['stream-delay-ms']);
+const endpointCount = Number(values.endpoints);
 const wanted = new Set(values.scenarios.split(','));
 const KEY = 'sk-bench-key-000000000000';
 
@@ -107,8 +110,12 @@ async function startBare(): Promise<Contender> {
 async function startGateway(name: string, tree: CompiledTree): Promise<Contender> {
   const run = async (upstreamUrl: string) => {
     const dataDir = await mkdtemp(join(work, `data-${name}-`));
-    const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, upstreamUrl]));
-    const env = { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, RATE_LIMIT_MAX: '100000000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: dataDir, GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '' };
+    // `before` trees may predate endpoint lists: they get one.
+    const baseUrls = name === 'before' ? upstreamUrl : Array.from({ length: endpointCount }, () => upstreamUrl).join(',');
+    const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, baseUrls]));
+    // Each tree reads its own config file (an older tree may not know this one's settings).
+    const configFile = name === 'before' && values.before ? { GATEWAY_CONFIG: resolve(values.before, 'config/gateway.yaml') } : {};
+    const env = { ...vendorEnv, ...configFile, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, RATE_LIMIT_MAX: '100000000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: dataDir, GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '' };
     return start([...tree.nodeArgs, tree.script('src/main.ts')], env, /"url":"([^"]+)"/);
   };
   const fast = await run(upstream.url);

@@ -20,6 +20,8 @@ import { DEFAULT_RETRY_POLICY, nativeChatRoute } from './routes/native-chat-rout
 import type { RouteServices } from './routes/route-services.ts';
 import { answersWithin, createRedisClient, waitUntilReady, type RedisConnection } from './store/redis-client.ts';
 import { providerEndpoints } from './upstream/provider-endpoints.ts';
+import { fallbackTable } from './routes/model-fallbacks.ts';
+import { SharedBreakerState } from './upstream/shared-breaker.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
 import { EmbeddedUsageStore } from './usage/embedded-usage-store.ts';
 import { RedisUsageStore } from './usage/redis-usage-store.ts';
@@ -60,8 +62,10 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const plugins = await loadPlugins(config.manifestPath, config.pluginPath);
   const registry = new ModelRegistry(plugins, config.aliases);
   const currentRegistry = () => registry;
+  const fallbacks = fallbackTable(registry, config.fallbacks);
   const endpoints = providerEndpoints(plugins, config, env, logger);
   const { redis, keys, usage } = await openStores(config, logger);
+  const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
   const accounting = new GatewayUsageAccounting(usage, currentRegistry, logger);
   const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs });
   const limiters = createRateLimiters({ max: config.rateLimit.max, windowMs: config.rateLimit.windowMs, redis, logger });
@@ -77,6 +81,10 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     bodyLimitBytes: config.bodyLimitBytes,
     upstreamBodyLimitBytes: 64 * 1024 * 1024,
     maxSseEventBytes: config.maxSseEventBytes,
+    // UPSTREAM_TIMEOUT_MS stays the outer bound of every upstream wait.
+    fallbacks,
+    firstByteTimeoutMs: Math.min(config.firstByteTimeoutMs, config.upstreamTimeoutMs),
+    idleTimeoutMs: Math.min(config.idleTimeoutMs, config.upstreamTimeoutMs),
   };
   // Asks Redis itself, so a stall shows (and clears) without any model request.
   const readiness = async () => {
@@ -172,6 +180,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       await keys.close();
       limiters.shutdown();
       await upstream.close();
+      sharedBreaker?.stop();
       redis?.disconnect();
     },
   };

@@ -9,6 +9,28 @@ export interface ProviderSettings {
   /** Base URL including the version prefix, e.g. `http://127.0.0.1:9000/v1`. */
   readonly baseUrl?: string;
   readonly apiKey?: string;
+  /** Several upstream endpoints of the provider, instead of `baseUrl`/`apiKey`. */
+  readonly endpoints?: readonly EndpointSettings[];
+}
+
+/** One upstream endpoint of a provider. */
+export interface EndpointSettings {
+  readonly baseUrl: string;
+  readonly apiKey?: string;
+  /** Share of requests relative to the provider's other endpoints (default 1). */
+  readonly weight: number;
+  /** How logs, usage and the health view name it (default: its 0-based index). */
+  readonly name: string;
+}
+
+/** Failover between a provider's endpoints. */
+export interface FailoverSettings {
+  /** Attempts per request at most; default: the provider's number of endpoints, at most 5. */
+  readonly maxAttempts?: number;
+  /** Consecutive failures after which an endpoint rests. */
+  readonly failureThreshold: number;
+  /** How long a tripped endpoint rests before one trial request decides, in ms. */
+  readonly cooldownMs: number;
 }
 
 export interface RedisSettings {
@@ -25,6 +47,14 @@ export interface GatewayConfig {
   readonly bodyLimitBytes: number;
   /** Longest wait for an upstream's response headers, and between two body chunks, in ms. */
   readonly upstreamTimeoutMs: number;
+  /**
+   * Longest wait for an upstream's first content (response headers, then a stream's first content
+   * event), in ms; past it the attempt fails over to the next endpoint.
+   */
+  readonly firstByteTimeoutMs: number;
+  /** Longest silence of an upstream once its answer started, in ms. */
+  readonly idleTimeoutMs: number;
+  readonly failover: FailoverSettings;
   /** Largest single SSE event relayed, in bytes; a larger one ends the stream with an in-band error. */
   readonly maxSseEventBytes: number;
   /** Total time one `/v1/chat` request may take, retries and waits included, in ms. */
@@ -35,6 +65,8 @@ export interface GatewayConfig {
   readonly pluginPath: readonly string[];
   /** Per vendor, from the config file; env `<PREFIX>_BASE_URL` / `<PREFIX>_API_KEY` override them. */
   readonly providers: Readonly<Record<string, ProviderSettings>>;
+  /** Canonical model → canonical models tried in order when every endpoint of it failed (opt-in). */
+  readonly fallbacks: Readonly<Record<string, readonly string[]>>;
   /** Alias → canonical target, overriding the plugins' declared targets. */
   readonly aliases: Readonly<Record<string, string>>;
   readonly redis?: RedisSettings;
@@ -107,9 +139,22 @@ const fileSchema = yup
       })
       .noUnknown()
       .default(undefined),
+    upstream: yup
+      .object({ firstByteTimeoutMs: yup.number().integer().positive(), idleTimeoutMs: yup.number().integer().positive() })
+      .noUnknown()
+      .default(undefined),
+    failover: yup
+      .object({
+        maxAttempts: yup.number().integer().min(1).max(5),
+        failureThreshold: yup.number().integer().positive(),
+        cooldownMs: yup.number().integer().positive(),
+      })
+      .noUnknown()
+      .default(undefined),
     manifest: yup.string(),
     providers: yup.object().default(undefined),
     aliases: yup.object().default(undefined),
+    fallbacks: yup.object().default(undefined),
     redis: yup
       .object({
         url: yup.string().matches(/^rediss?:\/\//, 'redis.url must start with redis:// or rediss://'),
@@ -167,18 +212,55 @@ function stringMap(path: string, field: string, value: unknown): Record<string, 
   return result;
 }
 
+function fallbackMap(path: string, value: unknown): Record<string, string[]> {
+  const result: Record<string, string[]> = {};
+  for (const [model, targets] of Object.entries((value ?? {}) as Record<string, unknown>)) {
+    if (!Array.isArray(targets) || !targets.every((target) => typeof target === 'string')) {
+      throw new ConfigError(`config file ${path} is invalid: fallbacks.${model} must be a list of canonical model IDs`);
+    }
+    result[model] = targets as string[];
+  }
+  return result;
+}
+
 function providerMap(path: string, value: unknown): Record<string, ProviderSettings> {
   const result: Record<string, ProviderSettings> = {};
+  const invalid = (message: string) => new ConfigError(`config file ${path} is invalid: ${message}`);
   for (const [vendor, entry] of Object.entries((value ?? {}) as Record<string, unknown>)) {
     const settings = (entry ?? {}) as Record<string, unknown>;
     for (const [field, fieldValue] of Object.entries(settings)) {
+      if (field === 'endpoints') continue;
       if (field !== 'baseUrl' && field !== 'apiKey') {
-        throw new ConfigError(`config file ${path} is invalid: providers.${vendor}.${field} is not a known setting (baseUrl, apiKey)`);
+        throw invalid(`providers.${vendor}.${field} is not a known setting (baseUrl, apiKey, endpoints)`);
       }
-      if (typeof fieldValue !== 'string') throw new ConfigError(`config file ${path} is invalid: providers.${vendor}.${field} must be a string`);
+      if (typeof fieldValue !== 'string') throw invalid(`providers.${vendor}.${field} must be a string`);
     }
     if (typeof settings.baseUrl === 'string') checkUrl(`providers.${vendor}.baseUrl`, settings.baseUrl);
-    result[vendor] = settings as ProviderSettings;
+    let endpoints: EndpointSettings[] | undefined;
+    if (settings.endpoints !== undefined) {
+      if (!Array.isArray(settings.endpoints) || settings.endpoints.length === 0) throw invalid(`providers.${vendor}.endpoints must be a non-empty list`);
+      endpoints = settings.endpoints.map((raw: unknown, index) => {
+        const at = `providers.${vendor}.endpoints[${index}]`;
+        const item = (raw ?? {}) as Record<string, unknown>;
+        for (const field of Object.keys(item)) {
+          if (!['baseUrl', 'apiKey', 'weight', 'name'].includes(field)) throw invalid(`${at}.${field} is not a known setting (baseUrl, apiKey, weight, name)`);
+        }
+        if (typeof item.baseUrl !== 'string') throw invalid(`${at}.baseUrl must be a string`);
+        checkUrl(`${at}.baseUrl`, item.baseUrl);
+        if (item.apiKey !== undefined && typeof item.apiKey !== 'string') throw invalid(`${at}.apiKey must be a string`);
+        if (item.name !== undefined && typeof item.name !== 'string') throw invalid(`${at}.name must be a string`);
+        if (item.weight !== undefined && (typeof item.weight !== 'number' || !(item.weight > 0))) throw invalid(`${at}.weight must be a positive number`);
+        return {
+          baseUrl: item.baseUrl.replace(/\/+$/, ''),
+          apiKey: item.apiKey as string | undefined,
+          weight: (item.weight as number | undefined) ?? 1,
+          name: (item.name as string | undefined) ?? String(index),
+        };
+      });
+    }
+    result[vendor] = { baseUrl: settings.baseUrl as string | undefined, apiKey: settings.apiKey as string | undefined, ...(endpoints ? { endpoints } : {}) };
+    if (settings.baseUrl === undefined) delete (result[vendor] as { baseUrl?: string }).baseUrl;
+    if (settings.apiKey === undefined) delete (result[vendor] as { apiKey?: string }).apiKey;
   }
   return result;
 }
@@ -192,6 +274,8 @@ function checkUrl(name: string, value: string): void {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${name} must be an http:// or https:// URL`);
 }
+
+const atMost = (limit: number, value: number | undefined) => (value === undefined ? undefined : Math.min(limit, value));
 
 function envInteger(env: NodeJS.ProcessEnv, name: string, min: number): number | undefined {
   const value = env[name];
@@ -249,12 +333,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     host: env.HOST || file.server?.host || '0.0.0.0',
     bodyLimitBytes: env.BODY_LIMIT ? parseEnvSize('BODY_LIMIT', env.BODY_LIMIT) : parseSize(file.server?.bodyLimit ?? '10mb'),
     upstreamTimeoutMs: envInteger(env, 'UPSTREAM_TIMEOUT_MS', 1) ?? file.server?.upstreamTimeoutMs ?? 300_000,
+    firstByteTimeoutMs: envInteger(env, 'UPSTREAM_FIRST_BYTE_TIMEOUT_MS', 1) ?? file.upstream?.firstByteTimeoutMs ?? 60_000,
+    idleTimeoutMs: envInteger(env, 'UPSTREAM_IDLE_TIMEOUT_MS', 1) ?? file.upstream?.idleTimeoutMs ?? 60_000,
+    failover: {
+      maxAttempts: atMost(5, envInteger(env, 'FAILOVER_MAX_ATTEMPTS', 1) ?? file.failover?.maxAttempts),
+      failureThreshold: envInteger(env, 'FAILOVER_FAILURE_THRESHOLD', 1) ?? file.failover?.failureThreshold ?? 5,
+      cooldownMs: envInteger(env, 'FAILOVER_COOLDOWN_MS', 1) ?? file.failover?.cooldownMs ?? 30_000,
+    },
     maxSseEventBytes: env.SSE_MAX_EVENT_BYTES ? parseEnvSize('SSE_MAX_EVENT_BYTES', env.SSE_MAX_EVENT_BYTES) : parseSize(file.server?.maxSseEventBytes ?? '16mb'),
     chatDeadlineMs: envInteger(env, 'CHAT_DEADLINE_MS', 1) ?? file.server?.chatDeadlineMs ?? 600_000,
     manifestPath: env.GATEWAY_MANIFEST || file.manifest ? resolve(cwd, (env.GATEWAY_MANIFEST || file.manifest)!) : BUNDLED_MANIFEST,
     pluginPath: (env.GATEWAY_PLUGIN_PATH ?? '').split(':').filter(Boolean).map((directory) => resolve(cwd, directory)),
     providers: providerMap(path, file.providers),
     aliases: stringMap(path, 'aliases', file.aliases),
+    fallbacks: fallbackMap(path, file.fallbacks),
     redis,
     dataDir: resolve(cwd, env.GATEWAY_DATA_DIR ?? file.dataDir ?? 'data'),
     rateLimit: {
@@ -302,4 +394,40 @@ export function providerSettings(
   const baseUrl = env[`${envPrefix}_BASE_URL`] || fromFile.baseUrl;
   if (baseUrl) checkUrl(`${envPrefix}_BASE_URL`, baseUrl);
   return { baseUrl: baseUrl?.replace(/\/+$/, ''), apiKey: env[`${envPrefix}_API_KEY`] || fromFile.apiKey };
+}
+
+/**
+ * A provider's upstream endpoints: env `<PREFIX>_BASE_URL` (comma-separated for several) with
+ * `<PREFIX>_API_KEY` (one key for all, or a comma-separated list of the same length) over the config
+ * file's `endpoints` list or `baseUrl`/`apiKey`. Empty when the provider is not configured.
+ */
+export function providerEndpointSettings(
+  config: GatewayConfig,
+  vendor: string,
+  envPrefix: string,
+  env: NodeJS.ProcessEnv = process.env,
+): EndpointSettings[] {
+  const envUrls = env[`${envPrefix}_BASE_URL`];
+  const envKeys = env[`${envPrefix}_API_KEY`];
+  const fromFile = config.providers[vendor] ?? {};
+  if (!envUrls && fromFile.endpoints) {
+    const keys = keyList(envKeys, fromFile.endpoints.length, `${envPrefix}_API_KEY`);
+    return fromFile.endpoints.map((endpoint, index) => (keys ? { ...endpoint, apiKey: keys[index] } : endpoint));
+  }
+  const urls = (envUrls || fromFile.baseUrl || '').split(',').map((url) => url.trim()).filter(Boolean);
+  if (urls.length === 0) return [];
+  const keys = keyList(envKeys || fromFile.apiKey, urls.length, envKeys ? `${envPrefix}_API_KEY` : `providers.${vendor}.apiKey`);
+  return urls.map((url, index) => {
+    checkUrl(`${envPrefix}_BASE_URL`, url);
+    return { baseUrl: url.replace(/\/+$/, ''), apiKey: keys?.[index], weight: 1, name: String(index) };
+  });
+}
+
+/** One key for every endpoint, or a comma-separated list of one per endpoint. */
+function keyList(text: string | undefined, count: number, name: string): (string | undefined)[] | undefined {
+  if (!text) return undefined;
+  const keys = text.split(',').map((key) => key.trim() || undefined);
+  if (keys.length === 1) return Array.from({ length: count }, () => keys[0]);
+  if (keys.length !== count) throw new ConfigError(`${name} lists ${keys.length} keys for ${count} endpoints: give one key, or one per endpoint`);
+  return keys;
 }

@@ -133,6 +133,18 @@ export function streamEventTooLarge(provider: string, limitBytes: number): Gatew
 }
 
 /** 502: the upstream refused the gateway's own credentials (its 401/403 is not the client's fault). */
+/** 503 when every endpoint of the provider rests (breaker open or told to wait); says when to retry. */
+export function upstreamResting(provider: string, retryAfterMs: number): GatewayError {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new GatewayError(
+    'GW_ERR_UPSTREAM_UNAVAILABLE',
+    503,
+    'upstream',
+    `Upstream provider '${provider}' is unavailable: every endpoint is resting after failures; retry in ${seconds} s`,
+    { headers: { 'Retry-After': String(seconds) } },
+  );
+}
+
 export function upstreamAuthRejected(provider: string, upstreamStatus: number): GatewayError {
   return new GatewayError(
     'GW_ERR_UPSTREAM_AUTH',

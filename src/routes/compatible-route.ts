@@ -7,6 +7,7 @@ import {
   upstreamAuthRejected,
   upstreamFailure,
   upstreamNotConfigured,
+  upstreamResting,
   usageMissing,
   type GatewayError,
 } from '../errors/gateway-errors.ts';
@@ -15,9 +16,12 @@ import type { ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId } from '../plugins/plugin-contract.ts';
 import { inBandError } from '../sse/in-band-error.ts';
 import { relaySse } from '../sse/sse-relay.ts';
+import { retryAfterMs, type EndpointPool, type PooledEndpoint } from '../upstream/endpoint-pool.ts';
 import { redactCredential } from '../upstream/redact-credential.ts';
+import { awaitStreamStart } from '../upstream/stream-start.ts';
 import { readBody, RELAYED_RESPONSE_HEADERS, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
 import { isTerminalEvent, type UsageOutcome } from '../usage/stream-outcome.ts';
+import { nextFallback } from './model-fallbacks.ts';
 import { FAST_CHECKS, REQUEST_SCHEMAS } from './request-schemas.ts';
 import type { CallerKey, Exchange, RouteServices } from './route-services.ts';
 import { StreamedText } from './streamed-text.ts';
@@ -48,11 +52,16 @@ export async function admitCaller(services: RouteServices, res: Response, resolv
   return caller;
 }
 
-export function endpointFor(services: RouteServices, resolved: ResolvedModel): UpstreamEndpoint {
+/** The pool of endpoints serving the model's provider; 502 saying what to set when there is none. */
+export function poolFor(services: RouteServices, resolved: ResolvedModel): EndpointPool {
   const vendor = resolved.plugin.vendor;
-  const endpoint = services.endpoints.get(vendor);
-  if (!endpoint) throw upstreamNotConfigured(vendor, services.endpoints.envPrefix(vendor));
-  return endpoint;
+  const pool = services.endpoints.pool(vendor);
+  if (!pool) throw upstreamNotConfigured(vendor, services.endpoints.envPrefix(vendor));
+  return pool;
+}
+
+function allowedModel(caller: CallerKey | undefined, canonicalId: string): boolean {
+  return !caller?.models || caller.models.includes(canonicalId);
 }
 
 /** Aborts the upstream call the moment the client goes away. */
@@ -87,31 +96,39 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     assertReadKeysOnce(members);
     const resolved = resolveRequest(services, route, body);
     const caller = await admitCaller(services, res, resolved);
-    const endpoint = endpointFor(services, resolved);
+    // The model being tried: the one requested, then its configured fallbacks (same wire format).
+    let model = resolved;
+    let pool = poolFor(services, model);
     const registry = services.registry();
-    const upstreamRoute = registry.upstreamRoute(resolved, route);
+    let upstreamRoute = registry.upstreamRoute(model, route);
     const format = upstreamRoute.format;
     const stream = body.stream === true;
-    const forwarded = upstreamBody(clientBytes, members, end, {
-      model: registry.upstreamModel(resolved, route),
-      withIncludeUsage: stream && format === 'chat-completions',
-    });
+    const forwardedFor = (target: ResolvedModel) =>
+      upstreamBody(clientBytes, members, end, { model: registry.upstreamModel(target, route), withIncludeUsage: stream && format === 'chat-completions' });
+    let forwarded = forwardedFor(model);
 
+    // The endpoint of the latest attempt and how many were made, for the usage record and access logs.
+    let serving: PooledEndpoint | undefined;
+    let attempts = 0;
     const streamed = new StreamedText((data) => services.usage.streamedText(format, data));
     const record = (status: number, usage: TokenUsage | undefined, consumed: boolean, outcome: UsageOutcome = status === 499 ? 'client_closed' : 'complete') => {
       const exchange: Exchange = {
         keyId: caller?.id,
         route,
-        resolved,
+        resolved: model,
         status,
         stream,
         latencyMs: performance.now() - startedAt,
         usage,
         consumed,
         outcome,
+        endpoint: serving?.name,
+        attempts,
         requestBody: () => JSON.parse(clientBytes.toString('utf8')) as Record<string, unknown>,
         responseText: () => streamed.value(),
       };
+      res.locals.upstreamEndpoint = serving?.name;
+      res.locals.upstreamAttempts = attempts;
       services.usage.record(exchange);
     };
     const fail = (status: number, error: GatewayError, consumed = false): never => {
@@ -119,72 +136,195 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
       throw error;
     };
 
-    const abort = abortOnClientClose(res);
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await services.upstream.post({ endpoint, route: upstreamRoute, body: forwarded, clientHeaders: req.headers, signal: abort.signal });
-    } catch (error) {
-      if (abort.signal.aborted) return record(499, undefined, true);
-      if (error instanceof UpstreamTransportError) return fail(502, upstreamFailure(endpoint.provider, error.reason, error));
-      throw error;
-    }
+    let clientGone = false;
+    let attemptAbort: AbortController | undefined;
+    res.once('close', () => {
+      if (res.writableFinished) return;
+      clientGone = true;
+      attemptAbort?.abort();
+    });
 
-    const { statusCode, headers } = response;
-    if (statusCode === 401 || statusCode === 403) {
-      response.body.dump().catch(() => {});
-      return fail(502, upstreamAuthRejected(endpoint.provider, statusCode));
-    }
-    const ok = statusCode >= 200 && statusCode < 300;
-    const extractor = services.usage.extractor(format, route, resolved);
-    const contentType = headers['content-type'];
+    const firstByteTimeoutMs = services.firstByteTimeoutMs ?? services.upstream.timeoutMs;
+    const idleTimeoutMs = services.idleTimeoutMs ?? services.upstream.timeoutMs;
+    let extractor = services.usage.extractor(format, route, model);
+    // Allocated only once an attempt failed: the healthy single-endpoint case keeps none of this.
+    let tried: PooledEndpoint[] | undefined;
+    let lastStatus: { statusCode: number; headers: Dispatcher.ResponseData['headers']; bytes: Buffer; apiKey?: string } | undefined;
+    let lastError: GatewayError | undefined;
+    const fallbacks = services.fallbacks?.get(resolved.canonicalId);
+    let nextFallbackIndex = 0;
+    let restingRetryAfterMs: number | undefined;
 
-    if (ok && typeof contentType === 'string' && contentType.startsWith('text/event-stream')) {
-      res.writeHead(statusCode, { ...relayedHeaders(headers), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-      let usage: TokenUsage | undefined;
-      let terminal = false;
-      try {
-        const outcome = await relaySse(response.body, res, {
-          fixups: registry.streamFixups(route, resolved.canonicalId),
-          onEvent: (event) => {
-            usage = extractor.fromStreamEvent(usage, event);
-            streamed.add(event.data);
-            if (!terminal) terminal = isTerminalEvent(format, event);
-          },
-          maxEventBytes: services.maxSseEventBytes,
-          rewrite: (bytes) => redactCredential(bytes, endpoint.apiKey),
-        });
-        if (outcome.clientClosed) return record(499, usage, true);
-        if (outcome.eventTooLarge) {
-          res.end(inBandError(format, streamEventTooLarge(endpoint.provider, services.maxSseEventBytes)));
-          return record(statusCode, usage, true, 'upstream_cut');
+    for (;;) {
+      const attemptsBefore = attempts;
+      for (let attempt = 0; attempt < pool.maxAttempts; attempt++) {
+        const member = pool.pick(tried);
+        if (!member) break;
+        serving = member;
+        attempts += 1;
+        if (model !== resolved) res.setHeader('x-gateway-model', model.canonicalId);
+        const endpoint = member.endpoint;
+        const failed = (error: GatewayError | undefined, retryAfter?: number) => {
+          pool.failed(member, retryAfter);
+          (tried ??= []).push(member);
+          lastError = error;
+          if (error) lastStatus = undefined;
+        };
+        attemptAbort = new AbortController();
+        const signal = attemptAbort.signal;
+        let response: Dispatcher.ResponseData;
+        try {
+          response = await services.upstream.post({
+            endpoint,
+            route: upstreamRoute,
+            body: forwarded,
+            clientHeaders: req.headers,
+            signal,
+            timeoutMs: firstByteTimeoutMs,
+            bodyTimeoutMs: idleTimeoutMs,
+          });
+        } catch (error) {
+          if (clientGone) {
+            pool.released(member);
+            return record(499, undefined, true);
+          }
+          if (error instanceof UpstreamTransportError) {
+            failed(upstreamFailure(endpoint.provider, error.reason, error));
+            continue;
+          }
+          pool.released(member);
+          throw error;
         }
-        res.end();
-        return record(statusCode, usage, true, terminal ? 'complete' : 'upstream_cut');
-      } catch (error) {
-        // The status is already sent: all that is left is to cut the stream so the client sees it broke.
-        res.destroy();
-        return record(statusCode, usage, true, 'upstream_cut');
+
+        const { statusCode, headers } = response;
+        if (statusCode === 401 || statusCode === 403) {
+          pool.succeeded(member);
+          response.body.dump().catch(() => {});
+          return fail(502, upstreamAuthRejected(endpoint.provider, statusCode));
+        }
+        const ok = statusCode >= 200 && statusCode < 300;
+        const contentType = headers['content-type'];
+
+        if (FAILOVER_STATUSES.has(statusCode)) {
+          let bytes: Buffer;
+          try {
+            bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
+          } catch (error) {
+            if (clientGone) return record(499, undefined, true);
+            failed(upstreamFailure(endpoint.provider, 'the answer broke off or was too large', error));
+            continue;
+          }
+          failed(undefined, statusCode === 429 || statusCode === 503 ? retryAfterMs(headers['retry-after']) : undefined);
+          lastStatus = { statusCode, headers, bytes, apiKey: endpoint.apiKey };
+          continue;
+        }
+
+        if (ok && typeof contentType === 'string' && contentType.startsWith('text/event-stream')) {
+          const timer = setTimeout(() => attemptAbort!.abort(), firstByteTimeoutMs);
+          const start = await awaitStreamStart(response.body, format, services.maxSseEventBytes);
+          clearTimeout(timer);
+          if (start.kind !== 'content') {
+            if (clientGone) {
+              pool.released(member);
+              return record(499, undefined, true);
+            }
+            const reason = start.kind === 'error' ? start.reason : signal.aborted ? `no content within ${firstByteTimeoutMs} ms` : 'the stream broke off before any content';
+            failed(upstreamFailure(endpoint.provider, reason));
+            continue;
+          }
+          pool.succeeded(member);
+          res.writeHead(statusCode, { ...relayedHeaders(headers), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+          let usage: TokenUsage | undefined;
+          let terminal = false;
+          try {
+            const outcome = await relaySse(start.body, res, {
+              fixups: registry.streamFixups(route, model.canonicalId),
+              onEvent: (event) => {
+                usage = extractor.fromStreamEvent(usage, event);
+                streamed.add(event.data);
+                if (!terminal) terminal = isTerminalEvent(format, event);
+              },
+              maxEventBytes: services.maxSseEventBytes,
+              rewrite: (bytes) => redactCredential(bytes, endpoint.apiKey),
+            });
+            if (outcome.clientClosed) return record(499, usage, true);
+            if (outcome.eventTooLarge) {
+              res.end(inBandError(format, streamEventTooLarge(endpoint.provider, services.maxSseEventBytes)));
+              return record(statusCode, usage, true, 'upstream_cut');
+            }
+            res.end();
+            return record(statusCode, usage, true, terminal ? 'complete' : 'upstream_cut');
+          } catch (error) {
+            if (clientGone) return record(499, usage, true);
+            // The status is already sent: the client learns of the break in the stream's own format, and
+            // the stream ends without the terminal event that would make it look complete.
+            pool.failed(member);
+            const stalled = isStall(error);
+            const reason = stalled ? `the stream stalled (no data for ${idleTimeoutMs} ms)` : 'the stream broke off';
+            res.end(inBandError(format, upstreamFailure(endpoint.provider, reason, error)));
+            return record(statusCode, usage, true, stalled ? 'stalled' : 'upstream_cut');
+          }
+        }
+
+        let bytes: Buffer;
+        try {
+          bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
+        } catch (error) {
+          if (clientGone) {
+            pool.released(member);
+            return record(499, undefined, true);
+          }
+          failed(upstreamFailure(endpoint.provider, 'the answer broke off or was too large', error));
+          continue;
+        }
+        pool.succeeded(member);
+        let usage: TokenUsage | undefined;
+        if (ok) {
+          usage = usageOf(bytes, extractor.fromBody);
+          if (usage === undefined && format === 'chat-completions') return fail(502, usageMissing(endpoint.provider), true);
+        }
+        const relayed = redactCredential(bytes, endpoint.apiKey);
+        res.writeHead(statusCode, { ...relayedHeaders(headers), 'content-length': String(relayed.length) });
+        res.end(relayed);
+        return record(statusCode, usage, ok && format !== 'count-tokens');
       }
+
+      // Every attempt at this model failed before anything reached the client: its next fallback, if any.
+      if (clientGone) return record(499, undefined, true);
+      // Every endpoint of this model rested: the 503's Retry-After is the soonest any of them is back.
+      if (attempts === attemptsBefore) restingRetryAfterMs = Math.min(restingRetryAfterMs ?? Infinity, pool.retryAfterMs());
+      const next =
+        fallbacks &&
+        nextFallback(registry, fallbacks, nextFallbackIndex, route, resolved, (target) => allowedModel(caller, target.canonicalId) && services.endpoints.pool(target.plugin.vendor) !== undefined);
+      if (!next) break;
+      nextFallbackIndex = next.index;
+      model = next.resolved;
+      pool = services.endpoints.pool(model.plugin.vendor)!;
+      upstreamRoute = registry.upstreamRoute(model, route);
+      forwarded = forwardedFor(model);
+      extractor = services.usage.extractor(format, route, model);
+      tried = undefined;
     }
 
-    let bytes: Buffer;
-    try {
-      bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
-    } catch (error) {
-      if (abort.signal.aborted) return record(499, undefined, true);
-      record(502, undefined, ok, 'upstream_cut');
-      throw upstreamFailure(endpoint.provider, 'the answer broke off or was too large', error);
+    if (clientGone) return record(499, undefined, true);
+    if (lastStatus) {
+      // The last endpoint's own retryable answer (429, 5xx) goes back as it came, as with one endpoint.
+      const relayed = redactCredential(lastStatus.bytes, lastStatus.apiKey);
+      res.writeHead(lastStatus.statusCode, { ...relayedHeaders(lastStatus.headers), 'content-length': String(relayed.length) });
+      res.end(relayed);
+      return record(lastStatus.statusCode, undefined, false);
     }
-    let usage: TokenUsage | undefined;
-    if (ok) {
-      usage = usageOf(bytes, extractor.fromBody);
-      if (usage === undefined && format === 'chat-completions') return fail(502, usageMissing(endpoint.provider), true);
-    }
-    const relayed = redactCredential(bytes, endpoint.apiKey);
-    res.writeHead(statusCode, { ...relayedHeaders(headers), 'content-length': String(relayed.length) });
-    res.end(relayed);
-    record(statusCode, usage, ok && format !== 'count-tokens');
+    if (lastError) return fail(lastError.status, lastError);
+    return fail(503, upstreamResting(model.plugin.vendor, restingRetryAfterMs ?? pool.retryAfterMs()));
   };
+}
+
+/** Upstream statuses that mean "this endpoint, not this request": the next endpoint is tried. */
+const FAILOVER_STATUSES = new Set([429, 500, 502, 503, 504, 529]);
+
+function isStall(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code ?? (error as { cause?: { code?: string } } | null)?.cause?.code;
+  return code === 'UND_ERR_BODY_TIMEOUT';
 }
 
 function usageOf(bytes: Buffer, fromBody: (body: unknown) => TokenUsage | undefined): TokenUsage | undefined {

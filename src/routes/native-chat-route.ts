@@ -6,6 +6,7 @@ import {
   isGatewayError,
   upstreamAuthRejected,
   upstreamFailure,
+  upstreamResting,
   upstreamTimeout,
   usageMissing,
   validationError,
@@ -15,8 +16,9 @@ import { readJsonObject } from '../http/json-body.ts';
 import { ROUTE_PATHS, type ModelRegistry, type ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage } from '../plugins/plugin-contract.ts';
 import { redactCredential } from '../upstream/redact-credential.ts';
-import { readBody, UpstreamTransportError } from '../upstream/upstream-client.ts';
-import { abortOnClientClose, admitCaller, endpointFor } from './compatible-route.ts';
+import type { PooledEndpoint } from '../upstream/endpoint-pool.ts';
+import { readBody, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
+import { abortOnClientClose, admitCaller, poolFor } from './compatible-route.ts';
 import type { RouteServices } from './route-services.ts';
 import { validateRequest } from './validate-request.ts';
 
@@ -134,7 +136,7 @@ export function backoffMs(policy: RetryPolicy, retry: number): number {
 
 type Attempt =
   | { kind: 'answer'; status: number; body: Buffer }
-  | { kind: 'retry'; failure: GatewayError; waitMs?: number }
+  | { kind: 'retry'; failure: GatewayError; waitMs?: number; status?: number; endpointFault: boolean }
   | { kind: 'final'; failure: GatewayError };
 
 function upstreamMessage(body: Buffer, apiKey: string | undefined): string {
@@ -159,7 +161,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     const registry = services.registry();
     const resolved = validate(registry, body);
     const caller = await admitCaller(services, res, resolved);
-    const endpoint = endpointFor(services, resolved);
+    const pool = poolFor(services, resolved);
     const adapter = resolved.plugin.nativeChat!;
     const upstreamRoute = resolved.plugin.routes[adapter.route]!;
     const upstreamBody = adapter.buildRequest({
@@ -174,7 +176,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     const attemptTimeoutMs = body.timeout === undefined ? gatewayTimeoutMs : Math.min(gatewayTimeoutMs, Math.ceil((body.timeout as number) * 1000));
     const deadline = startedAt + policy.deadlineMs;
     const clientGone = abortOnClientClose(res);
-    const provider = endpoint.provider;
+    const provider = resolved.plugin.vendor;
     const payload = JSON.stringify(upstreamBody);
 
     const record = (status: number, usage: TokenUsage | undefined) =>
@@ -188,11 +190,25 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         usage,
         consumed: usage !== undefined,
         outcome: status === 499 ? 'client_closed' : 'complete',
+        endpoint: serving?.name,
+        attempts,
         requestBody: () => upstreamBody,
         responseText: () => '',
       });
 
-    const attempt = async (): Promise<Attempt> => {
+    let serving: PooledEndpoint | undefined;
+    let attempts = 0;
+    const attempt = async (member: PooledEndpoint): Promise<Attempt> => {
+      serving = member;
+      attempts += 1;
+      const outcome = await attemptOnce(member.endpoint);
+      if (outcome.kind === 'retry' && outcome.endpointFault) pool.failed(member, outcome.status === 429 || outcome.status === 503 ? outcome.waitMs : undefined);
+      else if (outcome.kind === 'retry') pool.released(member);
+      else pool.succeeded(member);
+      return outcome;
+    };
+
+    const attemptOnce = async (endpoint: UpstreamEndpoint): Promise<Attempt> => {
       const timeoutMs = Math.max(1, Math.min(attemptTimeoutMs, Math.ceil(deadline - performance.now())));
       const controller = new AbortController();
       const stop = () => controller.abort();
@@ -205,35 +221,59 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         if (status >= 200 && status < 300) return { kind: 'answer', status, body: bytes };
         if (status === 401 || status === 403) return { kind: 'final', failure: upstreamAuthRejected(provider, status) };
         const failure = upstreamFailure(provider, `upstream answered ${status}${upstreamMessage(bytes, endpoint.apiKey)}`);
-        if (RETRYABLE_STATUSES.has(status) || status >= 500) return { kind: 'retry', failure, waitMs: retryAfterMs(response.headers) };
+        if (RETRYABLE_STATUSES.has(status) || status >= 500) {
+          return { kind: 'retry', failure, waitMs: retryAfterMs(response.headers), status, endpointFault: status === 429 || status >= 500 };
+        }
         return { kind: 'final', failure };
       } catch (error) {
         if (clientGone.signal.aborted) throw error;
-        if (controller.signal.aborted) return { kind: 'retry', failure: upstreamTimeout(provider, error) };
+        if (controller.signal.aborted) return { kind: 'retry', failure: upstreamTimeout(provider, error), endpointFault: true };
         if (error instanceof UpstreamTransportError) {
-          return { kind: 'retry', failure: error.timedOut ? upstreamTimeout(provider, error) : upstreamFailure(provider, error.reason, error) };
+          return { kind: 'retry', failure: error.timedOut ? upstreamTimeout(provider, error) : upstreamFailure(provider, error.reason, error), endpointFault: true };
         }
-        return { kind: 'retry', failure: upstreamFailure(provider, 'the answer broke off', error) };
+        return { kind: 'retry', failure: upstreamFailure(provider, 'the answer broke off', error), endpointFault: true };
       } finally {
         clearTimeout(timer);
         clientGone.signal.removeEventListener('abort', stop);
       }
     };
 
+    const first = pool.pick();
+    if (!first) {
+      const resting = upstreamResting(provider, pool.retryAfterMs());
+      record(resting.status, undefined);
+      throw resting;
+    }
+    let member: PooledEndpoint = first;
+    // Endpoints already tried since the last wait: a retry goes to another one first, without waiting.
+    let tried: PooledEndpoint[] | undefined;
     let outcome: Attempt;
     for (let retry = 0; ; retry += 1) {
       try {
-        outcome = await attempt();
+        outcome = await attempt(member);
       } catch (error) {
+        pool.released(member);
         return record(499, undefined);
       }
       if (outcome.kind !== 'retry' || retry >= maxRetries) break;
+      (tried ??= []).push(member);
+      const other = pool.pick(tried);
+      if (other) {
+        member = other;
+        continue;
+      }
+      tried = undefined;
       const wait = Math.max(policy.minDelayMs, outcome.waitMs ?? backoffMs(policy, retry));
       if (wait > policy.maxRetryAfterMs) break;
       // The next attempt would start at or after the deadline: answer with what the last one gave.
       if (performance.now() + wait >= deadline) break;
       await policy.sleep(wait);
       if (clientGone.signal.aborted) return record(499, undefined);
+      // After waiting out a Retry-After the same endpoint may be tried again (the wait is what it asked
+      // for); one whose breaker tripped is not, and with every endpoint resting the last answer stands.
+      const next = pool.pick() ?? (member.tripped ? undefined : member);
+      if (!next) break;
+      member = next;
     }
     if (outcome.kind !== 'answer') {
       record(outcome.failure.status, undefined);

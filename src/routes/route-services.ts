@@ -1,5 +1,7 @@
 import type { RouteId, TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
 import type { ModelRegistry, ResolvedModel } from '../plugins/model-registry.ts';
+import type { EndpointPool } from '../upstream/endpoint-pool.ts';
+import type { FallbackTable } from './model-fallbacks.ts';
 import type { UpstreamClient, UpstreamEndpoint } from '../upstream/upstream-client.ts';
 import type { UsageOutcome } from '../usage/stream-outcome.ts';
 import type { TextSample } from '../usage/token-estimate.ts';
@@ -30,6 +32,10 @@ export interface Exchange {
   readonly consumed: boolean;
   /** How the answer ended: whole, cut by the upstream, or left by the client. */
   readonly outcome: UsageOutcome;
+  /** The endpoint that served or failed last (its configured name or index), when one was tried. */
+  readonly endpoint?: string;
+  /** Upstream attempts made, failed-over ones included. */
+  readonly attempts?: number;
   /**
    * The request body (parsed on call: only estimates need it, so a stream does not hold the parsed body
    * while it runs) and the text streamed back so far (or a leading sample of it), for estimates.
@@ -54,7 +60,12 @@ export interface UsageAccounting {
 
 /** Resolved upstream endpoints per vendor; `undefined` where the operator configured none. */
 export interface ProviderEndpoints {
+  /** The vendor's first endpoint (for views that show one). */
   get(vendor: string): UpstreamEndpoint | undefined;
+  /** The vendor's endpoints with their breakers; `state()` lists them for metrics and health views. */
+  pool(vendor: string): EndpointPool | undefined;
+  /** Every configured vendor's pool. */
+  pools(): ReadonlyMap<string, EndpointPool>;
   /** The env prefix an operator sets for the vendor, for the "not configured" message. */
   envPrefix(vendor: string): string;
 }
@@ -69,4 +80,10 @@ export interface RouteServices {
   readonly upstreamBodyLimitBytes: number;
   /** Largest single SSE event relayed; a larger one ends the stream with an in-band error. */
   readonly maxSseEventBytes: number;
+  /** Models tried when every endpoint of the requested one failed before the first byte (opt-in). */
+  readonly fallbacks?: FallbackTable;
+  /** Longest wait for an upstream's headers and a stream's first content event before failing over, in ms. */
+  readonly firstByteTimeoutMs?: number;
+  /** Longest silence of a stream once content flows, in ms. */
+  readonly idleTimeoutMs?: number;
 }

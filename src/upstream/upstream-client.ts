@@ -30,6 +30,8 @@ export interface UpstreamRequest {
   readonly signal?: AbortSignal;
   /** Overrides the client's default wait for headers and between body chunks, in ms. */
   readonly timeoutMs?: number;
+  /** Overrides the wait between body chunks alone, in ms (default: `timeoutMs`). */
+  readonly bodyTimeoutMs?: number;
 }
 
 /** A failure to get a response from the upstream at all (no status to pass on). */
@@ -105,7 +107,7 @@ export class UpstreamClient {
         body: request.body,
         signal: request.signal,
         headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
+        bodyTimeout: request.bodyTimeoutMs ?? timeoutMs,
       });
     } catch (error) {
       if (request.signal?.aborted) throw request.signal.reason ?? error;

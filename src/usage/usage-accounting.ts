@@ -73,6 +73,8 @@ export class GatewayUsageAccounting implements UsageAccounting {
             usage,
             estimated,
             outcome: exchange.outcome,
+            endpoint: exchange.endpoint,
+            attempts: exchange.attempts,
             pricing: exchange.resolved.model.pricing,
             time,
           }),

@@ -36,11 +36,15 @@ export interface UsageRecord {
    * plain 200. Records written before this field existed have none; read them as `complete`.
    */
   readonly outcome: UsageOutcome;
+  /** The upstream endpoint that served (its configured name or index; never its URL or key), when known. */
+  readonly endpoint?: string;
+  /** Upstream attempts the request made, failed-over ones included, when more than one. */
+  readonly attempts?: number;
 }
 
 /** What a request knows when it is done, for {@link buildUsageRecord}. */
 export interface UsageRecordInput
-  extends Pick<UsageRecord, 'keyId' | 'route' | 'requestedModel' | 'model' | 'upstream' | 'status' | 'stream' | 'latencyMs'> {
+  extends Pick<UsageRecord, 'keyId' | 'route' | 'requestedModel' | 'model' | 'upstream' | 'status' | 'stream' | 'latencyMs' | 'endpoint' | 'attempts'> {
   /**
    * The usage to record: what the upstream reported, or an estimate (then set `estimated`).
    * `undefined` records zero tokens: an upstream error, or a route without usage (count_tokens).
@@ -97,6 +101,8 @@ export function buildUsageRecord(input: UsageRecordInput): UsageRecord {
     costUsd,
     estimated: input.estimated ?? false,
     outcome: input.outcome ?? 'complete',
+    ...(input.endpoint !== undefined ? { endpoint: input.endpoint } : {}),
+    ...(input.attempts !== undefined && input.attempts > 1 ? { attempts: input.attempts } : {}),
   };
 }
 

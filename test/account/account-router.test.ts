@@ -66,6 +66,8 @@ describe('account page routes', () => {
           registry: () => registry,
           endpoints: {
             get: (vendor) => (vendor === 'alpha' ? upstreamEndpoint('alpha', 'http://127.0.0.1:9/v1', UPSTREAM_SECRET) : undefined),
+            pool: () => undefined,
+            pools: () => new Map(),
             envPrefix: (vendor) => vendor.toUpperCase(),
           },
           readiness: async () => ({ status: 'degraded', redis: 'unavailable', rate_limits: 'per-process', usage: 'stored' }),

@@ -162,7 +162,7 @@ describe('compatible routes', () => {
       const cases: [string, Record<string, unknown>, string, boolean][] = [
         ['/v1/chat/completions', chat('acme/two', { stream: true }), 'data: {"choices":[{"delta":{"content":"a"},"finish_reason":null}]}\n\n', false],
         ['/v1/chat/completions', chat('acme/two', { stream: true }), 'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\n', true],
-        ['/v1/messages', { model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] }, 'event: message_start\ndata: {"type":"message_start"}\n\n', false],
+        ['/v1/messages', { model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] }, 'event: message_start\ndata: {"type":"message_start"}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta"}\n\n', false],
         ['/v1/messages', { model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] }, 'event: message_stop\ndata: {"type":"message_stop"}\n\n', true],
         ['/v1/responses', { model: 'one', input: 'x', stream: true }, 'event: response.created\ndata: {"type":"response.created"}\n\n', false],
         ['/v1/responses', { model: 'one', input: 'x', stream: true }, 'event: response.incomplete\ndata: {"type":"response.incomplete"}\n\n', true],

@@ -149,8 +149,48 @@ describe('POST /v1/chat', () => {
     expect(response.body.errors).to.deep.equal([`Field 'max_retries': must be at most ${MAX_RETRIES_CAP}`]);
     expect(upstream.requests).to.have.length(0);
     upstream.script = (_req, res) => res.writeHead(503).end();
+    // A breaker that would trip first is kept out of the way: this counts the retries alone.
+    await app.close();
+    app = await startRouteTestApp(samplePlugins(), { acme: upstream.url }, { retryPolicy: policy(), breaker: { failureThreshold: MAX_RETRIES_CAP + 1 } });
     expect((await chat(app, { model: 'acme/one', input: 'x', max_retries: MAX_RETRIES_CAP })).status).to.equal(502);
     expect(upstream.requests).to.have.length(MAX_RETRIES_CAP + 1);
+  });
+
+  it('stops retrying once the endpoint\'s breaker opens, and answers 503 while it rests', async () => {
+    await app.close();
+    app = await startRouteTestApp(samplePlugins(), { acme: upstream.url }, { retryPolicy: policy(), breaker: { failureThreshold: 2 } });
+    upstream.script = (_req, res) => res.writeHead(502, { 'content-type': 'application/json' }).end('{}');
+    expect((await chat(app, { model: 'acme/one', input: 'x', max_retries: 5 })).status).to.equal(502);
+    expect(upstream.requests).to.have.length(2);
+    const resting = await chat(app, { model: 'acme/one', input: 'x' });
+    expect(resting.status).to.equal(503);
+    expect(resting.body.detail).to.match(/every endpoint is resting/);
+    expect(upstream.requests).to.have.length(2);
+    expect(app.exchanges.map((exchange) => exchange.status)).to.deep.equal([502, 503]);
+  });
+
+  it('sends a retry to the next endpoint at once, and one exchange is recorded', async () => {
+    const other = await ScriptedUpstream.start();
+    try {
+      await app.close();
+      app = await startRouteTestApp(samplePlugins(), { acme: [upstream.url, other.url] }, { retryPolicy: policy() });
+      upstream.script = (_req, res) => res.writeHead(503, { 'retry-after': '30' }).end();
+      other.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(answer('from the other', 2));
+      const response = await chat(app, { model: 'acme/one', input: 'x' });
+      expect(response.status).to.equal(200);
+      expect(response.body.result).to.deep.equal({ text: 'from the other' });
+      expect(sleeps).to.deep.equal([]);
+      expect([upstream.requests.length, other.requests.length]).to.deep.equal([1, 1]);
+      // The first endpoint rests for its Retry-After: the next request goes straight to the other.
+      expect((await chat(app, { model: 'acme/one', input: 'x' })).status).to.equal(200);
+      expect([upstream.requests.length, other.requests.length]).to.deep.equal([1, 2]);
+      expect(app.exchanges.map((exchange) => [exchange.status, exchange.endpoint, exchange.attempts])).to.deep.equal([
+        [200, 'ep1', 2],
+        [200, 'ep1', 1],
+      ]);
+    } finally {
+      await other.close();
+    }
   });
 
   it('waits at least the minimum backoff between attempts, even when the upstream says Retry-After: 0', async () => {

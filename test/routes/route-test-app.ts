@@ -4,8 +4,11 @@ import { createApp } from '../../src/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { ModelRegistry } from '../../src/plugins/model-registry.ts';
 import type { ProviderPlugin, TokenUsage, UsageExtractor } from '../../src/plugins/plugin-contract.ts';
+import { fallbackTable } from '../../src/routes/model-fallbacks.ts';
 import { nativeChatRoute, type RetryPolicy } from '../../src/routes/native-chat-route.ts';
 import type { Exchange, RouteServices, UsageAccounting } from '../../src/routes/route-services.ts';
+import { EndpointPool, PooledEndpoint } from '../../src/upstream/endpoint-pool.ts';
+import { endpointsOf } from '../../src/upstream/provider-endpoints.ts';
 import { UpstreamClient, upstreamEndpoint } from '../../src/upstream/upstream-client.ts';
 
 /**
@@ -29,14 +32,22 @@ const testExtractor: UsageExtractor = {
 
 export interface RouteTestApp {
   readonly url: string;
+  readonly services: RouteServices;
   readonly exchanges: Exchange[];
   close(): Promise<void>;
 }
 
 export async function startRouteTestApp(
   plugins: ProviderPlugin[],
-  upstreamUrls: Record<string, string>,
-  options: { bodyLimitBytes?: number; timeoutMs?: number; retryPolicy?: RetryPolicy; maxSseEventBytes?: number } = {},
+  upstreamUrls: Record<string, string | readonly string[]>,
+  options: {
+    bodyLimitBytes?: number;
+    timeoutMs?: number;
+    firstByteTimeoutMs?: number;
+    idleTimeoutMs?: number;
+    breaker?: { failureThreshold?: number; cooldownMs?: number };
+    fallbacks?: Record<string, string[]>;
+    retryPolicy?: RetryPolicy; maxSseEventBytes?: number } = {},
 ): Promise<RouteTestApp> {
   const exchanges: Exchange[] = [];
   const usage: UsageAccounting = {
@@ -52,10 +63,23 @@ const services: RouteServices = {
     registry: () => registry,
     upstream,
     usage,
-    endpoints: {
-      get: (vendor) => (upstreamUrls[vendor] ? upstreamEndpoint(vendor, upstreamUrls[vendor], 'upstream-secret-key') : undefined),
-      envPrefix: (vendor) => vendor.toUpperCase(),
-    },
+    endpoints: endpointsOf(
+      new Map(
+        Object.entries(upstreamUrls).map(([vendor, urls]) => [
+          vendor,
+          new EndpointPool(
+            (typeof urls === 'string' ? [urls] : urls).map((url, index) => new PooledEndpoint(upstreamEndpoint(vendor, url, 'upstream-secret-key'), `ep${index}`, 1)),
+            { failureThreshold: options.breaker?.failureThreshold ?? 5, cooldownMs: options.breaker?.cooldownMs ?? 30_000 },
+            Date.now,
+            // Endpoints are tried in the order given, so a test knows which one answers first.
+            () => 0,
+          ),
+        ]),
+      ),
+    ),
+    fallbacks: options.fallbacks ? fallbackTable(registry, options.fallbacks) : undefined,
+    firstByteTimeoutMs: options.firstByteTimeoutMs,
+    idleTimeoutMs: options.idleTimeoutMs,
     bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024,
     upstreamBodyLimitBytes: 1024 * 1024,
     maxSseEventBytes: options.maxSseEventBytes ?? 16 * 1024 * 1024,
@@ -66,6 +90,7 @@ const services: RouteServices = {
   });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    services,
     exchanges,
     async close() {
       server.closeAllConnections();

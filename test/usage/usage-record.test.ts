@@ -50,6 +50,13 @@ describe('buildUsageRecord', () => {
     time: new Date('2026-11-20T23:59:59.999Z'),
   };
 
+  it('carries the serving endpoint, and the attempts when a request failed over', () => {
+    expect(buildUsageRecord({ ...input, endpoint: 'secondary', attempts: 2 })).to.deep.include({ endpoint: 'secondary', attempts: 2 });
+    const single = buildUsageRecord({ ...input, endpoint: '0', attempts: 1 });
+    expect(single.endpoint).to.equal('0');
+    expect(single).not.to.have.property('attempts');
+  });
+
   it('prices what the request reported', () => {
     const record = buildUsageRecord(input);
     expect(record).to.deep.equal({

@@ -1,0 +1,78 @@
+import { expect } from 'chai';
+import { request } from 'undici';
+import { createLogger } from '../../src/logger.ts';
+import { createRedisClient, waitUntilReady, type RedisConnection } from '../../src/store/redis-client.ts';
+import { SharedBreakerState } from '../../src/upstream/shared-breaker.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { TestRedisServer } from '../helpers/redis-server.ts';
+import { ScriptedUpstream } from '../helpers/scripted-upstream.ts';
+import { samplePlugins } from '../plugins/sample-plugins.ts';
+import { startRouteTestApp, type RouteTestApp } from '../routes/route-test-app.ts';
+
+async function chat(app: RouteTestApp) {
+  const response = await request(`${app.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'acme/one', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  await response.body.text();
+  return response.statusCode;
+}
+
+describe('breaker state shared on Redis', function () {
+  this.timeout(20_000);
+  let server: TestRedisServer;
+  let a: ScriptedUpstream;
+  let b: ScriptedUpstream;
+  const apps: RouteTestApp[] = [];
+  const clients: RedisConnection[] = [];
+  const shared: SharedBreakerState[] = [];
+
+  beforeEach(async () => {
+    server = await TestRedisServer.start();
+    a = await ScriptedUpstream.start();
+    b = await ScriptedUpstream.start();
+  });
+  afterEach(async () => {
+    for (const state of shared.splice(0)) state.stop();
+    for (const client of clients.splice(0)) client.disconnect();
+    for (const app of apps.splice(0)) await app.close();
+    await a.close();
+    await b.close();
+    await server.close();
+  });
+
+  /** One gateway instance: its own pools and Redis connection, on the shared Redis. */
+  const instance = async () => {
+    const app = await startRouteTestApp(samplePlugins(), { acme: [a.url, b.url] }, { breaker: { failureThreshold: 1, cooldownMs: 30_000 } });
+    const client = createRedisClient(server.url, createLogger('silent'));
+    expect(await waitUntilReady(client, 5000)).to.equal(true);
+    apps.push(app);
+    clients.push(client);
+    shared.push(new SharedBreakerState(client, app.services.endpoints.pools(), createLogger('silent'), 50).start());
+    return app;
+  };
+
+  it('rests an endpoint on every instance once one instance opened its breaker, and goes on per instance without Redis', async () => {
+    const first = await instance();
+    const second = await instance();
+    a.script = (_req, res) => res.writeHead(500, { 'content-type': 'application/json' }).end('{}');
+    b.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"usage":{"n":1}}');
+
+    expect(await chat(first)).to.equal(200);
+    expect(a.requests).to.have.length(1);
+    const secondPool = second.services.endpoints.pool('acme')!;
+    await eventually(() => secondPool.state()[0]!.status === 'resting', 'the second instance to learn of the rest');
+    expect(secondPool.state()[0]!.consecutiveFailures).to.equal(0);
+    expect(await chat(second)).to.equal(200);
+    expect(a.requests, 'the second instance never tried the resting endpoint').to.have.length(1);
+    expect(b.requests).to.have.length(2);
+
+    // Redis goes away: each instance keeps its own state and answers at once.
+    await server.stop();
+    b.script = (_req, res) => res.writeHead(502, { 'content-type': 'application/json' }).end('{}');
+    expect(await chat(second)).to.equal(502);
+    expect(await chat(second)).to.equal(503);
+    expect(secondPool.state().map((endpoint) => endpoint.status)).to.deep.equal(['resting', 'resting']);
+  });
+});
