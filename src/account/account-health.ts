@@ -1,18 +1,24 @@
 import type { ModelRegistry } from '../plugins/model-registry.ts';
 import type { ProviderEndpoints } from '../routes/route-services.ts';
 
-/** One provider's upstream as the health view lists it. */
+/** One upstream endpoint of a provider as the health view lists it (one row for an unconfigured provider). */
 export interface ProviderHealth {
   readonly vendor: string;
   /** What an operator sets: `<PREFIX>_BASE_URL`, `<PREFIX>_API_KEY`. */
   readonly env_prefix: string;
+  /** The endpoint's configured name, or its index in the provider's pool; null when unconfigured. */
+  readonly name: string | null;
   /** Origin and version prefix of the upstream; never its credential. Null when unconfigured. */
   readonly endpoint: string | null;
   /**
-   * What is known of the endpoint today: `configured` or `not configured`. Later states (a circuit
-   * breaker's `open`, …) are further values of this one field, so the page's column needs no change.
+   * The endpoint's breaker: `up`, `resting` (tripped, or told to wait by Retry-After) or `trial` (one
+   * half-open request deciding); `not configured` for a provider without endpoints.
    */
   readonly status: string;
+  /** Failures in a row, which trip the breaker at the configured threshold. */
+  readonly consecutive_failures: number;
+  /** ISO time the rest ends, while resting. */
+  readonly resting_until: string | null;
 }
 
 export interface AliasEntry {
@@ -30,16 +36,26 @@ export interface HealthView {
   readonly aliases: readonly AliasEntry[];
 }
 
-/** The provider endpoints in manifest order, with what is known of each. */
+/** Every provider's upstream endpoints in manifest order, each with its breaker state. */
 export function providerHealth(registry: ModelRegistry, endpoints: ProviderEndpoints): ProviderHealth[] {
-  return registry.plugins.map((plugin) => {
-    const endpoint = endpoints.get(plugin.vendor);
-    return {
-      vendor: plugin.vendor,
-      env_prefix: endpoints.envPrefix(plugin.vendor),
-      endpoint: endpoint ? `${endpoint.origin}${endpoint.basePath}` : null,
-      status: endpoint ? 'configured' : 'not configured',
-    };
+  return registry.plugins.flatMap((plugin): ProviderHealth[] => {
+    const vendor = plugin.vendor;
+    const env_prefix = endpoints.envPrefix(vendor);
+    const pool = endpoints.pool(vendor);
+    if (!pool) return [{ vendor, env_prefix, name: null, endpoint: null, status: 'not configured', consecutive_failures: 0, resting_until: null }];
+    const states = pool.state();
+    return pool.endpoints.map(({ endpoint }, index) => {
+      const state = states[index]!;
+      return {
+        vendor,
+        env_prefix,
+        name: state.name,
+        endpoint: `${endpoint.origin}${endpoint.basePath}`,
+        status: state.status,
+        consecutive_failures: state.consecutiveFailures,
+        resting_until: state.restingUntil ? new Date(state.restingUntil).toISOString() : null,
+      };
+    });
   });
 }
 

@@ -8,6 +8,8 @@ import { FileKeyStore } from '../../src/auth/file-key-store.ts';
 import { createLogger } from '../../src/logger.ts';
 import { loadPlugins } from '../../src/plugins/load-plugins.ts';
 import { ModelRegistry } from '../../src/plugins/model-registry.ts';
+import { EndpointPool, PooledEndpoint } from '../../src/upstream/endpoint-pool.ts';
+import { endpointsOf } from '../../src/upstream/provider-endpoints.ts';
 import { upstreamEndpoint } from '../../src/upstream/upstream-client.ts';
 import { EmbeddedUsageStore } from '../../src/usage/embedded-usage-store.ts';
 import { buildUsageRecord } from '../../src/usage/usage-record.ts';
@@ -55,6 +57,17 @@ describe('account page routes', () => {
   let registry: ModelRegistry;
   let clock: number;
   const apps: GuardedApp[] = [];
+  // Two alpha endpoints; the second has failed twice in a row, which trips its breaker.
+  const alphaPool = new EndpointPool(
+    [
+      new PooledEndpoint(upstreamEndpoint('alpha', 'http://127.0.0.1:9/v1', UPSTREAM_SECRET), 'primary', 1),
+      new PooledEndpoint(upstreamEndpoint('alpha', 'http://127.0.0.2:9/v1', UPSTREAM_SECRET), '1', 1),
+    ],
+    { failureThreshold: 2, cooldownMs: 30_000 },
+    () => 1_800_000_000_000,
+  );
+  alphaPool.failed(alphaPool.endpoints[1]!);
+  alphaPool.failed(alphaPool.endpoints[1]!);
 
   async function start(overrides: Partial<AccountRouterOptions> = {}): Promise<GuardedApp> {
     const app = await startGuardedApp({
@@ -64,12 +77,7 @@ describe('account page routes', () => {
           keys,
           usage,
           registry: () => registry,
-          endpoints: {
-            get: (vendor) => (vendor === 'alpha' ? upstreamEndpoint('alpha', 'http://127.0.0.1:9/v1', UPSTREAM_SECRET) : undefined),
-            pool: () => undefined,
-            pools: () => new Map(),
-            envPrefix: (vendor) => vendor.toUpperCase(),
-          },
+          endpoints: endpointsOf(new Map([['alpha', alphaPool]])),
           readiness: async () => ({ status: 'degraded', redis: 'unavailable', rate_limits: 'per-process', usage: 'stored' }),
           sessions: new MemorySessionStore(() => clock),
           now: () => clock,
@@ -260,9 +268,17 @@ describe('account page routes', () => {
     expect(health.status).to.equal(200);
     expect(health.text).not.to.include(UPSTREAM_SECRET);
     expect(health.json.readiness).to.deep.equal({ status: 'degraded', redis: 'unavailable', rate_limits: 'per-process', usage: 'stored' });
-    expect(health.json.providers.map((provider: { vendor: string }) => provider.vendor)).to.deep.equal(['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta']);
-    expect(health.json.providers[0]).to.deep.equal({ vendor: 'alpha', env_prefix: 'ALPHA', endpoint: 'http://127.0.0.1:9/v1', status: 'configured' });
-    expect(health.json.providers[1]).to.deep.equal({ vendor: 'beta', env_prefix: 'BETA', endpoint: null, status: 'not configured' });
+    expect(health.json.providers.map((provider: { vendor: string }) => provider.vendor)).to.deep.equal(['alpha', 'alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta']);
+    expect(health.json.providers[0]).to.deep.equal({
+      vendor: 'alpha', env_prefix: 'ALPHA', name: 'primary', endpoint: 'http://127.0.0.1:9/v1', status: 'up', consecutive_failures: 0, resting_until: null,
+    });
+    expect(health.json.providers[1]).to.deep.equal({
+      vendor: 'alpha', env_prefix: 'ALPHA', name: '1', endpoint: 'http://127.0.0.2:9/v1', status: 'resting', consecutive_failures: 2,
+      resting_until: new Date(1_800_000_000_000 + 30_000).toISOString(),
+    });
+    expect(health.json.providers[2]).to.deep.equal({
+      vendor: 'beta', env_prefix: 'BETA', name: null, endpoint: null, status: 'not configured', consecutive_failures: 0, resting_until: null,
+    });
     expect(health.json.aliases).to.deep.include({ alias: 'alpha-latest', vendor: 'alpha', target: 'alpha/gen-5.5', routes: ['chat', 'chat-completions', 'responses'] });
   });
 

@@ -2,9 +2,9 @@
 import { api } from './api.js';
 import { badge, byId, element, row, stackTable } from './dom.js';
 
-const READINESS_LABELS = { status: 'Status', redis: 'Redis', rate_limits: 'Rate limits', usage: 'Usage records' };
-const GOOD = new Set(['ok', 'ready', 'shared', 'stored', 'configured']);
-const NEUTRAL = new Set(['not configured', 'per-process']);
+const READINESS_LABELS = { status: 'Status', redis: 'Redis', rate_limits: 'Rate limits', usage: 'Usage records', config_version: 'Config version', last_reload_error: 'Last reload error' };
+const GOOD = new Set(['ok', 'ready', 'shared', 'stored', 'up']);
+const NEUTRAL = new Set(['not configured', 'per-process', 'trial']);
 
 /** A state as a badge: green when healthy, grey when merely off, red otherwise. */
 function stateBadge(value) {
@@ -20,7 +20,18 @@ export async function showHealth() {
   })()]);
   byId('readiness').replaceChildren(...facts);
   byId('providers-table').tBodies[0].replaceChildren(
-    ...health.providers.map((provider) => row([provider.vendor, element('code', { text: provider.env_prefix }), provider.endpoint ? element('code', { text: provider.endpoint }) : `set ${provider.env_prefix}_BASE_URL`, stateBadge(provider.status)], { header: true })),
+    ...health.providers.map((provider) =>
+      row(
+        [
+          provider.vendor,
+          element('code', { text: provider.env_prefix }),
+          provider.endpoint ? element('code', { text: `${provider.name}: ${provider.endpoint}` }) : `set ${provider.env_prefix}_BASE_URL`,
+          stateBadge(provider.status),
+          provider.resting_until ? `${provider.consecutive_failures} failures in a row; resting until ${provider.resting_until}` : String(provider.consecutive_failures),
+        ],
+        { header: true },
+      ),
+    ),
   );
   byId('aliases-table').tBodies[0].replaceChildren(
     ...health.aliases.map((alias) => row([element('code', { text: alias.alias }), alias.vendor, element('code', { text: alias.target }), alias.routes.join(', ')], { header: true })),
