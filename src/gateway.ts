@@ -1,5 +1,4 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { accountRouter } from './account/account-router.ts';
 import { MemorySessionStore, RedisSessionStore } from './account/session-store.ts';
@@ -21,6 +20,9 @@ import type { RouteServices } from './routes/route-services.ts';
 import { answersWithin, createRedisClient, waitUntilReady, type RedisConnection } from './store/redis-client.ts';
 import { providerEndpoints } from './upstream/provider-endpoints.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
+import { GatewayMetrics } from './ops/metrics.ts';
+import { metricsRoute, serveMetrics, urlOf } from './ops/metrics-route.ts';
+import { ObservedUsageAccounting, RequestObserver } from './ops/request-observer.ts';
 import { EmbeddedUsageStore } from './usage/embedded-usage-store.ts';
 import { RedisUsageStore } from './usage/redis-usage-store.ts';
 import { loadTokenizer } from './usage/token-estimate.ts';
@@ -32,6 +34,9 @@ export interface Gateway {
   /** `http://host:port` the gateway listens on. */
   readonly url: string;
   readonly server: Server;
+  /** `http://host:port` of the separate metrics listener (`METRICS_PORT`); undefined when `/metrics` is on the main port. */
+  readonly metricsUrl?: string;
+  readonly metrics: GatewayMetrics;
   readonly keys: KeyStore;
   readonly usage: UsageStore;
   /** Waits until every usage record taken so far is stored. */
@@ -65,7 +70,13 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const { redis, keys, usage } = await openStores(config, logger);
   const accounting = new GatewayUsageAccounting(usage, currentRegistry, logger);
   await loadTokenizer();
-  const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs });
+  const metrics = new GatewayMetrics({ usageQueueDepth: () => (usage as Partial<{ queueDepth: number }>).queueDepth ?? 0 });
+  for (const plugin of plugins) {
+    const endpoint = endpoints.get(plugin.vendor);
+    if (endpoint) metrics.declareEndpoint(plugin.vendor, endpoint.origin);
+  }
+  const observer = new RequestObserver(logger, metrics);
+  const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, onAttempt: (provider, endpoint, outcome) => metrics.upstreamAttempt(provider, endpoint, outcome) });
   const limiters = createRateLimiters({ max: config.rateLimit.max, windowMs: config.rateLimit.windowMs, redis, logger });
   const inFlight = new InFlight();
   const throttle = new FailedAuthThrottle(config.authFailuresPerMinute);
@@ -75,7 +86,8 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     registry: currentRegistry,
     upstream,
     endpoints,
-    usage: accounting,
+    usage: new ObservedUsageAccounting(accounting, observer),
+    openStreams: { opened: () => metrics.streamOpened(), closed: () => metrics.streamClosed() },
     bodyLimitBytes: config.bodyLimitBytes,
     upstreamBodyLimitBytes: 64 * 1024 * 1024,
     maxSseEventBytes: config.maxSseEventBytes,
@@ -99,7 +111,9 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     catalogRateLimit: limiters.perAddress,
     nativeChat: nativeChatRoute(services, { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs }),
     inFlight,
+    observer,
     mount: (expressApp, add, guard) => {
+      if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(metrics));
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
       expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
@@ -140,10 +154,11 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       resolve();
     });
   });
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const metricsServer = config.metricsPort === undefined ? undefined : await serveMetrics(metrics, config.metricsPort, config.host);
   return {
-    url: `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${address.port}`,
+    url: urlOf(server),
+    metricsUrl: metricsServer && urlOf(metricsServer),
+    metrics,
     server,
     keys,
     usage,
@@ -174,6 +189,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       await keys.close();
       limiters.shutdown();
       await upstream.close();
+      if (metricsServer) await new Promise((resolve) => metricsServer.close(resolve));
       redis?.disconnect();
     },
   };

@@ -15,6 +15,7 @@ import type { ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId } from '../plugins/plugin-contract.ts';
 import { inBandError } from '../sse/in-band-error.ts';
 import { relaySse } from '../sse/sse-relay.ts';
+import { requestIdOf } from '../ops/request-id.ts';
 import { redactCredential } from '../upstream/redact-credential.ts';
 import { readBody, RELAYED_RESPONSE_HEADERS, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
 import { isTerminalEvent, type UsageOutcome } from '../usage/stream-outcome.ts';
@@ -68,7 +69,8 @@ function relayedHeaders(upstreamHeaders: Dispatcher.ResponseData['headers']): Re
   const headers: Record<string, string> = {};
   for (const name of RELAYED_RESPONSE_HEADERS) {
     const value = upstreamHeaders[name];
-    if (typeof value === 'string') headers[name] = value;
+    // The gateway's own request id answers the client; the upstream's stays visible beside it.
+    if (typeof value === 'string') headers[name === 'x-request-id' ? 'x-upstream-request-id' : name] = value;
   }
   return headers;
 }
@@ -98,6 +100,11 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     });
 
     const streamed = new StreamedText((data) => services.usage.streamedText(format, data));
+    const requestId = requestIdOf(req);
+    // When the upstream call started and its answer was read (0: not yet), and when the status went out.
+    let upstreamAt = 0;
+    let upstreamDoneAt = 0;
+    let firstByteAt = 0;
     const record = (status: number, usage: TokenUsage | undefined, consumed: boolean, outcome: UsageOutcome = status === 499 ? 'client_closed' : 'complete') => {
       const exchange: Exchange = {
         keyId: caller?.id,
@@ -106,12 +113,16 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
         status,
         stream,
         latencyMs: performance.now() - startedAt,
+        requestId,
+        upstreamMs: upstreamAt === 0 ? 0 : (upstreamDoneAt || performance.now()) - upstreamAt,
+        firstByteMs: firstByteAt === 0 ? undefined : firstByteAt - startedAt,
         usage,
         consumed,
         outcome,
         requestBody: () => JSON.parse(clientBytes.toString('utf8')) as Record<string, unknown>,
         responseText: () => streamed.value(),
       };
+      res.locals.recorded = true;
       services.usage.record(exchange);
     };
     const fail = (status: number, error: GatewayError, consumed = false): never => {
@@ -121,8 +132,9 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
 
     const abort = abortOnClientClose(res);
     let response: Dispatcher.ResponseData;
+    upstreamAt = performance.now();
     try {
-      response = await services.upstream.post({ endpoint, route: upstreamRoute, body: forwarded, clientHeaders: req.headers, signal: abort.signal });
+      response = await services.upstream.post({ endpoint, route: upstreamRoute, body: forwarded, clientHeaders: req.headers, requestId, signal: abort.signal });
     } catch (error) {
       if (abort.signal.aborted) return record(499, undefined, true);
       if (error instanceof UpstreamTransportError) return fail(502, upstreamFailure(endpoint.provider, error.reason, error));
@@ -139,7 +151,9 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     const contentType = headers['content-type'];
 
     if (ok && typeof contentType === 'string' && contentType.startsWith('text/event-stream')) {
+      firstByteAt = performance.now();
       res.writeHead(statusCode, { ...relayedHeaders(headers), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+      services.openStreams?.opened();
       let usage: TokenUsage | undefined;
       let terminal = false;
       try {
@@ -164,12 +178,15 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
         // The status is already sent: all that is left is to cut the stream so the client sees it broke.
         res.destroy();
         return record(statusCode, usage, true, 'upstream_cut');
+      } finally {
+        services.openStreams?.closed();
       }
     }
 
     let bytes: Buffer;
     try {
       bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
+      upstreamDoneAt = performance.now();
     } catch (error) {
       if (abort.signal.aborted) return record(499, undefined, true);
       record(502, undefined, ok, 'upstream_cut');
@@ -181,6 +198,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
       if (usage === undefined && format === 'chat-completions') return fail(502, usageMissing(endpoint.provider), true);
     }
     const relayed = redactCredential(bytes, endpoint.apiKey);
+    firstByteAt = performance.now();
     res.writeHead(statusCode, { ...relayedHeaders(headers), 'content-length': String(relayed.length) });
     res.end(relayed);
     record(statusCode, usage, ok && format !== 'count-tokens');

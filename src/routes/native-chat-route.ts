@@ -14,6 +14,7 @@ import {
 import { readJsonObject } from '../http/json-body.ts';
 import { ROUTE_PATHS, type ModelRegistry, type ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage } from '../plugins/plugin-contract.ts';
+import { requestIdOf } from '../ops/request-id.ts';
 import { redactCredential } from '../upstream/redact-credential.ts';
 import { readBody, UpstreamTransportError } from '../upstream/upstream-client.ts';
 import { abortOnClientClose, admitCaller, endpointFor } from './compatible-route.ts';
@@ -176,8 +177,13 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     const clientGone = abortOnClientClose(res);
     const provider = endpoint.provider;
     const payload = JSON.stringify(upstreamBody);
+    const requestId = requestIdOf(req);
+    // Time spent waiting on upstream attempts, summed; when the status went out (0: not yet).
+    let upstreamMs = 0;
+    let firstByteAt = 0;
 
-    const record = (status: number, usage: TokenUsage | undefined) =>
+    const record = (status: number, usage: TokenUsage | undefined) => {
+      res.locals.recorded = true;
       services.usage.record({
         keyId: caller?.id,
         route: 'chat',
@@ -185,12 +191,16 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         status,
         stream: false,
         latencyMs: performance.now() - startedAt,
+        requestId,
+        upstreamMs,
+        firstByteMs: firstByteAt === 0 ? undefined : firstByteAt - startedAt,
         usage,
         consumed: usage !== undefined,
         outcome: status === 499 ? 'client_closed' : 'complete',
         requestBody: () => upstreamBody,
         responseText: () => '',
       });
+    };
 
     const attempt = async (): Promise<Attempt> => {
       const timeoutMs = Math.max(1, Math.min(attemptTimeoutMs, Math.ceil(deadline - performance.now())));
@@ -198,8 +208,9 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
       const stop = () => controller.abort();
       clientGone.signal.addEventListener('abort', stop);
       const timer = setTimeout(stop, timeoutMs);
+      const attemptAt = performance.now();
       try {
-        const response = await services.upstream.post({ endpoint, route: upstreamRoute, body: payload, signal: controller.signal, timeoutMs });
+        const response = await services.upstream.post({ endpoint, route: upstreamRoute, body: payload, requestId, signal: controller.signal, timeoutMs });
         const bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
         const status = response.statusCode;
         if (status >= 200 && status < 300) return { kind: 'answer', status, body: bytes };
@@ -215,6 +226,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         }
         return { kind: 'retry', failure: upstreamFailure(provider, 'the answer broke off', error) };
       } finally {
+        upstreamMs += performance.now() - attemptAt;
         clearTimeout(timer);
         clientGone.signal.removeEventListener('abort', stop);
       }
@@ -271,6 +283,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
       },
     };
     const payloadOut = JSON.stringify(result);
+    firstByteAt = performance.now();
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(payloadOut) });
     res.end(payloadOut);
     record(200, usage);

@@ -36,11 +36,13 @@ export interface UsageRecord {
    * plain 200. Records written before this field existed have none; read them as `complete`.
    */
   readonly outcome: UsageOutcome;
+  /** The request's `x-request-id`, to find its access-log line (records written before it existed have none). */
+  readonly requestId?: string;
 }
 
 /** What a request knows when it is done, for {@link buildUsageRecord}. */
 export interface UsageRecordInput
-  extends Pick<UsageRecord, 'keyId' | 'route' | 'requestedModel' | 'model' | 'upstream' | 'status' | 'stream' | 'latencyMs'> {
+  extends Pick<UsageRecord, 'keyId' | 'route' | 'requestedModel' | 'model' | 'upstream' | 'status' | 'stream' | 'latencyMs' | 'requestId'> {
   /**
    * The usage to record: what the upstream reported, or an estimate (then set `estimated`).
    * `undefined` records zero tokens: an upstream error, or a route without usage (count_tokens).
@@ -97,6 +99,7 @@ export function buildUsageRecord(input: UsageRecordInput): UsageRecord {
     costUsd,
     estimated: input.estimated ?? false,
     outcome: input.outcome ?? 'complete',
+    ...(input.requestId ? { requestId: input.requestId } : {}),
   };
 }
 

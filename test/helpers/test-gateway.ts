@@ -22,7 +22,9 @@ export interface TestGateway {
 }
 
 /** The real gateway (real plugins, stores, limits) in this process, in front of six mock upstreams. */
-export async function startTestGateway(options: { env?: NodeJS.ProcessEnv; mock?: MockUpstreamOptions; dataDir?: string } = {}): Promise<TestGateway> {
+export async function startTestGateway(
+  options: { env?: NodeJS.ProcessEnv; mock?: MockUpstreamOptions; dataDir?: string; logTo?: NodeJS.WritableStream } = {},
+): Promise<TestGateway> {
   const upstreams = {} as Record<(typeof VENDORS)[number], MockUpstream>;
   for (const vendor of VENDORS) upstreams[vendor] = await startMockUpstream({ apiKey: UPSTREAM_KEY, ...options.mock });
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'gateway-test-')));
@@ -36,7 +38,7 @@ export async function startTestGateway(options: { env?: NodeJS.ProcessEnv; mock?
     ...options.env,
   };
   const config = { ...loadConfig({ ...env, GATEWAY_CONFIG: undefined }, process.cwd()), dataDir };
-  const gateway = await startGateway(config, env, createLogger(env.LOG_LEVEL ?? 'silent'));
+  const gateway = await startGateway(config, env, createLogger(env.LOG_LEVEL ?? 'silent', options.logTo));
   return {
     gateway,
     url: gateway.url,
