@@ -1,4 +1,5 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { accountRouter } from './account/account-router.ts';
 import { MemorySessionStore, RedisSessionStore } from './account/session-store.ts';
@@ -10,13 +11,14 @@ import { FileKeyStore } from './auth/file-key-store.ts';
 import type { KeyStore } from './auth/key-store.ts';
 import { RedisKeyStore } from './auth/redis-key-store.ts';
 import type { GatewayConfig } from './config/gateway-config.ts';
+import { LiveConfig, type ReloadResult } from './config/live-config.ts';
 import { capConnections } from './http/connection-cap.ts';
 import { InFlight } from './http/in-flight.ts';
-import { createRateLimiters } from './limits/rate-limiter.ts';
+import { createRateLimiters, type KeyRateLimit } from './limits/rate-limiter.ts';
 import { loadPlugins } from './plugins/load-plugins.ts';
 import { ModelRegistry } from './plugins/model-registry.ts';
 import { DEFAULT_RETRY_POLICY, nativeChatRoute } from './routes/native-chat-route.ts';
-import type { RouteServices } from './routes/route-services.ts';
+import type { CallerKey, ProviderEndpoints, RouteServices } from './routes/route-services.ts';
 import { answersWithin, createRedisClient, waitUntilReady, type RedisConnection } from './store/redis-client.ts';
 import { providerEndpoints } from './upstream/provider-endpoints.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
@@ -47,6 +49,10 @@ export interface Gateway {
    * where the upstream had not reported it yet), stores every pending record and closes the stores.
    */
   close(drainMs?: number): Promise<void>;
+  /** Reads the config file again and applies it when valid (see {@link LiveConfig}); SIGHUP calls it. */
+  reloadConfig(trigger?: string): ReloadResult;
+  /** The short hash of the config file in force. */
+  configVersion(): string;
   /** During {@link close}: ends the requests still open now instead of at the end of the drain time. */
   endInFlight(): void;
 }
@@ -64,9 +70,25 @@ export async function openStores(config: GatewayConfig, logger: Logger): Promise
 /** Builds every part from the config, starts listening, and gives back a handle that closes it all. */
 export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv, logger: Logger): Promise<Gateway> {
   const plugins = await loadPlugins(config.manifestPath, config.pluginPath);
-  const registry = new ModelRegistry(plugins, config.aliases);
-  const currentRegistry = () => registry;
-  const endpoints = providerEndpoints(plugins, config, env, logger);
+  const buildEndpoints = (settings: GatewayConfig) => providerEndpoints(plugins, settings, env, logger);
+  const live = new LiveConfig({
+    plugins,
+    env,
+    initial: { config, registry: new ModelRegistry(plugins, config.aliases), endpoints: buildEndpoints(config) },
+    buildEndpoints,
+    logger,
+    onApplied: (settings, previous) => {
+      logger.level = settings.config.logLevel;
+      const { max, windowMs } = settings.config.rateLimit;
+      if (max !== previous.config.rateLimit.max || windowMs !== previous.config.rateLimit.windowMs) swapLimiters(max, windowMs);
+    },
+    onResult: (result) => metrics.configReload(result),
+  });
+  const currentRegistry = () => live.current.registry;
+  const endpoints: ProviderEndpoints = {
+    get: (vendor) => live.current.endpoints.get(vendor),
+    envPrefix: (vendor) => live.current.endpoints.envPrefix(vendor),
+  };
   const { redis, keys, usage } = await openStores(config, logger);
   const accounting = new GatewayUsageAccounting(usage, currentRegistry, logger);
   await loadTokenizer();
@@ -77,7 +99,17 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   }
   const observer = new RequestObserver(logger, metrics);
   const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, onAttempt: (provider, endpoint, outcome) => metrics.upstreamAttempt(provider, endpoint, outcome) });
-  const limiters = createRateLimiters({ max: config.rateLimit.max, windowMs: config.rateLimit.windowMs, redis, logger });
+  let limiters = createRateLimiters({ max: config.rateLimit.max, windowMs: config.rateLimit.windowMs, redis, logger });
+  // The limits are read through these two, so a reload can swap them (same store prefix: with Redis the counts carry over).
+  const swapLimiters = (max: number, windowMs: number) => {
+    const previous = limiters;
+    limiters = createRateLimiters({ max, windowMs, redis, logger });
+    previous.shutdown();
+  };
+  const modelRateLimit: KeyRateLimit = Object.assign(((req, res, next) => limiters.perKey(req, res, next)) as RequestHandler, {
+    count: (caller: CallerKey | undefined, res: ServerResponse) => limiters.perKey.count(caller, res),
+  });
+  const catalogRateLimit: RequestHandler = (req, res, next) => limiters.perAddress(req, res, next);
   const inFlight = new InFlight();
   const throttle = new FailedAuthThrottle(config.authFailuresPerMinute);
   let draining = false;
@@ -101,14 +133,17 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       redis: redisState,
       rate_limits: redis && !limiters.degraded() ? 'shared' : 'per-process',
       usage: usage.healthy ? 'stored' : 'queued until the store returns',
+      config_version: live.current.version,
+      // The last reload's refusal, until a reload succeeds (the previous configuration serves meanwhile).
+      ...(live.lastError === undefined ? {} : { config_error: live.lastError }),
     };
   };
   const app = createApp({
     services,
     logger,
     authenticate: createAuthenticator({ store: keys, staticKeys: config.apiKeys, logger, throttle }),
-    modelRateLimit: limiters.perKey,
-    catalogRateLimit: limiters.perAddress,
+    modelRateLimit,
+    catalogRateLimit,
     nativeChat: nativeChatRoute(services, { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs }),
     inFlight,
     observer,
@@ -154,6 +189,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       resolve();
     });
   });
+  live.watch();
   const metricsServer = config.metricsPort === undefined ? undefined : await serveMetrics(metrics, config.metricsPort, config.host);
   return {
     url: urlOf(server),
@@ -164,8 +200,11 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     usage,
     flushUsage: () => accounting.flush(),
     endInFlight: () => endDrain?.(),
+    reloadConfig: (trigger = 'SIGHUP') => live.reload(trigger),
+    configVersion: () => live.current.version,
     async close(drainMs = config.drainMs) {
       draining = true;
+      live.close();
       const closed = new Promise((resolve) => server.close(resolve));
       // Keep-alive connections become idle as their last response ends: close each as it does.
       const sweep = setInterval(() => server.closeIdleConnections(), 100);

@@ -54,8 +54,8 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  // Configuration reload is not there yet: a SIGHUP (e.g. a terminal closing) must not stop the gateway.
-  process.on('SIGHUP', () => logger.info({ signal: 'SIGHUP' }, 'SIGHUP ignored: configuration reload is not supported yet'));
+  // Reads the config file again (the outcome is logged; a refused file leaves the running configuration).
+  process.on('SIGHUP', () => void gateway.reloadConfig('SIGHUP'));
 }
 
 await main();
