@@ -12,6 +12,14 @@ export const CONFIG_SYNOPSIS = 'config check [FILE]   (default: GATEWAY_CONFIG, 
  * overrides, every alias target), without starting the server. One summary line when valid; every
  * problem, each with its field path, when not.
  */
+/** yup names unknown keys without their path (`this field has unspecified keys: a, b`): give each its path. */
+function withFieldPath(problem: string): string {
+  const match = /^(this|\S+) field has unspecified keys: (.+)$/.exec(problem);
+  if (!match) return problem;
+  const parent = match[1] === 'this' ? '' : `${match[1]}.`;
+  return match[2]!.split(', ').map((key) => `${parent}${key} is not a known setting`).join('\n  ');
+}
+
 export async function runConfigCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): Promise<number> {
   const [action, ...rest] = argv;
   if (action !== 'check') throw new CliUsageError(action ? `Unknown config command '${action}'.` : 'Missing config command.');
@@ -31,7 +39,8 @@ export async function runConfigCommand(argv: string[], io: CliIo, env: NodeJS.Pr
   } catch (error) {
     if (!(error instanceof ConfigError) && !(error instanceof PluginLoadError)) throw error;
     // A schema failure lists every bad field, one per line after its heading.
-    problems = error.message.split('\n').map((line) => line.trim()).filter((line, index) => line && !(index === 0 && line.endsWith('is invalid:')));
+    problems = error.message.split('\n').map((line) => line.trim()).filter((line, index) => line && !(index === 0 && line.endsWith('is invalid:')))
+      .map(withFieldPath);
   }
   if (problems.length) {
     io.err(`${path}: invalid\n${problems.map((problem) => `  ${problem}`).join('\n')}\n`);

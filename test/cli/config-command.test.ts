@@ -34,11 +34,12 @@ describe('model-gateway config check', () => {
 
   it('exits 1 listing every schema problem with its field path', async () => {
     const file = join(dir, 'bad.yaml');
-    await writeFile(file, 'server:\n  port: -1\n  bodyLimit: lots\nlogLevel: loud\nrateLimit:\n  max: 0\nnonsense: 1\n');
+    await writeFile(file, 'server:\n  port: -1\n  bodyLimit: lots\n  colour: red\nlogLevel: loud\nrateLimit:\n  max: 0\nnonsense: 1\n');
     const result = await run(['config', 'check', file]);
     expect(result.code).to.equal(1);
     expect(result.out).to.equal('');
-    for (const field of ['server.port', 'server.bodyLimit', 'logLevel', 'rateLimit.max', 'nonsense']) expect(result.err, field).to.contain(field);
+    for (const field of ['server.port', 'server.bodyLimit', 'logLevel', 'rateLimit.max']) expect(result.err, field).to.contain(field);
+    expect(result.err).to.contain('server.colour is not a known setting').and.to.contain('nonsense is not a known setting');
   });
 
   it('exits 1 listing every alias whose target is unknown or does not serve its routes', async () => {
