@@ -23,6 +23,7 @@ import { answersWithin, createRedisClient, waitUntilReady, type RedisConnection 
 import { providerEndpoints } from './upstream/provider-endpoints.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
 import { GatewayMetrics } from './ops/metrics.ts';
+import { OPENAPI_DOCUMENT } from './openapi/openapi-document.ts';
 import { metricsRoute, serveMetrics, urlOf } from './ops/metrics-route.ts';
 import { ObservedUsageAccounting, RequestObserver } from './ops/request-observer.ts';
 import { EmbeddedUsageStore } from './usage/embedded-usage-store.ts';
@@ -56,6 +57,8 @@ export interface Gateway {
   /** During {@link close}: ends the requests still open now instead of at the end of the drain time. */
   endInFlight(): void;
 }
+
+const OPENAPI_JSON = JSON.stringify(OPENAPI_DOCUMENT);
 
 /** The key and usage stores: Redis when configured, else the embedded files under the data directory. */
 export async function openStores(config: GatewayConfig, logger: Logger): Promise<{ redis?: RedisConnection; keys: KeyStore; usage: UsageStore }> {
@@ -149,6 +152,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     observer,
     mount: (expressApp, add, guard) => {
       if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(metrics));
+      add('get', '/openapi.json', (_req, res) => void res.type('application/json').send(OPENAPI_JSON));
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
       expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
