@@ -82,6 +82,10 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     logger,
     onApplied: (settings, previous) => {
       logger.level = settings.config.logLevel;
+      for (const plugin of plugins) {
+        const endpoint = settings.endpoints.get(plugin.vendor);
+        if (endpoint) metrics.declareEndpoint(plugin.vendor, endpoint.origin);
+      }
       const { max, windowMs } = settings.config.rateLimit;
       if (max !== previous.config.rateLimit.max || windowMs !== previous.config.rateLimit.windowMs) swapLimiters(max, windowMs);
     },
