@@ -24,6 +24,7 @@ import { providerEndpoints } from './upstream/provider-endpoints.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
 import { GatewayMetrics } from './ops/metrics.ts';
 import { OPENAPI_DOCUMENT } from './openapi/openapi-document.ts';
+import { createAccessLogger } from './logger.ts';
 import { metricsRoute, serveMetrics, urlOf } from './ops/metrics-route.ts';
 import { ObservedUsageAccounting, RequestObserver } from './ops/request-observer.ts';
 import { EmbeddedUsageStore } from './usage/embedded-usage-store.ts';
@@ -82,6 +83,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     logger,
     onApplied: (settings, previous) => {
       logger.level = settings.config.logLevel;
+      accessLogger.level = settings.config.logLevel;
       for (const plugin of plugins) {
         const endpoint = settings.endpoints.get(plugin.vendor);
         if (endpoint) metrics.declareEndpoint(plugin.vendor, endpoint.origin);
@@ -104,7 +106,8 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     const endpoint = endpoints.get(plugin.vendor);
     if (endpoint) metrics.declareEndpoint(plugin.vendor, endpoint.origin);
   }
-  const observer = new RequestObserver(logger, metrics);
+  const accessLogger = createAccessLogger(logger);
+  const observer = new RequestObserver(accessLogger, metrics);
   const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, onAttempt: (provider, endpoint, outcome) => metrics.upstreamAttempt(provider, endpoint, outcome) });
   let limiters = createRateLimiters({ max: config.rateLimit.max, windowMs: config.rateLimit.windowMs, redis, logger });
   // The limits are read through these two, so a reload can swap them (same store prefix: with Redis the counts carry over).

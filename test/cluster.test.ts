@@ -78,8 +78,8 @@ describe('a gateway with two workers', function () {
     expect(statuses.filter((status) => status === 200)).to.have.length(4);
     expect(statuses.filter((status) => status === 429)).to.have.length(4);
     // Both workers served: the limit was shared, not counted per worker.
-    const servedBy = new Set([...gateway.logs.join('').matchAll(/"worker":(\d+),"request_id"/g)].map((match) => match[1]));
-    expect(servedBy.size).to.equal(2);
+    const servedBy = () => new Set([...gateway!.logs.join('').matchAll(/"worker":(\d+),"request_id"/g)].map((match) => match[1]));
+    await eventually(() => servedBy().size === 2, 'access-log lines of both workers');
 
     const [victim] = started();
     process.kill(victim!, 'SIGKILL');
