@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync, watch, type FSWatcher } from 'node:fs';
+import { readFileSync, unwatchFile, watch, watchFile, type FSWatcher } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { ModelRegistry } from '../plugins/model-registry.ts';
@@ -104,6 +104,7 @@ export class LiveConfig {
   private timer: NodeJS.Timeout | undefined;
   /** The version of the file as last read for a reload, so one save seen as several events reloads once. */
   private seen: string;
+  private polling = false;
 
   constructor(private readonly options: LiveConfigOptions) {
     this.path = configFilePath(options.env, options.cwd);
@@ -140,27 +141,44 @@ export class LiveConfig {
     }
   }
 
-  /** Reloads when the file changes (the directory is watched, so editors that replace the file are seen). */
+  /**
+   * Reloads when the file changes: the directory is watched, so editors that replace the file are seen;
+   * where the system refuses a watch (inotify limits), the file is polled every second instead.
+   */
   watch(): void {
     const name = basename(this.path);
     try {
       this.watcher = watch(dirname(this.path), (_event, changed) => {
-        if (changed !== null && changed !== name) return;
-        clearTimeout(this.timer);
-        this.timer = setTimeout(() => {
-          // A save seen as several events, or a touch without a change: nothing to read again.
-          if (configVersion(this.path) !== this.seen) this.reload('file change');
-        }, this.options.debounceMs ?? 200);
-        this.timer.unref();
+        if (changed === null || changed === name) this.changed();
       });
+      this.watcher.on('error', (error) => this.poll(error));
       this.watcher.unref();
     } catch (error) {
-      this.options.logger.warn({ err: error, path: this.path }, 'cannot watch the config file; reload with SIGHUP');
+      this.poll(error);
     }
+  }
+
+  private poll(reason: unknown): void {
+    this.watcher?.close();
+    this.watcher = undefined;
+    if (this.polling) return;
+    this.polling = true;
+    this.options.logger.warn({ err: reason, path: this.path }, 'cannot watch the config file; polling it every second instead');
+    watchFile(this.path, { interval: 1000, persistent: false }, () => this.changed());
+  }
+
+  private changed(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      // A save seen as several events, or a touch without a change: nothing to read again.
+      if (configVersion(this.path) !== this.seen) this.reload('file change');
+    }, this.options.debounceMs ?? 200);
+    this.timer.unref();
   }
 
   close(): void {
     clearTimeout(this.timer);
     this.watcher?.close();
+    if (this.polling) unwatchFile(this.path);
   }
 }

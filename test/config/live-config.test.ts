@@ -70,7 +70,7 @@ describe('live configuration reload', function () {
       }),
     );
     await writeFile(file, aliasFile('beta/beta-sonnet-4-6'));
-    await eventually(() => test.upstreams.beta.requests.some((seen) => seen.body?.model === 'beta-sonnet-4-6'), 'a request on the new target');
+    await eventually(() => test.upstreams.beta.requests.some((seen) => seen.body?.model === 'beta-sonnet-4-6'), 'a request on the new target', 20_000);
     stop = true;
     await load;
     expect(statuses.length).to.be.above(0);
@@ -89,7 +89,7 @@ describe('live configuration reload', function () {
   it('keeps the previous table when the file is invalid, shows why in /readyz, and recovers with a good file', async () => {
     const before = await readyz(test.url);
     await writeFile(file, aliasFile('beta/no-such-model'));
-    await eventually(async () => (await readyz(test.url)).config_error !== undefined, 'the reload error in /readyz');
+    await eventually(async () => (await readyz(test.url)).config_error !== undefined, 'the reload error in /readyz', 20_000);
     const refused = await readyz(test.url);
     expect(refused.config_error).to.contain('aliases.beta-latest').and.to.contain('beta/no-such-model');
     expect(refused.config_version).to.equal(before.config_version);
@@ -101,10 +101,10 @@ describe('live configuration reload', function () {
     expect(metrics).to.match(/^gateway_config_reloads_total\{result="rejected"\} [1-9]/m);
 
     await writeFile(file, 'logLevel: loud\n');
-    await eventually(async () => ((await readyz(test.url)).config_error ?? '').includes('logLevel'), 'the schema error in /readyz');
+    await eventually(async () => ((await readyz(test.url)).config_error ?? '').includes('logLevel'), 'the schema error in /readyz', 20_000);
 
     await writeFile(file, aliasFile('beta/beta-fable-5'));
-    await eventually(async () => (await readyz(test.url)).config_error === undefined, 'the error cleared');
+    await eventually(async () => (await readyz(test.url)).config_error === undefined, 'the error cleared', 20_000);
     test.upstreams.beta.reset();
     await ask(test.url);
     expect(test.upstreams.beta.requests[0]!.body?.model).to.equal('beta-fable-5');
