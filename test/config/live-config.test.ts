@@ -12,7 +12,8 @@ import { eventually } from '../helpers/eventually.ts';
 import { GatewayProcess } from '../helpers/gateway-process.ts';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';
 
-const aliasFile = (target: string, extra = 'logLevel: silent\n') => `aliases:\n  beta-latest: ${target}\n${extra}`;
+// A limit the load below cannot reach, however slowly a loaded machine applies the change.
+const aliasFile = (target: string, extra = 'logLevel: silent\nrateLimit:\n  max: 1000000\n') => `aliases:\n  beta-latest: ${target}\n${extra}`;
 
 async function ask(url: string, key = TEST_KEY) {
   const response = await request(`${url}/v1/messages`, {
