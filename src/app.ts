@@ -1,13 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import express, { type Express, type Request, type RequestHandler } from 'express';
+import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { KeyAuthenticator } from './auth/authenticate.ts';
 import type { ErrorFamily } from './errors/error-body.ts';
 import { errorMiddleware } from './errors/error-middleware.ts';
 import type { InFlight } from './http/in-flight.ts';
-import { methodNotAllowed, routeNotFound } from './errors/gateway-errors.ts';
+import { isGatewayError, methodNotAllowed, routeNotFound } from './errors/gateway-errors.ts';
 import { modelDispatcher } from './http/model-dispatcher.ts';
 import type { KeyRateLimit } from './limits/rate-limiter.ts';
+import { stampRequestId } from './ops/request-id.ts';
+import type { RequestObserver } from './ops/request-observer.ts';
 import { catalogRoute } from './routes/catalog-route.ts';
 import { compatibleRoute } from './routes/compatible-route.ts';
 import type { RouteServices } from './routes/route-services.ts';
@@ -27,6 +29,8 @@ export interface AppOptions {
   readonly mount?: (app: Express, add: AddRoute, guard: RequestHandler[]) => void;
   /** Counts the handlers still running, for a graceful shutdown. */
   readonly inFlight?: InFlight;
+  /** Access log and metrics of the requests answered without an exchange. */
+  readonly observer?: RequestObserver;
 }
 
 /** Which error envelope a path answers with, so each official SDK shows the gateway's messages. */
@@ -51,6 +55,7 @@ export function createApp(options: AppOptions): Express {
   // Relayed upstream bodies (an HTML error page, say) must never be sniffed into something else
   // (set in the handle wrapper below, through which both the dispatcher and Express are reached).
 
+  if (options.observer) app.use(options.observer.express());
   const guard = [options.authenticate ?? pass, options.modelRateLimit ?? pass];
   const routes = new Map<string, string[]>();
   const add: AddRoute = (method, path, ...handlers) => {
@@ -77,6 +82,11 @@ export function createApp(options: AppOptions): Express {
     const allowed = routes.get(req.path);
     next(allowed ? methodNotAllowed(req.method, req.path, allowed) : routeNotFound(req.method, req.path));
   });
+  // The error's code for the access log (the rate-limit metric tells quotas from request limits by it).
+  app.use(((error, _req, res, next) => {
+    res.locals.errorCode = isGatewayError(error) ? error.code : 'GW_ERR_INTERNAL';
+    next(error);
+  }) as ErrorRequestHandler);
   app.use(errorMiddleware((req: Request) => errorFamilyOf(req.path), logger));
 
   // The model routes skip Express: `app` itself is `(req, res, next) => app.handle(req, res, next)`, so
@@ -87,10 +97,12 @@ export function createApp(options: AppOptions): Express {
     rateLimit: options.modelRateLimit,
     familyOf: errorFamilyOf,
     logger,
+    observer: options.observer,
   });
   const expressHandle = (app as unknown as { handle: ExpressHandle }).handle.bind(app);
   (app as unknown as { handle: ExpressHandle }).handle = (req, res, callback) => {
     res.setHeader('X-Content-Type-Options', 'nosniff');
+    stampRequestId(req, res);
     if (!dispatch(req, res)) expressHandle(req, res, callback);
   };
   return app;

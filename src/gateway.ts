@@ -1,5 +1,5 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { accountRouter } from './account/account-router.ts';
 import { MemorySessionStore, RedisSessionStore } from './account/session-store.ts';
@@ -11,18 +11,24 @@ import { FileKeyStore } from './auth/file-key-store.ts';
 import type { KeyStore } from './auth/key-store.ts';
 import { RedisKeyStore } from './auth/redis-key-store.ts';
 import type { GatewayConfig } from './config/gateway-config.ts';
+import { LiveConfig, type ReloadResult } from './config/live-config.ts';
 import { capConnections } from './http/connection-cap.ts';
 import { InFlight } from './http/in-flight.ts';
-import { createRateLimiters } from './limits/rate-limiter.ts';
+import { createRateLimiters, type KeyRateLimit } from './limits/rate-limiter.ts';
 import { loadPlugins } from './plugins/load-plugins.ts';
 import { ModelRegistry } from './plugins/model-registry.ts';
 import { DEFAULT_RETRY_POLICY, nativeChatRoute } from './routes/native-chat-route.ts';
-import type { RouteServices } from './routes/route-services.ts';
+import type { CallerKey, ProviderEndpoints, RouteServices } from './routes/route-services.ts';
 import { answersWithin, createRedisClient, waitUntilReady, type RedisConnection } from './store/redis-client.ts';
 import { providerEndpoints } from './upstream/provider-endpoints.ts';
 import { fallbackTable } from './routes/model-fallbacks.ts';
 import { SharedBreakerState } from './upstream/shared-breaker.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
+import { GatewayMetrics } from './ops/metrics.ts';
+import { OPENAPI_DOCUMENT } from './openapi/openapi-document.ts';
+import { createAccessLogger } from './logger.ts';
+import { metricsRoute, serveMetrics, urlOf } from './ops/metrics-route.ts';
+import { ObservedUsageAccounting, RequestObserver } from './ops/request-observer.ts';
 import { EmbeddedUsageStore } from './usage/embedded-usage-store.ts';
 import { RedisUsageStore } from './usage/redis-usage-store.ts';
 import { GatewayUsageAccounting } from './usage/usage-accounting.ts';
@@ -33,6 +39,9 @@ export interface Gateway {
   /** `http://host:port` the gateway listens on. */
   readonly url: string;
   readonly server: Server;
+  /** `http://host:port` of the separate metrics listener (`METRICS_PORT`); undefined when `/metrics` is on the main port. */
+  readonly metricsUrl?: string;
+  readonly metrics: GatewayMetrics;
   readonly keys: KeyStore;
   readonly usage: UsageStore;
   /** Waits until every usage record taken so far is stored. */
@@ -43,9 +52,15 @@ export interface Gateway {
    * where the upstream had not reported it yet), stores every pending record and closes the stores.
    */
   close(drainMs?: number): Promise<void>;
+  /** Reads the config file again and applies it when valid (see {@link LiveConfig}); SIGHUP calls it. */
+  reloadConfig(trigger?: string): ReloadResult;
+  /** The short hash of the config file in force. */
+  configVersion(): string;
   /** During {@link close}: ends the requests still open now instead of at the end of the drain time. */
   endInFlight(): void;
 }
+
+const OPENAPI_JSON = JSON.stringify(OPENAPI_DOCUMENT);
 
 /** The key and usage stores: Redis when configured, else the embedded files under the data directory. */
 export async function openStores(config: GatewayConfig, logger: Logger): Promise<{ redis?: RedisConnection; keys: KeyStore; usage: UsageStore }> {
@@ -60,15 +75,54 @@ export async function openStores(config: GatewayConfig, logger: Logger): Promise
 /** Builds every part from the config, starts listening, and gives back a handle that closes it all. */
 export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv, logger: Logger): Promise<Gateway> {
   const plugins = await loadPlugins(config.manifestPath, config.pluginPath);
-  const registry = new ModelRegistry(plugins, config.aliases);
-  const currentRegistry = () => registry;
-  const fallbacks = fallbackTable(registry, config.fallbacks);
-  const endpoints = providerEndpoints(plugins, config, env, logger);
+  const initialRegistry = new ModelRegistry(plugins, config.aliases);
+  const buildEndpoints = (settings: GatewayConfig) => providerEndpoints(plugins, settings, env, logger);
+  const live = new LiveConfig({
+    plugins,
+    env,
+    initial: { config, registry: initialRegistry, endpoints: buildEndpoints(config), fallbacks: fallbackTable(initialRegistry, config.fallbacks) },
+    buildEndpoints,
+    logger,
+    onApplied: (settings, previous) => {
+      logger.level = settings.config.logLevel;
+      accessLogger.level = settings.config.logLevel;
+      const { max, windowMs } = settings.config.rateLimit;
+      if (max !== previous.config.rateLimit.max || windowMs !== previous.config.rateLimit.windowMs) swapLimiters(max, windowMs);
+    },
+    onResult: (result) => metrics.configReload(result),
+  });
+  const currentRegistry = () => live.current.registry;
+  const endpoints: ProviderEndpoints = {
+    get: (vendor) => live.current.endpoints.get(vendor),
+    pool: (vendor) => live.current.endpoints.pool(vendor),
+    pools: () => live.current.endpoints.pools(),
+    envPrefix: (vendor) => live.current.endpoints.envPrefix(vendor),
+  };
   const { redis, keys, usage } = await openStores(config, logger);
   const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
   const accounting = new GatewayUsageAccounting(usage, currentRegistry, logger);
-  const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs });
-  const limiters = createRateLimiters({ max: config.rateLimit.max, windowMs: config.rateLimit.windowMs, redis, logger });
+  const metrics = new GatewayMetrics({ usageQueueDepth: () => (usage as Partial<{ queueDepth: number }>).queueDepth ?? 0 });
+  // gateway_endpoint_up reads the breakers of the endpoint pools in force at each scrape.
+  metrics.setEndpointStates(function* () {
+    for (const [provider, pool] of endpoints.pools()) {
+      const states = pool.state();
+      for (const [index, member] of pool.endpoints.entries()) yield { provider, endpoint: member.endpoint.origin, up: states[index]!.status !== 'resting' };
+    }
+  });
+  const accessLogger = createAccessLogger(logger);
+  const observer = new RequestObserver(accessLogger, metrics);
+  const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, onAttempt: (provider, endpoint, outcome) => metrics.upstreamAttempt(provider, endpoint, outcome) });
+  let limiters = createRateLimiters({ max: config.rateLimit.max, windowMs: config.rateLimit.windowMs, redis, logger });
+  // The limits are read through these two, so a reload can swap them (same store prefix: with Redis the counts carry over).
+  const swapLimiters = (max: number, windowMs: number) => {
+    const previous = limiters;
+    limiters = createRateLimiters({ max, windowMs, redis, logger });
+    previous.shutdown();
+  };
+  const modelRateLimit: KeyRateLimit = Object.assign(((req, res, next) => limiters.perKey(req, res, next)) as RequestHandler, {
+    count: (caller: CallerKey | undefined, res: ServerResponse) => limiters.perKey.count(caller, res),
+  });
+  const catalogRateLimit: RequestHandler = (req, res, next) => limiters.perAddress(req, res, next);
   const inFlight = new InFlight();
   const throttle = new FailedAuthThrottle(config.authFailuresPerMinute);
   let draining = false;
@@ -77,12 +131,16 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     registry: currentRegistry,
     upstream,
     endpoints,
-    usage: accounting,
+    usage: new ObservedUsageAccounting(accounting, observer),
+    openStreams: { opened: () => metrics.streamOpened(), closed: () => metrics.streamClosed() },
     bodyLimitBytes: config.bodyLimitBytes,
     upstreamBodyLimitBytes: 64 * 1024 * 1024,
     maxSseEventBytes: config.maxSseEventBytes,
+    // Read per request from the configuration in force (a reload rebuilds them with the registry).
+    get fallbacks() {
+      return live.current.fallbacks;
+    },
     // UPSTREAM_TIMEOUT_MS stays the outer bound of every upstream wait.
-    fallbacks,
     firstByteTimeoutMs: Math.min(config.firstByteTimeoutMs, config.upstreamTimeoutMs),
     idleTimeoutMs: Math.min(config.idleTimeoutMs, config.upstreamTimeoutMs),
   };
@@ -95,17 +153,23 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       redis: redisState,
       rate_limits: redis && !limiters.degraded() ? 'shared' : 'per-process',
       usage: usage.healthy ? 'stored' : 'queued until the store returns',
+      config_version: live.current.version,
+      // The last reload's refusal, until a reload succeeds (the previous configuration serves meanwhile).
+      ...(live.lastError === undefined ? {} : { config_error: live.lastError }),
     };
   };
   const app = createApp({
     services,
     logger,
     authenticate: createAuthenticator({ store: keys, staticKeys: config.apiKeys, logger, throttle }),
-    modelRateLimit: limiters.perKey,
-    catalogRateLimit: limiters.perAddress,
+    modelRateLimit,
+    catalogRateLimit,
     nativeChat: nativeChatRoute(services, { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs }),
     inFlight,
+    observer,
     mount: (expressApp, add, guard) => {
+      if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(metrics));
+      add('get', '/openapi.json', (_req, res) => void res.type('application/json').send(OPENAPI_JSON));
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
       expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
@@ -146,17 +210,22 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       resolve();
     });
   });
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  live.watch();
+  const metricsServer = config.metricsPort === undefined ? undefined : await serveMetrics(metrics, config.metricsPort, config.host);
   return {
-    url: `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${address.port}`,
+    url: urlOf(server),
+    metricsUrl: metricsServer && urlOf(metricsServer),
+    metrics,
     server,
     keys,
     usage,
     flushUsage: () => accounting.flush(),
     endInFlight: () => endDrain?.(),
+    reloadConfig: (trigger = 'SIGHUP') => live.reload(trigger),
+    configVersion: () => live.current.version,
     async close(drainMs = config.drainMs) {
       draining = true;
+      live.close();
       const closed = new Promise((resolve) => server.close(resolve));
       // Keep-alive connections become idle as their last response ends: close each as it does.
       const sweep = setInterval(() => server.closeIdleConnections(), 100);
@@ -181,6 +250,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       limiters.shutdown();
       await upstream.close();
       sharedBreaker?.stop();
+      if (metricsServer) await new Promise((resolve) => metricsServer.close(resolve));
       redis?.disconnect();
     },
   };

@@ -1,3 +1,5 @@
+import cluster from 'node:cluster';
+import { assertWorkersShareState, runPrimary, workerCount } from './cluster.ts';
 import { ConfigError, loadConfig } from './config/gateway-config.ts';
 import { startGateway } from './gateway.ts';
 import { createLogger } from './logger.ts';
@@ -14,7 +16,20 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const logger = createLogger(config.logLevel);
+  let workers: number;
+  try {
+    workers = workerCount(process.env.GATEWAY_WORKERS);
+    assertWorkersShareState(workers, config);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`model-gateway: cannot start: ${error.message}\n`);
+    process.exit(1);
+  }
+  if (workers > 1 && cluster.isPrimary) {
+    runPrimary(workers, config, createLogger(config.logLevel).child({ role: 'primary' }));
+    return;
+  }
+  const logger = cluster.isWorker ? createLogger(config.logLevel).child({ worker: cluster.worker!.id }) : createLogger(config.logLevel);
   let gateway;
   try {
     gateway = await startGateway(config, process.env, logger);
@@ -54,8 +69,8 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  // Configuration reload is not there yet: a SIGHUP (e.g. a terminal closing) must not stop the gateway.
-  process.on('SIGHUP', () => logger.info({ signal: 'SIGHUP' }, 'SIGHUP ignored: configuration reload is not supported yet'));
+  // Reads the config file again (the outcome is logged; a refused file leaves the running configuration).
+  process.on('SIGHUP', () => void gateway.reloadConfig('SIGHUP'));
 }
 
 await main();

@@ -4,6 +4,7 @@ import { CliUsageError, type CliIo } from './cli-io.ts';
 import { runUsageCommand, USAGE_SYNOPSIS } from './usage-command.ts';
 import { KEYS_SYNOPSIS, runKeysCommand } from './keys-command.ts';
 import { PLUGIN_SYNOPSIS, runPluginCommand } from './plugin-command.ts';
+import { CONFIG_SYNOPSIS, runConfigCommand } from './config-command.ts';
 
 export type { CliIo } from './cli-io.ts';
 
@@ -20,6 +21,7 @@ const commands: Record<string, CliCommand> = {
   keys: { synopsis: KEYS_SYNOPSIS, run: runKeysCommand },
   usage: { synopsis: USAGE_SYNOPSIS, run: runUsageCommand },
   plugin: { synopsis: PLUGIN_SYNOPSIS, run: runPluginCommand },
+  config: { synopsis: CONFIG_SYNOPSIS, run: runConfigCommand },
   help: { synopsis: 'help', run: async (_argv, io) => (io.out(helpText()), 0) },
 };
 

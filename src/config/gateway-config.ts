@@ -87,6 +87,10 @@ export interface GatewayConfig {
   readonly maxConnections: number;
   /** Failed credentials (unknown API keys, wrong admin tokens) per client address and minute before 429. */
   readonly authFailuresPerMinute: number;
+
+  // Operations (metrics, reload).
+  /** `METRICS_PORT`: serve `GET /metrics` on this port of `host` alone instead of on the main port. */
+  readonly metricsPort?: number;
 }
 
 export class ConfigError extends Error {
@@ -170,6 +174,9 @@ const fileSchema = yup
       .noUnknown()
       .default(undefined),
     logLevel: yup.string().oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+
+    // Operations (metrics, reload).
+    metrics: yup.object({ port: yup.number().integer().min(0).max(65535) }).noUnknown().default(undefined),
   })
   .noUnknown();
 
@@ -361,6 +368,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     requestTimeoutMs,
     maxConnections: envInteger(env, 'GATEWAY_MAX_CONNECTIONS', 1) ?? file.server?.maxConnections ?? defaultMaxConnections(),
     authFailuresPerMinute: envInteger(env, 'GATEWAY_AUTH_FAILURES_PER_MINUTE', 1) ?? file.server?.authFailuresPerMinute ?? 20,
+
+    // Operations (metrics, reload).
+    metricsPort: envInteger(env, 'METRICS_PORT', 0) ?? file.metrics?.port,
   };
 }
 

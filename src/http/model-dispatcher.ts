@@ -19,6 +19,8 @@ export interface ModelDispatcherOptions {
   /** The error envelope of a path, as the Express app's error middleware uses it. */
   readonly familyOf: (path: string) => ErrorFamily;
   readonly logger: Logger;
+  /** Told of each request answered with an error before its route recorded an exchange (access log, metrics). */
+  readonly observer?: { rejected(req: IncomingMessage, res: ServerResponse, path: string, error: unknown, durationMs: number): void };
 }
 
 /**
@@ -36,12 +38,16 @@ export type ModelDispatcher = (req: IncomingMessage, res: ServerResponse) => boo
  * paths spelled otherwise (case, trailing slash), so every answer stays the same.
  */
 export function modelDispatcher(options: ModelDispatcherOptions): ModelDispatcher {
-  const { routes, authenticate, rateLimit, familyOf, logger } = options;
+  const { routes, authenticate, rateLimit, familyOf, logger, observer } = options;
 
   async function serve(handler: RequestHandler, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const locals: Record<string, unknown> = Object.create(null);
     (res as ServerResponse & { locals: Record<string, unknown> }).locals = locals;
-    const fail = (error: unknown) => answerError(error, path, res, familyOf(path), logger);
+    const startedAt = performance.now();
+    const fail = (error: unknown) => {
+      answerError(error, path, res, familyOf(path), logger);
+      if (!locals.recorded) observer?.rejected(req, res, path, error, performance.now() - startedAt);
+    };
     try {
       let caller: CallerKey | undefined;
       if (authenticate) {

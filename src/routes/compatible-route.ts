@@ -17,6 +17,7 @@ import type { TokenUsage, UpstreamRouteId } from '../plugins/plugin-contract.ts'
 import { inBandError } from '../sse/in-band-error.ts';
 import { relaySse } from '../sse/sse-relay.ts';
 import { retryAfterMs, type EndpointPool, type PooledEndpoint } from '../upstream/endpoint-pool.ts';
+import { requestIdOf } from '../ops/request-id.ts';
 import { redactCredential } from '../upstream/redact-credential.ts';
 import { awaitStreamStart } from '../upstream/stream-start.ts';
 import { readBody, RELAYED_RESPONSE_HEADERS, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
@@ -77,7 +78,8 @@ function relayedHeaders(upstreamHeaders: Dispatcher.ResponseData['headers']): Re
   const headers: Record<string, string> = {};
   for (const name of RELAYED_RESPONSE_HEADERS) {
     const value = upstreamHeaders[name];
-    if (typeof value === 'string') headers[name] = value;
+    // The gateway's own request id answers the client; the upstream's stays visible beside it.
+    if (typeof value === 'string') headers[name === 'x-request-id' ? 'x-upstream-request-id' : name] = value;
   }
   return headers;
 }
@@ -111,6 +113,11 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     let serving: PooledEndpoint | undefined;
     let attempts = 0;
     const streamed = new StreamedText((data) => services.usage.streamedText(format, data));
+    const requestId = requestIdOf(req);
+    // When the upstream call started and its answer was read (0: not yet), and when the status went out.
+    let upstreamAt = 0;
+    let upstreamDoneAt = 0;
+    let firstByteAt = 0;
     const record = (status: number, usage: TokenUsage | undefined, consumed: boolean, outcome: UsageOutcome = status === 499 ? 'client_closed' : 'complete') => {
       const exchange: Exchange = {
         keyId: caller?.id,
@@ -119,6 +126,9 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
         status,
         stream,
         latencyMs: performance.now() - startedAt,
+        requestId,
+        upstreamMs: upstreamAt === 0 ? 0 : (upstreamDoneAt || performance.now()) - upstreamAt,
+        firstByteMs: firstByteAt === 0 ? undefined : firstByteAt - startedAt,
         usage,
         consumed,
         outcome,
@@ -129,6 +139,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
       };
       res.locals.upstreamEndpoint = serving?.name;
       res.locals.upstreamAttempts = attempts;
+      res.locals.recorded = true;
       services.usage.record(exchange);
     };
     const fail = (status: number, error: GatewayError, consumed = false): never => {
@@ -173,12 +184,14 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
         attemptAbort = new AbortController();
         const signal = attemptAbort.signal;
         let response: Dispatcher.ResponseData;
+        if (upstreamAt === 0) upstreamAt = performance.now();
         try {
           response = await services.upstream.post({
             endpoint,
             route: upstreamRoute,
             body: forwarded,
             clientHeaders: req.headers,
+            requestId,
             signal,
             timeoutMs: firstByteTimeoutMs,
             bodyTimeoutMs: idleTimeoutMs,
@@ -233,7 +246,9 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
             continue;
           }
           pool.succeeded(member);
+          firstByteAt = performance.now();
           res.writeHead(statusCode, { ...relayedHeaders(headers), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+          services.openStreams?.opened();
           let usage: TokenUsage | undefined;
           let terminal = false;
           try {
@@ -263,12 +278,15 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
             const reason = stalled ? `the stream stalled (no data for ${idleTimeoutMs} ms)` : 'the stream broke off';
             res.end(inBandError(format, upstreamFailure(endpoint.provider, reason, error)));
             return record(statusCode, usage, true, stalled ? 'stalled' : 'upstream_cut');
+          } finally {
+            services.openStreams?.closed();
           }
         }
 
         let bytes: Buffer;
         try {
           bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
+          upstreamDoneAt = performance.now();
         } catch (error) {
           if (clientGone) {
             pool.released(member);
@@ -284,6 +302,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
           if (usage === undefined && format === 'chat-completions') return fail(502, usageMissing(endpoint.provider), true);
         }
         const relayed = redactCredential(bytes, endpoint.apiKey);
+        firstByteAt = performance.now();
         res.writeHead(statusCode, { ...relayedHeaders(headers), 'content-length': String(relayed.length) });
         res.end(relayed);
         return record(statusCode, usage, ok && format !== 'count-tokens');
@@ -310,6 +329,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     if (lastStatus) {
       // The last endpoint's own retryable answer (429, 5xx) goes back as it came, as with one endpoint.
       const relayed = redactCredential(lastStatus.bytes, lastStatus.apiKey);
+      firstByteAt = performance.now();
       res.writeHead(lastStatus.statusCode, { ...relayedHeaders(lastStatus.headers), 'content-length': String(relayed.length) });
       res.end(relayed);
       return record(lastStatus.statusCode, undefined, false);

@@ -15,6 +15,7 @@ import {
 import { readJsonObject } from '../http/json-body.ts';
 import { ROUTE_PATHS, type ModelRegistry, type ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage } from '../plugins/plugin-contract.ts';
+import { requestIdOf } from '../ops/request-id.ts';
 import { redactCredential } from '../upstream/redact-credential.ts';
 import type { PooledEndpoint } from '../upstream/endpoint-pool.ts';
 import { readBody, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
@@ -178,8 +179,13 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     const clientGone = abortOnClientClose(res);
     const provider = resolved.plugin.vendor;
     const payload = JSON.stringify(upstreamBody);
+    const requestId = requestIdOf(req);
+    // Time spent waiting on upstream attempts, summed; when the status went out (0: not yet).
+    let upstreamMs = 0;
+    let firstByteAt = 0;
 
-    const record = (status: number, usage: TokenUsage | undefined) =>
+    const record = (status: number, usage: TokenUsage | undefined) => {
+      res.locals.recorded = true;
       services.usage.record({
         keyId: caller?.id,
         route: 'chat',
@@ -187,6 +193,9 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         status,
         stream: false,
         latencyMs: performance.now() - startedAt,
+        requestId,
+        upstreamMs,
+        firstByteMs: firstByteAt === 0 ? undefined : firstByteAt - startedAt,
         usage,
         consumed: usage !== undefined,
         outcome: status === 499 ? 'client_closed' : 'complete',
@@ -195,6 +204,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         requestBody: () => upstreamBody,
         responseText: () => '',
       });
+    };
 
     let serving: PooledEndpoint | undefined;
     let attempts = 0;
@@ -214,8 +224,9 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
       const stop = () => controller.abort();
       clientGone.signal.addEventListener('abort', stop);
       const timer = setTimeout(stop, timeoutMs);
+      const attemptAt = performance.now();
       try {
-        const response = await services.upstream.post({ endpoint, route: upstreamRoute, body: payload, signal: controller.signal, timeoutMs });
+        const response = await services.upstream.post({ endpoint, route: upstreamRoute, body: payload, requestId, signal: controller.signal, timeoutMs });
         const bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
         const status = response.statusCode;
         if (status >= 200 && status < 300) return { kind: 'answer', status, body: bytes };
@@ -233,6 +244,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         }
         return { kind: 'retry', failure: upstreamFailure(provider, 'the answer broke off', error), endpointFault: true };
       } finally {
+        upstreamMs += performance.now() - attemptAt;
         clearTimeout(timer);
         clientGone.signal.removeEventListener('abort', stop);
       }
@@ -311,6 +323,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
       },
     };
     const payloadOut = JSON.stringify(result);
+    firstByteAt = performance.now();
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(payloadOut) });
     res.end(payloadOut);
     record(200, usage);

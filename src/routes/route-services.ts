@@ -26,6 +26,12 @@ export interface Exchange {
   readonly status: number;
   readonly stream: boolean;
   readonly latencyMs: number;
+  /** The request's id (`x-request-id`, accepted from the client or generated). */
+  readonly requestId?: string;
+  /** Of `latencyMs`, the time spent waiting on the upstream (every attempt, the answer's body included). */
+  readonly upstreamMs?: number;
+  /** When the answer's status and headers went out, in ms after the start; undefined when the error path answered. */
+  readonly firstByteMs?: number;
   /** The usage the upstream reported; `undefined` when it reported none. */
   readonly usage: TokenUsage | undefined;
   /** Whether tokens were consumed upstream, so that missing usage must be estimated (false for upstream errors). */
@@ -86,4 +92,6 @@ export interface RouteServices {
   readonly firstByteTimeoutMs?: number;
   /** Longest silence of a stream once content flows, in ms. */
   readonly idleTimeoutMs?: number;
+  /** Told when a streamed answer starts and ends being relayed (the open-streams gauge). */
+  readonly openStreams?: { opened(): void; closed(): void };
 }

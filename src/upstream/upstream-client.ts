@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, type Dispatcher } from 'undici';
 import { readLimited } from '../http/read-limited.ts';
+import type { UpstreamOutcome } from '../ops/metrics.ts';
 import type { UpstreamRoute } from '../plugins/plugin-contract.ts';
 
 /** Where one provider is reached: fixed at start from its base URL and key. */
@@ -26,6 +27,8 @@ export interface UpstreamRequest {
   readonly body: string | Buffer;
   /** The client's request headers, of which the route's `forwardHeaders` are passed on. */
   readonly clientHeaders?: IncomingHttpHeaders;
+  /** Sent as `x-request-id`, so the upstream's logs can be matched with the gateway's. */
+  readonly requestId?: string;
   /** Aborts the upstream request (the client went away, or an attempt timed out). */
   readonly signal?: AbortSignal;
   /** Overrides the client's default wait for headers and between body chunks, in ms. */
@@ -78,8 +81,12 @@ export class UpstreamClient {
   /** Longest wait for response headers and between body chunks (`UPSTREAM_TIMEOUT_MS`), unless a request sets less. */
   readonly timeoutMs: number;
 
-  constructor(options: { timeoutMs: number; dispatcher?: Dispatcher }) {
+  /** Told how each attempt ended (the upstream metrics); the endpoint is named by its origin. */
+  private readonly onAttempt?: (provider: string, endpoint: string, outcome: UpstreamOutcome) => void;
+
+  constructor(options: { timeoutMs: number; dispatcher?: Dispatcher; onAttempt?: (provider: string, endpoint: string, outcome: UpstreamOutcome) => void }) {
     this.timeoutMs = options.timeoutMs;
+    this.onAttempt = options.onAttempt;
     this.dispatcher =
       options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connect: { timeout: 10_000 } });
   }
@@ -93,13 +100,14 @@ export class UpstreamClient {
       if (typeof value === 'string') headers[name] = value;
     }
     for (const [name, value] of Object.entries(route.defaultHeaders ?? {})) headers[name] ??= value;
+    if (request.requestId) headers['x-request-id'] = request.requestId;
     if (endpoint.apiKey) {
       if (route.auth === 'bearer') headers.authorization = `Bearer ${endpoint.apiKey}`;
       else headers['x-api-key'] = endpoint.apiKey;
     }
     const timeoutMs = request.timeoutMs ?? this.timeoutMs;
     try {
-      return await this.dispatcher.request({
+      const response = await this.dispatcher.request({
         origin: endpoint.origin,
         path: endpoint.basePath + route.path,
         method: 'POST',
@@ -109,9 +117,16 @@ export class UpstreamClient {
         headersTimeout: timeoutMs,
         bodyTimeout: request.bodyTimeoutMs ?? timeoutMs,
       });
+      this.onAttempt?.(endpoint.provider, endpoint.origin, response.statusCode < 400 ? 'ok' : 'error_status');
+      return response;
     } catch (error) {
-      if (request.signal?.aborted) throw request.signal.reason ?? error;
-      throw transportError(endpoint.provider, error, timeoutMs);
+      if (request.signal?.aborted) {
+        this.onAttempt?.(endpoint.provider, endpoint.origin, 'aborted');
+        throw request.signal.reason ?? error;
+      }
+      const failure = transportError(endpoint.provider, error, timeoutMs);
+      this.onAttempt?.(endpoint.provider, endpoint.origin, failure.timedOut ? 'timeout' : 'transport_error');
+      throw failure;
     }
   }
 

@@ -74,6 +74,11 @@ export const usageKeyTag = (keyId: string): string => `{gw-usage:${keyId}}`;
  */
 export class RedisUsageStore implements UsageStore {
   private queue: UsageRecord[] = [];
+
+  /** Records taken and not yet written to Redis (the usage-queue gauge). */
+  get queueDepth(): number {
+    return this.queue.length + this.inFlight.length;
+  }
   private inFlight: UsageRecord[] = [];
   private draining: Promise<void> | undefined;
   private retryTimer: NodeJS.Timeout | undefined;

@@ -70,6 +70,7 @@ export class GatewayUsageAccounting implements UsageAccounting {
             status: exchange.status,
             stream: exchange.stream,
             latencyMs: exchange.latencyMs,
+            requestId: exchange.requestId,
             usage,
             estimated,
             outcome: exchange.outcome,

@@ -40,11 +40,13 @@ export interface UsageRecord {
   readonly endpoint?: string;
   /** Upstream attempts the request made, failed-over ones included, when more than one. */
   readonly attempts?: number;
+  /** The request's `x-request-id`, to find its access-log line (records written before it existed have none). */
+  readonly requestId?: string;
 }
 
 /** What a request knows when it is done, for {@link buildUsageRecord}. */
 export interface UsageRecordInput
-  extends Pick<UsageRecord, 'keyId' | 'route' | 'requestedModel' | 'model' | 'upstream' | 'status' | 'stream' | 'latencyMs' | 'endpoint' | 'attempts'> {
+  extends Pick<UsageRecord, 'keyId' | 'route' | 'requestedModel' | 'model' | 'upstream' | 'status' | 'stream' | 'latencyMs' | 'endpoint' | 'attempts' | 'requestId'> {
   /**
    * The usage to record: what the upstream reported, or an estimate (then set `estimated`).
    * `undefined` records zero tokens: an upstream error, or a route without usage (count_tokens).
@@ -103,6 +105,7 @@ export function buildUsageRecord(input: UsageRecordInput): UsageRecord {
     outcome: input.outcome ?? 'complete',
     ...(input.endpoint !== undefined ? { endpoint: input.endpoint } : {}),
     ...(input.attempts !== undefined && input.attempts > 1 ? { attempts: input.attempts } : {}),
+    ...(input.requestId ? { requestId: input.requestId } : {}),
   };
 }
 

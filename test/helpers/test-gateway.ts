@@ -22,7 +22,16 @@ export interface TestGateway {
 }
 
 /** The real gateway (real plugins, stores, limits) in this process, in front of six mock upstreams. */
-export async function startTestGateway(options: { env?: NodeJS.ProcessEnv; mock?: MockUpstreamOptions; dataDir?: string } = {}): Promise<TestGateway> {
+export async function startTestGateway(
+  options: {
+    env?: NodeJS.ProcessEnv;
+    mock?: MockUpstreamOptions;
+    dataDir?: string;
+    logTo?: NodeJS.WritableStream;
+    /** A config file the gateway starts from and reloads (default: the checkout's, with an absent one to reload). */
+    configFile?: string;
+  } = {},
+): Promise<TestGateway> {
   const upstreams = {} as Record<(typeof VENDORS)[number], MockUpstream>;
   for (const vendor of VENDORS) upstreams[vendor] = await startMockUpstream({ apiKey: UPSTREAM_KEY, ...options.mock });
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'gateway-test-')));
@@ -35,8 +44,9 @@ export async function startTestGateway(options: { env?: NodeJS.ProcessEnv; mock?
     ...Object.fromEntries(VENDORS.flatMap((vendor) => [[`${vendor.toUpperCase()}_BASE_URL`, upstreams[vendor].url], [`${vendor.toUpperCase()}_API_KEY`, UPSTREAM_KEY]])),
     ...options.env,
   };
-  const config = { ...loadConfig({ ...env, GATEWAY_CONFIG: undefined }, process.cwd()), dataDir };
-  const gateway = await startGateway(config, env, createLogger(env.LOG_LEVEL ?? 'silent'));
+  if (options.configFile) env.GATEWAY_CONFIG = options.configFile;
+  const config = { ...loadConfig({ ...env, GATEWAY_CONFIG: options.configFile }, process.cwd()), dataDir };
+  const gateway = await startGateway(config, env, createLogger(env.LOG_LEVEL ?? (options.configFile ? config.logLevel : 'silent'), options.logTo));
   return {
     gateway,
     url: gateway.url,

@@ -46,7 +46,9 @@ describe('compatible routes', () => {
       const response = await post(app, '/v1/chat/completions', chat('acme/hidden', { temperature: 0.2, vendor_extra: { a: [1] } }));
       expect(response.status).to.equal(200);
       expect(response.text).to.equal(upstreamBody);
-      expect(response.headers['x-request-id']).to.equal('req-1');
+      // The gateway's own id answers the client; the upstream's is passed on beside it.
+      expect(response.headers['x-upstream-request-id']).to.equal('req-1');
+      expect(response.headers['x-request-id']).to.match(/^[0-9a-f-]{36}$/);
       const seen = upstream.requests[0]!;
       expect(seen.path).to.equal('/v1/chat/completions');
       expect(seen.headers.authorization).to.equal('Bearer upstream-secret-key');

@@ -1,0 +1,188 @@
+import { createHash } from 'node:crypto';
+import { readFileSync, unwatchFile, watch, watchFile, type FSWatcher } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { ModelRegistry } from '../plugins/model-registry.ts';
+import type { ProviderPlugin } from '../plugins/plugin-contract.ts';
+import { PluginLoadError } from '../plugins/validate-plugin.ts';
+import { fallbackTable, type FallbackTable } from '../routes/model-fallbacks.ts';
+import type { ProviderEndpoints } from '../routes/route-services.ts';
+import { ConfigError, loadConfig, type GatewayConfig } from './gateway-config.ts';
+
+/** The config file the gateway reads: `GATEWAY_CONFIG`, else `config/gateway.yaml`, from `cwd`. */
+export function configFilePath(env: NodeJS.ProcessEnv, cwd = process.cwd()): string {
+  return resolve(cwd, env.GATEWAY_CONFIG ?? 'config/gateway.yaml');
+}
+
+/** A short hash of the file's bytes (empty when there is none), so instances can be checked for convergence. */
+export function configVersion(path: string): string {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch {
+    bytes = Buffer.alloc(0);
+  }
+  return createHash('sha256').update(bytes).digest('hex').slice(0, 12);
+}
+
+/** Everything a request reads from the configuration, swapped as one reference. */
+export interface LiveSettings {
+  /** {@link configVersion} of the file these settings came from. */
+  readonly version: string;
+  readonly config: GatewayConfig;
+  readonly registry: ModelRegistry;
+  readonly endpoints: ProviderEndpoints;
+  /** The model fallbacks, checked against this registry. */
+  readonly fallbacks: FallbackTable;
+}
+
+/**
+ * Every problem of the aliases of a config (each target exists and serves every route its alias is
+ * used on, §2.1), as `aliases.<id>: <why>`; empty when the table builds.
+ */
+export function aliasProblems(plugins: readonly ProviderPlugin[], aliases: Readonly<Record<string, string>>): string[] {
+  const problems: string[] = [];
+  for (const [alias, target] of Object.entries(aliases)) {
+    try {
+      new ModelRegistry(plugins, { [alias]: target });
+    } catch (error) {
+      if (!(error instanceof PluginLoadError)) throw error;
+      problems.push(`aliases.${alias}: ${error.message}`);
+    }
+  }
+  if (problems.length === 0) {
+    try {
+      new ModelRegistry(plugins, aliases);
+    } catch (error) {
+      if (!(error instanceof PluginLoadError)) throw error;
+      problems.push(`aliases: ${error.message}`);
+    }
+  }
+  return problems;
+}
+
+/** Settings that only a restart can change, each with the name an operator knows it by. */
+function restartOnlyChanges(running: GatewayConfig, next: GatewayConfig): string[] {
+  const changes: string[] = [];
+  if (next.port !== running.port) changes.push(`server.port (${running.port} → ${next.port})`);
+  if (next.host !== running.host) changes.push(`server.host (${running.host} → ${next.host})`);
+  if (JSON.stringify(next.redis ?? null) !== JSON.stringify(running.redis ?? null)) changes.push('redis');
+  return changes;
+}
+
+export interface LiveConfigOptions {
+  readonly plugins: readonly ProviderPlugin[];
+  readonly env: NodeJS.ProcessEnv;
+  readonly cwd?: string;
+  /** The configuration the gateway started with, and what it built from it. */
+  readonly initial: Omit<LiveSettings, 'version'>;
+  /** The one function that builds the endpoint table from a configuration (the endpoint pools plug in here). */
+  readonly buildEndpoints: (config: GatewayConfig) => ProviderEndpoints;
+  /** Applies what is not read through {@link LiveConfig.current} (log level, rate limits); called after the swap. */
+  readonly onApplied?: (settings: LiveSettings, previous: LiveSettings) => void;
+  readonly onResult?: (result: 'applied' | 'rejected') => void;
+  readonly logger: Logger;
+  /** Quiet time after the last change event before the file is read, in ms. */
+  readonly debounceMs?: number;
+}
+
+export interface ReloadResult {
+  readonly applied: boolean;
+  readonly version: string;
+  readonly error?: string;
+}
+
+/**
+ * The running configuration, reloaded from its file on demand (SIGHUP) or when the file changes.
+ * A reload validates the whole file and builds a complete new {@link LiveSettings} before swapping one
+ * reference, so a request sees the old table or the new one, never half of each; a request that already
+ * read the table finishes with it. An invalid file, or one that changes what needs a restart, keeps the
+ * previous settings and is remembered as {@link lastError} (shown by `/readyz`).
+ */
+export class LiveConfig {
+  current: LiveSettings;
+  lastError: string | undefined;
+  readonly path: string;
+  private watcher: FSWatcher | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  /** The version of the file as last read for a reload, so one save seen as several events reloads once. */
+  private seen: string;
+  private polling = false;
+
+  constructor(private readonly options: LiveConfigOptions) {
+    this.path = configFilePath(options.env, options.cwd);
+    this.current = { version: configVersion(this.path), ...options.initial };
+    this.seen = this.current.version;
+  }
+
+  /** Reads, validates and applies the file. Never throws: a refusal is logged and returned. */
+  reload(trigger: string): ReloadResult {
+    const { logger } = this.options;
+    const version = configVersion(this.path);
+    this.seen = version;
+    try {
+      const config = loadConfig(this.options.env, this.options.cwd);
+      const restart = restartOnlyChanges(this.current.config, config);
+      if (restart.length) throw new ConfigError(`${restart.join(', ')} changed: these need a restart, nothing was applied`);
+      const problems = aliasProblems(this.options.plugins, config.aliases);
+      if (problems.length) throw new ConfigError(problems.join('; '));
+      const registry = new ModelRegistry(this.options.plugins, config.aliases);
+      const fallbacks = fallbackTable(registry, config.fallbacks);
+      const endpoints = this.options.buildEndpoints(config);
+      const previous = this.current;
+      this.current = { version, config, registry, endpoints, fallbacks };
+      this.lastError = undefined;
+      this.options.onApplied?.(this.current, previous);
+      this.options.onResult?.('applied');
+      logger.info({ trigger, config_version: version, previous_version: previous.version }, 'configuration reloaded');
+      return { applied: true, version };
+    } catch (error) {
+      if (!(error instanceof ConfigError) && !(error instanceof PluginLoadError)) throw error;
+      this.lastError = error.message;
+      this.options.onResult?.('rejected');
+      logger.error({ trigger, config_version: this.current.version, rejected_version: version, reason: error.message }, 'configuration reload refused; the previous configuration stays in force');
+      return { applied: false, version: this.current.version, error: error.message };
+    }
+  }
+
+  /**
+   * Reloads when the file changes: the directory is watched, so editors that replace the file are seen;
+   * where the system refuses a watch (inotify limits), the file is polled every second instead.
+   */
+  watch(): void {
+    const name = basename(this.path);
+    try {
+      this.watcher = watch(dirname(this.path), (_event, changed) => {
+        if (changed === null || changed === name) this.changed();
+      });
+      this.watcher.on('error', (error) => this.poll(error));
+      this.watcher.unref();
+    } catch (error) {
+      this.poll(error);
+    }
+  }
+
+  private poll(reason: unknown): void {
+    this.watcher?.close();
+    this.watcher = undefined;
+    if (this.polling) return;
+    this.polling = true;
+    this.options.logger.warn({ err: reason, path: this.path }, 'cannot watch the config file; polling it every second instead');
+    watchFile(this.path, { interval: 1000, persistent: false }, () => this.changed());
+  }
+
+  private changed(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      // A save seen as several events, or a touch without a change: nothing to read again.
+      if (configVersion(this.path) !== this.seen) this.reload('file change');
+    }, this.options.debounceMs ?? 200);
+    this.timer.unref();
+  }
+
+  close(): void {
+    clearTimeout(this.timer);
+    this.watcher?.close();
+    if (this.polling) unwatchFile(this.path);
+  }
+}

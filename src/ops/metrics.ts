@@ -1,0 +1,162 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** How one upstream attempt ended, as `gateway_upstream_requests_total` counts it. */
+export type UpstreamOutcome = 'ok' | 'error_status' | 'transport_error' | 'timeout' | 'aborted';
+
+/** One upstream endpoint's state for `gateway_endpoint_up`. */
+export interface EndpointState {
+  readonly provider: string;
+  readonly endpoint: string;
+  readonly up: boolean;
+}
+
+/**
+ * What the upstream side reports into (the endpoint pools plug in here): every attempt, and a way to
+ * read each endpoint's state when Prometheus scrapes.
+ */
+export interface UpstreamMetrics {
+  upstreamAttempt(provider: string, endpoint: string, outcome: UpstreamOutcome): void;
+  /** Replaces the source `gateway_endpoint_up` reads at scrape time (default: the last attempt's outcome). */
+  setEndpointStates(read: () => Iterable<EndpointState>): void;
+}
+
+const ROUTE_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+
+/** The label value of requests that never reached a model (rejected before one was resolved). */
+export const NO_MODEL = 'none';
+
+type LabelledCounter = ReturnType<Counter<string>['labels']>;
+type LabelledHistogram = ReturnType<Histogram<string>['labels']>;
+
+interface RouteChildren {
+  readonly duration: LabelledHistogram;
+  readonly overhead: LabelledHistogram;
+  readonly firstByte: LabelledHistogram;
+  /** model → status → counter */
+  readonly requests: Map<string, Map<number, LabelledCounter>>;
+}
+
+/**
+ * The gateway's Prometheus metrics on a registry of its own (one per gateway, so tests can run several).
+ * Label values are bounded: routes are the gateway's own route names, models the registry's canonical
+ * ids, statuses HTTP statuses; no key material. Labelled children are created once and kept, so a
+ * request costs a few map lookups and increments.
+ */
+export class GatewayMetrics implements UpstreamMetrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'route' | 'model' | 'status'>;
+  private readonly duration: Histogram<'route'>;
+  private readonly overhead: Histogram<'route'>;
+  private readonly firstByte: Histogram<'route'>;
+  private readonly tokens: Counter<'model' | 'type'>;
+  private readonly upstreamRequests: Counter<'provider' | 'endpoint' | 'outcome'>;
+  private readonly rateLimited: Counter<'reason'>;
+  private readonly configReloads: Counter<'result'>;
+  private readonly routes = new Map<string, RouteChildren>();
+  private readonly tokenChildren = new Map<string, readonly [LabelledCounter, LabelledCounter, LabelledCounter]>();
+  private readonly lastOutcome = new Map<string, EndpointState>();
+  private endpointStates: () => Iterable<EndpointState> = () => this.lastOutcome.values();
+  private openStreams = 0;
+
+  constructor(sources: { usageQueueDepth?: () => number } = {}) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.requests = new Counter({ name: 'gateway_requests_total', help: 'Requests answered, by route, canonical model and status', labelNames: ['route', 'model', 'status'], registers });
+    this.duration = new Histogram({ name: 'gateway_request_duration_seconds', help: 'Time from the request to the end of its answer', labelNames: ['route'], buckets: ROUTE_BUCKETS, registers });
+    this.overhead = new Histogram({ name: 'gateway_overhead_seconds', help: 'Time the gateway itself added: the duration minus the time waiting on the upstream', labelNames: ['route'], buckets: OVERHEAD_BUCKETS, registers });
+    this.firstByte = new Histogram({ name: 'gateway_time_to_first_byte_seconds', help: 'Time from the request to the answer status and headers', labelNames: ['route'], buckets: ROUTE_BUCKETS, registers });
+    this.tokens = new Counter({ name: 'gateway_tokens_total', help: 'Tokens the upstreams reported, by canonical model and type', labelNames: ['model', 'type'], registers });
+    this.upstreamRequests = new Counter({ name: 'gateway_upstream_requests_total', help: 'Upstream attempts by provider, endpoint and outcome', labelNames: ['provider', 'endpoint', 'outcome'], registers });
+    this.rateLimited = new Counter({ name: 'gateway_rate_limited_total', help: 'Requests answered 429, by reason', labelNames: ['reason'], registers });
+    this.configReloads = new Counter({ name: 'gateway_config_reloads_total', help: 'Configuration reloads by result', labelNames: ['result'], registers });
+    const self = this;
+    new Gauge({
+      name: 'gateway_endpoint_up',
+      help: 'Whether an upstream endpoint takes requests (1) or not (0)',
+      labelNames: ['provider', 'endpoint'],
+      registers,
+      collect() {
+        this.reset();
+        for (const state of self.endpointStates()) this.set({ provider: state.provider, endpoint: state.endpoint }, state.up ? 1 : 0);
+      },
+    });
+    new Gauge({ name: 'gateway_open_streams', help: 'Streamed answers being relayed now', registers, collect() { this.set(self.openStreams); } });
+    new Gauge({ name: 'gateway_usage_queue_depth', help: 'Usage records taken but not yet stored', registers, collect() { this.set(sources.usageQueueDepth?.() ?? 0); } });
+    // Shown at 0 from the start, so a rate or an alert on them has a series before the first event.
+    for (const reason of ['rate_limit', 'quota']) this.rateLimited.labels(reason).inc(0);
+    for (const result of ['applied', 'rejected']) this.configReloads.labels(result).inc(0);
+  }
+
+  /** Precreates the children of the routes (call with every route name at start). */
+  route(route: string): RouteChildren {
+    let children = this.routes.get(route);
+    if (children === undefined) {
+      children = {
+        duration: this.duration.labels(route),
+        overhead: this.overhead.labels(route),
+        firstByte: this.firstByte.labels(route),
+        requests: new Map(),
+      };
+      this.routes.set(route, children);
+    }
+    return children;
+  }
+
+  /** One answered request. Times in ms; `upstreamMs` is the time spent waiting on the upstream, `firstByteMs` undefined when unknown. */
+  request(route: string, model: string, status: number, durationMs: number, upstreamMs: number, firstByteMs: number | undefined): void {
+    const children = this.route(route);
+    let byStatus = children.requests.get(model);
+    if (byStatus === undefined) children.requests.set(model, (byStatus = new Map()));
+    let counter = byStatus.get(status);
+    if (counter === undefined) byStatus.set(status, (counter = this.requests.labels(route, model, String(status))));
+    counter.inc();
+    children.duration.observe(durationMs / 1000);
+    children.overhead.observe(Math.max(0, durationMs - upstreamMs) / 1000);
+    if (firstByteMs !== undefined) children.firstByte.observe(firstByteMs / 1000);
+  }
+
+  tokensUsed(model: string, input: number, output: number, cached: number): void {
+    let children = this.tokenChildren.get(model);
+    if (children === undefined) {
+      children = [this.tokens.labels(model, 'input'), this.tokens.labels(model, 'output'), this.tokens.labels(model, 'cached')];
+      this.tokenChildren.set(model, children);
+    }
+    if (input > 0) children[0].inc(input);
+    if (output > 0) children[1].inc(output);
+    if (cached > 0) children[2].inc(cached);
+  }
+
+  /** A 429: `rate_limit` (request limits, failed-auth throttle) or `quota` (token quotas). */
+  limited(reason: 'rate_limit' | 'quota'): void {
+    this.rateLimited.labels(reason).inc();
+  }
+
+  configReload(result: 'applied' | 'rejected'): void {
+    this.configReloads.labels(result).inc();
+  }
+
+  streamOpened(): void {
+    this.openStreams += 1;
+  }
+
+  streamClosed(): void {
+    this.openStreams -= 1;
+  }
+
+  upstreamAttempt(provider: string, endpoint: string, outcome: UpstreamOutcome): void {
+    this.upstreamRequests.labels(provider, endpoint, outcome).inc();
+    const key = `${provider}\u0000${endpoint}`;
+    const up = outcome !== 'transport_error' && outcome !== 'timeout';
+    if (this.lastOutcome.get(key)?.up !== up) this.lastOutcome.set(key, { provider, endpoint, up });
+  }
+
+  setEndpointStates(read: () => Iterable<EndpointState>): void {
+    this.endpointStates = read;
+  }
+
+  /** The exposition text and its content type. */
+  async scrape(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}

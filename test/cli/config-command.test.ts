@@ -1,0 +1,66 @@
+import { expect } from 'chai';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCli } from '../../src/cli/main.ts';
+
+async function run(argv: string[], env: NodeJS.ProcessEnv = {}) {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { out: (text) => (out += text), err: (text) => (err += text) }, env);
+  return { code, out, err };
+}
+
+describe('model-gateway config check', () => {
+  let dir: string;
+  beforeEach(async () => (dir = await mkdtemp(join(tmpdir(), 'gateway-config-check-'))));
+  afterEach(async () => rm(dir, { recursive: true, force: true }));
+
+  it('exits 0 with a one-line summary for a good file', async () => {
+    const file = join(dir, 'good.yaml');
+    await writeFile(file, 'aliases:\n  beta-latest: beta/beta-opus-5\nrateLimit:\n  max: 50\n  windowMs: 30000\n');
+    const result = await run(['config', 'check', file]);
+    expect(result.err).to.equal('');
+    expect(result.code).to.equal(0);
+    expect(result.out.trimEnd().split('\n')).to.have.length(1);
+    expect(result.out).to.contain('valid').and.to.contain('1 alias override').and.to.contain('rate limit 50 per 30000 ms').and.to.match(/version [0-9a-f]{12}/);
+  });
+
+  it('checks the checkout’s own config/gateway.yaml when no file is named', async () => {
+    const result = await run(['config', 'check']);
+    expect(result.code, result.err).to.equal(0);
+    expect(result.out).to.contain('config/gateway.yaml: valid');
+  });
+
+  it('exits 1 listing every schema problem with its field path', async () => {
+    const file = join(dir, 'bad.yaml');
+    await writeFile(file, 'server:\n  port: -1\n  bodyLimit: lots\n  colour: red\nlogLevel: loud\nrateLimit:\n  max: 0\nnonsense: 1\n');
+    const result = await run(['config', 'check', file]);
+    expect(result.code).to.equal(1);
+    expect(result.out).to.equal('');
+    for (const field of ['server.port', 'server.bodyLimit', 'logLevel', 'rateLimit.max']) expect(result.err, field).to.contain(field);
+    expect(result.err).to.contain('server.colour is not a known setting').and.to.contain('nonsense is not a known setting');
+  });
+
+  it('exits 1 listing every alias whose target is unknown or does not serve its routes', async () => {
+    const file = join(dir, 'aliases.yaml');
+    await writeFile(file, 'aliases:\n  beta-latest: beta/no-such-model\n  alpha-latest: beta/beta-opus-5\n');
+    const result = await run(['config', 'check', file]);
+    expect(result.code).to.equal(1);
+    expect(result.err).to.contain('aliases.beta-latest').and.to.contain('aliases.alpha-latest');
+  });
+
+  it('exits 1 for a file that is missing or not YAML', async () => {
+    expect((await run(['config', 'check', join(dir, 'absent.yaml')])).code).to.equal(1);
+    const file = join(dir, 'broken.yaml');
+    await writeFile(file, 'aliases: [unclosed\n');
+    const result = await run(['config', 'check', file]);
+    expect(result.code).to.equal(1);
+    expect(result.err).to.contain('not valid YAML');
+  });
+
+  it('answers bad usage with exit 2', async () => {
+    expect((await run(['config'])).code).to.equal(2);
+    expect((await run(['config', 'check', 'a', 'b'])).code).to.equal(2);
+  });
+});

@@ -1,0 +1,186 @@
+import { expect } from 'chai';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { request } from 'undici';
+import { startMockUpstream, type MockUpstream } from '../../mock-upstream/mock-upstream-server.ts';
+import { aliasProblems } from '../../src/config/live-config.ts';
+import { loadPlugins } from '../../src/plugins/load-plugins.ts';
+import { loadConfig } from '../../src/config/gateway-config.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { GatewayProcess } from '../helpers/gateway-process.ts';
+import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';
+
+// A limit the load below cannot reach, however slowly a loaded machine applies the change.
+const aliasFile = (target: string, extra = 'logLevel: silent\nrateLimit:\n  max: 1000000\n') => `aliases:\n  beta-latest: ${target}\n${extra}`;
+
+async function ask(url: string, key = TEST_KEY) {
+  const response = await request(`${url}/v1/messages`, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'beta-latest', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  const body = (await response.body.json()) as { model?: string };
+  return { status: response.statusCode, body };
+}
+
+async function readyz(url: string): Promise<Record<string, string>> {
+  const response = await request(`${url}/readyz`);
+  return (await response.body.json()) as Record<string, string>;
+}
+
+describe('alias problems of a config', () => {
+  it('lists every alias whose target is unknown or does not serve its routes, and none for a good table', async () => {
+    const plugins = await loadPlugins(loadConfig({ GATEWAY_CONFIG: undefined }).manifestPath, []);
+    expect(aliasProblems(plugins, { 'beta-latest': 'beta/beta-opus-5', 'alpha-latest': 'alpha/gen-6-astra' })).to.deep.equal([]);
+    const problems = aliasProblems(plugins, { 'beta-latest': 'beta/no-such-model', 'no-such-alias': 'beta/beta-opus-5', 'alpha-latest': 'beta/beta-opus-5' });
+    expect(problems).to.have.length(3);
+    expect(problems[0]).to.match(/^aliases\.beta-latest: .*beta\/no-such-model/);
+    expect(problems[1]).to.match(/^aliases\.no-such-alias: /);
+    expect(problems[2]).to.match(/^aliases\.alpha-latest: /);
+  });
+});
+
+describe('live configuration reload', function () {
+  this.timeout(60_000);
+  let dir: string;
+  let file: string;
+  let test: TestGateway;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'gateway-live-config-'));
+    file = join(dir, 'gateway.yaml');
+    await writeFile(file, aliasFile('beta/beta-opus-5'));
+    test = await startTestGateway({ configFile: file });
+  });
+  afterEach(async () => {
+    await test.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('applies an alias change made to the file while under load, with no failed request', async () => {
+    const before = await readyz(test.url);
+    expect(before.config_version).to.match(/^[0-9a-f]{12}$/);
+    expect((await ask(test.url)).body.model).to.equal('beta-opus-5');
+    const statuses: number[] = [];
+    let stop = false;
+    const load = Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (!stop) statuses.push((await ask(test.url)).status);
+      }),
+    );
+    await writeFile(file, aliasFile('beta/beta-sonnet-4-6'));
+    await eventually(() => test.upstreams.beta.requests.some((seen) => seen.body?.model === 'beta-sonnet-4-6'), 'a request on the new target', 20_000);
+    stop = true;
+    await load;
+    expect(statuses.length).to.be.above(0);
+    expect(statuses.filter((status) => status !== 200)).to.deep.equal([]);
+    // Once applied, every request takes the new target.
+    test.upstreams.beta.reset();
+    for (let i = 0; i < 3; i += 1) expect((await ask(test.url)).status).to.equal(200);
+    expect(test.upstreams.beta.requests.map((seen) => seen.body?.model)).to.deep.equal(['beta-sonnet-4-6', 'beta-sonnet-4-6', 'beta-sonnet-4-6']);
+    const after = await readyz(test.url);
+    expect(after.config_version).to.match(/^[0-9a-f]{12}$/).and.not.equal(before.config_version);
+    expect(after).not.to.have.property('config_error');
+    const metrics = await (await request(`${test.url}/metrics`)).body.text();
+    expect(metrics).to.match(/^gateway_config_reloads_total\{result="applied"\} [1-9]/m);
+  });
+
+  it('keeps the previous table when the file is invalid, shows why in /readyz, and recovers with a good file', async () => {
+    const before = await readyz(test.url);
+    await writeFile(file, aliasFile('beta/no-such-model'));
+    await eventually(async () => (await readyz(test.url)).config_error !== undefined, 'the reload error in /readyz', 20_000);
+    const refused = await readyz(test.url);
+    expect(refused.config_error).to.contain('aliases.beta-latest').and.to.contain('beta/no-such-model');
+    expect(refused.config_version).to.equal(before.config_version);
+    expect(refused.status).to.equal('ok');
+    test.upstreams.beta.reset();
+    expect((await ask(test.url)).status).to.equal(200);
+    expect(test.upstreams.beta.requests[0]!.body?.model).to.equal('beta-opus-5');
+    const metrics = await (await request(`${test.url}/metrics`)).body.text();
+    expect(metrics).to.match(/^gateway_config_reloads_total\{result="rejected"\} [1-9]/m);
+
+    await writeFile(file, 'logLevel: loud\n');
+    await eventually(async () => ((await readyz(test.url)).config_error ?? '').includes('logLevel'), 'the schema error in /readyz', 20_000);
+
+    await writeFile(file, aliasFile('beta/beta-fable-5'));
+    await eventually(async () => (await readyz(test.url)).config_error === undefined, 'the error cleared', 20_000);
+    test.upstreams.beta.reset();
+    await ask(test.url);
+    expect(test.upstreams.beta.requests[0]!.body?.model).to.equal('beta-fable-5');
+  });
+
+  it('refuses a port, host or Redis change at reload, saying it needs a restart', async () => {
+    await writeFile(file, aliasFile('beta/beta-sonnet-4-6', 'logLevel: silent\nredis:\n  url: redis://127.0.0.1:1\n'));
+    const result = test.gateway.reloadConfig('test');
+    expect(result.applied).to.equal(false);
+    expect(result.error).to.contain('redis').and.to.contain('need a restart');
+    test.upstreams.beta.reset();
+    await ask(test.url);
+    expect(test.upstreams.beta.requests[0]!.body?.model).to.equal('beta-opus-5');
+  });
+
+  it('applies a new rate limit without a restart', async () => {
+    await writeFile(file, aliasFile('beta/beta-opus-5', 'logLevel: silent\nrateLimit:\n  max: 2\n  windowMs: 60000\n'));
+    expect(test.gateway.reloadConfig('test').applied).to.equal(true);
+    const statuses = [];
+    for (let i = 0; i < 4; i += 1) statuses.push((await ask(test.url)).status);
+    expect(statuses.filter((status) => status === 429)).to.have.length.at.least(2);
+  });
+
+  it('applies a new log level without a restart', async () => {
+    const log = new PassThrough();
+    let text = '';
+    log.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    const loudFile = join(dir, 'loud.yaml');
+    await writeFile(loudFile, aliasFile('beta/beta-opus-5', 'logLevel: info\n'));
+    const loud = await startTestGateway({ configFile: loudFile, logTo: log });
+    const requestLines = () => text.split('\n').filter((line) => line.includes('"msg":"request"')).length;
+    try {
+      await ask(loud.url);
+      await eventually(() => requestLines() === 1, 'an access-log line at info');
+      await writeFile(loudFile, aliasFile('beta/beta-opus-5', 'logLevel: warn\n'));
+      expect(loud.gateway.reloadConfig('test').applied).to.equal(true);
+      await ask(loud.url);
+      // An error line (a refused reload) comes after anything the request logged.
+      await writeFile(loudFile, 'logLevel: loud\n');
+      loud.gateway.reloadConfig('test');
+      await eventually(() => text.includes('configuration reload refused'), 'the refusal at error level');
+      expect(requestLines()).to.equal(1);
+    } finally {
+      await loud.close();
+    }
+  });
+});
+
+describe('SIGHUP reload of a running gateway', function () {
+  this.timeout(60_000);
+  let upstream: MockUpstream;
+  let gateway: GatewayProcess | undefined;
+  afterEach(async () => {
+    await gateway?.kill();
+    await upstream?.close();
+  });
+
+  it('applies an alias change on SIGHUP', async () => {
+    upstream = await startMockUpstream();
+    const root = await mkdtemp(join(tmpdir(), 'gateway-sighup-'));
+    // The file is edited where the gateway's watch does not look (behind a symlink), so only SIGHUP applies it.
+    await mkdir(join(root, 'real'));
+    await mkdir(join(root, 'config'));
+    const real = join(root, 'real', 'gateway.yaml');
+    await writeFile(real, aliasFile('beta/beta-opus-5'));
+    await symlink(real, join(root, 'config', 'gateway.yaml'));
+    gateway = await GatewayProcess.start({ BETA_BASE_URL: upstream.url, GATEWAY_API_KEYS: TEST_KEY, GATEWAY_DATA_DIR: join(root, 'data'), GATEWAY_CONFIG: join(root, 'config', 'gateway.yaml') });
+    expect((await ask(gateway.url)).body.model).to.equal('beta-opus-5');
+    await writeFile(real, aliasFile('beta/beta-sonnet-4-6'));
+    expect((await ask(gateway.url)).body.model).to.equal('beta-opus-5');
+    gateway.signal('SIGHUP');
+    await eventually(async () => (await ask(gateway!.url)).body.model === 'beta-sonnet-4-6', 'the new target after SIGHUP');
+    // The log line reaches this process through a pipe, possibly after the answer that showed the change.
+    await eventually(() => gateway!.logs.join('').includes('"trigger":"SIGHUP"'), 'the SIGHUP reload log line');
+    expect(await gateway.stop()).to.equal(0);
+    await rm(root, { recursive: true, force: true });
+  });
+});
