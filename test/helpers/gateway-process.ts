@@ -11,6 +11,30 @@ const COMMANDS: Record<StartCommand, [string, string[]]> = {
   'npm-start': ['npm', ['start', '--silent']],
 };
 
+/**
+ * Waits for a started gateway's listening line and gives back its URL; every output chunk is kept in
+ * `logs` meanwhile. Fails with the output so far when the process exits first or `timeoutMs` passes.
+ */
+export function listeningUrl(child: ChildProcess, logs: string[], timeoutMs: number): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${logs.join('')}`)), timeoutMs);
+    const onData = (chunk: Buffer) => {
+      logs.push(chunk.toString());
+      const match = /"url":"(http:\/\/[^"]+)"/.exec(logs.join(''));
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited with ${code}:\n${logs.join('')}`));
+    });
+  });
+}
+
 /** A gateway started as its own process (`node src/main.ts`, or `npm start`), as operators run it. */
 export class GatewayProcess {
   readonly logs: string[] = [];
@@ -29,23 +53,7 @@ export class GatewayProcess {
       detached: command === 'npm-start',
     });
     const logs: string[] = [];
-    const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${logs.join('')}`)), command === 'npm-start' ? 90_000 : 15_000);
-      const onData = (chunk: Buffer) => {
-        logs.push(chunk.toString());
-        const match = /"url":"(http:\/\/[^"]+)"/.exec(logs.join(''));
-        if (match) {
-          clearTimeout(timer);
-          resolve(match[1]!);
-        }
-      };
-      child.stdout!.on('data', onData);
-      child.stderr!.on('data', onData);
-      child.once('exit', (code) => {
-        clearTimeout(timer);
-        reject(new Error(`gateway exited with ${code}:\n${logs.join('')}`));
-      });
-    });
+    const url = await listeningUrl(child, logs, command === 'npm-start' ? 90_000 : 15_000);
     const gateway = new GatewayProcess(child, url);
     gateway.logs.push(...logs);
     child.stdout!.on('data', (chunk: Buffer) => gateway.logs.push(chunk.toString()));

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { listeningUrl } from '../helpers/gateway-process.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -25,20 +26,7 @@ export async function startSoakGateway(env: NodeJS.ProcessEnv, options: { fdLimi
   });
   const logs: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${logs.join('')}`)), 30_000);
-    const onData = (chunk: Buffer) => {
-      logs.push(chunk.toString());
-      const match = /"url":"(http:\/\/[^"]+)"/.exec(logs.join(''));
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    void exited.then((code) => reject(new Error(`gateway exited with ${code}:\n${logs.join('')}`)));
-  });
+  const url = await listeningUrl(child, logs, 30_000);
   return { child, url, logs, exited };
 }
 
