@@ -88,6 +88,8 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       accessLogger.level = settings.config.logLevel;
       const { max, windowMs } = settings.config.rateLimit;
       if (max !== previous.config.rateLimit.max || windowMs !== previous.config.rateLimit.windowMs) swapLimiters(max, windowMs);
+      // The reload built new endpoint pools: their rests are shared between instances from now on.
+      sharedBreaker?.attach(settings.endpoints.pools());
     },
     onResult: (result) => metrics.configReload(result),
   });

@@ -15,7 +15,7 @@ const KEY_PREFIX = 'gw:{upstream-rest}:';
 export class SharedBreakerState {
   private timer: NodeJS.Timeout | undefined;
   private reading = false;
-  private readonly members: { readonly pool: EndpointPool; readonly endpoint: PooledEndpoint; readonly key: string }[] = [];
+  private members: readonly { readonly pool: EndpointPool; readonly endpoint: PooledEndpoint; readonly key: string }[] = [];
 
   constructor(
     private readonly redis: RedisConnection,
@@ -23,17 +23,22 @@ export class SharedBreakerState {
     private readonly logger: Logger,
     private readonly intervalMs = 1000,
   ) {
+    this.attach(pools);
+  }
+
+  /** Shares the rests of these pools from now on (a config reload builds new ones): theirs are read, and published. */
+  attach(pools: ReadonlyMap<string, EndpointPool>): void {
+    const members: { pool: EndpointPool; endpoint: PooledEndpoint; key: string }[] = [];
     for (const [vendor, pool] of pools) {
-      for (const endpoint of pool.endpoints) this.members.push({ pool, endpoint, key: `${KEY_PREFIX}${vendor}:${endpoint.name}` });
+      for (const endpoint of pool.endpoints) members.push({ pool, endpoint, key: `${KEY_PREFIX}${vendor}:${endpoint.name}` });
       pool.onRest = (endpoint, restingUntil) => this.publish(`${KEY_PREFIX}${vendor}:${endpoint.name}`, restingUntil);
     }
+    this.members = members;
   }
 
   start(): this {
-    if (this.members.length > 0) {
-      this.timer = setInterval(() => void this.read(), this.intervalMs);
-      this.timer.unref();
-    }
+    this.timer = setInterval(() => void this.read(), this.intervalMs);
+    this.timer.unref();
     return this;
   }
 
@@ -43,13 +48,14 @@ export class SharedBreakerState {
 
   /** Reads every shared rest once (the timer calls it; tests may too). */
   async read(): Promise<void> {
-    if (this.reading) return;
+    const members = this.members;
+    if (this.reading || members.length === 0) return;
     this.reading = true;
     try {
-      const values = await this.redis.mget(...this.members.map((member) => member.key));
+      const values = await this.redis.mget(...members.map((member) => member.key));
       values.forEach((value, index) => {
         if (value === null) return;
-        const member = this.members[index]!;
+        const member = members[index]!;
         member.pool.restedElsewhere(member.endpoint, Number(value));
       });
     } catch (error) {

@@ -2,7 +2,9 @@ import { expect } from 'chai';
 import { request } from 'undici';
 import { createLogger } from '../../src/logger.ts';
 import { createRedisClient, waitUntilReady, type RedisConnection } from '../../src/store/redis-client.ts';
+import { EndpointPool, PooledEndpoint } from '../../src/upstream/endpoint-pool.ts';
 import { SharedBreakerState } from '../../src/upstream/shared-breaker.ts';
+import { upstreamEndpoint } from '../../src/upstream/upstream-client.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { TestRedisServer } from '../helpers/redis-server.ts';
 import { ScriptedUpstream } from '../helpers/scripted-upstream.ts';
@@ -74,5 +76,30 @@ describe('breaker state shared on Redis', function () {
     expect(await chat(second)).to.equal(502);
     expect(await chat(second)).to.equal(503);
     expect(secondPool.state().map((endpoint) => endpoint.status)).to.deep.equal(['resting', 'resting']);
+  });
+
+  it('shares the rests of the pools a config reload built, once attached', async () => {
+    const client = createRedisClient(server.url, createLogger('silent'));
+    expect(await waitUntilReady(client, 5000)).to.equal(true);
+    clients.push(client);
+    const pool = () =>
+      new EndpointPool([new PooledEndpoint(upstreamEndpoint('acme', a.url), 'primary', 1), new PooledEndpoint(upstreamEndpoint('acme', b.url), 'second', 1)], {
+        failureThreshold: 1,
+        cooldownMs: 30_000,
+      });
+    const before = pool();
+    const here = new SharedBreakerState(client, new Map([['acme', before]]), createLogger('silent'), 50).start();
+    const elsewhere = pool();
+    const there = new SharedBreakerState(client, new Map([['acme', elsewhere]]), createLogger('silent'), 50).start();
+    shared.push(here, there);
+
+    // This instance reloads its config: new pools replace the old ones.
+    const reloaded = pool();
+    here.attach(new Map([['acme', reloaded]]));
+    reloaded.failed(reloaded.endpoints[1]!);
+    await eventually(() => elsewhere.state()[1]!.status === 'resting', 'the other instance to learn of the reloaded pool\'s rest');
+    elsewhere.failed(elsewhere.endpoints[0]!);
+    await eventually(() => reloaded.state()[0]!.status === 'resting', 'the reloaded pool to learn of the other instance\'s rest');
+    expect(before.state().map((endpoint) => endpoint.status), 'the replaced pool is no longer read').to.deep.equal(['up', 'up']);
   });
 });
