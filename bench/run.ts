@@ -49,11 +49,18 @@ function start(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise
   children.push(child);
   return new Promise((resolve, reject) => {
     let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const match = pattern.exec(output);
-      if (match) resolve({ url: match[1]!, pid: child.pid! });
-    });
+      if (!match) return;
+      // From here on the output (an access-log line per request) is drained unread: keeping and
+      // scanning it would load this process, which shares the CPUs with the contenders.
+      child.stdout!.off('data', onData);
+      child.stdout!.resume();
+      output = output.slice(-2000);
+      resolve({ url: match[1]!, pid: child.pid! });
+    };
+    child.stdout!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${output.slice(-2000)}`)));
   });
 }
@@ -187,32 +194,45 @@ async function holdStreams(contender: Contender, count: number): Promise<{ peakM
         if (!counted) answered();
         counted = true;
       };
+      // A stream is open from its connection to its end: the gateway holds the response headers until
+      // the first content event (to fail over unseen), so counting from the headers would undercount.
+      let opened = false;
+      const close = () => {
+        if (opened) open -= 1;
+        opened = false;
+      };
       const req = request(url, { method: 'POST', agent, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-        settle();
-        open += 1;
-        mostOpen = Math.max(mostOpen, open);
         let tail = '';
         res.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString('latin1')).slice(-64)));
         res.on('end', () => {
-          open -= 1;
+          close();
           if (res.statusCode !== 200) drop(`status ${res.statusCode}`);
           else if (!tail.includes('[DONE]')) drop('ended without [DONE]');
           resolve();
         });
         res.on('error', (error) => {
-          open -= 1;
+          close();
           drop(`response: ${error.message}`);
           resolve();
         });
       });
+      req.on('socket', (socket) =>
+        socket.once('connect', () => {
+          settle();
+          opened = true;
+          open += 1;
+          mostOpen = Math.max(mostOpen, open);
+        }),
+      );
       req.on('error', (error) => {
         settle();
+        close();
         drop(`request: ${error.message}`);
         resolve();
       });
       req.end(body);
     });
-  // At most 200 requests wait for their headers at a time: a burst beyond the listen backlog would be
+  // At most 200 requests wait for their connection at a time: a burst beyond the listen backlog would be
   // reset by the kernel before any process saw it, which says nothing about the process measured.
   const all: Promise<void>[] = [];
   let waiting = 0;
