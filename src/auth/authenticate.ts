@@ -39,8 +39,13 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
 }
 
 /** Throws 403 unless the key may use the model (its resolved canonical ID). */
+/** Whether the key may use the model (its resolved canonical ID): every model when it lists none. */
+export function mayUseModel(key: CallerKey | undefined, canonicalModelId: string): boolean {
+  return !key?.models || key.models.includes(canonicalModelId);
+}
+
 export function assertModelAllowed(key: CallerKey | undefined, canonicalModelId: string): void {
-  if (key?.models && !key.models.includes(canonicalModelId)) {
+  if (!mayUseModel(key, canonicalModelId)) {
     throw forbidden(`This API key may not use the model '${canonicalModelId}'`);
   }
 }

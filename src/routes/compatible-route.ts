@@ -1,6 +1,6 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
-import { assertModelAllowed } from '../auth/authenticate.ts';
+import { assertModelAllowed, mayUseModel } from '../auth/authenticate.ts';
 import {
   isGatewayError,
   streamEventTooLarge,
@@ -15,9 +15,9 @@ import { readJsonRequestBody } from '../http/json-body.ts';
 import type { ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId } from '../plugins/plugin-contract.ts';
 import { inBandError } from '../sse/in-band-error.ts';
+import { requestIdOf } from '../ops/request-id.ts';
 import { relaySse } from '../sse/sse-relay.ts';
 import { retryAfterMs, type EndpointPool, type PooledEndpoint } from '../upstream/endpoint-pool.ts';
-import { requestIdOf } from '../ops/request-id.ts';
 import { redactCredential } from '../upstream/redact-credential.ts';
 import { awaitStreamStart } from '../upstream/stream-start.ts';
 import { readBody, RELAYED_RESPONSE_HEADERS, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
@@ -59,10 +59,6 @@ export function poolFor(services: RouteServices, resolved: ResolvedModel): Endpo
   const pool = services.endpoints.pool(vendor);
   if (!pool) throw upstreamNotConfigured(vendor, services.endpoints.envPrefix(vendor));
   return pool;
-}
-
-function allowedModel(caller: CallerKey | undefined, canonicalId: string): boolean {
-  return !caller?.models || caller.models.includes(canonicalId);
 }
 
 /** Aborts the upstream call the moment the client goes away. */
@@ -314,7 +310,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
       if (attempts === attemptsBefore) restingRetryAfterMs = Math.min(restingRetryAfterMs ?? Infinity, pool.retryAfterMs());
       const next =
         fallbacks &&
-        nextFallback(registry, fallbacks, nextFallbackIndex, route, resolved, (target) => allowedModel(caller, target.canonicalId) && services.endpoints.pool(target.plugin.vendor) !== undefined);
+        nextFallback(registry, fallbacks, nextFallbackIndex, route, resolved, (target) => mayUseModel(caller, target.canonicalId) && services.endpoints.pool(target.plugin.vendor) !== undefined);
       if (!next) break;
       nextFallbackIndex = next.index;
       model = next.resolved;
