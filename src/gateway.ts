@@ -16,12 +16,10 @@ import { capConnections } from './http/connection-cap.ts';
 import { InFlight } from './http/in-flight.ts';
 import { createRateLimiters, type KeyRateLimit } from './limits/rate-limiter.ts';
 import { loadPlugins } from './plugins/load-plugins.ts';
-import { ModelRegistry } from './plugins/model-registry.ts';
 import { DEFAULT_RETRY_POLICY, nativeChatRoute } from './routes/native-chat-route.ts';
 import type { CallerKey, ProviderEndpoints, RouteServices } from './routes/route-services.ts';
 import { answersWithin, createRedisClient, waitUntilReady, type RedisConnection } from './store/redis-client.ts';
 import { providerEndpoints } from './upstream/provider-endpoints.ts';
-import { fallbackTable } from './routes/model-fallbacks.ts';
 import { SharedBreakerState } from './upstream/shared-breaker.ts';
 import { UpstreamClient } from './upstream/upstream-client.ts';
 import { GatewayMetrics } from './ops/metrics.ts';
@@ -75,13 +73,11 @@ export async function openStores(config: GatewayConfig, logger: Logger): Promise
 /** Builds every part from the config, starts listening, and gives back a handle that closes it all. */
 export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv, logger: Logger): Promise<Gateway> {
   const plugins = await loadPlugins(config.manifestPath, config.pluginPath);
-  const initialRegistry = new ModelRegistry(plugins, config.aliases);
-  const buildEndpoints = (settings: GatewayConfig) => providerEndpoints(plugins, settings, env, logger);
   const live = new LiveConfig({
     plugins,
     env,
-    initial: { config, registry: initialRegistry, endpoints: buildEndpoints(config), fallbacks: fallbackTable(initialRegistry, config.fallbacks) },
-    buildEndpoints,
+    config,
+    buildEndpoints: (settings) => providerEndpoints(plugins, settings, env, logger),
     logger,
     onApplied: (settings, previous) => {
       logger.level = settings.config.logLevel;

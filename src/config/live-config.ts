@@ -74,8 +74,8 @@ export interface LiveConfigOptions {
   readonly plugins: readonly ProviderPlugin[];
   readonly env: NodeJS.ProcessEnv;
   readonly cwd?: string;
-  /** The configuration the gateway started with, and what it built from it. */
-  readonly initial: Omit<LiveSettings, 'version'>;
+  /** The configuration the gateway started with (its tables are built as a reload builds them). */
+  readonly config: GatewayConfig;
   /** The one function that builds the endpoint table from a configuration (the endpoint pools plug in here). */
   readonly buildEndpoints: (config: GatewayConfig) => ProviderEndpoints;
   /** Applies what is not read through {@link LiveConfig.current} (log level, rate limits); called after the swap. */
@@ -111,8 +111,14 @@ export class LiveConfig {
 
   constructor(private readonly options: LiveConfigOptions) {
     this.path = configFilePath(options.env, options.cwd);
-    this.current = { version: configVersion(this.path), ...options.initial };
+    this.current = this.settingsFor(configVersion(this.path), options.config);
     this.seen = this.current.version;
+  }
+
+  /** Everything built from one configuration; throws {@link ConfigError} where its tables do not build. */
+  private settingsFor(version: string, config: GatewayConfig): LiveSettings {
+    const registry = new ModelRegistry(this.options.plugins, config.aliases);
+    return { version, config, registry, fallbacks: fallbackTable(registry, config.fallbacks), endpoints: this.options.buildEndpoints(config) };
   }
 
   /** Reads, validates and applies the file. Never throws: a refusal is logged and returned. */
@@ -126,11 +132,9 @@ export class LiveConfig {
       if (restart.length) throw new ConfigError(`${restart.join(', ')} changed: these need a restart, nothing was applied`);
       const problems = aliasProblems(this.options.plugins, config.aliases);
       if (problems.length) throw new ConfigError(problems.join('; '));
-      const registry = new ModelRegistry(this.options.plugins, config.aliases);
-      const fallbacks = fallbackTable(registry, config.fallbacks);
-      const endpoints = this.options.buildEndpoints(config);
+      const next = this.settingsFor(version, config);
       const previous = this.current;
-      this.current = { version, config, registry, endpoints, fallbacks };
+      this.current = next;
       this.lastError = undefined;
       this.options.onApplied?.(this.current, previous);
       this.options.onResult?.('applied');
