@@ -17,6 +17,7 @@ import type { TokenUsage, UpstreamRouteId } from '../plugins/plugin-contract.ts'
 import { inBandError } from '../sse/in-band-error.ts';
 import { requestIdOf } from '../ops/request-id.ts';
 import { relaySse } from '../sse/sse-relay.ts';
+import { AttemptSignal } from '../upstream/attempt-signal.ts';
 import { retryAfterMs, type EndpointPool, type PooledEndpoint } from '../upstream/endpoint-pool.ts';
 import { redactCredential } from '../upstream/redact-credential.ts';
 import { awaitStreamStart } from '../upstream/stream-start.ts';
@@ -144,7 +145,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     };
 
     let clientGone = false;
-    let attemptAbort: AbortController | undefined;
+    let attemptAbort: AttemptSignal | undefined;
     res.once('close', () => {
       if (res.writableFinished) return;
       clientGone = true;
@@ -177,8 +178,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
           lastError = error;
           if (error) lastStatus = undefined;
         };
-        attemptAbort = new AbortController();
-        const signal = attemptAbort.signal;
+        const signal = (attemptAbort = new AttemptSignal());
         let response: Dispatcher.ResponseData;
         if (upstreamAt === 0) upstreamAt = performance.now();
         try {

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
-import type { Readable } from 'node:stream';
 import type { SseEvent, StreamFixup } from '../plugins/plugin-contract.ts';
+import { isByteReadable, readableBatches } from './readable-batches.ts';
 import { replaceBlockData, SseSplitter, type SseBlock } from './sse-splitter.ts';
 
 export interface RelayOptions {
@@ -49,7 +49,7 @@ export async function relaySse(upstream: AsyncIterable<Uint8Array>, res: ServerR
     }
   };
   try {
-    for await (const chunk of isReadable(upstream) ? batches(upstream) : upstream) {
+    for await (const chunk of isByteReadable(upstream) ? readableBatches(upstream) : upstream) {
       const blocks = splitter.push(chunk);
       for (const block of blocks) if (block.event) options.onEvent(block.event);
       if (blocks.length > 0) await write(fixing ? Buffer.concat(blocks.map((block) => applyFixups(block, options.fixups))) : contiguous(blocks));
@@ -64,49 +64,6 @@ export async function relaySse(upstream: AsyncIterable<Uint8Array>, res: ServerR
     throw error;
   } finally {
     res.off('close', markClosed);
-  }
-}
-
-function isReadable(upstream: AsyncIterable<Uint8Array>): upstream is Readable {
-  const candidate = upstream as Partial<Readable>;
-  return typeof candidate.read === 'function' && typeof candidate.on === 'function' && candidate.readableObjectMode === false;
-}
-
-/**
- * The chunks of a byte stream, everything it holds at once: what arrived together (one socket read
- * often carries many small SSE chunks) is split, tapped and written as one, so a burst costs one socket
- * write rather than one per upstream chunk. Ends as the stream ends, and fails as it fails.
- */
-async function* batches(readable: Readable): AsyncGenerator<Buffer> {
-  let wake: (() => void) | undefined;
-  const signal = () => {
-    const waiting = wake;
-    wake = undefined;
-    waiting?.();
-  };
-  readable.on('readable', signal);
-  readable.on('end', signal);
-  readable.on('error', signal);
-  readable.on('close', signal);
-  try {
-    for (;;) {
-      const chunk = readable.read() as Buffer | null;
-      if (chunk !== null) {
-        yield chunk;
-        continue;
-      }
-      if (readable.errored) throw readable.errored;
-      if (readable.readableEnded) return;
-      if (readable.destroyed) throw Object.assign(new Error('the upstream body closed before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
-      await new Promise<void>((resolve) => (wake = resolve));
-    }
-  } finally {
-    readable.off('readable', signal);
-    readable.off('end', signal);
-    readable.off('error', signal);
-    readable.off('close', signal);
-    // Stopped early (client gone, event refused): the rest of the body is not wanted.
-    if (!readable.readableEnded) readable.destroy();
   }
 }
 

@@ -12,6 +12,14 @@ const CR = 0x0d;
 const COLON = 0x3a;
 const SPACE = 0x20;
 const EMPTY = Buffer.alloc(0);
+const DATA = Buffer.from('data');
+const EVENT = Buffer.from('event');
+const ID = Buffer.from('id');
+
+function isName(buffer: Buffer, start: number, name: Buffer): boolean {
+  for (let index = 0; index < name.length; index += 1) if (buffer[start + index] !== name[index]) return false;
+  return true;
+}
 
 /**
  * Incremental SSE splitter over raw bytes (WHATWG rules): lines end in LF, CRLF or a lone CR, even when
@@ -133,15 +141,15 @@ export class SseSplitter {
       if (buffer[start] === 0xef && buffer[start + 1] === 0xbb && buffer[start + 2] === 0xbf) start += 3;
     }
     if (buffer[start] === COLON) return;
-    // Searched within the line only: a line without a colon must not scan the rest of the buffer.
-    const colon = buffer.subarray(start, end).indexOf(COLON);
-    const nameEnd = colon === -1 ? end : start + colon;
+    // Byte comparisons, not strings: this runs for every line of every stream.
+    let nameEnd = start;
+    while (nameEnd < end && buffer[nameEnd] !== COLON) nameEnd += 1;
     let valueStart = nameEnd === end ? end : nameEnd + 1;
     if (buffer[valueStart] === SPACE && valueStart < end) valueStart += 1;
-    const name = buffer.toString('latin1', start, nameEnd);
-    if (name === 'data') this.data.push(buffer.toString('utf8', valueStart, end));
-    else if (name === 'event') this.eventName = buffer.toString('utf8', valueStart, end);
-    else if (name === 'id') this.eventId = buffer.toString('utf8', valueStart, end);
+    const nameLength = nameEnd - start;
+    if (nameLength === 4 && isName(buffer, start, DATA)) this.data.push(buffer.toString('utf8', valueStart, end));
+    else if (nameLength === 5 && isName(buffer, start, EVENT)) this.eventName = buffer.toString('utf8', valueStart, end);
+    else if (nameLength === 2 && isName(buffer, start, ID)) this.eventId = buffer.toString('utf8', valueStart, end);
   }
 
   private dispatch(): SseEvent | undefined {

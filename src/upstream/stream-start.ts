@@ -1,4 +1,5 @@
 import type { SseEvent, WireFormat } from '../plugins/plugin-contract.ts';
+import { discard, isByteReadable, readableBatches } from '../sse/readable-batches.ts';
 import { SseSplitter } from '../sse/sse-splitter.ts';
 
 /**
@@ -59,28 +60,40 @@ export async function awaitStreamStart(
   format: WireFormat,
   maxHeldBytes: number,
 ): Promise<StreamStart> {
-  const iterator = body[Symbol.asyncIterator]();
+  // A node byte stream is read a batch at a time and handed back whole, the held bytes put back in
+  // front, so the relay reads it the same cheap way; any other iterable is replayed.
+  const readable = isByteReadable(body) ? body : undefined;
+  const source = readable ? readableBatches(readable, { keepOpen: true }) : body[Symbol.asyncIterator]();
   const held: Uint8Array[] = [];
   const splitter = new SseSplitter();
   let heldBytes = 0;
+  const started = async (ended: boolean): Promise<StreamStart> => {
+    if (!readable) return { kind: 'content', body: replay(held, source, ended) };
+    await source.return?.(undefined);
+    if (ended) return { kind: 'content', body: replay(held, source, true) };
+    readable.unshift(held.length === 1 ? held[0]! : Buffer.concat(held));
+    return { kind: 'content', body: readable };
+  };
   try {
     for (;;) {
-      const next = await iterator.next();
-      if (next.done) return { kind: 'content', body: replay(held, iterator, true) };
+      const next = await source.next();
+      if (next.done) return await started(true);
       held.push(next.value);
       heldBytes += next.value.length;
       for (const block of splitter.push(next.value)) {
         const event = block.event;
         if (!event) continue;
         if (isErrorEvent(format, event)) {
-          await iterator.return?.();
+          await source.return?.(undefined);
+          if (readable) discard(readable);
           return { kind: 'error', reason: 'the upstream sent an error event before any content' };
         }
-        if (!isOpeningEvent(format, event)) return { kind: 'content', body: replay(held, iterator, false) };
+        if (!isOpeningEvent(format, event)) return await started(false);
       }
-      if (heldBytes > maxHeldBytes) return { kind: 'content', body: replay(held, iterator, false) };
+      if (heldBytes > maxHeldBytes) return await started(false);
     }
   } catch (error) {
+    if (readable) discard(readable);
     return { kind: 'broken', error };
   }
 }

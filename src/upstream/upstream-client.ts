@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, type Dispatcher } from 'undici';
 import { readLimited } from '../http/read-limited.ts';
+import type { UpstreamAbortSignal } from './attempt-signal.ts';
 import type { UpstreamOutcome } from '../ops/metrics.ts';
 import type { UpstreamRoute } from '../plugins/plugin-contract.ts';
 
@@ -30,7 +31,7 @@ export interface UpstreamRequest {
   /** Sent as `x-request-id`, so the upstream's logs can be matched with the gateway's. */
   readonly requestId?: string;
   /** Aborts the upstream request (the client went away, or an attempt timed out). */
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | (UpstreamAbortSignal & NodeJS.EventEmitter);
   /** Overrides the client's default wait for headers and between body chunks, in ms. */
   readonly timeoutMs?: number;
   /** Overrides the wait between body chunks alone, in ms (default: `timeoutMs`). */

@@ -21,10 +21,12 @@ const RESPONSES_END_EVENTS = new Set(['response.completed', 'response.incomplete
  * Whether a streamed event is its format's terminal event, after which the answer is complete: Chat
  * Completions `[DONE]` or a chunk with a `finish_reason`; Messages `message_stop`; Responses
  * `response.completed`, `response.incomplete` or `response.failed` (named or data-only frames).
+ * A named event is terminal by its name.
  */
 export function isTerminalEvent(format: WireFormat, event: SseEvent): boolean {
   if (format === 'chat-completions') return event.data === '[DONE]' || CHAT_FINISH.test(event.data);
-  if (format === 'messages') return event.event === 'message_stop' || MESSAGES_STOP.test(event.data);
-  if (format === 'responses') return (event.event !== undefined && RESPONSES_END_EVENTS.has(event.event)) || RESPONSES_END.test(event.data);
+  // A named event is judged by its name alone (no scan of its data); data-only frames (some relays) by their type.
+  if (format === 'messages') return event.event !== undefined ? event.event === 'message_stop' : MESSAGES_STOP.test(event.data);
+  if (format === 'responses') return event.event !== undefined ? RESPONSES_END_EVENTS.has(event.event) : RESPONSES_END.test(event.data);
   return false;
 }
