@@ -2,6 +2,8 @@ import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import { ConfigError, type GatewayConfig } from './config/gateway-config.ts';
+import { ClusterMetrics } from './ops/cluster-metrics.ts';
+import { serveMetrics, urlOf } from './ops/metrics-route.ts';
 
 /** `GATEWAY_WORKERS`: a count, or `auto` for one per core; unset means one process, no cluster. */
 export function workerCount(value: string | undefined, cores = availableParallelism()): number {
@@ -24,9 +26,15 @@ export function assertWorkersShareState(workers: number, config: GatewayConfig):
  * The cluster primary: forks `workers` gateway processes sharing the port, forks a replacement for
  * one that dies, passes SIGHUP (reload) on to every worker, and on SIGTERM/SIGINT passes the signal on
  * and exits once every worker has drained and exited (a second signal is passed on as well, so the
- * workers end their open requests at once).
+ * workers end their open requests at once). It gathers the workers' metrics for every scrape
+ * ({@link ClusterMetrics}) and serves `METRICS_PORT` itself; rejects when it cannot listen there.
  */
-export function runPrimary(workers: number, config: GatewayConfig, logger: Logger): void {
+export async function runPrimary(workers: number, config: GatewayConfig, logger: Logger): Promise<void> {
+  const metrics = new ClusterMetrics();
+  if (config.metricsPort !== undefined) {
+    const server = await serveMetrics(metrics, config.metricsPort, config.host);
+    logger.info({ metrics_url: urlOf(server) }, `metrics of every worker on ${urlOf(server)}/metrics`);
+  }
   let stopping = false;
   const fork = () => {
     const worker = cluster.fork();

@@ -25,6 +25,7 @@ import { UpstreamClient } from './upstream/upstream-client.ts';
 import { GatewayMetrics } from './ops/metrics.ts';
 import { OPENAPI_DOCUMENT } from './openapi/openapi-document.ts';
 import { createAccessLogger } from './logger.ts';
+import { answerFiguresRequests, PrimaryScrape } from './ops/cluster-metrics.ts';
 import { metricsRoute, serveMetrics, urlOf } from './ops/metrics-route.ts';
 import { ObservedUsageAccounting, RequestObserver } from './ops/request-observer.ts';
 import { EmbeddedUsageStore } from './usage/embedded-usage-store.ts';
@@ -37,7 +38,7 @@ export interface Gateway {
   /** `http://host:port` the gateway listens on. */
   readonly url: string;
   readonly server: Server;
-  /** `http://host:port` of the separate metrics listener (`METRICS_PORT`); undefined when `/metrics` is on the main port. */
+  /** `http://host:port` of the separate metrics listener (`METRICS_PORT`); undefined when `/metrics` is on the main port or the cluster primary serves it. */
   readonly metricsUrl?: string;
   readonly metrics: GatewayMetrics;
   readonly keys: KeyStore;
@@ -70,8 +71,17 @@ export async function openStores(config: GatewayConfig, logger: Logger): Promise
   return { redis, keys: new RedisKeyStore(redis), usage: await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger }) };
 }
 
+/** How the gateway process runs: alone, or as one worker of a cluster (`GATEWAY_WORKERS`). */
+export interface StartOptions {
+  /**
+   * A cluster worker: `/metrics` on the main port answers with the whole cluster's figures, gathered
+   * by the primary (which also serves `METRICS_PORT` itself, so the worker does not listen there).
+   */
+  readonly clusterWorker?: boolean;
+}
+
 /** Builds every part from the config, starts listening, and gives back a handle that closes it all. */
-export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv, logger: Logger): Promise<Gateway> {
+export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv, logger: Logger, options: StartOptions = {}): Promise<Gateway> {
   const plugins = await loadPlugins(config.manifestPath, config.pluginPath);
   const live = new LiveConfig({
     plugins,
@@ -166,7 +176,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     inFlight,
     observer,
     mount: (expressApp, add, guard) => {
-      if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(metrics));
+      if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(options.clusterWorker ? new PrimaryScrape() : metrics));
       add('get', '/openapi.json', (_req, res) => void res.type('application/json').send(OPENAPI_JSON));
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
       expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle }));
@@ -201,6 +211,8 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     app,
   );
   capConnections(server, config.maxConnections, logger);
+  // Before listening: the primary asks a worker for its figures once the worker listens.
+  if (options.clusterWorker) answerFiguresRequests(metrics.registry);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {
@@ -209,7 +221,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     });
   });
   live.watch();
-  const metricsServer = config.metricsPort === undefined ? undefined : await serveMetrics(metrics, config.metricsPort, config.host);
+  const metricsServer = config.metricsPort === undefined || options.clusterWorker ? undefined : await serveMetrics(metrics, config.metricsPort, config.host);
   return {
     url: urlOf(server),
     metricsUrl: metricsServer && urlOf(metricsServer),

@@ -26,13 +26,18 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   if (workers > 1 && cluster.isPrimary) {
-    runPrimary(workers, config, createLogger(config.logLevel).child({ role: 'primary' }));
+    try {
+      await runPrimary(workers, config, createLogger(config.logLevel).child({ role: 'primary' }));
+    } catch (error) {
+      process.stderr.write(`model-gateway: cannot start: ${(error as Error).message}\n`);
+      process.exit(1);
+    }
     return;
   }
   const logger = cluster.isWorker ? createLogger(config.logLevel).child({ worker: cluster.worker!.id }) : createLogger(config.logLevel);
   let gateway;
   try {
-    gateway = await startGateway(config, process.env, logger);
+    gateway = await startGateway(config, process.env, logger, { clusterWorker: cluster.isWorker });
   } catch (error) {
     if (error instanceof PluginLoadError || error instanceof ConfigError) {
       process.stderr.write(`model-gateway: cannot start: ${error.message}\n`);

@@ -92,4 +92,70 @@ describe('a gateway with two workers', function () {
     expect(await gateway.stop()).to.equal(0);
     gateway = undefined;
   });
+
+  /** The sum of every `gateway_requests_total` sample of one route in an exposition text. */
+  const requestsOf = (text: string, route: string) =>
+    [...text.matchAll(/^gateway_requests_total\{([^}]*)\} (\S+)$/gm)]
+      .filter((match) => match[1]!.includes(`route="${route}"`))
+      .reduce((sum, match) => sum + Number(match[2]), 0);
+  const scrape = async (url: string) => {
+    const response = await request(`${url}/metrics`, { reset: true });
+    const body = await response.body.text();
+    expect(response.statusCode, body).to.equal(200);
+    return body;
+  };
+  /** Worker ids of the access-log lines of one route. */
+  const workersOf = (route: string) => new Set([...gateway!.logs.join('').matchAll(new RegExp(`"worker":(\\d+),"request_id":"[^"]+","route":"${route.replace(/\//g, '\\/')}"`, 'g'))].map((match) => match[1]));
+  const startTwoWorkers = async (env: NodeJS.ProcessEnv = {}) => {
+    gateway = await GatewayProcess.start({ GATEWAY_WORKERS: '2', REDIS_URL: redis.url, RATE_LIMIT_MAX: '1000', ZETA_BASE_URL: upstream.url, GATEWAY_API_KEYS: KEY, GATEWAY_DATA_DIR: dataDir, ...env });
+    await eventually(() => (gateway!.logs.join('').match(/listening on/g) ?? []).length === 2, 'both workers listening', 30_000);
+  };
+  const SENT = 9;
+
+  it('answers /metrics on the shared main port for the whole gateway, whichever worker takes the scrape', async () => {
+    await startTwoWorkers();
+    for (let i = 0; i < SENT; i += 1) expect(await ask(gateway!.url)).to.equal(200);
+    await eventually(() => workersOf('chat-completions').size === 2, 'requests served by both workers');
+    // New connections, so the scrapes too are taken by both workers in turn; each sees every request.
+    const totals: number[] = [];
+    for (let i = 0; i < 4; i += 1) totals.push(requestsOf(await scrape(gateway!.url), 'chat-completions'));
+    await eventually(() => workersOf('/metrics').size === 2, 'scrapes taken by both workers');
+    expect(totals).to.deep.equal([SENT, SENT, SENT, SENT]);
+    const text = await scrape(gateway!.url);
+    // One series per label set, not one per worker; the defaults are aggregated too.
+    expect(text.match(/^gateway_open_streams /gm)).to.have.length(1);
+    expect(text.match(/^# TYPE gateway_requests_total counter$/gm)).to.have.length(1);
+    expect(text).to.match(/^process_cpu_user_seconds_total \d/m);
+    expect(await gateway!.stop()).to.equal(0);
+    gateway = undefined;
+  });
+
+  it('serves the whole gateway on METRICS_PORT from the primary', async () => {
+    await startTwoWorkers({ METRICS_PORT: '0' });
+    const metricsUrl = /"metrics_url":"(http:\/\/[^"]+)"/.exec(gateway!.logs.join(''))?.[1];
+    expect(metricsUrl, gateway!.logs.join('')).to.be.a('string');
+    expect(requestsOf(await scrape(metricsUrl!), 'chat-completions')).to.equal(0);
+    for (let i = 0; i < SENT; i += 1) expect(await ask(gateway!.url)).to.equal(200);
+    await eventually(() => workersOf('chat-completions').size === 2, 'requests served by both workers');
+    expect(requestsOf(await scrape(metricsUrl!), 'chat-completions')).to.equal(SENT);
+    // The main port no longer answers /metrics.
+    const main = await request(`${gateway!.url}/metrics`, { reset: true });
+    expect(main.statusCode).to.equal(404);
+    await main.body.dump();
+    // A worker that cannot answer fails the scrape, rather than give a partial sum.
+    const [frozen] = started();
+    process.kill(frozen!, 'SIGSTOP');
+    try {
+      const refused = await request(`${metricsUrl}/metrics`, { reset: true });
+      const body = (await refused.body.json()) as { detail: string };
+      expect(refused.statusCode).to.equal(503);
+      expect(refused.headers['retry-after']).to.equal('1');
+      expect(body.detail).to.match(/metrics could not be gathered from every worker \(worker \d+ did not send its metrics within 3000 ms\)/);
+    } finally {
+      process.kill(frozen!, 'SIGCONT');
+    }
+    expect(requestsOf(await scrape(metricsUrl!), 'chat-completions')).to.equal(SENT);
+    expect(await gateway!.stop()).to.equal(0);
+    gateway = undefined;
+  });
 });

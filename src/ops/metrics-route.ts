@@ -2,11 +2,11 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RequestHandler } from 'express';
 import { sendError } from '../errors/error-middleware.ts';
-import { internalError, routeNotFound } from '../errors/gateway-errors.ts';
-import type { GatewayMetrics } from './metrics.ts';
+import { internalError, isGatewayError, routeNotFound } from '../errors/gateway-errors.ts';
+import type { MetricsSource } from './cluster-metrics.ts';
 
-/** `GET /metrics` in Prometheus text format. */
-export function metricsRoute(metrics: GatewayMetrics): RequestHandler {
+/** `GET /metrics` in Prometheus text format (this process's figures, or the whole cluster's). */
+export function metricsRoute(metrics: MetricsSource): RequestHandler {
   return async (_req, res) => {
     const { contentType, body } = await metrics.scrape();
     res.setHeader('content-type', contentType);
@@ -22,7 +22,7 @@ export function urlOf(server: Server): string {
 }
 
 /** The metrics alone on their own port (`METRICS_PORT`), so they need not be reachable where clients are. */
-export async function serveMetrics(metrics: GatewayMetrics, port: number, host: string): Promise<Server> {
+export async function serveMetrics(metrics: MetricsSource, port: number, host: string): Promise<Server> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
     if (req.method !== 'GET' || path !== '/metrics') {
@@ -31,7 +31,7 @@ export async function serveMetrics(metrics: GatewayMetrics, port: number, host: 
     }
     metrics.scrape().then(
       ({ contentType, body }) => res.writeHead(200, { 'content-type': contentType }).end(body),
-      (error: unknown) => sendError(res, internalError(error), 'plain'),
+      (error: unknown) => sendError(res, isGatewayError(error) ? error : internalError(error), 'plain'),
     );
   });
   await new Promise<void>((resolve, reject) => {

@@ -76,13 +76,15 @@ export class GatewayMetrics implements UpstreamMetrics {
       help: 'Whether an upstream endpoint takes requests (1) or not (0)',
       labelNames: ['provider', 'endpoint'],
       registers,
+      // Across workers: 0 as soon as one worker rests the endpoint (rests are shared through Redis anyway).
+      aggregator: 'min',
       collect() {
         this.reset();
         for (const state of self.endpointStates()) this.set({ provider: state.provider, endpoint: state.endpoint }, state.up ? 1 : 0);
       },
     });
-    new Gauge({ name: 'gateway_open_streams', help: 'Streamed answers being relayed now', registers, collect() { this.set(self.openStreams); } });
-    new Gauge({ name: 'gateway_usage_queue_depth', help: 'Usage records taken but not yet stored', registers, collect() { this.set(sources.usageQueueDepth?.() ?? 0); } });
+    new Gauge({ name: 'gateway_open_streams', help: 'Streamed answers being relayed now', registers, aggregator: 'sum', collect() { this.set(self.openStreams); } });
+    new Gauge({ name: 'gateway_usage_queue_depth', help: 'Usage records taken but not yet stored', registers, aggregator: 'sum', collect() { this.set(sources.usageQueueDepth?.() ?? 0); } });
     // Shown at 0 from the start, so a rate or an alert on them has a series before the first event.
     for (const reason of ['rate_limit', 'quota']) this.rateLimited.labels(reason).inc(0);
     for (const result of ['applied', 'rejected']) this.configReloads.labels(result).inc(0);
