@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { isGatewayError } from '../errors/gateway-errors.ts';
 import type { ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId, WireFormat } from '../plugins/plugin-contract.ts';
-import type { CallerKey, Exchange, UsageAccounting } from '../routes/route-services.ts';
+import type { CallerKey, Exchange, RecordedUsage, UsageAccounting } from '../routes/route-services.ts';
 import { NO_MODEL, type GatewayMetrics } from './metrics.ts';
 import { requestIdOf } from './request-id.ts';
 
@@ -33,33 +33,44 @@ export class RequestObserver {
     for (const route of Object.values(MODEL_ROUTE_OF)) metrics.route(route);
   }
 
-  /** A request that reached a model, when its answer is done. */
-  exchange(exchange: Exchange): void {
+  /**
+   * A request that reached a model, when its answer is done. With `recorded` (its usage is being
+   * estimated), the metrics are counted now and the access line is written once the estimate is made,
+   * with the tokens the usage record stores.
+   */
+  exchange(exchange: Exchange, recorded?: Promise<RecordedUsage>): void {
     const { resolved, usage } = exchange;
     const upstreamMs = exchange.upstreamMs ?? 0;
     const model = resolved.canonicalId;
     this.metrics.request(exchange.route, model, exchange.status, exchange.latencyMs, upstreamMs, exchange.firstByteMs);
     if (usage) this.metrics.tokensUsed(model, usage.inputTokens, usage.outputTokens, usage.cachedTokens);
     if (exchange.status === 429) this.metrics.limited('rate_limit');
-    this.logger.info(
-      {
-        request_id: exchange.requestId,
-        route: exchange.route,
-        requested_model: resolved.requestedId,
-        model,
-        status: exchange.status,
-        outcome: exchange.outcome,
-        stream: exchange.stream,
-        duration_ms: round(exchange.latencyMs),
-        overhead_ms: round(Math.max(0, exchange.latencyMs - upstreamMs)),
-        ttfb_ms: exchange.firstByteMs === undefined ? undefined : round(exchange.firstByteMs),
-        input_tokens: usage?.inputTokens,
-        output_tokens: usage?.outputTokens,
-        cached_tokens: usage?.cachedTokens,
-        key_id: exchange.keyId,
-      },
-      'request',
-    );
+    if (recorded === undefined) this.logExchange(exchange, usage, false);
+    else void recorded.then((final) => this.logExchange(exchange, final.usage, final.estimated));
+  }
+
+  private logExchange(exchange: Exchange, usage: TokenUsage | undefined, estimated: boolean): void {
+    const upstreamMs = exchange.upstreamMs ?? 0;
+    const resolved = exchange.resolved;
+    const line: Record<string, unknown> = {
+      request_id: exchange.requestId,
+      route: exchange.route,
+      requested_model: resolved.requestedId,
+      model: resolved.canonicalId,
+      status: exchange.status,
+      outcome: exchange.outcome,
+      stream: exchange.stream,
+      duration_ms: round(exchange.latencyMs),
+      overhead_ms: round(Math.max(0, exchange.latencyMs - upstreamMs)),
+      ttfb_ms: exchange.firstByteMs === undefined ? undefined : round(exchange.firstByteMs),
+      input_tokens: usage?.inputTokens,
+      output_tokens: usage?.outputTokens,
+      cached_tokens: usage?.cachedTokens,
+      key_id: exchange.keyId,
+    };
+    // Only on lines whose usage was estimated: the usual line keeps its fields.
+    if (estimated) line.tokens_estimated = true;
+    this.logger.info(line, 'request');
   }
 
   /** A model-route request answered with an error before it reached a model (no exchange). */
@@ -125,12 +136,13 @@ export class ObservedUsageAccounting implements UsageAccounting {
     return this.inner.charge(usage, resolved);
   }
 
-  record(exchange: Exchange): void {
+  record(exchange: Exchange): Promise<RecordedUsage> | undefined {
+    const recorded = this.inner.record(exchange);
     try {
-      this.observer.exchange(exchange);
+      this.observer.exchange(exchange, recorded);
     } catch {
       // Observation must never cost a request its usage record.
     }
-    this.inner.record(exchange);
+    return recorded;
   }
 }

@@ -50,6 +50,13 @@ export interface Exchange {
   readonly responseText: () => string | TextSample;
 }
 
+/** The usage a record stores once its estimate is made. */
+export interface RecordedUsage {
+  readonly usage: TokenUsage | undefined;
+  /** Whether any of the figures is a tokenizer estimate. */
+  readonly estimated: boolean;
+}
+
 /** The usage accounting the routes call; the usage module implements it. */
 export interface UsageAccounting {
   /** Before dispatch: throws the 429 quota error when the caller's token quota is spent. */
@@ -60,8 +67,12 @@ export interface UsageAccounting {
   streamedText(format: WireFormat, data: string): string;
   /** The derived counters of a usage under the model's pricing (the native chat result shows them). */
   charge(usage: TokenUsage, resolved: ResolvedModel): { readonly totalTokens: number; readonly chargedTokens: number };
-  /** Records one exchange. Never throws, never delays the response. */
-  record(exchange: Exchange): void;
+  /**
+   * Records one exchange. Never throws, never delays the response. Gives back undefined when the record
+   * was taken as it is (the usual case), or, when its usage must first be estimated with a tokenizer,
+   * a promise of the usage the record stores (it never rejects).
+   */
+  record(exchange: Exchange): Promise<RecordedUsage> | undefined;
 }
 
 /** Resolved upstream endpoints per vendor; `undefined` where the operator configured none. */

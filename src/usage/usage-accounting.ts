@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { ModelRegistry, ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
-import type { CallerKey, Exchange, UsageAccounting } from '../routes/route-services.ts';
+import type { CallerKey, Exchange, RecordedUsage, UsageAccounting } from '../routes/route-services.ts';
 import { charge } from './pricing.ts';
 import { checkQuota } from './quota.ts';
 import { standardExtractors } from './standard-extractors.ts';
@@ -30,7 +30,7 @@ export const ANONYMOUS_KEY_ID = 'anonymous';
  * Every record carries the exchange's `outcome`.
  */
 export class GatewayUsageAccounting implements UsageAccounting {
-  private readonly estimating = new Set<Promise<void>>();
+  private readonly estimating = new Set<Promise<RecordedUsage>>();
 
   constructor(
     private readonly store: UsageStore,
@@ -56,7 +56,7 @@ export class GatewayUsageAccounting implements UsageAccounting {
     return charge(usage, resolved.model.pricing);
   }
 
-  record(exchange: Exchange): void {
+  record(exchange: Exchange): Promise<RecordedUsage> | undefined {
     try {
       const time = this.now();
       const finish = (usage: TokenUsage | undefined, estimated: boolean) =>
@@ -82,23 +82,40 @@ export class GatewayUsageAccounting implements UsageAccounting {
         );
       const reported = exchange.usage;
       const cutShort = exchange.stream && exchange.outcome !== 'complete';
-      if (reported && !cutShort) return finish(reported, false);
-      if (!exchange.consumed || exchange.route === 'count-tokens') return finish(reported, false);
+      if (reported && !cutShort) {
+        finish(reported, false);
+        return undefined;
+      }
+      if (!exchange.consumed || exchange.route === 'count-tokens') {
+        finish(reported, false);
+        return undefined;
+      }
+      const settle = (usage: TokenUsage | undefined, estimated: boolean): RecordedUsage => {
+        finish(usage, estimated);
+        return { usage, estimated };
+      };
       const estimate = estimateUsage(exchange.requestBody(), exchange.responseText()).then(
         (counted) => {
-          if (!reported) return finish(counted, true);
+          if (!reported) return settle(counted, true);
           const estimatedOutput = counted.outputTokens > reported.outputTokens;
-          finish({ ...reported, outputTokens: Math.max(reported.outputTokens, counted.outputTokens) }, estimatedOutput);
+          return settle({ ...reported, outputTokens: Math.max(reported.outputTokens, counted.outputTokens) }, estimatedOutput);
         },
         (error: unknown) => {
           this.logger.error({ err: error }, 'usage estimate failed; recording the reported usage (or zero) flagged as estimated');
-          finish(reported, true);
+          return settle(reported, true);
         },
       );
-      this.estimating.add(estimate);
-      void estimate.finally(() => this.estimating.delete(estimate));
+      // A store that throws must not leave the promise rejected (callers are told it never rejects).
+      const recorded = estimate.catch((error: unknown): RecordedUsage => {
+        this.logger.error({ err: error }, 'usage record failed');
+        return { usage: reported, estimated: true };
+      });
+      this.estimating.add(recorded);
+      void recorded.finally(() => this.estimating.delete(recorded));
+      return recorded;
     } catch (error) {
       this.logger.error({ err: error }, 'usage record failed');
+      return undefined;
     }
   }
 

@@ -164,6 +164,71 @@ describe('access log, request ids and metrics through the gateway', function () 
   });
 });
 
+describe('the access line of a request whose usage is estimated after the client left', function () {
+  this.timeout(30_000);
+  let test: TestGateway;
+  let log: CapturedLog;
+
+  beforeEach(async () => {
+    log = new CapturedLog();
+    // A slow stream, so the client can leave before the usage event.
+    test = await startTestGateway({ env: { LOG_LEVEL: 'info' }, mock: { chunkDelayMs: 40 }, logTo: log.stream });
+  });
+  afterEach(async () => test.close());
+
+  /** Starts a stream, reads its first chunk and leaves. */
+  const leaveMidStream = async (path: string, body: unknown, requestId: string) => {
+    const controller = new AbortController();
+    const response = await request(`${test.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json', 'x-request-id': requestId },
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    });
+    expect(response.statusCode).to.equal(200);
+    await response.body[Symbol.asyncIterator]().next();
+    controller.abort();
+  };
+  const usageRecords = async () => {
+    await test.gateway.flushUsage();
+    const journal = await readFile(join(test.dataDir, 'usage.jsonl'), 'utf8');
+    return Object.fromEntries(journal.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>).map((record) => [record.requestId, record]));
+  };
+
+  it('carries the tokens its usage record stores, in its one line', async () => {
+    await leaveMidStream('/v1/chat/completions', chat('zeta/zeta-k3', { stream: true }), 'left-chat');
+    // Messages streams report their input at the start: the output is estimated beside it.
+    await leaveMidStream('/v1/messages', { model: 'beta-latest', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'hello there' }] }, 'left-messages');
+    await eventually(() => log.accessLines().filter((line) => line.request_id?.startsWith('left-')).length === 2, 'both access lines');
+    const records = await usageRecords();
+    expect(records['left-chat']!.estimated, 'no usage reported before the client left').to.equal(true);
+    for (const id of ['left-chat', 'left-messages']) {
+      const lines = log.accessLines().filter((line) => line.request_id === id);
+      expect(lines, id).to.have.length(1);
+      const [line] = lines;
+      const record = records[id];
+      expect(record, id).to.include({ status: 499, outcome: 'client_closed' });
+      expect(line, id).to.include({ status: 499, outcome: 'client_closed', stream: true });
+      // Flagged exactly when the record is (Messages: only when the counted output beat the reported one).
+      expect(line!.tokens_estimated === true, id).to.equal(record!.estimated);
+      expect(record!.inputTokens, id).to.be.above(0);
+      expect(line!.input_tokens, id).to.equal(record!.inputTokens);
+      expect(line!.output_tokens, id).to.equal(record!.outputTokens);
+      expect(line!.cached_tokens, id).to.equal(record!.cachedTokens);
+    }
+  });
+
+  it('leaves the line of a complete request as it was: the reported tokens, no estimate flag', async () => {
+    await post(test, '/v1/chat/completions', chat('zeta/zeta-k3', { stream: true }), { 'x-request-id': 'whole' });
+    await eventually(() => log.accessLines().some((line) => line.request_id === 'whole'), 'the access line');
+    const [line] = log.accessLines().filter((entry) => entry.request_id === 'whole');
+    const record = (await usageRecords()).whole!;
+    expect(record.estimated).to.equal(false);
+    expect(line).not.to.have.property('tokens_estimated');
+    expect(line).to.include({ input_tokens: record.inputTokens, output_tokens: record.outputTokens, cached_tokens: record.cachedTokens });
+  });
+});
+
 describe('metrics on their own port', function () {
   this.timeout(30_000);
   it('serves /metrics on METRICS_PORT and not on the main port', async () => {

@@ -55,7 +55,10 @@ export async function startRouteTestApp(
     extractor: () => testExtractor,
     streamedText: (_format, data) => data,
     charge: (tokens) => ({ totalTokens: tokens.inputTokens + tokens.outputTokens, chargedTokens: tokens.inputTokens + tokens.outputTokens }),
-    record: (exchange) => exchanges.push(exchange),
+    record: (exchange) => {
+      exchanges.push(exchange);
+      return undefined;
+    },
   };
   const registry = new ModelRegistry(plugins);
   const upstream = new UpstreamClient({ timeoutMs: options.timeoutMs ?? 5000 });
