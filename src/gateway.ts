@@ -11,6 +11,7 @@ import { FileKeyStore } from './auth/file-key-store.ts';
 import type { KeyStore } from './auth/key-store.ts';
 import { RedisKeyStore } from './auth/redis-key-store.ts';
 import type { GatewayConfig } from './config/gateway-config.ts';
+import { carryBreakerState } from './config/breaker-carry-over.ts';
 import { LiveConfig, type ReloadResult } from './config/live-config.ts';
 import { capConnections } from './http/connection-cap.ts';
 import { InFlight } from './http/in-flight.ts';
@@ -87,7 +88,8 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     plugins,
     env,
     config,
-    buildEndpoints: (settings) => providerEndpoints(plugins, settings, env, logger),
+    // A reload keeps the breaker state (rests, failure counts) of the endpoints it does not change.
+    buildEndpoints: (settings, previous) => carryBreakerState(previous, providerEndpoints(plugins, settings, env, logger)),
     logger,
     onApplied: (settings, previous) => {
       logger.level = settings.config.logLevel;

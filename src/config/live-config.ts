@@ -76,8 +76,11 @@ export interface LiveConfigOptions {
   readonly cwd?: string;
   /** The configuration the gateway started with (its tables are built as a reload builds them). */
   readonly config: GatewayConfig;
-  /** The one function that builds the endpoint table from a configuration (the endpoint pools plug in here). */
-  readonly buildEndpoints: (config: GatewayConfig) => ProviderEndpoints;
+  /**
+   * The one function that builds the endpoint table from a configuration (the endpoint pools plug in
+   * here); at a reload `previous` is the table in force, whose breaker state the new one may carry over.
+   */
+  readonly buildEndpoints: (config: GatewayConfig, previous?: ProviderEndpoints) => ProviderEndpoints;
   /** Applies what is not read through {@link LiveConfig.current} (log level, rate limits); called after the swap. */
   readonly onApplied?: (settings: LiveSettings, previous: LiveSettings) => void;
   readonly onResult?: (result: 'applied' | 'rejected') => void;
@@ -118,7 +121,9 @@ export class LiveConfig {
   /** Everything built from one configuration; throws {@link ConfigError} where its tables do not build. */
   private settingsFor(version: string, config: GatewayConfig): LiveSettings {
     const registry = new ModelRegistry(this.options.plugins, config.aliases);
-    return { version, config, registry, fallbacks: fallbackTable(registry, config.fallbacks), endpoints: this.options.buildEndpoints(config) };
+    // At start `current` is not set yet: there is no table to carry anything over from.
+    const previous = this.current as LiveSettings | undefined;
+    return { version, config, registry, fallbacks: fallbackTable(registry, config.fallbacks), endpoints: this.options.buildEndpoints(config, previous?.endpoints) };
   }
 
   /** Reads, validates and applies the file. Never throws: a refusal is logged and returned. */

@@ -10,7 +10,7 @@ import { loadPlugins } from '../../src/plugins/load-plugins.ts';
 import { loadConfig } from '../../src/config/gateway-config.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { GatewayProcess } from '../helpers/gateway-process.ts';
-import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';
+import { startTestGateway, TEST_KEY, UPSTREAM_KEY, type TestGateway } from '../helpers/test-gateway.ts';
 
 // A limit the load below cannot reach, however slowly a loaded machine applies the change.
 const aliasFile = (target: string, extra = 'logLevel: silent\nrateLimit:\n  max: 1000000\n') => `aliases:\n  beta-latest: ${target}\n${extra}`;
@@ -151,6 +151,66 @@ describe('live configuration reload', function () {
     } finally {
       await loud.close();
     }
+  });
+});
+
+describe('breaker state across a reload', function () {
+  this.timeout(60_000);
+  let dir: string;
+  let file: string;
+  let resting: MockUpstream;
+  let healthy: MockUpstream;
+  let test: TestGateway;
+  // One failure rests an endpoint for ten minutes: longer than the test.
+  const breakerFile = (target: string) => aliasFile(target, 'logLevel: silent\nrateLimit:\n  max: 1000000\nfailover:\n  failureThreshold: 1\n  cooldownMs: 600000\n');
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'gateway-breaker-reload-'));
+    file = join(dir, 'gateway.yaml');
+    await writeFile(file, breakerFile('beta/beta-opus-5'));
+    resting = await startMockUpstream({ apiKey: UPSTREAM_KEY });
+    healthy = await startMockUpstream({ apiKey: UPSTREAM_KEY });
+    test = await startTestGateway({ configFile: file, env: { ZETA_BASE_URL: `${resting.url},${healthy.url}` } });
+  });
+  afterEach(async () => {
+    await test.close();
+    await Promise.all([resting.close(), healthy.close()]);
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const chatOnZeta = async () => {
+    const response = await request(`${test.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    await response.body.dump();
+    return response.statusCode;
+  };
+  const endpointUp = async (upstream: MockUpstream) => {
+    const { body } = await test.gateway.metrics.scrape();
+    const origin = new URL(upstream.url).origin;
+    const line = body.split('\n').find((entry) => entry.startsWith(`gateway_endpoint_up{provider="zeta",endpoint="${origin}"}`));
+    return line === undefined ? undefined : Number(line.split(' ').pop());
+  };
+
+  it('keeps an endpoint resting through a reload that changes something else, and does not call it', async () => {
+    resting.enqueue({ kind: 'status', status: 500 });
+    // The pick is by weight at random: ask until the failing endpoint has taken (and failed) one request.
+    for (let i = 0; i < 50 && resting.requests.length === 0; i += 1) expect(await chatOnZeta()).to.equal(200);
+    expect(resting.requests).to.have.length(1);
+    expect(await endpointUp(resting)).to.equal(0);
+    expect(await endpointUp(healthy)).to.equal(1);
+
+    await writeFile(file, breakerFile('beta/beta-sonnet-4-6'));
+    expect(test.gateway.reloadConfig('test')).to.include({ applied: true });
+    expect((await ask(test.url)).body.model, 'the alias change applied').to.equal('beta-sonnet-4-6');
+
+    expect(await endpointUp(resting), 'still resting after the reload').to.equal(0);
+    const servedBefore = healthy.requests.length;
+    for (let i = 0; i < 8; i += 1) expect(await chatOnZeta()).to.equal(200);
+    expect(resting.requests, 'the resting endpoint is not called').to.have.length(1);
+    expect(healthy.requests.length - servedBefore).to.equal(8);
   });
 });
 
