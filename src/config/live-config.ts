@@ -87,6 +87,8 @@ export interface LiveConfigOptions {
   readonly logger: Logger;
   /** Quiet time after the last change event before the file is read, in ms. */
   readonly debounceMs?: number;
+  /** Watches the file's directory: `fs.watch` by default (tests make it fail, to exercise the polling fallback). */
+  readonly watchDirectory?: (directory: string, onChange: (event: string, name: string | null) => void) => FSWatcher;
 }
 
 export interface ReloadResult {
@@ -161,7 +163,8 @@ export class LiveConfig {
   watch(): void {
     const name = basename(this.path);
     try {
-      this.watcher = watch(dirname(this.path), (_event, changed) => {
+      const watchDirectory = this.options.watchDirectory ?? ((directory, onChange) => watch(directory, onChange));
+      this.watcher = watchDirectory(dirname(this.path), (_event, changed) => {
         if (changed === null || changed === name) this.changed();
       });
       this.watcher.on('error', (error) => this.poll(error));

@@ -5,7 +5,10 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { request } from 'undici';
 import { startMockUpstream, type MockUpstream } from '../../mock-upstream/mock-upstream-server.ts';
-import { aliasProblems } from '../../src/config/live-config.ts';
+import { watch, type FSWatcher } from 'node:fs';
+import { aliasProblems, LiveConfig, type LiveConfigOptions } from '../../src/config/live-config.ts';
+import { createLogger } from '../../src/logger.ts';
+import { endpointsOf } from '../../src/upstream/provider-endpoints.ts';
 import { loadPlugins } from '../../src/plugins/load-plugins.ts';
 import { loadConfig } from '../../src/config/gateway-config.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -151,6 +154,60 @@ describe('live configuration reload', function () {
     } finally {
       await loud.close();
     }
+  });
+});
+
+describe('polling the config file where it cannot be watched', function () {
+  this.timeout(30_000);
+  let dir: string;
+  let file: string;
+  let live: LiveConfig | undefined;
+  let logged: string;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'gateway-config-poll-'));
+    file = join(dir, 'gateway.yaml');
+    await writeFile(file, aliasFile('beta/beta-opus-5'));
+    logged = '';
+  });
+  afterEach(async () => {
+    live?.close();
+    live = undefined;
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const start = async (watchDirectory: LiveConfigOptions['watchDirectory']) => {
+    const env = { GATEWAY_CONFIG: file };
+    const config = loadConfig(env);
+    const plugins = await loadPlugins(config.manifestPath, []);
+    const log = new PassThrough().on('data', (chunk: Buffer) => (logged += chunk.toString()));
+    live = new LiveConfig({ plugins, env, config, buildEndpoints: () => endpointsOf(new Map()), logger: createLogger('info', log), debounceMs: 20, watchDirectory });
+    live.watch();
+    return live;
+  };
+  const target = (config: LiveConfig) => config.current.registry.resolve('messages', 'beta-latest').canonicalId;
+
+  it('polls the file when the directory cannot be watched (inotify limit), and applies a change', async () => {
+    const config = await start(() => {
+      throw Object.assign(new Error('ENOSPC: System limit for number of file watchers reached'), { code: 'ENOSPC' });
+    });
+    expect(logged).to.contain('polling it every second instead').and.to.contain('ENOSPC');
+    expect(target(config)).to.equal('beta/beta-opus-5');
+    await writeFile(file, aliasFile('beta/beta-sonnet-4-6'));
+    await eventually(() => target(config) === 'beta/beta-sonnet-4-6', 'the change applied by polling', 10_000);
+    expect(logged).to.contain('"trigger":"file change"');
+  });
+
+  it('falls back to polling when a running watch fails, and applies a change', async () => {
+    let watcher: FSWatcher | undefined;
+    let dead = false;
+    const config = await start((directory, onChange) => (watcher = watch(directory, (event, name) => dead || onChange(event, name))));
+    // The watch dies (as on an unmounted volume) and reports no event after: only polling can see the change.
+    dead = true;
+    watcher!.emit('error', Object.assign(new Error('EPERM: watch failed'), { code: 'EPERM' }));
+    expect(logged).to.contain('polling it every second instead');
+    await writeFile(file, aliasFile('beta/beta-sonnet-4-6'));
+    await eventually(() => target(config) === 'beta/beta-sonnet-4-6', 'the change applied by polling', 10_000);
   });
 });
 
