@@ -132,9 +132,11 @@ describe('rate limiter', function () {
     });
     after(async () => server.close());
 
-    async function limitedApps(count: number, options: Omit<RateLimiterOptions, 'redis'>): Promise<LimitedApp[]> {
+    async function limitedApps(count: number, options: Omit<RateLimiterOptions, 'redis'>, patience?: { commandTimeoutMs: number }): Promise<LimitedApp[]> {
       for (let index = 0; index < count; index += 1) {
         const client = await connect(server.url, options.logger);
+        // ioredis reads it for every command sent.
+        if (patience) (client as Redis).options.commandTimeout = patience.commandTimeoutMs;
         clients.push(client);
         apps.push(await startLimitedApp(keys, { ...options, redis: client }));
       }
@@ -151,7 +153,10 @@ describe('rate limiter', function () {
 
     it('lets exactly the limit through across 3 apps, each with its own connection, round-robin', async () => {
       const { key: own } = await keys.create({ name: 'own limit', rpm: 7 });
-      const trio = await limitedApps(3, { max: 30 });
+      // Exact sharing is checked here, not the deadlines (the hanging-Redis check below covers them): on a
+      // loaded machine a reply that has arrived can be read after a 250 ms deadline fired, and that
+      // request would rightly be counted in memory. Deadlines far beyond any stall keep every count in Redis.
+      const trio = await limitedApps(3, { max: 30, redisTimeoutMs: 60_000 }, { commandTimeoutMs: 60_000 });
       const answers = await Promise.all(Array.from({ length: 90 }, (_, index) => send(trio[index % 3]!.url, '/v1/chat/completions', { key: KEY })));
       expect(statuses(answers).filter((status) => status === 200)).to.have.length(30);
       expect(statuses(answers).filter((status) => status === 429)).to.have.length(60);
@@ -201,16 +206,33 @@ describe('rate limiter', function () {
     it('starts while Redis is down, and counts in Redis once it is up', async () => {
       await server.stop();
       const client = createRedisClient(server.url);
+      // Far beyond any stall of a loaded machine: this checks the recovery, not the deadlines.
+      (client as Redis).options.commandTimeout = 60_000;
       clients.push(client);
-      const app = await startLimitedApp(keys, { max: 50, redis: client });
+      // A limit the polling below cannot reach, however long a loaded machine takes to recover (every
+      // request until then is counted, in memory; at the limit the 429s would hide the recovery).
+      const app = await startLimitedApp(keys, { max: 1_000_000, redis: client, redisTimeoutMs: 60_000 });
       apps.push(app);
       expect((await send(app.url, '/v1/chat/completions', { key: KEY })).status).to.equal(200);
       expect(app.limiters.degraded()).to.equal(true);
       await server.restart();
-      await eventually(async () => (await send(app.url, '/v1/chat/completions', { key: KEY })).status === 200 && !app.limiters.degraded(), 'shared counting', 10_000);
       const reader = new Redis(server.url);
-      expect(Number(await reader.get(`gw-rl:key:${KEY_ID}`))).to.be.at.least(1);
-      reader.disconnect();
+      try {
+        const served: number[] = [];
+        // Redis itself must hold a count: a request sent while the fallback was still on is counted in
+        // memory, even if the fallback clears before its answer arrives.
+        await eventually(
+          async () => {
+            served.push((await send(app.url, '/v1/chat/completions', { key: KEY })).status);
+            return !app.limiters.degraded() && Number(await reader.get(`gw-rl:key:${KEY_ID}`)) >= 1;
+          },
+          'a request counted in Redis',
+          30_000,
+        );
+        expect(served.filter((status) => status !== 200), 'served throughout').to.deep.equal([]);
+      } finally {
+        reader.disconnect();
+      }
     });
   });
 
