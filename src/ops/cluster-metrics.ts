@@ -89,12 +89,21 @@ export class ClusterMetrics implements MetricsSource {
   }
 }
 
+// With a callback, a closed channel is reported to it rather than emitted as an 'error' event.
+const ignoreClosed = () => {};
+
+/** Sends to a worker; when it is gone, the pending request times out. */
 function sendTo(worker: Worker, message: object): void {
-  try {
-    worker.send(message);
-  } catch {
-    // The worker is gone: its pending request times out.
-  }
+  worker.send(message, undefined, undefined, ignoreClosed);
+}
+
+/** Sends to the primary; false when there is none to send to (the callback hears of a closed channel). */
+function sendToPrimary(message: object, onClosed: () => void = ignoreClosed): boolean {
+  if (!process.send) return false;
+  process.send(message, undefined, undefined, (error: Error | null) => {
+    if (error) onClosed();
+  });
+  return true;
 }
 
 /** In a worker: answers the primary's requests for this worker's figures from `registry`. */
@@ -102,8 +111,8 @@ export function answerFiguresRequests(registry: Registry): void {
   process.on('message', (message: unknown) => {
     if (!isMessage<FiguresRequest>(message, FIGURES_REQUEST)) return;
     registry.getMetricsAsJSON().then(
-      (figures) => process.send?.({ type: FIGURES, id: message.id, figures } satisfies FiguresAnswer),
-      (error: Error) => process.send?.({ type: FIGURES, id: message.id, error: error.message } satisfies FiguresAnswer),
+      (figures) => sendToPrimary({ type: FIGURES, id: message.id, figures } satisfies FiguresAnswer),
+      (error: Error) => sendToPrimary({ type: FIGURES, id: message.id, error: error.message } satisfies FiguresAnswer),
     );
   });
 }
@@ -126,16 +135,23 @@ export class PrimaryScrape implements MetricsSource {
   scrape(): Promise<{ contentType: string; body: string }> {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => settle({ type: SCRAPE, id }), PRIMARY_ANSWER_MS);
-      const settle = (answer: ScrapeAnswer) => {
+      const done = () => {
         clearTimeout(timer);
         this.pending.delete(id);
-        if (answer.body !== undefined && answer.contentType !== undefined) resolve({ contentType: answer.contentType, body: answer.body });
-        // The primary's refusal is already worded for the client; a silent primary is worded here.
-        else reject(answer.error === undefined ? unavailable(`the primary did not answer within ${PRIMARY_ANSWER_MS} ms`) : serviceUnavailable(answer.error));
       };
-      this.pending.set(id, settle);
-      process.send?.({ type: SCRAPE_REQUEST, id } satisfies ScrapeRequest);
+      const fail = (reason: string) => {
+        done();
+        reject(unavailable(reason));
+      };
+      const timer = setTimeout(() => fail(`the cluster primary did not answer within ${PRIMARY_ANSWER_MS} ms`), PRIMARY_ANSWER_MS);
+      this.pending.set(id, (answer) => {
+        done();
+        if (answer.body !== undefined && answer.contentType !== undefined) resolve({ contentType: answer.contentType, body: answer.body });
+        // The primary's refusal is already worded for the client.
+        else reject(serviceUnavailable(answer.error ?? 'The gateway\'s metrics could not be gathered; retry the scrape'));
+      });
+      const unreachable = () => fail('the cluster primary cannot be reached');
+      if (!sendToPrimary({ type: SCRAPE_REQUEST, id } satisfies ScrapeRequest, unreachable)) unreachable();
     });
   }
 }
