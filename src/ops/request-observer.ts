@@ -36,7 +36,7 @@ export class RequestObserver {
   /**
    * A request that reached a model, when its answer is done. With `recorded` (its usage is being
    * estimated), the metrics are counted now and the access line is written once the estimate is made,
-   * with the tokens the usage record stores.
+   * with the tokens the usage record stores (and `tokens_estimated` when any is an estimate).
    */
   exchange(exchange: Exchange, recorded?: Promise<RecordedUsage>): void {
     const { resolved, usage } = exchange;
@@ -45,32 +45,34 @@ export class RequestObserver {
     this.metrics.request(exchange.route, model, exchange.status, exchange.latencyMs, upstreamMs, exchange.firstByteMs);
     if (usage) this.metrics.tokensUsed(model, usage.inputTokens, usage.outputTokens, usage.cachedTokens);
     if (exchange.status === 429) this.metrics.limited('rate_limit');
-    if (recorded === undefined) this.logExchange(exchange, usage, false);
-    else void recorded.then((final) => this.logExchange(exchange, final.usage, final.estimated));
+    if (recorded === undefined) this.logExchange(this.logger, exchange, usage);
+    // Rare (the client left, or the upstream cut the stream): the child costs nothing on the usual path.
+    else void recorded.then((final) => this.logExchange(final.estimated ? this.logger.child({ tokens_estimated: true }) : this.logger, exchange, final.usage));
   }
 
-  private logExchange(exchange: Exchange, usage: TokenUsage | undefined, estimated: boolean): void {
+  private logExchange(logger: Logger, exchange: Exchange, usage: TokenUsage | undefined): void {
+    const { resolved } = exchange;
     const upstreamMs = exchange.upstreamMs ?? 0;
-    const resolved = exchange.resolved;
-    const line: Record<string, unknown> = {
-      request_id: exchange.requestId,
-      route: exchange.route,
-      requested_model: resolved.requestedId,
-      model: resolved.canonicalId,
-      status: exchange.status,
-      outcome: exchange.outcome,
-      stream: exchange.stream,
-      duration_ms: round(exchange.latencyMs),
-      overhead_ms: round(Math.max(0, exchange.latencyMs - upstreamMs)),
-      ttfb_ms: exchange.firstByteMs === undefined ? undefined : round(exchange.firstByteMs),
-      input_tokens: usage?.inputTokens,
-      output_tokens: usage?.outputTokens,
-      cached_tokens: usage?.cachedTokens,
-      key_id: exchange.keyId,
-    };
-    // Only on lines whose usage was estimated: the usual line keeps its fields.
-    if (estimated) line.tokens_estimated = true;
-    this.logger.info(line, 'request');
+    const model = resolved.canonicalId;
+    logger.info(
+      {
+        request_id: exchange.requestId,
+        route: exchange.route,
+        requested_model: resolved.requestedId,
+        model,
+        status: exchange.status,
+        outcome: exchange.outcome,
+        stream: exchange.stream,
+        duration_ms: round(exchange.latencyMs),
+        overhead_ms: round(Math.max(0, exchange.latencyMs - upstreamMs)),
+        ttfb_ms: exchange.firstByteMs === undefined ? undefined : round(exchange.firstByteMs),
+        input_tokens: usage?.inputTokens,
+        output_tokens: usage?.outputTokens,
+        cached_tokens: usage?.cachedTokens,
+        key_id: exchange.keyId,
+      },
+      'request',
+    );
   }
 
   /** A model-route request answered with an error before it reached a model (no exchange). */
