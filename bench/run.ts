@@ -25,7 +25,7 @@ const { values } = parseArgs({
     streams: { type: 'string', default: '5000' },
     'stream-delay-ms': { type: 'string', default: '4000' },
     before: { type: 'string' },
-    scenarios: { type: 'string', default: 'json,stream,messages-stream,open-streams' },
+    scenarios: { type: 'string', default: 'json,stream,messages-stream,open-streams,workers' },
     // Upstream endpoints per vendor for this tree's gateway (each the same mock upstream), to measure failover's spread.
     endpoints: { type: 'string', default: '1' },
   },
@@ -71,16 +71,28 @@ async function cpuMicros(pid: number): Promise<number> {
   return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100;
 }
 
+/** A process and its children (a cluster's primary and its workers), from /proc (Linux). */
+async function processTree(pid: number): Promise<number[]> {
+  const children = (await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '')).trim();
+  return [pid, ...(children ? children.split(/\s+/).map(Number) : [])];
+}
+
+/** CPU time of several processes together, in microseconds. */
+async function totalCpuMicros(pids: readonly number[]): Promise<number> {
+  return (await Promise.all(pids.map(cpuMicros))).reduce((sum, micros) => sum + micros, 0);
+}
+
 /** Resident memory of a process in MB, from /proc (Linux). */
 async function rssMb(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
 }
 
-/** Samples a process's RSS every 200 ms until stopped; resolves with the highest. */
-function rssPeak(pid: number): { stop(): Promise<number> } {
+/** Samples the RSS of some processes together every 200 ms until stopped; resolves with the highest. */
+function rssPeak(pids: number | readonly number[]): { stop(): Promise<number> } {
   let peak = 0;
-  const sample = () => rssMb(pid).then((mb) => (peak = Math.max(peak, mb)), () => {});
+  const all = typeof pids === 'number' ? [pids] : pids;
+  const sample = () => Promise.all(all.map(rssMb)).then((mbs) => (peak = Math.max(peak, mbs.reduce((sum, mb) => sum + mb, 0))), () => {});
   void sample();
   const timer = setInterval(sample, 200);
   return {
@@ -102,6 +114,8 @@ interface Contender {
   readonly name: string;
   readonly url: string;
   readonly pid: number;
+  /** Every process serving (a cluster's primary and workers); the measured process alone when absent. */
+  readonly pids?: readonly number[];
   /** The same program in front of the slow upstream, for the open-streams scenario. */
   readonly slowUrl: string;
   readonly slowPid: number;
@@ -153,8 +167,9 @@ interface Run {
 }
 
 async function measure(contender: Contender, path: string, body: string, duration = seconds): Promise<Run> {
-  const cpuBefore = await cpuMicros(contender.pid);
-  const peak = rssPeak(contender.pid);
+  const pids = contender.pids ?? [contender.pid];
+  const cpuBefore = await totalCpuMicros(pids);
+  const peak = rssPeak(pids);
   const result = await autocannon({
     url: `${contender.url}${path}`,
     method: 'POST',
@@ -165,7 +180,7 @@ async function measure(contender: Contender, path: string, body: string, duratio
   });
   const peakMb = await peak.stop();
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${contender.name} ${path}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
-  const cpu = (await cpuMicros(contender.pid)) - cpuBefore;
+  const cpu = (await totalCpuMicros(pids)) - cpuBefore;
   return { rps: result.requests.average, cpu: cpu / result.requests.total, peakMb };
 }
 
@@ -280,6 +295,52 @@ for (const [name, scenario] of Object.entries(loadScenarios)) {
   process.stdout.write(`${rows.at(-1)}\n`);
 }
 
+/**
+ * The gateway as a cluster (`GATEWAY_WORKERS=2`, limits and usage on a Redis of the benchmark's own)
+ * against the same bare proxy (one process), JSON and Chat stream, alternating rounds. CPU is the sum of
+ * the primary's and the workers' time per request; on these 2-core machines the workers share the cores
+ * with the load generator, the mock upstream and Redis, so the row shows what a second worker costs
+ * and buys here rather than a scaling figure.
+ */
+const workerRows: string[] = [];
+if (wanted.has('workers')) {
+  const { TestRedisServer } = await import('../test/helpers/redis-server.ts');
+  const redis = await TestRedisServer.start();
+  try {
+    const dataDir = await mkdtemp(join(work, 'data-workers-'));
+    const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, upstream.url]));
+    const env = { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, RATE_LIMIT_MAX: '100000000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: dataDir, GATEWAY_MANIFEST: here.manifest, REDIS_URL: redis.url, GATEWAY_WORKERS: '2' };
+    const primary = await start([...here.nodeArgs, here.script('src/main.ts')], env, /"url":"([^"]+)"/);
+    let pids = await processTree(primary.pid);
+    for (let waited = 0; pids.length < 3 && waited < 100; waited += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      pids = await processTree(primary.pid);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const cluster: Contender = { name: '2 workers', url: primary.url, pid: primary.pid, pids, slowUrl: '', slowPid: 0, idleMb: 0 };
+    const bare = contenders[0]!;
+    workerRows.push('| scenario | bare req/s | bare CPU µs/req | 2 workers req/s | 2 workers CPU µs/req | req/s ratio | CPU ratio |', '|---:|---:|---:|---:|---:|---:|---:|');
+    const perScenario: Record<string, Record<string, Run[]>> = {};
+    for (const name of ['json', 'stream'] as const) {
+      const scenario = loadScenarios[name];
+      for (const contender of [bare, cluster]) await measure(contender, scenario.path, scenario.body, Math.min(3, seconds)); // warm-up
+      const runs: Record<string, Run[]> = { bare: [], cluster: [] };
+      for (let round = 0; round < rounds; round += 1) {
+        const order = round % 2 === 0 ? [bare, cluster] : [cluster, bare];
+        for (const contender of order) runs[contender === bare ? 'bare' : 'cluster']!.push(await measure(contender, scenario.path, scenario.body));
+      }
+      perScenario[name] = runs;
+      const rps = (key: string) => median(runs[key]!.map((run) => run.rps));
+      const cpu = (key: string) => median(runs[key]!.map((run) => run.cpu));
+      workerRows.push(`| ${name} | ${rps('bare').toFixed(0)} | ${cpu('bare').toFixed(0)} | ${rps('cluster').toFixed(0)} | ${cpu('cluster').toFixed(0)} | ${(rps('cluster') / rps('bare')).toFixed(2)}× | ${(cpu('cluster') / cpu('bare')).toFixed(2)}× |`);
+      process.stdout.write(`${workerRows.at(-1)}\n`);
+    }
+    report.workers = perScenario;
+  } finally {
+    await redis.stop();
+  }
+}
+
 const memoryRows = [`| memory (MB) | ${names.join(' | ')} | target |`, `|---|${names.map(() => '---:').join('|')}|---:|`];
 memoryRows.push(`| RSS idle | ${contenders.map((contender) => contender.idleMb.toFixed(0)).join(' | ')} | ≤ 90 |`);
 const loadPeaks = contenders.map((contender) => {
@@ -304,6 +365,7 @@ const table = [
   '',
   ...rows,
   '',
+  ...(workerRows.length ? ['Two workers (`GATEWAY_WORKERS=2`, Redis) against the same bare proxy:', '', ...workerRows, ''] : []),
   ...memoryRows,
   '',
 ].join('\n');
