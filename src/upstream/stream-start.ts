@@ -17,6 +17,7 @@ export type StreamStart =
 const MESSAGES_OPENINGS = new Set(['message_start', 'ping']);
 const RESPONSES_OPENINGS = new Set(['response.created', 'response.in_progress']);
 const ROLE_ONLY_KEYS = new Set(['role', 'content', 'refusal']);
+const NON_EMPTY_CONTENT = /"content"\s*:\s*"[^"]/;
 
 /**
  * Whether an event only opens a stream (no content yet): Messages `message_start` and `ping`, Responses
@@ -27,6 +28,9 @@ export function isOpeningEvent(format: WireFormat, event: SseEvent): boolean {
   if (format === 'messages') return event.event !== undefined ? MESSAGES_OPENINGS.has(event.event) : /^\{"type":"(message_start|ping)"/.test(event.data);
   if (format === 'responses') return event.event !== undefined && RESPONSES_OPENINGS.has(event.event);
   if (format !== 'chat-completions' || event.data === '[DONE]') return false;
+  // Most content chunks say so without a parse: a non-empty `content` string (a raw `"content":"` can only
+  // be a key and its value, since quotes inside strings are escaped).
+  if (NON_EMPTY_CONTENT.test(event.data)) return false;
   try {
     const chunk = JSON.parse(event.data) as { choices?: { delta?: Record<string, unknown>; finish_reason?: unknown }[]; usage?: unknown };
     if (!Array.isArray(chunk.choices) || chunk.choices.length === 0 || chunk.usage) return false;
