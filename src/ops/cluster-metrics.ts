@@ -60,11 +60,6 @@ export class ClusterMetrics implements MetricsSource {
     });
   }
 
-  /** The number of workers a scrape asks (those listening). */
-  get workers(): number {
-    return this.listening.size;
-  }
-
   async scrape(): Promise<{ contentType: string; body: string }> {
     const workers = [...this.listening].filter((worker) => worker.isConnected());
     const figures = await Promise.all(workers.map((worker) => this.figuresOf(worker))).catch((error: Error) => {

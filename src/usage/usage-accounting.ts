@@ -82,11 +82,8 @@ export class GatewayUsageAccounting implements UsageAccounting {
         );
       const reported = exchange.usage;
       const cutShort = exchange.stream && exchange.outcome !== 'complete';
-      if (reported && !cutShort) {
-        finish(reported, false);
-        return undefined;
-      }
-      if (!exchange.consumed || exchange.route === 'count-tokens') {
+      // Reported and complete, or nothing consumed upstream: the record is taken as it is.
+      if ((reported && !cutShort) || !exchange.consumed || exchange.route === 'count-tokens') {
         finish(reported, false);
         return undefined;
       }
