@@ -89,10 +89,9 @@ async function rssMb(pid: number): Promise<number> {
 }
 
 /** Samples the RSS of some processes together every 200 ms until stopped; resolves with the highest. */
-function rssPeak(pids: number | readonly number[]): { stop(): Promise<number> } {
+function rssPeak(pids: readonly number[]): { stop(): Promise<number> } {
   let peak = 0;
-  const all = typeof pids === 'number' ? [pids] : pids;
-  const sample = () => Promise.all(all.map(rssMb)).then((mbs) => (peak = Math.max(peak, mbs.reduce((sum, mb) => sum + mb, 0))), () => {});
+  const sample = () => Promise.all(pids.map(rssMb)).then((mbs) => (peak = Math.max(peak, mbs.reduce((sum, mb) => sum + mb, 0))), () => {});
   void sample();
   const timer = setInterval(sample, 200);
   return {
@@ -128,16 +127,20 @@ async function startBare(): Promise<Contender> {
   return { name: 'bare', url: fast.url, pid: fast.pid, slowUrl: slow.url, slowPid: slow.pid, idleMb: await settledRss(fast.pid) };
 }
 
+/** The environment of a gateway process of `tree`: every vendor on `baseUrls`, limits out of the way, `extra` on top. */
+function gatewayEnv(tree: CompiledTree, baseUrls: string, dataDir: string, extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, baseUrls]));
+  return { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, RATE_LIMIT_MAX: '100000000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: dataDir, GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '', ...extra };
+}
+
 async function startGateway(name: string, tree: CompiledTree): Promise<Contender> {
   const run = async (upstreamUrl: string) => {
     const dataDir = await mkdtemp(join(work, `data-${name}-`));
     // `before` trees may predate endpoint lists: they get one.
     const baseUrls = name === 'before' ? upstreamUrl : Array.from({ length: endpointCount }, () => upstreamUrl).join(',');
-    const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, baseUrls]));
     // Each tree reads its own config file (an older tree may not know this one's settings).
     const configFile = name === 'before' && values.before ? { GATEWAY_CONFIG: resolve(values.before, 'config/gateway.yaml') } : {};
-    const env = { ...vendorEnv, ...configFile, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, RATE_LIMIT_MAX: '100000000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: dataDir, GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '' };
-    return start([...tree.nodeArgs, tree.script('src/main.ts')], env, /"url":"([^"]+)"/);
+    return start([...tree.nodeArgs, tree.script('src/main.ts')], gatewayEnv(tree, baseUrls, dataDir, configFile), /"url":"([^"]+)"/);
   };
   const fast = await run(upstream.url);
   const slow = await run(slowUpstream.url);
@@ -193,7 +196,7 @@ async function holdStreams(contender: Contender, count: number): Promise<{ peakM
   const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
   const body = loadScenarios.stream.body;
   const url = new URL(`${contender.slowUrl}/v1/chat/completions`);
-  const peak = rssPeak(contender.slowPid);
+  const peak = rssPeak([contender.slowPid]);
   let open = 0;
   let mostOpen = 0;
   let dropped = 0;
@@ -265,6 +268,18 @@ async function holdStreams(contender: Contender, count: number): Promise<{ peakM
   return { peakMb: await peak.stop(), mostOpen, dropped, reasons: Object.fromEntries(reasons) };
 }
 
+/** A warm-up, then `rounds` rounds of one scenario through each entrant, in alternating order: the runs by entrant name. */
+async function alternateRounds(entrants: readonly Contender[], scenario: { path: string; body: string }): Promise<Map<string, Run[]>> {
+  for (const entrant of entrants) await measure(entrant, scenario.path, scenario.body, Math.min(3, seconds));
+  const runs = new Map<string, Run[]>(entrants.map((entrant) => [entrant.name, []]));
+  for (let round = 0; round < rounds; round += 1) {
+    // Alternate the order too, so that no entrant always runs right after the same one.
+    const order = round % 2 === 0 ? entrants : [...entrants].reverse();
+    for (const entrant of order) runs.get(entrant.name)!.push(await measure(entrant, scenario.path, scenario.body));
+  }
+  return runs;
+}
+
 const median = (numbers: number[]) => [...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)]!;
 const report: Record<string, unknown> = { date: new Date().toISOString(), seconds, rounds, connections, node: process.version, cpus: (await import('node:os')).cpus().length, loadavg: (await import('node:os')).loadavg() };
 const rows: string[] = [];
@@ -275,13 +290,7 @@ let failed = false;
 
 for (const [name, scenario] of Object.entries(loadScenarios)) {
   if (!wanted.has(name)) continue;
-  for (const contender of contenders) await measure(contender, scenario.path, scenario.body, Math.min(3, seconds)); // warm-up
-  const runs = new Map<string, Run[]>(names.map((entry) => [entry, []]));
-  for (let round = 0; round < rounds; round += 1) {
-    // Alternate the order too, so that no contender always runs right after the same one.
-    const order = round % 2 === 0 ? contenders : [...contenders].reverse();
-    for (const contender of order) runs.get(contender.name)!.push(await measure(contender, scenario.path, scenario.body));
-  }
+  const runs = await alternateRounds(contenders, scenario);
   const rps = (entry: string) => median(runs.get(entry)!.map((run) => run.rps));
   const cpu = (entry: string) => median(runs.get(entry)!.map((run) => run.cpu));
   const target = targets[name]!;
@@ -308,8 +317,7 @@ if (wanted.has('workers')) {
   const redis = await TestRedisServer.start();
   try {
     const dataDir = await mkdtemp(join(work, 'data-workers-'));
-    const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, upstream.url]));
-    const env = { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, RATE_LIMIT_MAX: '100000000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: dataDir, GATEWAY_MANIFEST: here.manifest, REDIS_URL: redis.url, GATEWAY_WORKERS: '2' };
+    const env = gatewayEnv(here, upstream.url, dataDir, { REDIS_URL: redis.url, GATEWAY_WORKERS: '2' });
     const primary = await start([...here.nodeArgs, here.script('src/main.ts')], env, /"url":"([^"]+)"/);
     let pids = await processTree(primary.pid);
     for (let waited = 0; pids.length < 3 && waited < 100; waited += 1) {
@@ -322,17 +330,11 @@ if (wanted.has('workers')) {
     workerRows.push('| scenario | bare req/s | bare CPU µs/req | 2 workers req/s | 2 workers CPU µs/req | req/s ratio | CPU ratio |', '|---:|---:|---:|---:|---:|---:|---:|');
     const perScenario: Record<string, Record<string, Run[]>> = {};
     for (const name of ['json', 'stream'] as const) {
-      const scenario = loadScenarios[name];
-      for (const contender of [bare, cluster]) await measure(contender, scenario.path, scenario.body, Math.min(3, seconds)); // warm-up
-      const runs: Record<string, Run[]> = { bare: [], cluster: [] };
-      for (let round = 0; round < rounds; round += 1) {
-        const order = round % 2 === 0 ? [bare, cluster] : [cluster, bare];
-        for (const contender of order) runs[contender === bare ? 'bare' : 'cluster']!.push(await measure(contender, scenario.path, scenario.body));
-      }
-      perScenario[name] = runs;
-      const rps = (key: string) => median(runs[key]!.map((run) => run.rps));
-      const cpu = (key: string) => median(runs[key]!.map((run) => run.cpu));
-      workerRows.push(`| ${name} | ${rps('bare').toFixed(0)} | ${cpu('bare').toFixed(0)} | ${rps('cluster').toFixed(0)} | ${cpu('cluster').toFixed(0)} | ${(rps('cluster') / rps('bare')).toFixed(2)}× | ${(cpu('cluster') / cpu('bare')).toFixed(2)}× |`);
+      const runs = await alternateRounds([bare, cluster], loadScenarios[name]);
+      perScenario[name] = Object.fromEntries(runs);
+      const rps = (entrant: Contender) => median(runs.get(entrant.name)!.map((run) => run.rps));
+      const cpu = (entrant: Contender) => median(runs.get(entrant.name)!.map((run) => run.cpu));
+      workerRows.push(`| ${name} | ${rps(bare).toFixed(0)} | ${cpu(bare).toFixed(0)} | ${rps(cluster).toFixed(0)} | ${cpu(cluster).toFixed(0)} | ${(rps(cluster) / rps(bare)).toFixed(2)}× | ${(cpu(cluster) / cpu(bare)).toFixed(2)}× |`);
       process.stdout.write(`${workerRows.at(-1)}\n`);
     }
     report.workers = perScenario;
