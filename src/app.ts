@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { KeyAuthenticator } from './auth/authenticate.ts';
 import type { ErrorFamily } from './errors/error-body.ts';
 import { errorMiddleware } from './errors/error-middleware.ts';
+import { clientAddressResolver, stampClientAddress } from './http/client-address.ts';
 import type { InFlight } from './http/in-flight.ts';
 import { isGatewayError, methodNotAllowed, routeNotFound } from './errors/gateway-errors.ts';
 import { modelDispatcher } from './http/model-dispatcher.ts';
@@ -31,6 +32,8 @@ export interface AppOptions {
   readonly inFlight?: InFlight;
   /** Access log and metrics of the requests answered without an exchange. */
   readonly observer?: RequestObserver;
+  /** Where a request comes from, for every per-address rule (see {@link clientAddressResolver}); default: the socket's peer. */
+  readonly addressOf?: (req: IncomingMessage) => string;
 }
 
 /** Which error envelope a path answers with, so each official SDK shows the gateway's messages. */
@@ -99,10 +102,12 @@ export function createApp(options: AppOptions): Express {
     logger,
     observer: options.observer,
   });
+  const addressOf = options.addressOf ?? clientAddressResolver([]);
   const expressHandle = (app as unknown as { handle: ExpressHandle }).handle.bind(app);
   (app as unknown as { handle: ExpressHandle }).handle = (req, res, callback) => {
     res.setHeader('X-Content-Type-Options', 'nosniff');
     stampRequestId(req, res);
+    stampClientAddress(req, addressOf);
     if (!dispatch(req, res)) expressHandle(req, res, callback);
   };
   return app;

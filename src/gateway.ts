@@ -13,6 +13,7 @@ import { RedisKeyStore } from './auth/redis-key-store.ts';
 import type { GatewayConfig } from './config/gateway-config.ts';
 import { carryBreakerState } from './config/breaker-carry-over.ts';
 import { LiveConfig, type ReloadResult } from './config/live-config.ts';
+import { clientAddressResolver } from './http/client-address.ts';
 import { capConnections } from './http/connection-cap.ts';
 import { InFlight } from './http/in-flight.ts';
 import { createRateLimiters, type KeyRateLimit } from './limits/rate-limiter.ts';
@@ -177,6 +178,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     nativeChat: nativeChatRoute(services, { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs }),
     inFlight,
     observer,
+    addressOf: clientAddressResolver(config.trustedProxies),
     mount: (expressApp, add, guard) => {
       if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(options.clusterWorker ? new PrimaryScrape() : metrics));
       add('get', '/openapi.json', (_req, res) => void res.type('application/json').send(OPENAPI_JSON));

@@ -1,11 +1,12 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
-import { ipKeyGenerator, MemoryStore, rateLimit, type Store } from 'express-rate-limit';
+import { MemoryStore, rateLimit, type Store } from 'express-rate-limit';
 import { sameSecret } from '../auth/api-keys.ts';
 import { fieldError, forbidden, rateLimited, unauthenticated, validationError } from '../errors/gateway-errors.ts';
 import { readJsonObject } from '../http/json-body.ts';
 import { describeWindow } from '../limits/rate-limiter.ts';
 import type { AccountSession, SessionStore } from './session-store.ts';
+import { clientAddress } from '../http/client-address.ts';
 
 export const SESSION_COOKIE = 'gw_account_session';
 export const CSRF_HEADER = 'x-csrf-token';
@@ -90,7 +91,7 @@ export function accountSessions(options: AccountSessionOptions) {
     standardHeaders: 'draft-8',
     legacyHeaders: false,
     validate: { keyGeneratorIpFallback: false, ip: false, trustProxy: false, xForwardedForHeader: false },
-    keyGenerator: (req) => ipKeyGenerator(req.ip ?? req.socket.remoteAddress ?? 'unknown'),
+    keyGenerator: (req) => clientAddress(req),
     handler: (_req, res, next) => {
       const retryAfter = res.getHeader('retry-after');
       next(

@@ -1,6 +1,7 @@
 import { Router, type RequestHandler } from 'express';
 import { keyStatus, sameSecret, type ApiKeyRecord } from '../auth/api-keys.ts';
-import { clientAddress, type FailedAuthThrottle } from '../auth/failed-auth-throttle.ts';
+import type { FailedAuthThrottle } from '../auth/failed-auth-throttle.ts';
+import { clientAddress } from '../http/client-address.ts';
 import type { KeyStore } from '../auth/key-store.ts';
 import { keyNotFound, routeNotFound, unauthenticated } from '../errors/gateway-errors.ts';
 import { readJsonObject } from '../http/json-body.ts';

@@ -4,7 +4,8 @@ import { pino, type Logger } from 'pino';
 import { forbidden, isGatewayError, serviceUnavailable, unauthenticated } from '../errors/gateway-errors.ts';
 import type { CallerKey } from '../routes/route-services.ts';
 import { hashApiKey, keyStatus, looksLikeApiKey, sameHash, type ApiKeyRecord } from './api-keys.ts';
-import { clientAddress, type FailedAuthThrottle } from './failed-auth-throttle.ts';
+import type { FailedAuthThrottle } from './failed-auth-throttle.ts';
+import { clientAddress } from '../http/client-address.ts';
 import type { KeyStore } from './key-store.ts';
 import { PresentedKeyCache } from './presented-key-cache.ts';
 

@@ -1,14 +1,7 @@
-import type { IncomingMessage } from 'node:http';
-import { ipKeyGenerator } from 'express-rate-limit';
 import { rateLimited, type GatewayError } from '../errors/gateway-errors.ts';
 
 // Addresses tracked at most; past it, windows already over are dropped first, then everything.
 const MAX_ADDRESSES = 100_000;
-
-/** The client address failures are counted under (an IPv6 address by its /56, as the catalog limit does). */
-export function clientAddress(req: IncomingMessage & { ip?: string }): string {
-  return ipKeyGenerator(req.ip ?? req.socket.remoteAddress ?? 'unknown');
-}
 
 /**
  * Counts failed credentials (unknown or malformed API keys, wrong admin tokens) per client address in

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import * as yup from 'yup';
+import { checkTrustedProxies } from '../http/client-address.ts';
 
 /** Settings of one upstream provider, keyed by its vendor prefix. */
 export interface ProviderSettings {
@@ -87,6 +88,11 @@ export interface GatewayConfig {
   readonly maxConnections: number;
   /** Failed credentials (unknown API keys, wrong admin tokens) per client address and minute before 429. */
   readonly authFailuresPerMinute: number;
+  /**
+   * Proxies whose `X-Forwarded-For` is believed (addresses, CIDR ranges, `loopback`, `linklocal`,
+   * `uniquelocal`): every per-address rule then counts the client that proxy names. Empty: none.
+   */
+  readonly trustedProxies: readonly string[];
 
   // Operations (metrics, reload).
   /** `METRICS_PORT`: serve `GET /metrics` on this port of `host` alone instead of on the main port. */
@@ -140,6 +146,7 @@ const fileSchema = yup
         requestTimeoutMs: yup.number().integer().positive(),
         maxConnections: yup.number().integer().positive(),
         authFailuresPerMinute: yup.number().integer().positive(),
+        trustedProxies: yup.array(yup.string().required()),
       })
       .noUnknown()
       .default(undefined),
@@ -305,6 +312,15 @@ export function parseStaticKeys(value: string | undefined): string[] {
   return keys;
 }
 
+/** `GATEWAY_TRUSTED_PROXIES` (comma-separated) over the file's `server.trustedProxies`, checked as proxy-addr reads them. */
+function trustedProxies(env: NodeJS.ProcessEnv, fromFile: readonly string[] | undefined): string[] {
+  const fromEnv = env.GATEWAY_TRUSTED_PROXIES;
+  const list = fromEnv !== undefined && fromEnv !== '' ? fromEnv.split(',').map((entry) => entry.trim()).filter(Boolean) : [...(fromFile ?? [])];
+  const problem = checkTrustedProxies(list);
+  if (problem) throw new ConfigError(`${fromEnv ? 'GATEWAY_TRUSTED_PROXIES' : 'server.trustedProxies'}: ${problem}`);
+  return list;
+}
+
 function parseEnvSize(name: string, value: string): number {
   try {
     return parseSize(value);
@@ -368,6 +384,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     requestTimeoutMs,
     maxConnections: envInteger(env, 'GATEWAY_MAX_CONNECTIONS', 1) ?? file.server?.maxConnections ?? defaultMaxConnections(),
     authFailuresPerMinute: envInteger(env, 'GATEWAY_AUTH_FAILURES_PER_MINUTE', 1) ?? file.server?.authFailuresPerMinute ?? 20,
+    trustedProxies: trustedProxies(env, file.server?.trustedProxies),
 
     // Operations (metrics, reload).
     metricsPort: envInteger(env, 'METRICS_PORT', 0) ?? file.metrics?.port,

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { KeyAuthenticator } from '../auth/authenticate.ts';
-import { clientAddress } from '../auth/failed-auth-throttle.ts';
+import { clientAddress } from './client-address.ts';
 import type { ErrorFamily } from '../errors/error-body.ts';
 import { answerError } from '../errors/error-middleware.ts';
 import { internalError } from '../errors/gateway-errors.ts';

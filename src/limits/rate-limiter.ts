@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Request, RequestHandler, Response } from 'express';
-import { ipKeyGenerator, MemoryStore, rateLimit, type Store } from 'express-rate-limit';
+import { MemoryStore, rateLimit, type Store } from 'express-rate-limit';
 import { pino, type Logger } from 'pino';
 import { rateLimited } from '../errors/gateway-errors.ts';
 import type { CallerKey } from '../routes/route-services.ts';
 import type { RedisConnection } from '../store/redis-client.ts';
 import { FallbackStore } from './fallback-store.ts';
+import { clientAddress } from '../http/client-address.ts';
 
 const UNITS: readonly (readonly [number, string])[] = [
   [86_400_000, 'day'],
@@ -118,7 +119,7 @@ export function createRateLimiters(options: RateLimiterOptions = {}): RateLimite
   const count = directCount(keyStore, windowMs, max, logger);
   return {
     perKey: Object.assign(perKeyMiddleware, { count }),
-    perAddress: limiter({ windowMs, store: addressStore, logger, limitOf: () => max, keyOf: (req) => ipKeyGenerator(req.ip ?? req.socket.remoteAddress ?? 'unknown') }),
+    perAddress: limiter({ windowMs, store: addressStore, logger, limitOf: () => max, keyOf: clientAddress }),
     degraded: () => stores.some((store) => store instanceof FallbackStore && store.degraded),
     shutdown: () => stores.forEach((store) => store.shutdown?.()),
   };
