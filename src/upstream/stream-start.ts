@@ -7,7 +7,8 @@ import { SseSplitter } from '../sse/sse-splitter.ts';
  * - `content`: a content event (or anything that is not an opening event) arrived, or the stream ended
  *   cleanly; `body` replays the held chunks and then continues with the upstream's own;
  * - `error`: the upstream sent an error event before any content;
- * - `broken`: the upstream body failed (cut, reset, timed out) before any content.
+ * - `broken`: the upstream body failed (cut, reset, timed out) or sent an event that is not of its
+ *   format (data that is not JSON) before any content.
  */
 export type StreamStart =
   | { readonly kind: 'content'; readonly body: AsyncIterable<Uint8Array> }
@@ -17,31 +18,45 @@ export type StreamStart =
 const MESSAGES_OPENINGS = new Set(['message_start', 'ping']);
 const RESPONSES_OPENINGS = new Set(['response.created', 'response.in_progress']);
 const ROLE_ONLY_KEYS = new Set(['role', 'content', 'refusal']);
-const NON_EMPTY_CONTENT = /"content"\s*:\s*"[^"]/;
+
+/** What an event before any content is: one that only opens the stream, the first content, or not an event of the format at all. */
+export type EarlyEvent = 'opening' | 'content' | 'malformed';
+
+type ChatChunk = { choices?: { delta?: Record<string, unknown>; finish_reason?: unknown }[]; usage?: unknown };
 
 /**
- * Whether an event only opens a stream (no content yet): Messages `message_start` and `ping`, Responses
- * `response.created` and `response.in_progress`, a Chat Completions chunk whose deltas carry nothing but
- * a role (and empty content). Everything else counts as content, so an unknown event is never held.
+ * Judges an event that arrives before any content. Opening events only open a stream: Messages
+ * `message_start` and `ping`, Responses `response.created` and `response.in_progress`, a Chat
+ * Completions chunk whose deltas carry nothing but a role (and empty content). Anything else is
+ * content, so an unknown event is never held, unless its data is not JSON: the event the stream would
+ * start with is parsed (once per stream), and a malformed one is a failure of that endpoint.
  */
-export function isOpeningEvent(format: WireFormat, event: SseEvent): boolean {
-  if (format === 'messages') return event.event !== undefined ? MESSAGES_OPENINGS.has(event.event) : /^\{"type":"(message_start|ping)"/.test(event.data);
-  if (format === 'responses') return event.event !== undefined && RESPONSES_OPENINGS.has(event.event);
-  if (format !== 'chat-completions' || event.data === '[DONE]') return false;
-  // Most content chunks say so without a parse: a non-empty `content` string (a raw `"content":"` can only
-  // be a key and its value, since quotes inside strings are escaped).
-  if (NON_EMPTY_CONTENT.test(event.data)) return false;
+export function judgeEarlyEvent(format: WireFormat, event: SseEvent): EarlyEvent {
+  if (format === 'chat-completions' && event.data === '[DONE]') return 'content';
+  if (format === 'messages' && event.event !== undefined && MESSAGES_OPENINGS.has(event.event)) return 'opening';
+  if (format === 'responses' && event.event !== undefined && RESPONSES_OPENINGS.has(event.event)) return 'opening';
+  let parsed: unknown;
   try {
-    const chunk = JSON.parse(event.data) as { choices?: { delta?: Record<string, unknown>; finish_reason?: unknown }[]; usage?: unknown };
-    if (!Array.isArray(chunk.choices) || chunk.choices.length === 0 || chunk.usage) return false;
-    return chunk.choices.every(
-      (choice) =>
-        choice.finish_reason == null &&
-        Object.entries(choice.delta ?? {}).every(([key, value]) => ROLE_ONLY_KEYS.has(key) && (key === 'role' || value === null || value === '')),
-    );
+    parsed = JSON.parse(event.data);
   } catch {
-    return false;
+    return 'malformed';
   }
+  if (typeof parsed !== 'object' || parsed === null) return 'malformed';
+  if (format === 'messages') return event.event === undefined && MESSAGES_OPENINGS.has((parsed as { type?: string }).type ?? '') ? 'opening' : 'content';
+  if (format !== 'chat-completions') return 'content';
+  const chunk = parsed as ChatChunk;
+  if (!Array.isArray(chunk.choices) || chunk.choices.length === 0 || chunk.usage) return 'content';
+  const opening = chunk.choices.every(
+    (choice) =>
+      choice.finish_reason == null &&
+      Object.entries(choice.delta ?? {}).every(([key, value]) => ROLE_ONLY_KEYS.has(key) && (key === 'role' || value === null || value === '')),
+  );
+  return opening ? 'opening' : 'content';
+}
+
+/** Whether an event only opens a stream (see {@link judgeEarlyEvent}). */
+export function isOpeningEvent(format: WireFormat, event: SseEvent): boolean {
+  return judgeEarlyEvent(format, event) === 'opening';
 }
 
 /** Whether an event reports an error in place of an answer. */
@@ -78,6 +93,11 @@ export async function awaitStreamStart(
     readable.unshift(held.length === 1 ? held[0]! : Buffer.concat(held));
     return { kind: 'content', body: readable };
   };
+  const failed = async (start: StreamStart): Promise<StreamStart> => {
+    await source.return?.(undefined);
+    if (readable) discard(readable);
+    return start;
+  };
   try {
     for (;;) {
       const next = await source.next();
@@ -87,12 +107,10 @@ export async function awaitStreamStart(
       for (const block of splitter.push(next.value)) {
         const event = block.event;
         if (!event) continue;
-        if (isErrorEvent(format, event)) {
-          await source.return?.(undefined);
-          if (readable) discard(readable);
-          return { kind: 'error', reason: 'the upstream sent an error event before any content' };
-        }
-        if (!isOpeningEvent(format, event)) return await started(false);
+        if (isErrorEvent(format, event)) return await failed({ kind: 'error', reason: 'the upstream sent an error event before any content' });
+        const judged = judgeEarlyEvent(format, event);
+        if (judged === 'malformed') return await failed({ kind: 'broken', error: new Error('the upstream sent a malformed event before any content') });
+        if (judged === 'content') return await started(false);
       }
       if (heldBytes > maxHeldBytes) return await started(false);
     }

@@ -44,6 +44,7 @@ const STREAMS = {
     content: ['data: {"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}\n\n'],
     end: ['data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"n":2}}\n\n', 'data: [DONE]\n\n'],
     errorEvent: 'data: {"error":{"message":"overloaded"}}\n\n',
+    malformed: 'data: {"choices":[{"index":0,"delta":{"content":"leaked text\n\n',
   },
   messages: {
     path: '/v1/messages',
@@ -52,6 +53,7 @@ const STREAMS = {
     content: ['event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"type":"text_delta","text":"Hi"}}\n\n'],
     end: ['event: message_delta\ndata: {"type":"message_delta","usage":{"n":2}}\n\n', 'event: message_stop\ndata: {"type":"message_stop"}\n\n'],
     errorEvent: 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n',
+    malformed: 'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"type":"text_delta","text":"leaked\n\n',
   },
   responses: {
     path: '/v1/responses',
@@ -60,6 +62,7 @@ const STREAMS = {
     content: ['event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"Hi"}\n\n'],
     end: ['event: response.completed\ndata: {"type":"response.completed","response":{"usage":{"n":2}}}\n\n'],
     errorEvent: 'event: error\ndata: {"type":"error","code":"server_error","message":"boom"}\n\n',
+    malformed: 'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"leaked\n\n',
   },
 } as const;
 
@@ -154,6 +157,11 @@ describe('failover between endpoints', () => {
           res.write(stream.opening.join(''), () => setTimeout(() => res.destroy(), 20));
         }],
         ['sends an error event', sse([...stream.opening, stream.errorEvent])],
+        // Unterminated JSON that reads like content, then a dropped socket: a failure of that endpoint, not content.
+        ['sends a malformed event and drops', (_req, res) => {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.write(stream.malformed, () => setTimeout(() => res.destroy(), 20));
+        }],
         ['stalls', (_req, res) => {
           res.writeHead(200, { 'content-type': 'text/event-stream' });
           res.write(stream.opening.join(''));

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { WireFormat } from '../../src/plugins/plugin-contract.ts';
-import { awaitStreamStart, isErrorEvent, isOpeningEvent } from '../../src/upstream/stream-start.ts';
+import { awaitStreamStart, isErrorEvent, isOpeningEvent, judgeEarlyEvent } from '../../src/upstream/stream-start.ts';
 
 async function* chunks(parts: string[], failAtEnd = false): AsyncGenerator<Uint8Array> {
   for (const part of parts) yield Buffer.from(part);
@@ -34,6 +34,25 @@ describe('stream start', () => {
     expect(isErrorEvent('responses', { event: 'response.failed', data: '{}' })).to.equal(true);
     expect(isErrorEvent('chat-completions', { data: '{"error":{"message":"x"}}' })).to.equal(true);
     expect(isErrorEvent('chat-completions', { data: '{"choices":[]}' })).to.equal(false);
+  });
+
+  it('calls an event whose data is not JSON malformed, never content, in every format', () => {
+    const malformed: [WireFormat, string | undefined, string][] = [
+      ['chat-completions', undefined, '{"choices":[{"index":0,"delta":{"content":"Hi there'],
+      ['chat-completions', undefined, 'Hi there'],
+      ['messages', 'content_block_delta', '{"type":"content_block_delta","delta":{"text":"Hi'],
+      ['messages', undefined, 'not json'],
+      ['responses', 'response.output_text.delta', '{"delta":"Hi'],
+    ];
+    for (const [format, event, data] of malformed) expect(judgeEarlyEvent(format, { event, data }), `${format} ${data}`).to.equal('malformed');
+    expect(judgeEarlyEvent('chat-completions', { data: '[DONE]' })).to.equal('content');
+    expect(judgeEarlyEvent('messages', { event: 'ping', data: '' })).to.equal('opening');
+  });
+
+  it('fails a stream whose first event after the openings is malformed, as broken, before a byte is handed on', async () => {
+    const opening = 'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n';
+    const start = await awaitStreamStart(chunks([opening, 'data: {"choices":[{"index":0,"delta":{"content":"Hi\n\n']), 'chat-completions', 1 << 20);
+    expect(start.kind).to.equal('broken');
   });
 
   it('hands back every byte as it came once content arrives, however the events are cut', async () => {
