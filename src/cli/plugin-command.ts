@@ -10,9 +10,12 @@ import { envPrefix, SCAFFOLD_FORMATS, scaffoldFiles, type ScaffoldFormat } from 
 export const PLUGIN_SYNOPSIS = `plugin new VENDOR [--format chat-completions|messages|responses] [--dir PLUGINS_DIR (default: providers/)]
 plugin test DIR   (a plugins directory with a manifest.json, or one plugin folder)`;
 
+// The checkout this command belongs to, whether it runs from source (src/cli/) or compiled (dist/src/cli/):
+// plugins are written and tested as TypeScript source in its providers/, importing the contract's source.
+const CHECKOUT = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../../' : '../../../', import.meta.url));
 /** The repository's own plugins directory, wherever the command is run from. */
-const REPOSITORY_PLUGINS = fileURLToPath(new URL('../../providers/', import.meta.url));
-const CONTRACT_FILE = fileURLToPath(new URL('../plugins/plugin-contract.ts', import.meta.url));
+const REPOSITORY_PLUGINS = join(CHECKOUT, 'providers');
+const CONTRACT_FILE = join(CHECKOUT, 'src', 'plugins', 'plugin-contract.ts');
 
 /** The manifest of the built-in plugins: `GATEWAY_MANIFEST`, else the repository's. */
 const builtInManifest = (env: NodeJS.ProcessEnv) => resolve(env.GATEWAY_MANIFEST ?? join(REPOSITORY_PLUGINS, 'manifest.json'));

@@ -73,23 +73,28 @@ let typeScriptLoader: Promise<void> | undefined;
 
 /**
  * Registers tsx's ESM loader once, on demand: compiled gateways run on plain `node`, which cannot
- * import `.ts` on Node 20. Needed for a `.ts` plugin, and for a plugin from outside the repository,
- * whose `model-gateway/plugin` import resolves to the contract's TypeScript source.
+ * import `.ts` on Node 20. tsx is a development dependency: a production install serves plugins
+ * compiled to JavaScript, and says so for a `.ts` one.
  */
 function ensureTypeScriptLoader(): Promise<void> {
-  typeScriptLoader ??= import('tsx/esm/api').then(({ register }) => void register());
+  typeScriptLoader ??= import('tsx/esm/api').then(
+    ({ register }) => void register(),
+    () => {
+      throw new Error('a TypeScript plugin needs tsx (a development dependency) to load in the compiled gateway: compile the plugin to JavaScript (index.js), or install tsx beside the gateway');
+    },
+  );
   return typeScriptLoader;
 }
 
 /** Imports one plugin folder's module and checks the declaration whole. */
-export async function loadPluginFolder(folder: PluginFolder, options: { external?: boolean } = {}): Promise<ProviderPlugin> {
+export async function loadPluginFolder(folder: PluginFolder): Promise<ProviderPlugin> {
   const entry = PLUGIN_ENTRY_FILES.map((file) => join(folder.directory, file)).find((file) => existsSync(file));
   if (!entry) {
     throw new PluginLoadError(folder.name, 'module', `no ${PLUGIN_ENTRY_FILES.join(', ')} found`, folder.directory);
   }
   let module: { default?: unknown };
   try {
-    if (!RUNNING_TYPESCRIPT && (entry.endsWith('.ts') || options.external)) await ensureTypeScriptLoader();
+    if (!RUNNING_TYPESCRIPT && entry.endsWith('.ts')) await ensureTypeScriptLoader();
     module = (await import(pathToFileURL(entry).href)) as { default?: unknown };
   } catch (error) {
     const message = (error as Error).message;
@@ -115,10 +120,7 @@ export async function loadPluginFolder(folder: PluginFolder, options: { external
  * naming the plugin, its directory and the bad field.
  */
 export async function loadPlugins(manifestPath: string, pluginPath: readonly string[] = []): Promise<ProviderPlugin[]> {
-  const builtIn = resolve(manifestPath);
   const plugins: ProviderPlugin[] = [];
-  for (const folder of pluginFolders(manifestPath, pluginPath)) {
-    plugins.push(await loadPluginFolder(folder, { external: folder.manifestPath !== builtIn }));
-  }
+  for (const folder of pluginFolders(manifestPath, pluginPath)) plugins.push(await loadPluginFolder(folder));
   return plugins;
 }

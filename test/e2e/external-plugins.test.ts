@@ -1,35 +1,16 @@
 import { expect } from 'chai';
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { startMockUpstream, type MockUpstream } from '../../mock-upstream/mock-upstream-server.ts';
+import { writeJavaScriptPlugin } from '../helpers/external-plugin.ts';
 import { GatewayProcess, startupFailure } from '../helpers/gateway-process.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const OMEGA_DIR = join(ROOT, 'test/fixtures/external-plugins');
 const CLIENT_KEY = 'sk-external-plugins-0001';
-
-/** A compiled (JavaScript) plugin in a directory outside the repository, importing the contract by package name. */
-async function writeJavaScriptPlugin(directory: string): Promise<void> {
-  await mkdir(join(directory, 'sigma'), { recursive: true });
-  await mkdir(join(directory, 'node_modules'));
-  await symlink(ROOT, join(directory, 'node_modules', 'model-gateway'), 'dir');
-  await writeFile(join(directory, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
-  await writeFile(join(directory, 'manifest.json'), JSON.stringify({ plugins: ['sigma'] }));
-  await writeFile(
-    join(directory, 'sigma', 'index.js'),
-    `import { definePlugin } from 'model-gateway/plugin';
-export default definePlugin({
-  contract: 1,
-  vendor: 'sigma',
-  routes: { 'chat-completions': { path: '/chat/completions', format: 'chat-completions', auth: 'bearer' } },
-  models: [{ id: 'sigma-2', upstreamModel: 'sigma-2-2026', listed: true, routes: ['chat-completions'], pricing: { input: 1, cachedInput: 0.1, output: 3 } }],
-});
-`,
-  );
-}
 
 describe('plugins from outside the repository (GATEWAY_PLUGIN_PATH), in a gateway process', function () {
   this.timeout(60_000);

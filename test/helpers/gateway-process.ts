@@ -1,15 +1,24 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** How the process is started: the source under tsx (fast), or `npm start` (build, then compiled JavaScript) as in production. */
-export type StartCommand = 'source' | 'npm-start';
+/**
+ * How the process is started: the source under tsx (fast), the compiled build as `npm start` runs it
+ * once built (`node dist/src/main.js`; `npm test` builds it first), or `npm start` itself.
+ */
+export type StartCommand = 'source' | 'compiled' | 'npm-start';
 
 const COMMANDS: Record<StartCommand, [string, string[]]> = {
   source: [process.execPath, ['--import', 'tsx', 'src/main.ts']],
+  compiled: [process.execPath, ['dist/src/main.js']],
   'npm-start': ['npm', ['start', '--silent']],
 };
+
+/** The compiled gateway's entry point; a clear failure when it was not built. */
+export const COMPILED_MAIN = join(ROOT, 'dist', 'src', 'main.js');
 
 /**
  * Waits for a started gateway's listening line and gives back its URL; every output chunk is kept in
@@ -44,6 +53,7 @@ export class GatewayProcess {
   ) {}
 
   static async start(env: NodeJS.ProcessEnv, command: StartCommand = 'source'): Promise<GatewayProcess> {
+    if (command === 'compiled' && !existsSync(COMPILED_MAIN)) throw new Error(`${COMPILED_MAIN} is missing: run npm run build first (npm test does)`);
     const [file, args] = COMMANDS[command];
     const child = spawn(file, args, {
       cwd: ROOT,

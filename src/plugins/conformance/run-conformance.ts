@@ -103,10 +103,9 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   }
 
   const plugins: ProviderPlugin[] = [];
-  const builtIn = resolve(options.manifestPath);
   for (const folder of folders) {
     try {
-      plugins.push(await loadPluginFolder(folder, { external: folder.manifestPath !== builtIn }));
+      plugins.push(await loadPluginFolder(folder));
     } catch (error) {
       const failure = { plugin: folder.name, rule: 'load', message: (error as Error).message };
       (reports.get(folder.name)?.failures ?? failures).push(failure);
@@ -129,7 +128,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     const env: NodeJS.ProcessEnv = {
       PORT: '0',
       HOST: '127.0.0.1',
-      GATEWAY_MANIFEST: builtIn,
+      GATEWAY_MANIFEST: resolve(options.manifestPath),
       GATEWAY_PLUGIN_PATH: (options.pluginPath ?? []).map((directory) => resolve(directory)).join(':'),
       GATEWAY_DATA_DIR: dataDir,
       GATEWAY_API_KEYS: CLIENT_KEY,
