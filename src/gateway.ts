@@ -135,7 +135,9 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   });
   const catalogRateLimit: RequestHandler = (req, res, next) => limiters.perAddress(req, res, next);
   const inFlight = new InFlight();
-  const throttle = new FailedAuthThrottle(config.authFailuresPerMinute);
+  // Separate budgets: wrong API keys from an address never lock the admin out, nor the other way round.
+  const keyThrottle = new FailedAuthThrottle(config.authFailuresPerMinute, { subject: 'API key attempts' });
+  const adminThrottle = new FailedAuthThrottle(config.authFailuresPerMinute, { subject: 'admin token attempts' });
   let draining = false;
   let endDrain: (() => void) | undefined;
   const services: RouteServices = {
@@ -172,7 +174,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const app = createApp({
     services,
     logger,
-    authenticate: createAuthenticator({ store: keys, staticKeys: config.apiKeys, logger, throttle }),
+    authenticate: createAuthenticator({ store: keys, staticKeys: config.apiKeys, logger, throttle: keyThrottle }),
     modelRateLimit,
     catalogRateLimit,
     nativeChat: nativeChatRoute(services, { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs }),
@@ -183,7 +185,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(options.clusterWorker ? new PrimaryScrape() : metrics));
       add('get', '/openapi.json', (_req, res) => void res.type('application/json').send(OPENAPI_JSON));
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
-      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle }));
+      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle: adminThrottle }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
       // 503 while anything runs degraded (or the gateway drains), so a balancer prefers healthy instances.
       add('get', '/readyz', async (_req, res) => {

@@ -66,7 +66,7 @@ export interface AdminRouterOptions {
   readonly bodyLimitBytes?: number;
   /** `GET /admin/usage`, when the usage module provides it. */
   readonly usage?: RequestHandler;
-  /** Counts wrong admin tokens per client address (429 past the limit). */
+  /** Counts wrong admin tokens per client address (429 past the limit); a budget of its own, not the API keys'. */
   readonly throttle?: FailedAuthThrottle;
 }
 
