@@ -70,7 +70,8 @@ export async function openStores(config: GatewayConfig, logger: Logger): Promise
   }
   const redis = createRedisClient(config.redis, logger);
   if (!(await waitUntilReady(redis, 3000))) logger.warn('redis: not reachable at start; serving degraded until it is');
-  return { redis, keys: new RedisKeyStore(redis), usage: await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger }) };
+  const keys = new RedisKeyStore(redis, { failMode: config.authFailMode, graceMs: config.authGraceMs });
+  return { redis, keys, usage: await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger }) };
 }
 
 /** How the gateway process runs: alone, or as one worker of a cluster (`GATEWAY_WORKERS`). */

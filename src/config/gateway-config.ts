@@ -89,6 +89,12 @@ export interface GatewayConfig {
   /** Failed credentials (unknown API keys, wrong admin tokens) per client address and minute before 429. */
   readonly authFailuresPerMinute: number;
   /**
+   * While Redis (the key store) cannot be read: `closed` refuses a managed key with 503 once its state
+   * was last read `authGraceMs` ago; `open` keeps answering from that state. Static keys always work.
+   */
+  readonly authFailMode: 'open' | 'closed';
+  readonly authGraceMs: number;
+  /**
    * Proxies whose `X-Forwarded-For` is believed (addresses, CIDR ranges, `loopback`, `linklocal`,
    * `uniquelocal`): every per-address rule then counts the client that proxy names. Empty: none.
    */
@@ -146,6 +152,8 @@ const fileSchema = yup
         requestTimeoutMs: yup.number().integer().positive(),
         maxConnections: yup.number().integer().positive(),
         authFailuresPerMinute: yup.number().integer().positive(),
+        authFailMode: yup.string<'open' | 'closed'>().oneOf(['open', 'closed']),
+        authGraceMs: yup.number().integer().min(0),
         trustedProxies: yup.array(yup.string().required()),
       })
       .noUnknown()
@@ -321,6 +329,12 @@ function trustedProxies(env: NodeJS.ProcessEnv, fromFile: readonly string[] | un
   return list;
 }
 
+function authFailMode(value: string | undefined): 'open' | 'closed' | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value !== 'open' && value !== 'closed') throw new ConfigError(`GATEWAY_AUTH_FAIL_MODE must be open or closed, got '${value}'`);
+  return value;
+}
+
 function parseEnvSize(name: string, value: string): number {
   try {
     return parseSize(value);
@@ -384,6 +398,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     requestTimeoutMs,
     maxConnections: envInteger(env, 'GATEWAY_MAX_CONNECTIONS', 1) ?? file.server?.maxConnections ?? defaultMaxConnections(),
     authFailuresPerMinute: envInteger(env, 'GATEWAY_AUTH_FAILURES_PER_MINUTE', 1) ?? file.server?.authFailuresPerMinute ?? 20,
+    authFailMode: authFailMode(env.GATEWAY_AUTH_FAIL_MODE) ?? file.server?.authFailMode ?? 'closed',
+    authGraceMs: envInteger(env, 'GATEWAY_AUTH_GRACE_MS', 0) ?? file.server?.authGraceMs ?? 30_000,
     trustedProxies: trustedProxies(env, file.server?.trustedProxies),
 
     // Operations (metrics, reload).
