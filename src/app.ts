@@ -5,6 +5,7 @@ import type { KeyAuthenticator } from './auth/authenticate.ts';
 import type { ErrorFamily } from './errors/error-body.ts';
 import { errorMiddleware } from './errors/error-middleware.ts';
 import { clientAddressResolver, stampClientAddress } from './http/client-address.ts';
+import { duplicateHost } from './http/host-header.ts';
 import type { InFlight } from './http/in-flight.ts';
 import { isGatewayError, methodNotAllowed, routeNotFound } from './errors/gateway-errors.ts';
 import { modelDispatcher } from './http/model-dispatcher.ts';
@@ -59,6 +60,7 @@ export function createApp(options: AppOptions): Express {
   // (set in the handle wrapper below, through which both the dispatcher and Express are reached).
 
   if (options.observer) app.use(options.observer.express());
+  app.use((req, _res, next) => next(duplicateHost(req)));
   const guard = [options.authenticate ?? pass, options.modelRateLimit ?? pass];
   const routes = new Map<string, string[]>();
   const add: AddRoute = (method, path, ...handlers) => {

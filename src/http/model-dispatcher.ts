@@ -3,6 +3,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { KeyAuthenticator } from '../auth/authenticate.ts';
 import { clientAddress } from './client-address.ts';
+import { duplicateHost } from './host-header.ts';
 import type { ErrorFamily } from '../errors/error-body.ts';
 import { answerError } from '../errors/error-middleware.ts';
 import { internalError } from '../errors/gateway-errors.ts';
@@ -49,6 +50,8 @@ export function modelDispatcher(options: ModelDispatcherOptions): ModelDispatche
       if (!locals.recorded) observer?.rejected(req, res, path, error, performance.now() - startedAt);
     };
     try {
+      const hostError = duplicateHost(req);
+      if (hostError) throw hostError;
       let caller: CallerKey | undefined;
       if (authenticate) {
         const checked = authenticate.check(req.headers, path, () => clientAddress(req));
