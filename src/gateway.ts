@@ -16,6 +16,7 @@ import { LiveConfig, type ReloadResult } from './config/live-config.ts';
 import { clientAddressResolver } from './http/client-address.ts';
 import { capConnections } from './http/connection-cap.ts';
 import { InFlight } from './http/in-flight.ts';
+import { KeyConcurrency } from './limits/key-concurrency.ts';
 import { createRateLimiters, type KeyRateLimit } from './limits/rate-limiter.ts';
 import { loadPlugins } from './plugins/load-plugins.ts';
 import { DEFAULT_RETRY_POLICY, nativeChatRoute } from './routes/native-chat-route.ts';
@@ -177,6 +178,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     logger,
     authenticate: createAuthenticator({ store: keys, staticKeys: config.apiKeys, logger, throttle: keyThrottle }),
     modelRateLimit,
+    keyConcurrency: new KeyConcurrency(() => live.current.config.keyConcurrency),
     catalogRateLimit,
     nativeChat: nativeChatRoute(services, { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs }),
     inFlight,

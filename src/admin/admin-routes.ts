@@ -18,6 +18,7 @@ export interface KeyView {
   readonly revoked: boolean;
   readonly models: readonly string[] | null;
   readonly rpm: number | null;
+  readonly concurrency: number | null;
   readonly quota: ApiKeyRecord['quota'] | null;
 }
 
@@ -31,6 +32,7 @@ export function keyView(record: ApiKeyRecord): KeyView {
     revoked: record.revoked,
     models: record.models ?? null,
     rpm: record.rpm ?? null,
+    concurrency: record.concurrency ?? null,
     quota: record.quota ?? null,
   };
 }

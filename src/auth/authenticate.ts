@@ -35,8 +35,8 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
   const status = keyStatus(record, now);
   if (status === 'revoked') throw forbidden('This API key has been revoked');
   if (status === 'expired') throw forbidden(`This API key expired at ${record.expiresAt}`);
-  const { id, name, models, rpm, quota } = record;
-  return { id, name, ...(models && { models }), ...(rpm !== undefined && { rpm }), ...(quota && { quota }) };
+  const { id, name, models, rpm, concurrency, quota } = record;
+  return { id, name, ...(models && { models }), ...(rpm !== undefined && { rpm }), ...(concurrency !== undefined && { concurrency }), ...(quota && { quota }) };
 }
 
 /** Throws 403 unless the key may use the model (its resolved canonical ID). */

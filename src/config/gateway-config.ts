@@ -94,6 +94,8 @@ export interface GatewayConfig {
    */
   readonly authFailMode: 'open' | 'closed';
   readonly authGraceMs: number;
+  /** Requests of one API key in flight at once on this instance, for keys without their own `concurrency`. */
+  readonly keyConcurrency: number;
   /**
    * Proxies whose `X-Forwarded-For` is believed (addresses, CIDR ranges, `loopback`, `linklocal`,
    * `uniquelocal`): every per-address rule then counts the client that proxy names. Empty: none.
@@ -154,6 +156,7 @@ const fileSchema = yup
         authFailuresPerMinute: yup.number().integer().positive(),
         authFailMode: yup.string<'open' | 'closed'>().oneOf(['open', 'closed']),
         authGraceMs: yup.number().integer().min(0),
+        keyConcurrency: yup.number().integer().positive(),
         trustedProxies: yup.array(yup.string().required()),
       })
       .noUnknown()
@@ -400,6 +403,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     authFailuresPerMinute: envInteger(env, 'GATEWAY_AUTH_FAILURES_PER_MINUTE', 1) ?? file.server?.authFailuresPerMinute ?? 20,
     authFailMode: authFailMode(env.GATEWAY_AUTH_FAIL_MODE) ?? file.server?.authFailMode ?? 'closed',
     authGraceMs: envInteger(env, 'GATEWAY_AUTH_GRACE_MS', 0) ?? file.server?.authGraceMs ?? 30_000,
+    keyConcurrency: envInteger(env, 'GATEWAY_KEY_CONCURRENCY', 1) ?? file.server?.keyConcurrency ?? 64,
     trustedProxies: trustedProxies(env, file.server?.trustedProxies),
 
     // Operations (metrics, reload).
