@@ -178,7 +178,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     logger,
     authenticate: createAuthenticator({ store: keys, staticKeys: config.apiKeys, logger, throttle: keyThrottle }),
     modelRateLimit,
-    keyConcurrency: new KeyConcurrency(() => live.current.config.keyConcurrency),
+    keyConcurrency: new KeyConcurrency(config.keyConcurrency),
     catalogRateLimit,
     nativeChat: nativeChatRoute(services, { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs }),
     inFlight,

@@ -86,7 +86,7 @@ export interface GatewayConfig {
   readonly requestTimeoutMs: number;
   /** Open client connections at most; one more is answered 503 and closed (default from the fd limit). */
   readonly maxConnections: number;
-  /** Failed credentials (unknown API keys, wrong admin tokens) per client address and minute before 429. */
+  /** Failed credentials per client address and minute before 429: unknown API keys, and wrong admin tokens, a budget each. */
   readonly authFailuresPerMinute: number;
   /**
    * While Redis (the key store) cannot be read: `closed` refuses a managed key with 503 once its state

@@ -14,15 +14,14 @@ import type { CallerKey } from '../routes/route-services.ts';
 export class KeyConcurrency {
   private readonly held = new Map<string, number>();
 
-  /** `defaultLimit` is read per request, so a configuration reload applies to the next one. */
-  constructor(private readonly defaultLimit: () => number) {}
+  constructor(private readonly defaultLimit: number) {}
 
   /** Takes a slot of `caller` until `res` closes; throws the 429 (`Retry-After: 1`) when the key has none left. */
   acquire(caller: CallerKey | undefined, res: ServerResponse): void {
     // The client left while the request was being authenticated: there is nothing to hold a slot for.
     if (res.destroyed) return;
     const id = caller?.id ?? 'anonymous';
-    const limit = caller?.concurrency ?? this.defaultLimit();
+    const limit = caller?.concurrency ?? this.defaultLimit;
     const held = this.held.get(id) ?? 0;
     if (held >= limit) {
       throw rateLimited(`Too many concurrent requests with this API key: at most ${limit} at once; retry when one of them has finished`, { 'Retry-After': '1' });

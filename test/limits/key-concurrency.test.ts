@@ -142,9 +142,8 @@ function fakeResponse(destroyed = false): ServerResponse & { close(): void } {
 }
 
 describe('KeyConcurrency', () => {
-  it('holds a slot per response until it closes, with the default read per request', () => {
-    let limit = 2;
-    const slots = new KeyConcurrency(() => limit);
+  it('holds a slot per response until it closes, per key', () => {
+    const slots = new KeyConcurrency(2);
     const key = { id: 'key_a' };
     const first = fakeResponse();
     slots.acquire(key, first);
@@ -157,16 +156,15 @@ describe('KeyConcurrency', () => {
     }
     expect(isGatewayError(refusal) && refusal.status).to.equal(429);
     slots.acquire({ id: 'key_b' }, fakeResponse());
+    expect(slots.inFlight('key_b')).to.equal(1);
     first.close();
     expect(slots.inFlight('key_a')).to.equal(1);
-    limit = 3;
     slots.acquire(key, fakeResponse());
-    slots.acquire(key, fakeResponse());
-    expect(slots.inFlight('key_a')).to.equal(3);
+    expect(slots.inFlight('key_a')).to.equal(2);
   });
 
   it('takes no slot for a response whose client already left, and a key\'s own limit wins', () => {
-    const slots = new KeyConcurrency(() => 1);
+    const slots = new KeyConcurrency(1);
     slots.acquire({ id: 'key_a' }, fakeResponse(true));
     expect(slots.inFlight('key_a')).to.equal(0);
     slots.acquire({ id: 'key_a', concurrency: 2 }, fakeResponse());
