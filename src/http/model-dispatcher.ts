@@ -36,10 +36,10 @@ export type ModelDispatcher = (req: IncomingMessage, res: ServerResponse) => boo
 /**
  * The model routes on plain node:http, in front of Express: authentication, the per-key concurrency cap
  * and rate limit, then the route handler (which reads the body, checks the model permission and quota,
- * and answers), errors answered as the Express error middleware answers them. Express's router and its req/res wrapping cost
- * more per request than everything else the gateway does on its own; the rest of the gateway (catalog,
- * usage, admin, health, 404 and 405) stays in Express, which also still serves the model routes for
- * paths spelled otherwise (case, trailing slash), so every answer stays the same.
+ * and answers), errors answered as the Express error middleware answers them. Express's router and its
+ * req/res wrapping cost more per request than everything else the gateway does on its own; the rest of
+ * the gateway (catalog, usage, admin, health, 404 and 405) stays in Express, which also still serves the
+ * model routes for paths spelled otherwise (case, trailing slash), so every answer stays the same.
  */
 export function modelDispatcher(options: ModelDispatcherOptions): ModelDispatcher {
   const { routes, authenticate, rateLimit, concurrency, familyOf, logger, observer } = options;
