@@ -130,7 +130,7 @@ async function startBare(): Promise<Contender> {
 /** The environment of a gateway process of `tree`: every vendor on `baseUrls`, limits out of the way, `extra` on top. */
 function gatewayEnv(tree: CompiledTree, baseUrls: string, dataDir: string, extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, baseUrls]));
-  return { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, RATE_LIMIT_MAX: '100000000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: dataDir, GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '', ...extra };
+  return { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, RATE_LIMIT_MAX: '100000000', GATEWAY_KEY_CONCURRENCY: '100000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: dataDir, GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '', ...extra };
 }
 
 async function startGateway(name: string, tree: CompiledTree): Promise<Contender> {

@@ -5,9 +5,11 @@ import type { KeyAuthenticator } from './auth/authenticate.ts';
 import type { ErrorFamily } from './errors/error-body.ts';
 import { errorMiddleware } from './errors/error-middleware.ts';
 import { clientAddressResolver, stampClientAddress } from './http/client-address.ts';
+import { duplicateHost } from './http/host-header.ts';
 import type { InFlight } from './http/in-flight.ts';
 import { isGatewayError, methodNotAllowed, routeNotFound } from './errors/gateway-errors.ts';
 import { modelDispatcher } from './http/model-dispatcher.ts';
+import type { KeyConcurrency } from './limits/key-concurrency.ts';
 import type { KeyRateLimit } from './limits/rate-limiter.ts';
 import { stampRequestId } from './ops/request-id.ts';
 import type { RequestObserver } from './ops/request-observer.ts';
@@ -22,6 +24,8 @@ export interface AppOptions {
   readonly authenticate?: KeyAuthenticator;
   /** Counts requests per API key on the model routes. */
   readonly modelRateLimit?: KeyRateLimit;
+  /** Caps the requests of an API key in flight at once on the model routes. */
+  readonly keyConcurrency?: KeyConcurrency;
   /** Counts requests per client address on the public catalog. */
   readonly catalogRateLimit?: RequestHandler;
   /** `POST /v1/chat`, the native text route. */
@@ -59,7 +63,9 @@ export function createApp(options: AppOptions): Express {
   // (set in the handle wrapper below, through which both the dispatcher and Express are reached).
 
   if (options.observer) app.use(options.observer.express());
+  app.use((req, _res, next) => next(duplicateHost(req)));
   const guard = [options.authenticate ?? pass, options.modelRateLimit ?? pass];
+  const modelGuard = [options.authenticate ?? pass, options.keyConcurrency?.middleware() ?? pass, options.modelRateLimit ?? pass];
   const routes = new Map<string, string[]>();
   const add: AddRoute = (method, path, ...handlers) => {
     app[method](path, ...handlers.map((handler) => options.inFlight?.track(handler) ?? handler));
@@ -70,7 +76,7 @@ export function createApp(options: AppOptions): Express {
   const addModelRoute = (path: string, handler: RequestHandler) => {
     // Counted while running, so a shutdown waits for its usage record, on either path in.
     modelRoutes.set(path, options.inFlight?.track(handler) ?? handler);
-    add('post', path, ...guard, handler);
+    add('post', path, ...modelGuard, handler);
   };
 
   add('get', '/v1/models', options.catalogRateLimit ?? pass, catalogRoute(services.registry));
@@ -98,6 +104,7 @@ export function createApp(options: AppOptions): Express {
     routes: modelRoutes,
     authenticate: options.authenticate,
     rateLimit: options.modelRateLimit,
+    concurrency: options.keyConcurrency,
     familyOf: errorFamilyOf,
     logger,
     observer: options.observer,

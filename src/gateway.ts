@@ -16,6 +16,7 @@ import { LiveConfig, type ReloadResult } from './config/live-config.ts';
 import { clientAddressResolver } from './http/client-address.ts';
 import { capConnections } from './http/connection-cap.ts';
 import { InFlight } from './http/in-flight.ts';
+import { KeyConcurrency } from './limits/key-concurrency.ts';
 import { createRateLimiters, type KeyRateLimit } from './limits/rate-limiter.ts';
 import { loadPlugins } from './plugins/load-plugins.ts';
 import { DEFAULT_RETRY_POLICY, nativeChatRoute } from './routes/native-chat-route.ts';
@@ -70,7 +71,8 @@ export async function openStores(config: GatewayConfig, logger: Logger): Promise
   }
   const redis = createRedisClient(config.redis, logger);
   if (!(await waitUntilReady(redis, 3000))) logger.warn('redis: not reachable at start; serving degraded until it is');
-  return { redis, keys: new RedisKeyStore(redis), usage: await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger }) };
+  const keys = new RedisKeyStore(redis, { failMode: config.authFailMode, graceMs: config.authGraceMs });
+  return { redis, keys, usage: await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger }) };
 }
 
 /** How the gateway process runs: alone, or as one worker of a cluster (`GATEWAY_WORKERS`). */
@@ -135,7 +137,9 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   });
   const catalogRateLimit: RequestHandler = (req, res, next) => limiters.perAddress(req, res, next);
   const inFlight = new InFlight();
-  const throttle = new FailedAuthThrottle(config.authFailuresPerMinute);
+  // Separate budgets: wrong API keys from an address never lock the admin out, nor the other way round.
+  const keyThrottle = new FailedAuthThrottle(config.authFailuresPerMinute, { subject: 'API key attempts' });
+  const adminThrottle = new FailedAuthThrottle(config.authFailuresPerMinute, { subject: 'admin token attempts' });
   let draining = false;
   let endDrain: (() => void) | undefined;
   const services: RouteServices = {
@@ -172,8 +176,9 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const app = createApp({
     services,
     logger,
-    authenticate: createAuthenticator({ store: keys, staticKeys: config.apiKeys, logger, throttle }),
+    authenticate: createAuthenticator({ store: keys, staticKeys: config.apiKeys, logger, throttle: keyThrottle }),
     modelRateLimit,
+    keyConcurrency: new KeyConcurrency(config.keyConcurrency),
     catalogRateLimit,
     nativeChat: nativeChatRoute(services, { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs }),
     inFlight,
@@ -183,7 +188,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(options.clusterWorker ? new PrimaryScrape() : metrics));
       add('get', '/openapi.json', (_req, res) => void res.type('application/json').send(OPENAPI_JSON));
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
-      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle }));
+      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle: adminThrottle }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
       // 503 while anything runs degraded (or the gateway drains), so a balancer prefers healthy instances.
       add('get', '/readyz', async (_req, res) => {

@@ -18,6 +18,7 @@ export interface KeyView {
   readonly revoked: boolean;
   readonly models: readonly string[] | null;
   readonly rpm: number | null;
+  readonly concurrency: number | null;
   readonly quota: ApiKeyRecord['quota'] | null;
 }
 
@@ -31,6 +32,7 @@ export function keyView(record: ApiKeyRecord): KeyView {
     revoked: record.revoked,
     models: record.models ?? null,
     rpm: record.rpm ?? null,
+    concurrency: record.concurrency ?? null,
     quota: record.quota ?? null,
   };
 }
@@ -66,7 +68,7 @@ export interface AdminRouterOptions {
   readonly bodyLimitBytes?: number;
   /** `GET /admin/usage`, when the usage module provides it. */
   readonly usage?: RequestHandler;
-  /** Counts wrong admin tokens per client address (429 past the limit). */
+  /** Counts wrong admin tokens per client address (429 past the limit); a budget of its own, not the API keys'. */
   readonly throttle?: FailedAuthThrottle;
 }
 

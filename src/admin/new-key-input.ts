@@ -8,6 +8,7 @@ const newKeySchema = yup
   .object({
     name: yup.string().strict().typeError('must be a string').required('is required').max(200, 'must be at most 200 characters'),
     rpm: positiveInteger(),
+    concurrency: positiveInteger(),
     models: yup
       .array(yup.string().strict().typeError('must be a model ID').required('must be a model ID'))
       .typeError('must be a list of canonical model IDs')
@@ -26,7 +27,7 @@ const newKeySchema = yup
       .default(undefined),
   })
   .strict()
-  .noUnknown('has unknown fields (name, rpm, models, expires_at, quota)');
+  .noUnknown('has unknown fields (name, rpm, concurrency, models, expires_at, quota)');
 
 function isDateTime(value: string): boolean {
   return /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) && !Number.isNaN(Date.parse(value));
@@ -41,7 +42,7 @@ export interface NewKeyCheck {
 
 /**
  * A new key's settings from the admin API's body (or the CLI's flags): `name`, and optionally `rpm`,
- * `models` (canonical IDs), `expires_at` (ISO date-time in the future) and `quota` (`daily`,
+ * `concurrency`, `models` (canonical IDs), `expires_at` (ISO date-time in the future) and `quota` (`daily`,
  * `monthly`). Throws the 400 ValidationError listing every bad field.
  */
 export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput {
@@ -66,6 +67,7 @@ export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput
   return {
     name: value.name,
     rpm: value.rpm,
+    concurrency: value.concurrency,
     models: value.models,
     expiresAt: value.expires_at === undefined ? undefined : new Date(value.expires_at).toISOString(),
     quota: value.quota,

@@ -16,11 +16,13 @@ export interface ApiKeyRecord {
   readonly models?: readonly string[];
   /** The key's own request limit per rate-limit window, instead of the gateway's. */
   readonly rpm?: number;
+  /** The key's own limit of requests in flight at once (per gateway instance), instead of the gateway's. */
+  readonly concurrency?: number;
   /** Charged-token quotas per UTC day and month. */
   readonly quota?: { readonly daily?: number; readonly monthly?: number };
 }
 
-export type NewKeyInput = Pick<ApiKeyRecord, 'name' | 'expiresAt' | 'models' | 'rpm' | 'quota'>;
+export type NewKeyInput = Pick<ApiKeyRecord, 'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota'>;
 
 const KEY_SHAPE = /^sk-[A-Za-z0-9_-]{8,200}$/;
 

@@ -35,8 +35,8 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
   const status = keyStatus(record, now);
   if (status === 'revoked') throw forbidden('This API key has been revoked');
   if (status === 'expired') throw forbidden(`This API key expired at ${record.expiresAt}`);
-  const { id, name, models, rpm, quota } = record;
-  return { id, name, ...(models && { models }), ...(rpm !== undefined && { rpm }), ...(quota && { quota }) };
+  const { id, name, models, rpm, concurrency, quota } = record;
+  return { id, name, ...(models && { models }), ...(rpm !== undefined && { rpm }), ...(concurrency !== undefined && { concurrency }), ...(quota && { quota }) };
 }
 
 /** Throws 403 unless the key may use the model (its resolved canonical ID). */
@@ -81,7 +81,10 @@ export interface AuthenticatorOptions {
   /** Keys from `GATEWAY_API_KEYS`, accepted besides the store's. */
   readonly staticKeys?: readonly string[];
   readonly logger?: Logger;
-  /** Answers 429 instead of 401 to a client address past its failed attempts per minute. */
+  /**
+   * Failed API keys per client address: an address past its limit is answered 429 before the key it
+   * presents is looked at (not hashed, not looked up), valid or not, until its window ends.
+   */
   readonly throttle?: FailedAuthThrottle;
   /**
    * How long a key's record, once read from the store, is trusted without asking again (200 ms). With
@@ -102,7 +105,8 @@ export interface KeyAuthenticator extends RequestHandler {
    * The caller presenting these headers, or throws (401 no, malformed or unknown key; 403 revoked or
    * expired; 503 key store unreachable). Synchronous for a key whose record was read within
    * `trustMs`; a promise only when the store must be asked. With `addressOf`, a refused key counts
-   * against the client address and, past the throttle's limit, the answer is 429 instead of 401.
+   * against the client address, and an address past the throttle's limit is answered 429 without its
+   * key being looked up.
    */
   check(headers: IncomingHttpHeaders, path: string, addressOf?: () => string): AuthenticatedKey | Promise<AuthenticatedKey>;
 }
@@ -143,6 +147,12 @@ export function createAuthenticator(options: AuthenticatorOptions): KeyAuthentic
   const check = (headers: IncomingHttpHeaders, path: string, addressOf?: () => string): AuthenticatedKey | Promise<AuthenticatedKey> => {
     // A missing header or another scheme is no attempt at a key: it is answered 401 but not counted.
     const key = presentedKey(headers, path);
+    const { throttle } = options;
+    // A throttled address gets no key checked, so a guess from it can never find out whether it was right.
+    if (addressOf && throttle && !throttle.idle) {
+      const refusal = throttle.refusal(addressOf());
+      if (refusal) throw refusal;
+    }
     try {
       if (!looksLikeApiKey(key)) throw unauthenticated(MALFORMED);
       const found = cache.get(key);

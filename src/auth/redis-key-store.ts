@@ -11,20 +11,52 @@ const idKey = (id: string) => `${PREFIX}:id:${id}`;
 const ID_SET = `${PREFIX}:ids`;
 const CACHE_LIMIT = 10_000;
 
+/** What a key looked up before is worth while Redis cannot be read (`GATEWAY_AUTH_FAIL_MODE`). */
+export type AuthFailMode = 'open' | 'closed';
+
+export interface RedisKeyStoreOptions {
+  /** How long a lookup is answered from memory before Redis is asked again (500 ms). */
+  readonly cacheMs?: number;
+  /**
+   * While Redis cannot be read: `closed` (the default) answers a key from the state last read for
+   * `graceMs` after that read, then fails (503); `open` answers it from that state for as long as
+   * Redis is away, so a key revoked meanwhile keeps working here.
+   */
+  readonly failMode?: AuthFailMode;
+  /** How long after its last read from Redis a key's state is trusted in `closed` mode (30 s). */
+  readonly graceMs?: number;
+}
+
+interface CachedLookup {
+  readonly record: ApiKeyRecord | undefined;
+  /** Answered from memory until then. */
+  readonly until: number;
+  /** When Redis gave this state. */
+  readonly readAt: number;
+}
+
 /**
  * Keys on Redis, shared by every gateway instance: the record under the key's hash, an id → hash index
  * and the set of ids. Lookups are cached for `cacheMs` (500 ms by default), so a revoke reaches every
  * instance within one second while most requests cost no round trip. While Redis is unreachable a key
- * looked up before keeps the state last seen; an unseen key fails (the authenticator answers 503).
+ * looked up before keeps the state last seen (in `closed` mode for `graceMs` at most); an unseen key
+ * fails (the authenticator answers 503).
  */
 export class RedisKeyStore implements KeyStore {
-  private readonly cache = new Map<string, { record: ApiKeyRecord | undefined; until: number }>();
+  private readonly cache = new Map<string, CachedLookup>();
+  private readonly cacheMs: number;
+  private readonly failMode: AuthFailMode;
+  private readonly graceMs: number;
   revision = 0;
 
   constructor(
     private readonly redis: RedisConnection,
-    private readonly cacheMs = 500,
-  ) {}
+    options: RedisKeyStoreOptions = {},
+  ) {
+    this.cacheMs = options.cacheMs ?? 500;
+    this.failMode = options.failMode ?? 'closed';
+    this.graceMs = options.graceMs ?? 30_000;
+  }
 
   async create(input: NewKeyInput): Promise<{ key: string; record: ApiKeyRecord }> {
     return whileReachable(() => this.createNow(input));
@@ -81,22 +113,27 @@ export class RedisKeyStore implements KeyStore {
     if (cached && cached.until > now) return cached.record;
     const breaker = RedisBreaker.of(this.redis);
     // Redis failed moments ago: answer from what was last seen at once rather than wait out a stall.
-    if (breaker.open) {
-      if (cached) return cached.record;
-      throw new Error('Redis is unavailable (a command failed or timed out moments ago)');
-    }
+    if (breaker.open) return this.lastSeen(cached, new Error('Redis is unavailable (a command failed or timed out moments ago)'));
     let value: string | null;
     try {
       value = await this.redis.get(recordKey(hash));
     } catch (error) {
       breaker.trip();
-      if (cached) return cached.record;
-      throw error;
+      return this.lastSeen(cached, error);
     }
     const record = value === null ? undefined : (JSON.parse(value) as ApiKeyRecord);
     if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
-    this.cache.set(hash, { record, until: now + this.cacheMs });
+    this.cache.set(hash, { record, until: now + this.cacheMs, readAt: now });
     return record;
+  }
+
+  // The state last read while Redis cannot be read: kept for ever when open, for `graceMs` when closed.
+  private lastSeen(cached: CachedLookup | undefined, failure: unknown): ApiKeyRecord | undefined {
+    if (!cached) throw failure;
+    if (this.failMode === 'closed' && Date.now() - cached.readAt > this.graceMs) {
+      throw new Error(`Redis is unavailable and this key's state was last read ${Date.now() - cached.readAt} ms ago (trusted for ${this.graceMs} ms)`);
+    }
+    return cached.record;
   }
 
   /** The connection belongs to the caller, who closes it. */

@@ -10,13 +10,14 @@ import { ModelRegistry } from '../plugins/model-registry.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { textTable } from './text-table.ts';
 
-export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N]
+export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N]
 keys list
 keys revoke KEY_ID`;
 
 const CREATE_OPTIONS = {
   name: { type: 'string' },
   rpm: { type: 'string' },
+  concurrency: { type: 'string' },
   models: { type: 'string' },
   'expires-at': { type: 'string' },
   'daily-tokens': { type: 'string' },
@@ -37,6 +38,7 @@ async function createKey(argv: string[], io: CliIo, store: KeyStore, env: NodeJS
   const body = {
     name: values.name,
     ...(values.rpm !== undefined && { rpm: numberOf(values.rpm) }),
+    ...(values.concurrency !== undefined && { concurrency: numberOf(values.concurrency) }),
     ...(models && { models }),
     ...(values['expires-at'] !== undefined && { expires_at: values['expires-at'] }),
     ...((daily !== undefined || monthly !== undefined) && { quota: { ...(daily !== undefined && { daily }), ...(monthly !== undefined && { monthly }) } }),
@@ -62,9 +64,10 @@ async function listKeys(argv: string[], io: CliIo, store: KeyStore): Promise<num
     created: record.createdAt,
     expires: record.expiresAt ?? 'never',
     rpm: record.rpm ?? 'default',
+    concurrency: record.concurrency ?? 'default',
     models: record.models?.join(',') ?? 'all',
   }));
-  io.out(textTable(rows, ['id', 'name', 'status', 'created', 'expires', 'rpm', 'models']));
+  io.out(textTable(rows, ['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models']));
   return 0;
 }
 

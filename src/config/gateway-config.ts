@@ -86,8 +86,16 @@ export interface GatewayConfig {
   readonly requestTimeoutMs: number;
   /** Open client connections at most; one more is answered 503 and closed (default from the fd limit). */
   readonly maxConnections: number;
-  /** Failed credentials (unknown API keys, wrong admin tokens) per client address and minute before 429. */
+  /** Failed credentials per client address and minute before 429: unknown API keys, and wrong admin tokens, a budget each. */
   readonly authFailuresPerMinute: number;
+  /**
+   * While Redis (the key store) cannot be read: `closed` refuses a managed key with 503 once its state
+   * was last read `authGraceMs` ago; `open` keeps answering from that state. Static keys always work.
+   */
+  readonly authFailMode: 'open' | 'closed';
+  readonly authGraceMs: number;
+  /** Requests of one API key in flight at once on this instance, for keys without their own `concurrency`. */
+  readonly keyConcurrency: number;
   /**
    * Proxies whose `X-Forwarded-For` is believed (addresses, CIDR ranges, `loopback`, `linklocal`,
    * `uniquelocal`): every per-address rule then counts the client that proxy names. Empty: none.
@@ -146,6 +154,9 @@ const fileSchema = yup
         requestTimeoutMs: yup.number().integer().positive(),
         maxConnections: yup.number().integer().positive(),
         authFailuresPerMinute: yup.number().integer().positive(),
+        authFailMode: yup.string<'open' | 'closed'>().oneOf(['open', 'closed']),
+        authGraceMs: yup.number().integer().min(0),
+        keyConcurrency: yup.number().integer().positive(),
         trustedProxies: yup.array(yup.string().required()),
       })
       .noUnknown()
@@ -321,6 +332,12 @@ function trustedProxies(env: NodeJS.ProcessEnv, fromFile: readonly string[] | un
   return list;
 }
 
+function authFailMode(value: string | undefined): 'open' | 'closed' | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value !== 'open' && value !== 'closed') throw new ConfigError(`GATEWAY_AUTH_FAIL_MODE must be open or closed, got '${value}'`);
+  return value;
+}
+
 function parseEnvSize(name: string, value: string): number {
   try {
     return parseSize(value);
@@ -384,6 +401,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     requestTimeoutMs,
     maxConnections: envInteger(env, 'GATEWAY_MAX_CONNECTIONS', 1) ?? file.server?.maxConnections ?? defaultMaxConnections(),
     authFailuresPerMinute: envInteger(env, 'GATEWAY_AUTH_FAILURES_PER_MINUTE', 1) ?? file.server?.authFailuresPerMinute ?? 20,
+    authFailMode: authFailMode(env.GATEWAY_AUTH_FAIL_MODE) ?? file.server?.authFailMode ?? 'closed',
+    authGraceMs: envInteger(env, 'GATEWAY_AUTH_GRACE_MS', 0) ?? file.server?.authGraceMs ?? 30_000,
+    keyConcurrency: envInteger(env, 'GATEWAY_KEY_CONCURRENCY', 1) ?? file.server?.keyConcurrency ?? 64,
     trustedProxies: trustedProxies(env, file.server?.trustedProxies),
 
     // Operations (metrics, reload).

@@ -1,5 +1,6 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
-import { badRequest, invalidJson, payloadTooLarge } from '../errors/gateway-errors.ts';
+import { badRequest, fieldError, invalidJson, payloadTooLarge, validationError } from '../errors/gateway-errors.ts';
 import { scanObject, type JsonLimits, type JsonMember } from './json-scan.ts';
 import { readLimited } from './read-limited.ts';
 
@@ -25,14 +26,17 @@ function describe(value: unknown): string {
 }
 
 /**
- * Reads a request body once, up to `limitBytes`, checks the {@link JSON_BODY_LIMITS} and parses it as
- * one JSON object. Any content type is read as JSON (`curl -d` sends a form type); a declared length
- * over the limit is refused before reading.
+ * Reads a request body once, up to `limitBytes`, checks that it is UTF-8 and within the
+ * {@link JSON_BODY_LIMITS}, and parses it as one JSON object. Any content type is read as JSON
+ * (`curl -d` sends a form type); a declared length over the limit is refused before reading.
  */
 export async function readJsonRequestBody(req: IncomingMessage, limitBytes: number, limits: JsonLimits = JSON_BODY_LIMITS): Promise<JsonRequestBody> {
   const declared = Number(req.headers['content-length']);
   if (declared > limitBytes) throw payloadTooLarge(limitBytes);
   const bytes = await readLimited(req, limitBytes, () => payloadTooLarge(limitBytes));
+  // Decoding turns bad bytes into U+FFFD while the raw bytes go upstream, which may read them otherwise
+  // (`"model\xff"` as a second `"model"`, say): what the gateway checked would not be what it sent.
+  if (!isUtf8(bytes)) throw validationError([fieldError('body', 'not valid UTF-8')]);
   const scan = scanObject(bytes, 0, limits);
   if (scan.kind === 'too-deep') {
     throw badRequest(`Request body is nested deeper than the limit of ${limits.maxDepth} levels of objects and arrays`);

@@ -15,6 +15,8 @@ export interface CallerKey {
   readonly quota?: { readonly daily?: number; readonly monthly?: number };
   /** The key's own request limit per window, instead of the gateway's. */
   readonly rpm?: number;
+  /** The key's own limit of requests in flight at once, instead of the gateway's. */
+  readonly concurrency?: number;
 }
 
 /** What one request to an upstream came to, handed to usage accounting when the response is done. */

@@ -46,7 +46,7 @@ describe('admin key API', () => {
   });
 
   it('creates a key shown once (201), lists keys without hashes or keys, and revokes by id', async () => {
-    const created = await send(app.url, '/admin/keys', { ...admin, body: { name: 'svc', rpm: 10, models: ['alpha/gen-5.5'], expires_at: '2031-01-01T00:00:00Z', quota: { daily: 1000 } } });
+    const created = await send(app.url, '/admin/keys', { ...admin, body: { name: 'svc', rpm: 10, concurrency: 4, models: ['alpha/gen-5.5'], expires_at: '2031-01-01T00:00:00Z', quota: { daily: 1000 } } });
     expect(created.status).to.equal(201);
     const { key, id } = created.body as { key: string; id: string };
     expect(key).to.match(/^sk-[A-Za-z0-9_-]{43}$/);
@@ -59,6 +59,7 @@ describe('admin key API', () => {
       revoked: false,
       models: ['alpha/gen-5.5'],
       rpm: 10,
+      concurrency: 4,
       quota: { daily: 1000 },
       key,
     });
@@ -85,14 +86,15 @@ describe('admin key API', () => {
   it('answers 400 with every bad field', async () => {
     const answer = await send(app.url, '/admin/keys', {
       ...admin,
-      body: { rpm: 0, models: ['alpha-latest', 'alpha/gen-5.5', 7], expires_at: '2020-01-01T00:00:00Z', quota: { daily: 1.5 }, extra: true },
+      body: { rpm: 0, concurrency: 2.5, models: ['alpha-latest', 'alpha/gen-5.5', 7], expires_at: '2020-01-01T00:00:00Z', quota: { daily: 1.5 }, extra: true },
     });
     expect(answer.status).to.equal(400);
     expect(answer.body.detail).to.equal('Invalid input parameters');
     expect(answer.body.errors).to.have.members([
-      "Field 'body': has unknown fields (name, rpm, models, expires_at, quota)",
+      "Field 'body': has unknown fields (name, rpm, concurrency, models, expires_at, quota)",
       "Field 'name': is required",
       "Field 'rpm': must be a positive integer",
+      "Field 'concurrency': must be a positive integer",
       "Field 'models[2]': must be a model ID",
       "Field 'expires_at': must be in the future",
       "Field 'quota.daily': must be a positive integer",

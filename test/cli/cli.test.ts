@@ -38,14 +38,14 @@ describe('CLI', function () {
   afterEach(async () => rm(dataDir, { recursive: true, force: true }));
 
   it('creates a key, printing it once with its id, on the data directory\'s file store', async () => {
-    const created = await cli(['keys', 'create', '--name', 'ci', '--rpm', '20', '--models', 'alpha/gen-5.5, beta/beta-fable-5-1', '--expires-at', '2031-01-31T00:00:00Z'], env);
+    const created = await cli(['keys', 'create', '--name', 'ci', '--rpm', '20', '--concurrency', '8', '--models', 'alpha/gen-5.5, beta/beta-fable-5-1', '--expires-at', '2031-01-31T00:00:00Z'], env);
     expect(created.code).to.equal(0);
     const key = createdKey(created.out)!;
     const id = createdId(created.out)!;
     expect(key).to.be.a('string');
     expect(created.out.split(key)).to.have.length(2);
     const record = await new FileKeyStore(dataDir).findByHash(hashApiKey(key));
-    expect(record).to.deep.include({ id, name: 'ci', rpm: 20, models: ['alpha/gen-5.5', 'beta/beta-fable-5-1'], expiresAt: '2031-01-31T00:00:00.000Z' });
+    expect(record).to.deep.include({ id, name: 'ci', rpm: 20, concurrency: 8, models: ['alpha/gen-5.5', 'beta/beta-fable-5-1'], expiresAt: '2031-01-31T00:00:00.000Z' });
     expect(await readFile(join(dataDir, 'keys.json'), 'utf8')).not.to.contain(key);
   });
 
@@ -59,9 +59,9 @@ describe('CLI', function () {
     const listed = await cli(['keys', 'list'], env);
     expect(listed.code).to.equal(0);
     const [header, ...rows] = listed.out.trimEnd().split('\n');
-    expect(header!.split(/\s+/)).to.deep.equal(['id', 'name', 'status', 'created', 'expires', 'rpm', 'models']);
+    expect(header!.split(/\s+/)).to.deep.equal(['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models']);
     expect(rows).to.have.length(2);
-    expect(rows[0]).to.match(new RegExp(`^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+all$`));
+    expect(rows[0]).to.match(new RegExp(`^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all$`));
     expect(rows[1]).to.match(/\ssecond\s+active\s/);
     expect(listed.out).not.to.match(/sk-|[0-9a-f]{64}/);
   });
