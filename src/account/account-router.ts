@@ -44,7 +44,7 @@ export interface AccountRouterOptions {
   readonly registry: () => ModelRegistry;
   readonly endpoints: ProviderEndpoints;
   /** The `/readyz` answer. */
-  readonly readiness: () => Promise<Readonly<Record<string, string>>>;
+  readonly readiness: () => Promise<Readonly<Record<string, string | boolean>>>;
   readonly sessions: SessionStore;
   readonly sessionTtlMs?: number;
   readonly signInLimit?: { readonly max: number; readonly windowMs: number };
