@@ -345,15 +345,33 @@ function envInteger(env: NodeJS.ProcessEnv, name: string, min: number): number |
   return undefined;
 }
 
-/** The static keys of `GATEWAY_API_KEYS` (comma-separated, each `sk-…`); a bad entry is named by its position, never by its value. */
+/** Shortest admin token and static key (after `sk-`) accepted: guessing either must stay out of reach. */
+export const MIN_SECRET_LENGTH = 32;
+
+/**
+ * The static keys of `GATEWAY_API_KEYS` (comma-separated, each `sk-` and 32 to 200 letters, digits,
+ * `-` or `_`: a presented key longer than that is refused as malformed). A bad entry is named by its
+ * position, never by its value.
+ */
 export function parseStaticKeys(value: string | undefined): string[] {
   if (!value) return [];
   const keys = value.split(',').map((key) => key.trim()).filter(Boolean);
-  const bad = keys.flatMap((key, index) => (/^sk-[A-Za-z0-9_-]{8,}$/.test(key) ? [] : [index + 1]));
-  const messages = bad.map((entry) => `GATEWAY_API_KEYS entry ${entry} is not a valid key: keys start with 'sk-' followed by at least 8 letters, digits, '-' or '_'`);
+  const bad = keys.flatMap((key, index) => (/^sk-[A-Za-z0-9_-]{32,200}$/.test(key) ? [] : [index + 1]));
+  const messages = bad.map(
+    (entry) => `GATEWAY_API_KEYS entry ${entry} is not a valid key: keys start with 'sk-' followed by ${MIN_SECRET_LENGTH} to 200 letters, digits, '-' or '_'`,
+  );
   if (messages.length && !collecting) throw new ConfigError(messages);
   for (const message of messages) problem(message);
   return keys;
+}
+
+/** `GATEWAY_ADMIN_TOKEN`, refused when shorter than {@link MIN_SECRET_LENGTH}; named, never shown. */
+function adminToken(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  if (value.length < MIN_SECRET_LENGTH) {
+    problem(`GATEWAY_ADMIN_TOKEN must be at least ${MIN_SECRET_LENGTH} characters long (generate one with: openssl rand -hex 32)`);
+  }
+  return value;
 }
 
 /** `GATEWAY_TRUSTED_PROXIES` (comma-separated) over the file's `server.trustedProxies`, checked as proxy-addr reads them. */
@@ -449,7 +467,7 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
       max: envInteger(env, 'RATE_LIMIT_MAX', 1) ?? file.rateLimit?.max ?? 100,
       windowMs: envInteger(env, 'RATE_LIMIT_WINDOW_MS', 1) ?? file.rateLimit?.windowMs ?? 60_000,
     },
-    adminToken: env.GATEWAY_ADMIN_TOKEN || undefined,
+    adminToken: adminToken(env.GATEWAY_ADMIN_TOKEN),
     apiKeys: parseStaticKeys(env.GATEWAY_API_KEYS),
     logLevel: env.LOG_LEVEL ?? file.logLevel ?? 'info',
     drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,

@@ -10,7 +10,7 @@ import { ConfigError, parseStaticKeys } from '../../src/config/gateway-config.ts
 import { isGatewayError } from '../../src/errors/gateway-errors.ts';
 import { captureLogs, send, startGuardedApp, type GuardedApp } from './guarded-app.ts';
 
-const STATIC_KEY = 'sk-static-key-for-tests-0001';
+const STATIC_KEY = 'sk-static-key-for-tests-0001-0123456789abcdef';
 
 describe('bearer authenticator', () => {
   let dataDir: string;
@@ -147,7 +147,7 @@ describe('bearer authenticator', () => {
   });
 
   it('compares the found record\'s hash in constant time, refusing a record that is not the key\'s', async () => {
-    const other = staticKeyRecords(['sk-some-other-key-0000'])[0]!;
+    const other = staticKeyRecords(['sk-some-other-key-0000-0123456789abcdef'])[0]!;
     const lying: KeyStore = { ...unreachableStore(), findByHash: async () => other };
     const strict = await startGuardedApp({ model: [createAuthenticator({ store: lying })] });
     try {
@@ -167,16 +167,19 @@ describe('bearer authenticator', () => {
 describe('static keys (GATEWAY_API_KEYS)', () => {
   it('parses a comma-separated list of sk- keys', () => {
     expect(parseStaticKeys(undefined)).to.deep.equal([]);
-    expect(parseStaticKeys(' sk-first-key-0001 , sk-second-key-0002,')).to.deep.equal(['sk-first-key-0001', 'sk-second-key-0002']);
+    expect(parseStaticKeys(' sk-first-key-00001-0123456789abcdef , sk-second-key-0002-0123456789abcdef,')).to.deep.equal(['sk-first-key-00001-0123456789abcdef', 'sk-second-key-0002-0123456789abcdef']);
   });
 
   it('refuses an entry that is not an sk- key, naming its position but not its value', () => {
-    expect(() => parseStaticKeys('sk-first-key-0001,secret-value-1234')).to.throw(ConfigError, /GATEWAY_API_KEYS entry 2 is not a valid key: keys start with 'sk-'/);
-    try {
-      parseStaticKeys('secret-value-1234');
-    } catch (error) {
-      expect((error as Error).message).not.to.contain('secret-value-1234');
-    }
+    expect(() => parseStaticKeys('sk-first-key-00001-0123456789abcdef,secret-value-1234')).to.throw(ConfigError, /GATEWAY_API_KEYS entry 2 is not a valid key: keys start with 'sk-'/);
+    expect(() => parseStaticKeys('secret-value-1234')).to.throw(ConfigError, 'entry 1').with.property('message').that.does.not.contain('secret-value-1234');
+  });
+
+  it('refuses a key shorter than sk- and 32 characters (or longer than a presented key may be), naming its position but not its value', () => {
+    const short = `sk-${'k'.repeat(31)}`;
+    expect(() => parseStaticKeys(short)).to.throw(ConfigError, "GATEWAY_API_KEYS entry 1 is not a valid key: keys start with 'sk-' followed by 32 to 200").with.property('message').that.does.not.contain(short);
+    expect(parseStaticKeys(`sk-${'k'.repeat(32)}`)).to.deep.equal([`sk-${'k'.repeat(32)}`]);
+    expect(() => parseStaticKeys(`${STATIC_KEY},sk-${'k'.repeat(201)}`)).to.throw(ConfigError, 'GATEWAY_API_KEYS entry 2');
   });
 
   it('gives each static key a stable public id that reveals nothing of it', () => {

@@ -62,7 +62,7 @@ describe('gateway config', () => {
     ['a bad provider URL', 'providers:\n  acme:\n    baseUrl: not a url\n', {}, 'line 3, column 5: providers.acme.baseUrl is not a URL'],
     ['a bad port in env', '', { PORT: 'eighty' }, "PORT must be an integer >= 0, got 'eighty'"],
     ['a bad Redis URL', '', { REDIS_URL: 'http://redis' }, 'REDIS_URL must start with redis:// or rediss://'],
-    ['a static key without sk-', '', { GATEWAY_API_KEYS: 'sk-goodgoodgood,pk-bad' }, "GATEWAY_API_KEYS entry 2 is not a valid key: keys start with 'sk-'"],
+    ['a static key without sk-', '', { GATEWAY_API_KEYS: 'sk-goodgoodgoodgoodgoodgoodgoodgood,pk-bad' }, "GATEWAY_API_KEYS entry 2 is not a valid key: keys start with 'sk-'"],
   ];
   for (const [name, text, env, message] of invalid) {
     it(`refuses ${name} with a clear message`, async () => {
@@ -120,7 +120,19 @@ describe('gateway config', () => {
 
   it('parses sizes and static keys', () => {
     expect([parseSize('10mb'), parseSize('512kb'), parseSize(1000), parseSize('1.5kb')]).to.deep.equal([10485760, 524288, 1000, 1536]);
-    expect(parseStaticKeys(' sk-aaaaaaaa , sk-bbbbbbbb ')).to.deep.equal(['sk-aaaaaaaa', 'sk-bbbbbbbb']);
+    const [a, b] = [`sk-${'a'.repeat(32)}`, `sk-${'b'.repeat(40)}`];
+    expect(parseStaticKeys(` ${a} , ${b} `)).to.deep.equal([a, b]);
+  });
+
+  it('refuses an admin token shorter than 32 characters, naming the variable but not the value', async () => {
+    const path = await configFile('');
+    const short = 'admin-token-of-31-characters-xx';
+    expect(short).to.have.length(31);
+    expect(() => loadConfig({ GATEWAY_CONFIG: path, GATEWAY_ADMIN_TOKEN: short }))
+      .to.throw(ConfigError, 'GATEWAY_ADMIN_TOKEN must be at least 32 characters long')
+      .with.property('message')
+      .that.does.not.contain(short);
+    expect(loadConfig({ GATEWAY_CONFIG: path, GATEWAY_ADMIN_TOKEN: `${short}x` }).adminToken).to.equal(`${short}x`);
   });
 });
 
@@ -133,6 +145,17 @@ describe('start-up refusals', function () {
     expect(output).to.contain('model-gateway: invalid configuration');
     expect(output).to.contain('rateLimit.max must be a positive number');
     expect(output).not.to.contain('    at ');
+  });
+
+  it('stops on a short admin token and a short static key, naming both variables but neither value', async () => {
+    const token = 'short-admin-token-0001';
+    const key = 'sk-short-static-key-0001';
+    const config = await configFile('');
+    const { code, output } = await startupFailure({ GATEWAY_CONFIG: config, GATEWAY_DATA_DIR: dirname(config), GATEWAY_ADMIN_TOKEN: token, GATEWAY_API_KEYS: key });
+    expect(code).to.equal(1);
+    expect(output).to.contain('model-gateway: invalid configuration:');
+    expect(output).to.contain('GATEWAY_ADMIN_TOKEN must be at least 32 characters long').and.to.contain('GATEWAY_API_KEYS entry 1 is not a valid key');
+    expect(output).not.to.contain(token).and.not.to.contain(key);
   });
 
   it('refuses a broken plugin, naming the plugin and the field', async () => {

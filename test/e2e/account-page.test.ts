@@ -6,7 +6,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { launchBrowser, screenshot, type HeadlessBrowser } from '../helpers/headless-browser.ts';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway.ts';
 
-const ADMIN_TOKEN = 'account-page-admin-token-0001';
+const ADMIN_TOKEN = 'account-page-admin-token-0001-0123456789abcdef';
 const AXE_SOURCE = readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 /** One model call with a key, as a client would make it. */

@@ -9,7 +9,7 @@ import { GatewayProcess, startupFailure } from '../helpers/gateway-process.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const OMEGA_DIR = join(ROOT, 'test/fixtures/external-plugins');
-const CLIENT_KEY = 'sk-external-plugins-0001';
+const CLIENT_KEY = 'sk-external-plugins-0001-0123456789abcdef';
 
 /** A compiled (JavaScript) plugin in a directory outside the repository, importing the contract by package name. */
 async function writeJavaScriptPlugin(directory: string): Promise<void> {

@@ -13,7 +13,7 @@ import { createRedisClient, waitUntilReady, type RedisConnection } from '../../s
 import { captureLogs, eventually, send, sleep, startGuardedApp, type Answer, type GuardedApp } from '../auth/guarded-app.ts';
 import { TestRedisCluster, TestRedisServer } from '../helpers/redis-server.ts';
 
-const KEY = 'sk-rate-limit-test-key-0001';
+const KEY = 'sk-rate-limit-test-key-0001-0123456789abcdef';
 const KEY_ID = staticKeyRecords([KEY])[0]!.id;
 
 interface LimitedApp extends GuardedApp {
