@@ -8,6 +8,7 @@ import { createApp } from './app.ts';
 import { createAuthenticator } from './auth/authenticate.ts';
 import { FailedAuthThrottle } from './auth/failed-auth-throttle.ts';
 import { FileKeyStore } from './auth/file-key-store.ts';
+import { fileKeyIdSecret, redisKeyIdSecret } from './auth/key-id-secret.ts';
 import type { KeyStore } from './auth/key-store.ts';
 import { RedisKeyStore } from './auth/redis-key-store.ts';
 import type { GatewayConfig } from './config/gateway-config.ts';
@@ -177,7 +178,13 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const app = createApp({
     services,
     logger,
-    authenticate: createAuthenticator({ store: keys, staticKeys: config.apiKeys, logger, throttle }),
+    authenticate: createAuthenticator({
+      store: keys,
+      staticKeys: config.apiKeys,
+      keyIdSecret: redis ? redisKeyIdSecret(redis) : fileKeyIdSecret(config.dataDir),
+      logger,
+      throttle,
+    }),
     modelRateLimit,
     catalogRateLimit,
     nativeChat: nativeChatRoute(services, { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs }),

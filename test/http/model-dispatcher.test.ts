@@ -34,7 +34,7 @@ describe('model dispatcher', () => {
   };
   const dispatch = modelDispatcher({
     routes: new Map(Object.entries(handlers)),
-    authenticate: createAuthenticator({ store: emptyStore, staticKeys: [KEY] }),
+    authenticate: createAuthenticator({ store: emptyStore, staticKeys: [KEY], keyIdSecret: async () => Buffer.alloc(32, 1) }),
     rateLimit: limiters.perKey,
     familyOf: errorFamilyOf,
     logger: logs.logger,
