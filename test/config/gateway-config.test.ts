@@ -158,6 +158,15 @@ describe('start-up refusals', function () {
     expect(output).not.to.contain(token).and.not.to.contain(key);
   });
 
+  it('stops on every alias problem at once, each by position and field', async () => {
+    const config = await configFile('aliases:\n  beta-latest: beta/no-such-model\n  alpha-latest: beta/beta-opus-5\n');
+    const { code, output } = await startupFailure({ GATEWAY_CONFIG: config, GATEWAY_DATA_DIR: dirname(config) });
+    expect(code).to.equal(1);
+    expect(output).to.contain('model-gateway: cannot start:\n');
+    expect(output).to.match(/line 2, column 3: aliases\.beta-latest: .*'beta\/no-such-model' is not a known model/);
+    expect(output).to.match(/line 3, column 3: aliases\.alpha-latest: .*does not serve the alias's route\(s\) responses/);
+  });
+
   it('refuses a broken plugin, naming the plugin and the field', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'gateway-plugins-'));
     const { mkdir } = await import('node:fs/promises');
