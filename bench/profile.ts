@@ -25,7 +25,7 @@ const { values } = parseArgs({
     save: { type: 'string' },
   },
 });
-const KEY = 'sk-bench-key-000000000000';
+const KEY = 'sk-bench-key-000000000000-0123456789abcdef';
 const message = [{ role: 'user', content: 'Benchmark message of a realistic length for a chat turn.' }];
 const scenarios: Record<string, { path: string; body: string }> = {
   json: { path: '/v1/chat/completions', body: JSON.stringify({ model: 'delta/delta-4.7', messages: message }) },

@@ -37,7 +37,7 @@ const openStreams = Number(values.streams);
 const streamDelayMs = Number(values['stream-delay-ms']);
 const endpointCount = Number(values.endpoints);
 const wanted = new Set(values.scenarios.split(','));
-const KEY = 'sk-bench-key-000000000000';
+const KEY = 'sk-bench-key-000000000000-0123456789abcdef';
 
 const work = await mkdtemp(join(tmpdir(), 'gateway-bench-'));
 const children: ChildProcess[] = [];

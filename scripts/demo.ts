@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { loadConfig } from '../src/config/gateway-config.ts';
+import { ConfigError, loadConfig } from '../src/config/gateway-config.ts';
 import { startGateway } from '../src/gateway.ts';
 import { createLogger } from '../src/logger.ts';
 import { loadPlugins } from '../src/plugins/load-plugins.ts';
@@ -7,11 +8,20 @@ import { envPrefixOf } from '../src/upstream/provider-endpoints.ts';
 import { startMockUpstream } from '../mock-upstream/mock-upstream-server.ts';
 
 // Everything on one machine, no external service: a mock upstream for every provider, the embedded
-// key and usage store under data/demo, and a fresh API key.
+// key and usage store under data/demo, a fresh API key and a fresh admin token (unless one is set).
 const upstreamKey = 'demo-upstream-key';
-const upstream = await startMockUpstream({ apiKey: upstreamKey, chunkDelayMs: 40 });
 const env: NodeJS.ProcessEnv = { ...process.env, GATEWAY_DATA_DIR: process.env.GATEWAY_DATA_DIR ?? join('data', 'demo') };
-const config = loadConfig(env);
+const ownToken = Boolean(env.GATEWAY_ADMIN_TOKEN);
+env.GATEWAY_ADMIN_TOKEN ||= randomBytes(32).toString('base64url');
+let config;
+try {
+  config = loadConfig(env);
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  process.stderr.write(`demo: invalid configuration:\n${error.problems.map((problem) => `  ${problem}\n`).join('')}`);
+  process.exit(1);
+}
+const upstream = await startMockUpstream({ apiKey: upstreamKey, chunkDelayMs: 40 });
 for (const plugin of await loadPlugins(config.manifestPath, config.pluginPath)) {
   env[`${envPrefixOf(plugin)}_BASE_URL`] ??= upstream.url;
   env[`${envPrefixOf(plugin)}_API_KEY`] ??= upstreamKey;
@@ -24,6 +34,8 @@ process.stdout.write(`
 Model gateway running at ${gateway.url} (mock upstreams at ${upstream.url}, data in ${config.dataDir})
 
 API key (shown once): ${key}
+${ownToken ? 'Admin token: the GATEWAY_ADMIN_TOKEN you set' : `Admin token (shown once): ${config.adminToken}`}
+Account page (sign in with the admin token): ${gateway.url}/account
 
 Try it:
   curl -s ${gateway.url}/v1/models

@@ -8,6 +8,7 @@ import { createApp } from './app.ts';
 import { createAuthenticator } from './auth/authenticate.ts';
 import { FailedAuthThrottle } from './auth/failed-auth-throttle.ts';
 import { FileKeyStore } from './auth/file-key-store.ts';
+import { fileKeyIdSecret, redisKeyIdSecret } from './auth/key-id-secret.ts';
 import type { KeyStore } from './auth/key-store.ts';
 import { RedisKeyStore } from './auth/redis-key-store.ts';
 import type { GatewayConfig } from './config/gateway-config.ts';
@@ -114,7 +115,10 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const { redis, keys, usage } = await openStores(config, logger);
   const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
   const accounting = new GatewayUsageAccounting(usage, currentRegistry, logger);
-  const metrics = new GatewayMetrics({ usageQueueDepth: () => (usage as Partial<{ queueDepth: number }>).queueDepth ?? 0 });
+  const metrics = new GatewayMetrics({
+    usageQueueDepth: () => (usage as Partial<{ queueDepth: number }>).queueDepth ?? 0,
+    configStale: () => live.lastError !== undefined,
+  });
   // gateway_endpoint_up reads the breakers of the endpoint pools in force at each scrape.
   metrics.setEndpointStates(function* () {
     for (const [provider, pool] of endpoints.pools()) {
@@ -169,14 +173,22 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       rate_limits: redis && !limiters.degraded() ? 'shared' : 'per-process',
       usage: usage.healthy ? 'stored' : 'queued until the store returns',
       config_version: live.current.version,
-      // The last reload's refusal, until a reload succeeds (the previous configuration serves meanwhile).
+      // A refused reload leaves the previous configuration serving (still ready), stale until a reload
+      // applies; the error says where the file is wrong, never what it holds (/readyz takes no credential).
+      config_stale: live.lastError !== undefined,
       ...(live.lastError === undefined ? {} : { config_error: live.lastError }),
     };
   };
   const app = createApp({
     services,
     logger,
-    authenticate: createAuthenticator({ store: keys, staticKeys: config.apiKeys, logger, throttle: keyThrottle }),
+    authenticate: createAuthenticator({
+      store: keys,
+      staticKeys: config.apiKeys,
+      keyIdSecret: redis ? redisKeyIdSecret(redis) : fileKeyIdSecret(config.dataDir),
+      logger,
+      throttle: keyThrottle,
+    }),
     modelRateLimit,
     keyConcurrency: new KeyConcurrency(config.keyConcurrency),
     catalogRateLimit,

@@ -5,13 +5,19 @@ import { startGateway } from './gateway.ts';
 import { createLogger } from './logger.ts';
 import { PluginLoadError } from './plugins/validate-plugin.ts';
 
+/** Every problem on a line of its own (each names its field or variable, never a secret's value). */
+function refusal(heading: string, error: ConfigError | PluginLoadError): string {
+  const problems = error instanceof ConfigError ? error.problems : [error.message];
+  return problems.length === 1 ? `model-gateway: ${heading}: ${problems[0]}\n` : `model-gateway: ${heading}:\n${problems.map((problem) => `  ${problem}\n`).join('')}`;
+}
+
 async function main(): Promise<void> {
   let config;
   try {
     config = loadConfig();
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(`model-gateway: invalid configuration: ${error.message}\n`);
+      process.stderr.write(refusal('invalid configuration', error));
       process.exit(1);
     }
     throw error;
@@ -40,7 +46,7 @@ async function main(): Promise<void> {
     gateway = await startGateway(config, process.env, logger, { clusterWorker: cluster.isWorker });
   } catch (error) {
     if (error instanceof PluginLoadError || error instanceof ConfigError) {
-      process.stderr.write(`model-gateway: cannot start: ${error.message}\n`);
+      process.stderr.write(refusal('cannot start', error));
       process.exit(1);
     }
     throw error;

@@ -10,7 +10,7 @@ import { eventually } from './helpers/eventually.ts';
 import { GatewayProcess } from './helpers/gateway-process.ts';
 import { TestRedisServer } from './helpers/redis-server.ts';
 
-const KEY = 'sk-cluster-test-key-0001';
+const KEY = 'sk-cluster-test-key-0001-0123456789abcdef';
 
 describe('GATEWAY_WORKERS', () => {
   it('reads a count or auto, and refuses anything else', () => {

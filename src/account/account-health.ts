@@ -31,7 +31,7 @@ export interface AliasEntry {
 
 export interface HealthView {
   /** The `/readyz` answer: Redis state and the degraded modes. */
-  readonly readiness: Readonly<Record<string, string>>;
+  readonly readiness: Readonly<Record<string, string | boolean>>;
   readonly providers: readonly ProviderHealth[];
   readonly aliases: readonly AliasEntry[];
 }

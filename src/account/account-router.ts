@@ -34,7 +34,7 @@ export const ACCOUNT_CSP = [
 ].join('; ');
 
 export const ENABLE_HINT =
-  'GATEWAY_ADMIN_TOKEN is not set, so there is nothing to sign in with. Set it to a long random secret (for example the output of: openssl rand -hex 32), restart the gateway, and sign in here with that token.';
+  'GATEWAY_ADMIN_TOKEN is not set, so there is nothing to sign in with. Set it to a random secret of at least 32 characters (for example the output of: openssl rand -hex 32), restart the gateway, and sign in here with that token.';
 
 export interface AccountRouterOptions {
   /** `GATEWAY_ADMIN_TOKEN`; without it the page only says how to enable it and the API answers 404. */
@@ -44,7 +44,7 @@ export interface AccountRouterOptions {
   readonly registry: () => ModelRegistry;
   readonly endpoints: ProviderEndpoints;
   /** The `/readyz` answer. */
-  readonly readiness: () => Promise<Readonly<Record<string, string>>>;
+  readonly readiness: () => Promise<Readonly<Record<string, string | boolean>>>;
   readonly sessions: SessionStore;
   readonly sessionTtlMs?: number;
   readonly signInLimit?: { readonly max: number; readonly windowMs: number };

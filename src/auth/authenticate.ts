@@ -1,4 +1,5 @@
 import type { RequestHandler } from 'express';
+import { createHmac } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { pino, type Logger } from 'pino';
 import { forbidden, isGatewayError, serviceUnavailable, unauthenticated } from '../errors/gateway-errors.ts';
@@ -6,6 +7,7 @@ import type { CallerKey } from '../routes/route-services.ts';
 import { hashApiKey, keyStatus, looksLikeApiKey, sameHash, type ApiKeyRecord } from './api-keys.ts';
 import type { FailedAuthThrottle } from './failed-auth-throttle.ts';
 import { clientAddress } from '../http/client-address.ts';
+import type { KeyIdSecret } from './key-id-secret.ts';
 import type { KeyStore } from './key-store.ts';
 import { PresentedKeyCache } from './presented-key-cache.ts';
 
@@ -19,10 +21,14 @@ const NOT_BEARER = "The Authorization header must use the Bearer scheme: 'Author
 const MALFORMED = "Invalid API key: keys start with 'sk-' followed by letters, digits, '-' or '_'";
 const UNKNOWN = 'Invalid API key';
 
-/** Static keys (`GATEWAY_API_KEYS`) as records; their ids derive from the key but never reveal it. */
-export function staticKeyRecords(keys: readonly string[]): ApiKeyRecord[] {
+/**
+ * Static keys (`GATEWAY_API_KEYS`) as records. Each id is an HMAC of the key under the installation's
+ * secret (see {@link KeyIdSecret}): stable, shaped like no hash of the key, and of no use to test a
+ * guessed key against without the secret.
+ */
+export function staticKeyRecords(keys: readonly string[], idSecret: Buffer): ApiKeyRecord[] {
   return keys.map((key, index) => ({
-    id: `static_${hashApiKey(`gateway static key id:${key}`).slice(0, 16)}`,
+    id: `static_${createHmac('sha256', idSecret).update(key).digest('hex').slice(0, 16)}`,
     name: `static key ${index + 1}`,
     hash: hashApiKey(key),
     createdAt: new Date(0).toISOString(),
@@ -80,6 +86,8 @@ export interface AuthenticatorOptions {
   readonly store: KeyStore;
   /** Keys from `GATEWAY_API_KEYS`, accepted besides the store's. */
   readonly staticKeys?: readonly string[];
+  /** The secret the static keys' ids derive from; required with static keys. */
+  readonly keyIdSecret?: KeyIdSecret;
   readonly logger?: Logger;
   /**
    * Failed API keys per client address: an address past its limit is answered 429 before the key it
@@ -119,11 +127,34 @@ export interface KeyAuthenticator extends RequestHandler {
  */
 export function createAuthenticator(options: AuthenticatorOptions): KeyAuthenticator {
   const logger = options.logger ?? pino({ level: 'silent' });
-  const statics = new Map(staticKeyRecords(options.staticKeys ?? []).map((record) => [record.hash, record]));
+  const staticKeys = options.staticKeys ?? [];
+  const { keyIdSecret } = options;
+  if (staticKeys.length && !keyIdSecret) throw new TypeError('createAuthenticator: staticKeys need a keyIdSecret');
+  // Read when first needed (started now); a failed read (Redis away at start) is tried again on the next lookup.
+  let statics: Promise<Map<string, ApiKeyRecord>> | undefined;
+  const loadStatics = (): Promise<Map<string, ApiKeyRecord>> => {
+    if (!keyIdSecret) return Promise.resolve(new Map());
+    const loading = keyIdSecret().then((secret) => new Map(staticKeyRecords(staticKeys, secret).map((record) => [record.hash, record])));
+    loading.catch(() => {
+      if (statics === loading) statics = undefined;
+    });
+    return loading;
+  };
+  statics = loadStatics();
   const cache = new PresentedKeyCache(
     async (key: string) => {
       const hash = hashApiKey(key);
-      const record = statics.get(hash) ?? (await findInStore(options.store, hash, logger));
+      let staticsFailure: Error | undefined;
+      const fromStatics = await (statics ??= loadStatics()).then(
+        (records) => records.get(hash),
+        (error: Error) => void (staticsFailure = error),
+      );
+      const record = fromStatics ?? (await findInStore(options.store, hash, logger));
+      // Not a stored key, and the static keys cannot be told apart yet: it may be one of them.
+      if (!record && staticsFailure) {
+        logger.error({ reason: staticsFailure.message }, 'static key ids unavailable (the key-id secret cannot be read)');
+        throw serviceUnavailable('The key store is unavailable; please retry shortly', staticsFailure);
+      }
       return record && sameHash(record.hash, hash) ? record : undefined;
     },
     { trustMs: options.trustMs ?? 200, maxEntries: options.cacheSize ?? 10_000, revision: () => options.store.revision },

@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { isAbsolute, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parse as parseYaml } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
 import * as yup from 'yup';
 import { checkTrustedProxies } from '../http/client-address.ts';
+import { ConfigProblemReporter, fieldName, schemaProblems, withoutFields, yamlProblem, type ConfigProblem, type FieldPath } from './config-problems.ts';
 
 /** Settings of one upstream provider, keyed by its vendor prefix. */
 export interface ProviderSettings {
@@ -107,11 +108,29 @@ export interface GatewayConfig {
   readonly metricsPort?: number;
 }
 
+/** A configuration the gateway refuses: every problem found, each as an operator reads it. */
 export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
+  readonly problems: readonly string[];
+
+  constructor(problems: string | readonly string[]) {
+    const list = typeof problems === 'string' ? [problems] : problems;
+    super(list.join('; '));
     this.name = 'ConfigError';
+    this.problems = list;
   }
+}
+
+// While inspectConfig runs, the checks below record their problem here and carry on with a placeholder
+// for the bad value, so that one run reports every problem; called outside it, they throw.
+let collecting: ConfigProblem[] | undefined;
+
+function record(found: ConfigProblem): void {
+  if (!collecting) throw new ConfigError(found.text);
+  collecting.push(found);
+}
+
+function problem(text: string, at?: FieldPath): void {
+  record({ text, at });
 }
 
 // The providers shipped with this code: `providers/` of the checkout, or `dist/providers/` when compiled.
@@ -198,91 +217,117 @@ const fileSchema = yup
   })
   .noUnknown();
 
-function readConfigFile(path: string, required: boolean): Record<string, unknown> {
+interface ConfigSource {
+  readonly raw: Record<string, unknown>;
+  readonly reporter: ConfigProblemReporter;
+}
+
+function readConfigFile(path: string, required: boolean, fileName: string): ConfigSource {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    if (!required && (error as NodeJS.ErrnoException).code === 'ENOENT') return {};
-    throw new ConfigError(`cannot read config file ${path}: ${(error as Error).message}`);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (!required && code === 'ENOENT') return { raw: {}, reporter: new ConfigProblemReporter(fileName) };
+    problem(`cannot read the config file ${fileName} (${code ?? (error as Error).message})`);
+    return { raw: {}, reporter: new ConfigProblemReporter(fileName) };
+  }
+  const lines = new LineCounter();
+  const document = parseDocument(text, { lineCounter: lines, prettyErrors: false });
+  const reporter = new ConfigProblemReporter(fileName, document, lines);
+  if (document.errors.length) {
+    for (const error of document.errors) record(yamlProblem(error));
+    return { raw: {}, reporter };
   }
   let parsed: unknown;
   try {
-    parsed = parseYaml(text);
-  } catch (error) {
-    throw new ConfigError(`config file ${path} is not valid YAML: ${(error as Error).message}`);
+    parsed = document.toJS();
+  } catch {
+    // Only alias expansion fails here (too many, or one in a loop).
+    problem(`${fileName} is not valid YAML: its aliases cannot be expanded`);
+    return { raw: {}, reporter };
   }
-  if (parsed === null || parsed === undefined) return {};
-  if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`config file ${path} must hold a mapping`);
-  return parsed as Record<string, unknown>;
+  if (parsed === null || parsed === undefined) return { raw: {}, reporter };
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+    problem(`${fileName} must hold a mapping of settings`);
+    return { raw: {}, reporter };
+  }
+  return { raw: parsed as Record<string, unknown>, reporter };
 }
 
-function validateFile(path: string, raw: Record<string, unknown>): yup.InferType<typeof fileSchema> {
-  try {
-    return fileSchema.validateSync(raw, { abortEarly: false, strict: true });
-  } catch (error) {
-    if (error instanceof yup.ValidationError) {
-      throw new ConfigError(`config file ${path} is invalid:\n  ${error.errors.join('\n  ')}`);
+/** The file's settings that pass the schema; each one that does not is a problem and is left out. */
+function validateFile(raw: Record<string, unknown>): yup.InferType<typeof fileSchema> {
+  let settings = raw;
+  // Leaving out a bad field makes the rest valid; the second round only guards against a schema surprise.
+  for (let round = 0; round < 2; round += 1) {
+    try {
+      return fileSchema.validateSync(settings, { abortEarly: false, strict: true });
+    } catch (error) {
+      if (!(error instanceof yup.ValidationError)) throw error;
+      const { problems, invalid } = schemaProblems(error);
+      if (round === 0) for (const found of problems) problem(found.text, found.at);
+      settings = withoutFields(settings, invalid);
     }
-    throw error;
   }
+  return fileSchema.validateSync({}, { strict: true });
 }
 
-function stringMap(path: string, field: string, value: unknown): Record<string, string> {
+function stringMap(field: string, value: unknown): Record<string, string> {
   const result: Record<string, string> = {};
   for (const [key, entry] of Object.entries((value ?? {}) as Record<string, unknown>)) {
-    if (typeof entry !== 'string') throw new ConfigError(`config file ${path} is invalid: ${field}.${key} must be a string`);
-    result[key] = entry;
+    if (typeof entry === 'string') result[key] = entry;
+    else problem(`${field}.${key} must be a string`, [field, key]);
   }
   return result;
 }
 
-function fallbackMap(path: string, value: unknown): Record<string, string[]> {
+function fallbackMap(value: unknown): Record<string, string[]> {
   const result: Record<string, string[]> = {};
   for (const [model, targets] of Object.entries((value ?? {}) as Record<string, unknown>)) {
-    if (!Array.isArray(targets) || !targets.every((target) => typeof target === 'string')) {
-      throw new ConfigError(`config file ${path} is invalid: fallbacks.${model} must be a list of canonical model IDs`);
-    }
-    result[model] = targets as string[];
+    if (Array.isArray(targets) && targets.every((target) => typeof target === 'string')) result[model] = targets as string[];
+    else problem(`fallbacks.${model} must be a list of canonical model IDs`, ['fallbacks', model]);
   }
   return result;
 }
 
-function providerMap(path: string, value: unknown): Record<string, ProviderSettings> {
+/** The file's providers; an entry with a problem is reported and left out. */
+function providerMap(value: unknown): Record<string, ProviderSettings> {
   const result: Record<string, ProviderSettings> = {};
-  const invalid = (message: string) => new ConfigError(`config file ${path} is invalid: ${message}`);
   for (const [vendor, entry] of Object.entries((value ?? {}) as Record<string, unknown>)) {
+    const before = collecting?.length ?? 0;
+    const invalid = (at: FieldPath, text: string) => problem(`${fieldName(at)} ${text}`, at);
     const settings = (entry ?? {}) as Record<string, unknown>;
     for (const [field, fieldValue] of Object.entries(settings)) {
       if (field === 'endpoints') continue;
-      if (field !== 'baseUrl' && field !== 'apiKey') {
-        throw invalid(`providers.${vendor}.${field} is not a known setting (baseUrl, apiKey, endpoints)`);
-      }
-      if (typeof fieldValue !== 'string') throw invalid(`providers.${vendor}.${field} must be a string`);
+      if (field !== 'baseUrl' && field !== 'apiKey') invalid(['providers', vendor, field], 'is not a known setting (baseUrl, apiKey, endpoints)');
+      else if (typeof fieldValue !== 'string') invalid(['providers', vendor, field], 'must be a string');
     }
-    if (typeof settings.baseUrl === 'string') checkUrl(`providers.${vendor}.baseUrl`, settings.baseUrl);
+    if (typeof settings.baseUrl === 'string') checkUrl(`providers.${vendor}.baseUrl`, settings.baseUrl, ['providers', vendor, 'baseUrl']);
     let endpoints: EndpointSettings[] | undefined;
     if (settings.endpoints !== undefined) {
-      if (!Array.isArray(settings.endpoints) || settings.endpoints.length === 0) throw invalid(`providers.${vendor}.endpoints must be a non-empty list`);
-      endpoints = settings.endpoints.map((raw: unknown, index) => {
-        const at = `providers.${vendor}.endpoints[${index}]`;
-        const item = (raw ?? {}) as Record<string, unknown>;
-        for (const field of Object.keys(item)) {
-          if (!['baseUrl', 'apiKey', 'weight', 'name'].includes(field)) throw invalid(`${at}.${field} is not a known setting (baseUrl, apiKey, weight, name)`);
-        }
-        if (typeof item.baseUrl !== 'string') throw invalid(`${at}.baseUrl must be a string`);
-        checkUrl(`${at}.baseUrl`, item.baseUrl);
-        if (item.apiKey !== undefined && typeof item.apiKey !== 'string') throw invalid(`${at}.apiKey must be a string`);
-        if (item.name !== undefined && typeof item.name !== 'string') throw invalid(`${at}.name must be a string`);
-        if (item.weight !== undefined && (typeof item.weight !== 'number' || !(item.weight > 0))) throw invalid(`${at}.weight must be a positive number`);
-        return {
-          baseUrl: item.baseUrl.replace(/\/+$/, ''),
-          apiKey: item.apiKey as string | undefined,
-          weight: (item.weight as number | undefined) ?? 1,
-          name: (item.name as string | undefined) ?? String(index),
-        };
-      });
+      if (!Array.isArray(settings.endpoints) || settings.endpoints.length === 0) invalid(['providers', vendor, 'endpoints'], 'must be a non-empty list');
+      else {
+        endpoints = settings.endpoints.map((raw: unknown, index) => {
+          const at = ['providers', vendor, 'endpoints', index];
+          const item = (raw ?? {}) as Record<string, unknown>;
+          for (const field of Object.keys(item)) {
+            if (!['baseUrl', 'apiKey', 'weight', 'name'].includes(field)) invalid([...at, field], 'is not a known setting (baseUrl, apiKey, weight, name)');
+          }
+          if (typeof item.baseUrl !== 'string') invalid([...at, 'baseUrl'], 'must be a string');
+          else checkUrl(`${fieldName(at)}.baseUrl`, item.baseUrl, [...at, 'baseUrl']);
+          if (item.apiKey !== undefined && typeof item.apiKey !== 'string') invalid([...at, 'apiKey'], 'must be a string');
+          if (item.name !== undefined && typeof item.name !== 'string') invalid([...at, 'name'], 'must be a string');
+          if (item.weight !== undefined && (typeof item.weight !== 'number' || !(item.weight > 0))) invalid([...at, 'weight'], 'must be a positive number');
+          return {
+            baseUrl: String(item.baseUrl).replace(/\/+$/, ''),
+            apiKey: item.apiKey as string | undefined,
+            weight: (item.weight as number | undefined) ?? 1,
+            name: (item.name as string | undefined) ?? String(index),
+          };
+        });
+      }
     }
+    if ((collecting?.length ?? 0) > before) continue;
     result[vendor] = { baseUrl: settings.baseUrl as string | undefined, apiKey: settings.apiKey as string | undefined, ...(endpoints ? { endpoints } : {}) };
     if (settings.baseUrl === undefined) delete (result[vendor] as { baseUrl?: string }).baseUrl;
     if (settings.apiKey === undefined) delete (result[vendor] as { apiKey?: string }).apiKey;
@@ -290,14 +335,15 @@ function providerMap(path: string, value: unknown): Record<string, ProviderSetti
   return result;
 }
 
-function checkUrl(name: string, value: string): void {
+/** Names the setting, never its value: a URL may carry credentials. */
+function checkUrl(name: string, value: string, at?: FieldPath): void {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new ConfigError(`${name} is not a URL: '${value}'`);
+    return problem(`${name} is not a URL`, at);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${name} must be an http:// or https:// URL`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') problem(`${name} must be an http:// or https:// URL`, at);
 }
 
 const atMost = (limit: number, value: number | undefined) => (value === undefined ? undefined : Math.min(limit, value));
@@ -305,30 +351,46 @@ const atMost = (limit: number, value: number | undefined) => (value === undefine
 function envInteger(env: NodeJS.ProcessEnv, name: string, min: number): number | undefined {
   const value = env[name];
   if (value === undefined || value === '') return undefined;
-  if (!/^\d+$/.test(value.trim()) || Number(value) < min) throw new ConfigError(`${name} must be an integer >= ${min}, got '${value}'`);
-  return Number(value);
+  if (/^\d+$/.test(value.trim()) && Number(value) >= min) return Number(value);
+  problem(`${name} must be an integer >= ${min}, got '${value}'`);
+  return undefined;
 }
 
-/** The static keys of `GATEWAY_API_KEYS` (comma-separated, each `sk-…`). */
+/** Shortest admin token and static key (after `sk-`) accepted: guessing either must stay out of reach. */
+export const MIN_SECRET_LENGTH = 32;
+
+/**
+ * The static keys of `GATEWAY_API_KEYS` (comma-separated, each `sk-` and 32 to 200 letters, digits,
+ * `-` or `_`: a presented key longer than that is refused as malformed). A bad entry is named by its
+ * position, never by its value.
+ */
 export function parseStaticKeys(value: string | undefined): string[] {
   if (!value) return [];
   const keys = value.split(',').map((key) => key.trim()).filter(Boolean);
-  keys.forEach((key, index) => {
-    if (!/^sk-[A-Za-z0-9_-]{8,}$/.test(key)) {
-      throw new ConfigError(
-        `GATEWAY_API_KEYS entry ${index + 1} is not a valid key: keys start with 'sk-' followed by at least 8 letters, digits, '-' or '_'`,
-      );
-    }
-  });
+  const bad = keys.flatMap((key, index) => (/^sk-[A-Za-z0-9_-]{32,200}$/.test(key) ? [] : [index + 1]));
+  const messages = bad.map(
+    (entry) => `GATEWAY_API_KEYS entry ${entry} is not a valid key: keys start with 'sk-' followed by ${MIN_SECRET_LENGTH} to 200 letters, digits, '-' or '_'`,
+  );
+  if (messages.length && !collecting) throw new ConfigError(messages);
+  for (const message of messages) problem(message);
   return keys;
+}
+
+/** `GATEWAY_ADMIN_TOKEN`, refused when shorter than {@link MIN_SECRET_LENGTH}; named, never shown. */
+function adminToken(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  if (value.length < MIN_SECRET_LENGTH) {
+    problem(`GATEWAY_ADMIN_TOKEN must be at least ${MIN_SECRET_LENGTH} characters long (generate one with: openssl rand -hex 32)`);
+  }
+  return value;
 }
 
 /** `GATEWAY_TRUSTED_PROXIES` (comma-separated) over the file's `server.trustedProxies`, checked as proxy-addr reads them. */
 function trustedProxies(env: NodeJS.ProcessEnv, fromFile: readonly string[] | undefined): string[] {
   const fromEnv = env.GATEWAY_TRUSTED_PROXIES;
   const list = fromEnv !== undefined && fromEnv !== '' ? fromEnv.split(',').map((entry) => entry.trim()).filter(Boolean) : [...(fromFile ?? [])];
-  const problem = checkTrustedProxies(list);
-  if (problem) throw new ConfigError(`${fromEnv ? 'GATEWAY_TRUSTED_PROXIES' : 'server.trustedProxies'}: ${problem}`);
+  const refusal = checkTrustedProxies(list);
+  if (refusal) problem(`${fromEnv ? 'GATEWAY_TRUSTED_PROXIES' : 'server.trustedProxies'}: ${refusal}`, fromEnv ? undefined : ['server', 'trustedProxies']);
   return list;
 }
 
@@ -342,33 +404,62 @@ function parseEnvSize(name: string, value: string): number {
   try {
     return parseSize(value);
   } catch (error) {
-    throw new ConfigError(`${name}: ${(error as Error).message}`);
+    problem(`${name}: ${(error as Error).message}`);
+    return 0;
   }
 }
 
 /**
  * The gateway's settings: the YAML config file (`GATEWAY_CONFIG`, default `config/gateway.yaml`) gives
- * the defaults, environment variables override them. Throws {@link ConfigError} with a message an
- * operator can act on.
+ * the defaults, environment variables override them. Throws {@link ConfigError} listing every problem
+ * found, each as an operator can act on it.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): GatewayConfig {
+  const { config, problems } = inspectConfig(env, cwd);
+  if (problems.length) throw new ConfigError(problems);
+  return config;
+}
+
+export interface ConfigInspection {
+  /** The settings, from the file without its invalid fields (their defaults instead), for further checks. */
+  readonly config: GatewayConfig;
+  /** Every problem found: fields of the file by line and column, never quoting the file's text. */
+  readonly problems: readonly string[];
+  /** Describes further problems of this file (alias targets, fallbacks) the same way. */
+  describe(problems: readonly ConfigProblem[]): string[];
+}
+
+/** Like {@link loadConfig}, but runs every check and gives back all problems instead of throwing. */
+export function inspectConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ConfigInspection {
+  const outer = collecting;
+  collecting = [];
+  try {
+    return inspect(env, cwd, collecting);
+  } finally {
+    collecting = outer;
+  }
+}
+
+function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProblem[]): ConfigInspection {
   const path = resolve(cwd, env.GATEWAY_CONFIG ?? 'config/gateway.yaml');
-  const file = validateFile(path, readConfigFile(path, env.GATEWAY_CONFIG !== undefined));
+  const fromCwd = relative(cwd, path);
+  const source = readConfigFile(path, env.GATEWAY_CONFIG !== undefined, fromCwd.startsWith('..') || isAbsolute(fromCwd) ? path : fromCwd);
+  const file = validateFile(source.raw);
   const redisUrl = env.REDIS_URL || file.redis?.url;
-  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) problem('REDIS_URL must start with redis:// or rediss://');
   const redis: RedisSettings | undefined =
     redisUrl || file.redis?.sentinels?.length || file.redis?.cluster?.length
       ? { url: redisUrl, sentinels: file.redis?.sentinels, sentinelName: file.redis?.sentinelName, cluster: file.redis?.cluster }
       : undefined;
-  if (redis?.sentinels?.length && !redis.sentinelName) throw new ConfigError('redis.sentinels needs redis.sentinelName');
+  if (redis?.sentinels?.length && !redis.sentinelName) problem('redis.sentinels needs redis.sentinelName', ['redis', 'sentinels']);
 
   const headersTimeoutMs = envInteger(env, 'GATEWAY_HEADERS_TIMEOUT_MS', 1) ?? file.server?.headersTimeoutMs ?? 15_000;
   const requestTimeoutMs = envInteger(env, 'GATEWAY_REQUEST_TIMEOUT_MS', 1) ?? file.server?.requestTimeoutMs ?? 60_000;
   if (headersTimeoutMs > requestTimeoutMs) {
-    throw new ConfigError(`the headers timeout (${headersTimeoutMs} ms) cannot be longer than the request timeout (${requestTimeoutMs} ms)`);
+    problem(`the headers timeout (${headersTimeoutMs} ms) cannot be longer than the request timeout (${requestTimeoutMs} ms)`);
   }
 
-  return {
+  const config: GatewayConfig = {
     port: envInteger(env, 'PORT', 0) ?? file.server?.port ?? 8080,
     host: env.HOST || file.server?.host || '0.0.0.0',
     bodyLimitBytes: env.BODY_LIMIT ? parseEnvSize('BODY_LIMIT', env.BODY_LIMIT) : parseSize(file.server?.bodyLimit ?? '10mb'),
@@ -384,16 +475,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     chatDeadlineMs: envInteger(env, 'CHAT_DEADLINE_MS', 1) ?? file.server?.chatDeadlineMs ?? 600_000,
     manifestPath: env.GATEWAY_MANIFEST || file.manifest ? resolve(cwd, (env.GATEWAY_MANIFEST || file.manifest)!) : BUNDLED_MANIFEST,
     pluginPath: (env.GATEWAY_PLUGIN_PATH ?? '').split(':').filter(Boolean).map((directory) => resolve(cwd, directory)),
-    providers: providerMap(path, file.providers),
-    aliases: stringMap(path, 'aliases', file.aliases),
-    fallbacks: fallbackMap(path, file.fallbacks),
+    providers: providerMap(file.providers),
+    aliases: stringMap('aliases', file.aliases),
+    fallbacks: fallbackMap(file.fallbacks),
     redis,
     dataDir: resolve(cwd, env.GATEWAY_DATA_DIR ?? file.dataDir ?? 'data'),
     rateLimit: {
       max: envInteger(env, 'RATE_LIMIT_MAX', 1) ?? file.rateLimit?.max ?? 100,
       windowMs: envInteger(env, 'RATE_LIMIT_WINDOW_MS', 1) ?? file.rateLimit?.windowMs ?? 60_000,
     },
-    adminToken: env.GATEWAY_ADMIN_TOKEN || undefined,
+    adminToken: adminToken(env.GATEWAY_ADMIN_TOKEN),
     apiKeys: parseStaticKeys(env.GATEWAY_API_KEYS),
     logLevel: env.LOG_LEVEL ?? file.logLevel ?? 'info',
     drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,
@@ -409,6 +500,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     // Operations (metrics, reload).
     metricsPort: envInteger(env, 'METRICS_PORT', 0) ?? file.metrics?.port,
   };
+  const describe = (problems: readonly ConfigProblem[]) => problems.map((each) => source.reporter.describe(each));
+  return { config, problems: describe(found), describe };
 }
 
 /**

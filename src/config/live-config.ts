@@ -7,7 +7,8 @@ import type { ProviderPlugin } from '../plugins/plugin-contract.ts';
 import { PluginLoadError } from '../plugins/validate-plugin.ts';
 import { fallbackTable, type FallbackTable } from '../routes/model-fallbacks.ts';
 import type { ProviderEndpoints } from '../routes/route-services.ts';
-import { ConfigError, loadConfig, type GatewayConfig } from './gateway-config.ts';
+import type { ConfigProblem } from './config-problems.ts';
+import { ConfigError, inspectConfig, type GatewayConfig } from './gateway-config.ts';
 
 /** The config file the gateway reads: `GATEWAY_CONFIG`, else `config/gateway.yaml`, from `cwd`. */
 export function configFilePath(env: NodeJS.ProcessEnv, cwd = process.cwd()): string {
@@ -40,14 +41,14 @@ export interface LiveSettings {
  * Every problem of the aliases of a config (each target exists and serves every route its alias is
  * used on, §2.1), as `aliases.<id>: <why>`; empty when the table builds.
  */
-export function aliasProblems(plugins: readonly ProviderPlugin[], aliases: Readonly<Record<string, string>>): string[] {
-  const problems: string[] = [];
+export function aliasProblems(plugins: readonly ProviderPlugin[], aliases: Readonly<Record<string, string>>): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
   for (const [alias, target] of Object.entries(aliases)) {
     try {
       new ModelRegistry(plugins, { [alias]: target });
     } catch (error) {
       if (!(error instanceof PluginLoadError)) throw error;
-      problems.push(`aliases.${alias}: ${error.message}`);
+      problems.push({ text: `aliases.${alias}: ${error.message}`, at: ['aliases', alias] });
     }
   }
   if (problems.length === 0) {
@@ -55,10 +56,37 @@ export function aliasProblems(plugins: readonly ProviderPlugin[], aliases: Reado
       new ModelRegistry(plugins, aliases);
     } catch (error) {
       if (!(error instanceof PluginLoadError)) throw error;
-      problems.push(`aliases: ${error.message}`);
+      problems.push({ text: `aliases: ${error.message}`, at: ['aliases'] });
     }
   }
   return problems;
+}
+
+/** Every problem of the fallbacks of a config: each source, then each of its targets, checked alone. */
+export function fallbackProblems(plugins: readonly ProviderPlugin[], fallbacks: Readonly<Record<string, readonly string[]>>): ConfigProblem[] {
+  // Fallbacks name canonical models, which alias overrides do not change.
+  const registry = new ModelRegistry(plugins);
+  const problems: ConfigProblem[] = [];
+  const check = (table: Record<string, readonly string[]>, at: ConfigProblem['at']) => {
+    try {
+      fallbackTable(registry, table);
+      return true;
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push({ text: error.message, at });
+      return false;
+    }
+  };
+  for (const [source, targets] of Object.entries(fallbacks)) {
+    if (!check({ [source]: [] }, ['fallbacks', source])) continue;
+    targets.forEach((target, index) => check({ [source]: [target] }, ['fallbacks', source, index]));
+  }
+  return problems;
+}
+
+/** What a config must pass against the loaded plugins besides its own checks: aliases and fallbacks. */
+export function modelTableProblems(plugins: readonly ProviderPlugin[], config: GatewayConfig): ConfigProblem[] {
+  return [...aliasProblems(plugins, config.aliases), ...fallbackProblems(plugins, config.fallbacks)];
 }
 
 /** Settings that only a restart can change, each with the name an operator knows it by. */
@@ -102,10 +130,12 @@ export interface ReloadResult {
  * A reload validates the whole file and builds a complete new {@link LiveSettings} before swapping one
  * reference, so a request sees the old table or the new one, never half of each; a request that already
  * read the table finishes with it. An invalid file, or one that changes what needs a restart, keeps the
- * previous settings and is remembered as {@link lastError} (shown by `/readyz`).
+ * previous settings and is remembered as {@link lastError} (shown by `/readyz`): the configuration in
+ * force is then stale.
  */
 export class LiveConfig {
   current: LiveSettings;
+  /** Why the file was last refused, by position and field (never its text); undefined once a reload applies. */
   lastError: string | undefined;
   readonly path: string;
   private watcher: FSWatcher | undefined;
@@ -116,6 +146,8 @@ export class LiveConfig {
 
   constructor(private readonly options: LiveConfigOptions) {
     this.path = configFilePath(options.env, options.cwd);
+    const problems = modelTableProblems(options.plugins, options.config);
+    if (problems.length) throw new ConfigError(inspectConfig(options.env, options.cwd).describe(problems));
     this.current = this.settingsFor(configVersion(this.path), options.config);
     this.seen = this.current.version;
   }
@@ -134,11 +166,12 @@ export class LiveConfig {
     const version = configVersion(this.path);
     this.seen = version;
     try {
-      const config = loadConfig(this.options.env, this.options.cwd);
+      const inspection = inspectConfig(this.options.env, this.options.cwd);
+      const { config } = inspection;
+      const problems = [...inspection.problems, ...inspection.describe(modelTableProblems(this.options.plugins, config))];
+      if (problems.length) throw new ConfigError(problems);
       const restart = restartOnlyChanges(this.current.config, config);
       if (restart.length) throw new ConfigError(`${restart.join(', ')} changed: these need a restart, nothing was applied`);
-      const problems = aliasProblems(this.options.plugins, config.aliases);
-      if (problems.length) throw new ConfigError(problems.join('; '));
       const next = this.settingsFor(version, config);
       const previous = this.current;
       this.current = next;
@@ -151,7 +184,10 @@ export class LiveConfig {
       if (!(error instanceof ConfigError) && !(error instanceof PluginLoadError)) throw error;
       this.lastError = error.message;
       this.options.onResult?.('rejected');
-      logger.error({ trigger, config_version: this.current.version, rejected_version: version, reason: error.message }, 'configuration reload refused; the previous configuration stays in force');
+      logger.error(
+        { trigger, config_version: this.current.version, rejected_version: version, reason: error.message },
+        'configuration reload refused; the previous configuration stays in force (stale until a reload applies)',
+      );
       return { applied: false, version: this.current.version, error: error.message };
     }
   }

@@ -59,7 +59,7 @@ export class GatewayMetrics implements UpstreamMetrics {
   private endpointStates: () => Iterable<EndpointState> = () => this.lastOutcome.values();
   private openStreams = 0;
 
-  constructor(sources: { usageQueueDepth?: () => number } = {}) {
+  constructor(sources: { usageQueueDepth?: () => number; configStale?: () => boolean } = {}) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     this.requests = new Counter({ name: 'gateway_requests_total', help: 'Requests answered, by route, canonical model and status', labelNames: ['route', 'model', 'status'], registers });
@@ -85,6 +85,15 @@ export class GatewayMetrics implements UpstreamMetrics {
     });
     new Gauge({ name: 'gateway_open_streams', help: 'Streamed answers being relayed now', registers, aggregator: 'sum', collect() { this.set(self.openStreams); } });
     new Gauge({ name: 'gateway_usage_queue_depth', help: 'Usage records taken but not yet stored', registers, aggregator: 'sum', collect() { this.set(sources.usageQueueDepth?.() ?? 0); } });
+    new Gauge({
+      name: 'gateway_config_stale',
+      help: 'Whether the last config reload was refused, so an older configuration serves (1) or not (0)',
+      registers,
+      aggregator: 'max',
+      collect() {
+        this.set(sources.configStale?.() ? 1 : 0);
+      },
+    });
     // Shown at 0 from the start, so a rate or an alert on them has a series before the first event.
     for (const reason of ['rate_limit', 'quota']) this.rateLimited.labels(reason).inc(0);
     for (const result of ['applied', 'rejected']) this.configReloads.labels(result).inc(0);

@@ -15,7 +15,7 @@ import { EmbeddedUsageStore } from '../../src/usage/embedded-usage-store.ts';
 import { buildUsageRecord } from '../../src/usage/usage-record.ts';
 import { startGuardedApp, type GuardedApp } from '../auth/guarded-app.ts';
 
-const TOKEN = 'account-admin-token-0001';
+const TOKEN = 'account-admin-token-0001-0123456789abcdef';
 const UPSTREAM_SECRET = 'upstream-secret-never-shown';
 
 interface Reply {
@@ -240,7 +240,7 @@ describe('account page routes', () => {
     const sessions = new MemorySessionStore(() => clock);
     const before = await start({ sessions });
     const { cookie } = await signIn(before);
-    const rotated = await start({ sessions, token: 'another-admin-token-0002' });
+    const rotated = await start({ sessions, token: 'another-admin-token-0002-0123456789abcdef' });
     expect((await call(rotated, '/account/api/keys', { cookie })).status).to.equal(401);
     expect((await call(before, '/account/api/keys', { cookie })).status).to.equal(200);
   });

@@ -66,7 +66,7 @@ describe('account session stores', () => {
     let redis: TestRedisServer;
     let first: TestGateway;
     let second: TestGateway;
-    const env = () => ({ GATEWAY_ADMIN_TOKEN: 'shared-admin-token-0001', REDIS_URL: redis.url });
+    const env = () => ({ GATEWAY_ADMIN_TOKEN: 'shared-admin-token-0001-0123456789abcdef', REDIS_URL: redis.url });
 
     before(async () => {
       redis = await TestRedisServer.start();
@@ -80,7 +80,7 @@ describe('account session stores', () => {
     });
 
     it('a session made on one works on the other, and signing out on either ends it', async () => {
-      const signedIn = await fetch(`${first.url}/account/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: 'shared-admin-token-0001' }) });
+      const signedIn = await fetch(`${first.url}/account/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: 'shared-admin-token-0001-0123456789abcdef' }) });
       expect(signedIn.status).to.equal(201);
       const cookie = signedIn.headers.get('set-cookie')!.split(';')[0]!;
       const { csrf_token: csrf } = (await signedIn.json()) as { csrf_token: string };

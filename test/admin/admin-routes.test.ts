@@ -10,7 +10,7 @@ import { loadPlugins } from '../../src/plugins/load-plugins.ts';
 import { ModelRegistry } from '../../src/plugins/model-registry.ts';
 import { captureLogs, send, startGuardedApp, type GuardedApp } from '../auth/guarded-app.ts';
 
-const TOKEN = 'admin-token-for-tests-0001';
+const TOKEN = 'admin-token-for-tests-0001-0123456789abcdef';
 const admin = { authorization: `Bearer ${TOKEN}` };
 
 describe('admin key API', () => {

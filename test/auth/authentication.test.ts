@@ -15,7 +15,7 @@ describe('bearer authentication', () => {
   let restrictedKey: string;
 
   before(async () => {
-    test = await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: 'admin-token-for-tests' } });
+    test = await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: 'admin-token-for-tests-0123456789abcdef' } });
     managedKey = (await test.gateway.keys.create({ name: 'app' })).key;
     const revoked = await test.gateway.keys.create({ name: 'old' });
     await test.gateway.keys.revoke(revoked.record.id);
@@ -70,7 +70,7 @@ describe('bearer authentication', () => {
   });
 
   it('manages keys over the admin API behind the admin token, showing a new key once and never a hash', async () => {
-    const admin = { authorization: 'Bearer admin-token-for-tests', 'content-type': 'application/json' };
+    const admin = { authorization: 'Bearer admin-token-for-tests-0123456789abcdef', 'content-type': 'application/json' };
     expect((await request(`${test.url}/admin/keys`, { headers: { authorization: 'Bearer wrong' } })).statusCode).to.equal(401);
     const created = await request(`${test.url}/admin/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'svc', rpm: 10, models: ['beta/beta-fable-5-1'] }) });
     expect(created.statusCode).to.equal(201);

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +11,8 @@ import { ConfigError, parseStaticKeys } from '../../src/config/gateway-config.ts
 import { isGatewayError } from '../../src/errors/gateway-errors.ts';
 import { captureLogs, send, startGuardedApp, type GuardedApp } from './guarded-app.ts';
 
-const STATIC_KEY = 'sk-static-key-for-tests-0001';
+const STATIC_KEY = 'sk-static-key-for-tests-0001-0123456789abcdef';
+const ID_SECRET = randomBytes(32);
 
 describe('bearer authenticator', () => {
   let dataDir: string;
@@ -29,7 +31,7 @@ describe('bearer authenticator', () => {
     keys.expired = (await store.create({ name: 'past', expiresAt: '2020-01-01T00:00:00.000Z' })).key;
     keys.narrow = (await store.create({ name: 'narrow', models: ['alpha/gen-5.5'] })).key;
     keys.limited = (await store.create({ name: 'limited', rpm: 7 })).key;
-    app = await startGuardedApp({ model: [createAuthenticator({ store, staticKeys: [STATIC_KEY], logger: logs.logger })], logger: logs.logger });
+    app = await startGuardedApp({ model: [createAuthenticator({ store, staticKeys: [STATIC_KEY], keyIdSecret: async () => ID_SECRET, logger: logs.logger })], logger: logs.logger });
   });
   after(async () => {
     await app.close();
@@ -76,7 +78,7 @@ describe('bearer authenticator', () => {
     expect(narrow.body.caller).to.include({ name: 'narrow' }).and.to.have.deep.property('models', ['alpha/gen-5.5']);
     const fixed = await send(app.url, '/v1/chat/completions', { key: STATIC_KEY });
     expect(fixed.status).to.equal(200);
-    expect(fixed.body.caller).to.deep.equal({ id: staticKeyRecords([STATIC_KEY])[0]!.id, name: 'static key 1' });
+    expect(fixed.body.caller).to.deep.equal({ id: staticKeyRecords([STATIC_KEY], ID_SECRET)[0]!.id, name: 'static key 1' });
     expect(JSON.stringify([managed.body, fixed.body])).not.to.match(/sk-|[0-9a-f]{64}/);
   });
 
@@ -147,7 +149,7 @@ describe('bearer authenticator', () => {
   });
 
   it('compares the found record\'s hash in constant time, refusing a record that is not the key\'s', async () => {
-    const other = staticKeyRecords(['sk-some-other-key-0000'])[0]!;
+    const other = staticKeyRecords(['sk-some-other-key-0000-0123456789abcdef'], ID_SECRET)[0]!;
     const lying: KeyStore = { ...unreachableStore(), findByHash: async () => other };
     const strict = await startGuardedApp({ model: [createAuthenticator({ store: lying })] });
     try {
@@ -167,23 +169,56 @@ describe('bearer authenticator', () => {
 describe('static keys (GATEWAY_API_KEYS)', () => {
   it('parses a comma-separated list of sk- keys', () => {
     expect(parseStaticKeys(undefined)).to.deep.equal([]);
-    expect(parseStaticKeys(' sk-first-key-0001 , sk-second-key-0002,')).to.deep.equal(['sk-first-key-0001', 'sk-second-key-0002']);
+    expect(parseStaticKeys(' sk-first-key-00001-0123456789abcdef , sk-second-key-0002-0123456789abcdef,')).to.deep.equal(['sk-first-key-00001-0123456789abcdef', 'sk-second-key-0002-0123456789abcdef']);
   });
 
   it('refuses an entry that is not an sk- key, naming its position but not its value', () => {
-    expect(() => parseStaticKeys('sk-first-key-0001,secret-value-1234')).to.throw(ConfigError, /GATEWAY_API_KEYS entry 2 is not a valid key: keys start with 'sk-'/);
-    try {
-      parseStaticKeys('secret-value-1234');
-    } catch (error) {
-      expect((error as Error).message).not.to.contain('secret-value-1234');
-    }
+    expect(() => parseStaticKeys('sk-first-key-00001-0123456789abcdef,secret-value-1234')).to.throw(ConfigError, /GATEWAY_API_KEYS entry 2 is not a valid key: keys start with 'sk-'/);
+    expect(() => parseStaticKeys('secret-value-1234')).to.throw(ConfigError, 'entry 1').with.property('message').that.does.not.contain('secret-value-1234');
   });
 
-  it('gives each static key a stable public id that reveals nothing of it', () => {
-    const [first] = staticKeyRecords([STATIC_KEY]);
-    expect(first!.id).to.equal(staticKeyRecords([STATIC_KEY])[0]!.id);
+  it('refuses a key shorter than sk- and 32 characters (or longer than a presented key may be), naming its position but not its value', () => {
+    const short = `sk-${'k'.repeat(31)}`;
+    expect(() => parseStaticKeys(short)).to.throw(ConfigError, "GATEWAY_API_KEYS entry 1 is not a valid key: keys start with 'sk-' followed by 32 to 200").with.property('message').that.does.not.contain(short);
+    expect(parseStaticKeys(`sk-${'k'.repeat(32)}`)).to.deep.equal([`sk-${'k'.repeat(32)}`]);
+    expect(() => parseStaticKeys(`${STATIC_KEY},sk-${'k'.repeat(201)}`)).to.throw(ConfigError, 'GATEWAY_API_KEYS entry 2');
+  });
+
+  it('gives each static key a public id that is stable under one installation secret, differs under another, and is no SHA-256 of the key', () => {
+    const [first] = staticKeyRecords([STATIC_KEY], ID_SECRET);
+    expect(first!.id).to.equal(staticKeyRecords([STATIC_KEY], Buffer.from(ID_SECRET))[0]!.id);
     expect(first!.id).to.match(/^static_[0-9a-f]{16}$/);
-    expect(hashApiKey(STATIC_KEY)).not.to.contain(first!.id.slice('static_'.length));
+    const digest = first!.id.slice('static_'.length);
+    // Neither the key's hash nor the salted hash ids used to be (a constant salt is no secret).
+    expect(hashApiKey(STATIC_KEY)).not.to.contain(digest);
+    expect(hashApiKey(`gateway static key id:${STATIC_KEY}`)).not.to.contain(digest);
+    expect(staticKeyRecords([STATIC_KEY], randomBytes(32))[0]!.id).not.to.equal(first!.id);
+  });
+
+  it('answers 503 for a key it cannot tell from a static one while the key-id secret cannot be read, and reads it again later', async () => {
+    let reads = 0;
+    const keyIdSecret = async () => {
+      reads += 1;
+      if (reads === 1) throw new Error('Redis is unavailable');
+      return ID_SECRET;
+    };
+    const empty: KeyStore = { ...unreachableStore(), findByHash: async () => undefined };
+    const app = await startGuardedApp({ model: [createAuthenticator({ store: empty, staticKeys: [STATIC_KEY], keyIdSecret, trustMs: 0 })] });
+    try {
+      // The read started at construction failed: the next lookup reads again.
+      expect((await send(app.url, '/v1/chat/completions', { key: STATIC_KEY })).body.caller).to.deep.equal({ id: staticKeyRecords([STATIC_KEY], ID_SECRET)[0]!.id, name: 'static key 1' });
+      expect(reads).to.equal(2);
+    } finally {
+      await app.close();
+    }
+    let failing = 0;
+    const broken = await startGuardedApp({ model: [createAuthenticator({ store: empty, staticKeys: [STATIC_KEY], keyIdSecret: async () => { failing += 1; throw new Error('EACCES'); }, trustMs: 0 })] });
+    try {
+      expect(await send(broken.url, '/v1/chat/completions', { key: STATIC_KEY })).to.deep.include({ status: 503 });
+      expect(failing).to.equal(2);
+    } finally {
+      await broken.close();
+    }
   });
 });
 

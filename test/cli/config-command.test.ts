@@ -50,13 +50,36 @@ describe('model-gateway config check', () => {
     expect(result.err).to.contain('aliases.beta-latest').and.to.contain('aliases.alpha-latest');
   });
 
+  it('exits 1 listing a schema problem, an unknown alias target and a target that does not serve its alias’s routes, each by line and field', async () => {
+    const file = join(dir, 'three.yaml');
+    await writeFile(file, 'rateLimit:\n  max: -1\naliases:\n  beta-latest: beta/no-such-model\n  alpha-latest: beta/beta-opus-5\nfallbacks:\n  alpha/gen-6-astra: [nope/model]\n');
+    const result = await run(['config', 'check', file]);
+    expect(result.code).to.equal(1);
+    expect(result.out).to.equal('');
+    const lines = result.err.trimEnd().split('\n');
+    expect(lines[0]).to.equal(`${file}: invalid`);
+    expect(lines.slice(1)).to.have.length(4);
+    expect(lines[1]).to.equal(`  ${file} line 2, column 3: rateLimit.max must be a positive number`);
+    expect(lines[2]).to.match(new RegExp(`^  ${file} line 4, column 3: aliases\\.beta-latest: .*'beta/no-such-model' is not a known model`));
+    expect(lines[3]).to.match(new RegExp(`^  ${file} line 5, column 3: aliases\\.alpha-latest: .*does not serve the alias's route\\(s\\) responses`));
+    expect(lines[4]).to.match(new RegExp(`^  ${file} line 7, column 23: fallbacks: .*'nope/model' is not a canonical model ID`));
+  });
+
+  it('exits 1 listing problems of the environment beside those of the file', async () => {
+    const file = join(dir, 'env.yaml');
+    await writeFile(file, 'rateLimit:\n  max: 0\n');
+    const result = await run(['config', 'check', file], { PORT: 'eighty', REDIS_URL: 'http://cache' });
+    expect(result.code).to.equal(1);
+    expect(result.err).to.contain('rateLimit.max').and.to.contain("PORT must be an integer >= 0, got 'eighty'").and.to.contain('REDIS_URL must start with redis://');
+  });
+
   it('exits 1 for a file that is missing or not YAML', async () => {
     expect((await run(['config', 'check', join(dir, 'absent.yaml')])).code).to.equal(1);
     const file = join(dir, 'broken.yaml');
     await writeFile(file, 'aliases: [unclosed\n');
     const result = await run(['config', 'check', file]);
     expect(result.code).to.equal(1);
-    expect(result.err).to.contain('not valid YAML');
+    expect(result.err).to.match(/broken\.yaml line 2, column 1: not valid YAML: .+ \([A-Z_]+\)/);
   });
 
   it('answers bad usage with exit 2', async () => {

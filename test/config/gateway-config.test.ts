@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { ConfigError, defaultMaxConnections, loadConfig, parseSize, parseStaticKeys, providerSettings } from '../../src/config/gateway-config.ts';
 import { startupFailure } from '../helpers/gateway-process.ts';
 
@@ -56,13 +56,13 @@ describe('gateway config', () => {
   });
 
   const invalid: [string, string, NodeJS.ProcessEnv, string][] = [
-    ['an unknown setting', 'server:\n  prot: 1\n', {}, 'server field has unspecified keys: prot'],
-    ['a bad size', 'server:\n  bodyLimit: huge\n', {}, 'server.bodyLimit must be a size'],
-    ['YAML that does not parse', 'server: [\n', {}, 'is not valid YAML'],
-    ['a bad provider URL', 'providers:\n  acme:\n    baseUrl: not a url\n', {}, "providers.acme.baseUrl is not a URL: 'not a url'"],
+    ['an unknown setting', 'server:\n  prot: 1\n', {}, 'line 2, column 3: server.prot is not a known setting'],
+    ['a bad size', 'server:\n  bodyLimit: huge\n', {}, 'line 2, column 3: server.bodyLimit must be a size'],
+    ['YAML that does not parse', 'server: [\n', {}, 'not valid YAML'],
+    ['a bad provider URL', 'providers:\n  acme:\n    baseUrl: not a url\n', {}, 'line 3, column 5: providers.acme.baseUrl is not a URL'],
     ['a bad port in env', '', { PORT: 'eighty' }, "PORT must be an integer >= 0, got 'eighty'"],
     ['a bad Redis URL', '', { REDIS_URL: 'http://redis' }, 'REDIS_URL must start with redis:// or rediss://'],
-    ['a static key without sk-', '', { GATEWAY_API_KEYS: 'sk-goodgoodgood,pk-bad' }, "GATEWAY_API_KEYS entry 2 is not a valid key: keys start with 'sk-'"],
+    ['a static key without sk-', '', { GATEWAY_API_KEYS: 'sk-goodgoodgoodgoodgoodgoodgoodgood,pk-bad' }, "GATEWAY_API_KEYS entry 2 is not a valid key: keys start with 'sk-'"],
   ];
   for (const [name, text, env, message] of invalid) {
     it(`refuses ${name} with a clear message`, async () => {
@@ -71,9 +71,68 @@ describe('gateway config', () => {
     });
   }
 
+  it('reports every problem of the file and the environment at once, each by line, column and field', async () => {
+    const path = await configFile('server:\n  port: -1\n  colour: red\nrateLimit:\n  max: 0\nproviders:\n  acme:\n    baseUrl: ftp://acme.example\n    region: eu\naliases:\n  acme-latest: 5\nlogLevel: loud\n');
+    let error: ConfigError | undefined;
+    try {
+      loadConfig({ GATEWAY_CONFIG: path, RATE_LIMIT_WINDOW_MS: 'soon' });
+    } catch (thrown) {
+      error = thrown as ConfigError;
+    }
+    expect(error).to.be.instanceOf(ConfigError);
+    expect(error!.problems).to.deep.equal([
+      `${path} line 2, column 3: server.port must be greater than or equal to 0`,
+      `${path} line 3, column 3: server.colour is not a known setting`,
+      `${path} line 5, column 3: rateLimit.max must be a positive number`,
+      `${path} line 12, column 1: logLevel must be one of the following values: fatal, error, warn, info, debug, trace, silent`,
+      `${path} line 9, column 5: providers.acme.region is not a known setting (baseUrl, apiKey, endpoints)`,
+      `${path} line 8, column 5: providers.acme.baseUrl must be an http:// or https:// URL`,
+      `${path} line 11, column 3: aliases.acme-latest must be a string`,
+      "RATE_LIMIT_WINDOW_MS must be an integer >= 1, got 'soon'",
+    ]);
+  });
+
+  it('names the file relative to the working directory when it is under it', async () => {
+    const path = await configFile('rateLimit:\n  max: 0\n');
+    expect(() => loadConfig({ GATEWAY_CONFIG: 'gateway.yaml' }, dirname(path))).to.throw(ConfigError, /^gateway\.yaml line 2, column 3: rateLimit\.max/);
+  });
+
+  it('never quotes the file: a syntax error next to an upstream key, a wrong type, a URL with a password', async () => {
+    const cases = [
+      // yaml's own message quotes the line before the error: here the key.
+      ['providers:\n  alpha:\n    apiKey: sk-upstream-TOPSECRET-1\n   baseUrl: http://127.0.0.1:1/v1\n', /line 4, column \d+: not valid YAML: .* \([A-Z_]+\)$/m],
+      ['providers:\n  alpha:\n    apiKey: sk-upstream-TOPSECRET-1\n    baseUrl: "http://user:TOPSECRET@[::1"\n', /line 4, column 5: providers\.alpha\.baseUrl is not a URL$/m],
+      ['server:\n  host: [TOPSECRET]\n  port: TOPSECRET\n', /line 3, column 3: server\.port must be a number$/m],
+      ['redis:\n  url: redis://:TOPSECRET@cache:6379\n  sentinels: TOPSECRET\n', /line 3, column 3: redis\.sentinels must be an array$/m],
+    ] as const;
+    for (const [text, expected] of cases) {
+      const path = await configFile(text);
+      let message = '';
+      try {
+        loadConfig({ GATEWAY_CONFIG: path });
+      } catch (error) {
+        message = (error as ConfigError).problems.join('\n');
+      }
+      expect(message, text).to.match(expected);
+      expect(message, text).not.to.contain('TOPSECRET');
+    }
+  });
+
   it('parses sizes and static keys', () => {
     expect([parseSize('10mb'), parseSize('512kb'), parseSize(1000), parseSize('1.5kb')]).to.deep.equal([10485760, 524288, 1000, 1536]);
-    expect(parseStaticKeys(' sk-aaaaaaaa , sk-bbbbbbbb ')).to.deep.equal(['sk-aaaaaaaa', 'sk-bbbbbbbb']);
+    const [a, b] = [`sk-${'a'.repeat(32)}`, `sk-${'b'.repeat(40)}`];
+    expect(parseStaticKeys(` ${a} , ${b} `)).to.deep.equal([a, b]);
+  });
+
+  it('refuses an admin token shorter than 32 characters, naming the variable but not the value', async () => {
+    const path = await configFile('');
+    const short = 'admin-token-of-31-characters-xx';
+    expect(short).to.have.length(31);
+    expect(() => loadConfig({ GATEWAY_CONFIG: path, GATEWAY_ADMIN_TOKEN: short }))
+      .to.throw(ConfigError, 'GATEWAY_ADMIN_TOKEN must be at least 32 characters long')
+      .with.property('message')
+      .that.does.not.contain(short);
+    expect(loadConfig({ GATEWAY_CONFIG: path, GATEWAY_ADMIN_TOKEN: `${short}x` }).adminToken).to.equal(`${short}x`);
   });
 });
 
@@ -86,6 +145,26 @@ describe('start-up refusals', function () {
     expect(output).to.contain('model-gateway: invalid configuration');
     expect(output).to.contain('rateLimit.max must be a positive number');
     expect(output).not.to.contain('    at ');
+  });
+
+  it('stops on a short admin token and a short static key, naming both variables but neither value', async () => {
+    const token = 'short-admin-token-0001';
+    const key = 'sk-short-static-key-0001';
+    const config = await configFile('');
+    const { code, output } = await startupFailure({ GATEWAY_CONFIG: config, GATEWAY_DATA_DIR: dirname(config), GATEWAY_ADMIN_TOKEN: token, GATEWAY_API_KEYS: key });
+    expect(code).to.equal(1);
+    expect(output).to.contain('model-gateway: invalid configuration:');
+    expect(output).to.contain('GATEWAY_ADMIN_TOKEN must be at least 32 characters long').and.to.contain('GATEWAY_API_KEYS entry 1 is not a valid key');
+    expect(output).not.to.contain(token).and.not.to.contain(key);
+  });
+
+  it('stops on every alias problem at once, each by position and field', async () => {
+    const config = await configFile('aliases:\n  beta-latest: beta/no-such-model\n  alpha-latest: beta/beta-opus-5\n');
+    const { code, output } = await startupFailure({ GATEWAY_CONFIG: config, GATEWAY_DATA_DIR: dirname(config) });
+    expect(code).to.equal(1);
+    expect(output).to.contain('model-gateway: cannot start:\n');
+    expect(output).to.match(/line 2, column 3: aliases\.beta-latest: .*'beta\/no-such-model' is not a known model/);
+    expect(output).to.match(/line 3, column 3: aliases\.alpha-latest: .*does not serve the alias's route\(s\) responses/);
   });
 
   it('refuses a broken plugin, naming the plugin and the field', async () => {

@@ -4,7 +4,7 @@ import { launchBrowser, screenshot, type HeadlessBrowser } from '../helpers/head
 import { startTestGateway, UPSTREAM_KEY, VENDORS, type TestGateway } from '../helpers/test-gateway.ts';
 import { accessibilityViolations, accountJourney } from './account-journey.ts';
 
-const ADMIN_TOKEN = 'account-page-admin-token-0001';
+const ADMIN_TOKEN = 'account-page-admin-token-0001-0123456789abcdef';
 
 describe('account page in headless Chromium', function () {
   this.timeout(90_000);

@@ -10,7 +10,7 @@ import { GatewayProcess, startupFailure } from '../helpers/gateway-process.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const OMEGA_DIR = join(ROOT, 'test/fixtures/external-plugins');
-const CLIENT_KEY = 'sk-external-plugins-0001';
+const CLIENT_KEY = 'sk-external-plugins-0001-0123456789abcdef';
 
 describe('plugins from outside the repository (GATEWAY_PLUGIN_PATH), in a gateway process', function () {
   this.timeout(60_000);

@@ -7,7 +7,7 @@ import { startMockUpstream, type MockUpstream } from '../../mock-upstream/mock-u
 import { eventually } from '../helpers/eventually.ts';
 import { GatewayProcess, type StartCommand } from '../helpers/gateway-process.ts';
 
-const KEY = 'sk-shutdown-test-0001';
+const KEY = 'sk-shutdown-test-0001-0123456789abcdef';
 
 interface UsageRow {
   model: string;

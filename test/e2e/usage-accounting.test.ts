@@ -46,7 +46,7 @@ for (const store of ['redis', 'embedded'] as const) {
 
     beforeEach(async () => {
       redis = store === 'redis' ? await TestRedisServer.start() : undefined;
-      test = await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: 'admin-token-0001', ...(redis ? { REDIS_URL: redis.url } : {}) }, mock: { cachedTokens: 3 } });
+      test = await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: 'admin-token-0001-0123456789abcdef', ...(redis ? { REDIS_URL: redis.url } : {}) }, mock: { cachedTokens: 3 } });
     });
     afterEach(async () => {
       await test.close();
@@ -146,7 +146,7 @@ for (const store of ['redis', 'embedded'] as const) {
       await post(test, '/v1/chat/completions', chat('delta/delta-4.5'), { authorization: `Bearer ${key}` });
       await test.gateway.flushUsage();
       const admin = async (query: string) => {
-        const response = await request(`${test.url}/admin/usage${query}`, { headers: { authorization: 'Bearer admin-token-0001' } });
+        const response = await request(`${test.url}/admin/usage${query}`, { headers: { authorization: 'Bearer admin-token-0001-0123456789abcdef' } });
         return ((await response.body.json()) as { data: Record<string, any>[] }).data.map((row) => [row.model, row.requests]);
       };
       expect(await admin('')).to.deep.equal([['delta/delta-4.5', 1], ['zeta/zeta-k3', 1]]);

@@ -112,8 +112,11 @@ export class GatewayProcess {
   }
 }
 
-/** Runs the gateway's entry point expecting it to refuse to start; returns what it printed and its exit code. */
-export async function startupFailure(env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+/**
+ * Runs the gateway's entry point expecting it to refuse to start; returns what it printed and its exit
+ * code. One that starts after all is killed after `timeoutMs` (code null), so no gateway outlives the test.
+ */
+export async function startupFailure(env: NodeJS.ProcessEnv, timeoutMs = 15_000): Promise<{ code: number | null; output: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', ...env },
@@ -122,6 +125,8 @@ export async function startupFailure(env: NodeJS.ProcessEnv): Promise<{ code: nu
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  clearTimeout(timer);
   return { code, output };
 }

@@ -7,7 +7,7 @@ import { createLogger } from '../../src/logger.ts';
 import { startMockUpstream, type MockUpstream, type MockUpstreamOptions } from '../../mock-upstream/mock-upstream-server.ts';
 
 export const VENDORS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta'] as const;
-export const TEST_KEY = 'sk-test-gateway-key-0001';
+export const TEST_KEY = 'sk-test-gateway-key-0001-0123456789abcdef';
 export const UPSTREAM_KEY = 'upstream-secret-0001';
 
 export interface TestGateway {

@@ -10,7 +10,7 @@ import { modelDispatcher } from '../../src/http/model-dispatcher.ts';
 import { createRateLimiters } from '../../src/limits/rate-limiter.ts';
 import { captureLogs } from '../auth/guarded-app.ts';
 
-const KEY = 'sk-dispatcher-test-key-0001';
+const KEY = 'sk-dispatcher-test-key-0001-0123456789abcdef';
 const emptyStore = { findByHash: async () => undefined } as Partial<KeyStore> as KeyStore;
 
 describe('model dispatcher', () => {
@@ -34,7 +34,7 @@ describe('model dispatcher', () => {
   };
   const dispatch = modelDispatcher({
     routes: new Map(Object.entries(handlers)),
-    authenticate: createAuthenticator({ store: emptyStore, staticKeys: [KEY] }),
+    authenticate: createAuthenticator({ store: emptyStore, staticKeys: [KEY], keyIdSecret: async () => Buffer.alloc(32, 1) }),
     rateLimit: limiters.perKey,
     familyOf: errorFamilyOf,
     logger: logs.logger,

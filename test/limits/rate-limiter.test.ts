@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { Redis, type Cluster } from 'ioredis';
 import { RedisStore } from 'rate-limit-redis';
 import type { Logger } from 'pino';
@@ -13,8 +13,9 @@ import { createRedisClient, waitUntilReady, type RedisConnection } from '../../s
 import { captureLogs, eventually, send, sleep, startGuardedApp, type Answer, type GuardedApp } from '../auth/guarded-app.ts';
 import { TestRedisCluster, TestRedisServer } from '../helpers/redis-server.ts';
 
-const KEY = 'sk-rate-limit-test-key-0001';
-const KEY_ID = staticKeyRecords([KEY])[0]!.id;
+const KEY = 'sk-rate-limit-test-key-0001-0123456789abcdef';
+const ID_SECRET = randomBytes(32);
+const KEY_ID = staticKeyRecords([KEY], ID_SECRET)[0]!.id;
 
 interface LimitedApp extends GuardedApp {
   readonly limiters: RateLimiters;
@@ -23,7 +24,7 @@ interface LimitedApp extends GuardedApp {
 /** One gateway process as far as limits go: its own limiters (and Redis connection, when given). */
 async function startLimitedApp(keys: FileKeyStore, options: RateLimiterOptions): Promise<LimitedApp> {
   const limiters = createRateLimiters(options);
-  const app = await startGuardedApp({ model: [createAuthenticator({ store: keys, staticKeys: [KEY] }), limiters.perKey], catalog: [limiters.perAddress] });
+  const app = await startGuardedApp({ model: [createAuthenticator({ store: keys, staticKeys: [KEY], keyIdSecret: async () => ID_SECRET }), limiters.perKey], catalog: [limiters.perAddress] });
   return {
     url: app.url,
     limiters,

@@ -116,13 +116,13 @@ describe('rate limits and keys shared on Redis across gateway processes', functi
   });
 
   it('refuses a key revoked on one process at another within a second, and never logs a key or hash', async () => {
-    const env = { REDIS_URL: redis.url, GATEWAY_ADMIN_TOKEN: 'admin-secret', GATEWAY_DATA_DIR: dataDir, ...upstreamEnv(upstream) };
+    const env = { REDIS_URL: redis.url, GATEWAY_ADMIN_TOKEN: 'admin-secret-0123456789abcdef-0001', GATEWAY_DATA_DIR: dataDir, ...upstreamEnv(upstream) };
     const [first, second] = await Promise.all([GatewayProcess.start(env), GatewayProcess.start(env)]);
     try {
-      const created = await request(`${first!.url}/admin/keys`, { method: 'POST', headers: { authorization: 'Bearer admin-secret' }, body: JSON.stringify({ name: 'shared' }) });
+      const created = await request(`${first!.url}/admin/keys`, { method: 'POST', headers: { authorization: 'Bearer admin-secret-0123456789abcdef-0001' }, body: JSON.stringify({ name: 'shared' }) });
       const { id, key } = (await created.body.json()) as { id: string; key: string };
       expect((await chat(second!.url, key)).status).to.equal(200);
-      await request(`${first!.url}/admin/keys/${id}`, { method: 'DELETE', headers: { authorization: 'Bearer admin-secret' } });
+      await request(`${first!.url}/admin/keys/${id}`, { method: 'DELETE', headers: { authorization: 'Bearer admin-secret-0123456789abcdef-0001' } });
       await new Promise((resolve) => setTimeout(resolve, 1000));
       const refused = await chat(second!.url, key);
       expect(refused.status).to.equal(403);
@@ -130,7 +130,7 @@ describe('rate limits and keys shared on Redis across gateway processes', functi
       for (const logs of [first!.logs.join(''), second!.logs.join('')]) {
         expect(logs).not.to.contain(key);
         expect(logs).not.to.contain(hashApiKey(key));
-        expect(logs).not.to.contain('admin-secret');
+        expect(logs).not.to.contain('admin-secret-0123456789abcdef-0001');
       }
     } finally {
       await Promise.all([first!.stop(), second!.stop()]);

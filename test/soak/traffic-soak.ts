@@ -12,8 +12,8 @@ import { rssMb, slope, startSoakGateway } from './soak-helpers.ts';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
 const CONCURRENCY = Number(process.env.SOAK_CONCURRENCY ?? 16);
-const KEY = 'sk-soak-test-key-000001';
-const ADMIN = 'soak-admin-token-000001';
+const KEY = 'sk-soak-test-key-000001-0123456789abcdef';
+const ADMIN = 'soak-admin-token-000001-0123456789abcdef';
 
 const fast = await startMockUpstream({ recordRequests: true });
 const slow = await startMockUpstream({ chunkDelayMs: 400, recordRequests: true });

@@ -2,7 +2,7 @@
 import { api } from './api.js';
 import { badge, byId, element, row, stackTable } from './dom.js';
 
-const READINESS_LABELS = { status: 'Status', redis: 'Redis', rate_limits: 'Rate limits', usage: 'Usage records', config_version: 'Config version', last_reload_error: 'Last reload error' };
+const READINESS_LABELS = { status: 'Status', redis: 'Redis', rate_limits: 'Rate limits', usage: 'Usage records', config_version: 'Config version', config_stale: 'Config file', config_error: 'Last reload error' };
 const GOOD = new Set(['ok', 'ready', 'shared', 'stored', 'up']);
 const NEUTRAL = new Set(['not configured', 'per-process', 'trial']);
 
@@ -15,7 +15,8 @@ export async function showHealth() {
   const health = await api('/health');
   const facts = Object.entries(health.readiness).flatMap(([name, value]) => [element('dt', { text: READINESS_LABELS[name] ?? name }), (() => {
     const dd = element('dd');
-    dd.append(stateBadge(value));
+    // config_stale: a refused reload leaves the previous configuration serving.
+    dd.append(name === 'config_stale' ? badge(value ? 'refused: the previous configuration serves' : 'applied', value ? 'bad' : 'good') : stateBadge(value));
     return dd;
   })()]);
   byId('readiness').replaceChildren(...facts);

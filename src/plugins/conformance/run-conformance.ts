@@ -51,7 +51,7 @@ export function formatFailure(failure: ConformanceFailure): string {
   return `plugin '${failure.plugin}'${failure.model ? `, model '${failure.model}'` : ''}, rule '${failure.rule}': ${failure.message}`;
 }
 
-const CLIENT_KEY = 'sk-conformance-client-0001';
+const CLIENT_KEY = 'sk-conformance-client-0001-0123456789abcdef';
 const UPSTREAM_KEY = 'conformance-upstream-key';
 /** Prompt tokens the mock reports as cached, so extractors are checked on the cached figure too. */
 const CACHED_TOKENS = 4;
