@@ -6,6 +6,7 @@ import type { ErrorFamily } from './errors/error-body.ts';
 import { errorMiddleware } from './errors/error-middleware.ts';
 import { clientAddressResolver, stampClientAddress } from './http/client-address.ts';
 import type { InFlight } from './http/in-flight.ts';
+import { lingerLimits, stampLingerLimits } from './http/linger-close.ts';
 import { isGatewayError, methodNotAllowed, routeNotFound } from './errors/gateway-errors.ts';
 import { modelDispatcher } from './http/model-dispatcher.ts';
 import type { KeyRateLimit } from './limits/rate-limiter.ts';
@@ -103,11 +104,13 @@ export function createApp(options: AppOptions): Express {
     observer: options.observer,
   });
   const addressOf = options.addressOf ?? clientAddressResolver([]);
+  const linger = lingerLimits(services.bodyLimitBytes);
   const expressHandle = (app as unknown as { handle: ExpressHandle }).handle.bind(app);
   (app as unknown as { handle: ExpressHandle }).handle = (req, res, callback) => {
     res.setHeader('X-Content-Type-Options', 'nosniff');
     stampRequestId(req, res);
     stampClientAddress(req, addressOf);
+    stampLingerLimits(req, linger);
     if (!dispatch(req, res)) expressHandle(req, res, callback);
   };
   return app;

@@ -3,6 +3,7 @@ import type { ErrorRequestHandler, Request } from 'express';
 import type { Logger } from 'pino';
 import { errorBody, type ErrorFamily } from './error-body.ts';
 import { internalError, isGatewayError, type GatewayError } from './gateway-errors.ts';
+import { bodyStillArriving, lingerAfterAnswer } from '../http/linger-close.ts';
 
 /**
  * The one place where errors become HTTP responses. Gateway errors keep their status and detail;
@@ -34,7 +35,10 @@ export function sendError(res: ServerResponse, error: GatewayError, family: Erro
   res.setHeader('content-type', 'application/json; charset=utf-8');
   res.setHeader('content-length', Buffer.byteLength(payload));
   for (const [name, value] of Object.entries(error.headers ?? {})) res.setHeader(name, value);
-  // Answered before the body was read (e.g. a 401 on a slow upload): close rather than wait for the rest.
-  if (!res.req.complete) res.setHeader('connection', 'close');
+  // Answered before the body was read (a 413, or a 401 on a slow upload): the connection cannot be
+  // reused, and is closed without losing the answer.
+  const early = bodyStillArriving(res.req);
+  if (early) res.setHeader('connection', 'close');
   res.end(payload);
+  if (early) lingerAfterAnswer(res.req);
 }

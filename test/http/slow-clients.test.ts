@@ -8,21 +8,32 @@ import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-ga
 class RawClient {
   received = '';
   closed = false;
+  private trickling?: NodeJS.Timeout;
   private constructor(readonly socket: Socket) {
     socket.on('data', (chunk: Buffer) => (this.received += chunk.toString()));
-    socket.on('close', () => (this.closed = true));
+    socket.on('close', () => {
+      this.closed = true;
+      clearInterval(this.trickling);
+    });
     socket.on('error', () => {});
   }
 
-  static async open(url: string): Promise<RawClient> {
+  /** With `allowHalfOpen`, the client keeps its side open when the gateway ends its own: only the gateway's close ends it. */
+  static async open(url: string, allowHalfOpen = false): Promise<RawClient> {
     const { hostname, port } = new URL(url);
-    const socket = connect(Number(port), hostname);
+    const socket = connect({ port: Number(port), host: hostname, allowHalfOpen });
     await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
     return new RawClient(socket);
   }
 
   write(text: string): void {
     this.socket.write(text);
+  }
+
+  /** Sends one byte of `text` a second, for as long as the connection lasts. */
+  trickle(text: string): void {
+    let at = 0;
+    this.trickling = setInterval(() => this.write(text[at++ % text.length]!), 1000);
   }
 
   close(): void {
@@ -45,8 +56,8 @@ describe('slow clients and connection limits', function () {
     gateway = undefined;
   });
 
-  async function open(): Promise<RawClient> {
-    const client = await RawClient.open(gateway!.url);
+  async function open(allowHalfOpen = false): Promise<RawClient> {
+    const client = await RawClient.open(gateway!.url, allowHalfOpen);
     clients.push(client);
     return client;
   }
@@ -78,6 +89,28 @@ describe('slow clients and connection limits', function () {
     await eventually(() => client.closed, 'the gateway to close the connection', 6000);
     expect(client.received).to.match(/^HTTP\/1.1 408 /);
     expect((await request(`${gateway.url}/healthz`)).statusCode).to.equal(200);
+  });
+
+  it('answers 408 and closes when a body trickles in at 1 byte/s past GATEWAY_REQUEST_TIMEOUT_MS', async () => {
+    gateway = await startTestGateway({ env: { GATEWAY_HEADERS_TIMEOUT_MS: '500', GATEWAY_REQUEST_TIMEOUT_MS: '2000' } });
+    const client = await open(true);
+    client.write(postHead('/v1/chat/completions', TEST_KEY, 1000));
+    client.trickle('{"model":"zeta/zeta-k3","messages":[]}');
+    // A bound well below the 30 s a lingering close may take: the request timeout ends it.
+    await eventually(() => client.closed, 'the gateway to close the connection', 15_000);
+    expect(client.received).to.match(/^HTTP\/1.1 408 /);
+  });
+
+  it('reads a 401 given while a body trickles in, and still closes at GATEWAY_REQUEST_TIMEOUT_MS', async () => {
+    gateway = await startTestGateway({ env: { GATEWAY_HEADERS_TIMEOUT_MS: '500', GATEWAY_REQUEST_TIMEOUT_MS: '2000' } });
+    const client = await open(true);
+    client.write(postHead('/v1/chat/completions', 'sk-not-a-known-key-0001', 100_000));
+    client.trickle('{"model":"zeta/zeta-k3","messages":[]}');
+    await eventually(() => client.received.includes('Invalid API key'), 'the 401');
+    expect(client.received).to.match(/^HTTP\/1.1 401 /);
+    // The gateway lingers, reading the body, but no longer than the request may take.
+    await eventually(() => client.closed, 'the gateway to close the connection', 15_000);
+    expect(client.received).not.to.contain('HTTP/1.1 408');
   });
 
   it('refuses connections over GATEWAY_MAX_CONNECTIONS at once with a JSON 503, and accepts again when some close', async () => {
