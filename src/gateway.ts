@@ -16,6 +16,7 @@ import { LiveConfig, type ReloadResult } from './config/live-config.ts';
 import { clientAddressResolver } from './http/client-address.ts';
 import { capConnections } from './http/connection-cap.ts';
 import { InFlight } from './http/in-flight.ts';
+import { lingerLimits } from './http/linger-close.ts';
 import { createRateLimiters, type KeyRateLimit } from './limits/rate-limiter.ts';
 import { loadPlugins } from './plugins/load-plugins.ts';
 import { DEFAULT_RETRY_POLICY, nativeChatRoute } from './routes/native-chat-route.ts';
@@ -214,7 +215,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     },
     app,
   );
-  capConnections(server, config.maxConnections, logger);
+  capConnections(server, { max: config.maxConnections, lingerBytes: lingerLimits(config.bodyLimitBytes).maxBytes }, logger);
   // Before listening: the primary asks a worker for its figures once the worker listens.
   if (options.clusterWorker) answerFiguresRequests(metrics.registry);
   await new Promise<void>((resolve, reject) => {

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, Request } from 'express';
 import type { Logger } from 'pino';
 import { errorBody, type ErrorFamily } from './error-body.ts';
@@ -41,4 +41,20 @@ export function sendError(res: ServerResponse, error: GatewayError, family: Erro
   if (early) res.setHeader('connection', 'close');
   res.end(payload);
   if (early) lingerAfterAnswer(res.req);
+}
+
+/**
+ * An error as a whole HTTP/1.1 response that closes its connection, for a socket the HTTP layer never
+ * reads (the connection caps refuse before any request is read, so the envelope is the plain one).
+ */
+export function rawErrorResponse(error: GatewayError): string {
+  const payload = JSON.stringify(errorBody(error, 'plain'));
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(payload)),
+    ...error.headers,
+    'X-Content-Type-Options': 'nosniff',
+    Connection: 'close',
+  };
+  return [`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`), '', payload].join('\r\n');
 }

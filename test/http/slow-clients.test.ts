@@ -124,4 +124,23 @@ describe('slow clients and connection limits', function () {
     idle.slice(0, 4).forEach((client) => client.close());
     await eventually(async () => (await request(`${gateway!.url}/healthz`, { reset: true })).statusCode === 200, 'a connection to be accepted again');
   });
+
+  it('never serves a request sent on a refused connection, and the refused client reads its 503 while uploading', async () => {
+    gateway = await startTestGateway({ env: { GATEWAY_MAX_CONNECTIONS: '2' } });
+    let served = 0;
+    gateway.gateway.server.on('request', () => (served += 1));
+    await open();
+    await open();
+    const refused = await open(true);
+    // A whole request, then a large body it keeps sending: the gateway reads none of it as a request.
+    refused.write(postHead('/v1/chat/completions', TEST_KEY, 50_000_000));
+    const chunk = 'a'.repeat(1024 * 1024);
+    for (let sent = 0; sent < 8 && !refused.closed; sent += 1) refused.write(chunk);
+    await eventually(() => refused.received.includes('too many open connections'), 'the 503');
+    expect(refused.received).to.match(/^HTTP\/1.1 503 /);
+    // Still sending, so that the client sees the gateway's close (a reset) rather than only its end of stream.
+    refused.trickle('a');
+    await eventually(() => refused.closed, 'the gateway to close the refused connection', 15_000);
+    expect(served).to.equal(0);
+  });
 });
