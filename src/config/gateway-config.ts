@@ -86,6 +86,17 @@ export interface GatewayConfig {
   readonly requestTimeoutMs: number;
   /** Open client connections at most; one more is answered 503 and closed (default from the fd limit). */
   readonly maxConnections: number;
+  /**
+   * Open connections from one client address at most (IPv6 by /56), so that one address cannot take
+   * every slot; one more is answered 429 and closed. A trusted proxy's connections are not capped per
+   * address (it carries many clients). Default: half of `maxConnections`.
+   */
+  readonly maxConnectionsPerAddress: number;
+  /**
+   * Requests still sending their body per client address at most (behind a trusted proxy: per client it
+   * names); one more is answered 429. Default: a quarter of `maxConnections`.
+   */
+  readonly maxPendingRequestsPerAddress: number;
   /** Failed credentials (unknown API keys, wrong admin tokens) per client address and minute before 429. */
   readonly authFailuresPerMinute: number;
   /**
@@ -145,6 +156,8 @@ const fileSchema = yup
         headersTimeoutMs: yup.number().integer().positive(),
         requestTimeoutMs: yup.number().integer().positive(),
         maxConnections: yup.number().integer().positive(),
+        maxConnectionsPerAddress: yup.number().integer().positive(),
+        maxPendingRequestsPerAddress: yup.number().integer().positive(),
         authFailuresPerMinute: yup.number().integer().positive(),
         trustedProxies: yup.array(yup.string().required()),
       })
@@ -351,6 +364,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     throw new ConfigError(`the headers timeout (${headersTimeoutMs} ms) cannot be longer than the request timeout (${requestTimeoutMs} ms)`);
   }
 
+  const maxConnections = envInteger(env, 'GATEWAY_MAX_CONNECTIONS', 1) ?? file.server?.maxConnections ?? defaultMaxConnections();
+  const perAddress = (envName: string, fromFile: number | undefined, fileName: string, fallback: number): number => {
+    const fromEnv = envInteger(env, envName, 1);
+    const value = fromEnv ?? fromFile ?? Math.max(1, fallback);
+    if (value > maxConnections) {
+      throw new ConfigError(`${fromEnv === undefined ? `server.${fileName}` : envName} (${value}) cannot be more than the open connections at most (${maxConnections})`);
+    }
+    return value;
+  };
+
   return {
     port: envInteger(env, 'PORT', 0) ?? file.server?.port ?? 8080,
     host: env.HOST || file.server?.host || '0.0.0.0',
@@ -382,7 +405,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,
     headersTimeoutMs,
     requestTimeoutMs,
-    maxConnections: envInteger(env, 'GATEWAY_MAX_CONNECTIONS', 1) ?? file.server?.maxConnections ?? defaultMaxConnections(),
+    maxConnections,
+    maxConnectionsPerAddress: perAddress('GATEWAY_MAX_CONNECTIONS_PER_ADDRESS', file.server?.maxConnectionsPerAddress, 'maxConnectionsPerAddress', Math.floor(maxConnections / 2)),
+    maxPendingRequestsPerAddress: perAddress('GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS', file.server?.maxPendingRequestsPerAddress, 'maxPendingRequestsPerAddress', Math.floor(maxConnections / 4)),
     authFailuresPerMinute: envInteger(env, 'GATEWAY_AUTH_FAILURES_PER_MINUTE', 1) ?? file.server?.authFailuresPerMinute ?? 20,
     trustedProxies: trustedProxies(env, file.server?.trustedProxies),
 

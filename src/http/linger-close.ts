@@ -14,6 +14,12 @@ export interface LingerLimits {
 /** The time bound; Node's request timeout (`GATEWAY_REQUEST_TIMEOUT_MS`) still cuts an unfinished request sooner. */
 export const LINGER_MS = 30_000;
 
+/**
+ * The time bound of a refusal by the connection caps: they refuse when connections are scarce, and a
+ * client reads a refusal long before this.
+ */
+export const REFUSAL_LINGER_MS = 2000;
+
 /** Twice the body limit, or {@link LINGER_MS}, whichever comes first. */
 export function lingerLimits(bodyLimitBytes: number): LingerLimits {
   return { maxBytes: 2 * bodyLimitBytes, maxMs: LINGER_MS };
@@ -27,6 +33,12 @@ const ignore = () => {};
 /** Gives a request the limits {@link lingerAfterAnswer} applies to it (default: those of a 10 MiB body limit). */
 export function stampLingerLimits(req: IncomingMessage, limits: LingerLimits): void {
   (req as IncomingMessage & { [LIMITS]?: LingerLimits })[LIMITS] = limits;
+}
+
+/** Bounds the linger of an early answer to `req` by {@link REFUSAL_LINGER_MS}. */
+export function lingerAsRefusal(req: IncomingMessage): void {
+  const limits = (req as IncomingMessage & { [LIMITS]?: LingerLimits })[LIMITS] ?? DEFAULT_LIMITS;
+  stampLingerLimits(req, { maxBytes: limits.maxBytes, maxMs: Math.min(limits.maxMs, REFUSAL_LINGER_MS) });
 }
 
 /**

@@ -1,49 +1,8 @@
 import { expect } from 'chai';
-import { connect, type Socket } from 'node:net';
 import { request } from 'undici';
 import { eventually } from '../helpers/eventually.ts';
+import { postHead, RawClient } from '../helpers/raw-client.ts';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';
-
-/** A raw client socket that keeps what it received and whether the server closed it. */
-class RawClient {
-  received = '';
-  closed = false;
-  private trickling?: NodeJS.Timeout;
-  private constructor(readonly socket: Socket) {
-    socket.on('data', (chunk: Buffer) => (this.received += chunk.toString()));
-    socket.on('close', () => {
-      this.closed = true;
-      clearInterval(this.trickling);
-    });
-    socket.on('error', () => {});
-  }
-
-  /** With `allowHalfOpen`, the client keeps its side open when the gateway ends its own: only the gateway's close ends it. */
-  static async open(url: string, allowHalfOpen = false): Promise<RawClient> {
-    const { hostname, port } = new URL(url);
-    const socket = connect({ port: Number(port), host: hostname, allowHalfOpen });
-    await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-    return new RawClient(socket);
-  }
-
-  write(text: string): void {
-    this.socket.write(text);
-  }
-
-  /** Sends one byte of `text` a second, for as long as the connection lasts. */
-  trickle(text: string): void {
-    let at = 0;
-    this.trickling = setInterval(() => this.write(text[at++ % text.length]!), 1000);
-  }
-
-  close(): void {
-    this.socket.destroy();
-  }
-}
-
-function postHead(path: string, key: string, contentLength: number): string {
-  return `POST ${path} HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${contentLength}\r\n\r\n`;
-}
 
 describe('slow clients and connection limits', function () {
   this.timeout(30_000);
@@ -57,7 +16,7 @@ describe('slow clients and connection limits', function () {
   });
 
   async function open(allowHalfOpen = false): Promise<RawClient> {
-    const client = await RawClient.open(gateway!.url, allowHalfOpen);
+    const client = await RawClient.open(gateway!.url, { allowHalfOpen });
     clients.push(client);
     return client;
   }
@@ -114,7 +73,7 @@ describe('slow clients and connection limits', function () {
   });
 
   it('refuses connections over GATEWAY_MAX_CONNECTIONS at once with a JSON 503, and accepts again when some close', async () => {
-    gateway = await startTestGateway({ env: { GATEWAY_MAX_CONNECTIONS: '8' } });
+    gateway = await startTestGateway({ env: { GATEWAY_MAX_CONNECTIONS: '8', GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: '8' } });
     const idle = [];
     for (let index = 0; index < 8; index += 1) idle.push(await open());
     const refused = await request(`${gateway.url}/healthz`, { reset: true });
@@ -126,7 +85,7 @@ describe('slow clients and connection limits', function () {
   });
 
   it('never serves a request sent on a refused connection, and the refused client reads its 503 while uploading', async () => {
-    gateway = await startTestGateway({ env: { GATEWAY_MAX_CONNECTIONS: '2' } });
+    gateway = await startTestGateway({ env: { GATEWAY_MAX_CONNECTIONS: '2', GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: '2' } });
     let served = 0;
     gateway.gateway.server.on('request', () => (served += 1));
     await open();
