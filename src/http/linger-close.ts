@@ -87,9 +87,9 @@ function drain(source: Readable, socket: Socket, limits: LingerLimits): void {
     if (read > limits.maxBytes) cut();
   };
   source.on('data', onData);
+  // Nothing unread is left: once the answer is out (the HTTP layer ends the socket after it), closing
+  // ends the connection cleanly instead of resetting it.
   source.once('end', () => {
-    // Nothing unread is left, so closing now ends the connection cleanly instead of resetting it.
-    if (socket.writable) socket.end();
     if (socket.writableFinished) socket.destroy();
     else socket.once('finish', cut);
   });
