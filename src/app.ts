@@ -3,12 +3,14 @@ import express, { type ErrorRequestHandler, type Express, type Request, type Req
 import type { Logger } from 'pino';
 import type { KeyAuthenticator } from './auth/authenticate.ts';
 import type { ErrorFamily } from './errors/error-body.ts';
-import { errorMiddleware } from './errors/error-middleware.ts';
+import { errorMiddleware, sendError } from './errors/error-middleware.ts';
 import { clientAddressResolver, stampClientAddress } from './http/client-address.ts';
 import { duplicateHost } from './http/host-header.ts';
 import type { InFlight } from './http/in-flight.ts';
+import { lingerLimits, stampLingerLimits } from './http/linger-close.ts';
 import { isGatewayError, methodNotAllowed, routeNotFound } from './errors/gateway-errors.ts';
 import { modelDispatcher } from './http/model-dispatcher.ts';
+import type { PendingRequests } from './http/pending-requests.ts';
 import type { KeyConcurrency } from './limits/key-concurrency.ts';
 import type { KeyRateLimit } from './limits/rate-limiter.ts';
 import { stampRequestId } from './ops/request-id.ts';
@@ -38,6 +40,8 @@ export interface AppOptions {
   readonly observer?: RequestObserver;
   /** Where a request comes from, for every per-address rule (see {@link clientAddressResolver}); default: the socket's peer. */
   readonly addressOf?: (req: IncomingMessage) => string;
+  /** Caps each client address's requests still sending their body; none: no cap. */
+  readonly pendingRequests?: PendingRequests;
 }
 
 /** Which error envelope a path answers with, so each official SDK shows the gateway's messages. */
@@ -110,12 +114,18 @@ export function createApp(options: AppOptions): Express {
     observer: options.observer,
   });
   const addressOf = options.addressOf ?? clientAddressResolver([]);
+  const linger = lingerLimits(services.bodyLimitBytes);
   const expressHandle = (app as unknown as { handle: ExpressHandle }).handle.bind(app);
   (app as unknown as { handle: ExpressHandle }).handle = (req, res, callback) => {
     res.setHeader('X-Content-Type-Options', 'nosniff');
     stampRequestId(req, res);
     stampClientAddress(req, addressOf);
-    if (!dispatch(req, res)) expressHandle(req, res, callback);
+    stampLingerLimits(req, linger);
+    const serve = () => {
+      if (!dispatch(req, res)) expressHandle(req, res, callback);
+    };
+    if (options.pendingRequests) options.pendingRequests.admit(req, serve, (error) => sendError(res, error, errorFamilyOf(req.url ?? '')));
+    else serve();
   };
   return app;
 }

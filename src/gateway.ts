@@ -14,9 +14,11 @@ import { RedisKeyStore } from './auth/redis-key-store.ts';
 import type { GatewayConfig } from './config/gateway-config.ts';
 import { carryBreakerState } from './config/breaker-carry-over.ts';
 import { LiveConfig, type ReloadResult } from './config/live-config.ts';
-import { clientAddressResolver } from './http/client-address.ts';
+import { clientAddressResolver, trustedPeer } from './http/client-address.ts';
 import { capConnections } from './http/connection-cap.ts';
 import { InFlight } from './http/in-flight.ts';
+import { lingerLimits } from './http/linger-close.ts';
+import { PendingRequests } from './http/pending-requests.ts';
 import { KeyConcurrency } from './limits/key-concurrency.ts';
 import { createRateLimiters, type KeyRateLimit } from './limits/rate-limiter.ts';
 import { loadPlugins } from './plugins/load-plugins.ts';
@@ -196,6 +198,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     inFlight,
     observer,
     addressOf: clientAddressResolver(config.trustedProxies),
+    pendingRequests: new PendingRequests(config.maxPendingRequestsPerAddress, logger, () => metrics.refused('pending_requests_per_address')),
     mount: (expressApp, add, guard) => {
       if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(options.clusterWorker ? new PrimaryScrape() : metrics));
       add('get', '/openapi.json', (_req, res) => void res.type('application/json').send(OPENAPI_JSON));
@@ -231,7 +234,18 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     },
     app,
   );
-  capConnections(server, config.maxConnections, logger);
+  capConnections(
+    server,
+    {
+      max: config.maxConnections,
+      maxPerAddress: config.maxConnectionsPerAddress,
+      // A trusted proxy carries many clients: its half-sent requests are capped per client it names instead.
+      uncapped: trustedPeer(config.trustedProxies),
+      lingerBytes: lingerLimits(config.bodyLimitBytes).maxBytes,
+      onRefused: (reason) => metrics.refused(reason),
+    },
+    logger,
+  );
   // Before listening: the primary asks a worker for its figures once the worker listens.
   if (options.clusterWorker) answerFiguresRequests(metrics.registry);
   await new Promise<void>((resolve, reject) => {

@@ -87,6 +87,17 @@ export interface GatewayConfig {
   readonly requestTimeoutMs: number;
   /** Open client connections at most; one more is answered 503 and closed (default from the fd limit). */
   readonly maxConnections: number;
+  /**
+   * Open connections from one client address at most (IPv6 by /56), so that one address cannot take
+   * every slot; one more is answered 429 and closed. A trusted proxy's connections are not capped per
+   * address (it carries many clients). Default: half of `maxConnections`.
+   */
+  readonly maxConnectionsPerAddress: number;
+  /**
+   * Requests still sending their body per client address at most (behind a trusted proxy: per client it
+   * names); one more is answered 429. Default: a quarter of `maxConnections`.
+   */
+  readonly maxPendingRequestsPerAddress: number;
   /** Failed credentials per client address and minute before 429: unknown API keys, and wrong admin tokens, a budget each. */
   readonly authFailuresPerMinute: number;
   /**
@@ -172,6 +183,8 @@ const fileSchema = yup
         headersTimeoutMs: yup.number().integer().positive(),
         requestTimeoutMs: yup.number().integer().positive(),
         maxConnections: yup.number().integer().positive(),
+        maxConnectionsPerAddress: yup.number().integer().positive(),
+        maxPendingRequestsPerAddress: yup.number().integer().positive(),
         authFailuresPerMinute: yup.number().integer().positive(),
         authFailMode: yup.string<'open' | 'closed'>().oneOf(['open', 'closed']),
         authGraceMs: yup.number().integer().min(0),
@@ -459,6 +472,16 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     problem(`the headers timeout (${headersTimeoutMs} ms) cannot be longer than the request timeout (${requestTimeoutMs} ms)`);
   }
 
+  const maxConnections = envInteger(env, 'GATEWAY_MAX_CONNECTIONS', 1) ?? file.server?.maxConnections ?? defaultMaxConnections();
+  const perAddress = (envName: string, fromFile: number | undefined, fileName: string, fallback: number): number => {
+    const fromEnv = envInteger(env, envName, 1);
+    const value = fromEnv ?? fromFile ?? Math.max(1, fallback);
+    if (value <= maxConnections) return value;
+    if (fromEnv === undefined) problem(`server.${fileName} (${value}) cannot be more than the open connections at most (${maxConnections})`, ['server', fileName]);
+    else problem(`${envName} (${value}) cannot be more than the open connections at most (${maxConnections})`);
+    return Math.max(1, fallback);
+  };
+
   const config: GatewayConfig = {
     port: envInteger(env, 'PORT', 0) ?? file.server?.port ?? 8080,
     host: env.HOST || file.server?.host || '0.0.0.0',
@@ -490,7 +513,9 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,
     headersTimeoutMs,
     requestTimeoutMs,
-    maxConnections: envInteger(env, 'GATEWAY_MAX_CONNECTIONS', 1) ?? file.server?.maxConnections ?? defaultMaxConnections(),
+    maxConnections,
+    maxConnectionsPerAddress: perAddress('GATEWAY_MAX_CONNECTIONS_PER_ADDRESS', file.server?.maxConnectionsPerAddress, 'maxConnectionsPerAddress', Math.floor(maxConnections / 2)),
+    maxPendingRequestsPerAddress: perAddress('GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS', file.server?.maxPendingRequestsPerAddress, 'maxPendingRequestsPerAddress', Math.floor(maxConnections / 4)),
     authFailuresPerMinute: envInteger(env, 'GATEWAY_AUTH_FAILURES_PER_MINUTE', 1) ?? file.server?.authFailuresPerMinute ?? 20,
     authFailMode: authFailMode(env.GATEWAY_AUTH_FAIL_MODE) ?? file.server?.authFailMode ?? 'closed',
     authGraceMs: envInteger(env, 'GATEWAY_AUTH_GRACE_MS', 0) ?? file.server?.authGraceMs ?? 30_000,

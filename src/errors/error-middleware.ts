@@ -1,8 +1,9 @@
-import type { ServerResponse } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, Request } from 'express';
 import type { Logger } from 'pino';
 import { errorBody, type ErrorFamily } from './error-body.ts';
 import { internalError, isGatewayError, type GatewayError } from './gateway-errors.ts';
+import { bodyStillArriving, lingerAfterAnswer } from '../http/linger-close.ts';
 
 /**
  * The one place where errors become HTTP responses. Gateway errors keep their status and detail;
@@ -34,7 +35,26 @@ export function sendError(res: ServerResponse, error: GatewayError, family: Erro
   res.setHeader('content-type', 'application/json; charset=utf-8');
   res.setHeader('content-length', Buffer.byteLength(payload));
   for (const [name, value] of Object.entries(error.headers ?? {})) res.setHeader(name, value);
-  // Answered before the body was read (e.g. a 401 on a slow upload): close rather than wait for the rest.
-  if (!res.req.complete) res.setHeader('connection', 'close');
+  // Answered before the body was read (a 413, or a 401 on a slow upload): the connection cannot be
+  // reused, and is closed without losing the answer.
+  const early = bodyStillArriving(res.req);
+  if (early) res.setHeader('connection', 'close');
   res.end(payload);
+  if (early) lingerAfterAnswer(res.req);
+}
+
+/**
+ * An error as a whole HTTP/1.1 response that closes its connection, for a socket the HTTP layer never
+ * reads (the connection caps refuse before any request is read, so the envelope is the plain one).
+ */
+export function rawErrorResponse(error: GatewayError): string {
+  const payload = JSON.stringify(errorBody(error, 'plain'));
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(payload)),
+    ...error.headers,
+    'X-Content-Type-Options': 'nosniff',
+    Connection: 'close',
+  };
+  return [`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`), '', payload].join('\r\n');
 }

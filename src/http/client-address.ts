@@ -17,6 +17,13 @@ export function clientAddressResolver(trustedProxies: readonly string[]): (req: 
   return (req) => proxyAddr(req, trust);
 }
 
+/** Whether a socket peer is one of `trustedProxies`, as {@link clientAddressResolver} reads the list. */
+export function trustedPeer(trustedProxies: readonly string[]): (address: string) => boolean {
+  if (trustedProxies.length === 0) return () => false;
+  const trust = proxyAddr.compile([...trustedProxies]);
+  return (address) => trust(address, 0);
+}
+
 /** Checks a trusted-proxy list as proxy-addr reads it; the message names what it could not read. */
 export function checkTrustedProxies(list: readonly string[]): string | undefined {
   try {
@@ -37,5 +44,10 @@ export function stampClientAddress(req: IncomingMessage, resolve: (req: Incoming
  * when none was stamped), an IPv6 address by its /56.
  */
 export function clientAddress(req: IncomingMessage): string {
-  return ipKeyGenerator((req as StampedRequest)[ADDRESS] ?? req.socket.remoteAddress ?? 'unknown');
+  return addressKey((req as StampedRequest)[ADDRESS] ?? req.socket.remoteAddress ?? 'unknown');
+}
+
+/** The key per-address rules count an address under: itself, an IPv6 address by its /56. */
+export function addressKey(address: string): string {
+  return ipKeyGenerator(address);
 }

@@ -1,5 +1,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
+/** Why the connection caps refused a connection or a request, as `gateway_refusals_total` counts it. */
+export type RefusalReason = 'max_connections' | 'connections_per_address' | 'pending_requests_per_address';
+
 /** How one upstream attempt ended, as `gateway_upstream_requests_total` counts it. */
 export type UpstreamOutcome = 'ok' | 'error_status' | 'transport_error' | 'timeout' | 'aborted';
 
@@ -53,6 +56,7 @@ export class GatewayMetrics implements UpstreamMetrics {
   private readonly upstreamRequests: Counter<'provider' | 'endpoint' | 'outcome'>;
   private readonly rateLimited: Counter<'reason'>;
   private readonly configReloads: Counter<'result'>;
+  private readonly refusals: Counter<'reason'>;
   private readonly routes = new Map<string, RouteChildren>();
   private readonly tokenChildren = new Map<string, readonly [LabelledCounter, LabelledCounter, LabelledCounter]>();
   private readonly lastOutcome = new Map<string, EndpointState>();
@@ -70,6 +74,7 @@ export class GatewayMetrics implements UpstreamMetrics {
     this.upstreamRequests = new Counter({ name: 'gateway_upstream_requests_total', help: 'Upstream attempts by provider, endpoint and outcome', labelNames: ['provider', 'endpoint', 'outcome'], registers });
     this.rateLimited = new Counter({ name: 'gateway_rate_limited_total', help: 'Requests answered 429, by reason', labelNames: ['reason'], registers });
     this.configReloads = new Counter({ name: 'gateway_config_reloads_total', help: 'Configuration reloads by result', labelNames: ['result'], registers });
+    this.refusals = new Counter({ name: 'gateway_refusals_total', help: 'Connections and requests refused by the connection caps, by reason', labelNames: ['reason'], registers });
     const self = this;
     new Gauge({
       name: 'gateway_endpoint_up',
@@ -97,6 +102,7 @@ export class GatewayMetrics implements UpstreamMetrics {
     // Shown at 0 from the start, so a rate or an alert on them has a series before the first event.
     for (const reason of ['rate_limit', 'quota']) this.rateLimited.labels(reason).inc(0);
     for (const result of ['applied', 'rejected']) this.configReloads.labels(result).inc(0);
+    for (const reason of ['max_connections', 'connections_per_address', 'pending_requests_per_address']) this.refusals.labels(reason).inc(0);
   }
 
   /** Precreates the children of the routes (call with every route name at start). */
@@ -141,6 +147,10 @@ export class GatewayMetrics implements UpstreamMetrics {
   /** A 429: `rate_limit` (request limits, failed-auth throttle) or `quota` (token quotas). */
   limited(reason: 'rate_limit' | 'quota'): void {
     this.rateLimited.labels(reason).inc();
+  }
+
+  refused(reason: RefusalReason): void {
+    this.refusals.labels(reason).inc();
   }
 
   configReload(result: 'applied' | 'rejected'): void {

@@ -30,8 +30,16 @@ async function health(url: string): Promise<number> {
 }
 
 const dataDir = await mkdtemp(join(tmpdir(), 'soak-fd-'));
+// Every connection comes from one address: its share is the whole cap, so that the global cap is what is run.
+const CAP = String(Math.floor(FD_LIMIT / 2));
 const gateway = await startSoakGateway(
-  { GATEWAY_DATA_DIR: dataDir, GATEWAY_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS), GATEWAY_REQUEST_TIMEOUT_MS: '10000' },
+  {
+    GATEWAY_DATA_DIR: dataDir,
+    GATEWAY_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+    GATEWAY_REQUEST_TIMEOUT_MS: '10000',
+    GATEWAY_MAX_CONNECTIONS: CAP,
+    GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: CAP,
+  },
   { fdLimit: FD_LIMIT },
 );
 const { hostname, port } = new URL(gateway.url);
