@@ -19,7 +19,7 @@ import { requestIdOf } from '../ops/request-id.ts';
 import { relaySse } from '../sse/sse-relay.ts';
 import { AttemptSignal } from '../upstream/attempt-signal.ts';
 import { retryAfterMs, type EndpointPool, type PooledEndpoint } from '../upstream/endpoint-pool.ts';
-import { redactCredential } from '../upstream/redact-credential.ts';
+import { redactCredential, redactCredentialText } from '../upstream/redact-credential.ts';
 import { awaitStreamStart } from '../upstream/stream-start.ts';
 import { readBody, RELAYED_RESPONSE_HEADERS, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
 import { isTerminalEvent, type UsageOutcome } from '../usage/stream-outcome.ts';
@@ -71,12 +71,13 @@ export function abortOnClientClose(res: Response): AbortController {
   return controller;
 }
 
-function relayedHeaders(upstreamHeaders: Dispatcher.ResponseData['headers']): Record<string, string> {
+/** The upstream headers passed on, each value with the endpoint's credential redacted. */
+function relayedHeaders(upstreamHeaders: Dispatcher.ResponseData['headers'], apiKey: string | undefined): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const name of RELAYED_RESPONSE_HEADERS) {
     const value = upstreamHeaders[name];
     // The gateway's own request id answers the client; the upstream's stays visible beside it.
-    if (typeof value === 'string') headers[name === 'x-request-id' ? 'x-upstream-request-id' : name] = value;
+    if (typeof value === 'string') headers[name === 'x-request-id' ? 'x-upstream-request-id' : name] = redactCredentialText(value, apiKey);
   }
   return headers;
 }
@@ -243,7 +244,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
           }
           pool.succeeded(member);
           firstByteAt = performance.now();
-          res.writeHead(statusCode, { ...relayedHeaders(headers), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+          res.writeHead(statusCode, { ...relayedHeaders(headers, endpoint.apiKey), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
           services.openStreams?.opened();
           let usage: TokenUsage | undefined;
           let terminal = false;
@@ -299,7 +300,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
         }
         const relayed = redactCredential(bytes, endpoint.apiKey);
         firstByteAt = performance.now();
-        res.writeHead(statusCode, { ...relayedHeaders(headers), 'content-length': String(relayed.length) });
+        res.writeHead(statusCode, { ...relayedHeaders(headers, endpoint.apiKey), 'content-length': String(relayed.length) });
         res.end(relayed);
         return record(statusCode, usage, ok && format !== 'count-tokens');
       }
@@ -326,7 +327,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
       // The last endpoint's own retryable answer (429, 5xx) goes back as it came, as with one endpoint.
       const relayed = redactCredential(lastStatus.bytes, lastStatus.apiKey);
       firstByteAt = performance.now();
-      res.writeHead(lastStatus.statusCode, { ...relayedHeaders(lastStatus.headers), 'content-length': String(relayed.length) });
+      res.writeHead(lastStatus.statusCode, { ...relayedHeaders(lastStatus.headers, lastStatus.apiKey), 'content-length': String(relayed.length) });
       res.end(relayed);
       return record(lastStatus.statusCode, undefined, false);
     }

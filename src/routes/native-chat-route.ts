@@ -16,7 +16,7 @@ import { readJsonObject } from '../http/json-body.ts';
 import { ROUTE_PATHS, type ModelRegistry, type ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage } from '../plugins/plugin-contract.ts';
 import { requestIdOf } from '../ops/request-id.ts';
-import { redactCredential } from '../upstream/redact-credential.ts';
+import { redactCredentialText } from '../upstream/redact-credential.ts';
 import type { PooledEndpoint } from '../upstream/endpoint-pool.ts';
 import { readBody, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
 import { abortOnClientClose, admitCaller, poolFor } from './compatible-route.ts';
@@ -140,11 +140,15 @@ type Attempt =
   | { kind: 'retry'; failure: GatewayError; waitMs?: number; status?: number; endpointFault: boolean }
   | { kind: 'final'; failure: GatewayError };
 
+/**
+ * The upstream's error message, for the `detail` (which the error log repeats). Redacted once parsed:
+ * parsing decodes the key's JSON escapes, and before the cut, which could leave a part of it.
+ */
 function upstreamMessage(body: Buffer, apiKey: string | undefined): string {
   try {
-    const parsed = JSON.parse(redactCredential(body, apiKey).toString('utf8')) as { error?: { message?: unknown }; message?: unknown };
+    const parsed = JSON.parse(body.toString('utf8')) as { error?: { message?: unknown }; message?: unknown };
     const message = parsed.error?.message ?? parsed.message;
-    return typeof message === 'string' ? `: ${message.slice(0, 300)}` : '';
+    return typeof message === 'string' ? `: ${redactCredentialText(message, apiKey).slice(0, 300)}` : '';
   } catch {
     return '';
   }
@@ -304,11 +308,13 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
       record(502, undefined);
       throw usageMissing(provider);
     }
-    const text = adapter.readText(answer);
-    if (text === undefined) {
+    const read = adapter.readText(answer);
+    if (read === undefined) {
       record(502, usage);
       throw upstreamFailure(provider, 'the answer held no text');
     }
+    // Redacted as text: parsing has decoded any JSON escapes of the key.
+    const text = redactCredentialText(read, serving?.endpoint.apiKey);
     const { totalTokens, chargedTokens } = services.usage.charge(usage, resolved);
     const result = {
       id: `chat-${randomUUID()}`,
