@@ -164,6 +164,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     // UPSTREAM_TIMEOUT_MS stays the outer bound of every upstream wait.
     firstByteTimeoutMs: Math.min(config.firstByteTimeoutMs, config.upstreamTimeoutMs),
     idleTimeoutMs: Math.min(config.idleTimeoutMs, config.upstreamTimeoutMs),
+    clientWriteTimeoutMs: config.clientWriteTimeoutMs,
   };
   // Asks Redis itself, so a stall shows (and clears) without any model request.
   const readiness = async () => {

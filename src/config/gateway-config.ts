@@ -85,6 +85,8 @@ export interface GatewayConfig {
   readonly headersTimeoutMs: number;
   /** Longest a client may take to send a whole request, body included (Node's `server.requestTimeout`). */
   readonly requestTimeoutMs: number;
+  /** Longest a client may leave an answer unread (its connection's buffers full) before the answer is ended. */
+  readonly clientWriteTimeoutMs: number;
   /** Open client connections at most; one more is answered 503 and closed (default from the fd limit). */
   readonly maxConnections: number;
   /**
@@ -182,6 +184,7 @@ const fileSchema = yup
         drainMs: yup.number().integer().min(0),
         headersTimeoutMs: yup.number().integer().positive(),
         requestTimeoutMs: yup.number().integer().positive(),
+        clientWriteTimeoutMs: yup.number().integer().positive(),
         maxConnections: yup.number().integer().positive(),
         maxConnectionsPerAddress: yup.number().integer().positive(),
         maxPendingRequestsPerAddress: yup.number().integer().positive(),
@@ -513,6 +516,7 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,
     headersTimeoutMs,
     requestTimeoutMs,
+    clientWriteTimeoutMs: envInteger(env, 'GATEWAY_CLIENT_WRITE_TIMEOUT_MS', 1) ?? file.server?.clientWriteTimeoutMs ?? 60_000,
     maxConnections,
     maxConnectionsPerAddress: perAddress('GATEWAY_MAX_CONNECTIONS_PER_ADDRESS', file.server?.maxConnectionsPerAddress, 'maxConnectionsPerAddress', Math.floor(maxConnections / 2)),
     maxPendingRequestsPerAddress: perAddress('GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS', file.server?.maxPendingRequestsPerAddress, 'maxPendingRequestsPerAddress', Math.floor(maxConnections / 4)),

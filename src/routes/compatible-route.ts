@@ -11,6 +11,7 @@ import {
   usageMissing,
   type GatewayError,
 } from '../errors/gateway-errors.ts';
+import { endForClient, type ClientRead } from '../http/client-write-timeout.ts';
 import { readJsonRequestBody } from '../http/json-body.ts';
 import type { ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId } from '../plugins/plugin-contract.ts';
@@ -140,6 +141,10 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
       res.locals.recorded = true;
       services.usage.record(exchange);
     };
+    // An answer's end, as the client took it: a client that left is a 499, one that stopped reading is
+    // `client_stalled` (the status it was sent is kept).
+    const recordEnd = (read: ClientRead, status: number, usage: TokenUsage | undefined, consumed: boolean, outcome?: UsageOutcome) =>
+      read === 'taken' ? record(status, usage, consumed, outcome) : read === 'closed' ? record(499, usage, consumed) : record(status, usage, consumed, 'client_stalled');
     const fail = (status: number, error: GatewayError, consumed = false): never => {
       record(status, undefined, consumed);
       throw error;
@@ -258,14 +263,15 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
               },
               maxEventBytes: services.maxSseEventBytes,
               rewrite: (bytes) => redactCredential(bytes, endpoint.apiKey),
+              clientWriteTimeoutMs: services.clientWriteTimeoutMs,
             });
+            if (outcome.clientStalled) return record(statusCode, usage, true, 'client_stalled');
             if (outcome.clientClosed) return record(499, usage, true);
             if (outcome.eventTooLarge) {
-              res.end(inBandError(format, streamEventTooLarge(endpoint.provider, services.maxSseEventBytes)));
-              return record(statusCode, usage, true, 'upstream_cut');
+              const read = await endForClient(res, inBandError(format, streamEventTooLarge(endpoint.provider, services.maxSseEventBytes)), services.clientWriteTimeoutMs);
+              return recordEnd(read, statusCode, usage, true, 'upstream_cut');
             }
-            res.end();
-            return record(statusCode, usage, true, terminal ? 'complete' : 'upstream_cut');
+            return recordEnd(await endForClient(res, undefined, services.clientWriteTimeoutMs), statusCode, usage, true, terminal ? 'complete' : 'upstream_cut');
           } catch (error) {
             if (clientGone) return record(499, usage, true);
             // The status is already sent: the client learns of the break in the stream's own format, and
@@ -273,8 +279,8 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
             pool.failed(member);
             const stalled = isStall(error);
             const reason = stalled ? `the stream stalled (no data for ${idleTimeoutMs} ms)` : 'the stream broke off';
-            res.end(inBandError(format, upstreamFailure(endpoint.provider, reason, error)));
-            return record(statusCode, usage, true, stalled ? 'stalled' : 'upstream_cut');
+            const read = await endForClient(res, inBandError(format, upstreamFailure(endpoint.provider, reason, error)), services.clientWriteTimeoutMs);
+            return recordEnd(read, statusCode, usage, true, stalled ? 'stalled' : 'upstream_cut');
           } finally {
             services.openStreams?.closed();
           }
@@ -301,8 +307,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
         const relayed = redactCredential(bytes, endpoint.apiKey);
         firstByteAt = performance.now();
         res.writeHead(statusCode, { ...relayedHeaders(headers, endpoint.apiKey), 'content-length': String(relayed.length) });
-        res.end(relayed);
-        return record(statusCode, usage, ok && format !== 'count-tokens');
+        return recordEnd(await endForClient(res, relayed, services.clientWriteTimeoutMs), statusCode, usage, ok && format !== 'count-tokens');
       }
 
       // Every attempt at this model failed before anything reached the client: its next fallback, if any.
@@ -328,8 +333,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
       const relayed = redactCredential(lastStatus.bytes, lastStatus.apiKey);
       firstByteAt = performance.now();
       res.writeHead(lastStatus.statusCode, { ...relayedHeaders(lastStatus.headers, lastStatus.apiKey), 'content-length': String(relayed.length) });
-      res.end(relayed);
-      return record(lastStatus.statusCode, undefined, false);
+      return recordEnd(await endForClient(res, relayed, services.clientWriteTimeoutMs), lastStatus.statusCode, undefined, false);
     }
     if (lastError) return fail(lastError.status, lastError);
     return fail(503, upstreamResting(model.plugin.vendor, restingRetryAfterMs ?? pool.retryAfterMs()));

@@ -12,9 +12,11 @@ import {
   validationError,
   type GatewayError,
 } from '../errors/gateway-errors.ts';
+import { endForClient } from '../http/client-write-timeout.ts';
 import { readJsonObject } from '../http/json-body.ts';
 import { ROUTE_PATHS, type ModelRegistry, type ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage } from '../plugins/plugin-contract.ts';
+import type { UsageOutcome } from '../usage/stream-outcome.ts';
 import { requestIdOf } from '../ops/request-id.ts';
 import { redactCredentialText } from '../upstream/redact-credential.ts';
 import type { PooledEndpoint } from '../upstream/endpoint-pool.ts';
@@ -188,7 +190,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     let upstreamMs = 0;
     let firstByteAt = 0;
 
-    const record = (status: number, usage: TokenUsage | undefined) => {
+    const record = (status: number, usage: TokenUsage | undefined, outcome: UsageOutcome = status === 499 ? 'client_closed' : 'complete') => {
       res.locals.recorded = true;
       services.usage.record({
         keyId: caller?.id,
@@ -202,7 +204,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         firstByteMs: firstByteAt === 0 ? undefined : firstByteAt - startedAt,
         usage,
         consumed: usage !== undefined,
-        outcome: status === 499 ? 'client_closed' : 'complete',
+        outcome,
         endpoint: serving?.name,
         attempts,
         requestBody: () => upstreamBody,
@@ -308,13 +310,13 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
       record(502, undefined);
       throw usageMissing(provider);
     }
-    const read = adapter.readText(answer);
-    if (read === undefined) {
+    const answerText = adapter.readText(answer);
+    if (answerText === undefined) {
       record(502, usage);
       throw upstreamFailure(provider, 'the answer held no text');
     }
     // Redacted as text: parsing has decoded any JSON escapes of the key.
-    const text = redactCredentialText(read, serving?.endpoint.apiKey);
+    const text = redactCredentialText(answerText, serving?.endpoint.apiKey);
     const { totalTokens, chargedTokens } = services.usage.charge(usage, resolved);
     const result = {
       id: `chat-${randomUUID()}`,
@@ -328,10 +330,11 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         charged_tokens: chargedTokens,
       },
     };
-    const payloadOut = JSON.stringify(result);
+    const payloadOut = Buffer.from(JSON.stringify(result));
     firstByteAt = performance.now();
-    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(payloadOut) });
-    res.end(payloadOut);
-    record(200, usage);
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': payloadOut.length });
+    const taken = await endForClient(res, payloadOut, services.clientWriteTimeoutMs);
+    if (taken === 'stalled') record(200, usage, 'client_stalled');
+    else record(taken === 'closed' ? 499 : 200, usage);
   };
 }

@@ -105,6 +105,11 @@ export interface RouteServices {
   readonly firstByteTimeoutMs?: number;
   /** Longest silence of a stream once content flows, in ms. */
   readonly idleTimeoutMs?: number;
+  /**
+   * Longest a client may leave its answer unread (the connection's buffers full) before the answer is
+   * ended and its upstream dropped, in ms.
+   */
+  readonly clientWriteTimeoutMs: number;
   /** Told when a streamed answer starts and ends being relayed (the open-streams gauge). */
   readonly openStreams?: { opened(): void; closed(): void };
 }

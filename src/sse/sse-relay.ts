@@ -1,5 +1,5 @@
-import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
+import { awaitClientRead } from '../http/client-write-timeout.ts';
 import type { SseEvent, StreamFixup } from '../plugins/plugin-contract.ts';
 import { isByteReadable, readableBatches } from './readable-batches.ts';
 import { replaceBlockData, SseSplitter, type SseBlock } from './sse-splitter.ts';
@@ -13,6 +13,11 @@ export interface RelayOptions {
   readonly maxEventBytes?: number;
   /** Applied to the bytes of whole events before they are written (credential redaction). */
   readonly rewrite?: (bytes: Buffer) => Buffer;
+  /**
+   * Longest the client may leave the response's buffer full (a write refused, no `drain`) before the
+   * relay gives up on it (`clientStalled`). Default: no limit.
+   */
+  readonly clientWriteTimeoutMs?: number;
 }
 
 export interface RelayOutcome {
@@ -25,6 +30,11 @@ export interface RelayOutcome {
    * body was dropped, and the response is left open for the caller to end with an in-band error.
    */
   readonly eventTooLarge: boolean;
+  /**
+   * The client read nothing for `clientWriteTimeoutMs`: its response was destroyed (the connection
+   * closed) and the upstream body dropped.
+   */
+  readonly clientStalled: boolean;
 }
 
 /**
@@ -38,29 +48,28 @@ export async function relaySse(upstream: AsyncIterable<Uint8Array>, res: ServerR
   const fixing = options.fixups.length > 0;
   const rewrite = options.rewrite ?? ((bytes: Buffer) => bytes);
   let clientClosed = false;
+  let clientStalled = false;
   const markClosed = () => {
     if (!res.writableFinished) clientClosed = true;
   };
   res.once('close', markClosed);
   const write = async (bytes: Buffer) => {
-    if (bytes.length === 0 || clientClosed) return;
-    if (!res.write(rewrite(bytes))) {
-      await Promise.race([once(res, 'drain'), once(res, 'close')]);
-    }
+    if (bytes.length === 0 || clientClosed || clientStalled) return;
+    if (!res.write(rewrite(bytes)) && (await awaitClientRead(res, 'drain', options.clientWriteTimeoutMs)) === 'stalled') clientStalled = true;
   };
   try {
     for await (const chunk of isByteReadable(upstream) ? readableBatches(upstream) : upstream) {
       const blocks = splitter.push(chunk);
       for (const block of blocks) if (block.event) options.onEvent(block.event);
       if (blocks.length > 0) await write(fixing ? Buffer.concat(blocks.map((block) => applyFixups(block, options.fixups))) : contiguous(blocks));
-      if (splitter.oversized) return { completed: false, clientClosed, eventTooLarge: true };
-      if (clientClosed) break;
+      if (splitter.oversized) return { completed: false, clientClosed, eventTooLarge: true, clientStalled };
+      if (clientClosed || clientStalled) break;
     }
     // An event cut off by the end of the stream goes out as it came (the client discards it too).
     await write(splitter.rest());
-    return { completed: !clientClosed, clientClosed, eventTooLarge: false };
+    return { completed: !clientClosed && !clientStalled, clientClosed: clientClosed && !clientStalled, eventTooLarge: false, clientStalled };
   } catch (error) {
-    if (clientClosed) return { completed: false, clientClosed, eventTooLarge: false };
+    if (clientClosed || clientStalled) return { completed: false, clientClosed: clientClosed && !clientStalled, eventTooLarge: false, clientStalled };
     throw error;
   } finally {
     res.off('close', markClosed);

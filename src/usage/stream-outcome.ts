@@ -6,9 +6,11 @@ import type { SseEvent, WireFormat } from '../plugins/plugin-contract.ts';
  * - `upstream_cut`: the upstream's answer ended before its terminal event (connection dropped, body
  *   broke off, or an event the gateway refused to relay ended the stream);
  * - `client_closed`: the client went away before the end;
- * - `stalled`: reserved for a stream ended because the upstream stopped sending.
+ * - `client_stalled`: the client stopped reading (its connection's buffers stayed full for the client
+ *   write timeout); the gateway ended the answer and dropped the upstream;
+ * - `stalled`: a stream ended because the upstream stopped sending.
  */
-export type UsageOutcome = 'complete' | 'upstream_cut' | 'client_closed' | 'stalled';
+export type UsageOutcome = 'complete' | 'upstream_cut' | 'client_closed' | 'client_stalled' | 'stalled';
 
 // Matched on the raw data, so that the relay does not parse every event a second time; a string value
 // of `finish_reason` is a finish (the other chunks carry `null`).

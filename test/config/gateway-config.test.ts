@@ -40,6 +40,16 @@ describe('gateway config', () => {
     expect(() => loadConfig({ GATEWAY_CONFIG: path, GATEWAY_HEADERS_TIMEOUT_MS: '9000', GATEWAY_REQUEST_TIMEOUT_MS: '3000' })).to.throw(ConfigError, 'cannot be longer than the request timeout');
   });
 
+  it('reads the client write timeout: 60 s by default, server.clientWriteTimeoutMs in the file, GATEWAY_CLIENT_WRITE_TIMEOUT_MS over it', async () => {
+    expect(loadConfig({ GATEWAY_CONFIG: await configFile('') }).clientWriteTimeoutMs).to.equal(60_000);
+    const path = await configFile('server:\n  clientWriteTimeoutMs: 5000\n');
+    expect(loadConfig({ GATEWAY_CONFIG: path }).clientWriteTimeoutMs).to.equal(5000);
+    expect(loadConfig({ GATEWAY_CONFIG: path, GATEWAY_CLIENT_WRITE_TIMEOUT_MS: '250' }).clientWriteTimeoutMs).to.equal(250);
+    expect(() => loadConfig({ GATEWAY_CONFIG: path, GATEWAY_CLIENT_WRITE_TIMEOUT_MS: '0' })).to.throw(ConfigError, 'GATEWAY_CLIENT_WRITE_TIMEOUT_MS must be an integer >= 1');
+    const negative = await configFile('server:\n  clientWriteTimeoutMs: -1\n');
+    expect(() => loadConfig({ GATEWAY_CONFIG: negative })).to.throw(ConfigError, 'server.clientWriteTimeoutMs');
+  });
+
   it('caps connections at half the open-file limit by default', () => {
     expect(defaultMaxConnections('Limit                     Soft Limit           Hard Limit           Units\nMax open files            1024                 4096                 files\n')).to.equal(512);
     expect(defaultMaxConnections('Max open files            unlimited            unlimited            files\n')).to.equal(512);

@@ -45,6 +45,7 @@ export async function startRouteTestApp(
     timeoutMs?: number;
     firstByteTimeoutMs?: number;
     idleTimeoutMs?: number;
+    clientWriteTimeoutMs?: number;
     breaker?: { failureThreshold?: number; cooldownMs?: number };
     fallbacks?: Record<string, string[]>;
     retryPolicy?: RetryPolicy; maxSseEventBytes?: number } = {},
@@ -83,6 +84,7 @@ const services: RouteServices = {
     fallbacks: options.fallbacks ? fallbackTable(registry, options.fallbacks) : undefined,
     firstByteTimeoutMs: options.firstByteTimeoutMs,
     idleTimeoutMs: options.idleTimeoutMs,
+    clientWriteTimeoutMs: options.clientWriteTimeoutMs ?? 60_000,
     bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024,
     upstreamBodyLimitBytes: 1024 * 1024,
     maxSseEventBytes: options.maxSseEventBytes ?? 16 * 1024 * 1024,
