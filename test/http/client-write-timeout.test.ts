@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import type { UsageRecord } from '../../src/usage/usage-record.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { postHead } from '../helpers/raw-client.ts';
 import { ScriptedUpstream } from '../helpers/scripted-upstream.ts';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';
 
@@ -29,7 +30,7 @@ class NonReadingClient {
     socket.pause();
     await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
     const json = JSON.stringify(body);
-    socket.write(`POST ${path} HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`);
+    socket.write(postHead(path, TEST_KEY, Buffer.byteLength(json)) + json);
     return new NonReadingClient(socket);
   }
 
