@@ -182,16 +182,19 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       ...(live.lastError === undefined ? {} : { config_error: live.lastError }),
     };
   };
+  const authenticate = createAuthenticator({
+    store: keys,
+    staticKeys: config.apiKeys,
+    keyIdSecret: redis ? redisKeyIdSecret(redis) : fileKeyIdSecret(config.dataDir),
+    logger,
+    throttle: keyThrottle,
+  });
+  // The secret is made on first start: done before serving, so no close can race its file being written.
+  await authenticate.ready;
   const app = createApp({
     services,
     logger,
-    authenticate: createAuthenticator({
-      store: keys,
-      staticKeys: config.apiKeys,
-      keyIdSecret: redis ? redisKeyIdSecret(redis) : fileKeyIdSecret(config.dataDir),
-      logger,
-      throttle: keyThrottle,
-    }),
+    authenticate,
     modelRateLimit,
     keyConcurrency: new KeyConcurrency(config.keyConcurrency),
     catalogRateLimit,

@@ -117,6 +117,8 @@ export interface KeyAuthenticator extends RequestHandler {
    * key being looked up.
    */
   check(headers: IncomingHttpHeaders, path: string, addressOf?: () => string): AuthenticatedKey | Promise<AuthenticatedKey>;
+  /** Settles when the static keys' first setup (reading or making the key-id secret) has finished, well or not. */
+  readonly ready: Promise<void>;
 }
 
 /**
@@ -200,7 +202,12 @@ export function createAuthenticator(options: AuthenticatorOptions): KeyAuthentic
       next(error);
     }
   };
-  return Object.assign(middleware, { check });
+  // Settles once the first read of the key-id secret did, whatever its outcome (a failure is retried on a lookup).
+  const ready = statics.then(
+    () => undefined,
+    () => undefined,
+  );
+  return Object.assign(middleware, { check, ready });
 }
 
 async function findInStore(store: KeyStore, hash: string, logger: Logger): Promise<ApiKeyRecord | undefined> {
