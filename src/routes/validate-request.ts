@@ -1,5 +1,6 @@
 import * as yup from 'yup';
 import { fieldError, GatewayError, validationError } from '../errors/gateway-errors.ts';
+import { fastCheckOf } from './request-shapes.ts';
 
 /** yup's `messages[0].role` / `messages["a"]` paths, as the client wrote the body. */
 function location(path: string | undefined): string {
@@ -9,7 +10,7 @@ function location(path: string | undefined): string {
 /** Most bad items of one array a ValidationError lists; yup builds each error slowly, so more are only counted. */
 export const LISTED_BAD_ITEMS = 50;
 
-/** A hand-written check that accepts exactly what the schema accepts, and the same per item of its array fields. */
+/** A check that accepts exactly what the schema accepts, and the same per item of its array fields (derived from the schema: {@link fastCheckOf}). */
 export interface FastCheck {
   readonly accepts: (body: Record<string, unknown>) => boolean;
   /** Per top-level array field the schema checks item by item (`yup.array(item)`), the item check. */
@@ -72,21 +73,21 @@ function schemaErrors(schema: yup.AnyObjectSchema, body: Record<string, unknown>
 /**
  * Checks a body against a schema and collects every bad field (abortEarly off; at most
  * {@link LISTED_BAD_ITEMS} bad items per array), then runs `extraChecks` (e.g. the model lookup) so
- * one 400 lists all problems at once. With a `fast` check, yup runs only on bodies it refuses, to name
- * the bad fields in yup's words.
+ * one 400 lists all problems at once. yup runs only on bodies the fast check (by default the one
+ * derived from the schema) refuses, to name the bad fields in yup's words.
  */
 export function validateRequest(
   schema: yup.AnyObjectSchema,
   body: Record<string, unknown>,
   extraChecks: () => GatewayError | undefined = () => undefined,
-  fast?: FastCheck,
+  fast: FastCheck = fastCheckOf(schema),
 ): void {
   const errors: string[] = [];
   let param: string | undefined;
-  if (!fast?.accepts(body)) {
+  if (!fast.accepts(body)) {
     param = schemaErrors(schema, body, fast, errors);
     // A fast check that refused what the schema accepts would be a bug; the schema has the last word.
-    if (!errors.length && fast) param = schemaErrors(schema, body, undefined, errors);
+    if (!errors.length) param = schemaErrors(schema, body, undefined, errors);
   }
   const extra = extraChecks();
   if (extra?.errors) {
