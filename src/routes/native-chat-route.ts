@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
-import * as yup from 'yup';
 import {
   fieldError,
   isGatewayError,
@@ -22,11 +21,11 @@ import { redactCredentialText } from '../upstream/redact-credential.ts';
 import type { PooledEndpoint } from '../upstream/endpoint-pool.ts';
 import { readBody, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
 import { abortOnClientClose, admitCaller, poolFor } from './compatible-route.ts';
+import { NATIVE_CHAT_SCHEMA } from './request-schemas.ts';
 import type { RouteServices } from './route-services.ts';
 import { validateRequest } from './validate-request.ts';
 
-/** The largest `max_retries` a caller may ask for; a larger value is a 400 ValidationError. */
-export const MAX_RETRIES_CAP = 10;
+export { MAX_RETRIES_CAP } from './request-schemas.ts';
 
 export interface RetryPolicy {
   /** Retries when the caller sends no `max_retries`. */
@@ -59,25 +58,11 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   random: Math.random,
 };
 
-const FIELDS = ['model', 'input', 'web_search', 'temperature', 'max_output_tokens', 'max_retries', 'timeout'];
+const FIELDS = Object.keys(NATIVE_CHAT_SCHEMA.fields);
 const STREAMING_ROUTES = [ROUTE_PATHS['chat-completions'], ROUTE_PATHS.responses, ROUTE_PATHS.messages].join(', ');
 const RETRYABLE_STATUSES = new Set([408, 409, 429]);
 /** Suffixes of the web chat's presets, which are not API model IDs. */
 const PRESET_SUFFIX = /^(.+?)[-_:. ]?(thinking|think|reasoning|fast|instant)$/i;
-
-const number = (message: string) => yup.number().typeError(message);
-const schema = yup.object({
-  model: yup.string().typeError('must be a string').required('is required'),
-  input: yup.string().typeError('must be a string').nonNullable('must be a string').defined('is required').min(1, 'must not be empty'),
-  web_search: yup.boolean().typeError('must be true or false'),
-  temperature: number('must be a number').min(0, 'must be >= 0'),
-  max_output_tokens: number('must be a positive integer').integer('must be a positive integer').min(1, 'must be a positive integer'),
-  max_retries: number('must be an integer >= 0')
-    .integer('must be an integer >= 0')
-    .min(0, 'must be an integer >= 0')
-    .max(MAX_RETRIES_CAP, `must be at most ${MAX_RETRIES_CAP}`),
-  timeout: number('must be a number of seconds > 0').moreThan(0, 'must be a number of seconds > 0'),
-});
 
 /** Why a model ID is refused on the native route: a web-chat preset gets a pointer to the real IDs. */
 function modelProblem(registry: ModelRegistry, id: string): GatewayError | undefined {
@@ -102,7 +87,7 @@ function modelProblem(registry: ModelRegistry, id: string): GatewayError | undef
 
 function validate(registry: ModelRegistry, body: Record<string, unknown>): ResolvedModel {
   const unknown = Object.keys(body).filter((key) => !FIELDS.includes(key));
-  validateRequest(schema, body, () => {
+  validateRequest(NATIVE_CHAT_SCHEMA, body, () => {
     const errors = unknown.map((key) =>
       key === 'stream'
         ? fieldError('stream', `is not accepted: ${ROUTE_PATHS.chat} never streams; use ${STREAMING_ROUTES} for SSE`)

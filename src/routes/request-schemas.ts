@@ -1,6 +1,6 @@
 import * as yup from 'yup';
 import type { UpstreamRouteId } from '../plugins/plugin-contract.ts';
-import { fastCheckOf, jsonTypes } from './request-shapes.ts';
+import { fastCheckOf, jsonTypes, shapeMeta } from './request-shapes.ts';
 import type { FastCheck } from './validate-request.ts';
 
 // The checks follow the providers' published request definitions (the OpenAI OpenAPI document behind
@@ -78,3 +78,23 @@ export const REQUEST_SCHEMAS: Readonly<Record<UpstreamRouteId, yup.AnyObjectSche
 export const FAST_CHECKS: Readonly<Record<UpstreamRouteId, FastCheck>> = Object.fromEntries(
   Object.entries(REQUEST_SCHEMAS).map(([route, schema]) => [route, fastCheckOf(schema, route)]),
 ) as Record<UpstreamRouteId, FastCheck>;
+/** The largest `max_retries` a caller may ask for on the native chat route; a larger value is a 400 ValidationError. */
+export const MAX_RETRIES_CAP = 10;
+
+const number = (message: string) => yup.number().typeError(message);
+
+/** The native chat route's body (`POST /v1/chat`): only these fields; the route refuses any other one itself. */
+export const NATIVE_CHAT_SCHEMA = yup
+  .object({
+    model: yup.string().typeError('must be a string').required('is required'),
+    input: yup.string().typeError('must be a string').nonNullable('must be a string').defined('is required').min(1, 'must not be empty'),
+    web_search: yup.boolean().typeError('must be true or false'),
+    temperature: number('must be a number').min(0, 'must be >= 0'),
+    max_output_tokens: number('must be a positive integer').integer('must be a positive integer').min(1, 'must be a positive integer'),
+    max_retries: number('must be an integer >= 0')
+      .integer('must be an integer >= 0')
+      .min(0, 'must be an integer >= 0')
+      .max(MAX_RETRIES_CAP, `must be at most ${MAX_RETRIES_CAP}`),
+    timeout: number('must be a number of seconds > 0').moreThan(0, 'must be a number of seconds > 0').meta(shapeMeta({ description: 'Seconds' })),
+  })
+  .meta(shapeMeta({ closed: true }));
