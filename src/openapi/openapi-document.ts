@@ -1,13 +1,25 @@
 /**
  * The gateway's interface description: OpenAPI 3.1 (JSON Schema 2020-12 schemas), version `1.0.0`
  * (spec §9), served at `GET /openapi.json`. Request schemas list the fields the gateway checks; every
- * other field is forwarded untouched, so bodies stay open (`additionalProperties` allowed). The
+ * other field is forwarded untouched, so bodies stay open (`additionalProperties` allowed). They are
+ * derived at start from the yup schemas that validate the bodies, never written here. The
  * compatible routes answer with the upstream's own bodies, described only as JSON objects or SSE.
  */
 
+import { NATIVE_CHAT_SCHEMA, REQUEST_SCHEMAS } from '../routes/request-schemas.ts';
+import { requestJsonSchema } from './request-json-schema.ts';
+
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: object) => ({ 'application/json': { schema } });
-const objectArray = { type: 'array', items: { type: 'object' } };
+
+/** The request bodies' components, derived from the routes' yup schemas (the one written form of each shape). */
+const REQUEST_COMPONENTS = {
+  ChatCompletionsRequest: requestJsonSchema(REQUEST_SCHEMAS['chat-completions'], 'chat-completions'),
+  ResponsesRequest: requestJsonSchema(REQUEST_SCHEMAS.responses, 'responses'),
+  MessagesRequest: requestJsonSchema(REQUEST_SCHEMAS.messages, 'messages'),
+  CountTokensRequest: requestJsonSchema(REQUEST_SCHEMAS['count-tokens'], 'count-tokens'),
+  NativeChatRequest: requestJsonSchema(NATIVE_CHAT_SCHEMA, 'chat'),
+};
 
 /** An error answer in the envelope the path uses. */
 const error = (description: string, envelope: 'Completions' | 'Messages' | 'Plain') => ({ description, content: json(ref(`${envelope}Error`)) });
@@ -115,75 +127,7 @@ export const OPENAPI_DOCUMENT = {
       RequestId: { description: 'The request id, on every answer', schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' } },
     },
     schemas: {
-      ChatMessage: {
-        type: 'object',
-        required: ['role'],
-        properties: { role: { type: 'string', minLength: 1 }, content: { type: ['string', 'array', 'null'] } },
-      },
-      ChatCompletionsRequest: {
-        type: 'object',
-        required: ['model', 'messages'],
-        properties: {
-          model: { type: 'string', minLength: 1 },
-          messages: { type: 'array', minItems: 1, items: ref('ChatMessage') },
-          tools: objectArray,
-          tool_choice: { type: ['string', 'object'] },
-          response_format: { type: 'object' },
-          stream: { type: ['boolean', 'null'] },
-          stream_options: { type: ['object', 'null'] },
-        },
-      },
-      MessagesRequest: {
-        type: 'object',
-        required: ['model', 'messages', 'max_tokens'],
-        properties: {
-          model: { type: 'string', minLength: 1 },
-          messages: { ...objectArray, minItems: 1 },
-          max_tokens: { type: 'integer', minimum: 1 },
-          system: { type: ['string', 'array'] },
-          tools: objectArray,
-          thinking: { type: 'object' },
-          stream: { type: 'boolean' },
-        },
-      },
-      CountTokensRequest: {
-        type: 'object',
-        required: ['model', 'messages'],
-        properties: {
-          model: { type: 'string', minLength: 1 },
-          messages: { ...objectArray, minItems: 1 },
-          system: { type: ['string', 'array'] },
-          tools: objectArray,
-          thinking: { type: 'object' },
-        },
-      },
-      ResponsesRequest: {
-        type: 'object',
-        required: ['model', 'input'],
-        properties: {
-          model: { type: 'string', minLength: 1 },
-          input: { type: ['string', 'array'] },
-          instructions: { type: ['string', 'null'] },
-          tools: objectArray,
-          reasoning: { type: ['object', 'null'] },
-          previous_response_id: { type: ['string', 'null'] },
-          stream: { type: ['boolean', 'null'] },
-        },
-      },
-      NativeChatRequest: {
-        type: 'object',
-        required: ['model', 'input'],
-        additionalProperties: false,
-        properties: {
-          model: { type: 'string' },
-          input: { type: 'string', minLength: 1 },
-          web_search: { type: 'boolean' },
-          temperature: { type: 'number', minimum: 0 },
-          max_output_tokens: { type: 'integer', minimum: 1 },
-          max_retries: { type: 'integer', minimum: 0 },
-          timeout: { type: 'number', exclusiveMinimum: 0, description: 'Seconds' },
-        },
-      },
+      ...REQUEST_COMPONENTS,
       NativeChatResult: {
         type: 'object',
         required: ['id', 'model', 'result', 'usage'],
