@@ -1,6 +1,9 @@
 import { expect } from 'chai';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { request } from 'undici';
+import { CHAT_COMPLETIONS_CORPUS } from '../conformance/request-corpus/chat-completions.ts';
+import { COUNT_TOKENS_CORPUS, MESSAGES_CORPUS } from '../conformance/request-corpus/messages.ts';
+import { RESPONSES_CORPUS } from '../conformance/request-corpus/responses.ts';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';
 
 type Method = 'GET' | 'POST';
@@ -58,6 +61,14 @@ describe('OpenAPI document', function () {
     expect(document.openapi).to.equal('3.1.0');
     expect(document.info.version).to.equal('1.0.0');
     for (const name of Object.keys(document.components.schemas)) ajv.compile({ $ref: `openapi#/components/schemas/${name}` });
+  });
+
+  it('accepts every body of the request conformance corpus (valid, per the providers\' SDKs) in its route\'s request schema', () => {
+    const corpora = { '/v1/chat/completions': CHAT_COMPLETIONS_CORPUS, '/v1/responses': RESPONSES_CORPUS, '/v1/messages': MESSAGES_CORPUS, '/v1/messages/count_tokens': COUNT_TOKENS_CORPUS };
+    for (const [route, corpus] of Object.entries(corpora)) {
+      const validate = ajv.compile({ $ref: `openapi#/paths/${segment(route)}/post/requestBody/content/application~1json/schema` });
+      for (const entry of corpus) expect(validate(JSON.parse(entry.body)), `${route} ${entry.name}: ${ajv.errorsText(validate.errors)}`).to.equal(true);
+    }
   });
 
   it('describes the real answers of the Chat Completions, Responses, Messages and count_tokens routes', async () => {
