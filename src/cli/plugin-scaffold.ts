@@ -151,7 +151,8 @@ const STREAM_USAGE = { inputTokens: 12, outputTokens: 3, cachedTokens: 0 };
 /** The plugin folder's files: the declaration and one recorded stream fixture. */
 export function scaffoldFiles({ vendor, format, contractImport }: ScaffoldInput): ScaffoldFiles {
   const model = `${vendor}-1`;
-  const route = format === 'chat-completions' ? 'chat-completions' : format;
+  // Each scaffolded format is served on the client route of the same name.
+  const route = format;
   const index = `import { definePlugin } from '${contractImport}';
 
 /**

@@ -1,6 +1,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
 import { assertModelAllowed, mayUseModel } from '../auth/authenticate.ts';
+import { WIRE_FORMATS } from '../core/formats/index.ts';
 import {
   isGatewayError,
   streamEventTooLarge,
@@ -15,7 +16,6 @@ import { endForClient, type ClientRead } from '../http/client-write-timeout.ts';
 import { readJsonRequestBody } from '../http/json-body.ts';
 import type { ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId } from '../plugins/plugin-contract.ts';
-import { inBandError } from '../sse/in-band-error.ts';
 import { requestIdOf } from '../ops/request-id.ts';
 import { relaySse } from '../sse/sse-relay.ts';
 import { AttemptSignal } from '../upstream/attempt-signal.ts';
@@ -23,7 +23,7 @@ import { retryAfterMs, type EndpointPool, type PooledEndpoint } from '../upstrea
 import { redactCredential, redactCredentialText } from '../upstream/redact-credential.ts';
 import { awaitStreamStart } from '../upstream/stream-start.ts';
 import { readBody, RELAYED_RESPONSE_HEADERS, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
-import { isTerminalEvent, type UsageOutcome } from '../usage/stream-outcome.ts';
+import type { UsageOutcome } from '../usage/stream-outcome.ts';
 import { nextFallback } from './model-fallbacks.ts';
 import { FAST_CHECKS, REQUEST_SCHEMAS } from './request-schemas.ts';
 import type { CallerKey, Exchange, RouteServices } from './route-services.ts';
@@ -103,9 +103,10 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     const registry = services.registry();
     let upstreamRoute = registry.upstreamRoute(model, route);
     const format = upstreamRoute.format;
+    const rules = WIRE_FORMATS[format];
     const stream = body.stream === true;
     const forwardedFor = (target: ResolvedModel) =>
-      upstreamBody(clientBytes, members, end, { model: registry.upstreamModel(target, route), withIncludeUsage: stream && format === 'chat-completions' });
+      upstreamBody(clientBytes, members, end, { model: registry.upstreamModel(target, route), withIncludeUsage: stream && rules.asksForStreamUsage });
     let forwarded = forwardedFor(model);
 
     // The endpoint of the latest attempt and how many were made, for the usage record and access logs.
@@ -259,7 +260,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
               onEvent: (event) => {
                 usage = extractor.fromStreamEvent(usage, event);
                 streamed.add(event.data);
-                if (!terminal) terminal = isTerminalEvent(format, event);
+                if (!terminal) terminal = rules.isTerminalEvent(event);
               },
               maxEventBytes: services.maxSseEventBytes,
               rewrite: (bytes) => redactCredential(bytes, endpoint.apiKey),
@@ -268,7 +269,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
             if (outcome.clientStalled) return record(statusCode, usage, true, 'client_stalled');
             if (outcome.clientClosed) return record(499, usage, true);
             if (outcome.eventTooLarge) {
-              const read = await endForClient(res, inBandError(format, streamEventTooLarge(endpoint.provider, services.maxSseEventBytes)), services.clientWriteTimeoutMs);
+              const read = await endForClient(res, rules.inBandError(streamEventTooLarge(endpoint.provider, services.maxSseEventBytes)), services.clientWriteTimeoutMs);
               return recordEnd(read, statusCode, usage, true, 'upstream_cut');
             }
             return recordEnd(await endForClient(res, undefined, services.clientWriteTimeoutMs), statusCode, usage, true, terminal ? 'complete' : 'upstream_cut');
@@ -279,7 +280,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
             pool.failed(member);
             const stalled = isStall(error);
             const reason = stalled ? `the stream stalled (no data for ${idleTimeoutMs} ms)` : 'the stream broke off';
-            const read = await endForClient(res, inBandError(format, upstreamFailure(endpoint.provider, reason, error)), services.clientWriteTimeoutMs);
+            const read = await endForClient(res, rules.inBandError(upstreamFailure(endpoint.provider, reason, error)), services.clientWriteTimeoutMs);
             return recordEnd(read, statusCode, usage, true, stalled ? 'stalled' : 'upstream_cut');
           } finally {
             services.openStreams?.closed();
@@ -302,12 +303,12 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
         let usage: TokenUsage | undefined;
         if (ok) {
           usage = usageOf(bytes, extractor.fromBody);
-          if (usage === undefined && format === 'chat-completions') return fail(502, usageMissing(endpoint.provider), true);
+          if (usage === undefined && rules.usageRequired) return fail(502, usageMissing(endpoint.provider), true);
         }
         const relayed = redactCredential(bytes, endpoint.apiKey);
         firstByteAt = performance.now();
         res.writeHead(statusCode, { ...relayedHeaders(headers, endpoint.apiKey), 'content-length': String(relayed.length) });
-        return recordEnd(await endForClient(res, relayed, services.clientWriteTimeoutMs), statusCode, usage, ok && format !== 'count-tokens');
+        return recordEnd(await endForClient(res, relayed, services.clientWriteTimeoutMs), statusCode, usage, ok && rules.consumesTokens);
       }
 
       // Every attempt at this model failed before anything reached the client: its next fallback, if any.

@@ -1,4 +1,5 @@
 import { ConfigError } from '../config/gateway-config.ts';
+import { sameWireFormat } from '../core/formats/index.ts';
 import type { ModelRegistry, ResolvedModel } from '../plugins/model-registry.ts';
 import type { RouteId, UpstreamRouteId } from '../plugins/plugin-contract.ts';
 
@@ -45,7 +46,7 @@ export function fallbackTable(registry: ModelRegistry, fallbacks: Readonly<Recor
       if (target === source) throw new ConfigError(`fallbacks: '${source}' cannot fall back to itself`);
       const to = canonical(registry, target, `fallback of '${source}'`);
       const shared = upstreamRoutesOf(from).filter(
-        (route) => to.model.routes.includes(route) && to.plugin.routes[route]?.format === from.plugin.routes[route]?.format,
+        (route) => to.model.routes.includes(route) && sameWireFormat(to.plugin.routes[route], from.plugin.routes[route]),
       );
       if (shared.length === 0) throw new ConfigError(`fallbacks: '${target}' serves none of the routes of '${source}' in the same wire format`);
     }
@@ -67,10 +68,10 @@ export function nextFallback(
   requested: ResolvedModel,
   allowed: (target: ResolvedModel) => boolean,
 ): { resolved: ResolvedModel; index: number } | undefined {
-  const format = requested.plugin.routes[route]?.format;
+  const speaks = requested.plugin.routes[route];
   for (let at = index; at < targets.length; at++) {
     const resolved = resolveCanonical(registry, route, targets[at]!);
-    if (!resolved || resolved.plugin.routes[route]?.format !== format || !allowed(resolved)) continue;
+    if (!resolved || !sameWireFormat(resolved.plugin.routes[route], speaks) || !allowed(resolved)) continue;
     return { resolved: { ...resolved, requestedId: requested.requestedId }, index: at + 1 };
   }
   return undefined;

@@ -1,4 +1,5 @@
-import type { SseEvent, WireFormat } from '../plugins/plugin-contract.ts';
+import { WIRE_FORMATS } from '../core/formats/index.ts';
+import type { WireFormat } from '../plugins/plugin-contract.ts';
 import { discard, isByteReadable, readableBatches } from '../sse/readable-batches.ts';
 import { SseSplitter } from '../sse/sse-splitter.ts';
 
@@ -15,70 +16,20 @@ export type StreamStart =
   | { readonly kind: 'error'; readonly reason: string }
   | { readonly kind: 'broken'; readonly error: unknown };
 
-const MESSAGES_OPENINGS = new Set(['message_start', 'ping']);
-const RESPONSES_OPENINGS = new Set(['response.created', 'response.in_progress']);
-const ROLE_ONLY_KEYS = new Set(['role', 'content', 'refusal']);
-
-/** What an event before any content is: one that only opens the stream, the first content, or not an event of the format at all. */
-export type EarlyEvent = 'opening' | 'content' | 'malformed';
-
-type ChatChunk = { choices?: { delta?: Record<string, unknown>; finish_reason?: unknown }[]; usage?: unknown };
-
-/**
- * Judges an event that arrives before any content. Opening events only open a stream: Messages
- * `message_start` and `ping`, Responses `response.created` and `response.in_progress`, a Chat
- * Completions chunk whose deltas carry nothing but a role (and empty content). Anything else is
- * content, so an unknown event is never held, unless its data is not JSON: the event the stream would
- * start with is parsed (once per stream), and a malformed one is a failure of that endpoint.
- */
-export function judgeEarlyEvent(format: WireFormat, event: SseEvent): EarlyEvent {
-  if (format === 'chat-completions' && event.data === '[DONE]') return 'content';
-  if (format === 'messages' && event.event !== undefined && MESSAGES_OPENINGS.has(event.event)) return 'opening';
-  if (format === 'responses' && event.event !== undefined && RESPONSES_OPENINGS.has(event.event)) return 'opening';
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(event.data);
-  } catch {
-    return 'malformed';
-  }
-  if (typeof parsed !== 'object' || parsed === null) return 'malformed';
-  if (format === 'messages') return event.event === undefined && MESSAGES_OPENINGS.has((parsed as { type?: string }).type ?? '') ? 'opening' : 'content';
-  if (format !== 'chat-completions') return 'content';
-  const chunk = parsed as ChatChunk;
-  if (!Array.isArray(chunk.choices) || chunk.choices.length === 0 || chunk.usage) return 'content';
-  const opening = chunk.choices.every(
-    (choice) =>
-      choice.finish_reason == null &&
-      Object.entries(choice.delta ?? {}).every(([key, value]) => ROLE_ONLY_KEYS.has(key) && (key === 'role' || value === null || value === '')),
-  );
-  return opening ? 'opening' : 'content';
-}
-
-/** Whether an event only opens a stream (see {@link judgeEarlyEvent}). */
-export function isOpeningEvent(format: WireFormat, event: SseEvent): boolean {
-  return judgeEarlyEvent(format, event) === 'opening';
-}
-
-/** Whether an event reports an error in place of an answer. */
-export function isErrorEvent(format: WireFormat, event: SseEvent): boolean {
-  if (event.event === 'error') return true;
-  if (format === 'responses') return event.event === 'response.failed';
-  if (format === 'chat-completions') return event.data.startsWith('{"error"') || /^\{\s*"error"\s*:/.test(event.data);
-  return false;
-}
-
 /**
  * Reads an upstream SSE body until its first content event, holding the opening events so that a
  * failure before any content can still be failed over without the client seeing a byte. The held
  * chunks are handed back unchanged in front of the rest of the body, so the client gets exactly the
  * serving upstream's bytes. At most `maxHeldBytes` are held: past that the stream counts as started.
- * `signal` aborting (the first-content timeout) makes the read fail as `broken`.
+ * `signal` aborting (the first-content timeout) makes the read fail as `broken`. Which events open a
+ * stream or report an error is the format's rule (`WIRE_FORMATS[format].judgeEarlyEvent`, `.isErrorEvent`).
  */
 export async function awaitStreamStart(
   body: AsyncIterable<Uint8Array>,
   format: WireFormat,
   maxHeldBytes: number,
 ): Promise<StreamStart> {
+  const rules = WIRE_FORMATS[format];
   // A node byte stream is read a batch at a time and handed back whole, the held bytes put back in
   // front, so the relay reads it the same cheap way; any other iterable is replayed.
   const readable = isByteReadable(body) ? body : undefined;
@@ -107,8 +58,8 @@ export async function awaitStreamStart(
       for (const block of splitter.push(next.value)) {
         const event = block.event;
         if (!event) continue;
-        if (isErrorEvent(format, event)) return await failed({ kind: 'error', reason: 'the upstream sent an error event before any content' });
-        const judged = judgeEarlyEvent(format, event);
+        if (rules.isErrorEvent(event)) return await failed({ kind: 'error', reason: 'the upstream sent an error event before any content' });
+        const judged = rules.judgeEarlyEvent(event);
         if (judged === 'malformed') return await failed({ kind: 'broken', error: new Error('the upstream sent a malformed event before any content') });
         if (judged === 'content') return await started(false);
       }

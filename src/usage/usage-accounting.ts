@@ -1,11 +1,10 @@
 import type { Logger } from 'pino';
+import { WIRE_FORMATS } from '../core/formats/index.ts';
 import type { ModelRegistry, ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
 import type { CallerKey, Exchange, RecordedUsage, UsageAccounting } from '../routes/route-services.ts';
 import { charge } from './pricing.ts';
 import { checkQuota } from './quota.ts';
-import { standardExtractors } from './standard-extractors.ts';
-import { streamedText } from './streamed-text.ts';
 import { estimateUsage } from './token-estimate.ts';
 import { buildUsageRecord } from './usage-record.ts';
 import type { UsageStore } from './usage-store.ts';
@@ -45,11 +44,11 @@ export class GatewayUsageAccounting implements UsageAccounting {
   }
 
   extractor(format: WireFormat, route: UpstreamRouteId, resolved: ResolvedModel): UsageExtractor {
-    return this.registry().usageExtractor(route, resolved.canonicalId) ?? standardExtractors[format];
+    return this.registry().usageExtractor(route, resolved.canonicalId) ?? WIRE_FORMATS[format].usage;
   }
 
   streamedText(format: WireFormat, data: string): string {
-    return streamedText(format, data);
+    return WIRE_FORMATS[format].textOf(data);
   }
 
   charge(usage: TokenUsage, resolved: ResolvedModel) {

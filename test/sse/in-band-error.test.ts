@@ -1,7 +1,11 @@
 import { expect } from 'chai';
 import { upstreamFailure } from '../../src/errors/gateway-errors.ts';
-import { inBandError } from '../../src/sse/in-band-error.ts';
+import { WIRE_FORMATS } from '../../src/core/formats/index.ts';
+import type { GatewayError } from '../../src/errors/gateway-errors.ts';
+import type { WireFormat } from '../../src/plugins/plugin-contract.ts';
 import { SseSplitter } from '../../src/sse/sse-splitter.ts';
+
+const inBandError = (format: WireFormat, error: GatewayError) => WIRE_FORMATS[format].inBandError(error);
 
 const parse = (bytes: Buffer) => {
   const [block, ...others] = new SseSplitter().push(bytes);

@@ -1,6 +1,11 @@
 import { expect } from 'chai';
-import type { WireFormat } from '../../src/plugins/plugin-contract.ts';
-import { awaitStreamStart, isErrorEvent, isOpeningEvent, judgeEarlyEvent } from '../../src/upstream/stream-start.ts';
+import type { SseEvent, WireFormat } from '../../src/plugins/plugin-contract.ts';
+import { WIRE_FORMATS } from '../../src/core/formats/index.ts';
+import { awaitStreamStart } from '../../src/upstream/stream-start.ts';
+
+const judgeEarlyEvent = (format: WireFormat, event: SseEvent) => WIRE_FORMATS[format].judgeEarlyEvent(event);
+const isOpeningEvent = (format: WireFormat, event: SseEvent) => judgeEarlyEvent(format, event) === 'opening';
+const isErrorEvent = (format: WireFormat, event: SseEvent) => WIRE_FORMATS[format].isErrorEvent(event);
 
 async function* chunks(parts: string[], failAtEnd = false): AsyncGenerator<Uint8Array> {
   for (const part of parts) yield Buffer.from(part);

@@ -2,9 +2,12 @@ import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import type { SseEvent, TokenUsage, UsageExtractor, WireFormat } from '../../src/plugins/plugin-contract.ts';
 import { SseSplitter } from '../../src/sse/sse-splitter.ts';
-import { hasUsageObject, standardExtractors } from '../../src/usage/standard-extractors.ts';
-import { streamedText } from '../../src/usage/streamed-text.ts';
+import { hasUsageObject } from '../../src/core/formats/event-data.ts';
+import { WIRE_FORMATS } from '../../src/core/formats/index.ts';
 import { estimateInputTokens, estimateOutputTokens, estimateUsage, promptText } from '../../src/usage/token-estimate.ts';
+
+const standardExtractors = Object.fromEntries(Object.entries(WIRE_FORMATS).map(([format, rules]) => [format, rules.usage])) as Record<WireFormat, UsageExtractor>;
+const streamedText = (format: WireFormat, event: SseEvent | string) => WIRE_FORMATS[format].textOf(typeof event === 'string' ? event : event.data);
 
 const fixture = (name: string) => readFileSync(new URL(`./__fixtures__/${name}`, import.meta.url), 'utf8');
 const json = (name: string): unknown => JSON.parse(fixture(name));

@@ -1,8 +1,10 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { SseSplitter } from '../../src/sse/sse-splitter.ts';
-import { isTerminalEvent } from '../../src/usage/stream-outcome.ts';
-import type { WireFormat } from '../../src/plugins/plugin-contract.ts';
+import { WIRE_FORMATS } from '../../src/core/formats/index.ts';
+import type { SseEvent, WireFormat } from '../../src/plugins/plugin-contract.ts';
+
+const isTerminalEvent = (format: WireFormat, event: SseEvent) => WIRE_FORMATS[format].isTerminalEvent(event);
 
 const eventsOf = (name: string) =>
   new SseSplitter()

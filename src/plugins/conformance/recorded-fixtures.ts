@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
+import { WIRE_FORMATS } from '../../core/formats/index.ts';
 import { SseSplitter } from '../../sse/sse-splitter.ts';
 import type { SseEvent, StreamFixup, TokenUsage, UpstreamRouteId, WireFormat } from '../plugin-contract.ts';
 
@@ -66,8 +67,9 @@ export function readFixtures(pluginDirectory: string): RecordedFixture[] {
 
 /** The recorded events as the upstream sent them; Messages and Responses name each event after its `type`. */
 export function fixtureEvents(chunks: readonly string[], format: WireFormat): SseEvent[] {
+  const rules = WIRE_FORMATS[format];
   return chunks.map((data) => {
-    if (format !== 'messages' && format !== 'responses') return { data };
+    if (!rules.namesEventsByType) return { data };
     try {
       const type = (JSON.parse(data) as { type?: unknown }).type;
       return typeof type === 'string' ? { event: type, data } : { data };

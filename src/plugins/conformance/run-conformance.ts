@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { startMockUpstream, type MockUpstream, type RecordedRequest } from '../../../mock-upstream/mock-upstream-server.ts';
 import { loadConfig } from '../../config/gateway-config.ts';
+import { WIRE_FORMATS } from '../../core/formats/index.ts';
 import { startGateway, type Gateway } from '../../gateway.ts';
 import { createLogger } from '../../logger.ts';
 import { envPrefixOf } from '../../upstream/provider-endpoints.ts';
@@ -330,7 +331,7 @@ class Driver {
         return fail('native-chat', `nativeChat.readText did not read the upstream's reply text: result.text is ${JSON.stringify(text)}`);
       }
     }
-    if (upstreamRoute.format === 'count-tokens') return;
+    if (!WIRE_FORMATS[upstreamRoute.format].consumesTokens) return;
     const recorded = await this.recordedUsage(canonicalId, before);
     if (!recorded) return fail(alias ? 'alias' : 'usage', `no usage was recorded against ${canonicalId}`);
     if (!isDeepStrictEqual(recorded, upstream.reportedUsage)) {

@@ -1,0 +1,90 @@
+import { errorBody } from '../../errors/error-body.ts';
+import type { GatewayError } from '../../errors/gateway-errors.ts';
+import type { SseEvent, TokenUsage, UsageExtractor } from '../../plugins/plugin-contract.ts';
+import { count, hasUsageObject, isObject, parseObject, sseEvent, text, type Json } from './event-data.ts';
+import type { EarlyEvent, WireFormatRules } from './wire-format.ts';
+
+type Counts = Record<string, unknown> | null | undefined;
+type ChatChunk = { choices?: { delta?: Record<string, unknown>; finish_reason?: unknown }[]; usage?: unknown };
+
+const ROLE_ONLY_KEYS = new Set(['role', 'content', 'refusal']);
+const ERROR_CHUNK = /^\{\s*"error"\s*:/;
+// Matched on the raw data, so that the relay does not parse every event a second time; a string value
+// of `finish_reason` is a finish (the other chunks carry `null`).
+const FINISH = /"finish_reason"\s*:\s*"/;
+
+/**
+ * An opening chunk is one whose deltas carry nothing but a role (and empty content); `[DONE]` is
+ * content (it ends a stream that carried nothing).
+ */
+function judgeEarlyEvent(event: SseEvent): EarlyEvent {
+  if (event.data === '[DONE]') return 'content';
+  const parsed = parseObject(event.data);
+  if (!parsed) return 'malformed';
+  const chunk = parsed as ChatChunk;
+  if (!Array.isArray(chunk.choices) || chunk.choices.length === 0 || chunk.usage) return 'content';
+  const opening = chunk.choices.every(
+    (choice) =>
+      choice.finish_reason == null &&
+      Object.entries(choice.delta ?? {}).every(([key, value]) => ROLE_ONLY_KEYS.has(key) && (key === 'role' || value === null || value === '')),
+  );
+  return opening ? 'opening' : 'content';
+}
+
+/** Chat Completions: `prompt_tokens` already includes `prompt_tokens_details.cached_tokens`. */
+export function chatCompletionsTokens(usage: Counts): TokenUsage | undefined {
+  if (!isObject(usage) || typeof usage.prompt_tokens !== 'number') return undefined;
+  const details = usage.prompt_tokens_details as Counts;
+  return { inputTokens: count(usage.prompt_tokens), outputTokens: count(usage.completion_tokens), cachedTokens: count(details?.cached_tokens) };
+}
+
+/**
+ * A stream carries usage only in the `include_usage` chunk (`choices: []`, before `[DONE]`; every other
+ * chunk says `"usage": null`); upstreams that send running totals on every chunk are read the same way,
+ * since the last chunk with usage wins and nothing is summed.
+ */
+const usage: UsageExtractor = {
+  fromBody: (body) => chatCompletionsTokens((body as { usage?: Counts } | null)?.usage),
+  fromStreamEvent: (seen, event) => {
+    if (!hasUsageObject(event.data)) return seen;
+    return chatCompletionsTokens(parseObject(event.data)?.usage as Counts) ?? seen;
+  },
+};
+
+/** Counted: `choices[].delta` content, reasoning, refusal and tool call names and arguments. */
+function textOf(data: string): string {
+  const payload = parseObject(data);
+  if (!payload) return '';
+  let out = '';
+  for (const choice of Array.isArray(payload.choices) ? (payload.choices as Json[]) : []) {
+    const delta = (choice?.delta ?? {}) as Json;
+    out += text(delta.content) + text(delta.reasoning_content) + text(delta.reasoning) + text(delta.refusal) + text(delta.function_call?.name) + text(delta.function_call?.arguments);
+    for (const call of Array.isArray(delta.tool_calls) ? (delta.tool_calls as Json[]) : []) out += text(call?.function?.name) + text(call?.function?.arguments);
+  }
+  return out;
+}
+
+/**
+ * `data: {"error":{message,type,param,code}}` (openai-node throws on a chunk with a top-level
+ * `error`), with the gateway's `detail`.
+ */
+export function completionsErrorChunk(error: GatewayError): Buffer {
+  return sseEvent(undefined, errorBody(error, 'completions-envelope'));
+}
+
+/** Chat Completions (`POST /v1/chat/completions`). */
+export const chatCompletions: WireFormatRules = {
+  format: 'chat-completions',
+  judgeEarlyEvent,
+  isErrorEvent: (event) => event.event === 'error' || event.data.startsWith('{"error"') || ERROR_CHUNK.test(event.data),
+  // Terminal: `[DONE]` or a chunk with a `finish_reason`.
+  isTerminalEvent: (event) => event.data === '[DONE]' || FINISH.test(event.data),
+  usage,
+  textOf,
+  inBandError: completionsErrorChunk,
+  errorEnvelope: 'completions-envelope',
+  asksForStreamUsage: true,
+  usageRequired: true,
+  consumesTokens: true,
+  namesEventsByType: false,
+};
