@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { KeyAuthenticator } from './auth/authenticate.ts';
-import type { ErrorFamily } from './errors/error-body.ts';
+import { errorFamilyOf } from './core/route-table.ts';
 import { errorMiddleware, sendError } from './errors/error-middleware.ts';
 import { clientAddressResolver, stampClientAddress } from './http/client-address.ts';
 import { duplicateHost } from './http/host-header.ts';
@@ -44,12 +44,8 @@ export interface AppOptions {
   readonly pendingRequests?: PendingRequests;
 }
 
-/** Which error envelope a path answers with, so each official SDK shows the gateway's messages. */
-export function errorFamilyOf(path: string): ErrorFamily {
-  if (path.startsWith('/v1/messages')) return 'messages-envelope';
-  if (path.startsWith('/v1/chat/completions') || path.startsWith('/v1/responses')) return 'completions-envelope';
-  return 'plain';
-}
+/** Which error envelope a path answers with: read from the route table. */
+export { errorFamilyOf } from './core/route-table.ts';
 
 /** Registers a route so that a wrong method on its path answers 405. */
 export type AddRoute = (method: 'get' | 'post' | 'delete', path: string, ...handlers: RequestHandler[]) => void;

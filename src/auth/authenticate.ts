@@ -10,6 +10,7 @@ import { clientAddress } from '../http/client-address.ts';
 import type { KeyIdSecret } from './key-id-secret.ts';
 import type { KeyStore } from './key-store.ts';
 import { PresentedKeyCache } from './presented-key-cache.ts';
+import { modelRouteAt, type KeyHeader } from '../core/route-table.ts';
 
 /** The caller as `res.locals.apiKey` holds it: id, name and permissions, never the key or its hash. */
 export interface AuthenticatedKey extends CallerKey {
@@ -67,18 +68,23 @@ function bearerToken(header: string | undefined): string {
   return token;
 }
 
-/** Paths of the Messages wire format, whose clients send their key as `x-api-key` (that format's own header). */
-const API_KEY_HEADER_PATHS: ReadonlySet<string> = new Set(['/v1/messages', '/v1/messages/count_tokens']);
+const BEARER_ONLY: readonly KeyHeader[] = ['authorization'];
+
+/** The headers a key may be presented in at a path: its model route's (see the route table), else Authorization only. */
+export function keyHeadersAt(path: string): readonly KeyHeader[] {
+  return modelRouteAt(path)?.keyHeaders ?? BEARER_ONLY;
+}
 
 /**
- * The API key a request presents: the bearer token, or on the Messages paths `x-api-key` when no
- * Authorization header is sent. Throws the 401 that fits when none is presented (missing, not Bearer).
+ * The API key a request presents: the bearer token, or where the route accepts it (the Messages
+ * routes, whose clients send their key as `x-api-key`) that header when no Authorization header is
+ * sent. Throws the 401 that fits when none is presented (missing, not Bearer).
  */
-export function presentedKey(headers: IncomingHttpHeaders, path: string): string {
+export function presentedKey(headers: IncomingHttpHeaders, where: string | readonly KeyHeader[]): string {
   const authorization = headers.authorization;
   const apiKey = headers['x-api-key'];
   const noAuthorization = authorization === undefined || authorization.trim() === '';
-  if (noAuthorization && typeof apiKey === 'string' && apiKey.trim() !== '' && API_KEY_HEADER_PATHS.has(path)) return apiKey.trim();
+  if (noAuthorization && typeof apiKey === 'string' && apiKey.trim() !== '' && (typeof where === 'string' ? keyHeadersAt(where) : where).includes('x-api-key')) return apiKey.trim();
   return bearerToken(authorization);
 }
 

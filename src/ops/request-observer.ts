@@ -7,15 +7,8 @@ import type { TokenUsage, UpstreamRouteId, WireFormat } from '../plugins/plugin-
 import type { CallerKey, Exchange, RecordedUsage, UsageAccounting } from '../routes/route-services.ts';
 import { NO_MODEL, type GatewayMetrics } from './metrics.ts';
 import { requestIdOf } from './request-id.ts';
+import { MODEL_ROUTES, modelRouteAt } from '../core/route-table.ts';
 
-/** The route name of each model path, for requests rejected before their route ran. */
-const MODEL_ROUTE_OF: Readonly<Record<string, string>> = {
-  '/v1/chat/completions': 'chat-completions',
-  '/v1/messages': 'messages',
-  '/v1/messages/count_tokens': 'count-tokens',
-  '/v1/responses': 'responses',
-  '/v1/chat': 'chat',
-};
 
 const round = (ms: number): number => Math.round(ms * 1000) / 1000;
 
@@ -30,7 +23,7 @@ export class RequestObserver {
     private readonly logger: Logger,
     private readonly metrics: GatewayMetrics,
   ) {
-    for (const route of Object.values(MODEL_ROUTE_OF)) metrics.route(route);
+    for (const route of MODEL_ROUTES) metrics.route(route.metricsLabel);
   }
 
   /**
@@ -78,7 +71,7 @@ export class RequestObserver {
   /** A model-route request answered with an error before it reached a model (no exchange). */
   rejected(req: IncomingMessage, res: ServerResponse, path: string, error: unknown, durationMs: number): void {
     const status = isGatewayError(error) ? error.status : 500;
-    this.answered(req, MODEL_ROUTE_OF[path] ?? path, status, durationMs, isGatewayError(error) ? error.code : undefined, (res as { locals?: { apiKey?: CallerKey } }).locals?.apiKey?.id);
+    this.answered(req, modelRouteAt(path)?.metricsLabel ?? path, status, durationMs, isGatewayError(error) ? error.code : undefined, (res as { locals?: { apiKey?: CallerKey } }).locals?.apiKey?.id);
   }
 
   /** Express middleware: observes every request Express answers, unless its route recorded an exchange. */

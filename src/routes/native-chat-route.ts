@@ -14,7 +14,8 @@ import {
 } from '../errors/gateway-errors.ts';
 import { endForClient } from '../http/client-write-timeout.ts';
 import { readJsonObject } from '../http/json-body.ts';
-import { ROUTE_PATHS, type ModelRegistry, type ResolvedModel } from '../plugins/model-registry.ts';
+import type { ModelRegistry, ResolvedModel } from '../plugins/model-registry.ts';
+import { routePath } from '../core/route-table.ts';
 import type { TokenUsage } from '../plugins/plugin-contract.ts';
 import type { UsageOutcome } from '../usage/stream-outcome.ts';
 import { requestIdOf } from '../ops/request-id.ts';
@@ -60,7 +61,7 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
 };
 
 const FIELDS = ['model', 'input', 'web_search', 'temperature', 'max_output_tokens', 'max_retries', 'timeout'];
-const STREAMING_ROUTES = [ROUTE_PATHS['chat-completions'], ROUTE_PATHS.responses, ROUTE_PATHS.messages].join(', ');
+const STREAMING_ROUTES = [routePath('chat-completions'), routePath('responses'), routePath('messages')].join(', ');
 const RETRYABLE_STATUSES = new Set([408, 409, 429]);
 /** Suffixes of the web chat's presets, which are not API model IDs. */
 const PRESET_SUFFIX = /^(.+?)[-_:. ]?(thinking|think|reasoning|fast|instant)$/i;
@@ -105,7 +106,7 @@ function validate(registry: ModelRegistry, body: Record<string, unknown>): Resol
   validateRequest(schema, body, () => {
     const errors = unknown.map((key) =>
       key === 'stream'
-        ? fieldError('stream', `is not accepted: ${ROUTE_PATHS.chat} never streams; use ${STREAMING_ROUTES} for SSE`)
+        ? fieldError('stream', `is not accepted: ${routePath('chat')} never streams; use ${STREAMING_ROUTES} for SSE`)
         : fieldError(key, 'is not a field of this route'),
     );
     const model = typeof body.model === 'string' ? modelProblem(registry, body.model) : undefined;
