@@ -122,7 +122,7 @@ export interface KeyAuthenticator extends RequestHandler {
    * against the client address, and an address past the throttle's limit is answered 429 without its
    * key being looked up.
    */
-  check(headers: IncomingHttpHeaders, path: string, addressOf?: () => string): AuthenticatedKey | Promise<AuthenticatedKey>;
+  check(headers: IncomingHttpHeaders, where: string | readonly KeyHeader[], addressOf?: () => string): AuthenticatedKey | Promise<AuthenticatedKey>;
   /** Settles when the static keys' first setup (reading or making the key-id secret) has finished, well or not. */
   readonly ready: Promise<void>;
 }
@@ -183,9 +183,9 @@ export function createAuthenticator(options: AuthenticatorOptions): KeyAuthentic
     if (addressOf && options.throttle && isGatewayError(error) && error.status === 401) throw options.throttle.failed(addressOf()) ?? error;
     throw error;
   };
-  const check = (headers: IncomingHttpHeaders, path: string, addressOf?: () => string): AuthenticatedKey | Promise<AuthenticatedKey> => {
+  const check = (headers: IncomingHttpHeaders, where: string | readonly KeyHeader[], addressOf?: () => string): AuthenticatedKey | Promise<AuthenticatedKey> => {
     // A missing header or another scheme is no attempt at a key: it is answered 401 but not counted.
-    const key = presentedKey(headers, path);
+    const key = presentedKey(headers, where);
     const { throttle } = options;
     // A throttled address gets no key checked, so a guess from it can never find out whether it was right.
     if (addressOf && throttle && !throttle.idle) {

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Request, RequestHandler, Response } from 'express';
 import * as yup from 'yup';
 import {
   fieldError,
@@ -16,6 +15,7 @@ import { endForClient } from '../http/client-write-timeout.ts';
 import { readJsonObject } from '../http/json-body.ts';
 import type { ModelRegistry, ResolvedModel } from '../plugins/model-registry.ts';
 import { routePath } from '../core/route-table.ts';
+import type { ModelHandler } from '../data-plane/request-context.ts';
 import type { TokenUsage } from '../plugins/plugin-contract.ts';
 import type { UsageOutcome } from '../usage/stream-outcome.ts';
 import { requestIdOf } from '../ops/request-id.ts';
@@ -162,13 +162,13 @@ function upstreamMessage(body: Buffer, apiKey: string | undefined): string {
  * timeouts and usage; the model's plugin adapter owns only the mapping to its upstream format (always
  * with the provider's low reasoning preset).
  */
-export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = DEFAULT_RETRY_POLICY): RequestHandler {
-  return async function handleNativeChat(req: Request, res: Response) {
+export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = DEFAULT_RETRY_POLICY): ModelHandler {
+  return async function handleNativeChat(req, res, context) {
     const startedAt = performance.now();
     const body = await readJsonObject(req, services.bodyLimitBytes);
     const registry = services.registry();
     const resolved = validate(registry, body);
-    const caller = await admitCaller(services, res, resolved);
+    const caller = await admitCaller(services, context, resolved);
     const pool = poolFor(services, resolved);
     const adapter = resolved.plugin.nativeChat!;
     const upstreamRoute = resolved.plugin.routes[adapter.route]!;
@@ -192,7 +192,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     let firstByteAt = 0;
 
     const record = (status: number, usage: TokenUsage | undefined, outcome: UsageOutcome = status === 499 ? 'client_closed' : 'complete') => {
-      res.locals.recorded = true;
+      context.recorded = true;
       services.usage.record({
         keyId: caller?.id,
         route: 'chat',
