@@ -52,7 +52,8 @@ export function createDataPlane(options: DataPlaneOptions): DataPlane {
     try {
       const hostError = duplicateHost(req);
       if (hostError) throw hostError;
-      if (req.method !== route.method) throw methodNotAllowed(req.method ?? '', pathname, [route.method]);
+      // Named by its canonical path, so every spelling of the path gets the same answer.
+      if (req.method !== route.method) throw methodNotAllowed(req.method ?? '', route.path, [route.method]);
       context.label = route.metricsLabel;
       if (authenticate) {
         const checked = authenticate.check(req.headers, route.keyHeaders, () => clientAddress(req));
