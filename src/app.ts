@@ -1,42 +1,41 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { KeyAuthenticator } from './auth/authenticate.ts';
-import type { ErrorFamily } from './errors/error-body.ts';
-import { errorMiddleware, sendError } from './errors/error-middleware.ts';
-import { clientAddressResolver, stampClientAddress } from './http/client-address.ts';
+import { errorFamilyOf } from './core/route-table.ts';
+import { createDataPlane } from './data-plane/data-plane.ts';
+import type { ModelHandler } from './data-plane/request-context.ts';
+import { createWayIn, type WayIn } from './data-plane/way-in.ts';
+import { errorMiddleware } from './errors/error-middleware.ts';
+import { isGatewayError, methodNotAllowed, routeNotFound } from './errors/gateway-errors.ts';
 import { duplicateHost } from './http/host-header.ts';
 import type { InFlight } from './http/in-flight.ts';
-import { lingerLimits, stampLingerLimits } from './http/linger-close.ts';
-import { isGatewayError, methodNotAllowed, routeNotFound } from './errors/gateway-errors.ts';
-import { modelDispatcher } from './http/model-dispatcher.ts';
 import type { PendingRequests } from './http/pending-requests.ts';
 import type { KeyConcurrency } from './limits/key-concurrency.ts';
 import type { KeyRateLimit } from './limits/rate-limiter.ts';
-import { stampRequestId } from './ops/request-id.ts';
-import type { RequestObserver } from './ops/request-observer.ts';
+import { observationOf, type RequestObserver } from './ops/request-observer.ts';
 import { catalogRoute } from './routes/catalog-route.ts';
 import { compatibleRoute } from './routes/compatible-route.ts';
-import type { RouteServices } from './routes/route-services.ts';
+import type { CallerKey, RouteServices } from './routes/route-services.ts';
 
 export interface AppOptions {
   readonly services: RouteServices;
   readonly logger: Logger;
-  /** Sets `res.locals.apiKey` or fails with 401/403; none means the model routes are open (tests only). */
+  /** The caller or 401/403/429/503; none means the model routes are open (tests only). */
   readonly authenticate?: KeyAuthenticator;
-  /** Counts requests per API key on the model routes. */
+  /** Counts requests per API key on the model routes (and `/v1/usage`). */
   readonly modelRateLimit?: KeyRateLimit;
   /** Caps the requests of an API key in flight at once on the model routes. */
   readonly keyConcurrency?: KeyConcurrency;
   /** Counts requests per client address on the public catalog. */
   readonly catalogRateLimit?: RequestHandler;
   /** `POST /v1/chat`, the native text route. */
-  readonly nativeChat?: RequestHandler;
-  /** Further routes mounted before the 404 (usage read-back, admin API, health). */
+  readonly nativeChat?: ModelHandler;
+  /** Further control-plane routes mounted before the 404 (usage read-back, admin API, health). */
   readonly mount?: (app: Express, add: AddRoute, guard: RequestHandler[]) => void;
   /** Counts the handlers still running, for a graceful shutdown. */
   readonly inFlight?: InFlight;
-  /** Access log and metrics of the requests answered without an exchange. */
+  /** Access log and metrics of every request. */
   readonly observer?: RequestObserver;
   /** Where a request comes from, for every per-address rule (see {@link clientAddressResolver}); default: the socket's peer. */
   readonly addressOf?: (req: IncomingMessage) => string;
@@ -44,51 +43,72 @@ export interface AppOptions {
   readonly pendingRequests?: PendingRequests;
 }
 
-/** Which error envelope a path answers with, so each official SDK shows the gateway's messages. */
-export function errorFamilyOf(path: string): ErrorFamily {
-  if (path.startsWith('/v1/messages')) return 'messages-envelope';
-  if (path.startsWith('/v1/chat/completions') || path.startsWith('/v1/responses')) return 'completions-envelope';
-  return 'plain';
-}
+/** Which error envelope a path answers with: read from the route table. */
+export { errorFamilyOf } from './core/route-table.ts';
 
-/** Registers a route so that a wrong method on its path answers 405. */
+/** Registers a control-plane route so that a wrong method on its path answers 405. */
 export type AddRoute = (method: 'get' | 'post' | 'delete', path: string, ...handlers: RequestHandler[]) => void;
-
-type ExpressHandle = (req: IncomingMessage, res: ServerResponse, callback?: unknown) => void;
 
 const pass: RequestHandler = (_req, _res, next) => next();
 
-export function createApp(options: AppOptions): Express {
+/**
+ * The gateway's request listener: the one way in ({@link createWayIn}) in front of the data plane (the
+ * model routes of the route table) and the control plane (this Express app: everything else).
+ */
+export function createApp(options: AppOptions): WayIn {
+  const { services, logger } = options;
+  const dataPlane = createDataPlane({
+    handlers: {
+      'chat-completions': compatibleRoute('chat-completions', services),
+      messages: compatibleRoute('messages', services),
+      'count-tokens': compatibleRoute('count-tokens', services),
+      responses: compatibleRoute('responses', services),
+      ...(options.nativeChat && { chat: options.nativeChat }),
+    },
+    authenticate: options.authenticate,
+    rateLimit: options.modelRateLimit,
+    concurrency: options.keyConcurrency,
+    inFlight: options.inFlight,
+    logger,
+  });
+  return createWayIn({
+    dataPlane,
+    control: controlPlane(options),
+    observer: options.observer,
+    addressOf: options.addressOf,
+    pendingRequests: options.pendingRequests,
+    bodyLimitBytes: services.bodyLimitBytes,
+  });
+}
+
+/**
+ * The control plane: catalog, usage, admin, account, health, metrics, OpenAPI, and the 404/405 of
+ * every path the data plane does not take. No model route is registered here.
+ */
+export function controlPlane(options: AppOptions): Express {
   const { services, logger } = options;
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  // Relayed upstream bodies (an HTML error page, say) must never be sniffed into something else
-  // (set in the handle wrapper below, through which both the dispatcher and Express are reached).
 
-  if (options.observer) app.use(options.observer.express());
-  app.use((req, _res, next) => next(duplicateHost(req)));
+  app.use((req, res, next) => {
+    // What the access log learns once the answer is done: the matched route's pattern (bounded), never the raw path.
+    const observation = observationOf(res);
+    if (observation) {
+      observation.labelOf = () => (req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched');
+      observation.keyIdOf = () => (res.locals.apiKey as CallerKey | undefined)?.id;
+    }
+    next(duplicateHost(req));
+  });
+  // The guard of the control plane's keyed routes: the data plane's authentication and rate limit, as middleware.
   const guard = [options.authenticate ?? pass, options.modelRateLimit ?? pass];
-  const modelGuard = [options.authenticate ?? pass, options.keyConcurrency?.middleware() ?? pass, options.modelRateLimit ?? pass];
   const routes = new Map<string, string[]>();
   const add: AddRoute = (method, path, ...handlers) => {
     app[method](path, ...handlers.map((handler) => options.inFlight?.track(handler) ?? handler));
     routes.set(path, [...(routes.get(path) ?? []), method.toUpperCase()]);
   };
 
-  const modelRoutes = new Map<string, RequestHandler>();
-  const addModelRoute = (path: string, handler: RequestHandler) => {
-    // Counted while running, so a shutdown waits for its usage record, on either path in.
-    modelRoutes.set(path, options.inFlight?.track(handler) ?? handler);
-    add('post', path, ...modelGuard, handler);
-  };
-
   add('get', '/v1/models', options.catalogRateLimit ?? pass, catalogRoute(services.registry));
-  addModelRoute('/v1/chat/completions', compatibleRoute('chat-completions', services));
-  addModelRoute('/v1/messages', compatibleRoute('messages', services));
-  addModelRoute('/v1/messages/count_tokens', compatibleRoute('count-tokens', services));
-  addModelRoute('/v1/responses', compatibleRoute('responses', services));
-  if (options.nativeChat) addModelRoute('/v1/chat', options.nativeChat);
   options.mount?.(app, add, guard);
 
   app.use((req, _res, next) => {
@@ -97,35 +117,10 @@ export function createApp(options: AppOptions): Express {
   });
   // The error's code for the access log (the rate-limit metric tells quotas from request limits by it).
   app.use(((error, _req, res, next) => {
-    res.locals.errorCode = isGatewayError(error) ? error.code : 'GW_ERR_INTERNAL';
+    const observation = observationOf(res);
+    if (observation) observation.errorCode = isGatewayError(error) ? error.code : 'GW_ERR_INTERNAL';
     next(error);
   }) as ErrorRequestHandler);
   app.use(errorMiddleware((req: Request) => errorFamilyOf(req.path), logger));
-
-  // The model routes skip Express: `app` itself is `(req, res, next) => app.handle(req, res, next)`, so
-  // whatever serves it (`app.listen`, `http.createServer(app)`) reaches the dispatcher first.
-  const dispatch = modelDispatcher({
-    routes: modelRoutes,
-    authenticate: options.authenticate,
-    rateLimit: options.modelRateLimit,
-    concurrency: options.keyConcurrency,
-    familyOf: errorFamilyOf,
-    logger,
-    observer: options.observer,
-  });
-  const addressOf = options.addressOf ?? clientAddressResolver([]);
-  const linger = lingerLimits(services.bodyLimitBytes);
-  const expressHandle = (app as unknown as { handle: ExpressHandle }).handle.bind(app);
-  (app as unknown as { handle: ExpressHandle }).handle = (req, res, callback) => {
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    stampRequestId(req, res);
-    stampClientAddress(req, addressOf);
-    stampLingerLimits(req, linger);
-    const serve = () => {
-      if (!dispatch(req, res)) expressHandle(req, res, callback);
-    };
-    if (options.pendingRequests) options.pendingRequests.admit(req, serve, (error) => sendError(res, error, errorFamilyOf(req.url ?? '')));
-    else serve();
-  };
   return app;
 }

@@ -10,6 +10,7 @@ import { clientAddress } from '../http/client-address.ts';
 import type { KeyIdSecret } from './key-id-secret.ts';
 import type { KeyStore } from './key-store.ts';
 import { PresentedKeyCache } from './presented-key-cache.ts';
+import { modelRouteAt, type KeyHeader } from '../core/route-table.ts';
 
 /** The caller as `res.locals.apiKey` holds it: id, name and permissions, never the key or its hash. */
 export interface AuthenticatedKey extends CallerKey {
@@ -67,18 +68,23 @@ function bearerToken(header: string | undefined): string {
   return token;
 }
 
-/** Paths of the Messages wire format, whose clients send their key as `x-api-key` (that format's own header). */
-const API_KEY_HEADER_PATHS: ReadonlySet<string> = new Set(['/v1/messages', '/v1/messages/count_tokens']);
+const BEARER_ONLY: readonly KeyHeader[] = ['authorization'];
+
+/** The headers a key may be presented in at a path: its model route's (see the route table), else Authorization only. */
+export function keyHeadersAt(path: string): readonly KeyHeader[] {
+  return modelRouteAt(path)?.keyHeaders ?? BEARER_ONLY;
+}
 
 /**
- * The API key a request presents: the bearer token, or on the Messages paths `x-api-key` when no
- * Authorization header is sent. Throws the 401 that fits when none is presented (missing, not Bearer).
+ * The API key a request presents: the bearer token, or where the route accepts it (the Messages
+ * routes, whose clients send their key as `x-api-key`) that header when no Authorization header is
+ * sent. Throws the 401 that fits when none is presented (missing, not Bearer).
  */
-export function presentedKey(headers: IncomingHttpHeaders, path: string): string {
+export function presentedKey(headers: IncomingHttpHeaders, where: string | readonly KeyHeader[]): string {
   const authorization = headers.authorization;
   const apiKey = headers['x-api-key'];
   const noAuthorization = authorization === undefined || authorization.trim() === '';
-  if (noAuthorization && typeof apiKey === 'string' && apiKey.trim() !== '' && API_KEY_HEADER_PATHS.has(path)) return apiKey.trim();
+  if (noAuthorization && typeof apiKey === 'string' && apiKey.trim() !== '' && (typeof where === 'string' ? keyHeadersAt(where) : where).includes('x-api-key')) return apiKey.trim();
   return bearerToken(authorization);
 }
 
@@ -116,7 +122,7 @@ export interface KeyAuthenticator extends RequestHandler {
    * against the client address, and an address past the throttle's limit is answered 429 without its
    * key being looked up.
    */
-  check(headers: IncomingHttpHeaders, path: string, addressOf?: () => string): AuthenticatedKey | Promise<AuthenticatedKey>;
+  check(headers: IncomingHttpHeaders, where: string | readonly KeyHeader[], addressOf?: () => string): AuthenticatedKey | Promise<AuthenticatedKey>;
   /** Settles when the static keys' first setup (reading or making the key-id secret) has finished, well or not. */
   readonly ready: Promise<void>;
 }
@@ -177,9 +183,9 @@ export function createAuthenticator(options: AuthenticatorOptions): KeyAuthentic
     if (addressOf && options.throttle && isGatewayError(error) && error.status === 401) throw options.throttle.failed(addressOf()) ?? error;
     throw error;
   };
-  const check = (headers: IncomingHttpHeaders, path: string, addressOf?: () => string): AuthenticatedKey | Promise<AuthenticatedKey> => {
+  const check = (headers: IncomingHttpHeaders, where: string | readonly KeyHeader[], addressOf?: () => string): AuthenticatedKey | Promise<AuthenticatedKey> => {
     // A missing header or another scheme is no attempt at a key: it is answered 401 but not counted.
-    const key = presentedKey(headers, path);
+    const key = presentedKey(headers, where);
     const { throttle } = options;
     // A throttled address gets no key checked, so a guess from it can never find out whether it was right.
     if (addressOf && throttle && !throttle.idle) {

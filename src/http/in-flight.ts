@@ -1,5 +1,3 @@
-import type { RequestHandler } from 'express';
-
 /**
  * Counts route handlers still running, so a shutdown can wait until each has recorded its usage:
  * a handler's work (and its usage record) may go on for a few ticks after its connection closed.
@@ -12,20 +10,20 @@ export class InFlight {
     return this.running;
   }
 
-  /** Wraps a handler so that its run, until its promise settles, is counted. */
-  track(handler: RequestHandler): RequestHandler {
-    return (req, res, next) => {
+  /** Wraps a handler (a data-plane handler or an Express one) so that its run, until its promise settles, is counted. */
+  track<A extends unknown[], R>(handler: (...args: A) => R): (...args: A) => R {
+    return (...args: A): R => {
       this.running += 1;
-      let result: ReturnType<RequestHandler>;
+      let result: R;
       try {
-        result = handler(req, res, next);
+        result = handler(...args);
       } catch (error) {
         this.done();
         throw error;
       }
       if (result instanceof Promise) {
         // Express 5 reads the handler's rejection from the promise handed back; this copy only counts.
-        return result.finally(() => this.done());
+        return result.finally(() => this.done()) as R;
       }
       this.done();
       return result;

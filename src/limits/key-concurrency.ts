@@ -1,5 +1,4 @@
 import type { ServerResponse } from 'node:http';
-import type { RequestHandler } from 'express';
 import { rateLimited } from '../errors/gateway-errors.ts';
 import type { CallerKey } from '../routes/route-services.ts';
 
@@ -33,14 +32,6 @@ export class KeyConcurrency {
   /** Requests of the key (by id) holding a slot now. */
   inFlight(id: string): number {
     return this.held.get(id) ?? 0;
-  }
-
-  /** {@link acquire} as Express middleware, after authentication (`res.locals.apiKey`). */
-  middleware(): RequestHandler {
-    return (_req, res, next) => {
-      this.acquire(res.locals.apiKey as CallerKey | undefined, res);
-      next();
-    };
   }
 
   private release(id: string): void {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import type { Request, RequestHandler, Response } from 'express';
-import { MemoryStore, rateLimit, type Store } from 'express-rate-limit';
+import type { RequestHandler } from 'express';
+import { MemoryStore, type Options, type Store } from 'express-rate-limit';
 import { pino, type Logger } from 'pino';
 import { rateLimited } from '../errors/gateway-errors.ts';
 import type { CallerKey } from '../routes/route-services.ts';
@@ -47,14 +47,15 @@ export interface RateLimiterOptions {
 }
 
 /**
- * The per-key limit as Express middleware (after authentication) and as {@link KeyRateLimit.count}, the
- * same decision for the model route dispatcher: both count in one store.
+ * The per-key limit of the model routes. {@link count} is the one decision; the function itself is the
+ * same decision as Express middleware (after authentication, `res.locals.apiKey`), for the control
+ * plane's guarded routes (`/v1/usage`).
  */
 export interface KeyRateLimit extends RequestHandler {
   /**
    * Counts one request of `caller` (`anonymous` when the routes are open), sets the RateLimit headers on
-   * `res` as the middleware does, and rejects with the 429 (and its Retry-After) over the limit. A store
-   * error lets the request through, as the middleware does.
+   * `res`, and rejects with the 429 (and its Retry-After) over the limit. A store error lets the
+   * request through.
    */
   count(caller: CallerKey | undefined, res: ServerResponse): Promise<void>;
 }
@@ -62,45 +63,22 @@ export interface KeyRateLimit extends RequestHandler {
 export interface RateLimiters {
   /** Per API key id, on the model routes; runs after authentication. */
   readonly perKey: KeyRateLimit;
-  /** Per client address, on the public catalog. */
+  /** Per client address, on the public catalog (Express middleware on the same decision). */
   readonly perAddress: RequestHandler;
   /** True while Redis is configured but decisions are made per process. */
   degraded(): boolean;
   shutdown(): void;
 }
 
-interface LimiterSettings {
-  readonly windowMs: number;
-  readonly store: Store;
-  readonly logger: Logger;
-  readonly limitOf: (res: Response) => number;
-  readonly keyOf: (req: Request, res: Response) => string;
-}
-
-function limiter(settings: LimiterSettings): RequestHandler {
-  return rateLimit({
-    windowMs: settings.windowMs,
-    limit: (_req, res) => settings.limitOf(res),
-    standardHeaders: 'draft-8',
-    legacyHeaders: false,
-    store: settings.store,
-    passOnStoreError: true,
-    logger: settings.logger,
-    validate: { keyGeneratorIpFallback: false, ip: false, trustProxy: false, xForwardedForHeader: false },
-    keyGenerator: settings.keyOf,
-    handler: (_req, res, next) => {
-      // express-rate-limit has set RateLimit, RateLimit-Policy and Retry-After on the response already.
-      const retryAfter = res.getHeader('retry-after');
-      const headers = retryAfter === undefined ? undefined : { 'Retry-After': String(retryAfter) };
-      next(rateLimited(rateLimitText(settings.limitOf(res), settings.windowMs), headers));
-    },
-  });
-}
+/** One counter store (express-rate-limit's `Store`: memory, Redis, or Redis falling back to memory) behind the one decision. */
+export type LimitDecision = (key: string, limit: number, res: ServerResponse) => Promise<void>;
 
 /**
- * The gateway's rate limits on express-rate-limit: counted in Redis when it is configured (so all
- * processes enforce one limit, falling back to process memory while Redis is away), else in memory.
- * Over the limit, the request fails with the 429 `Rate limit exceeded: <max> per <window>`.
+ * The gateway's rate limits, counted in express-rate-limit's stores: in Redis when it is configured
+ * (so all processes enforce one limit, falling back to process memory while Redis is away), else in
+ * memory. Each request is one `increment` (at most one Redis round trip) and the draft-8 `RateLimit`
+ * and `RateLimit-Policy` headers, as express-rate-limit writes them; over the limit, the request fails
+ * with the 429 `Rate limit exceeded: <max> per <window>` and its `Retry-After`.
  */
 export function createRateLimiters(options: RateLimiterOptions = {}): RateLimiters {
   const max = options.max ?? 100;
@@ -108,21 +86,34 @@ export function createRateLimiters(options: RateLimiterOptions = {}): RateLimite
   const logger = options.logger ?? pino({ level: 'silent' });
   const prefix = options.prefix ?? 'gw-rl:';
   const { redis } = options;
-  const storeFor = (scope: string): Store =>
-    redis ? new FallbackStore(redis, { prefix: `${prefix}${scope}:`, logger, timeoutMs: options.redisTimeoutMs }) : new MemoryStore();
+  const storeFor = (scope: string): Store => {
+    const store = redis ? new FallbackStore(redis, { prefix: `${prefix}${scope}:`, logger, timeoutMs: options.redisTimeoutMs }) : new MemoryStore();
+    initStore(store, windowMs, logger);
+    return store;
+  };
   const keyStore = storeFor('key');
   const addressStore = storeFor('address');
-  const caller = (res: Response) => res.locals.apiKey as CallerKey | undefined;
   const stores = [keyStore, addressStore];
-  // Built first: express-rate-limit initialises the store, which the direct count then shares.
-  const perKeyMiddleware = limiter({ windowMs, store: keyStore, logger, limitOf: (res) => caller(res)?.rpm ?? max, keyOf: (_req, res) => caller(res)?.id ?? 'anonymous' });
-  const count = directCount(keyStore, windowMs, max, logger);
+  const perKeyDecision = limitDecision(keyStore, windowMs, logger);
+  const perAddressDecision = limitDecision(addressStore, windowMs, logger);
+  const count: KeyRateLimit['count'] = (caller, res) => perKeyDecision(caller?.id ?? 'anonymous', caller?.rpm ?? max, res);
+  const perKey: RequestHandler = (_req, res, next) => void count(res.locals.apiKey as CallerKey | undefined, res).then(() => next(), next);
   return {
-    perKey: Object.assign(perKeyMiddleware, { count }),
-    perAddress: limiter({ windowMs, store: addressStore, logger, limitOf: () => max, keyOf: clientAddress }),
+    perKey: Object.assign(perKey, { count }),
+    perAddress: (req, res, next) => void perAddressDecision(clientAddress(req), max, res).then(() => next(), next),
     degraded: () => stores.some((store) => store instanceof FallbackStore && store.degraded),
     shutdown: () => stores.forEach((store) => store.shutdown?.()),
   };
+}
+
+// What express-rate-limit does with a store it is given, before its first count.
+function initStore(store: Store, windowMs: number, logger: Logger): void {
+  try {
+    const initialised = store.init?.({ windowMs } as Options);
+    if (initialised instanceof Promise) initialised.catch((error: unknown) => logger.error(error, 'express-rate-limit: async error during store initialization.'));
+  } catch (error) {
+    logger.error(error, 'express-rate-limit: error during store initialization.');
+  }
 }
 
 /**
@@ -148,14 +139,12 @@ function policyOf(key: string, limit: number, windowMs: number): { name: string;
 const POLICY_CACHE_LIMIT = 10_000;
 
 /**
- * The per-key decision without the middleware around it: one `increment` on the store (at most one
- * Redis round trip), headers from values computed once per key and limit.
+ * The decision on one store: one `increment` (at most one Redis round trip), headers from values
+ * computed once per key and limit.
  */
-function directCount(store: Store, windowMs: number, max: number, logger: Logger): KeyRateLimit['count'] {
+function limitDecision(store: Store, windowMs: number, logger: Logger): LimitDecision {
   const policies = new Map<string, { name: string; policy: string }>();
-  return async function count(caller, res) {
-    const key = caller?.id ?? 'anonymous';
-    const limit = caller?.rpm ?? max;
+  return async function count(key, limit, res) {
     let totalHits: number;
     let resetTime: Date | undefined;
     try {

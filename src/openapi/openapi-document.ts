@@ -8,6 +8,7 @@
 
 import { NATIVE_CHAT_SCHEMA, REQUEST_SCHEMAS } from '../routes/request-schemas.ts';
 import { requestJsonSchema } from './request-json-schema.ts';
+import { MODEL_ROUTES, ROUTE_TABLE } from '../core/route-table.ts';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: object) => ({ 'application/json': { schema } });
@@ -64,16 +65,14 @@ export const OPENAPI_DOCUMENT = {
   },
   jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
   paths: {
-    '/v1/chat/completions': modelRoute('Chat Completions, forwarded to the model\'s provider', 'ChatCompletionsRequest', 'Completions', true),
-    '/v1/responses': modelRoute('Responses, forwarded to the model\'s provider', 'ResponsesRequest', 'Completions', true),
-    '/v1/messages': modelRoute('Messages, forwarded to the model\'s provider', 'MessagesRequest', 'Messages', true),
-    '/v1/messages/count_tokens': modelRoute('Token count of a Messages request', 'CountTokensRequest', 'Messages', false),
-    '/v1/chat': {
+    // The model routes, from the route table (the native route answers with its own body).
+    ...Object.fromEntries(MODEL_ROUTES.filter((route) => route.format !== 'native').map((route) => [route.path, modelRoute(route.summary, route.requestSchema, route.family === 'messages-envelope' ? 'Messages' : 'Completions', route.streams)])),
+    [ROUTE_TABLE.chat.path]: {
       post: {
-        summary: 'Native text chat: plain text in, plain text out, never streamed; retries and timeouts handled by the gateway',
+        summary: ROUTE_TABLE.chat.summary,
         security: [{ bearer: [] }, { apiKey: [] }],
         parameters: [{ $ref: '#/components/parameters/RequestId' }],
-        requestBody: { required: true, content: json(ref('NativeChatRequest')) },
+        requestBody: { required: true, content: json(ref(ROUTE_TABLE.chat.requestSchema)) },
         responses: {
           '200': { description: 'The generated text and its usage', headers: { 'x-request-id': { $ref: '#/components/headers/RequestId' } }, content: json(ref('NativeChatResult')) },
           '400': error('Invalid body: every bad field listed', 'Plain'),

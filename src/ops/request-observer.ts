@@ -1,28 +1,40 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { isGatewayError } from '../errors/gateway-errors.ts';
 import type { ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId, WireFormat } from '../plugins/plugin-contract.ts';
 import type { CallerKey, Exchange, RecordedUsage, UsageAccounting } from '../routes/route-services.ts';
 import { NO_MODEL, type GatewayMetrics } from './metrics.ts';
 import { requestIdOf } from './request-id.ts';
+import { MODEL_ROUTES } from '../core/route-table.ts';
 
-/** The route name of each model path, for requests rejected before their route ran. */
-const MODEL_ROUTE_OF: Readonly<Record<string, string>> = {
-  '/v1/chat/completions': 'chat-completions',
-  '/v1/messages': 'messages',
-  '/v1/messages/count_tokens': 'count-tokens',
-  '/v1/responses': 'responses',
-  '/v1/chat': 'chat',
-};
 
 const round = (ms: number): number => Math.round(ms * 1000) / 1000;
 
+/** What the access log and metrics learn of a request answered without an exchange, filled in by the plane answering it. */
+export interface Observation {
+  /** The `route` label: a model route's label, an Express route's pattern, or `unmatched` (never the raw path). */
+  label: string;
+  /** Read at the end instead of {@link label} when set (Express knows its matched route only once it ran). */
+  labelOf?: () => string;
+  keyId?: string;
+  keyIdOf?: () => string | undefined;
+  /** The gateway error answered, if any (the rate-limit metric tells quotas from request limits by it). */
+  errorCode?: string;
+  /** Its route handed an exchange to usage accounting, which observed it already. */
+  recorded: boolean;
+}
+
+const OBSERVATIONS = new WeakMap<ServerResponse, Observation>();
+
+/** The observation the way in gave a response (for the Express control plane to fill in), if it is watched. */
+export function observationOf(res: ServerResponse): Observation | undefined {
+  return OBSERVATIONS.get(res);
+}
+
 /**
  * One access-log line and the metrics of every request. A request that reached a model is told from its
- * {@link Exchange} (through {@link ObservedUsageAccounting}); one answered before that (bad input,
- * authentication, a rate limit) from its error; everything Express serves from its `finish` event.
+ * {@link Exchange} (through {@link ObservedUsageAccounting}); every other one, whichever plane
+ * answered it (bad input, authentication, a rate limit, the control plane), through {@link watch}.
  * The line never carries a key, a header or an upstream credential: only the fields below.
  */
 export class RequestObserver {
@@ -30,7 +42,7 @@ export class RequestObserver {
     private readonly logger: Logger,
     private readonly metrics: GatewayMetrics,
   ) {
-    for (const route of Object.values(MODEL_ROUTE_OF)) metrics.route(route);
+    for (const route of MODEL_ROUTES) metrics.route(route.metricsLabel);
   }
 
   /**
@@ -75,25 +87,21 @@ export class RequestObserver {
     );
   }
 
-  /** A model-route request answered with an error before it reached a model (no exchange). */
-  rejected(req: IncomingMessage, res: ServerResponse, path: string, error: unknown, durationMs: number): void {
-    const status = isGatewayError(error) ? error.status : 500;
-    this.answered(req, MODEL_ROUTE_OF[path] ?? path, status, durationMs, isGatewayError(error) ? error.code : undefined, (res as { locals?: { apiKey?: CallerKey } }).locals?.apiKey?.id);
-  }
-
-  /** Express middleware: observes every request Express answers, unless its route recorded an exchange. */
-  express(): RequestHandler {
-    const observer = this;
-    return function observeRequest(req: Request, res: Response, next) {
-      const startedAt = performance.now();
-      res.once('finish', () => {
-        if (res.locals.recorded) return;
-        // The matched route's pattern (bounded), never the raw path.
-        const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
-        observer.answered(req, route, res.statusCode, performance.now() - startedAt, res.locals.errorCode as string | undefined, (res.locals.apiKey as CallerKey | undefined)?.id);
-      });
-      next();
-    };
+  /**
+   * The one per-request hook, called by the way in for every request it serves: when the answer is
+   * done, the request is counted and logged from what the plane that answered it wrote into the
+   * returned {@link Observation}, unless its route recorded an exchange (observed by {@link exchange}).
+   */
+  watch<T extends Observation>(req: IncomingMessage, res: ServerResponse, observation: T): T {
+    const startedAt = performance.now();
+    OBSERVATIONS.set(res, observation);
+    res.once('finish', () => {
+      if (observation.recorded) return;
+      const route = observation.labelOf?.() ?? observation.label;
+      const keyId = observation.keyIdOf?.() ?? observation.keyId;
+      this.answered(req, route, res.statusCode, performance.now() - startedAt, observation.errorCode, keyId);
+    });
+    return observation;
   }
 
   private answered(req: IncomingMessage, route: string, status: number, durationMs: number, errorCode: string | undefined, keyId: string | undefined): void {

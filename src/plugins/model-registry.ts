@@ -9,15 +9,8 @@ import type {
   UsageExtractor,
 } from './plugin-contract.ts';
 import { PluginLoadError, ROUTE_IDS } from './validate-plugin.ts';
+import { routePath } from '../core/route-table.ts';
 
-/** The client-facing path of each route, for messages that point a caller elsewhere. */
-export const ROUTE_PATHS: Readonly<Record<RouteId, string>> = {
-  chat: '/v1/chat',
-  'chat-completions': '/v1/chat/completions',
-  messages: '/v1/messages',
-  'count-tokens': '/v1/messages/count_tokens',
-  responses: '/v1/responses',
-};
 
 /** What a requested model ID stands for on one route. */
 export interface ResolvedModel {
@@ -134,13 +127,13 @@ export class ModelRegistry {
   }
 
   private whyNotAccepted(route: RouteId, id: string): string {
-    const here = ROUTE_PATHS[route];
+    const here = routePath(route);
     const elsewhere = ROUTE_IDS.filter((other) => other !== route && this.tables.get(other)!.has(id));
     if (elsewhere.length) {
       const { entry } = this.tables.get(elsewhere[0]!)!.get(id)!;
       const spelling = entry.model.routes.includes(route) ? this.spellings(entry.plugin, entry.model, route)[0] : undefined;
       if (spelling) return `'${id}' is not a model ID on ${here}; use '${spelling}'`;
-      return `'${id}' is not available on ${here}; it is served on ${elsewhere.map((other) => ROUTE_PATHS[other]).join(', ')}`;
+      return `'${id}' is not available on ${here}; it is served on ${elsewhere.map((other) => routePath(other)).join(', ')}`;
     }
     const bare = id.slice(id.indexOf('/') + 1);
     if (id.includes('/') && this.tables.get(route)!.get(bare)?.alias) return `'${id}' is not a model ID; use the alias '${bare}'`;

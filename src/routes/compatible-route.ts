@@ -1,4 +1,4 @@
-import type { Request, RequestHandler, Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { assertModelAllowed, mayUseModel } from '../auth/authenticate.ts';
 import { WIRE_FORMATS } from '../core/formats/index.ts';
@@ -14,6 +14,7 @@ import {
 } from '../errors/gateway-errors.ts';
 import { endForClient, type ClientRead } from '../http/client-write-timeout.ts';
 import { readJsonRequestBody } from '../http/json-body.ts';
+import type { ModelHandler, RequestContext } from '../data-plane/request-context.ts';
 import type { ResolvedModel } from '../plugins/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId } from '../plugins/plugin-contract.ts';
 import { requestIdOf } from '../ops/request-id.ts';
@@ -48,8 +49,8 @@ export function resolveRequest(services: RouteServices, route: UpstreamRouteId, 
 }
 
 /** The caller's key, its model permission checked, and its quota. */
-export async function admitCaller(services: RouteServices, res: Response, resolved: ResolvedModel): Promise<CallerKey | undefined> {
-  const caller = res.locals.apiKey as CallerKey | undefined;
+export async function admitCaller(services: RouteServices, context: RequestContext, resolved: ResolvedModel): Promise<CallerKey | undefined> {
+  const caller = context.caller;
   assertModelAllowed(caller, resolved.canonicalId);
   await services.usage.checkQuota(caller);
   return caller;
@@ -64,7 +65,7 @@ export function poolFor(services: RouteServices, resolved: ResolvedModel): Endpo
 }
 
 /** Aborts the upstream call the moment the client goes away. */
-export function abortOnClientClose(res: Response): AbortController {
+export function abortOnClientClose(res: ServerResponse): AbortController {
   const controller = new AbortController();
   res.once('close', () => {
     if (!res.writableFinished) controller.abort();
@@ -89,14 +90,14 @@ function relayedHeaders(upstreamHeaders: Dispatcher.ResponseData['headers'], api
  * Completions streams), and return the upstream's JSON or SSE unchanged (apart from the model's
  * declared stream fixups), recording usage on the way.
  */
-export function compatibleRoute(route: UpstreamRouteId, services: RouteServices): RequestHandler {
-  return async function handleCompatibleRequest(req: Request, res: Response) {
+export function compatibleRoute(route: UpstreamRouteId, services: RouteServices): ModelHandler {
+  return async function handleCompatibleRequest(req, res, context) {
     const startedAt = performance.now();
     // Closures below keep only the bytes: the parsed body is dropped once validated.
     const { bytes: clientBytes, body, members, end } = await readJsonRequestBody(req, services.bodyLimitBytes);
     assertReadKeysOnce(members);
     const resolved = resolveRequest(services, route, body);
-    const caller = await admitCaller(services, res, resolved);
+    const caller = await admitCaller(services, context, resolved);
     // The model being tried: the one requested, then its configured fallbacks (same wire format).
     let model = resolved;
     let pool = poolFor(services, model);
@@ -137,9 +138,9 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
         requestBody: () => JSON.parse(clientBytes.toString('utf8')) as Record<string, unknown>,
         responseText: () => streamed.value(),
       };
-      res.locals.upstreamEndpoint = serving?.name;
-      res.locals.upstreamAttempts = attempts;
-      res.locals.recorded = true;
+      context.upstreamEndpoint = serving?.name;
+      context.upstreamAttempts = attempts;
+      context.recorded = true;
       services.usage.record(exchange);
     };
     // An answer's end, as the client took it: a client that left is a 499, one that stopped reading is

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Request, RequestHandler, Response } from 'express';
 import {
   fieldError,
   isGatewayError,
@@ -13,7 +12,9 @@ import {
 } from '../errors/gateway-errors.ts';
 import { endForClient } from '../http/client-write-timeout.ts';
 import { readJsonObject } from '../http/json-body.ts';
-import { ROUTE_PATHS, type ModelRegistry, type ResolvedModel } from '../plugins/model-registry.ts';
+import type { ModelRegistry, ResolvedModel } from '../plugins/model-registry.ts';
+import { routePath } from '../core/route-table.ts';
+import type { ModelHandler } from '../data-plane/request-context.ts';
 import type { TokenUsage } from '../plugins/plugin-contract.ts';
 import type { UsageOutcome } from '../usage/stream-outcome.ts';
 import { requestIdOf } from '../ops/request-id.ts';
@@ -59,7 +60,7 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
 };
 
 const FIELDS = Object.keys(NATIVE_CHAT_SCHEMA.fields);
-const STREAMING_ROUTES = [ROUTE_PATHS['chat-completions'], ROUTE_PATHS.responses, ROUTE_PATHS.messages].join(', ');
+const STREAMING_ROUTES = [routePath('chat-completions'), routePath('responses'), routePath('messages')].join(', ');
 const RETRYABLE_STATUSES = new Set([408, 409, 429]);
 /** Suffixes of the web chat's presets, which are not API model IDs. */
 const PRESET_SUFFIX = /^(.+?)[-_:. ]?(thinking|think|reasoning|fast|instant)$/i;
@@ -90,7 +91,7 @@ function validate(registry: ModelRegistry, body: Record<string, unknown>): Resol
   validateRequest(NATIVE_CHAT_SCHEMA, body, () => {
     const errors = unknown.map((key) =>
       key === 'stream'
-        ? fieldError('stream', `is not accepted: ${ROUTE_PATHS.chat} never streams; use ${STREAMING_ROUTES} for SSE`)
+        ? fieldError('stream', `is not accepted: ${routePath('chat')} never streams; use ${STREAMING_ROUTES} for SSE`)
         : fieldError(key, 'is not a field of this route'),
     );
     const model = typeof body.model === 'string' ? modelProblem(registry, body.model) : undefined;
@@ -146,13 +147,13 @@ function upstreamMessage(body: Buffer, apiKey: string | undefined): string {
  * timeouts and usage; the model's plugin adapter owns only the mapping to its upstream format (always
  * with the provider's low reasoning preset).
  */
-export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = DEFAULT_RETRY_POLICY): RequestHandler {
-  return async function handleNativeChat(req: Request, res: Response) {
+export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = DEFAULT_RETRY_POLICY): ModelHandler {
+  return async function handleNativeChat(req, res, context) {
     const startedAt = performance.now();
     const body = await readJsonObject(req, services.bodyLimitBytes);
     const registry = services.registry();
     const resolved = validate(registry, body);
-    const caller = await admitCaller(services, res, resolved);
+    const caller = await admitCaller(services, context, resolved);
     const pool = poolFor(services, resolved);
     const adapter = resolved.plugin.nativeChat!;
     const upstreamRoute = resolved.plugin.routes[adapter.route]!;
@@ -176,7 +177,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     let firstByteAt = 0;
 
     const record = (status: number, usage: TokenUsage | undefined, outcome: UsageOutcome = status === 499 ? 'client_closed' : 'complete') => {
-      res.locals.recorded = true;
+      context.recorded = true;
       services.usage.record({
         keyId: caller?.id,
         route: 'chat',

@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer } from 'node:http';
 import { createApp } from '../../src/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { ModelRegistry } from '../../src/plugins/model-registry.ts';
@@ -90,9 +90,8 @@ const services: RouteServices = {
     maxSseEventBytes: options.maxSseEventBytes ?? 16 * 1024 * 1024,
   };
   const app = createApp({ logger: createLogger('silent'), services, nativeChat: nativeChatRoute(services, options.retryPolicy) });
-  const server: Server = await new Promise((resolve) => {
-    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
-  });
+  const server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     services,

@@ -14,15 +14,6 @@ export const STANDARD_PATHS: Readonly<Record<WireFormat, string>> = {
   'count-tokens': '/messages/count_tokens',
 };
 
-/** The gateway path of each client route. */
-export const GATEWAY_PATHS: Readonly<Record<RouteId, string>> = {
-  chat: '/v1/chat',
-  'chat-completions': '/v1/chat/completions',
-  messages: '/v1/messages',
-  'count-tokens': '/v1/messages/count_tokens',
-  responses: '/v1/responses',
-};
-
 /** Routes whose answers can stream. */
 export const STREAMING_ROUTES: readonly UpstreamRouteId[] = ['chat-completions', 'messages', 'responses'];
 

@@ -13,7 +13,8 @@ import { loadPluginFolder, pluginFolders, type PluginFolder } from '../load-plug
 import { ModelRegistry } from '../model-registry.ts';
 import type { ModelDeclaration, ProviderPlugin, RouteId, StreamFixup, TokenUsage, UpstreamRouteId } from '../plugin-contract.ts';
 import { applyFixups, decodeSse, encodeSse, fixtureEvents, readFixtures, sameEvents, type RecordedFixture } from './recorded-fixtures.ts';
-import { clientRequest, CONFORMANCE_INPUT, GATEWAY_PATHS, STANDARD_PATHS, STREAMING_ROUTES } from './route-requests.ts';
+import { clientRequest, CONFORMANCE_INPUT, STANDARD_PATHS, STREAMING_ROUTES } from './route-requests.ts';
+import { routePath } from '../../core/route-table.ts';
 
 /** One broken rule: which plugin, which model (when the rule is about one), which rule, and what went wrong. */
 export interface ConformanceFailure {
@@ -295,7 +296,7 @@ class Driver {
 
     this.mock.reset();
     const before = await this.totals(canonicalId);
-    const answer = await this.send('POST', GATEWAY_PATHS[route], clientRequest(route, requestedId, stream));
+    const answer = await this.send('POST', routePath(route), clientRequest(route, requestedId, stream));
     const [upstream, ...extra] = this.mock.requests;
     if (!upstream) return fail(resolutionRule, `answered ${answer.status} without calling the upstream: ${answer.body.toString('utf8').slice(0, 300)}`);
     if (extra.length) return fail('routing', `called the upstream ${extra.length + 1} times, expected once`);
@@ -368,7 +369,7 @@ class Driver {
       this.mock.reset();
       this.mock.enqueue({ kind: 'status', status: 200, body: bytes, headers: { 'content-type': 'text/event-stream' } });
       const before = await this.totals(canonicalId);
-      const answer = await this.send('POST', GATEWAY_PATHS[fixture.route], clientRequest(fixture.route, spellings(plugin, model, fixture.route)[0]!, true));
+      const answer = await this.send('POST', routePath(fixture.route), clientRequest(fixture.route, spellings(plugin, model, fixture.route)[0]!, true));
       if (answer.status !== 200) {
         fail(canonicalId, 'fixup', `the replayed stream answered ${answer.status}: ${answer.body.toString('utf8').slice(0, 300)}`);
         continue;

@@ -1,7 +1,6 @@
 import { expect } from 'chai';
-import { errorFamilyOf } from '../../../src/app.ts';
+import { errorFamilyOf, routePath } from '../../../src/core/route-table.ts';
 import { WIRE_FORMATS } from '../../../src/core/formats/index.ts';
-import { ROUTE_PATHS } from '../../../src/plugins/model-registry.ts';
 import type { WireFormat } from '../../../src/plugins/plugin-contract.ts';
 
 describe('WIRE_FORMATS', () => {
@@ -13,7 +12,7 @@ describe('WIRE_FORMATS', () => {
   });
 
   it('gives each format the error envelope its client route answers with', () => {
-    for (const format of formats) expect(errorFamilyOf(ROUTE_PATHS[format]), format).to.equal(WIRE_FORMATS[format].errorEnvelope);
+    for (const format of formats) expect(errorFamilyOf(routePath(format)), format).to.equal(WIRE_FORMATS[format].errorEnvelope);
   });
 
   it('has rules that read no `this`, so they can be passed on unbound', () => {

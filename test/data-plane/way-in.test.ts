@@ -1,49 +1,52 @@
 import { expect } from 'chai';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { RequestHandler } from 'express';
 import { createAuthenticator } from '../../src/auth/authenticate.ts';
 import type { KeyStore } from '../../src/auth/key-store.ts';
-import { errorFamilyOf } from '../../src/app.ts';
+import { createDataPlane, type DataPlaneOptions } from '../../src/data-plane/data-plane.ts';
+import type { ModelHandler } from '../../src/data-plane/request-context.ts';
+import { createWayIn } from '../../src/data-plane/way-in.ts';
 import { upstreamTimeout } from '../../src/errors/gateway-errors.ts';
-import { modelDispatcher } from '../../src/http/model-dispatcher.ts';
 import { createRateLimiters } from '../../src/limits/rate-limiter.ts';
+import type { RouteId } from '../../src/plugins/plugin-contract.ts';
 import { captureLogs } from '../auth/guarded-app.ts';
 
 const KEY = 'sk-dispatcher-test-key-0001-0123456789abcdef';
 const emptyStore = { findByHash: async () => undefined } as Partial<KeyStore> as KeyStore;
 
-describe('model dispatcher', () => {
+/** The way in over a data plane with these options, everything else answered 299 `not dispatched` by a stand-in control plane. */
+function wayIn(options: DataPlaneOptions) {
+  return createWayIn({ dataPlane: createDataPlane(options), control: (_req, res) => void res.writeHead(299, { 'content-type': 'text/plain' }).end('not dispatched') });
+}
+
+describe('the way in: the data plane', () => {
   let server: Server;
   let url: string;
   const logs = captureLogs();
   const limiters = createRateLimiters({ max: 2 });
-  const handlers: Record<string, RequestHandler> = {
-    '/v1/chat/completions': (_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ caller: res.locals.apiKey })),
-    '/v1/messages': () => {
+  const handlers: Partial<Record<RouteId, ModelHandler>> = {
+    'chat-completions': (_req, res, context) => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ caller: context.caller })),
+    messages: () => {
       throw upstreamTimeout('vendor');
     },
-    '/v1/responses': async (_req, res) => {
+    responses: async (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       await new Promise((resolve) => res.write('data: one\n\n', resolve));
       throw new Error('broke after the first event');
     },
-    '/v1/chat': async () => {
+    chat: async () => {
       throw new Error('secret internals');
     },
   };
-  const dispatch = modelDispatcher({
-    routes: new Map(Object.entries(handlers)),
+  const dispatch = wayIn({
+    handlers,
     authenticate: createAuthenticator({ store: emptyStore, staticKeys: [KEY], keyIdSecret: async () => Buffer.alloc(32, 1) }),
     rateLimit: limiters.perKey,
-    familyOf: errorFamilyOf,
     logger: logs.logger,
   });
 
   before(async () => {
-    server = createServer((req, res) => {
-      if (!dispatch(req, res)) res.writeHead(299, { 'content-type': 'text/plain' }).end('not dispatched');
-    });
+    server = createServer(dispatch);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
@@ -55,16 +58,30 @@ describe('model dispatcher', () => {
 
   const post = (path: string, key = KEY, method = 'POST') => fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${key}` }, body: method === 'POST' ? '{}' : undefined });
 
-  it('takes POST on the exact paths (any query) and leaves every other method and spelling alone', async () => {
+  it('takes every method on the model paths in every accepted spelling (any query), and leaves every other path to the control plane', async () => {
     expect((await post('/v1/chat/completions?trace=1')).status).to.equal(200);
-    for (const [path, method] of [['/v1/chat/completions', 'GET'], ['/v1/chat/completions/', 'POST'], ['/V1/messages', 'POST'], ['/v1/models', 'POST']] as const) {
-      const answer = await post(path, KEY, method);
-      expect(answer.status, `${method} ${path}`).to.equal(299);
-      expect(await answer.text()).to.equal('not dispatched');
+    const limited = createRateLimiters({ max: 1000 });
+    const other = createServer(wayIn({ handlers, rateLimit: limited.perKey, logger: logs.logger }));
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const send = (path: string, method = 'POST') => fetch(`http://127.0.0.1:${(other.address() as AddressInfo).port}${path}`, { method, body: method === 'POST' ? '{}' : undefined });
+    try {
+      for (const path of ['/v1/chat/completions/', '/V1/Chat/Completions', '/v1/chat/completions/?x=1']) expect((await send(path)).status, path).to.equal(200);
+      const wrongMethod = await send('/v1/chat/completions', 'GET');
+      expect(wrongMethod.status).to.equal(405);
+      expect(wrongMethod.headers.get('allow')).to.equal('POST');
+      for (const [path, method] of [['/v1/chat/completions//', 'POST'], ['/v1/chat/completion', 'POST'], ['/v1/count_tokens', 'POST'], ['/v1/models', 'POST'], ['/v1/messages/count_tokens', 'POST']] as const) {
+        const answer = await send(path, method);
+        expect(answer.status, `${method} ${path}`).to.equal(299);
+        expect(await answer.text()).to.equal('not dispatched');
+      }
+    } finally {
+      other.closeAllConnections();
+      await new Promise((resolve) => other.close(resolve));
+      limited.shutdown();
     }
   });
 
-  it('gives the handler the authenticated caller as res.locals.apiKey, with the RateLimit headers set', async () => {
+  it('gives the handler the authenticated caller in its context, with the RateLimit headers set', async () => {
     const answer = await post('/v1/chat/completions');
     expect(((await answer.json()) as { caller: { id: string } }).caller.id).to.match(/^static_/);
     expect(answer.headers.get('ratelimit')).to.match(/^"2-in-1min"; r=\d; t=\d+$/);
@@ -79,8 +96,7 @@ describe('model dispatcher', () => {
 
   it("answers a handler's gateway error in the route's envelope, and anything else with a generic 500 that is logged", async () => {
     const limited = createRateLimiters({ max: 1000 });
-    const open = modelDispatcher({ routes: new Map(Object.entries(handlers)), rateLimit: limited.perKey, familyOf: errorFamilyOf, logger: logs.logger });
-    const other = createServer((req, res) => void open(req, res));
+    const other = createServer(wayIn({ handlers, rateLimit: limited.perKey, logger: logs.logger }));
     await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
     const otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
     try {
@@ -102,8 +118,7 @@ describe('model dispatcher', () => {
 
   it('cuts a stream that fails after its headers left', async () => {
     const limited = createRateLimiters({ max: 1000 });
-    const open = modelDispatcher({ routes: new Map(Object.entries(handlers)), rateLimit: limited.perKey, familyOf: errorFamilyOf, logger: logs.logger });
-    const other = createServer((req, res) => void open(req, res));
+    const other = createServer(wayIn({ handlers, rateLimit: limited.perKey, logger: logs.logger }));
     await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
     try {
       const answer = await fetch(`http://127.0.0.1:${(other.address() as AddressInfo).port}/v1/responses`, { method: 'POST', body: '{}' });
