@@ -24,44 +24,15 @@ import { readBody, UpstreamTransportError, type UpstreamEndpoint } from '../upst
 import { abortOnClientClose, admitCaller, poolFor } from './compatible-route.ts';
 import type { RouteServices } from './route-services.ts';
 import { validateRequest } from './validate-request.ts';
+import { backoffMs, DEFAULT_RETRY_POLICY, isRetryableStatus, retryAfterMs, type RetryPolicy } from '../upstream/failover/retry-policy.ts';
+
+export { backoffMs, DEFAULT_RETRY_POLICY, retryAfterMs, type RetryPolicy };
 
 /** The largest `max_retries` a caller may ask for; a larger value is a 400 ValidationError. */
 export const MAX_RETRIES_CAP = 10;
 
-export interface RetryPolicy {
-  /** Retries when the caller sends no `max_retries`. */
-  readonly defaultMaxRetries: number;
-  /** First backoff; doubled per retry, with jitter. */
-  readonly baseDelayMs: number;
-  readonly maxDelayMs: number;
-  /** Shortest wait between two attempts, whatever `Retry-After` says (`0` included). */
-  readonly minDelayMs: number;
-  /** Longest `Retry-After` honoured; a longer one ends the retries. */
-  readonly maxRetryAfterMs: number;
-  /**
-   * Total time one request may take, every attempt and wait included; the attempt running when it
-   * passes is cut and answered as a timeout. Each attempt is also bounded by the gateway's upstream
-   * timeout (`UPSTREAM_TIMEOUT_MS`), which the caller's `timeout` may shorten but never extend.
-   */
-  readonly deadlineMs: number;
-  readonly sleep: (ms: number) => Promise<void>;
-  readonly random: () => number;
-}
-
-export const DEFAULT_RETRY_POLICY: RetryPolicy = {
-  defaultMaxRetries: 2,
-  baseDelayMs: 500,
-  maxDelayMs: 8_000,
-  minDelayMs: 250,
-  maxRetryAfterMs: 60_000,
-  deadlineMs: 600_000,
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-  random: Math.random,
-};
-
 const FIELDS = ['model', 'input', 'web_search', 'temperature', 'max_output_tokens', 'max_retries', 'timeout'];
 const STREAMING_ROUTES = [ROUTE_PATHS['chat-completions'], ROUTE_PATHS.responses, ROUTE_PATHS.messages].join(', ');
-const RETRYABLE_STATUSES = new Set([408, 409, 429]);
 /** Suffixes of the web chat's presets, which are not API model IDs. */
 const PRESET_SUFFIX = /^(.+?)[-_:. ]?(thinking|think|reasoning|fast|instant)$/i;
 
@@ -117,24 +88,6 @@ function validate(registry: ModelRegistry, body: Record<string, unknown>): Resol
     return errors.length ? validationError(errors) : undefined;
   });
   return registry.resolve('chat', body.model as string);
-}
-
-/** Milliseconds from `retry-after-ms` or `Retry-After` (seconds or an HTTP date). */
-export function retryAfterMs(headers: Record<string, string | string[] | undefined>, now = Date.now()): number | undefined {
-  const ms = Number(headers['retry-after-ms']);
-  if (Number.isFinite(ms) && ms >= 0) return ms;
-  const value = headers['retry-after'];
-  if (typeof value !== 'string') return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-}
-
-/** Exponential backoff with jitter: between half and all of `base × 2^retry`, capped. */
-export function backoffMs(policy: RetryPolicy, retry: number): number {
-  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** retry);
-  return Math.round(ceiling / 2 + (policy.random() * ceiling) / 2);
 }
 
 type Attempt =
@@ -238,7 +191,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
         if (status >= 200 && status < 300) return { kind: 'answer', status, body: bytes };
         if (status === 401 || status === 403) return { kind: 'final', failure: upstreamAuthRejected(provider, status) };
         const failure = upstreamFailure(provider, `upstream answered ${status}${upstreamMessage(bytes, endpoint.apiKey)}`);
-        if (RETRYABLE_STATUSES.has(status) || status >= 500) {
+        if (isRetryableStatus(status)) {
           return { kind: 'retry', failure, waitMs: retryAfterMs(response.headers), status, endpointFault: status === 429 || status >= 500 };
         }
         return { kind: 'final', failure };
