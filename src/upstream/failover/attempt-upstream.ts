@@ -19,13 +19,13 @@ export type Attempt<A, F> = (member: PooledEndpoint, signal: AttemptSignal) => P
 
 /**
  * How a request's attempts ended:
- * - `answer`: `endpoint` answered;
+ * - `answer`: `endpoint` (of `pool`) answered;
  * - `failed`: every attempt failed; `failure` is the last one's;
  * - `resting`: no endpoint could be tried (all rest);
  * - `client-gone`: the client left first (nothing is to be sent).
  */
 export type FailoverOutcome<A, F> =
-  | { readonly kind: 'answer'; readonly answer: A; readonly endpoint: PooledEndpoint }
+  | { readonly kind: 'answer'; readonly answer: A; readonly endpoint: PooledEndpoint; readonly pool: EndpointPool }
   | { readonly kind: 'failed'; readonly failure: F }
   | { readonly kind: 'resting' }
   | { readonly kind: 'client-gone' };
@@ -65,7 +65,7 @@ export async function attemptUpstream<A, F>(pool: EndpointPool, plan: FailoverPl
   for (let made = 1; ; made++) {
     const result: AttemptResult<A, F> | undefined = await attemptOnce(pool, member, client, tally, attempt);
     if (result === undefined) return CLIENT_GONE;
-    if (result.kind === 'answer') return { kind: 'answer', answer: result.answer, endpoint: member };
+    if (result.kind === 'answer') return { kind: 'answer', answer: result.answer, endpoint: member, pool };
     if (made >= plan.maxAttempts) return { kind: 'failed', failure: result.failure };
     (tried ??= []).push(member);
     const other = ++inRound < pool.maxAttempts ? pool.pick(tried) : undefined;
