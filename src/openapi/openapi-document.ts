@@ -66,7 +66,7 @@ export const OPENAPI_DOCUMENT = {
   jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
   paths: {
     // The model routes, from the route table (the native route answers with its own body).
-    ...Object.fromEntries(MODEL_ROUTES.filter((route) => route.format !== 'native').map((route) => [route.path, modelRoute(route.summary, route.requestSchema, route.family === 'messages-envelope' ? 'Messages' : 'Completions', route.streams)])),
+    ...Object.fromEntries(MODEL_ROUTES.filter((route) => route !== ROUTE_TABLE.chat).map((route) => [route.path, modelRoute(route.summary, route.requestSchema, route.family === 'messages-envelope' ? 'Messages' : 'Completions', route.streams)])),
     [ROUTE_TABLE.chat.path]: {
       post: {
         summary: ROUTE_TABLE.chat.summary,

@@ -1,69 +1,29 @@
-import { randomUUID } from 'node:crypto';
-import {
-  fieldError,
-  isGatewayError,
-  upstreamAuthRejected,
-  upstreamFailure,
-  upstreamResting,
-  upstreamTimeout,
-  usageMissing,
-  validationError,
-  type GatewayError,
-} from '../errors/gateway-errors.ts';
+import { routePath } from '../core/route-table.ts';
+import type { ModelHandler } from '../data-plane/request-context.ts';
+import { fieldError, isGatewayError, upstreamResting, validationError, type GatewayError } from '../errors/gateway-errors.ts';
 import { endForClient } from '../http/client-write-timeout.ts';
 import { readJsonObject } from '../http/json-body.ts';
 import type { ModelRegistry, ResolvedModel } from '../plugins/model-registry.ts';
-import { routePath } from '../core/route-table.ts';
-import type { ModelHandler } from '../data-plane/request-context.ts';
-import type { TokenUsage } from '../plugins/plugin-contract.ts';
-import type { UsageOutcome } from '../usage/stream-outcome.ts';
 import { requestIdOf } from '../ops/request-id.ts';
-import { redactCredentialText } from '../upstream/redact-credential.ts';
-import type { PooledEndpoint } from '../upstream/endpoint-pool.ts';
-import { readBody, UpstreamTransportError, type UpstreamEndpoint } from '../upstream/upstream-client.ts';
-import { abortOnClientClose, admitCaller, poolFor } from './compatible-route.ts';
-import { NATIVE_CHAT_SCHEMA } from './request-schemas.ts';
+import { attemptUpstream } from '../upstream/failover/attempt-upstream.ts';
+import { ClientWatch } from '../upstream/failover/client-watch.ts';
+import { backoffMs, DEFAULT_RETRY_POLICY, retryAfterMs, type RetryPolicy } from '../upstream/failover/retry-policy.ts';
+import { admitCaller, poolFor } from './compatible-route.ts';
+import { ExchangeRecorder, type ExchangeBasis } from './exchange-recorder.ts';
+import { attemptChat, chatCall, chatResult, type ChatCall } from './native-chat-upstream.ts';
 import type { RouteServices } from './route-services.ts';
+import { NATIVE_CHAT_SCHEMA } from './request-schemas.ts';
 import { validateRequest } from './validate-request.ts';
+
+export { backoffMs, DEFAULT_RETRY_POLICY, retryAfterMs, type RetryPolicy };
 
 export { MAX_RETRIES_CAP } from './request-schemas.ts';
 
-export interface RetryPolicy {
-  /** Retries when the caller sends no `max_retries`. */
-  readonly defaultMaxRetries: number;
-  /** First backoff; doubled per retry, with jitter. */
-  readonly baseDelayMs: number;
-  readonly maxDelayMs: number;
-  /** Shortest wait between two attempts, whatever `Retry-After` says (`0` included). */
-  readonly minDelayMs: number;
-  /** Longest `Retry-After` honoured; a longer one ends the retries. */
-  readonly maxRetryAfterMs: number;
-  /**
-   * Total time one request may take, every attempt and wait included; the attempt running when it
-   * passes is cut and answered as a timeout. Each attempt is also bounded by the gateway's upstream
-   * timeout (`UPSTREAM_TIMEOUT_MS`), which the caller's `timeout` may shorten but never extend.
-   */
-  readonly deadlineMs: number;
-  readonly sleep: (ms: number) => Promise<void>;
-  readonly random: () => number;
-}
-
-export const DEFAULT_RETRY_POLICY: RetryPolicy = {
-  defaultMaxRetries: 2,
-  baseDelayMs: 500,
-  maxDelayMs: 8_000,
-  minDelayMs: 250,
-  maxRetryAfterMs: 60_000,
-  deadlineMs: 600_000,
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-  random: Math.random,
-};
-
 const FIELDS = Object.keys(NATIVE_CHAT_SCHEMA.fields);
 const STREAMING_ROUTES = [routePath('chat-completions'), routePath('responses'), routePath('messages')].join(', ');
-const RETRYABLE_STATUSES = new Set([408, 409, 429]);
 /** Suffixes of the web chat's presets, which are not API model IDs. */
 const PRESET_SUFFIX = /^(.+?)[-_:. ]?(thinking|think|reasoning|fast|instant)$/i;
+
 
 /** Why a model ID is refused on the native route: a web-chat preset gets a pointer to the real IDs. */
 function modelProblem(registry: ModelRegistry, id: string): GatewayError | undefined {
@@ -105,43 +65,6 @@ function validate(registry: ModelRegistry, body: Record<string, unknown>): Resol
   return registry.resolve('chat', body.model as string);
 }
 
-/** Milliseconds from `retry-after-ms` or `Retry-After` (seconds or an HTTP date). */
-export function retryAfterMs(headers: Record<string, string | string[] | undefined>, now = Date.now()): number | undefined {
-  const ms = Number(headers['retry-after-ms']);
-  if (Number.isFinite(ms) && ms >= 0) return ms;
-  const value = headers['retry-after'];
-  if (typeof value !== 'string') return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-}
-
-/** Exponential backoff with jitter: between half and all of `base × 2^retry`, capped. */
-export function backoffMs(policy: RetryPolicy, retry: number): number {
-  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** retry);
-  return Math.round(ceiling / 2 + (policy.random() * ceiling) / 2);
-}
-
-type Attempt =
-  | { kind: 'answer'; status: number; body: Buffer }
-  | { kind: 'retry'; failure: GatewayError; waitMs?: number; status?: number; endpointFault: boolean }
-  | { kind: 'final'; failure: GatewayError };
-
-/**
- * The upstream's error message, for the `detail` (which the error log repeats). Redacted once parsed:
- * parsing decodes the key's JSON escapes, and before the cut, which could leave a part of it.
- */
-function upstreamMessage(body: Buffer, apiKey: string | undefined): string {
-  try {
-    const parsed = JSON.parse(body.toString('utf8')) as { error?: { message?: unknown }; message?: unknown };
-    const message = parsed.error?.message ?? parsed.message;
-    return typeof message === 'string' ? `: ${redactCredentialText(message, apiKey).slice(0, 300)}` : '';
-  } catch {
-    return '';
-  }
-}
-
 /**
  * `POST /v1/chat`: plain text in, plain text out, never streamed. The core owns validation, retries,
  * timeouts and usage; the model's plugin adapter owns only the mapping to its upstream format (always
@@ -155,172 +78,22 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     const resolved = validate(registry, body);
     const caller = await admitCaller(services, context, resolved);
     const pool = poolFor(services, resolved);
-    const adapter = resolved.plugin.nativeChat!;
-    const upstreamRoute = resolved.plugin.routes[adapter.route]!;
-    const upstreamBody = adapter.buildRequest({
-      upstreamModel: registry.upstreamModel(resolved, 'chat'),
-      input: body.input as string,
-      temperature: body.temperature as number | undefined,
-      maxOutputTokens: body.max_output_tokens as number | undefined,
-      webSearch: body.web_search === true,
-    });
-    const maxRetries = (body.max_retries as number | undefined) ?? policy.defaultMaxRetries;
-    const gatewayTimeoutMs = services.upstream.timeoutMs;
-    const attemptTimeoutMs = body.timeout === undefined ? gatewayTimeoutMs : Math.min(gatewayTimeoutMs, Math.ceil((body.timeout as number) * 1000));
-    const deadline = startedAt + policy.deadlineMs;
-    const clientGone = abortOnClientClose(res);
-    const provider = resolved.plugin.vendor;
-    const payload = JSON.stringify(upstreamBody);
-    const requestId = requestIdOf(req);
-    // Time spent waiting on upstream attempts, summed; when the status went out (0: not yet).
-    let upstreamMs = 0;
-    let firstByteAt = 0;
-
-    const record = (status: number, usage: TokenUsage | undefined, outcome: UsageOutcome = status === 499 ? 'client_closed' : 'complete') => {
-      context.recorded = true;
-      services.usage.record({
-        keyId: caller?.id,
-        route: 'chat',
-        resolved,
-        status,
-        stream: false,
-        latencyMs: performance.now() - startedAt,
-        requestId,
-        upstreamMs,
-        firstByteMs: firstByteAt === 0 ? undefined : firstByteAt - startedAt,
-        usage,
-        consumed: usage !== undefined,
-        outcome,
-        endpoint: serving?.name,
-        attempts,
-        requestBody: () => upstreamBody,
-        responseText: () => '',
-      });
-    };
-
-    let serving: PooledEndpoint | undefined;
-    let attempts = 0;
-    const attempt = async (member: PooledEndpoint): Promise<Attempt> => {
-      serving = member;
-      attempts += 1;
-      const outcome = await attemptOnce(member.endpoint);
-      if (outcome.kind === 'retry' && outcome.endpointFault) pool.failed(member, outcome.status === 429 || outcome.status === 503 ? outcome.waitMs : undefined);
-      else if (outcome.kind === 'retry') pool.released(member);
-      else pool.succeeded(member);
-      return outcome;
-    };
-
-    const attemptOnce = async (endpoint: UpstreamEndpoint): Promise<Attempt> => {
-      const timeoutMs = Math.max(1, Math.min(attemptTimeoutMs, Math.ceil(deadline - performance.now())));
-      const controller = new AbortController();
-      const stop = () => controller.abort();
-      clientGone.signal.addEventListener('abort', stop);
-      const timer = setTimeout(stop, timeoutMs);
-      const attemptAt = performance.now();
-      try {
-        const response = await services.upstream.post({ endpoint, route: upstreamRoute, body: payload, requestId, signal: controller.signal, timeoutMs });
-        const bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
-        const status = response.statusCode;
-        if (status >= 200 && status < 300) return { kind: 'answer', status, body: bytes };
-        if (status === 401 || status === 403) return { kind: 'final', failure: upstreamAuthRejected(provider, status) };
-        const failure = upstreamFailure(provider, `upstream answered ${status}${upstreamMessage(bytes, endpoint.apiKey)}`);
-        if (RETRYABLE_STATUSES.has(status) || status >= 500) {
-          return { kind: 'retry', failure, waitMs: retryAfterMs(response.headers), status, endpointFault: status === 429 || status >= 500 };
-        }
-        return { kind: 'final', failure };
-      } catch (error) {
-        if (clientGone.signal.aborted) throw error;
-        if (controller.signal.aborted) return { kind: 'retry', failure: upstreamTimeout(provider, error), endpointFault: true };
-        if (error instanceof UpstreamTransportError) {
-          return { kind: 'retry', failure: error.timedOut ? upstreamTimeout(provider, error) : upstreamFailure(provider, error.reason, error), endpointFault: true };
-        }
-        return { kind: 'retry', failure: upstreamFailure(provider, 'the answer broke off', error), endpointFault: true };
-      } finally {
-        upstreamMs += performance.now() - attemptAt;
-        clearTimeout(timer);
-        clientGone.signal.removeEventListener('abort', stop);
-      }
-    };
-
-    const first = pool.pick();
-    if (!first) {
-      const resting = upstreamResting(provider, pool.retryAfterMs());
-      record(resting.status, undefined);
-      throw resting;
-    }
-    let member: PooledEndpoint = first;
-    // Endpoints already tried since the last wait: a retry goes to another one first, without waiting.
-    let tried: PooledEndpoint[] | undefined;
-    let outcome: Attempt;
-    for (let retry = 0; ; retry += 1) {
-      try {
-        outcome = await attempt(member);
-      } catch (error) {
-        pool.released(member);
-        return record(499, undefined);
-      }
-      if (outcome.kind !== 'retry' || retry >= maxRetries) break;
-      (tried ??= []).push(member);
-      const other = pool.pick(tried);
-      if (other) {
-        member = other;
-        continue;
-      }
-      tried = undefined;
-      const wait = Math.max(policy.minDelayMs, outcome.waitMs ?? backoffMs(policy, retry));
-      if (wait > policy.maxRetryAfterMs) break;
-      // The next attempt would start at or after the deadline: answer with what the last one gave.
-      if (performance.now() + wait >= deadline) break;
-      await policy.sleep(wait);
-      if (clientGone.signal.aborted) return record(499, undefined);
-      // After waiting out a Retry-After the same endpoint may be tried again (the wait is what it asked
-      // for); one whose breaker tripped is not, and with every endpoint resting the last answer stands.
-      const next = pool.pick() ?? (member.tripped ? undefined : member);
-      if (!next) break;
-      member = next;
-    }
-    if (outcome.kind !== 'answer') {
-      record(outcome.failure.status, undefined);
-      throw outcome.failure;
-    }
-
-    let answer: unknown;
-    try {
-      answer = JSON.parse(outcome.body.toString('utf8'));
-    } catch {
-      record(502, undefined);
-      throw upstreamFailure(provider, 'the answer was not JSON');
-    }
-    const usage = services.usage.extractor(upstreamRoute.format, adapter.route, resolved).fromBody(answer);
-    if (!usage) {
-      record(502, undefined);
-      throw usageMissing(provider);
-    }
-    const answerText = adapter.readText(answer);
-    if (answerText === undefined) {
-      record(502, usage);
-      throw upstreamFailure(provider, 'the answer held no text');
-    }
-    // Redacted as text: parsing has decoded any JSON escapes of the key.
-    const text = redactCredentialText(answerText, serving?.endpoint.apiKey);
-    const { totalTokens, chargedTokens } = services.usage.charge(usage, resolved);
-    const result = {
-      id: `chat-${randomUUID()}`,
-      model: resolved.canonicalId,
-      result: { text },
-      usage: {
-        input_tokens: usage.inputTokens,
-        output_tokens: usage.outputTokens,
-        total_tokens: totalTokens,
-        cached_tokens: usage.cachedTokens,
-        charged_tokens: chargedTokens,
-      },
-    };
-    const payloadOut = Buffer.from(JSON.stringify(result));
-    firstByteAt = performance.now();
-    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': payloadOut.length });
-    const taken = await endForClient(res, payloadOut, services.clientWriteTimeoutMs);
-    if (taken === 'stalled') record(200, usage, 'client_stalled');
-    else record(taken === 'closed' ? 499 : 200, usage);
+    const call = chatCall(services, registry, resolved, body, requestIdOf(req), policy, startedAt);
+    const recorder = new ExchangeRecorder(services, context, chatBasis(caller?.id, call, startedAt), resolved);
+    recorder.upstreamSpentMs = 0;
+    const client = new ClientWatch(res);
+    const outcome = await attemptUpstream(pool, call.plan, client, recorder.tally, (member, signal) => attemptChat(services, call, member, signal, recorder));
+    if (outcome.kind === 'client-gone') return recorder.record(499, undefined, false);
+    if (outcome.kind === 'resting') return recorder.fail(upstreamResting(call.provider, pool.retryAfterMs()));
+    if (outcome.kind === 'failed') return recorder.fail(outcome.failure);
+    if (outcome.answer.failure) return recorder.fail(outcome.answer.failure);
+    const { payload, usage } = chatResult(services, call, resolved, outcome.answer.body, outcome.endpoint.endpoint.apiKey, recorder);
+    recorder.firstByteAt = performance.now();
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': payload.length });
+    recorder.recordEnd(await endForClient(res, payload, services.clientWriteTimeoutMs), 200, usage, true);
   };
+}
+
+function chatBasis(keyId: string | undefined, call: ChatCall, startedAt: number): ExchangeBasis {
+  return { keyId, route: 'chat', stream: false, requestId: call.requestId, startedAt, requestBody: () => call.upstreamBody, responseText: () => '' };
 }

@@ -155,10 +155,5 @@ export class EndpointPool {
   }
 }
 
-/** Ms of a `Retry-After` header (seconds or an HTTP date); `undefined` when absent or unreadable. */
-export function retryAfterMs(value: string | string[] | undefined, now = Date.now()): number | undefined {
-  if (typeof value !== 'string' || value === '') return undefined;
-  if (/^\d+(\.\d+)?$/.test(value.trim())) return Math.round(Number(value) * 1000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-}
+/** The one reader of `Retry-After` / `retry-after-ms`, also exported here where the pool's callers look for it. */
+export { retryAfterMs } from './failover/retry-policy.ts';

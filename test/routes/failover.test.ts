@@ -126,6 +126,19 @@ describe('failover between endpoints', () => {
       expect(response.text).to.equal(GOOD_JSON);
     });
 
+    it('fails over on 408 and 409 without counting them against the endpoint, and reads retry-after-ms on a 429', async () => {
+      await start();
+      b.script = answerJson;
+      for (const status of [408, 409]) {
+        a.script = (_req, res) => res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
+        expect((await post(app!, '/v1/chat/completions', chat())).status).to.equal(200);
+      }
+      expect(app!.services.endpoints.pool('acme')!.state()[0]).to.include({ status: 'up', consecutiveFailures: 0 });
+      a.script = (_req, res) => res.writeHead(429, { 'content-type': 'application/json', 'retry-after-ms': '60000' }).end('{}');
+      expect((await post(app!, '/v1/chat/completions', chat())).status).to.equal(200);
+      expect(app!.services.endpoints.pool('acme')!.state()[0]).to.include({ status: 'resting', consecutiveFailures: 1 });
+    });
+
     it('returns another 4xx as it came and never retries it', async () => {
       await start();
       a.script = (_req, res) => res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"bad"}}');

@@ -1,0 +1,128 @@
+import type { AttemptSignal } from '../attempt-signal.ts';
+import { PooledEndpoint, type EndpointPool } from '../endpoint-pool.ts';
+import type { ClientWatch } from './client-watch.ts';
+import { isEndpointFault, restsEndpoint, retryWaitMs, type RetryPolicy } from './retry-policy.ts';
+
+/**
+ * What one attempt at one endpoint came to, as the route's attempt function reports it:
+ * - `answer`: the endpoint answered (a success, or an answer that is final for this request); its
+ *   breaker closes and the answer goes to the client;
+ * - `retry`: a failure worth another attempt. `status` is the upstream's retryable status (see
+ *   `isRetryableStatus`), absent when the failure was the transport's or the stream's (refused, reset,
+ *   timed out, broke or erred before its first content); `waitMs` the upstream's `Retry-After`.
+ */
+export type AttemptResult<A, F> =
+  | { readonly kind: 'answer'; readonly answer: A }
+  | { readonly kind: 'retry'; readonly failure: F; readonly status?: number; readonly waitMs?: number };
+
+export type Attempt<A, F> = (member: PooledEndpoint, signal: AttemptSignal) => Promise<AttemptResult<A, F>>;
+
+/**
+ * How a request's attempts ended:
+ * - `answer`: `endpoint` (of `pool`) answered;
+ * - `failed`: every attempt failed; `failure` is the last one's;
+ * - `resting`: no endpoint could be tried (all rest);
+ * - `client-gone`: the client left first (nothing is to be sent).
+ */
+export type FailoverOutcome<A, F> =
+  | { readonly kind: 'answer'; readonly answer: A; readonly endpoint: PooledEndpoint; readonly pool: EndpointPool }
+  | { readonly kind: 'failed'; readonly failure: F }
+  | { readonly kind: 'resting' }
+  | { readonly kind: 'client-gone' };
+
+export interface FailoverPlan {
+  /** Attempts at most, every endpoint and round included. */
+  readonly maxAttempts: number;
+  /**
+   * Waits between rounds. Without it there is one round: each endpoint at most once, no waiting
+   * (the compatible routes, which fail over but leave retries to the client's SDK).
+   */
+  readonly retry?: { readonly policy: RetryPolicy; readonly deadline: number };
+}
+
+/** The endpoint that served or failed last and the attempts made, across every call for one request. */
+export interface AttemptTally {
+  endpoint: PooledEndpoint | undefined;
+  count: number;
+}
+
+const CLIENT_GONE = { kind: 'client-gone' } as const;
+const RESTING = { kind: 'resting' } as const;
+
+/**
+ * Tries `attempt` on the pool's endpoints until one answers. A round picks endpoints by weight, each at
+ * most once and at most `pool.maxAttempts` of them, at once one after the other. When a round is used
+ * up and `plan.retry` allows, the gateway waits (the upstream's `Retry-After`, else backoff) and starts
+ * a new round, in which the endpoint that failed last may be tried again unless its breaker opened.
+ * The breaker of each endpoint tried is kept here, and nowhere else.
+ */
+export async function attemptUpstream<A, F>(pool: EndpointPool, plan: FailoverPlan, client: ClientWatch, tally: AttemptTally, attempt: Attempt<A, F>): Promise<FailoverOutcome<A, F>> {
+  const first = pool.pick();
+  if (!first) return RESTING;
+  let member: PooledEndpoint = first;
+  let tried: PooledEndpoint[] | undefined;
+  let inRound = 0;
+  for (let made = 1; ; made++) {
+    const result: AttemptResult<A, F> | undefined = await attemptOnce(pool, member, client, tally, attempt);
+    if (result === undefined) return CLIENT_GONE;
+    if (result.kind === 'answer') return { kind: 'answer', answer: result.answer, endpoint: member, pool };
+    if (made >= plan.maxAttempts) return { kind: 'failed', failure: result.failure };
+    (tried ??= []).push(member);
+    const other = ++inRound < pool.maxAttempts ? pool.pick(tried) : undefined;
+    if (other) {
+      member = other;
+      continue;
+    }
+    const next: PooledEndpoint | typeof CLIENT_GONE | undefined = plan.retry && (await afterWait(pool, plan.retry, made - 1, result.waitMs, member, client));
+    if (next === undefined) return { kind: 'failed', failure: result.failure };
+    if (!(next instanceof PooledEndpoint)) return CLIENT_GONE;
+    member = next;
+    tried = undefined;
+    inRound = 0;
+  }
+}
+
+/** One attempt, its breaker bookkeeping done; `undefined` when the client left meanwhile. */
+async function attemptOnce<A, F>(pool: EndpointPool, member: PooledEndpoint, client: ClientWatch, tally: AttemptTally, attempt: Attempt<A, F>): Promise<AttemptResult<A, F> | undefined> {
+  tally.endpoint = member;
+  tally.count += 1;
+  let result: AttemptResult<A, F>;
+  try {
+    result = await attempt(member, client.attemptSignal());
+  } catch (error) {
+    pool.released(member);
+    if (client.gone) return undefined;
+    throw error;
+  }
+  if (result.kind === 'answer') {
+    pool.succeeded(member);
+    return result;
+  }
+  // A failure while the client was leaving says nothing of the endpoint.
+  if (client.gone) {
+    pool.released(member);
+    return undefined;
+  }
+  const status = result.status;
+  if (status === undefined || isEndpointFault(status)) pool.failed(member, status !== undefined && restsEndpoint(status) ? result.waitMs : undefined);
+  else pool.released(member);
+  return result;
+}
+
+/** Waits before the next round; the endpoint to try then, `undefined` to stop, or CLIENT_GONE. */
+async function afterWait(
+  pool: EndpointPool,
+  retry: NonNullable<FailoverPlan['retry']>,
+  retriesMade: number,
+  upstreamWaitMs: number | undefined,
+  last: PooledEndpoint,
+  client: ClientWatch,
+): Promise<PooledEndpoint | typeof CLIENT_GONE | undefined> {
+  const wait = retryWaitMs(retry.policy, retriesMade, upstreamWaitMs, performance.now(), retry.deadline);
+  if (wait === undefined) return undefined;
+  await retry.policy.sleep(wait);
+  if (client.gone) return CLIENT_GONE;
+  // After waiting out a Retry-After the same endpoint may be tried again (the wait is what it asked
+  // for); one whose breaker opened is not, and with every endpoint resting the last answer stands.
+  return pool.pick() ?? (last.tripped ? undefined : last);
+}
