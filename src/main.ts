@@ -1,8 +1,8 @@
 import cluster from 'node:cluster';
-import { assertWorkersShareState, runPrimary, workerCount } from './cluster.ts';
+import { assertWorkersShareState, runPrimary, workerCount } from './server/cluster.ts';
 import { ConfigError, loadConfig } from './config/gateway-config.ts';
-import { startGateway } from './gateway.ts';
-import { createLogger } from './logger.ts';
+import { startGateway } from './server/gateway.ts';
+import { createLogger } from './core/logger.ts';
 import { PluginLoadError } from './plugins/validate-plugin.ts';
 
 /** Every problem on a line of its own (each names its field or variable, never a secret's value). */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { startMockUpstream, type MockUpstream } from '../mock-upstream/mock-upstream-server.ts';
-import { assertWorkersShareState, workerCount } from '../src/cluster.ts';
+import { assertWorkersShareState, workerCount } from '../src/server/cluster.ts';
 import { ConfigError, loadConfig } from '../src/config/gateway-config.ts';
 import { eventually } from './helpers/eventually.ts';
 import { GatewayProcess } from './helpers/gateway-process.ts';

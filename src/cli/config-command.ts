@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { inspectConfig } from '../config/gateway-config.ts';
-import { configFilePath, configVersion, modelTableProblems } from '../config/live-config.ts';
+import { configFilePath, configVersion, modelTableProblems } from '../server/live-config.ts';
 import { loadPlugins } from '../plugins/load-plugins.ts';
 import { PluginLoadError } from '../plugins/validate-plugin.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';

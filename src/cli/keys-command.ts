@@ -1,12 +1,12 @@
 import { parseArgs } from 'node:util';
-import { parseNewKey } from '../admin/new-key-input.ts';
-import { canonicalModelIds } from '../admin/admin-routes.ts';
-import { keyStatus } from '../auth/api-keys.ts';
-import type { KeyStore } from '../auth/key-store.ts';
-import { openKeyStore } from '../auth/open-key-store.ts';
+import { parseNewKey } from '../control-plane/admin/new-key-input.ts';
+import { canonicalModelIds } from '../control-plane/admin/admin-routes.ts';
+import { keyStatus } from '../core/api-keys.ts';
+import type { KeyStore } from '../stores/keys/key-store.ts';
+import { openKeyStore } from '../stores/keys/open-key-store.ts';
 import { loadConfig } from '../config/gateway-config.ts';
 import { loadPlugins } from '../plugins/load-plugins.ts';
-import { ModelRegistry } from '../plugins/model-registry.ts';
+import { ModelRegistry } from '../core/model-registry.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { textTable } from './text-table.ts';
 

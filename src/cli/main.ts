@@ -1,5 +1,5 @@
 import { ConfigError } from '../config/gateway-config.ts';
-import { isGatewayError } from '../errors/gateway-errors.ts';
+import { isGatewayError } from '../core/gateway-errors.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { runUsageCommand, USAGE_SYNOPSIS } from './usage-command.ts';
 import { KEYS_SYNOPSIS, runKeysCommand } from './keys-command.ts';

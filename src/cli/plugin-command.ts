@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { formatFailure, runConformance, type ConformanceOptions } from '../plugins/conformance/run-conformance.ts';
+import { formatFailure, runConformance, type ConformanceOptions } from '../../tools/conformance/run-conformance.ts';
 import { PLUGIN_ENTRY_FILES, readManifest } from '../plugins/load-plugins.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { envPrefix, SCAFFOLD_FORMATS, scaffoldFiles, type ScaffoldFormat } from './plugin-scaffold.ts';

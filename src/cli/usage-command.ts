@@ -1,7 +1,7 @@
 import { loadConfig } from '../config/gateway-config.ts';
-import { openStores } from '../gateway.ts';
-import { createLogger } from '../logger.ts';
-import { runUsageCommand as runOnStore, USAGE_COMMAND_SYNOPSIS } from '../usage/usage-command.ts';
+import { openStores } from '../server/gateway.ts';
+import { createLogger } from '../core/logger.ts';
+import { runUsageCommand as runOnStore, USAGE_COMMAND_SYNOPSIS } from './usage-report.ts';
 import type { CliIo } from './cli-io.ts';
 
 export const USAGE_SYNOPSIS = USAGE_COMMAND_SYNOPSIS;

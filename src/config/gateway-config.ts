@@ -3,7 +3,7 @@ import { isAbsolute, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LineCounter, parseDocument } from 'yaml';
 import * as yup from 'yup';
-import { checkTrustedProxies } from '../http/client-address.ts';
+import { checkTrustedProxies } from '../core/client-address.ts';
 import { ConfigProblemReporter, fieldName, schemaProblems, withoutFields, yamlProblem, type ConfigProblem, type FieldPath } from './config-problems.ts';
 
 /** Settings of one upstream provider, keyed by its vendor prefix. */

@@ -1,5 +1,5 @@
 import { parse as parseLegacyUrl } from 'node:url';
-import type { ErrorFamily } from '../errors/error-body.ts';
+import type { ErrorFamily } from './error-body.ts';
 import type { RouteId, WireFormat } from '../plugins/plugin-contract.ts';
 
 /** A header a client may present its API key in. */

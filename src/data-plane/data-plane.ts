@@ -1,14 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { KeyAuthenticator } from '../auth/authenticate.ts';
+import type { KeyAuthenticator } from './auth/authenticate.ts';
 import type { ModelRoute } from '../core/route-table.ts';
-import { answerError } from '../errors/error-middleware.ts';
-import { isGatewayError, methodNotAllowed } from '../errors/gateway-errors.ts';
-import { clientAddress } from '../http/client-address.ts';
-import { duplicateHost } from '../http/host-header.ts';
-import type { InFlight } from '../http/in-flight.ts';
-import type { KeyConcurrency } from '../limits/key-concurrency.ts';
-import type { KeyRateLimit } from '../limits/rate-limiter.ts';
+import { answerError } from './answer-error.ts';
+import { isGatewayError, methodNotAllowed } from '../core/gateway-errors.ts';
+import { clientAddress } from '../core/client-address.ts';
+import { duplicateHost } from './http/host-header.ts';
+import type { InFlight } from './http/in-flight.ts';
+import type { KeyConcurrency } from './limits/key-concurrency.ts';
+import type { KeyRateLimit } from './limits/rate-limiter.ts';
 import type { RouteId } from '../plugins/plugin-contract.ts';
 import type { ModelHandler, RequestContext } from './request-context.ts';
 

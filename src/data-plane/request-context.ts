@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ModelRoute } from '../core/route-table.ts';
 import type { Observation } from '../ops/request-observer.ts';
-import type { CallerKey } from '../routes/route-services.ts';
+import type { CallerKey } from '../core/exchange.ts';
 
 /**
  * What the data plane knows of one model request, handed to its handler (never kept on req or res);

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorFamilyOf, modelRouteAt, pathnameOf } from '../core/route-table.ts';
-import { sendError } from '../errors/error-middleware.ts';
-import { clientAddressResolver, stampClientAddress } from '../http/client-address.ts';
-import { lingerLimits, stampLingerLimits } from '../http/linger-close.ts';
-import type { PendingRequests } from '../http/pending-requests.ts';
+import { sendError } from './answer-error.ts';
+import { clientAddressResolver, stampClientAddress } from '../core/client-address.ts';
+import { lingerLimits, stampLingerLimits } from './http/linger-close.ts';
+import type { PendingRequests } from './http/pending-requests.ts';
 import { stampRequestId } from '../ops/request-id.ts';
 import type { RequestObserver } from '../ops/request-observer.ts';
 import type { DataPlane } from './data-plane.ts';

@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, type Registry } from 'prom-client';
-import { serviceUnavailable } from '../errors/gateway-errors.ts';
+import { serviceUnavailable } from '../core/gateway-errors.ts';
 
 /** Anything that answers a Prometheus scrape: one process's metrics, or the whole cluster's. */
 export interface MetricsSource {

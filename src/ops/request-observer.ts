@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { ResolvedModel } from '../plugins/model-registry.ts';
+import type { ResolvedModel } from '../core/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId, WireFormat } from '../plugins/plugin-contract.ts';
-import type { CallerKey, Exchange, RecordedUsage, UsageAccounting } from '../routes/route-services.ts';
+import type { CallerKey, Exchange, RecordedUsage, UsageAccounting } from '../core/exchange.ts';
 import { NO_MODEL, type GatewayMetrics } from './metrics.ts';
 import { requestIdOf } from './request-id.ts';
 import { MODEL_ROUTES } from '../core/route-table.ts';

@@ -50,3 +50,8 @@ export function charge(usage: TokenUsage, pricing: ModelPricing): Charge {
 export function costNanoUsd(costUsd: number): number {
   return Math.round(costUsd * Number(NANO));
 }
+
+/** A cost with at most 6 decimals, without trailing zeros (`0.25`, `0.000123`). */
+export function formatCost(costUsd: number): string {
+  return costUsd.toFixed(6).replace(/\.?0+$/, '');
+}

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { quotaExceeded } from '../errors/gateway-errors.ts';
+import { quotaExceeded } from '../core/gateway-errors.ts';
 import type { UsageStore } from './usage-store.ts';
 
 /** A key's token quotas, in charged tokens (see `charge` in `pricing.ts`) per UTC day and per UTC month. */

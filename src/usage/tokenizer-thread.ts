@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { CountReply, CountRequest } from './token-count-worker.ts';
+import type { CountReply, CountRequest } from './token-count-messages.ts';
 
 /**
  * Token counts on a worker thread. Loading the tokenizer blocks for over a second and holds tens of

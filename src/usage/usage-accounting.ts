@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import { WIRE_FORMATS } from '../core/formats/index.ts';
-import type { ModelRegistry, ResolvedModel } from '../plugins/model-registry.ts';
+import type { ModelRegistry, ResolvedModel } from '../core/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
-import type { CallerKey, Exchange, RecordedUsage, UsageAccounting } from '../routes/route-services.ts';
+import type { CallerKey, Exchange, RecordedUsage, UsageAccounting } from '../core/exchange.ts';
 import { charge } from './pricing.ts';
 import { checkQuota } from './quota.ts';
 import { estimateUsage } from './token-estimate.ts';

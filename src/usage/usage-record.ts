@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ModelPricing, RouteId, TokenUsage } from '../plugins/plugin-contract.ts';
 import { charge, costNanoUsd } from './pricing.ts';
-import type { UsageOutcome } from './stream-outcome.ts';
+import type { UsageOutcome } from '../core/exchange.ts';
 
 /** One request's usage, as stored and summed. */
 export interface UsageRecord {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { MemorySessionStore, RedisSessionStore } from '../../src/account/session-store.ts';
-import { isGatewayError } from '../../src/errors/gateway-errors.ts';
-import { createRedisClient, waitUntilReady, type RedisConnection } from '../../src/store/redis-client.ts';
+import { MemorySessionStore, RedisSessionStore } from '../../src/stores/session-store.ts';
+import { isGatewayError } from '../../src/core/gateway-errors.ts';
+import { createRedisClient, waitUntilReady, type RedisConnection } from '../../src/stores/redis/redis-client.ts';
 import { TestRedisServer } from '../helpers/redis-server.ts';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway.ts';
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { usageCsv, usageCsvName } from '../../src/account/usage-csv.ts';
+import { usageCsv, usageCsvName } from '../../src/control-plane/account/usage-csv.ts';
 
 const counts = { requests: 2, input_tokens: 10, output_tokens: 5, cached_tokens: 1, total_tokens: 15, charged_tokens: 14, cost_usd: 0.0000125 };
 

@@ -2,12 +2,12 @@ import { expect } from 'chai';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { adminRouter, canonicalModelIds } from '../../src/admin/admin-routes.ts';
-import { hashApiKey } from '../../src/auth/api-keys.ts';
-import { createAuthenticator } from '../../src/auth/authenticate.ts';
-import { FileKeyStore } from '../../src/auth/file-key-store.ts';
+import { adminRouter, canonicalModelIds } from '../../src/control-plane/admin/admin-routes.ts';
+import { hashApiKey } from '../../src/core/api-keys.ts';
+import { createAuthenticator } from '../../src/data-plane/auth/authenticate.ts';
+import { FileKeyStore } from '../../src/stores/keys/file-key-store.ts';
 import { loadPlugins } from '../../src/plugins/load-plugins.ts';
-import { ModelRegistry } from '../../src/plugins/model-registry.ts';
+import { ModelRegistry } from '../../src/core/model-registry.ts';
 import { captureLogs, send, startGuardedApp, type GuardedApp } from '../auth/guarded-app.ts';
 
 const TOKEN = 'admin-token-for-tests-0001-0123456789abcdef';

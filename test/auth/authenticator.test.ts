@@ -3,12 +3,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hashApiKey, sameHash, sameSecret, type ApiKeyRecord } from '../../src/auth/api-keys.ts';
-import { assertModelAllowed, createAuthenticator, staticKeyRecords } from '../../src/auth/authenticate.ts';
-import { FileKeyStore } from '../../src/auth/file-key-store.ts';
-import type { KeyStore } from '../../src/auth/key-store.ts';
+import { hashApiKey, sameHash, sameSecret, type ApiKeyRecord } from '../../src/core/api-keys.ts';
+import { assertModelAllowed, createAuthenticator, staticKeyRecords } from '../../src/data-plane/auth/authenticate.ts';
+import { FileKeyStore } from '../../src/stores/keys/file-key-store.ts';
+import type { KeyStore } from '../../src/stores/keys/key-store.ts';
 import { ConfigError, parseStaticKeys } from '../../src/config/gateway-config.ts';
-import { isGatewayError } from '../../src/errors/gateway-errors.ts';
+import { isGatewayError } from '../../src/core/gateway-errors.ts';
 import { captureLogs, send, startGuardedApp, type GuardedApp } from './guarded-app.ts';
 
 const STATIC_KEY = 'sk-static-key-for-tests-0001-0123456789abcdef';

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { request } from 'undici';
-import { newKeyRecord, type ApiKeyRecord } from '../../src/auth/api-keys.ts';
-import { createAuthenticator } from '../../src/auth/authenticate.ts';
-import { FailedAuthThrottle } from '../../src/auth/failed-auth-throttle.ts';
-import type { KeyStore } from '../../src/auth/key-store.ts';
-import { isGatewayError } from '../../src/errors/gateway-errors.ts';
+import { newKeyRecord, type ApiKeyRecord } from '../../src/core/api-keys.ts';
+import { createAuthenticator } from '../../src/data-plane/auth/authenticate.ts';
+import { FailedAuthThrottle } from '../../src/data-plane/auth/failed-auth-throttle.ts';
+import type { KeyStore } from '../../src/stores/keys/key-store.ts';
+import { isGatewayError } from '../../src/core/gateway-errors.ts';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';
 
 const ADMIN_TOKEN = 'admin-token-for-throttle-tests-0001';

@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import { mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hashApiKey } from '../../src/auth/api-keys.ts';
-import { FileKeyStore } from '../../src/auth/file-key-store.ts';
+import { hashApiKey } from '../../src/core/api-keys.ts';
+import { FileKeyStore } from '../../src/stores/keys/file-key-store.ts';
 import { eventually } from './guarded-app.ts';
 
 describe('file key store', () => {

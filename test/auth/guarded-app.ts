@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import express, { type RequestHandler, type Router } from 'express';
 import { pino, type Logger } from 'pino';
-import { errorMiddleware } from '../../src/errors/error-middleware.ts';
+import { errorMiddleware } from '../../src/data-plane/answer-error.ts';
 
 /** A pino logger writing into memory, to check what reaches the logs. */
 export function captureLogs(): { logger: Logger; text: () => string } {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { Redis } from 'ioredis';
-import { fileKeyIdSecret, KEY_ID_SECRET_FILE, KEY_ID_SECRET_REDIS_KEY, redisKeyIdSecret } from '../../src/auth/key-id-secret.ts';
+import { fileKeyIdSecret, KEY_ID_SECRET_FILE, KEY_ID_SECRET_REDIS_KEY, redisKeyIdSecret } from '../../src/stores/keys/key-id-secret.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { TestRedisServer } from '../helpers/redis-server.ts';
 import { startTestGateway, TEST_KEY } from '../helpers/test-gateway.ts';

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
-import type { ApiKeyRecord } from '../../src/auth/api-keys.ts';
-import { hashApiKey } from '../../src/auth/api-keys.ts';
-import { createAuthenticator } from '../../src/auth/authenticate.ts';
-import type { KeyStore } from '../../src/auth/key-store.ts';
-import { PresentedKeyCache } from '../../src/auth/presented-key-cache.ts';
-import { isGatewayError } from '../../src/errors/gateway-errors.ts';
+import type { ApiKeyRecord } from '../../src/core/api-keys.ts';
+import { hashApiKey } from '../../src/core/api-keys.ts';
+import { createAuthenticator } from '../../src/data-plane/auth/authenticate.ts';
+import type { KeyStore } from '../../src/stores/keys/key-store.ts';
+import { PresentedKeyCache } from '../../src/data-plane/auth/presented-key-cache.ts';
+import { isGatewayError } from '../../src/core/gateway-errors.ts';
 import { eventually, sleep } from '../helpers/eventually.ts';
 
 const record = (id: string, revoked = false): ApiKeyRecord => ({ id, name: id, hash: hashApiKey(id), createdAt: '2026-01-01T00:00:00.000Z', revoked });

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { hashApiKey } from '../../src/auth/api-keys.ts';
-import { createAuthenticator } from '../../src/auth/authenticate.ts';
-import { RedisKeyStore } from '../../src/auth/redis-key-store.ts';
-import { createRedisClient, waitUntilReady, type RedisConnection } from '../../src/store/redis-client.ts';
+import { hashApiKey } from '../../src/core/api-keys.ts';
+import { createAuthenticator } from '../../src/data-plane/auth/authenticate.ts';
+import { RedisKeyStore } from '../../src/stores/keys/redis-key-store.ts';
+import { createRedisClient, waitUntilReady, type RedisConnection } from '../../src/stores/redis/redis-client.ts';
 import { TestRedisCluster, TestRedisServer } from '../helpers/redis-server.ts';
 import { eventually, send, startGuardedApp } from './guarded-app.ts';
 

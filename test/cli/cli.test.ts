@@ -5,11 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { hashApiKey } from '../../src/auth/api-keys.ts';
-import { FileKeyStore } from '../../src/auth/file-key-store.ts';
-import { RedisKeyStore } from '../../src/auth/redis-key-store.ts';
+import { hashApiKey } from '../../src/core/api-keys.ts';
+import { FileKeyStore } from '../../src/stores/keys/file-key-store.ts';
+import { RedisKeyStore } from '../../src/stores/keys/redis-key-store.ts';
 import { runCli } from '../../src/cli/main.ts';
-import { createRedisClient, waitUntilReady } from '../../src/store/redis-client.ts';
+import { createRedisClient, waitUntilReady } from '../../src/stores/redis/redis-client.ts';
 import { eventually } from '../auth/guarded-app.ts';
 import { freePort, TestRedisServer } from '../helpers/redis-server.ts';
 

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../../src/cli/main.ts';
-import { EmbeddedUsageStore } from '../../src/usage/embedded-usage-store.ts';
+import { EmbeddedUsageStore } from '../../src/stores/usage/embedded-usage-store.ts';
 import type { UsageRecord } from '../../src/usage/usage-record.ts';
 
 const record = (overrides: Partial<UsageRecord>): UsageRecord => ({

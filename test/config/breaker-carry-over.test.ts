@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { carryBreakerState } from '../../src/config/breaker-carry-over.ts';
-import { EndpointPool, PooledEndpoint } from '../../src/upstream/endpoint-pool.ts';
-import { endpointsOf } from '../../src/upstream/provider-endpoints.ts';
-import { upstreamEndpoint } from '../../src/upstream/upstream-client.ts';
+import { carryBreakerState } from '../../src/server/breaker-carry-over.ts';
+import { EndpointPool, PooledEndpoint } from '../../src/data-plane/upstream/endpoint-pool.ts';
+import { endpointsOf } from '../../src/data-plane/upstream/provider-endpoints.ts';
+import { upstreamEndpoint } from '../../src/data-plane/upstream/upstream-client.ts';
 
 const SETTINGS = { failureThreshold: 2, cooldownMs: 60_000 };
 const member = (provider: string, url: string, key: string, name: string, weight = 1) => new PooledEndpoint(upstreamEndpoint(provider, url, key), name, weight);

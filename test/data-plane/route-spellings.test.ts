@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { request as httpRequest } from 'node:http';
 import { MODEL_ROUTES, type ModelRoute } from '../../src/core/route-table.ts';
-import { clientRequest } from '../../src/plugins/conformance/route-requests.ts';
+import { clientRequest } from '../../tools/conformance/route-requests.ts';
 import type { RouteId } from '../../src/plugins/plugin-contract.ts';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';
 

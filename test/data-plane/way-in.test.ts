@@ -1,13 +1,13 @@
 import { expect } from 'chai';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createAuthenticator } from '../../src/auth/authenticate.ts';
-import type { KeyStore } from '../../src/auth/key-store.ts';
+import { createAuthenticator } from '../../src/data-plane/auth/authenticate.ts';
+import type { KeyStore } from '../../src/stores/keys/key-store.ts';
 import { createDataPlane, type DataPlaneOptions } from '../../src/data-plane/data-plane.ts';
 import type { ModelHandler } from '../../src/data-plane/request-context.ts';
 import { createWayIn } from '../../src/data-plane/way-in.ts';
-import { upstreamTimeout } from '../../src/errors/gateway-errors.ts';
-import { createRateLimiters } from '../../src/limits/rate-limiter.ts';
+import { upstreamTimeout } from '../../src/core/gateway-errors.ts';
+import { createRateLimiters } from '../../src/data-plane/limits/rate-limiter.ts';
 import type { RouteId } from '../../src/plugins/plugin-contract.ts';
 import { captureLogs } from '../auth/guarded-app.ts';
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { errorBody } from '../../src/errors/error-body.ts';
-import { fieldError, quotaExceeded, upstreamFailure, validationError } from '../../src/errors/gateway-errors.ts';
+import { errorBody } from '../../src/core/error-body.ts';
+import { fieldError, quotaExceeded, upstreamFailure, validationError } from '../../src/core/gateway-errors.ts';
 
 describe('errorBody', () => {
   it('gives a ValidationError every field and the Chat Completions envelope beside it', () => {

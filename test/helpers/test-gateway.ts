@@ -2,8 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/gateway-config.ts';
-import { startGateway, type Gateway } from '../../src/gateway.ts';
-import { createLogger } from '../../src/logger.ts';
+import { startGateway, type Gateway } from '../../src/server/gateway.ts';
+import { createLogger } from '../../src/core/logger.ts';
 import { startMockUpstream, type MockUpstream, type MockUpstreamOptions } from '../../mock-upstream/mock-upstream-server.ts';
 
 export const VENDORS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta'] as const;

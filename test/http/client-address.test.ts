@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { expect } from 'chai';
-import { checkTrustedProxies, clientAddress, clientAddressResolver, stampClientAddress } from '../../src/http/client-address.ts';
+import { checkTrustedProxies, clientAddress, clientAddressResolver, stampClientAddress } from '../../src/core/client-address.ts';
 import { loadConfig } from '../../src/config/gateway-config.ts';
 
 function request(peer: string, forwardedFor?: string): IncomingMessage {

@@ -6,10 +6,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Redis, type Cluster } from 'ioredis';
 import { RedisStore } from 'rate-limit-redis';
 import type { Logger } from 'pino';
-import { createAuthenticator, staticKeyRecords } from '../../src/auth/authenticate.ts';
-import { FileKeyStore } from '../../src/auth/file-key-store.ts';
-import { createRateLimiters, describeWindow, rateLimitText, type RateLimiters, type RateLimiterOptions } from '../../src/limits/rate-limiter.ts';
-import { createRedisClient, waitUntilReady, type RedisConnection } from '../../src/store/redis-client.ts';
+import { createAuthenticator, staticKeyRecords } from '../../src/data-plane/auth/authenticate.ts';
+import { FileKeyStore } from '../../src/stores/keys/file-key-store.ts';
+import { createRateLimiters, describeWindow, rateLimitText, type RateLimiters, type RateLimiterOptions } from '../../src/data-plane/limits/rate-limiter.ts';
+import { createRedisClient, waitUntilReady, type RedisConnection } from '../../src/stores/redis/redis-client.ts';
 import { captureLogs, eventually, send, sleep, startGuardedApp, type Answer, type GuardedApp } from '../auth/guarded-app.ts';
 import { TestRedisCluster, TestRedisServer } from '../helpers/redis-server.ts';
 

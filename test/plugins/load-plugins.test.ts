@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import ts from 'typescript';
 import { loadPlugins } from '../../src/plugins/load-plugins.ts';
-import { ModelRegistry } from '../../src/plugins/model-registry.ts';
+import { ModelRegistry } from '../../src/core/model-registry.ts';
 import { PluginLoadError } from '../../src/plugins/validate-plugin.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { isGatewayError } from '../../src/errors/gateway-errors.ts';
-import { ModelRegistry } from '../../src/plugins/model-registry.ts';
+import { isGatewayError } from '../../src/core/gateway-errors.ts';
+import { ModelRegistry } from '../../src/core/model-registry.ts';
 import { PluginLoadError } from '../../src/plugins/validate-plugin.ts';
 import { samplePlugins } from './sample-plugins.ts';
 

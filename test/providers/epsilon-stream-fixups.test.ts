@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { dropEmptyFunctionCall } from '../../providers/epsilon/stream-fixups.ts';
-import { SseSplitter } from '../../src/sse/sse-splitter.ts';
-import { relaySse } from '../../src/sse/sse-relay.ts';
+import { SseSplitter } from '../../src/data-plane/sse/sse-splitter.ts';
+import { relaySse } from '../../src/data-plane/sse/sse-relay.ts';
 import { PassThrough } from 'node:stream';
 import type { ServerResponse } from 'node:http';
 

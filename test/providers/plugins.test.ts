@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { fileURLToPath } from 'node:url';
 import { loadPlugins } from '../../src/plugins/load-plugins.ts';
-import { ModelRegistry } from '../../src/plugins/model-registry.ts';
+import { ModelRegistry } from '../../src/core/model-registry.ts';
 import type { ModelIdForm, NativeChatRequest, ProviderPlugin, RouteId } from '../../src/plugins/plugin-contract.ts';
 
 const manifest = fileURLToPath(new URL('../../providers/manifest.json', import.meta.url));

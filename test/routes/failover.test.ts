@@ -396,8 +396,8 @@ describe('model fallbacks', () => {
   });
 
   it('is checked at start: targets must be canonical models sharing a route in the same wire format', async () => {
-    const { fallbackTable } = await import('../../src/routes/model-fallbacks.ts');
-    const { ModelRegistry } = await import('../../src/plugins/model-registry.ts');
+    const { fallbackTable } = await import('../../src/data-plane/routes/model-fallbacks.ts');
+    const { ModelRegistry } = await import('../../src/core/model-registry.ts');
     const registry = new ModelRegistry(samplePlugins());
     expect(fallbackTable(registry, { 'acme/one': ['bolt/bolt-1', 'acme/two'] }).get('acme/one')).to.deep.equal(['bolt/bolt-1', 'acme/two']);
     expect(() => fallbackTable(registry, { 'acme/one': ['acme/nope'] })).to.throw("fallback of 'acme/one' 'acme/nope' is not a canonical model ID");

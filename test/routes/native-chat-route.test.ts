@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { request } from 'undici';
-import { backoffMs, DEFAULT_RETRY_POLICY, MAX_RETRIES_CAP, retryAfterMs, type RetryPolicy } from '../../src/routes/native-chat-route.ts';
+import { backoffMs, DEFAULT_RETRY_POLICY, MAX_RETRIES_CAP, retryAfterMs, type RetryPolicy } from '../../src/data-plane/routes/native-chat-route.ts';
 import { samplePlugins } from '../plugins/sample-plugins.ts';
 import { ScriptedUpstream } from '../helpers/scripted-upstream.ts';
 import { startRouteTestApp, type RouteTestApp } from './route-test-app.ts';

@@ -2,10 +2,10 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import * as yup from 'yup';
-import { requestJsonSchema } from '../../src/openapi/request-json-schema.ts';
+import { requestJsonSchema } from '../../src/control-plane/openapi/request-json-schema.ts';
 import type { UpstreamRouteId } from '../../src/plugins/plugin-contract.ts';
-import { FAST_CHECKS, MAX_RETRIES_CAP, NATIVE_CHAT_SCHEMA, REQUEST_SCHEMAS } from '../../src/routes/request-schemas.ts';
-import { compileAccepts, fastCheckOf, jsonTypes, readShape } from '../../src/routes/request-shapes.ts';
+import { FAST_CHECKS, MAX_RETRIES_CAP, NATIVE_CHAT_SCHEMA, REQUEST_SCHEMAS } from '../../src/data-plane/routes/request-schemas.ts';
+import { compileAccepts, fastCheckOf, jsonTypes, readShape } from '../../src/data-plane/routes/request-shapes.ts';
 
 // Values near every boundary the schemas draw: absent, null, empty, wrong type, right type.
 const scalar = fc.constantFrom<unknown>(undefined, null, '', 'x', 0, 1, -1, 1.5, 2 ** 53, true, false);

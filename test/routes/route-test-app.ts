@@ -1,15 +1,16 @@
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
-import { createApp } from '../../src/app.ts';
-import { createLogger } from '../../src/logger.ts';
-import { ModelRegistry } from '../../src/plugins/model-registry.ts';
+import { createApp } from '../../src/control-plane/app.ts';
+import { createLogger } from '../../src/core/logger.ts';
+import { ModelRegistry } from '../../src/core/model-registry.ts';
 import type { ProviderPlugin, TokenUsage, UsageExtractor } from '../../src/plugins/plugin-contract.ts';
-import { fallbackTable } from '../../src/routes/model-fallbacks.ts';
-import { nativeChatRoute, type RetryPolicy } from '../../src/routes/native-chat-route.ts';
-import type { Exchange, RouteServices, UsageAccounting } from '../../src/routes/route-services.ts';
-import { EndpointPool, PooledEndpoint } from '../../src/upstream/endpoint-pool.ts';
-import { endpointsOf } from '../../src/upstream/provider-endpoints.ts';
-import { UpstreamClient, upstreamEndpoint } from '../../src/upstream/upstream-client.ts';
+import { fallbackTable } from '../../src/data-plane/routes/model-fallbacks.ts';
+import { nativeChatRoute, type RetryPolicy } from '../../src/data-plane/routes/native-chat-route.ts';
+import type { Exchange, UsageAccounting } from '../../src/core/exchange.ts';
+import type { RouteServices } from '../../src/data-plane/route-services.ts';
+import { EndpointPool, PooledEndpoint } from '../../src/data-plane/upstream/endpoint-pool.ts';
+import { endpointsOf } from '../../src/data-plane/upstream/provider-endpoints.ts';
+import { UpstreamClient, upstreamEndpoint } from '../../src/data-plane/upstream/upstream-client.ts';
 
 /**
  * A made-up usage format for route tests: `{"usage":{"n":N}}` in a body or an event. The real

@@ -1,7 +1,7 @@
 // Child of journal-startup.ts: opens the embedded usage store on a data directory and prints how long
 // it took, the process's RSS, and the totals it holds (to compare runs), as one JSON line.
 import { pino } from 'pino';
-import { EmbeddedUsageStore } from '../../src/usage/embedded-usage-store.ts';
+import { EmbeddedUsageStore } from '../../src/stores/usage/embedded-usage-store.ts';
 
 const [dir, compactEvery] = process.argv.slice(2);
 const started = performance.now();

@@ -3,8 +3,8 @@ import fc from 'fast-check';
 import type { ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import type { SseEvent } from '../../src/plugins/plugin-contract.ts';
-import { relaySse } from '../../src/sse/sse-relay.ts';
-import { redactCredential } from '../../src/upstream/redact-credential.ts';
+import { relaySse } from '../../src/data-plane/sse/sse-relay.ts';
+import { redactCredential } from '../../src/data-plane/upstream/redact-credential.ts';
 
 const SECRET = 'upstream-secret-key';
 

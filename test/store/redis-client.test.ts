@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Redis } from 'ioredis';
-import { createRedisClient, isReady, redisHealth, waitUntilReady } from '../../src/store/redis-client.ts';
+import { createRedisClient, isReady, redisHealth, waitUntilReady } from '../../src/stores/redis/redis-client.ts';
 import { captureLogs, eventually } from '../auth/guarded-app.ts';
 import { freePort, TestRedisCluster, TestRedisServer } from '../helpers/redis-server.ts';
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { EndpointPool, PooledEndpoint, retryAfterMs } from '../../src/upstream/endpoint-pool.ts';
-import { upstreamEndpoint } from '../../src/upstream/upstream-client.ts';
+import { EndpointPool, PooledEndpoint, retryAfterMs } from '../../src/data-plane/upstream/endpoint-pool.ts';
+import { upstreamEndpoint } from '../../src/data-plane/upstream/upstream-client.ts';
 
 const member = (name: string, weight = 1) => new PooledEndpoint(upstreamEndpoint('acme', `http://${name}.example/v1`, `key-${name}`), name, weight);
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { REDACTED, redactCredential, redactCredentialText } from '../../src/upstream/redact-credential.ts';
+import { REDACTED, redactCredential, redactCredentialText } from '../../src/data-plane/upstream/redact-credential.ts';
 import { encodedKey, revealsSecret } from '../helpers/credential-readings.ts';
 
 const redact = (text: string, secret: string) => redactCredential(Buffer.from(text), secret).toString();

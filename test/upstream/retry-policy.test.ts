@@ -7,7 +7,7 @@ import {
   restsEndpoint,
   retryAfterMs,
   retryWaitMs,
-} from '../../src/upstream/failover/retry-policy.ts';
+} from '../../src/data-plane/upstream/failover/retry-policy.ts';
 
 describe('retry policy', () => {
   it('retries 408, 409, 429 and every 5xx but 501 and 505; nothing else', () => {

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { request } from 'undici';
-import { createLogger } from '../../src/logger.ts';
-import { createRedisClient, waitUntilReady, type RedisConnection } from '../../src/store/redis-client.ts';
-import { EndpointPool, PooledEndpoint } from '../../src/upstream/endpoint-pool.ts';
-import { SharedBreakerState } from '../../src/upstream/shared-breaker.ts';
-import { upstreamEndpoint } from '../../src/upstream/upstream-client.ts';
+import { createLogger } from '../../src/core/logger.ts';
+import { createRedisClient, waitUntilReady, type RedisConnection } from '../../src/stores/redis/redis-client.ts';
+import { EndpointPool, PooledEndpoint } from '../../src/data-plane/upstream/endpoint-pool.ts';
+import { SharedBreakerState } from '../../src/data-plane/upstream/shared-breaker.ts';
+import { upstreamEndpoint } from '../../src/data-plane/upstream/upstream-client.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { TestRedisServer } from '../helpers/redis-server.ts';
 import { ScriptedUpstream } from '../helpers/scripted-upstream.ts';

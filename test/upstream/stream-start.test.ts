@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { SseEvent, WireFormat } from '../../src/plugins/plugin-contract.ts';
 import { WIRE_FORMATS } from '../../src/core/formats/index.ts';
-import { awaitStreamStart } from '../../src/upstream/stream-start.ts';
+import { awaitStreamStart } from '../../src/data-plane/upstream/stream-start.ts';
 
 const judgeEarlyEvent = (format: WireFormat, event: SseEvent) => WIRE_FORMATS[format].judgeEarlyEvent(event);
 const isOpeningEvent = (format: WireFormat, event: SseEvent) => judgeEarlyEvent(format, event) === 'opening';

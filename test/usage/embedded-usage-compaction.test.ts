@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { EmbeddedUsageStore, type CompactionStep } from '../../src/usage/embedded-usage-store.ts';
+import { EmbeddedUsageStore, type CompactionStep } from '../../src/stores/usage/embedded-usage-store.ts';
 import { buildUsageRecord, type UsageRecord } from '../../src/usage/usage-record.ts';
 import { eventually } from '../helpers/eventually.ts';
 

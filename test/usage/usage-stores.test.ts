@@ -3,12 +3,12 @@ import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/p
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster } from 'ioredis';
-import { isGatewayError } from '../../src/errors/gateway-errors.ts';
-import { createLogger } from '../../src/logger.ts';
-import { createRedisClient, type RedisConnection } from '../../src/store/redis-client.ts';
-import { EmbeddedUsageStore } from '../../src/usage/embedded-usage-store.ts';
+import { isGatewayError } from '../../src/core/gateway-errors.ts';
+import { createLogger } from '../../src/core/logger.ts';
+import { createRedisClient, type RedisConnection } from '../../src/stores/redis/redis-client.ts';
+import { EmbeddedUsageStore } from '../../src/stores/usage/embedded-usage-store.ts';
 import { checkQuota } from '../../src/usage/quota.ts';
-import { RedisUsageStore, usageKeyTag } from '../../src/usage/redis-usage-store.ts';
+import { RedisUsageStore, usageKeyTag } from '../../src/stores/usage/redis-usage-store.ts';
 import { costNanoUsd } from '../../src/usage/pricing.ts';
 import type { UsageRecord } from '../../src/usage/usage-record.ts';
 import type { UsageRow, UsageStore } from '../../src/usage/usage-store.ts';

@@ -1,4 +1,4 @@
-import { errorBody } from '../../errors/error-body.ts';
+import { errorBody } from '../error-body.ts';
 import type { SseEvent, TokenUsage, UsageExtractor } from '../../plugins/plugin-contract.ts';
 import { count, isObject, parseObject, sseEvent, text, type Json } from './event-data.ts';
 import type { EarlyEvent, WireFormatRules } from './wire-format.ts';

@@ -1,5 +1,5 @@
-import { errorBody } from '../../errors/error-body.ts';
-import type { GatewayError } from '../../errors/gateway-errors.ts';
+import { errorBody } from '../error-body.ts';
+import type { GatewayError } from '../gateway-errors.ts';
 import type { TokenUsage, UsageExtractor } from '../../plugins/plugin-contract.ts';
 import { count, isObject, parseObject, sseEvent, text } from './event-data.ts';
 import type { WireFormatRules } from './wire-format.ts';

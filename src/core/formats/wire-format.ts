@@ -1,5 +1,5 @@
-import type { ErrorFamily } from '../../errors/error-body.ts';
-import type { GatewayError } from '../../errors/gateway-errors.ts';
+import type { ErrorFamily } from '../error-body.ts';
+import type { GatewayError } from '../gateway-errors.ts';
 import type { SseEvent, UsageExtractor, WireFormat } from '../../plugins/plugin-contract.ts';
 
 /** What an event before any content is: one that only opens the stream, the first content, or not an event of the format at all. */

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { fileURLToPath } from 'node:url';
-import { formatFailure, runConformance, type ConformanceReport } from '../../../src/plugins/conformance/run-conformance.ts';
+import { formatFailure, runConformance, type ConformanceReport } from '../../../tools/conformance/run-conformance.ts';
 import { readManifest } from '../../../src/plugins/load-plugins.ts';
 
 const manifestPath = fileURLToPath(new URL('../../../providers/manifest.json', import.meta.url));

@@ -3,7 +3,7 @@ import { cp, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { formatFailure, runConformance } from '../../../src/plugins/conformance/run-conformance.ts';
+import { formatFailure, runConformance } from '../../../tools/conformance/run-conformance.ts';
 
 const manifestPath = fileURLToPath(new URL('../../../providers/manifest.json', import.meta.url));
 const external = fileURLToPath(new URL('../../fixtures/external-plugins', import.meta.url));

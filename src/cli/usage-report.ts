@@ -1,0 +1,52 @@
+import { parseArgs } from 'node:util';
+import { textTable } from './text-table.ts';
+import { isGatewayError } from '../core/gateway-errors.ts';
+import { parseUsageQuery } from '../control-plane/usage-routes.ts';
+import type { UsageRow, UsageStore } from '../usage/usage-store.ts';
+import { formatCost } from '../usage/pricing.ts';
+
+export const USAGE_COMMAND_SYNOPSIS = 'usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day]';
+
+const COUNT_COLUMNS = ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_usd'] as const;
+
+
+/** Usage rows as an aligned plain-text table: a header line, then one line per row. */
+export function usageTable(rows: readonly UsageRow[], groupBy: 'model' | 'day'): string {
+  const cells = rows.map((row) => ({ ...row, [groupBy]: row[groupBy] ?? '', cost_usd: formatCost(row.cost_usd) }));
+  return textTable(cells, [groupBy, ...COUNT_COLUMNS]);
+}
+
+/**
+ * `usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day]`: summed usage from the store,
+ * as a table; every key's unless `--key` is given. `--from`/`--to` are ISO dates or date-times (UTC
+ * days, inclusive). Returns the exit code: 0, or 2 for bad arguments (the reason on `io.err`).
+ */
+export async function runUsageCommand(argv: string[], io: { out(text: string): void; err(text: string): void }, store: UsageStore): Promise<number> {
+  let values;
+  try {
+    values = parseArgs({
+      args: argv,
+      options: { key: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' }, 'group-by': { type: 'string' } },
+      strict: true,
+      allowPositionals: false,
+    }).values;
+  } catch (error) {
+    io.err(`${(error as Error).message}\nusage: ${USAGE_COMMAND_SYNOPSIS}\n`);
+    return 2;
+  }
+  let query;
+  try {
+    const raw = Object.fromEntries(
+      Object.entries({ key_id: values.key, from: values.from, to: values.to, group_by: values['group-by'] }).filter(([, value]) => value !== undefined),
+    );
+    query = parseUsageQuery(raw, true);
+  } catch (error) {
+    if (!isGatewayError(error)) throw error;
+    const options: Record<string, string> = { key_id: '--key', from: '--from', to: '--to', group_by: '--group-by' };
+    const problems = (error.errors ?? [error.detail]).map((problem) => problem.replace(/^Field 'query\.(\w+)'/, (_, name: string) => options[name] ?? name));
+    io.err(`${problems.join('\n')}\nusage: ${USAGE_COMMAND_SYNOPSIS}\n`);
+    return 2;
+  }
+  io.out(usageTable(await store.query(query), query.groupBy));
+  return 0;
+}

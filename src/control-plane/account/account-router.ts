@@ -1,0 +1,130 @@
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import express, { Router, type RequestHandler } from 'express';
+import type { Store } from 'express-rate-limit';
+import { canonicalModelIds, keyRoutes } from '../admin/admin-routes.ts';
+import type { KeyStore } from '../../stores/keys/key-store.ts';
+import { routeNotFound, serviceUnavailable } from '../../core/gateway-errors.ts';
+import type { ModelRegistry } from '../../core/model-registry.ts';
+import type { ProviderEndpoints } from '../../data-plane/route-services.ts';
+import { adminUsageRoute, parseUsageQuery } from '../usage-routes.ts';
+import type { UsageStore } from '../../usage/usage-store.ts';
+import { aliasTable, providerHealth, type HealthView } from './account-health.ts';
+import { accountSessions, sameOriginOnly } from './account-sessions.ts';
+import type { SessionStore } from '../../stores/session-store.ts';
+import { usageCsv, usageCsvName } from './usage-csv.ts';
+
+/** The page's static files (plain HTML, CSS and ES modules, served as they are in the source tree). */
+export const ACCOUNT_WEB_DIR = fileURLToPath(new URL('../../../web/account/', import.meta.url));
+
+/** Chart.js's self-contained UMD build, served from the installed package (no copy in the repository). */
+export const CHART_SCRIPT = join(dirname(createRequire(import.meta.url).resolve('chart.js')), 'chart.umd.min.js');
+
+/** No inline script or style, no third-party origin, no framing: the page runs only its own files. */
+export const ACCOUNT_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+export const ENABLE_HINT =
+  'GATEWAY_ADMIN_TOKEN is not set, so there is nothing to sign in with. Set it to a random secret of at least 32 characters (for example the output of: openssl rand -hex 32), restart the gateway, and sign in here with that token.';
+
+export interface AccountRouterOptions {
+  /** `GATEWAY_ADMIN_TOKEN`; without it the page only says how to enable it and the API answers 404. */
+  readonly token: string | undefined;
+  readonly keys: KeyStore;
+  readonly usage: UsageStore;
+  readonly registry: () => ModelRegistry;
+  readonly endpoints: ProviderEndpoints;
+  /** The `/readyz` answer. */
+  readonly readiness: () => Promise<Readonly<Record<string, string | boolean>>>;
+  readonly sessions: SessionStore;
+  readonly sessionTtlMs?: number;
+  readonly signInLimit?: { readonly max: number; readonly windowMs: number };
+  readonly signInStore?: Store;
+  readonly bodyLimitBytes?: number;
+  readonly now?: () => number;
+}
+
+const securityHeaders: RequestHandler = function securityHeaders(_req, res, next) {
+  res.setHeader('Content-Security-Policy', ACCOUNT_CSP);
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.setHeader('X-Frame-Options', 'DENY');
+  res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
+  res.setHeader('Cross-Origin-Resource-Policy', 'same-origin');
+  next();
+};
+
+const noStore: RequestHandler = (_req, res, next) => {
+  res.setHeader('Cache-Control', 'no-store');
+  next();
+};
+
+/**
+ * The account page, mounted at `/account`: the static page and Chart.js, and under `/account/api`
+ * sign-in/out (`POST`/`GET`/`DELETE /session`), the admin API's key and usage operations
+ * (`/keys`, `/usage`) behind the session, `GET /usage.csv`, `GET /models` and `GET /health`.
+ */
+export function accountRouter(options: AccountRouterOptions): Router {
+  const router = Router();
+  router.use(securityHeaders);
+  const page: RequestHandler = (_req, res) => {
+    res.setHeader('Cache-Control', 'no-cache');
+    res.sendFile(join(ACCOUNT_WEB_DIR, 'index.html'));
+  };
+  router.get('/', page);
+  router.get('/vendor/chart.umd.min.js', (_req, res) => {
+    res.setHeader('Cache-Control', 'no-cache');
+    res.sendFile(CHART_SCRIPT, { headers: { 'Content-Type': 'text/javascript; charset=utf-8' } });
+  });
+  router.use(express.static(ACCOUNT_WEB_DIR, { index: false, redirect: false, dotfiles: 'deny', cacheControl: true, maxAge: 0 }));
+
+  const api = Router();
+  router.use('/api', noStore, api);
+  if (!options.token) {
+    api.get('/session', (_req, res) => void res.json({ enabled: false, signed_in: false, detail: ENABLE_HINT }));
+    api.use((req, _res, next) => next(routeNotFound(req.method, req.originalUrl.split('?')[0]!)));
+    return router;
+  }
+
+  const sessions = accountSessions({
+    token: options.token,
+    store: options.sessions,
+    ttlMs: options.sessionTtlMs,
+    signInLimit: options.signInLimit,
+    signInStore: options.signInStore,
+    now: options.now,
+  });
+  api.post('/session', sameOriginOnly, sessions.throttle, sessions.signIn);
+  api.get('/session', sessions.state);
+  api.use(sessions.requireSession);
+  api.delete('/session', sessions.signOut);
+  api.get('/models', (_req, res) => void res.json({ object: 'list', data: [...canonicalModelIds(options.registry())].sort() }));
+  api.get('/health', async (_req, res) => {
+    const registry = options.registry();
+    const view: HealthView = { readiness: await options.readiness(), providers: providerHealth(registry, options.endpoints), aliases: aliasTable(registry) };
+    res.json(view);
+  });
+  api.get('/usage.csv', async (req, res) => {
+    const query = parseUsageQuery(req.query, true);
+    let rows;
+    try {
+      rows = await options.usage.query(query);
+    } catch (error) {
+      throw serviceUnavailable('Usage cannot be read right now (the usage store is unreachable); please retry shortly', error);
+    }
+    res.setHeader('Content-Type', 'text/csv; charset=utf-8');
+    res.setHeader('Content-Disposition', `attachment; filename="${usageCsvName(query)}"`);
+    res.send(usageCsv(rows, query.groupBy));
+  });
+  api.use(keyRoutes({ keys: options.keys, registry: options.registry, bodyLimitBytes: options.bodyLimitBytes, usage: adminUsageRoute(options.usage) }));
+  return router;
+}

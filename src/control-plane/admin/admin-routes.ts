@@ -1,0 +1,115 @@
+import { Router, type RequestHandler } from 'express';
+import { keyStatus, sameSecret, type ApiKeyRecord } from '../../core/api-keys.ts';
+import type { FailedAuthThrottle } from '../../data-plane/auth/failed-auth-throttle.ts';
+import { clientAddress } from '../../core/client-address.ts';
+import type { KeyStore } from '../../stores/keys/key-store.ts';
+import { keyNotFound, routeNotFound, unauthenticated } from '../../core/gateway-errors.ts';
+import { readJsonObject } from '../../data-plane/http/json-body.ts';
+import type { ModelRegistry } from '../../core/model-registry.ts';
+import { parseNewKey } from './new-key-input.ts';
+
+/** A key as the admin API shows it: never the hash (the key itself only once, on creation). */
+export interface KeyView {
+  readonly id: string;
+  readonly name: string;
+  readonly status: 'active' | 'revoked' | 'expired';
+  readonly created_at: string;
+  readonly expires_at: string | null;
+  readonly revoked: boolean;
+  readonly models: readonly string[] | null;
+  readonly rpm: number | null;
+  readonly concurrency: number | null;
+  readonly quota: ApiKeyRecord['quota'] | null;
+}
+
+export function keyView(record: ApiKeyRecord): KeyView {
+  return {
+    id: record.id,
+    name: record.name,
+    status: keyStatus(record),
+    created_at: record.createdAt,
+    expires_at: record.expiresAt ?? null,
+    revoked: record.revoked,
+    models: record.models ?? null,
+    rpm: record.rpm ?? null,
+    concurrency: record.concurrency ?? null,
+    quota: record.quota ?? null,
+  };
+}
+
+/** The canonical model IDs (`vendor/model`) a key's `models` may name. */
+export function canonicalModelIds(registry: ModelRegistry): Set<string> {
+  return new Set(registry.plugins.flatMap((plugin) => plugin.models.map((model) => `${plugin.vendor}/${model.id}`)));
+}
+
+/**
+ * Requires `Authorization: Bearer <admin token>`, compared in constant time. An address past its
+ * failed attempts gets 429 before its token is even compared, so the token cannot be guessed faster.
+ */
+function requireAdminToken(token: string, throttle?: FailedAuthThrottle): RequestHandler {
+  return function requireAdmin(req, _res, next) {
+    const address = clientAddress(req);
+    const refusal = throttle?.refusal(address);
+    if (refusal) return next(refusal);
+    const header = req.headers.authorization?.trim() ?? '';
+    if (header === '') return next(unauthenticated('Missing admin token: send Authorization: Bearer <GATEWAY_ADMIN_TOKEN>'));
+    const match = /^Bearer[ \t]+(\S+)$/i.exec(header);
+    if (!match || !sameSecret(match[1]!, token)) return next(throttle?.failed(address) ?? unauthenticated('Invalid admin token'));
+    next();
+  };
+}
+
+export interface AdminRouterOptions {
+  /** `GATEWAY_ADMIN_TOKEN`; without it every admin path answers 404. */
+  readonly token: string | undefined;
+  readonly keys: KeyStore;
+  /** The current registry, to check that a key's `models` are canonical IDs; unchecked when absent. */
+  readonly registry?: () => ModelRegistry;
+  readonly bodyLimitBytes?: number;
+  /** `GET /admin/usage`, when the usage module provides it. */
+  readonly usage?: RequestHandler;
+  /** Counts wrong admin tokens per client address (429 past the limit); a budget of its own, not the API keys'. */
+  readonly throttle?: FailedAuthThrottle;
+}
+
+/**
+ * The admin API, mounted at `/admin`: `POST /keys` (201 with the key, shown once), `GET /keys`,
+ * `DELETE /keys/:id` and `POST /keys/:id/revoke`, behind the admin token. Without a token configured
+ * the admin API does not exist (404).
+ */
+export function adminRouter(options: AdminRouterOptions): Router {
+  const router = Router();
+  if (!options.token) {
+    router.use((req, _res, next) => next(routeNotFound(req.method, req.originalUrl.split('?')[0]!)));
+    return router;
+  }
+  router.use(requireAdminToken(options.token, options.throttle));
+  router.use(keyRoutes(options));
+  return router;
+}
+
+/**
+ * The key and usage operations behind whatever guard mounts them: the admin API (admin token) and the
+ * account page (session cookie + CSRF token) answer alike.
+ */
+export function keyRoutes(options: Omit<AdminRouterOptions, 'token'>): Router {
+  const router = Router();
+  router.post('/keys', async (req, res) => {
+    const body = await readJsonObject(req, options.bodyLimitBytes ?? 1024 * 1024);
+    const input = parseNewKey(body, { knownModels: options.registry && canonicalModelIds(options.registry()) });
+    const { key, record } = await options.keys.create(input);
+    res.status(201).json({ ...keyView(record), key });
+  });
+  router.get('/keys', async (_req, res) => {
+    res.json({ object: 'list', data: (await options.keys.list()).map(keyView) });
+  });
+  const revoke: RequestHandler = async (req, res) => {
+    const id = String(req.params.id);
+    if (!(await options.keys.revoke(id))) throw keyNotFound(id);
+    res.json({ id, revoked: true });
+  };
+  router.delete('/keys/:id', revoke);
+  router.post('/keys/:id/revoke', revoke);
+  if (options.usage) router.get('/usage', options.usage);
+  return router;
+}

@@ -1,0 +1,75 @@
+import * as yup from 'yup';
+import { fieldError, validationError } from '../../core/gateway-errors.ts';
+import type { NewKeyInput } from '../../core/api-keys.ts';
+
+const positiveInteger = () => yup.number().strict().typeError('must be a positive integer').integer('must be a positive integer').min(1, 'must be a positive integer');
+
+const newKeySchema = yup
+  .object({
+    name: yup.string().strict().typeError('must be a string').required('is required').max(200, 'must be at most 200 characters'),
+    rpm: positiveInteger(),
+    concurrency: positiveInteger(),
+    models: yup
+      .array(yup.string().strict().typeError('must be a model ID').required('must be a model ID'))
+      .typeError('must be a list of canonical model IDs')
+      .min(1, 'must name at least one model (leave it out to allow every model)'),
+    expires_at: yup
+      .string()
+      .strict()
+      .typeError('must be an ISO 8601 date-time')
+      .test('date-time', 'must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z', (value) => value === undefined || isDateTime(value))
+      .test('future', 'must be in the future', (value) => value === undefined || !isDateTime(value) || Date.parse(value) > Date.now()),
+    quota: yup
+      .object({ daily: positiveInteger(), monthly: positiveInteger() })
+      .strict()
+      .typeError('must be an object with daily and/or monthly token counts')
+      .noUnknown('has unknown fields (daily, monthly)')
+      .default(undefined),
+  })
+  .strict()
+  .noUnknown('has unknown fields (name, rpm, concurrency, models, expires_at, quota)');
+
+function isDateTime(value: string): boolean {
+  return /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) && !Number.isNaN(Date.parse(value));
+}
+
+export interface NewKeyCheck {
+  /** Canonical model IDs of the gateway; `models` is checked against them when given. */
+  readonly knownModels?: ReadonlySet<string>;
+  /** How an error names a field (the CLI names its flags); the body's field path by default. */
+  readonly fieldLabel?: (path: string) => string;
+}
+
+/**
+ * A new key's settings from the admin API's body (or the CLI's flags): `name`, and optionally `rpm`,
+ * `concurrency`, `models` (canonical IDs), `expires_at` (ISO date-time in the future) and `quota` (`daily`,
+ * `monthly`). Throws the 400 ValidationError listing every bad field.
+ */
+export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput {
+  const label = check.fieldLabel ?? ((path: string) => path);
+  const errors: string[] = [];
+  let value: yup.InferType<typeof newKeySchema> | undefined;
+  try {
+    value = newKeySchema.validateSync(body, { abortEarly: false });
+  } catch (error) {
+    if (!(error instanceof yup.ValidationError)) throw error;
+    errors.push(...error.inner.map((problem) => fieldError(label(problem.path || 'body'), problem.message)));
+  }
+  const models = (body as { models?: unknown } | null)?.models;
+  if (check.knownModels && Array.isArray(models)) {
+    for (const model of models) {
+      if (typeof model === 'string' && !check.knownModels.has(model)) {
+        errors.push(fieldError(label('models'), `'${model}' is not a canonical model ID of this gateway (name concrete models such as vendor/model, not aliases)`));
+      }
+    }
+  }
+  if (errors.length > 0 || !value) throw validationError(errors);
+  return {
+    name: value.name,
+    rpm: value.rpm,
+    concurrency: value.concurrency,
+    models: value.models,
+    expiresAt: value.expires_at === undefined ? undefined : new Date(value.expires_at).toISOString(),
+    quota: value.quota,
+  };
+}

@@ -1,0 +1,127 @@
+import type { IncomingMessage } from 'node:http';
+import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import type { KeyAuthenticator } from '../data-plane/auth/authenticate.ts';
+import { errorFamilyOf } from '../core/route-table.ts';
+import { createDataPlane } from '../data-plane/data-plane.ts';
+import type { ModelHandler } from '../data-plane/request-context.ts';
+import { createWayIn, type WayIn } from '../data-plane/way-in.ts';
+import { errorMiddleware } from '../data-plane/answer-error.ts';
+import { isGatewayError, methodNotAllowed, routeNotFound } from '../core/gateway-errors.ts';
+import { duplicateHost } from '../data-plane/http/host-header.ts';
+import type { InFlight } from '../data-plane/http/in-flight.ts';
+import type { PendingRequests } from '../data-plane/http/pending-requests.ts';
+import type { KeyConcurrency } from '../data-plane/limits/key-concurrency.ts';
+import type { KeyRateLimit } from '../data-plane/limits/rate-limiter.ts';
+import { observationOf, type RequestObserver } from '../ops/request-observer.ts';
+import { catalogRoute } from './catalog-route.ts';
+import { compatibleRoute } from '../data-plane/routes/compatible-route.ts';
+import type { CallerKey } from '../core/exchange.ts';
+import type { RouteServices } from '../data-plane/route-services.ts';
+
+export interface AppOptions {
+  readonly services: RouteServices;
+  readonly logger: Logger;
+  /** The caller or 401/403/429/503; none means the model routes are open (tests only). */
+  readonly authenticate?: KeyAuthenticator;
+  /** Counts requests per API key on the model routes (and `/v1/usage`). */
+  readonly modelRateLimit?: KeyRateLimit;
+  /** Caps the requests of an API key in flight at once on the model routes. */
+  readonly keyConcurrency?: KeyConcurrency;
+  /** Counts requests per client address on the public catalog. */
+  readonly catalogRateLimit?: RequestHandler;
+  /** `POST /v1/chat`, the native text route. */
+  readonly nativeChat?: ModelHandler;
+  /** Further control-plane routes mounted before the 404 (usage read-back, admin API, health). */
+  readonly mount?: (app: Express, add: AddRoute, guard: RequestHandler[]) => void;
+  /** Counts the handlers still running, for a graceful shutdown. */
+  readonly inFlight?: InFlight;
+  /** Access log and metrics of every request. */
+  readonly observer?: RequestObserver;
+  /** Where a request comes from, for every per-address rule (see {@link clientAddressResolver}); default: the socket's peer. */
+  readonly addressOf?: (req: IncomingMessage) => string;
+  /** Caps each client address's requests still sending their body; none: no cap. */
+  readonly pendingRequests?: PendingRequests;
+}
+
+/** Which error envelope a path answers with: read from the route table. */
+export { errorFamilyOf } from '../core/route-table.ts';
+
+/** Registers a control-plane route so that a wrong method on its path answers 405. */
+export type AddRoute = (method: 'get' | 'post' | 'delete', path: string, ...handlers: RequestHandler[]) => void;
+
+const pass: RequestHandler = (_req, _res, next) => next();
+
+/**
+ * The gateway's request listener: the one way in ({@link createWayIn}) in front of the data plane (the
+ * model routes of the route table) and the control plane (this Express app: everything else).
+ */
+export function createApp(options: AppOptions): WayIn {
+  const { services, logger } = options;
+  const dataPlane = createDataPlane({
+    handlers: {
+      'chat-completions': compatibleRoute('chat-completions', services),
+      messages: compatibleRoute('messages', services),
+      'count-tokens': compatibleRoute('count-tokens', services),
+      responses: compatibleRoute('responses', services),
+      ...(options.nativeChat && { chat: options.nativeChat }),
+    },
+    authenticate: options.authenticate,
+    rateLimit: options.modelRateLimit,
+    concurrency: options.keyConcurrency,
+    inFlight: options.inFlight,
+    logger,
+  });
+  return createWayIn({
+    dataPlane,
+    control: controlPlane(options),
+    observer: options.observer,
+    addressOf: options.addressOf,
+    pendingRequests: options.pendingRequests,
+    bodyLimitBytes: services.bodyLimitBytes,
+  });
+}
+
+/**
+ * The control plane: catalog, usage, admin, account, health, metrics, OpenAPI, and the 404/405 of
+ * every path the data plane does not take. No model route is registered here.
+ */
+export function controlPlane(options: AppOptions): Express {
+  const { services, logger } = options;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  app.use((req, res, next) => {
+    // What the access log learns once the answer is done: the matched route's pattern (bounded), never the raw path.
+    const observation = observationOf(res);
+    if (observation) {
+      observation.labelOf = () => (req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched');
+      observation.keyIdOf = () => (res.locals.apiKey as CallerKey | undefined)?.id;
+    }
+    next(duplicateHost(req));
+  });
+  // The guard of the control plane's keyed routes: the data plane's authentication and rate limit, as middleware.
+  const guard = [options.authenticate ?? pass, options.modelRateLimit ?? pass];
+  const routes = new Map<string, string[]>();
+  const add: AddRoute = (method, path, ...handlers) => {
+    app[method](path, ...handlers.map((handler) => options.inFlight?.track(handler) ?? handler));
+    routes.set(path, [...(routes.get(path) ?? []), method.toUpperCase()]);
+  };
+
+  add('get', '/v1/models', options.catalogRateLimit ?? pass, catalogRoute(services.registry));
+  options.mount?.(app, add, guard);
+
+  app.use((req, _res, next) => {
+    const allowed = routes.get(req.path);
+    next(allowed ? methodNotAllowed(req.method, req.path, allowed) : routeNotFound(req.method, req.path));
+  });
+  // The error's code for the access log (the rate-limit metric tells quotas from request limits by it).
+  app.use(((error, _req, res, next) => {
+    const observation = observationOf(res);
+    if (observation) observation.errorCode = isGatewayError(error) ? error.code : 'GW_ERR_INTERNAL';
+    next(error);
+  }) as ErrorRequestHandler);
+  app.use(errorMiddleware((req: Request) => errorFamilyOf(req.path), logger));
+  return app;
+}

@@ -1,0 +1,199 @@
+/**
+ * The gateway's interface description: OpenAPI 3.1 (JSON Schema 2020-12 schemas), version `1.0.0`
+ * (spec §9), served at `GET /openapi.json`. Request schemas list the fields the gateway checks; every
+ * other field is forwarded untouched, so bodies stay open (`additionalProperties` allowed). They are
+ * derived at start from the yup schemas that validate the bodies, never written here. The
+ * compatible routes answer with the upstream's own bodies, described only as JSON objects or SSE.
+ */
+
+import { NATIVE_CHAT_SCHEMA, REQUEST_SCHEMAS } from '../../data-plane/routes/request-schemas.ts';
+import { requestJsonSchema } from './request-json-schema.ts';
+import { MODEL_ROUTES, ROUTE_TABLE } from '../../core/route-table.ts';
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: object) => ({ 'application/json': { schema } });
+
+/** The request bodies' components, derived from the routes' yup schemas (the one written form of each shape). */
+const REQUEST_COMPONENTS = {
+  ChatCompletionsRequest: requestJsonSchema(REQUEST_SCHEMAS['chat-completions'], 'chat-completions'),
+  ResponsesRequest: requestJsonSchema(REQUEST_SCHEMAS.responses, 'responses'),
+  MessagesRequest: requestJsonSchema(REQUEST_SCHEMAS.messages, 'messages'),
+  CountTokensRequest: requestJsonSchema(REQUEST_SCHEMAS['count-tokens'], 'count-tokens'),
+  NativeChatRequest: requestJsonSchema(NATIVE_CHAT_SCHEMA, 'chat'),
+};
+
+/** An error answer in the envelope the path uses. */
+const error = (description: string, envelope: 'Completions' | 'Messages' | 'Plain') => ({ description, content: json(ref(`${envelope}Error`)) });
+
+function modelRoute(summary: string, body: string, envelope: 'Completions' | 'Messages', streams: boolean) {
+  return {
+    post: {
+      summary,
+      security: [{ bearer: [] }, { apiKey: [] }],
+      parameters: [{ $ref: '#/components/parameters/RequestId' }],
+      requestBody: { required: true, content: json(ref(body)) },
+      responses: {
+        '200': {
+          description: "The upstream's answer, returned unchanged apart from the model's declared stream fixups",
+          headers: { 'x-request-id': { $ref: '#/components/headers/RequestId' } },
+          content: { ...json({ type: 'object' }), ...(streams ? { 'text/event-stream': { schema: { type: 'string' } } } : {}) },
+        },
+        '400': error('Invalid body: every bad field listed', envelope),
+        '401': error('Missing or unknown API key', envelope),
+        '403': error('The key may not use this model', envelope),
+        '413': error('Body larger than the limit', envelope),
+        '429': error('Rate limit or token quota reached', envelope),
+        '502': error('The upstream failed or is not configured', envelope),
+        '503': error('A store the gateway needs is unavailable', envelope),
+        '504': error('The upstream did not answer in time', envelope),
+      },
+    },
+  };
+}
+
+const plainErrors = {
+  '401': error('Missing or unknown credential', 'Plain'),
+  '429': error('Rate limit reached', 'Plain'),
+};
+
+export const OPENAPI_DOCUMENT = {
+  openapi: '3.1.0',
+  info: {
+    title: 'model gateway',
+    version: '1.0.0',
+    description: 'One HTTP service in front of several upstream model providers: OpenAI-compatible Chat Completions and Responses, Anthropic-compatible Messages, and a native text route.',
+  },
+  jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+  paths: {
+    // The model routes, from the route table (the native route answers with its own body).
+    ...Object.fromEntries(MODEL_ROUTES.filter((route) => route !== ROUTE_TABLE.chat).map((route) => [route.path, modelRoute(route.summary, route.requestSchema, route.family === 'messages-envelope' ? 'Messages' : 'Completions', route.streams)])),
+    [ROUTE_TABLE.chat.path]: {
+      post: {
+        summary: ROUTE_TABLE.chat.summary,
+        security: [{ bearer: [] }, { apiKey: [] }],
+        parameters: [{ $ref: '#/components/parameters/RequestId' }],
+        requestBody: { required: true, content: json(ref(ROUTE_TABLE.chat.requestSchema)) },
+        responses: {
+          '200': { description: 'The generated text and its usage', headers: { 'x-request-id': { $ref: '#/components/headers/RequestId' } }, content: json(ref('NativeChatResult')) },
+          '400': error('Invalid body: every bad field listed', 'Plain'),
+          '401': error('Missing or unknown API key', 'Plain'),
+          '403': error('The key may not use this model', 'Plain'),
+          '429': error('Rate limit or token quota reached', 'Plain'),
+          '502': error('The upstream failed or is not configured', 'Plain'),
+          '504': error('The upstream did not answer in time', 'Plain'),
+        },
+      },
+    },
+    '/v1/models': {
+      get: {
+        summary: 'The model catalog: each provider\'s latest alias ahead of its concrete model ids',
+        security: [],
+        responses: { '200': { description: 'The catalog', content: json(ref('ModelList')) }, '429': error('Rate limit reached', 'Plain') },
+      },
+    },
+    '/v1/usage': {
+      get: {
+        summary: 'The caller\'s own usage, summed per group',
+        security: [{ bearer: [] }, { apiKey: [] }],
+        parameters: [
+          { name: 'from', in: 'query', schema: { type: 'string', format: 'date' } },
+          { name: 'to', in: 'query', schema: { type: 'string', format: 'date' } },
+          { name: 'group_by', in: 'query', schema: { type: 'string', enum: ['model', 'day'] } },
+        ],
+        responses: { '200': { description: 'Usage rows', content: json(ref('UsageList')) }, '400': error('Invalid query', 'Plain'), ...plainErrors },
+      },
+    },
+    '/healthz': { get: { summary: 'Liveness', security: [], responses: { '200': { description: 'The process answers', content: json({ type: 'object', required: ['status'], properties: { status: { const: 'ok' } } }) } } } },
+    '/readyz': {
+      get: {
+        summary: 'Readiness: 503 while anything runs degraded or the gateway drains',
+        security: [],
+        responses: { '200': { description: 'Ready', content: json(ref('Readiness')) }, '503': { description: 'Degraded or shutting down', content: json(ref('Readiness')) } },
+      },
+    },
+    '/metrics': { get: { summary: 'Prometheus metrics (unless METRICS_PORT serves them elsewhere)', security: [], responses: { '200': { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } } } },
+    '/openapi.json': { get: { summary: 'This document', security: [], responses: { '200': { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } } } },
+  },
+  components: {
+    securitySchemes: {
+      bearer: { type: 'http', scheme: 'bearer', description: 'A gateway API key (`sk-…`)' },
+      apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'A gateway API key, as Anthropic-style clients send it' },
+    },
+    parameters: {
+      RequestId: { name: 'x-request-id', in: 'header', required: false, description: 'Kept when 1–128 characters of [A-Za-z0-9._:-]; otherwise one is generated', schema: { type: 'string' } },
+    },
+    headers: {
+      RequestId: { description: 'The request id, on every answer', schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' } },
+    },
+    schemas: {
+      ...REQUEST_COMPONENTS,
+      NativeChatResult: {
+        type: 'object',
+        required: ['id', 'model', 'result', 'usage'],
+        properties: {
+          id: { type: 'string' },
+          model: { type: 'string' },
+          result: { type: 'object', required: ['text'], properties: { text: { type: 'string' } } },
+          usage: {
+            type: 'object',
+            required: ['input_tokens', 'output_tokens', 'total_tokens', 'cached_tokens', 'charged_tokens'],
+            properties: Object.fromEntries(['input_tokens', 'output_tokens', 'total_tokens', 'cached_tokens', 'charged_tokens'].map((name) => [name, { type: 'integer', minimum: 0 }])),
+          },
+        },
+      },
+      ModelList: {
+        type: 'object',
+        required: ['data'],
+        properties: { object: { const: 'list' }, data: { type: 'array', items: { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } } },
+      },
+      UsageList: {
+        type: 'object',
+        required: ['object', 'data'],
+        properties: { object: { const: 'list' }, data: { type: 'array', items: { type: 'object' } } },
+      },
+      Readiness: {
+        type: 'object',
+        required: ['status', 'config_version'],
+        properties: {
+          status: { enum: ['ok', 'degraded', 'shutting down'] },
+          redis: { type: 'string' },
+          rate_limits: { type: 'string' },
+          usage: { type: 'string' },
+          config_version: { type: 'string', pattern: '^[0-9a-f]{12}$' },
+          config_error: { type: 'string', description: 'Why the last reload was refused; absent once a reload succeeds' },
+        },
+      },
+      PlainError: {
+        description: 'DetailError, or ValidationError when `errors` is present (spec §2.8)',
+        type: 'object',
+        required: ['detail'],
+        properties: { detail: { type: 'string' }, errors: { type: 'array', items: { type: 'string' } } },
+      },
+      CompletionsError: {
+        description: 'The OpenAI-style envelope the OpenAI SDKs read, with the gateway\'s detail beside it',
+        type: 'object',
+        required: ['detail', 'error'],
+        properties: {
+          detail: { type: 'string' },
+          errors: { type: 'array', items: { type: 'string' } },
+          error: {
+            type: 'object',
+            required: ['message', 'type', 'param', 'code'],
+            properties: { message: { type: 'string' }, type: { type: 'string' }, param: { type: ['string', 'null'] }, code: { type: 'string' } },
+          },
+        },
+      },
+      MessagesError: {
+        description: 'The Anthropic-style envelope the Anthropic SDKs read, with the gateway\'s detail beside it',
+        type: 'object',
+        required: ['detail', 'type', 'error'],
+        properties: {
+          detail: { type: 'string' },
+          errors: { type: 'array', items: { type: 'string' } },
+          type: { const: 'error' },
+          error: { type: 'object', required: ['type', 'message'], properties: { type: { type: 'string' }, message: { type: 'string' } } },
+        },
+      },
+    },
+  },
+} as const;

@@ -1,0 +1,93 @@
+import type { RouteId, TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
+import type { ResolvedModel } from './model-registry.ts';
+
+/** The caller as the auth middleware leaves it in `res.locals.apiKey` (never the key itself). */
+export interface CallerKey {
+  readonly id: string;
+  /** Canonical model IDs the key may use; every model when absent. */
+  readonly models?: readonly string[];
+  /** Charged-token quotas of the key, per UTC day and per UTC month. */
+  readonly quota?: { readonly daily?: number; readonly monthly?: number };
+  /** The key's own request limit per window, instead of the gateway's. */
+  readonly rpm?: number;
+  /** The key's own limit of requests in flight at once, instead of the gateway's. */
+  readonly concurrency?: number;
+}
+
+/** What one request to an upstream came to, handed to usage accounting when the response is done. */
+export interface Exchange {
+  readonly keyId: string | undefined;
+  readonly route: RouteId;
+  readonly resolved: ResolvedModel;
+  /** The status the client received (499 when the client went away first). */
+  readonly status: number;
+  readonly stream: boolean;
+  readonly latencyMs: number;
+  /** The request's id (`x-request-id`, accepted from the client or generated). */
+  readonly requestId?: string;
+  /** Of `latencyMs`, the time spent waiting on the upstream (every attempt, the answer's body included). */
+  readonly upstreamMs?: number;
+  /** When the answer's status and headers went out, in ms after the start; undefined when the error path answered. */
+  readonly firstByteMs?: number;
+  /** The usage the upstream reported; `undefined` when it reported none. */
+  readonly usage: TokenUsage | undefined;
+  /** Whether tokens were consumed upstream, so that missing usage must be estimated (false for upstream errors). */
+  readonly consumed: boolean;
+  /** How the answer ended: whole, cut by the upstream, or left by the client. */
+  readonly outcome: UsageOutcome;
+  /** The endpoint that served or failed last (its configured name or index), when one was tried. */
+  readonly endpoint?: string;
+  /** Upstream attempts made, failed-over ones included. */
+  readonly attempts?: number;
+  /**
+   * The request body (parsed on call: only estimates need it, so a stream does not hold the parsed body
+   * while it runs) and the text streamed back so far (or a leading sample of it), for estimates.
+   */
+  readonly requestBody: () => Record<string, unknown>;
+  readonly responseText: () => string | TextSample;
+}
+
+/** The usage a record stores once its estimate is made. */
+export interface RecordedUsage {
+  readonly usage: TokenUsage | undefined;
+  /** Whether any of the figures is a tokenizer estimate. */
+  readonly estimated: boolean;
+}
+
+/** The usage accounting the routes call; the usage module implements it. */
+export interface UsageAccounting {
+  /** Before dispatch: throws the 429 quota error when the caller's token quota is spent. */
+  checkQuota(caller: CallerKey | undefined): Promise<void>;
+  /** The extractor for answers of this format on this route and model (a plugin's own, or the standard one). */
+  extractor(format: WireFormat, route: UpstreamRouteId, resolved: ResolvedModel): UsageExtractor;
+  /** Text deltas of one streamed event (for estimates when a stream ends without usage). */
+  streamedText(format: WireFormat, data: string): string;
+  /** The derived counters of a usage under the model's pricing (the native chat result shows them). */
+  charge(usage: TokenUsage, resolved: ResolvedModel): { readonly totalTokens: number; readonly chargedTokens: number };
+  /**
+   * Records one exchange. Never throws, never delays the response. Gives back undefined when the record
+   * was taken as it is (the usual case), or, when its usage must first be estimated with a tokenizer,
+   * a promise of the usage the record stores (it never rejects).
+   */
+  record(exchange: Exchange): Promise<RecordedUsage> | undefined;
+}
+
+/**
+ * How an answer ended, as its usage record tells it:
+ * - `complete`: the answer was delivered whole (a stream reached its format's terminal event,
+ *   `WIRE_FORMATS[format].isTerminalEvent`);
+ * - `upstream_cut`: the upstream's answer ended before its terminal event (connection dropped, body
+ *   broke off, or an event the gateway refused to relay ended the stream);
+ * - `client_closed`: the client went away before the end;
+ * - `client_stalled`: the client stopped reading (its connection's buffers stayed full for the client
+ *   write timeout); the gateway ended the answer and dropped the upstream;
+ * - `stalled`: a stream ended because the upstream stopped sending.
+ */
+export type UsageOutcome = 'complete' | 'upstream_cut' | 'client_closed' | 'client_stalled' | 'stalled';
+
+/** What a stream delivered, for its estimate: its text, or a leading sample of it, and its full length. */
+export interface TextSample {
+  readonly text: string;
+  /** Characters of the whole text (at least `text.length`). */
+  readonly chars: number;
+}

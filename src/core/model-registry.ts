@@ -1,0 +1,170 @@
+import { fieldError, validationError } from './gateway-errors.ts';
+import type {
+  ModelDeclaration,
+  ProviderPlugin,
+  RouteId,
+  StreamFixup,
+  UpstreamRoute,
+  UpstreamRouteId,
+  UsageExtractor,
+} from '../plugins/plugin-contract.ts';
+import { PluginLoadError, ROUTE_IDS } from '../plugins/validate-plugin.ts';
+import { routePath } from './route-table.ts';
+
+
+/** What a requested model ID stands for on one route. */
+export interface ResolvedModel {
+  /** The ID as the client sent it. */
+  readonly requestedId: string;
+  /** The concrete model in its canonical prefixed form, e.g. `acme/model-1`; what usage is recorded against. */
+  readonly canonicalId: string;
+  /** The alias the client used, when it used one. */
+  readonly alias?: string;
+  readonly plugin: ProviderPlugin;
+  readonly model: ModelDeclaration;
+}
+
+export interface CatalogEntry {
+  readonly id: string;
+  readonly object: 'model';
+  readonly owned_by: string;
+}
+
+interface ModelEntry {
+  readonly plugin: ProviderPlugin;
+  readonly model: ModelDeclaration;
+  readonly canonicalId: string;
+}
+
+type RouteTable = Map<string, { entry: ModelEntry; alias?: string }>;
+
+/**
+ * The one source of truth built from the loaded plugins: which ID each route accepts, what it resolves
+ * to, the catalog, and the hooks that apply to a route and model. Immutable: a config reload builds a
+ * new registry.
+ */
+export class ModelRegistry {
+  private readonly tables = new Map<RouteId, RouteTable>();
+  private readonly fixups = new Map<string, StreamFixup[]>();
+  private readonly extractors = new Map<string, UsageExtractor>();
+  readonly catalog: readonly CatalogEntry[];
+
+  /**
+   * @param plugins validated plugins in manifest (catalog) order.
+   * @param aliasTargets alias → canonical target overrides from the operator's config.
+   */
+  constructor(
+    readonly plugins: readonly ProviderPlugin[],
+    aliasTargets: Readonly<Record<string, string>> = {},
+  ) {
+    for (const route of ROUTE_IDS) this.tables.set(route, new Map());
+    const models = new Map<string, ModelEntry>();
+    for (const plugin of plugins) {
+      for (const model of plugin.models) {
+        const entry = { plugin, model, canonicalId: `${plugin.vendor}/${model.id}` };
+        for (const spelling of [model.id, ...(model.alternateIds ?? [])]) models.set(`${plugin.vendor}/${spelling}`, entry);
+        for (const route of model.routes) {
+          for (const spelling of this.spellings(plugin, model, route)) this.claim(route, spelling, { entry }, plugin.vendor, 'models');
+        }
+      }
+    }
+    const knownAliases = new Set<string>();
+    for (const plugin of plugins) {
+      for (const alias of plugin.aliases ?? []) {
+        knownAliases.add(alias.id);
+        const target = aliasTargets[alias.id] ?? alias.target;
+        const entry = models.get(target);
+        if (!entry) throw new PluginLoadError(plugin.vendor, `aliases '${alias.id}'`, `the configured target '${target}' is not a known model`);
+        const missing = alias.routes.filter((route) => !entry.model.routes.includes(route));
+        if (missing.length) {
+          throw new PluginLoadError(plugin.vendor, `aliases '${alias.id}'`, `the target '${target}' does not serve the alias's route(s) ${missing.join(', ')}`);
+        }
+        for (const route of alias.routes) this.claim(route, alias.id, { entry, alias: alias.id }, plugin.vendor, 'aliases');
+      }
+      for (const declaration of plugin.streamFixups ?? []) {
+        for (const model of declaration.models) {
+          const key = `${declaration.route} ${models.get(model)!.canonicalId}`;
+          this.fixups.set(key, [...(this.fixups.get(key) ?? []), declaration.fixup]);
+        }
+      }
+      for (const declaration of plugin.usageExtractors ?? []) {
+        const scope = declaration.models ?? plugin.models.map((model) => `${plugin.vendor}/${model.id}`);
+        for (const model of scope) this.extractors.set(`${declaration.route} ${models.get(model)!.canonicalId}`, declaration.extractor);
+      }
+    }
+    const unknown = Object.keys(aliasTargets).filter((alias) => !knownAliases.has(alias));
+    if (unknown.length) throw new PluginLoadError('config', 'aliases', `no plugin declares the alias(es) ${unknown.join(', ')}`);
+
+    this.catalog = plugins.flatMap((plugin) => [
+      ...(plugin.aliases ?? []).filter((alias) => alias.listed !== false).map((alias) => catalogEntry(alias.id, plugin.vendor)),
+      ...plugin.models.filter((model) => model.listed).map((model) => catalogEntry(`${plugin.vendor}/${model.id}`, plugin.vendor)),
+    ]);
+  }
+
+  private spellings(plugin: ProviderPlugin, model: ModelDeclaration, route: RouteId): string[] {
+    const forms = route === 'chat' ? ['prefixed'] : (plugin.routes[route]?.modelIds ?? ['prefixed']);
+    const names = [model.id, ...(model.alternateIds ?? [])];
+    return forms.flatMap((form) => (form === 'prefixed' ? names.map((name) => `${plugin.vendor}/${name}`) : names));
+  }
+
+  private claim(route: RouteId, id: string, value: { entry: ModelEntry; alias?: string }, vendor: string, field: string): void {
+    const table = this.tables.get(route)!;
+    const holder = table.get(id);
+    if (holder) {
+      throw new PluginLoadError(vendor, field, `'${id}' on route ${route} is already claimed by plugin '${holder.entry.plugin.vendor}'`);
+    }
+    table.set(id, value);
+  }
+
+  /** Resolves a requested ID on a route, or throws the route's 400 with a field error on `model`. */
+  resolve(route: RouteId, id: string): ResolvedModel {
+    const found = this.tables.get(route)!.get(id);
+    if (found) {
+      const { entry, alias } = found;
+      return { requestedId: id, canonicalId: entry.canonicalId, alias, plugin: entry.plugin, model: entry.model };
+    }
+    throw validationError([fieldError('model', this.whyNotAccepted(route, id))], 'model');
+  }
+
+  private whyNotAccepted(route: RouteId, id: string): string {
+    const here = routePath(route);
+    const elsewhere = ROUTE_IDS.filter((other) => other !== route && this.tables.get(other)!.has(id));
+    if (elsewhere.length) {
+      const { entry } = this.tables.get(elsewhere[0]!)!.get(id)!;
+      const spelling = entry.model.routes.includes(route) ? this.spellings(entry.plugin, entry.model, route)[0] : undefined;
+      if (spelling) return `'${id}' is not a model ID on ${here}; use '${spelling}'`;
+      return `'${id}' is not available on ${here}; it is served on ${elsewhere.map((other) => routePath(other)).join(', ')}`;
+    }
+    const bare = id.slice(id.indexOf('/') + 1);
+    if (id.includes('/') && this.tables.get(route)!.get(bare)?.alias) return `'${id}' is not a model ID; use the alias '${bare}'`;
+    return `unknown model '${id}'; GET /v1/models lists the models`;
+  }
+
+  /** The upstream route a resolved model is sent to for a client route. */
+  upstreamRoute(resolved: ResolvedModel, route: UpstreamRouteId): UpstreamRoute {
+    return resolved.plugin.routes[route]!;
+  }
+
+  /** The model name the upstream expects on a route. */
+  upstreamModel(resolved: ResolvedModel, route: RouteId): string {
+    return resolved.model.upstreamModels?.[route] ?? resolved.model.upstreamModel ?? resolved.model.id;
+  }
+
+  streamFixups(route: UpstreamRouteId, canonicalId: string): readonly StreamFixup[] {
+    return this.fixups.get(`${route} ${canonicalId}`) ?? [];
+  }
+
+  /** A plugin's own usage extractor for a route and model, when it declares one. */
+  usageExtractor(route: UpstreamRouteId, canonicalId: string): UsageExtractor | undefined {
+    return this.extractors.get(`${route} ${canonicalId}`);
+  }
+
+  /** Every ID a route accepts (aliases included), in declaration order. */
+  acceptedIds(route: RouteId): string[] {
+    return [...this.tables.get(route)!.keys()];
+  }
+}
+
+function catalogEntry(id: string, vendor: string): CatalogEntry {
+  return { id, object: 'model', owned_by: vendor };
+}

@@ -1,0 +1,226 @@
+import type { RequestHandler } from 'express';
+import { createHmac } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { pino, type Logger } from 'pino';
+import { forbidden, isGatewayError, serviceUnavailable, unauthenticated } from '../../core/gateway-errors.ts';
+import type { CallerKey } from '../../core/exchange.ts';
+import { hashApiKey, keyStatus, looksLikeApiKey, sameHash, type ApiKeyRecord } from '../../core/api-keys.ts';
+import type { FailedAuthThrottle } from './failed-auth-throttle.ts';
+import { clientAddress } from '../../core/client-address.ts';
+import type { KeyIdSecret } from '../../stores/keys/key-id-secret.ts';
+import type { KeyStore } from '../../stores/keys/key-store.ts';
+import { PresentedKeyCache } from './presented-key-cache.ts';
+import { modelRouteAt, type KeyHeader } from '../../core/route-table.ts';
+
+/** The caller as `res.locals.apiKey` holds it: id, name and permissions, never the key or its hash. */
+export interface AuthenticatedKey extends CallerKey {
+  readonly name: string;
+}
+
+const MISSING = 'Missing bearer token: send the header Authorization: Bearer <API key>';
+const NOT_BEARER = "The Authorization header must use the Bearer scheme: 'Authorization: Bearer <API key>'";
+const MALFORMED = "Invalid API key: keys start with 'sk-' followed by letters, digits, '-' or '_'";
+const UNKNOWN = 'Invalid API key';
+
+/**
+ * Static keys (`GATEWAY_API_KEYS`) as records. Each id is an HMAC of the key under the installation's
+ * secret (see {@link KeyIdSecret}): stable, shaped like no hash of the key, and of no use to test a
+ * guessed key against without the secret.
+ */
+export function staticKeyRecords(keys: readonly string[], idSecret: Buffer): ApiKeyRecord[] {
+  return keys.map((key, index) => ({
+    id: `static_${createHmac('sha256', idSecret).update(key).digest('hex').slice(0, 16)}`,
+    name: `static key ${index + 1}`,
+    hash: hashApiKey(key),
+    createdAt: new Date(0).toISOString(),
+    revoked: false,
+  }));
+}
+
+/** The caller a found record stands for; throws 403 for a revoked or expired key. */
+export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): AuthenticatedKey {
+  const status = keyStatus(record, now);
+  if (status === 'revoked') throw forbidden('This API key has been revoked');
+  if (status === 'expired') throw forbidden(`This API key expired at ${record.expiresAt}`);
+  const { id, name, models, rpm, concurrency, quota } = record;
+  return { id, name, ...(models && { models }), ...(rpm !== undefined && { rpm }), ...(concurrency !== undefined && { concurrency }), ...(quota && { quota }) };
+}
+
+/** Throws 403 unless the key may use the model (its resolved canonical ID). */
+/** Whether the key may use the model (its resolved canonical ID): every model when it lists none. */
+export function mayUseModel(key: CallerKey | undefined, canonicalModelId: string): boolean {
+  return !key?.models || key.models.includes(canonicalModelId);
+}
+
+export function assertModelAllowed(key: CallerKey | undefined, canonicalModelId: string): void {
+  if (!mayUseModel(key, canonicalModelId)) {
+    throw forbidden(`This API key may not use the model '${canonicalModelId}'`);
+  }
+}
+
+// The token of an `Authorization: Bearer <token>` header, or the 401 that fits the header.
+function bearerToken(header: string | undefined): string {
+  if (header === undefined || header.trim() === '') throw unauthenticated(MISSING);
+  const match = /^(\S+)(?:[ \t]+(.*))?$/.exec(header.trim());
+  if (!match || match[1]!.toLowerCase() !== 'bearer') throw unauthenticated(NOT_BEARER);
+  const token = (match[2] ?? '').trim();
+  if (token === '') throw unauthenticated(MISSING);
+  return token;
+}
+
+const BEARER_ONLY: readonly KeyHeader[] = ['authorization'];
+
+/** The headers a key may be presented in at a path: its model route's (see the route table), else Authorization only. */
+export function keyHeadersAt(path: string): readonly KeyHeader[] {
+  return modelRouteAt(path)?.keyHeaders ?? BEARER_ONLY;
+}
+
+/**
+ * The API key a request presents: the bearer token, or where the route accepts it (the Messages
+ * routes, whose clients send their key as `x-api-key`) that header when no Authorization header is
+ * sent. Throws the 401 that fits when none is presented (missing, not Bearer).
+ */
+export function presentedKey(headers: IncomingHttpHeaders, where: string | readonly KeyHeader[]): string {
+  const authorization = headers.authorization;
+  const apiKey = headers['x-api-key'];
+  const noAuthorization = authorization === undefined || authorization.trim() === '';
+  if (noAuthorization && typeof apiKey === 'string' && apiKey.trim() !== '' && (typeof where === 'string' ? keyHeadersAt(where) : where).includes('x-api-key')) return apiKey.trim();
+  return bearerToken(authorization);
+}
+
+export interface AuthenticatorOptions {
+  readonly store: KeyStore;
+  /** Keys from `GATEWAY_API_KEYS`, accepted besides the store's. */
+  readonly staticKeys?: readonly string[];
+  /** The secret the static keys' ids derive from; required with static keys. */
+  readonly keyIdSecret?: KeyIdSecret;
+  readonly logger?: Logger;
+  /**
+   * Failed API keys per client address: an address past its limit is answered 429 before the key it
+   * presents is looked at (not hashed, not looked up), valid or not, until its window ends.
+   */
+  readonly throttle?: FailedAuthThrottle;
+  /**
+   * How long a key's record, once read from the store, is trusted without asking again (200 ms). With
+   * the stores' own caches (Redis 500 ms, file 250 ms) a revoke reaches every instance within 1 s.
+   */
+  readonly trustMs?: number;
+  /** Most presented keys remembered at once (10,000); the one read longest ago is forgotten first. */
+  readonly cacheSize?: number;
+}
+
+/**
+ * Bearer authentication (on `/v1/messages` and `/v1/messages/count_tokens` also `x-api-key`;
+ * Authorization wins when both are sent): as Express middleware it sets `res.locals.apiKey` or passes the 401, 403 or
+ * 503 on; {@link KeyAuthenticator.check} is the same decision for the model route dispatcher.
+ */
+export interface KeyAuthenticator extends RequestHandler {
+  /**
+   * The caller presenting these headers, or throws (401 no, malformed or unknown key; 403 revoked or
+   * expired; 503 key store unreachable). Synchronous for a key whose record was read within
+   * `trustMs`; a promise only when the store must be asked. With `addressOf`, a refused key counts
+   * against the client address, and an address past the throttle's limit is answered 429 without its
+   * key being looked up.
+   */
+  check(headers: IncomingHttpHeaders, where: string | readonly KeyHeader[], addressOf?: () => string): AuthenticatedKey | Promise<AuthenticatedKey>;
+  /** Settles when the static keys' first setup (reading or making the key-id secret) has finished, well or not. */
+  readonly ready: Promise<void>;
+}
+
+/**
+ * Authentication for the model routes, failing with 401 (no, malformed or unknown key), 403 (revoked or
+ * expired key) or 503 (key store unreachable). The presented key is hashed and looked up by its hash
+ * (hashes compared in constant time); the record found is remembered per presented key for `trustMs`,
+ * so a busy key costs neither a hash nor a store read per request.
+ */
+export function createAuthenticator(options: AuthenticatorOptions): KeyAuthenticator {
+  const logger = options.logger ?? pino({ level: 'silent' });
+  const staticKeys = options.staticKeys ?? [];
+  const { keyIdSecret } = options;
+  if (staticKeys.length && !keyIdSecret) throw new TypeError('createAuthenticator: staticKeys need a keyIdSecret');
+  // Read when first needed (started now); a failed read (Redis away at start) is tried again on the next lookup.
+  let statics: Promise<Map<string, ApiKeyRecord>> | undefined;
+  const loadStatics = (): Promise<Map<string, ApiKeyRecord>> => {
+    if (!keyIdSecret) return Promise.resolve(new Map());
+    const loading = keyIdSecret().then((secret) => new Map(staticKeyRecords(staticKeys, secret).map((record) => [record.hash, record])));
+    loading.catch(() => {
+      if (statics === loading) statics = undefined;
+    });
+    return loading;
+  };
+  statics = loadStatics();
+  const cache = new PresentedKeyCache(
+    async (key: string) => {
+      const hash = hashApiKey(key);
+      let staticsFailure: Error | undefined;
+      const fromStatics = await (statics ??= loadStatics()).then(
+        (records) => records.get(hash),
+        (error: Error) => void (staticsFailure = error),
+      );
+      const record = fromStatics ?? (await findInStore(options.store, hash, logger));
+      // Not a stored key, and the static keys cannot be told apart yet: it may be one of them.
+      if (!record && staticsFailure) {
+        logger.error({ reason: staticsFailure.message }, 'static key ids unavailable (the key-id secret cannot be read)');
+        throw serviceUnavailable('The key store is unavailable; please retry shortly', staticsFailure);
+      }
+      return record && sameHash(record.hash, hash) ? record : undefined;
+    },
+    { trustMs: options.trustMs ?? 200, maxEntries: options.cacheSize ?? 10_000, revision: () => options.store.revision },
+  );
+  // One caller object per record read, reused while the record is trusted (its status is checked each time).
+  const callers = new WeakMap<ApiKeyRecord, AuthenticatedKey>();
+  const admit = (record: ApiKeyRecord | undefined): AuthenticatedKey => {
+    if (!record) throw unauthenticated(UNKNOWN);
+    let caller = callers.get(record);
+    if (caller === undefined || keyStatus(record) !== 'active') {
+      caller = authenticatedKey(record);
+      callers.set(record, caller);
+    }
+    return caller;
+  };
+  // A key presented and refused counts against the client address; past its limit the answer is 429.
+  const refuse = (addressOf: (() => string) | undefined) => (error: unknown): never => {
+    if (addressOf && options.throttle && isGatewayError(error) && error.status === 401) throw options.throttle.failed(addressOf()) ?? error;
+    throw error;
+  };
+  const check = (headers: IncomingHttpHeaders, where: string | readonly KeyHeader[], addressOf?: () => string): AuthenticatedKey | Promise<AuthenticatedKey> => {
+    // A missing header or another scheme is no attempt at a key: it is answered 401 but not counted.
+    const key = presentedKey(headers, where);
+    const { throttle } = options;
+    // A throttled address gets no key checked, so a guess from it can never find out whether it was right.
+    if (addressOf && throttle && !throttle.idle) {
+      const refusal = throttle.refusal(addressOf());
+      if (refusal) throw refusal;
+    }
+    try {
+      if (!looksLikeApiKey(key)) throw unauthenticated(MALFORMED);
+      const found = cache.get(key);
+      return found instanceof Promise ? found.then(admit).catch(refuse(addressOf)) : admit(found);
+    } catch (error) {
+      return refuse(addressOf)(error);
+    }
+  };
+  const middleware: RequestHandler = async (req, res, next) => {
+    try {
+      res.locals.apiKey = await check(req.headers, req.path, () => clientAddress(req));
+      next();
+    } catch (error) {
+      next(error);
+    }
+  };
+  // Settles once the first read of the key-id secret did, whatever its outcome (a failure is retried on a lookup).
+  const ready = statics.then(
+    () => undefined,
+    () => undefined,
+  );
+  return Object.assign(middleware, { check, ready });
+}
+
+async function findInStore(store: KeyStore, hash: string, logger: Logger): Promise<ApiKeyRecord | undefined> {
+  try {
+    return await store.findByHash(hash);
+  } catch (error) {
+    logger.error({ reason: (error as Error).message }, 'key store unavailable');
+    throw serviceUnavailable('The key store is unavailable; please retry shortly', error);
+  }
+}

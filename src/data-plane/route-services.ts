@@ -1,0 +1,42 @@
+import type { ModelRegistry } from '../core/model-registry.ts';
+import type { EndpointPool } from './upstream/endpoint-pool.ts';
+import type { FallbackTable } from './routes/model-fallbacks.ts';
+import type { UpstreamClient, UpstreamEndpoint } from './upstream/upstream-client.ts';
+import type { UsageAccounting } from '../core/exchange.ts';
+
+/** Resolved upstream endpoints per vendor; `undefined` where the operator configured none. */
+export interface ProviderEndpoints {
+  /** The vendor's first endpoint (for views that show one). */
+  get(vendor: string): UpstreamEndpoint | undefined;
+  /** The vendor's endpoints with their breakers; `state()` lists them for metrics and health views. */
+  pool(vendor: string): EndpointPool | undefined;
+  /** Every configured vendor's pool. */
+  pools(): ReadonlyMap<string, EndpointPool>;
+  /** The env prefix an operator sets for the vendor, for the "not configured" message. */
+  envPrefix(vendor: string): string;
+}
+
+export interface RouteServices {
+  readonly registry: () => ModelRegistry;
+  readonly upstream: UpstreamClient;
+  readonly endpoints: ProviderEndpoints;
+  readonly usage: UsageAccounting;
+  readonly bodyLimitBytes: number;
+  /** Largest upstream JSON answer the gateway reads, in bytes. */
+  readonly upstreamBodyLimitBytes: number;
+  /** Largest single SSE event relayed; a larger one ends the stream with an in-band error. */
+  readonly maxSseEventBytes: number;
+  /** Models tried when every endpoint of the requested one failed before the first byte (opt-in). */
+  readonly fallbacks?: FallbackTable;
+  /** Longest wait for an upstream's headers and a stream's first content event before failing over, in ms. */
+  readonly firstByteTimeoutMs?: number;
+  /** Longest silence of a stream once content flows, in ms. */
+  readonly idleTimeoutMs?: number;
+  /**
+   * Longest a client may leave its answer unread (the connection's buffers full) before the answer is
+   * ended and its upstream dropped, in ms.
+   */
+  readonly clientWriteTimeoutMs: number;
+  /** Told when a streamed answer starts and ends being relayed (the open-streams gauge). */
+  readonly openStreams?: { opened(): void; closed(): void };
+}

@@ -1,0 +1,126 @@
+import type { ServerResponse } from 'node:http';
+import type { Dispatcher } from 'undici';
+import { streamEventTooLarge, upstreamAuthRejected, upstreamFailure, usageMissing } from '../../core/gateway-errors.ts';
+import { endForClient } from '../http/client-write-timeout.ts';
+import type { TokenUsage } from '../../plugins/plugin-contract.ts';
+import { WIRE_FORMATS } from '../../core/formats/index.ts';
+import { relaySse } from '../sse/sse-relay.ts';
+import { redactCredential, redactCredentialText } from '../upstream/redact-credential.ts';
+import { RELAYED_RESPONSE_HEADERS } from '../upstream/upstream-client.ts';
+import type { EndpointPool, PooledEndpoint } from '../upstream/endpoint-pool.ts';
+import type { ClientWatch } from '../upstream/failover/client-watch.ts';
+import type { CompatibleAnswer, CompatibleCall } from './compatible-upstream.ts';
+import type { ExchangeRecorder } from './exchange-recorder.ts';
+import type { RouteServices } from '../route-services.ts';
+import type { StreamedText } from './streamed-text.ts';
+
+/** What the relay stage writes to and records with. */
+export interface RelayContext {
+  readonly services: RouteServices;
+  readonly res: ServerResponse;
+  readonly call: CompatibleCall;
+  readonly recorder: ExchangeRecorder;
+  readonly streamed: StreamedText;
+  readonly client: ClientWatch;
+}
+
+/** The upstream headers passed on, each value with the endpoint's credential redacted. */
+export function relayedHeaders(upstreamHeaders: Dispatcher.ResponseData['headers'], apiKey: string | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of RELAYED_RESPONSE_HEADERS) {
+    const value = upstreamHeaders[name];
+    // The gateway's own request id answers the client; the upstream's stays visible beside it.
+    if (typeof value === 'string') headers[name === 'x-request-id' ? 'x-upstream-request-id' : name] = redactCredentialText(value, apiKey);
+  }
+  return headers;
+}
+
+/** Sends an endpoint's answer: a stream as it comes, anything else whole; records it. */
+export function relayAnswer(context: RelayContext, { answer, endpoint, pool }: { answer: CompatibleAnswer; endpoint: PooledEndpoint; pool: EndpointPool }): Promise<void> {
+  if (answer.kind === 'stream') return relayStream(context, answer, endpoint, pool);
+  if (answer.kind === 'json') return relayJson(context, answer, answer.status >= 200 && answer.status < 300);
+  return context.recorder.fail(upstreamAuthRejected(answer.provider, answer.status));
+}
+
+/**
+ * Sends a whole answer with the credential redacted: a success with its usage (a Chat Completions one
+ * without usage is refused), or an upstream error as it came (the last one, when every attempt failed).
+ */
+export async function relayJson(context: RelayContext, answer: Extract<CompatibleAnswer, { kind: 'json' }>, ok: boolean): Promise<void> {
+  const { services, res, call, recorder } = context;
+  let usage: TokenUsage | undefined;
+  if (ok) {
+    usage = usageOf(answer.bytes, call.extractor.fromBody);
+    if (usage === undefined && WIRE_FORMATS[call.format].usageRequired) return recorder.fail(usageMissing(call.model.plugin.vendor), true);
+  }
+  const relayed = redactCredential(answer.bytes, answer.apiKey);
+  recorder.firstByteAt = performance.now();
+  res.writeHead(answer.status, { ...relayedHeaders(answer.headers, answer.apiKey), 'content-length': String(relayed.length) });
+  recorder.recordEnd(await endForClient(res, relayed, services.clientWriteTimeoutMs), answer.status, usage, ok && WIRE_FORMATS[call.format].consumesTokens);
+}
+
+/**
+ * Relays a stream whose first content event came. There is no failover past this point: a cut or
+ * stall ends the stream with an in-band error in its format (and counts against the endpoint).
+ */
+async function relayStream(context: RelayContext, answer: Extract<CompatibleAnswer, { kind: 'stream' }>, endpoint: PooledEndpoint, pool: EndpointPool): Promise<void> {
+  const { services, res, call, recorder, streamed } = context;
+  const { format, extractor } = call;
+  const rules = WIRE_FORMATS[format];
+  const status = answer.status;
+  recorder.firstByteAt = performance.now();
+  res.writeHead(status, { ...relayedHeaders(answer.headers, answer.apiKey), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+  services.openStreams?.opened();
+  let usage: TokenUsage | undefined;
+  let terminal = false;
+  try {
+    const outcome = await relaySse(answer.body, res, {
+      fixups: call.registry.streamFixups(call.route, call.model.canonicalId),
+      onEvent: (event) => {
+        usage = extractor.fromStreamEvent(usage, event);
+        streamed.add(event.data);
+        if (!terminal) terminal = rules.isTerminalEvent(event);
+      },
+      maxEventBytes: services.maxSseEventBytes,
+      rewrite: (bytes) => redactCredential(bytes, answer.apiKey),
+      clientWriteTimeoutMs: services.clientWriteTimeoutMs,
+    });
+    if (outcome.clientStalled) return recorder.record(status, usage, true, 'client_stalled');
+    if (outcome.clientClosed) return recorder.record(499, usage, true);
+    if (outcome.eventTooLarge) {
+      const read = await endForClient(res, rules.inBandError(streamEventTooLarge(endpoint.endpoint.provider, services.maxSseEventBytes)), services.clientWriteTimeoutMs);
+      return recorder.recordEnd(read, status, usage, true, 'upstream_cut');
+    }
+    recorder.recordEnd(await endForClient(res, undefined, services.clientWriteTimeoutMs), status, usage, true, terminal ? 'complete' : 'upstream_cut');
+  } catch (error) {
+    await streamBroke(context, error, status, usage, endpoint, pool);
+  } finally {
+    services.openStreams?.closed();
+  }
+}
+
+/** A stream that broke after its status went out: the client learns of it in the stream's own format. */
+async function streamBroke(context: RelayContext, error: unknown, status: number, usage: TokenUsage | undefined, endpoint: PooledEndpoint, pool: EndpointPool): Promise<void> {
+  const { services, res, call, recorder } = context;
+  if (context.client.gone) return recorder.record(499, usage, true);
+  // The stream ends without the terminal event that would make it look complete.
+  pool.failed(endpoint);
+  const stalled = isStall(error);
+  const idleTimeoutMs = services.idleTimeoutMs ?? services.upstream.timeoutMs;
+  const reason = stalled ? `the stream stalled (no data for ${idleTimeoutMs} ms)` : 'the stream broke off';
+  const read = await endForClient(res, WIRE_FORMATS[call.format].inBandError(upstreamFailure(endpoint.endpoint.provider, reason, error)), services.clientWriteTimeoutMs);
+  recorder.recordEnd(read, status, usage, true, stalled ? 'stalled' : 'upstream_cut');
+}
+
+function isStall(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code ?? (error as { cause?: { code?: string } } | null)?.cause?.code;
+  return code === 'UND_ERR_BODY_TIMEOUT';
+}
+
+function usageOf(bytes: Buffer, fromBody: (body: unknown) => TokenUsage | undefined): TokenUsage | undefined {
+  try {
+    return fromBody(JSON.parse(bytes.toString('utf8')));
+  } catch {
+    return undefined;
+  }
+}

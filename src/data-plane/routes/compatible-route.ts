@@ -1,0 +1,93 @@
+import { assertModelAllowed } from '../auth/authenticate.ts';
+import { isGatewayError, upstreamNotConfigured, upstreamResting } from '../../core/gateway-errors.ts';
+import { readJsonRequestBody } from '../http/json-body.ts';
+import type { ResolvedModel } from '../../core/model-registry.ts';
+import type { UpstreamRouteId } from '../../plugins/plugin-contract.ts';
+import { requestIdOf } from '../../ops/request-id.ts';
+import type { EndpointPool } from '../upstream/endpoint-pool.ts';
+import { ClientWatch } from '../upstream/failover/client-watch.ts';
+import { relayAnswer, relayJson, type RelayContext } from './compatible-relay.ts';
+import { attemptModels, CompatibleCall } from './compatible-upstream.ts';
+import { ExchangeRecorder, type ExchangeBasis } from './exchange-recorder.ts';
+import { FAST_CHECKS, REQUEST_SCHEMAS } from './request-schemas.ts';
+import type { CallerKey } from '../../core/exchange.ts';
+import type { RouteServices } from '../route-services.ts';
+import { StreamedText } from './streamed-text.ts';
+import { assertReadKeysOnce } from './upstream-body.ts';
+import { validateRequest } from './validate-request.ts';
+import type { ModelHandler, RequestContext } from '../request-context.ts';
+
+/** Validates the body and resolves its model; one 400 lists every bad field, the model included. */
+export function resolveRequest(services: RouteServices, route: UpstreamRouteId, body: Record<string, unknown>): ResolvedModel {
+  let resolved: ResolvedModel | undefined;
+  validateRequest(REQUEST_SCHEMAS[route], body, () => {
+    if (typeof body.model !== 'string') return undefined;
+    try {
+      resolved = services.registry().resolve(route, body.model);
+      return undefined;
+    } catch (error) {
+      if (isGatewayError(error)) return error;
+      throw error;
+    }
+  }, FAST_CHECKS[route]);
+  return resolved!;
+}
+
+/** The caller's key, its model permission checked, and its quota. */
+export async function admitCaller(services: RouteServices, context: RequestContext, resolved: ResolvedModel): Promise<CallerKey | undefined> {
+  const caller = context.caller;
+  assertModelAllowed(caller, resolved.canonicalId);
+  await services.usage.checkQuota(caller);
+  return caller;
+}
+
+/** The pool of endpoints serving the model's provider; 502 saying what to set when there is none. */
+export function poolFor(services: RouteServices, resolved: ResolvedModel): EndpointPool {
+  const vendor = resolved.plugin.vendor;
+  const pool = services.endpoints.pool(vendor);
+  if (!pool) throw upstreamNotConfigured(vendor, services.endpoints.envPrefix(vendor));
+  return pool;
+}
+
+/**
+ * One of the compatible routes (Chat Completions, Messages, count_tokens, Responses): validate, resolve
+ * the model, forward the client's bytes with only `model` replaced (and `include_usage` set on Chat
+ * Completions streams), and return the upstream's JSON or SSE unchanged (apart from the model's
+ * declared stream fixups), recording usage on the way.
+ */
+export function compatibleRoute(route: UpstreamRouteId, services: RouteServices): ModelHandler {
+  return async function handleCompatibleRequest(req, res, context) {
+    const startedAt = performance.now();
+    // Closures below keep only the bytes: the parsed body is dropped once validated.
+    const { bytes, body, members, end } = await readJsonRequestBody(req, services.bodyLimitBytes);
+    assertReadKeysOnce(members);
+    const resolved = resolveRequest(services, route, body);
+    const caller = await admitCaller(services, context, resolved);
+    const pool = poolFor(services, resolved);
+    const call = new CompatibleCall(services, services.registry(), route, resolved, body.stream === true, { bytes, members, end });
+    const streamed = new StreamedText((data) => services.usage.streamedText(call.format, data));
+    const requestId = requestIdOf(req);
+    const recorder = new ExchangeRecorder(services, context, compatibleBasis(caller?.id, call, requestId, startedAt, bytes, streamed), resolved);
+    const client = new ClientWatch(res);
+    const attempt = { clientHeaders: req.headers, requestId, recorder, setHeader: (name: string, value: string) => res.setHeader(name, value) };
+    const outcome = await attemptModels(services, call, pool, client, recorder, attempt, caller);
+    const relay: RelayContext = { services, res, call, recorder, streamed, client };
+    if (outcome.kind === 'answer') return relayAnswer(relay, outcome);
+    if (outcome.kind === 'client-gone') return recorder.record(499, undefined, true);
+    // The last endpoint's own retryable answer (429, 5xx) goes back as it came, as with one endpoint.
+    if (outcome.kind === 'failed') return isGatewayError(outcome.failure) ? recorder.fail(outcome.failure) : relayJson(relay, outcome.failure, false);
+    return recorder.fail(upstreamResting(call.model.plugin.vendor, outcome.retryAfterMs));
+  };
+}
+
+function compatibleBasis(keyId: string | undefined, call: CompatibleCall, requestId: string | undefined, startedAt: number, bytes: Buffer, streamed: StreamedText): ExchangeBasis {
+  return {
+    keyId,
+    route: call.route,
+    stream: call.stream,
+    requestId,
+    startedAt,
+    requestBody: () => JSON.parse(bytes.toString('utf8')) as Record<string, unknown>,
+    responseText: () => streamed.value(),
+  };
+}

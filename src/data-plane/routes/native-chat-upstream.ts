@@ -1,0 +1,117 @@
+import { randomUUID } from 'node:crypto';
+import { upstreamAuthRejected, upstreamFailure, upstreamTimeout, usageMissing, type GatewayError } from '../../core/gateway-errors.ts';
+import type { ModelRegistry, ResolvedModel } from '../../core/model-registry.ts';
+import type { NativeChatAdapter, TokenUsage, UpstreamRoute } from '../../plugins/plugin-contract.ts';
+import type { AttemptSignal } from '../upstream/attempt-signal.ts';
+import type { PooledEndpoint } from '../upstream/endpoint-pool.ts';
+import type { AttemptResult, FailoverPlan } from '../upstream/failover/attempt-upstream.ts';
+import { isRetryableStatus, retryAfterMs, type RetryPolicy } from '../upstream/failover/retry-policy.ts';
+import { redactCredentialText } from '../upstream/redact-credential.ts';
+import { readBody, UpstreamTransportError } from '../upstream/upstream-client.ts';
+import type { ExchangeRecorder } from './exchange-recorder.ts';
+import type { RouteServices } from '../route-services.ts';
+
+/** One `/v1/chat` request as sent upstream: the adapter's body, its route, and its time bounds. */
+export interface ChatCall {
+  readonly provider: string;
+  readonly adapter: NativeChatAdapter;
+  readonly upstreamRoute: UpstreamRoute;
+  readonly upstreamBody: Record<string, unknown>;
+  readonly payload: string;
+  readonly requestId: string | undefined;
+  /** Each attempt's bound: the gateway's upstream timeout, shortened by the caller's `timeout`. */
+  readonly attemptTimeoutMs: number;
+  /** `max_retries` + 1 attempts, waiting between rounds, all before the deadline. */
+  readonly plan: FailoverPlan & { readonly retry: { readonly deadline: number } };
+}
+
+/** The adapter's request for the validated body, and the retries and timeouts the caller asked for. */
+export function chatCall(services: RouteServices, registry: ModelRegistry, resolved: ResolvedModel, body: Record<string, unknown>, requestId: string | undefined, policy: RetryPolicy, startedAt: number): ChatCall {
+  const adapter = resolved.plugin.nativeChat!;
+  const upstreamBody = adapter.buildRequest({
+    upstreamModel: registry.upstreamModel(resolved, 'chat'),
+    input: body.input as string,
+    temperature: body.temperature as number | undefined,
+    maxOutputTokens: body.max_output_tokens as number | undefined,
+    webSearch: body.web_search === true,
+  });
+  const gatewayTimeoutMs = services.upstream.timeoutMs;
+  const maxRetries = (body.max_retries as number | undefined) ?? policy.defaultMaxRetries;
+  return {
+    provider: resolved.plugin.vendor,
+    adapter,
+    upstreamRoute: resolved.plugin.routes[adapter.route]!,
+    upstreamBody,
+    payload: JSON.stringify(upstreamBody),
+    requestId,
+    attemptTimeoutMs: body.timeout === undefined ? gatewayTimeoutMs : Math.min(gatewayTimeoutMs, Math.ceil((body.timeout as number) * 1000)),
+    plan: { maxAttempts: maxRetries + 1, retry: { policy, deadline: startedAt + policy.deadlineMs } },
+  };
+}
+
+/** What one endpoint answered: a 2xx body, or a failure that is final for this request. */
+export type ChatAnswer = { readonly body: Buffer; readonly failure?: undefined } | { readonly failure: GatewayError };
+
+/** One attempt at one endpoint, bounded by the attempt timeout and the deadline. */
+export async function attemptChat(services: RouteServices, call: ChatCall, member: PooledEndpoint, signal: AttemptSignal, recorder: ExchangeRecorder): Promise<AttemptResult<ChatAnswer, GatewayError>> {
+  const { provider, plan } = call;
+  const timeoutMs = Math.max(1, Math.min(call.attemptTimeoutMs, Math.ceil(plan.retry.deadline - performance.now())));
+  const timer = setTimeout(() => signal.abort(), timeoutMs);
+  const attemptAt = performance.now();
+  try {
+    const response = await services.upstream.post({ endpoint: member.endpoint, route: call.upstreamRoute, body: call.payload, requestId: call.requestId, signal, timeoutMs });
+    const bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
+    const status = response.statusCode;
+    if (status >= 200 && status < 300) return { kind: 'answer', answer: { body: bytes } };
+    if (status === 401 || status === 403) return { kind: 'answer', answer: { failure: upstreamAuthRejected(provider, status) } };
+    const failure = upstreamFailure(provider, `upstream answered ${status}${upstreamMessage(bytes, member.endpoint.apiKey)}`);
+    if (isRetryableStatus(status)) return { kind: 'retry', failure, status, waitMs: retryAfterMs(response.headers) };
+    return { kind: 'answer', answer: { failure } };
+  } catch (error) {
+    // The client's leaving also pulls the signal: the failover layer tells the two apart.
+    if (signal.aborted) return { kind: 'retry', failure: upstreamTimeout(provider, error) };
+    if (error instanceof UpstreamTransportError) return { kind: 'retry', failure: error.timedOut ? upstreamTimeout(provider, error) : upstreamFailure(provider, error.reason, error) };
+    return { kind: 'retry', failure: upstreamFailure(provider, 'the answer broke off', error) };
+  } finally {
+    recorder.upstreamSpentMs = (recorder.upstreamSpentMs ?? 0) + performance.now() - attemptAt;
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The upstream's error message, for the `detail` (which the error log repeats). Redacted once parsed:
+ * parsing decodes the key's JSON escapes, and before the cut, which could leave a part of it.
+ */
+function upstreamMessage(body: Buffer, apiKey: string | undefined): string {
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as { error?: { message?: unknown }; message?: unknown };
+    const message = parsed.error?.message ?? parsed.message;
+    return typeof message === 'string' ? `: ${redactCredentialText(message, apiKey).slice(0, 300)}` : '';
+  } catch {
+    return '';
+  }
+}
+
+/** The route's answer from the upstream's 2xx body; throws (recorded) when it holds no JSON, usage or text. */
+export function chatResult(services: RouteServices, call: ChatCall, resolved: ResolvedModel, body: Buffer, apiKey: string | undefined, recorder: ExchangeRecorder): { payload: Buffer; usage: TokenUsage } {
+  let answer: unknown;
+  try {
+    answer = JSON.parse(body.toString('utf8'));
+  } catch {
+    return recorder.fail(upstreamFailure(call.provider, 'the answer was not JSON'));
+  }
+  const usage = services.usage.extractor(call.upstreamRoute.format, call.adapter.route, resolved).fromBody(answer);
+  if (!usage) return recorder.fail(usageMissing(call.provider));
+  const answerText = call.adapter.readText(answer);
+  if (answerText === undefined) return recorder.fail(upstreamFailure(call.provider, 'the answer held no text'), true, usage);
+  // Redacted as text: parsing has decoded any JSON escapes of the key.
+  const text = redactCredentialText(answerText, apiKey);
+  const { totalTokens, chargedTokens } = services.usage.charge(usage, resolved);
+  const result = {
+    id: `chat-${randomUUID()}`,
+    model: resolved.canonicalId,
+    result: { text },
+    usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens, total_tokens: totalTokens, cached_tokens: usage.cachedTokens, charged_tokens: chargedTokens },
+  };
+  return { payload: Buffer.from(JSON.stringify(result)), usage };
+}

@@ -1,0 +1,307 @@
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import { accountRouter } from '../control-plane/account/account-router.ts';
+import { MemorySessionStore, RedisSessionStore } from '../stores/session-store.ts';
+import { adminRouter } from '../control-plane/admin/admin-routes.ts';
+import { createApp } from '../control-plane/app.ts';
+import { createAuthenticator } from '../data-plane/auth/authenticate.ts';
+import { FailedAuthThrottle } from '../data-plane/auth/failed-auth-throttle.ts';
+import { FileKeyStore } from '../stores/keys/file-key-store.ts';
+import { fileKeyIdSecret, redisKeyIdSecret } from '../stores/keys/key-id-secret.ts';
+import type { KeyStore } from '../stores/keys/key-store.ts';
+import { RedisKeyStore } from '../stores/keys/redis-key-store.ts';
+import type { GatewayConfig } from '../config/gateway-config.ts';
+import { carryBreakerState } from './breaker-carry-over.ts';
+import { LiveConfig, type ReloadResult } from './live-config.ts';
+import { clientAddressResolver, trustedPeer } from '../core/client-address.ts';
+import { capConnections } from './connection-cap.ts';
+import { InFlight } from '../data-plane/http/in-flight.ts';
+import { lingerLimits } from '../data-plane/http/linger-close.ts';
+import { PendingRequests } from '../data-plane/http/pending-requests.ts';
+import { KeyConcurrency } from '../data-plane/limits/key-concurrency.ts';
+import { createRateLimiters, type KeyRateLimit } from '../data-plane/limits/rate-limiter.ts';
+import { loadPlugins } from '../plugins/load-plugins.ts';
+import { DEFAULT_RETRY_POLICY, nativeChatRoute } from '../data-plane/routes/native-chat-route.ts';
+import type { CallerKey } from '../core/exchange.ts';
+import type { ProviderEndpoints, RouteServices } from '../data-plane/route-services.ts';
+import { answersWithin, createRedisClient, waitUntilReady, type RedisConnection } from '../stores/redis/redis-client.ts';
+import { providerEndpoints } from '../data-plane/upstream/provider-endpoints.ts';
+import { SharedBreakerState } from '../data-plane/upstream/shared-breaker.ts';
+import { UpstreamClient } from '../data-plane/upstream/upstream-client.ts';
+import { GatewayMetrics } from '../ops/metrics.ts';
+import { OPENAPI_DOCUMENT } from '../control-plane/openapi/openapi-document.ts';
+import { createAccessLogger } from '../core/logger.ts';
+import { answerFiguresRequests, PrimaryScrape } from '../ops/cluster-metrics.ts';
+import { metricsRoute, serveMetrics, urlOf } from '../control-plane/metrics-route.ts';
+import { ObservedUsageAccounting, RequestObserver } from '../ops/request-observer.ts';
+import { EmbeddedUsageStore } from '../stores/usage/embedded-usage-store.ts';
+import { RedisUsageStore } from '../stores/usage/redis-usage-store.ts';
+import { GatewayUsageAccounting } from '../usage/usage-accounting.ts';
+import { adminUsageRoute, ownUsageRoute } from '../control-plane/usage-routes.ts';
+import type { UsageStore } from '../usage/usage-store.ts';
+
+export interface Gateway {
+  /** `http://host:port` the gateway listens on. */
+  readonly url: string;
+  readonly server: Server;
+  /** `http://host:port` of the separate metrics listener (`METRICS_PORT`); undefined when `/metrics` is on the main port or the cluster primary serves it. */
+  readonly metricsUrl?: string;
+  readonly metrics: GatewayMetrics;
+  readonly keys: KeyStore;
+  readonly usage: UsageStore;
+  /** Waits until every usage record taken so far is stored. */
+  flushUsage(): Promise<void>;
+  /**
+   * Stops accepting connections and lets requests and streams in flight finish for up to `drainMs`
+   * (the config's by default); then ends those still open (each still gets its usage record, estimated
+   * where the upstream had not reported it yet), stores every pending record and closes the stores.
+   */
+  close(drainMs?: number): Promise<void>;
+  /** Reads the config file again and applies it when valid (see {@link LiveConfig}); SIGHUP calls it. */
+  reloadConfig(trigger?: string): ReloadResult;
+  /** The short hash of the config file in force. */
+  configVersion(): string;
+  /** During {@link close}: ends the requests still open now instead of at the end of the drain time. */
+  endInFlight(): void;
+}
+
+const OPENAPI_JSON = JSON.stringify(OPENAPI_DOCUMENT);
+
+/** The key and usage stores: Redis when configured, else the embedded files under the data directory. */
+export async function openStores(config: GatewayConfig, logger: Logger): Promise<{ redis?: RedisConnection; keys: KeyStore; usage: UsageStore }> {
+  if (!config.redis) {
+    return { keys: new FileKeyStore(config.dataDir), usage: await EmbeddedUsageStore.open(config.dataDir, logger) };
+  }
+  const redis = createRedisClient(config.redis, logger);
+  if (!(await waitUntilReady(redis, 3000))) logger.warn('redis: not reachable at start; serving degraded until it is');
+  const keys = new RedisKeyStore(redis, { failMode: config.authFailMode, graceMs: config.authGraceMs });
+  return { redis, keys, usage: await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger }) };
+}
+
+/** How the gateway process runs: alone, or as one worker of a cluster (`GATEWAY_WORKERS`). */
+export interface StartOptions {
+  /**
+   * A cluster worker: `/metrics` on the main port answers with the whole cluster's figures, gathered
+   * by the primary (which also serves `METRICS_PORT` itself, so the worker does not listen there).
+   */
+  readonly clusterWorker?: boolean;
+}
+
+/** Builds every part from the config, starts listening, and gives back a handle that closes it all. */
+export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv, logger: Logger, options: StartOptions = {}): Promise<Gateway> {
+  const plugins = await loadPlugins(config.manifestPath, config.pluginPath);
+  const live = new LiveConfig({
+    plugins,
+    env,
+    config,
+    // A reload keeps the breaker state (rests, failure counts) of the endpoints it does not change.
+    buildEndpoints: (settings, previous) => carryBreakerState(previous, providerEndpoints(plugins, settings, env, logger)),
+    logger,
+    onApplied: (settings, previous) => {
+      logger.level = settings.config.logLevel;
+      accessLogger.level = settings.config.logLevel;
+      const { max, windowMs } = settings.config.rateLimit;
+      if (max !== previous.config.rateLimit.max || windowMs !== previous.config.rateLimit.windowMs) swapLimiters(max, windowMs);
+      // The reload built new endpoint pools: their rests are shared between instances from now on.
+      sharedBreaker?.attach(settings.endpoints.pools());
+    },
+    onResult: (result) => metrics.configReload(result),
+  });
+  const currentRegistry = () => live.current.registry;
+  const endpoints: ProviderEndpoints = {
+    get: (vendor) => live.current.endpoints.get(vendor),
+    pool: (vendor) => live.current.endpoints.pool(vendor),
+    pools: () => live.current.endpoints.pools(),
+    envPrefix: (vendor) => live.current.endpoints.envPrefix(vendor),
+  };
+  const { redis, keys, usage } = await openStores(config, logger);
+  const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
+  const accounting = new GatewayUsageAccounting(usage, currentRegistry, logger);
+  const metrics = new GatewayMetrics({
+    usageQueueDepth: () => (usage as Partial<{ queueDepth: number }>).queueDepth ?? 0,
+    configStale: () => live.lastError !== undefined,
+  });
+  // gateway_endpoint_up reads the breakers of the endpoint pools in force at each scrape.
+  metrics.setEndpointStates(function* () {
+    for (const [provider, pool] of endpoints.pools()) {
+      const states = pool.state();
+      for (const [index, member] of pool.endpoints.entries()) yield { provider, endpoint: member.endpoint.origin, up: states[index]!.status !== 'resting' };
+    }
+  });
+  const accessLogger = createAccessLogger(logger);
+  const observer = new RequestObserver(accessLogger, metrics);
+  const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, onAttempt: (provider, endpoint, outcome) => metrics.upstreamAttempt(provider, endpoint, outcome) });
+  let limiters = createRateLimiters({ max: config.rateLimit.max, windowMs: config.rateLimit.windowMs, redis, logger });
+  // The limits are read through these two, so a reload can swap them (same store prefix: with Redis the counts carry over).
+  const swapLimiters = (max: number, windowMs: number) => {
+    const previous = limiters;
+    limiters = createRateLimiters({ max, windowMs, redis, logger });
+    previous.shutdown();
+  };
+  const modelRateLimit: KeyRateLimit = Object.assign(((req, res, next) => limiters.perKey(req, res, next)) as RequestHandler, {
+    count: (caller: CallerKey | undefined, res: ServerResponse) => limiters.perKey.count(caller, res),
+  });
+  const catalogRateLimit: RequestHandler = (req, res, next) => limiters.perAddress(req, res, next);
+  const inFlight = new InFlight();
+  // Separate budgets: wrong API keys from an address never lock the admin out, nor the other way round.
+  const keyThrottle = new FailedAuthThrottle(config.authFailuresPerMinute, { subject: 'API key attempts' });
+  const adminThrottle = new FailedAuthThrottle(config.authFailuresPerMinute, { subject: 'admin token attempts' });
+  let draining = false;
+  let endDrain: (() => void) | undefined;
+  const services: RouteServices = {
+    registry: currentRegistry,
+    upstream,
+    endpoints,
+    usage: new ObservedUsageAccounting(accounting, observer),
+    openStreams: { opened: () => metrics.streamOpened(), closed: () => metrics.streamClosed() },
+    bodyLimitBytes: config.bodyLimitBytes,
+    upstreamBodyLimitBytes: 64 * 1024 * 1024,
+    maxSseEventBytes: config.maxSseEventBytes,
+    // Read per request from the configuration in force (a reload rebuilds them with the registry).
+    get fallbacks() {
+      return live.current.fallbacks;
+    },
+    // UPSTREAM_TIMEOUT_MS stays the outer bound of every upstream wait.
+    firstByteTimeoutMs: Math.min(config.firstByteTimeoutMs, config.upstreamTimeoutMs),
+    idleTimeoutMs: Math.min(config.idleTimeoutMs, config.upstreamTimeoutMs),
+    clientWriteTimeoutMs: config.clientWriteTimeoutMs,
+  };
+  // Asks Redis itself, so a stall shows (and clears) without any model request.
+  const readiness = async () => {
+    const redisState = redis ? ((await answersWithin(redis, 250)) ? 'ready' : 'unavailable') : 'not configured';
+    const degraded = limiters.degraded() || !usage.healthy || redisState === 'unavailable';
+    return {
+      status: draining ? 'shutting down' : degraded ? 'degraded' : 'ok',
+      redis: redisState,
+      rate_limits: redis && !limiters.degraded() ? 'shared' : 'per-process',
+      usage: usage.healthy ? 'stored' : 'queued until the store returns',
+      config_version: live.current.version,
+      // A refused reload leaves the previous configuration serving (still ready), stale until a reload
+      // applies; the error says where the file is wrong, never what it holds (/readyz takes no credential).
+      config_stale: live.lastError !== undefined,
+      ...(live.lastError === undefined ? {} : { config_error: live.lastError }),
+    };
+  };
+  const authenticate = createAuthenticator({
+    store: keys,
+    staticKeys: config.apiKeys,
+    keyIdSecret: redis ? redisKeyIdSecret(redis) : fileKeyIdSecret(config.dataDir),
+    logger,
+    throttle: keyThrottle,
+  });
+  // The secret is made on first start: done before serving, so no close can race its file being written.
+  await authenticate.ready;
+  const app = createApp({
+    services,
+    logger,
+    authenticate,
+    modelRateLimit,
+    keyConcurrency: new KeyConcurrency(config.keyConcurrency),
+    catalogRateLimit,
+    nativeChat: nativeChatRoute(services, { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs }),
+    inFlight,
+    observer,
+    addressOf: clientAddressResolver(config.trustedProxies),
+    pendingRequests: new PendingRequests(config.maxPendingRequestsPerAddress, logger, () => metrics.refused('pending_requests_per_address')),
+    mount: (expressApp, add, guard) => {
+      if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(options.clusterWorker ? new PrimaryScrape() : metrics));
+      add('get', '/openapi.json', (_req, res) => void res.type('application/json').send(OPENAPI_JSON));
+      add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
+      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle: adminThrottle }));
+      add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
+      // 503 while anything runs degraded (or the gateway drains), so a balancer prefers healthy instances.
+      add('get', '/readyz', async (_req, res) => {
+        const body = await readiness();
+        res.status(body.status === 'ok' ? 200 : 503).json(body);
+      });
+      expressApp.use('/account', accountRouter({
+        token: config.adminToken,
+        keys,
+        usage,
+        registry: currentRegistry,
+        endpoints,
+        readiness,
+        sessions: redis ? new RedisSessionStore(redis) : new MemorySessionStore(),
+        bodyLimitBytes: config.bodyLimitBytes,
+      }));
+    },
+  });
+
+  const server = createServer(
+    {
+      // Slow clients: a request's headers, and the whole request with its body, must arrive in time
+      // (408 and the connection closed otherwise), checked every second rather than Node's 30 s.
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
+      keepAliveTimeout: 65_000,
+    },
+    app,
+  );
+  capConnections(
+    server,
+    {
+      max: config.maxConnections,
+      maxPerAddress: config.maxConnectionsPerAddress,
+      // A trusted proxy carries many clients: its half-sent requests are capped per client it names instead.
+      uncapped: trustedPeer(config.trustedProxies),
+      lingerBytes: lingerLimits(config.bodyLimitBytes).maxBytes,
+      onRefused: (reason) => metrics.refused(reason),
+    },
+    logger,
+  );
+  // Before listening: the primary asks a worker for its figures once the worker listens.
+  if (options.clusterWorker) answerFiguresRequests(metrics.registry);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  live.watch();
+  const metricsServer = config.metricsPort === undefined || options.clusterWorker ? undefined : await serveMetrics(metrics, config.metricsPort, config.host);
+  return {
+    url: urlOf(server),
+    metricsUrl: metricsServer && urlOf(metricsServer),
+    metrics,
+    server,
+    keys,
+    usage,
+    flushUsage: () => accounting.flush(),
+    endInFlight: () => endDrain?.(),
+    reloadConfig: (trigger = 'SIGHUP') => live.reload(trigger),
+    configVersion: () => live.current.version,
+    async close(drainMs = config.drainMs) {
+      draining = true;
+      live.close();
+      const closed = new Promise((resolve) => server.close(resolve));
+      // Keep-alive connections become idle as their last response ends: close each as it does.
+      const sweep = setInterval(() => server.closeIdleConnections(), 100);
+      server.closeIdleConnections();
+      const drained = Promise.all([closed, inFlight.idle()]).then(() => 'drained' as const);
+      let timer: NodeJS.Timeout | undefined;
+      const cut = new Promise<'cut'>((resolve) => {
+        endDrain = () => resolve('cut');
+        timer = setTimeout(endDrain, drainMs);
+      });
+      if ((await Promise.race([drained, cut])) === 'cut') {
+        logger.warn({ open: inFlight.count, drainMs }, 'shutdown: drain time over, ending the requests still open (their usage is recorded, estimated where needed)');
+        server.closeAllConnections();
+      }
+      clearTimeout(timer);
+      // Ended handlers record their usage as they unwind: wait for each before flushing.
+      await drained;
+      clearInterval(sweep);
+      await accounting.flush();
+      await usage.close();
+      await keys.close();
+      limiters.shutdown();
+      await upstream.close();
+      sharedBreaker?.stop();
+      if (metricsServer) await new Promise((resolve) => metricsServer.close(resolve));
+      redis?.disconnect();
+    },
+  };
+}

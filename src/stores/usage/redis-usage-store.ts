@@ -1,0 +1,312 @@
+import { appendFileSync, createReadStream } from 'node:fs';
+import { mkdir, readdir, rename, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Cluster, Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { RedisBreaker } from '../redis/redis-breaker.ts';
+import { closeTornLine } from './embedded-usage-store.ts';
+import { dayOf, monthOf, recordTotals, TOTAL_FIELDS, type UsageRecord } from '../../usage/usage-record.ts';
+import { dayRange, groupCells, inRange, totalsFromHash, type QuotaPeriod, type UsageCell, type UsageQuery, type UsageRow, type UsageStore } from '../../usage/usage-store.ts';
+
+type RedisConnection = Redis | Cluster;
+
+// Applies one record exactly once: the id marker is set first, and nothing else is written when it
+// was already there. Every key is under the record's key-id hash tag, so one Cluster slot holds them.
+// KEYS: marker, totals hash, cell index, record stream, charged today, charged this month.
+// ARGV: marker TTL, cell member, stream cap, charged tokens, day TTL, month TTL, record JSON, then field/increment pairs.
+const APPLY_RECORD = `
+if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then return 0 end
+for i = 8, #ARGV, 2 do
+  redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
+end
+redis.call('SADD', KEYS[3], ARGV[2])
+redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'record', ARGV[7])
+redis.call('INCRBY', KEYS[5], ARGV[4])
+redis.call('EXPIRE', KEYS[5], ARGV[5])
+redis.call('INCRBY', KEYS[6], ARGV[4])
+redis.call('EXPIRE', KEYS[6], ARGV[6])
+return 1`;
+
+/** The set of every key id with usage (admin read-back); outside any hash tag. */
+const KEY_IDS = 'gw-usage:keys';
+const LIVE_SPILL = 'usage-pending.spill.jsonl';
+const REPLAYING = /^usage-pending\.\d+-\d+\.jsonl$/;
+const BATCH = 200;
+const DAY_SECONDS = 24 * 3600;
+
+export interface RedisUsageStoreOptions {
+  /** Where records that cannot reach Redis are spilled (`usage-pending.*.jsonl`). */
+  readonly dataDir: string;
+  readonly logger: Logger;
+  /** Records held in memory while Redis is away; when full, they all spill to disk. Default 10 000. */
+  readonly maxQueued?: number;
+  /** Length each key's record stream is capped at (approximately). Default 100 000. */
+  readonly streamMaxLength?: number;
+  /**
+   * How long a record's "applied" marker lives. A replay within it is never counted twice, so it
+   * must outlast any outage whose spilled records are replayed later. Default 7 days.
+   */
+  readonly markerTtlSeconds?: number;
+  /** Pause between attempts while Redis is away. Default 500 ms. */
+  readonly retryDelayMs?: number;
+}
+
+/** The hash tag of one key id's usage keys. */
+export const usageKeyTag = (keyId: string): string => `{gw-usage:${keyId}}`;
+
+/**
+ * Usage on Redis (single node, Sentinel or Cluster).
+ *
+ * Per key id (all under the hash tag `{gw-usage:<keyId>}`):
+ * - `:records`: a Stream of the records, capped at about `streamMaxLength` entries (`XADD MAXLEN ~`).
+ * - `:totals:<day>:<model>`: a hash of the day's sums (`requests`, `input_tokens`, `output_tokens`,
+ *   `cached_tokens`, `total_tokens`, `charged_tokens`, `cost_nano_usd`), all integers.
+ * - `:cells`: the index of those hashes (`<day>|<model>`); `gw-usage:keys` lists every key id.
+ * - `:charged:day:<day>` and `:charged:month:<YYYY-MM>`: charged tokens, so a quota check is one GET.
+ * - `:applied:<record id>`: the exactly-once marker.
+ *
+ * One script call per record writes all of it atomically, and nothing when the record's marker is
+ * already set. `record()` only queues; a single drain loop writes the queue after the response.
+ * While Redis is unreachable the queue holds up to `maxQueued` records, then spills them to a local
+ * journal; the loop retries, and once Redis answers writes the queue and replays every spilled journal
+ * (also those a previous process left), deleting a journal only when all its records are applied.
+ */
+export class RedisUsageStore implements UsageStore {
+  private queue: UsageRecord[] = [];
+
+  /** Records taken and not yet written to Redis (the usage-queue gauge). */
+  get queueDepth(): number {
+    return this.queue.length + this.inFlight.length;
+  }
+  private inFlight: UsageRecord[] = [];
+  private draining: Promise<void> | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private spilledSinceReplay = true;
+  private readonly knownKeyIds = new Set<string>();
+  private closed = false;
+  healthy = true;
+
+  private readonly maxQueued: number;
+  private readonly streamMaxLength: number;
+  private readonly markerTtlSeconds: number;
+  private readonly retryDelayMs: number;
+
+  constructor(
+    private readonly redis: RedisConnection,
+    private readonly options: RedisUsageStoreOptions,
+  ) {
+    this.maxQueued = Math.max(1, options.maxQueued ?? 10_000);
+    this.streamMaxLength = options.streamMaxLength ?? 100_000;
+    this.markerTtlSeconds = options.markerTtlSeconds ?? 7 * DAY_SECONDS;
+    this.retryDelayMs = options.retryDelayMs ?? 500;
+    redis.defineCommand('gatewayApplyUsage', { numberOfKeys: 6, lua: APPLY_RECORD });
+  }
+
+  /** Opens the store and starts replaying whatever an earlier process spilled. */
+  static async open(redis: RedisConnection, options: RedisUsageStoreOptions): Promise<RedisUsageStore> {
+    await mkdir(options.dataDir, { recursive: true });
+    await closeTornLine(join(options.dataDir, LIVE_SPILL));
+    const store = new RedisUsageStore(redis, options);
+    store.schedule();
+    return store;
+  }
+
+  record(record: UsageRecord): void {
+    try {
+      if (this.closed) return this.spill([record]);
+      this.queue.push(record);
+      // Full: the whole queue goes to disk in one write, rather than one write per record from here on.
+      if (this.queue.length >= this.maxQueued) this.spill(this.queue.splice(0));
+      this.schedule();
+    } catch (error) {
+      this.options.logger.error({ err: error, record: record.id }, 'usage store: record failed');
+    }
+  }
+
+  private schedule(): void {
+    if (this.draining || this.retryTimer || this.closed) return;
+    this.draining = this.drain().finally(() => {
+      this.draining = undefined;
+      // Records that arrived, or spilled, while the last pass was being written.
+      if (this.healthy && (this.queue.length || this.spilledSinceReplay)) this.schedule();
+    });
+  }
+
+  private retryLater(): void {
+    if (this.retryTimer || this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.schedule();
+    }, this.retryDelayMs);
+    this.retryTimer.unref();
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.queue.length) {
+        this.inFlight = this.queue.splice(0, BATCH);
+        await this.applyAll(this.inFlight);
+        this.inFlight = [];
+      }
+      if (this.spilledSinceReplay) await this.replaySpilled();
+      if (!this.healthy) this.options.logger.info('usage store: Redis is back, held usage records written');
+      this.healthy = true;
+    } catch (error) {
+      // The batch may have been partly applied: its markers make the retry count each record once.
+      this.queue.unshift(...this.inFlight);
+      this.inFlight = [];
+      if (this.queue.length >= this.maxQueued) this.spill(this.queue.splice(0));
+      this.knownKeyIds.clear();
+      if (this.healthy) this.options.logger.warn({ err: error }, 'usage store: Redis unreachable, holding usage records until it returns');
+      this.healthy = false;
+      this.retryLater();
+    }
+  }
+
+  private async applyAll(records: readonly UsageRecord[]): Promise<void> {
+    await Promise.all(records.map((record) => this.apply(record)));
+  }
+
+  private async apply(record: UsageRecord): Promise<void> {
+    const tag = usageKeyTag(record.keyId);
+    const day = dayOf(record.time);
+    const totals = recordTotals(record);
+    const increments = TOTAL_FIELDS.flatMap((field) => [field, String(wholeNumber(totals[field]))]);
+    await (this.redis as unknown as { gatewayApplyUsage: (...args: string[]) => Promise<number> }).gatewayApplyUsage(
+      `${tag}:applied:${record.id}`,
+      `${tag}:totals:${day}:${record.model}`,
+      `${tag}:cells`,
+      `${tag}:records`,
+      `${tag}:charged:day:${day}`,
+      `${tag}:charged:month:${monthOf(record.time)}`,
+      String(this.markerTtlSeconds),
+      `${day}|${record.model}`,
+      String(this.streamMaxLength),
+      String(wholeNumber(totals.charged_tokens)),
+      String(3 * DAY_SECONDS),
+      String(40 * DAY_SECONDS),
+      JSON.stringify(record),
+      ...increments,
+    );
+    if (!this.knownKeyIds.has(record.keyId)) {
+      await this.redis.sadd(KEY_IDS, record.keyId);
+      this.knownKeyIds.add(record.keyId);
+    }
+  }
+
+  /** Appends records to the live spill journal (synchronously: they are on disk when this returns). */
+  private spill(records: readonly UsageRecord[]): void {
+    if (!records.length) return;
+    try {
+      appendFileSync(join(this.options.dataDir, LIVE_SPILL), records.map((record) => `${JSON.stringify(record)}\n`).join(''));
+      this.spilledSinceReplay = true;
+    } catch (error) {
+      this.options.logger.error({ err: error, count: records.length }, 'usage store: cannot spill usage records to disk; they are lost');
+    }
+  }
+
+  /** Replays spilled journals; a journal is deleted only once every record in it is applied. */
+  private async replaySpilled(): Promise<void> {
+    const dir = this.options.dataDir;
+    this.spilledSinceReplay = false;
+    try {
+      await rename(join(dir, LIVE_SPILL), join(dir, `usage-pending.${Date.now()}-${process.pid}.jsonl`));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+    try {
+      for (const name of (await readdir(dir)).filter((file) => REPLAYING.test(file)).sort()) {
+        for await (const batch of journalBatches(join(dir, name), BATCH)) await this.applyAll(batch);
+        await unlink(join(dir, name)).catch((error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ENOENT') throw error;
+        });
+      }
+    } catch (error) {
+      this.spilledSinceReplay = true;
+      throw error;
+    }
+  }
+
+  /** The daily cells of one key, optionally only those in a day range (one round trip for the hashes). */
+  private async cellsOf(keyId: string, fromDay?: string, toDay?: string): Promise<UsageCell[]> {
+    const tag = usageKeyTag(keyId);
+    const members = (await this.redis.smembers(`${tag}:cells`))
+      .map((member) => ({ day: member.slice(0, member.indexOf('|')), model: member.slice(member.indexOf('|') + 1) }))
+      .filter((cell) => inRange(cell.day, fromDay, toDay));
+    if (!members.length) return [];
+    const pipeline = this.redis.pipeline();
+    for (const { day, model } of members) pipeline.hgetall(`${tag}:totals:${day}:${model}`);
+    const replies = (await pipeline.exec()) ?? [];
+    return members.map(({ day, model }, index) => {
+      const [error, hash] = replies[index] ?? [new Error('no reply')];
+      if (error) throw error;
+      return { keyId, day, model, totals: totalsFromHash(hash as Record<string, string>) };
+    });
+  }
+
+  async query(query: UsageQuery): Promise<UsageRow[]> {
+    const { fromDay, toDay } = dayRange(query);
+    const keyIds = query.keyId !== undefined ? [query.keyId] : await this.redis.smembers(KEY_IDS);
+    const cells = (await Promise.all(keyIds.map((keyId) => this.cellsOf(keyId, fromDay, toDay)))).flat();
+    return groupCells(cells, query);
+  }
+
+  async totalsFor(keyId: string, period: QuotaPeriod, now: Date): Promise<number> {
+    const suffix = period === 'day' ? `day:${dayOf(now)}` : `month:${monthOf(now)}`;
+    const breaker = RedisBreaker.of(this.redis);
+    // During a stall the quota check fails at once (and lets the request through) instead of waiting.
+    if (breaker.open) throw new Error('Redis is unavailable (a command failed or timed out moments ago)');
+    try {
+      return Number((await this.redis.get(`${usageKeyTag(keyId)}:charged:${suffix}`)) ?? 0);
+    } catch (error) {
+      breaker.trip();
+      throw error;
+    }
+  }
+
+  async flush(): Promise<void> {
+    if (this.retryTimer) {
+      clearTimeout(this.retryTimer);
+      this.retryTimer = undefined;
+    }
+    this.schedule();
+    while (this.draining) await this.draining;
+    // Redis is away: what is still queued is made safe on disk.
+    if (this.queue.length) this.spill(this.queue.splice(0));
+  }
+
+  async close(): Promise<void> {
+    await this.flush();
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+  }
+}
+
+const wholeNumber = (value: number): number => (Number.isFinite(value) ? Math.round(value) : 0);
+
+/** Reads a spilled journal in batches (a torn or foreign line is skipped). */
+async function* journalBatches(path: string, size: number): AsyncGenerator<UsageRecord[]> {
+  let batch: UsageRecord[] = [];
+  let lines;
+  try {
+    lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
+    for await (const line of lines) {
+      if (!line.trim()) continue;
+      try {
+        const value = JSON.parse(line) as UsageRecord;
+        if (typeof value?.id === 'string' && typeof value.keyId === 'string') batch.push(value);
+      } catch {
+        continue;
+      }
+      if (batch.length >= size) {
+        yield batch;
+        batch = [];
+      }
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  if (batch.length) yield batch;
+}

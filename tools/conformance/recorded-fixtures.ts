@@ -1,0 +1,124 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { WIRE_FORMATS } from '../../src/core/formats/index.ts';
+import { SseSplitter } from '../../src/data-plane/sse/sse-splitter.ts';
+import type { SseEvent, StreamFixup, TokenUsage, UpstreamRouteId, WireFormat } from '../../src/plugins/plugin-contract.ts';
+
+/**
+ * A stream recorded from a real upstream, kept in a plugin's `__fixtures__/` folder as three files:
+ * - `<name>.fixture.json`: `{"route": "chat-completions", "model": "acme/acme-1", "usage"?: {...}}`,
+ *   the route and the canonical model it was recorded from, and optionally the usage the plugin must
+ *   read from it (`inputTokens`, `outputTokens`, `cachedTokens`);
+ * - `<name>.chunks.txt`: the stream's events, one `data` payload a line, in order;
+ * - `<name>.expected.txt` (optional): what clients of that model must receive once the plugin's
+ *   stream fixups ran, same layout; without it, the stream must pass unchanged.
+ */
+export interface RecordedFixture {
+  readonly name: string;
+  readonly route: UpstreamRouteId;
+  /** Canonical ID of the model the stream was recorded from. */
+  readonly model: string;
+  readonly chunks: readonly string[];
+  readonly expected?: readonly string[];
+  readonly usage?: TokenUsage;
+}
+
+const lines = (path: string) =>
+  readFileSync(path, 'utf8')
+    .split(/\r?\n/)
+    .filter((line) => line.trim() !== '');
+
+/** Reads every fixture of a plugin folder; a malformed one throws naming its file and field. */
+export function readFixtures(pluginDirectory: string): RecordedFixture[] {
+  const folder = join(pluginDirectory, '__fixtures__');
+  if (!existsSync(folder)) return [];
+  return readdirSync(folder)
+    .filter((file) => file.endsWith('.fixture.json'))
+    .sort()
+    .map((file) => {
+      const name = file.slice(0, -'.fixture.json'.length);
+      const path = join(folder, file);
+      let meta: Record<string, unknown>;
+      try {
+        meta = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+      } catch (error) {
+        throw new Error(`${path}: cannot be read as JSON: ${(error as Error).message}`);
+      }
+      if (typeof meta.route !== 'string') throw new Error(`${path}: route: must name the route the stream was recorded on`);
+      if (typeof meta.model !== 'string' || !meta.model.includes('/')) throw new Error(`${path}: model: must be the canonical ID (vendor/model) it was recorded from`);
+      const usage = meta.usage as Record<string, unknown> | undefined;
+      if (usage !== undefined && !['inputTokens', 'outputTokens', 'cachedTokens'].every((key) => typeof usage[key] === 'number')) {
+        throw new Error(`${path}: usage: must give inputTokens, outputTokens and cachedTokens`);
+      }
+      const chunksPath = join(folder, `${name}.chunks.txt`);
+      if (!existsSync(chunksPath)) throw new Error(`${path}: ${name}.chunks.txt is missing beside it`);
+      const expectedPath = join(folder, `${name}.expected.txt`);
+      return {
+        name,
+        route: meta.route as UpstreamRouteId,
+        model: meta.model,
+        chunks: lines(chunksPath),
+        expected: existsSync(expectedPath) ? lines(expectedPath) : undefined,
+        usage: usage as TokenUsage | undefined,
+      };
+    });
+}
+
+/** The recorded events as the upstream sent them; Messages and Responses name each event after its `type`. */
+export function fixtureEvents(chunks: readonly string[], format: WireFormat): SseEvent[] {
+  const rules = WIRE_FORMATS[format];
+  return chunks.map((data) => {
+    if (!rules.namesEventsByType) return { data };
+    try {
+      const type = (JSON.parse(data) as { type?: unknown }).type;
+      return typeof type === 'string' ? { event: type, data } : { data };
+    } catch {
+      return { data };
+    }
+  });
+}
+
+/** The events as SSE bytes. */
+export function encodeSse(events: readonly SseEvent[]): string {
+  return events.map((event) => `${event.event === undefined ? '' : `event: ${event.event}\n`}data: ${event.data}\n\n`).join('');
+}
+
+/** The `data` of every event of an SSE body. */
+export function decodeSse(body: Buffer): string[] {
+  const splitter = new SseSplitter();
+  return splitter.push(body).flatMap((block) => (block.event ? [block.event.data] : []));
+}
+
+/** The events after the fixups, as the contract says the relay applies them (in order; `null` drops). */
+export function applyFixups(events: readonly SseEvent[], fixups: readonly StreamFixup[]): string[] {
+  const out: string[] = [];
+  for (const original of events) {
+    let event: SseEvent | null = original;
+    for (const fixup of fixups) {
+      if (event === null) break;
+      // Each fixup sees its own copy, so one that edits in place cannot change the recording.
+      const result: SseEvent | null | undefined = fixup({ ...event });
+      if (result !== undefined) event = result;
+    }
+    if (event !== null) out.push(event.data);
+  }
+  return out;
+}
+
+/** Whether two event data lists hold the same events: JSON compared by value, anything else as text. */
+export function sameEvents(actual: readonly string[], expected: readonly string[]): { same: true } | { same: false; index: number } {
+  const parse = (data: string): unknown => {
+    try {
+      return JSON.parse(data);
+    } catch {
+      return data;
+    }
+  };
+  for (let index = 0; index < Math.max(actual.length, expected.length); index += 1) {
+    if (actual[index] === undefined || expected[index] === undefined || !isDeepStrictEqual(parse(actual[index]!), parse(expected[index]!))) {
+      return { same: false, index };
+    }
+  }
+  return { same: true };
+}

@@ -1,0 +1,413 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isDeepStrictEqual } from 'node:util';
+import { startMockUpstream, type MockUpstream, type RecordedRequest } from '../../mock-upstream/mock-upstream-server.ts';
+import { loadConfig } from '../../src/config/gateway-config.ts';
+import { WIRE_FORMATS } from '../../src/core/formats/index.ts';
+import { startGateway, type Gateway } from '../../src/server/gateway.ts';
+import { createLogger } from '../../src/core/logger.ts';
+import { envPrefixOf } from '../../src/data-plane/upstream/provider-endpoints.ts';
+import { loadPluginFolder, pluginFolders, type PluginFolder } from '../../src/plugins/load-plugins.ts';
+import { ModelRegistry } from '../../src/core/model-registry.ts';
+import type { ModelDeclaration, ProviderPlugin, RouteId, StreamFixup, TokenUsage, UpstreamRouteId } from '../../src/plugins/plugin-contract.ts';
+import { applyFixups, decodeSse, encodeSse, fixtureEvents, readFixtures, sameEvents, type RecordedFixture } from './recorded-fixtures.ts';
+import { clientRequest, CONFORMANCE_INPUT, STANDARD_PATHS, STREAMING_ROUTES } from './route-requests.ts';
+import { routePath } from '../../src/core/route-table.ts';
+
+/** One broken rule: which plugin, which model (when the rule is about one), which rule, and what went wrong. */
+export interface ConformanceFailure {
+  readonly plugin: string;
+  readonly model?: string;
+  readonly rule: string;
+  readonly message: string;
+}
+
+export interface PluginConformance {
+  readonly vendor: string;
+  readonly directory: string;
+  /** How many checks ran. */
+  checks: number;
+  readonly failures: ConformanceFailure[];
+}
+
+export interface ConformanceReport {
+  readonly plugins: PluginConformance[];
+  /** Failures that belong to no single plugin under test (a plugin that does not load, the catalog). */
+  readonly failures: ConformanceFailure[];
+  readonly ok: boolean;
+}
+
+export interface ConformanceOptions {
+  /** The repository manifest (built-in plugins), loaded as the gateway loads it. */
+  readonly manifestPath: string;
+  /** Further plugin directories, as in `GATEWAY_PLUGIN_PATH`. */
+  readonly pluginPath?: readonly string[];
+  /** The vendors to check; every loaded plugin when absent. */
+  readonly vendors?: readonly string[];
+}
+
+/** `plugin 'acme', model 'acme/acme-1', rule 'upstream-path': …` */
+export function formatFailure(failure: ConformanceFailure): string {
+  return `plugin '${failure.plugin}'${failure.model ? `, model '${failure.model}'` : ''}, rule '${failure.rule}': ${failure.message}`;
+}
+
+const CLIENT_KEY = 'sk-conformance-client-0001-0123456789abcdef';
+const UPSTREAM_KEY = 'conformance-upstream-key';
+/** Prompt tokens the mock reports as cached, so extractors are checked on the cached figure too. */
+const CACHED_TOKENS = 4;
+
+interface Subject {
+  readonly plugin: ProviderPlugin;
+  readonly report: PluginConformance;
+}
+
+/** One request to drive and what the gateway must do with it. */
+interface Exchange {
+  readonly subject: Subject;
+  /** Canonical ID of the concrete model the request must reach. */
+  readonly canonicalId: string;
+  readonly model: ModelDeclaration;
+  readonly route: RouteId;
+  readonly requestedId: string;
+  readonly stream: boolean;
+  readonly alias?: string;
+}
+
+/**
+ * Drives every declared route of every declared model and alias of the plugins under test through a
+ * real gateway in this process, in front of the mock upstream, and checks what reached the upstream,
+ * what came back, the catalog, the stream fixups (on the plugins' recorded fixtures) and the usage
+ * recorded. Never throws for a plugin's fault: every broken rule is a failure in the report.
+ */
+export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
+  const failures: ConformanceFailure[] = [];
+  const done = (plugins: PluginConformance[]): ConformanceReport => ({
+    plugins,
+    failures,
+    ok: failures.length === 0 && plugins.every((plugin) => plugin.failures.length === 0),
+  });
+
+  let folders: PluginFolder[];
+  try {
+    folders = pluginFolders(options.manifestPath, options.pluginPath);
+  } catch (error) {
+    failures.push({ plugin: (error as { plugin?: string }).plugin ?? 'manifest', rule: 'load', message: (error as Error).message });
+    return done([]);
+  }
+  const tested = options.vendors ?? folders.map((folder) => folder.name);
+  const reports = new Map<string, PluginConformance>();
+  for (const vendor of tested) {
+    const folder = folders.find((candidate) => candidate.name === vendor);
+    if (!folder) failures.push({ plugin: vendor, rule: 'load', message: 'no manifest lists it' });
+    else reports.set(vendor, { vendor, directory: folder.directory, checks: 0, failures: [] });
+  }
+
+  const plugins: ProviderPlugin[] = [];
+  for (const folder of folders) {
+    try {
+      plugins.push(await loadPluginFolder(folder));
+    } catch (error) {
+      const failure = { plugin: folder.name, rule: 'load', message: (error as Error).message };
+      (reports.get(folder.name)?.failures ?? failures).push(failure);
+    }
+  }
+  let registry: ModelRegistry;
+  try {
+    registry = new ModelRegistry(plugins);
+  } catch (error) {
+    const plugin = (error as { plugin?: string }).plugin ?? 'registry';
+    (reports.get(plugin)?.failures ?? failures).push({ plugin, rule: 'load', message: (error as Error).message });
+    return done([...reports.values()]);
+  }
+  if (failures.length || [...reports.values()].some((report) => report.failures.length)) return done([...reports.values()]);
+
+  const mock = await startMockUpstream({ apiKey: UPSTREAM_KEY, cachedTokens: CACHED_TOKENS });
+  const dataDir = await mkdtemp(join(tmpdir(), 'gateway-conformance-'));
+  let gateway: Gateway | undefined;
+  try {
+    const env: NodeJS.ProcessEnv = {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      GATEWAY_MANIFEST: resolve(options.manifestPath),
+      GATEWAY_PLUGIN_PATH: (options.pluginPath ?? []).map((directory) => resolve(directory)).join(':'),
+      GATEWAY_DATA_DIR: dataDir,
+      GATEWAY_API_KEYS: CLIENT_KEY,
+      RATE_LIMIT_MAX: '1000000',
+      ...Object.fromEntries(plugins.flatMap((plugin) => [[`${envPrefixOf(plugin)}_BASE_URL`, mock.url], [`${envPrefixOf(plugin)}_API_KEY`, UPSTREAM_KEY]])),
+    };
+    // Run from an empty directory so no operator config file (alias overrides) colours the result.
+    gateway = await startGateway(loadConfig(env, dataDir), env, createLogger('silent'));
+    const driver = new Driver(gateway, mock);
+    await driver.checkCatalog(plugins, reports, failures);
+    for (const plugin of plugins) {
+      const report = reports.get(plugin.vendor);
+      if (!report) continue;
+      const subject = { plugin, report };
+      for (const exchange of declaredExchanges(subject)) await driver.drive(exchange);
+      let fixtures: RecordedFixture[] = [];
+      try {
+        fixtures = readFixtures(report.directory);
+      } catch (error) {
+        report.failures.push({ plugin: plugin.vendor, rule: 'fixture', message: (error as Error).message });
+      }
+      for (const fixture of fixtures) await driver.replay(subject, fixture);
+    }
+  } catch (error) {
+    failures.push({ plugin: 'gateway', rule: 'start', message: (error as Error).message });
+  } finally {
+    await gateway?.close();
+    await mock.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+  return done([...reports.values()]);
+}
+
+/** Every model ID spelling a route accepts for a model, from the declaration alone. */
+function spellings(plugin: ProviderPlugin, model: ModelDeclaration, route: RouteId): string[] {
+  const forms = route === 'chat' ? ['prefixed'] : (plugin.routes[route]?.modelIds ?? ['prefixed']);
+  const names = [model.id, ...(model.alternateIds ?? [])];
+  return forms.flatMap((form) => (form === 'prefixed' ? names.map((name) => `${plugin.vendor}/${name}`) : names));
+}
+
+const canonicalOf = (plugin: ProviderPlugin, declared: string): ModelDeclaration | undefined =>
+  plugin.models.find((model) => [model.id, ...(model.alternateIds ?? [])].some((name) => `${plugin.vendor}/${name}` === declared));
+
+/** Each model on each of its routes in each spelling, JSON and (where the route streams) stream; then each alias. */
+function declaredExchanges(subject: Subject): Exchange[] {
+  const { plugin } = subject;
+  const modes = (route: RouteId) => (STREAMING_ROUTES.includes(route as UpstreamRouteId) ? [false, true] : [false]);
+  const exchanges: Exchange[] = [];
+  for (const model of plugin.models) {
+    const canonicalId = `${plugin.vendor}/${model.id}`;
+    for (const route of model.routes) {
+      for (const requestedId of spellings(plugin, model, route)) {
+        for (const stream of modes(route)) exchanges.push({ subject, canonicalId, model, route, requestedId, stream });
+      }
+    }
+  }
+  for (const alias of plugin.aliases ?? []) {
+    const model = canonicalOf(plugin, alias.target);
+    if (!model) continue;
+    for (const route of alias.routes) {
+      for (const stream of modes(route)) {
+        exchanges.push({ subject, canonicalId: `${plugin.vendor}/${model.id}`, model, route, requestedId: alias.id, stream, alias: alias.id });
+      }
+    }
+  }
+  return exchanges;
+}
+
+interface Answer {
+  readonly status: number;
+  readonly contentType: string;
+  readonly body: Buffer;
+}
+
+type Totals = { requests: number; inputTokens: number; outputTokens: number; cachedTokens: number };
+
+class Driver {
+  private readonly reported = new Set<string>();
+
+  constructor(
+    private readonly gateway: Gateway,
+    private readonly mock: MockUpstream,
+  ) {}
+
+  private async send(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Answer> {
+    const response = await fetch(`${this.gateway.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${CLIENT_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, contentType: response.headers.get('content-type') ?? '', body: Buffer.from(await response.arrayBuffer()) };
+  }
+
+  private async totals(canonicalId: string): Promise<Totals> {
+    await this.gateway.flushUsage();
+    const row = (await this.gateway.usage.query({ groupBy: 'model' })).find((candidate) => candidate.model === canonicalId);
+    return { requests: row?.requests ?? 0, inputTokens: row?.input_tokens ?? 0, outputTokens: row?.output_tokens ?? 0, cachedTokens: row?.cached_tokens ?? 0 };
+  }
+
+  /** The usage recorded for one more request against the model, once it is stored. */
+  private async recordedUsage(canonicalId: string, before: Totals): Promise<TokenUsage | undefined> {
+    for (let attempt = 0; attempt < 200; attempt += 1) {
+      const after = await this.totals(canonicalId);
+      if (after.requests > before.requests) {
+        return { inputTokens: after.inputTokens - before.inputTokens, outputTokens: after.outputTokens - before.outputTokens, cachedTokens: after.cachedTokens - before.cachedTokens };
+      }
+      await sleep(50);
+    }
+    return undefined;
+  }
+
+  /** The catalog must hold, per plugin in manifest order, its listed aliases then its listed models. */
+  async checkCatalog(plugins: readonly ProviderPlugin[], reports: ReadonlyMap<string, PluginConformance>, failures: ConformanceFailure[]): Promise<void> {
+    const answer = await this.send('GET', '/v1/models');
+    let ids: string[] = [];
+    try {
+      ids = (JSON.parse(answer.body.toString('utf8')) as { data: { id: string }[] }).data.map((entry) => entry.id);
+    } catch {
+      failures.push({ plugin: 'gateway', rule: 'catalog', message: `GET /v1/models answered ${answer.status} without a model list` });
+      return;
+    }
+    let position = 0;
+    for (const plugin of plugins) {
+      const expected = [
+        ...(plugin.aliases ?? []).filter((alias) => alias.listed !== false).map((alias) => alias.id),
+        ...plugin.models.filter((model) => model.listed).map((model) => `${plugin.vendor}/${model.id}`),
+      ];
+      const actual = ids.slice(position, position + expected.length);
+      const report = reports.get(plugin.vendor);
+      if (report) {
+        report.checks += 1;
+        if (!isDeepStrictEqual(actual, expected)) {
+          report.failures.push({
+            plugin: plugin.vendor,
+            rule: 'catalog',
+            message: `GET /v1/models must list ${JSON.stringify(expected)} at positions ${position + 1}-${position + expected.length} (manifest order: listed aliases, then listed models), got ${JSON.stringify(actual)}`,
+          });
+        }
+        const hidden = plugin.models.filter((model) => !model.listed).map((model) => `${plugin.vendor}/${model.id}`).filter((id) => ids.includes(id));
+        if (hidden.length) report.failures.push({ plugin: plugin.vendor, rule: 'catalog', message: `hidden model(s) ${hidden.join(', ')} must not be listed` });
+      }
+      position += expected.length;
+    }
+  }
+
+  /** Sends one declared request and checks it end to end; reports the first rule it breaks. */
+  async drive(exchange: Exchange): Promise<void> {
+    const { subject, canonicalId, model, route, requestedId, stream, alias } = exchange;
+    const { plugin, report } = subject;
+    report.checks += 1;
+    const what = `${route === 'chat' ? 'native chat' : route}${stream ? ' (stream)' : ''} with '${requestedId}'`;
+    const fail = (rule: string, message: string) => {
+      // One failure per model, route and rule is enough to act on (not one per spelling and mode).
+      const key = `${plugin.vendor} ${canonicalId} ${route} ${rule}`;
+      if (this.reported.has(key)) return;
+      this.reported.add(key);
+      report.failures.push({ plugin: plugin.vendor, model: canonicalId, rule, message: `${what}: ${message}` });
+    };
+    const upstreamRouteId: UpstreamRouteId = route === 'chat' ? plugin.nativeChat!.route : route;
+    const upstreamRoute = plugin.routes[upstreamRouteId]!;
+    const expectedModel = model.upstreamModels?.[route] ?? model.upstreamModel ?? model.id;
+    const resolutionRule = alias ? 'alias' : model.listed ? 'routing' : 'hidden-model';
+
+    this.mock.reset();
+    const before = await this.totals(canonicalId);
+    const answer = await this.send('POST', routePath(route), clientRequest(route, requestedId, stream));
+    const [upstream, ...extra] = this.mock.requests;
+    if (!upstream) return fail(resolutionRule, `answered ${answer.status} without calling the upstream: ${answer.body.toString('utf8').slice(0, 300)}`);
+    if (extra.length) return fail('routing', `called the upstream ${extra.length + 1} times, expected once`);
+
+    const declaredPath = upstreamRoute.path;
+    const standard = STANDARD_PATHS[upstreamRoute.format];
+    if (upstream.path !== `/v1${declaredPath}`) {
+      return fail('upstream-path', `reached the upstream at ${upstream.path}, expected the declared routes.${upstreamRouteId}.path ${declaredPath} under the base URL`);
+    }
+    if (declaredPath !== standard) {
+      return fail('upstream-path', `routes.${upstreamRouteId}.path is '${declaredPath}', but an upstream speaking ${upstreamRoute.format} serves '${standard}' (the upstream answered ${upstream.status})`);
+    }
+    const authFailure = checkAuth(upstream, upstreamRoute.auth);
+    if (authFailure) return fail('auth', authFailure);
+    for (const [name, value] of Object.entries(upstreamRoute.defaultHeaders ?? {})) {
+      if (upstream.headers[name] !== value) return fail('default-headers', `the upstream got ${name}: ${String(upstream.headers[name])}, expected the declared default '${value}'`);
+    }
+    if (upstream.body?.model !== expectedModel) {
+      return fail(alias ? 'alias' : 'upstream-model', `the upstream got model ${JSON.stringify(upstream.body?.model)}, expected '${expectedModel}'${alias ? ` (the alias's target ${canonicalId})` : ''}`);
+    }
+    if (route === 'chat') {
+      const built = plugin.nativeChat!.buildRequest({ upstreamModel: expectedModel, input: CONFORMANCE_INPUT, webSearch: false });
+      if (!isDeepStrictEqual(upstream.body, JSON.parse(JSON.stringify(built)))) {
+        return fail('native-chat', `the upstream body is not what nativeChat.buildRequest makes: got ${upstream.rawBody.slice(0, 300)}`);
+      }
+    }
+    if (answer.status !== 200) return fail(resolutionRule, `answered ${answer.status}: ${answer.body.toString('utf8').slice(0, 300)}`);
+    if (stream && !answer.contentType.startsWith('text/event-stream')) return fail('stream', `answered ${answer.contentType || 'no content type'}, expected text/event-stream`);
+    if (stream && decodeSse(answer.body).length === 0) return fail('stream', 'the stream carried no events');
+    if (route === 'chat') {
+      const text = (JSON.parse(answer.body.toString('utf8')) as { result?: { text?: unknown } }).result?.text;
+      if (typeof text !== 'string' || !text.startsWith('Mock reply')) {
+        return fail('native-chat', `nativeChat.readText did not read the upstream's reply text: result.text is ${JSON.stringify(text)}`);
+      }
+    }
+    if (!WIRE_FORMATS[upstreamRoute.format].consumesTokens) return;
+    const recorded = await this.recordedUsage(canonicalId, before);
+    if (!recorded) return fail(alias ? 'alias' : 'usage', `no usage was recorded against ${canonicalId}`);
+    if (!isDeepStrictEqual(recorded, upstream.reportedUsage)) {
+      const index = (plugin.usageExtractors ?? []).findIndex(
+        (declaration) => declaration.route === upstreamRouteId && (!declaration.models || declaration.models.some((declared) => canonicalOf(plugin, declared) === model)),
+      );
+      const reader = index >= 0 ? `the plugin's usageExtractors[${index}]` : `the standard ${upstreamRoute.format} extractor`;
+      return fail('usage', `${reader} recorded ${JSON.stringify(recorded)}, but the upstream reported ${JSON.stringify(upstream.reportedUsage)}`);
+    }
+  }
+
+  /**
+   * Replays a recorded stream for every model of the plugin on the fixture's route: the model it was
+   * recorded from must get `<name>.expected.txt` (or the stream unchanged), any other model with
+   * declared fixups must get exactly what those fixups make, and every other model the bytes unchanged.
+   */
+  async replay(subject: Subject, fixture: RecordedFixture): Promise<void> {
+    const { plugin, report } = subject;
+    const fail = (model: string | undefined, rule: string, message: string) =>
+      void report.failures.push({ plugin: plugin.vendor, model, rule, message: `fixture '${fixture.name}' on ${fixture.route}: ${message}` });
+    const route = plugin.routes[fixture.route];
+    const recordedFrom = canonicalOf(plugin, fixture.model);
+    if (!route || !STREAMING_ROUTES.includes(fixture.route)) return fail(fixture.model, 'fixture', `'${fixture.route}' is not a streaming route of the plugin`);
+    if (!recordedFrom?.routes.includes(fixture.route)) return fail(fixture.model, 'fixture', `'${fixture.model}' is not a model of the plugin on ${fixture.route}`);
+    const events = fixtureEvents(fixture.chunks, route.format);
+    const bytes = encodeSse(events);
+
+    for (const model of plugin.models.filter((candidate) => candidate.routes.includes(fixture.route))) {
+      report.checks += 1;
+      const canonicalId = `${plugin.vendor}/${model.id}`;
+      const fixups: StreamFixup[] = (plugin.streamFixups ?? [])
+        .filter((declaration) => declaration.route === fixture.route && declaration.models.some((declared) => canonicalOf(plugin, declared) === model))
+        .map((declaration) => declaration.fixup);
+      this.mock.reset();
+      this.mock.enqueue({ kind: 'status', status: 200, body: bytes, headers: { 'content-type': 'text/event-stream' } });
+      const before = await this.totals(canonicalId);
+      const answer = await this.send('POST', routePath(fixture.route), clientRequest(fixture.route, spellings(plugin, model, fixture.route)[0]!, true));
+      if (answer.status !== 200) {
+        fail(canonicalId, 'fixup', `the replayed stream answered ${answer.status}: ${answer.body.toString('utf8').slice(0, 300)}`);
+        continue;
+      }
+      const delivered = decodeSse(answer.body);
+      if (model === recordedFrom) {
+        const expected = fixture.expected ?? fixture.chunks;
+        const same = sameEvents(delivered, expected);
+        if (!same.same) {
+          const source = fixture.expected ? `${fixture.name}.expected.txt` : `${fixture.name}.chunks.txt (no .expected.txt: the stream must pass unchanged)`;
+          const declared = fixups.length ? `${fixups.length} stream fixup(s) declared for it` : 'no stream fixup is declared for this model on this route';
+          fail(canonicalId, 'fixup', `event ${same.index + 1} of what the client got differs from ${source}; ${declared}`);
+        }
+        if (fixture.usage) {
+          const recorded = await this.recordedUsage(canonicalId, before);
+          if (!isDeepStrictEqual(recorded, { inputTokens: fixture.usage.inputTokens, outputTokens: fixture.usage.outputTokens, cachedTokens: fixture.usage.cachedTokens })) {
+            fail(canonicalId, 'usage', `recorded ${JSON.stringify(recorded)} from the recorded stream, the fixture says ${JSON.stringify(fixture.usage)}`);
+          }
+        }
+      } else if (fixups.length) {
+        const same = sameEvents(delivered, applyFixups(events, fixups));
+        if (!same.same) fail(canonicalId, 'fixup', `event ${same.index + 1} is not what the model's declared stream fixups make of the recording`);
+      } else if (!answer.body.equals(Buffer.from(bytes))) {
+        fail(canonicalId, 'fixup', 'no stream fixup is declared for this model, yet the stream did not pass byte for byte');
+      }
+    }
+  }
+}
+
+function checkAuth(upstream: RecordedRequest, auth: 'bearer' | 'x-api-key'): string | undefined {
+  const authorization = upstream.headers.authorization;
+  const apiKey = upstream.headers['x-api-key'];
+  if (auth === 'bearer') {
+    if (authorization !== `Bearer ${UPSTREAM_KEY}`) return 'the upstream got no Authorization: Bearer <provider key> (declared auth: bearer)';
+    if (apiKey !== undefined) return 'the upstream also got x-api-key (declared auth: bearer)';
+  } else {
+    if (apiKey !== UPSTREAM_KEY) return 'the upstream got no x-api-key: <provider key> (declared auth: x-api-key)';
+    if (authorization !== undefined) return 'the upstream also got an Authorization header (declared auth: x-api-key)';
+  }
+  return undefined;
+}
