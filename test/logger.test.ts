@@ -6,7 +6,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** Runs a script with the gateway's loggers on standard output; gives back its output, and when each chunk came. */
 function run(script: string): Promise<{ stdout: string; chunks: { at: number; text: string }[] }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `import { createAccessLogger, createLogger } from './src/logger.ts';\n${script}`], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `import { createAccessLogger, createLogger } from './src/core/logger.ts';\n${script}`], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   const startedAt = Date.now();
   const chunks: { at: number; text: string }[] = [];
   child.stdout.on('data', (chunk: Buffer) => chunks.push({ at: Date.now() - startedAt, text: chunk.toString() }));

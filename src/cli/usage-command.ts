@@ -1,7 +1,7 @@
 import { loadConfig } from '../config/gateway-config.ts';
 import { openStores } from '../server/gateway.ts';
 import { createLogger } from '../core/logger.ts';
-import { runUsageCommand as runOnStore, USAGE_COMMAND_SYNOPSIS } from './usage-report.ts';
+import { printUsageReport, USAGE_COMMAND_SYNOPSIS } from './usage-report.ts';
 import type { CliIo } from './cli-io.ts';
 
 export const USAGE_SYNOPSIS = USAGE_COMMAND_SYNOPSIS;
@@ -10,7 +10,7 @@ export const USAGE_SYNOPSIS = USAGE_COMMAND_SYNOPSIS;
 export async function runUsageCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const { redis, keys, usage } = await openStores(loadConfig(env), createLogger('silent'));
   try {
-    return await runOnStore(argv, io, usage);
+    return await printUsageReport(argv, io, usage);
   } finally {
     await usage.close();
     await keys.close();

@@ -21,7 +21,7 @@ export function usageTable(rows: readonly UsageRow[], groupBy: 'model' | 'day'):
  * as a table; every key's unless `--key` is given. `--from`/`--to` are ISO dates or date-times (UTC
  * days, inclusive). Returns the exit code: 0, or 2 for bad arguments (the reason on `io.err`).
  */
-export async function runUsageCommand(argv: string[], io: { out(text: string): void; err(text: string): void }, store: UsageStore): Promise<number> {
+export async function printUsageReport(argv: string[], io: { out(text: string): void; err(text: string): void }, store: UsageStore): Promise<number> {
   let values;
   try {
     values = parseArgs({

@@ -7,7 +7,7 @@ export type RefusalReason = 'max_connections' | 'connections_per_address' | 'pen
 export type UpstreamOutcome = 'ok' | 'error_status' | 'transport_error' | 'timeout' | 'aborted';
 
 /** One upstream endpoint's state for `gateway_endpoint_up`. */
-export interface EndpointState {
+export interface EndpointHealth {
   readonly provider: string;
   readonly endpoint: string;
   readonly up: boolean;
@@ -20,7 +20,7 @@ export interface EndpointState {
 export interface UpstreamMetrics {
   upstreamAttempt(provider: string, endpoint: string, outcome: UpstreamOutcome): void;
   /** Replaces the source `gateway_endpoint_up` reads at scrape time (default: the last attempt's outcome). */
-  setEndpointStates(read: () => Iterable<EndpointState>): void;
+  setEndpointStates(read: () => Iterable<EndpointHealth>): void;
 }
 
 const ROUTE_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -59,8 +59,8 @@ export class GatewayMetrics implements UpstreamMetrics {
   private readonly refusals: Counter<'reason'>;
   private readonly routes = new Map<string, RouteChildren>();
   private readonly tokenChildren = new Map<string, readonly [LabelledCounter, LabelledCounter, LabelledCounter]>();
-  private readonly lastOutcome = new Map<string, EndpointState>();
-  private endpointStates: () => Iterable<EndpointState> = () => this.lastOutcome.values();
+  private readonly lastOutcome = new Map<string, EndpointHealth>();
+  private endpointStates: () => Iterable<EndpointHealth> = () => this.lastOutcome.values();
   private openStreams = 0;
 
   constructor(sources: { usageQueueDepth?: () => number; configStale?: () => boolean } = {}) {
@@ -172,7 +172,7 @@ export class GatewayMetrics implements UpstreamMetrics {
     if (this.lastOutcome.get(key)?.up !== up) this.lastOutcome.set(key, { provider, endpoint, up });
   }
 
-  setEndpointStates(read: () => Iterable<EndpointState>): void {
+  setEndpointStates(read: () => Iterable<EndpointHealth>): void {
     this.endpointStates = read;
   }
 

@@ -11,7 +11,7 @@ import type { ModelRegistry, ResolvedModel } from '../../src/core/model-registry
 import type { Exchange } from '../../src/core/exchange.ts';
 import { EmbeddedUsageStore } from '../../src/stores/usage/embedded-usage-store.ts';
 import { GatewayUsageAccounting } from '../../src/usage/usage-accounting.ts';
-import { runUsageCommand } from '../../src/cli/usage-report.ts';
+import { printUsageReport } from '../../src/cli/usage-report.ts';
 import { buildUsageRecord, type UsageRecord } from '../../src/usage/usage-record.ts';
 import { adminUsageRoute, ownUsageRoute } from '../../src/control-plane/usage-routes.ts';
 
@@ -114,7 +114,7 @@ describe('usage read-back', () => {
     let out = '';
     let err = '';
     const io = { out: (text: string) => (out += text), err: (text: string) => (err += text) };
-    expect(await runUsageCommand(['--key', 'key_a'], io, store)).to.equal(0);
+    expect(await printUsageReport(['--key', 'key_a'], io, store)).to.equal(0);
     expect(out.split('\n')).to.deep.equal([
       'model         requests  input_tokens  output_tokens  cached_tokens  total_tokens  charged_tokens  cost_usd',
       'acme/model-1  2         400           20             8              420           414             0.000948',
@@ -122,12 +122,12 @@ describe('usage read-back', () => {
       '',
     ]);
     out = '';
-    expect(await runUsageCommand(['--group-by', 'day', '--from', '2026-11-21', '--to', '2026-11-21'], io, store)).to.equal(0);
+    expect(await printUsageReport(['--group-by', 'day', '--from', '2026-11-21', '--to', '2026-11-21'], io, store)).to.equal(0);
     expect(out.split('\n').slice(1)).to.deep.equal(['2026-11-21  3         900           30             12             930           921             0.002022', '']);
-    expect(await runUsageCommand(['--group-by', 'week', '--from', 'soon'], io, store)).to.equal(2);
+    expect(await printUsageReport(['--group-by', 'week', '--from', 'soon'], io, store)).to.equal(2);
     expect(err).to.contain("--group-by: must be 'model' or 'day'").and.to.contain('--from: must be an ISO date');
     err = '';
-    expect(await runUsageCommand(['--bogus'], io, store)).to.equal(2);
+    expect(await printUsageReport(['--bogus'], io, store)).to.equal(2);
     expect(err).to.contain('--bogus').and.to.contain('usage: usage [--key KEY_ID]');
   });
 });
