@@ -136,48 +136,14 @@ export interface KeyAuthenticator extends RequestHandler {
 export function createAuthenticator(options: AuthenticatorOptions): KeyAuthenticator {
   const logger = options.logger ?? pino({ level: 'silent' });
   const staticKeys = options.staticKeys ?? [];
-  const { keyIdSecret } = options;
-  if (staticKeys.length && !keyIdSecret) throw new TypeError('createAuthenticator: staticKeys need a keyIdSecret');
-  // Read when first needed (started now); a failed read (Redis away at start) is tried again on the next lookup.
-  let statics: Promise<Map<string, ApiKeyRecord>> | undefined;
-  const loadStatics = (): Promise<Map<string, ApiKeyRecord>> => {
-    if (!keyIdSecret) return Promise.resolve(new Map());
-    const loading = keyIdSecret().then((secret) => new Map(staticKeyRecords(staticKeys, secret).map((record) => [record.hash, record])));
-    loading.catch(() => {
-      if (statics === loading) statics = undefined;
-    });
-    return loading;
-  };
-  statics = loadStatics();
-  const cache = new PresentedKeyCache(
-    async (key: string) => {
-      const hash = hashApiKey(key);
-      let staticsFailure: Error | undefined;
-      const fromStatics = await (statics ??= loadStatics()).then(
-        (records) => records.get(hash),
-        (error: Error) => void (staticsFailure = error),
-      );
-      const record = fromStatics ?? (await findInStore(options.store, hash, logger));
-      // Not a stored key, and the static keys cannot be told apart yet: it may be one of them.
-      if (!record && staticsFailure) {
-        logger.error({ reason: staticsFailure.message }, 'static key ids unavailable (the key-id secret cannot be read)');
-        throw serviceUnavailable('The key store is unavailable; please retry shortly', staticsFailure);
-      }
-      return record && sameHash(record.hash, hash) ? record : undefined;
-    },
-    { trustMs: options.trustMs ?? 200, maxEntries: options.cacheSize ?? 10_000, revision: () => options.store.revision },
-  );
-  // One caller object per record read, reused while the record is trusted (its status is checked each time).
-  const callers = new WeakMap<ApiKeyRecord, AuthenticatedKey>();
-  const admit = (record: ApiKeyRecord | undefined): AuthenticatedKey => {
-    if (!record) throw unauthenticated(UNKNOWN);
-    let caller = callers.get(record);
-    if (caller === undefined || keyStatus(record) !== 'active') {
-      caller = authenticatedKey(record);
-      callers.set(record, caller);
-    }
-    return caller;
-  };
+  if (staticKeys.length && !options.keyIdSecret) throw new TypeError('createAuthenticator: staticKeys need a keyIdSecret');
+  const statics = new StaticKeys(staticKeys, options.keyIdSecret);
+  const cache = new PresentedKeyCache(recordFinder(statics, options.store, logger), {
+    trustMs: options.trustMs ?? 200,
+    maxEntries: options.cacheSize ?? 10_000,
+    revision: () => options.store.revision,
+  });
+  const admit = callerOf();
   // A key presented and refused counts against the client address; past its limit the answer is 429.
   const refuse = (addressOf: (() => string) | undefined) => (error: unknown): never => {
     if (addressOf && options.throttle && isGatewayError(error) && error.status === 401) throw options.throttle.failed(addressOf()) ?? error;
@@ -208,12 +174,67 @@ export function createAuthenticator(options: AuthenticatorOptions): KeyAuthentic
       next(error);
     }
   };
-  // Settles once the first read of the key-id secret did, whatever its outcome (a failure is retried on a lookup).
-  const ready = statics.then(
-    () => undefined,
-    () => undefined,
-  );
-  return Object.assign(middleware, { check, ready });
+  return Object.assign(middleware, { check, ready: statics.ready });
+}
+
+/** The static keys by hash, once the key-id secret is read (started at once); a failed read is tried again on the next lookup. */
+class StaticKeys {
+  private loading: Promise<Map<string, ApiKeyRecord>> | undefined;
+  /** Settles once the first read of the key-id secret did, whatever its outcome. */
+  readonly ready: Promise<void>;
+
+  constructor(
+    private readonly keys: readonly string[],
+    private readonly secret: KeyIdSecret | undefined,
+  ) {
+    this.ready = this.records().then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  records(): Promise<Map<string, ApiKeyRecord>> {
+    if (this.loading) return this.loading;
+    if (!this.secret) return (this.loading = Promise.resolve(new Map()));
+    const loading = this.secret().then((secret) => new Map(staticKeyRecords(this.keys, secret).map((record) => [record.hash, record])));
+    loading.catch(() => {
+      if (this.loading === loading) this.loading = undefined;
+    });
+    return (this.loading = loading);
+  }
+}
+
+/** Reads a presented key's record: a static key's, else the store's; 503 while neither can be told. */
+function recordFinder(statics: StaticKeys, store: KeyStore, logger: Logger): (key: string) => Promise<ApiKeyRecord | undefined> {
+  return async (key) => {
+    const hash = hashApiKey(key);
+    let staticsFailure: Error | undefined;
+    const fromStatics = await statics.records().then(
+      (records) => records.get(hash),
+      (error: Error) => void (staticsFailure = error),
+    );
+    const record = fromStatics ?? (await findInStore(store, hash, logger));
+    // Not a stored key, and the static keys cannot be told apart yet: it may be one of them.
+    if (!record && staticsFailure) {
+      logger.error({ reason: staticsFailure.message }, 'static key ids unavailable (the key-id secret cannot be read)');
+      throw serviceUnavailable('The key store is unavailable; please retry shortly', staticsFailure);
+    }
+    return record && sameHash(record.hash, hash) ? record : undefined;
+  };
+}
+
+/** The caller of a record: one object per record read, reused while the record is trusted (its status is checked each time). */
+function callerOf(): (record: ApiKeyRecord | undefined) => AuthenticatedKey {
+  const callers = new WeakMap<ApiKeyRecord, AuthenticatedKey>();
+  return (record) => {
+    if (!record) throw unauthenticated(UNKNOWN);
+    let caller = callers.get(record);
+    if (caller === undefined || keyStatus(record) !== 'active') {
+      caller = authenticatedKey(record);
+      callers.set(record, caller);
+    }
+    return caller;
+  };
 }
 
 async function findInStore(store: KeyStore, hash: string, logger: Logger): Promise<ApiKeyRecord | undefined> {

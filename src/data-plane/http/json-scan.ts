@@ -64,6 +64,10 @@ const enum Expect {
   InValue,
 }
 
+const MALFORMED: ObjectScan = { kind: 'malformed' };
+const TOO_DEEP: ObjectScan = { kind: 'too-deep' };
+const TOO_MANY_ELEMENTS: ObjectScan = { kind: 'too-many-elements' };
+
 /**
  * One linear, non-recursive pass over the object that opens at `start` (whitespace before it skipped):
  * where each of its own members' values sits, and the nesting depth and element count checked on the
@@ -71,88 +75,115 @@ const enum Expect {
  * out as `malformed` or as a wrong layout, so callers still parse the bytes with `JSON.parse`.
  */
 export function scanObject(bytes: Buffer, start: number, limits: JsonLimits): ObjectScan {
-  const length = bytes.length;
   let index = start;
-  while (index < length && isSpace(bytes[index]!)) index++;
-  if (bytes[index] !== OPEN_BRACE) return { kind: 'malformed' };
+  while (index < bytes.length && isSpace(bytes[index]!)) index++;
+  if (bytes[index] !== OPEN_BRACE) return MALFORMED;
+  return new ObjectScanner(bytes, index, limits).run();
+}
 
-  const members: JsonMember[] = [];
-  let depth = 0;
-  let elements = 0;
+/** The state of one {@link scanObject} pass; each step gives back the scan's result when it ends there. */
+class ObjectScanner {
+  private readonly members: JsonMember[] = [];
+  private depth = 0;
+  private elements = 0;
   // A container just opened: the next token, unless it closes the container, is its first element.
-  let fresh = false;
-  let expect = Expect.KeyOrEnd;
-  let key: string | undefined;
-  let valueStart = -1;
-  let lastByte = -1;
+  private fresh = false;
+  private expect = Expect.KeyOrEnd;
+  private key: string | undefined;
+  private valueStart = -1;
+  private lastByte = -1;
 
-  for (; index < length; index++) {
-    const byte = bytes[index]!;
-    if (isSpace(byte)) continue;
-    if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) {
-      fresh = false;
-      depth--;
-      if (depth === 0) {
-        if (byte !== CLOSE_BRACE) return { kind: 'malformed' };
-        if (expect === Expect.InValue) members.push({ key: key!, valueStart, valueEnd: lastByte + 1 });
-        else if (expect !== Expect.KeyOrEnd) return { kind: 'malformed' };
-        return { kind: 'object', members, end: index + 1 };
-      }
-      if (depth < 0) return { kind: 'malformed' };
-      lastByte = index;
-      continue;
+  constructor(
+    private readonly bytes: Buffer,
+    private index: number,
+    private readonly limits: JsonLimits,
+  ) {}
+
+  run(): ObjectScan {
+    const { bytes } = this;
+    for (const length = bytes.length; this.index < length; this.index++) {
+      const byte = bytes[this.index]!;
+      if (isSpace(byte)) continue;
+      const end =
+        byte === CLOSE_BRACE || byte === CLOSE_BRACKET ? this.close(byte) : byte === COMMA ? this.comma() : byte === COLON ? this.colon() : this.token(byte);
+      if (end !== undefined) return end;
     }
-    if (byte === COMMA) {
-      if (depth === 1) {
-        if (expect !== Expect.InValue) return { kind: 'malformed' };
-        members.push({ key: key!, valueStart, valueEnd: lastByte + 1 });
-        expect = Expect.Key;
-      }
-      if (++elements > limits.maxElements) return { kind: 'too-many-elements' };
-      continue;
+    return MALFORMED;
+  }
+
+  private close(byte: number): ObjectScan | undefined {
+    this.fresh = false;
+    this.depth--;
+    if (this.depth === 0) {
+      if (byte !== CLOSE_BRACE) return MALFORMED;
+      if (this.expect === Expect.InValue) this.pushMember();
+      else if (this.expect !== Expect.KeyOrEnd) return MALFORMED;
+      return { kind: 'object', members: this.members, end: this.index + 1 };
     }
-    if (byte === COLON) {
-      if (depth === 1) {
-        if (expect !== Expect.Colon) return { kind: 'malformed' };
-        expect = Expect.Value;
-      }
-      continue;
+    if (this.depth < 0) return MALFORMED;
+    this.lastByte = this.index;
+    return undefined;
+  }
+
+  private comma(): ObjectScan | undefined {
+    if (this.depth === 1) {
+      if (this.expect !== Expect.InValue) return MALFORMED;
+      this.pushMember();
+      this.expect = Expect.Key;
     }
-    // A token starts here: a string, a container, or a scalar's first byte.
-    if (fresh) {
-      fresh = false;
-      if (++elements > limits.maxElements) return { kind: 'too-many-elements' };
+    return ++this.elements > this.limits.maxElements ? TOO_MANY_ELEMENTS : undefined;
+  }
+
+  private colon(): ObjectScan | undefined {
+    if (this.depth === 1) {
+      if (this.expect !== Expect.Colon) return MALFORMED;
+      this.expect = Expect.Value;
     }
-    if (depth === 1) {
-      if (expect === Expect.KeyOrEnd || expect === Expect.Key) {
-        if (byte !== QUOTE) return { kind: 'malformed' };
-        const end = stringEnd(bytes, index);
-        if (end < 0) return { kind: 'malformed' };
-        key = decodeKey(bytes, index, end);
-        if (key === undefined) return { kind: 'malformed' };
-        expect = Expect.Colon;
-        index = lastByte = end;
-        continue;
-      }
-      if (expect === Expect.Value) {
-        valueStart = index;
-        expect = Expect.InValue;
-      } else if (expect !== Expect.InValue || (byte === QUOTE || byte === OPEN_BRACE || byte === OPEN_BRACKET)) {
+    return undefined;
+  }
+
+  /** A token starts here: a string, a container, or a scalar's first byte. */
+  private token(byte: number): ObjectScan | undefined {
+    if (this.fresh) {
+      this.fresh = false;
+      if (++this.elements > this.limits.maxElements) return TOO_MANY_ELEMENTS;
+    }
+    if (this.depth === 1) {
+      if (this.expect === Expect.KeyOrEnd || this.expect === Expect.Key) return this.readKey(byte);
+      if (this.expect === Expect.Value) {
+        this.valueStart = this.index;
+        this.expect = Expect.InValue;
+      } else if (this.expect !== Expect.InValue || byte === QUOTE || byte === OPEN_BRACE || byte === OPEN_BRACKET) {
         // A second value with no comma before it.
-        return { kind: 'malformed' };
+        return MALFORMED;
       }
     }
     if (byte === QUOTE) {
-      const end = stringEnd(bytes, index);
-      if (end < 0) return { kind: 'malformed' };
-      index = lastByte = end;
-      continue;
+      const end = stringEnd(this.bytes, this.index);
+      if (end < 0) return MALFORMED;
+      this.index = this.lastByte = end;
+      return undefined;
     }
     if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
-      if (++depth > limits.maxDepth) return { kind: 'too-deep' };
-      fresh = true;
+      if (++this.depth > this.limits.maxDepth) return TOO_DEEP;
+      this.fresh = true;
     }
-    lastByte = index;
+    this.lastByte = this.index;
+    return undefined;
   }
-  return { kind: 'malformed' };
+
+  private readKey(byte: number): ObjectScan | undefined {
+    if (byte !== QUOTE) return MALFORMED;
+    const end = stringEnd(this.bytes, this.index);
+    if (end < 0) return MALFORMED;
+    this.key = decodeKey(this.bytes, this.index, end);
+    if (this.key === undefined) return MALFORMED;
+    this.expect = Expect.Colon;
+    this.index = this.lastByte = end;
+    return undefined;
+  }
+
+  private pushMember(): void {
+    this.members.push({ key: this.key!, valueStart: this.valueStart, valueEnd: this.lastByte + 1 });
+  }
 }

@@ -73,10 +73,24 @@ export const shapeMeta = (meta: Omit<ShapeMeta, 'jsonTypes'>): ShapeMeta => meta
 
 type Description = yup.SchemaDescription & { readonly fields?: unknown; readonly innerType?: unknown };
 
+/** What one schema's reading knows: the schema, where it sits, its meta and tests, and the fields every kind shares. */
+interface Reading {
+  readonly schema: yup.Schema;
+  readonly path: string;
+  readonly meta: ShapeMeta;
+  readonly tests: readonly { readonly name: string; readonly params: Record<string, unknown> }[];
+  readonly common: ShapeCommon;
+  fail(what: string): never;
+  /** A test's numeric parameter, or a failure naming it. */
+  param(params: Record<string, unknown>, key: string): number;
+}
+
+type ShapeCommon = Pick<Shape, 'optional' | 'nullable' | 'enum' | 'closed' | 'description'>;
+
 /** Reads a yup schema into a {@link Shape}; throws, naming the field, on any rule it cannot carry over exactly. */
 export function readShape(schema: yup.Schema, path = 'body'): Shape {
   const fail = (what: string): never => {
-    throw new Error(`request shape ${path}: ${what} has no derived form (src/routes/request-shapes.ts reads only the rules it can carry over exactly)`);
+    throw new Error(`request shape ${path}: ${what} has no derived form (src/data-plane/routes/request-shapes.ts reads only the rules it can carry over exactly)`);
   };
   const description = schema.describe() as Description;
   const meta = (description.meta ?? {}) as ShapeMeta;
@@ -85,75 +99,77 @@ export function readShape(schema: yup.Schema, path = 'body'): Shape {
   if ((schema as unknown as { tests: unknown[] }).tests.length !== description.tests.length) fail('two tests of one name');
   if (description.notOneOf.length) fail('notOneOf');
   if (description.oneOf.length && !['string', 'number', 'boolean'].includes(description.type)) fail(`oneOf on yup.${description.type}()`);
-  const common = {
+  if (meta.jsonTypes && description.type !== 'mixed') fail('meta jsonTypes outside yup.mixed()');
+  if (meta.closed && description.type !== 'object') fail('meta closed outside yup.object()');
+  const common: ShapeCommon = {
     optional: description.optional,
     nullable: description.nullable,
     ...(description.oneOf.length ? { enum: description.oneOf.map((value) => (['string', 'number', 'boolean'].includes(typeof value) ? (value as string | number | boolean) : fail(`oneOf value ${String(value)}`))) } : {}),
     ...(meta.closed ? { closed: true } : {}),
     ...(meta.description !== undefined ? { description: meta.description } : {}),
   };
-  if (meta.jsonTypes && description.type !== 'mixed') fail('meta jsonTypes outside yup.mixed()');
-  if (meta.closed && description.type !== 'object') fail('meta closed outside yup.object()');
   const tests = description.tests.map((test) => ({ name: test.name ?? '', params: (test.params ?? {}) as Record<string, unknown> }));
   const param = (params: Record<string, unknown>, key: string): number => {
     const value = params[key];
     return typeof value === 'number' && Number.isFinite(value) ? value : fail(`a non-numeric '${key}'`);
   };
-  switch (description.type) {
-    case 'string': {
-      let minLength = 0;
-      for (const { name, params } of tests) {
-        if (name === 'required') minLength = Math.max(minLength, 1);
-        // yup counts UTF-16 units, JSON Schema code points: the same only for "not empty".
-        else if (name === 'min' && param(params, 'min') <= 1) minLength = Math.max(minLength, param(params, 'min'));
-        else fail(`string test '${name}' ${JSON.stringify(params)}`);
-      }
-      return { ...common, kind: 'string', minLength };
-    }
-    case 'number': {
-      let shape: Extract<Shape, { kind: 'number' }> = { ...common, kind: 'number', integer: false };
-      for (const { name, params } of tests) {
-        if (name === 'integer') shape = { ...shape, integer: true };
-        else if (name === 'min' && 'min' in params) shape = { ...shape, minimum: param(params, 'min') };
-        else if (name === 'min' && 'more' in params) shape = { ...shape, exclusiveMinimum: param(params, 'more') };
-        else if (name === 'max' && 'max' in params) shape = { ...shape, maximum: param(params, 'max') };
-        else if (name === 'max' && 'less' in params) shape = { ...shape, exclusiveMaximum: param(params, 'less') };
-        else fail(`number test '${name}'`);
-      }
-      return shape;
-    }
-    case 'boolean':
-      for (const { name } of tests) fail(`boolean test '${name}'`);
-      return { ...common, kind: 'boolean' };
-    case 'array': {
-      let minItems = 0;
-      let maxItems: number | undefined;
-      for (const { name, params } of tests) {
-        if (name === 'min') minItems = param(params, 'min');
-        else if (name === 'max') maxItems = param(params, 'max');
-        else fail(`array test '${name}'`);
-      }
-      const inner = (schema as yup.ArraySchema<unknown[], yup.AnyObject>).innerType as yup.Schema | undefined;
-      return { ...common, kind: 'array', minItems, ...(maxItems !== undefined ? { maxItems } : {}), ...(inner ? { items: readShape(inner, `${path}[]`) } : {}) };
-    }
-    case 'object': {
-      for (const { name } of tests) fail(`object test '${name}'`);
-      const fields = Object.fromEntries(Object.entries((schema as yup.AnyObjectSchema).fields).map(([key, field]) => [key, readShape(field as yup.Schema, `${path}.${key}`)]));
-      return { ...common, kind: 'object', fields };
-    }
-    case 'mixed': {
-      if (meta.jsonTypes) {
-        if (tests.length !== 1 || tests[0]!.name !== JSON_TYPES_TEST) fail('a jsonTypes() schema with further tests');
-        for (const type of meta.jsonTypes) if (!(type in IS_JSON_TYPE)) fail(`JSON type '${type}'`);
-        return { ...common, kind: 'types', types: meta.jsonTypes };
-      }
-      for (const { name } of tests) fail(`custom test '${name}' (use jsonTypes())`);
-      return { ...common, kind: 'any' };
-    }
-    default:
-      return fail(`yup.${description.type}()`);
-  }
+  const read = KIND_READERS[description.type];
+  return read ? read({ schema, path, meta, tests, common, fail, param }) : fail(`yup.${description.type}()`);
 }
+
+const KIND_READERS: Readonly<Record<string, (reading: Reading) => Shape>> = {
+  string({ tests, common, fail, param }) {
+    let minLength = 0;
+    for (const { name, params } of tests) {
+      if (name === 'required') minLength = Math.max(minLength, 1);
+      // yup counts UTF-16 units, JSON Schema code points: the same only for "not empty".
+      else if (name === 'min' && param(params, 'min') <= 1) minLength = Math.max(minLength, param(params, 'min'));
+      else fail(`string test '${name}' ${JSON.stringify(params)}`);
+    }
+    return { ...common, kind: 'string', minLength };
+  },
+  number({ tests, common, fail, param }) {
+    let shape: Extract<Shape, { kind: 'number' }> = { ...common, kind: 'number', integer: false };
+    for (const { name, params } of tests) {
+      if (name === 'integer') shape = { ...shape, integer: true };
+      else if (name === 'min' && 'min' in params) shape = { ...shape, minimum: param(params, 'min') };
+      else if (name === 'min' && 'more' in params) shape = { ...shape, exclusiveMinimum: param(params, 'more') };
+      else if (name === 'max' && 'max' in params) shape = { ...shape, maximum: param(params, 'max') };
+      else if (name === 'max' && 'less' in params) shape = { ...shape, exclusiveMaximum: param(params, 'less') };
+      else fail(`number test '${name}'`);
+    }
+    return shape;
+  },
+  boolean({ tests, common, fail }) {
+    for (const { name } of tests) fail(`boolean test '${name}'`);
+    return { ...common, kind: 'boolean' };
+  },
+  array({ schema, path, tests, common, fail, param }) {
+    let minItems = 0;
+    let maxItems: number | undefined;
+    for (const { name, params } of tests) {
+      if (name === 'min') minItems = param(params, 'min');
+      else if (name === 'max') maxItems = param(params, 'max');
+      else fail(`array test '${name}'`);
+    }
+    const inner = (schema as yup.ArraySchema<unknown[], yup.AnyObject>).innerType as yup.Schema | undefined;
+    return { ...common, kind: 'array', minItems, ...(maxItems !== undefined ? { maxItems } : {}), ...(inner ? { items: readShape(inner, `${path}[]`) } : {}) };
+  },
+  object({ schema, path, tests, common, fail }) {
+    for (const { name } of tests) fail(`object test '${name}'`);
+    const fields = Object.fromEntries(Object.entries((schema as yup.AnyObjectSchema).fields).map(([key, field]) => [key, readShape(field as yup.Schema, `${path}.${key}`)]));
+    return { ...common, kind: 'object', fields };
+  },
+  mixed({ meta, tests, common, fail }) {
+    if (meta.jsonTypes) {
+      if (tests.length !== 1 || tests[0]!.name !== JSON_TYPES_TEST) fail('a jsonTypes() schema with further tests');
+      for (const type of meta.jsonTypes) if (!(type in IS_JSON_TYPE)) fail(`JSON type '${type}'`);
+      return { ...common, kind: 'types', types: meta.jsonTypes };
+    }
+    for (const { name } of tests) fail(`custom test '${name}' (use jsonTypes())`);
+    return { ...common, kind: 'any' };
+  },
+};
 
 // JavaScript conditions, true when `v` (an identifier) is of the type.
 const TYPE_TEST: Readonly<Record<JsonType, (v: string) => string>> = {
