@@ -9,7 +9,7 @@ import { createWayIn } from '../../src/data-plane/way-in.ts';
 import { upstreamTimeout } from '../../src/core/gateway-errors.ts';
 import { createRateLimiters } from '../../src/data-plane/limits/rate-limiter.ts';
 import type { RouteId } from '../../src/plugins/plugin-contract.ts';
-import { captureLogs } from '../auth/guarded-app.ts';
+import { captureLogs } from './auth/guarded-app.ts';
 
 const KEY = 'sk-dispatcher-test-key-0001-0123456789abcdef';
 const emptyStore = { findByHash: async () => undefined } as Partial<KeyStore> as KeyStore;

@@ -1,0 +1,108 @@
+import { expect } from 'chai';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { request } from 'undici';
+import { CHAT_COMPLETIONS_CORPUS } from '../../conformance/request-corpus/chat-completions.ts';
+import { COUNT_TOKENS_CORPUS, MESSAGES_CORPUS } from '../../conformance/request-corpus/messages.ts';
+import { RESPONSES_CORPUS } from '../../conformance/request-corpus/responses.ts';
+import { startTestGateway, TEST_KEY, type TestGateway } from '../../helpers/test-gateway.ts';
+
+type Method = 'GET' | 'POST';
+
+/** JSON pointer escaping of one path segment. */
+const segment = (text: string) => text.replace(/~/g, '~0').replace(/\//g, '~1');
+
+describe('OpenAPI document', function () {
+  this.timeout(60_000);
+  let test: TestGateway;
+  let document: Record<string, any>;
+  let ajv: InstanceType<typeof Ajv2020>;
+  const checked = new Set<string>();
+
+  before(async () => {
+    test = await startTestGateway();
+    const response = await request(`${test.url}/openapi.json`);
+    expect(response.statusCode).to.equal(200);
+    expect(response.headers['content-type']).to.contain('application/json');
+    document = (await response.body.json()) as Record<string, any>;
+    ajv = new Ajv2020({ strict: false, allErrors: true });
+    ajv.addSchema(document, 'openapi');
+  });
+  after(async () => test.close());
+
+  /** Sends a request and checks its answer against the document's schema for that path, method and status. */
+  async function conforms(method: Method, path: string, body?: unknown, headers: Record<string, string> = { authorization: `Bearer ${TEST_KEY}` }, expected?: number) {
+    const response = await request(`${test.url}${path}`, { method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await response.body.text();
+    if (expected !== undefined) expect(response.statusCode, text).to.equal(expected);
+    const route = path.split('?')[0]!;
+    const operation = document.paths[route]?.[method.toLowerCase()];
+    expect(operation, `${method} ${route} is described`).to.be.an('object');
+    const status = String(response.statusCode);
+    expect(operation.responses, `${method} ${route} ${status} is described`).to.have.property(status);
+    const type = String(response.headers['content-type']).split(';')[0]!;
+    const content = operation.responses[status].content;
+    expect(content, `${method} ${route} ${status} ${type}`).to.have.property(type);
+    expect(response.headers['x-request-id']).to.be.a('string');
+    if (type === 'application/json') {
+      const pointer = `openapi#/paths/${segment(route)}/${method.toLowerCase()}/responses/${status}/content/${segment(type)}/schema`;
+      const validate = ajv.compile({ $ref: pointer });
+      expect(validate(JSON.parse(text)), `${method} ${route} ${status}: ${ajv.errorsText(validate.errors)}\n${text}`).to.equal(true);
+    }
+    // The request schema agrees with the gateway on which bodies are valid.
+    if (body !== undefined && (status === '200' || status === '400')) {
+      const validate = ajv.compile({ $ref: `openapi#/paths/${segment(route)}/post/requestBody/content/application~1json/schema` });
+      expect(validate(body), `${route} request ${JSON.stringify(body)}`).to.equal(status === '200');
+    }
+    checked.add(`${method} ${route} ${status}`);
+    return response.statusCode;
+  }
+
+  it('is OpenAPI 3.1 with info.version 1.0.0, and every request schema compiles', () => {
+    expect(document.openapi).to.equal('3.1.0');
+    expect(document.info.version).to.equal('1.0.0');
+    for (const name of Object.keys(document.components.schemas)) ajv.compile({ $ref: `openapi#/components/schemas/${name}` });
+  });
+
+  it('accepts every body of the request conformance corpus (valid, per the providers\' SDKs) in its route\'s request schema', () => {
+    const corpora = { '/v1/chat/completions': CHAT_COMPLETIONS_CORPUS, '/v1/responses': RESPONSES_CORPUS, '/v1/messages': MESSAGES_CORPUS, '/v1/messages/count_tokens': COUNT_TOKENS_CORPUS };
+    for (const [route, corpus] of Object.entries(corpora)) {
+      const validate = ajv.compile({ $ref: `openapi#/paths/${segment(route)}/post/requestBody/content/application~1json/schema` });
+      for (const entry of corpus) expect(validate(JSON.parse(entry.body)), `${route} ${entry.name}: ${ajv.errorsText(validate.errors)}`).to.equal(true);
+    }
+  });
+
+  it('describes the real answers of the Chat Completions, Responses, Messages and count_tokens routes', async () => {
+    await conforms('POST', '/v1/chat/completions', { model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'hi' }] }, undefined, 200);
+    await conforms('POST', '/v1/chat/completions', { model: 'zeta/zeta-k3', messages: [] }, undefined, 400);
+    await conforms('POST', '/v1/chat/completions', { model: 'zeta/zeta-k3', messages: [{ role: 'user' }] }, {}, 401);
+    await conforms('POST', '/v1/responses', { model: 'alpha-latest', input: 'hi' }, undefined, 200);
+    await conforms('POST', '/v1/responses', { model: 'alpha-latest' }, undefined, 400);
+    await conforms('POST', '/v1/messages', { model: 'beta-latest', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }, undefined, 200);
+    await conforms('POST', '/v1/messages', { model: 'beta-latest', messages: [{ role: 'user', content: 'hi' }] }, undefined, 400);
+    await conforms('POST', '/v1/messages', { model: 'beta-latest', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': 'sk-unknown-key-000000' }, 401);
+    await conforms('POST', '/v1/messages/count_tokens', { model: 'beta-latest', messages: [{ role: 'user', content: 'hi' }] }, undefined, 200);
+    await conforms('POST', '/v1/messages/count_tokens', { model: 'beta-latest' }, undefined, 400);
+  });
+
+  it('describes the real answers of the native chat, catalog, usage, health, readiness, metrics and itself', async () => {
+    await conforms('POST', '/v1/chat', { model: 'zeta/zeta-k3', input: 'hi' }, undefined, 200);
+    await conforms('POST', '/v1/chat', { model: 'zeta/zeta-k3', input: '' }, undefined, 400);
+    await conforms('POST', '/v1/chat', { model: 'zeta/zeta-k3', input: 'hi' }, {}, 401);
+    await conforms('GET', '/v1/models', undefined, {}, 200);
+    await conforms('GET', '/v1/usage', undefined, undefined, 200);
+    await conforms('GET', '/v1/usage?group_by=nonsense', undefined, undefined, 400);
+    await conforms('GET', '/v1/usage', undefined, {}, 401);
+    await conforms('GET', '/healthz', undefined, {}, 200);
+    await conforms('GET', '/readyz', undefined, {}, 200);
+    await conforms('GET', '/metrics', undefined, {}, 200);
+    await conforms('GET', '/openapi.json', undefined, {}, 200);
+  });
+
+  it('describes a path only when the gateway serves it', async () => {
+    for (const [path, operations] of Object.entries(document.paths as Record<string, Record<string, unknown>>)) {
+      for (const method of Object.keys(operations)) {
+        expect([...checked].some((entry) => entry.startsWith(`${method.toUpperCase()} ${path} `)), `${method} ${path} was exercised`).to.equal(true);
+      }
+    }
+  });
+});

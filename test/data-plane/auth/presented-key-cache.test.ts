@@ -1,0 +1,155 @@
+import { expect } from 'chai';
+import type { ApiKeyRecord } from '../../../src/core/api-keys.ts';
+import { hashApiKey } from '../../../src/core/api-keys.ts';
+import { createAuthenticator } from '../../../src/data-plane/auth/authenticate.ts';
+import type { KeyStore } from '../../../src/stores/keys/key-store.ts';
+import { PresentedKeyCache } from '../../../src/data-plane/auth/presented-key-cache.ts';
+import { isGatewayError } from '../../../src/core/gateway-errors.ts';
+import { eventually, sleep } from '../../helpers/eventually.ts';
+
+const record = (id: string, revoked = false): ApiKeyRecord => ({ id, name: id, hash: hashApiKey(id), createdAt: '2026-01-01T00:00:00.000Z', revoked });
+
+/** A loader over a mutable table that counts its reads. */
+function table(entries: Record<string, ApiKeyRecord>) {
+  const reads: string[] = [];
+  return {
+    entries,
+    reads,
+    load: async (key: string) => {
+      reads.push(key);
+      return entries[key];
+    },
+  };
+}
+
+describe('presented key cache', () => {
+  it('reads the store once, then answers synchronously while the record is trusted', async () => {
+    const store = table({ 'sk-a': record('a') });
+    const cache = new PresentedKeyCache(store.load, { trustMs: 60_000, maxEntries: 10 });
+    const first = cache.get('sk-a');
+    expect(first).to.be.instanceOf(Promise);
+    expect(await first).to.deep.equal(record('a'));
+    for (let index = 0; index < 5; index += 1) expect(cache.get('sk-a')).to.deep.equal(record('a'));
+    expect(store.reads).to.deep.equal(['sk-a']);
+  });
+
+  it('asks the store once for concurrent first requests of a key', async () => {
+    const store = table({ 'sk-a': record('a') });
+    const cache = new PresentedKeyCache(store.load, { trustMs: 60_000, maxEntries: 10 });
+    await Promise.all([cache.get('sk-a'), cache.get('sk-a'), cache.get('sk-a')]);
+    expect(store.reads).to.have.length(1);
+  });
+
+  it('reads a busy key again in the background and picks up its new state (a revoke)', async () => {
+    const store = table({ 'sk-a': record('a') });
+    const cache = new PresentedKeyCache(store.load, { trustMs: 200, maxEntries: 10 });
+    await cache.get('sk-a');
+    store.entries['sk-a'] = record('a', true);
+    await eventually(() => {
+      const found = cache.get('sk-a');
+      return !(found instanceof Promise) && found?.revoked === true;
+    }, 'the revoke to be read', 2000);
+    expect(store.reads.length).to.be.at.least(2);
+  });
+
+  it('waits for the store once a record is no longer trusted', async () => {
+    const store = table({ 'sk-a': record('a') });
+    const cache = new PresentedKeyCache(store.load, { trustMs: 30, maxEntries: 10 });
+    await cache.get('sk-a');
+    delete store.entries['sk-a'];
+    await sleep(60);
+    const found = cache.get('sk-a');
+    expect(found).to.be.instanceOf(Promise);
+    expect(await found).to.equal(undefined);
+    expect(cache.size).to.equal(0);
+  });
+
+  it('reads again at once when the store says its keys changed (a revoke in this process)', async () => {
+    const store = table({ 'sk-a': record('a') });
+    let revision = 1;
+    const cache = new PresentedKeyCache(store.load, { trustMs: 60_000, maxEntries: 10, revision: () => revision });
+    await cache.get('sk-a');
+    store.entries['sk-a'] = record('a', true);
+    revision += 1;
+    const found = cache.get('sk-a');
+    expect(found).to.be.instanceOf(Promise);
+    expect((await found)?.revoked).to.equal(true);
+  });
+
+  it('keeps no unknown key and at most maxEntries known ones, forgetting the oldest', async () => {
+    const store = table({ 'sk-a': record('a'), 'sk-b': record('b'), 'sk-c': record('c') });
+    const cache = new PresentedKeyCache(store.load, { trustMs: 60_000, maxEntries: 2 });
+    expect(await cache.get('sk-unknown')).to.equal(undefined);
+    expect(cache.size).to.equal(0);
+    await cache.get('sk-a');
+    await cache.get('sk-b');
+    await cache.get('sk-c');
+    expect(cache.size).to.equal(2);
+    expect(cache.get('sk-c')).not.to.be.instanceOf(Promise);
+    expect(cache.get('sk-a')).to.be.instanceOf(Promise);
+  });
+
+  it('passes a store failure to the waiting request and tries again on the next', async () => {
+    let failing = true;
+    const cache = new PresentedKeyCache(
+      async () => {
+        if (failing) throw new Error('store down');
+        return record('a');
+      },
+      { trustMs: 60_000, maxEntries: 10 },
+    );
+    let caught: unknown;
+    await Promise.resolve(cache.get('sk-a')).catch((error: unknown) => (caught = error));
+    expect((caught as Error).message).to.equal('store down');
+    failing = false;
+    expect(await cache.get('sk-a')).to.deep.equal(record('a'));
+  });
+});
+
+describe('authenticator check', () => {
+  const key = 'sk-check-key-000000000001';
+  const countingStore = (records: ApiKeyRecord[]) => {
+    let reads = 0;
+    const store = {
+      findByHash: async (hash: string) => {
+        reads += 1;
+        return records.find((candidate) => candidate.hash === hash);
+      },
+    } as Partial<KeyStore> as KeyStore;
+    return { store, reads: () => reads };
+  };
+  const headers = { authorization: `Bearer ${key}` };
+
+  it('is synchronous for a key seen just before, reading the store only on the first request', async () => {
+    const { store, reads } = countingStore([{ ...record('key_1'), hash: hashApiKey(key) }]);
+    const auth = createAuthenticator({ store, trustMs: 60_000 });
+    expect(await auth.check(headers, '/v1/chat/completions')).to.deep.equal({ id: 'key_1', name: 'key_1' });
+    const again = auth.check(headers, '/v1/chat/completions');
+    expect(again).not.to.be.instanceOf(Promise);
+    expect(again).to.deep.equal({ id: 'key_1', name: 'key_1' });
+    expect(reads()).to.equal(1);
+  });
+
+  it('still refuses a cached key once it expires, without a store read', async () => {
+    const expiresAt = new Date(Date.now() + 150).toISOString();
+    const { store, reads } = countingStore([{ ...record('key_2'), hash: hashApiKey(key), expiresAt }]);
+    const auth = createAuthenticator({ store, trustMs: 60_000 });
+    await auth.check(headers, '/v1/chat/completions');
+    await sleep(200);
+    let caught: unknown;
+    try {
+      auth.check(headers, '/v1/chat/completions');
+    } catch (error) {
+      caught = error;
+    }
+    expect(isGatewayError(caught) && caught.status).to.equal(403);
+    expect(reads()).to.equal(1);
+  });
+
+  it('throws the 401 synchronously for a malformed header, before any store read', () => {
+    const { store, reads } = countingStore([]);
+    const auth = createAuthenticator({ store });
+    expect(() => auth.check({ authorization: 'Basic x' }, '/v1/chat/completions')).to.throw('Bearer scheme');
+    expect(reads()).to.equal(0);
+  });
+});

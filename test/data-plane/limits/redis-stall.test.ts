@@ -1,0 +1,166 @@
+import { expect } from 'chai';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { request } from 'undici';
+import { createAuthenticator } from '../../../src/data-plane/auth/authenticate.ts';
+import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
+import { createRateLimiters, type RateLimiters } from '../../../src/data-plane/limits/rate-limiter.ts';
+import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
+import { eventually, send, sleep, startGuardedApp, type GuardedApp } from '../auth/guarded-app.ts';
+import { TestRedisServer } from '../../helpers/redis-server.ts';
+import { startTestGateway, type TestGateway } from '../../helpers/test-gateway.ts';
+
+const ADMIN_TOKEN = 'admin-token-for-stall-tests-0001';
+
+/** Calls of the named commands Redis has run so far. */
+async function commandCalls(port: number, pattern: RegExp): Promise<number> {
+  const client = new Redis({ port, host: '127.0.0.1' });
+  try {
+    const info = await client.info('commandstats');
+    return [...info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)].filter((match) => pattern.test(match[1]!)).reduce((sum, match) => sum + Number(match[2]), 0);
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Rate-limit script calls Redis has run so far. */
+const scriptCalls = (port: number) => commandCalls(port, /^(evalsha|eval)$/);
+
+describe('Redis stall (SIGSTOP) and outage', function () {
+  this.timeout(60_000);
+  let server: TestRedisServer;
+
+  beforeEach(async () => {
+    server = await TestRedisServer.start();
+  });
+  afterEach(async () => {
+    server.resume();
+    await server.close();
+  });
+
+  describe('rate limits', () => {
+    let dataDir: string;
+    let keys: FileKeyStore;
+    let client: RedisConnection;
+    let limiters: RateLimiters;
+    let app: GuardedApp;
+
+    beforeEach(async () => {
+      dataDir = await mkdtemp(join(tmpdir(), 'gateway-stall-'));
+      keys = new FileKeyStore(dataDir);
+      client = createRedisClient(server.url);
+      expect(await waitUntilReady(client, 10_000)).to.equal(true);
+      limiters = createRateLimiters({ redis: client });
+      app = await startGuardedApp({ model: [createAuthenticator({ store: keys }), limiters.perKey] });
+    });
+    afterEach(async () => {
+      await app.close();
+      limiters.shutdown();
+      client.disconnect();
+      await rm(dataDir, { recursive: true, force: true });
+    });
+
+    it('continues from the last count Redis gave: an rpm 20 key that used 15 gets 5 more during a stall', async () => {
+      const { key } = await keys.create({ name: 'rpm 20', rpm: 20 });
+      for (let index = 0; index < 15; index += 1) expect((await send(app.url, '/v1/chat/completions', { key })).status).to.equal(200);
+      server.pause();
+      const during = [];
+      for (let index = 0; index < 10; index += 1) during.push((await send(app.url, '/v1/chat/completions', { key })).status);
+      expect(during).to.deep.equal([...Array(5).fill(200), ...Array(5).fill(429)]);
+      expect(limiters.degraded()).to.equal(true);
+    });
+
+    it('opens a breaker: during a stall only the first decision waits for Redis, and it closes by itself once Redis answers', async () => {
+      const { key } = await keys.create({ name: 'breaker', rpm: 1000 });
+      expect((await send(app.url, '/v1/chat/completions', { key })).status).to.equal(200);
+      const before = await scriptCalls(server.port);
+      server.pause();
+      for (let index = 0; index < 10; index += 1) expect((await send(app.url, '/v1/chat/completions', { key })).status).to.equal(200);
+      server.resume();
+      // Commands sent during the stall are run once it ends: only the one that opened the breaker was.
+      await eventually(() => !limiters.degraded(), 'the breaker to close without any request');
+      expect((await scriptCalls(server.port)) - before).to.equal(1);
+      expect((await send(app.url, '/v1/chat/completions', { key })).status).to.equal(200);
+      expect((await scriptCalls(server.port)) - before).to.equal(2);
+    });
+  });
+
+  describe('the gateway', () => {
+    let gateway: TestGateway;
+
+    beforeEach(async () => {
+      gateway = await startTestGateway({ env: { REDIS_URL: server.url, GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN } });
+    });
+    afterEach(async () => {
+      server.resume();
+      await gateway.close();
+    });
+
+    const readiness = async () => {
+      const response = await request(`${gateway.url}/readyz`);
+      return { status: response.statusCode, body: (await response.body.json()) as Record<string, string> };
+    };
+
+    it('answers /readyz 503 during a stall and 200 again once Redis answers, without any model request', async () => {
+      expect((await readiness()).status).to.equal(200);
+      server.pause();
+      await eventually(async () => (await readiness()).status === 503, 'readiness to report the stall');
+      expect((await readiness()).body).to.deep.include({ status: 'degraded', redis: 'unavailable' });
+      server.resume();
+      await eventually(async () => (await readiness()).status === 200, 'readiness to recover by itself', 10_000);
+      expect((await readiness()).body).to.deep.include({ status: 'ok', redis: 'ready', rate_limits: 'shared' });
+    });
+
+    it('during a stall, only the first request waits for Redis: key lookups and quota reads skip it until it answers', async () => {
+      const { key } = await gateway.gateway.keys.create({ name: 'with quota', quota: { daily: 1_000_000 } });
+      const chat = async () => {
+        const response = await request(`${gateway.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}` },
+          body: JSON.stringify({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'during a stall' }] }),
+        });
+        await response.body.dump();
+        return response.statusCode;
+      };
+      expect(await chat()).to.equal(200);
+      const before = await commandCalls(server.port, /^get$/);
+      server.pause();
+      const during = [];
+      // Spread over more than the key cache's 500 ms, so lookups are due again.
+      for (let index = 0; index < 6; index += 1) {
+        during.push(await chat());
+        await sleep(250);
+      }
+      expect(during).to.deep.equal(Array(6).fill(200));
+      server.resume();
+      await eventually(async () => (await readiness()).status === 200, 'readiness to recover', 10_000);
+      // Commands sent during the stall run once it ends: without a breaker, two per request (key, quota).
+      expect((await commandCalls(server.port, /^get$/)) - before).to.be.at.most(2);
+      expect(await chat()).to.equal(200);
+    });
+
+    it('answers key writes with 503 and Retry-After while Redis is stalled or down', async () => {
+      const create = () =>
+        request(`${gateway.url}/admin/keys`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'while away' }),
+        });
+      server.pause();
+      const stalled = await create();
+      expect(stalled.statusCode).to.equal(503);
+      expect(stalled.headers['retry-after']).to.equal('1');
+      expect(await stalled.body.json()).to.deep.equal({ detail: 'The key store (Redis) is unavailable; please retry shortly' });
+      await server.stop();
+      const down = await create();
+      expect(down.statusCode).to.equal(503);
+      expect(down.headers['retry-after']).to.equal('1');
+      await down.body.dump();
+      const revoke = await request(`${gateway.url}/admin/keys/key_unknown`, { method: 'DELETE', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      expect(revoke.statusCode).to.equal(503);
+      await revoke.body.dump();
+    });
+  });
+});

@@ -1,0 +1,106 @@
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
+import { createApp } from '../../../src/control-plane/app.ts';
+import { createLogger } from '../../../src/core/logger.ts';
+import { ModelRegistry } from '../../../src/core/model-registry.ts';
+import type { ProviderPlugin, TokenUsage, UsageExtractor } from '../../../src/plugins/plugin-contract.ts';
+import { fallbackTable } from '../../../src/data-plane/routes/model-fallbacks.ts';
+import { nativeChatRoute, type RetryPolicy } from '../../../src/data-plane/routes/native-chat-route.ts';
+import type { Exchange, UsageAccounting } from '../../../src/core/exchange.ts';
+import type { RouteServices } from '../../../src/data-plane/route-services.ts';
+import { EndpointPool, PooledEndpoint } from '../../../src/data-plane/upstream/endpoint-pool.ts';
+import { endpointsOf } from '../../../src/data-plane/upstream/provider-endpoints.ts';
+import { UpstreamClient, upstreamEndpoint } from '../../../src/data-plane/upstream/upstream-client.ts';
+
+/**
+ * A made-up usage format for route tests: `{"usage":{"n":N}}` in a body or an event. The real
+ * extractors are tested on their own; these tests check that the routes call them at the right time.
+ */
+const readN = (value: unknown): TokenUsage | undefined => {
+  const n = (value as { usage?: { n?: unknown } } | null)?.usage?.n;
+  return typeof n === 'number' ? { inputTokens: n, outputTokens: n, cachedTokens: 0 } : undefined;
+};
+const testExtractor: UsageExtractor = {
+  fromBody: readN,
+  fromStreamEvent: (seen, event) => {
+    try {
+      return readN(JSON.parse(event.data)) ?? seen;
+    } catch {
+      return seen;
+    }
+  },
+};
+
+export interface RouteTestApp {
+  readonly url: string;
+  readonly services: RouteServices;
+  readonly exchanges: Exchange[];
+  close(): Promise<void>;
+}
+
+export async function startRouteTestApp(
+  plugins: ProviderPlugin[],
+  upstreamUrls: Record<string, string | readonly string[]>,
+  options: {
+    bodyLimitBytes?: number;
+    timeoutMs?: number;
+    firstByteTimeoutMs?: number;
+    idleTimeoutMs?: number;
+    clientWriteTimeoutMs?: number;
+    breaker?: { failureThreshold?: number; cooldownMs?: number };
+    fallbacks?: Record<string, string[]>;
+    retryPolicy?: RetryPolicy; maxSseEventBytes?: number } = {},
+): Promise<RouteTestApp> {
+  const exchanges: Exchange[] = [];
+  const usage: UsageAccounting = {
+    checkQuota: async () => {},
+    extractor: () => testExtractor,
+    streamedText: (_format, data) => data,
+    charge: (tokens) => ({ totalTokens: tokens.inputTokens + tokens.outputTokens, chargedTokens: tokens.inputTokens + tokens.outputTokens }),
+    record: (exchange) => {
+      exchanges.push(exchange);
+      return undefined;
+    },
+  };
+  const registry = new ModelRegistry(plugins);
+  const upstream = new UpstreamClient({ timeoutMs: options.timeoutMs ?? 5000 });
+const services: RouteServices = {
+    registry: () => registry,
+    upstream,
+    usage,
+    endpoints: endpointsOf(
+      new Map(
+        Object.entries(upstreamUrls).map(([vendor, urls]) => [
+          vendor,
+          new EndpointPool(
+            (typeof urls === 'string' ? [urls] : urls).map((url, index) => new PooledEndpoint(upstreamEndpoint(vendor, url, 'upstream-secret-key'), `ep${index}`, 1)),
+            { failureThreshold: options.breaker?.failureThreshold ?? 5, cooldownMs: options.breaker?.cooldownMs ?? 30_000 },
+            Date.now,
+            // Endpoints are tried in the order given, so a test knows which one answers first.
+            () => 0,
+          ),
+        ]),
+      ),
+    ),
+    fallbacks: options.fallbacks ? fallbackTable(registry, options.fallbacks) : undefined,
+    firstByteTimeoutMs: options.firstByteTimeoutMs,
+    idleTimeoutMs: options.idleTimeoutMs,
+    clientWriteTimeoutMs: options.clientWriteTimeoutMs ?? 60_000,
+    bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024,
+    upstreamBodyLimitBytes: 1024 * 1024,
+    maxSseEventBytes: options.maxSseEventBytes ?? 16 * 1024 * 1024,
+  };
+  const app = createApp({ logger: createLogger('silent'), services, nativeChat: nativeChatRoute(services, options.retryPolicy) });
+  const server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    services,
+    exchanges,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await upstream.close();
+    },
+  };
+}

@@ -1,0 +1,77 @@
+import { expect } from 'chai';
+import { mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hashApiKey } from '../../../src/core/api-keys.ts';
+import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
+import { eventually } from '../../data-plane/auth/guarded-app.ts';
+
+describe('file key store', () => {
+  let dataDir: string;
+
+  beforeEach(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'gateway-keys-'));
+  });
+  afterEach(async () => {
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('creates a key shown once, storing only its hash, in a private file written whole', async () => {
+    const store = new FileKeyStore(dataDir);
+    const { key, record } = await store.create({ name: 'app', rpm: 5, models: ['alpha/gen-5.5'], expiresAt: '2031-01-01T00:00:00.000Z' });
+    expect(key).to.match(/^sk-[A-Za-z0-9_-]{43}$/);
+    expect(record).to.deep.include({ name: 'app', rpm: 5, models: ['alpha/gen-5.5'], expiresAt: '2031-01-01T00:00:00.000Z', revoked: false, hash: hashApiKey(key) });
+    expect(record.id).to.match(/^key_[0-9a-f]{16}$/);
+    const text = await readFile(store.path, 'utf8');
+    expect(text).not.to.contain(key);
+    expect(text).to.contain(hashApiKey(key));
+    expect((await stat(store.path)).mode & 0o777).to.equal(0o600);
+    expect(await readdir(dataDir)).to.deep.equal(['keys.json']);
+    expect(await store.findByHash(hashApiKey(key))).to.deep.equal(record);
+    expect(await store.findByHash(hashApiKey('sk-other-key-000000'))).to.equal(undefined);
+  });
+
+  it('lists and revokes by id; an unknown id is reported', async () => {
+    const store = new FileKeyStore(dataDir);
+    const first = await store.create({ name: 'first' });
+    const second = await store.create({ name: 'second' });
+    expect((await store.list()).map((record) => record.name)).to.deep.equal(['first', 'second']);
+    expect(await store.revoke(first.record.id)).to.equal(true);
+    expect(await store.revoke('key_unknown')).to.equal(false);
+    expect((await store.findByHash(first.record.hash))?.revoked).to.equal(true);
+    expect((await store.findByHash(second.record.hash))?.revoked).to.equal(false);
+  });
+
+  it('shows a running instance the keys another process created and revoked, without a restart', async () => {
+    const server = new FileKeyStore(dataDir);
+    const cli = new FileKeyStore(dataDir);
+    const { key, record } = await cli.create({ name: 'from the CLI' });
+    const seenIn = await eventually(async () => (await server.findByHash(hashApiKey(key)))?.id === record.id, 'the new key');
+    expect(seenIn).to.be.below(600);
+    await cli.revoke(record.id);
+    const revokedIn = await eventually(async () => (await server.findByHash(hashApiKey(key)))?.revoked === true, 'the revoke');
+    expect(revokedIn).to.be.below(600);
+  });
+
+  it('loses no key when two processes write at once', async () => {
+    const one = new FileKeyStore(dataDir);
+    const two = new FileKeyStore(dataDir);
+    await Promise.all(Array.from({ length: 10 }, (_, index) => (index % 2 ? one : two).create({ name: `key ${index}` })));
+    expect(await new FileKeyStore(dataDir).list()).to.have.length(10);
+    expect((await readdir(dataDir)).sort()).to.deep.equal(['keys.json']);
+  });
+
+  it('takes over a lock left by a writer that died', async () => {
+    const store = new FileKeyStore(dataDir);
+    await writeFile(`${store.path}.lock`, '');
+    const old = new Date(Date.now() - 60_000);
+    await utimes(`${store.path}.lock`, old, old);
+    await store.create({ name: 'after a crash' });
+    expect(await store.list()).to.have.length(1);
+  });
+
+  it('fails lookups with a clear message when the file is not a key file', async () => {
+    await writeFile(join(dataDir, 'keys.json'), '{"keys": ');
+    expect(() => new FileKeyStore(dataDir)).to.throw(/keys\.json is not valid JSON/);
+  });
+});
