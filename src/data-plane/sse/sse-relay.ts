@@ -18,6 +18,12 @@ export interface RelayOptions {
    * relay gives up on it (`clientStalled`). Default: no limit.
    */
   readonly clientWriteTimeoutMs?: number;
+  /**
+   * Ends the response when the upstream stream ended cleanly, in the same tick as the last write, so
+   * that the last bytes and the end of the response leave in one socket write. The caller then only
+   * waits for the client to take them. Default: the response is left open.
+   */
+  readonly endOnComplete?: boolean;
 }
 
 export interface RelayOutcome {
@@ -120,7 +126,10 @@ export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res
         if (concluded || settled) return;
         // An event cut off by the end of the stream goes out as it came (the client discards it too).
         write(splitter.rest());
-        whenDrained(() => settle({ completed: !clientClosed && !clientStalled, clientClosed: clientClosed && !clientStalled, eventTooLarge: false, clientStalled }));
+        whenDrained(() => {
+          if (options.endOnComplete && !clientClosed && !clientStalled) res.end();
+          settle({ completed: !clientClosed && !clientStalled, clientClosed: clientClosed && !clientStalled, eventTooLarge: false, clientStalled });
+        });
       },
       error(error) {
         if (concluded || settled) return;
