@@ -56,7 +56,9 @@ export async function endForClient(res: ServerResponse, body: Buffer | undefined
       }
     }
   }
-  res.end(body && at > 0 ? body.subarray(at) : body);
+  // A response already ended (a relay that ended it with its last write) is only waited on.
+  if (!res.writableEnded) res.end(body && at > 0 ? body.subarray(at) : body);
+  else if (res.writableFinished) return 'taken';
   if (res.destroyed) return 'closed';
   // Nothing left in the response or its socket: every byte reached the kernel.
   if (res.writableLength === 0) return 'taken';

@@ -84,6 +84,7 @@ async function relayStream(context: RelayContext, answer: Extract<CompatibleAnsw
       maxEventBytes: services.maxSseEventBytes,
       rewrite: (bytes) => redactCredential(bytes, answer.apiKey),
       clientWriteTimeoutMs: services.clientWriteTimeoutMs,
+      endOnComplete: true,
     });
     if (outcome.clientStalled) return recorder.record(status, usage, true, 'client_stalled');
     if (outcome.clientClosed) return recorder.record(499, usage, true);

@@ -10,8 +10,9 @@ import type { EndpointPool, PooledEndpoint } from '../upstream/endpoint-pool.ts'
 import { attemptUpstream, type AttemptResult, type FailoverOutcome } from '../upstream/failover/attempt-upstream.ts';
 import type { ClientWatch } from '../upstream/failover/client-watch.ts';
 import { isRetryableStatus, retryAfterMs } from '../upstream/failover/retry-policy.ts';
-import { awaitStreamStart } from '../upstream/stream-start.ts';
-import { readBody, UpstreamTransportError } from '../upstream/upstream-client.ts';
+import { awaitDispatchedStreamStart } from '../upstream/stream-start.ts';
+import { UpstreamTransportError, type UpstreamResponse } from '../upstream/upstream-client.ts';
+import type { UpstreamBody } from '../sse/upstream-body.ts';
 import type { ExchangeRecorder } from './exchange-recorder.ts';
 import { nextFallback } from './model-fallbacks.ts';
 import type { CallerKey } from '../../core/exchange.ts';
@@ -30,7 +31,7 @@ export interface ClientBody {
 
 /** An upstream's answer as read so far, with the credential of the endpoint it came from (to redact). */
 export type CompatibleAnswer =
-  | { readonly kind: 'stream'; readonly status: number; readonly headers: Headers; readonly body: AsyncIterable<Uint8Array>; readonly apiKey?: string }
+  | { readonly kind: 'stream'; readonly status: number; readonly headers: Headers; readonly body: UpstreamBody; readonly apiKey?: string }
   | { readonly kind: 'json'; readonly status: number; readonly headers: Headers; readonly bytes: Buffer; readonly apiKey?: string }
   | { readonly kind: 'auth-rejected'; readonly status: number; readonly provider: string };
 
@@ -124,9 +125,9 @@ export async function attemptCompatible(services: RouteServices, call: Compatibl
   const { recorder } = context;
   if (call.model !== call.requested) context.setHeader('x-gateway-model', call.model.canonicalId);
   if (recorder.upstreamAt === 0) recorder.upstreamAt = performance.now();
-  let response: Dispatcher.ResponseData;
+  let response: UpstreamResponse;
   try {
-    response = await services.upstream.post({
+    response = await services.upstream.open({
       endpoint,
       route: call.upstreamRoute,
       body: call.forwarded,
@@ -140,9 +141,9 @@ export async function attemptCompatible(services: RouteServices, call: Compatibl
     if (error instanceof UpstreamTransportError) return { kind: 'retry', failure: upstreamFailure(endpoint.provider, error.reason, error) };
     throw error;
   }
-  const { statusCode: status, headers } = response;
+  const { status, headers } = response;
   if (status === 401 || status === 403) {
-    response.body.dump().catch(() => {});
+    response.discard();
     return { kind: 'answer', answer: { kind: 'auth-rejected', status, provider: endpoint.provider } };
   }
   const contentType = headers['content-type'];
@@ -151,7 +152,7 @@ export async function attemptCompatible(services: RouteServices, call: Compatibl
   }
   let bytes: Buffer;
   try {
-    bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
+    bytes = await response.whole(services.upstreamBodyLimitBytes);
   } catch (error) {
     return { kind: 'retry', failure: upstreamFailure(endpoint.provider, 'the answer broke off or was too large', error) };
   }
@@ -162,13 +163,13 @@ export async function attemptCompatible(services: RouteServices, call: Compatibl
 }
 
 /** Holds a stream's opening events until its first content event, within the first-byte timeout. */
-async function streamStart(services: RouteServices, call: CompatibleCall, response: Dispatcher.ResponseData, signal: AttemptSignal, endpoint: PooledEndpoint['endpoint']): Promise<AttemptResult<CompatibleAnswer, CompatibleFailure>> {
+async function streamStart(services: RouteServices, call: CompatibleCall, response: UpstreamResponse, signal: AttemptSignal, endpoint: PooledEndpoint['endpoint']): Promise<AttemptResult<CompatibleAnswer, CompatibleFailure>> {
   const firstByteTimeoutMs = services.firstByteTimeoutMs ?? services.upstream.timeoutMs;
   const timer = setTimeout(() => signal.abort(), firstByteTimeoutMs);
-  const start = await awaitStreamStart(response.body, call.format, services.maxSseEventBytes);
+  const start = await awaitDispatchedStreamStart(response, call.format, services.maxSseEventBytes);
   clearTimeout(timer);
   if (start.kind === 'content') {
-    return { kind: 'answer', answer: { kind: 'stream', status: response.statusCode, headers: response.headers, body: start.body, apiKey: endpoint.apiKey } };
+    return { kind: 'answer', answer: { kind: 'stream', status: response.status, headers: response.headers, body: start.body, apiKey: endpoint.apiKey } };
   }
   const reason = start.kind === 'error' ? start.reason : signal.aborted ? `no content within ${firstByteTimeoutMs} ms` : 'the stream broke off before any content';
   return { kind: 'retry', failure: upstreamFailure(endpoint.provider, reason) };

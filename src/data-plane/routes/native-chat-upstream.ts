@@ -7,7 +7,7 @@ import type { PooledEndpoint } from '../upstream/endpoint-pool.ts';
 import type { AttemptResult, FailoverPlan } from '../upstream/failover/attempt-upstream.ts';
 import { isRetryableStatus, retryAfterMs, type RetryPolicy } from '../upstream/failover/retry-policy.ts';
 import { redactCredentialText } from '../upstream/redact-credential.ts';
-import { readBody, UpstreamTransportError } from '../upstream/upstream-client.ts';
+import { UpstreamTransportError } from '../upstream/upstream-client.ts';
 import type { ExchangeRecorder } from './exchange-recorder.ts';
 import type { RouteServices } from '../route-services.ts';
 
@@ -59,9 +59,9 @@ export async function attemptChat(services: RouteServices, call: ChatCall, membe
   const timer = setTimeout(() => signal.abort(), timeoutMs);
   const attemptAt = performance.now();
   try {
-    const response = await services.upstream.post({ endpoint: member.endpoint, route: call.upstreamRoute, body: call.payload, requestId: call.requestId, signal, timeoutMs });
-    const bytes = await readBody(response.body, services.upstreamBodyLimitBytes);
-    const status = response.statusCode;
+    const response = await services.upstream.open({ endpoint: member.endpoint, route: call.upstreamRoute, body: call.payload, requestId: call.requestId, signal, timeoutMs });
+    const bytes = await response.whole(services.upstreamBodyLimitBytes);
+    const status = response.status;
     if (status >= 200 && status < 300) return { kind: 'answer', answer: { body: bytes } };
     if (status === 401 || status === 403) return { kind: 'answer', answer: { failure: upstreamAuthRejected(provider, status) } };
     const failure = upstreamFailure(provider, `upstream answered ${status}${upstreamMessage(bytes, member.endpoint.apiKey)}`);

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { awaitClientRead } from '../http/client-write-timeout.ts';
 import type { SseEvent, StreamFixup } from '../../plugins/plugin-contract.ts';
-import { isByteReadable, readableBatches } from './readable-batches.ts';
+import { iterableBody, type UpstreamBody } from './upstream-body.ts';
 import { replaceBlockData, SseSplitter, type SseBlock } from './sse-splitter.ts';
 
 export interface RelayOptions {
@@ -18,6 +18,12 @@ export interface RelayOptions {
    * relay gives up on it (`clientStalled`). Default: no limit.
    */
   readonly clientWriteTimeoutMs?: number;
+  /**
+   * Ends the response when the upstream stream ended cleanly, in the same tick as the last write, so
+   * that the last bytes and the end of the response leave in one socket write. The caller then only
+   * waits for the client to take them. Default: the response is left open.
+   */
+  readonly endOnComplete?: boolean;
 }
 
 export interface RelayOutcome {
@@ -42,38 +48,99 @@ export interface RelayOutcome {
  * splitter parses them only for the usage tap and the fixups. Whole events are written the moment
  * they are complete (a client cannot use part of one), so an event can still be refused or rewritten
  * before any of its bytes left, and work stays linear in bytes whatever the chunking.
+ *
+ * The body pushes its chunks (an {@link UpstreamBody}: on undici's dispatch, straight from the socket
+ * read); a write the client's buffer refuses pauses it until `drain`. The client leaving, stalling or
+ * an event over the cap drops the rest of the body.
  */
-export async function relaySse(upstream: AsyncIterable<Uint8Array>, res: ServerResponse, options: RelayOptions): Promise<RelayOutcome> {
+export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res: ServerResponse, options: RelayOptions): Promise<RelayOutcome> {
+  const body = isUpstreamBody(upstream) ? upstream : iterableBody(upstream);
   const splitter = new SseSplitter(options.maxEventBytes);
-  const fixing = options.fixups.length > 0;
-  const rewrite = options.rewrite ?? ((bytes: Buffer) => bytes);
-  let clientClosed = false;
-  let clientStalled = false;
-  const markClosed = () => {
-    if (!res.writableFinished) clientClosed = true;
-  };
-  res.once('close', markClosed);
-  const write = async (bytes: Buffer) => {
-    if (bytes.length === 0 || clientClosed || clientStalled) return;
-    if (!res.write(rewrite(bytes)) && (await awaitClientRead(res, 'drain', options.clientWriteTimeoutMs)) === 'stalled') clientStalled = true;
-  };
-  try {
-    for await (const chunk of isByteReadable(upstream) ? readableBatches(upstream) : upstream) {
-      const blocks = splitter.push(chunk);
-      for (const block of blocks) if (block.event) options.onEvent(block.event);
-      if (blocks.length > 0) await write(fixing ? Buffer.concat(blocks.map((block) => applyFixups(block, options.fixups))) : contiguous(blocks));
-      if (splitter.oversized) return { completed: false, clientClosed, eventTooLarge: true, clientStalled };
-      if (clientClosed || clientStalled) break;
-    }
-    // An event cut off by the end of the stream goes out as it came (the client discards it too).
-    await write(splitter.rest());
-    return { completed: !clientClosed && !clientStalled, clientClosed: clientClosed && !clientStalled, eventTooLarge: false, clientStalled };
-  } catch (error) {
-    if (clientClosed || clientStalled) return { completed: false, clientClosed: clientClosed && !clientStalled, eventTooLarge: false, clientStalled };
-    throw error;
-  } finally {
-    res.off('close', markClosed);
-  }
+  const { fixups, onEvent, clientWriteTimeoutMs } = options;
+  const fixing = fixups.length > 0;
+  const rewrite = options.rewrite;
+  return new Promise<RelayOutcome>((resolve, reject) => {
+    let clientClosed = false;
+    let clientStalled = false;
+    let settled = false;
+    /** Waiting for the client to drain; what to conclude once it has, if the body is done meanwhile. */
+    let draining = false;
+    let deferred: (() => void) | undefined;
+    /** The outcome is decided (and may wait on the client's drain): nothing the body says counts any more. */
+    let concluded = false;
+    const settle = (outcome: RelayOutcome | { error: unknown }) => {
+      if (settled) return;
+      settled = true;
+      res.off('close', onClose);
+      if ('error' in outcome) reject(outcome.error);
+      else resolve(outcome);
+    };
+    const stopped = () => settle({ completed: false, clientClosed: clientClosed && !clientStalled, eventTooLarge: false, clientStalled });
+    const onClose = () => {
+      if (res.writableFinished || settled) return;
+      clientClosed = true;
+      stopped();
+      body.abort();
+    };
+    res.once('close', onClose);
+    const write = (bytes: Buffer) => {
+      if (bytes.length === 0 || settled) return;
+      if (res.write(rewrite ? rewrite(bytes) : bytes)) return;
+      draining = true;
+      body.pause();
+      void awaitClientRead(res, 'drain', clientWriteTimeoutMs).then((read) => {
+        draining = false;
+        if (settled) return;
+        if (read === 'taken') {
+          const then = deferred;
+          deferred = undefined;
+          if (then) then();
+          else body.resume();
+          return;
+        }
+        if (read === 'stalled') clientStalled = true;
+        else clientClosed = true;
+        stopped();
+        body.abort();
+      });
+    };
+    /** Runs `conclude` now, or once the client took what was written. */
+    const whenDrained = (conclude: () => void) => {
+      if (concluded) return;
+      concluded = true;
+      if (draining) deferred = conclude;
+      else conclude();
+    };
+    body.attach({
+      data(chunk) {
+        if (concluded || settled) return;
+        const blocks = splitter.push(chunk);
+        for (const block of blocks) if (block.event) onEvent(block.event);
+        if (blocks.length > 0) write(fixing ? Buffer.concat(blocks.map((block) => applyFixups(block, fixups))) : contiguous(blocks));
+        if (splitter.oversized && !settled) {
+          whenDrained(() => settle({ completed: false, clientClosed, eventTooLarge: true, clientStalled }));
+          body.abort();
+        }
+      },
+      end() {
+        if (concluded || settled) return;
+        // An event cut off by the end of the stream goes out as it came (the client discards it too).
+        write(splitter.rest());
+        whenDrained(() => {
+          if (options.endOnComplete && !clientClosed && !clientStalled) res.end();
+          settle({ completed: !clientClosed && !clientStalled, clientClosed: clientClosed && !clientStalled, eventTooLarge: false, clientStalled });
+        });
+      },
+      error(error) {
+        if (concluded || settled) return;
+        whenDrained(() => (clientClosed || clientStalled ? stopped() : settle({ error })));
+      },
+    });
+  });
+}
+
+function isUpstreamBody(upstream: AsyncIterable<Uint8Array> | UpstreamBody): upstream is UpstreamBody {
+  return typeof (upstream as Partial<UpstreamBody>).attach === 'function';
 }
 
 /** The bytes of consecutive blocks of one push, which lie next to each other in the splitter's buffer. */

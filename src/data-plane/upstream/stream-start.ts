@@ -2,6 +2,7 @@ import { WIRE_FORMATS } from '../../core/formats/index.ts';
 import type { WireFormat } from '../../plugins/plugin-contract.ts';
 import { discard, isByteReadable, readableBatches } from '../sse/readable-batches.ts';
 import { SseSplitter } from '../sse/sse-splitter.ts';
+import type { UpstreamBody } from '../sse/upstream-body.ts';
 
 /**
  * How a stream's start went:
@@ -16,27 +17,107 @@ export type StreamStart =
   | { readonly kind: 'error'; readonly reason: string }
   | { readonly kind: 'broken'; readonly error: unknown };
 
+/** The verdict on a stream's start so far: `undefined` while only opening events came. */
+type Verdict = { readonly kind: 'content' } | Exclude<StreamStart, { kind: 'content' }> | undefined;
+
+const CONTENT = { kind: 'content' } as const;
+
 /**
- * Reads an upstream SSE body until its first content event, holding the opening events so that a
- * failure before any content can still be failed over without the client seeing a byte. The held
- * chunks are handed back unchanged in front of the rest of the body, so the client gets exactly the
- * serving upstream's bytes. At most `maxHeldBytes` are held: past that the stream counts as started.
- * `signal` aborting (the first-content timeout) makes the read fail as `broken`. Which events open a
- * stream or report an error is the format's rule (`WIRE_FORMATS[format].judgeEarlyEvent`, `.isErrorEvent`).
+ * Judges a stream's opening bytes as they come: the first content event (or anything that is not an
+ * opening event) starts it, an error event or a malformed one fails it, and past `maxHeldBytes` it
+ * counts as started. Which events open a stream or report an error is the format's rule
+ * (`WIRE_FORMATS[format].judgeEarlyEvent`, `.isErrorEvent`).
+ */
+class OpeningJudge {
+  private readonly rules;
+  private readonly splitter = new SseSplitter();
+  private heldBytes = 0;
+
+  constructor(
+    format: WireFormat,
+    private readonly maxHeldBytes: number,
+  ) {
+    this.rules = WIRE_FORMATS[format];
+  }
+
+  push(chunk: Uint8Array): Verdict {
+    this.heldBytes += chunk.length;
+    for (const block of this.splitter.push(chunk)) {
+      const event = block.event;
+      if (!event) continue;
+      if (this.rules.isErrorEvent(event)) return { kind: 'error', reason: 'the upstream sent an error event before any content' };
+      const judged = this.rules.judgeEarlyEvent(event);
+      if (judged === 'malformed') return { kind: 'broken', error: new Error('the upstream sent a malformed event before any content') };
+      if (judged === 'content') return CONTENT;
+    }
+    return this.heldBytes > this.maxHeldBytes ? CONTENT : undefined;
+  }
+}
+
+/**
+ * Holds a dispatched stream's opening events until its first content event, so that a failure before
+ * any content can still be failed over without the client seeing a byte. The chunks are judged as the
+ * socket delivers them and, once content comes, handed back to the response unchanged in front of the
+ * rest, so the relay gets exactly the serving upstream's bytes (`body` is the response itself). At most
+ * `maxHeldBytes` are held: past that the stream counts as started. A failed start cancels the request;
+ * the response's signal aborting (the first-content timeout) fails it as `broken`.
+ */
+export function awaitDispatchedStreamStart<B extends UpstreamBody & { detach(held: readonly Uint8Array[]): void }>(
+  response: B,
+  format: WireFormat,
+  maxHeldBytes: number,
+): Promise<{ readonly kind: 'content'; readonly body: B } | Exclude<StreamStart, { kind: 'content' }>> {
+  const judge = new OpeningJudge(format, maxHeldBytes);
+  const held: Uint8Array[] = [];
+  return new Promise((resolve) => {
+    let decided = false;
+    response.attach({
+      data(chunk) {
+        if (decided) return;
+        held.push(chunk);
+        const verdict = judge.push(chunk);
+        if (verdict === undefined) return;
+        decided = true;
+        if (verdict.kind === 'content') {
+          response.detach(held);
+          resolve({ kind: 'content', body: response });
+        } else {
+          response.abort();
+          resolve(verdict);
+        }
+      },
+      end() {
+        if (decided) return;
+        decided = true;
+        response.detach(held);
+        resolve({ kind: 'content', body: response });
+      },
+      error(error) {
+        if (decided) return;
+        decided = true;
+        resolve({ kind: 'broken', error });
+      },
+    });
+  });
+}
+
+/**
+ * Reads an upstream SSE body (an async iterable) until its first content event, holding the opening
+ * events, as {@link awaitDispatchedStreamStart} does for a dispatched response. The held chunks are
+ * handed back unchanged in front of the rest of the body. `signal` aborting (the first-content timeout)
+ * makes the read fail as `broken`.
  */
 export async function awaitStreamStart(
   body: AsyncIterable<Uint8Array>,
   format: WireFormat,
   maxHeldBytes: number,
 ): Promise<StreamStart> {
-  const rules = WIRE_FORMATS[format];
   // A node byte stream is read a batch at a time and handed back whole, the held bytes put back in
   // front, so the relay reads it the same cheap way; any other iterable is replayed.
   const readable = isByteReadable(body) ? body : undefined;
   const source = readable ? readableBatches(readable, { keepOpen: true }) : body[Symbol.asyncIterator]();
   const held: Uint8Array[] = [];
-  const splitter = new SseSplitter();
-  let heldBytes = 0;
+  const judge = new OpeningJudge(format, maxHeldBytes);
   const started = async (ended: boolean): Promise<StreamStart> => {
     if (!readable) return { kind: 'content', body: replay(held, source, ended) };
     await source.return?.(undefined);
@@ -54,16 +135,9 @@ export async function awaitStreamStart(
       const next = await source.next();
       if (next.done) return await started(true);
       held.push(next.value);
-      heldBytes += next.value.length;
-      for (const block of splitter.push(next.value)) {
-        const event = block.event;
-        if (!event) continue;
-        if (rules.isErrorEvent(event)) return await failed({ kind: 'error', reason: 'the upstream sent an error event before any content' });
-        const judged = rules.judgeEarlyEvent(event);
-        if (judged === 'malformed') return await failed({ kind: 'broken', error: new Error('the upstream sent a malformed event before any content') });
-        if (judged === 'content') return await started(false);
-      }
-      if (heldBytes > maxHeldBytes) return await started(false);
+      const verdict = judge.push(next.value);
+      if (verdict === undefined) continue;
+      return verdict.kind === 'content' ? await started(false) : await failed(verdict);
     }
   } catch (error) {
     if (readable) discard(readable);

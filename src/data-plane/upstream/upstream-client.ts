@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, type Dispatcher } from 'undici';
-import { readLimited } from '../http/read-limited.ts';
+import type { BodySink, UpstreamBody } from '../sse/upstream-body.ts';
 import type { UpstreamAbortSignal } from './attempt-signal.ts';
 import type { UpstreamOutcome } from '../../ops/metrics.ts';
 import type { UpstreamRoute } from '../../plugins/plugin-contract.ts';
@@ -92,8 +92,11 @@ export class UpstreamClient {
       options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connect: { timeout: 10_000 } });
   }
 
-  /** POSTs a JSON body; resolves when the response headers arrive (the body is left to the caller to read). */
-  async post(request: UpstreamRequest): Promise<Dispatcher.ResponseData> {
+  /**
+   * POSTs a JSON body on the pool's `dispatch` (no response stream, no promise per chunk); resolves
+   * when the response headers arrive, with the body left to the caller to take ({@link UpstreamResponse}).
+   */
+  open(request: UpstreamRequest): Promise<UpstreamResponse> {
     const { endpoint, route } = request;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     for (const name of route.forwardHeaders ?? []) {
@@ -107,28 +110,33 @@ export class UpstreamClient {
       else headers['x-api-key'] = endpoint.apiKey;
     }
     const timeoutMs = request.timeoutMs ?? this.timeoutMs;
-    try {
-      const response = await this.dispatcher.request({
-        origin: endpoint.origin,
-        path: endpoint.basePath + route.path,
-        method: 'POST',
-        headers,
-        body: request.body,
-        signal: request.signal,
-        headersTimeout: timeoutMs,
-        bodyTimeout: request.bodyTimeoutMs ?? timeoutMs,
+    return new Promise<UpstreamResponse>((resolve, reject) => {
+      const response = new UpstreamResponse(request.signal, (error) => {
+        if (error === undefined) {
+          this.onAttempt?.(endpoint.provider, endpoint.origin, response.status < 400 ? 'ok' : 'error_status');
+          resolve(response);
+        } else if (request.signal?.aborted) {
+          this.onAttempt?.(endpoint.provider, endpoint.origin, 'aborted');
+          reject(request.signal.reason ?? error);
+        } else {
+          const failure = transportError(endpoint.provider, error, timeoutMs);
+          this.onAttempt?.(endpoint.provider, endpoint.origin, failure.timedOut ? 'timeout' : 'transport_error');
+          reject(failure);
+        }
       });
-      this.onAttempt?.(endpoint.provider, endpoint.origin, response.statusCode < 400 ? 'ok' : 'error_status');
-      return response;
-    } catch (error) {
-      if (request.signal?.aborted) {
-        this.onAttempt?.(endpoint.provider, endpoint.origin, 'aborted');
-        throw request.signal.reason ?? error;
-      }
-      const failure = transportError(endpoint.provider, error, timeoutMs);
-      this.onAttempt?.(endpoint.provider, endpoint.origin, failure.timedOut ? 'timeout' : 'transport_error');
-      throw failure;
-    }
+      this.dispatcher.dispatch(
+        {
+          origin: endpoint.origin,
+          path: endpoint.basePath + route.path,
+          method: 'POST',
+          headers,
+          body: request.body,
+          headersTimeout: timeoutMs,
+          bodyTimeout: request.bodyTimeoutMs ?? timeoutMs,
+        },
+        response,
+      );
+    });
   }
 
   async close(): Promise<void> {
@@ -139,10 +147,190 @@ export class UpstreamClient {
 /** Upstream response headers passed on to the client: the body's type and what SDKs read for retries. */
 export const RELAYED_RESPONSE_HEADERS = ['content-type', 'retry-after', 'retry-after-ms', 'x-should-retry', 'x-request-id', 'request-id'] as const;
 
-/** Reads a whole upstream body, refusing one larger than `limitBytes`. */
-export function readBody(body: Dispatcher.ResponseData['body'], limitBytes: number): Promise<Buffer> {
-  return readLimited(body, limitBytes, () => {
-    body.destroy();
-    return new Error(`upstream body larger than ${limitBytes} bytes`);
-  });
+type Signal = NonNullable<UpstreamRequest['signal']>;
+
+function onAbort(signal: Signal, listener: () => void): () => void {
+  if (typeof (signal as NodeJS.EventEmitter).once === 'function') {
+    const emitter = signal as NodeJS.EventEmitter;
+    emitter.once('abort', listener);
+    return () => emitter.off('abort', listener);
+  }
+  const target = signal as AbortSignal;
+  target.addEventListener('abort', listener, { once: true });
+  return () => target.removeEventListener('abort', listener);
+}
+
+/** Most of an unwanted body (an auth rejection's) read to keep the connection; past it the request is cut. */
+const DISCARD_LIMIT_BYTES = 128 * 1024;
+
+/**
+ * One upstream exchange as undici's dispatch handler: reports the response headers (or the failure to
+ * get them) once, then hands the body, chunk by chunk as the socket delivers it, to whichever sink is
+ * attached. Chunks that arrive with no sink attached, or while the sink paused the flow, wait in order
+ * (they come in the same socket read as the headers, before any caller could attach); so do the end
+ * and a failure, behind them. Pausing pauses undici's parser, so the upstream socket is not read.
+ */
+export class UpstreamResponse implements Dispatcher.DispatchHandler, UpstreamBody {
+  status = 0;
+  headers: IncomingHttpHeaders = {};
+  private controller: Dispatcher.DispatchController | undefined;
+  private readonly queued: Uint8Array[] = [];
+  private sink: BodySink | undefined;
+  private paused = false;
+  private finished: { readonly error?: unknown } | undefined;
+  private aborted = false;
+  private cancelled: Error | undefined;
+  private stopListening: (() => void) | undefined;
+
+  constructor(
+    private readonly signal: Signal | undefined,
+    /** Told once: `undefined` when the headers came, else why there is no response. */
+    private onHead: ((error?: unknown) => void) | undefined,
+  ) {
+    if (signal) this.stopListening = onAbort(signal, () => this.cancel(signal.reason));
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.aborted || this.signal?.aborted) controller.abort(abortReason(this.signal?.reason));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    this.status = statusCode;
+    this.headers = headers;
+    const onHead = this.onHead;
+    this.onHead = undefined;
+    onHead?.();
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.aborted) return;
+    if (this.sink && !this.paused && this.queued.length === 0) this.sink.data(chunk);
+    else this.queued.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    this.finish({});
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    const onHead = this.onHead;
+    if (onHead) {
+      this.onHead = undefined;
+      this.stopListening?.();
+      onHead(error);
+      return;
+    }
+    this.finish({ error });
+  }
+
+  attach(sink: BodySink): void {
+    // Cancelled before anyone took the body (the client left meanwhile): the sink hears why at once.
+    if (this.cancelled) return sink.error(this.cancelled);
+    this.sink = sink;
+    this.flush();
+  }
+
+  /**
+   * Stops handing chunks on, putting `held` (chunks the sink took) back in front of what waits: a
+   * look-ahead hands its body on this way, every byte still to come.
+   */
+  detach(held: readonly Uint8Array[] = []): void {
+    this.sink = undefined;
+    if (held.length > 0) this.queued.unshift(...held);
+  }
+
+  pause(): void {
+    this.paused = true;
+    this.controller?.pause();
+  }
+
+  resume(): void {
+    this.paused = false;
+    this.flush();
+    if (!this.paused && !this.finished) this.controller?.resume();
+  }
+
+  /** Drops the rest of the body: the request is cancelled, the sink hears nothing more. */
+  abort(): void {
+    this.cancel(undefined);
+  }
+
+  /**
+   * Drops the rest of a body nobody wants, reading (and dropping) up to 128 KiB of it so that the
+   * connection can be kept; a longer one is cut.
+   */
+  discard(): void {
+    let read = 0;
+    this.attach({
+      data: (chunk) => {
+        read += chunk.length;
+        if (read > DISCARD_LIMIT_BYTES) this.abort();
+      },
+      end: () => {},
+      error: () => {},
+    });
+  }
+
+  /** The whole body, or an error as soon as it passes `limitBytes` (the request is then cut). */
+  whole(limitBytes: number): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      this.attach({
+        data: (chunk) => {
+          size += chunk.length;
+          if (size > limitBytes) {
+            this.abort();
+            reject(new Error(`upstream body larger than ${limitBytes} bytes`));
+            return;
+          }
+          chunks.push(chunk);
+        },
+        end: () => resolve(chunks.length === 1 ? Buffer.from(chunks[0]!.buffer, chunks[0]!.byteOffset, chunks[0]!.byteLength) : Buffer.concat(chunks, size)),
+        error: reject,
+      });
+    });
+  }
+
+  private cancel(reason: unknown): void {
+    if (this.finished || this.aborted) return;
+    this.aborted = true;
+    this.queued.length = 0;
+    const sink = this.sink;
+    this.sink = undefined;
+    this.stopListening?.();
+    const error = abortReason(reason);
+    this.cancelled = error;
+    if (this.onHead) {
+      // No headers yet: the caller hears of it at once (undici may not have started the request).
+      const onHead = this.onHead;
+      this.onHead = undefined;
+      onHead(error);
+    }
+    this.controller?.abort(error);
+    // The sink hears of it (a look-ahead waiting on its first-content timeout); one that aborted itself ignores it.
+    sink?.error(error);
+  }
+
+  private finish(finished: { readonly error?: unknown }): void {
+    if (this.finished) return;
+    this.finished = finished;
+    this.stopListening?.();
+    this.flush();
+  }
+
+  /** Hands on what waits, while a sink is attached and has not paused. */
+  private flush(): void {
+    while (this.sink && !this.paused && this.queued.length > 0) this.sink.data(this.queued.shift()!);
+    if (!this.sink || this.paused || this.queued.length > 0 || !this.finished || this.aborted) return;
+    const sink = this.sink;
+    this.sink = undefined;
+    if (this.finished.error === undefined) sink.end();
+    else sink.error(this.finished.error);
+  }
+}
+
+function abortReason(reason: unknown): Error {
+  return reason instanceof Error ? reason : Object.assign(new Error('This operation was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
 }
