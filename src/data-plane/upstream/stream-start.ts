@@ -1,6 +1,5 @@
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
 import type { WireFormat } from '../../plugins/plugin-contract.ts';
-import { discard, isByteReadable, readableBatches } from '../sse/readable-batches.ts';
 import { SseSplitter } from '../sse/sse-splitter.ts';
 import type { UpstreamBody } from '../sse/upstream-body.ts';
 
@@ -99,62 +98,4 @@ export function awaitDispatchedStreamStart<B extends UpstreamBody & { detach(hel
       },
     });
   });
-}
-
-/**
- * Reads an upstream SSE body (an async iterable) until its first content event, holding the opening
- * events, as {@link awaitDispatchedStreamStart} does for a dispatched response. The held chunks are
- * handed back unchanged in front of the rest of the body. `signal` aborting (the first-content timeout)
- * makes the read fail as `broken`.
- */
-export async function awaitStreamStart(
-  body: AsyncIterable<Uint8Array>,
-  format: WireFormat,
-  maxHeldBytes: number,
-): Promise<StreamStart> {
-  // A node byte stream is read a batch at a time and handed back whole, the held bytes put back in
-  // front, so the relay reads it the same cheap way; any other iterable is replayed.
-  const readable = isByteReadable(body) ? body : undefined;
-  const source = readable ? readableBatches(readable, { keepOpen: true }) : body[Symbol.asyncIterator]();
-  const held: Uint8Array[] = [];
-  const judge = new OpeningJudge(format, maxHeldBytes);
-  const started = async (ended: boolean): Promise<StreamStart> => {
-    if (!readable) return { kind: 'content', body: replay(held, source, ended) };
-    await source.return?.(undefined);
-    if (ended) return { kind: 'content', body: replay(held, source, true) };
-    readable.unshift(held.length === 1 ? held[0]! : Buffer.concat(held));
-    return { kind: 'content', body: readable };
-  };
-  const failed = async (start: StreamStart): Promise<StreamStart> => {
-    await source.return?.(undefined);
-    if (readable) discard(readable);
-    return start;
-  };
-  try {
-    for (;;) {
-      const next = await source.next();
-      if (next.done) return await started(true);
-      held.push(next.value);
-      const verdict = judge.push(next.value);
-      if (verdict === undefined) continue;
-      return verdict.kind === 'content' ? await started(false) : await failed(verdict);
-    }
-  } catch (error) {
-    if (readable) discard(readable);
-    return { kind: 'broken', error };
-  }
-}
-
-/** The held chunks, then the rest of the upstream body, without an extra generator layer. */
-function replay(held: Uint8Array[], iterator: AsyncIterator<Uint8Array>, ended: boolean): AsyncIterable<Uint8Array> {
-  let index = 0;
-  const rest: AsyncIterator<Uint8Array> = {
-    next: () => {
-      if (index < held.length) return Promise.resolve({ value: held[index++]!, done: false });
-      if (ended) return Promise.resolve({ value: undefined, done: true });
-      return iterator.next();
-    },
-    return: (value?: unknown) => (iterator.return ? iterator.return(value) : Promise.resolve({ value: undefined, done: true })),
-  };
-  return { [Symbol.asyncIterator]: () => rest };
 }

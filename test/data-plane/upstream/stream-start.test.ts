@@ -1,21 +1,37 @@
 import { expect } from 'chai';
 import type { SseEvent, WireFormat } from '../../../src/plugins/plugin-contract.ts';
 import { WIRE_FORMATS } from '../../../src/core/formats/index.ts';
-import { awaitStreamStart } from '../../../src/data-plane/upstream/stream-start.ts';
+import type { Dispatcher } from 'undici';
+import { awaitDispatchedStreamStart } from '../../../src/data-plane/upstream/stream-start.ts';
+import { UpstreamResponse } from '../../../src/data-plane/upstream/upstream-client.ts';
 
 const judgeEarlyEvent = (format: WireFormat, event: SseEvent) => WIRE_FORMATS[format].judgeEarlyEvent(event);
 const isOpeningEvent = (format: WireFormat, event: SseEvent) => judgeEarlyEvent(format, event) === 'opening';
 const isErrorEvent = (format: WireFormat, event: SseEvent) => WIRE_FORMATS[format].isErrorEvent(event);
 
-async function* chunks(parts: string[], failAtEnd = false): AsyncGenerator<Uint8Array> {
-  for (const part of parts) yield Buffer.from(part);
-  if (failAtEnd) throw new Error('socket hang up');
+/** A dispatched response whose socket delivers `parts`, one per read, then ends (or breaks). */
+function chunks(parts: string[], failAtEnd = false): UpstreamResponse {
+  const response = new UpstreamResponse(undefined, undefined);
+  const controller = { pause() {}, resume() {}, abort() {} } as unknown as Dispatcher.DispatchController;
+  response.onRequestStart(controller);
+  response.onResponseStart(controller, 200, {});
+  const feed = (index: number) => {
+    if (index < parts.length) {
+      response.onResponseData(controller, Buffer.from(parts[index]!));
+      setImmediate(feed, index + 1);
+    } else if (failAtEnd) response.onResponseError(controller, new Error('socket hang up'));
+    else response.onResponseEnd();
+  };
+  setImmediate(feed, 0);
+  return response;
 }
 
-async function text(body: AsyncIterable<Uint8Array>): Promise<string> {
+/** Everything a body hands on, to its end. */
+function text(body: UpstreamResponse): Promise<string> {
   const parts: Buffer[] = [];
-  for await (const chunk of body) parts.push(Buffer.from(chunk));
-  return Buffer.concat(parts).toString();
+  return new Promise((resolve, reject) =>
+    body.attach({ data: (chunk) => parts.push(Buffer.from(chunk)), end: () => resolve(Buffer.concat(parts).toString()), error: reject }),
+  );
 }
 
 describe('stream start', () => {
@@ -56,7 +72,7 @@ describe('stream start', () => {
 
   it('fails a stream whose first event after the openings is malformed, as broken, before a byte is handed on', async () => {
     const opening = 'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n';
-    const start = await awaitStreamStart(chunks([opening, 'data: {"choices":[{"index":0,"delta":{"content":"Hi\n\n']), 'chat-completions', 1 << 20);
+    const start = await awaitDispatchedStreamStart(chunks([opening, 'data: {"choices":[{"index":0,"delta":{"content":"Hi\n\n']), 'chat-completions', 1 << 20);
     expect(start.kind).to.equal('broken');
   });
 
@@ -65,7 +81,7 @@ describe('stream start', () => {
     for (const size of [1, 7, 40, stream.length]) {
       const parts = [];
       for (let index = 0; index < stream.length; index += size) parts.push(stream.slice(index, index + size));
-      const start = await awaitStreamStart(chunks(parts), 'messages', 1 << 20);
+      const start = await awaitDispatchedStreamStart(chunks(parts), 'messages', 1 << 20);
       expect(start.kind).to.equal('content');
       if (start.kind === 'content') expect(await text(start.body)).to.equal(stream);
     }
@@ -73,12 +89,12 @@ describe('stream start', () => {
 
   it('reports an error event or a break before content, and releases at the end or past the held-bytes cap', async () => {
     const opening = 'event: response.created\ndata: {}\n\n';
-    expect((await awaitStreamStart(chunks([opening, 'event: error\ndata: {}\n\n']), 'responses', 1 << 20)).kind).to.equal('error');
-    expect((await awaitStreamStart(chunks([opening], true), 'responses', 1 << 20)).kind).to.equal('broken');
-    const ended = await awaitStreamStart(chunks([opening]), 'responses', 1 << 20);
+    expect((await awaitDispatchedStreamStart(chunks([opening, 'event: error\ndata: {}\n\n']), 'responses', 1 << 20)).kind).to.equal('error');
+    expect((await awaitDispatchedStreamStart(chunks([opening], true), 'responses', 1 << 20)).kind).to.equal('broken');
+    const ended = await awaitDispatchedStreamStart(chunks([opening]), 'responses', 1 << 20);
     expect(ended.kind).to.equal('content');
     if (ended.kind === 'content') expect(await text(ended.body)).to.equal(opening);
-    const capped = await awaitStreamStart(chunks([opening, opening, opening], true), 'responses', opening.length);
+    const capped = await awaitDispatchedStreamStart(chunks([opening, opening, opening], true), 'responses', opening.length);
     expect(capped.kind).to.equal('content');
   });
 });
