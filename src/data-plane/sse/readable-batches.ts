@@ -12,10 +12,9 @@ export function hasEnded(readable: Readable): boolean {
  * The chunks of a byte stream, everything it holds at once: what arrived together (one socket read
  * often carries many small SSE chunks) comes out as one, so a burst is split, tapped and written once
  * rather than once per upstream chunk. Ends as the stream ends, and fails as it fails. Stopped early,
- * the stream is destroyed (the rest of the body is not wanted), unless `keepOpen` says another reader
- * takes over.
+ * the stream is destroyed (the rest of the body is not wanted).
  */
-export async function* readableBatches(readable: Readable, options: { keepOpen?: boolean } = {}): AsyncGenerator<Buffer> {
+export async function* readableBatches(readable: Readable): AsyncGenerator<Buffer> {
   let wake: (() => void) | undefined;
   const signal = () => {
     const waiting = wake;
@@ -43,7 +42,7 @@ export async function* readableBatches(readable: Readable, options: { keepOpen?:
     readable.off('end', signal);
     readable.off('error', signal);
     readable.off('close', signal);
-    if (!options.keepOpen && !hasEnded(readable)) discard(readable);
+    if (!hasEnded(readable)) discard(readable);
   }
 }
 
