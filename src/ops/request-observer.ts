@@ -96,10 +96,15 @@ export class RequestObserver {
     const startedAt = performance.now();
     OBSERVATIONS.set(res, observation);
     res.once('finish', () => {
-      if (observation.recorded) return;
-      const route = observation.labelOf?.() ?? observation.label;
-      const keyId = observation.keyIdOf?.() ?? observation.keyId;
-      this.answered(req, route, res.statusCode, performance.now() - startedAt, observation.errorCode, keyId);
+      const durationMs = performance.now() - startedAt;
+      // A route ends its answer, then records its exchange as soon as the end is out (a stream's last
+      // write and its end leave together): asked after that, `recorded` is settled.
+      setImmediate(() => {
+        if (observation.recorded) return;
+        const route = observation.labelOf?.() ?? observation.label;
+        const keyId = observation.keyIdOf?.() ?? observation.keyId;
+        this.answered(req, route, res.statusCode, durationMs, observation.errorCode, keyId);
+      });
     });
     return observation;
   }
