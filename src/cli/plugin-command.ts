@@ -8,7 +8,7 @@ import { CliUsageError, type CliIo } from './cli-io.ts';
 import { envPrefix, SCAFFOLD_FORMATS, scaffoldFiles, type ScaffoldFormat } from './plugin-scaffold.ts';
 
 export const PLUGIN_SYNOPSIS = `plugin new VENDOR [--format chat-completions|messages|responses] [--dir PLUGINS_DIR (default: providers/)]
-plugin test DIR   (a plugins directory with a manifest.json, or one plugin folder)`;
+plugin test DIR [--upstream URL --key KEY]   (a plugins directory with a manifest.json, or one plugin folder; with GATEWAY_PLUGIN_PATH's plugins beside it; --upstream also sends one request per declared route to the live vendor)`;
 
 // The checkout this command belongs to, whether it runs from source (src/cli/) or compiled (dist/src/cli/):
 // plugins are written and tested as TypeScript source in its providers/, importing the contract's source.
@@ -100,14 +100,18 @@ function ancestors(directory: string): string[] {
 }
 
 async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): Promise<number> {
-  const { positionals } = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true });
+  const { positionals, values } = parseArgs({ args: argv, options: { upstream: { type: 'string' }, key: { type: 'string' } }, strict: true, allowPositionals: true });
   if (positionals.length !== 1) throw new CliUsageError('plugin test takes one directory.');
+  if ((values.upstream === undefined) !== (values.key === undefined)) throw new CliUsageError('--upstream and --key go together.');
   const directory = resolve(positionals[0]!);
   const builtIn = builtInManifest(env);
+  // The plugins the gateway would load beside it (GATEWAY_PLUGIN_PATH), so that collisions show here, not at start-up.
+  const configured = (env.GATEWAY_PLUGIN_PATH ?? '').split(':').filter(Boolean).map((path) => resolve(path));
+  const withConfigured = (tested: string) => [...configured.filter((path) => path !== tested), tested];
   let options: ConformanceOptions;
   if (existsSync(join(directory, 'manifest.json'))) {
     const manifest = join(directory, 'manifest.json');
-    options = manifest === builtIn ? { manifestPath: builtIn } : { manifestPath: builtIn, pluginPath: [directory], vendors: readManifest(manifest).map((folder) => folder.name) };
+    options = manifest === builtIn ? { manifestPath: builtIn, pluginPath: configured } : { manifestPath: builtIn, pluginPath: withConfigured(directory), vendors: readManifest(manifest).map((folder) => folder.name) };
   } else if (PLUGIN_ENTRY_FILES.some((file) => existsSync(join(directory, file)))) {
     const manifest = join(dirname(directory), 'manifest.json');
     const vendor = basename(directory);
@@ -115,7 +119,7 @@ async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): P
       io.err(`No manifest lists '${vendor}': add it to ${manifest} ({"plugins": [..., "${vendor}"]}).\n`);
       return 1;
     }
-    options = manifest === builtIn ? { manifestPath: builtIn, vendors: [vendor] } : { manifestPath: builtIn, pluginPath: [dirname(directory)], vendors: [vendor] };
+    options = manifest === builtIn ? { manifestPath: builtIn, pluginPath: configured, vendors: [vendor] } : { manifestPath: builtIn, pluginPath: withConfigured(dirname(directory)), vendors: [vendor] };
   } else {
     io.err(`${directory} holds neither a manifest.json nor a plugin (${PLUGIN_ENTRY_FILES.join(', ')}).\n`);
     return 1;

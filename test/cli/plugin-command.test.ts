@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,9 +40,7 @@ describe('CLI: plugin new and plugin test', function () {
     expect(index).to.contain("import { definePlugin } from 'model-gateway/plugin';").and.to.contain('contract: 1,');
     expect(index).to.contain("aliases: [{ id: 'acme-messages-latest', target: 'acme-messages/acme-messages-1'");
 
-    // As an author outside the repository would: the gateway installed (here linked) beside the plugins.
-    await mkdir(join(plugins, 'node_modules'));
-    await symlink(ROOT, join(plugins, 'node_modules', 'model-gateway'), 'dir');
+    // As an author outside the repository would, with no install step: the gateway maps model-gateway/plugin itself.
     const tested = await cli(['plugin', 'test', plugins]);
     expect(tested.out).to.match(/^✔ acme-chat: 8 checks passed .*\n✔ acme-messages: 10 checks passed .*\n✔ acme-responses: 10 checks passed .*\n$/);
     expect(tested.code).to.equal(0);
@@ -86,6 +84,32 @@ describe('CLI: plugin new and plugin test', function () {
     expect(badFormat.err).to.match(/^--format must be one of chat-completions, messages, responses, got 'grpc'\.\n\nUsage:\n  plugin new VENDOR/);
     expect((await cli(['plugin', 'launch'])).code).to.equal(2);
     expect((await cli(['plugin', 'test', root])).err).to.equal(`${root} holds neither a manifest.json nor a plugin (index.js, index.mjs, index.ts).\n`);
+  });
+
+  it('prints usage for --help on every command and subcommand, exit 0', async () => {
+    for (const argv of [['--help'], ['help'], ['plugin', '--help'], ['plugin', 'new', '--help'], ['plugin', 'test', '-h'], ['keys', '--help'], ['usage', '--help'], ['config', '--help']]) {
+      const help = await cli(argv);
+      expect(help.code, argv.join(' ')).to.equal(0);
+      expect(help.err, argv.join(' ')).to.equal('');
+      expect(help.out, argv.join(' ')).to.match(/Usage:|model-gateway/);
+    }
+    expect((await cli(['plugin', 'new', '--help'])).out).to.match(/^Usage:\n {2}plugin new VENDOR [^\n]*\n$/);
+  });
+
+  it('tests a plugin beside the GATEWAY_PLUGIN_PATH plugins: an alias colliding with one of them fails, naming both directories', async () => {
+    const mine = join(root, 'mine');
+    expect((await cli(['plugin', 'new', 'mirror', '--dir', mine])).code).to.equal(0);
+    const index = join(mine, 'mirror', 'index.ts');
+    await writeFile(index, (await readFile(index, 'utf8')).replace("id: 'mirror-latest'", "id: 'omega-latest'"));
+    const alone = await cli(['plugin', 'test', mine]);
+    expect(alone.code, alone.out).to.equal(0);
+    const external = join(ROOT, 'test/fixtures/external-plugins');
+    const beside = await cli(['plugin', 'test', mine], { GATEWAY_PLUGIN_PATH: external });
+    expect(beside.code).to.equal(1);
+    expect(beside.out).to.equal(
+      `✘ mirror: 1 failure(s) in 0 checks (${join(mine, 'mirror')})\n` +
+        `    plugin 'mirror', rule 'load': plugin 'mirror': aliases: 'omega-latest' on route chat is already claimed by plugin 'omega' (${join(external, 'omega')}) (in ${join(mine, 'mirror')})\n`,
+    );
   });
 
   it('runs as a real process: exit 1 and the failures of a broken plugin, exit 0 for the external fixture', async () => {
