@@ -92,10 +92,6 @@ export interface StartOptions {
 /** Builds every part from the config, starts listening, and gives back a handle that closes it all. */
 export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv, logger: Logger, options: StartOptions = {}): Promise<Gateway> {
   const plugins = await loadPlugins(config.manifestPath, config.pluginPath);
-  for (const plugin of plugins) {
-    const directory = originOf(plugin);
-    logger.info({ plugin: plugin.vendor, directory, models: plugin.models.length }, `plugin '${plugin.vendor}' loaded from ${directory}: ${plugin.models.length} model(s)`);
-  }
   const live = new LiveConfig({
     plugins,
     env,
@@ -113,6 +109,11 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     },
     onResult: (result) => metrics.configReload(result),
   });
+  // Once the catalog is built (every plugin accepted): one line per plugin, where it came from.
+  for (const plugin of plugins) {
+    const directory = originOf(plugin);
+    logger.info({ plugin: plugin.vendor, directory, models: plugin.models.length }, `plugin '${plugin.vendor}' loaded from ${directory}: ${plugin.models.length} model(s)`);
+  }
   const currentRegistry = () => live.current.registry;
   const endpoints: ProviderEndpoints = {
     get: (vendor) => live.current.endpoints.get(vendor),
