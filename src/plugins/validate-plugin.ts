@@ -43,12 +43,12 @@ export class ManifestError extends PluginLoadError {
   }
 }
 
-/** The wire format each upstream route key serves: a route's `format` must be this one. */
-const FORMAT_OF_ROUTE: Readonly<Record<UpstreamRouteId, string>> = {
-  'chat-completions': 'chat-completions',
-  messages: 'messages',
-  'count-tokens': 'count-tokens',
-  responses: 'responses',
+/** The wire formats each upstream route key may speak (today one each, the route's own): a route's `format` must be one of them. */
+const FORMATS_OF_ROUTE: Readonly<Record<UpstreamRouteId, readonly string[]>> = {
+  'chat-completions': ['chat-completions'],
+  messages: ['messages'],
+  'count-tokens': ['count-tokens'],
+  responses: ['responses'],
 };
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -92,8 +92,8 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
     exact(route, KNOWN_FIELDS.route, field);
     if (typeof route.path !== 'string' || !route.path.startsWith('/')) fail(`${field}.path`, "must be a path starting with '/'");
     if (!WIRE_FORMATS.includes(route.format as string)) fail(`${field}.format`, `must be one of ${WIRE_FORMATS.join(', ')}`);
-    const keyFormat = FORMAT_OF_ROUTE[routeId as UpstreamRouteId];
-    if (route.format !== keyFormat) {
+    const keyFormat = FORMATS_OF_ROUTE[routeId as UpstreamRouteId].join("' or '");
+    if (!FORMATS_OF_ROUTE[routeId as UpstreamRouteId].includes(route.format as string)) {
       fail(`${field}.format`, `is '${String(route.format)}', but the route '${routeId}' speaks '${keyFormat}': declare format '${keyFormat}', or declare this upstream under routes.${String(route.format)}`);
     }
     if (!AUTH_STYLES.includes(route.auth as string)) fail(`${field}.auth`, `must be one of ${AUTH_STYLES.join(', ')}`);
