@@ -43,6 +43,13 @@ export async function runCli(argv: string[], io: CliIo = processIo, env: NodeJS.
     io.err(`Unknown command '${name}'.\n\n${helpText()}`);
     return 2;
   }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    // `plugin new --help`: the subcommand's own lines when it has some, else every line of the command.
+    const lines = command.synopsis.split('\n');
+    const own = lines.filter((line) => rest[0] && !rest[0].startsWith('-') && line.startsWith(`${name} ${rest[0]} `));
+    io.out(`Usage:\n  ${(own.length ? own : lines).join('\n  ')}\n`);
+    return 0;
+  }
   try {
     return await command.run(rest, io, env);
   } catch (error) {

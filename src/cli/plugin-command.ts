@@ -3,12 +3,13 @@ import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { formatFailure, runConformance, type ConformanceOptions } from '../../tools/conformance/run-conformance.ts';
-import { PLUGIN_ENTRY_FILES, readManifest } from '../plugins/load-plugins.ts';
+import { PLUGIN_ENTRY_FILES, pluginFolders, readManifest } from '../plugins/load-plugins.ts';
+import { pluginCompilerOptions, typeCheckPlugins } from './plugin-typecheck.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { envPrefix, SCAFFOLD_FORMATS, scaffoldFiles, type ScaffoldFormat } from './plugin-scaffold.ts';
 
 export const PLUGIN_SYNOPSIS = `plugin new VENDOR [--format chat-completions|messages|responses] [--dir PLUGINS_DIR (default: providers/)]
-plugin test DIR   (a plugins directory with a manifest.json, or one plugin folder)`;
+plugin test DIR   (a plugins directory with a manifest.json, or one plugin folder; type-checked first, then tested beside GATEWAY_PLUGIN_PATH's plugins)`;
 
 // The checkout this command belongs to, whether it runs from source (src/cli/) or compiled (dist/src/cli/):
 // plugins are written and tested as TypeScript source in its providers/, importing the contract's source.
@@ -71,7 +72,13 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
   // Plugins are ES modules: a directory outside any package needs its own package.json saying so.
   const packageJson = join(pluginsDir, 'package.json');
   const inPackage = ancestors(pluginsDir).some((directory) => existsSync(join(directory, 'package.json')));
-  if (!inPackage) writeFileSync(packageJson, `${JSON.stringify({ private: true, type: 'module' }, null, 2)}\n`);
+  if (!inPackage) writeFileSync(packageJson, `${JSON.stringify({ private: true, type: 'module', scripts: { typecheck: 'tsc -p tsconfig.json' } }, null, 2)}\n`);
+  // Outside the repository: a tsconfig.json that type-checks the plugins strictly against this gateway's contract.
+  const tsconfig = join(pluginsDir, 'tsconfig.json');
+  const writeTsconfig = !inRepository && !existsSync(tsconfig);
+  if (writeTsconfig) {
+    writeFileSync(tsconfig, `${JSON.stringify({ compilerOptions: pluginCompilerOptions(CONTRACT_FILE), include: ['*/**/*.ts'], exclude: ['**/__fixtures__', 'node_modules'] }, null, 2)}\n`);
+  }
 
   const prefix = envPrefix(vendor);
   io.out(
@@ -79,13 +86,17 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
       `Created ${folder}/ (${format}):`,
       ...Object.keys(files).map((path) => `  ${vendor}/${path}`),
       `Added '${vendor}' to ${manifestPath} (last in the catalog).`,
-      ...(inPackage ? [] : [`Wrote ${packageJson} ({"type": "module"}); link the gateway there for model-gateway/plugin: npm install <path to model-gateway>`]),
+      ...(inPackage ? [] : [`Wrote ${packageJson} ({"type": "module"}, a typecheck script).`]),
+      ...(writeTsconfig ? [`Wrote ${tsconfig} (strict; model-gateway/plugin maps to ${CONTRACT_FILE}).`] : []),
       '',
       'Next:',
-      `  1. Edit ${join(folder, 'index.ts')}: models, prices, alias (guide: docs/plugins.md).`,
-      `  2. npx model-gateway plugin test ${folder}`,
-      ...(values.dir ? [`  3. Run the gateway with GATEWAY_PLUGIN_PATH=${pluginsDir}`] : []),
-      `  ${values.dir ? 4 : 3}. Point it at the provider: ${prefix}_BASE_URL=https://… (with the version prefix) ${prefix}_API_KEY=…`,
+      ...[
+        `Edit ${join(folder, 'index.ts')}: models, prices, alias (guide: docs/plugins.md).`,
+        ...(writeTsconfig ? [`Type-check: npm run typecheck in ${pluginsDir} (needs typescript there; plugin test type-checks first with the gateway's own)`] : []),
+        `npx model-gateway plugin test ${folder}`,
+        ...(values.dir ? [`Run the gateway with GATEWAY_PLUGIN_PATH=${pluginsDir}`] : []),
+        `Point it at the provider: ${prefix}_BASE_URL=https://… (with the version prefix) ${prefix}_API_KEY=…`,
+      ].map((step, index) => `  ${index + 1}. ${step}`),
       '',
     ].join('\n'),
   );
@@ -104,10 +115,13 @@ async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): P
   if (positionals.length !== 1) throw new CliUsageError('plugin test takes one directory.');
   const directory = resolve(positionals[0]!);
   const builtIn = builtInManifest(env);
+  // The plugins the gateway would load beside it (GATEWAY_PLUGIN_PATH), so that collisions show here, not at start-up.
+  const configured = (env.GATEWAY_PLUGIN_PATH ?? '').split(':').filter(Boolean).map((path) => resolve(path));
+  const withConfigured = (tested: string) => [...configured.filter((path) => path !== tested), tested];
   let options: ConformanceOptions;
   if (existsSync(join(directory, 'manifest.json'))) {
     const manifest = join(directory, 'manifest.json');
-    options = manifest === builtIn ? { manifestPath: builtIn } : { manifestPath: builtIn, pluginPath: [directory], vendors: readManifest(manifest).map((folder) => folder.name) };
+    options = manifest === builtIn ? { manifestPath: builtIn, pluginPath: configured } : { manifestPath: builtIn, pluginPath: withConfigured(directory), vendors: readManifest(manifest).map((folder) => folder.name) };
   } else if (PLUGIN_ENTRY_FILES.some((file) => existsSync(join(directory, file)))) {
     const manifest = join(dirname(directory), 'manifest.json');
     const vendor = basename(directory);
@@ -115,12 +129,22 @@ async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): P
       io.err(`No manifest lists '${vendor}': add it to ${manifest} ({"plugins": [..., "${vendor}"]}).\n`);
       return 1;
     }
-    options = manifest === builtIn ? { manifestPath: builtIn, vendors: [vendor] } : { manifestPath: builtIn, pluginPath: [dirname(directory)], vendors: [vendor] };
+    options = manifest === builtIn ? { manifestPath: builtIn, pluginPath: configured, vendors: [vendor] } : { manifestPath: builtIn, pluginPath: withConfigured(dirname(directory)), vendors: [vendor] };
   } else {
     io.err(`${directory} holds neither a manifest.json nor a plugin (${PLUGIN_ENTRY_FILES.join(', ')}).\n`);
     return 1;
   }
 
+  // Type-check first: a misspelled field or a wrong type is a compile error with a line number.
+  if (options.vendors && options.pluginPath?.length) {
+    const tested = pluginFolders(options.manifestPath, options.pluginPath).filter((folder) => options.vendors!.includes(folder.name) && folder.manifestPath !== builtIn);
+    const errors = await typeCheckPlugins(tested.map((folder) => folder.directory), CONTRACT_FILE);
+    if (errors?.length) {
+      io.out(`✘ type check: ${errors.length} error(s)\n${errors.map((error) => `    ${error}\n`).join('')}`);
+      return 1;
+    }
+    if (errors) io.out(`✔ type check: ${tested.map((folder) => folder.name).join(', ')}\n`);
+  }
   const report = await runConformance(options);
   for (const failure of report.failures) io.out(`✘ ${formatFailure(failure)}\n`);
   for (const plugin of report.plugins) {

@@ -9,6 +9,7 @@ import type {
   UsageExtractor,
 } from '../plugins/plugin-contract.ts';
 import { PluginLoadError, ROUTE_IDS } from '../plugins/validate-plugin.ts';
+import { describePlugin, originOf } from '../plugins/plugin-origin.ts';
 import { routePath } from './route-table.ts';
 
 
@@ -64,7 +65,7 @@ export class ModelRegistry {
         const entry = { plugin, model, canonicalId: `${plugin.vendor}/${model.id}` };
         for (const spelling of [model.id, ...(model.alternateIds ?? [])]) models.set(`${plugin.vendor}/${spelling}`, entry);
         for (const route of model.routes) {
-          for (const spelling of this.spellings(plugin, model, route)) this.claim(route, spelling, { entry }, plugin.vendor, 'models');
+          for (const spelling of this.spellings(plugin, model, route)) this.claim(route, spelling, { entry }, plugin, 'models');
         }
       }
     }
@@ -79,7 +80,7 @@ export class ModelRegistry {
         if (missing.length) {
           throw new PluginLoadError(plugin.vendor, `aliases '${alias.id}'`, `the target '${target}' does not serve the alias's route(s) ${missing.join(', ')}`);
         }
-        for (const route of alias.routes) this.claim(route, alias.id, { entry, alias: alias.id }, plugin.vendor, 'aliases');
+        for (const route of alias.routes) this.claim(route, alias.id, { entry, alias: alias.id }, plugin, 'aliases');
       }
       for (const declaration of plugin.streamFixups ?? []) {
         for (const model of declaration.models) {
@@ -107,11 +108,12 @@ export class ModelRegistry {
     return forms.flatMap((form) => (form === 'prefixed' ? names.map((name) => `${plugin.vendor}/${name}`) : names));
   }
 
-  private claim(route: RouteId, id: string, value: { entry: ModelEntry; alias?: string }, vendor: string, field: string): void {
+  private claim(route: RouteId, id: string, value: { entry: ModelEntry; alias?: string }, plugin: ProviderPlugin, field: string): void {
     const table = this.tables.get(route)!;
     const holder = table.get(id);
     if (holder) {
-      throw new PluginLoadError(vendor, field, `'${id}' on route ${route} is already claimed by plugin '${holder.entry.plugin.vendor}'`);
+      const where = originOf(plugin) ? ` (in ${originOf(plugin)})` : '';
+      throw new PluginLoadError(plugin.vendor, field, `'${id}' on route ${route} is already claimed by ${describePlugin(holder.entry.plugin)}${where}`);
     }
     table.set(id, value);
   }

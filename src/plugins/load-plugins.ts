@@ -1,8 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { register } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import type { ProviderPlugin } from './plugin-contract.ts';
-import { PluginLoadError, validatePlugin } from './validate-plugin.ts';
+import { recordOrigin } from './plugin-origin.ts';
+import { KNOWN_FIELDS, unknownField } from './known-fields.ts';
+import { ManifestError, PluginLoadError, validatePlugin } from './validate-plugin.ts';
 
 /** The module file of a plugin folder, in the order the loader looks for it: compiled JavaScript first. */
 export const PLUGIN_ENTRY_FILES = ['index.js', 'index.mjs', 'index.ts'] as const;
@@ -26,17 +29,24 @@ export function readManifest(manifestPath: string): PluginFolder[] {
   try {
     manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
   } catch (error) {
-    throw new PluginLoadError('manifest', manifestPath, `cannot be read as JSON: ${(error as Error).message}`);
+    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message.replace(/\s*\n\s*/g, ' ');
+    throw new ManifestError(manifestPath, 'file', `cannot be read as JSON: ${reason}`);
   }
-  const names = (manifest as { plugins?: unknown } | null)?.plugins;
+  if (manifest === null || typeof manifest !== 'object' || Array.isArray(manifest)) {
+    throw new ManifestError(manifestPath, 'file', 'must be an object: {"plugins": ["<vendor>", ...]}');
+  }
+  const unknown = unknownField(manifest as Record<string, unknown>, KNOWN_FIELDS.manifest);
+  if (unknown) throw new ManifestError(manifestPath, unknown.field, unknown.problem);
+  const names = (manifest as { plugins?: unknown }).plugins;
+  if (names === undefined) throw new ManifestError(manifestPath, 'plugins', 'missing: list the plugin folder names, {"plugins": ["<vendor>", ...]}');
   if (!Array.isArray(names) || names.length === 0 || names.some((name) => typeof name !== 'string')) {
-    throw new PluginLoadError('manifest', 'plugins', `must be a non-empty list of plugin folder names (in ${manifestPath})`);
+    throw new ManifestError(manifestPath, 'plugins', 'must be a non-empty list of plugin folder names');
   }
   const duplicate = names.find((name, index) => names.indexOf(name) !== index);
-  if (duplicate) throw new PluginLoadError('manifest', 'plugins', `'${duplicate}' is listed twice (in ${manifestPath})`);
-  return (names as string[]).map((name) => {
+  if (duplicate) throw new ManifestError(manifestPath, 'plugins', `'${duplicate}' is listed twice`);
+  return (names as string[]).map((name, index) => {
     if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) {
-      throw new PluginLoadError(name, 'manifest entry', `must be a folder name (lower case letters, digits, dashes) (in ${manifestPath})`);
+      throw new ManifestError(manifestPath, `plugins[${index}]`, `'${name}' must be a folder name (lower case letters, digits, dashes)`);
     }
     return { name, directory: join(dirname(manifestPath), name), manifestPath };
   });
@@ -51,7 +61,9 @@ export function pluginFolders(manifestPath: string, pluginPath: readonly string[
   const manifests = [resolve(manifestPath)];
   for (const directory of pluginPath) {
     const path = resolve(directory, 'manifest.json');
-    if (!existsSync(path)) throw new PluginLoadError('manifest', 'GATEWAY_PLUGIN_PATH', `${resolve(directory)} holds no manifest.json`);
+    if (!existsSync(path)) {
+      throw new ManifestError(path, 'GATEWAY_PLUGIN_PATH', existsSync(directory) ? `the directory ${resolve(directory)} holds no manifest.json` : `the directory ${resolve(directory)} does not exist`);
+    }
     if (!manifests.includes(path)) manifests.push(path);
   }
   const folders: PluginFolder[] = [];
@@ -86,31 +98,61 @@ function ensureTypeScriptLoader(): Promise<void> {
   return typeScriptLoader;
 }
 
+/** The package specifier plugins import the contract by. */
+export const CONTRACT_SPECIFIER = 'model-gateway/plugin';
+
+/**
+ * A module resolve hook (run by Node in its loader thread, so plain JavaScript in a data: URL): the
+ * specifier `model-gateway/plugin` resolves to the running gateway's own contract module, from any
+ * directory, so that an external plugin needs no install step of its own and sees the same contract
+ * the gateway checks it against.
+ */
+const RESOLVE_HOOK = `let target;
+export async function initialize(data) { target = data.target; }
+export async function resolve(specifier, context, next) {
+  // Resolved on through the chain (not short-circuited), so a TypeScript loader sees the .ts target too.
+  if (specifier === ${JSON.stringify(CONTRACT_SPECIFIER)}) return next(target, context);
+  return next(specifier, context);
+}`;
+let contractResolver = false;
+
+/** Registers {@link RESOLVE_HOOK} once, pointing at this gateway's contract (source or compiled, as this module runs). */
+export function ensureContractResolver(): void {
+  if (contractResolver) return;
+  contractResolver = true;
+  const target = new URL(`./plugin-contract.${RUNNING_TYPESCRIPT ? 'ts' : 'js'}`, import.meta.url).href;
+  register(`data:text/javascript,${encodeURIComponent(RESOLVE_HOOK)}`, { data: { target } });
+}
+
 /** Imports one plugin folder's module and checks the declaration whole. */
 export async function loadPluginFolder(folder: PluginFolder): Promise<ProviderPlugin> {
+  if (!existsSync(folder.directory)) {
+    throw new PluginLoadError(folder.name, 'folder', `${folder.directory} does not exist (${folder.manifestPath} lists '${folder.name}': create the folder, or remove the entry)`);
+  }
   const entry = PLUGIN_ENTRY_FILES.map((file) => join(folder.directory, file)).find((file) => existsSync(file));
   if (!entry) {
-    throw new PluginLoadError(folder.name, 'module', `no ${PLUGIN_ENTRY_FILES.join(', ')} found`, folder.directory);
+    throw new PluginLoadError(folder.name, 'module', `the folder holds no plugin module: write index.ts (or compiled index.js / index.mjs) there`, folder.directory);
   }
   let module: { default?: unknown };
   try {
     if (!RUNNING_TYPESCRIPT && entry.endsWith('.ts')) await ensureTypeScriptLoader();
+    ensureContractResolver();
     module = (await import(pathToFileURL(entry).href)) as { default?: unknown };
   } catch (error) {
     const message = (error as Error).message;
     const hints = [
       ...(/require\(|Require stack/.test(message) ? ['plugins are ES modules: give their directory a package.json with {"type": "module"}'] : []),
-      ...(/Cannot find (package|module) 'model-gateway/.test(message)
-        ? ['the plugin imports model-gateway/plugin: make the gateway resolvable from its directory, e.g. `npm install <path to model-gateway>` there']
-        : []),
+      ...(/Cannot find (package|module) 'model-gateway\//.test(message) ? [`plugins import the contract as '${CONTRACT_SPECIFIER}' (no other path of the gateway)`] : []),
     ];
     const hint = hints.length ? ` (${hints.join('; ')})` : '';
-    throw new PluginLoadError(folder.name, entry.slice(folder.directory.length + 1), `cannot be loaded: ${message}${hint}`, folder.directory);
+    throw new PluginLoadError(folder.name, entry.slice(folder.directory.length + 1), `cannot be loaded: ${message.split('\n')[0]}${hint}`, entry);
   }
   try {
-    return validatePlugin(folder.name, module.default);
+    const plugin = validatePlugin(folder.name, module.default);
+    recordOrigin(plugin, folder.directory);
+    return plugin;
   } catch (error) {
-    throw error instanceof PluginLoadError ? error.inDirectory(folder.directory) : error;
+    throw error instanceof PluginLoadError ? error.at(entry) : error;
   }
 }
 

@@ -235,8 +235,28 @@ export interface ProviderPlugin {
 }
 
 /**
- * Declares a provider plugin. The identity function that lets the compiler check the declaration.
+ * `Actual` with every field that `Shape` does not have turned into a type that names the mistake, so
+ * that a misspelled field (`defaultHeader`, `streamFixup`) fails to compile; nested objects and lists
+ * are checked the same way, functions are left as they are.
  */
-export function definePlugin<const Plugin extends ProviderPlugin>(plugin: Plugin): Plugin {
+export type Exact<Shape, Actual> = Actual extends (...args: never[]) => unknown
+  ? Actual
+  : Actual extends readonly unknown[]
+    ? NonNullable<Shape> extends readonly (infer Item)[]
+      ? { readonly [Index in keyof Actual]: Exact<Item, Actual[Index]> }
+      : Actual
+    : Actual extends object
+      ? {
+          readonly [Key in keyof Actual]: Key extends keyof NonNullable<Shape>
+            ? Exact<NonNullable<Shape>[Key], Actual[Key]>
+            : `unknown field '${Key & string}': not part of the plugin contract (see ProviderPlugin)`;
+        }
+      : Actual;
+
+/**
+ * Declares a provider plugin. The identity function that lets the compiler check the declaration,
+ * exactly: a field the contract does not know is a compile error (and is refused at load as well).
+ */
+export function definePlugin<const Plugin extends ProviderPlugin>(plugin: Plugin & Exact<ProviderPlugin, Plugin>): Plugin {
   return plugin;
 }

@@ -1,3 +1,4 @@
+import { KNOWN_FIELDS, unknownField } from './known-fields.ts';
 import { SUPPORTED_CONTRACT_VERSIONS, type ProviderPlugin, type RouteId, type UpstreamRouteId } from './plugin-contract.ts';
 
 export const ROUTE_IDS: readonly RouteId[] = ['chat', 'chat-completions', 'messages', 'count-tokens', 'responses'];
@@ -8,23 +9,47 @@ const ID_FORMS: readonly string[] = ['prefixed', 'native'];
 /** Headers that carry the client's gateway key: a route may never forward them. */
 const CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'x-api-key'];
 
-/** A plugin that does not fit the contract, named with the plugin, the bad field and, when known, its directory. */
+/**
+ * A plugin that does not fit the contract, on one line: the plugin, the bad field and, when known, the
+ * file it is declared in (or the plugin's directory, when there is no file to name).
+ */
 export class PluginLoadError extends Error {
   constructor(
     readonly plugin: string,
     readonly field: string,
     readonly problem: string,
-    readonly directory?: string,
+    readonly location?: string,
   ) {
-    super(`plugin '${plugin}': ${field}: ${problem}${directory ? ` (plugin directory ${directory})` : ''}`);
+    super(`plugin '${plugin}': ${field}: ${problem}${location ? ` (in ${location})` : ''}`);
     this.name = 'PluginLoadError';
   }
 
-  /** The same error, naming the plugin's directory. */
-  inDirectory(directory: string): PluginLoadError {
-    return this.directory ? this : new PluginLoadError(this.plugin, this.field, this.problem, directory);
+  /** The same error, naming the file (or directory) of the plugin. */
+  at(location: string): PluginLoadError {
+    return this.location ? this : new PluginLoadError(this.plugin, this.field, this.problem, location);
   }
 }
+
+/** A manifest that cannot be read: names the manifest file and the bad key or entry, on one line. */
+export class ManifestError extends PluginLoadError {
+  constructor(
+    readonly manifestPath: string,
+    field: string,
+    problem: string,
+  ) {
+    super('manifest', field, problem, manifestPath);
+    this.message = `manifest ${manifestPath}: ${field}: ${problem}`;
+    this.name = 'ManifestError';
+  }
+}
+
+/** The wire formats each upstream route key may speak (today one each, the route's own): a route's `format` must be one of them. */
+const FORMATS_OF_ROUTE: Readonly<Record<UpstreamRouteId, readonly string[]>> = {
+  'chat-completions': ['chat-completions'],
+  messages: ['messages'],
+  'count-tokens': ['count-tokens'],
+  responses: ['responses'],
+};
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -41,6 +66,12 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
   };
   if (!isRecord(candidate)) return fail('default export', 'must be the object made by definePlugin({...})');
   const plugin = candidate;
+  /** Refuses a field the contract does not know, under `at` (`''` for the plugin's top level). */
+  const exact = (value: Record<string, unknown>, known: readonly string[], at: string) => {
+    const unknown = unknownField(value, known);
+    if (unknown) fail(at ? `${at}.${unknown.field}` : unknown.field, unknown.problem);
+  };
+  exact(plugin, KNOWN_FIELDS.plugin, '');
   const supported = SUPPORTED_CONTRACT_VERSIONS.join(', ');
   if (plugin.contract === undefined) fail('contract', `missing: declare the contract version the plugin is written for (this gateway supports ${supported})`);
   if (!(SUPPORTED_CONTRACT_VERSIONS as readonly unknown[]).includes(plugin.contract)) {
@@ -58,8 +89,13 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
     const field = `routes.${routeId}`;
     if (!UPSTREAM_ROUTE_IDS.includes(routeId)) fail(field, `unknown route (known: ${UPSTREAM_ROUTE_IDS.join(', ')})`);
     if (!isRecord(route)) return fail(field, 'must be an object');
+    exact(route, KNOWN_FIELDS.route, field);
     if (typeof route.path !== 'string' || !route.path.startsWith('/')) fail(`${field}.path`, "must be a path starting with '/'");
     if (!WIRE_FORMATS.includes(route.format as string)) fail(`${field}.format`, `must be one of ${WIRE_FORMATS.join(', ')}`);
+    const keyFormat = FORMATS_OF_ROUTE[routeId as UpstreamRouteId].join("' or '");
+    if (!FORMATS_OF_ROUTE[routeId as UpstreamRouteId].includes(route.format as string)) {
+      fail(`${field}.format`, `is '${String(route.format)}', but the route '${routeId}' speaks '${keyFormat}': declare format '${keyFormat}', or declare this upstream under routes.${String(route.format)}`);
+    }
     if (!AUTH_STYLES.includes(route.auth as string)) fail(`${field}.auth`, `must be one of ${AUTH_STYLES.join(', ')}`);
     if (route.modelIds !== undefined) {
       if (!Array.isArray(route.modelIds) || route.modelIds.length === 0 || route.modelIds.some((form) => !ID_FORMS.includes(form))) {
@@ -82,6 +118,7 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
   if (plugin.nativeChat !== undefined) {
     const adapter = plugin.nativeChat;
     if (!isRecord(adapter)) return fail('nativeChat', 'must be an object');
+    exact(adapter, KNOWN_FIELDS.nativeChat, 'nativeChat');
     if (!(typeof adapter.route === 'string' && adapter.route in routes)) fail('nativeChat.route', `'${String(adapter.route)}' is not one of the plugin's routes`);
     if (typeof adapter.buildRequest !== 'function') fail('nativeChat.buildRequest', 'must be a function');
     if (typeof adapter.readText !== 'function') fail('nativeChat.readText', 'must be a function');
@@ -93,6 +130,7 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
   plugin.models.forEach((model: unknown, index) => {
     const field = `models[${index}]`;
     if (!isRecord(model)) return fail(field, 'must be an object');
+    exact(model, KNOWN_FIELDS.model, field);
     if (!isName(model.id) || model.id.includes('/')) fail(`${field}.id`, 'must be a model name without the vendor prefix');
     const id = model.id as string;
     const spellings = [id, ...(Array.isArray(model.alternateIds) ? model.alternateIds : [])];
@@ -114,8 +152,11 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
     modelRoutes.set(`${name}/${id}`, model.routes as string[]);
     for (const spelling of (model.alternateIds as string[] | undefined) ?? []) modelRoutes.set(`${name}/${spelling}`, model.routes as string[]);
     const pricing = model.pricing;
-    if (!isRecord(pricing) || !['input', 'cachedInput', 'output'].every((key) => typeof pricing[key] === 'number' && (pricing[key] as number) >= 0)) {
-      fail(`${field}.pricing`, 'must give input, cachedInput and output as USD per 1M tokens (numbers >= 0)');
+    if (!isRecord(pricing)) return fail(`${field}.pricing`, 'missing: give input, cachedInput and output as USD per 1M tokens (numbers >= 0)');
+    exact(pricing, KNOWN_FIELDS.pricing, `${field}.pricing`);
+    for (const key of KNOWN_FIELDS.pricing) {
+      if (pricing[key] === undefined) fail(`${field}.pricing.${key}`, 'missing: USD per 1M tokens (a number >= 0)');
+      if (!(typeof pricing[key] === 'number' && pricing[key] >= 0)) fail(`${field}.pricing.${key}`, `must be USD per 1M tokens (a number >= 0), got ${JSON.stringify(pricing[key])}`);
     }
     if (model.webSearch !== undefined && typeof model.webSearch !== 'boolean') fail(`${field}.webSearch`, 'must be true or false');
     if (model.upstreamModel !== undefined && typeof model.upstreamModel !== 'string') fail(`${field}.upstreamModel`, 'must be a string');
@@ -132,6 +173,7 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
   aliases.forEach((alias: unknown, index) => {
     const field = `aliases[${index}]`;
     if (!isRecord(alias)) return fail(field, 'must be an object');
+    exact(alias, KNOWN_FIELDS.alias, field);
     if (!isName(alias.id) || alias.id.includes('/')) fail(`${field}.id`, 'must be a bare ID without a vendor prefix');
     if (modelIds.has(alias.id as string)) fail(`${field}.id`, `'${String(alias.id)}' is also a model ID`);
     if (!Array.isArray(alias.routes) || alias.routes.length === 0) return fail(`${field}.routes`, 'must be a non-empty list');
@@ -152,6 +194,7 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
     list.forEach((entry: unknown, index) => {
       const field = `${key}[${index}]`;
       if (!isRecord(entry)) return fail(field, 'must be an object');
+      exact(entry, key === 'streamFixups' ? KNOWN_FIELDS.streamFixup : KNOWN_FIELDS.usageExtractor, field);
       if (!(typeof entry.route === 'string' && entry.route in routes)) fail(`${field}.route`, `'${String(entry.route)}' is not one of the plugin's routes`);
       const models = entry.models;
       if (models !== undefined || key === 'streamFixups') {

@@ -22,6 +22,7 @@ import { PendingRequests } from '../data-plane/http/pending-requests.ts';
 import { KeyConcurrency } from '../data-plane/limits/key-concurrency.ts';
 import { createRateLimiters, type KeyRateLimit } from '../data-plane/limits/rate-limiter.ts';
 import { loadPlugins } from '../plugins/load-plugins.ts';
+import { originOf } from '../plugins/plugin-origin.ts';
 import { DEFAULT_RETRY_POLICY, nativeChatRoute } from '../data-plane/routes/native-chat-route.ts';
 import type { CallerKey } from '../core/exchange.ts';
 import type { ProviderEndpoints, RouteServices } from '../data-plane/route-services.ts';
@@ -108,6 +109,11 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     },
     onResult: (result) => metrics.configReload(result),
   });
+  // Once the catalog is built (every plugin accepted): one line per plugin, where it came from.
+  for (const plugin of plugins) {
+    const directory = originOf(plugin);
+    logger.info({ plugin: plugin.vendor, directory, models: plugin.models.length }, `plugin '${plugin.vendor}' loaded from ${directory}: ${plugin.models.length} model(s)`);
+  }
   const currentRegistry = () => live.current.registry;
   const endpoints: ProviderEndpoints = {
     get: (vendor) => live.current.endpoints.get(vendor),

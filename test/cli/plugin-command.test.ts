@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,19 +35,28 @@ describe('CLI: plugin new and plugin test', function () {
     expect((await readdir(join(plugins, 'acme-chat'), { recursive: true })).sort()).to.deep.equal([
       '__fixtures__', '__fixtures__/chat-completions-stream.chunks.txt', '__fixtures__/chat-completions-stream.fixture.json', 'index.ts',
     ]);
-    expect(JSON.parse(await readFile(join(plugins, 'package.json'), 'utf8'))).to.deep.equal({ private: true, type: 'module' });
+    expect(JSON.parse(await readFile(join(plugins, 'package.json'), 'utf8'))).to.deep.equal({ private: true, type: 'module', scripts: { typecheck: 'tsc -p tsconfig.json' } });
+    const tsconfig = JSON.parse(await readFile(join(plugins, 'tsconfig.json'), 'utf8')) as { compilerOptions: { strict: boolean; paths: Record<string, string[]> } };
+    expect(tsconfig.compilerOptions.strict).to.equal(true);
+    expect(tsconfig.compilerOptions.paths).to.deep.equal({ 'model-gateway/plugin': [join(ROOT, 'src', 'plugins', 'plugin-contract.ts')] });
+    // The scaffold's tsconfig type-checks the plugins with no install step (the gateway's tsc here).
+    await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(plugins, 'tsconfig.json')]);
     const index = await readFile(join(plugins, 'acme-messages', 'index.ts'), 'utf8');
     expect(index).to.contain("import { definePlugin } from 'model-gateway/plugin';").and.to.contain('contract: 1,');
     expect(index).to.contain("aliases: [{ id: 'acme-messages-latest', target: 'acme-messages/acme-messages-1'");
 
-    // As an author outside the repository would: the gateway installed (here linked) beside the plugins.
-    await mkdir(join(plugins, 'node_modules'));
-    await symlink(ROOT, join(plugins, 'node_modules', 'model-gateway'), 'dir');
+    // As an author outside the repository would, with no install step: the gateway maps model-gateway/plugin itself.
     const tested = await cli(['plugin', 'test', plugins]);
-    expect(tested.out).to.match(/^✔ acme-chat: 8 checks passed .*\n✔ acme-messages: 10 checks passed .*\n✔ acme-responses: 10 checks passed .*\n$/);
+    expect(tested.out).to.match(/^✔ type check: acme-chat, acme-messages, acme-responses\n✔ acme-chat: 8 checks passed .*\n✔ acme-messages: 10 checks passed .*\n✔ acme-responses: 10 checks passed .*\n$/);
     expect(tested.code).to.equal(0);
     const single = await cli(['plugin', 'test', join(plugins, 'acme-responses')]);
-    expect(single.out).to.match(/^✔ acme-responses: 10 checks passed/);
+    expect(single.out).to.match(/^✔ type check: acme-responses\n✔ acme-responses: 10 checks passed/);
+    // A misspelled field fails the type check first, naming the file, the line and the field.
+    const chatIndex = join(plugins, 'acme-chat', 'index.ts');
+    await writeFile(chatIndex, (await readFile(chatIndex, 'utf8')).replace("auth: 'bearer' }", "auth: 'bearer', defaultHeader: { 'x-v': '1' } }"));
+    const typo = await cli(['plugin', 'test', join(plugins, 'acme-chat')]);
+    expect(typo.code).to.equal(1);
+    expect(typo.out).to.match(new RegExp(`^✘ type check: 1 error\\(s\\)\\n {4}${chatIndex.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\(\\d+,\\d+\\): .*unknown field 'defaultHeader'`));
   });
 
   it('writes beside the gateway manifest by default, importing the contract by path only in the repository providers/', async () => {
@@ -88,6 +97,32 @@ describe('CLI: plugin new and plugin test', function () {
     expect((await cli(['plugin', 'test', root])).err).to.equal(`${root} holds neither a manifest.json nor a plugin (index.js, index.mjs, index.ts).\n`);
   });
 
+  it('prints usage for --help on every command and subcommand, exit 0', async () => {
+    for (const argv of [['--help'], ['help'], ['plugin', '--help'], ['plugin', 'new', '--help'], ['plugin', 'test', '-h'], ['keys', '--help'], ['usage', '--help'], ['config', '--help']]) {
+      const help = await cli(argv);
+      expect(help.code, argv.join(' ')).to.equal(0);
+      expect(help.err, argv.join(' ')).to.equal('');
+      expect(help.out, argv.join(' ')).to.match(/Usage:|model-gateway/);
+    }
+    expect((await cli(['plugin', 'new', '--help'])).out).to.match(/^Usage:\n {2}plugin new VENDOR [^\n]*\n$/);
+  });
+
+  it('tests a plugin beside the GATEWAY_PLUGIN_PATH plugins: an alias colliding with one of them fails, naming both directories', async () => {
+    const mine = join(root, 'mine');
+    expect((await cli(['plugin', 'new', 'mirror', '--dir', mine])).code).to.equal(0);
+    const index = join(mine, 'mirror', 'index.ts');
+    await writeFile(index, (await readFile(index, 'utf8')).replace("id: 'mirror-latest'", "id: 'omega-latest'"));
+    const alone = await cli(['plugin', 'test', mine]);
+    expect(alone.code, alone.out).to.equal(0);
+    const external = join(ROOT, 'test/fixtures/external-plugins');
+    const beside = await cli(['plugin', 'test', mine], { GATEWAY_PLUGIN_PATH: external });
+    expect(beside.code).to.equal(1);
+    expect(beside.out).to.equal(
+      `✔ type check: mirror\n✘ mirror: 1 failure(s) in 0 checks (${join(mine, 'mirror')})\n` +
+        `    plugin 'mirror', rule 'load': plugin 'mirror': aliases: 'omega-latest' on route chat is already claimed by plugin 'omega' (${join(external, 'omega')}) (in ${join(mine, 'mirror')})\n`,
+    );
+  });
+
   it('runs as a real process: exit 1 and the failures of a broken plugin, exit 0 for the external fixture', async () => {
     const run = (dir: string) =>
       promisify(execFile)(process.execPath, ['bin/model-gateway.js', 'plugin', 'test', dir], { cwd: ROOT, env: { PATH: process.env.PATH } }).then(
@@ -100,6 +135,6 @@ describe('CLI: plugin new and plugin test', function () {
     expect(broken.stdout).to.contain("    plugin 'broken', model 'broken/broken-fast', rule 'upstream-path': responses with 'broken/broken-fast'");
     const external = await run('test/fixtures/external-plugins/omega');
     expect(external).to.deep.include({ code: 0 });
-    expect(external.stdout).to.match(/^✔ omega: 9 checks passed/);
+    expect(external.stdout).to.match(/^✔ type check: omega\n✔ omega: 9 checks passed/);
   });
 });

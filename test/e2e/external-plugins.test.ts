@@ -83,3 +83,85 @@ describe('plugins from outside the repository (GATEWAY_PLUGIN_PATH), in a gatewa
     expect(output).to.contain(`cannot start: plugin 'alpha': vendor: claimed twice, by ${join(ROOT, 'providers', 'alpha')} and ${join(clash, 'alpha')}`);
   });
 });
+
+describe('broken external plugins refuse start-up with one line naming the file, the field and the intended one', function () {
+  this.timeout(120_000);
+  let outside: string;
+  before(async () => (outside = await mkdtemp(join(tmpdir(), 'gateway-broken-plugins-'))));
+  after(async () => rm(outside, { recursive: true, force: true }));
+
+  const route = "'chat-completions': { path: '/chat/completions', format: 'chat-completions', auth: 'bearer' }";
+  const model = "{ id: 'kappa-1', listed: true, routes: ['chat-completions'], pricing: { input: 1, cachedInput: 0.1, output: 4 } }";
+  /** A plugins directory holding one plugin `kappa` (index.js, no node_modules) with the given routes, model and extra fields. */
+  async function variant(name: string, { routes = route, models = model, extra = '', manifest = '{"plugins": ["kappa"]}', vendor = 'kappa' } = {}): Promise<string> {
+    const directory = join(outside, name);
+    await mkdir(join(directory, vendor), { recursive: true });
+    await writeFile(join(directory, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
+    await writeFile(join(directory, 'manifest.json'), manifest);
+    await writeFile(
+      join(directory, vendor, 'index.js'),
+      `import { definePlugin } from 'model-gateway/plugin';\nexport default definePlugin({ contract: 1, vendor: '${vendor}', routes: { ${routes} }, models: [${models}]${extra} });\n`,
+    );
+    return directory;
+  }
+  const refusal = async (pluginPath: string) => {
+    const { code, output } = await startupFailure({ GATEWAY_PLUGIN_PATH: pluginPath, GATEWAY_DATA_DIR: join(outside, 'data') });
+    expect(code, output).to.equal(1);
+    const lines = output.trim().split('\n');
+    expect(lines, output).to.have.length(1);
+    return lines[0]!;
+  };
+
+  it('an unknown (misspelled) field', async () => {
+    const directory = await variant('unknown-field', { routes: route.replace("auth: 'bearer'", "auth: 'bearer', defaultHeader: { 'x-v': '1' }") });
+    expect(await refusal(directory)).to.equal(
+      `model-gateway: cannot start: plugin 'kappa': routes.chat-completions.defaultHeader: unknown field: did you mean 'defaultHeaders'? (in ${join(directory, 'kappa', 'index.js')})`,
+    );
+  });
+
+  it('a manifest typo', async () => {
+    const directory = await variant('manifest-typo', { manifest: '{"plugns": ["kappa"]}' });
+    expect(await refusal(directory)).to.equal(`model-gateway: cannot start: manifest ${join(directory, 'manifest.json')}: plugns: unknown field: did you mean 'plugins'?`);
+  });
+
+  it('a folder the manifest lists that is missing', async () => {
+    const directory = await variant('missing-folder', { manifest: '{"plugins": ["kappa", "lambda"]}' });
+    expect(await refusal(directory)).to.equal(
+      `model-gateway: cannot start: plugin 'lambda': folder: ${join(directory, 'lambda')} does not exist (${join(directory, 'manifest.json')} lists 'lambda': create the folder, or remove the entry)`,
+    );
+  });
+
+  it("a route whose format is not its key's", async () => {
+    const directory = await variant('route-format', { routes: route.replace("format: 'chat-completions'", "format: 'messages'") });
+    expect(await refusal(directory)).to.equal(
+      `model-gateway: cannot start: plugin 'kappa': routes.chat-completions.format: is 'messages', but the route 'chat-completions' speaks 'chat-completions': declare format 'chat-completions', or declare this upstream under routes.messages (in ${join(directory, 'kappa', 'index.js')})`,
+    );
+  });
+
+  it('an alias colliding with another external plugin', async () => {
+    const directory = await variant('alias-collision', { extra: ", aliases: [{ id: 'omega-latest', target: 'kappa/kappa-1', routes: ['chat-completions'] }]" });
+    expect(await refusal(`${OMEGA_DIR}:${directory}`)).to.equal(
+      `model-gateway: cannot start: plugin 'kappa': aliases: 'omega-latest' on route chat-completions is already claimed by plugin 'omega' (${join(OMEGA_DIR, 'omega')}) (in ${join(directory, 'kappa')})`,
+    );
+  });
+
+  it('a price without one of its keys', async () => {
+    const directory = await variant('pricing-key', { models: model.replace('cachedInput: 0.1, ', '') });
+    expect(await refusal(directory)).to.equal(
+      `model-gateway: cannot start: plugin 'kappa': models[0].pricing.cachedInput: missing: USD per 1M tokens (a number >= 0) (in ${join(directory, 'kappa', 'index.js')})`,
+    );
+  });
+
+  it('a good one starts, logging each plugin with its directory and model count, and warns for a base URL without a key', async () => {
+    const directory = await variant('good');
+    const gateway = await GatewayProcess.start({ GATEWAY_PLUGIN_PATH: directory, GATEWAY_DATA_DIR: join(outside, 'data-good'), KAPPA_BASE_URL: 'http://127.0.0.1:9/v1' });
+    try {
+      const logs = gateway.logs.join('');
+      expect(logs).to.contain(`plugin 'kappa' loaded from ${join(directory, 'kappa')}: 1 model(s)`);
+      expect(logs).to.contain(`plugin 'alpha' loaded from ${join(ROOT, 'providers', 'alpha')}`);
+      expect(logs).to.contain("provider 'kappa' has a base URL but no key: set KAPPA_API_KEY");
+    } finally {
+      await gateway.stop();
+    }
+  });
+});

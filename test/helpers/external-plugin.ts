@@ -1,14 +1,10 @@
-import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-/** A compiled (JavaScript) plugin in a directory outside the repository, importing the contract by package name. */
+/** A compiled (JavaScript) plugin in a directory outside the repository, importing the contract by package name, with no install step. */
 export async function writeJavaScriptPlugin(directory: string): Promise<void> {
   await mkdir(join(directory, 'sigma'), { recursive: true });
-  await mkdir(join(directory, 'node_modules'));
-  await symlink(ROOT, join(directory, 'node_modules', 'model-gateway'), 'dir');
+  // No node_modules: the gateway maps model-gateway/plugin to its own contract when it loads the plugin.
   await writeFile(join(directory, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
   await writeFile(join(directory, 'manifest.json'), JSON.stringify({ plugins: ['sigma'] }));
   await writeFile(

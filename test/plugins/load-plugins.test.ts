@@ -54,13 +54,13 @@ describe('loadPlugins with GATEWAY_PLUGIN_PATH directories', function () {
     const bad = await pluginsDir(root, 'bad', { acme: { file: 'index.js', text: `export default ${declaration('acme').replace("path: '/chat/completions'", "path: 'chat'")};\n` } });
     const error = await failure(loadPlugins(builtIn, [bad]));
     expect(error).to.be.instanceOf(PluginLoadError);
-    expect(error.message).to.equal(`plugin 'acme': routes.chat-completions.path: must be a path starting with '/' (plugin directory ${join(bad, 'acme')})`);
+    expect(error.message).to.equal(`plugin 'acme': routes.chat-completions.path: must be a path starting with '/' (in ${join(bad, 'acme', 'index.js')})`);
   });
 
   it('refuses a plugin without a contract version, naming the supported ones', async () => {
     const old = await pluginsDir(root, 'old', { legacy: { file: 'index.js', text: `export default ${declaration('legacy').replace('contract: 1, ', '')};\n` } });
     const error = await failure(loadPlugins(builtIn, [old]));
-    expect(error.message).to.equal(`plugin 'legacy': contract: missing: declare the contract version the plugin is written for (this gateway supports 1) (plugin directory ${join(old, 'legacy')})`);
+    expect(error.message).to.equal(`plugin 'legacy': contract: missing: declare the contract version the plugin is written for (this gateway supports 1) (in ${join(old, 'legacy', 'index.js')})`);
   });
 
   it('refuses a vendor listed by two directories, naming both', async () => {
@@ -75,23 +75,39 @@ describe('loadPlugins with GATEWAY_PLUGIN_PATH directories', function () {
       mirror: { file: 'index.js', text: `export default ${declaration('mirror', ", aliases: [{ id: 'omega-latest', target: 'mirror/mirror-1', routes: ['chat-completions'] }]")};\n` },
     });
     const plugins = await loadPlugins(builtIn, [dirname(OMEGA), clash]);
-    expect(() => new ModelRegistry(plugins)).to.throw(PluginLoadError, "plugin 'mirror': aliases: 'omega-latest' on route chat-completions is already claimed by plugin 'omega'");
+    expect(() => new ModelRegistry(plugins)).to.throw(PluginLoadError, `plugin 'mirror': aliases: 'omega-latest' on route chat-completions is already claimed by plugin 'omega' (${join(dirname(OMEGA), 'omega')}) (in ${join(clash, 'mirror')})`);
   });
 
-  it('refuses a GATEWAY_PLUGIN_PATH directory without a manifest, and a folder without a module', async () => {
-    expect((await failure(loadPlugins(builtIn, [join(root, 'nowhere')]))).message).to.equal(`plugin 'manifest': GATEWAY_PLUGIN_PATH: ${join(root, 'nowhere')} holds no manifest.json`);
-    const empty = await pluginsDir(root, 'empty', {});
+  it('refuses a GATEWAY_PLUGIN_PATH directory without a manifest, a missing folder and a folder without a module, naming each', async () => {
+    expect((await failure(loadPlugins(builtIn, [join(root, 'nowhere')]))).message).to.equal(
+      `manifest ${join(root, 'nowhere', 'manifest.json')}: GATEWAY_PLUGIN_PATH: the directory ${join(root, 'nowhere')} does not exist`,
+    );
+    const empty = join(root, 'empty');
+    await mkdir(empty);
+    expect((await failure(loadPlugins(builtIn, [empty]))).message).to.equal(`manifest ${join(empty, 'manifest.json')}: GATEWAY_PLUGIN_PATH: the directory ${empty} holds no manifest.json`);
     await writeFile(join(empty, 'manifest.json'), JSON.stringify({ plugins: ['hollow'] }));
-    expect((await failure(loadPlugins(builtIn, [empty]))).message).to.equal(`plugin 'hollow': module: no index.js, index.mjs, index.ts found (plugin directory ${join(empty, 'hollow')})`);
+    expect((await failure(loadPlugins(builtIn, [empty]))).message).to.equal(
+      `plugin 'hollow': folder: ${join(empty, 'hollow')} does not exist (${join(empty, 'manifest.json')} lists 'hollow': create the folder, or remove the entry)`,
+    );
+    await mkdir(join(empty, 'hollow'));
+    expect((await failure(loadPlugins(builtIn, [empty]))).message).to.equal(
+      `plugin 'hollow': module: the folder holds no plugin module: write index.ts (or compiled index.js / index.mjs) there (in ${join(empty, 'hollow')})`,
+    );
   });
 
-  it('says what to fix when an outside plugin cannot import the contract or is not an ES module package', async () => {
+  it('refuses a manifest key it does not know, naming the file and the key meant, on one line', async () => {
+    const typo = await pluginsDir(root, 'typo', {});
+    await writeFile(join(typo, 'manifest.json'), JSON.stringify({ plugns: ['acme'] }));
+    expect((await failure(loadPlugins(builtIn, [typo]))).message).to.equal(`manifest ${join(typo, 'manifest.json')}: plugns: unknown field: did you mean 'plugins'?`);
+    await writeFile(join(typo, 'manifest.json'), '{"plugins": [\n "acme",\n]}');
+    expect((await failure(loadPlugins(builtIn, [typo]))).message).to.match(new RegExp(`^manifest ${join(typo, 'manifest.json')}: file: cannot be read as JSON: [^\n]+$`));
+  });
+
+  it('resolves model-gateway/plugin for an outside plugin with no node_modules, and says what to fix when it is not an ES module package', async () => {
     const text = `import { definePlugin } from 'model-gateway/plugin';\nexport default definePlugin(${declaration('lost')});\n`;
     const lost = await pluginsDir(root, 'lost', { lost: { file: 'index.js', text } });
     await writeFile(join(lost, 'package.json'), JSON.stringify({ type: 'module' }));
-    expect((await failure(loadPlugins(builtIn, [lost]))).message).to.contain(
-      "(the plugin imports model-gateway/plugin: make the gateway resolvable from its directory, e.g. `npm install <path to model-gateway>` there)",
-    );
+    expect((await loadPlugins(builtIn, [lost])).map((plugin) => plugin.vendor)).to.deep.equal(['local', 'lost']);
     const common = await pluginsDir(root, 'common', { common: { file: 'index.ts', text: text.replaceAll('lost', 'common') } });
     expect((await failure(loadPlugins(builtIn, [common]))).message).to.contain('plugins are ES modules: give their directory a package.json with {"type": "module"}');
   });
@@ -102,7 +118,7 @@ describe('loadPlugins with GATEWAY_PLUGIN_PATH directories', function () {
     await mkdir(join(compiled, 'plugins'), { recursive: true });
     await writeFile(join(compiled, 'package.json'), JSON.stringify({ type: 'module' }));
     await symlink(join(ROOT, 'node_modules'), join(compiled, 'node_modules'), 'dir');
-    for (const file of ['load-plugins', 'validate-plugin', 'plugin-contract']) {
+    for (const file of ['load-plugins', 'validate-plugin', 'plugin-contract', 'known-fields', 'plugin-origin']) {
       const source = await readFile(join(ROOT, 'src/plugins', `${file}.ts`), 'utf8');
       const options = { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, rewriteRelativeImportExtensions: true, verbatimModuleSyntax: true };
       await writeFile(join(compiled, 'plugins', `${file}.js`), ts.transpileModule(source, { compilerOptions: options }).outputText);
@@ -112,8 +128,7 @@ describe('loadPlugins with GATEWAY_PLUGIN_PATH directories', function () {
     await cp(OMEGA, join(outside, 'omega'), { recursive: true });
     await writeFile(join(outside, 'manifest.json'), JSON.stringify({ plugins: ['omega'] }));
     await writeFile(join(outside, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
-    await mkdir(join(outside, 'node_modules'));
-    await symlink(ROOT, join(outside, 'node_modules', 'model-gateway'), 'dir');
+    // No node_modules there: the loader maps model-gateway/plugin to its own contract.
 
     const script = `const { loadPlugins } = await import(${JSON.stringify(join(compiled, 'plugins', 'load-plugins.js'))});
 const plugins = await loadPlugins(${JSON.stringify(builtIn)}, [${JSON.stringify(outside)}]);

@@ -27,7 +27,13 @@ describe('validatePlugin', () => {
     ['a duplicate model', (p) => p.models.push({ ...p.models[0] }), "models[3].id: duplicate model ID 'one'"],
     ['a model on an undeclared route', (p) => (p.models[0].routes = ['messages']), "models[0].routes[0]: route 'messages' is not declared"],
     ['a model on chat without an adapter', (p) => delete p.nativeChat, 'declares no nativeChat adapter'],
-    ['a model without pricing', (p) => delete p.models[1].pricing, 'models[1].pricing'],
+    ['a model without pricing', (p) => delete p.models[1].pricing, 'models[1].pricing: missing'],
+    ['a price missing one key', (p) => delete p.models[0].pricing.cachedInput, "plugin 'acme': models[0].pricing.cachedInput: missing: USD per 1M tokens (a number >= 0)"],
+    ['a misspelled route field', (p) => (p.routes.responses.defaultHeader = { 'x-v': '1' }), "plugin 'acme': routes.responses.defaultHeader: unknown field: did you mean 'defaultHeaders'?"],
+    ['a misspelled plugin field', (p) => (p.streamFixup = []), "plugin 'acme': streamFixup: unknown field: did you mean 'streamFixups'?"],
+    ['an unknown field with nothing close', (p) => (p.models[0].colour = 'red'), "plugin 'acme': models[0].colour: unknown field (known: id, upstreamModel"],
+    ['a misspelled price', (p) => (p.models[0].pricing.ouput = 1), "plugin 'acme': models[0].pricing.ouput: unknown field: did you mean 'output'?"],
+    ['a route whose format is not its key\'s', (p) => (p.routes.responses.format = 'messages'), "plugin 'acme': routes.responses.format: is 'messages', but the route 'responses' speaks 'responses': declare format 'responses', or declare this upstream under routes.messages"],
     ['an alias to an unknown model', (p) => (p.aliases[0].target = 'acme/zzz'), "aliases[0].target: 'acme/zzz' is not one of the plugin's models"],
     ['an alias whose target misses a route', (p) => (p.aliases[0].target = 'acme/hidden'), "aliases[0].target: 'acme/hidden' does not serve the alias's route(s) chat, responses"],
     ['a duplicate alias', (p) => p.aliases.push({ ...p.aliases[0] }), "aliases: duplicate alias 'acme-latest'"],
@@ -51,7 +57,7 @@ describe('loadPlugins', () => {
     await writeFile(join(dir, 'acme', 'index.ts'), 'export default { contract: 1, vendor: "acme", routes: {}, models: [] };');
     const error = await loadPlugins(join(dir, 'manifest.json')).then(() => undefined, (caught: unknown) => caught);
     expect(error).to.be.instanceOf(PluginLoadError);
-    expect((error as Error).message).to.equal(`plugin 'acme': models: must be a non-empty list (plugin directory ${join(dir, 'acme')})`);
+    expect((error as Error).message).to.equal(`plugin 'acme': models: must be a non-empty list (in ${join(dir, 'acme', 'index.ts')})`);
   });
 
   it('refuses a manifest listing a plugin twice', async () => {

@@ -106,6 +106,25 @@ export function applyFixups(events: readonly SseEvent[], fixups: readonly Stream
   return out;
 }
 
+/**
+ * A line diff of two event data lists, for a failure message: each differing event (up to `limit`) as
+ * `event N` then `- expected` and `+ received` lines (`(none)` where one list is shorter).
+ */
+export function eventDiff(expected: readonly string[], received: readonly string[], limit = 5): string {
+  const lines: string[] = [];
+  let shown = 0;
+  let differing = 0;
+  for (let index = 0; index < Math.max(expected.length, received.length); index += 1) {
+    if (sameEvents([received[index] ?? ''], [expected[index] ?? '']).same && expected[index] !== undefined && received[index] !== undefined) continue;
+    differing += 1;
+    if (shown === limit) continue;
+    shown += 1;
+    lines.push(`event ${index + 1}:`, `  - expected: ${expected[index] ?? '(none)'}`, `  + received: ${received[index] ?? '(none)'}`);
+  }
+  if (differing > shown) lines.push(`(${differing - shown} more differing event(s))`);
+  return lines.join('\n');
+}
+
 /** Whether two event data lists hold the same events: JSON compared by value, anything else as text. */
 export function sameEvents(actual: readonly string[], expected: readonly string[]): { same: true } | { same: false; index: number } {
   const parse = (data: string): unknown => {

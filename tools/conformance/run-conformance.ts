@@ -12,7 +12,10 @@ import { envPrefixOf } from '../../src/data-plane/upstream/provider-endpoints.ts
 import { loadPluginFolder, pluginFolders, type PluginFolder } from '../../src/plugins/load-plugins.ts';
 import { ModelRegistry } from '../../src/core/model-registry.ts';
 import type { ModelDeclaration, ProviderPlugin, RouteId, StreamFixup, TokenUsage, UpstreamRouteId } from '../../src/plugins/plugin-contract.ts';
-import { applyFixups, decodeSse, encodeSse, fixtureEvents, readFixtures, sameEvents, type RecordedFixture } from './recorded-fixtures.ts';
+import { applyFixups, decodeSse, encodeSse, eventDiff, fixtureEvents, readFixtures, sameEvents, type RecordedFixture } from './recorded-fixtures.ts';
+
+/** A multi-line detail under a failure line. */
+const indent = (text: string) => text.split('\n').map((line) => `      ${line}`).join('\n');
 import { clientRequest, CONFORMANCE_INPUT, STANDARD_PATHS, STREAMING_ROUTES } from './route-requests.ts';
 import { routePath } from '../../src/core/route-table.ts';
 
@@ -381,7 +384,7 @@ class Driver {
         if (!same.same) {
           const source = fixture.expected ? `${fixture.name}.expected.txt` : `${fixture.name}.chunks.txt (no .expected.txt: the stream must pass unchanged)`;
           const declared = fixups.length ? `${fixups.length} stream fixup(s) declared for it` : 'no stream fixup is declared for this model on this route';
-          fail(canonicalId, 'fixup', `event ${same.index + 1} of what the client got differs from ${source}; ${declared}`);
+          fail(canonicalId, 'fixup', `event ${same.index + 1} of what the client got differs from ${source}; ${declared}\n${indent(eventDiff(expected, delivered))}`);
         }
         if (fixture.usage) {
           const recorded = await this.recordedUsage(canonicalId, before);
@@ -390,8 +393,9 @@ class Driver {
           }
         }
       } else if (fixups.length) {
-        const same = sameEvents(delivered, applyFixups(events, fixups));
-        if (!same.same) fail(canonicalId, 'fixup', `event ${same.index + 1} is not what the model's declared stream fixups make of the recording`);
+        const made = applyFixups(events, fixups);
+        const same = sameEvents(delivered, made);
+        if (!same.same) fail(canonicalId, 'fixup', `event ${same.index + 1} is not what the model's declared stream fixups make of the recording\n${indent(eventDiff(made, delivered))}`);
       } else if (!answer.body.equals(Buffer.from(bytes))) {
         fail(canonicalId, 'fixup', 'no stream fixup is declared for this model, yet the stream did not pass byte for byte');
       }

@@ -27,6 +27,10 @@ export function providerEndpoints(
     prefixes.set(plugin.vendor, prefix);
     const settings = providerEndpointSettings(config, plugin.vendor, prefix, env);
     if (settings.length > 0) {
+      const keyless = settings.filter((entry) => !entry.apiKey);
+      if (keyless.length) {
+        logger.warn({ provider: plugin.vendor }, `provider '${plugin.vendor}' has a base URL but no key: set ${prefix}_API_KEY (its upstream will refuse the requests)`);
+      }
       const endpoints = settings.map((entry) => new PooledEndpoint(upstreamEndpoint(plugin.vendor, entry.baseUrl, entry.apiKey), entry.name, entry.weight));
       pools.set(plugin.vendor, new EndpointPool(endpoints, config.failover));
     } else {

@@ -28,9 +28,12 @@ describe('runConformance', function () {
     expect(messages).to.include(
       "plugin 'broken', model 'broken/broken-fast', rule 'upstream-path': responses with 'broken/broken-fast': routes.responses.path is '/response', but an upstream speaking responses serves '/responses' (the upstream answered 404)",
     );
-    expect(messages).to.include(
+    const fixup = messages.find((message) => message.includes("rule 'fixup'"))!;
+    expect(fixup.split('\n')[0]).to.equal(
       "plugin 'broken', model 'broken/broken-fast', rule 'fixup': fixture 'keepalive' on chat-completions: event 2 of what the client got differs from keepalive.expected.txt; no stream fixup is declared for this model on this route",
     );
+    // The line diff: expected (the .expected.txt line) against what the client received.
+    expect(fixup).to.match(/\n {6}event 2:\n {8}- expected: \{"id":"chatcmpl-b1".*"finish_reason":"stop"\}\]\}\n {8}\+ received: \S/);
     const usage = messages.filter((message) => message.includes("rule 'usage'"));
     expect(usage.map((message) => message.split(':')[0])).to.deep.equal([
       "plugin 'broken', model 'broken/broken-fast', rule 'usage'",
