@@ -49,11 +49,30 @@ export type UpstreamRouteId = Exclude<RouteId, 'chat'>;
 export type WireFormat = 'chat-completions' | 'responses' | 'messages' | 'count-tokens';
 
 /**
- * How the gateway presents its upstream credential.
+ * How the gateway presents its upstream credential: always the key configured for the endpoint the
+ * request goes to (`<PREFIX>_API_KEY` or the config file), so reloads, several endpoints and redaction
+ * work alike whatever the place. Only the declared credential goes upstream.
  * - `bearer`: `Authorization: Bearer <key>` (Chat Completions-style upstreams).
  * - `x-api-key`: `x-api-key: <key>` (Messages-style upstreams).
+ * - `{ header: 'x-acme-key' }`: the key in that header (lower case name), after `prefix` when given
+ *   (e.g. `{ header: 'authorization', prefix: 'Token ' }`).
+ * - `{ query: 'key' }`: the key as a query parameter of the upstream URL, `?key=<key>` (percent-encoded).
  */
-export type AuthStyle = 'bearer' | 'x-api-key';
+export type AuthStyle = 'bearer' | 'x-api-key' | HeaderAuth | QueryAuth;
+
+/** The key in a header of the vendor's choosing. */
+export interface HeaderAuth {
+  /** Lower case header name, e.g. `x-acme-key`. */
+  readonly header: string;
+  /** Text sent before the key, e.g. `Token `. Default: none. */
+  readonly prefix?: string;
+}
+
+/** The key as a query parameter of the upstream URL. */
+export interface QueryAuth {
+  /** The parameter name, e.g. `key`. */
+  readonly query: string;
+}
 
 /**
  * Which spellings of a model ID a route accepts.
@@ -74,7 +93,10 @@ export interface UpstreamRoute {
   readonly modelIds?: readonly ModelIdForm[];
   /** Client request headers passed through to the upstream (lower case), e.g. a version header such as `x-api-version`. */
   readonly forwardHeaders?: readonly string[];
-  /** Headers sent when the client did not send them (lower case names), e.g. a default version header. */
+  /**
+   * Headers sent when the client did not send them (lower case names), e.g. a default version header.
+   * Never a credential: `authorization`, `x-api-key` and the header named by `auth` are refused at load.
+   */
   readonly defaultHeaders?: Readonly<Record<string, string>>;
 }
 

@@ -11,7 +11,7 @@ import { createLogger } from '../../src/core/logger.ts';
 import { envPrefixOf } from '../../src/data-plane/upstream/provider-endpoints.ts';
 import { loadPluginFolder, pluginFolders, type PluginFolder } from '../../src/plugins/load-plugins.ts';
 import { ModelRegistry } from '../../src/core/model-registry.ts';
-import type { ModelDeclaration, ProviderPlugin, RouteId, StreamFixup, TokenUsage, UpstreamRouteId } from '../../src/plugins/plugin-contract.ts';
+import type { AuthStyle, ModelDeclaration, ProviderPlugin, RouteId, StreamFixup, TokenUsage, UpstreamRouteId } from '../../src/plugins/plugin-contract.ts';
 import { applyFixups, decodeSse, encodeSse, fixtureEvents, readFixtures, sameEvents, type RecordedFixture } from './recorded-fixtures.ts';
 import { clientRequest, CONFORMANCE_INPUT, STANDARD_PATHS, STREAMING_ROUTES } from './route-requests.ts';
 import { routePath } from '../../src/core/route-table.ts';
@@ -123,7 +123,8 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   }
   if (failures.length || [...reports.values()].some((report) => report.failures.length)) return done([...reports.values()]);
 
-  const mock = await startMockUpstream({ apiKey: UPSTREAM_KEY, cachedTokens: CACHED_TOKENS });
+  const keyPlaces = plugins.flatMap((plugin) => Object.values(plugin.routes).flatMap((route) => (route && typeof route.auth === 'object' ? [route.auth] : [])));
+  const mock = await startMockUpstream({ apiKey: UPSTREAM_KEY, cachedTokens: CACHED_TOKENS, keyPlaces });
   const dataDir = await mkdtemp(join(tmpdir(), 'gateway-conformance-'));
   let gateway: Gateway | undefined;
   try {
@@ -399,15 +400,25 @@ class Driver {
   }
 }
 
-function checkAuth(upstream: RecordedRequest, auth: 'bearer' | 'x-api-key'): string | undefined {
-  const authorization = upstream.headers.authorization;
-  const apiKey = upstream.headers['x-api-key'];
-  if (auth === 'bearer') {
-    if (authorization !== `Bearer ${UPSTREAM_KEY}`) return 'the upstream got no Authorization: Bearer <provider key> (declared auth: bearer)';
-    if (apiKey !== undefined) return 'the upstream also got x-api-key (declared auth: bearer)';
+/** How a declared auth reads in a message: `auth: { header: 'x-acme-key' }`. */
+function describeAuth(auth: AuthStyle): string {
+  return typeof auth === 'string' ? auth : JSON.stringify(auth).replace(/"(\w+)":/g, '$1: ').replace(/"/g, "'").replace(/,/g, ', ');
+}
+
+/** The upstream got the provider key in the declared place (header after its prefix, or query parameter), and no other credential. */
+function checkAuth(upstream: RecordedRequest, auth: AuthStyle): string | undefined {
+  const declared = `(declared auth: ${describeAuth(auth)})`;
+  const place = auth === 'bearer' ? { header: 'authorization', prefix: 'Bearer ' } : auth === 'x-api-key' ? { header: 'x-api-key' } : auth;
+  if ('query' in place) {
+    const sent = new URLSearchParams(upstream.query).getAll(place.query);
+    if (sent.length !== 1 || sent[0] !== UPSTREAM_KEY) return `the upstream got no ?${place.query}=<provider key> query parameter ${declared}`;
   } else {
-    if (apiKey !== UPSTREAM_KEY) return 'the upstream got no x-api-key: <provider key> (declared auth: x-api-key)';
-    if (authorization !== undefined) return 'the upstream also got an Authorization header (declared auth: x-api-key)';
+    const prefix = place.prefix ?? '';
+    if (upstream.headers[place.header] !== `${prefix}${UPSTREAM_KEY}`) return `the upstream got no ${place.header}: ${prefix}<provider key> ${declared}`;
+  }
+  for (const other of ['authorization', 'x-api-key']) {
+    if (('header' in place && place.header === other) || upstream.headers[other] === undefined) continue;
+    return `the upstream also got ${other === 'authorization' ? 'an Authorization header' : other} ${declared}`;
   }
   return undefined;
 }

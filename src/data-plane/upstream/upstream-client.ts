@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, type Dispatcher } from 'undici';
 import { readLimited } from '../http/read-limited.ts';
 import type { UpstreamAbortSignal } from './attempt-signal.ts';
+import { upstreamCredential, withCredentialQuery } from './upstream-credential.ts';
 import type { UpstreamOutcome } from '../../ops/metrics.ts';
 import type { UpstreamRoute } from '../../plugins/plugin-contract.ts';
 
@@ -102,15 +103,13 @@ export class UpstreamClient {
     }
     for (const [name, value] of Object.entries(route.defaultHeaders ?? {})) headers[name] ??= value;
     if (request.requestId) headers['x-request-id'] = request.requestId;
-    if (endpoint.apiKey) {
-      if (route.auth === 'bearer') headers.authorization = `Bearer ${endpoint.apiKey}`;
-      else headers['x-api-key'] = endpoint.apiKey;
-    }
+    const credential = upstreamCredential(route.auth, endpoint.apiKey);
+    Object.assign(headers, credential.headers);
     const timeoutMs = request.timeoutMs ?? this.timeoutMs;
     try {
       const response = await this.dispatcher.request({
         origin: endpoint.origin,
-        path: endpoint.basePath + route.path,
+        path: withCredentialQuery(endpoint.basePath + route.path, credential),
         method: 'POST',
         headers,
         body: request.body,
