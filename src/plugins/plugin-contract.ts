@@ -159,16 +159,38 @@ export interface SseEvent {
  */
 export type StreamFixup = (event: SseEvent) => SseEvent | null | undefined;
 
+/**
+ * A stream fixup that may keep per-stream state and put out any number of events. Every
+ * {@link StreamFixup} is one. Return what a `StreamFixup` may, or a list of events to forward in the
+ * event's place, in order (`[]` drops it; the first keeps the event's other lines).
+ *
+ * `state` is what the declaration's `createState()` made for this stream (one per stream, never
+ * shared), so a fixup may hold events back and release them later, e.g. to reassemble a tool call's
+ * arguments split across chunks. Without `createState` it is `undefined`.
+ * A fixup that throws is the plugin's fault: the stream ends with an in-band error naming the plugin.
+ */
+export type StatefulStreamFixup<State = undefined> = (event: SseEvent, state: State) => SseEvent | readonly SseEvent[] | null | undefined;
+
 /** A stream fixup and the route and models it applies to. */
-export interface StreamFixupDeclaration {
+export interface StreamFixupDeclaration<State = any> {
   /** A short name for logs and errors. */
   readonly name: string;
   /** The route whose streams the fixup sees. */
   readonly route: UpstreamRouteId;
   /** Canonical IDs of the models whose streams the fixup sees. */
   readonly models: readonly string[];
-  /** The fixup itself. */
-  readonly fixup: StreamFixup;
+  /** Makes the fixup's state for one stream, called as the stream starts. Optional: stateless fixups have none. */
+  readonly createState?: () => State;
+  /** The fixup itself: a {@link StreamFixup}, or a {@link StatefulStreamFixup} of `createState`'s state. */
+  readonly fixup: StatefulStreamFixup<State>;
+}
+
+/**
+ * Declares one stream fixup with its per-stream state, so that the compiler checks `fixup` against
+ * what `createState` makes. The identity function, like {@link definePlugin}.
+ */
+export function defineStreamFixup<State>(declaration: StreamFixupDeclaration<State>): StreamFixupDeclaration<State> {
+  return declaration;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { SUPPORTED_CONTRACT_VERSIONS, type AuthStyle, type ProviderPlugin, type RouteId, type UpstreamRouteId } from './plugin-contract.ts';
 import { authProblem, credentialHeaderNames } from './validate-auth.ts';
+import { guardHooks } from './plugin-fault.ts';
 
 export const ROUTE_IDS: readonly RouteId[] = ['chat', 'chat-completions', 'messages', 'count-tokens', 'responses'];
 const UPSTREAM_ROUTE_IDS: readonly string[] = ROUTE_IDS.filter((route) => route !== 'chat');
@@ -173,5 +174,10 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
   };
   scoped('streamFixups', 'fixup');
   scoped('usageExtractors', 'extractor');
-  return plugin as unknown as ProviderPlugin;
+  (plugin.streamFixups as unknown[] | undefined)?.forEach((entry, index) => {
+    const createState = (entry as Record<string, unknown>).createState;
+    if (createState !== undefined && typeof createState !== 'function') fail(`streamFixups[${index}].createState`, 'must be a function');
+  });
+  // Hooks come out guarded: a throw is the plugin's fault, named with the plugin and the hook.
+  return guardHooks(plugin as unknown as ProviderPlugin);
 }

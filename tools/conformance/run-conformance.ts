@@ -11,7 +11,7 @@ import { createLogger } from '../../src/core/logger.ts';
 import { envPrefixOf } from '../../src/data-plane/upstream/provider-endpoints.ts';
 import { loadPluginFolder, pluginFolders, type PluginFolder } from '../../src/plugins/load-plugins.ts';
 import { ModelRegistry } from '../../src/core/model-registry.ts';
-import type { AuthStyle, ModelDeclaration, ProviderPlugin, RouteId, StreamFixup, TokenUsage, UpstreamRouteId } from '../../src/plugins/plugin-contract.ts';
+import type { AuthStyle, ModelDeclaration, ProviderPlugin, RouteId, TokenUsage, UpstreamRouteId } from '../../src/plugins/plugin-contract.ts';
 import { applyFixups, decodeSse, encodeSse, fixtureEvents, readFixtures, sameEvents, type RecordedFixture } from './recorded-fixtures.ts';
 import { clientRequest, CONFORMANCE_INPUT, STANDARD_PATHS, STREAMING_ROUTES } from './route-requests.ts';
 import { routePath } from '../../src/core/route-table.ts';
@@ -364,9 +364,9 @@ class Driver {
     for (const model of plugin.models.filter((candidate) => candidate.routes.includes(fixture.route))) {
       report.checks += 1;
       const canonicalId = `${plugin.vendor}/${model.id}`;
-      const fixups: StreamFixup[] = (plugin.streamFixups ?? [])
-        .filter((declaration) => declaration.route === fixture.route && declaration.models.some((declared) => canonicalOf(plugin, declared) === model))
-        .map((declaration) => declaration.fixup);
+      const fixups = (plugin.streamFixups ?? []).filter(
+        (declaration) => declaration.route === fixture.route && declaration.models.some((declared) => canonicalOf(plugin, declared) === model),
+      );
       this.mock.reset();
       this.mock.enqueue({ kind: 'status', status: 200, body: bytes, headers: { 'content-type': 'text/event-stream' } });
       const before = await this.totals(canonicalId);

@@ -5,6 +5,7 @@ import { endForClient } from '../http/client-write-timeout.ts';
 import type { TokenUsage } from '../../plugins/plugin-contract.ts';
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
 import { relaySse } from '../sse/sse-relay.ts';
+import { FixupChain } from '../sse/fixup-chain.ts';
 import { redactCredential, redactCredentialText } from '../upstream/redact-credential.ts';
 import { RELAYED_RESPONSE_HEADERS } from '../upstream/upstream-client.ts';
 import type { EndpointPool, PooledEndpoint } from '../upstream/endpoint-pool.ts';
@@ -75,7 +76,7 @@ async function relayStream(context: RelayContext, answer: Extract<CompatibleAnsw
   let terminal = false;
   try {
     const outcome = await relaySse(answer.body, res, {
-      fixups: call.registry.streamFixups(call.route, call.model.canonicalId),
+      fixups: new FixupChain(call.registry.streamFixups(call.route, call.model.canonicalId)),
       onEvent: (event) => {
         usage = extractor.fromStreamEvent(usage, event);
         streamed.add(event.data);

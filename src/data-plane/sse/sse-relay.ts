@@ -1,13 +1,17 @@
 import type { ServerResponse } from 'node:http';
 import { awaitClientRead } from '../http/client-write-timeout.ts';
-import type { SseEvent, StreamFixup } from '../../plugins/plugin-contract.ts';
+import type { SseEvent } from '../../plugins/plugin-contract.ts';
+import type { FixupChain } from './fixup-chain.ts';
 import { isByteReadable, readableBatches } from './readable-batches.ts';
 import { replaceBlockData, SseSplitter, type SseBlock } from './sse-splitter.ts';
 
 export interface RelayOptions {
-  /** Applied in order to each event; an event no fixup changes goes out as its original bytes. */
-  readonly fixups: readonly StreamFixup[];
-  /** Sees every event as it passes (the usage tap); must not throw. */
+  /** This stream's fixups; an event no fixup changes goes out as its original bytes. */
+  readonly fixups?: FixupChain;
+  /**
+   * Sees every event as it passes (the usage tap). A throw (a plugin's usage extractor) ends the relay
+   * like a fixup's: what was fixed before it is written, then the error propagates.
+   */
   readonly onEvent: (event: SseEvent) => void;
   /** Largest single event relayed; a larger one stops the relay (`eventTooLarge`). Default: no cap. */
   readonly maxEventBytes?: number;
@@ -45,7 +49,7 @@ export interface RelayOutcome {
  */
 export async function relaySse(upstream: AsyncIterable<Uint8Array>, res: ServerResponse, options: RelayOptions): Promise<RelayOutcome> {
   const splitter = new SseSplitter(options.maxEventBytes);
-  const fixing = options.fixups.length > 0;
+  const fixups = options.fixups?.empty === false ? options.fixups : undefined;
   const rewrite = options.rewrite ?? ((bytes: Buffer) => bytes);
   let clientClosed = false;
   let clientStalled = false;
@@ -60,8 +64,7 @@ export async function relaySse(upstream: AsyncIterable<Uint8Array>, res: ServerR
   try {
     for await (const chunk of isByteReadable(upstream) ? readableBatches(upstream) : upstream) {
       const blocks = splitter.push(chunk);
-      for (const block of blocks) if (block.event) options.onEvent(block.event);
-      if (blocks.length > 0) await write(fixing ? Buffer.concat(blocks.map((block) => applyFixups(block, options.fixups))) : contiguous(blocks));
+      if (blocks.length > 0) await relayBlocks(blocks, options.onEvent, fixups, write);
       if (splitter.oversized) return { completed: false, clientClosed, eventTooLarge: true, clientStalled };
       if (clientClosed || clientStalled) break;
     }
@@ -84,17 +87,43 @@ function contiguous(blocks: readonly SseBlock[]): Buffer {
   return Buffer.from(first.buffer, first.byteOffset, last.byteOffset + last.length - first.byteOffset);
 }
 
-function applyFixups(block: SseBlock, fixups: readonly StreamFixup[]): Buffer {
-  if (!block.event) return block.raw;
-  let event: SseEvent = block.event;
-  let changed = false;
-  for (const fixup of fixups) {
-    const result = fixup(event);
-    if (result === null) return Buffer.alloc(0);
-    if (result !== undefined && result !== event) {
-      event = result;
-      changed = true;
+/**
+ * Taps and writes one push's blocks. A hook that throws (a fixup, the usage tap) stops them: the blocks
+ * before it are still written, so the client has every event that was whole before the fault.
+ */
+async function relayBlocks(blocks: readonly SseBlock[], onEvent: (event: SseEvent) => void, fixups: FixupChain | undefined, write: (bytes: Buffer) => Promise<void>): Promise<void> {
+  const out: Buffer[] = [];
+  let done = 0;
+  try {
+    for (const block of blocks) {
+      if (block.event) onEvent(block.event);
+      if (fixups) out.push(applyFixups(block, fixups));
+      done += 1;
     }
+  } catch (error) {
+    if (done > 0) await write(fixups ? Buffer.concat(out) : contiguous(blocks.slice(0, done)));
+    throw error;
   }
-  return changed ? replaceBlockData(block.raw, event.data) : block.raw;
+  await write(fixups ? Buffer.concat(out) : contiguous(blocks));
+}
+
+function applyFixups(block: SseBlock, fixups: FixupChain): Buffer {
+  if (!block.event) return block.raw;
+  const events = fixups.apply(block.event);
+  if (events === undefined) return block.raw;
+  if (events.length === 0) return Buffer.alloc(0);
+  // The first event keeps the block's other lines and line endings; any further ones are written out whole.
+  const [first, ...rest] = events;
+  const newline = /\r\n|\r|\n/.exec(block.raw.toString('latin1'))?.[0] ?? '\n';
+  return Buffer.concat([replaceBlockData(block.raw, first!.data), ...rest.map((event) => Buffer.from(encodeEvent(event, newline), 'utf8'))]);
+}
+
+/** One event as SSE text, with the stream's line ending. */
+function encodeEvent(event: SseEvent, newline: string): string {
+  const lines = [
+    ...(event.event === undefined ? [] : [`event: ${event.event}`]),
+    ...(event.id === undefined ? [] : [`id: ${event.id}`]),
+    ...event.data.split('\n').map((part) => `data: ${part}`),
+  ];
+  return lines.join(newline) + newline + newline;
 }
