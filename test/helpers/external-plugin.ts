@@ -1,4 +1,4 @@
-import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -24,3 +24,18 @@ export default definePlugin({
   );
 }
 
+
+/** The kappa fixture plugins (compiled JavaScript, outside providers/): kappa (`auth: { header: 'x-kappa-key' }`) and kappaq (`auth: { query: 'key' }`). */
+export const KAPPA_DIR = join(ROOT, 'test/fixtures/kappa-plugin');
+
+/** Links `node_modules/model-gateway` in the kappa fixture directory to this gateway, as `npm install <gateway>` would. */
+export async function linkKappaPlugin(): Promise<string> {
+  const link = join(KAPPA_DIR, 'node_modules', 'model-gateway');
+  try {
+    await lstat(link);
+  } catch {
+    await mkdir(join(KAPPA_DIR, 'node_modules'), { recursive: true });
+    await symlink(ROOT, link, 'dir');
+  }
+  return KAPPA_DIR;
+}

@@ -54,6 +54,8 @@ export function formatFailure(failure: ConformanceFailure): string {
 }
 
 const CLIENT_KEY = 'sk-conformance-client-0001-0123456789abcdef';
+/** What GW_ERR_PLUGIN_FAULT's detail says, in a JSON answer or an in-band stream error. */
+const PLUGIN_FAULT = /Gateway plugin '([^']+)' failed in its hook '([^']+)'/;
 const UPSTREAM_KEY = 'conformance-upstream-key';
 /** Prompt tokens the mock reports as cached, so extractors are checked on the cached figure too. */
 const CACHED_TOKENS = 4;
@@ -324,6 +326,8 @@ class Driver {
         return fail('native-chat', `the upstream body is not what nativeChat.buildRequest makes: got ${upstream.rawBody.slice(0, 300)}`);
       }
     }
+    const fault = PLUGIN_FAULT.exec(answer.body.toString('utf8'));
+    if (fault) return fail('plugin-fault', `plugin '${fault[1]}', hook '${fault[2]}' threw (see the gateway's error log for the stack)`);
     if (answer.status !== 200) return fail(resolutionRule, `answered ${answer.status}: ${answer.body.toString('utf8').slice(0, 300)}`);
     if (stream && !answer.contentType.startsWith('text/event-stream')) return fail('stream', `answered ${answer.contentType || 'no content type'}, expected text/event-stream`);
     if (stream && decodeSse(answer.body).length === 0) return fail('stream', 'the stream carried no events');
@@ -376,6 +380,11 @@ class Driver {
         continue;
       }
       const delivered = decodeSse(answer.body);
+      const fault = PLUGIN_FAULT.exec(answer.body.toString('utf8'));
+      if (fault) {
+        fail(canonicalId, 'plugin-fault', `plugin '${fault[1]}', hook '${fault[2]}' threw on the replayed stream`);
+        continue;
+      }
       if (model === recordedFrom) {
         const expected = fixture.expected ?? fixture.chunks;
         const same = sameEvents(delivered, expected);
