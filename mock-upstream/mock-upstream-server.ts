@@ -14,6 +14,11 @@ export interface MockUpstreamOptions {
   readonly host?: string;
   /** When set, requests must carry it: `Authorization: Bearer`, or also `x-api-key` on the Messages routes. */
   readonly apiKey?: string;
+  /**
+   * Further places `apiKey` is accepted in on every route, besides `Authorization: Bearer` (and
+   * `x-api-key` on Messages): a header (after a prefix) or a query parameter.
+   */
+  readonly keyPlaces?: readonly ({ readonly header: string; readonly prefix?: string } | { readonly query: string })[];
   /** Stream shape; per request also the header `x-mock-profile` or the body field `mock_profile` (which a gateway forwards). */
   readonly profile?: Profile;
   /** Pause between two stream events. */
@@ -29,6 +34,8 @@ export interface MockUpstreamOptions {
 export interface RecordedRequest {
   readonly method: string;
   readonly path: string;
+  /** The query string, without `?` (empty when none). */
+  readonly query: string;
   readonly headers: Record<string, string | string[] | undefined>;
   /** The parsed JSON body (undefined when it was not JSON). */
   readonly body: any;
@@ -120,14 +127,14 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const rawBytes = Buffer.concat(chunks);
     const rawBody = rawBytes.toString('utf8');
-    const path = (req.url ?? '/').split('?')[0]!;
+    const [path = '/', query = ''] = (req.url ?? '/').split(/\?(.*)/s);
     let body: any;
     try {
       body = rawBody === '' ? {} : JSON.parse(rawBody);
     } catch {
       body = undefined;
     }
-    const record: RecordedRequest = { method: req.method ?? '', path, headers: req.headers, body, rawBody, rawBytes, stream: body?.stream === true, status: 0, completed: false };
+    const record: RecordedRequest = { method: req.method ?? '', path, query, headers: req.headers, body, rawBody, rawBytes, stream: body?.stream === true, status: 0, completed: false };
     if (options.recordRequests !== false) requests.push(record);
 
     const route = req.method === 'POST' ? ROUTES[path] : undefined;
@@ -160,7 +167,11 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     if (!route) return fail(404, `Unknown route: ${req.method} ${path}`);
     if (options.apiKey !== undefined) {
       const bearer = header(req, 'authorization') === `Bearer ${options.apiKey}`;
-      if (!bearer && !(route.apiKeyHeader && header(req, 'x-api-key') === options.apiKey)) return fail(401, 'Incorrect API key provided.');
+      const params = new URLSearchParams(query);
+      const elsewhere = (options.keyPlaces ?? []).some((place) =>
+        'query' in place ? params.get(place.query) === options.apiKey : header(req, place.header) === `${place.prefix ?? ''}${options.apiKey}`,
+      );
+      if (!bearer && !elsewhere && !(route.apiKeyHeader && header(req, 'x-api-key') === options.apiKey)) return fail(401, 'Incorrect API key provided.');
     }
     if (body === null || typeof body !== 'object' || Array.isArray(body)) return fail(400, 'The request body is not a JSON object.');
     if (route.countTokens) return sendJson(200, { input_tokens: countInputTokens(body) });

@@ -83,7 +83,7 @@ export interface UsageAccounting {
  *   write timeout); the gateway ended the answer and dropped the upstream;
  * - `stalled`: a stream ended because the upstream stopped sending.
  */
-export type UsageOutcome = 'complete' | 'upstream_cut' | 'client_closed' | 'client_stalled' | 'stalled';
+export type UsageOutcome = 'complete' | 'upstream_cut' | 'client_closed' | 'client_stalled' | 'stalled' | 'plugin_error';
 
 /** What a stream delivered, for its estimate: its text, or a leading sample of it, and its full length. */
 export interface TextSample {

@@ -24,12 +24,15 @@ export interface GatewayErrorOptions {
   /** Extra response headers, e.g. `Allow` or `Retry-After`. */
   readonly headers?: Readonly<Record<string, string>>;
   readonly cause?: unknown;
+  /** The error is logged already, with more than the error middleware knows (a plugin fault): it logs no second line. */
+  readonly logged?: boolean;
 }
 
 export class GatewayError extends Error {
   readonly errors?: readonly string[];
   readonly param?: string;
   readonly headers?: Readonly<Record<string, string>>;
+  readonly logged: boolean;
 
   constructor(
     readonly code: string,
@@ -43,6 +46,7 @@ export class GatewayError extends Error {
     this.errors = options.errors;
     this.param = options.param;
     this.headers = options.headers;
+    this.logged = options.logged ?? false;
   }
 }
 
@@ -119,6 +123,21 @@ export function upstreamFailure(provider: string, reason: string, cause?: unknow
     'upstream',
     `Upstream provider '${provider}' failed: ${reason}`,
     { cause },
+  );
+}
+
+/**
+ * 502 (in band once a stream started): a hook of a gateway plugin threw (a stream fixup, a usage
+ * extractor, the native chat adapter). The fault is the gateway's plugin, not the upstream's; it is
+ * logged where it is caught, with the plugin, the hook, the route, the model and the request id.
+ */
+export function pluginFault(plugin: string, hook: string, cause?: unknown): GatewayError {
+  return new GatewayError(
+    'GW_ERR_PLUGIN_FAULT',
+    502,
+    'internal',
+    `Gateway plugin '${plugin}' failed in its hook '${hook}' (a fault of the gateway's provider plugin, not of the upstream provider)`,
+    { cause, logged: true },
   );
 }
 

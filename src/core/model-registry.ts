@@ -3,7 +3,7 @@ import type {
   ModelDeclaration,
   ProviderPlugin,
   RouteId,
-  StreamFixup,
+  StreamFixupDeclaration,
   UpstreamRoute,
   UpstreamRouteId,
   UsageExtractor,
@@ -46,7 +46,7 @@ type RouteTable = Map<string, { entry: ModelEntry; alias?: string }>;
  */
 export class ModelRegistry {
   private readonly tables = new Map<RouteId, RouteTable>();
-  private readonly fixups = new Map<string, StreamFixup[]>();
+  private readonly fixups = new Map<string, StreamFixupDeclaration[]>();
   private readonly extractors = new Map<string, UsageExtractor>();
   readonly catalog: readonly CatalogEntry[];
 
@@ -85,7 +85,7 @@ export class ModelRegistry {
       for (const declaration of plugin.streamFixups ?? []) {
         for (const model of declaration.models) {
           const key = `${declaration.route} ${models.get(model)!.canonicalId}`;
-          this.fixups.set(key, [...(this.fixups.get(key) ?? []), declaration.fixup]);
+          this.fixups.set(key, [...(this.fixups.get(key) ?? []), declaration]);
         }
       }
       for (const declaration of plugin.usageExtractors ?? []) {
@@ -152,7 +152,8 @@ export class ModelRegistry {
     return resolved.model.upstreamModels?.[route] ?? resolved.model.upstreamModel ?? resolved.model.id;
   }
 
-  streamFixups(route: UpstreamRouteId, canonicalId: string): readonly StreamFixup[] {
+  /** The fixup declarations a route's streams of a model go through, in declaration order (each stream makes its own states). */
+  streamFixups(route: UpstreamRouteId, canonicalId: string): readonly StreamFixupDeclaration[] {
     return this.fixups.get(`${route} ${canonicalId}`) ?? [];
   }
 

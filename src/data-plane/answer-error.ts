@@ -18,7 +18,7 @@ export function errorMiddleware(familyOf: (req: Request) => ErrorFamily, logger:
 /** What {@link errorMiddleware} does with an error, for a request handled outside Express (`path` without the query). */
 export function answerError(cause: unknown, path: string, res: ServerResponse, family: ErrorFamily, logger: Logger): void {
   const error: GatewayError = isGatewayError(cause) ? cause : internalError(cause);
-  if (error.status >= 500) {
+  if (error.status >= 500 && !error.logged) {
     logger.error({ err: error.cause ?? cause, code: error.code, path }, error.detail);
   }
   if (res.headersSent) {

@@ -3,6 +3,7 @@ import type { EndpointPool } from './upstream/endpoint-pool.ts';
 import type { FallbackTable } from './routes/model-fallbacks.ts';
 import type { UpstreamClient, UpstreamEndpoint } from './upstream/upstream-client.ts';
 import type { UsageAccounting } from '../core/exchange.ts';
+import type { PluginFault } from '../plugins/plugin-fault.ts';
 
 /** Resolved upstream endpoints per vendor; `undefined` where the operator configured none. */
 export interface ProviderEndpoints {
@@ -14,6 +15,13 @@ export interface ProviderEndpoints {
   pools(): ReadonlyMap<string, EndpointPool>;
   /** The env prefix an operator sets for the vendor, for the "not configured" message. */
   envPrefix(vendor: string): string;
+}
+
+/** Where a plugin fault happened. */
+export interface PluginFaultSite {
+  readonly route: string;
+  readonly model: string;
+  readonly requestId: string | undefined;
 }
 
 export interface RouteServices {
@@ -37,6 +45,8 @@ export interface RouteServices {
    * ended and its upstream dropped, in ms.
    */
   readonly clientWriteTimeoutMs: number;
+  /** Told of each plugin hook that threw (logged at error level and counted by plugin and hook). */
+  readonly pluginFaults?: (fault: PluginFault, where: PluginFaultSite) => void;
   /** Told when a streamed answer starts and ends being relayed (the open-streams gauge). */
   readonly openStreams?: { opened(): void; closed(): void };
 }

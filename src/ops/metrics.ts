@@ -57,6 +57,7 @@ export class GatewayMetrics implements UpstreamMetrics {
   private readonly rateLimited: Counter<'reason'>;
   private readonly configReloads: Counter<'result'>;
   private readonly refusals: Counter<'reason'>;
+  private readonly pluginErrors: Counter<'plugin' | 'hook'>;
   private readonly routes = new Map<string, RouteChildren>();
   private readonly tokenChildren = new Map<string, readonly [LabelledCounter, LabelledCounter, LabelledCounter]>();
   private readonly lastOutcome = new Map<string, EndpointHealth>();
@@ -74,6 +75,7 @@ export class GatewayMetrics implements UpstreamMetrics {
     this.upstreamRequests = new Counter({ name: 'gateway_upstream_requests_total', help: 'Upstream attempts by provider, endpoint and outcome', labelNames: ['provider', 'endpoint', 'outcome'], registers });
     this.rateLimited = new Counter({ name: 'gateway_rate_limited_total', help: 'Requests answered 429, by reason', labelNames: ['reason'], registers });
     this.configReloads = new Counter({ name: 'gateway_config_reloads_total', help: 'Configuration reloads by result', labelNames: ['result'], registers });
+    this.pluginErrors = new Counter({ name: 'gateway_plugin_errors_total', help: 'Plugin hooks that threw (the answer ended with a plugin fault), by plugin and hook', labelNames: ['plugin', 'hook'], registers });
     this.refusals = new Counter({ name: 'gateway_refusals_total', help: 'Connections and requests refused by the connection caps, by reason', labelNames: ['reason'], registers });
     const self = this;
     new Gauge({
@@ -131,6 +133,11 @@ export class GatewayMetrics implements UpstreamMetrics {
     children.duration.observe(durationMs / 1000);
     children.overhead.observe(Math.max(0, durationMs - upstreamMs) / 1000);
     if (firstByteMs !== undefined) children.firstByte.observe(firstByteMs / 1000);
+  }
+
+  /** A plugin hook threw. */
+  pluginError(plugin: string, hook: string): void {
+    this.pluginErrors.labels(plugin, hook).inc();
   }
 
   tokensUsed(model: string, input: number, output: number, cached: number): void {

@@ -19,7 +19,7 @@ export const KNOWN_FIELDS = {
   model: fieldsOf<ModelDeclaration>({ id: true, upstreamModel: true, upstreamModels: true, alternateIds: true, listed: true, routes: true, pricing: true, webSearch: true }),
   pricing: fieldsOf<ModelPricing>({ input: true, cachedInput: true, output: true }),
   alias: fieldsOf<AliasDeclaration>({ id: true, target: true, routes: true, listed: true }),
-  streamFixup: fieldsOf<StreamFixupDeclaration>({ name: true, route: true, models: true, fixup: true }),
+  streamFixup: fieldsOf<StreamFixupDeclaration>({ name: true, route: true, models: true, fixup: true, createState: true }),
   usageExtractor: fieldsOf<UsageExtractorDeclaration>({ route: true, models: true, extractor: true }),
   nativeChat: fieldsOf<NativeChatAdapter>({ route: true, buildRequest: true, readText: true }),
   manifest: ['plugins'],

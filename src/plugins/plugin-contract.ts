@@ -49,11 +49,30 @@ export type UpstreamRouteId = Exclude<RouteId, 'chat'>;
 export type WireFormat = 'chat-completions' | 'responses' | 'messages' | 'count-tokens';
 
 /**
- * How the gateway presents its upstream credential.
+ * How the gateway presents its upstream credential: always the key configured for the endpoint the
+ * request goes to (`<PREFIX>_API_KEY` or the config file), so reloads, several endpoints and redaction
+ * work alike whatever the place. Only the declared credential goes upstream.
  * - `bearer`: `Authorization: Bearer <key>` (Chat Completions-style upstreams).
  * - `x-api-key`: `x-api-key: <key>` (Messages-style upstreams).
+ * - `{ header: 'x-acme-key' }`: the key in that header (lower case name), after `prefix` when given
+ *   (e.g. `{ header: 'authorization', prefix: 'Token ' }`).
+ * - `{ query: 'key' }`: the key as a query parameter of the upstream URL, `?key=<key>` (percent-encoded).
  */
-export type AuthStyle = 'bearer' | 'x-api-key';
+export type AuthStyle = 'bearer' | 'x-api-key' | HeaderAuth | QueryAuth;
+
+/** The key in a header of the vendor's choosing. */
+export interface HeaderAuth {
+  /** Lower case header name, e.g. `x-acme-key`. */
+  readonly header: string;
+  /** Text sent before the key, e.g. `Token `. Default: none. */
+  readonly prefix?: string;
+}
+
+/** The key as a query parameter of the upstream URL. */
+export interface QueryAuth {
+  /** The parameter name, e.g. `key`. */
+  readonly query: string;
+}
 
 /**
  * Which spellings of a model ID a route accepts.
@@ -74,7 +93,10 @@ export interface UpstreamRoute {
   readonly modelIds?: readonly ModelIdForm[];
   /** Client request headers passed through to the upstream (lower case), e.g. a version header such as `x-api-version`. */
   readonly forwardHeaders?: readonly string[];
-  /** Headers sent when the client did not send them (lower case names), e.g. a default version header. */
+  /**
+   * Headers sent when the client did not send them (lower case names), e.g. a default version header.
+   * Never a credential: `authorization`, `x-api-key` and the header named by `auth` are refused at load.
+   */
   readonly defaultHeaders?: Readonly<Record<string, string>>;
 }
 
@@ -137,16 +159,38 @@ export interface SseEvent {
  */
 export type StreamFixup = (event: SseEvent) => SseEvent | null | undefined;
 
+/**
+ * A stream fixup that may keep per-stream state and put out any number of events. Every
+ * {@link StreamFixup} is one. Return what a `StreamFixup` may, or a list of events to forward in the
+ * event's place, in order (`[]` drops it; the first keeps the event's other lines).
+ *
+ * `state` is what the declaration's `createState()` made for this stream (one per stream, never
+ * shared), so a fixup may hold events back and release them later, e.g. to reassemble a tool call's
+ * arguments split across chunks. Without `createState` it is `undefined`.
+ * A fixup that throws is the plugin's fault: the stream ends with an in-band error naming the plugin.
+ */
+export type StatefulStreamFixup<State = undefined> = (event: SseEvent, state: State) => SseEvent | readonly SseEvent[] | null | undefined;
+
 /** A stream fixup and the route and models it applies to. */
-export interface StreamFixupDeclaration {
+export interface StreamFixupDeclaration<State = any> {
   /** A short name for logs and errors. */
   readonly name: string;
   /** The route whose streams the fixup sees. */
   readonly route: UpstreamRouteId;
   /** Canonical IDs of the models whose streams the fixup sees. */
   readonly models: readonly string[];
-  /** The fixup itself. */
-  readonly fixup: StreamFixup;
+  /** Makes the fixup's state for one stream, called as the stream starts. Optional: stateless fixups have none. */
+  readonly createState?: () => State;
+  /** The fixup itself: a {@link StreamFixup}, or a {@link StatefulStreamFixup} of `createState`'s state. */
+  readonly fixup: StatefulStreamFixup<State>;
+}
+
+/**
+ * Declares one stream fixup with its per-stream state, so that the compiler checks `fixup` against
+ * what `createState` makes. The identity function, like {@link definePlugin}.
+ */
+export function defineStreamFixup<State>(declaration: StreamFixupDeclaration<State>): StreamFixupDeclaration<State> {
+  return declaration;
 }
 
 /**
@@ -239,6 +283,11 @@ export interface ProviderPlugin {
  * that a misspelled field (`defaultHeader`, `streamFixup`) fails to compile; nested objects and lists
  * are checked the same way, functions are left as they are.
  */
+/** The fields of any member of a union (`keyof` of a union gives only the fields all members share). */
+type KeysOfAny<T> = T extends unknown ? keyof T : never;
+/** A field's type in whichever members of a union have it. */
+type FieldOfAny<T, Key> = T extends unknown ? (Key extends keyof T ? T[Key] : never) : never;
+
 export type Exact<Shape, Actual> = Actual extends (...args: never[]) => unknown
   ? Actual
   : Actual extends readonly unknown[]
@@ -247,8 +296,8 @@ export type Exact<Shape, Actual> = Actual extends (...args: never[]) => unknown
       : Actual
     : Actual extends object
       ? {
-          readonly [Key in keyof Actual]: Key extends keyof NonNullable<Shape>
-            ? Exact<NonNullable<Shape>[Key], Actual[Key]>
+          readonly [Key in keyof Actual]: Key extends KeysOfAny<NonNullable<Shape>>
+            ? Exact<FieldOfAny<NonNullable<Shape>, Key>, Actual[Key]>
             : `unknown field '${Key & string}': not part of the plugin contract (see ProviderPlugin)`;
         }
       : Actual;

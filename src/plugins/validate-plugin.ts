@@ -1,13 +1,12 @@
 import { KNOWN_FIELDS, unknownField } from './known-fields.ts';
-import { SUPPORTED_CONTRACT_VERSIONS, type ProviderPlugin, type RouteId, type UpstreamRouteId } from './plugin-contract.ts';
+import { SUPPORTED_CONTRACT_VERSIONS, type AuthStyle, type ProviderPlugin, type RouteId, type UpstreamRouteId } from './plugin-contract.ts';
+import { authProblem, credentialHeaderNames } from './validate-auth.ts';
+import { guardHooks } from './plugin-fault.ts';
 
 export const ROUTE_IDS: readonly RouteId[] = ['chat', 'chat-completions', 'messages', 'count-tokens', 'responses'];
 const UPSTREAM_ROUTE_IDS: readonly string[] = ROUTE_IDS.filter((route) => route !== 'chat');
 const WIRE_FORMATS: readonly string[] = ['chat-completions', 'responses', 'messages', 'count-tokens'];
-const AUTH_STYLES: readonly string[] = ['bearer', 'x-api-key'];
 const ID_FORMS: readonly string[] = ['prefixed', 'native'];
-/** Headers that carry the client's gateway key: a route may never forward them. */
-const CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'x-api-key'];
 
 /**
  * A plugin that does not fit the contract, on one line: the plugin, the bad field and, when known, the
@@ -96,7 +95,9 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
     if (!FORMATS_OF_ROUTE[routeId as UpstreamRouteId].includes(route.format as string)) {
       fail(`${field}.format`, `is '${String(route.format)}', but the route '${routeId}' speaks '${keyFormat}': declare format '${keyFormat}', or declare this upstream under routes.${String(route.format)}`);
     }
-    if (!AUTH_STYLES.includes(route.auth as string)) fail(`${field}.auth`, `must be one of ${AUTH_STYLES.join(', ')}`);
+    const badAuth = authProblem(route.auth);
+    if (badAuth) fail(`${field}.auth${badAuth[0]}`, badAuth[1]);
+    const credentialNames = credentialHeaderNames(route.auth as AuthStyle);
     if (route.modelIds !== undefined) {
       if (!Array.isArray(route.modelIds) || route.modelIds.length === 0 || route.modelIds.some((form) => !ID_FORMS.includes(form))) {
         fail(`${field}.modelIds`, `must be a non-empty list of ${ID_FORMS.join(', ')}`);
@@ -106,12 +107,16 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
       const headers = route[key];
       if (headers !== undefined && (!Array.isArray(headers) || headers.some((header) => typeof header !== 'string' || header !== header.toLowerCase()))) {
         fail(`${field}.${key}`, 'must be a list of lower case header names');
-      } else if (headers?.some((header) => CREDENTIAL_HEADERS.includes(header))) {
-        fail(`${field}.${key}`, `must not name ${CREDENTIAL_HEADERS.join(' or ')}: the client's gateway key never goes upstream`);
+      } else if (headers?.some((header) => credentialNames.includes(header))) {
+        fail(`${field}.${key}`, `must not name ${credentialNames.join(' or ')}: the client's gateway key never goes upstream, only the declared credential does`);
       }
     }
     if (route.defaultHeaders !== undefined && (!isRecord(route.defaultHeaders) || Object.values(route.defaultHeaders).some((v) => typeof v !== 'string'))) {
       fail(`${field}.defaultHeaders`, 'must map header names to strings');
+    }
+    const credentialDefault = Object.keys(route.defaultHeaders ?? {}).find((header) => credentialNames.includes(header.toLowerCase()));
+    if (credentialDefault) {
+      fail(`${field}.defaultHeaders`, `must not set '${credentialDefault}': credentials come from the endpoint's configured key, sent as the route's auth declares`);
     }
   }
 
@@ -212,5 +217,10 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
   };
   scoped('streamFixups', 'fixup');
   scoped('usageExtractors', 'extractor');
-  return plugin as unknown as ProviderPlugin;
+  (plugin.streamFixups as unknown[] | undefined)?.forEach((entry, index) => {
+    const createState = (entry as Record<string, unknown>).createState;
+    if (createState !== undefined && typeof createState !== 'function') fail(`streamFixups[${index}].createState`, 'must be a function');
+  });
+  // Hooks come out guarded: a throw is the plugin's fault, named with the plugin and the hook.
+  return guardHooks(plugin as unknown as ProviderPlugin);
 }

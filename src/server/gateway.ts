@@ -161,6 +161,13 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     endpoints,
     usage: new ObservedUsageAccounting(accounting, observer),
     openStreams: { opened: () => metrics.streamOpened(), closed: () => metrics.streamClosed() },
+    pluginFaults: (fault, site) => {
+      metrics.pluginError(fault.plugin, fault.hook);
+      logger.error(
+        { plugin: fault.plugin, hook: fault.hook, route: site.route, model: site.model, request_id: site.requestId, err: fault.cause },
+        `gateway plugin '${fault.plugin}' failed in its hook '${fault.hook}'`,
+      );
+    },
     bodyLimitBytes: config.bodyLimitBytes,
     upstreamBodyLimitBytes: 64 * 1024 * 1024,
     maxSseEventBytes: config.maxSseEventBytes,

@@ -80,7 +80,8 @@ export class GatewayUsageAccounting implements UsageAccounting {
           }),
         );
       const reported = exchange.usage;
-      const cutShort = exchange.stream && exchange.outcome !== 'complete';
+      // A plugin fault leaves the answer's usage unread or partly read, as a cut stream does.
+      const cutShort = (exchange.stream && exchange.outcome !== 'complete') || exchange.outcome === 'plugin_error';
       // Reported and complete, or nothing consumed upstream: the record is taken as it is.
       if ((reported && !cutShort) || !exchange.consumed || exchange.route === 'count-tokens') {
         finish(reported, false);

@@ -1,5 +1,8 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** A compiled (JavaScript) plugin in a directory outside the repository, importing the contract by package name, with no install step. */
 export async function writeJavaScriptPlugin(directory: string): Promise<void> {
@@ -20,3 +23,6 @@ export default definePlugin({
   );
 }
 
+
+/** The kappa fixture plugins (compiled JavaScript, outside providers/): kappa (`auth: { header: 'x-kappa-key' }`) and kappaq (`auth: { query: 'key' }`). */
+export const KAPPA_DIR = join(ROOT, 'test/fixtures/kappa-plugin');

@@ -40,8 +40,25 @@ describe('validatePlugin', () => {
     ['a fixup on a model of another route', (p) => (p.streamFixups = [{ name: 'x', route: 'responses', models: ['acme/hidden'], fixup: () => undefined }]), 'streamFixups[0].models'],
     ['a route forwarding the client\'s Authorization header', (p) => (p.routes.responses.forwardHeaders = ['openai-beta', 'authorization']), 'routes.responses.forwardHeaders: must not name authorization or x-api-key'],
     ['a route forwarding the client\'s x-api-key header', (p) => (p.routes.responses.forwardHeaders = ['x-api-key']), 'routes.responses.forwardHeaders: must not name authorization or x-api-key'],
+    ['an unknown auth style', (p) => (p.routes.responses.auth = 'basic'), "routes.responses.auth: must be 'bearer', 'x-api-key', { header"],
+    ['an auth header in upper case', (p) => (p.routes.responses.auth = { header: 'X-Acme-Key' }), 'routes.responses.auth.header: must be a lower case header name'],
+    ['an auth header the gateway sets', (p) => (p.routes.responses.auth = { header: 'content-type' }), "routes.responses.auth.header: 'content-type' is set by the gateway itself"],
+    ['an auth with both header and query', (p) => (p.routes.responses.auth = { header: 'x-k', query: 'key' }), 'routes.responses.auth: give exactly one of header or query'],
+    ['a query auth with a prefix', (p) => (p.routes.responses.auth = { query: 'key', prefix: 'x' }), 'routes.responses.auth.prefix: only a header credential takes a prefix'],
+    ['a bad query parameter name', (p) => (p.routes.responses.auth = { query: 'a b' }), 'routes.responses.auth.query: must be a query parameter name'],
+    ['an unknown auth field', (p) => (p.routes.responses.auth = { header: 'x-k', scheme: 'x' }), 'routes.responses.auth.scheme: unknown field'],
+    ['a default Authorization header', (p) => (p.routes.responses.defaultHeaders = { Authorization: 'Bearer k' }), "routes.responses.defaultHeaders: must not set 'Authorization': credentials come from the endpoint's configured key"],
+    ['a default x-api-key header', (p) => (p.routes.responses.defaultHeaders = { 'x-api-key': 'k' }), "routes.responses.defaultHeaders: must not set 'x-api-key'"],
+    ['a default of the declared credential header', (p) => ((p.routes.responses.auth = { header: 'x-acme-key' }), (p.routes.responses.defaultHeaders = { 'x-acme-key': 'k' })), "routes.responses.defaultHeaders: must not set 'x-acme-key'"],
+    ['a route forwarding the declared credential header', (p) => ((p.routes.responses.auth = { header: 'x-acme-key' }), (p.routes.responses.forwardHeaders = ['x-acme-key'])), 'routes.responses.forwardHeaders: must not name authorization or x-api-key or x-acme-key'],
     ['a fixup that is not a function', (p) => (p.streamFixups = [{ name: 'x', route: 'chat-completions', models: ['acme/one'], fixup: 'no' }]), 'streamFixups[0].fixup: must be a function'],
   ];
+  it('accepts a credential in a header of the vendor\'s choosing (with a prefix) or in a query parameter', () => {
+    expect(() => withChange((p) => (p.routes.responses.auth = { header: 'x-acme-key' }))()).not.to.throw();
+    expect(() => withChange((p) => (p.routes.responses.auth = { header: 'authorization', prefix: 'Token ' }))()).not.to.throw();
+    expect(() => withChange((p) => (p.routes.responses.auth = { query: 'key' }))()).not.to.throw();
+  });
+
   for (const [name, change, message] of cases) {
     it(`refuses ${name}, naming the plugin and the field`, () => {
       expect(withChange(change)).to.throw(PluginLoadError, message);

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { dropEmptyFunctionCall } from '../../providers/epsilon/stream-fixups.ts';
 import { SseSplitter } from '../../src/data-plane/sse/sse-splitter.ts';
 import { relaySse } from '../../src/data-plane/sse/sse-relay.ts';
+import { FixupChain } from '../../src/data-plane/sse/fixup-chain.ts';
 import { PassThrough } from 'node:stream';
 import type { ServerResponse } from 'node:http';
 
@@ -18,7 +19,7 @@ async function relay(stream: string, size: number): Promise<string> {
   const out = new PassThrough();
   const received: Buffer[] = [];
   out.on('data', (chunk: Buffer) => received.push(chunk));
-  await relaySse(chunks(), out as unknown as ServerResponse, { fixups: [dropEmptyFunctionCall], onEvent: () => {} });
+  await relaySse(chunks(), out as unknown as ServerResponse, { fixups: new FixupChain([{ name: 'drop-empty-function-call', route: 'chat-completions', models: [], fixup: dropEmptyFunctionCall }]), onEvent: () => {} });
   return Buffer.concat(received).toString();
 }
 

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { WIRE_FORMATS } from '../../src/core/formats/index.ts';
 import { SseSplitter } from '../../src/data-plane/sse/sse-splitter.ts';
-import type { SseEvent, StreamFixup, TokenUsage, UpstreamRouteId, WireFormat } from '../../src/plugins/plugin-contract.ts';
+import type { SseEvent, StreamFixupDeclaration, TokenUsage, UpstreamRouteId, WireFormat } from '../../src/plugins/plugin-contract.ts';
+import { FixupChain } from '../../src/data-plane/sse/fixup-chain.ts';
 
 /**
  * A stream recorded from a real upstream, kept in a plugin's `__fixtures__/` folder as three files:
@@ -90,20 +91,14 @@ export function decodeSse(body: Buffer): string[] {
   return splitter.push(body).flatMap((block) => (block.event ? [block.event.data] : []));
 }
 
-/** The events after the fixups, as the contract says the relay applies them (in order; `null` drops). */
-export function applyFixups(events: readonly SseEvent[], fixups: readonly StreamFixup[]): string[] {
-  const out: string[] = [];
-  for (const original of events) {
-    let event: SseEvent | null = original;
-    for (const fixup of fixups) {
-      if (event === null) break;
-      // Each fixup sees its own copy, so one that edits in place cannot change the recording.
-      const result: SseEvent | null | undefined = fixup({ ...event });
-      if (result !== undefined) event = result;
-    }
-    if (event !== null) out.push(event.data);
-  }
-  return out;
+/**
+ * The events after the fixups, as the contract says the relay applies them (in order, each with its
+ * own state for this one stream; `null` or `[]` drops, a list puts out several).
+ */
+export function applyFixups(events: readonly SseEvent[], fixups: readonly StreamFixupDeclaration[]): string[] {
+  const chain = new FixupChain(fixups);
+  // Each event is a copy, so a fixup that edits in place cannot change the recording.
+  return events.flatMap((original) => (chain.apply({ ...original }) ?? [original]).map((event) => event.data));
 }
 
 /**

@@ -11,7 +11,7 @@ import { createLogger } from '../../src/core/logger.ts';
 import { envPrefixOf } from '../../src/data-plane/upstream/provider-endpoints.ts';
 import { loadPluginFolder, pluginFolders, type PluginFolder } from '../../src/plugins/load-plugins.ts';
 import { ModelRegistry } from '../../src/core/model-registry.ts';
-import type { ModelDeclaration, ProviderPlugin, RouteId, StreamFixup, TokenUsage, UpstreamRouteId } from '../../src/plugins/plugin-contract.ts';
+import type { AuthStyle, ModelDeclaration, ProviderPlugin, RouteId, TokenUsage, UpstreamRouteId } from '../../src/plugins/plugin-contract.ts';
 import { applyFixups, decodeSse, encodeSse, eventDiff, fixtureEvents, readFixtures, sameEvents, type RecordedFixture } from './recorded-fixtures.ts';
 
 /** A multi-line detail under a failure line. */
@@ -57,6 +57,8 @@ export function formatFailure(failure: ConformanceFailure): string {
 }
 
 const CLIENT_KEY = 'sk-conformance-client-0001-0123456789abcdef';
+/** What GW_ERR_PLUGIN_FAULT's detail says, in a JSON answer or an in-band stream error. */
+const PLUGIN_FAULT = /Gateway plugin '([^']+)' failed in its hook '([^']+)'/;
 const UPSTREAM_KEY = 'conformance-upstream-key';
 /** Prompt tokens the mock reports as cached, so extractors are checked on the cached figure too. */
 const CACHED_TOKENS = 4;
@@ -126,7 +128,8 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   }
   if (failures.length || [...reports.values()].some((report) => report.failures.length)) return done([...reports.values()]);
 
-  const mock = await startMockUpstream({ apiKey: UPSTREAM_KEY, cachedTokens: CACHED_TOKENS });
+  const keyPlaces = plugins.flatMap((plugin) => Object.values(plugin.routes).flatMap((route) => (route && typeof route.auth === 'object' ? [route.auth] : [])));
+  const mock = await startMockUpstream({ apiKey: UPSTREAM_KEY, cachedTokens: CACHED_TOKENS, keyPlaces });
   const dataDir = await mkdtemp(join(tmpdir(), 'gateway-conformance-'));
   let gateway: Gateway | undefined;
   try {
@@ -326,6 +329,8 @@ class Driver {
         return fail('native-chat', `the upstream body is not what nativeChat.buildRequest makes: got ${upstream.rawBody.slice(0, 300)}`);
       }
     }
+    const fault = PLUGIN_FAULT.exec(answer.body.toString('utf8'));
+    if (fault) return fail('plugin-fault', `plugin '${fault[1]}', hook '${fault[2]}' threw (see the gateway's error log for the stack)`);
     if (answer.status !== 200) return fail(resolutionRule, `answered ${answer.status}: ${answer.body.toString('utf8').slice(0, 300)}`);
     if (stream && !answer.contentType.startsWith('text/event-stream')) return fail('stream', `answered ${answer.contentType || 'no content type'}, expected text/event-stream`);
     if (stream && decodeSse(answer.body).length === 0) return fail('stream', 'the stream carried no events');
@@ -366,9 +371,9 @@ class Driver {
     for (const model of plugin.models.filter((candidate) => candidate.routes.includes(fixture.route))) {
       report.checks += 1;
       const canonicalId = `${plugin.vendor}/${model.id}`;
-      const fixups: StreamFixup[] = (plugin.streamFixups ?? [])
-        .filter((declaration) => declaration.route === fixture.route && declaration.models.some((declared) => canonicalOf(plugin, declared) === model))
-        .map((declaration) => declaration.fixup);
+      const fixups = (plugin.streamFixups ?? []).filter(
+        (declaration) => declaration.route === fixture.route && declaration.models.some((declared) => canonicalOf(plugin, declared) === model),
+      );
       this.mock.reset();
       this.mock.enqueue({ kind: 'status', status: 200, body: bytes, headers: { 'content-type': 'text/event-stream' } });
       const before = await this.totals(canonicalId);
@@ -378,6 +383,11 @@ class Driver {
         continue;
       }
       const delivered = decodeSse(answer.body);
+      const fault = PLUGIN_FAULT.exec(answer.body.toString('utf8'));
+      if (fault) {
+        fail(canonicalId, 'plugin-fault', `plugin '${fault[1]}', hook '${fault[2]}' threw on the replayed stream`);
+        continue;
+      }
       if (model === recordedFrom) {
         const expected = fixture.expected ?? fixture.chunks;
         const same = sameEvents(delivered, expected);
@@ -403,15 +413,25 @@ class Driver {
   }
 }
 
-function checkAuth(upstream: RecordedRequest, auth: 'bearer' | 'x-api-key'): string | undefined {
-  const authorization = upstream.headers.authorization;
-  const apiKey = upstream.headers['x-api-key'];
-  if (auth === 'bearer') {
-    if (authorization !== `Bearer ${UPSTREAM_KEY}`) return 'the upstream got no Authorization: Bearer <provider key> (declared auth: bearer)';
-    if (apiKey !== undefined) return 'the upstream also got x-api-key (declared auth: bearer)';
+/** How a declared auth reads in a message: `auth: { header: 'x-acme-key' }`. */
+function describeAuth(auth: AuthStyle): string {
+  return typeof auth === 'string' ? auth : JSON.stringify(auth).replace(/"(\w+)":/g, '$1: ').replace(/"/g, "'").replace(/,/g, ', ');
+}
+
+/** The upstream got the provider key in the declared place (header after its prefix, or query parameter), and no other credential. */
+function checkAuth(upstream: RecordedRequest, auth: AuthStyle): string | undefined {
+  const declared = `(declared auth: ${describeAuth(auth)})`;
+  const place = auth === 'bearer' ? { header: 'authorization', prefix: 'Bearer ' } : auth === 'x-api-key' ? { header: 'x-api-key' } : auth;
+  if ('query' in place) {
+    const sent = new URLSearchParams(upstream.query).getAll(place.query);
+    if (sent.length !== 1 || sent[0] !== UPSTREAM_KEY) return `the upstream got no ?${place.query}=<provider key> query parameter ${declared}`;
   } else {
-    if (apiKey !== UPSTREAM_KEY) return 'the upstream got no x-api-key: <provider key> (declared auth: x-api-key)';
-    if (authorization !== undefined) return 'the upstream also got an Authorization header (declared auth: x-api-key)';
+    const prefix = place.prefix ?? '';
+    if (upstream.headers[place.header] !== `${prefix}${UPSTREAM_KEY}`) return `the upstream got no ${place.header}: ${prefix}<provider key> ${declared}`;
+  }
+  for (const other of ['authorization', 'x-api-key']) {
+    if (('header' in place && place.header === other) || upstream.headers[other] === undefined) continue;
+    return `the upstream also got ${other === 'authorization' ? 'an Authorization header' : other} ${declared}`;
   }
   return undefined;
 }

@@ -5,7 +5,10 @@ import { endForClient } from '../http/client-write-timeout.ts';
 import type { TokenUsage } from '../../plugins/plugin-contract.ts';
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
 import { relaySse } from '../sse/sse-relay.ts';
+import { FixupChain } from '../sse/fixup-chain.ts';
 import { redactCredential, redactCredentialText } from '../upstream/redact-credential.ts';
+import { isPluginFault, type PluginFault } from '../../plugins/plugin-fault.ts';
+import { reportPluginFault } from './plugin-faults.ts';
 import { RELAYED_RESPONSE_HEADERS } from '../upstream/upstream-client.ts';
 import type { EndpointPool, PooledEndpoint } from '../upstream/endpoint-pool.ts';
 import type { ClientWatch } from '../upstream/failover/client-watch.ts';
@@ -50,7 +53,13 @@ export async function relayJson(context: RelayContext, answer: Extract<Compatibl
   const { services, res, call, recorder } = context;
   let usage: TokenUsage | undefined;
   if (ok) {
-    usage = usageOf(answer.bytes, call.extractor.fromBody);
+    try {
+      usage = usageOf(answer.bytes, call.extractor.fromBody);
+    } catch (error) {
+      if (!isPluginFault(error)) throw error;
+      // Nothing went out yet: a 502 naming the plugin; the upstream did answer, so usage is estimated.
+      return recorder.fail(reportPluginFault(services, error, recorder.faultSite(call.route)), true, undefined, 'plugin_error');
+    }
     if (usage === undefined && WIRE_FORMATS[call.format].usageRequired) return recorder.fail(usageMissing(call.model.plugin.vendor), true);
   }
   const relayed = redactCredential(answer.bytes, answer.apiKey);
@@ -75,7 +84,7 @@ async function relayStream(context: RelayContext, answer: Extract<CompatibleAnsw
   let terminal = false;
   try {
     const outcome = await relaySse(answer.body, res, {
-      fixups: call.registry.streamFixups(call.route, call.model.canonicalId),
+      fixups: new FixupChain(call.registry.streamFixups(call.route, call.model.canonicalId)),
       onEvent: (event) => {
         usage = extractor.fromStreamEvent(usage, event);
         streamed.add(event.data);
@@ -94,7 +103,8 @@ async function relayStream(context: RelayContext, answer: Extract<CompatibleAnsw
     }
     recorder.recordEnd(await endForClient(res, undefined, services.clientWriteTimeoutMs), status, usage, true, terminal ? 'complete' : 'upstream_cut');
   } catch (error) {
-    await streamBroke(context, error, status, usage, endpoint, pool);
+    if (isPluginFault(error)) await pluginFaultInStream(context, error, status, usage);
+    else await streamBroke(context, error, status, usage, endpoint, pool);
   } finally {
     services.openStreams?.closed();
   }
@@ -113,6 +123,19 @@ async function streamBroke(context: RelayContext, error: unknown, status: number
   recorder.recordEnd(read, status, usage, true, stalled ? 'stalled' : 'upstream_cut');
 }
 
+/**
+ * A plugin hook threw mid-stream (a fixup, the usage extractor): the upstream did nothing wrong, so its
+ * endpoint is not blamed; the client's stream ends with the in-band error naming the plugin fault, and
+ * the usage is recorded as for a cut stream, with outcome `plugin_error`.
+ */
+async function pluginFaultInStream(context: RelayContext, fault: PluginFault, status: number, usage: TokenUsage | undefined): Promise<void> {
+  const { services, res, call, recorder } = context;
+  const error = reportPluginFault(services, fault, recorder.faultSite(call.route));
+  if (context.client.gone) return recorder.record(499, usage, true);
+  const read = await endForClient(res, WIRE_FORMATS[call.format].inBandError(error), services.clientWriteTimeoutMs);
+  recorder.recordEnd(read, status, usage, true, 'plugin_error');
+}
+
 function isStall(error: unknown): boolean {
   const code = (error as { code?: string } | null)?.code ?? (error as { cause?: { code?: string } } | null)?.cause?.code;
   return code === 'UND_ERR_BODY_TIMEOUT';
@@ -121,7 +144,8 @@ function isStall(error: unknown): boolean {
 function usageOf(bytes: Buffer, fromBody: (body: unknown) => TokenUsage | undefined): TokenUsage | undefined {
   try {
     return fromBody(JSON.parse(bytes.toString('utf8')));
-  } catch {
+  } catch (error) {
+    if (isPluginFault(error)) throw error;
     return undefined;
   }
 }

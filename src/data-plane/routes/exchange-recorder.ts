@@ -41,6 +41,16 @@ export class ExchangeRecorder {
     public model: ResolvedModel,
   ) {}
 
+  /** The request's id, for logs. */
+  get requestId(): string | undefined {
+    return this.basis.requestId;
+  }
+
+  /** Where a plugin fault in this exchange happened: its route, the model serving it and its request id. */
+  faultSite(route: string): { route: string; model: string; requestId: string | undefined } {
+    return { route, model: this.model.canonicalId, requestId: this.basis.requestId };
+  }
+
   record(status: number, usage: TokenUsage | undefined, consumed: boolean, outcome: UsageOutcome = status === 499 ? 'client_closed' : 'complete'): void {
     const { basis, tally } = this;
     const exchange: Exchange = {
@@ -78,8 +88,8 @@ export class ExchangeRecorder {
   }
 
   /** Records an error answer and throws it, for the error middleware to send. */
-  fail(error: { readonly status: number }, consumed = false, usage?: TokenUsage): never {
-    this.record(error.status, usage, consumed);
+  fail(error: { readonly status: number }, consumed = false, usage?: TokenUsage, outcome?: UsageOutcome): never {
+    this.record(error.status, usage, consumed, outcome);
     throw error;
   }
 }

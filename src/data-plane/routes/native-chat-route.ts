@@ -9,6 +9,9 @@ import { attemptUpstream } from '../upstream/failover/attempt-upstream.ts';
 import { ClientWatch } from '../upstream/failover/client-watch.ts';
 import { backoffMs, DEFAULT_RETRY_POLICY, retryAfterMs, type RetryPolicy } from '../upstream/failover/retry-policy.ts';
 import { admitCaller, poolFor } from './compatible-route.ts';
+import { isPluginFault } from '../../plugins/plugin-fault.ts';
+import type { PluginFaultSite } from '../route-services.ts';
+import { reportPluginFault } from './plugin-faults.ts';
 import { ExchangeRecorder, type ExchangeBasis } from './exchange-recorder.ts';
 import { attemptChat, chatCall, chatResult, type ChatCall } from './native-chat-upstream.ts';
 import type { RouteServices } from '../route-services.ts';
@@ -70,6 +73,16 @@ function validate(registry: ModelRegistry, body: Record<string, unknown>): Resol
  * timeouts and usage; the model's plugin adapter owns only the mapping to its upstream format (always
  * with the provider's low reasoning preset).
  */
+/** The adapter's request; its `buildRequest` throwing is a 502 naming the plugin (nothing went upstream, so nothing is recorded). */
+function nativeCall(build: () => ChatCall, services: RouteServices, site: PluginFaultSite): ChatCall {
+  try {
+    return build();
+  } catch (error) {
+    if (isPluginFault(error)) throw reportPluginFault(services, error, site);
+    throw error;
+  }
+}
+
 export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = DEFAULT_RETRY_POLICY): ModelHandler {
   return async function handleNativeChat(req, res, context) {
     const startedAt = performance.now();
@@ -78,7 +91,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     const resolved = validate(registry, body);
     const caller = await admitCaller(services, context, resolved);
     const pool = poolFor(services, resolved);
-    const call = chatCall(services, registry, resolved, body, requestIdOf(req), policy, startedAt);
+    const call = nativeCall(() => chatCall(services, registry, resolved, body, requestIdOf(req), policy, startedAt), services, { route: 'chat', model: resolved.canonicalId, requestId: requestIdOf(req) });
     const recorder = new ExchangeRecorder(services, context, chatBasis(caller?.id, call, startedAt), resolved);
     recorder.upstreamSpentMs = 0;
     const client = new ClientWatch(res);

@@ -7,6 +7,8 @@ import type { PooledEndpoint } from '../upstream/endpoint-pool.ts';
 import type { AttemptResult, FailoverPlan } from '../upstream/failover/attempt-upstream.ts';
 import { isRetryableStatus, retryAfterMs, type RetryPolicy } from '../upstream/failover/retry-policy.ts';
 import { redactCredentialText } from '../upstream/redact-credential.ts';
+import { isPluginFault } from '../../plugins/plugin-fault.ts';
+import { reportPluginFault } from './plugin-faults.ts';
 import { UpstreamTransportError } from '../upstream/upstream-client.ts';
 import type { ExchangeRecorder } from './exchange-recorder.ts';
 import type { RouteServices } from '../route-services.ts';
@@ -100,9 +102,17 @@ export function chatResult(services: RouteServices, call: ChatCall, resolved: Re
   } catch {
     return recorder.fail(upstreamFailure(call.provider, 'the answer was not JSON'));
   }
-  const usage = services.usage.extractor(call.upstreamRoute.format, call.adapter.route, resolved).fromBody(answer);
-  if (!usage) return recorder.fail(usageMissing(call.provider));
-  const answerText = call.adapter.readText(answer);
+  let usage: TokenUsage | undefined;
+  let answerText: string | undefined;
+  try {
+    usage = services.usage.extractor(call.upstreamRoute.format, call.adapter.route, resolved).fromBody(answer);
+    if (!usage) return recorder.fail(usageMissing(call.provider));
+    answerText = call.adapter.readText(answer);
+  } catch (error) {
+    if (!isPluginFault(error)) throw error;
+    // The upstream answered: the usage read so far, or an estimate, is recorded.
+    return recorder.fail(reportPluginFault(services, error, recorder.faultSite('chat')), true, usage, 'plugin_error');
+  }
   if (answerText === undefined) return recorder.fail(upstreamFailure(call.provider, 'the answer held no text'), true, usage);
   // Redacted as text: parsing has decoded any JSON escapes of the key.
   const text = redactCredentialText(answerText, apiKey);

@@ -1,13 +1,18 @@
 import type { ServerResponse } from 'node:http';
 import { awaitClientRead } from '../http/client-write-timeout.ts';
-import type { SseEvent, StreamFixup } from '../../plugins/plugin-contract.ts';
+import type { SseEvent } from '../../plugins/plugin-contract.ts';
+import type { FixupChain } from './fixup-chain.ts';
 import { iterableBody, type UpstreamBody } from './upstream-body.ts';
 import { replaceBlockData, SseSplitter, type SseBlock } from './sse-splitter.ts';
 
 export interface RelayOptions {
-  /** Applied in order to each event; an event no fixup changes goes out as its original bytes. */
-  readonly fixups: readonly StreamFixup[];
-  /** Sees every event as it passes (the usage tap); must not throw. */
+  /** This stream's fixups; an event no fixup changes goes out as its original bytes. */
+  readonly fixups?: FixupChain;
+  /**
+   * Sees every event as it passes (the usage tap). A throw (a plugin's usage extractor) ends the relay
+   * like a fixup's: what was fixed before it is written, the rest of the body is dropped, and the relay
+   * fails with that error.
+   */
   readonly onEvent: (event: SseEvent) => void;
   /** Largest single event relayed; a larger one stops the relay (`eventTooLarge`). Default: no cap. */
   readonly maxEventBytes?: number;
@@ -56,8 +61,8 @@ export interface RelayOutcome {
 export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res: ServerResponse, options: RelayOptions): Promise<RelayOutcome> {
   const body = isUpstreamBody(upstream) ? upstream : iterableBody(upstream);
   const splitter = new SseSplitter(options.maxEventBytes);
-  const { fixups, onEvent, clientWriteTimeoutMs } = options;
-  const fixing = fixups.length > 0;
+  const { onEvent, clientWriteTimeoutMs } = options;
+  const fixups = options.fixups?.empty === false ? options.fixups : undefined;
   const rewrite = options.rewrite;
   return new Promise<RelayOutcome>((resolve, reject) => {
     let clientClosed = false;
@@ -115,8 +120,15 @@ export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res
       data(chunk) {
         if (concluded || settled) return;
         const blocks = splitter.push(chunk);
-        for (const block of blocks) if (block.event) onEvent(block.event);
-        if (blocks.length > 0) write(fixing ? Buffer.concat(blocks.map((block) => applyFixups(block, fixups))) : contiguous(blocks));
+        if (blocks.length > 0) {
+          const fault = relayBlocks(blocks, onEvent, fixups, write);
+          if (fault) {
+            // A plugin's hook threw: the events before it are out; the rest of the body is not wanted.
+            whenDrained(() => settle(fault));
+            body.abort();
+            return;
+          }
+        }
         if (splitter.oversized && !settled) {
           whenDrained(() => settle({ completed: false, clientClosed, eventTooLarge: true, clientStalled }));
           body.abort();
@@ -151,17 +163,45 @@ function contiguous(blocks: readonly SseBlock[]): Buffer {
   return Buffer.from(first.buffer, first.byteOffset, last.byteOffset + last.length - first.byteOffset);
 }
 
-function applyFixups(block: SseBlock, fixups: readonly StreamFixup[]): Buffer {
-  if (!block.event) return block.raw;
-  let event: SseEvent = block.event;
-  let changed = false;
-  for (const fixup of fixups) {
-    const result = fixup(event);
-    if (result === null) return Buffer.alloc(0);
-    if (result !== undefined && result !== event) {
-      event = result;
-      changed = true;
+/**
+ * Taps and writes one push's blocks. A hook that throws (a fixup, the usage tap) stops them: the blocks
+ * before it are still written, so the client has every event that was whole before the fault, and the
+ * error comes back to end the relay with.
+ */
+function relayBlocks(blocks: readonly SseBlock[], onEvent: (event: SseEvent) => void, fixups: FixupChain | undefined, write: (bytes: Buffer) => void): { error: unknown } | undefined {
+  const out: Buffer[] = [];
+  let done = 0;
+  try {
+    for (const block of blocks) {
+      if (block.event) onEvent(block.event);
+      if (fixups) out.push(applyFixups(block, fixups));
+      done += 1;
     }
+  } catch (error) {
+    if (done > 0) write(fixups ? Buffer.concat(out) : contiguous(blocks.slice(0, done)));
+    return { error };
   }
-  return changed ? replaceBlockData(block.raw, event.data) : block.raw;
+  write(fixups ? Buffer.concat(out) : contiguous(blocks));
+  return undefined;
+}
+
+function applyFixups(block: SseBlock, fixups: FixupChain): Buffer {
+  if (!block.event) return block.raw;
+  const events = fixups.apply(block.event);
+  if (events === undefined) return block.raw;
+  if (events.length === 0) return Buffer.alloc(0);
+  // The first event keeps the block's other lines and line endings; any further ones are written out whole.
+  const [first, ...rest] = events;
+  const newline = /\r\n|\r|\n/.exec(block.raw.toString('latin1'))?.[0] ?? '\n';
+  return Buffer.concat([replaceBlockData(block.raw, first!.data), ...rest.map((event) => Buffer.from(encodeEvent(event, newline), 'utf8'))]);
+}
+
+/** One event as SSE text, with the stream's line ending. */
+function encodeEvent(event: SseEvent, newline: string): string {
+  const lines = [
+    ...(event.event === undefined ? [] : [`event: ${event.event}`]),
+    ...(event.id === undefined ? [] : [`id: ${event.id}`]),
+    ...event.data.split('\n').map((part) => `data: ${part}`),
+  ];
+  return lines.join(newline) + newline + newline;
 }

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, type Dispatcher } from 'undici';
 import type { BodySink, UpstreamBody } from '../sse/upstream-body.ts';
 import type { UpstreamAbortSignal } from './attempt-signal.ts';
+import { upstreamCredential, withCredentialQuery } from './upstream-credential.ts';
 import type { UpstreamOutcome } from '../../ops/metrics.ts';
 import type { UpstreamRoute } from '../../plugins/plugin-contract.ts';
 
@@ -105,10 +106,8 @@ export class UpstreamClient {
     }
     for (const [name, value] of Object.entries(route.defaultHeaders ?? {})) headers[name] ??= value;
     if (request.requestId) headers['x-request-id'] = request.requestId;
-    if (endpoint.apiKey) {
-      if (route.auth === 'bearer') headers.authorization = `Bearer ${endpoint.apiKey}`;
-      else headers['x-api-key'] = endpoint.apiKey;
-    }
+    const credential = upstreamCredential(route.auth, endpoint.apiKey);
+    Object.assign(headers, credential.headers);
     const timeoutMs = request.timeoutMs ?? this.timeoutMs;
     return new Promise<UpstreamResponse>((resolve, reject) => {
       const response = new UpstreamResponse(request.signal, (error) => {
@@ -127,7 +126,7 @@ export class UpstreamClient {
       this.dispatcher.dispatch(
         {
           origin: endpoint.origin,
-          path: endpoint.basePath + route.path,
+          path: withCredentialQuery(endpoint.basePath + route.path, credential),
           method: 'POST',
           headers,
           body: request.body,

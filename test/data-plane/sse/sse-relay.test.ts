@@ -49,7 +49,6 @@ describe('relaySse (property)', () => {
           const { res, received } = client();
           const seen: SseEvent[] = [];
           const outcome = await relaySse(chunked(bytes, points), res, {
-            fixups: [],
             onEvent: (passing) => seen.push(passing),
             maxEventBytes: cap,
             rewrite: (out) => redactCredential(out, SECRET),

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { formatFailure, runConformance } from '../../../tools/conformance/run-conformance.ts';
+import { KAPPA_DIR } from '../../helpers/external-plugin.ts';
 
 const manifestPath = fileURLToPath(new URL('../../../providers/manifest.json', import.meta.url));
 const external = fileURLToPath(new URL('../../fixtures/external-plugins', import.meta.url));
@@ -19,6 +20,39 @@ describe('runConformance', function () {
     expect(report.ok).to.equal(true);
     // catalog; chat-completions JSON + stream and native chat for the model and the alias; two fixtures.
     expect(report.plugins.map((plugin) => [plugin.vendor, plugin.checks])).to.deep.equal([['omega', 1 + 3 + 3 + 2]]);
+  });
+
+  it('passes the compiled kappa plugins: a credential header, a query parameter, stateful fixups on a recorded stream', async () => {
+    const report = await runConformance({ manifestPath, pluginPath: [KAPPA_DIR], vendors: ['kappa', 'kappaq'] });
+    expect([...report.failures, ...report.plugins.flatMap((plugin) => plugin.failures)].map(formatFailure)).to.deep.equal([]);
+    expect(report.ok).to.equal(true);
+  });
+
+  it('names the plugin and the hook of a fixup that throws', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gateway-conformance-fault-'));
+    try {
+      await mkdir(join(dir, 'faulty'));
+      await mkdir(join(dir, 'node_modules'));
+      await symlink(ROOT, join(dir, 'node_modules', 'model-gateway'), 'dir');
+      await writeFile(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
+      await writeFile(join(dir, 'manifest.json'), JSON.stringify({ plugins: ['faulty'] }));
+      await writeFile(
+        join(dir, 'faulty', 'index.js'),
+        `export default {
+  contract: 1, vendor: 'faulty',
+  routes: { 'chat-completions': { path: '/chat/completions', format: 'chat-completions', auth: 'bearer' } },
+  models: [{ id: 'faulty-1', listed: true, routes: ['chat-completions'], pricing: { input: 1, cachedInput: 0, output: 1 } }],
+  streamFixups: [{ name: 'boom', route: 'chat-completions', models: ['faulty/faulty-1'], fixup: () => { throw new Error('boom'); } }],
+};
+`,
+      );
+      const report = await runConformance({ manifestPath, pluginPath: [dir], vendors: ['faulty'] });
+      expect(report.plugins.flatMap((plugin) => plugin.failures).map(formatFailure)).to.deep.equal([
+        "plugin 'faulty', model 'faulty/faulty-1', rule 'plugin-fault': chat-completions (stream) with 'faulty/faulty-1': plugin 'faulty', hook 'streamFixups.boom' threw (see the gateway's error log for the stack)",
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('fails the broken plugin, naming the plugin, the model and the rule of each fault', async () => {
