@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -139,6 +139,13 @@ describe('the compiled kappa plugins from GATEWAY_PLUGIN_PATH, in the compiled g
       expect(line).to.include({ level: 50, plugin: 'kappa', hook: 'streamFixups.fragile', route: 'chat-completions', model: 'kappa/kappa-fragile' });
       expect(line.request_id).to.be.a('string');
       expect(JSON.stringify(line.err)).to.contain('kappa fragile fixup: third event');
+      // Its usage record says whose fault it was, estimated as a cut stream's.
+      const recordOf = async () => {
+        const journal = await readFile(join(dir, 'data', 'usage.jsonl'), 'utf8').catch(() => '');
+        return journal.split('\n').filter(Boolean).map((entry) => JSON.parse(entry) as Record<string, unknown>).find((entry) => entry.requestId === line.request_id);
+      };
+      await eventually(async () => (await recordOf()) !== undefined, 'the usage record of the faulted stream');
+      expect(await recordOf()).to.include({ outcome: 'plugin_error', model: 'kappa/kappa-fragile', estimated: true });
     }
     const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
     expect(metrics).to.match(/gateway_plugin_errors_total\{plugin="kappa",hook="streamFixups.fragile"\} 1/);
