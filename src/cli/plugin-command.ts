@@ -3,13 +3,14 @@ import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { formatFailure, runConformance, type ConformanceOptions } from '../../tools/conformance/run-conformance.ts';
-import { PLUGIN_ENTRY_FILES, pluginFolders, readManifest } from '../plugins/load-plugins.ts';
+import { checkLiveVendor } from '../../tools/conformance/live-vendor-check.ts';
+import { loadPluginFolder, PLUGIN_ENTRY_FILES, pluginFolders, readManifest } from '../plugins/load-plugins.ts';
 import { pluginCompilerOptions, typeCheckPlugins } from './plugin-typecheck.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { envPrefix, SCAFFOLD_FORMATS, scaffoldFiles, type ScaffoldFormat } from './plugin-scaffold.ts';
 
 export const PLUGIN_SYNOPSIS = `plugin new VENDOR [--format chat-completions|messages|responses] [--dir PLUGINS_DIR (default: providers/)]
-plugin test DIR   (a plugins directory with a manifest.json, or one plugin folder; type-checked first, then tested beside GATEWAY_PLUGIN_PATH's plugins)`;
+plugin test DIR [--upstream URL --key KEY]   (a plugins directory with a manifest.json, or one plugin folder; type-checked first, then tested beside GATEWAY_PLUGIN_PATH's plugins; with --upstream, one minimal request per declared route to that live vendor, reporting path, auth and format mismatches)`;
 
 // The checkout this command belongs to, whether it runs from source (src/cli/) or compiled (dist/src/cli/):
 // plugins are written and tested as TypeScript source in its providers/, importing the contract's source.
@@ -111,8 +112,9 @@ function ancestors(directory: string): string[] {
 }
 
 async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): Promise<number> {
-  const { positionals } = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true });
+  const { positionals, values } = parseArgs({ args: argv, options: { upstream: { type: 'string' }, key: { type: 'string' } }, strict: true, allowPositionals: true });
   if (positionals.length !== 1) throw new CliUsageError('plugin test takes one directory.');
+  if ((values.upstream === undefined) !== (values.key === undefined)) throw new CliUsageError('--upstream and --key go together: the live vendor\'s base URL and a key for it.');
   const directory = resolve(positionals[0]!);
   const builtIn = builtInManifest(env);
   // The plugins the gateway would load beside it (GATEWAY_PLUGIN_PATH), so that collisions show here, not at start-up.
@@ -155,5 +157,17 @@ async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): P
       for (const failure of plugin.failures) io.out(`    ${formatFailure(failure)}\n`);
     }
   }
-  return report.ok ? 0 : 1;
+  if (!report.ok || values.upstream === undefined) return report.ok ? 0 : 1;
+  return (await checkAgainstVendor(options, values.upstream, values.key!, io)) ? 0 : 1;
+}
+
+/** `--upstream URL --key KEY`: one minimal request per declared route of the tested plugins, to the live vendor. */
+async function checkAgainstVendor(options: ConformanceOptions, baseUrl: string, key: string, io: CliIo): Promise<boolean> {
+  const folders = pluginFolders(options.manifestPath, options.pluginPath ?? []).filter((folder) => (options.vendors ? options.vendors.includes(folder.name) : true));
+  const plugins = await Promise.all(folders.map((folder) => loadPluginFolder(folder)));
+  const results = await checkLiveVendor(plugins, baseUrl, key);
+  for (const result of results) {
+    io.out(`${result.verdict === 'ok' ? '✔' : '✘'} live ${result.plugin}, route '${result.route}' (${result.path}): ${result.verdict === 'ok' ? '' : `${result.verdict} mismatch: `}${result.detail}\n`);
+  }
+  return results.every((result) => result.verdict === 'ok');
 }

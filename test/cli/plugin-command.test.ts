@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { runCli } from '../../src/cli/main.ts';
+import { ScriptedUpstream } from '../helpers/scripted-upstream.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -136,5 +137,69 @@ describe('CLI: plugin new and plugin test', function () {
     const external = await run('test/fixtures/external-plugins/omega');
     expect(external).to.deep.include({ code: 0 });
     expect(external.stdout).to.match(/^✔ type check: omega\n✔ omega: 9 checks passed/);
+  });
+});
+
+describe('CLI: plugin test --upstream against a live vendor', function () {
+  this.timeout(60_000);
+  const KEY = 'live-vendor-key-0123456789';
+  let root: string;
+  let vendor: ScriptedUpstream;
+  before(async () => {
+    root = await mkdtemp(join(tmpdir(), 'gateway-plugin-live-'));
+    // A vendor that serves Chat Completions (key in x-live-key) and a Messages path that answers in another shape, and nothing else.
+    vendor = await ScriptedUpstream.start();
+    vendor.script = (req, res) => {
+      const json = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      if (req.url === '/v1/chat/completions') return req.headers['x-live-key'] === KEY ? json(200, { id: 'x', choices: [] }) : json(401, { error: `bad key ${String(req.headers['x-live-key'])}` });
+      if (req.url === '/v1/messages') return json(200, { choices: [] });
+      return json(404, { error: 'no such path' });
+    };
+    const plugins = join(root, 'plugins');
+    await mkdir(join(plugins, 'livetest'), { recursive: true });
+    await writeFile(join(plugins, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
+    await writeFile(join(plugins, 'manifest.json'), JSON.stringify({ plugins: ['livetest'] }));
+    await writeFile(
+      join(plugins, 'livetest', 'index.js'),
+      `import { definePlugin } from 'model-gateway/plugin';
+export default definePlugin({
+  contract: 1,
+  vendor: 'livetest',
+  routes: {
+    'chat-completions': { path: '/chat/completions', format: 'chat-completions', auth: { header: 'x-live-key' } },
+    responses: { path: '/responses', format: 'responses', auth: { header: 'x-live-key' } },
+    messages: { path: '/messages', format: 'messages', auth: { header: 'x-live-key' } },
+  },
+  models: [{ id: 'live-1', upstreamModel: 'live-1-2026', listed: true, routes: ['chat-completions', 'responses', 'messages'], pricing: { input: 1, cachedInput: 0.1, output: 2 } }],
+});
+`,
+    );
+  });
+  after(async () => {
+    await vendor?.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('sends one minimal request per declared route with the declared credential, and names each path, auth and format mismatch', async () => {
+    const run = await cli(['plugin', 'test', join(root, 'plugins'), '--upstream', vendor.url, '--key', KEY]);
+    expect(run.code).to.equal(1);
+    expect(run.out).to.contain("✔ live livetest, route 'chat-completions' (/chat/completions): 200, a chat-completions answer");
+    expect(run.out).to.contain("✘ live livetest, route 'responses' (/responses): path mismatch: 404 on /responses");
+    expect(run.out).to.contain("✘ live livetest, route 'messages' (/messages): format mismatch: 200, but the answer is not shaped as messages");
+    const sent = vendor.requests.find((request) => request.path === '/v1/chat/completions')!;
+    expect(sent.headers['x-live-key']).to.equal(KEY);
+    expect(sent.headers).not.to.have.property('authorization');
+    expect(JSON.parse(sent.body)).to.deep.include({ model: 'live-1-2026' });
+
+    const wrongKey = await cli(['plugin', 'test', join(root, 'plugins'), '--upstream', vendor.url, '--key', 'not-the-key-0000']);
+    expect(wrongKey.out).to.contain("✘ live livetest, route 'chat-completions' (/chat/completions): auth mismatch: 401");
+    expect(wrongKey.out).not.to.contain('not-the-key-0000');
+    expect(run.out).not.to.contain(KEY);
+  });
+
+  it('refuses --upstream without --key', async () => {
+    const run = await cli(['plugin', 'test', join(root, 'plugins'), '--upstream', vendor.url]);
+    expect(run.code).to.equal(2);
+    expect(run.err).to.contain('--upstream and --key go together');
   });
 });
