@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { register } from 'node:module';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ProviderPlugin } from './plugin-contract.ts';
 import { recordOrigin } from './plugin-origin.ts';
 import { KNOWN_FIELDS, unknownField } from './known-fields.ts';
@@ -116,6 +116,9 @@ export async function resolve(specifier, context, next) {
 }`;
 let contractResolver = false;
 
+// The plugins shipped with this code: `providers/` of the checkout, or `dist/providers/` when compiled.
+const SHIPPED_PLUGINS = fileURLToPath(new URL('../../providers/', import.meta.url));
+
 /** Registers {@link RESOLVE_HOOK} once, pointing at this gateway's contract (source or compiled, as this module runs). */
 export function ensureContractResolver(): void {
   if (contractResolver) return;
@@ -136,7 +139,8 @@ export async function loadPluginFolder(folder: PluginFolder): Promise<ProviderPl
   let module: { default?: unknown };
   try {
     if (!RUNNING_TYPESCRIPT && entry.endsWith('.ts')) await ensureTypeScriptLoader();
-    ensureContractResolver();
+    // The shipped plugins import the contract by path; only a plugin from elsewhere needs the hook (and its loader thread).
+    if (!folder.directory.startsWith(SHIPPED_PLUGINS)) ensureContractResolver();
     module = (await import(pathToFileURL(entry).href)) as { default?: unknown };
   } catch (error) {
     const message = (error as Error).message;
