@@ -160,7 +160,7 @@ const loadScenarios = {
   stream: { path: '/v1/chat/completions', body: JSON.stringify({ model: 'delta/delta-4.7', stream: true, stream_options: { include_usage: true }, messages: message }) },
   'messages-stream': { path: '/v1/messages', body: JSON.stringify({ model: 'beta-fable-5-1', max_tokens: 256, stream: true, messages: message }) },
 };
-const targets: Record<string, { rps: number; cpu: number }> = { json: { rps: 0.6, cpu: 1.4 }, stream: { rps: 0.9, cpu: 1.2 }, 'messages-stream': { rps: 0.9, cpu: 1.2 } };
+const targets: Record<string, { rps: number; cpu: number }> = { json: { rps: 0.8, cpu: 1.4 }, stream: { rps: 0.9, cpu: 1.4 }, 'messages-stream': { rps: 0.9, cpu: 1.4 } };
 
 interface Run {
   readonly rps: number;
@@ -349,7 +349,7 @@ const loadPeaks = contenders.map((contender) => {
   const all = Object.keys(loadScenarios).flatMap((name) => ((report[name] as Record<string, Run[]> | undefined)?.[contender.name] ?? []).map((run) => run.peakMb));
   return all.length ? Math.max(...all) : NaN;
 });
-memoryRows.push(`| RSS peak under load (${connections} connections) | ${loadPeaks.map((mb) => mb.toFixed(0)).join(' | ')} | ≤ 180 |`);
+memoryRows.push(`| RSS peak under load (${connections} connections) | ${loadPeaks.map((mb) => mb.toFixed(0)).join(' | ')} | ≤ 160 |`);
 if (wanted.has('open-streams')) {
   const held: Awaited<ReturnType<typeof holdStreams>>[] = [];
   for (const contender of contenders) {
@@ -358,7 +358,7 @@ if (wanted.has('open-streams')) {
     process.stdout.write(`open streams through ${contender.name}: ${JSON.stringify(outcome)}\n`);
   }
   report['open-streams'] = Object.fromEntries(contenders.map((contender, index) => [contender.name, held[index]]));
-  memoryRows.push(`| RSS peak, ${openStreams} streams opened at once (most open together; dropped) | ${held.map((outcome) => `${outcome.peakMb.toFixed(0)} (${outcome.mostOpen}; ${outcome.dropped})`).join(' | ')} | ≤ 450, none dropped |`);
+  memoryRows.push(`| RSS peak, ${openStreams} streams opened at once (most open together; dropped) | ${held.map((outcome) => `${outcome.peakMb.toFixed(0)} (${outcome.mostOpen}; ${outcome.dropped})`).join(' | ')} | ≤ 350, none dropped |`);
 }
 
 const table = [
