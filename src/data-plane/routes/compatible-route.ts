@@ -3,7 +3,6 @@ import { isGatewayError, upstreamNotConfigured, upstreamResting } from '../../co
 import { readJsonRequestBody } from '../http/json-body.ts';
 import type { ResolvedModel } from '../../core/model-registry.ts';
 import type { UpstreamRouteId } from '../../plugins/plugin-contract.ts';
-import { requestIdOf } from '../../ops/request-id.ts';
 import type { EndpointPool } from '../upstream/endpoint-pool.ts';
 import { ClientWatch } from '../upstream/failover/client-watch.ts';
 import { relayAnswer, relayJson, type RelayContext } from './compatible-relay.ts';
@@ -66,7 +65,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     const pool = poolFor(services, resolved);
     const call = new CompatibleCall(services, services.registry(), route, resolved, body.stream === true, { bytes, members, end });
     const streamed = new StreamedText((data) => services.usage.streamedText(call.format, data));
-    const requestId = requestIdOf(req);
+    const { requestId } = context;
     const recorder = new ExchangeRecorder(services, context, compatibleBasis(caller?.id, call, requestId, startedAt, bytes, streamed), resolved);
     const client = new ClientWatch(res);
     const attempt = { clientHeaders: req.headers, requestId, recorder, setHeader: (name: string, value: string) => res.setHeader(name, value) };

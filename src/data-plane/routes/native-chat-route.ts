@@ -4,7 +4,6 @@ import { fieldError, isGatewayError, upstreamResting, validationError, type Gate
 import { endForClient } from '../http/client-write-timeout.ts';
 import { readJsonObject } from '../http/json-body.ts';
 import type { ModelRegistry, ResolvedModel } from '../../core/model-registry.ts';
-import { requestIdOf } from '../../ops/request-id.ts';
 import { attemptUpstream } from '../upstream/failover/attempt-upstream.ts';
 import { ClientWatch } from '../upstream/failover/client-watch.ts';
 import { backoffMs, DEFAULT_RETRY_POLICY, retryAfterMs, type RetryPolicy } from '../upstream/failover/retry-policy.ts';
@@ -91,7 +90,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     const resolved = validate(registry, body);
     const caller = await admitCaller(services, context, resolved);
     const pool = poolFor(services, resolved);
-    const call = nativeCall(() => chatCall(services, registry, resolved, body, requestIdOf(req), policy, startedAt), services, { route: 'chat', model: resolved.canonicalId, requestId: requestIdOf(req) });
+    const call = nativeCall(() => chatCall(services, registry, resolved, body, context.requestId, policy, startedAt), services, { route: 'chat', model: resolved.canonicalId, requestId: context.requestId });
     const recorder = new ExchangeRecorder(services, context, chatBasis(caller?.id, call, startedAt), resolved);
     recorder.upstreamSpentMs = 0;
     const client = new ClientWatch(res);
