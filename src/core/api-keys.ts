@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { MoneyBudget, TokenQuota } from './limits.ts';
 
 /** A managed key as stored: never the key itself, only its SHA-256 hash. */
 export interface ApiKeyRecord {
@@ -19,10 +20,16 @@ export interface ApiKeyRecord {
   /** The key's own limit of requests in flight at once (per gateway instance), instead of the gateway's. */
   readonly concurrency?: number;
   /** Charged-token quotas per UTC day and month. */
-  readonly quota?: { readonly daily?: number; readonly monthly?: number };
+  readonly quota?: TokenQuota;
+  /** Tokens (input + output) per UTC minute. */
+  readonly tpm?: number;
+  /** Money budgets per UTC day and month. */
+  readonly budget?: MoneyBudget;
+  /** The name of the team whose limits the key shares. */
+  readonly team?: string;
 }
 
-export type NewKeyInput = Pick<ApiKeyRecord, 'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota'>;
+export type NewKeyInput = Pick<ApiKeyRecord, 'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota' | 'tpm' | 'budget' | 'team'>;
 
 const KEY_SHAPE = /^sk-[A-Za-z0-9_-]{8,200}$/;
 

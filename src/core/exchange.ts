@@ -1,5 +1,6 @@
 import type { RouteId, TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
 import type { ResolvedModel } from './model-registry.ts';
+import type { Limits, MoneyBudget, TeamRecord, TokenQuota } from './limits.ts';
 
 /** The caller as the auth middleware leaves it in `res.locals.apiKey` (never the key itself). */
 export interface CallerKey {
@@ -7,9 +8,15 @@ export interface CallerKey {
   /** Canonical model IDs the key may use; every model when absent. */
   readonly models?: readonly string[];
   /** Charged-token quotas of the key, per UTC day and per UTC month. */
-  readonly quota?: { readonly daily?: number; readonly monthly?: number };
+  readonly quota?: TokenQuota;
+  /** Money budgets of the key, per UTC day and per UTC month. */
+  readonly budget?: MoneyBudget;
   /** The key's own request limit per window, instead of the gateway's. */
   readonly rpm?: number;
+  /** Tokens per UTC minute. */
+  readonly tpm?: number;
+  /** The key's team and the limits it shares with the team's other keys (as read from the team store). */
+  readonly team?: Pick<TeamRecord, 'name'> & Limits;
   /** The key's own limit of requests in flight at once, instead of the gateway's. */
   readonly concurrency?: number;
 }

@@ -1,0 +1,59 @@
+/**
+ * The limits a key or a team may carry, and the counters they are kept in. Every limit is a fixed
+ * window aligned on UTC: the minute (`rpm`, `tpm`), the day and the month (`quota`, `budget`).
+ */
+
+/** Charged-token quotas (see `charge` in `usage/pricing.ts`) per UTC day and per UTC month. */
+export interface TokenQuota {
+  readonly daily?: number;
+  readonly monthly?: number;
+}
+
+/** Money budgets in USD per UTC day and per UTC month, priced from the catalog's per-model prices. */
+export interface MoneyBudget {
+  readonly daily_usd?: number;
+  readonly monthly_usd?: number;
+}
+
+/** The limits one key or one team carries; each is off when absent. */
+export interface Limits {
+  /** Requests per rate-limit window (a minute by default). */
+  readonly rpm?: number;
+  /** Tokens (input + output) per UTC minute. */
+  readonly tpm?: number;
+  readonly quota?: TokenQuota;
+  readonly budget?: MoneyBudget;
+}
+
+/** A team: a name keys can name, and the limits its keys share. */
+export interface TeamRecord extends Limits {
+  /** Unique, 1 to 64 characters of letters, digits, `.`, `_` and `-`. */
+  readonly name: string;
+  /** ISO date-time. */
+  readonly createdAt: string;
+}
+
+export type TeamInput = Omit<TeamRecord, 'createdAt'>;
+
+/** What a limit counts. */
+export type LimitKind = 'rpm' | 'tpm' | 'quota' | 'budget';
+/** Whose limit it is. */
+export type LimitScope = 'key' | 'team';
+export type LimitPeriod = 'minute' | 'day' | 'month';
+
+/**
+ * One counter a request is measured against: a limit of a key or a team over a UTC window, in the
+ * limit's unit (tokens for `tpm`, charged tokens for `quota`, nano-USD for `budget`).
+ */
+export interface Meter {
+  readonly scope: LimitScope;
+  /** The key id or the team name. */
+  readonly owner: string;
+  readonly kind: Exclude<LimitKind, 'rpm'>;
+  readonly period: LimitPeriod;
+  readonly limit: number;
+  /** The counter's name, unique per owner, kind and window (e.g. `key:key_ab12:tpm:m:29410560`). */
+  readonly counter: string;
+  /** When the window ends (epoch ms): the counter expires then, and a refusal's Retry-After points there. */
+  readonly resetAt: number;
+}

@@ -1,0 +1,47 @@
+import type { CallerKey } from '../core/exchange.ts';
+import type { Limits, LimitPeriod, LimitScope, Meter } from '../core/limits.ts';
+
+const MINUTE = 60_000;
+
+/** The UTC window of `period` holding `now`: its tag in counter names and when it ends (epoch ms). */
+export function windowOf(period: LimitPeriod, now: number): { tag: string; resetAt: number } {
+  if (period === 'minute') {
+    const minute = Math.floor(now / MINUTE);
+    return { tag: `m:${minute}`, resetAt: (minute + 1) * MINUTE };
+  }
+  const date = new Date(now);
+  const year = date.getUTCFullYear();
+  const month = date.getUTCMonth();
+  if (period === 'day') {
+    const day = date.getUTCDate();
+    return { tag: `d:${date.toISOString().slice(0, 10)}`, resetAt: Date.UTC(year, month, day + 1) };
+  }
+  return { tag: `mo:${date.toISOString().slice(0, 7)}`, resetAt: Date.UTC(year, month + 1, 1) };
+}
+
+/** USD as whole nano-USD, the unit money counters hold. */
+export const usdToNano = (usd: number): number => Math.round(usd * 1e9);
+
+/** The meters of one owner's limits at `now` (rpm is counted by the rate limiter, not here). */
+export function metersOfLimits(scope: LimitScope, owner: string, limits: Limits, now: number): Meter[] {
+  const meters: Meter[] = [];
+  const add = (kind: Meter['kind'], period: LimitPeriod, limit: number | undefined) => {
+    if (limit === undefined) return;
+    const { tag, resetAt } = windowOf(period, now);
+    meters.push({ scope, owner, kind, period, limit, counter: `${scope}:${owner}:${kind}:${tag}`, resetAt });
+  };
+  add('tpm', 'minute', limits.tpm);
+  add('quota', 'day', limits.quota?.daily);
+  add('quota', 'month', limits.quota?.monthly);
+  add('budget', 'day', limits.budget?.daily_usd === undefined ? undefined : usdToNano(limits.budget.daily_usd));
+  add('budget', 'month', limits.budget?.monthly_usd === undefined ? undefined : usdToNano(limits.budget.monthly_usd));
+  return meters;
+}
+
+/** Every token and money meter a caller's request is measured against: the key's, then its team's. */
+export function metersOf(caller: CallerKey | undefined, now: number): Meter[] {
+  if (!caller) return [];
+  const meters = metersOfLimits('key', caller.id, caller, now);
+  if (caller.team) meters.push(...metersOfLimits('team', caller.team.name, caller.team, now));
+  return meters;
+}
