@@ -1,4 +1,4 @@
-import type { RouteId, TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
+import type { ModelPricing, RouteId, TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
 import type { ResolvedModel } from './model-registry.ts';
 import type { Limits, MoneyBudget, TeamRecord, TokenQuota } from './limits.ts';
 
@@ -52,6 +52,13 @@ export interface Exchange {
    */
   readonly requestBody: () => Record<string, unknown>;
   readonly responseText: () => string | TextSample;
+  /** What the request reserved on its token and money limits, settled to the usage its record stores. */
+  readonly settlement?: Settlement;
+}
+
+/** A request's reservation on its limits, ended once with the usage recorded (none: released). */
+export interface Settlement {
+  settle(usage: TokenUsage | undefined, pricing: ModelPricing | undefined): void;
 }
 
 /** The usage a record stores once its estimate is made. */
@@ -63,8 +70,6 @@ export interface RecordedUsage {
 
 /** The usage accounting the routes call; the usage module implements it. */
 export interface UsageAccounting {
-  /** Before dispatch: throws the 429 quota error when the caller's token quota is spent. */
-  checkQuota(caller: CallerKey | undefined): Promise<void>;
   /** The extractor for answers of this format on this route and model (a plugin's own, or the standard one). */
   extractor(format: WireFormat, route: UpstreamRouteId, resolved: ResolvedModel): UsageExtractor;
   /** Text deltas of one streamed event (for estimates when a stream ends without usage). */

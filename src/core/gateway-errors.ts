@@ -26,6 +26,14 @@ export interface GatewayErrorOptions {
   readonly cause?: unknown;
   /** The error is logged already, with more than the error middleware knows (a plugin fault): it logs no second line. */
   readonly logged?: boolean;
+  /** The limit that refused the request (a 429), for the refusals metric. */
+  readonly limit?: LimitRefusal;
+}
+
+/** Which limit refused a request: what it counts and whose it is. */
+export interface LimitRefusal {
+  readonly kind: 'rpm' | 'tpm' | 'quota' | 'budget';
+  readonly scope: 'key' | 'team';
 }
 
 export class GatewayError extends Error {
@@ -33,6 +41,7 @@ export class GatewayError extends Error {
   readonly param?: string;
   readonly headers?: Readonly<Record<string, string>>;
   readonly logged: boolean;
+  readonly limit?: LimitRefusal;
 
   constructor(
     readonly code: string,
@@ -47,6 +56,7 @@ export class GatewayError extends Error {
     this.param = options.param;
     this.headers = options.headers;
     this.logged = options.logged ?? false;
+    this.limit = options.limit;
   }
 }
 
@@ -107,12 +117,22 @@ export function methodNotAllowed(method: string, path: string, allowed: readonly
   );
 }
 
-export function rateLimited(detail: string, headers?: Readonly<Record<string, string>>): GatewayError {
-  return new GatewayError('GW_ERR_RATE_LIMITED', 429, 'rate_limit', detail, { headers });
+export function rateLimited(detail: string, headers?: Readonly<Record<string, string>>, limit?: LimitRefusal): GatewayError {
+  return new GatewayError('GW_ERR_RATE_LIMITED', 429, 'rate_limit', detail, { headers, limit });
 }
 
-export function quotaExceeded(detail: string, headers?: Readonly<Record<string, string>>): GatewayError {
-  return new GatewayError('GW_ERR_QUOTA_EXCEEDED', 429, 'rate_limit', `Quota exceeded: ${detail}`, { headers });
+export function quotaExceeded(detail: string, headers?: Readonly<Record<string, string>>, limit?: LimitRefusal): GatewayError {
+  return new GatewayError('GW_ERR_QUOTA_EXCEEDED', 429, 'rate_limit', `Quota exceeded: ${detail}`, { headers, limit });
+}
+
+/** 429: a key's or team's tokens per minute would be exceeded by the request's input. */
+export function tokenRateLimited(detail: string, headers: Readonly<Record<string, string>>, limit: LimitRefusal): GatewayError {
+  return new GatewayError('GW_ERR_TOKEN_RATE_LIMITED', 429, 'rate_limit', `Token rate limit exceeded: ${detail}`, { headers, limit });
+}
+
+/** 429: a key's or team's money budget for the day or month cannot pay for the request's input. */
+export function budgetExceeded(detail: string, headers: Readonly<Record<string, string>>, limit: LimitRefusal): GatewayError {
+  return new GatewayError('GW_ERR_BUDGET_EXCEEDED', 429, 'rate_limit', `Budget exceeded: ${detail}`, { headers, limit });
 }
 
 /** 502: the upstream could not be reached or answered in a way the gateway cannot pass on. */

@@ -2,6 +2,9 @@ import { parse as parseLegacyUrl } from 'node:url';
 import type { ErrorFamily } from './error-body.ts';
 import type { RouteId, WireFormat } from '../plugins/plugin-contract.ts';
 
+/** Whose rate-limit headers a route answers with: OpenAI's `x-ratelimit-*` or Anthropic's `anthropic-ratelimit-*`. */
+export type RateLimitHeaderStyle = 'openai' | 'anthropic';
+
 /** A header a client may present its API key in. */
 export type KeyHeader = 'authorization' | 'x-api-key';
 
@@ -22,6 +25,13 @@ export interface ModelRoute {
   readonly metricsLabel: string;
   /** Whether the answer can be an SSE stream. */
   readonly streams: boolean;
+  /**
+   * The request fields that cap a request's output, first found wins, for the reservation on token and
+   * money limits; absent on a route whose requests generate nothing (count_tokens reserves nothing).
+   */
+  readonly outputCapFields?: readonly string[];
+  /** The rate-limit headers the route's clients read (`x-ratelimit-*` or `anthropic-ratelimit-*`); none when absent. */
+  readonly rateLimitHeaders?: RateLimitHeaderStyle;
   /** The OpenAPI operation's summary and request schema name. */
   readonly summary: string;
   readonly requestSchema: string;
@@ -40,7 +50,9 @@ export const ROUTE_TABLE: Readonly<Record<RouteId, ModelRoute>> = {
     family: 'completions-envelope',
     keyHeaders: BEARER,
     metricsLabel: 'chat-completions',
+    outputCapFields: ['max_completion_tokens', 'max_tokens'],
     streams: true,
+    rateLimitHeaders: 'openai',
     summary: "Chat Completions, forwarded to the model's provider",
     requestSchema: 'ChatCompletionsRequest',
   },
@@ -52,7 +64,9 @@ export const ROUTE_TABLE: Readonly<Record<RouteId, ModelRoute>> = {
     family: 'completions-envelope',
     keyHeaders: BEARER,
     metricsLabel: 'responses',
+    outputCapFields: ['max_output_tokens'],
     streams: true,
+    rateLimitHeaders: 'openai',
     summary: "Responses, forwarded to the model's provider",
     requestSchema: 'ResponsesRequest',
   },
@@ -64,7 +78,9 @@ export const ROUTE_TABLE: Readonly<Record<RouteId, ModelRoute>> = {
     family: 'messages-envelope',
     keyHeaders: BEARER_OR_API_KEY,
     metricsLabel: 'messages',
+    outputCapFields: ['max_tokens'],
     streams: true,
+    rateLimitHeaders: 'anthropic',
     summary: "Messages, forwarded to the model's provider",
     requestSchema: 'MessagesRequest',
   },
@@ -77,6 +93,7 @@ export const ROUTE_TABLE: Readonly<Record<RouteId, ModelRoute>> = {
     keyHeaders: BEARER_OR_API_KEY,
     metricsLabel: 'count-tokens',
     streams: false,
+    rateLimitHeaders: 'anthropic',
     summary: 'Token count of a Messages request',
     requestSchema: 'CountTokensRequest',
   },
@@ -88,6 +105,7 @@ export const ROUTE_TABLE: Readonly<Record<RouteId, ModelRoute>> = {
     family: 'plain',
     keyHeaders: BEARER,
     metricsLabel: 'chat',
+    outputCapFields: ['max_output_tokens'],
     streams: false,
     summary: 'Native text chat: plain text in, plain text out, never streamed; retries and timeouts handled by the gateway',
     requestSchema: 'NativeChatRequest',

@@ -11,6 +11,12 @@ import type { KeyConcurrency } from './limits/key-concurrency.ts';
 import type { KeyRateLimit } from './limits/rate-limiter.ts';
 import type { RouteId } from '../plugins/plugin-contract.ts';
 import type { ModelHandler, RequestContext } from './request-context.ts';
+import { rateLimitHeaders } from '../core/rate-limit-headers.ts';
+
+/** Sets response headers given as pairs. */
+export function setHeaders(res: ServerResponse, headers: readonly (readonly [string, string])[]): void {
+  for (const [name, value] of headers) res.setHeader(name, value);
+}
 
 export interface DataPlaneOptions {
   /** The handler of each model route served; a route without one is left to the control plane (404). */
@@ -35,9 +41,11 @@ export interface DataPlane {
 
 /**
  * The model routes on plain node:http: the method (405 naming the route's), the Host header,
- * authentication, the per-key concurrency cap and rate limit, then the route's handler (which reads the
- * body, checks the model permission and quota, and answers); every error answered in the route's
- * envelope. Nothing reaches a handler without the authentication and the rate limit.
+ * authentication, the per-key concurrency cap and rate limit (with the route's rate-limit headers), then
+ * the route's handler (which reads the body, checks the model permission, reserves on the token and
+ * money limits, and answers); every error answered in the route's envelope. Nothing reaches a handler
+ * without the authentication and the rate limit, and a reservation the handler did not hand to usage
+ * accounting is released when it ends.
  */
 export function createDataPlane(options: DataPlaneOptions): DataPlane {
   const { authenticate, rateLimit, concurrency, logger } = options;
@@ -62,11 +70,19 @@ export function createDataPlane(options: DataPlaneOptions): DataPlane {
       }
       // Before the rate limit: a request refused for want of a slot does not use up the key's requests.
       if (concurrency) concurrency.acquire(context.caller, res);
-      if (rateLimit) await rateLimit.count(context.caller, res);
+      if (rateLimit) {
+        const requests = await rateLimit.count(context.caller, res);
+        if (requests && route.rateLimitHeaders) setHeaders(res, rateLimitHeaders(route.rateLimitHeaders, 'requests', requests, Date.now()));
+      }
       await handlers.get(route.id)!(req, res, context);
     } catch (error) {
-      context.errorCode = isGatewayError(error) ? error.code : 'GW_ERR_INTERNAL';
+      const known = isGatewayError(error);
+      context.errorCode = known ? error.code : 'GW_ERR_INTERNAL';
+      if (known && error.limit) context.refusedBy = error.limit;
       answerError(error, pathname, res, route.family, logger);
+    } finally {
+      // A reservation its handler did not hand to usage accounting costs nothing: given back.
+      context.reservation?.release();
     }
   }
 

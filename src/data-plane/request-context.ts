@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ModelRoute } from '../core/route-table.ts';
 import type { Observation } from '../ops/request-observer.ts';
 import type { CallerKey } from '../core/exchange.ts';
+import type { Reservation } from '../usage/reservation.ts';
 
 /**
  * What the data plane knows of one model request, handed to its handler (never kept on req or res);
@@ -20,6 +21,11 @@ export interface RequestContext extends Observation {
   /** The endpoint of the latest upstream attempt and how many were made (compatible routes). */
   upstreamEndpoint?: string;
   upstreamAttempts?: number;
+  /**
+   * What the request reserved on its token and money limits: handed to usage accounting with its
+   * exchange, else released when the request ends.
+   */
+  reservation?: Reservation;
 }
 
 /** A model route's handler: node's own request and response, and the request's context. */

@@ -4,6 +4,7 @@ import type { FallbackTable } from './routes/model-fallbacks.ts';
 import type { UpstreamClient, UpstreamEndpoint } from './upstream/upstream-client.ts';
 import type { UsageAccounting } from '../core/exchange.ts';
 import type { PluginFault } from '../plugins/plugin-fault.ts';
+import type { BudgetGate } from './limits/budget-gate.ts';
 
 /** Resolved upstream endpoints per vendor; `undefined` where the operator configured none. */
 export interface ProviderEndpoints {
@@ -29,6 +30,8 @@ export interface RouteServices {
   readonly upstream: UpstreamClient;
   readonly endpoints: ProviderEndpoints;
   readonly usage: UsageAccounting;
+  /** Reserves on the token and money limits of a caller's key and team; none when limits are off (tests). */
+  readonly budgets?: Pick<BudgetGate, 'admit'>;
   readonly bodyLimitBytes: number;
   /** Largest upstream JSON answer the gateway reads, in bytes. */
   readonly upstreamBodyLimitBytes: number;

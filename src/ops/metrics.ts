@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { LimitRefusal } from '../core/gateway-errors.ts';
 
 /** Why the connection caps refused a connection or a request, as `gateway_refusals_total` counts it. */
 export type RefusalReason = 'max_connections' | 'connections_per_address' | 'pending_requests_per_address';
@@ -55,6 +56,7 @@ export class GatewayMetrics implements UpstreamMetrics {
   private readonly tokens: Counter<'model' | 'type'>;
   private readonly upstreamRequests: Counter<'provider' | 'endpoint' | 'outcome'>;
   private readonly rateLimited: Counter<'reason'>;
+  private readonly limitRefusals: Counter<'kind' | 'scope'>;
   private readonly configReloads: Counter<'result'>;
   private readonly refusals: Counter<'reason'>;
   private readonly pluginErrors: Counter<'plugin' | 'hook'>;
@@ -74,6 +76,12 @@ export class GatewayMetrics implements UpstreamMetrics {
     this.tokens = new Counter({ name: 'gateway_tokens_total', help: 'Tokens the upstreams reported, by canonical model and type', labelNames: ['model', 'type'], registers });
     this.upstreamRequests = new Counter({ name: 'gateway_upstream_requests_total', help: 'Upstream attempts by provider, endpoint and outcome', labelNames: ['provider', 'endpoint', 'outcome'], registers });
     this.rateLimited = new Counter({ name: 'gateway_rate_limited_total', help: 'Requests answered 429, by reason', labelNames: ['reason'], registers });
+    this.limitRefusals = new Counter({
+      name: 'gateway_limit_refusals_total',
+      help: "Requests refused by a key's or a team's limit, by what it counts (rpm, tpm, quota, budget) and whose it is (key, team)",
+      labelNames: ['kind', 'scope'],
+      registers,
+    });
     this.configReloads = new Counter({ name: 'gateway_config_reloads_total', help: 'Configuration reloads by result', labelNames: ['result'], registers });
     this.pluginErrors = new Counter({ name: 'gateway_plugin_errors_total', help: 'Plugin hooks that threw (the answer ended with a plugin fault), by plugin and hook', labelNames: ['plugin', 'hook'], registers });
     this.refusals = new Counter({ name: 'gateway_refusals_total', help: 'Connections and requests refused by the connection caps, by reason', labelNames: ['reason'], registers });
@@ -103,6 +111,7 @@ export class GatewayMetrics implements UpstreamMetrics {
     });
     // Shown at 0 from the start, so a rate or an alert on them has a series before the first event.
     for (const reason of ['rate_limit', 'quota']) this.rateLimited.labels(reason).inc(0);
+    for (const kind of ['rpm', 'tpm', 'quota', 'budget']) for (const scope of ['key', 'team']) this.limitRefusals.labels(kind, scope).inc(0);
     for (const result of ['applied', 'rejected']) this.configReloads.labels(result).inc(0);
     for (const reason of ['max_connections', 'connections_per_address', 'pending_requests_per_address']) this.refusals.labels(reason).inc(0);
   }
@@ -149,6 +158,11 @@ export class GatewayMetrics implements UpstreamMetrics {
     if (input > 0) children[0].inc(input);
     if (output > 0) children[1].inc(output);
     if (cached > 0) children[2].inc(cached);
+  }
+
+  /** A request refused by a key's or team's limit (`rpm`, `tpm`, `quota`, `budget`). */
+  limitRefused({ kind, scope }: LimitRefusal): void {
+    this.limitRefusals.labels(kind, scope).inc();
   }
 
   /** A 429: `rate_limit` (request limits, failed-auth throttle) or `quota` (token quotas). */

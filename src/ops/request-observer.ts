@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { LimitRefusal } from '../core/gateway-errors.ts';
 import type { Logger } from 'pino';
 import type { ResolvedModel } from '../core/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId, WireFormat } from '../plugins/plugin-contract.ts';
@@ -20,6 +21,8 @@ export interface Observation {
   keyIdOf?: () => string | undefined;
   /** The gateway error answered, if any (the rate-limit metric tells quotas from request limits by it). */
   errorCode?: string;
+  /** The limit that refused the request, for the refusals metric. */
+  refusedBy?: LimitRefusal;
   /** Its route handed an exchange to usage accounting, which observed it already. */
   recorded: boolean;
 }
@@ -103,6 +106,7 @@ export class RequestObserver {
         if (observation.recorded) return;
         const route = observation.labelOf?.() ?? observation.label;
         const keyId = observation.keyIdOf?.() ?? observation.keyId;
+        if (observation.refusedBy) this.metrics.limitRefused(observation.refusedBy);
         this.answered(req, route, res.statusCode, durationMs, observation.errorCode, keyId);
       });
     });
@@ -111,7 +115,7 @@ export class RequestObserver {
 
   private answered(req: IncomingMessage, route: string, status: number, durationMs: number, errorCode: string | undefined, keyId: string | undefined): void {
     this.metrics.request(route, NO_MODEL, status, durationMs, 0, undefined);
-    if (status === 429) this.metrics.limited(errorCode === 'GW_ERR_QUOTA_EXCEEDED' ? 'quota' : 'rate_limit');
+    if (status === 429) this.metrics.limited(errorCode === 'GW_ERR_QUOTA_EXCEEDED' || errorCode === 'GW_ERR_BUDGET_EXCEEDED' ? 'quota' : 'rate_limit');
     this.logger.info(
       {
         request_id: requestIdOf(req),
@@ -134,10 +138,6 @@ export class ObservedUsageAccounting implements UsageAccounting {
     private readonly inner: UsageAccounting,
     private readonly observer: RequestObserver,
   ) {}
-
-  checkQuota(caller: CallerKey | undefined): Promise<void> {
-    return this.inner.checkQuota(caller);
-  }
 
   extractor(format: WireFormat, route: UpstreamRouteId, resolved: ResolvedModel) {
     return this.inner.extractor(format, route, resolved);

@@ -16,7 +16,7 @@ const fieldsOf = <T>(fields: Record<keyof T, true>): readonly string[] => Object
 export const KNOWN_FIELDS = {
   plugin: fieldsOf<ProviderPlugin>({ contract: true, vendor: true, envPrefix: true, routes: true, models: true, aliases: true, streamFixups: true, usageExtractors: true, nativeChat: true }),
   route: fieldsOf<UpstreamRoute>({ path: true, format: true, auth: true, modelIds: true, forwardHeaders: true, defaultHeaders: true }),
-  model: fieldsOf<ModelDeclaration>({ id: true, upstreamModel: true, upstreamModels: true, alternateIds: true, listed: true, routes: true, pricing: true, webSearch: true }),
+  model: fieldsOf<ModelDeclaration>({ id: true, upstreamModel: true, upstreamModels: true, alternateIds: true, listed: true, routes: true, pricing: true, webSearch: true, maxOutputTokens: true }),
   pricing: fieldsOf<ModelPricing>({ input: true, cachedInput: true, output: true }),
   alias: fieldsOf<AliasDeclaration>({ id: true, target: true, routes: true, listed: true }),
   streamFixup: fieldsOf<StreamFixupDeclaration>({ name: true, route: true, models: true, fixup: true, createState: true }),

@@ -128,6 +128,11 @@ export interface ModelDeclaration {
   readonly pricing: ModelPricing;
   /** Whether the provider's native web search tool is available for this model. */
   readonly webSearch?: boolean;
+  /**
+   * The most output tokens the model produces when a request sets no cap: what a request without
+   * `max_tokens` (or its route's equivalent) reserves on token and money limits. Default: 4096.
+   */
+  readonly maxOutputTokens?: number;
 }
 
 /** A latest alias: a bare ID (no vendor prefix) that resolves to one of the plugin's models. */

@@ -164,6 +164,7 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
       if (!(typeof pricing[key] === 'number' && pricing[key] >= 0)) fail(`${field}.pricing.${key}`, `must be USD per 1M tokens (a number >= 0), got ${JSON.stringify(pricing[key])}`);
     }
     if (model.webSearch !== undefined && typeof model.webSearch !== 'boolean') fail(`${field}.webSearch`, 'must be true or false');
+    if (model.maxOutputTokens !== undefined && !(Number.isSafeInteger(model.maxOutputTokens) && (model.maxOutputTokens as number) > 0)) fail(`${field}.maxOutputTokens`, 'must be a positive integer');
     if (model.upstreamModel !== undefined && typeof model.upstreamModel !== 'string') fail(`${field}.upstreamModel`, 'must be a string');
     if (model.upstreamModels !== undefined) {
       if (!isRecord(model.upstreamModels)) return fail(`${field}.upstreamModels`, 'must map routes to names');

@@ -39,6 +39,9 @@ import { ObservedUsageAccounting, RequestObserver } from '../ops/request-observe
 import { EmbeddedUsageStore } from '../stores/usage/embedded-usage-store.ts';
 import { RedisUsageStore } from '../stores/usage/redis-usage-store.ts';
 import { GatewayUsageAccounting } from '../usage/usage-accounting.ts';
+import type { LimitLedger } from '../usage/limit-ledger.ts';
+import { MemoryLedger } from '../stores/limits/memory-ledger.ts';
+import { BudgetGate } from '../data-plane/limits/budget-gate.ts';
 import { adminUsageRoute, ownUsageRoute } from '../control-plane/usage-routes.ts';
 import type { UsageStore } from '../usage/usage-store.ts';
 
@@ -122,6 +125,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     envPrefix: (vendor) => live.current.endpoints.envPrefix(vendor),
   };
   const { redis, keys, usage } = await openStores(config, logger);
+  const ledger: LimitLedger = new MemoryLedger();
   const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
   const accounting = new GatewayUsageAccounting(usage, currentRegistry, logger);
   const metrics = new GatewayMetrics({
@@ -160,6 +164,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     upstream,
     endpoints,
     usage: new ObservedUsageAccounting(accounting, observer),
+    budgets: new BudgetGate({ ledger, logger }),
     openStreams: { opened: () => metrics.streamOpened(), closed: () => metrics.streamClosed() },
     pluginFaults: (fault, site) => {
       metrics.pluginError(fault.plugin, fault.hook);
@@ -183,7 +188,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   // Asks Redis itself, so a stall shows (and clears) without any model request.
   const readiness = async () => {
     const redisState = redis ? ((await answersWithin(redis, 250)) ? 'ready' : 'unavailable') : 'not configured';
-    const degraded = limiters.degraded() || !usage.healthy || redisState === 'unavailable';
+    const degraded = limiters.degraded() || ledger.degraded() || !usage.healthy || redisState === 'unavailable';
     return {
       status: draining ? 'shutting down' : degraded ? 'degraded' : 'ok',
       redis: redisState,
@@ -308,6 +313,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       await drained;
       clearInterval(sweep);
       await accounting.flush();
+      await ledger.close();
       await usage.close();
       await keys.close();
       limiters.shutdown();

@@ -4,7 +4,6 @@ import type { ModelRegistry, ResolvedModel } from '../core/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
 import type { CallerKey, Exchange, RecordedUsage, UsageAccounting } from '../core/exchange.ts';
 import { charge } from './pricing.ts';
-import { checkQuota } from './quota.ts';
 import { estimateUsage } from './token-estimate.ts';
 import { buildUsageRecord } from './usage-record.ts';
 import type { UsageStore } from './usage-store.ts';
@@ -38,11 +37,6 @@ export class GatewayUsageAccounting implements UsageAccounting {
     private readonly now: () => Date = () => new Date(),
   ) {}
 
-  async checkQuota(caller: CallerKey | undefined): Promise<void> {
-    if (!caller?.quota) return;
-    await checkQuota(this.store, caller.id, caller.quota, this.now(), this.logger);
-  }
-
   extractor(format: WireFormat, route: UpstreamRouteId, resolved: ResolvedModel): UsageExtractor {
     return this.registry().usageExtractor(route, resolved.canonicalId) ?? WIRE_FORMATS[format].usage;
   }
@@ -58,7 +52,9 @@ export class GatewayUsageAccounting implements UsageAccounting {
   record(exchange: Exchange): Promise<RecordedUsage> | undefined {
     try {
       const time = this.now();
-      const finish = (usage: TokenUsage | undefined, estimated: boolean) =>
+      const finish = (usage: TokenUsage | undefined, estimated: boolean) => {
+        // The reservation settles to the figures of the record, estimated ones included.
+        exchange.settlement?.settle(usage, exchange.resolved.model.pricing);
         this.store.record(
           buildUsageRecord({
             keyId: exchange.keyId ?? ANONYMOUS_KEY_ID,
@@ -79,6 +75,7 @@ export class GatewayUsageAccounting implements UsageAccounting {
             time,
           }),
         );
+      };
       const reported = exchange.usage;
       // A plugin fault leaves the answer's usage unread or partly read, as a cut stream does.
       const cutShort = (exchange.stream && exchange.outcome !== 'complete') || exchange.outcome === 'plugin_error';

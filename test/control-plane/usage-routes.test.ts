@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import type { TokenUsage } from '../../src/plugins/plugin-contract.ts';
 import express from 'express';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -218,13 +219,14 @@ describe('usage accounting of exchanges', () => {
     expect(estimated!.outputTokens).to.be.within(110_000, 150_000);
   });
 
-  it('checks the caller\'s quota against the store', async () => {
-    accounting.record(exchange({ usage: { inputTokens: 50, outputTokens: 7, cachedTokens: 20 } }));
+  it('settles an exchange\'s reservation to the usage its record stores, estimated ones included', async () => {
+    const settled: [TokenUsage | undefined, unknown][] = [];
+    const settlement = { settle: (usage: TokenUsage | undefined, pricing: unknown) => void settled.push([usage, pricing]) };
+    accounting.record(exchange({ usage: { inputTokens: 50, outputTokens: 7, cachedTokens: 20 }, settlement }));
+    accounting.record(exchange({ status: 200, outcome: 'upstream_cut', usage: undefined, settlement }));
     await accounting.flush();
-    await accounting.checkQuota({ id: 'key_a', quota: { daily: 43 } });
-    await accounting.checkQuota(undefined);
-    let detail = '';
-    await accounting.checkQuota({ id: 'key_a', quota: { daily: 42 } }).catch((error: Error) => (detail = error.message));
-    expect(detail).to.equal('Quota exceeded: 42 of 42 charged tokens used today (UTC)');
+    expect(settled).to.have.length(2);
+    expect(settled[0]![0]).to.deep.equal({ inputTokens: 50, outputTokens: 7, cachedTokens: 20 });
+    expect(settled[1]![0]!.outputTokens).to.be.greaterThan(0);
   });
 });

@@ -8,6 +8,7 @@ import type { CallerKey } from '../../core/exchange.ts';
 import type { RedisConnection } from '../../stores/redis/redis-client.ts';
 import { FallbackStore } from '../../stores/counters/fallback-store.ts';
 import { clientAddress } from '../../core/client-address.ts';
+import { tighter, type LimitState } from '../../core/rate-limit-headers.ts';
 
 const UNITS: readonly (readonly [number, string])[] = [
   [86_400_000, 'day'],
@@ -53,11 +54,12 @@ export interface RateLimiterOptions {
  */
 export interface KeyRateLimit extends RequestHandler {
   /**
-   * Counts one request of `caller` (`anonymous` when the routes are open), sets the RateLimit headers on
-   * `res`, and rejects with the 429 (and its Retry-After) over the limit. A store error lets the
-   * request through.
+   * Counts one request of `caller` (`anonymous` when the routes are open) against its key's limit and,
+   * when its team has an `rpm`, the team's; sets the RateLimit headers on `res` (the key's), and
+   * rejects with the 429 (and its Retry-After) of the limit exceeded. Resolves with where the tighter
+   * of the two stands (undefined when the store failed: a store error lets the request through).
    */
-  count(caller: CallerKey | undefined, res: ServerResponse): Promise<void>;
+  count(caller: CallerKey | undefined, res: ServerResponse): Promise<LimitState | undefined>;
 }
 
 export interface RateLimiters {
@@ -70,8 +72,11 @@ export interface RateLimiters {
   shutdown(): void;
 }
 
-/** One counter store (express-rate-limit's `Store`: memory, Redis, or Redis falling back to memory) behind the one decision. */
-export type LimitDecision = (key: string, limit: number, res: ServerResponse) => Promise<void>;
+/**
+ * One counter store (express-rate-limit's `Store`: memory, Redis, or Redis falling back to memory) behind
+ * the one decision; `headers` false counts without writing the RateLimit headers (a team's count).
+ */
+export type LimitDecision = (key: string, limit: number, res: ServerResponse, scope?: 'key' | 'team', headers?: boolean) => Promise<LimitState | undefined>;
 
 /**
  * The gateway's rate limits, counted in express-rate-limit's stores: in Redis when it is configured
@@ -96,7 +101,15 @@ export function createRateLimiters(options: RateLimiterOptions = {}): RateLimite
   const stores = [keyStore, addressStore];
   const perKeyDecision = limitDecision(keyStore, windowMs, logger);
   const perAddressDecision = limitDecision(addressStore, windowMs, logger);
-  const count: KeyRateLimit['count'] = (caller, res) => perKeyDecision(caller?.id ?? 'anonymous', caller?.rpm ?? max, res);
+  const count: KeyRateLimit['count'] = async (caller, res) => {
+    const teamRpm = caller?.team?.rpm;
+    if (teamRpm === undefined) return perKeyDecision(caller?.id ?? 'anonymous', caller?.rpm ?? max, res);
+    // Both counted at once (one Redis round trip when pipelined); either refusing refuses the request.
+    const [key, team] = await Promise.allSettled([perKeyDecision(caller!.id, caller!.rpm ?? max, res), perKeyDecision(`team:${caller!.team!.name}`, teamRpm, res, 'team', false)]);
+    if (key.status === 'rejected') throw key.reason;
+    if (team.status === 'rejected') throw team.reason;
+    return tighter(key.value, team.value);
+  };
   const perKey: RequestHandler = (_req, res, next) => void count(res.locals.apiKey as CallerKey | undefined, res).then(() => next(), next);
   return {
     perKey: Object.assign(perKey, { count }),
@@ -144,14 +157,21 @@ const POLICY_CACHE_LIMIT = 10_000;
  */
 function limitDecision(store: Store, windowMs: number, logger: Logger): LimitDecision {
   const policies = new Map<string, { name: string; policy: string }>();
-  return async function count(key, limit, res) {
+  return async function count(key, limit, res, scope = 'key', headers = true) {
     let totalHits: number;
     let resetTime: Date | undefined;
     try {
       ({ totalHits, resetTime } = await store.increment(key));
     } catch (error) {
       logger.error(error, 'express-rate-limit: error from store, allowing request without rate-limiting.');
-      return;
+      return undefined;
+    }
+    const now = Date.now();
+    const resetSeconds = resetTime ? Math.max(0, Math.ceil((resetTime.getTime() - now) / 1e3)) : Math.ceil(windowMs / 1e3);
+    const state: LimitState = { limit, remaining: Math.max(limit - totalHits, 0), resetAt: resetTime?.getTime() ?? now + windowMs };
+    if (!headers) {
+      if (totalHits > limit) throw rateLimited(`${rateLimitText(limit, windowMs)} (team)`, { 'Retry-After': String(resetSeconds) }, { kind: 'rpm', scope });
+      return state;
     }
     const cacheKey = `${limit}:${key}`;
     let policy = policies.get(cacheKey);
@@ -160,12 +180,12 @@ function limitDecision(store: Store, windowMs: number, logger: Logger): LimitDec
       policy = policyOf(key, limit, windowMs);
       policies.set(cacheKey, policy);
     }
-    const resetSeconds = resetTime ? Math.max(0, Math.ceil((resetTime.getTime() - Date.now()) / 1e3)) : Math.ceil(windowMs / 1e3);
     res.setHeader('RateLimit', `${policy.name}; r=${Math.max(limit - totalHits, 0)}; t=${resetSeconds}`);
     res.setHeader('RateLimit-Policy', policy.policy);
     if (totalHits > limit) {
       res.setHeader('Retry-After', String(resetSeconds));
-      throw rateLimited(rateLimitText(limit, windowMs), { 'Retry-After': String(resetSeconds) });
+      throw rateLimited(rateLimitText(limit, windowMs), { 'Retry-After': String(resetSeconds) }, { kind: 'rpm', scope });
     }
+    return state;
   };
 }

@@ -14,6 +14,7 @@ import type { RouteServices } from '../route-services.ts';
 import { StreamedText } from './streamed-text.ts';
 import { assertReadKeysOnce } from './upstream-body.ts';
 import { validateRequest } from './validate-request.ts';
+import { reserveBudget } from './reserve-budget.ts';
 import type { ModelHandler, RequestContext } from '../request-context.ts';
 
 /** Validates the body and resolves its model; one 400 lists every bad field, the model included. */
@@ -32,11 +33,10 @@ export function resolveRequest(services: RouteServices, route: UpstreamRouteId, 
   return resolved!;
 }
 
-/** The caller's key, its model permission checked, and its quota. */
-export async function admitCaller(services: RouteServices, context: RequestContext, resolved: ResolvedModel): Promise<CallerKey | undefined> {
+/** The caller's key, its model permission checked. */
+export function admitCaller(context: RequestContext, resolved: ResolvedModel): CallerKey | undefined {
   const caller = context.caller;
   assertModelAllowed(caller, resolved.canonicalId);
-  await services.usage.checkQuota(caller);
   return caller;
 }
 
@@ -61,8 +61,10 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     const { bytes, body, members, end } = await readJsonRequestBody(req, services.bodyLimitBytes);
     assertReadKeysOnce(members);
     const resolved = resolveRequest(services, route, body);
-    const caller = await admitCaller(services, context, resolved);
+    const caller = admitCaller(context, resolved);
     const pool = poolFor(services, resolved);
+    const reserving = reserveBudget(services, context, res, resolved, bytes.length, body);
+    if (reserving) await reserving;
     const call = new CompatibleCall(services, services.registry(), route, resolved, body.stream === true, { bytes, members, end });
     const streamed = new StreamedText((data) => services.usage.streamedText(call.format, data));
     const { requestId } = context;

@@ -35,7 +35,7 @@ export class ExchangeRecorder {
 
   constructor(
     private readonly services: RouteServices,
-    private readonly context: Pick<RequestContext, 'upstreamEndpoint' | 'upstreamAttempts' | 'recorded'>,
+    private readonly context: Pick<RequestContext, 'upstreamEndpoint' | 'upstreamAttempts' | 'recorded' | 'reservation'>,
     private readonly basis: ExchangeBasis,
     /** The model that served (a fallback's, once the route moved on to one). */
     public model: ResolvedModel,
@@ -70,7 +70,9 @@ export class ExchangeRecorder {
       attempts: tally.count,
       requestBody: basis.requestBody,
       responseText: basis.responseText,
+      settlement: this.context.reservation,
     };
+    this.context.reservation?.handOver();
     this.context.upstreamEndpoint = tally.endpoint?.name;
     this.context.upstreamAttempts = tally.count;
     this.context.recorded = true;

@@ -16,6 +16,7 @@ import { attemptChat, chatCall, chatResult, type ChatCall } from './native-chat-
 import type { RouteServices } from '../route-services.ts';
 import { NATIVE_CHAT_SCHEMA } from './request-schemas.ts';
 import { validateRequest } from './validate-request.ts';
+import { reserveBudget } from './reserve-budget.ts';
 
 export { backoffMs, DEFAULT_RETRY_POLICY, retryAfterMs, type RetryPolicy };
 
@@ -88,8 +89,10 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     const body = await readJsonObject(req, services.bodyLimitBytes);
     const registry = services.registry();
     const resolved = validate(registry, body);
-    const caller = await admitCaller(services, context, resolved);
+    const caller = admitCaller(context, resolved);
     const pool = poolFor(services, resolved);
+    const reserving = reserveBudget(services, context, res, resolved, Buffer.byteLength(JSON.stringify(body)), body);
+    if (reserving) await reserving;
     const call = nativeCall(() => chatCall(services, registry, resolved, body, context.requestId, policy, startedAt), services, { route: 'chat', model: resolved.canonicalId, requestId: context.requestId });
     const recorder = new ExchangeRecorder(services, context, chatBasis(caller?.id, call, startedAt), resolved);
     recorder.upstreamSpentMs = 0;

@@ -53,7 +53,6 @@ export async function startRouteTestApp(
 ): Promise<RouteTestApp> {
   const exchanges: Exchange[] = [];
   const usage: UsageAccounting = {
-    checkQuota: async () => {},
     extractor: () => testExtractor,
     streamedText: (_format, data) => data,
     charge: (tokens) => ({ totalTokens: tokens.inputTokens + tokens.outputTokens, chargedTokens: tokens.inputTokens + tokens.outputTokens }),

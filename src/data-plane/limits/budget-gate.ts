@@ -1,0 +1,91 @@
+import type { Logger } from 'pino';
+import type { CallerKey } from '../../core/exchange.ts';
+import { budgetExceeded, quotaExceeded, tokenRateLimited, type GatewayError } from '../../core/gateway-errors.ts';
+import type { Meter } from '../../core/limits.ts';
+import type { ModelPricing } from '../../plugins/plugin-contract.ts';
+import { tighter, type LimitState } from '../../core/rate-limit-headers.ts';
+import type { LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
+import { metersOf } from '../../usage/limit-meters.ts';
+import { formatCost } from '../../usage/pricing.ts';
+import { demandsFor, Reservation, type RequestEstimate } from '../../usage/reservation.ts';
+
+/** A request let in: what it holds on its limits, and where its tightest tokens-per-minute limit stands. */
+export interface Admitted {
+  readonly reservation: Reservation;
+  readonly tokens?: LimitState;
+}
+
+export interface BudgetGateOptions {
+  /** The counters (the embedded ledger, or Redis with its in-process fallback). */
+  readonly ledger: LimitLedger;
+  readonly logger: Logger;
+  readonly now?: () => number;
+}
+
+const THRESHOLDS = [0.8, 1] as const;
+const LOGGED_LIMIT = 10_000;
+
+/**
+ * The admission stage of token and money limits: for a caller whose key or team has a `tpm`, a
+ * `quota` or a `budget`, reserves the request's estimate on every one of them at once (all or none),
+ * or refuses it with the 429 of the first limit without room for its input, and a `Retry-After` until
+ * that limit's window ends. A caller with none of them costs one array allocation.
+ */
+export class BudgetGate {
+  private readonly now: () => number;
+  private readonly logged = new Set<string>();
+
+  constructor(private readonly options: BudgetGateOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Reserves for one request (undefined when no limit applies); throws or rejects with the 429 of the limit that refused. */
+  admit(caller: CallerKey | undefined, estimate: RequestEstimate, pricing: ModelPricing): Admitted | undefined | Promise<Admitted | undefined> {
+    const now = this.now();
+    const meters = metersOf(caller, now);
+    if (meters.length === 0) return undefined;
+    const result = this.options.ledger.reserve(demandsFor(meters, estimate, pricing));
+    if (result instanceof Promise) return result.then((settled) => this.decide(meters, settled, now));
+    return this.decide(meters, result, now);
+  }
+
+  private decide(meters: readonly Meter[], result: ReserveResult, now: number): Admitted {
+    let tokens: LimitState | undefined;
+    meters.forEach((meter, index) => {
+      if (meter.kind === 'tpm') tokens = tighter(tokens, { limit: meter.limit, remaining: meter.limit - result.used[index]!, resetAt: meter.resetAt });
+    });
+    if (result.refused !== undefined) throw refusal(meters[result.refused]!, result.used[result.refused]!, now);
+    meters.forEach((meter, index) => this.noteCrossing(meter, result.used[index]! - result.reserved[index]!, result.used[index]!));
+    return { reservation: new Reservation(this.options.ledger, meters, result.reserved), tokens };
+  }
+
+  // One log line per day or month window when use (reservations included) crosses 80 % and 100 %.
+  private noteCrossing(meter: Meter, before: number, after: number): void {
+    if (meter.period === 'minute') return;
+    for (const threshold of THRESHOLDS) {
+      const mark = meter.limit * threshold;
+      if (before >= mark || after < mark) continue;
+      const key = `${meter.counter}@${threshold}`;
+      if (this.logged.has(key)) continue;
+      if (this.logged.size >= LOGGED_LIMIT) this.logged.clear();
+      this.logged.add(key);
+      const unitUsed = meter.kind === 'budget' ? { used_usd: Number(formatCost(after / 1e9)), limit_usd: Number(formatCost(meter.limit / 1e9)) } : { used_tokens: after, limit_tokens: meter.limit };
+      this.options.logger.warn(
+        { [meter.scope === 'key' ? 'key_id' : 'team']: meter.owner, limit: meter.kind, period: meter.period, percent: threshold * 100, ...unitUsed },
+        `${meter.scope} ${meter.kind === 'budget' ? 'budget' : 'token quota'} ${threshold === 1 ? 'reached' : 'at 80 %'} for the ${meter.period} (UTC)`,
+      );
+    }
+  }
+}
+
+const PERIOD_TEXT = { minute: 'per 1 minute', day: 'today (UTC)', month: 'this month (UTC)' } as const;
+
+/** The 429 of a limit without room for the request's input, waiting until its window ends. */
+function refusal(meter: Meter, used: number, now: number): GatewayError {
+  const headers = { 'Retry-After': String(Math.max(1, Math.ceil((meter.resetAt - now) / 1000))) };
+  const limit = { kind: meter.kind, scope: meter.scope } as const;
+  const whose = meter.scope === 'team' ? ` (team '${meter.owner}')` : '';
+  if (meter.kind === 'tpm') return tokenRateLimited(`${meter.limit} tokens ${PERIOD_TEXT.minute}${whose}; ${Math.max(0, meter.limit - used)} left this minute`, headers, limit);
+  if (meter.kind === 'quota') return quotaExceeded(`${used} of ${meter.limit} charged tokens used ${PERIOD_TEXT[meter.period]}${whose}`, headers, limit);
+  return budgetExceeded(`$${formatCost(used / 1e9)} of $${formatCost(meter.limit / 1e9)} used ${PERIOD_TEXT[meter.period]}${whose}`, headers, limit);
+}

@@ -1,0 +1,86 @@
+import type { Meter } from '../core/limits.ts';
+import type { Settlement } from '../core/exchange.ts';
+import type { ModelPricing, TokenUsage } from '../plugins/plugin-contract.ts';
+import type { CounterChange, CounterDemand, LimitLedger } from './limit-ledger.ts';
+import { charge, costNanoUsd } from './pricing.ts';
+
+/** The output cap assumed for a model whose plugin declares none and a request that sets none. */
+export const DEFAULT_OUTPUT_CAP = 4096;
+
+/** What a request is expected to use, before it is sent: its input and at most this much output. */
+export interface RequestEstimate {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+/**
+ * A request's estimate from its body size and output cap. The input is a byte count over four, the
+ * common rule of thumb for English text and JSON; it errs high for a JSON body (its field names and
+ * punctuation count too), so a request is refused a little early rather than let through late.
+ */
+export function estimateRequest(bodyBytes: number, outputCap: number): RequestEstimate {
+  return { inputTokens: Math.max(1, Math.ceil(bodyBytes / 4)), outputTokens: Math.max(0, Math.floor(outputCap)) };
+}
+
+// USD per 1M tokens to nano-USD per token is a factor of 1000.
+const nanoFor = (tokens: number, pricePerMillion: number): number => Math.ceil(tokens * Math.max(0, pricePerMillion) * 1000);
+
+/**
+ * What a request asks of each meter: the whole estimate (input + output cap; for money, their price),
+ * and at least its input (or the input's price) left, else it is refused.
+ */
+export function demandsFor(meters: readonly Meter[], estimate: RequestEstimate, pricing: ModelPricing): CounterDemand[] {
+  const tokens = estimate.inputTokens + estimate.outputTokens;
+  const inputNano = nanoFor(estimate.inputTokens, pricing.input);
+  const wholeNano = inputNano + nanoFor(estimate.outputTokens, pricing.output);
+  return meters.map((meter) => {
+    if (meter.kind === 'budget') {
+      // A request that costs nothing is never refused for money; one that costs anything needs a nano-USD at least.
+      return { counter: meter.counter, limit: meter.limit, want: wholeNano, need: wholeNano > 0 ? Math.max(1, inputNano) : 0, resetAt: meter.resetAt };
+    }
+    return { counter: meter.counter, limit: meter.limit, want: tokens, need: estimate.inputTokens, resetAt: meter.resetAt };
+  });
+}
+
+/** A usage's figure on each kind of meter: tokens per minute, charged tokens, nano-USD. */
+function figureOf(meter: Meter, usage: TokenUsage, pricing: ModelPricing): number {
+  if (meter.kind === 'tpm') return usage.inputTokens + usage.outputTokens;
+  const charged = charge(usage, pricing);
+  return meter.kind === 'quota' ? charged.chargedTokens : costNanoUsd(charged.costUsd);
+}
+
+/**
+ * What one admitted request holds on its meters until it settles: once, to the usage its record
+ * stores (reported, or estimated for a cut answer), or to nothing when it failed without cost.
+ */
+export class Reservation implements Settlement {
+  private state: 'open' | 'handed' | 'settled' = 'open';
+
+  constructor(
+    private readonly ledger: Pick<LimitLedger, 'adjust'>,
+    readonly meters: readonly Meter[],
+    readonly reserved: readonly number[],
+  ) {}
+
+  /** Usage accounting owns it from here: only {@link settle} ends it (after an estimate, maybe). */
+  handOver(): void {
+    if (this.state === 'open') this.state = 'handed';
+  }
+
+  /** Gives everything back, unless usage accounting took the reservation over. */
+  release(): void {
+    if (this.state === 'open') this.settle(undefined, undefined);
+  }
+
+  settle(usage: TokenUsage | undefined, pricing: ModelPricing | undefined): void {
+    if (this.state === 'settled') return;
+    this.state = 'settled';
+    const changes: CounterChange[] = [];
+    this.meters.forEach((meter, index) => {
+      const real = usage && pricing ? figureOf(meter, usage, pricing) : 0;
+      const delta = real - this.reserved[index]!;
+      if (delta !== 0) changes.push({ counter: meter.counter, delta, resetAt: meter.resetAt });
+    });
+    if (changes.length > 0) this.ledger.adjust(changes);
+  }
+}
