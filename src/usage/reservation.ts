@@ -14,12 +14,12 @@ export interface RequestEstimate {
 }
 
 /**
- * A request's estimate from its body size and output cap. The input is a byte count over four, the
- * common rule of thumb for English text and JSON; it errs high for a JSON body (its field names and
- * punctuation count too), so a request is refused a little early rather than let through late.
+ * A request's estimate from the size of its prompt text (see `promptCharacters`) and its output cap:
+ * the input is a character count over four, the common rule of thumb for English text, made without
+ * a tokenizer so admission stays cheap; settlement corrects it to the provider's figures.
  */
-export function estimateRequest(bodyBytes: number, outputCap: number): RequestEstimate {
-  return { inputTokens: Math.max(1, Math.ceil(bodyBytes / 4)), outputTokens: Math.max(0, Math.floor(outputCap)) };
+export function estimateRequest(promptChars: number, outputCap: number): RequestEstimate {
+  return { inputTokens: Math.max(1, Math.ceil(promptChars / 4)), outputTokens: Math.max(0, Math.floor(outputCap)) };
 }
 
 // USD per 1M tokens to nano-USD per token is a factor of 1000.

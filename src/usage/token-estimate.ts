@@ -29,6 +29,25 @@ export function promptText(body: Record<string, unknown>): string {
   return parts.join('\n');
 }
 
+/**
+ * The characters of a request's prompt text (as {@link promptText} finds it, without joining it): the
+ * cheap measure a reservation's input estimate is made from before the request is sent.
+ */
+export function promptCharacters(body: Readonly<Record<string, unknown>>): number {
+  let chars = 0;
+  const walk = (value: unknown): void => {
+    if (typeof value === 'string') {
+      if (!value.startsWith('data:')) chars += value.length;
+    } else if (Array.isArray(value)) {
+      for (const entry of value) walk(entry);
+    } else if (typeof value === 'object' && value !== null) {
+      for (const key in value) if (!SKIPPED_KEYS.has(key)) walk((value as Record<string, unknown>)[key]);
+    }
+  };
+  for (const field of PROMPT_FIELDS) walk(body[field]);
+  return chars;
+}
+
 /** Where the gateway's estimates are counted: off the serving thread, the tokenizer loaded on first need. */
 export const tokenizerThread = new TokenizerThread();
 

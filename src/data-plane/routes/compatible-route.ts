@@ -63,7 +63,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     const resolved = resolveRequest(services, route, body);
     const caller = admitCaller(context, resolved);
     const pool = poolFor(services, resolved);
-    const reserving = reserveBudget(services, context, res, resolved, bytes.length, body);
+    const reserving = reserveBudget(services, context, res, resolved, body);
     if (reserving) await reserving;
     const call = new CompatibleCall(services, services.registry(), route, resolved, body.stream === true, { bytes, members, end });
     const streamed = new StreamedText((data) => services.usage.streamedText(call.format, data));

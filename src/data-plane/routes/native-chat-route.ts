@@ -91,7 +91,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     const resolved = validate(registry, body);
     const caller = admitCaller(context, resolved);
     const pool = poolFor(services, resolved);
-    const reserving = reserveBudget(services, context, res, resolved, Buffer.byteLength(JSON.stringify(body)), body);
+    const reserving = reserveBudget(services, context, res, resolved, body);
     if (reserving) await reserving;
     const call = nativeCall(() => chatCall(services, registry, resolved, body, context.requestId, policy, startedAt), services, { route: 'chat', model: resolved.canonicalId, requestId: context.requestId });
     const recorder = new ExchangeRecorder(services, context, chatBasis(caller?.id, call, startedAt), resolved);

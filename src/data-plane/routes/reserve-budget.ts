@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { ResolvedModel } from '../../core/model-registry.ts';
 import { rateLimitHeaders } from '../../core/rate-limit-headers.ts';
 import { DEFAULT_OUTPUT_CAP, estimateRequest } from '../../usage/reservation.ts';
+import { promptCharacters } from '../../usage/token-estimate.ts';
 import { setHeaders } from '../data-plane.ts';
 import type { Admitted } from '../limits/budget-gate.ts';
 import type { RequestContext } from '../request-context.ts';
@@ -18,15 +19,15 @@ export function outputCapOf(body: Readonly<Record<string, unknown>>, fields: rea
 
 /**
  * The admit stage of token and money limits, once the model is known and before any upstream call:
- * reserves the request's estimate (its body's size, and its output cap or the model's) on every limit
+ * reserves the request's estimate (its prompt's size, and its output cap or the model's) on every limit
  * of its key and team, or throws the 429 of the one without room. The reservation goes on the
  * request's context; the route's tokens headers on the answer.
  */
-export function reserveBudget(services: RouteServices, context: RequestContext, res: ServerResponse, resolved: ResolvedModel, bodyBytes: number, body: Readonly<Record<string, unknown>>): void | Promise<void> {
+export function reserveBudget(services: RouteServices, context: RequestContext, res: ServerResponse, resolved: ResolvedModel, body: Readonly<Record<string, unknown>>): void | Promise<void> {
   const fields = context.route.outputCapFields;
   if (!services.budgets || !fields) return;
   const cap = outputCapOf(body, fields) ?? resolved.model.maxOutputTokens ?? DEFAULT_OUTPUT_CAP;
-  const admitted = services.budgets.admit(context.caller, estimateRequest(bodyBytes, cap), resolved.model.pricing);
+  const admitted = services.budgets.admit(context.caller, estimateRequest(promptCharacters(body), cap), resolved.model.pricing);
   if (admitted instanceof Promise) return admitted.then((settled) => hold(context, res, settled));
   hold(context, res, admitted);
 }
