@@ -58,7 +58,7 @@ async function sessionCookie(browser: HeadlessBrowser, url: string) {
 
 /**
  * The account page as a person uses it, start to end: a refused sign-in, sign-in by keyboard, two
- * keys created (one copied), calls with the key and their usage and charts, health, a narrow screen,
+ * keys created (one copied), calls with the key and their usage and charts, limits, health, a narrow screen,
  * revocation with confirmation (the revoked key answers 403) and sign-out. Checks accessibility on
  * every view and that the browser saw no error.
  */
@@ -140,6 +140,15 @@ export async function accountJourney(target: AccountTarget, browser: HeadlessBro
   expect(await accessibilityViolations(page)).to.deep.equal([]);
   await screenshot(page, 'account-usage');
 
+  // Limits: every active key with its limits (whether use figures show depends on the gateway's ledger).
+  await page.getByRole('link', { name: 'Limits' }).click();
+  await page.getByRole('heading', { name: 'Limits', level: 1 }).waitFor();
+  const limitsRow = page.locator('#limit-keys-table tbody tr', { hasText: 'e2e browser key' });
+  await limitsRow.waitFor();
+  expect(await limitsRow.locator('td').nth(1).textContent()).to.equal('50');
+  expect(await page.locator('#limit-keys-table tbody tr', { hasText: 'kept browser key' }).count()).to.equal(1);
+  expect(await accessibilityViolations(page)).to.deep.equal([]);
+
   // Health: readiness, every provider's endpoint, the alias table.
   await page.getByRole('link', { name: 'Health' }).click();
   await page.getByRole('heading', { name: 'Health', level: 1 }).waitFor();
@@ -152,7 +161,7 @@ export async function accountJourney(target: AccountTarget, browser: HeadlessBro
 
   // Narrow screen: every view still fits and works.
   await page.setViewportSize({ width: 390, height: 844 });
-  for (const view of ['keys', 'usage', 'health']) {
+  for (const view of ['keys', 'usage', 'limits', 'health']) {
     await page.getByRole('link', { name: view[0]!.toUpperCase() + view.slice(1) }).click();
     await page.locator(`#${view}-view`).waitFor();
     await page.waitForLoadState('networkidle');

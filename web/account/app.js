@@ -1,12 +1,13 @@
-// The account page: sign-in, then the keys, usage and health views behind the hash (#keys, #usage, #health).
+// The account page: sign-in, then the keys, usage, limits and health views behind the hash (#keys, #usage, #limits, #health).
 import { api, ApiError, setCsrfToken } from './api.js';
 import { announce, byId } from './dom.js';
 import { initHealth, showHealth } from './health-view.js';
 import { clearSignedInData, forgetNewKey, initKeys, showKeys } from './keys-view.js';
+import { clearLimits, initLimits, showLimits } from './limits-view.js';
 import { initUsage, showUsage } from './usage-view.js';
 
-const VIEWS = { keys: showKeys, usage: () => showUsage({ reloadKeys: true }), health: showHealth };
-const ALL_SECTIONS = ['disabled-view', 'sign-in-view', 'keys-view', 'usage-view', 'health-view'];
+const VIEWS = { keys: showKeys, usage: () => showUsage({ reloadKeys: true }), limits: showLimits, health: showHealth };
+const ALL_SECTIONS = ['disabled-view', 'sign-in-view', 'keys-view', 'usage-view', 'limits-view', 'health-view'];
 let signedIn = false;
 let expiryTimer;
 
@@ -30,6 +31,7 @@ function setSignedIn(session) {
 function signedOut(message) {
   setSignedIn(undefined);
   clearSignedInData();
+  clearLimits();
   showOnly('sign-in-view');
   announce(message ?? '');
   byId('admin-token').focus();
@@ -91,6 +93,7 @@ async function onSignOut() {
 async function start() {
   initKeys();
   initUsage();
+  initLimits();
   initHealth();
   byId('sign-in-form').addEventListener('submit', onSignIn);
   byId('sign-out').addEventListener('click', onSignOut);

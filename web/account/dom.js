@@ -57,6 +57,14 @@ const numberFormat = new Intl.NumberFormat('en-US');
 export const formatNumber = (value) => numberFormat.format(value);
 export const formatCost = (value) => `$${value.toFixed(value !== 0 && value < 0.01 ? 6 : 4)}`;
 
+const dollars = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 2 });
+const cents = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 6 });
+/** `$1,234.50` from a dollar up; below, up to six decimals (`$0.0042`), so small spend does not show as $0.00. */
+export function formatUsd(value) {
+  if (value > 0 && value < 0.000001) return '< $0.000001';
+  return (Math.abs(value) >= 1 ? dollars : cents).format(value);
+}
+
 /** `2026-11-23 14:05 UTC` */
 export function formatTime(iso) {
   if (!iso) return '—';

@@ -10,6 +10,9 @@ import type { ModelRegistry } from '../../core/model-registry.ts';
 import type { ProviderEndpoints } from '../../data-plane/route-services.ts';
 import { adminUsageRoute, parseUsageQuery } from '../usage-routes.ts';
 import type { UsageStore } from '../../usage/usage-store.ts';
+import type { LimitLedger } from '../../usage/limit-ledger.ts';
+import type { TeamStore } from '../../stores/teams/team-store.ts';
+import { limitUseView } from '../limit-use.ts';
 import { aliasTable, providerHealth, type HealthView } from './account-health.ts';
 import { accountSessions, sameOriginOnly } from './account-sessions.ts';
 import type { SessionStore } from '../../stores/session-store.ts';
@@ -51,6 +54,10 @@ export interface AccountRouterOptions {
   readonly signInStore?: Store;
   readonly bodyLimitBytes?: number;
   readonly now?: () => number;
+  /** The teams `GET /limits` lists; none when absent. */
+  readonly teams?: TeamStore;
+  /** Where `GET /limits` reads token and money use; without it the limits are listed with no use figures. */
+  readonly limits?: Pick<LimitLedger, 'peek'>;
 }
 
 const securityHeaders: RequestHandler = function securityHeaders(_req, res, next) {
@@ -71,7 +78,8 @@ const noStore: RequestHandler = (_req, res, next) => {
 /**
  * The account page, mounted at `/account`: the static page and Chart.js, and under `/account/api`
  * sign-in/out (`POST`/`GET`/`DELETE /session`), the admin API's key and usage operations
- * (`/keys`, `/usage`) behind the session, `GET /usage.csv`, `GET /models` and `GET /health`.
+ * (`/keys`, `/usage`) behind the session, `GET /usage.csv`, `GET /models`, `GET /health` and `GET /limits`
+ * (every key's and team's limits and their use now, see `limitUseView`).
  */
 export function accountRouter(options: AccountRouterOptions): Router {
   const router = Router();
@@ -124,6 +132,16 @@ export function accountRouter(options: AccountRouterOptions): Router {
     res.setHeader('Content-Type', 'text/csv; charset=utf-8');
     res.setHeader('Content-Disposition', `attachment; filename="${usageCsvName(query)}"`);
     res.send(usageCsv(rows, query.groupBy));
+  });
+  api.get('/limits', async (_req, res) => {
+    let view;
+    try {
+      const [keys, teams] = await Promise.all([options.keys.list(), options.teams?.list() ?? []]);
+      view = await limitUseView({ keys, teams, ledger: options.limits, now: (options.now ?? Date.now)() });
+    } catch (error) {
+      throw serviceUnavailable('Limits cannot be read right now (a store or the limit counters are unreachable); please retry shortly', error);
+    }
+    res.json(view);
   });
   api.use(keyRoutes({ keys: options.keys, registry: options.registry, bodyLimitBytes: options.bodyLimitBytes, usage: adminUsageRoute(options.usage) }));
   return router;

@@ -115,7 +115,7 @@ describe('account page routes', () => {
       const state = (await call(app, '/account/api/session')).json;
       expect(state).to.deep.include({ enabled: false, signed_in: false });
       expect(state.detail).to.include('GATEWAY_ADMIN_TOKEN');
-      for (const [method, path] of [['GET', '/account/api/keys'], ['POST', '/account/api/keys'], ['POST', '/account/api/session'], ['GET', '/account/api/health'], ['GET', '/account/api/usage.csv']]) {
+      for (const [method, path] of [['GET', '/account/api/keys'], ['POST', '/account/api/keys'], ['POST', '/account/api/session'], ['GET', '/account/api/health'], ['GET', '/account/api/usage.csv'], ['GET', '/account/api/limits']]) {
         const reply = await call(app, path!, { method, body: method === 'POST' ? { token: TOKEN } : undefined });
         expect(reply.status, `${method} ${path}`).to.equal(404);
         expect(reply.json.detail).to.equal(`No route for ${method} ${path}`);

@@ -1,0 +1,118 @@
+import { keyStatus, type ApiKeyRecord } from '../core/api-keys.ts';
+import type { Limits, LimitPeriod, Meter, MoneyBudget, TeamRecord, TokenQuota } from '../core/limits.ts';
+import type { LimitLedger } from '../usage/limit-ledger.ts';
+import { metersOfLimits } from '../usage/limit-meters.ts';
+
+/** One token or money limit and its use in the window open now. */
+export interface LimitUse {
+  readonly kind: Meter['kind'];
+  readonly period: LimitPeriod;
+  /** `tokens` (integers) for `tpm` and `quota`, `usd` for `budget`. */
+  readonly unit: 'tokens' | 'usd';
+  readonly limit: number;
+  /** Null when no ledger counts use (the view then shows the limits only). */
+  readonly used: number | null;
+  /** What is left of the limit (never below 0: settlement may overshoot it); null as `used`. */
+  readonly remaining: number | null;
+  /** When the window ends and the counter starts again from 0 (ISO date-time). */
+  readonly resets_at: string;
+}
+
+/** The limits an owner carries as configured (null: off; a key's null `rpm` means the gateway's default). */
+export interface LimitSettings {
+  readonly rpm: number | null;
+  readonly tpm: number | null;
+  readonly quota: TokenQuota | null;
+  readonly budget: MoneyBudget | null;
+}
+
+export interface KeyLimitView extends LimitSettings {
+  readonly id: string;
+  readonly name: string;
+  readonly status: 'active' | 'expired';
+  /** The team whose limits the key shares as well; null when none. */
+  readonly team: string | null;
+  /** The key's token and money limits, in the order tpm, daily and monthly quota, daily and monthly budget. */
+  readonly use: readonly LimitUse[];
+}
+
+export interface TeamLimitView extends LimitSettings {
+  readonly name: string;
+  /** The ids of the (non-revoked) keys naming the team. */
+  readonly key_ids: readonly string[];
+  readonly use: readonly LimitUse[];
+}
+
+/** `GET /account/api/limits`: every non-revoked key and every team with its limits and their use now. */
+export interface LimitUseView {
+  readonly object: 'limits';
+  /** False when no ledger is given: limits are listed, `used` and `remaining` are null. */
+  readonly metered: boolean;
+  readonly generated_at: string;
+  readonly keys: readonly KeyLimitView[];
+  readonly teams: readonly TeamLimitView[];
+}
+
+export interface LimitUseInput {
+  readonly keys: readonly ApiKeyRecord[];
+  readonly teams: readonly TeamRecord[];
+  /** Where the counters are read; without it no use is shown. */
+  readonly ledger?: Pick<LimitLedger, 'peek'>;
+  /** Epoch ms. */
+  readonly now: number;
+}
+
+const nanoToUsd = (nano: number): number => Math.round(nano) / 1e9;
+
+function settings(limits: Limits): LimitSettings {
+  return { rpm: limits.rpm ?? null, tpm: limits.tpm ?? null, quota: limits.quota ?? null, budget: limits.budget ?? null };
+}
+
+function limitUse(meter: Meter, value: number | undefined): LimitUse {
+  const money = meter.kind === 'budget';
+  const convert = money ? nanoToUsd : Math.round;
+  return {
+    kind: meter.kind,
+    period: meter.period,
+    unit: money ? 'usd' : 'tokens',
+    limit: convert(meter.limit),
+    used: value === undefined ? null : convert(value),
+    remaining: value === undefined ? null : convert(Math.max(0, meter.limit - value)),
+    resets_at: new Date(meter.resetAt).toISOString(),
+  };
+}
+
+/**
+ * The limits of every non-revoked key (expired ones included, marked so) and every team, each token
+ * and money limit with its use in the window open at `now`, read with one `peek` of every counter.
+ * Money is in USD (the counters hold nano-USD), tokens are integers. Keys come by name, teams by name.
+ */
+export async function limitUseView(input: LimitUseInput): Promise<LimitUseView> {
+  const keys = input.keys.filter((key) => !key.revoked).sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+  const teams = [...input.teams].sort((a, b) => a.name.localeCompare(b.name));
+  const keyMeters = keys.map((key) => metersOfLimits('key', key.id, key, input.now));
+  const teamMeters = teams.map((team) => metersOfLimits('team', team.name, team, input.now));
+  const counters = [...keyMeters, ...teamMeters].flat().map((meter) => meter.counter);
+  const values = input.ledger && counters.length > 0 ? await input.ledger.peek(counters) : [];
+  const valueOf = new Map(counters.map((counter, index) => [counter, values[index]]));
+  const useOf = (meters: Meter[]) => meters.map((meter) => limitUse(meter, input.ledger ? (valueOf.get(meter.counter) ?? 0) : undefined));
+  return {
+    object: 'limits',
+    metered: input.ledger !== undefined,
+    generated_at: new Date(input.now).toISOString(),
+    keys: keys.map((key, index) => ({
+      id: key.id,
+      name: key.name,
+      status: keyStatus(key, input.now) === 'expired' ? 'expired' : 'active',
+      team: key.team ?? null,
+      ...settings(key),
+      use: useOf(keyMeters[index]!),
+    })),
+    teams: teams.map((team, index) => ({
+      name: team.name,
+      key_ids: keys.filter((key) => key.team === team.name).map((key) => key.id),
+      ...settings(team),
+      use: useOf(teamMeters[index]!),
+    })),
+  };
+}
