@@ -54,6 +54,8 @@ export interface Gateway {
   readonly metrics: GatewayMetrics;
   readonly keys: KeyStore;
   readonly usage: UsageStore;
+  /** The counters of token and money limits (reservations included). */
+  readonly limits: LimitLedger;
   /** Waits until every usage record taken so far is stored. */
   flushUsage(): Promise<void>;
   /**
@@ -287,7 +289,12 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     server,
     keys,
     usage,
-    flushUsage: () => accounting.flush(),
+    limits: ledger,
+    // Settlements ride along with the records: flushed after them.
+    flushUsage: async () => {
+      await accounting.flush();
+      await ledger.flush();
+    },
     endInFlight: () => endDrain?.(),
     reloadConfig: (trigger = 'SIGHUP') => live.reload(trigger),
     configVersion: () => live.current.version,

@@ -13,13 +13,17 @@ export interface RequestEstimate {
   readonly outputTokens: number;
 }
 
+/** Tokens a provider adds to any prompt for its framing (roles, separators), on top of its text. */
+export const PROMPT_FRAMING_TOKENS = 8;
+
 /**
  * A request's estimate from the size of its prompt text (see `promptCharacters`) and its output cap:
- * the input is a character count over four, the common rule of thumb for English text, made without
- * a tokenizer so admission stays cheap; settlement corrects it to the provider's figures.
+ * the input is a character count over four (the common rule of thumb for English text) plus the
+ * framing, made without a tokenizer so admission stays cheap; settlement corrects it to the
+ * provider's figures.
  */
 export function estimateRequest(promptChars: number, outputCap: number): RequestEstimate {
-  return { inputTokens: Math.max(1, Math.ceil(promptChars / 4)), outputTokens: Math.max(0, Math.floor(outputCap)) };
+  return { inputTokens: Math.ceil(promptChars / 4) + PROMPT_FRAMING_TOKENS, outputTokens: Math.max(0, Math.floor(outputCap)) };
 }
 
 // USD per 1M tokens to nano-USD per token is a factor of 1000.

@@ -42,8 +42,17 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
   const status = keyStatus(record, now);
   if (status === 'revoked') throw forbidden('This API key has been revoked');
   if (status === 'expired') throw forbidden(`This API key expired at ${record.expiresAt}`);
-  const { id, name, models, rpm, concurrency, quota } = record;
-  return { id, name, ...(models && { models }), ...(rpm !== undefined && { rpm }), ...(concurrency !== undefined && { concurrency }), ...(quota && { quota }) };
+  const { id, name, models, rpm, concurrency, quota, tpm, budget } = record;
+  return {
+    id,
+    name,
+    ...(models && { models }),
+    ...(rpm !== undefined && { rpm }),
+    ...(concurrency !== undefined && { concurrency }),
+    ...(quota && { quota }),
+    ...(tpm !== undefined && { tpm }),
+    ...(budget && { budget }),
+  };
 }
 
 /** Throws 403 unless the key may use the model (its resolved canonical ID). */

@@ -1,0 +1,198 @@
+import { expect } from 'chai';
+import OpenAI from 'openai';
+import { request } from 'undici';
+import { TestRedisServer } from '../helpers/redis-server.ts';
+import { startTestGateway, type TestGateway } from '../helpers/test-gateway.ts';
+import { metersOfLimits } from '../../src/usage/limit-meters.ts';
+import type { Limits } from '../../src/core/limits.ts';
+
+const ADMIN = 'admin-token-for-budget-tests-0001';
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits out the end of a UTC minute, so a test's requests all fall in one tokens-per-minute window. */
+async function freshMinute(needMs = 15_000): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < needMs) await sleep(left + 50);
+}
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  json: any;
+}
+
+async function post(url: string, path: string, key: string, body: unknown): Promise<Answer> {
+  const response = await request(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const text = await response.body.text();
+  return { status: response.statusCode, headers: response.headers, json: text ? JSON.parse(text) : undefined };
+}
+
+const chat = (extra: Record<string, unknown> = {}) => ({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'Count to three' }], ...extra });
+
+async function usageOf(test: TestGateway, keyId: string): Promise<{ requests: number; charged_tokens: number; cost_usd: string; output_tokens: number }> {
+  type Sum = { requests: number; charged_tokens: number; cost_usd: string; output_tokens: number };
+  await test.gateway.flushUsage();
+  const response = await request(`${test.url}/admin/usage?key_id=${keyId}`, { headers: { authorization: `Bearer ${ADMIN}` } });
+  const rows = ((await response.body.json()) as { data: Record<string, any>[] }).data;
+  return rows.reduce<Sum>(
+    (sum, row) => ({
+      requests: sum.requests + row.requests,
+      charged_tokens: sum.charged_tokens + row.charged_tokens,
+      output_tokens: sum.output_tokens + row.output_tokens,
+      cost_usd: (Number(sum.cost_usd) + Number(row.cost_usd)).toFixed(9),
+    }),
+    { requests: 0, charged_tokens: 0, output_tokens: 0, cost_usd: '0' },
+  );
+}
+
+/** The current values of an owner's token and money counters, by `<kind>:<period>`. */
+async function counters(test: TestGateway, scope: 'key' | 'team', owner: string, limits: Limits): Promise<Record<string, number>> {
+  await test.gateway.flushUsage();
+  const meters = metersOfLimits(scope, owner, limits, Date.now());
+  const values = await test.gateway.limits.peek(meters.map((meter) => meter.counter));
+  return Object.fromEntries(meters.map((meter, index) => [`${meter.kind}:${meter.period}`, values[index]!]));
+}
+
+/** Seconds to the next UTC midnight. */
+const secondsToMidnight = () => {
+  const now = new Date();
+  return (Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1) - now.getTime()) / 1000;
+};
+
+for (const store of ['embedded', 'redis'] as const) {
+  describe(`budgets: reserve at admission, settle on the real usage (${store} store)`, function () {
+    this.timeout(120_000);
+    let redis: TestRedisServer | undefined;
+    let test: TestGateway;
+
+    beforeEach(async () => {
+      redis = store === 'redis' ? await TestRedisServer.start() : undefined;
+      test = await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: ADMIN, ...(redis ? { REDIS_URL: redis.url } : {}) } });
+    });
+    afterEach(async () => {
+      await test.close();
+      await redis?.close();
+    });
+
+    it('lets exactly the requests whose reservations fit a tpm reach a slow upstream, 429 with Retry-After for the rest', async () => {
+      // Each reserves its input estimate (14 characters / 4 + 8 = 12) and max_tokens 100: 112 tokens.
+      const { key } = await test.gateway.keys.create({ name: 'tpm', tpm: 1120 });
+      await freshMinute();
+      test.upstreams.zeta.enqueue(...Array.from({ length: 50 }, () => ({ kind: 'delay' as const, ms: 1000 })));
+      const answers = await Promise.all(Array.from({ length: 50 }, () => post(test.url, '/v1/chat/completions', key, chat({ max_tokens: 100 }))));
+      const refused = answers.filter((answer) => answer.status === 429);
+      expect(answers.filter((answer) => answer.status === 200)).to.have.length(10);
+      expect(refused).to.have.length(40);
+      expect(test.upstreams.zeta.requests).to.have.length(10);
+      for (const answer of refused) {
+        expect(Number(answer.headers['retry-after'])).to.be.within(1, 60);
+        expect(answer.json.error.code).to.equal('GW_ERR_TOKEN_RATE_LIMITED');
+        expect(answer.json.error.message).to.match(/^Token rate limit exceeded: 1120 tokens per 1 minute; \d+ left this minute$/);
+      }
+      const served = answers.find((answer) => answer.status === 200)!;
+      expect(served.headers['x-ratelimit-limit-tokens']).to.equal('1120');
+      expect(Number(served.headers['x-ratelimit-remaining-tokens'])).to.be.within(0, 1120 - 112);
+      expect(served.headers['x-ratelimit-reset-tokens']).to.match(/^\d+(\.\d+)?s$|^\d+ms$/);
+      expect(served.headers['x-ratelimit-limit-requests']).to.equal('100');
+    });
+
+    it('keeps a daily quota of 30 charged tokens within its bound under 20 requests at once, then refuses until the next UTC day', async () => {
+      const { key, record } = await test.gateway.keys.create({ name: 'daily 30', quota: { daily: 30 } });
+      const answers = await Promise.all(Array.from({ length: 20 }, () => post(test.url, '/v1/chat/completions', key, chat({ max_tokens: 4 }))));
+      const served = answers.filter((answer) => answer.status === 200).length;
+      const used = await usageOf(test, record.id);
+      expect(used.requests).to.equal(served);
+      // The bound: a limit is exceeded at most by the output of the requests admitted while it had room.
+      expect(used.charged_tokens).to.be.at.most(30 + used.output_tokens);
+      expect(served).to.be.within(1, 3);
+      const after = await post(test.url, '/v1/chat/completions', key, chat({ max_tokens: 4 }));
+      expect(after.status).to.equal(429);
+      expect(after.json.error.code).to.equal('GW_ERR_QUOTA_EXCEEDED');
+      expect(Number(after.headers['retry-after'])).to.be.closeTo(secondsToMidnight(), 3);
+      expect((await counters(test, 'key', record.id, { quota: { daily: 30 } }))['quota:day']).to.equal(used.charged_tokens);
+    });
+
+    it('serves the N requests a daily money budget fits, then 429; the usage cost equals what was served', async () => {
+      const probe = await test.gateway.keys.create({ name: 'probe' });
+      expect((await post(test.url, '/v1/chat/completions', probe.key, chat({ max_tokens: 50 }))).status).to.equal(200);
+      const each = Number((await usageOf(test, probe.record.id)).cost_usd);
+      expect(each).to.be.greaterThan(0);
+      const budget = { daily_usd: Number((each * 5).toFixed(9)) };
+      const { key, record } = await test.gateway.keys.create({ name: 'five requests', budget });
+      const statuses: number[] = [];
+      for (let index = 0; index < 7; index += 1) {
+        const answer = await post(test.url, '/v1/chat/completions', key, chat({ max_tokens: 50 }));
+        statuses.push(answer.status);
+        if (answer.status === 429) {
+          expect(answer.json.error.code).to.equal('GW_ERR_BUDGET_EXCEEDED');
+          expect(Number(answer.headers['retry-after'])).to.be.closeTo(secondsToMidnight(), 3);
+        }
+        await test.gateway.flushUsage();
+      }
+      expect(statuses).to.deep.equal([200, 200, 200, 200, 200, 429, 429]);
+      const used = await usageOf(test, record.id);
+      expect(used.requests).to.equal(5);
+      expect(Number(used.cost_usd)).to.be.closeTo(each * 5, 1e-9);
+      expect((await counters(test, 'key', record.id, { budget }))['budget:day']).to.equal(Math.round(each * 5 * 1e9));
+    });
+
+    it('settles a stream past its reservation to the real figure, a cut stream to its estimate, an upstream 400 to nothing', async () => {
+      const limits: Limits = { quota: { daily: 1_000_000 }, tpm: 1_000_000 };
+      const { key, record } = await test.gateway.keys.create({ name: 'settle', ...limits });
+      await freshMinute();
+      // max_tokens 1 reserves 13 tokens; the upstream writes more than one token regardless.
+      const long = await post(test.url, '/v1/chat/completions', key, chat({ max_tokens: 1 }));
+      expect(long.status).to.equal(200);
+      const real = await usageOf(test, record.id);
+      expect(real.output_tokens).to.be.greaterThan(1);
+      expect(await counters(test, 'key', record.id, limits)).to.deep.include({ 'quota:day': real.charged_tokens });
+
+      test.upstreams.zeta.enqueue({ kind: 'drop-mid-stream', afterEvents: 2 });
+      const cut = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: JSON.stringify(chat({ stream: true })) });
+      await cut.body.text().catch(() => '');
+      await test.gateway.flushUsage();
+      const afterCut = await usageOf(test, record.id);
+      expect(afterCut.requests).to.equal(2);
+      expect(await counters(test, 'key', record.id, limits)).to.deep.include({ 'quota:day': afterCut.charged_tokens });
+
+      test.upstreams.zeta.enqueue({ kind: 'status', status: 400 });
+      expect((await post(test.url, '/v1/chat/completions', key, chat())).status).to.equal(400);
+      expect(await counters(test, 'key', record.id, limits)).to.deep.include({ 'quota:day': afterCut.charged_tokens });
+    });
+
+    it('gives the openai SDK its x-ratelimit-* headers, and its retry waits out the 429 Retry-After', async () => {
+      const { key } = await test.gateway.keys.create({ name: 'sdk', rpm: 1, tpm: 100_000 });
+      const client = new OpenAI({ apiKey: key, baseURL: `${test.url}/v1`, maxRetries: 0 });
+      const { response } = await client.chat.completions.create(chat({ max_tokens: 10 }) as never).withResponse();
+      expect(response.headers.get('x-ratelimit-limit-requests')).to.equal('1');
+      expect(response.headers.get('x-ratelimit-remaining-requests')).to.equal('0');
+      expect(response.headers.get('x-ratelimit-limit-tokens')).to.equal('100000');
+      expect(Number(response.headers.get('x-ratelimit-remaining-tokens'))).to.be.below(100_000);
+      const refused = await client.chat.completions.create(chat() as never).catch((error: unknown) => error);
+      expect(refused).to.be.instanceOf(OpenAI.RateLimitError);
+      expect(Number((refused as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after'))).to.be.within(1, 60);
+    });
+  });
+}
+
+describe('budgets: the openai SDK retry honours Retry-After', function () {
+  this.timeout(60_000);
+  let test: TestGateway;
+  before(async () => {
+    test = await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: ADMIN, RATE_LIMIT_WINDOW_MS: '3000' } });
+  });
+  after(async () => test.close());
+
+  it('waits the seconds the 429 names, then succeeds', async () => {
+    const { key } = await test.gateway.keys.create({ name: 'retry', rpm: 1 });
+    // One retry: only a wait for Retry-After (up to the 3 s window's end) gets it through; the SDK's own backoff (0.5 s) would not.
+    const client = new OpenAI({ apiKey: key, baseURL: `${test.url}/v1`, maxRetries: 1 });
+    await client.chat.completions.create(chat() as never);
+    const started = Date.now();
+    const second = await client.chat.completions.create(chat() as never);
+    expect(second.choices[0]!.message.content).to.be.a('string');
+    // Retry-After names whole seconds up to the window's end (at most 3 s here); the SDK waited for it.
+    expect(Date.now() - started).to.be.within(1500, 10_000);
+    expect(test.upstreams.zeta.requests).to.have.length(2);
+  });
+});
