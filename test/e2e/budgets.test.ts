@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
 import { request } from 'undici';
 import { TestRedisServer } from '../helpers/redis-server.ts';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway.ts';
@@ -194,5 +195,54 @@ describe('budgets: the openai SDK retry honours Retry-After', function () {
     // Retry-After names whole seconds up to the window's end (at most 3 s here); the SDK waited for it.
     expect(Date.now() - started).to.be.within(1500, 10_000);
     expect(test.upstreams.zeta.requests).to.have.length(2);
+  });
+});
+
+describe('budgets: rate-limit headers are the caller\'s, in each format\'s own style', function () {
+  this.timeout(60_000);
+  let test: TestGateway;
+  before(async () => {
+    test = await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: ADMIN } });
+  });
+  after(async () => test.close());
+
+  it('answers Messages with anthropic-ratelimit-* headers the Anthropic SDK reads', async () => {
+    const { key } = await test.gateway.keys.create({ name: 'messages', rpm: 7, tpm: 5000 });
+    const client = new Anthropic({ apiKey: key, baseURL: test.url, maxRetries: 0 });
+    const { response } = await client.messages.create({ model: 'beta-opus-4-8', max_tokens: 20, messages: [{ role: 'user', content: 'Count to three' }] }).withResponse();
+    expect(response.headers.get('anthropic-ratelimit-requests-limit')).to.equal('7');
+    expect(response.headers.get('anthropic-ratelimit-requests-remaining')).to.equal('6');
+    expect(response.headers.get('anthropic-ratelimit-tokens-limit')).to.equal('5000');
+    // 14 characters / 4 + 8 = 12 input tokens and max_tokens 20 reserved.
+    expect(response.headers.get('anthropic-ratelimit-tokens-remaining')).to.equal(String(5000 - 32));
+    const reset = Date.parse(response.headers.get('anthropic-ratelimit-tokens-reset')!);
+    expect(reset - Date.now()).to.be.within(-1000, 61_000);
+    expect(response.headers.get('x-ratelimit-limit-requests')).to.equal(null);
+  });
+
+  it('never passes the upstream\'s own rate-limit headers on as the caller\'s', async () => {
+    const upstreamLimits = {
+      'x-ratelimit-limit-requests': '5000',
+      'x-ratelimit-remaining-requests': '4999',
+      'x-ratelimit-limit-tokens': '800000',
+      'x-ratelimit-remaining-tokens': '799000',
+      'anthropic-ratelimit-requests-limit': '5000',
+    };
+    const completion = {
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      created: 1,
+      model: 'zeta-k3',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'one two three' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 },
+    };
+    test.upstreams.zeta.enqueue({ kind: 'status', status: 200, body: completion, headers: upstreamLimits });
+    const { key } = await test.gateway.keys.create({ name: 'no upstream limits' });
+    const answer = await post(test.url, '/v1/chat/completions', key, chat());
+    expect(answer.status).to.equal(200);
+    expect(answer.headers['x-ratelimit-limit-requests']).to.equal('100');
+    expect(answer.headers['x-ratelimit-remaining-requests']).to.equal('99');
+    expect(answer.headers).not.to.have.property('x-ratelimit-limit-tokens');
+    expect(answer.headers).not.to.have.property('anthropic-ratelimit-requests-limit');
   });
 });
