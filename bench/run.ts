@@ -25,7 +25,7 @@ const { values } = parseArgs({
     streams: { type: 'string', default: '5000' },
     'stream-delay-ms': { type: 'string', default: '4000' },
     before: { type: 'string' },
-    scenarios: { type: 'string', default: 'json,stream,messages-stream,open-streams,workers' },
+    scenarios: { type: 'string', default: 'json,stream,messages-stream,open-streams,workers,admission' },
     // Upstream endpoints per vendor for this tree's gateway (each the same mock upstream), to measure failover's spread.
     endpoints: { type: 'string', default: '1' },
   },
@@ -119,6 +119,8 @@ interface Contender {
   readonly slowUrl: string;
   readonly slowPid: number;
   readonly idleMb: number;
+  /** The API key its requests carry (the static benchmark key when absent). */
+  readonly key?: string;
 }
 
 async function startBare(): Promise<Contender> {
@@ -176,7 +178,7 @@ async function measure(contender: Contender, path: string, body: string, duratio
   const result = await autocannon({
     url: `${contender.url}${path}`,
     method: 'POST',
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+    headers: { authorization: `Bearer ${contender.key ?? KEY}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
     body,
     connections,
     duration,
@@ -343,6 +345,73 @@ if (wanted.has('workers')) {
   }
 }
 
+/**
+ * The cost of admission with token and money limits on: one gateway process, two keys in alternating
+ * rounds, the static key (no limits) and a managed key with a `tpm`, a daily quota and daily and
+ * monthly money budgets (all far out of reach), so every request reserves and settles on five counters.
+ * Embedded store: the CPU per request of each. Redis: the commands Redis ran per request for each
+ * (INFO commandstats), besides the CPU.
+ */
+const admissionRows: string[] = [];
+if (wanted.has('admission')) {
+  const { TestRedisServer } = await import('../test/helpers/redis-server.ts');
+  const redis = await TestRedisServer.start();
+  const { Redis } = await import('ioredis');
+  const commands = async () => {
+    const client = new Redis({ port: redis.port, host: '127.0.0.1' });
+    try {
+      const info = await client.info('commandstats');
+      return [...info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)].reduce((sum, match) => sum + Number(match[2]), 0);
+    } finally {
+      client.disconnect();
+    }
+  };
+  admissionRows.push('| store | scenario | no limits CPU µs/req | tpm + quota + budgets CPU µs/req | difference µs/req | no limits Redis commands/req | with limits Redis commands/req | target |', '|---|---|---:|---:|---:|---:|---:|---|');
+  try {
+    for (const store of ['embedded', 'redis'] as const) {
+      const dataDir = await mkdtemp(join(work, `data-admission-${store}-`));
+      const admin = 'bench-admin-token-0123456789abcdef';
+      const env = gatewayEnv(here, upstream.url, dataDir, { GATEWAY_ADMIN_TOKEN: admin, ...(store === 'redis' ? { REDIS_URL: redis.url } : {}) });
+      const started = await start([...here.nodeArgs, here.script('src/main.ts')], env, /"url":"([^"]+)"/);
+      const created = await fetch(`${started.url}/admin/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'budgeted', tpm: 1_000_000_000_000, quota: { daily: 1_000_000_000_000 }, budget: { daily_usd: 1_000_000, monthly_usd: 1_000_000 } }),
+      });
+      const { key } = (await created.json()) as { key: string };
+      const plain: Contender = { name: 'no limits', url: started.url, pid: started.pid, slowUrl: '', slowPid: 0, idleMb: 0 };
+      const limited: Contender = { ...plain, name: 'with limits', key };
+      for (const name of ['json', 'stream'] as const) {
+        const scenario = loadScenarios[name];
+        for (const entrant of [plain, limited]) await measure(entrant, scenario.path, scenario.body, Math.min(3, seconds));
+        const cpu: Record<string, number[]> = { [plain.name]: [], [limited.name]: [] };
+        const perRequest: Record<string, number[]> = { [plain.name]: [], [limited.name]: [] };
+        for (let round = 0; round < rounds; round += 1) {
+          for (const entrant of round % 2 === 0 ? [plain, limited] : [limited, plain]) {
+            const before = store === 'redis' ? await commands() : 0;
+            const run = await measure(entrant, scenario.path, scenario.body);
+            cpu[entrant.name]!.push(run.cpu);
+            // Settlements are batched after the answers: let the last ones land before counting.
+            await new Promise((resolve) => setTimeout(resolve, 300));
+            if (store === 'redis') perRequest[entrant.name]!.push((await commands()) - before - 1);
+            if (store === 'redis') perRequest[entrant.name]![perRequest[entrant.name]!.length - 1]! /= run.rps * seconds;
+          }
+        }
+        const plainCpu = median(cpu[plain.name]!);
+        const limitedCpu = median(cpu[limited.name]!);
+        const redisCells = store === 'redis' ? `${median(perRequest[plain.name]!).toFixed(2)} | ${median(perRequest[limited.name]!).toFixed(2)}` : '– | –';
+        const target = store === 'redis' ? 'one more round trip per request' : '≤ 20 µs more';
+        admissionRows.push(`| ${store} | ${name} | ${plainCpu.toFixed(0)} | ${limitedCpu.toFixed(0)} | ${(limitedCpu - plainCpu).toFixed(1)} | ${redisCells} | ${target} |`);
+        process.stdout.write(`${admissionRows.at(-1)}\n`);
+        report[`admission-${store}-${name}`] = { cpu, perRequest };
+      }
+      process.kill(started.pid, 'SIGTERM');
+    }
+  } finally {
+    await redis.stop();
+  }
+}
+
 const memoryRows = [`| memory (MB) | ${names.join(' | ')} | target |`, `|---|${names.map(() => '---:').join('|')}|---:|`];
 memoryRows.push(`| RSS idle | ${contenders.map((contender) => contender.idleMb.toFixed(0)).join(' | ')} | ≤ 90 |`);
 const loadPeaks = contenders.map((contender) => {
@@ -368,6 +437,7 @@ const table = [
   ...rows,
   '',
   ...(workerRows.length ? ['Two workers (`GATEWAY_WORKERS=2`, Redis) against the same bare proxy:', '', ...workerRows, ''] : []),
+  ...(admissionRows.length ? ['Admission with token and money limits on, against the same gateway process without them (alternating rounds):', '', ...admissionRows, ''] : []),
   ...memoryRows,
   '',
 ].join('\n');
