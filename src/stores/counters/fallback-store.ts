@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { RedisStore } from 'rate-limit-redis';
 import { RedisBreaker } from '../redis/redis-breaker.ts';
 import { isReady, type RedisConnection } from '../redis/redis-client.ts';
+import { withDeadline } from '../redis/with-deadline.ts';
 import { createRedisCounterStore } from './redis-counter-store.ts';
 import { SeededMemoryCounter } from './seeded-memory-counter.ts';
 
@@ -119,13 +120,4 @@ export class FallbackStore implements Store {
     this.shared.getScriptSha = this.shared.loadGetScript();
     this.shared.getScriptSha.catch(() => {});
   }
-}
-
-function withDeadline<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)), timeoutMs);
-  });
-  promise.catch(() => {});
-  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
