@@ -150,6 +150,34 @@ describe('Redis stall (SIGSTOP) and outage', function () {
       expect(await chat()).to.equal(200);
     });
 
+    it('serves an rpm 20 key at most 20 requests in its window across a 10 s stall (the hits counted meanwhile reach Redis)', async function () {
+      this.timeout(60_000);
+      const { key } = await gateway.gateway.keys.create({ name: 'rpm 20 across a stall', rpm: 20 });
+      const chat = async () => {
+        const response = await request(`${gateway.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}` },
+          body: JSON.stringify({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'across a stall' }] }),
+        });
+        await response.body.dump();
+        return response.statusCode;
+      };
+      const statuses: number[] = [];
+      for (let index = 0; index < 5; index += 1) statuses.push(await chat());
+      expect(statuses).to.deep.equal(Array(5).fill(200));
+      server.pause();
+      const stalledAt = Date.now();
+      while (Date.now() - stalledAt < 10_000) {
+        statuses.push(await chat());
+        await sleep(400);
+      }
+      server.resume();
+      await eventually(async () => (await readiness()).body.rate_limits === 'shared', 'rate limits to count in Redis again', 10_000);
+      for (let index = 0; index < 20; index += 1) statuses.push(await chat());
+      expect(statuses.every((status) => status === 200 || status === 429)).to.equal(true);
+      expect(statuses.filter((status) => status === 200)).to.have.length(20);
+    });
+
     it('answers key writes with 503 and Retry-After while Redis is stalled or down', async () => {
       const create = () =>
         request(`${gateway.url}/admin/keys`, {
