@@ -17,6 +17,8 @@ export class SeededMemoryCounter {
   private windowMs = 60_000;
   private readonly counters = new Map<string, Window>();
   private readonly lastKnown = new Map<string, Window>();
+  // Hits counted here (not in Redis) per key, with the end of the window they were counted in.
+  private outage = new Map<string, Window>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -41,17 +43,55 @@ export class SeededMemoryCounter {
       this.counters.set(key, window);
     }
     window.hits += 1;
+    const counted = this.outage.get(key);
+    if (counted && counted.resetTime === window.resetTime) counted.hits += 1;
+    else {
+      if (!counted && this.outage.size >= MAX_KEYS) this.outage.delete(this.outage.keys().next().value!);
+      this.outage.set(key, { hits: 1, resetTime: window.resetTime });
+    }
     return { totalHits: window.hits, resetTime: new Date(window.resetTime) };
   }
 
   decrement(key: string): void {
     const window = this.counters.get(key);
     if (window && window.hits > 0) window.hits -= 1;
+    const counted = this.outage.get(key);
+    if (counted && counted.hits > 0) counted.hits -= 1;
   }
 
   resetKey(key: string): void {
     this.counters.delete(key);
     this.lastKnown.delete(key);
+    this.outage.delete(key);
+  }
+
+  /** True while hits counted here have not been handed to Redis. */
+  get hasOutageHits(): boolean {
+    return this.outage.size > 0;
+  }
+
+  /**
+   * Hands over (and forgets) the hits counted here per key, each with the end of its window and the
+   * key's whole count here (seed included).
+   */
+  takeOutageHits(): { key: string; hits: number; total: number; resetTime: number }[] {
+    const taken = [...this.outage]
+      .filter(([, window]) => window.hits > 0)
+      .map(([key, window]) => {
+        const counter = this.counters.get(key);
+        return { key, ...window, total: counter?.resetTime === window.resetTime ? counter.hits : window.hits };
+      });
+    this.outage = new Map();
+    return taken;
+  }
+
+  /** Takes back hits that could not be handed to Redis (added to those counted since). */
+  restoreOutageHits(entries: readonly { key: string; hits: number; resetTime: number }[]): void {
+    for (const entry of entries) {
+      const counted = this.outage.get(entry.key);
+      if (counted && counted.resetTime === entry.resetTime) counted.hits += entry.hits;
+      else if (!counted) this.outage.set(entry.key, { hits: entry.hits, resetTime: entry.resetTime });
+    }
   }
 
   /** Forgets the memory counts (Redis counts again); the last-known counts stay as seeds for the next outage. */

@@ -34,7 +34,7 @@ export class MemoryLedger implements LimitLedger {
   adjust(changes: readonly CounterChange[]): void {
     const now = this.now();
     for (const change of changes) {
-      if (change.resetAt <= now || !this.counters.has(change.counter)) continue;
+      if (change.resetAt <= now || !this.has(change.counter, now)) continue;
       this.add(change.counter, change.delta, change.resetAt, now);
     }
   }
@@ -53,6 +53,17 @@ export class MemoryLedger implements LimitLedger {
       return 0;
     }
     return entry.value;
+  }
+
+  /** True when the counter exists and its window is still open. */
+  has(counter: string, now = this.now()): boolean {
+    const entry = this.counters.get(counter);
+    return entry !== undefined && entry.resetAt > now;
+  }
+
+  /** Forgets every counter. */
+  clear(): void {
+    this.counters.clear();
   }
 
   /** Adds to a counter (creating it for its window) and gives back its new value. */

@@ -80,10 +80,19 @@ describe('Redis stall (SIGSTOP) and outage', function () {
       for (let index = 0; index < 10; index += 1) expect((await send(app.url, '/v1/chat/completions', { key })).status).to.equal(200);
       server.resume();
       // Commands sent during the stall are run once it ends: only the one that opened the breaker was.
+      // The other script call is the catch-up, adding the 10 hits counted in memory to Redis's counter.
       await eventually(() => !limiters.degraded(), 'the breaker to close without any request');
-      expect((await scriptCalls(server.port)) - before).to.equal(1);
-      expect((await send(app.url, '/v1/chat/completions', { key })).status).to.equal(200);
       expect((await scriptCalls(server.port)) - before).to.equal(2);
+      const raw = new Redis(server.url);
+      try {
+        const [counter] = await raw.keys('gw-rl:key:*');
+        // 1 before, the late one (counted twice: it also counted in memory), 10 caught up.
+        expect(await raw.get(counter!)).to.equal('12');
+      } finally {
+        raw.disconnect();
+      }
+      expect((await send(app.url, '/v1/chat/completions', { key })).status).to.equal(200);
+      expect((await scriptCalls(server.port)) - before).to.equal(3);
     });
   });
 
@@ -139,6 +148,34 @@ describe('Redis stall (SIGSTOP) and outage', function () {
       // Commands sent during the stall run once it ends: without a breaker, two per request (key, quota).
       expect((await commandCalls(server.port, /^get$/)) - before).to.be.at.most(2);
       expect(await chat()).to.equal(200);
+    });
+
+    it('serves an rpm 20 key at most 20 requests in its window across a 10 s stall (the hits counted meanwhile reach Redis)', async function () {
+      this.timeout(60_000);
+      const { key } = await gateway.gateway.keys.create({ name: 'rpm 20 across a stall', rpm: 20 });
+      const chat = async () => {
+        const response = await request(`${gateway.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}` },
+          body: JSON.stringify({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'across a stall' }] }),
+        });
+        await response.body.dump();
+        return response.statusCode;
+      };
+      const statuses: number[] = [];
+      for (let index = 0; index < 5; index += 1) statuses.push(await chat());
+      expect(statuses).to.deep.equal(Array(5).fill(200));
+      server.pause();
+      const stalledAt = Date.now();
+      while (Date.now() - stalledAt < 10_000) {
+        statuses.push(await chat());
+        await sleep(400);
+      }
+      server.resume();
+      await eventually(async () => (await readiness()).body.rate_limits === 'shared', 'rate limits to count in Redis again', 10_000);
+      for (let index = 0; index < 20; index += 1) statuses.push(await chat());
+      expect(statuses.every((status) => status === 200 || status === 429)).to.equal(true);
+      expect(statuses.filter((status) => status === 200)).to.have.length(20);
     });
 
     it('answers key writes with 503 and Retry-After while Redis is stalled or down', async () => {

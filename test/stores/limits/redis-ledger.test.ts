@@ -1,0 +1,108 @@
+import { expect } from 'chai';
+import { Redis } from 'ioredis';
+import { MemoryLedger } from '../../../src/stores/limits/memory-ledger.ts';
+import { limitKey, RedisLedger } from '../../../src/stores/limits/redis-ledger.ts';
+import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
+import type { CounterDemand } from '../../../src/usage/limit-ledger.ts';
+import { TestRedisServer } from '../../helpers/redis-server.ts';
+
+/** Calls of the named commands Redis has run so far. */
+export async function commandCalls(port: number, pattern: RegExp): Promise<number> {
+  const client = new Redis({ port, host: '127.0.0.1' });
+  try {
+    const info = await client.info('commandstats');
+    return [...info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)].filter((match) => pattern.test(match[1]!)).reduce((sum, match) => sum + Number(match[2]), 0);
+  } finally {
+    client.disconnect();
+  }
+}
+
+describe('RedisLedger', function () {
+  this.timeout(30_000);
+  let server: TestRedisServer;
+  let clients: RedisConnection[];
+  let raw: Redis;
+
+  const connect = async (): Promise<RedisConnection> => {
+    const client = createRedisClient(server.url);
+    expect(await waitUntilReady(client, 5000)).to.equal(true);
+    clients.push(client);
+    return client;
+  };
+
+  before(async () => {
+    server = await TestRedisServer.start();
+  });
+  after(() => server.close());
+  beforeEach(async () => {
+    clients = [];
+    raw = new Redis(server.url);
+    await raw.flushall();
+  });
+  afterEach(() => {
+    clients.forEach((client) => client.disconnect());
+    raw.disconnect();
+  });
+
+  it('reserves atomically across instances: 50 concurrent reservations from three instances, room for exactly 10', async () => {
+    const ledgers = await Promise.all([0, 1, 2].map(async () => new RedisLedger(await connect())));
+    const resetAt = Date.now() + 3_600_000;
+    // Every reservation is on both counters; only the team's limit is tight.
+    const demands: CounterDemand[] = [
+      { counter: 'key:k1:quota:d:x', limit: 1_000_000, want: 10, need: 10, resetAt },
+      { counter: 'team:eng:quota:d:x', limit: 100, want: 10, need: 10, resetAt },
+    ];
+    const results = await Promise.all(Array.from({ length: 50 }, (_unused, index) => ledgers[index % 3]!.reserve(demands)));
+    const granted = results.filter((result) => result.refused === undefined);
+    expect(granted).to.have.length(10);
+    expect(results.filter((result) => result.refused === 1)).to.have.length(40);
+    results.filter((result) => result.refused !== undefined).forEach((result) => expect(result.reserved).to.deep.equal([0, 0]));
+    // A refused reservation left the key's counter alone as well.
+    expect(await raw.mget(limitKey('key:k1:quota:d:x'), limitKey('team:eng:quota:d:x'))).to.deep.equal(['100', '100']);
+    expect(await ledgers[1]!.peek(['key:k1:quota:d:x', 'team:eng:quota:d:x', 'never'])).to.deep.equal([100, 100, 0]);
+  });
+
+  it('answers as the memory ledger does (capping, refusal by need), with each counter expiring when its window ends', async () => {
+    const ledger = new RedisLedger(await connect());
+    const memory = new MemoryLedger();
+    const resetAt = Date.now() + 3_600_000;
+    const sequence: CounterDemand[][] = [
+      [{ counter: 'a', limit: 100, want: 70, need: 5, resetAt }],
+      [
+        { counter: 'a', limit: 100, want: 70, need: 5, resetAt },
+        { counter: 'b', limit: 5_000_000_000_000, want: 4_000_000_000_000, need: 1, resetAt },
+      ],
+      [{ counter: 'a', limit: 100, want: 70, need: 1, resetAt }],
+      [
+        { counter: 'b', limit: 5_000_000_000_000, want: 4_000_000_000_000, need: 1_000_000_000_001, resetAt },
+        { counter: 'a', limit: 100, want: 1, need: 0, resetAt },
+      ],
+      [{ counter: 'a', limit: 100, want: 5, need: 0, resetAt }],
+    ];
+    for (const demands of sequence) expect(await ledger.reserve(demands)).to.deep.equal(memory.reserve(demands));
+    expect(await ledger.peek(['a', 'b'])).to.deep.equal([100, 4_000_000_000_000]);
+    expect(await raw.call('PEXPIRETIME', limitKey('a'))).to.equal(resetAt);
+  });
+
+  it('sends settlements in one script call per batch, coalesced, never recreating a counter', async () => {
+    const ledger = new RedisLedger(await connect());
+    const resetAt = Date.now() + 3_600_000;
+    await ledger.reserve([
+      { counter: 'a', limit: 1000, want: 100, need: 0, resetAt },
+      { counter: 'b', limit: 1000, want: 100, need: 0, resetAt },
+    ]);
+    const before = await commandCalls(server.port, /^(evalsha|eval)$/);
+    for (let index = 0; index < 20; index += 1) ledger.adjust([{ counter: 'a', delta: -3, resetAt }]);
+    ledger.adjust([
+      { counter: 'b', delta: 7, resetAt },
+      { counter: 'gone', delta: 50, resetAt },
+      { counter: 'b', delta: 1000, resetAt: Date.now() - 1 },
+    ]);
+    await ledger.flush();
+    expect((await commandCalls(server.port, /^(evalsha|eval)$/)) - before).to.equal(1);
+    expect(await ledger.peek(['a', 'b', 'gone'])).to.deep.equal([40, 107, 0]);
+    expect(await raw.exists(limitKey('gone'))).to.equal(0);
+    // The settlement kept the counter's expiry.
+    expect(await raw.call('PEXPIRETIME', limitKey('b'))).to.equal(resetAt);
+  });
+});
