@@ -40,7 +40,8 @@ import { EmbeddedUsageStore } from '../stores/usage/embedded-usage-store.ts';
 import { RedisUsageStore } from '../stores/usage/redis-usage-store.ts';
 import { GatewayUsageAccounting } from '../usage/usage-accounting.ts';
 import type { LimitLedger } from '../usage/limit-ledger.ts';
-import { MemoryLedger } from '../stores/limits/memory-ledger.ts';
+import { EmbeddedLedger } from '../stores/limits/embedded-ledger.ts';
+import { FallbackLedger } from '../stores/limits/fallback-ledger.ts';
 import { BudgetGate } from '../data-plane/limits/budget-gate.ts';
 import { adminUsageRoute, ownUsageRoute } from '../control-plane/usage-routes.ts';
 import type { UsageStore } from '../usage/usage-store.ts';
@@ -127,7 +128,8 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     envPrefix: (vendor) => live.current.endpoints.envPrefix(vendor),
   };
   const { redis, keys, usage } = await openStores(config, logger);
-  const ledger: LimitLedger = new MemoryLedger();
+  // Token and money limits: in Redis with an in-process fallback, else in process with day and month counts on disk.
+  const ledger: LimitLedger = redis ? new FallbackLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);
   const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
   const accounting = new GatewayUsageAccounting(usage, currentRegistry, logger);
   const metrics = new GatewayMetrics({
@@ -194,7 +196,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     return {
       status: draining ? 'shutting down' : degraded ? 'degraded' : 'ok',
       redis: redisState,
-      rate_limits: redis && !limiters.degraded() ? 'shared' : 'per-process',
+      rate_limits: redis && !limiters.degraded() && !ledger.degraded() ? 'shared' : 'per-process',
       usage: usage.healthy ? 'stored' : 'queued until the store returns',
       config_version: live.current.version,
       // A refused reload leaves the previous configuration serving (still ready), stale until a reload

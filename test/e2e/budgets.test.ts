@@ -246,3 +246,34 @@ describe('budgets: rate-limit headers are the caller\'s, in each format\'s own s
     expect(answer.headers).not.to.have.property('anthropic-ratelimit-requests-limit');
   });
 });
+
+describe('budgets: exact across gateway instances on one Redis', function () {
+  this.timeout(120_000);
+  let redis: TestRedisServer;
+  let instances: TestGateway[];
+
+  before(async () => {
+    redis = await TestRedisServer.start();
+    instances = [];
+    for (let index = 0; index < 3; index += 1) instances.push(await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: ADMIN, REDIS_URL: redis.url } }));
+  });
+  after(async () => {
+    await Promise.all(instances.map((instance) => instance.close()));
+    await redis.close();
+  });
+
+  it('lets exactly the 10 requests a tpm fits through three instances sharing 50 (17/17/16)', async () => {
+    const { key } = await instances[0]!.gateway.keys.create({ name: 'shared tpm', tpm: 1120 });
+    await freshMinute();
+    for (const instance of instances) instance.upstreams.zeta.enqueue(...Array.from({ length: 17 }, () => ({ kind: 'delay' as const, ms: 1000 })));
+    const shares = [17, 17, 16];
+    const answers = await Promise.all(
+      shares.flatMap((count, index) => Array.from({ length: count }, () => post(instances[index]!.url, '/v1/chat/completions', key, chat({ max_tokens: 100 })))),
+    );
+    expect(answers.filter((answer) => answer.status === 200)).to.have.length(10);
+    const refused = answers.filter((answer) => answer.status === 429);
+    expect(refused).to.have.length(40);
+    for (const answer of refused) expect(Number(answer.headers['retry-after'])).to.be.within(1, 60);
+    expect(instances.reduce((sum, instance) => sum + instance.upstreams.zeta.requests.length, 0)).to.equal(10);
+  });
+});
