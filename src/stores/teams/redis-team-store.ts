@@ -47,9 +47,8 @@ export class RedisTeamStore implements TeamStore {
     });
   }
 
-  /** Throws the store's failure as it is (the authenticator decides what a missing answer means). */
   async get(name: string): Promise<TeamRecord | undefined> {
-    const value = await this.redis.get(teamKey(name));
+    const value = await whileReachable(() => this.redis.get(teamKey(name)));
     return value === null ? undefined : (JSON.parse(value) as TeamRecord);
   }
 
@@ -78,7 +77,7 @@ export class RedisTeamStore implements TeamStore {
   async close(): Promise<void> {}
 }
 
-/** Runs a team write or listing; a Redis that is away or stalled answers 503 with Retry-After, not 500. */
+/** Runs a team operation; a Redis that is away or stalled answers 503 with Retry-After, not 500. */
 async function whileReachable<T>(operation: () => Promise<T>): Promise<T> {
   try {
     return await operation();

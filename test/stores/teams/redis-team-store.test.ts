@@ -30,17 +30,16 @@ describe('Redis team store', () => {
     expect((await clients[0]!.keys('*')).sort()).to.deep.equal(['{gateway-teams}:names', '{gateway-teams}:team:tagged']);
   });
 
-  it('answers 503 for writes and listings while Redis is away, and throws on reads', async () => {
+  it('answers 503 while Redis is away', async () => {
     const client = await connect(server.url);
     const store = new RedisTeamStore(client);
     try {
       await server.stop();
       await new Promise((resolve) => setTimeout(resolve, 300));
-      for (const operation of [() => store.create({ name: 'x' }), () => store.list(), () => store.update('x', { rpm: 1 }), () => store.remove('x')]) {
+      for (const operation of [() => store.create({ name: 'x' }), () => store.list(), () => store.update('x', { rpm: 1 }), () => store.remove('x'), () => store.get('x')]) {
         const error = await operation().then(() => undefined, (failure: { status?: number; detail?: string }) => failure);
         expect(error).to.deep.include({ status: 503, detail: 'The team store (Redis) is unavailable; please retry shortly' });
       }
-      expect(await store.get('x').then(() => 'answered', () => 'threw')).to.equal('threw');
     } finally {
       await server.restart();
       client.disconnect();
