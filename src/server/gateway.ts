@@ -201,6 +201,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   };
   const authenticate = createAuthenticator({
     store: keys,
+    teams,
     staticKeys: config.apiKeys,
     keyIdSecret: redis ? redisKeyIdSecret(redis) : fileKeyIdSecret(config.dataDir),
     logger,
