@@ -1,6 +1,6 @@
 import { Router, type RequestHandler } from 'express';
 import { keyStatus } from '../../core/api-keys.ts';
-import { conflict, teamNotFound } from '../../core/gateway-errors.ts';
+import { conflict, teamNotFound, type GatewayError } from '../../core/gateway-errors.ts';
 import type { TeamRecord } from '../../core/limits.ts';
 import { readJsonObject } from '../../data-plane/http/json-body.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
@@ -31,6 +31,11 @@ export function teamView(record: TeamRecord): TeamView {
 /** How many keys that are not revoked name the team (expired ones count: they still point at it). */
 export async function keysNamingTeam(keys: KeyStore, name: string): Promise<number> {
   return (await keys.list()).filter((record) => record.team === name && keyStatus(record) !== 'revoked').length;
+}
+
+/** 409: keys that are not revoked still name the team. */
+export function teamInUse(name: string, naming: number): GatewayError {
+  return conflict(`Team '${name}' is named by ${naming} key${naming === 1 ? '' : 's'} that ${naming === 1 ? 'is' : 'are'} not revoked; revoke ${naming === 1 ? 'it' : 'them'} first`);
 }
 
 export interface TeamRoutesOptions {
@@ -71,9 +76,7 @@ export function teamRoutes(options: TeamRoutesOptions): Router {
     const name = String(req.params.name);
     if (!(await options.teams.get(name))) throw teamNotFound(name);
     const naming = await keysNamingTeam(options.keys, name);
-    if (naming > 0) {
-      throw conflict(`Team '${name}' is named by ${naming} key${naming === 1 ? '' : 's'} that ${naming === 1 ? 'is' : 'are'} not revoked; revoke ${naming === 1 ? 'it' : 'them'} first`);
-    }
+    if (naming > 0) throw teamInUse(name, naming);
     if (!(await options.teams.remove(name))) throw teamNotFound(name);
     res.json({ name, deleted: true });
   };
