@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The operator CLI (keys, usage, config check, plugin new|test) on the same store as the server; see
+// The operator CLI (keys, teams, usage, config check, plugin new|test) on the same store as the server; see
 // `model-gateway help`. Runs the compiled build (`npm run build`); in a checkout without one, the
 // source under tsx (a development dependency).
 import { existsSync } from 'node:fs';

@@ -2,15 +2,15 @@ import { parseArgs } from 'node:util';
 import { parseNewKey } from '../control-plane/admin/new-key-input.ts';
 import { canonicalModelIds } from '../control-plane/admin/admin-routes.ts';
 import { keyStatus } from '../core/api-keys.ts';
-import type { KeyStore } from '../stores/keys/key-store.ts';
-import { openKeyStore } from '../stores/keys/open-key-store.ts';
+import { openKeyStore, type OpenKeyStore } from '../stores/keys/open-key-store.ts';
+import { isTeamName } from '../core/team-name.ts';
 import { loadConfig } from '../config/gateway-config.ts';
 import { loadPlugins } from '../plugins/load-plugins.ts';
 import { ModelRegistry } from '../core/model-registry.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { textTable } from './text-table.ts';
 
-export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N]
+export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME]
 keys list
 keys revoke KEY_ID`;
 
@@ -22,35 +22,58 @@ const CREATE_OPTIONS = {
   'expires-at': { type: 'string' },
   'daily-tokens': { type: 'string' },
   'monthly-tokens': { type: 'string' },
+  tpm: { type: 'string' },
+  'daily-usd': { type: 'string' },
+  'monthly-usd': { type: 'string' },
+  team: { type: 'string' },
 } as const;
 
-const FLAG_OF: Record<string, string> = { expires_at: '--expires-at', 'quota.daily': '--daily-tokens', 'quota.monthly': '--monthly-tokens', quota: '--daily-tokens/--monthly-tokens' };
+/** The flag of each limit's field, for the error messages of keys and teams alike. */
+export const LIMIT_FLAGS: Record<string, string> = {
+  'quota.daily': '--daily-tokens',
+  'quota.monthly': '--monthly-tokens',
+  quota: '--daily-tokens/--monthly-tokens',
+  'budget.daily_usd': '--daily-usd',
+  'budget.monthly_usd': '--monthly-usd',
+  budget: '--daily-usd/--monthly-usd',
+};
+const FLAG_OF: Record<string, string> = { ...LIMIT_FLAGS, expires_at: '--expires-at' };
 const flagOf = (path: string) => FLAG_OF[path] ?? `--${path}`;
 
 /** A flag's number as given (`NaN` when it is not one), so that validation names the flag's field. */
-const numberOf = (value: string | undefined) => (value === undefined ? undefined : value.trim() === '' ? Number.NaN : Number(value));
+export const numberOf = (value: string | undefined) => (value === undefined ? undefined : value.trim() === '' ? Number.NaN : Number(value));
 
-async function createKey(argv: string[], io: CliIo, store: KeyStore, env: NodeJS.ProcessEnv): Promise<number> {
+/** `{daily?, monthly?}`-like object of the flags given, or undefined when neither is. */
+export function pairOf<K extends string>(daily: [K, number | undefined], monthly: [K, number | undefined]): Partial<Record<K, number>> | undefined {
+  if (daily[1] === undefined && monthly[1] === undefined) return undefined;
+  return { ...(daily[1] !== undefined && { [daily[0]]: daily[1] }), ...(monthly[1] !== undefined && { [monthly[0]]: monthly[1] }) } as Partial<Record<K, number>>;
+}
+
+async function createKey(argv: string[], io: CliIo, { keys: store, teams }: OpenKeyStore, env: NodeJS.ProcessEnv): Promise<number> {
   const { values } = parseArgs({ args: argv, options: CREATE_OPTIONS, strict: true, allowPositionals: false });
   const models = values.models?.split(',').map((model) => model.trim()).filter(Boolean);
-  const daily = numberOf(values['daily-tokens']);
-  const monthly = numberOf(values['monthly-tokens']);
+  const quota = pairOf(['daily', numberOf(values['daily-tokens'])], ['monthly', numberOf(values['monthly-tokens'])]);
+  const budget = pairOf(['daily_usd', numberOf(values['daily-usd'])], ['monthly_usd', numberOf(values['monthly-usd'])]);
   const body = {
     name: values.name,
     ...(values.rpm !== undefined && { rpm: numberOf(values.rpm) }),
     ...(values.concurrency !== undefined && { concurrency: numberOf(values.concurrency) }),
     ...(models && { models }),
     ...(values['expires-at'] !== undefined && { expires_at: values['expires-at'] }),
-    ...((daily !== undefined || monthly !== undefined) && { quota: { ...(daily !== undefined && { daily }), ...(monthly !== undefined && { monthly }) } }),
+    ...(quota && { quota }),
+    ...(values.tpm !== undefined && { tpm: numberOf(values.tpm) }),
+    ...(budget && { budget }),
+    ...(values.team !== undefined && { team: values.team }),
   };
   const config = models ? loadConfig(env) : undefined;
   const known = config ? canonicalModelIds(new ModelRegistry(await loadPlugins(config.manifestPath, config.pluginPath))) : undefined;
-  const { key, record } = await store.create(parseNewKey(body, { knownModels: known, fieldLabel: flagOf }));
+  const knownTeams = new Set(isTeamName(values.team) && (await teams.get(values.team)) ? [values.team] : []);
+  const { key, record } = await store.create(parseNewKey(body, { knownModels: known, knownTeams, fieldLabel: flagOf }));
   io.out(`Created API key ${record.id} (${record.name}).\nKey, shown this once; store it now:\n${key}\n`);
   return 0;
 }
 
-async function listKeys(argv: string[], io: CliIo, store: KeyStore): Promise<number> {
+async function listKeys(argv: string[], io: CliIo, { keys: store }: OpenKeyStore): Promise<number> {
   parseArgs({ args: argv, options: {}, strict: true, allowPositionals: false });
   const records = await store.list();
   if (records.length === 0) {
@@ -66,12 +89,13 @@ async function listKeys(argv: string[], io: CliIo, store: KeyStore): Promise<num
     rpm: record.rpm ?? 'default',
     concurrency: record.concurrency ?? 'default',
     models: record.models?.join(',') ?? 'all',
+    team: record.team ?? '-',
   }));
-  io.out(textTable(rows, ['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models']));
+  io.out(textTable(rows, ['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team']));
   return 0;
 }
 
-async function revokeKey(argv: string[], io: CliIo, store: KeyStore): Promise<number> {
+async function revokeKey(argv: string[], io: CliIo, { keys: store }: OpenKeyStore): Promise<number> {
   const { positionals } = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true });
   if (positionals.length !== 1) throw new CliUsageError('keys revoke needs exactly one key id (see keys list)');
   const id = positionals[0]!;
@@ -83,7 +107,7 @@ async function revokeKey(argv: string[], io: CliIo, store: KeyStore): Promise<nu
   return 0;
 }
 
-const ACTIONS: Record<string, (argv: string[], io: CliIo, store: KeyStore, env: NodeJS.ProcessEnv) => Promise<number>> = {
+const ACTIONS: Record<string, (argv: string[], io: CliIo, stores: OpenKeyStore, env: NodeJS.ProcessEnv) => Promise<number>> = {
   create: createKey,
   list: listKeys,
   revoke: revokeKey,
@@ -94,10 +118,10 @@ export async function runKeysCommand(argv: string[], io: CliIo, env: NodeJS.Proc
   const [action, ...rest] = argv;
   const run = action === undefined ? undefined : ACTIONS[action];
   if (!run) throw new CliUsageError(action === undefined ? 'keys needs an action' : `unknown keys action '${action}'`);
-  const { keys, close } = await openKeyStore(loadConfig(env));
+  const stores = await openKeyStore(loadConfig(env));
   try {
-    return await run(rest, io, keys, env);
+    return await run(rest, io, stores, env);
   } finally {
-    await close();
+    await stores.close();
   }
 }

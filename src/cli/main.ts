@@ -3,6 +3,7 @@ import { isGatewayError } from '../core/gateway-errors.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { runUsageCommand, USAGE_SYNOPSIS } from './usage-command.ts';
 import { KEYS_SYNOPSIS, runKeysCommand } from './keys-command.ts';
+import { runTeamsCommand, TEAMS_SYNOPSIS } from './teams-command.ts';
 import { PLUGIN_SYNOPSIS, runPluginCommand } from './plugin-command.ts';
 import { CONFIG_SYNOPSIS, runConfigCommand } from './config-command.ts';
 
@@ -15,10 +16,11 @@ export interface CliCommand {
   run(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): Promise<number>;
 }
 
-const HEADER = 'model-gateway: operator commands (keys and usage on the store the server uses: REDIS_URL, else GATEWAY_DATA_DIR, default data/) and plugin authors\' tools';
+const HEADER = 'model-gateway: operator commands (keys, teams and usage on the store the server uses: REDIS_URL, else GATEWAY_DATA_DIR, default data/) and plugin authors\' tools';
 
 const commands: Record<string, CliCommand> = {
   keys: { synopsis: KEYS_SYNOPSIS, run: runKeysCommand },
+  teams: { synopsis: TEAMS_SYNOPSIS, run: runTeamsCommand },
   usage: { synopsis: USAGE_SYNOPSIS, run: runUsageCommand },
   plugin: { synopsis: PLUGIN_SYNOPSIS, run: runPluginCommand },
   config: { synopsis: CONFIG_SYNOPSIS, run: runConfigCommand },
@@ -34,7 +36,7 @@ const processIo: CliIo = { out: (text) => void process.stdout.write(text), err: 
 
 /**
  * Runs one CLI invocation (`argv` without `node` and the script) and returns its exit code: 0 done,
- * 1 failed (invalid input, unknown key id, store unreachable), 2 bad usage.
+ * 1 failed (invalid input, unknown key id or team, store unreachable), 2 bad usage.
  */
 export async function runCli(argv: string[], io: CliIo = processIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const [name = 'help', ...rest] = argv;

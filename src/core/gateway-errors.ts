@@ -107,6 +107,15 @@ export function keyNotFound(id: string): GatewayError {
   return new GatewayError('GW_ERR_KEY_NOT_FOUND', 404, 'not_found', `No API key with id '${id}'`);
 }
 
+export function teamNotFound(name: string): GatewayError {
+  return new GatewayError('GW_ERR_TEAM_NOT_FOUND', 404, 'not_found', `No team named '${name}'`);
+}
+
+/** 409: the request clashes with what is stored (a name already taken, a team still named by keys). */
+export function conflict(detail: string): GatewayError {
+  return new GatewayError('GW_ERR_CONFLICT', 409, 'invalid_request', detail);
+}
+
 export function methodNotAllowed(method: string, path: string, allowed: readonly string[]): GatewayError {
   return new GatewayError(
     'GW_ERR_METHOD_NOT_ALLOWED',

@@ -11,6 +11,9 @@ import { FileKeyStore } from '../stores/keys/file-key-store.ts';
 import { fileKeyIdSecret, redisKeyIdSecret } from '../stores/keys/key-id-secret.ts';
 import type { KeyStore } from '../stores/keys/key-store.ts';
 import { RedisKeyStore } from '../stores/keys/redis-key-store.ts';
+import { FileTeamStore } from '../stores/teams/file-team-store.ts';
+import { RedisTeamStore } from '../stores/teams/redis-team-store.ts';
+import type { TeamStore } from '../stores/teams/team-store.ts';
 import type { GatewayConfig } from '../config/gateway-config.ts';
 import { carryBreakerState } from './breaker-carry-over.ts';
 import { LiveConfig, type ReloadResult } from './live-config.ts';
@@ -75,15 +78,15 @@ export interface Gateway {
 
 const OPENAPI_JSON = JSON.stringify(OPENAPI_DOCUMENT);
 
-/** The key and usage stores: Redis when configured, else the embedded files under the data directory. */
-export async function openStores(config: GatewayConfig, logger: Logger): Promise<{ redis?: RedisConnection; keys: KeyStore; usage: UsageStore }> {
+/** The key, team and usage stores: Redis when configured, else the embedded files under the data directory. */
+export async function openStores(config: GatewayConfig, logger: Logger): Promise<{ redis?: RedisConnection; keys: KeyStore; teams: TeamStore; usage: UsageStore }> {
   if (!config.redis) {
-    return { keys: new FileKeyStore(config.dataDir), usage: await EmbeddedUsageStore.open(config.dataDir, logger) };
+    return { keys: new FileKeyStore(config.dataDir), teams: new FileTeamStore(config.dataDir), usage: await EmbeddedUsageStore.open(config.dataDir, logger) };
   }
   const redis = createRedisClient(config.redis, logger);
   if (!(await waitUntilReady(redis, 3000))) logger.warn('redis: not reachable at start; serving degraded until it is');
   const keys = new RedisKeyStore(redis, { failMode: config.authFailMode, graceMs: config.authGraceMs });
-  return { redis, keys, usage: await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger }) };
+  return { redis, keys, teams: new RedisTeamStore(redis), usage: await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger }) };
 }
 
 /** How the gateway process runs: alone, or as one worker of a cluster (`GATEWAY_WORKERS`). */
@@ -127,7 +130,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     pools: () => live.current.endpoints.pools(),
     envPrefix: (vendor) => live.current.endpoints.envPrefix(vendor),
   };
-  const { redis, keys, usage } = await openStores(config, logger);
+  const { redis, keys, teams, usage } = await openStores(config, logger);
   // Token and money limits: in Redis with an in-process fallback, else in process with day and month counts on disk.
   const ledger: LimitLedger = redis ? new FallbackLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);
   const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
@@ -207,6 +210,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   };
   const authenticate = createAuthenticator({
     store: keys,
+    teams,
     staticKeys: config.apiKeys,
     keyIdSecret: redis ? redisKeyIdSecret(redis) : fileKeyIdSecret(config.dataDir),
     logger,
@@ -230,7 +234,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(options.clusterWorker ? new PrimaryScrape() : metrics));
       add('get', '/openapi.json', (_req, res) => void res.type('application/json').send(OPENAPI_JSON));
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
-      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle: adminThrottle }));
+      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, teams, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle: adminThrottle }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
       // 503 while anything runs degraded (or the gateway drains), so a balancer prefers healthy instances.
       add('get', '/readyz', async (_req, res) => {
@@ -240,6 +244,8 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       expressApp.use('/account', accountRouter({
         token: config.adminToken,
         keys,
+        teams,
+        limits: ledger,
         usage,
         registry: currentRegistry,
         endpoints,
@@ -325,6 +331,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       await ledger.close();
       await usage.close();
       await keys.close();
+      await teams.close();
       limiters.shutdown();
       await upstream.close();
       sharedBreaker?.stop();

@@ -59,9 +59,9 @@ describe('CLI', function () {
     const listed = await cli(['keys', 'list'], env);
     expect(listed.code).to.equal(0);
     const [header, ...rows] = listed.out.trimEnd().split('\n');
-    expect(header!.split(/\s+/)).to.deep.equal(['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models']);
+    expect(header!.split(/\s+/)).to.deep.equal(['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team']);
     expect(rows).to.have.length(2);
-    expect(rows[0]).to.match(new RegExp(`^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all$`));
+    expect(rows[0]).to.match(new RegExp(`^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all\\s+-$`));
     expect(rows[1]).to.match(/\ssecond\s+active\s/);
     expect(listed.out).not.to.match(/sk-|[0-9a-f]{64}/);
   });
@@ -104,7 +104,7 @@ describe('CLI', function () {
     for (const argv of [[], ['help'], ['--help']]) {
       const help = await cli(argv, env);
       expect(help.code).to.equal(0);
-      expect(help.out).to.contain('keys create --name NAME').and.to.contain('keys list').and.to.contain('keys revoke KEY_ID').and.to.contain('usage [--key KEY_ID]');
+      expect(help.out).to.contain('keys create --name NAME').and.to.contain('keys list').and.to.contain('keys revoke KEY_ID').and.to.contain('usage [--key KEY_ID]').and.to.contain('teams create NAME').and.to.contain('teams update NAME');
     }
   });
 

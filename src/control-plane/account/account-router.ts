@@ -143,6 +143,6 @@ export function accountRouter(options: AccountRouterOptions): Router {
     }
     res.json(view);
   });
-  api.use(keyRoutes({ keys: options.keys, registry: options.registry, bodyLimitBytes: options.bodyLimitBytes, usage: adminUsageRoute(options.usage) }));
+  api.use(keyRoutes({ keys: options.keys, teams: options.teams, registry: options.registry, bodyLimitBytes: options.bodyLimitBytes, usage: adminUsageRoute(options.usage) }));
   return router;
 }

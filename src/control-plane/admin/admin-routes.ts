@@ -3,10 +3,13 @@ import { keyStatus, sameSecret, type ApiKeyRecord } from '../../core/api-keys.ts
 import type { FailedAuthThrottle } from '../../data-plane/auth/failed-auth-throttle.ts';
 import { clientAddress } from '../../core/client-address.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
+import type { TeamStore } from '../../stores/teams/team-store.ts';
+import { isTeamName } from '../../core/team-name.ts';
 import { keyNotFound, routeNotFound, unauthenticated } from '../../core/gateway-errors.ts';
 import { readJsonObject } from '../../data-plane/http/json-body.ts';
 import type { ModelRegistry } from '../../core/model-registry.ts';
 import { parseNewKey } from './new-key-input.ts';
+import { teamRoutes } from './team-routes.ts';
 
 /** A key as the admin API shows it: never the hash (the key itself only once, on creation). */
 export interface KeyView {
@@ -20,6 +23,10 @@ export interface KeyView {
   readonly rpm: number | null;
   readonly concurrency: number | null;
   readonly quota: ApiKeyRecord['quota'] | null;
+  readonly tpm: number | null;
+  readonly budget: ApiKeyRecord['budget'] | null;
+  /** The name of the key's team. */
+  readonly team: string | null;
 }
 
 export function keyView(record: ApiKeyRecord): KeyView {
@@ -34,6 +41,9 @@ export function keyView(record: ApiKeyRecord): KeyView {
     rpm: record.rpm ?? null,
     concurrency: record.concurrency ?? null,
     quota: record.quota ?? null,
+    tpm: record.tpm ?? null,
+    budget: record.budget ?? null,
+    team: record.team ?? null,
   };
 }
 
@@ -63,6 +73,8 @@ export interface AdminRouterOptions {
   /** `GATEWAY_ADMIN_TOKEN`; without it every admin path answers 404. */
   readonly token: string | undefined;
   readonly keys: KeyStore;
+  /** The teams keys may name (`/admin/teams`). */
+  readonly teams: TeamStore;
   /** The current registry, to check that a key's `models` are canonical IDs; unchecked when absent. */
   readonly registry?: () => ModelRegistry;
   readonly bodyLimitBytes?: number;
@@ -74,7 +86,7 @@ export interface AdminRouterOptions {
 
 /**
  * The admin API, mounted at `/admin`: `POST /keys` (201 with the key, shown once), `GET /keys`,
- * `DELETE /keys/:id` and `POST /keys/:id/revoke`, behind the admin token. Without a token configured
+ * `DELETE /keys/:id` and `POST /keys/:id/revoke`, and the teams (see {@link teamRoutes}), behind the admin token. Without a token configured
  * the admin API does not exist (404).
  */
 export function adminRouter(options: AdminRouterOptions): Router {
@@ -85,18 +97,21 @@ export function adminRouter(options: AdminRouterOptions): Router {
   }
   router.use(requireAdminToken(options.token, options.throttle));
   router.use(keyRoutes(options));
+  router.use(teamRoutes(options));
   return router;
 }
 
 /**
  * The key and usage operations behind whatever guard mounts them: the admin API (admin token) and the
- * account page (session cookie + CSRF token) answer alike.
+ * account page (session cookie + CSRF token) answer alike. Without `teams`, a new key cannot name a team.
  */
-export function keyRoutes(options: Omit<AdminRouterOptions, 'token'>): Router {
+export function keyRoutes(options: Omit<AdminRouterOptions, 'token' | 'teams'> & { readonly teams?: TeamStore }): Router {
   const router = Router();
   router.post('/keys', async (req, res) => {
     const body = await readJsonObject(req, options.bodyLimitBytes ?? 1024 * 1024);
-    const input = parseNewKey(body, { knownModels: options.registry && canonicalModelIds(options.registry()) });
+    const team = body.team;
+    const knownTeams = options.teams && new Set(isTeamName(team) && (await options.teams.get(team)) ? [team] : []);
+    const input = parseNewKey(body, { knownModels: options.registry && canonicalModelIds(options.registry()), knownTeams });
     const { key, record } = await options.keys.create(input);
     res.status(201).json({ ...keyView(record), key });
   });

@@ -1,8 +1,8 @@
 import * as yup from 'yup';
 import { fieldError, validationError } from '../../core/gateway-errors.ts';
 import type { NewKeyInput } from '../../core/api-keys.ts';
-
-const positiveInteger = () => yup.number().strict().typeError('must be a positive integer').integer('must be a positive integer').min(1, 'must be a positive integer');
+import { isTeamName, TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
+import { moneyBudget, positiveInteger, tokenQuota } from './limit-fields.ts';
 
 const newKeySchema = yup
   .object({
@@ -19,15 +19,13 @@ const newKeySchema = yup
       .typeError('must be an ISO 8601 date-time')
       .test('date-time', 'must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z', (value) => value === undefined || isDateTime(value))
       .test('future', 'must be in the future', (value) => value === undefined || !isDateTime(value) || Date.parse(value) > Date.now()),
-    quota: yup
-      .object({ daily: positiveInteger(), monthly: positiveInteger() })
-      .strict()
-      .typeError('must be an object with daily and/or monthly token counts')
-      .noUnknown('has unknown fields (daily, monthly)')
-      .default(undefined),
+    quota: tokenQuota(),
+    tpm: positiveInteger(),
+    budget: moneyBudget(),
+    team: yup.string().strict().typeError('must be a team name').matches(TEAM_NAME, TEAM_NAME_RULE),
   })
   .strict()
-  .noUnknown('has unknown fields (name, rpm, concurrency, models, expires_at, quota)');
+  .noUnknown('has unknown fields (name, rpm, concurrency, models, expires_at, quota, tpm, budget, team)');
 
 function isDateTime(value: string): boolean {
   return /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) && !Number.isNaN(Date.parse(value));
@@ -36,6 +34,11 @@ function isDateTime(value: string): boolean {
 export interface NewKeyCheck {
   /** Canonical model IDs of the gateway; `models` is checked against them when given. */
   readonly knownModels?: ReadonlySet<string>;
+  /**
+   * The teams a key's `team` may name (the caller looks the named one up in the team store first);
+   * when absent, naming a team is refused.
+   */
+  readonly knownTeams?: ReadonlySet<string>;
   /** How an error names a field (the CLI names its flags); the body's field path by default. */
   readonly fieldLabel?: (path: string) => string;
 }
@@ -43,7 +46,7 @@ export interface NewKeyCheck {
 /**
  * A new key's settings from the admin API's body (or the CLI's flags): `name`, and optionally `rpm`,
  * `concurrency`, `models` (canonical IDs), `expires_at` (ISO date-time in the future) and `quota` (`daily`,
- * `monthly`). Throws the 400 ValidationError listing every bad field.
+ * `monthly`), `tpm`, `budget` (`daily_usd`, `monthly_usd`) and `team` (an existing team's name). Throws the 400 ValidationError listing every bad field.
  */
 export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput {
   const label = check.fieldLabel ?? ((path: string) => path);
@@ -63,6 +66,10 @@ export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput
       }
     }
   }
+  const team = (body as { team?: unknown } | null)?.team;
+  if (isTeamName(team) && !check.knownTeams?.has(team)) {
+    errors.push(fieldError(label('team'), check.knownTeams ? `no team is named '${team}' (create it first)` : 'cannot be set here'));
+  }
   if (errors.length > 0 || !value) throw validationError(errors);
   return {
     name: value.name,
@@ -71,5 +78,8 @@ export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput
     models: value.models,
     expiresAt: value.expires_at === undefined ? undefined : new Date(value.expires_at).toISOString(),
     quota: value.quota,
+    tpm: value.tpm,
+    budget: value.budget,
+    team: value.team,
   };
 }

@@ -51,6 +51,66 @@ function modelRoute(summary: string, body: string, envelope: 'Completions' | 'Me
   };
 }
 
+const positiveInteger = { type: 'integer', minimum: 1 };
+const usd = { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000_000, description: 'USD, at most 6 decimals' };
+const TEAM_LIMITS = {
+  rpm: positiveInteger,
+  tpm: positiveInteger,
+  quota: { type: 'object', additionalProperties: false, properties: { daily: positiveInteger, monthly: positiveInteger } },
+  budget: { type: 'object', additionalProperties: false, minProperties: 1, properties: { daily_usd: usd, monthly_usd: usd } },
+};
+const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
+const adminErrors = { '401': error('Missing or wrong admin token', 'Plain'), '429': error('Too many wrong admin tokens from this address', 'Plain') };
+const teamName = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' } };
+
+/** The admin API's team routes (`/admin/teams`), behind the admin token. */
+const TEAM_PATHS = {
+  '/admin/teams': {
+    post: {
+      summary: 'Creates a team: a name keys can name, and the limits its keys share',
+      security: [{ adminToken: [] }],
+      requestBody: { required: true, content: json(ref('NewTeam')) },
+      responses: {
+        '201': { description: 'The team', content: json(ref('Team')) },
+        '400': error('Invalid body: every bad field listed', 'Plain'),
+        '409': error('A team of that name exists', 'Plain'),
+        ...adminErrors,
+      },
+    },
+    get: {
+      summary: 'Every team',
+      security: [{ adminToken: [] }],
+      responses: { '200': { description: 'The teams', content: json({ type: 'object', required: ['object', 'data'], properties: { object: { const: 'list' }, data: { type: 'array', items: ref('Team') } } }) }, ...adminErrors },
+    },
+  },
+  '/admin/teams/{name}': {
+    get: {
+      summary: 'One team',
+      security: [{ adminToken: [] }],
+      parameters: [teamName],
+      responses: { '200': { description: 'The team', content: json(ref('Team')) }, '404': error('No team of that name', 'Plain'), ...adminErrors },
+    },
+    patch: {
+      summary: "Changes a team's limits: each set (an object replaces the whole limit), null to remove it, absent to keep it",
+      security: [{ adminToken: [] }],
+      parameters: [teamName],
+      requestBody: { required: true, content: json(ref('TeamChanges')) },
+      responses: { '200': { description: 'The team as changed', content: json(ref('Team')) }, '400': error('Invalid body: every bad field listed', 'Plain'), '404': error('No team of that name', 'Plain'), ...adminErrors },
+    },
+    delete: {
+      summary: 'Deletes a team no key names any more',
+      security: [{ adminToken: [] }],
+      parameters: [teamName],
+      responses: {
+        '200': { description: 'Deleted', content: json({ type: 'object', required: ['name', 'deleted'], properties: { name: { type: 'string' }, deleted: { const: true } } }) },
+        '404': error('No team of that name', 'Plain'),
+        '409': error('Keys that are not revoked name the team; the detail says how many', 'Plain'),
+        ...adminErrors,
+      },
+    },
+  },
+};
+
 const plainErrors = {
   '401': error('Missing or unknown credential', 'Plain'),
   '429': error('Rate limit reached', 'Plain'),
@@ -112,12 +172,14 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     '/metrics': { get: { summary: 'Prometheus metrics (unless METRICS_PORT serves them elsewhere)', security: [], responses: { '200': { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } } } },
+    ...TEAM_PATHS,
     '/openapi.json': { get: { summary: 'This document', security: [], responses: { '200': { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } } } },
   },
   components: {
     securitySchemes: {
       bearer: { type: 'http', scheme: 'bearer', description: 'A gateway API key (`sk-…`)' },
       apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'A gateway API key, as Anthropic-style clients send it' },
+      adminToken: { type: 'http', scheme: 'bearer', description: 'GATEWAY_ADMIN_TOKEN (the admin API answers 404 without one configured)' },
     },
     parameters: {
       RequestId: { name: 'x-request-id', in: 'header', required: false, description: 'Kept when 1–128 characters of [A-Za-z0-9._:-]; otherwise one is generated', schema: { type: 'string' } },
@@ -139,6 +201,26 @@ export const OPENAPI_DOCUMENT = {
             required: ['input_tokens', 'output_tokens', 'total_tokens', 'cached_tokens', 'charged_tokens'],
             properties: Object.fromEntries(['input_tokens', 'output_tokens', 'total_tokens', 'cached_tokens', 'charged_tokens'].map((name) => [name, { type: 'integer', minimum: 0 }])),
           },
+        },
+      },
+      NewTeam: {
+        type: 'object',
+        required: ['name'],
+        additionalProperties: false,
+        properties: { name: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' }, ...TEAM_LIMITS },
+      },
+      TeamChanges: {
+        type: 'object',
+        additionalProperties: false,
+        properties: Object.fromEntries(Object.entries(TEAM_LIMITS).map(([field, schema]) => [field, nullable(schema)])),
+      },
+      Team: {
+        type: 'object',
+        required: ['name', 'created_at', 'rpm', 'tpm', 'quota', 'budget'],
+        properties: {
+          name: { type: 'string' },
+          created_at: { type: 'string', description: 'ISO 8601 date-time' },
+          ...Object.fromEntries(Object.entries(TEAM_LIMITS).map(([field, schema]) => [field, nullable(schema)])),
         },
       },
       ModelList: {

@@ -9,7 +9,10 @@ import type { FailedAuthThrottle } from './failed-auth-throttle.ts';
 import { clientAddress } from '../../core/client-address.ts';
 import type { KeyIdSecret } from '../../stores/keys/key-id-secret.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
+import type { TeamRecord } from '../../core/limits.ts';
+import type { TeamStore } from '../../stores/teams/team-store.ts';
 import { PresentedKeyCache } from './presented-key-cache.ts';
+import { TeamLimitsCache } from './team-limits-cache.ts';
 import { modelRouteAt, type KeyHeader } from '../../core/route-table.ts';
 
 /** The caller as `res.locals.apiKey` holds it: id, name and permissions, never the key or its hash. */
@@ -37,7 +40,10 @@ export function staticKeyRecords(keys: readonly string[], idSecret: Buffer): Api
   }));
 }
 
-/** The caller a found record stands for; throws 403 for a revoked or expired key. */
+/**
+ * The caller a found record stands for, with the key's own limits; throws 403 for a revoked or expired
+ * key. The key's team, if it names one, is joined by the authenticator (see {@link withTeam}).
+ */
 export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): AuthenticatedKey {
   const status = keyStatus(record, now);
   if (status === 'revoked') throw forbidden('This API key has been revoked');
@@ -53,6 +59,12 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
     ...(tpm !== undefined && { tpm }),
     ...(budget && { budget }),
   };
+}
+
+/** The caller with its team's name and limits, as `CallerKey.team` carries them. */
+export function withTeam(caller: AuthenticatedKey, team: TeamRecord): AuthenticatedKey {
+  const { name, rpm, tpm, quota, budget } = team;
+  return { ...caller, team: { name, ...(rpm !== undefined && { rpm }), ...(tpm !== undefined && { tpm }), ...(quota && { quota }), ...(budget && { budget }) } };
 }
 
 /** Throws 403 unless the key may use the model (its resolved canonical ID). */
@@ -99,6 +111,13 @@ export function presentedKey(headers: IncomingHttpHeaders, where: string | reado
 
 export interface AuthenticatorOptions {
   readonly store: KeyStore;
+  /**
+   * Where the teams keys name live: a key naming a team carries the team's limits (`CallerKey.team`).
+   * Without it, or when the team no longer exists, a key is served with its own limits only.
+   */
+  readonly teams?: TeamStore;
+  /** How long a team, once read, is trusted without asking again (5 s): a PATCH reaches every instance within it. */
+  readonly teamTrustMs?: number;
   /** Keys from `GATEWAY_API_KEYS`, accepted besides the store's. */
   readonly staticKeys?: readonly string[];
   /** The secret the static keys' ids derive from; required with static keys. */
@@ -152,7 +171,7 @@ export function createAuthenticator(options: AuthenticatorOptions): KeyAuthentic
     maxEntries: options.cacheSize ?? 10_000,
     revision: () => options.store.revision,
   });
-  const admit = callerOf();
+  const admit = callerOf(teamJoiner(options.teams, options.teamTrustMs ?? 5000, logger));
   // A key presented and refused counts against the client address; past its limit the answer is 429.
   const refuse = (addressOf: (() => string) | undefined) => (error: unknown): never => {
     if (addressOf && options.throttle && isGatewayError(error) && error.status === 401) throw options.throttle.failed(addressOf()) ?? error;
@@ -170,7 +189,9 @@ export function createAuthenticator(options: AuthenticatorOptions): KeyAuthentic
     try {
       if (!looksLikeApiKey(key)) throw unauthenticated(MALFORMED);
       const found = cache.get(key);
-      return found instanceof Promise ? found.then(admit).catch(refuse(addressOf)) : admit(found);
+      if (found instanceof Promise) return found.then(admit).catch(refuse(addressOf));
+      const admitted = admit(found);
+      return admitted instanceof Promise ? admitted.catch(refuse(addressOf)) : admitted;
     } catch (error) {
       return refuse(addressOf)(error);
     }
@@ -232,8 +253,13 @@ function recordFinder(statics: StaticKeys, store: KeyStore, logger: Logger): (ke
   };
 }
 
-/** The caller of a record: one object per record read, reused while the record is trusted (its status is checked each time). */
-function callerOf(): (record: ApiKeyRecord | undefined) => AuthenticatedKey {
+type TeamJoiner = (caller: AuthenticatedKey, team: string) => AuthenticatedKey | Promise<AuthenticatedKey>;
+
+/**
+ * The caller of a record: one object per record read, reused while the record is trusted (its status is
+ * checked each time), joined with its team's limits (synchronously while the team is cached).
+ */
+function callerOf(joinTeam: TeamJoiner): (record: ApiKeyRecord | undefined) => AuthenticatedKey | Promise<AuthenticatedKey> {
   const callers = new WeakMap<ApiKeyRecord, AuthenticatedKey>();
   return (record) => {
     if (!record) throw unauthenticated(UNKNOWN);
@@ -242,8 +268,53 @@ function callerOf(): (record: ApiKeyRecord | undefined) => AuthenticatedKey {
       caller = authenticatedKey(record);
       callers.set(record, caller);
     }
-    return caller;
+    return record.team === undefined ? caller : joinTeam(caller, record.team);
   };
+}
+
+/**
+ * Joins a caller with its team read through a {@link TeamLimitsCache}; the joined caller is reused
+ * while neither the key's record nor the team changes. A team that does not exist (deleted, or no
+ * team store) leaves the key its own limits, with one warning per team name; a team store that cannot
+ * be read for a team never seen answers 503.
+ */
+function teamJoiner(store: TeamStore | undefined, trustMs: number, logger: Logger): TeamJoiner {
+  const cache = store && new TeamLimitsCache(store, {
+    trustMs,
+    onStale: (name, error) => logger.warn({ team: name, reason: (error as Error).message }, 'team store unavailable: using the team limits last read'),
+  });
+  const joined = new WeakMap<AuthenticatedKey, { readonly team: TeamRecord; readonly caller: AuthenticatedKey }>();
+  const warned = new Set<string>();
+  const join = (caller: AuthenticatedKey, name: string, team: TeamRecord | undefined): AuthenticatedKey => {
+    if (!team) {
+      if (!warned.has(name)) {
+        warned.add(name);
+        logger.warn({ key_id: caller.id, team: name }, `API keys name the team '${name}', which does not exist: they are served with their own limits only`);
+      }
+      return caller;
+    }
+    warned.delete(name);
+    const last = joined.get(caller);
+    if (last?.team === team) return last.caller;
+    const withLimits = withTeam(caller, team);
+    joined.set(caller, { team, caller: withLimits });
+    return withLimits;
+  };
+  return (caller, name) => {
+    if (!cache) return join(caller, name, undefined);
+    let team: TeamRecord | undefined | Promise<TeamRecord | undefined>;
+    try {
+      team = cache.get(name);
+    } catch (error) {
+      return unavailableTeams(error, logger);
+    }
+    return team instanceof Promise ? team.then((found) => join(caller, name, found), (error: unknown) => unavailableTeams(error, logger)) : join(caller, name, team);
+  };
+}
+
+function unavailableTeams(error: unknown, logger: Logger): never {
+  logger.error({ reason: (error as Error).message }, 'team store unavailable');
+  throw serviceUnavailable('The team store is unavailable; please retry shortly', error);
 }
 
 async function findInStore(store: KeyStore, hash: string, logger: Logger): Promise<ApiKeyRecord | undefined> {

@@ -4,21 +4,26 @@ import { createRedisClient, waitUntilReady } from '../redis/redis-client.ts';
 import { FileKeyStore } from './file-key-store.ts';
 import type { KeyStore } from './key-store.ts';
 import { RedisKeyStore } from './redis-key-store.ts';
+import { FileTeamStore } from '../teams/file-team-store.ts';
+import { RedisTeamStore } from '../teams/redis-team-store.ts';
+import type { TeamStore } from '../teams/team-store.ts';
 
-/** A key store with what it holds open (a Redis connection), closed together. */
+/** A key store and the team store beside it, with what they hold open (a Redis connection), closed together. */
 export interface OpenKeyStore {
   readonly keys: KeyStore;
+  readonly teams: TeamStore;
   close(): Promise<void>;
 }
 
 /**
- * The key store the server of this config uses: Redis when `redis` is set, else `<dataDir>/keys.json`.
+ * The key and team stores the server of this config uses: Redis when `redis` is set, else
+ * `<dataDir>/keys.json` and `<dataDir>/teams.json`.
  * For one-shot callers such as the CLI: fails when Redis does not answer within `timeoutMs`.
  */
 export async function openKeyStore(config: Pick<GatewayConfig, 'redis' | 'dataDir'>, logger?: Logger, timeoutMs = 3000): Promise<OpenKeyStore> {
   if (!config.redis) {
     const keys = new FileKeyStore(config.dataDir);
-    return { keys, close: () => keys.close() };
+    return { keys, teams: new FileTeamStore(config.dataDir), close: () => keys.close() };
   }
   const redis = createRedisClient(config.redis, logger);
   if (!(await waitUntilReady(redis, timeoutMs))) {
@@ -28,6 +33,7 @@ export async function openKeyStore(config: Pick<GatewayConfig, 'redis' | 'dataDi
   const keys = new RedisKeyStore(redis);
   return {
     keys,
+    teams: new RedisTeamStore(redis),
     async close() {
       await keys.close();
       await redis.quit().catch(() => redis.disconnect());

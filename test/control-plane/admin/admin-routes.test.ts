@@ -6,6 +6,7 @@ import { adminRouter, canonicalModelIds } from '../../../src/control-plane/admin
 import { hashApiKey } from '../../../src/core/api-keys.ts';
 import { createAuthenticator } from '../../../src/data-plane/auth/authenticate.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
+import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
 import { loadPlugins } from '../../../src/plugins/load-plugins.ts';
 import { ModelRegistry } from '../../../src/core/model-registry.ts';
 import { captureLogs, send, startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
@@ -16,6 +17,7 @@ const admin = { authorization: `Bearer ${TOKEN}` };
 describe('admin key API', () => {
   let dataDir: string;
   let keys: FileKeyStore;
+  let teams: FileTeamStore;
   let registry: ModelRegistry;
   let app: GuardedApp;
   const logs = captureLogs();
@@ -23,10 +25,11 @@ describe('admin key API', () => {
   before(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'gateway-admin-'));
     keys = new FileKeyStore(dataDir);
+    teams = new FileTeamStore(dataDir);
     registry = new ModelRegistry(await loadPlugins(resolve('providers/manifest.json')));
     app = await startGuardedApp({
       model: [createAuthenticator({ store: keys, logger: logs.logger })],
-      routers: { '/admin': adminRouter({ token: TOKEN, keys, registry: () => registry }) },
+      routers: { '/admin': adminRouter({ token: TOKEN, keys, teams, registry: () => registry }) },
       logger: logs.logger,
     });
   });
@@ -61,6 +64,9 @@ describe('admin key API', () => {
       rpm: 10,
       concurrency: 4,
       quota: { daily: 1000 },
+      tpm: null,
+      budget: null,
+      team: null,
       key,
     });
     expect(await send(app.url, '/v1/chat/completions', { key })).to.deep.include({ status: 200 });
@@ -91,7 +97,7 @@ describe('admin key API', () => {
     expect(answer.status).to.equal(400);
     expect(answer.body.detail).to.equal('Invalid input parameters');
     expect(answer.body.errors).to.have.members([
-      "Field 'body': has unknown fields (name, rpm, concurrency, models, expires_at, quota)",
+      "Field 'body': has unknown fields (name, rpm, concurrency, models, expires_at, quota, tpm, budget, team)",
       "Field 'name': is required",
       "Field 'rpm': must be a positive integer",
       "Field 'concurrency': must be a positive integer",
@@ -113,7 +119,7 @@ describe('admin key API', () => {
   });
 
   it('does not exist without a token', async () => {
-    const closed = await startGuardedApp({ routers: { '/admin': adminRouter({ token: undefined, keys }) } });
+    const closed = await startGuardedApp({ routers: { '/admin': adminRouter({ token: undefined, keys, teams }) } });
     try {
       expect(await send(closed.url, '/admin/keys', { method: 'GET', ...admin })).to.deep.include({ status: 404, body: { detail: 'No route for GET /admin/keys' } });
       expect(await send(closed.url, '/admin/keys', { ...admin, body: { name: 'x' } })).to.deep.include({ status: 404 });

@@ -6,7 +6,9 @@ import { COUNT_TOKENS_CORPUS, MESSAGES_CORPUS } from '../../conformance/request-
 import { RESPONSES_CORPUS } from '../../conformance/request-corpus/responses.ts';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../../helpers/test-gateway.ts';
 
-type Method = 'GET' | 'POST';
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+const ADMIN_TOKEN = 'openapi-admin-token-0001-0123456789abcdef';
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
 /** JSON pointer escaping of one path segment. */
 const segment = (text: string) => text.replace(/~/g, '~0').replace(/\//g, '~1');
@@ -19,7 +21,7 @@ describe('OpenAPI document', function () {
   const checked = new Set<string>();
 
   before(async () => {
-    test = await startTestGateway();
+    test = await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN } });
     const response = await request(`${test.url}/openapi.json`);
     expect(response.statusCode).to.equal(200);
     expect(response.headers['content-type']).to.contain('application/json');
@@ -30,11 +32,11 @@ describe('OpenAPI document', function () {
   after(async () => test.close());
 
   /** Sends a request and checks its answer against the document's schema for that path, method and status. */
-  async function conforms(method: Method, path: string, body?: unknown, headers: Record<string, string> = { authorization: `Bearer ${TEST_KEY}` }, expected?: number) {
+  async function conforms(method: Method, path: string, body?: unknown, headers: Record<string, string> = { authorization: `Bearer ${TEST_KEY}` }, expected?: number, template?: string) {
     const response = await request(`${test.url}${path}`, { method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
     const text = await response.body.text();
     if (expected !== undefined) expect(response.statusCode, text).to.equal(expected);
-    const route = path.split('?')[0]!;
+    const route = template ?? path.split('?')[0]!;
     const operation = document.paths[route]?.[method.toLowerCase()];
     expect(operation, `${method} ${route} is described`).to.be.an('object');
     const status = String(response.statusCode);
@@ -50,7 +52,7 @@ describe('OpenAPI document', function () {
     }
     // The request schema agrees with the gateway on which bodies are valid.
     if (body !== undefined && (status === '200' || status === '400')) {
-      const validate = ajv.compile({ $ref: `openapi#/paths/${segment(route)}/post/requestBody/content/application~1json/schema` });
+      const validate = ajv.compile({ $ref: `openapi#/paths/${segment(route)}/${method.toLowerCase()}/requestBody/content/application~1json/schema` });
       expect(validate(body), `${route} request ${JSON.stringify(body)}`).to.equal(status === '200');
     }
     checked.add(`${method} ${route} ${status}`);
@@ -96,6 +98,36 @@ describe('OpenAPI document', function () {
     await conforms('GET', '/readyz', undefined, {}, 200);
     await conforms('GET', '/metrics', undefined, {}, 200);
     await conforms('GET', '/openapi.json', undefined, {}, 200);
+  });
+
+  it('describes the real answers of the admin team routes', async () => {
+    const one = '/admin/teams/{name}';
+    await conforms('POST', '/admin/teams', { name: 'docs', rpm: 5, budget: { daily_usd: 1.5 } }, admin, 201);
+    await conforms('POST', '/admin/teams', { name: 'docs' }, admin, 409);
+    await conforms('POST', '/admin/teams', { name: 'docs', rpm: 0 }, admin, 400);
+    await conforms('POST', '/admin/teams', { name: 'docs' }, {}, 401);
+    await conforms('GET', '/admin/teams', undefined, admin, 200);
+    await conforms('GET', '/admin/teams', undefined, {}, 401);
+    await conforms('GET', '/admin/teams/docs', undefined, admin, 200, one);
+    await conforms('GET', '/admin/teams/nobody', undefined, admin, 404, one);
+    await conforms('GET', '/admin/teams/docs', undefined, {}, 401, one);
+    await conforms('PATCH', '/admin/teams/docs', { rpm: null, tpm: 100, quota: { monthly: 9 } }, admin, 200, one);
+    await conforms('PATCH', '/admin/teams/docs', { budget: { monthly_usd: -1 } }, admin, 400, one);
+    await conforms('PATCH', '/admin/teams/nobody', { rpm: 1 }, admin, 404, one);
+    await conforms('PATCH', '/admin/teams/docs', { rpm: 1 }, {}, 401, one);
+    const key = await request(`${test.url}/admin/keys`, { method: 'POST', headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'member', team: 'docs' }) });
+    const { id } = (await key.body.json()) as { id: string };
+    await conforms('DELETE', '/admin/teams/docs', undefined, admin, 409, one);
+    await (await request(`${test.url}/admin/keys/${id}`, { method: 'DELETE', headers: admin })).body.text();
+    await conforms('DELETE', '/admin/teams/docs', undefined, admin, 200, one);
+    await conforms('DELETE', '/admin/teams/docs', undefined, admin, 404, one);
+    await conforms('DELETE', '/admin/teams/docs', undefined, {}, 401, one);
+    for (let attempt = 0; attempt < 30; attempt += 1) {
+      const answer = await request(`${test.url}/admin/teams`, { headers: { authorization: 'Bearer wrong' } });
+      await answer.body.text();
+      if (answer.statusCode === 429) break;
+    }
+    await conforms('GET', '/admin/teams', undefined, { authorization: 'Bearer wrong' }, 429);
   });
 
   it('describes a path only when the gateway serves it', async () => {

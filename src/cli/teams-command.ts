@@ -1,0 +1,181 @@
+import { parseArgs } from 'node:util';
+import { parseNewTeam, parseTeamChanges } from '../control-plane/admin/team-input.ts';
+import { keysNamingTeam, teamInUse } from '../control-plane/admin/team-routes.ts';
+import { loadConfig } from '../config/gateway-config.ts';
+import type { TeamRecord } from '../core/limits.ts';
+import { openKeyStore, type OpenKeyStore } from '../stores/keys/open-key-store.ts';
+import { CliUsageError, type CliIo } from './cli-io.ts';
+import { LIMIT_FLAGS, numberOf } from './keys-command.ts';
+import { textTable } from './text-table.ts';
+
+const LIMIT_SYNOPSIS = '[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y]';
+
+export const TEAMS_SYNOPSIS = `teams create NAME ${LIMIT_SYNOPSIS}
+teams list
+teams update NAME ${LIMIT_SYNOPSIS} [--clear rpm|tpm|quota|budget|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
+teams delete NAME`;
+
+const LIMIT_OPTIONS = {
+  rpm: { type: 'string' },
+  tpm: { type: 'string' },
+  'daily-tokens': { type: 'string' },
+  'monthly-tokens': { type: 'string' },
+  'daily-usd': { type: 'string' },
+  'monthly-usd': { type: 'string' },
+} as const;
+
+type LimitFlag = keyof typeof LIMIT_OPTIONS;
+
+/** Each flag's place in a team: a top-level limit, or one side of `quota` / `budget`. */
+const PLACE_OF: Record<LimitFlag, readonly [field: 'rpm' | 'tpm' | 'quota' | 'budget', side?: string]> = {
+  rpm: ['rpm'],
+  tpm: ['tpm'],
+  'daily-tokens': ['quota', 'daily'],
+  'monthly-tokens': ['quota', 'monthly'],
+  'daily-usd': ['budget', 'daily_usd'],
+  'monthly-usd': ['budget', 'monthly_usd'],
+};
+
+const flagOf = (path: string) => (path === 'name' ? 'NAME' : LIMIT_FLAGS[path] ?? `--${path}`);
+
+function teamName(positionals: string[], action: string): string {
+  if (positionals.length !== 1) throw new CliUsageError(`teams ${action} needs exactly one team name${action === 'create' ? '' : ' (see teams list)'}`);
+  return positionals[0]!;
+}
+
+/** The limits the flags give, as the admin API's body holds them (numbers as given, so validation names the flag). */
+function limitsOf(values: Partial<Record<LimitFlag, string>>): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const [flag, [field, side]] of Object.entries(PLACE_OF) as [LimitFlag, (typeof PLACE_OF)[LimitFlag]][]) {
+    const value = numberOf(values[flag]);
+    if (value === undefined) continue;
+    body[field] = side ? { ...(body[field] as object), [side]: value } : value;
+  }
+  return body;
+}
+
+/**
+ * The PATCH the flags make of a team: a limit given is set, one cleared is null. A side of `quota` or
+ * `budget` (`--daily-usd`, `--clear monthly-tokens`) changes that side only, keeping the other as the
+ * team has it; a limit left with neither side is removed.
+ */
+function changesOf(values: Partial<Record<LimitFlag, string>>, cleared: ReadonlySet<string>, current: TeamRecord): Record<string, unknown> {
+  const given = limitsOf(values);
+  const body: Record<string, unknown> = {};
+  for (const field of ['rpm', 'tpm'] as const) {
+    if (cleared.has(field)) body[field] = null;
+    else if (field in given) body[field] = given[field];
+  }
+  for (const field of ['quota', 'budget'] as const) {
+    const sides = (Object.keys(PLACE_OF) as LimitFlag[]).filter((flag) => PLACE_OF[flag][0] === field);
+    if (!cleared.has(field) && !(field in given) && !sides.some((flag) => cleared.has(flag))) continue;
+    const merged: Record<string, unknown> = cleared.has(field) ? {} : { ...current[field] };
+    for (const flag of sides) if (cleared.has(flag)) delete merged[PLACE_OF[flag][1]!];
+    Object.assign(merged, given[field]);
+    body[field] = Object.keys(merged).length ? merged : null;
+  }
+  return body;
+}
+
+async function createTeam(argv: string[], io: CliIo, { teams }: OpenKeyStore): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: LIMIT_OPTIONS, strict: true, allowPositionals: true });
+  const team = await teams.create(parseNewTeam({ name: teamName(positionals, 'create'), ...limitsOf(values) }, flagOf));
+  io.out(`Created team ${team.name} (${describeLimits(team)}).\n`);
+  return 0;
+}
+
+async function listTeams(argv: string[], io: CliIo, { teams }: OpenKeyStore): Promise<number> {
+  parseArgs({ args: argv, options: {}, strict: true, allowPositionals: false });
+  const records = await teams.list();
+  if (records.length === 0) {
+    io.out('No teams yet (teams create NAME makes one).\n');
+    return 0;
+  }
+  const rows = records.map((team) => ({
+    name: team.name,
+    created: team.createdAt,
+    rpm: team.rpm ?? '-',
+    tpm: team.tpm ?? '-',
+    'daily-tokens': team.quota?.daily ?? '-',
+    'monthly-tokens': team.quota?.monthly ?? '-',
+    'daily-usd': team.budget?.daily_usd ?? '-',
+    'monthly-usd': team.budget?.monthly_usd ?? '-',
+  }));
+  io.out(textTable(rows, ['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd']));
+  return 0;
+}
+
+const CLEARABLE = new Set(['rpm', 'tpm', 'quota', 'budget', ...Object.keys(PLACE_OF)]);
+
+async function updateTeam(argv: string[], io: CliIo, { teams }: OpenKeyStore): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: { ...LIMIT_OPTIONS, clear: { type: 'string', multiple: true } }, strict: true, allowPositionals: true });
+  const name = teamName(positionals, 'update');
+  const cleared = new Set(values.clear ?? []);
+  for (const field of cleared) {
+    if (!CLEARABLE.has(field)) throw new CliUsageError(`--clear takes one of ${[...CLEARABLE].join(', ')}; got '${field}'`);
+    const setToo = (Object.keys(PLACE_OF) as LimitFlag[]).find((flag) => values[flag] !== undefined && (flag === field || PLACE_OF[flag][0] === field));
+    if (setToo) throw new CliUsageError(`--clear ${field} and --${setToo} contradict each other`);
+  }
+  const current = await teams.get(name);
+  if (!current) {
+    io.err(`No team named '${name}' (see teams list)\n`);
+    return 1;
+  }
+  const body = changesOf(values, cleared, current);
+  const updated = await teams.update(name, parseTeamChanges(body, flagOf));
+  if (!updated) {
+    io.err(`No team named '${name}' (see teams list)\n`);
+    return 1;
+  }
+  io.out(`Updated team ${name} (${describeLimits(updated)}); every gateway instance applies it within seconds.\n`);
+  return 0;
+}
+
+async function deleteTeam(argv: string[], io: CliIo, { keys, teams }: OpenKeyStore): Promise<number> {
+  const { positionals } = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true });
+  const name = teamName(positionals, 'delete');
+  if (!(await teams.get(name))) {
+    io.err(`No team named '${name}' (see teams list)\n`);
+    return 1;
+  }
+  const naming = await keysNamingTeam(keys, name);
+  if (naming > 0) throw teamInUse(name, naming);
+  if (!(await teams.remove(name))) {
+    io.err(`No team named '${name}' (see teams list)\n`);
+    return 1;
+  }
+  io.out(`Deleted team ${name}.\n`);
+  return 0;
+}
+
+function describeLimits(team: TeamRecord): string {
+  const parts = [
+    team.rpm !== undefined && `rpm ${team.rpm}`,
+    team.tpm !== undefined && `tpm ${team.tpm}`,
+    team.quota?.daily !== undefined && `${team.quota.daily} tokens a day`,
+    team.quota?.monthly !== undefined && `${team.quota.monthly} tokens a month`,
+    team.budget?.daily_usd !== undefined && `$${team.budget.daily_usd} a day`,
+    team.budget?.monthly_usd !== undefined && `$${team.budget.monthly_usd} a month`,
+  ].filter(Boolean);
+  return parts.length ? parts.join(', ') : 'no limits';
+}
+
+const ACTIONS: Record<string, (argv: string[], io: CliIo, stores: OpenKeyStore) => Promise<number>> = {
+  create: createTeam,
+  list: listTeams,
+  update: updateTeam,
+  delete: deleteTeam,
+};
+
+/** `teams create|list|update|delete` on the stores the server of `env` uses (Redis, else the data directory), as `keys` does. */
+export async function runTeamsCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const [action, ...rest] = argv;
+  const run = action === undefined ? undefined : ACTIONS[action];
+  if (!run) throw new CliUsageError(action === undefined ? 'teams needs an action' : `unknown teams action '${action}'`);
+  const stores = await openKeyStore(loadConfig(env));
+  try {
+    return await run(rest, io, stores);
+  } finally {
+    await stores.close();
+  }
+}

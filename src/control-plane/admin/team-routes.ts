@@ -1,0 +1,85 @@
+import { Router, type RequestHandler } from 'express';
+import { keyStatus } from '../../core/api-keys.ts';
+import { conflict, teamNotFound, type GatewayError } from '../../core/gateway-errors.ts';
+import type { TeamRecord } from '../../core/limits.ts';
+import { readJsonObject } from '../../data-plane/http/json-body.ts';
+import type { KeyStore } from '../../stores/keys/key-store.ts';
+import type { TeamStore } from '../../stores/teams/team-store.ts';
+import { parseNewTeam, parseTeamChanges } from './team-input.ts';
+
+/** A team as the admin API shows it: every limit, null when off. */
+export interface TeamView {
+  readonly name: string;
+  readonly created_at: string;
+  readonly rpm: number | null;
+  readonly tpm: number | null;
+  readonly quota: TeamRecord['quota'] | null;
+  readonly budget: TeamRecord['budget'] | null;
+}
+
+export function teamView(record: TeamRecord): TeamView {
+  return {
+    name: record.name,
+    created_at: record.createdAt,
+    rpm: record.rpm ?? null,
+    tpm: record.tpm ?? null,
+    quota: record.quota ?? null,
+    budget: record.budget ?? null,
+  };
+}
+
+/** How many keys that are not revoked name the team (expired ones count: they still point at it). */
+export async function keysNamingTeam(keys: KeyStore, name: string): Promise<number> {
+  return (await keys.list()).filter((record) => record.team === name && keyStatus(record) !== 'revoked').length;
+}
+
+/** 409: keys that are not revoked still name the team. */
+export function teamInUse(name: string, naming: number): GatewayError {
+  return conflict(`Team '${name}' is named by ${naming} key${naming === 1 ? '' : 's'} that ${naming === 1 ? 'is' : 'are'} not revoked; revoke ${naming === 1 ? 'it' : 'them'} first`);
+}
+
+export interface TeamRoutesOptions {
+  readonly keys: KeyStore;
+  readonly teams: TeamStore;
+  readonly bodyLimitBytes?: number;
+}
+
+/**
+ * The team operations, behind whatever guard mounts them: `POST /teams` (201; 409 when the name is
+ * taken), `GET /teams`, `GET /teams/:name`, `PATCH /teams/:name` (each limit set, or null to remove
+ * it) and `DELETE /teams/:name` (409 while keys that are not revoked name the team). A missing team is 404.
+ */
+export function teamRoutes(options: TeamRoutesOptions): Router {
+  const router = Router();
+  const limit = options.bodyLimitBytes ?? 1024 * 1024;
+  router.post('/teams', async (req, res) => {
+    const input = parseNewTeam(await readJsonObject(req, limit));
+    res.status(201).json(teamView(await options.teams.create(input)));
+  });
+  router.get('/teams', async (_req, res) => {
+    res.json({ object: 'list', data: (await options.teams.list()).map(teamView) });
+  });
+  router.get('/teams/:name', async (req, res) => {
+    const name = String(req.params.name);
+    const team = await options.teams.get(name);
+    if (!team) throw teamNotFound(name);
+    res.json(teamView(team));
+  });
+  router.patch('/teams/:name', async (req, res) => {
+    const name = String(req.params.name);
+    const changes = parseTeamChanges(await readJsonObject(req, limit));
+    const team = await options.teams.update(name, changes);
+    if (!team) throw teamNotFound(name);
+    res.json(teamView(team));
+  });
+  const remove: RequestHandler = async (req, res) => {
+    const name = String(req.params.name);
+    if (!(await options.teams.get(name))) throw teamNotFound(name);
+    const naming = await keysNamingTeam(options.keys, name);
+    if (naming > 0) throw teamInUse(name, naming);
+    if (!(await options.teams.remove(name))) throw teamNotFound(name);
+    res.json({ name, deleted: true });
+  };
+  router.delete('/teams/:name', remove);
+  return router;
+}

@@ -1,0 +1,27 @@
+import { badRequest } from '../../core/gateway-errors.ts';
+import type { TeamInput, TeamRecord } from '../../core/limits.ts';
+import { isTeamName, TEAM_NAME_RULE } from '../../core/team-name.ts';
+import type { TeamChanges } from './team-store.ts';
+
+const TEAM_LIMITS = ['rpm', 'tpm', 'quota', 'budget'] as const;
+
+/** A team record from its input, stamped now; the name is checked again here, whatever called the store. */
+export function newTeamRecord(input: TeamInput, now = new Date()): TeamRecord {
+  if (!isTeamName(input.name)) throw badRequest(`A team name ${TEAM_NAME_RULE}`, 'name');
+  return { ...withoutUndefined(input), name: input.name, createdAt: now.toISOString() };
+}
+
+/** The record with the changes made: a `null` removes the limit, an absent field keeps it. */
+export function applyTeamChanges(record: TeamRecord, changes: TeamChanges): TeamRecord {
+  const next: Record<string, unknown> = { ...record };
+  for (const field of TEAM_LIMITS) {
+    const value = changes[field];
+    if (value === null) delete next[field];
+    else if (value !== undefined) next[field] = value;
+  }
+  return { ...(next as unknown as TeamRecord), name: record.name, createdAt: record.createdAt };
+}
+
+function withoutUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined)) as T;
+}

@@ -1,0 +1,54 @@
+import { expect } from 'chai';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
+import { eventually } from '../../data-plane/auth/guarded-app.ts';
+import { behavesAsTeamStore } from './team-store-behaviour.ts';
+
+describe('file team store', () => {
+  let dataDir: string;
+
+  beforeEach(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'gateway-teams-'));
+  });
+  afterEach(async () => {
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  behavesAsTeamStore(async () => [new FileTeamStore(dataDir), new FileTeamStore(dataDir)]);
+
+  it('keeps teams in <dataDir>/teams.json, private, written whole', async () => {
+    const store = new FileTeamStore(dataDir);
+    await store.create({ name: 'one', tpm: 5 });
+    expect(store.path).to.equal(join(dataDir, 'teams.json'));
+    expect(JSON.parse(await readFile(store.path, 'utf8'))).to.deep.include({ teams: [{ name: 'one', tpm: 5, createdAt: (await store.get('one'))!.createdAt }] });
+    expect((await stat(store.path)).mode & 0o777).to.equal(0o600);
+    expect(await readdir(dataDir)).to.deep.equal(['teams.json']);
+  });
+
+  it('shows a running instance what another process changed, without a restart', async () => {
+    const server = new FileTeamStore(dataDir);
+    const cli = new FileTeamStore(dataDir);
+    expect(await server.get('late')).to.equal(undefined);
+    const revision = server.revision;
+    await cli.create({ name: 'late', rpm: 1 });
+    expect(await eventually(async () => (await server.get('late'))?.rpm === 1, 'the new team')).to.be.below(600);
+    expect(server.revision).to.be.above(revision);
+    await cli.update('late', { rpm: 2 });
+    expect(await eventually(async () => (await server.get('late'))?.rpm === 2, 'the change')).to.be.below(600);
+  });
+
+  it('loses no team when two processes create at once', async () => {
+    const one = new FileTeamStore(dataDir);
+    const two = new FileTeamStore(dataDir);
+    await Promise.all(Array.from({ length: 10 }, (_, index) => (index % 2 ? one : two).create({ name: `team-${index}` })));
+    expect(await new FileTeamStore(dataDir).list()).to.have.length(10);
+    expect(await readdir(dataDir)).to.deep.equal(['teams.json']);
+  });
+
+  it('fails with a clear message when the file is not a team file', async () => {
+    await writeFile(join(dataDir, 'teams.json'), '{"keys": []}');
+    expect(() => new FileTeamStore(dataDir)).to.throw(/teams\.json must hold \{"teams": \[\.\.\.\]\}/);
+  });
+});

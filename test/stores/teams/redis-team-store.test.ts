@@ -1,0 +1,48 @@
+import { expect } from 'chai';
+import { RedisTeamStore } from '../../../src/stores/teams/redis-team-store.ts';
+import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
+import { TestRedisServer } from '../../helpers/redis-server.ts';
+import { behavesAsTeamStore } from './team-store-behaviour.ts';
+
+async function connect(url: string): Promise<RedisConnection> {
+  const client = createRedisClient(url);
+  expect(await waitUntilReady(client, 5000)).to.equal(true);
+  return client;
+}
+
+describe('Redis team store', () => {
+  let server: TestRedisServer;
+  let clients: RedisConnection[] = [];
+  before(async () => {
+    server = await TestRedisServer.start();
+  });
+  after(async () => server.close());
+  beforeEach(async () => {
+    clients = [await connect(server.url), await connect(server.url)];
+    await clients[0]!.flushall();
+  });
+  afterEach(() => clients.forEach((client) => client.disconnect()));
+
+  behavesAsTeamStore(async () => [new RedisTeamStore(clients[0]!), new RedisTeamStore(clients[1]!)]);
+
+  it('keeps every key under one hash tag', async () => {
+    await new RedisTeamStore(clients[0]!).create({ name: 'tagged', rpm: 1 });
+    expect((await clients[0]!.keys('*')).sort()).to.deep.equal(['{gateway-teams}:names', '{gateway-teams}:team:tagged']);
+  });
+
+  it('answers 503 while Redis is away', async () => {
+    const client = await connect(server.url);
+    const store = new RedisTeamStore(client);
+    try {
+      await server.stop();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      for (const operation of [() => store.create({ name: 'x' }), () => store.list(), () => store.update('x', { rpm: 1 }), () => store.remove('x'), () => store.get('x')]) {
+        const error = await operation().then(() => undefined, (failure: { status?: number; detail?: string }) => failure);
+        expect(error).to.deep.include({ status: 503, detail: 'The team store (Redis) is unavailable; please retry shortly' });
+      }
+    } finally {
+      await server.restart();
+      client.disconnect();
+    }
+  });
+});
