@@ -276,4 +276,35 @@ describe('budgets: exact across gateway instances on one Redis', function () {
     for (const answer of refused) expect(Number(answer.headers['retry-after'])).to.be.within(1, 60);
     expect(instances.reduce((sum, instance) => sum + instance.upstreams.zeta.requests.length, 0)).to.equal(10);
   });
+
+  it('holds a team budget shared by two keys across both keys and across instances', async () => {
+    const [first, second] = instances as [TestGateway, TestGateway];
+    const probe = await first.gateway.keys.create({ name: 'team probe' });
+    expect((await post(first.url, '/v1/chat/completions', probe.key, chat({ max_tokens: 50 }))).status).to.equal(200);
+    const each = Number((await usageOf(first, probe.record.id)).cost_usd);
+    const created = await request(`${first.url}/admin/teams`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'research', budget: { daily_usd: Number((each * 3).toFixed(6)) } }),
+    });
+    expect(created.statusCode).to.equal(201);
+    await created.body.dump();
+    const alice = await first.gateway.keys.create({ name: 'alice', team: 'research' });
+    const bob = await second.gateway.keys.create({ name: 'bob', team: 'research' });
+    const statuses: number[] = [];
+    const codes: string[] = [];
+    for (let index = 0; index < 6; index += 1) {
+      const [instance, key] = index % 2 === 0 ? [first, alice.key] : [second, bob.key];
+      const answer = await post(instance.url, '/v1/chat/completions', key, chat({ max_tokens: 50 }));
+      statuses.push(answer.status);
+      if (answer.status === 429) codes.push(answer.json.error.code, answer.json.error.message);
+      await instance.gateway.flushUsage();
+    }
+    // The budget (rounded to whole micro-USD) fits three requests, whichever key and instance sends them.
+    expect(statuses.filter((status) => status === 200)).to.have.length(3);
+    expect(statuses.slice(0, 3)).to.deep.equal([200, 200, 200]);
+    expect(statuses.slice(3)).to.deep.equal([429, 429, 429]);
+    expect(codes[0]).to.equal('GW_ERR_BUDGET_EXCEEDED');
+    expect(codes[1]).to.match(/used today \(UTC\) \(team 'research'\)$/);
+  });
 });
