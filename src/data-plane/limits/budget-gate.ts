@@ -6,8 +6,10 @@ import type { ModelPricing } from '../../plugins/plugin-contract.ts';
 import { tighter, type LimitState } from '../../core/rate-limit-headers.ts';
 import type { LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
 import { metersOf } from '../../usage/limit-meters.ts';
-import { formatCost } from '../../usage/pricing.ts';
 import { demandsFor, Reservation, type RequestEstimate } from '../../usage/reservation.ts';
+
+/** Nano-USD as USD, every significant digit kept (`0.00099999`, `1.5`). */
+const usd = (nano: number): string => (nano / 1e9).toFixed(9).replace(/\.?0+$/, '');
 
 /** A request let in: what it holds on its limits, and where its tightest tokens-per-minute limit stands. */
 export interface Admitted {
@@ -69,7 +71,7 @@ export class BudgetGate {
       if (this.logged.has(key)) continue;
       if (this.logged.size >= LOGGED_LIMIT) this.logged.clear();
       this.logged.add(key);
-      const unitUsed = meter.kind === 'budget' ? { used_usd: Number(formatCost(after / 1e9)), limit_usd: Number(formatCost(meter.limit / 1e9)) } : { used_tokens: after, limit_tokens: meter.limit };
+      const unitUsed = meter.kind === 'budget' ? { used_usd: Number(usd(after)), limit_usd: Number(usd(meter.limit)) } : { used_tokens: after, limit_tokens: meter.limit };
       this.options.logger.warn(
         { [meter.scope === 'key' ? 'key_id' : 'team']: meter.owner, limit: meter.kind, period: meter.period, percent: threshold * 100, ...unitUsed },
         `${meter.scope} ${meter.kind === 'budget' ? 'budget' : 'token quota'} ${threshold === 1 ? 'reached' : 'at 80 %'} for the ${meter.period} (UTC)`,
@@ -87,5 +89,5 @@ function refusal(meter: Meter, used: number, now: number): GatewayError {
   const whose = meter.scope === 'team' ? ` (team '${meter.owner}')` : '';
   if (meter.kind === 'tpm') return tokenRateLimited(`${meter.limit} tokens ${PERIOD_TEXT.minute}${whose}; ${Math.max(0, meter.limit - used)} left this minute`, headers, limit);
   if (meter.kind === 'quota') return quotaExceeded(`${used} of ${meter.limit} charged tokens used ${PERIOD_TEXT[meter.period]}${whose}`, headers, limit);
-  return budgetExceeded(`$${formatCost(used / 1e9)} of $${formatCost(meter.limit / 1e9)} used ${PERIOD_TEXT[meter.period]}${whose}`, headers, limit);
+  return budgetExceeded(`$${usd(used)} of $${usd(meter.limit)} used ${PERIOD_TEXT[meter.period]}${whose}`, headers, limit);
 }
