@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -119,6 +120,8 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
   let queue: MockBehaviour[] = [];
   const sockets = new Set<Socket>();
   const closing = new AbortController();
+  // Every delayed answer listens for the close: many at once are expected, not a leak.
+  setMaxListeners(0, closing.signal);
   const pause = (ms: number) => sleep(ms, undefined, { signal: closing.signal });
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {

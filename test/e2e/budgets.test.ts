@@ -90,6 +90,9 @@ for (const store of ['embedded', 'redis'] as const) {
         expect(answer.json.error.code).to.equal('GW_ERR_TOKEN_RATE_LIMITED');
         expect(answer.json.error.message).to.match(/^Token rate limit exceeded: 1120 tokens per 1 minute; \d+ left this minute$/);
       }
+      const metrics = await (await request(`${test.url}/metrics`)).body.text();
+      expect(metrics).to.include('gateway_limit_refusals_total{kind="tpm",scope="key"} 40');
+      expect(metrics).to.include('gateway_limit_refusals_total{kind="budget",scope="key"} 0');
       const served = answers.find((answer) => answer.status === 200)!;
       expect(served.headers['x-ratelimit-limit-tokens']).to.equal('1120');
       expect(Number(served.headers['x-ratelimit-remaining-tokens'])).to.be.within(0, 1120 - 112);
@@ -159,6 +162,15 @@ for (const store of ['embedded', 'redis'] as const) {
       test.upstreams.zeta.enqueue({ kind: 'status', status: 400 });
       expect((await post(test.url, '/v1/chat/completions', key, chat())).status).to.equal(400);
       expect(await counters(test, 'key', record.id, limits)).to.deep.include({ 'quota:day': afterCut.charged_tokens });
+
+      // A retried attempt (the native route retries a 503) holds the one reservation made at admission.
+      test.upstreams.zeta.enqueue({ kind: 'status', status: 503 });
+      const retried = await post(test.url, '/v1/chat', key, { model: 'zeta/zeta-k3', input: 'Count to three', max_output_tokens: 1 });
+      expect(retried.status).to.equal(200);
+      const afterRetry = await usageOf(test, record.id);
+      expect(afterRetry.requests).to.equal(4);
+      expect(test.upstreams.zeta.requests.filter((entry) => entry.path.endsWith('/chat/completions')).length).to.equal(5);
+      expect(await counters(test, 'key', record.id, limits)).to.deep.include({ 'quota:day': afterRetry.charged_tokens });
     });
 
     it('gives the openai SDK its x-ratelimit-* headers, and its retry waits out the 429 Retry-After', async () => {
