@@ -47,10 +47,9 @@ export function demandsFor(meters: readonly Meter[], estimate: RequestEstimate, 
 }
 
 /** A usage's figure on each kind of meter: tokens per minute, charged tokens, nano-USD. */
-function figureOf(meter: Meter, usage: TokenUsage, pricing: ModelPricing): number {
-  if (meter.kind === 'tpm') return usage.inputTokens + usage.outputTokens;
+function figuresOf(usage: TokenUsage, pricing: ModelPricing): Record<Meter['kind'], number> {
   const charged = charge(usage, pricing);
-  return meter.kind === 'quota' ? charged.chargedTokens : costNanoUsd(charged.costUsd);
+  return { tpm: charged.totalTokens, quota: charged.chargedTokens, budget: costNanoUsd(charged.costUsd) };
 }
 
 /**
@@ -80,8 +79,9 @@ export class Reservation implements Settlement {
     if (this.state === 'settled') return;
     this.state = 'settled';
     const changes: CounterChange[] = [];
+    const figures = usage && pricing ? figuresOf(usage, pricing) : undefined;
     this.meters.forEach((meter, index) => {
-      const real = usage && pricing ? figureOf(meter, usage, pricing) : 0;
+      const real = figures ? figures[meter.kind] : 0;
       const delta = real - this.reserved[index]!;
       if (delta !== 0) changes.push({ counter: meter.counter, delta, resetAt: meter.resetAt });
     });
