@@ -38,10 +38,20 @@ export function metersOfLimits(scope: LimitScope, owner: string, limits: Limits,
   return meters;
 }
 
-/** Every token and money meter a caller's request is measured against: the key's, then its team's. */
-export function metersOf(caller: CallerKey | undefined, now: number): Meter[] {
-  if (!caller) return [];
+const NONE: readonly Meter[] = [];
+// Per caller object (the authenticator hands out one per key and team state), until its first window ends.
+const cached = new WeakMap<CallerKey, { readonly meters: readonly Meter[]; readonly until: number }>();
+
+/**
+ * Every token and money meter a caller's request is measured against: the key's, then its team's.
+ * Kept per caller object until the first of its windows ends, so most requests build none.
+ */
+export function metersOf(caller: CallerKey | undefined, now: number): readonly Meter[] {
+  if (!caller) return NONE;
+  const known = cached.get(caller);
+  if (known && now < known.until) return known.meters;
   const meters = metersOfLimits('key', caller.id, caller, now);
   if (caller.team) meters.push(...metersOfLimits('team', caller.team.name, caller.team, now));
+  cached.set(caller, { meters, until: meters.reduce((first, meter) => Math.min(first, meter.resetAt), Infinity) });
   return meters;
 }

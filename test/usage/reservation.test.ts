@@ -53,7 +53,7 @@ describe('reservations', () => {
 
   it('settles once to the recorded figures: tokens, charged tokens, nano-USD', () => {
     const changes: CounterChange[][] = [];
-    const meters: Meter[] = metersOf({ id: 'k', tpm: 1000, quota: { daily: 5000 }, budget: { daily_usd: 1 } }, NOW);
+    const meters: readonly Meter[] = metersOf({ id: 'k', tpm: 1000, quota: { daily: 5000 }, budget: { daily_usd: 1 } }, NOW);
     const reservation = new Reservation({ adjust: (batch) => void changes.push([...batch]) }, meters, [100, 100, 920_000]);
     reservation.handOver();
     reservation.release();

@@ -1,0 +1,77 @@
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../config/gateway-config.ts';
+import { createLogger } from '../core/logger.ts';
+import { limitUseView, type LimitSettings, type LimitUse } from '../control-plane/limit-use.ts';
+import { openKeyStore } from '../stores/keys/open-key-store.ts';
+import { EmbeddedLedger } from '../stores/limits/embedded-ledger.ts';
+import { RedisLedger } from '../stores/limits/redis-ledger.ts';
+import { createRedisClient, waitUntilReady } from '../stores/redis/redis-client.ts';
+import type { LimitLedger } from '../usage/limit-ledger.ts';
+import { CliUsageError, type CliIo } from './cli-io.ts';
+import { textTable } from './text-table.ts';
+
+export const LIMITS_SYNOPSIS = 'limits [--json]';
+
+const PERIOD = { minute: 'per minute', day: 'today (UTC)', month: 'this month (UTC)' } as const;
+const KIND = { tpm: 'tokens', quota: 'charged tokens', budget: 'USD' } as const;
+
+/** One row per limit of an owner: its rpm (no use: counted per window by the rate limiter), then each token and money limit with its use. */
+function rows(owner: string, settings: LimitSettings, use: readonly LimitUse[]): Record<string, unknown>[] {
+  const lines: Record<string, unknown>[] = [];
+  if (settings.rpm !== null) lines.push({ owner, limit: 'requests per minute', of: settings.rpm });
+  for (const entry of use) {
+    lines.push({
+      owner,
+      limit: `${KIND[entry.kind]} ${PERIOD[entry.period]}`,
+      used: entry.used ?? 'not counted here',
+      of: entry.limit,
+      left: entry.remaining,
+      percent: entry.used === null ? '' : `${Math.floor((entry.used / entry.limit) * 100)} %`,
+      resets: entry.resets_at,
+    });
+  }
+  return lines;
+}
+
+/**
+ * `limits`: every key's and team's limits and their use now, read from the store the server uses. On
+ * Redis the counters are the shared ones; on the embedded store they are the day and month counters
+ * the server last wrote to the data directory (about half a second behind), and tokens per minute,
+ * kept in the server's memory only, show as not counted here.
+ */
+export async function runLimitsCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: { json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+  if (positionals.length > 0) throw new CliUsageError(`limits takes no arguments (got '${positionals[0]}')`);
+  const config = loadConfig(env);
+  const logger = createLogger('silent');
+  const stores = await openKeyStore(config, logger);
+  const redis = config.redis ? createRedisClient(config.redis, logger) : undefined;
+  let ledger: Pick<LimitLedger, 'peek' | 'close'>;
+  if (redis) {
+    if (!(await waitUntilReady(redis, 3000))) {
+      redis.disconnect();
+      await stores.close();
+      throw new Error('Redis is not reachable (waited 3000 ms); the limit counters live there');
+    }
+    ledger = new RedisLedger(redis, { logger });
+  } else {
+    ledger = await EmbeddedLedger.open(config.dataDir, logger);
+  }
+  try {
+    const [keys, teams] = await Promise.all([stores.keys.list(), stores.teams.list()]);
+    const view = await limitUseView({ keys, teams, ledger, now: Date.now() });
+    if (values.json) {
+      io.out(`${JSON.stringify(view, null, 2)}\n`);
+      return 0;
+    }
+    const lines = [
+      ...view.keys.flatMap((key) => rows(`key ${key.name} (${key.id})${key.team ? `, team ${key.team}` : ''}`, key, key.use)),
+      ...view.teams.flatMap((team) => rows(`team ${team.name}`, team, team.use)),
+    ];
+    io.out(lines.length ? textTable(lines, ['owner', 'limit', 'used', 'of', 'left', 'percent', 'resets']) : 'No key or team has a limit of its own.\n');
+    return 0;
+  } finally {
+    if (redis) redis.disconnect();
+    await stores.close();
+  }
+}
