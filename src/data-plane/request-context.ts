@@ -33,5 +33,6 @@ export type ModelHandler = (req: IncomingMessage, res: ServerResponse, context: 
 
 /** A fresh context for a request on `route`, before anything is checked (`unmatched` until its method is). */
 export function requestContext(route: ModelRoute, requestId: string): RequestContext {
-  return { route, requestId, startedAt: performance.now(), caller: undefined, recorded: false, label: 'unmatched' };
+  // Every field a request may get is there from the start, so every context has one shape.
+  return { route, requestId, startedAt: performance.now(), caller: undefined, recorded: false, label: 'unmatched', reservation: undefined, refusedBy: undefined };
 }
