@@ -14,6 +14,9 @@ import { compileTree } from './compile.ts';
  * the gateway allocates per request (the `allocated` figures of V8's `--trace-gc-nvp` lines, summed
  * over the measured load).
  * `npm run bench:profile -- --scenario json|stream|messages-stream --seconds 10`
+ * `--key managed` loads through a managed key without limits, `--key limited` through one with a
+ * `tpm`, a daily quota and both money budgets (far out of reach): the two side by side show what
+ * admission with limits costs and where.
  */
 const { values } = parseArgs({
   options: {
@@ -23,9 +26,14 @@ const { values } = parseArgs({
     tree: { type: 'string', default: '.' },
     /** Also writes the raw profile here (`.cpuprofile`, opens in Chrome DevTools). */
     save: { type: 'string' },
+    /** `static` (the benchmark key), `managed` (a managed key without limits) or `limited` (one with token and money limits). */
+    key: { type: 'string', default: 'static' },
   },
 });
 const KEY = 'sk-bench-key-000000000000-0123456789abcdef';
+const ADMIN = 'bench-admin-token-0123456789abcdef';
+const LIMITS = { tpm: 1_000_000_000_000, quota: { daily: 1_000_000_000_000 }, budget: { daily_usd: 1_000_000, monthly_usd: 1_000_000 } };
+if (!['static', 'managed', 'limited'].includes(values.key)) throw new Error('--key must be static, managed or limited');
 const message = [{ role: 'user', content: 'Benchmark message of a realistic length for a chat turn.' }];
 const scenarios: Record<string, { path: string; body: string }> = {
   json: { path: '/v1/chat/completions', body: JSON.stringify({ model: 'delta/delta-4.7', messages: message }) },
@@ -83,14 +91,23 @@ const upstream = await start([...tree.nodeArgs, tree.script('scripts/mock-upstre
 const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, upstream.url]));
 const gateway = await start(
   ['--inspect=127.0.0.1:0', '--trace-gc-nvp', ...tree.nodeArgs, tree.script('src/main.ts')],
-  { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, RATE_LIMIT_MAX: '100000000', GATEWAY_KEY_CONCURRENCY: '100000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: join(work, 'data'), GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '' },
+  { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, GATEWAY_ADMIN_TOKEN: ADMIN, RATE_LIMIT_MAX: '100000000', GATEWAY_KEY_CONCURRENCY: '100000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: join(work, 'data'), GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '' },
   /"url":"([^"]+)"/,
 );
+let loadKey = KEY;
+if (values.key !== 'static') {
+  const created = await fetch(`${gateway.url}/admin/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: values.key, ...(values.key === 'limited' ? LIMITS : {}) }),
+  });
+  loadKey = ((await created.json()) as { key: string }).key;
+}
 const load = (duration: number) =>
   autocannon({
     url: `${gateway.url}${scenario.path}`,
     method: 'POST',
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+    headers: { authorization: `Bearer ${loadKey}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
     body: scenario.body,
     connections: Number(values.connections),
     duration,

@@ -28,6 +28,8 @@ const { values } = parseArgs({
     scenarios: { type: 'string', default: 'json,stream,messages-stream,open-streams,workers,admission' },
     // Upstream endpoints per vendor for this tree's gateway (each the same mock upstream), to measure failover's spread.
     endpoints: { type: 'string', default: '1' },
+    // The stores the admission scenario runs on.
+    'admission-stores': { type: 'string', default: 'embedded,redis' },
   },
 });
 const seconds = Number(values.seconds);
@@ -372,6 +374,7 @@ if (wanted.has('admission')) {
   admissionRows.push('| store | scenario | no limits CPU µs/req | tpm + quota + budgets CPU µs/req | difference µs/req | no limits Redis script calls/req | with limits Redis script calls/req | target |', '|---|---|---:|---:|---:|---:|---:|---|');
   try {
     for (const store of ['embedded', 'redis'] as const) {
+      if (!values['admission-stores'].split(',').includes(store)) continue;
       const dataDir = await mkdtemp(join(work, `data-admission-${store}-`));
       const admin = 'bench-admin-token-0123456789abcdef';
       const env = gatewayEnv(here, upstream.url, dataDir, { GATEWAY_ADMIN_TOKEN: admin, ...(store === 'redis' ? { REDIS_URL: redis.url } : {}) });

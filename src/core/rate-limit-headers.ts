@@ -28,25 +28,39 @@ export function rfc3339(epochMs: number): string {
   return new Date(Math.ceil(epochMs / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 }
 
+const NAMES: Readonly<Record<RateLimitHeaderStyle, Readonly<Record<'requests' | 'tokens', readonly [limit: string, remaining: string, reset: string]>>>> = {
+  openai: {
+    requests: ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'],
+    tokens: ['x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'],
+  },
+  anthropic: {
+    requests: ['anthropic-ratelimit-requests-limit', 'anthropic-ratelimit-requests-remaining', 'anthropic-ratelimit-requests-reset'],
+    tokens: ['anthropic-ratelimit-tokens-limit', 'anthropic-ratelimit-tokens-remaining', 'anthropic-ratelimit-tokens-reset'],
+  },
+};
+
+/** Where headers are set (a node:http response). */
+export interface HeaderTarget {
+  setHeader(name: string, value: string): unknown;
+}
+
 /**
- * The headers of one limit in the style the route's clients read: OpenAI's
+ * Sets the headers of one limit in the style the route's clients read: OpenAI's
  * `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, or Anthropic's
  * `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}`.
  */
+export function writeRateLimitHeaders(target: HeaderTarget, style: RateLimitHeaderStyle, unit: 'requests' | 'tokens', state: LimitState, now: number): void {
+  const [limit, remaining, reset] = NAMES[style][unit];
+  target.setHeader(limit, String(state.limit));
+  target.setHeader(remaining, String(Math.max(0, Math.floor(state.remaining))));
+  target.setHeader(reset, style === 'openai' ? openAiDuration(state.resetAt - now) : rfc3339(state.resetAt));
+}
+
+/** The same headers as name and value pairs. */
 export function rateLimitHeaders(style: RateLimitHeaderStyle, unit: 'requests' | 'tokens', state: LimitState, now: number): [string, string][] {
-  const remaining = String(Math.max(0, Math.floor(state.remaining)));
-  if (style === 'openai') {
-    return [
-      [`x-ratelimit-limit-${unit}`, String(state.limit)],
-      [`x-ratelimit-remaining-${unit}`, remaining],
-      [`x-ratelimit-reset-${unit}`, openAiDuration(state.resetAt - now)],
-    ];
-  }
-  return [
-    [`anthropic-ratelimit-${unit}-limit`, String(state.limit)],
-    [`anthropic-ratelimit-${unit}-remaining`, remaining],
-    [`anthropic-ratelimit-${unit}-reset`, rfc3339(state.resetAt)],
-  ];
+  const pairs: [string, string][] = [];
+  writeRateLimitHeaders({ setHeader: (name, value) => pairs.push([name, value]) }, style, unit, state, now);
+  return pairs;
 }
 
 /** The tighter of two states (the one with less left); either may be absent. */

@@ -11,12 +11,7 @@ import type { KeyConcurrency } from './limits/key-concurrency.ts';
 import type { KeyRateLimit } from './limits/rate-limiter.ts';
 import type { RouteId } from '../plugins/plugin-contract.ts';
 import type { ModelHandler, RequestContext } from './request-context.ts';
-import { rateLimitHeaders } from '../core/rate-limit-headers.ts';
-
-/** Sets response headers given as pairs. */
-export function setHeaders(res: ServerResponse, headers: readonly (readonly [string, string])[]): void {
-  for (const [name, value] of headers) res.setHeader(name, value);
-}
+import { writeRateLimitHeaders } from '../core/rate-limit-headers.ts';
 
 export interface DataPlaneOptions {
   /** The handler of each model route served; a route without one is left to the control plane (404). */
@@ -72,7 +67,7 @@ export function createDataPlane(options: DataPlaneOptions): DataPlane {
       if (concurrency) concurrency.acquire(context.caller, res);
       if (rateLimit) {
         const requests = await rateLimit.count(context.caller, res);
-        if (requests && route.rateLimitHeaders) setHeaders(res, rateLimitHeaders(route.rateLimitHeaders, 'requests', requests, Date.now()));
+        if (requests && route.rateLimitHeaders) writeRateLimitHeaders(res, route.rateLimitHeaders, 'requests', requests, Date.now());
       }
       await handlers.get(route.id)!(req, res, context);
     } catch (error) {

@@ -1,9 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import type { ResolvedModel } from '../../core/model-registry.ts';
-import { rateLimitHeaders } from '../../core/rate-limit-headers.ts';
+import { writeRateLimitHeaders } from '../../core/rate-limit-headers.ts';
 import { DEFAULT_OUTPUT_CAP, estimateRequest } from '../../usage/reservation.ts';
 import { promptCharacters } from '../../usage/token-estimate.ts';
-import { setHeaders } from '../data-plane.ts';
 import type { Admitted } from '../limits/budget-gate.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { RouteServices } from '../route-services.ts';
@@ -36,5 +35,5 @@ function hold(context: RequestContext, res: ServerResponse, admitted: Admitted |
   if (!admitted) return;
   context.reservation = admitted.reservation;
   const style = context.route.rateLimitHeaders;
-  if (style && admitted.tokens) setHeaders(res, rateLimitHeaders(style, 'tokens', admitted.tokens, Date.now()));
+  if (style && admitted.tokens) writeRateLimitHeaders(res, style, 'tokens', admitted.tokens, Date.now());
 }

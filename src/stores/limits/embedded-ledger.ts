@@ -15,7 +15,8 @@ interface CountersFile {
 }
 
 // Minute windows (`…:m:<minute>`) are over before a restart matters; only day and month ones are kept.
-const isMinuteCounter = (counter: string): boolean => /:m:\d+$/.test(counter);
+// (Owners never hold a colon: key ids and team names are made of letters, digits, `.`, `_` and `-`.)
+const isMinuteCounter = (counter: string): boolean => counter.includes(':m:');
 
 /**
  * The embedded default's ledger (no Redis): a {@link MemoryLedger} whose day and month counters
