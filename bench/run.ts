@@ -359,18 +359,9 @@ if (wanted.has('workers')) {
  */
 const admissionRows: string[] = [];
 if (wanted.has('admission')) {
-  const { TestRedisServer } = await import('../test/helpers/redis-server.ts');
+  const { TestRedisServer, commandCalls } = await import('../test/helpers/redis-server.ts');
   const redis = await TestRedisServer.start();
-  const { Redis } = await import('ioredis');
-  const commands = async () => {
-    const client = new Redis({ port: redis.port, host: '127.0.0.1' });
-    try {
-      const info = await client.info('commandstats');
-      return [...info.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)].reduce((sum, match) => sum + Number(match[2]), 0);
-    } finally {
-      client.disconnect();
-    }
-  };
+  const commands = () => commandCalls(redis.port, /^(evalsha|eval)$/);
   admissionRows.push('| store | scenario | no limits CPU µs/req | tpm + quota + budgets CPU µs/req | difference µs/req | no limits Redis script calls/req | with limits Redis script calls/req | target |', '|---|---|---:|---:|---:|---:|---:|---|');
   try {
     for (const store of ['embedded', 'redis'] as const) {

@@ -39,6 +39,17 @@ async function waitForPing(port: number, timeoutMs = 5000): Promise<void> {
   }
 }
 
+/** Calls of the named commands a Redis has run so far (INFO commandstats; a script's own commands count too). */
+export async function commandCalls(port: number, pattern: RegExp): Promise<number> {
+  const client = new Redis({ port, host: '127.0.0.1' });
+  try {
+    const info = await client.info('commandstats');
+    return [...info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)].filter((match) => pattern.test(match[1]!)).reduce((sum, match) => sum + Number(match[2]), 0);
+  } finally {
+    client.disconnect();
+  }
+}
+
 /** A real redis-server the test owns: started on a free port, stoppable and restartable on the same port. */
 export class TestRedisServer {
   private process: ChildProcess | undefined;

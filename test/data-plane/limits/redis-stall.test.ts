@@ -9,21 +9,10 @@ import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { createRateLimiters, type RateLimiters } from '../../../src/data-plane/limits/rate-limiter.ts';
 import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
 import { eventually, send, sleep, startGuardedApp, type GuardedApp } from '../auth/guarded-app.ts';
-import { TestRedisServer } from '../../helpers/redis-server.ts';
+import { commandCalls, TestRedisServer } from '../../helpers/redis-server.ts';
 import { startTestGateway, type TestGateway } from '../../helpers/test-gateway.ts';
 
 const ADMIN_TOKEN = 'admin-token-for-stall-tests-0001';
-
-/** Calls of the named commands Redis has run so far. */
-async function commandCalls(port: number, pattern: RegExp): Promise<number> {
-  const client = new Redis({ port, host: '127.0.0.1' });
-  try {
-    const info = await client.info('commandstats');
-    return [...info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)].filter((match) => pattern.test(match[1]!)).reduce((sum, match) => sum + Number(match[2]), 0);
-  } finally {
-    client.disconnect();
-  }
-}
 
 /** Rate-limit script calls Redis has run so far. */
 const scriptCalls = (port: number) => commandCalls(port, /^(evalsha|eval)$/);

@@ -4,18 +4,7 @@ import { MemoryLedger } from '../../../src/stores/limits/memory-ledger.ts';
 import { limitKey, RedisLedger } from '../../../src/stores/limits/redis-ledger.ts';
 import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
 import type { CounterDemand } from '../../../src/usage/limit-ledger.ts';
-import { TestRedisServer } from '../../helpers/redis-server.ts';
-
-/** Calls of the named commands Redis has run so far. */
-export async function commandCalls(port: number, pattern: RegExp): Promise<number> {
-  const client = new Redis({ port, host: '127.0.0.1' });
-  try {
-    const info = await client.info('commandstats');
-    return [...info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)].filter((match) => pattern.test(match[1]!)).reduce((sum, match) => sum + Number(match[2]), 0);
-  } finally {
-    client.disconnect();
-  }
-}
+import { commandCalls, TestRedisServer } from '../../helpers/redis-server.ts';
 
 describe('RedisLedger', function () {
   this.timeout(30_000);
