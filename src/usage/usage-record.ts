@@ -152,7 +152,3 @@ export function dayOf(time: string | Date): string {
   return Number.isNaN(date.getTime()) ? String(time).slice(0, 10) : date.toISOString().slice(0, 10);
 }
 
-/** The UTC month (`YYYY-MM`) of a time. */
-export function monthOf(time: string | Date): string {
-  return dayOf(time).slice(0, 7);
-}

@@ -1,4 +1,4 @@
-import { addTotals, dayOf, emptyTotals, monthOf, TOTAL_FIELDS, type UsageRecord, type UsageTotals } from './usage-record.ts';
+import { addTotals, dayOf, emptyTotals, TOTAL_FIELDS, type UsageRecord, type UsageTotals } from './usage-record.ts';
 
 /**
  * Which usage to read back. Usage is summed per UTC day, so `from` and `to` select whole UTC days:
@@ -21,9 +21,6 @@ export interface UsageQuery {
  */
 export type UsageRow = { model?: string; day?: string; cost_usd: number } & Omit<UsageTotals, 'cost_nano_usd'>;
 
-/** A quota period: the current UTC day, or the current UTC month. */
-export type QuotaPeriod = 'day' | 'month';
-
 /** Daily totals of one key and model: the unit both stores keep and sum from. */
 export interface UsageCell {
   readonly keyId: string;
@@ -41,8 +38,6 @@ export interface UsageStore {
   record(record: UsageRecord): void;
   /** Totals in a day range, per model or per day, sorted by that key. */
   query(query: UsageQuery): Promise<UsageRow[]>;
-  /** Charged tokens of one key in the UTC day or month of `now`, for quotas. */
-  totalsFor(keyId: string, period: QuotaPeriod, now: Date): Promise<number>;
   /** Resolves once every record taken so far is stored (or safely spilled to disk). */
   flush(): Promise<void>;
   close(): Promise<void>;
@@ -53,12 +48,6 @@ export interface UsageStore {
 /** The inclusive UTC day range a query selects (either end may be open). */
 export function dayRange(query: Pick<UsageQuery, 'from' | 'to'>): { fromDay?: string; toDay?: string } {
   return { fromDay: query.from && dayOf(query.from), toDay: query.to && dayOf(query.to) };
-}
-
-/** The inclusive UTC day range of a quota period. */
-export function periodRange(period: QuotaPeriod, now: Date): { fromDay: string; toDay: string } {
-  const today = dayOf(now);
-  return { fromDay: period === 'day' ? today : `${monthOf(now)}-01`, toDay: today };
 }
 
 export function inRange(day: string, fromDay?: string, toDay?: string): boolean {

@@ -5,9 +5,9 @@ const PROBE_EVERY_MS = 1000;
 const PROBE_TIMEOUT_MS = 250;
 
 /**
- * One breaker per Redis connection, shared by its users (key lookups, quota reads, rate limits):
+ * One breaker per Redis connection, shared by its users (key lookups, rate limits, the limit ledger):
  * the first command that fails or times out opens it, and while it is open those users skip Redis at
- * once (cached key, quota unchecked, counting in memory) instead of each waiting out the command
+ * once (cached key, counting in memory) instead of each waiting out the command
  * timeout during a stall. A PING every second closes it as soon as Redis answers, traffic or not.
  */
 export class RedisBreaker {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Logger } from 'pino';
 import { addTotals, dayOf, emptyTotals, recordTotals, type UsageRecord, type UsageTotals } from '../../usage/usage-record.ts';
-import { groupCells, periodRange, type QuotaPeriod, type UsageCell, type UsageQuery, type UsageRow, type UsageStore } from '../../usage/usage-store.ts';
+import { groupCells, type UsageCell, type UsageQuery, type UsageRow, type UsageStore } from '../../usage/usage-store.ts';
 
 const isRecord = (value: unknown): value is UsageRecord =>
   typeof value === 'object' && value !== null && typeof (value as UsageRecord).id === 'string' && typeof (value as UsageRecord).keyId === 'string';
@@ -126,8 +126,6 @@ async function readSnapshot(dir: string): Promise<Snapshot | undefined> {
 export class EmbeddedUsageStore implements UsageStore {
   readonly healthy = true;
   private readonly cells = new Map<string, UsageCell>();
-  /** Charged tokens per key and UTC day (`<keyId>\t<day>`), so a quota check reads at most 31 entries. */
-  private readonly chargedByDay = new Map<string, number>();
   private journal!: WriteStream;
   private liveRecords = 0;
   private generation = 0;
@@ -192,8 +190,6 @@ export class EmbeddedUsageStore implements UsageStore {
     const existing = this.cells.get(cellId) ?? { keyId: cell.keyId, day: cell.day, model: cell.model, totals: emptyTotals() };
     addTotals(existing.totals as UsageTotals, cell.totals);
     this.cells.set(cellId, existing);
-    const dayId = `${cell.keyId}\t${cell.day}`;
-    this.chargedByDay.set(dayId, (this.chargedByDay.get(dayId) ?? 0) + cell.totals.charged_tokens);
   }
 
   private apply(record: UsageRecord): void {
@@ -253,16 +249,6 @@ export class EmbeddedUsageStore implements UsageStore {
 
   async query(query: UsageQuery): Promise<UsageRow[]> {
     return groupCells(this.cells.values(), query);
-  }
-
-  async totalsFor(keyId: string, period: QuotaPeriod, now: Date): Promise<number> {
-    const { fromDay, toDay } = periodRange(period, now);
-    let sum = 0;
-    const day = new Date(`${fromDay}T00:00:00.000Z`);
-    for (let current = fromDay; current <= toDay; day.setUTCDate(day.getUTCDate() + 1), current = dayOf(day)) {
-      sum += this.chargedByDay.get(`${keyId}\t${current}`) ?? 0;
-    }
-    return sum;
   }
 
   async flush(): Promise<void> {

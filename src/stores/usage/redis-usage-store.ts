@@ -4,28 +4,23 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { RedisBreaker } from '../redis/redis-breaker.ts';
 import { closeTornLine } from './embedded-usage-store.ts';
-import { dayOf, monthOf, recordTotals, TOTAL_FIELDS, type UsageRecord } from '../../usage/usage-record.ts';
-import { dayRange, groupCells, inRange, totalsFromHash, type QuotaPeriod, type UsageCell, type UsageQuery, type UsageRow, type UsageStore } from '../../usage/usage-store.ts';
+import { dayOf, recordTotals, TOTAL_FIELDS, type UsageRecord } from '../../usage/usage-record.ts';
+import { dayRange, groupCells, inRange, totalsFromHash, type UsageCell, type UsageQuery, type UsageRow, type UsageStore } from '../../usage/usage-store.ts';
 
 type RedisConnection = Redis | Cluster;
 
 // Applies one record exactly once: the id marker is set first, and nothing else is written when it
 // was already there. Every key is under the record's key-id hash tag, so one Cluster slot holds them.
-// KEYS: marker, totals hash, cell index, record stream, charged today, charged this month.
-// ARGV: marker TTL, cell member, stream cap, charged tokens, day TTL, month TTL, record JSON, then field/increment pairs.
+// KEYS: marker, totals hash, cell index, record stream.
+// ARGV: marker TTL, cell member, stream cap, record JSON, then field/increment pairs.
 const APPLY_RECORD = `
 if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then return 0 end
-for i = 8, #ARGV, 2 do
+for i = 5, #ARGV, 2 do
   redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
 end
 redis.call('SADD', KEYS[3], ARGV[2])
-redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'record', ARGV[7])
-redis.call('INCRBY', KEYS[5], ARGV[4])
-redis.call('EXPIRE', KEYS[5], ARGV[5])
-redis.call('INCRBY', KEYS[6], ARGV[4])
-redis.call('EXPIRE', KEYS[6], ARGV[6])
+redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'record', ARGV[4])
 return 1`;
 
 /** The set of every key id with usage (admin read-back); outside any hash tag. */
@@ -63,7 +58,6 @@ export const usageKeyTag = (keyId: string): string => `{gw-usage:${keyId}}`;
  * - `:totals:<day>:<model>`: a hash of the day's sums (`requests`, `input_tokens`, `output_tokens`,
  *   `cached_tokens`, `total_tokens`, `charged_tokens`, `cost_nano_usd`), all integers.
  * - `:cells`: the index of those hashes (`<day>|<model>`); `gw-usage:keys` lists every key id.
- * - `:charged:day:<day>` and `:charged:month:<YYYY-MM>`: charged tokens, so a quota check is one GET.
  * - `:applied:<record id>`: the exactly-once marker.
  *
  * One script call per record writes all of it atomically, and nothing when the record's marker is
@@ -100,7 +94,7 @@ export class RedisUsageStore implements UsageStore {
     this.streamMaxLength = options.streamMaxLength ?? 100_000;
     this.markerTtlSeconds = options.markerTtlSeconds ?? 7 * DAY_SECONDS;
     this.retryDelayMs = options.retryDelayMs ?? 500;
-    redis.defineCommand('gatewayApplyUsage', { numberOfKeys: 6, lua: APPLY_RECORD });
+    redis.defineCommand('gatewayApplyUsage', { numberOfKeys: 4, lua: APPLY_RECORD });
   }
 
   /** Opens the store and starts replaying whatever an earlier process spilled. */
@@ -178,14 +172,9 @@ export class RedisUsageStore implements UsageStore {
       `${tag}:totals:${day}:${record.model}`,
       `${tag}:cells`,
       `${tag}:records`,
-      `${tag}:charged:day:${day}`,
-      `${tag}:charged:month:${monthOf(record.time)}`,
       String(this.markerTtlSeconds),
       `${day}|${record.model}`,
       String(this.streamMaxLength),
-      String(wholeNumber(totals.charged_tokens)),
-      String(3 * DAY_SECONDS),
-      String(40 * DAY_SECONDS),
       JSON.stringify(record),
       ...increments,
     );
@@ -250,19 +239,6 @@ export class RedisUsageStore implements UsageStore {
     const keyIds = query.keyId !== undefined ? [query.keyId] : await this.redis.smembers(KEY_IDS);
     const cells = (await Promise.all(keyIds.map((keyId) => this.cellsOf(keyId, fromDay, toDay)))).flat();
     return groupCells(cells, query);
-  }
-
-  async totalsFor(keyId: string, period: QuotaPeriod, now: Date): Promise<number> {
-    const suffix = period === 'day' ? `day:${dayOf(now)}` : `month:${monthOf(now)}`;
-    const breaker = RedisBreaker.of(this.redis);
-    // During a stall the quota check fails at once (and lets the request through) instead of waiting.
-    if (breaker.open) throw new Error('Redis is unavailable (a command failed or timed out moments ago)');
-    try {
-      return Number((await this.redis.get(`${usageKeyTag(keyId)}:charged:${suffix}`)) ?? 0);
-    } catch (error) {
-      breaker.trip();
-      throw error;
-    }
   }
 
   async flush(): Promise<void> {
