@@ -4,7 +4,7 @@ import { MemoryLedger } from '../../../src/stores/limits/memory-ledger.ts';
 import { limitKey, RedisLedger } from '../../../src/stores/limits/redis-ledger.ts';
 import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
 import type { CounterDemand } from '../../../src/usage/limit-ledger.ts';
-import { commandCalls, TestRedisServer } from '../../helpers/redis-server.ts';
+import { commandCalls, TestRedisCluster, TestRedisServer } from '../../helpers/redis-server.ts';
 
 describe('RedisLedger', function () {
   this.timeout(30_000);
@@ -93,5 +93,37 @@ describe('RedisLedger', function () {
     expect(await raw.exists(limitKey('gone'))).to.equal(0);
     // The settlement kept the counter's expiry.
     expect(await raw.call('PEXPIRETIME', limitKey('b'))).to.equal(resetAt);
+  });
+});
+
+describe('RedisLedger on a Redis Cluster', function () {
+  this.timeout(120_000);
+  let cluster: TestRedisCluster;
+  let client: RedisConnection;
+
+  before(async () => {
+    cluster = await TestRedisCluster.start();
+    client = createRedisClient({ cluster: cluster.startupNodes });
+    expect(await waitUntilReady(client, 10_000)).to.equal(true);
+  });
+  after(async () => {
+    client.disconnect();
+    await cluster.close();
+  });
+
+  it('reserves on a key\'s and a team\'s counters in one script and settles them, all in one slot', async () => {
+    const ledger = new RedisLedger(client);
+    const resetAt = Date.now() + 3_600_000;
+    const demands: CounterDemand[] = [
+      { counter: 'key:key_c1:tpm:m:1', limit: 1000, want: 300, need: 10, resetAt },
+      { counter: 'team:eng:budget:d:2026-11-25', limit: 5_000_000, want: 2_000_000, need: 1000, resetAt },
+    ];
+    expect(await ledger.reserve(demands)).to.deep.equal({ used: [300, 2_000_000], reserved: [300, 2_000_000] });
+    ledger.adjust([
+      { counter: demands[0]!.counter, delta: -100, resetAt },
+      { counter: demands[1]!.counter, delta: 500_000, resetAt },
+    ]);
+    await ledger.flush();
+    expect(await ledger.peek(demands.map((demand) => demand.counter))).to.deep.equal([200, 2_500_000]);
   });
 });
