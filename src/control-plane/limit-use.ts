@@ -1,4 +1,8 @@
+import type { RequestHandler } from 'express';
 import { keyStatus, type ApiKeyRecord } from '../core/api-keys.ts';
+import { serviceUnavailable } from '../core/gateway-errors.ts';
+import type { KeyStore } from '../stores/keys/key-store.ts';
+import type { TeamStore } from '../stores/teams/team-store.ts';
 import type { Limits, LimitPeriod, Meter, MoneyBudget, TeamRecord, TokenQuota } from '../core/limits.ts';
 import type { LimitLedger } from '../usage/limit-ledger.ts';
 import { metersOfLimits } from '../usage/limit-meters.ts';
@@ -114,5 +118,32 @@ export async function limitUseView(input: LimitUseInput): Promise<LimitUseView> 
       ...settings(team),
       use: useOf(teamMeters[index]!),
     })),
+  };
+}
+
+export interface LimitsRouteOptions {
+  readonly keys: Pick<KeyStore, 'list'>;
+  /** The teams listed; none when absent. */
+  readonly teams?: Pick<TeamStore, 'list'>;
+  /** Where use is read; without it the limits are listed with no use figures. */
+  readonly limits?: Pick<LimitLedger, 'peek'>;
+  readonly now?: () => number;
+}
+
+/**
+ * `GET /limits` behind whatever guard mounts it (the admin token at `/admin/limits`, the account
+ * page's session at `/account/api/limits`): {@link limitUseView} of every key and team, or a 503 when a
+ * store or the counters cannot be read.
+ */
+export function limitsRoute(options: LimitsRouteOptions): RequestHandler {
+  return async (_req, res) => {
+    let view: LimitUseView;
+    try {
+      const [keys, teams] = await Promise.all([options.keys.list(), options.teams?.list() ?? []]);
+      view = await limitUseView({ keys, teams, ledger: options.limits, now: (options.now ?? Date.now)() });
+    } catch (error) {
+      throw serviceUnavailable('Limits cannot be read right now (a store or the limit counters are unreachable); please retry shortly', error);
+    }
+    res.json(view);
   };
 }

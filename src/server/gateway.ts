@@ -234,7 +234,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(options.clusterWorker ? new PrimaryScrape() : metrics));
       add('get', '/openapi.json', (_req, res) => void res.type('application/json').send(OPENAPI_JSON));
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
-      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, teams, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle: adminThrottle }));
+      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, teams, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle: adminThrottle, limits: ledger }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
       // 503 while anything runs degraded (or the gateway drains), so a balancer prefers healthy instances.
       add('get', '/readyz', async (_req, res) => {

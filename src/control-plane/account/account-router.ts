@@ -12,7 +12,7 @@ import { adminUsageRoute, parseUsageQuery } from '../usage-routes.ts';
 import type { UsageStore } from '../../usage/usage-store.ts';
 import type { LimitLedger } from '../../usage/limit-ledger.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
-import { limitUseView } from '../limit-use.ts';
+import { limitsRoute } from '../limit-use.ts';
 import { aliasTable, providerHealth, type HealthView } from './account-health.ts';
 import { accountSessions, sameOriginOnly } from './account-sessions.ts';
 import type { SessionStore } from '../../stores/session-store.ts';
@@ -133,16 +133,7 @@ export function accountRouter(options: AccountRouterOptions): Router {
     res.setHeader('Content-Disposition', `attachment; filename="${usageCsvName(query)}"`);
     res.send(usageCsv(rows, query.groupBy));
   });
-  api.get('/limits', async (_req, res) => {
-    let view;
-    try {
-      const [keys, teams] = await Promise.all([options.keys.list(), options.teams?.list() ?? []]);
-      view = await limitUseView({ keys, teams, ledger: options.limits, now: (options.now ?? Date.now)() });
-    } catch (error) {
-      throw serviceUnavailable('Limits cannot be read right now (a store or the limit counters are unreachable); please retry shortly', error);
-    }
-    res.json(view);
-  });
+  api.get('/limits', limitsRoute({ keys: options.keys, teams: options.teams, limits: options.limits, now: options.now }));
   api.use(keyRoutes({ keys: options.keys, teams: options.teams, registry: options.registry, bodyLimitBytes: options.bodyLimitBytes, usage: adminUsageRoute(options.usage) }));
   return router;
 }

@@ -10,6 +10,8 @@ import { readJsonObject } from '../../data-plane/http/json-body.ts';
 import type { ModelRegistry } from '../../core/model-registry.ts';
 import { parseNewKey } from './new-key-input.ts';
 import { teamRoutes } from './team-routes.ts';
+import { limitsRoute } from '../limit-use.ts';
+import type { LimitLedger } from '../../usage/limit-ledger.ts';
 
 /** A key as the admin API shows it: never the hash (the key itself only once, on creation). */
 export interface KeyView {
@@ -82,11 +84,14 @@ export interface AdminRouterOptions {
   readonly usage?: RequestHandler;
   /** Counts wrong admin tokens per client address (429 past the limit); a budget of its own, not the API keys'. */
   readonly throttle?: FailedAuthThrottle;
+  /** Where `GET /admin/limits` reads token and money use; without it the limits are listed with no use figures. */
+  readonly limits?: Pick<LimitLedger, 'peek'>;
 }
 
 /**
  * The admin API, mounted at `/admin`: `POST /keys` (201 with the key, shown once), `GET /keys`,
- * `DELETE /keys/:id` and `POST /keys/:id/revoke`, and the teams (see {@link teamRoutes}), behind the admin token. Without a token configured
+ * `DELETE /keys/:id` and `POST /keys/:id/revoke`, the teams (see {@link teamRoutes}) and `GET /limits` (every
+ * key's and team's limits and their use now, see {@link limitsRoute}), behind the admin token. Without a token configured
  * the admin API does not exist (404).
  */
 export function adminRouter(options: AdminRouterOptions): Router {
@@ -98,6 +103,7 @@ export function adminRouter(options: AdminRouterOptions): Router {
   router.use(requireAdminToken(options.token, options.throttle));
   router.use(keyRoutes(options));
   router.use(teamRoutes(options));
+  router.get('/limits', limitsRoute(options));
   return router;
 }
 

@@ -83,6 +83,30 @@ const TEAM_PATHS = {
       responses: { '200': { description: 'The teams', content: json({ type: 'object', required: ['object', 'data'], properties: { object: { const: 'list' }, data: { type: 'array', items: ref('Team') } } }) }, ...adminErrors },
     },
   },
+  '/admin/limits': {
+    get: {
+      summary: "Every key's and team's limits and their use in the windows open now (tokens per minute, quotas, money budgets)",
+      security: [{ adminToken: [] }],
+      responses: {
+        '200': {
+          description: 'The limits and their use',
+          content: json({
+            type: 'object',
+            required: ['object', 'metered', 'generated_at', 'keys', 'teams'],
+            properties: {
+              object: { const: 'limits' },
+              metered: { type: 'boolean' },
+              generated_at: { type: 'string', format: 'date-time' },
+              keys: { type: 'array', items: ref('LimitOwner') },
+              teams: { type: 'array', items: ref('LimitOwner') },
+            },
+          }),
+        },
+        '503': error('A store or the limit counters cannot be read', 'Plain'),
+        ...adminErrors,
+      },
+    },
+  },
   '/admin/teams/{name}': {
     get: {
       summary: 'One team',
@@ -221,6 +245,30 @@ export const OPENAPI_DOCUMENT = {
           name: { type: 'string' },
           created_at: { type: 'string', description: 'ISO 8601 date-time' },
           ...Object.fromEntries(Object.entries(TEAM_LIMITS).map(([field, schema]) => [field, nullable(schema)])),
+        },
+      },
+      LimitOwner: {
+        type: 'object',
+        description: 'A key (`id`, `name`, `status`, `team`) or a team (`name`, `key_ids`): its limits as configured, and `use`, one entry per token or money limit',
+        required: ['name', 'rpm', 'tpm', 'quota', 'budget', 'use'],
+        properties: {
+          name: { type: 'string' },
+          use: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['kind', 'period', 'unit', 'limit', 'used', 'remaining', 'resets_at'],
+              properties: {
+                kind: { enum: ['tpm', 'quota', 'budget'] },
+                period: { enum: ['minute', 'day', 'month'] },
+                unit: { enum: ['tokens', 'usd'] },
+                limit: { type: 'number' },
+                used: { type: ['number', 'null'] },
+                remaining: { type: ['number', 'null'] },
+                resets_at: { type: 'string', format: 'date-time' },
+              },
+            },
+          },
         },
       },
       ModelList: {

@@ -100,6 +100,21 @@ describe('OpenAPI document', function () {
     await conforms('GET', '/openapi.json', undefined, {}, 200);
   });
 
+  it('describes the real answers of the admin limits route, use included', async () => {
+    const created = await request(`${test.url}/admin/keys`, { method: 'POST', headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'metered', tpm: 5000, budget: { daily_usd: 2 } }) });
+    const { key } = (await created.body.json()) as { key: string };
+    const chat = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'hi' }] }) });
+    expect(chat.statusCode).to.equal(200);
+    await chat.body.text();
+    await test.gateway.flushUsage();
+    await conforms('GET', '/admin/limits', undefined, admin, 200);
+    const body = (await (await request(`${test.url}/admin/limits`, { headers: admin })).body.json()) as { keys: { name: string; use: { kind: string; used: number }[] }[] };
+    const metered = body.keys.find((entry) => entry.name === 'metered')!;
+    expect(metered.use.map((entry) => entry.kind)).to.deep.equal(['tpm', 'budget']);
+    expect(metered.use.every((entry) => entry.used > 0)).to.equal(true);
+    await conforms('GET', '/admin/limits', undefined, {}, 401);
+  });
+
   it('describes the real answers of the admin team routes', async () => {
     const one = '/admin/teams/{name}';
     await conforms('POST', '/admin/teams', { name: 'docs', rpm: 5, budget: { daily_usd: 1.5 } }, admin, 201);
