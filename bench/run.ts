@@ -402,6 +402,8 @@ if (wanted.has('admission')) {
         const limitedCpu = median(cpu[limited.name]!);
         const redisCells = store === 'redis' ? `${median(perRequest[plain.name]!).toFixed(2)} | ${median(perRequest[limited.name]!).toFixed(2)}` : '– | –';
         const target = store === 'redis' ? 'one more script call (round trip) per request' : '≤ 20 µs more';
+        if (store === 'embedded') failed ||= limitedCpu - plainCpu > 20;
+        else failed ||= median(perRequest[limited.name]!) - median(perRequest[plain.name]!) > 1.5;
         admissionRows.push(`| ${store} | ${name} | ${plainCpu.toFixed(0)} | ${limitedCpu.toFixed(0)} | ${(limitedCpu - plainCpu).toFixed(1)} | ${redisCells} | ${target} |`);
         process.stdout.write(`${admissionRows.at(-1)}\n`);
         report[`admission-${store}-${name}`] = { cpu, perRequest };
