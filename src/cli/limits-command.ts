@@ -5,7 +5,6 @@ import { limitUseView, type LimitSettings, type LimitUse } from '../control-plan
 import { openKeyStore } from '../stores/keys/open-key-store.ts';
 import { EmbeddedLedger } from '../stores/limits/embedded-ledger.ts';
 import { RedisLedger } from '../stores/limits/redis-ledger.ts';
-import { createRedisClient, waitUntilReady } from '../stores/redis/redis-client.ts';
 import type { LimitLedger } from '../usage/limit-ledger.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { textTable } from './text-table.ts';
@@ -49,19 +48,9 @@ export async function runLimitsCommand(argv: string[], io: CliIo, env: NodeJS.Pr
   const config = loadConfig(env);
   const logger = createLogger('silent');
   const stores = await openKeyStore(config, logger);
-  const redis = config.redis ? createRedisClient(config.redis, logger) : undefined;
-  let ledger: Pick<LimitLedger, 'peek' | 'close'>;
-  if (redis) {
-    if (!(await waitUntilReady(redis, 3000))) {
-      redis.disconnect();
-      await stores.close();
-      throw new Error('Redis is not reachable (waited 3000 ms); the limit counters live there');
-    }
-    ledger = new RedisLedger(redis, { logger });
-  } else {
-    ledger = await EmbeddedLedger.open(config.dataDir, logger);
-  }
+  const { redis } = stores;
   try {
+    const ledger: Pick<LimitLedger, 'peek'> = redis ? new RedisLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);
     const [keys, teams] = await Promise.all([stores.keys.list(), stores.teams.list()]);
     const counted = await limitUseView({ keys, teams, ledger, now: Date.now() });
     // Minute counters live in the embedded server's memory only: not known here.
@@ -82,7 +71,6 @@ export async function runLimitsCommand(argv: string[], io: CliIo, env: NodeJS.Pr
     io.out(lines.length ? textTable(lines, ['owner', 'limit', 'used', 'of', 'left', 'percent', 'resets']) : 'No key or team has a limit of its own.\n');
     return 0;
   } finally {
-    if (redis) redis.disconnect();
     await stores.close();
   }
 }

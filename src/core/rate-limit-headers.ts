@@ -56,13 +56,6 @@ export function writeRateLimitHeaders(target: HeaderTarget, style: RateLimitHead
   target.setHeader(reset, style === 'openai' ? openAiDuration(state.resetAt - now) : rfc3339(state.resetAt));
 }
 
-/** The same headers as name and value pairs. */
-export function rateLimitHeaders(style: RateLimitHeaderStyle, unit: 'requests' | 'tokens', state: LimitState, now: number): [string, string][] {
-  const pairs: [string, string][] = [];
-  writeRateLimitHeaders({ setHeader: (name, value) => pairs.push([name, value]) }, style, unit, state, now);
-  return pairs;
-}
-
 /** The tighter of two states (the one with less left); either may be absent. */
 export function tighter(a: LimitState | undefined, b: LimitState | undefined): LimitState | undefined {
   if (!a) return b;

@@ -1,5 +1,13 @@
 import { expect } from 'chai';
-import { openAiDuration, rateLimitHeaders, rfc3339, tighter } from '../../src/core/rate-limit-headers.ts';
+import { openAiDuration, rfc3339, tighter, writeRateLimitHeaders, type LimitState } from '../../src/core/rate-limit-headers.ts';
+import type { RateLimitHeaderStyle } from '../../src/core/route-table.ts';
+
+/** The headers written, as name and value pairs in order. */
+function rateLimitHeaders(style: RateLimitHeaderStyle, unit: 'requests' | 'tokens', state: LimitState, now: number): [string, string][] {
+  const pairs: [string, string][] = [];
+  writeRateLimitHeaders({ setHeader: (name, value) => pairs.push([name, value]) }, style, unit, state, now);
+  return pairs;
+}
 
 describe('rate-limit headers', () => {
   it('writes waits as OpenAI does (Go durations)', () => {

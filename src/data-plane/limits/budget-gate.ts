@@ -31,7 +31,7 @@ const LOGGED_LIMIT = 10_000;
  * The admission stage of token and money limits: for a caller whose key or team has a `tpm`, a
  * `quota` or a `budget`, reserves the request's estimate on every one of them at once (all or none),
  * or refuses it with the 429 of the first limit without room for its input, and a `Retry-After` until
- * that limit's window ends. A caller with none of them costs one array allocation.
+ * that limit's window ends. A caller with none of them costs a lookup.
  */
 export class BudgetGate {
   private readonly now: () => number;
@@ -41,12 +41,15 @@ export class BudgetGate {
     this.now = options.now ?? Date.now;
   }
 
-  /** Reserves for one request (undefined when no limit applies); throws or rejects with the 429 of the limit that refused. */
-  admit(caller: CallerKey | undefined, estimate: RequestEstimate, pricing: ModelPricing): Admitted | undefined | Promise<Admitted | undefined> {
+  /**
+   * Reserves for one request (undefined when no limit applies); throws or rejects with the 429 of the
+   * limit that refused. The estimate is asked for only when a limit applies.
+   */
+  admit(caller: CallerKey | undefined, estimate: () => RequestEstimate, pricing: ModelPricing): Admitted | undefined | Promise<Admitted | undefined> {
     const now = this.now();
     const meters = metersOf(caller, now);
     if (meters.length === 0) return undefined;
-    const result = this.options.ledger.reserve(demandsFor(meters, estimate, pricing));
+    const result = this.options.ledger.reserve(demandsFor(meters, estimate(), pricing));
     if (result instanceof Promise) return result.then((settled) => this.decide(meters, settled, now));
     return this.decide(meters, result, now);
   }

@@ -25,8 +25,8 @@ export function outputCapOf(body: Readonly<Record<string, unknown>>, fields: rea
 export function reserveBudget(services: RouteServices, context: RequestContext, res: ServerResponse, resolved: ResolvedModel, body: Readonly<Record<string, unknown>>): void | Promise<void> {
   const fields = context.route.outputCapFields;
   if (!services.budgets || !fields) return;
-  const cap = outputCapOf(body, fields) ?? resolved.model.maxOutputTokens ?? DEFAULT_OUTPUT_CAP;
-  const admitted = services.budgets.admit(context.caller, estimateRequest(promptCharacters(body), cap), resolved.model.pricing);
+  const estimate = () => estimateRequest(promptCharacters(body), outputCapOf(body, fields) ?? resolved.model.maxOutputTokens ?? DEFAULT_OUTPUT_CAP);
+  const admitted = services.budgets.admit(context.caller, estimate, resolved.model.pricing);
   if (admitted instanceof Promise) return admitted.then((settled) => hold(context, res, settled));
   hold(context, res, admitted);
 }

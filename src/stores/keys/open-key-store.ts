@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../config/gateway-config.ts';
-import { createRedisClient, waitUntilReady } from '../redis/redis-client.ts';
+import { createRedisClient, waitUntilReady, type RedisConnection } from '../redis/redis-client.ts';
 import { FileKeyStore } from './file-key-store.ts';
 import type { KeyStore } from './key-store.ts';
 import { RedisKeyStore } from './redis-key-store.ts';
@@ -12,6 +12,8 @@ import type { TeamStore } from '../teams/team-store.ts';
 export interface OpenKeyStore {
   readonly keys: KeyStore;
   readonly teams: TeamStore;
+  /** The Redis connection they use, when `redis` is set (closed with them). */
+  readonly redis?: RedisConnection;
   close(): Promise<void>;
 }
 
@@ -34,6 +36,7 @@ export async function openKeyStore(config: Pick<GatewayConfig, 'redis' | 'dataDi
   return {
     keys,
     teams: new RedisTeamStore(redis),
+    redis,
     async close() {
       await keys.close();
       await redis.quit().catch(() => redis.disconnect());

@@ -26,21 +26,24 @@ function refusal(run: () => unknown) {
 }
 
 describe('budget gate (admission of token and money limits)', () => {
-  it('lets a caller without token or money limits through without reserving', () => {
+  it('lets a caller without token or money limits through without estimating or reserving', () => {
     const { gate: budgets } = gate();
-    expect(budgets.admit({ id: 'k', rpm: 3 }, { inputTokens: 5, outputTokens: 5 }, pricing)).to.equal(undefined);
-    expect(budgets.admit(undefined, { inputTokens: 5, outputTokens: 5 }, pricing)).to.equal(undefined);
+    const never = () => {
+      throw new Error('estimated without a limit');
+    };
+    expect(budgets.admit({ id: 'k', rpm: 3 }, never, pricing)).to.equal(undefined);
+    expect(budgets.admit(undefined, never, pricing)).to.equal(undefined);
   });
 
   it('caps the last reservation at what remains, then refuses with the limit that has no room and a Retry-After to its window end', async () => {
     const { gate: budgets } = gate();
     const caller = { id: 'k', tpm: 250 };
-    const first = budgets.admit(caller, { inputTokens: 20, outputTokens: 100 }, pricing) as { reservation: { reserved: readonly number[] }; tokens: { remaining: number } };
+    const first = budgets.admit(caller, () => ({ inputTokens: 20, outputTokens: 100 }), pricing) as { reservation: { reserved: readonly number[] }; tokens: { remaining: number } };
     expect(first.reservation.reserved).to.deep.equal([120]);
     expect(first.tokens.remaining).to.equal(130);
-    const second = budgets.admit(caller, { inputTokens: 20, outputTokens: 200 }, pricing) as { reservation: { reserved: readonly number[] } };
+    const second = budgets.admit(caller, () => ({ inputTokens: 20, outputTokens: 200 }), pricing) as { reservation: { reserved: readonly number[] } };
     expect(second.reservation.reserved, 'capped at what remained').to.deep.equal([130]);
-    expect(refusal(() => budgets.admit(caller, { inputTokens: 1, outputTokens: 1 }, pricing))).to.deep.equal({
+    expect(refusal(() => budgets.admit(caller, () => ({ inputTokens: 1, outputTokens: 1 }), pricing))).to.deep.equal({
       status: 429,
       code: 'GW_ERR_TOKEN_RATE_LIMITED',
       detail: 'Token rate limit exceeded: 250 tokens per 1 minute; 0 left this minute',
@@ -53,7 +56,7 @@ describe('budget gate (admission of token and money limits)', () => {
     const { gate: budgets, ledger } = gate();
     const caller = { id: 'k', team: { name: 'eng', budget: { daily_usd: 0.001 } } };
     ledger.reserve([{ counter: 'team:eng:budget:d:2026-11-25', limit: 1_000_000, want: 999_990, need: 0, resetAt: Date.UTC(2026, 10, 26) }]);
-    expect(refusal(() => budgets.admit(caller, { inputTokens: 20, outputTokens: 0 }, pricing))).to.deep.equal({
+    expect(refusal(() => budgets.admit(caller, () => ({ inputTokens: 20, outputTokens: 0 }), pricing))).to.deep.equal({
       status: 429,
       code: 'GW_ERR_BUDGET_EXCEEDED',
       detail: "Budget exceeded: $0.00099999 of $0.001 used today (UTC) (team 'eng')",
@@ -65,17 +68,17 @@ describe('budget gate (admission of token and money limits)', () => {
   it('reserves on all of a request\'s limits or on none', async () => {
     const { gate: budgets, ledger } = gate();
     const caller = { id: 'k', quota: { daily: 1000 }, team: { name: 'eng', tpm: 50 } };
-    expect(() => budgets.admit(caller, { inputTokens: 60, outputTokens: 10 }, pricing)).to.throw(/Token rate limit exceeded/);
+    expect(() => budgets.admit(caller, () => ({ inputTokens: 60, outputTokens: 10 }), pricing)).to.throw(/Token rate limit exceeded/);
     expect(await ledger.peek(['key:k:quota:d:2026-11-25'])).to.deep.equal([0]);
   });
 
   it('logs once when a daily or monthly limit crosses 80 % and once at 100 %', () => {
     const { gate: budgets, lines } = gate();
     const caller = { id: 'key_x', quota: { daily: 100 } };
-    budgets.admit(caller, { inputTokens: 50, outputTokens: 0 }, pricing);
+    budgets.admit(caller, () => ({ inputTokens: 50, outputTokens: 0 }), pricing);
     expect(lines).to.have.length(0);
-    budgets.admit(caller, { inputTokens: 35, outputTokens: 0 }, pricing);
-    budgets.admit(caller, { inputTokens: 5, outputTokens: 20 }, pricing);
+    budgets.admit(caller, () => ({ inputTokens: 35, outputTokens: 0 }), pricing);
+    budgets.admit(caller, () => ({ inputTokens: 5, outputTokens: 20 }), pricing);
     const crossings = lines.map((line) => [line.key_id, line.limit, line.period, line.percent, line.used_tokens]);
     expect(crossings).to.deep.equal([
       ['key_x', 'quota', 'day', 80, 85],
