@@ -1,4 +1,4 @@
-import type { ModelPricing, RouteId, TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
+import type { RouteId, TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
 import type { ResolvedModel } from './model-registry.ts';
 import type { Limits, MoneyBudget, TeamRecord, TokenQuota } from './limits.ts';
 
@@ -56,9 +56,19 @@ export interface Exchange {
   readonly settlement?: Settlement;
 }
 
-/** A request's reservation on its limits, ended once with the usage recorded (none: released). */
+/** The figures of a usage record a reservation settles to (a usage record has them all). */
+export interface SettledFigures {
+  /** Input + output tokens (tokens per minute). */
+  readonly totalTokens: number;
+  /** Charged tokens (quotas). */
+  readonly chargedTokens: number;
+  /** USD (money budgets). */
+  readonly costUsd: number;
+}
+
+/** A request's reservation on its limits, ended once with the figures recorded (none: released). */
 export interface Settlement {
-  settle(usage: TokenUsage | undefined, pricing: ModelPricing | undefined): void;
+  settle(figures: SettledFigures | undefined): void;
 }
 
 /** The usage a record stores once its estimate is made. */

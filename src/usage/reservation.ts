@@ -1,8 +1,8 @@
 import type { Meter } from '../core/limits.ts';
-import type { Settlement } from '../core/exchange.ts';
-import type { ModelPricing, TokenUsage } from '../plugins/plugin-contract.ts';
+import type { SettledFigures, Settlement } from '../core/exchange.ts';
+import type { ModelPricing } from '../plugins/plugin-contract.ts';
 import type { CounterChange, CounterDemand, LimitLedger } from './limit-ledger.ts';
-import { charge, costNanoUsd } from './pricing.ts';
+import { costNanoUsd } from './pricing.ts';
 
 /** The output cap assumed for a model whose plugin declares none and a request that sets none. */
 export const DEFAULT_OUTPUT_CAP = 4096;
@@ -46,15 +46,9 @@ export function demandsFor(meters: readonly Meter[], estimate: RequestEstimate, 
   });
 }
 
-/** A usage's figure on each kind of meter: tokens per minute, charged tokens, nano-USD. */
-function figuresOf(usage: TokenUsage, pricing: ModelPricing): Record<Meter['kind'], number> {
-  const charged = charge(usage, pricing);
-  return { tpm: charged.totalTokens, quota: charged.chargedTokens, budget: costNanoUsd(charged.costUsd) };
-}
-
 /**
- * What one admitted request holds on its meters until it settles: once, to the usage its record
- * stores (reported, or estimated for a cut answer), or to nothing when it failed without cost.
+ * What one admitted request holds on its meters until it settles: once, to the figures its usage
+ * record stores (reported, or estimated for a cut answer), or to nothing when it failed without cost.
  */
 export class Reservation implements Settlement {
   private state: 'open' | 'handed' | 'settled' = 'open';
@@ -72,17 +66,17 @@ export class Reservation implements Settlement {
 
   /** Gives everything back, unless usage accounting took the reservation over. */
   release(): void {
-    if (this.state === 'open') this.settle(undefined, undefined);
+    if (this.state === 'open') this.settle(undefined);
   }
 
-  settle(usage: TokenUsage | undefined, pricing: ModelPricing | undefined): void {
+  /** Ends the reservation: each meter moves from what it reserved to the record's figure of its kind. */
+  settle(figures: SettledFigures | undefined): void {
     if (this.state === 'settled') return;
     this.state = 'settled';
     const changes: CounterChange[] = [];
-    const figures = usage && pricing ? figuresOf(usage, pricing) : undefined;
+    const real = figures ? { tpm: figures.totalTokens, quota: figures.chargedTokens, budget: costNanoUsd(figures.costUsd) } : { tpm: 0, quota: 0, budget: 0 };
     this.meters.forEach((meter, index) => {
-      const real = figures ? figures[meter.kind] : 0;
-      const delta = real - this.reserved[index]!;
+      const delta = real[meter.kind] - this.reserved[index]!;
       if (delta !== 0) changes.push({ counter: meter.counter, delta, resetAt: meter.resetAt });
     });
     if (changes.length > 0) this.ledger.adjust(changes);

@@ -53,28 +53,27 @@ export class GatewayUsageAccounting implements UsageAccounting {
     try {
       const time = this.now();
       const finish = (usage: TokenUsage | undefined, estimated: boolean) => {
-        // The reservation settles to the figures of the record, estimated ones included.
-        exchange.settlement?.settle(usage, exchange.resolved.model.pricing);
-        this.store.record(
-          buildUsageRecord({
-            keyId: exchange.keyId ?? ANONYMOUS_KEY_ID,
-            route: exchange.route,
-            requestedModel: exchange.resolved.requestedId,
-            model: exchange.resolved.canonicalId,
-            upstream: exchange.resolved.plugin.vendor,
-            status: exchange.status,
-            stream: exchange.stream,
-            latencyMs: exchange.latencyMs,
-            requestId: exchange.requestId,
-            usage,
-            estimated,
-            outcome: exchange.outcome,
-            endpoint: exchange.endpoint,
-            attempts: exchange.attempts,
-            pricing: exchange.resolved.model.pricing,
-            time,
-          }),
-        );
+        const record = buildUsageRecord({
+          keyId: exchange.keyId ?? ANONYMOUS_KEY_ID,
+          route: exchange.route,
+          requestedModel: exchange.resolved.requestedId,
+          model: exchange.resolved.canonicalId,
+          upstream: exchange.resolved.plugin.vendor,
+          status: exchange.status,
+          stream: exchange.stream,
+          latencyMs: exchange.latencyMs,
+          requestId: exchange.requestId,
+          usage,
+          estimated,
+          outcome: exchange.outcome,
+          endpoint: exchange.endpoint,
+          attempts: exchange.attempts,
+          pricing: exchange.resolved.model.pricing,
+          time,
+        });
+        // The reservation settles to the record's figures, estimated ones included (zero: released).
+        exchange.settlement?.settle(record);
+        this.store.record(record);
       };
       const reported = exchange.usage;
       // A plugin fault leaves the answer's usage unread or partly read, as a cut stream does.

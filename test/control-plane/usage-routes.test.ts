@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { TokenUsage } from '../../src/plugins/plugin-contract.ts';
+import type { SettledFigures } from '../../src/core/exchange.ts';
 import express from 'express';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -219,14 +219,19 @@ describe('usage accounting of exchanges', () => {
     expect(estimated!.outputTokens).to.be.within(110_000, 150_000);
   });
 
-  it('settles an exchange\'s reservation to the usage its record stores, estimated ones included', async () => {
-    const settled: [TokenUsage | undefined, unknown][] = [];
-    const settlement = { settle: (usage: TokenUsage | undefined, pricing: unknown) => void settled.push([usage, pricing]) };
+  it('settles an exchange\'s reservation to the figures its record stores, estimated ones included', async () => {
+    const settled: SettledFigures[] = [];
+    const settlement = { settle: (figures: SettledFigures | undefined) => void settled.push(figures!) };
     accounting.record(exchange({ usage: { inputTokens: 50, outputTokens: 7, cachedTokens: 20 }, settlement }));
     accounting.record(exchange({ status: 200, outcome: 'upstream_cut', usage: undefined, settlement }));
     await accounting.flush();
+    const stored = await records();
     expect(settled).to.have.length(2);
-    expect(settled[0]![0]).to.deep.equal({ inputTokens: 50, outputTokens: 7, cachedTokens: 20 });
-    expect(settled[1]![0]!.outputTokens).to.be.greaterThan(0);
+    // 50 input (20 cached) and 7 output at 2 / 0.5 / 8 USD per 1M: charged 30 + 7 + ⌈20 × 0.25⌉ = 42.
+    expect(settled[0]).to.deep.include({ totalTokens: 57, chargedTokens: 42 });
+    expect(settled[0]!.costUsd).to.be.closeTo((30 * 2 + 20 * 0.5 + 7 * 8) / 1e6, 1e-12);
+    const estimated = stored.find((record) => record.estimated)!;
+    expect(settled[1]).to.deep.include({ totalTokens: estimated.totalTokens, chargedTokens: estimated.chargedTokens });
+    expect(settled[1]!.totalTokens).to.be.greaterThan(0);
   });
 });

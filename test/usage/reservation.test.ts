@@ -58,9 +58,9 @@ describe('reservations', () => {
     reservation.handOver();
     reservation.release();
     expect(changes, 'a reservation handed over is not released').to.deep.equal([]);
-    reservation.settle({ inputTokens: 30, outputTokens: 200, cachedTokens: 10 }, pricing);
-    reservation.settle({ inputTokens: 1, outputTokens: 1, cachedTokens: 0 }, pricing);
-    // tpm 230; charged 20 + 200 + ⌈10 × 0.1⌉ = 221; cost 20 × 2 + 10 × 0.2 + 200 × 10 = 2042 USD/M = 2,042,000 nano.
+    // 30 input (10 cached) and 200 output: tpm 230; charged 20 + 200 + ⌈10 × 0.1⌉ = 221; cost 20 × 2 + 10 × 0.2 + 200 × 10 = 2042 USD/M.
+    reservation.settle({ totalTokens: 230, chargedTokens: 221, costUsd: 0.002042 });
+    reservation.settle({ totalTokens: 2, chargedTokens: 2, costUsd: 1 });
     expect(changes).to.deep.equal([
       [
         { counter: meters[0]!.counter, delta: 130, resetAt: meters[0]!.resetAt },
@@ -76,7 +76,7 @@ describe('reservations', () => {
     const reservation = new Reservation({ adjust: (batch) => void changes.push([...batch]) }, meters, [100]);
     reservation.release();
     reservation.release();
-    reservation.settle({ inputTokens: 5, outputTokens: 5, cachedTokens: 0 }, pricing);
+    reservation.settle({ totalTokens: 10, chargedTokens: 10, costUsd: 0 });
     expect(changes).to.deep.equal([[{ counter: meters[0]!.counter, delta: -100, resetAt: meters[0]!.resetAt }]]);
   });
 });
