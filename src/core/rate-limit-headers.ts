@@ -15,7 +15,8 @@ export interface LimitState {
 export function openAiDuration(ms: number): string {
   const wait = Math.max(0, Math.ceil(ms));
   if (wait < 1000) return `${wait}ms`;
-  if (wait < 60_000) return `${Number((wait / 1000).toFixed(3))}s`;
+  // Whole milliseconds over 1000 print with at most three decimals.
+  if (wait < 60_000) return `${wait / 1000}s`;
   const totalSeconds = Math.ceil(wait / 1000);
   const hours = Math.floor(totalSeconds / 3600);
   const minutes = Math.floor((totalSeconds % 3600) / 60);

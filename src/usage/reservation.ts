@@ -74,9 +74,10 @@ export class Reservation implements Settlement {
     if (this.state === 'settled') return;
     this.state = 'settled';
     const changes: CounterChange[] = [];
-    const real = figures ? { tpm: figures.totalTokens, quota: figures.chargedTokens, budget: costNanoUsd(figures.costUsd) } : { tpm: 0, quota: 0, budget: 0 };
+    const costNano = figures ? costNanoUsd(figures.costUsd) : 0;
     this.meters.forEach((meter, index) => {
-      const delta = real[meter.kind] - this.reserved[index]!;
+      const real = !figures ? 0 : meter.kind === 'tpm' ? figures.totalTokens : meter.kind === 'quota' ? figures.chargedTokens : costNano;
+      const delta = real - this.reserved[index]!;
       if (delta !== 0) changes.push({ counter: meter.counter, delta, resetAt: meter.resetAt });
     });
     if (changes.length > 0) this.ledger.adjust(changes);

@@ -3,7 +3,7 @@ import type { CallerKey } from '../../core/exchange.ts';
 import { budgetExceeded, quotaExceeded, tokenRateLimited, type GatewayError } from '../../core/gateway-errors.ts';
 import type { Meter } from '../../core/limits.ts';
 import type { ModelPricing } from '../../plugins/plugin-contract.ts';
-import { tighter, type LimitState } from '../../core/rate-limit-headers.ts';
+import type { LimitState } from '../../core/rate-limit-headers.ts';
 import type { LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
 import { metersOf } from '../../usage/limit-meters.ts';
 import { demandsFor, Reservation, type RequestEstimate } from '../../usage/reservation.ts';
@@ -55,18 +55,21 @@ export class BudgetGate {
   }
 
   private decide(meters: readonly Meter[], result: ReserveResult, now: number): Admitted {
-    let tokens: LimitState | undefined;
-    meters.forEach((meter, index) => {
-      if (meter.kind === 'tpm') tokens = tighter(tokens, { limit: meter.limit, remaining: meter.limit - result.used[index]!, resetAt: meter.resetAt });
-    });
     if (result.refused !== undefined) throw refusal(meters[result.refused]!, result.used[result.refused]!, now);
-    meters.forEach((meter, index) => this.noteCrossing(meter, result.used[index]! - result.reserved[index]!, result.used[index]!));
+    // The tightest tokens-per-minute limit (the key's or its team's) is the one the headers show.
+    let tightest = -1;
+    for (let index = 0; index < meters.length; index += 1) {
+      const meter = meters[index]!;
+      if (meter.kind === 'tpm' && (tightest < 0 || meter.limit - result.used[index]! < meters[tightest]!.limit - result.used[tightest]!)) tightest = index;
+      if (meter.period !== 'minute') this.noteCrossing(meter, result.used[index]! - result.reserved[index]!, result.used[index]!);
+    }
+    const tpm = meters[tightest];
+    const tokens = tpm && { limit: tpm.limit, remaining: tpm.limit - result.used[tightest]!, resetAt: tpm.resetAt };
     return { reservation: new Reservation(this.options.ledger, meters, result.reserved), tokens };
   }
 
   // One log line per day or month window when use (reservations included) crosses 80 % and 100 %.
   private noteCrossing(meter: Meter, before: number, after: number): void {
-    if (meter.period === 'minute') return;
     for (const threshold of THRESHOLDS) {
       const mark = meter.limit * threshold;
       if (before >= mark || after < mark) continue;
