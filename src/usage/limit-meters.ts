@@ -1,5 +1,6 @@
 import type { CallerKey } from '../core/exchange.ts';
 import type { Limits, LimitPeriod, LimitScope, Meter } from '../core/limits.ts';
+import { costNanoUsd } from './pricing.ts';
 
 const MINUTE = 60_000;
 
@@ -19,8 +20,6 @@ export function windowOf(period: LimitPeriod, now: number): { tag: string; reset
   return { tag: `mo:${date.toISOString().slice(0, 7)}`, resetAt: Date.UTC(year, month + 1, 1) };
 }
 
-/** USD as whole nano-USD, the unit money counters hold. */
-export const usdToNano = (usd: number): number => Math.round(usd * 1e9);
 
 /** The meters of one owner's limits at `now` (rpm is counted by the rate limiter, not here). */
 export function metersOfLimits(scope: LimitScope, owner: string, limits: Limits, now: number): Meter[] {
@@ -33,8 +32,8 @@ export function metersOfLimits(scope: LimitScope, owner: string, limits: Limits,
   add('tpm', 'minute', limits.tpm);
   add('quota', 'day', limits.quota?.daily);
   add('quota', 'month', limits.quota?.monthly);
-  add('budget', 'day', limits.budget?.daily_usd === undefined ? undefined : usdToNano(limits.budget.daily_usd));
-  add('budget', 'month', limits.budget?.monthly_usd === undefined ? undefined : usdToNano(limits.budget.monthly_usd));
+  add('budget', 'day', limits.budget?.daily_usd === undefined ? undefined : costNanoUsd(limits.budget.daily_usd));
+  add('budget', 'month', limits.budget?.monthly_usd === undefined ? undefined : costNanoUsd(limits.budget.monthly_usd));
   return meters;
 }
 

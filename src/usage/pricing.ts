@@ -51,7 +51,7 @@ export function costNanoUsd(costUsd: number): number {
   return Math.round(costUsd * Number(NANO));
 }
 
-/** A cost with at most 6 decimals, without trailing zeros (`0.25`, `0.000123`). */
-export function formatCost(costUsd: number): string {
-  return costUsd.toFixed(6).replace(/\.?0+$/, '');
+/** A cost with at most `decimals` decimals (6: to the micro-USD), without trailing zeros (`0.25`, `0.000123`). */
+export function formatCost(costUsd: number, decimals = 6): string {
+  return costUsd.toFixed(decimals).replace(/\.?0+$/, '');
 }

@@ -6,10 +6,11 @@ import type { ModelPricing } from '../../plugins/plugin-contract.ts';
 import type { LimitState } from '../../core/rate-limit-headers.ts';
 import type { LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
 import { metersOf } from '../../usage/limit-meters.ts';
+import { formatCost } from '../../usage/pricing.ts';
 import { demandsFor, Reservation, type RequestEstimate } from '../../usage/reservation.ts';
 
 /** Nano-USD as USD, every significant digit kept (`0.00099999`, `1.5`). */
-const usd = (nano: number): string => (nano / 1e9).toFixed(9).replace(/\.?0+$/, '');
+const usd = (nano: number): string => formatCost(nano / 1e9, 9);
 
 /** A request let in: what it holds on its limits, and where its tightest tokens-per-minute limit stands. */
 export interface Admitted {
