@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { parseNewKey } from '../control-plane/admin/new-key-input.ts';
 import { canonicalModelIds } from '../control-plane/admin/admin-routes.ts';
 import { keyStatus } from '../core/api-keys.ts';
-import { openKeyStore, type OpenKeyStore } from '../stores/keys/open-key-store.ts';
+import { openStores, type OpenStores } from '../stores/open-stores.ts';
 import { isTeamName } from '../core/team-name.ts';
 import { loadConfig } from '../config/gateway-config.ts';
 import { loadPlugins } from '../plugins/load-plugins.ts';
@@ -49,7 +49,7 @@ export function pairOf<K extends string>(daily: [K, number | undefined], monthly
   return { ...(daily[1] !== undefined && { [daily[0]]: daily[1] }), ...(monthly[1] !== undefined && { [monthly[0]]: monthly[1] }) } as Partial<Record<K, number>>;
 }
 
-async function createKey(argv: string[], io: CliIo, { keys: store, teams }: OpenKeyStore, env: NodeJS.ProcessEnv): Promise<number> {
+async function createKey(argv: string[], io: CliIo, { keys: store, teams }: OpenStores, env: NodeJS.ProcessEnv): Promise<number> {
   const { values } = parseArgs({ args: argv, options: CREATE_OPTIONS, strict: true, allowPositionals: false });
   const models = values.models?.split(',').map((model) => model.trim()).filter(Boolean);
   const quota = pairOf(['daily', numberOf(values['daily-tokens'])], ['monthly', numberOf(values['monthly-tokens'])]);
@@ -73,7 +73,7 @@ async function createKey(argv: string[], io: CliIo, { keys: store, teams }: Open
   return 0;
 }
 
-async function listKeys(argv: string[], io: CliIo, { keys: store }: OpenKeyStore): Promise<number> {
+async function listKeys(argv: string[], io: CliIo, { keys: store }: OpenStores): Promise<number> {
   parseArgs({ args: argv, options: {}, strict: true, allowPositionals: false });
   const records = await store.list();
   if (records.length === 0) {
@@ -95,7 +95,7 @@ async function listKeys(argv: string[], io: CliIo, { keys: store }: OpenKeyStore
   return 0;
 }
 
-async function revokeKey(argv: string[], io: CliIo, { keys: store }: OpenKeyStore): Promise<number> {
+async function revokeKey(argv: string[], io: CliIo, { keys: store }: OpenStores): Promise<number> {
   const { positionals } = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true });
   if (positionals.length !== 1) throw new CliUsageError('keys revoke needs exactly one key id (see keys list)');
   const id = positionals[0]!;
@@ -107,7 +107,7 @@ async function revokeKey(argv: string[], io: CliIo, { keys: store }: OpenKeyStor
   return 0;
 }
 
-const ACTIONS: Record<string, (argv: string[], io: CliIo, stores: OpenKeyStore, env: NodeJS.ProcessEnv) => Promise<number>> = {
+const ACTIONS: Record<string, (argv: string[], io: CliIo, stores: OpenStores, env: NodeJS.ProcessEnv) => Promise<number>> = {
   create: createKey,
   list: listKeys,
   revoke: revokeKey,
@@ -118,7 +118,7 @@ export async function runKeysCommand(argv: string[], io: CliIo, env: NodeJS.Proc
   const [action, ...rest] = argv;
   const run = action === undefined ? undefined : ACTIONS[action];
   if (!run) throw new CliUsageError(action === undefined ? 'keys needs an action' : `unknown keys action '${action}'`);
-  const stores = await openKeyStore(loadConfig(env));
+  const stores = await openStores(loadConfig(env), { unreachableRedis: 'fail' });
   try {
     return await run(rest, io, stores, env);
   } finally {

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/gateway-config.ts';
 import { createLogger } from '../core/logger.ts';
 import { limitUseView, type LimitSettings, type LimitUse } from '../control-plane/limit-use.ts';
-import { openKeyStore } from '../stores/keys/open-key-store.ts';
+import { openStores } from '../stores/open-stores.ts';
 import { EmbeddedLedger } from '../stores/limits/embedded-ledger.ts';
 import { RedisLedger } from '../stores/limits/redis-ledger.ts';
 import type { LimitLedger } from '../usage/limit-ledger.ts';
@@ -12,7 +12,7 @@ import { textTable } from './text-table.ts';
 export const LIMITS_SYNOPSIS = 'limits [--json]';
 
 const PERIOD = { minute: 'per minute', day: 'today (UTC)', month: 'this month (UTC)' } as const;
-const KIND = { tpm: 'tokens', quota: 'charged tokens', budget: 'USD' } as const;
+const KIND = { rpm: 'requests', tpm: 'tokens', quota: 'charged tokens', budget: 'USD', concurrency: 'requests at once' } as const;
 
 /** One row per limit of an owner: its rpm (no use: counted per window by the rate limiter), then each token and money limit with its use. */
 function rows(owner: string, settings: LimitSettings, use: readonly LimitUse[]): Record<string, unknown>[] {
@@ -47,7 +47,7 @@ export async function runLimitsCommand(argv: string[], io: CliIo, env: NodeJS.Pr
   if (positionals.length > 0) throw new CliUsageError(`limits takes no arguments (got '${positionals[0]}')`);
   const config = loadConfig(env);
   const logger = createLogger('silent');
-  const stores = await openKeyStore(config, logger);
+  const stores = await openStores(config, { unreachableRedis: 'fail', logger });
   const { redis } = stores;
   try {
     const ledger: Pick<LimitLedger, 'peek'> = redis ? new RedisLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);

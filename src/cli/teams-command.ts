@@ -3,16 +3,16 @@ import { parseNewTeam, parseTeamChanges } from '../control-plane/admin/team-inpu
 import { keysNamingTeam, teamInUse } from '../control-plane/admin/team-routes.ts';
 import { loadConfig } from '../config/gateway-config.ts';
 import type { TeamRecord } from '../core/limits.ts';
-import { openKeyStore, type OpenKeyStore } from '../stores/keys/open-key-store.ts';
+import { openStores, type OpenStores } from '../stores/open-stores.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { LIMIT_FLAGS, numberOf } from './keys-command.ts';
 import { textTable } from './text-table.ts';
 
-const LIMIT_SYNOPSIS = '[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y]';
+const LIMIT_SYNOPSIS = '[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N]';
 
 export const TEAMS_SYNOPSIS = `teams create NAME ${LIMIT_SYNOPSIS}
 teams list
-teams update NAME ${LIMIT_SYNOPSIS} [--clear rpm|tpm|quota|budget|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
+teams update NAME ${LIMIT_SYNOPSIS} [--clear rpm|tpm|quota|budget|concurrency|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
 teams delete NAME`;
 
 const LIMIT_OPTIONS = {
@@ -22,14 +22,16 @@ const LIMIT_OPTIONS = {
   'monthly-tokens': { type: 'string' },
   'daily-usd': { type: 'string' },
   'monthly-usd': { type: 'string' },
+  concurrency: { type: 'string' },
 } as const;
 
 type LimitFlag = keyof typeof LIMIT_OPTIONS;
 
 /** Each flag's place in a team: a top-level limit, or one side of `quota` / `budget`. */
-const PLACE_OF: Record<LimitFlag, readonly [field: 'rpm' | 'tpm' | 'quota' | 'budget', side?: string]> = {
+const PLACE_OF: Record<LimitFlag, readonly [field: 'rpm' | 'tpm' | 'quota' | 'budget' | 'concurrency', side?: string]> = {
   rpm: ['rpm'],
   tpm: ['tpm'],
+  concurrency: ['concurrency'],
   'daily-tokens': ['quota', 'daily'],
   'monthly-tokens': ['quota', 'monthly'],
   'daily-usd': ['budget', 'daily_usd'],
@@ -62,7 +64,7 @@ function limitsOf(values: Partial<Record<LimitFlag, string>>): Record<string, un
 function changesOf(values: Partial<Record<LimitFlag, string>>, cleared: ReadonlySet<string>, current: TeamRecord): Record<string, unknown> {
   const given = limitsOf(values);
   const body: Record<string, unknown> = {};
-  for (const field of ['rpm', 'tpm'] as const) {
+  for (const field of ['rpm', 'tpm', 'concurrency'] as const) {
     if (cleared.has(field)) body[field] = null;
     else if (field in given) body[field] = given[field];
   }
@@ -77,14 +79,14 @@ function changesOf(values: Partial<Record<LimitFlag, string>>, cleared: Readonly
   return body;
 }
 
-async function createTeam(argv: string[], io: CliIo, { teams }: OpenKeyStore): Promise<number> {
+async function createTeam(argv: string[], io: CliIo, { teams }: OpenStores): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: LIMIT_OPTIONS, strict: true, allowPositionals: true });
   const team = await teams.create(parseNewTeam({ name: teamName(positionals, 'create'), ...limitsOf(values) }, flagOf));
   io.out(`Created team ${team.name} (${describeLimits(team)}).\n`);
   return 0;
 }
 
-async function listTeams(argv: string[], io: CliIo, { teams }: OpenKeyStore): Promise<number> {
+async function listTeams(argv: string[], io: CliIo, { teams }: OpenStores): Promise<number> {
   parseArgs({ args: argv, options: {}, strict: true, allowPositionals: false });
   const records = await teams.list();
   if (records.length === 0) {
@@ -100,14 +102,15 @@ async function listTeams(argv: string[], io: CliIo, { teams }: OpenKeyStore): Pr
     'monthly-tokens': team.quota?.monthly ?? '-',
     'daily-usd': team.budget?.daily_usd ?? '-',
     'monthly-usd': team.budget?.monthly_usd ?? '-',
+    concurrency: team.concurrency ?? '-',
   }));
-  io.out(textTable(rows, ['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd']));
+  io.out(textTable(rows, ['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency']));
   return 0;
 }
 
-const CLEARABLE = new Set(['rpm', 'tpm', 'quota', 'budget', ...Object.keys(PLACE_OF)]);
+const CLEARABLE = new Set(['rpm', 'tpm', 'quota', 'budget', 'concurrency', ...Object.keys(PLACE_OF)]);
 
-async function updateTeam(argv: string[], io: CliIo, { teams }: OpenKeyStore): Promise<number> {
+async function updateTeam(argv: string[], io: CliIo, { teams }: OpenStores): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: { ...LIMIT_OPTIONS, clear: { type: 'string', multiple: true } }, strict: true, allowPositionals: true });
   const name = teamName(positionals, 'update');
   const cleared = new Set(values.clear ?? []);
@@ -131,7 +134,7 @@ async function updateTeam(argv: string[], io: CliIo, { teams }: OpenKeyStore): P
   return 0;
 }
 
-async function deleteTeam(argv: string[], io: CliIo, { keys, teams }: OpenKeyStore): Promise<number> {
+async function deleteTeam(argv: string[], io: CliIo, { keys, teams }: OpenStores): Promise<number> {
   const { positionals } = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true });
   const name = teamName(positionals, 'delete');
   if (!(await teams.get(name))) {
@@ -156,11 +159,12 @@ function describeLimits(team: TeamRecord): string {
     team.quota?.monthly !== undefined && `${team.quota.monthly} tokens a month`,
     team.budget?.daily_usd !== undefined && `$${team.budget.daily_usd} a day`,
     team.budget?.monthly_usd !== undefined && `$${team.budget.monthly_usd} a month`,
+    team.concurrency !== undefined && `at most ${team.concurrency} requests at once`,
   ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'no limits';
 }
 
-const ACTIONS: Record<string, (argv: string[], io: CliIo, stores: OpenKeyStore) => Promise<number>> = {
+const ACTIONS: Record<string, (argv: string[], io: CliIo, stores: OpenStores) => Promise<number>> = {
   create: createTeam,
   list: listTeams,
   update: updateTeam,
@@ -172,7 +176,7 @@ export async function runTeamsCommand(argv: string[], io: CliIo, env: NodeJS.Pro
   const [action, ...rest] = argv;
   const run = action === undefined ? undefined : ACTIONS[action];
   if (!run) throw new CliUsageError(action === undefined ? 'teams needs an action' : `unknown teams action '${action}'`);
-  const stores = await openKeyStore(loadConfig(env));
+  const stores = await openStores(loadConfig(env), { unreachableRedis: 'fail' });
   try {
     return await run(rest, io, stores);
   } finally {

@@ -1,5 +1,5 @@
 import { loadConfig } from '../config/gateway-config.ts';
-import { openStores } from '../server/gateway.ts';
+import { openStores } from '../stores/open-stores.ts';
 import { createLogger } from '../core/logger.ts';
 import { printUsageReport, USAGE_COMMAND_SYNOPSIS } from './usage-report.ts';
 import type { CliIo } from './cli-io.ts';
@@ -8,13 +8,11 @@ export const USAGE_SYNOPSIS = USAGE_COMMAND_SYNOPSIS;
 
 /** `usage`: opens the store the server writes (Redis or the data directory) and prints its table. */
 export async function runUsageCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const { redis, keys, teams, usage } = await openStores(loadConfig(env), createLogger('silent'));
+  // As the server does: a Redis that is away at first leaves the records it cannot read to fail with a clear error.
+  const stores = await openStores(loadConfig(env), { unreachableRedis: 'degrade', usage: true, logger: createLogger('silent') });
   try {
-    return await printUsageReport(argv, io, usage);
+    return await printUsageReport(argv, io, stores.usage);
   } finally {
-    await usage.close();
-    await keys.close();
-    await teams.close();
-    redis?.disconnect();
+    await stores.close();
   }
 }

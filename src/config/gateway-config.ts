@@ -78,6 +78,11 @@ export interface GatewayConfig {
   readonly adminToken?: string;
   /** Static keys from `GATEWAY_API_KEYS`. */
   readonly apiKeys: readonly string[];
+  /**
+   * `GATEWAY_KEY_ID_SECRET`: when set, static keys' public ids are an HMAC under it (not computable from
+   * a key without it); else they derive from the key alone (see `core/static-key-id.ts`).
+   */
+  readonly keyIdSecret?: string;
   readonly logLevel: string;
   /** On SIGTERM/SIGINT, how long requests and streams in flight may take to finish before they are ended. */
   readonly drainMs: number;
@@ -108,8 +113,11 @@ export interface GatewayConfig {
    */
   readonly authFailMode: 'open' | 'closed';
   readonly authGraceMs: number;
-  /** Requests of one API key in flight at once on this instance, for keys without their own `concurrency`. */
-  readonly keyConcurrency: number;
+  /**
+   * Requests of one API key in flight at once on this instance, for keys without their own
+   * `concurrency`; no cap when absent (the default).
+   */
+  readonly keyConcurrency?: number;
   /**
    * Proxies whose `X-Forwarded-For` is believed (addresses, CIDR ranges, `loopback`, `linklocal`,
    * `uniquelocal`): every per-address rule then counts the client that proxy names. Empty: none.
@@ -401,6 +409,15 @@ function adminToken(value: string | undefined): string | undefined {
   return value;
 }
 
+/** `GATEWAY_KEY_ID_SECRET`, refused when shorter than {@link MIN_SECRET_LENGTH}; named, never shown. */
+function keyIdSecret(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  if (value.length < MIN_SECRET_LENGTH) {
+    problem(`GATEWAY_KEY_ID_SECRET must be at least ${MIN_SECRET_LENGTH} characters long (generate one with: openssl rand -hex 32)`);
+  }
+  return value;
+}
+
 /** `GATEWAY_TRUSTED_PROXIES` (comma-separated) over the file's `server.trustedProxies`, checked as proxy-addr reads them. */
 function trustedProxies(env: NodeJS.ProcessEnv, fromFile: readonly string[] | undefined): string[] {
   const fromEnv = env.GATEWAY_TRUSTED_PROXIES;
@@ -512,6 +529,7 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     },
     adminToken: adminToken(env.GATEWAY_ADMIN_TOKEN),
     apiKeys: parseStaticKeys(env.GATEWAY_API_KEYS),
+    keyIdSecret: keyIdSecret(env.GATEWAY_KEY_ID_SECRET),
     logLevel: env.LOG_LEVEL ?? file.logLevel ?? 'info',
     drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,
     headersTimeoutMs,
@@ -523,7 +541,7 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     authFailuresPerMinute: envInteger(env, 'GATEWAY_AUTH_FAILURES_PER_MINUTE', 1) ?? file.server?.authFailuresPerMinute ?? 20,
     authFailMode: authFailMode(env.GATEWAY_AUTH_FAIL_MODE) ?? file.server?.authFailMode ?? 'closed',
     authGraceMs: envInteger(env, 'GATEWAY_AUTH_GRACE_MS', 0) ?? file.server?.authGraceMs ?? 30_000,
-    keyConcurrency: envInteger(env, 'GATEWAY_KEY_CONCURRENCY', 1) ?? file.server?.keyConcurrency ?? 64,
+    keyConcurrency: envInteger(env, 'GATEWAY_KEY_CONCURRENCY', 1) ?? file.server?.keyConcurrency,
     trustedProxies: trustedProxies(env, file.server?.trustedProxies),
 
     // Operations (metrics, reload).

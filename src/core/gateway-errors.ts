@@ -32,8 +32,8 @@ export interface GatewayErrorOptions {
 
 /** Which limit refused a request: what it counts and whose it is. */
 export interface LimitRefusal {
-  readonly kind: 'rpm' | 'tpm' | 'quota' | 'budget';
-  readonly scope: 'key' | 'team';
+  readonly kind: 'rpm' | 'tpm' | 'quota' | 'budget' | 'concurrency';
+  readonly scope: 'key' | 'team' | 'address';
 }
 
 export class GatewayError extends Error {

@@ -1,6 +1,7 @@
 /**
- * The limits a key or a team may carry, and the counters they are kept in. Every limit is a fixed
- * window aligned on UTC: the minute (`rpm`, `tpm`), the day and the month (`quota`, `budget`).
+ * The limits a key or a team may carry, and the counters they are kept in. Every counted limit is a
+ * fixed window aligned on UTC: the minute (`rpm`, `tpm`; `rpm` may be given another window), the day
+ * and the month (`quota`, `budget`). `concurrency` is held, not counted (see `KeyConcurrency`).
  */
 
 /** Charged-token quotas (see `charge` in `usage/pricing.ts`) per UTC day and per UTC month. */
@@ -17,8 +18,10 @@ export interface MoneyBudget {
 
 /** The limits one key or one team carries; each is off when absent. */
 export interface Limits {
-  /** Requests per rate-limit window (a minute by default). */
+  /** Requests per rate-limit window (a UTC-aligned minute by default). */
   readonly rpm?: number;
+  /** Requests in flight at once, per gateway instance. */
+  readonly concurrency?: number;
   /** Tokens (input + output) per UTC minute. */
   readonly tpm?: number;
   readonly quota?: TokenQuota;
@@ -37,19 +40,19 @@ export type TeamInput = Omit<TeamRecord, 'createdAt'>;
 
 /** What a limit counts. */
 export type LimitKind = 'rpm' | 'tpm' | 'quota' | 'budget';
-/** Whose limit it is. */
-export type LimitScope = 'key' | 'team';
+/** Whose limit it is: a key's, a team's, or (the public catalog's request rate) a client address's. */
+export type LimitScope = 'key' | 'team' | 'address';
 export type LimitPeriod = 'minute' | 'day' | 'month';
 
 /**
  * One counter a request is measured against: a limit of a key or a team over a UTC window, in the
- * limit's unit (tokens for `tpm`, charged tokens for `quota`, nano-USD for `budget`).
+ * limit's unit (requests for `rpm`, tokens for `tpm`, charged tokens for `quota`, nano-USD for `budget`).
  */
 export interface Meter {
   readonly scope: LimitScope;
-  /** The key id or the team name. */
+  /** The key id, the team name or the client address. */
   readonly owner: string;
-  readonly kind: Exclude<LimitKind, 'rpm'>;
+  readonly kind: LimitKind;
   readonly period: LimitPeriod;
   readonly limit: number;
   /** The counter's name, unique per owner, kind and window (e.g. `key:key_ab12:tpm:m:29410560`). */

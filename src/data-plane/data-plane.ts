@@ -20,7 +20,7 @@ export interface DataPlaneOptions {
   readonly authenticate?: Pick<KeyAuthenticator, 'check'>;
   /** Counts requests per API key. */
   readonly rateLimit?: Pick<KeyRateLimit, 'count'>;
-  /** Caps the requests of an API key in flight at once. */
+  /** Caps the requests of an API key (and its team) in flight at once, where a cap is set. */
   readonly concurrency?: KeyConcurrency;
   /** Counts the handlers still running, for a graceful shutdown. */
   readonly inFlight?: InFlight;
@@ -64,10 +64,11 @@ export function createDataPlane(options: DataPlaneOptions): DataPlane {
         context.keyId = context.caller.id;
       }
       // Before the rate limit: a request refused for want of a slot does not use up the key's requests.
-      if (concurrency) concurrency.acquire(context.caller, res);
+      if (concurrency) concurrency.acquire(context.caller, res, route.rateLimitHeaders);
       if (rateLimit) {
-        const requests = await rateLimit.count(context.caller, res);
-        if (requests && route.rateLimitHeaders) writeRateLimitHeaders(res, route.rateLimitHeaders, 'requests', requests, Date.now());
+        const counted = rateLimit.count(context.caller, res);
+        const requests = counted instanceof Promise ? await counted : counted;
+        if (route.rateLimitHeaders) writeRateLimitHeaders(res, route.rateLimitHeaders, 'requests', requests, Date.now());
       }
       await handlers.get(route.id)!(req, res, context);
     } catch (error) {

@@ -78,7 +78,7 @@ export class GatewayMetrics implements UpstreamMetrics {
     this.rateLimited = new Counter({ name: 'gateway_rate_limited_total', help: 'Requests answered 429, by reason', labelNames: ['reason'], registers });
     this.limitRefusals = new Counter({
       name: 'gateway_limit_refusals_total',
-      help: "Requests refused by a key's or a team's limit, by what it counts (rpm, tpm, quota, budget) and whose it is (key, team)",
+      help: "Requests refused by a limit, by what it counts (rpm, tpm, quota, budget, concurrency) and whose it is (key, team, address)",
       labelNames: ['kind', 'scope'],
       registers,
     });
@@ -160,7 +160,7 @@ export class GatewayMetrics implements UpstreamMetrics {
     if (cached > 0) children[2].inc(cached);
   }
 
-  /** A request refused by a key's or team's limit (`rpm`, `tpm`, `quota`, `budget`). */
+  /** A request refused by a key's, team's or address's limit (`rpm`, `tpm`, `quota`, `budget`, `concurrency`). */
   limitRefused({ kind, scope }: LimitRefusal): void {
     this.limitRefusals.labels(kind, scope).inc();
   }

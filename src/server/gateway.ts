@@ -7,13 +7,8 @@ import { adminRouter } from '../control-plane/admin/admin-routes.ts';
 import { createApp } from '../control-plane/app.ts';
 import { createAuthenticator } from '../data-plane/auth/authenticate.ts';
 import { FailedAuthThrottle } from '../data-plane/auth/failed-auth-throttle.ts';
-import { FileKeyStore } from '../stores/keys/file-key-store.ts';
-import { fileKeyIdSecret, redisKeyIdSecret } from '../stores/keys/key-id-secret.ts';
 import type { KeyStore } from '../stores/keys/key-store.ts';
-import { RedisKeyStore } from '../stores/keys/redis-key-store.ts';
-import { FileTeamStore } from '../stores/teams/file-team-store.ts';
-import { RedisTeamStore } from '../stores/teams/redis-team-store.ts';
-import type { TeamStore } from '../stores/teams/team-store.ts';
+import { openStores } from '../stores/open-stores.ts';
 import type { GatewayConfig } from '../config/gateway-config.ts';
 import { carryBreakerState } from './breaker-carry-over.ts';
 import { LiveConfig, type ReloadResult } from './live-config.ts';
@@ -23,13 +18,13 @@ import { InFlight } from '../data-plane/http/in-flight.ts';
 import { lingerLimits } from '../data-plane/http/linger-close.ts';
 import { PendingRequests } from '../data-plane/http/pending-requests.ts';
 import { KeyConcurrency } from '../data-plane/limits/key-concurrency.ts';
-import { createRateLimiters, type KeyRateLimit } from '../data-plane/limits/rate-limiter.ts';
+import { createRateLimiters } from '../data-plane/limits/rate-limiter.ts';
 import { loadPlugins } from '../plugins/load-plugins.ts';
 import { originOf } from '../plugins/plugin-origin.ts';
 import { DEFAULT_RETRY_POLICY, nativeChatRoute } from '../data-plane/routes/native-chat-route.ts';
-import type { CallerKey } from '../core/exchange.ts';
 import type { ProviderEndpoints, RouteServices } from '../data-plane/route-services.ts';
-import { answersWithin, createRedisClient, waitUntilReady, type RedisConnection } from '../stores/redis/redis-client.ts';
+import { answersWithin } from '../stores/redis/redis-client.ts';
+import { sharedRateStore } from '../stores/redis/shared-rate-store.ts';
 import { providerEndpoints } from '../data-plane/upstream/provider-endpoints.ts';
 import { SharedBreakerState } from '../data-plane/upstream/shared-breaker.ts';
 import { UpstreamClient } from '../data-plane/upstream/upstream-client.ts';
@@ -39,8 +34,6 @@ import { createAccessLogger } from '../core/logger.ts';
 import { answerFiguresRequests, PrimaryScrape } from '../ops/cluster-metrics.ts';
 import { metricsRoute, serveMetrics, urlOf } from '../control-plane/metrics-route.ts';
 import { ObservedUsageAccounting, RequestObserver } from '../ops/request-observer.ts';
-import { EmbeddedUsageStore } from '../stores/usage/embedded-usage-store.ts';
-import { RedisUsageStore } from '../stores/usage/redis-usage-store.ts';
 import { GatewayUsageAccounting } from '../usage/usage-accounting.ts';
 import type { LimitLedger } from '../usage/limit-ledger.ts';
 import { EmbeddedLedger } from '../stores/limits/embedded-ledger.ts';
@@ -78,17 +71,6 @@ export interface Gateway {
 
 const OPENAPI_JSON = JSON.stringify(OPENAPI_DOCUMENT);
 
-/** The key, team and usage stores: Redis when configured, else the embedded files under the data directory. */
-export async function openStores(config: GatewayConfig, logger: Logger): Promise<{ redis?: RedisConnection; keys: KeyStore; teams: TeamStore; usage: UsageStore }> {
-  if (!config.redis) {
-    return { keys: new FileKeyStore(config.dataDir), teams: new FileTeamStore(config.dataDir), usage: await EmbeddedUsageStore.open(config.dataDir, logger) };
-  }
-  const redis = createRedisClient(config.redis, logger);
-  if (!(await waitUntilReady(redis, 3000))) logger.warn('redis: not reachable at start; serving degraded until it is');
-  const keys = new RedisKeyStore(redis, { failMode: config.authFailMode, graceMs: config.authGraceMs });
-  return { redis, keys, teams: new RedisTeamStore(redis), usage: await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger }) };
-}
-
 /** How the gateway process runs: alone, or as one worker of a cluster (`GATEWAY_WORKERS`). */
 export interface StartOptions {
   /**
@@ -108,11 +90,9 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     // A reload keeps the breaker state (rests, failure counts) of the endpoints it does not change.
     buildEndpoints: (settings, previous) => carryBreakerState(previous, providerEndpoints(plugins, settings, env, logger)),
     logger,
-    onApplied: (settings, previous) => {
+    onApplied: (settings) => {
       logger.level = settings.config.logLevel;
       accessLogger.level = settings.config.logLevel;
-      const { max, windowMs } = settings.config.rateLimit;
-      if (max !== previous.config.rateLimit.max || windowMs !== previous.config.rateLimit.windowMs) swapLimiters(max, windowMs);
       // The reload built new endpoint pools: their rests are shared between instances from now on.
       sharedBreaker?.attach(settings.endpoints.pools());
     },
@@ -130,7 +110,8 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     pools: () => live.current.endpoints.pools(),
     envPrefix: (vendor) => live.current.endpoints.envPrefix(vendor),
   };
-  const { redis, keys, teams, usage } = await openStores(config, logger);
+  const stores = await openStores(config, { unreachableRedis: 'degrade', usage: true, logger });
+  const { redis, keys, teams, usage } = stores;
   // Token and money limits: in Redis with an in-process fallback, else in process with day and month counts on disk.
   const ledger: LimitLedger = redis ? new FallbackLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);
   const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
@@ -149,17 +130,10 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const accessLogger = createAccessLogger(logger);
   const observer = new RequestObserver(accessLogger, metrics);
   const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, onAttempt: (provider, endpoint, outcome) => metrics.upstreamAttempt(provider, endpoint, outcome) });
-  let limiters = createRateLimiters({ max: config.rateLimit.max, windowMs: config.rateLimit.windowMs, redis, logger });
-  // The limits are read through these two, so a reload can swap them (same store prefix: with Redis the counts carry over).
-  const swapLimiters = (max: number, windowMs: number) => {
-    const previous = limiters;
-    limiters = createRateLimiters({ max, windowMs, redis, logger });
-    previous.shutdown();
-  };
-  const modelRateLimit: KeyRateLimit = Object.assign(((req, res, next) => limiters.perKey(req, res, next)) as RequestHandler, {
-    count: (caller: CallerKey | undefined, res: ServerResponse) => limiters.perKey.count(caller, res),
-  });
-  const catalogRateLimit: RequestHandler = (req, res, next) => limiters.perAddress(req, res, next);
+  // Request rates are meters of the same ledger; the limit and window in force are read per request.
+  const limiters = createRateLimiters({ ledger, settings: () => live.current.config.rateLimit });
+  const modelRateLimit = limiters.perKey;
+  const catalogRateLimit = limiters.perAddress;
   const inFlight = new InFlight();
   // Separate budgets: wrong API keys from an address never lock the admin out, nor the other way round.
   const keyThrottle = new FailedAuthThrottle(config.authFailuresPerMinute, { subject: 'API key attempts' });
@@ -195,11 +169,11 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   // Asks Redis itself, so a stall shows (and clears) without any model request.
   const readiness = async () => {
     const redisState = redis ? ((await answersWithin(redis, 250)) ? 'ready' : 'unavailable') : 'not configured';
-    const degraded = limiters.degraded() || ledger.degraded() || !usage.healthy || redisState === 'unavailable';
+    const degraded = ledger.degraded() || !usage.healthy || redisState === 'unavailable';
     return {
       status: draining ? 'shutting down' : degraded ? 'degraded' : 'ok',
       redis: redisState,
-      rate_limits: redis && !limiters.degraded() && !ledger.degraded() ? 'shared' : 'per-process',
+      rate_limits: redis && !ledger.degraded() ? 'shared' : 'per-process',
       usage: usage.healthy ? 'stored' : 'queued until the store returns',
       config_version: live.current.version,
       // A refused reload leaves the previous configuration serving (still ready), stale until a reload
@@ -212,12 +186,10 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     store: keys,
     teams,
     staticKeys: config.apiKeys,
-    keyIdSecret: redis ? redisKeyIdSecret(redis) : fileKeyIdSecret(config.dataDir),
+    keyIdSecret: config.keyIdSecret,
     logger,
     throttle: keyThrottle,
   });
-  // The secret is made on first start: done before serving, so no close can race its file being written.
-  await authenticate.ready;
   const app = createApp({
     services,
     logger,
@@ -251,6 +223,8 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
         endpoints,
         readiness,
         sessions: redis ? new RedisSessionStore(redis) : new MemorySessionStore(),
+        // Failed sign-ins per address are counted across every instance (a store error lets the attempt through).
+        signInStore: redis && sharedRateStore(redis, 'gw-signin:'),
         bodyLimitBytes: config.bodyLimitBytes,
       }));
     },
@@ -329,14 +303,10 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       clearInterval(sweep);
       await accounting.flush();
       await ledger.close();
-      await usage.close();
-      await keys.close();
-      await teams.close();
-      limiters.shutdown();
       await upstream.close();
       sharedBreaker?.stop();
       if (metricsServer) await new Promise((resolve) => metricsServer.close(resolve));
-      redis?.disconnect();
+      await stores.close();
     },
   };
 }

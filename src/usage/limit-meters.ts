@@ -4,12 +4,18 @@ import { costNanoUsd } from './pricing.ts';
 
 const MINUTE = 60_000;
 
+/**
+ * The window of `windowMs` holding `now`, aligned on the epoch (on the UTC minute for the default
+ * minute): its tag in counter names and when it ends (epoch ms).
+ */
+export function fixedWindowOf(windowMs: number, now: number): { tag: string; resetAt: number } {
+  const index = Math.floor(now / windowMs);
+  return { tag: windowMs === MINUTE ? `m:${index}` : `w${windowMs}:${index}`, resetAt: (index + 1) * windowMs };
+}
+
 /** The UTC window of `period` holding `now`: its tag in counter names and when it ends (epoch ms). */
 export function windowOf(period: LimitPeriod, now: number): { tag: string; resetAt: number } {
-  if (period === 'minute') {
-    const minute = Math.floor(now / MINUTE);
-    return { tag: `m:${minute}`, resetAt: (minute + 1) * MINUTE };
-  }
+  if (period === 'minute') return fixedWindowOf(MINUTE, now);
   const date = new Date(now);
   const year = date.getUTCFullYear();
   const month = date.getUTCMonth();
@@ -21,7 +27,7 @@ export function windowOf(period: LimitPeriod, now: number): { tag: string; reset
 }
 
 
-/** The meters of one owner's limits at `now` (rpm is counted by the rate limiter, not here). */
+/** The token and money meters of one owner's limits at `now` (rpm: see {@link requestMeter}). */
 export function metersOfLimits(scope: LimitScope, owner: string, limits: Limits, now: number): Meter[] {
   const meters: Meter[] = [];
   const add = (kind: Meter['kind'], period: LimitPeriod, limit: number | undefined) => {
@@ -35,6 +41,12 @@ export function metersOfLimits(scope: LimitScope, owner: string, limits: Limits,
   add('budget', 'day', limits.budget?.daily_usd === undefined ? undefined : costNanoUsd(limits.budget.daily_usd));
   add('budget', 'month', limits.budget?.monthly_usd === undefined ? undefined : costNanoUsd(limits.budget.monthly_usd));
   return meters;
+}
+
+/** The request-rate meter of one owner: `limit` requests per `windowMs` window holding `now`. */
+export function requestMeter(scope: LimitScope, owner: string, limit: number, windowMs: number, now: number): Meter {
+  const { tag, resetAt } = fixedWindowOf(windowMs, now);
+  return { scope, owner, kind: 'rpm', period: 'minute', limit, counter: `${scope}:${owner}:rpm:${tag}`, resetAt };
 }
 
 const NONE: readonly Meter[] = [];

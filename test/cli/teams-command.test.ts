@@ -31,16 +31,16 @@ describe('CLI teams and the keys\' budget flags', function () {
   afterEach(async () => rm(dataDir, { recursive: true, force: true }));
 
   it('creates a team with its limits on the data directory\'s store, and lists teams as a table', async () => {
-    const created = await cli(['teams', 'create', 'research', '--rpm', '60', '--tpm', '20000', '--daily-tokens', '5000', '--monthly-usd', '80.5'], env);
-    expect(created).to.deep.include({ code: 0, err: '', out: 'Created team research (rpm 60, tpm 20000, 5000 tokens a day, $80.5 a month).\n' });
+    const created = await cli(['teams', 'create', 'research', '--rpm', '60', '--tpm', '20000', '--daily-tokens', '5000', '--monthly-usd', '80.5', '--concurrency', '40'], env);
+    expect(created).to.deep.include({ code: 0, err: '', out: 'Created team research (rpm 60, tpm 20000, 5000 tokens a day, $80.5 a month, at most 40 requests at once).\n' });
     expect(await teams.get('research')).to.deep.include({ rpm: 60, tpm: 20_000, quota: { daily: 5000 }, budget: { monthly_usd: 80.5 } });
     expect(await cli(['teams', 'create', 'research'], env)).to.deep.include({ code: 1, err: "A team named 'research' exists already\n" });
     await cli(['teams', 'create', 'bare'], env);
     const listed = await cli(['teams', 'list'], env);
     const [header, ...rows] = listed.out.trimEnd().split('\n');
-    expect(header!.split(/\s+/)).to.deep.equal(['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd']);
-    expect(rows[0]).to.match(/^research\s+\S+\s+60\s+20000\s+5000\s+-\s+-\s+80\.5$/);
-    expect(rows[1]).to.match(/^bare\s+\S+(\s+-){6}$/);
+    expect(header!.split(/\s+/)).to.deep.equal(['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency']);
+    expect(rows[0]).to.match(/^research\s+\S+\s+60\s+20000\s+5000\s+-\s+-\s+80\.5\s+40$/);
+    expect(rows[1]).to.match(/^bare\s+\S+(\s+-){7}$/);
   });
 
   it('updates a team: flags set limits, a side of quota or budget keeps the other, --clear removes', async () => {

@@ -40,7 +40,7 @@ describe('the way in: the data plane', () => {
   };
   const dispatch = wayIn({
     handlers,
-    authenticate: createAuthenticator({ store: emptyStore, staticKeys: [KEY], keyIdSecret: async () => Buffer.alloc(32, 1) }),
+    authenticate: createAuthenticator({ store: emptyStore, staticKeys: [KEY]}),
     rateLimit: limiters.perKey,
     logger: logs.logger,
   });
@@ -53,7 +53,6 @@ describe('the way in: the data plane', () => {
   after(async () => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
-    limiters.shutdown();
   });
 
   const post = (path: string, key = KEY, method = 'POST') => fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${key}` }, body: method === 'POST' ? '{}' : undefined });
@@ -77,7 +76,6 @@ describe('the way in: the data plane', () => {
     } finally {
       other.closeAllConnections();
       await new Promise((resolve) => other.close(resolve));
-      limited.shutdown();
     }
   });
 
@@ -112,7 +110,6 @@ describe('the way in: the data plane', () => {
     } finally {
       other.closeAllConnections();
       await new Promise((resolve) => other.close(resolve));
-      limited.shutdown();
     }
   });
 
@@ -129,7 +126,6 @@ describe('the way in: the data plane', () => {
     } finally {
       other.closeAllConnections();
       await new Promise((resolve) => other.close(resolve));
-      limited.shutdown();
     }
   });
 

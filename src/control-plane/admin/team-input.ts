@@ -5,7 +5,7 @@ import { TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import type { TeamChanges } from '../../stores/teams/team-store.ts';
 import { definedOnly, moneyBudget, positiveInteger, tokenQuota } from './limit-fields.ts';
 
-const LIMIT_FIELDS = ['rpm', 'tpm', 'quota', 'budget'] as const;
+const LIMIT_FIELDS = ['rpm', 'tpm', 'quota', 'budget', 'concurrency'] as const;
 
 const newTeamSchema = yup
   .object({
@@ -14,9 +14,10 @@ const newTeamSchema = yup
     tpm: positiveInteger(),
     quota: tokenQuota(),
     budget: moneyBudget(),
+    concurrency: positiveInteger(),
   })
   .strict()
-  .noUnknown('has unknown fields (name, rpm, tpm, quota, budget)');
+  .noUnknown('has unknown fields (name, rpm, tpm, quota, budget, concurrency)');
 
 const teamChangesSchema = yup
   .object({
@@ -24,9 +25,10 @@ const teamChangesSchema = yup
     tpm: positiveInteger().nullable(),
     quota: tokenQuota().nullable(),
     budget: moneyBudget().nullable(),
+    concurrency: positiveInteger().nullable(),
   })
   .strict()
-  .noUnknown('has unknown fields (rpm, tpm, quota, budget; the name cannot be changed)');
+  .noUnknown('has unknown fields (rpm, tpm, quota, budget, concurrency; the name cannot be changed)');
 
 /** How an error names a field (the CLI names its flags); the body's field path by default. */
 export type FieldLabel = (path: string) => string;
@@ -42,15 +44,15 @@ function validate<T>(schema: yup.Schema<T>, body: unknown, label: FieldLabel = (
 
 /**
  * A new team from the admin API's body (or the CLI's flags): `name` and optionally `rpm`, `tpm`,
- * `quota` ({daily, monthly}) and `budget` ({daily_usd, monthly_usd}). Throws the 400 listing every bad field.
+ * `quota` ({daily, monthly}), `budget` ({daily_usd, monthly_usd}) and `concurrency`. Throws the 400 listing every bad field.
  */
 export function parseNewTeam(body: unknown, label?: FieldLabel): TeamInput {
   const value = validate(newTeamSchema, body, label);
-  return definedOnly({ name: value.name, rpm: value.rpm, tpm: value.tpm, quota: value.quota, budget: value.budget });
+  return definedOnly({ name: value.name, rpm: value.rpm, tpm: value.tpm, quota: value.quota, budget: value.budget, concurrency: value.concurrency });
 }
 
 /**
- * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget` set (an object replaces the whole
+ * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency` set (an object replaces the whole
  * limit), `null` to remove it, or absent to keep it. Throws the 400 listing every bad field.
  */
 export function parseTeamChanges(body: unknown, label?: FieldLabel): TeamChanges {

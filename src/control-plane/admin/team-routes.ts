@@ -15,6 +15,7 @@ export interface TeamView {
   readonly tpm: number | null;
   readonly quota: TeamRecord['quota'] | null;
   readonly budget: TeamRecord['budget'] | null;
+  readonly concurrency: number | null;
 }
 
 export function teamView(record: TeamRecord): TeamView {
@@ -25,6 +26,7 @@ export function teamView(record: TeamRecord): TeamView {
     tpm: record.tpm ?? null,
     quota: record.quota ?? null,
     budget: record.budget ?? null,
+    concurrency: record.concurrency ?? null,
   };
 }
 

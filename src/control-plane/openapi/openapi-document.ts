@@ -42,7 +42,7 @@ function modelRoute(summary: string, body: string, envelope: 'Completions' | 'Me
         '401': error('Missing or unknown API key', envelope),
         '403': error('The key may not use this model', envelope),
         '413': error('Body larger than the limit', envelope),
-        '429': error('A request, token, quota or budget limit of the key or its team reached (Retry-After until it has room)', envelope),
+        '429': error('A request, token, quota, budget or concurrency limit of the key or its team reached (Retry-After until it has room)', envelope),
         '502': error('The upstream failed or is not configured', envelope),
         '503': error('A store the gateway needs is unavailable', envelope),
         '504': error('The upstream did not answer in time', envelope),
@@ -58,6 +58,7 @@ const TEAM_LIMITS = {
   tpm: positiveInteger,
   quota: { type: 'object', additionalProperties: false, properties: { daily: positiveInteger, monthly: positiveInteger } },
   budget: { type: 'object', additionalProperties: false, minProperties: 1, properties: { daily_usd: usd, monthly_usd: usd } },
+  concurrency: { ...positiveInteger, description: 'Requests of the team\'s keys in flight at once, per gateway instance' },
 };
 const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
 const adminErrors = { '401': error('Missing or wrong admin token', 'Plain'), '429': error('Too many wrong admin tokens from this address', 'Plain') };
@@ -240,7 +241,7 @@ export const OPENAPI_DOCUMENT = {
       },
       Team: {
         type: 'object',
-        required: ['name', 'created_at', 'rpm', 'tpm', 'quota', 'budget'],
+        required: ['name', 'created_at', 'rpm', 'tpm', 'quota', 'budget', 'concurrency'],
         properties: {
           name: { type: 'string' },
           created_at: { type: 'string', description: 'ISO 8601 date-time' },

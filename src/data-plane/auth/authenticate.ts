@@ -1,5 +1,4 @@
 import type { RequestHandler } from 'express';
-import { createHmac } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { pino, type Logger } from 'pino';
 import { forbidden, isGatewayError, serviceUnavailable, unauthenticated } from '../../core/gateway-errors.ts';
@@ -7,12 +6,11 @@ import type { CallerKey } from '../../core/exchange.ts';
 import { hashApiKey, keyStatus, looksLikeApiKey, sameHash, type ApiKeyRecord } from '../../core/api-keys.ts';
 import type { FailedAuthThrottle } from './failed-auth-throttle.ts';
 import { clientAddress } from '../../core/client-address.ts';
-import type { KeyIdSecret } from '../../stores/keys/key-id-secret.ts';
+import { staticKeyIdAsync } from '../../core/static-key-id.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
 import type { TeamRecord } from '../../core/limits.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
-import { PresentedKeyCache } from './presented-key-cache.ts';
-import { TeamLimitsCache } from './team-limits-cache.ts';
+import { TrustedCache } from './trusted-cache.ts';
 import { modelRouteAt, type KeyHeader } from '../../core/route-table.ts';
 
 /** The caller as `res.locals.apiKey` holds it: id, name and permissions, never the key or its hash. */
@@ -25,19 +23,9 @@ const NOT_BEARER = "The Authorization header must use the Bearer scheme: 'Author
 const MALFORMED = "Invalid API key: keys start with 'sk-' followed by letters, digits, '-' or '_'";
 const UNKNOWN = 'Invalid API key';
 
-/**
- * Static keys (`GATEWAY_API_KEYS`) as records. Each id is an HMAC of the key under the installation's
- * secret (see {@link KeyIdSecret}): stable, shaped like no hash of the key, and of no use to test a
- * guessed key against without the secret.
- */
-export function staticKeyRecords(keys: readonly string[], idSecret: Buffer): ApiKeyRecord[] {
-  return keys.map((key, index) => ({
-    id: `static_${createHmac('sha256', idSecret).update(key).digest('hex').slice(0, 16)}`,
-    name: `static key ${index + 1}`,
-    hash: hashApiKey(key),
-    createdAt: new Date(0).toISOString(),
-    revoked: false,
-  }));
+/** A static key's record (its id from {@link staticKeyId}): never revoked, never expiring, with the gateway's limits. */
+export function staticKeyRecord(key: string, index: number, id: string): ApiKeyRecord {
+  return { id, name: `static key ${index + 1}`, hash: hashApiKey(key), createdAt: new Date(0).toISOString(), revoked: false };
 }
 
 /**
@@ -63,8 +51,11 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
 
 /** The caller with its team's name and limits, as `CallerKey.team` carries them. */
 export function withTeam(caller: AuthenticatedKey, team: TeamRecord): AuthenticatedKey {
-  const { name, rpm, tpm, quota, budget } = team;
-  return { ...caller, team: { name, ...(rpm !== undefined && { rpm }), ...(tpm !== undefined && { tpm }), ...(quota && { quota }), ...(budget && { budget }) } };
+  const { name, rpm, tpm, quota, budget, concurrency } = team;
+  return {
+    ...caller,
+    team: { name, ...(rpm !== undefined && { rpm }), ...(tpm !== undefined && { tpm }), ...(quota && { quota }), ...(budget && { budget }), ...(concurrency !== undefined && { concurrency }) },
+  };
 }
 
 /** Throws 403 unless the key may use the model (its resolved canonical ID). */
@@ -118,10 +109,13 @@ export interface AuthenticatorOptions {
   readonly teams?: TeamStore;
   /** How long a team, once read, is trusted without asking again (5 s): a PATCH reaches every instance within it. */
   readonly teamTrustMs?: number;
-  /** Keys from `GATEWAY_API_KEYS`, accepted besides the store's. */
+  /**
+   * Keys from `GATEWAY_API_KEYS`, accepted besides the store's, whatever the store does (it is never
+   * asked about them).
+   */
   readonly staticKeys?: readonly string[];
-  /** The secret the static keys' ids derive from; required with static keys. */
-  readonly keyIdSecret?: KeyIdSecret;
+  /** `GATEWAY_KEY_ID_SECRET`: the static keys' ids are an HMAC under it; derived from the key alone without it. */
+  readonly keyIdSecret?: string;
   readonly logger?: Logger;
   /**
    * Failed API keys per client address: an address past its limit is answered 429 before the key it
@@ -151,7 +145,7 @@ export interface KeyAuthenticator extends RequestHandler {
    * key being looked up.
    */
   check(headers: IncomingHttpHeaders, where: string | readonly KeyHeader[], addressOf?: () => string): AuthenticatedKey | Promise<AuthenticatedKey>;
-  /** Settles when the static keys' first setup (reading or making the key-id secret) has finished, well or not. */
+  /** Settles once every static key's id is derived (started at once; a static key presented earlier waits for its own). */
   readonly ready: Promise<void>;
 }
 
@@ -163,10 +157,8 @@ export interface KeyAuthenticator extends RequestHandler {
  */
 export function createAuthenticator(options: AuthenticatorOptions): KeyAuthenticator {
   const logger = options.logger ?? pino({ level: 'silent' });
-  const staticKeys = options.staticKeys ?? [];
-  if (staticKeys.length && !options.keyIdSecret) throw new TypeError('createAuthenticator: staticKeys need a keyIdSecret');
-  const statics = new StaticKeys(staticKeys, options.keyIdSecret);
-  const cache = new PresentedKeyCache(recordFinder(statics, options.store, logger), {
+  const statics = new StaticKeys(options.staticKeys ?? [], options.keyIdSecret);
+  const cache = new TrustedCache(recordFinder(statics, options.store, logger), {
     trustMs: options.trustMs ?? 200,
     maxEntries: options.cacheSize ?? 10_000,
     revision: () => options.store.revision,
@@ -207,48 +199,30 @@ export function createAuthenticator(options: AuthenticatorOptions): KeyAuthentic
   return Object.assign(middleware, { check, ready: statics.ready });
 }
 
-/** The static keys by hash, once the key-id secret is read (started at once); a failed read is tried again on the next lookup. */
+/** The static keys by hash, each record made once its id is derived (all started at once, off the event loop). */
 class StaticKeys {
-  private loading: Promise<Map<string, ApiKeyRecord>> | undefined;
-  /** Settles once the first read of the key-id secret did, whatever its outcome. */
+  private readonly records = new Map<string, Promise<ApiKeyRecord>>();
   readonly ready: Promise<void>;
 
-  constructor(
-    private readonly keys: readonly string[],
-    private readonly secret: KeyIdSecret | undefined,
-  ) {
-    this.ready = this.records().then(
-      () => undefined,
-      () => undefined,
-    );
+  constructor(keys: readonly string[], secret: string | undefined) {
+    keys.forEach((key, index) => {
+      const hash = hashApiKey(key);
+      if (!this.records.has(hash)) this.records.set(hash, staticKeyIdAsync(key, secret).then((id) => staticKeyRecord(key, index, id)));
+    });
+    this.ready = Promise.all(this.records.values()).then(() => undefined);
   }
 
-  records(): Promise<Map<string, ApiKeyRecord>> {
-    if (this.loading) return this.loading;
-    if (!this.secret) return (this.loading = Promise.resolve(new Map()));
-    const loading = this.secret().then((secret) => new Map(staticKeyRecords(this.keys, secret).map((record) => [record.hash, record])));
-    loading.catch(() => {
-      if (this.loading === loading) this.loading = undefined;
-    });
-    return (this.loading = loading);
+  /** The record of a static key by its hash, undefined for any other key. */
+  find(hash: string): Promise<ApiKeyRecord> | undefined {
+    return this.records.get(hash);
   }
 }
 
-/** Reads a presented key's record: a static key's, else the store's; 503 while neither can be told. */
+/** Reads a presented key's record: a static key's (never asking the store), else the store's; 503 while the store cannot be read. */
 function recordFinder(statics: StaticKeys, store: KeyStore, logger: Logger): (key: string) => Promise<ApiKeyRecord | undefined> {
   return async (key) => {
     const hash = hashApiKey(key);
-    let staticsFailure: Error | undefined;
-    const fromStatics = await statics.records().then(
-      (records) => records.get(hash),
-      (error: Error) => void (staticsFailure = error),
-    );
-    const record = fromStatics ?? (await findInStore(store, hash, logger));
-    // Not a stored key, and the static keys cannot be told apart yet: it may be one of them.
-    if (!record && staticsFailure) {
-      logger.error({ reason: staticsFailure.message }, 'static key ids unavailable (the key-id secret cannot be read)');
-      throw serviceUnavailable('The key store is unavailable; please retry shortly', staticsFailure);
-    }
+    const record = (await statics.find(hash)) ?? (await findInStore(store, hash, logger));
     return record && sameHash(record.hash, hash) ? record : undefined;
   };
 }
@@ -279,8 +253,11 @@ function callerOf(joinTeam: TeamJoiner): (record: ApiKeyRecord | undefined) => A
  * be read for a team never seen answers 503.
  */
 function teamJoiner(store: TeamStore | undefined, trustMs: number, logger: Logger): TeamJoiner {
-  const cache = store && new TeamLimitsCache(store, {
+  const cache = store && new TrustedCache((name) => store.get(name), {
     trustMs,
+    maxEntries: 10_000,
+    revision: () => store.revision,
+    rememberMisses: true,
     onStale: (name, error) => logger.warn({ team: name, reason: (error as Error).message }, 'team store unavailable: using the team limits last read'),
   });
   const joined = new WeakMap<AuthenticatedKey, { readonly team: TeamRecord; readonly caller: AuthenticatedKey }>();

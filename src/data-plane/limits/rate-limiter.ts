@@ -1,14 +1,13 @@
-import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
-import { MemoryStore, type Options, type Store } from 'express-rate-limit';
-import { pino, type Logger } from 'pino';
 import { rateLimited } from '../../core/gateway-errors.ts';
 import type { CallerKey } from '../../core/exchange.ts';
-import type { RedisConnection } from '../../stores/redis/redis-client.ts';
-import { FallbackStore } from '../../stores/counters/fallback-store.ts';
+import type { Meter } from '../../core/limits.ts';
 import { clientAddress } from '../../core/client-address.ts';
-import { tighter, type LimitState } from '../../core/rate-limit-headers.ts';
+import { tighter, writeDraftRateLimitHeaders, type HeaderTarget, type LimitState } from '../../core/rate-limit-headers.ts';
+import type { CounterDemand, LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
+import { requestMeter } from '../../usage/limit-meters.ts';
+import { MemoryLedger } from '../../stores/limits/memory-ledger.ts';
 
 const UNITS: readonly (readonly [number, string])[] = [
   [86_400_000, 'day'],
@@ -33,159 +32,137 @@ export function rateLimitText(max: number, windowMs: number): string {
   return `Rate limit exceeded: ${max} per ${describeWindow(windowMs)}`;
 }
 
+/** The gateway's request limit: `max` requests per `windowMs` (a key's or team's own `rpm` replaces `max`). */
+export interface RateSettings {
+  readonly max: number;
+  readonly windowMs: number;
+}
+
 export interface RateLimiterOptions {
-  /** Requests per window and counter (100 by default); a key's own `rpm` replaces it for that key. */
+  /**
+   * Where requests are counted: the ledger every other limit is counted in (Redis with its in-process
+   * fallback, or the embedded one). A ledger of its own in process memory when absent.
+   */
+  readonly ledger?: LimitLedger;
+  /** The limit and window in force, read per request (a reload changes them); else `max` per `windowMs`. */
+  readonly settings?: () => RateSettings;
+  /** Requests per window when no `settings` are given (100). */
   readonly max?: number;
-  /** 60000 by default. */
+  /** The window when no `settings` are given (60000: the UTC minute). */
   readonly windowMs?: number;
-  /** Counters shared by every process; per-process memory when absent. */
-  readonly redis?: RedisConnection;
-  readonly logger?: Logger;
-  /** Counter key prefix in Redis, the same for every process (`gw-rl:`). */
-  readonly prefix?: string;
-  /** Longest wait for Redis per decision before counting in memory (250 ms). */
-  readonly redisTimeoutMs?: number;
 }
 
 /**
- * The per-key limit of the model routes. {@link count} is the one decision; the function itself is the
- * same decision as Express middleware (after authentication, `res.locals.apiKey`), for the control
- * plane's guarded routes (`/v1/usage`).
+ * The per-key request limit of the model routes. {@link count} is the one decision; the function itself
+ * is the same decision as Express middleware (after authentication, `res.locals.apiKey`), for the
+ * control plane's guarded routes (`/v1/usage`).
  */
 export interface KeyRateLimit extends RequestHandler {
   /**
    * Counts one request of `caller` (`anonymous` when the routes are open) against its key's limit and,
-   * when its team has an `rpm`, the team's; sets the RateLimit headers on `res` (the key's), and
-   * rejects with the 429 (and its Retry-After) of the limit exceeded. Resolves with where the tighter
-   * of the two stands (undefined when the store failed: a store error lets the request through).
+   * when its team has an `rpm`, the team's, on both or neither; sets the draft-8 `RateLimit` headers
+   * (the key's), and throws or rejects with the 429 (and its Retry-After) of the limit without room.
+   * Gives where the tighter of the two stands; synchronous on the embedded ledger.
    */
-  count(caller: CallerKey | undefined, res: ServerResponse): Promise<LimitState | undefined>;
+  count(caller: CallerKey | undefined, res: HeaderTarget): LimitState | Promise<LimitState>;
 }
 
 export interface RateLimiters {
-  /** Per API key id, on the model routes; runs after authentication. */
+  /** Per API key id (and team), on the model routes; runs after authentication. */
   readonly perKey: KeyRateLimit;
   /** Per client address, on the public catalog (Express middleware on the same decision). */
   readonly perAddress: RequestHandler;
-  /** True while Redis is configured but decisions are made per process. */
+  /** True while Redis is configured but requests are counted in process memory. */
   degraded(): boolean;
-  shutdown(): void;
 }
 
-/**
- * One counter store (express-rate-limit's `Store`: memory, Redis, or Redis falling back to memory) behind
- * the one decision; `headers` false counts without writing the RateLimit headers (a team's count).
- */
-export type LimitDecision = (key: string, limit: number, res: ServerResponse, scope?: 'key' | 'team', headers?: boolean) => Promise<LimitState | undefined>;
+interface Measured {
+  readonly settings: RateSettings;
+  readonly meters: readonly Meter[];
+  readonly demands: readonly CounterDemand[];
+  /** When the window ends: the meters are built again then. */
+  readonly until: number;
+}
+
+const ONE_REQUEST = (meter: Meter): CounterDemand => ({ counter: meter.counter, limit: meter.limit, want: 1, need: 1, resetAt: meter.resetAt });
 
 /**
- * The gateway's rate limits, counted in express-rate-limit's stores: in Redis when it is configured
- * (so all processes enforce one limit, falling back to process memory while Redis is away), else in
- * memory. Each request is one `increment` (at most one Redis round trip) and the draft-8 `RateLimit`
- * and `RateLimit-Policy` headers, as express-rate-limit writes them; over the limit, the request fails
- * with the 429 `Rate limit exceeded: <max> per <window>` and its `Retry-After`.
+ * Request rates as meters of the limit ledger, in fixed windows aligned on the epoch (the UTC minute
+ * by default), like tokens per minute: a request reserves one request on its key's meter and its
+ * team's (all or none, atomically across instances on Redis), so a request refused by either counts on
+ * neither. Redis outages fall back to process memory and catch up as every other limit does (one
+ * mechanism: `FallbackLedger`). Every request gets the draft-8 `RateLimit` and `RateLimit-Policy`
+ * headers; over the limit it fails with the 429 `Rate limit exceeded: <max> per <window>` and its
+ * `Retry-After`.
  */
 export function createRateLimiters(options: RateLimiterOptions = {}): RateLimiters {
-  const max = options.max ?? 100;
-  const windowMs = options.windowMs ?? 60_000;
-  const logger = options.logger ?? pino({ level: 'silent' });
-  const prefix = options.prefix ?? 'gw-rl:';
-  const { redis } = options;
-  const storeFor = (scope: string): Store => {
-    const store = redis ? new FallbackStore(redis, { prefix: `${prefix}${scope}:`, logger, timeoutMs: options.redisTimeoutMs }) : new MemoryStore();
-    initStore(store, windowMs, logger);
-    return store;
+  const ledger = options.ledger ?? new MemoryLedger();
+  const fixed: RateSettings = { max: options.max ?? 100, windowMs: options.windowMs ?? 60_000 };
+  const settingsOf = options.settings ?? (() => fixed);
+  // Per caller object (the authenticator hands out one per key and team state), until its window ends.
+  const measured = new WeakMap<object, Measured>();
+  const anonymous = {};
+
+  const measure = (caller: CallerKey | undefined, now: number): Measured => {
+    const settings = settingsOf();
+    const holder = caller ?? anonymous;
+    const known = measured.get(holder);
+    if (known && now < known.until && known.settings === settings) return known;
+    const meters = [requestMeter('key', caller?.id ?? 'anonymous', caller?.rpm ?? settings.max, settings.windowMs, now)];
+    if (caller?.team?.rpm !== undefined) meters.push(requestMeter('team', caller.team.name, caller.team.rpm, settings.windowMs, now));
+    const fresh = { settings, meters, demands: meters.map(ONE_REQUEST), until: meters[0]!.resetAt };
+    measured.set(holder, fresh);
+    return fresh;
   };
-  const keyStore = storeFor('key');
-  const addressStore = storeFor('address');
-  const stores = [keyStore, addressStore];
-  const perKeyDecision = limitDecision(keyStore, windowMs, logger);
-  const perAddressDecision = limitDecision(addressStore, windowMs, logger);
-  const count: KeyRateLimit['count'] = async (caller, res) => {
-    const teamRpm = caller?.team?.rpm;
-    if (teamRpm === undefined) return perKeyDecision(caller?.id ?? 'anonymous', caller?.rpm ?? max, res);
-    // Both counted at once (one Redis round trip when pipelined); either refusing refuses the request.
-    const [key, team] = await Promise.allSettled([perKeyDecision(caller!.id, caller!.rpm ?? max, res), perKeyDecision(`team:${caller!.team!.name}`, teamRpm, res, 'team', false)]);
-    if (key.status === 'rejected') throw key.reason;
-    if (team.status === 'rejected') throw team.reason;
-    return tighter(key.value, team.value);
-  };
-  const perKey: RequestHandler = (_req, res, next) => void count(res.locals.apiKey as CallerKey | undefined, res).then(() => next(), next);
-  return {
-    perKey: Object.assign(perKey, { count }),
-    perAddress: (req, res, next) => void perAddressDecision(clientAddress(req), max, res).then(() => next(), next),
-    degraded: () => stores.some((store) => store instanceof FallbackStore && store.degraded),
-    shutdown: () => stores.forEach((store) => store.shutdown?.()),
-  };
-}
 
-// What express-rate-limit does with a store it is given, before its first count.
-function initStore(store: Store, windowMs: number, logger: Logger): void {
-  try {
-    const initialised = store.init?.({ windowMs } as Options);
-    if (initialised instanceof Promise) initialised.catch((error: unknown) => logger.error(error, 'express-rate-limit: async error during store initialization.'));
-  } catch (error) {
-    logger.error(error, 'express-rate-limit: error during store initialization.');
-  }
-}
-
-/**
- * express-rate-limit's draft-8 `RateLimit-Policy` value for a key and limit, e.g.
- * `"100-in-1min"; q=100; w=60; pk=:<partition key>:`, and the quoted name the `RateLimit` header starts with.
- */
-function policyOf(key: string, limit: number, windowMs: number): { name: string; policy: string } {
-  // As express-rate-limit names a policy and derives its partition key (12 hex digits of a SHA-256, base64).
-  const seconds = windowMs / 1e3;
-  const minutes = windowMs / (1e3 * 60);
-  const hours = windowMs / (1e3 * 60 * 60);
-  const days = windowMs / (1e3 * 60 * 60 * 24);
-  let duration: string;
-  if (seconds < 60) duration = `${seconds}sec`;
-  else if (minutes < 60) duration = `${minutes}min`;
-  else if (hours < 24) duration = `${hours}hr${hours > 1 ? 's' : ''}`;
-  else duration = `${days}day${days > 1 ? 's' : ''}`;
-  const name = `"${limit}-in-${duration}"`;
-  const partitionKey = Buffer.from(createHash('sha256').update(key).digest('hex').slice(0, 12)).toString('base64');
-  return { name, policy: `${name}; q=${limit}; w=${Math.ceil(windowMs / 1e3)}; pk=:${partitionKey}:` };
-}
-
-const POLICY_CACHE_LIMIT = 10_000;
-
-/**
- * The decision on one store: one `increment` (at most one Redis round trip), headers from values
- * computed once per key and limit.
- */
-function limitDecision(store: Store, windowMs: number, logger: Logger): LimitDecision {
-  const policies = new Map<string, { name: string; policy: string }>();
-  return async function count(key, limit, res, scope = 'key', headers = true) {
-    let totalHits: number;
-    let resetTime: Date | undefined;
-    try {
-      ({ totalHits, resetTime } = await store.increment(key));
-    } catch (error) {
-      logger.error(error, 'express-rate-limit: error from store, allowing request without rate-limiting.');
-      return undefined;
-    }
+  const count: KeyRateLimit['count'] = (caller, res) => {
     const now = Date.now();
-    const resetSeconds = resetTime ? Math.max(0, Math.ceil((resetTime.getTime() - now) / 1e3)) : Math.ceil(windowMs / 1e3);
-    const state: LimitState = { limit, remaining: Math.max(limit - totalHits, 0), resetAt: resetTime?.getTime() ?? now + windowMs };
-    if (!headers) {
-      if (totalHits > limit) throw rateLimited(`${rateLimitText(limit, windowMs)} (team)`, { 'Retry-After': String(resetSeconds) }, { kind: 'rpm', scope });
-      return state;
-    }
-    const cacheKey = `${limit}:${key}`;
-    let policy = policies.get(cacheKey);
-    if (policy === undefined) {
-      if (policies.size >= POLICY_CACHE_LIMIT) policies.clear();
-      policy = policyOf(key, limit, windowMs);
-      policies.set(cacheKey, policy);
-    }
-    res.setHeader('RateLimit', `${policy.name}; r=${Math.max(limit - totalHits, 0)}; t=${resetSeconds}`);
-    res.setHeader('RateLimit-Policy', policy.policy);
-    if (totalHits > limit) {
-      res.setHeader('Retry-After', String(resetSeconds));
-      throw rateLimited(rateLimitText(limit, windowMs), { 'Retry-After': String(resetSeconds) }, { kind: 'rpm', scope });
-    }
-    return state;
+    const { settings, meters, demands } = measure(caller, now);
+    const result = ledger.reserve(demands);
+    if (result instanceof Promise) return result.then((settled) => decide(meters, settings.windowMs, settled, res, now));
+    return decide(meters, settings.windowMs, result, res, now);
   };
+
+  const perAddress: RequestHandler = (req, res, next) => {
+    const now = Date.now();
+    const settings = settingsOf();
+    const meters = [requestMeter('address', clientAddress(req), settings.max, settings.windowMs, now)];
+    const pass = (result: ReserveResult) => decide(meters, settings.windowMs, result, res, now);
+    try {
+      const result = ledger.reserve(meters.map(ONE_REQUEST));
+      if (result instanceof Promise) void result.then(pass).then(() => next(), next);
+      else {
+        pass(result);
+        next();
+      }
+    } catch (error) {
+      next(error);
+    }
+  };
+
+  const perKey: RequestHandler = (_req, res, next) => {
+    try {
+      const counted = count(res.locals.apiKey as CallerKey | undefined, res);
+      if (counted instanceof Promise) void counted.then(() => next(), next);
+      else next();
+    } catch (error) {
+      next(error);
+    }
+  };
+
+  return { perKey: Object.assign(perKey, { count }), perAddress, degraded: () => ledger.degraded() };
+}
+
+/** The headers of the first meter (the key's or the address's), and the 429 of the one refused. */
+function decide(meters: readonly Meter[], windowMs: number, result: ReserveResult, res: HeaderTarget, now: number): LimitState {
+  const states = meters.map((meter, index) => ({ limit: meter.limit, remaining: Math.max(0, meter.limit - result.used[index]!), resetAt: meter.resetAt }));
+  const own = meters[0]!;
+  writeDraftRateLimitHeaders(res, own.owner, windowMs, states[0]!, now);
+  if (result.refused !== undefined) {
+    const meter = meters[result.refused]!;
+    const retryAfter = String(Math.max(1, Math.ceil((meter.resetAt - now) / 1e3)));
+    res.setHeader('Retry-After', retryAfter);
+    throw rateLimited(`${rateLimitText(meter.limit, windowMs)}${meter.scope === 'team' ? ' (team)' : ''}`, { 'Retry-After': retryAfter }, { kind: 'rpm', scope: meter.scope });
+  }
+  return states.length === 1 ? states[0]! : tighter(states[0], states[1])!;
 }

@@ -14,9 +14,10 @@ interface CountersFile {
   readonly counters: Record<string, [number, number]>;
 }
 
-// Minute windows (`…:m:<minute>`) are over before a restart matters; only day and month ones are kept.
-// (Owners never hold a colon: key ids and team names are made of letters, digits, `.`, `_` and `-`.)
-const isMinuteCounter = (counter: string): boolean => counter.includes(':m:');
+// Minute (and other request-rate) windows are over before a restart matters; only day and month
+// counters (`…:d:2026-11-27`, `…:mo:2026-11`) are kept.
+const DAY_OR_MONTH = /:(?:d:\d{4}-\d{2}-\d{2}|mo:\d{4}-\d{2})$/;
+const isMinuteCounter = (counter: string): boolean => !DAY_OR_MONTH.test(counter);
 
 /**
  * The embedded default's ledger (no Redis): a {@link MemoryLedger} whose day and month counters

@@ -3,7 +3,7 @@ import type { TeamInput, TeamRecord } from '../../core/limits.ts';
 import { isTeamName, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import type { TeamChanges } from './team-store.ts';
 
-const TEAM_LIMITS = ['rpm', 'tpm', 'quota', 'budget'] as const;
+const TEAM_LIMITS = ['rpm', 'tpm', 'quota', 'budget', 'concurrency'] as const;
 
 /** A team record from its input, stamped now; the name is checked again here, whatever called the store. */
 export function newTeamRecord(input: TeamInput, now = new Date()): TeamRecord {

@@ -4,7 +4,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hashApiKey, sameHash, sameSecret, type ApiKeyRecord } from '../../../src/core/api-keys.ts';
-import { assertModelAllowed, createAuthenticator, staticKeyRecords } from '../../../src/data-plane/auth/authenticate.ts';
+import { assertModelAllowed, createAuthenticator, staticKeyRecord } from '../../../src/data-plane/auth/authenticate.ts';
+import { staticKeyId } from '../../../src/core/static-key-id.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import type { KeyStore } from '../../../src/stores/keys/key-store.ts';
 import { ConfigError, parseStaticKeys } from '../../../src/config/gateway-config.ts';
@@ -12,7 +13,7 @@ import { isGatewayError } from '../../../src/core/gateway-errors.ts';
 import { captureLogs, send, startGuardedApp, type GuardedApp } from './guarded-app.ts';
 
 const STATIC_KEY = 'sk-static-key-for-tests-0001-0123456789abcdef';
-const ID_SECRET = randomBytes(32);
+const ID_SECRET = randomBytes(32).toString('base64url');
 
 describe('bearer authenticator', () => {
   let dataDir: string;
@@ -31,7 +32,7 @@ describe('bearer authenticator', () => {
     keys.expired = (await store.create({ name: 'past', expiresAt: '2020-01-01T00:00:00.000Z' })).key;
     keys.narrow = (await store.create({ name: 'narrow', models: ['alpha/gen-5.5'] })).key;
     keys.limited = (await store.create({ name: 'limited', rpm: 7 })).key;
-    app = await startGuardedApp({ model: [createAuthenticator({ store, staticKeys: [STATIC_KEY], keyIdSecret: async () => ID_SECRET, logger: logs.logger })], logger: logs.logger });
+    app = await startGuardedApp({ model: [createAuthenticator({ store, staticKeys: [STATIC_KEY], keyIdSecret: ID_SECRET, logger: logs.logger })], logger: logs.logger });
   });
   after(async () => {
     await app.close();
@@ -78,7 +79,7 @@ describe('bearer authenticator', () => {
     expect(narrow.body.caller).to.include({ name: 'narrow' }).and.to.have.deep.property('models', ['alpha/gen-5.5']);
     const fixed = await send(app.url, '/v1/chat/completions', { key: STATIC_KEY });
     expect(fixed.status).to.equal(200);
-    expect(fixed.body.caller).to.deep.equal({ id: staticKeyRecords([STATIC_KEY], ID_SECRET)[0]!.id, name: 'static key 1' });
+    expect(fixed.body.caller).to.deep.equal({ id: staticKeyId(STATIC_KEY, ID_SECRET), name: 'static key 1' });
     expect(JSON.stringify([managed.body, fixed.body])).not.to.match(/sk-|[0-9a-f]{64}/);
   });
 
@@ -149,7 +150,7 @@ describe('bearer authenticator', () => {
   });
 
   it('compares the found record\'s hash in constant time, refusing a record that is not the key\'s', async () => {
-    const other = staticKeyRecords(['sk-some-other-key-0000-0123456789abcdef'], ID_SECRET)[0]!;
+    const other = staticKeyRecord('sk-some-other-key-0000-0123456789abcdef', 0, 'static_0123456789abcdef');
     const lying: KeyStore = { ...unreachableStore(), findByHash: async () => other };
     const strict = await startGuardedApp({ model: [createAuthenticator({ store: lying })] });
     try {
@@ -184,40 +185,43 @@ describe('static keys (GATEWAY_API_KEYS)', () => {
     expect(() => parseStaticKeys(`${STATIC_KEY},sk-${'k'.repeat(201)}`)).to.throw(ConfigError, 'GATEWAY_API_KEYS entry 2');
   });
 
-  it('gives each static key a public id that is stable under one installation secret, differs under another, and is no SHA-256 of the key', () => {
-    const [first] = staticKeyRecords([STATIC_KEY], ID_SECRET);
-    expect(first!.id).to.equal(staticKeyRecords([STATIC_KEY], Buffer.from(ID_SECRET))[0]!.id);
-    expect(first!.id).to.match(/^static_[0-9a-f]{16}$/);
-    const digest = first!.id.slice('static_'.length);
-    // Neither the key's hash nor the salted hash ids used to be (a constant salt is no secret).
-    expect(hashApiKey(STATIC_KEY)).not.to.contain(digest);
-    expect(hashApiKey(`gateway static key id:${STATIC_KEY}`)).not.to.contain(digest);
-    expect(staticKeyRecords([STATIC_KEY], randomBytes(32))[0]!.id).not.to.equal(first!.id);
+  it('gives each static key a public id derived from the key alone (or under GATEWAY_KEY_ID_SECRET), which is no SHA-256 of the key', () => {
+    const plain = staticKeyId(STATIC_KEY);
+    expect(plain).to.match(/^static_[0-9a-f]{16}$/);
+    expect(staticKeyId(STATIC_KEY), 'another process, another instance').to.equal(plain);
+    expect(staticKeyId(`${STATIC_KEY}x`)).not.to.equal(plain);
+    const secret = staticKeyId(STATIC_KEY, ID_SECRET);
+    expect(secret).to.match(/^static_[0-9a-f]{16}$/);
+    expect(secret).to.equal(staticKeyId(STATIC_KEY, ID_SECRET));
+    expect(secret, 'a secret gives ids not computable from the key alone').not.to.equal(plain);
+    expect(staticKeyId(STATIC_KEY, randomBytes(32).toString('hex'))).not.to.equal(secret);
+    for (const digest of [plain, secret].map((id) => id.slice('static_'.length))) {
+      // Neither the key's hash nor the salted hash ids used to be.
+      expect(hashApiKey(STATIC_KEY)).not.to.contain(digest);
+      expect(hashApiKey(`gateway static key id:${STATIC_KEY}`)).not.to.contain(digest);
+    }
   });
 
-  it('answers 503 for a key it cannot tell from a static one while the key-id secret cannot be read, and reads it again later', async () => {
-    let reads = 0;
-    const keyIdSecret = async () => {
-      reads += 1;
-      if (reads === 1) throw new Error('Redis is unavailable');
-      return ID_SECRET;
+  it('serves a static key without ever asking the key store, while the store cannot be read', async () => {
+    let asked = 0;
+    const broken: KeyStore = {
+      ...unreachableStore(),
+      findByHash: async () => {
+        asked += 1;
+        throw new Error('Redis is unavailable');
+      },
     };
-    const empty: KeyStore = { ...unreachableStore(), findByHash: async () => undefined };
-    const app = await startGuardedApp({ model: [createAuthenticator({ store: empty, staticKeys: [STATIC_KEY], keyIdSecret, trustMs: 0 })] });
+    const app = await startGuardedApp({ model: [createAuthenticator({ store: broken, staticKeys: [STATIC_KEY], trustMs: 0 })] });
     try {
-      // The read started at construction failed: the next lookup reads again.
-      expect((await send(app.url, '/v1/chat/completions', { key: STATIC_KEY })).body.caller).to.deep.equal({ id: staticKeyRecords([STATIC_KEY], ID_SECRET)[0]!.id, name: 'static key 1' });
-      expect(reads).to.equal(2);
+      for (let index = 0; index < 3; index += 1) {
+        expect((await send(app.url, '/v1/chat/completions', { key: STATIC_KEY })).body.caller).to.deep.equal({ id: staticKeyId(STATIC_KEY), name: 'static key 1' });
+      }
+      expect(asked).to.equal(0);
+      // A key that is not static is looked up in the store, which fails: 503.
+      expect(await send(app.url, '/v1/chat/completions', { key: 'sk-not-a-static-key-0000-0123456789abcdef' })).to.deep.include({ status: 503 });
+      expect(asked).to.equal(1);
     } finally {
       await app.close();
-    }
-    let failing = 0;
-    const broken = await startGuardedApp({ model: [createAuthenticator({ store: empty, staticKeys: [STATIC_KEY], keyIdSecret: async () => { failing += 1; throw new Error('EACCES'); }, trustMs: 0 })] });
-    try {
-      expect(await send(broken.url, '/v1/chat/completions', { key: STATIC_KEY })).to.deep.include({ status: 503 });
-      expect(failing).to.equal(2);
-    } finally {
-      await broken.close();
     }
   });
 });

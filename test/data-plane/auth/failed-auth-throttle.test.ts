@@ -155,7 +155,7 @@ describe('a throttled address', () => {
     store.add(MANAGED);
     const throttle = new FailedAuthThrottle(2);
     // trustMs 0: every check of a managed key asks the store, so a lookup cannot hide in the cache.
-    const authenticator = createAuthenticator({ store, staticKeys: [STATIC], keyIdSecret: async () => Buffer.from('a per-installation secret for this test'), throttle, trustMs: 0 });
+    const authenticator = createAuthenticator({ store, staticKeys: [STATIC], throttle, trustMs: 0 });
     const check = (key: string, address: string) => outcome((async () => authenticator.check({ authorization: `Bearer ${key}` }, '/v1/chat/completions', () => address))());
 
     expect([await check('sk-unknown-key-0-000000', 'a'), await check('sk-unknown-key-1-000000', 'a')]).to.deep.equal([401, 401]);

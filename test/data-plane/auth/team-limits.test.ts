@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TeamRecord } from '../../../src/core/limits.ts';
 import { authenticatedKey, createAuthenticator } from '../../../src/data-plane/auth/authenticate.ts';
-import { TeamLimitsCache } from '../../../src/data-plane/auth/team-limits-cache.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
 import type { TeamStore } from '../../../src/stores/teams/team-store.ts';
@@ -111,18 +110,4 @@ describe('authentication with team limits', () => {
     expect(logs.text()).to.contain('team store unavailable: using the team limits last read');
   });
 
-  it('reads a busy team once per trust time, refreshing in the background', async () => {
-    const team: TeamRecord = await teams.create({ name: 'busy', rpm: 1 });
-    const store = flaky(teams);
-    const cache = new TeamLimitsCache(store, { trustMs: 100 });
-    expect(await cache.get('busy')).to.deep.equal(team);
-    for (let index = 0; index < 50; index += 1) expect(cache.get('busy')).to.deep.equal(team);
-    expect(store.reads).to.equal(1);
-    await sleep(60);
-    expect(cache.get('busy')).not.to.be.instanceOf(Promise);
-    await sleep(10);
-    expect(store.reads).to.equal(2);
-    expect(await cache.get('nobody')).to.equal(undefined);
-    expect(cache.get('nobody')).to.equal(undefined);
-  });
 });

@@ -80,16 +80,20 @@ describe('concurrent requests per API key', function () {
     const refused = await post(TEST_KEY, false);
     expect(refused.statusCode).to.equal(429);
     expect(refused.headers['retry-after']).to.equal('1');
+    expect(refused.headers['x-ratelimit-limit-concurrency']).to.equal('3');
+    expect(refused.headers['x-ratelimit-remaining-concurrency']).to.equal('0');
     const answer = (await refused.body.json()) as any;
     expect(answer.error).to.deep.equal({
-      message: 'Too many concurrent requests with this API key: at most 3 at once; retry when one of them has finished',
+      message: 'Concurrency limit exceeded: at most 3 requests at once; retry when one of them has finished',
       type: 'rate_limit_error',
       param: null,
       code: 'GW_ERR_RATE_LIMITED',
     });
-    // Per key, whatever the route or the way in (the Messages envelope; a path Express serves).
+    // Per key, whatever the route or the way in (the Messages envelope and header style; a path Express serves).
     const messages = await post(TEST_KEY, false, '/v1/messages');
     expect(messages.statusCode).to.equal(429);
+    expect(messages.headers['anthropic-ratelimit-concurrency-limit']).to.equal('3');
+    expect(messages.headers['anthropic-ratelimit-concurrency-remaining']).to.equal('0');
     expect(((await messages.body.json()) as any).error.type).to.equal('rate_limit_error');
     const viaExpress = await post(TEST_KEY, false, '/v1/chat/completions/');
     expect(viaExpress.statusCode).to.equal(429);
@@ -127,7 +131,7 @@ describe('concurrent requests per API key', function () {
     const held = await holdStream(key);
     const refused = await post(key, false);
     expect(refused.statusCode).to.equal(429);
-    expect(((await refused.body.json()) as any).error.message).to.contain('at most 1 at once');
+    expect(((await refused.body.json()) as any).error.message).to.contain('at most 1 requests at once');
     const other = await post(TEST_KEY, false);
     expect(other.statusCode).to.equal(200);
     await other.body.dump();
@@ -163,6 +167,31 @@ describe('KeyConcurrency', () => {
     expect(slots.inFlight('key_a')).to.equal(2);
   });
 
+  it('counts nothing without a cap: no key concurrency, no default, no team cap', () => {
+    const slots = new KeyConcurrency();
+    for (let index = 0; index < 1000; index += 1) slots.acquire({ id: 'key_a', team: { name: 'research', rpm: 5 } }, fakeResponse());
+    expect(slots.inFlight('key_a')).to.equal(0);
+  });
+
+  it("holds a team's slots across its keys, naming the team in the refusal", () => {
+    const slots = new KeyConcurrency();
+    const team = { name: 'research', concurrency: 2 };
+    const first = fakeResponse();
+    slots.acquire({ id: 'key_a', team }, first);
+    slots.acquire({ id: 'key_b', team }, fakeResponse());
+    let refusal: unknown;
+    try {
+      slots.acquire({ id: 'key_c', team }, fakeResponse(), 'anthropic');
+    } catch (error) {
+      refusal = error;
+    }
+    expect(isGatewayError(refusal) && refusal.detail).to.equal("Concurrency limit exceeded: at most 2 requests at once (team 'research'); retry when one of them has finished");
+    expect(isGatewayError(refusal) && refusal.headers).to.deep.equal({ 'anthropic-ratelimit-concurrency-limit': '2', 'anthropic-ratelimit-concurrency-remaining': '0', 'Retry-After': '1' });
+    expect(isGatewayError(refusal) && refusal.limit).to.deep.equal({ kind: 'concurrency', scope: 'team' });
+    first.close();
+    slots.acquire({ id: 'key_c', team }, fakeResponse());
+  });
+
   it('takes no slot for a response whose client already left, and a key\'s own limit wins', () => {
     const slots = new KeyConcurrency(1);
     slots.acquire({ id: 'key_a' }, fakeResponse(true));
@@ -174,9 +203,51 @@ describe('KeyConcurrency', () => {
 });
 
 describe('GATEWAY_KEY_CONCURRENCY', () => {
-  it('defaults to 64 and takes a positive integer', () => {
-    expect(loadConfig({}, '/nonexistent').keyConcurrency).to.equal(64);
+  it('is off by default and takes a positive integer', () => {
+    expect(loadConfig({}, '/nonexistent').keyConcurrency).to.equal(undefined);
     expect(loadConfig({ GATEWAY_KEY_CONCURRENCY: '8' }, '/nonexistent').keyConcurrency).to.equal(8);
     expect(() => loadConfig({ GATEWAY_KEY_CONCURRENCY: '0' }, '/nonexistent')).to.throw("GATEWAY_KEY_CONCURRENCY must be an integer >= 1, got '0'");
+  });
+});
+
+describe('concurrent streams of one key on default settings', function () {
+  this.timeout(120_000);
+  const STREAMS = 500;
+  let upstream: ScriptedUpstream;
+  let test: TestGateway;
+  let started = 0;
+  let release: () => void = () => {};
+  const allStarted = new Promise<void>((resolve) => (release = resolve));
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    upstream.script = async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(FIRST);
+      started += 1;
+      if (started === STREAMS) release();
+      // Every stream stays open until all of them are open at once.
+      await allStarted;
+      res.end(LAST);
+    };
+    // Every setting at its default; the key's own rpm only lets 500 requests into one minute.
+    test = await startTestGateway({ env: { ZETA_BASE_URL: upstream.url } });
+  });
+  after(async () => {
+    release();
+    await test.close();
+    await upstream.close();
+  });
+
+  it(`serves ${STREAMS} streams of one key at once, every one 200 with its whole stream`, async () => {
+    const { key } = await test.gateway.keys.create({ name: 'batch job', rpm: 10_000 });
+    const stream = async () => {
+      const response = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body(true) });
+      return { status: response.statusCode, text: await response.body.text() };
+    };
+    const answers = await Promise.all(Array.from({ length: STREAMS }, stream));
+    expect(answers.filter((answer) => answer.status !== 200).map((answer) => `${answer.status} ${answer.text}`)).to.deep.equal([]);
+    expect(answers.every((answer) => answer.text.endsWith('data: [DONE]\n\n'))).to.equal(true);
+    expect(started).to.equal(STREAMS);
   });
 });

@@ -7,6 +7,10 @@ import { request } from 'undici';
 import { createAuthenticator } from '../../../src/data-plane/auth/authenticate.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { createRateLimiters, type RateLimiters } from '../../../src/data-plane/limits/rate-limiter.ts';
+import { FallbackLedger } from '../../../src/stores/limits/fallback-ledger.ts';
+import { LIMIT_KEY_PREFIX } from '../../../src/stores/limits/redis-ledger.ts';
+import { withinOneWindow } from '../../helpers/limit-window.ts';
+import { pino } from 'pino';
 import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
 import { eventually, send, sleep, startGuardedApp, type GuardedApp } from '../auth/guarded-app.ts';
 import { commandCalls, TestRedisServer } from '../../helpers/redis-server.ts';
@@ -14,7 +18,7 @@ import { startTestGateway, type TestGateway } from '../../helpers/test-gateway.t
 
 const ADMIN_TOKEN = 'admin-token-for-stall-tests-0001';
 
-/** Rate-limit script calls Redis has run so far. */
+/** Limit script calls Redis has run so far. */
 const scriptCalls = (port: number) => commandCalls(port, /^(evalsha|eval)$/);
 
 describe('Redis stall (SIGSTOP) and outage', function () {
@@ -34,6 +38,7 @@ describe('Redis stall (SIGSTOP) and outage', function () {
     let keys: FileKeyStore;
     let client: RedisConnection;
     let limiters: RateLimiters;
+    let ledger: FallbackLedger;
     let app: GuardedApp;
 
     beforeEach(async () => {
@@ -41,18 +46,20 @@ describe('Redis stall (SIGSTOP) and outage', function () {
       keys = new FileKeyStore(dataDir);
       client = createRedisClient(server.url);
       expect(await waitUntilReady(client, 10_000)).to.equal(true);
-      limiters = createRateLimiters({ redis: client });
+      ledger = new FallbackLedger(client, { logger: pino({ level: 'silent' }) });
+      limiters = createRateLimiters({ ledger });
       app = await startGuardedApp({ model: [createAuthenticator({ store: keys }), limiters.perKey] });
     });
     afterEach(async () => {
       await app.close();
-      limiters.shutdown();
+      await ledger.close();
       client.disconnect();
       await rm(dataDir, { recursive: true, force: true });
     });
 
     it('continues from the last count Redis gave: an rpm 20 key that used 15 gets 5 more during a stall', async () => {
       const { key } = await keys.create({ name: 'rpm 20', rpm: 20 });
+      await withinOneWindow(15_000);
       for (let index = 0; index < 15; index += 1) expect((await send(app.url, '/v1/chat/completions', { key })).status).to.equal(200);
       server.pause();
       const during = [];
@@ -63,6 +70,7 @@ describe('Redis stall (SIGSTOP) and outage', function () {
 
     it('opens a breaker: during a stall only the first decision waits for Redis, and it closes by itself once Redis answers', async () => {
       const { key } = await keys.create({ name: 'breaker', rpm: 1000 });
+      await withinOneWindow(15_000);
       expect((await send(app.url, '/v1/chat/completions', { key })).status).to.equal(200);
       const before = await scriptCalls(server.port);
       server.pause();
@@ -74,7 +82,7 @@ describe('Redis stall (SIGSTOP) and outage', function () {
       expect((await scriptCalls(server.port)) - before).to.equal(2);
       const raw = new Redis(server.url);
       try {
-        const [counter] = await raw.keys('gw-rl:key:*');
+        const [counter] = await raw.keys(`${LIMIT_KEY_PREFIX}key:*:rpm:*`);
         // 1 before, the late one (counted twice: it also counted in memory), 10 caught up.
         expect(await raw.get(counter!)).to.equal('12');
       } finally {
@@ -152,6 +160,7 @@ describe('Redis stall (SIGSTOP) and outage', function () {
         return response.statusCode;
       };
       const statuses: number[] = [];
+      await withinOneWindow(30_000);
       for (let index = 0; index < 5; index += 1) statuses.push(await chat());
       expect(statuses).to.deep.equal(Array(5).fill(200));
       server.pause();

@@ -3,7 +3,7 @@ import type { ApiKeyRecord } from '../../../src/core/api-keys.ts';
 import { hashApiKey } from '../../../src/core/api-keys.ts';
 import { createAuthenticator } from '../../../src/data-plane/auth/authenticate.ts';
 import type { KeyStore } from '../../../src/stores/keys/key-store.ts';
-import { PresentedKeyCache } from '../../../src/data-plane/auth/presented-key-cache.ts';
+import { TrustedCache } from '../../../src/data-plane/auth/trusted-cache.ts';
 import { isGatewayError } from '../../../src/core/gateway-errors.ts';
 import { eventually, sleep } from '../../helpers/eventually.ts';
 
@@ -22,10 +22,10 @@ function table(entries: Record<string, ApiKeyRecord>) {
   };
 }
 
-describe('presented key cache', () => {
+describe('trusted cache (presented keys, teams)', () => {
   it('reads the store once, then answers synchronously while the record is trusted', async () => {
     const store = table({ 'sk-a': record('a') });
-    const cache = new PresentedKeyCache(store.load, { trustMs: 60_000, maxEntries: 10 });
+    const cache = new TrustedCache(store.load, { trustMs: 60_000, maxEntries: 10 });
     const first = cache.get('sk-a');
     expect(first).to.be.instanceOf(Promise);
     expect(await first).to.deep.equal(record('a'));
@@ -35,14 +35,14 @@ describe('presented key cache', () => {
 
   it('asks the store once for concurrent first requests of a key', async () => {
     const store = table({ 'sk-a': record('a') });
-    const cache = new PresentedKeyCache(store.load, { trustMs: 60_000, maxEntries: 10 });
+    const cache = new TrustedCache(store.load, { trustMs: 60_000, maxEntries: 10 });
     await Promise.all([cache.get('sk-a'), cache.get('sk-a'), cache.get('sk-a')]);
     expect(store.reads).to.have.length(1);
   });
 
   it('reads a busy key again in the background and picks up its new state (a revoke)', async () => {
     const store = table({ 'sk-a': record('a') });
-    const cache = new PresentedKeyCache(store.load, { trustMs: 200, maxEntries: 10 });
+    const cache = new TrustedCache(store.load, { trustMs: 200, maxEntries: 10 });
     await cache.get('sk-a');
     store.entries['sk-a'] = record('a', true);
     await eventually(() => {
@@ -54,20 +54,74 @@ describe('presented key cache', () => {
 
   it('waits for the store once a record is no longer trusted', async () => {
     const store = table({ 'sk-a': record('a') });
-    const cache = new PresentedKeyCache(store.load, { trustMs: 30, maxEntries: 10 });
+    let now = 1000;
+    const cache = new TrustedCache(store.load, { trustMs: 30, maxEntries: 10, now: () => now });
     await cache.get('sk-a');
     delete store.entries['sk-a'];
-    await sleep(60);
+    now += 30;
     const found = cache.get('sk-a');
     expect(found).to.be.instanceOf(Promise);
     expect(await found).to.equal(undefined);
     expect(cache.size).to.equal(0);
   });
 
+  it('answers from memory until half the trust time, then reads once in the background while still answering', async () => {
+    const store = table({ busy: record('busy') });
+    let now = 1000;
+    const cache = new TrustedCache(store.load, { trustMs: 100, maxEntries: 10, now: () => now });
+    expect(await cache.get('busy')).to.deep.equal(record('busy'));
+    for (let index = 0; index < 50; index += 1) expect(cache.get('busy')).to.deep.equal(record('busy'));
+    expect(store.reads).to.have.length(1);
+    now += 60;
+    store.entries.busy = record('busy', true);
+    // Past half the trust time: answered at once from memory, and read again behind it (once).
+    expect(cache.get('busy')).to.deep.equal(record('busy'));
+    expect(cache.get('busy')).to.deep.equal(record('busy'));
+    expect(store.reads).to.have.length(2);
+    await eventually(() => {
+      const found = cache.get('busy');
+      return !(found instanceof Promise) && found?.revoked === true;
+    }, 'the background read to land');
+    expect(store.reads).to.have.length(2);
+  });
+
+  it('remembers a miss when asked to (teams), so a name nobody has costs one read', async () => {
+    const store = table({});
+    const cache = new TrustedCache(store.load, { trustMs: 60_000, maxEntries: 10, rememberMisses: true });
+    expect(await cache.get('nobody')).to.equal(undefined);
+    expect(cache.get('nobody')).to.equal(undefined);
+    expect(store.reads).to.deep.equal(['nobody']);
+  });
+
+  it('with onStale, answers the value read before while the store fails (and trusts it again for a while)', async () => {
+    let failing = false;
+    let now = 1000;
+    let reads = 0;
+    const stale: string[] = [];
+    const cache = new TrustedCache(
+      async (name: string) => {
+        reads += 1;
+        if (failing) throw new Error('store down');
+        return record(name);
+      },
+      { trustMs: 50, maxEntries: 10, now: () => now, onStale: (name) => stale.push(name) },
+    );
+    expect(await cache.get('team')).to.deep.equal(record('team'));
+    failing = true;
+    now += 50;
+    expect(await cache.get('team')).to.deep.equal(record('team'));
+    expect(stale).to.deep.equal(['team']);
+    expect(cache.get('team'), 'trusted again without a read').to.deep.equal(record('team'));
+    expect(reads).to.equal(2);
+    let caught: unknown;
+    await Promise.resolve(cache.get('never-read')).catch((error: unknown) => (caught = error));
+    expect((caught as Error).message).to.equal('store down');
+  });
+
   it('reads again at once when the store says its keys changed (a revoke in this process)', async () => {
     const store = table({ 'sk-a': record('a') });
     let revision = 1;
-    const cache = new PresentedKeyCache(store.load, { trustMs: 60_000, maxEntries: 10, revision: () => revision });
+    const cache = new TrustedCache(store.load, { trustMs: 60_000, maxEntries: 10, revision: () => revision });
     await cache.get('sk-a');
     store.entries['sk-a'] = record('a', true);
     revision += 1;
@@ -78,7 +132,7 @@ describe('presented key cache', () => {
 
   it('keeps no unknown key and at most maxEntries known ones, forgetting the oldest', async () => {
     const store = table({ 'sk-a': record('a'), 'sk-b': record('b'), 'sk-c': record('c') });
-    const cache = new PresentedKeyCache(store.load, { trustMs: 60_000, maxEntries: 2 });
+    const cache = new TrustedCache(store.load, { trustMs: 60_000, maxEntries: 2 });
     expect(await cache.get('sk-unknown')).to.equal(undefined);
     expect(cache.size).to.equal(0);
     await cache.get('sk-a');
@@ -91,7 +145,7 @@ describe('presented key cache', () => {
 
   it('passes a store failure to the waiting request and tries again on the next', async () => {
     let failing = true;
-    const cache = new PresentedKeyCache(
+    const cache = new TrustedCache(
       async () => {
         if (failing) throw new Error('store down');
         return record('a');

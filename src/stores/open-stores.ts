@@ -1,0 +1,95 @@
+import { pino, type Logger } from 'pino';
+import type { GatewayConfig } from '../config/gateway-config.ts';
+import { staticKeyIdAsync } from '../core/static-key-id.ts';
+import { KeyIdAliases, type KeyIdAliasMap } from '../usage/key-id-aliases.ts';
+import type { UsageStore } from '../usage/usage-store.ts';
+import { FileKeyStore } from './keys/file-key-store.ts';
+import type { KeyStore } from './keys/key-store.ts';
+import { legacyStaticKeyId, readLegacySecret, type LegacySecretSource } from './keys/legacy-key-ids.ts';
+import { RedisKeyStore } from './keys/redis-key-store.ts';
+import { createRedisClient, waitUntilReady, type RedisConnection } from './redis/redis-client.ts';
+import { FileTeamStore } from './teams/file-team-store.ts';
+import { RedisTeamStore } from './teams/redis-team-store.ts';
+import type { TeamStore } from './teams/team-store.ts';
+import { EmbeddedUsageStore } from './usage/embedded-usage-store.ts';
+import { RedisUsageStore } from './usage/redis-usage-store.ts';
+
+/** The stores a process works on, with what they hold open (a Redis connection), closed together. */
+export interface OpenStores<Usage extends UsageStore | undefined = UsageStore | undefined> {
+  /** The Redis connection they use, when the config names one. */
+  readonly redis?: RedisConnection;
+  readonly keys: KeyStore;
+  readonly teams: TeamStore;
+  /** Present when asked for (`usage: true`). */
+  readonly usage: Usage;
+  /** Closes every store, then the Redis connection. */
+  close(): Promise<void>;
+}
+
+export interface OpenStoresOptions {
+  /**
+   * When Redis does not answer within `timeoutMs`: `degrade` goes on with the connection still trying
+   * (a server, which serves static keys and counts limits in memory meanwhile); `fail` throws (a one-shot
+   * CLI command, which has nothing useful to do without it).
+   */
+  readonly unreachableRedis: 'degrade' | 'fail';
+  /** How long to wait for Redis at first (3 s). */
+  readonly timeoutMs?: number;
+  /** Also open the usage store (its journal and spill files live under the data directory). */
+  readonly usage?: boolean;
+  readonly logger?: Logger;
+}
+
+type StoresConfig = Pick<GatewayConfig, 'redis' | 'dataDir' | 'authFailMode' | 'authGraceMs' | 'apiKeys' | 'keyIdSecret'>;
+
+/**
+ * The key, team and (when asked) usage stores of a config, for the server and the CLI alike: in Redis
+ * when `redis` is set, else the embedded files under the data directory. Usage read back for a static
+ * key also sums what was recorded under its id of the previous scheme.
+ */
+export async function openStores(config: StoresConfig, options: OpenStoresOptions & { usage: true }): Promise<OpenStores<UsageStore>>;
+export async function openStores(config: StoresConfig, options: OpenStoresOptions): Promise<OpenStores<undefined>>;
+export async function openStores(config: StoresConfig, options: OpenStoresOptions): Promise<OpenStores> {
+  const logger = options.logger ?? pino({ level: 'silent' });
+  let redis: RedisConnection | undefined;
+  if (config.redis) {
+    redis = createRedisClient(config.redis, logger);
+    const timeoutMs = options.timeoutMs ?? 3000;
+    if (!(await waitUntilReady(redis, timeoutMs))) {
+      if (options.unreachableRedis === 'fail') {
+        redis.disconnect();
+        throw new Error(`Redis is not reachable (waited ${timeoutMs} ms); the keys live there`);
+      }
+      logger.warn('redis: not reachable at start; serving degraded until it is');
+    }
+  }
+  const keys: KeyStore = redis ? new RedisKeyStore(redis, { failMode: config.authFailMode, graceMs: config.authGraceMs }) : new FileKeyStore(config.dataDir);
+  const teams: TeamStore = redis ? new RedisTeamStore(redis) : new FileTeamStore(config.dataDir);
+  let usage: UsageStore | undefined;
+  if (options.usage) {
+    const inner = redis ? await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger }) : await EmbeddedUsageStore.open(config.dataDir, logger);
+    usage = config.apiKeys.length ? new KeyIdAliases(inner, () => legacyAliases(config.apiKeys, config.keyIdSecret, { redis, dataDir: config.dataDir })) : inner;
+  }
+  return {
+    redis,
+    keys,
+    teams,
+    usage,
+    async close() {
+      await usage?.close();
+      await keys.close();
+      await teams.close();
+      // QUIT lets commands already sent finish; a connection still trying has nothing to finish.
+      if (redis?.status === 'ready') await redis.quit().catch(() => redis.disconnect());
+      else redis?.disconnect();
+    },
+  };
+}
+
+/** Each static key's current id → its id under the previous scheme, where this installation had one. */
+async function legacyAliases(staticKeys: readonly string[], keyIdSecret: string | undefined, source: LegacySecretSource): Promise<KeyIdAliasMap> {
+  const secret = await readLegacySecret(source);
+  if (!secret) return new Map();
+  const pairs = await Promise.all(staticKeys.map(async (key) => [await staticKeyIdAsync(key, keyIdSecret), [legacyStaticKeyId(key, secret)]] as const));
+  return new Map(pairs);
+}
