@@ -97,7 +97,7 @@ export async function attemptModels(services: RouteServices, call: CompatibleCal
   let last: CompatibleFailure | undefined;
   let restingMs: number | undefined;
   for (;;) {
-    const outcome = await attemptUpstream(pool, { maxAttempts: pool.maxAttempts }, client, recorder.tally, (member, signal) => attemptCompatible(services, call, member, signal, context));
+    const outcome = await attemptUpstream(pool, { maxAttempts: pool.maxAttempts, caller: caller?.id }, client, recorder.tally, (member, signal) => attemptCompatible(services, call, member, signal, context));
     if (outcome.kind === 'answer' || outcome.kind === 'client-gone') return outcome;
     if (outcome.kind === 'failed') last = outcome.failure;
     // Every endpoint of this model rested: the 503's Retry-After is the soonest any of them is back.
@@ -134,7 +134,9 @@ export async function attemptCompatible(services: RouteServices, call: Compatibl
       clientHeaders: context.clientHeaders,
       requestId: context.requestId,
       signal,
-      timeoutMs: services.firstByteTimeoutMs ?? services.upstream.timeoutMs,
+      // A JSON answer comes when the whole generation is done, however long it asked for: it is not
+      // judged by the first-byte timeout, only by the upstream timeout (a stream's first content is).
+      timeoutMs: call.stream ? (services.firstByteTimeoutMs ?? services.upstream.timeoutMs) : services.upstream.timeoutMs,
       bodyTimeoutMs: services.idleTimeoutMs ?? services.upstream.timeoutMs,
     });
   } catch (error) {

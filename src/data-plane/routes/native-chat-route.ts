@@ -93,7 +93,7 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     const pool = poolFor(services, resolved);
     const reserving = reserveBudget(services, context, res, resolved, body);
     if (reserving) await reserving;
-    const call = nativeCall(() => chatCall(services, registry, resolved, body, context.requestId, policy, startedAt), services, { route: 'chat', model: resolved.canonicalId, requestId: context.requestId });
+    const call = nativeCall(() => chatCall(services, registry, resolved, body, context.requestId, policy, startedAt, caller?.id), services, { route: 'chat', model: resolved.canonicalId, requestId: context.requestId });
     const recorder = new ExchangeRecorder(services, context, chatBasis(caller?.id, call, startedAt), resolved);
     recorder.upstreamSpentMs = 0;
     const client = new ClientWatch(res);

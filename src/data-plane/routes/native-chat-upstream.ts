@@ -28,7 +28,7 @@ export interface ChatCall {
 }
 
 /** The adapter's request for the validated body, and the retries and timeouts the caller asked for. */
-export function chatCall(services: RouteServices, registry: ModelRegistry, resolved: ResolvedModel, body: Record<string, unknown>, requestId: string | undefined, policy: RetryPolicy, startedAt: number): ChatCall {
+export function chatCall(services: RouteServices, registry: ModelRegistry, resolved: ResolvedModel, body: Record<string, unknown>, requestId: string | undefined, policy: RetryPolicy, startedAt: number, caller?: string): ChatCall {
   const adapter = resolved.plugin.nativeChat!;
   const upstreamBody = adapter.buildRequest({
     upstreamModel: registry.upstreamModel(resolved, 'chat'),
@@ -47,7 +47,7 @@ export function chatCall(services: RouteServices, registry: ModelRegistry, resol
     payload: JSON.stringify(upstreamBody),
     requestId,
     attemptTimeoutMs: body.timeout === undefined ? gatewayTimeoutMs : Math.min(gatewayTimeoutMs, Math.ceil((body.timeout as number) * 1000)),
-    plan: { maxAttempts: maxRetries + 1, retry: { policy, deadline: startedAt + policy.deadlineMs } },
+    plan: { maxAttempts: maxRetries + 1, retry: { policy, deadline: startedAt + policy.deadlineMs }, caller },
   };
 }
 
@@ -58,6 +58,8 @@ export type ChatAnswer = { readonly body: Buffer; readonly failure?: undefined }
 export async function attemptChat(services: RouteServices, call: ChatCall, member: PooledEndpoint, signal: AttemptSignal, recorder: ExchangeRecorder): Promise<AttemptResult<ChatAnswer, GatewayError>> {
   const { provider, plan } = call;
   const timeoutMs = Math.max(1, Math.min(call.attemptTimeoutMs, Math.ceil(plan.retry.deadline - performance.now())));
+  // Shorter than the gateway's own upstream timeout: the caller's `timeout`, or the rest of its deadline.
+  const callerBound = timeoutMs < services.upstream.timeoutMs;
   const timer = setTimeout(() => signal.abort(), timeoutMs);
   const attemptAt = performance.now();
   try {
@@ -71,8 +73,10 @@ export async function attemptChat(services: RouteServices, call: ChatCall, membe
     return { kind: 'answer', answer: { failure } };
   } catch (error) {
     // The client's leaving also pulls the signal: the failover layer tells the two apart.
-    if (signal.aborted) return { kind: 'retry', failure: upstreamTimeout(provider, error) };
-    if (error instanceof UpstreamTransportError) return { kind: 'retry', failure: error.timedOut ? upstreamTimeout(provider, error) : upstreamFailure(provider, error.reason, error) };
+    if (signal.aborted) return { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound };
+    if (error instanceof UpstreamTransportError) {
+      return error.timedOut ? { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound } : { kind: 'retry', failure: upstreamFailure(provider, error.reason, error) };
+    }
     return { kind: 'retry', failure: upstreamFailure(provider, 'the answer broke off', error) };
   } finally {
     recorder.upstreamSpentMs = (recorder.upstreamSpentMs ?? 0) + performance.now() - attemptAt;

@@ -20,6 +20,9 @@ export interface EndpointState {
   readonly restingUntil: number;
 }
 
+// Callers remembered per endpoint's run of failures at most (the run's count is kept when it is cleared).
+const MAX_FAILING_CALLERS = 10_000;
+
 /** One upstream endpoint of a pool with its breaker. */
 export class PooledEndpoint {
   consecutiveFailures = 0;
@@ -28,6 +31,8 @@ export class PooledEndpoint {
   /** Whether the rest came from the breaker (so the next request is the one half-open trial). */
   tripped = false;
   trialInFlight = false;
+  /** Per caller of the current run of failures, the second its last failure was counted in. */
+  readonly failedBy = new Map<string, number>();
 
   constructor(
     readonly endpoint: UpstreamEndpoint,
@@ -90,16 +95,21 @@ export class EndpointPool {
     endpoint.restingUntil = 0;
     endpoint.tripped = false;
     endpoint.trialInFlight = false;
+    endpoint.failedBy.clear();
   }
 
   /** Called when an endpoint starts (or extends) a rest, to share it with other instances. */
   onRest?: (endpoint: PooledEndpoint, restingUntil: number) => void;
 
-  /** The endpoint failed before the first byte; `retryAfterMs` (from a 429/503) rests it that long. */
-  failed(endpoint: PooledEndpoint, retryAfterMs?: number): void {
+  /**
+   * The endpoint failed before the first byte; `retryAfterMs` (from a 429/503) rests it that long. A
+   * failure of a `caller` (a key id) that already had one counted in the same second is not counted
+   * again: one key alone cannot rest a provider for everyone by a burst of requests that fail.
+   */
+  failed(endpoint: PooledEndpoint, retryAfterMs?: number, caller?: string): void {
     const now = this.now();
     const before = endpoint.restingUntil;
-    endpoint.consecutiveFailures += 1;
+    if (this.countsFailureOf(endpoint, caller, now)) endpoint.consecutiveFailures += 1;
     if (endpoint.trialInFlight || endpoint.consecutiveFailures >= this.breaker.failureThreshold) {
       endpoint.tripped = true;
       endpoint.restingUntil = Math.max(endpoint.restingUntil, now + this.breaker.cooldownMs);
@@ -107,6 +117,15 @@ export class EndpointPool {
     endpoint.trialInFlight = false;
     if (retryAfterMs !== undefined && retryAfterMs > 0) endpoint.restingUntil = Math.max(endpoint.restingUntil, now + retryAfterMs);
     if (endpoint.restingUntil !== before && endpoint.restingUntil > now) this.onRest?.(endpoint, endpoint.restingUntil);
+  }
+
+  private countsFailureOf(endpoint: PooledEndpoint, caller: string | undefined, now: number): boolean {
+    if (caller === undefined) return true;
+    const second = Math.floor(now / 1000);
+    if (endpoint.failedBy.get(caller) === second) return false;
+    if (endpoint.failedBy.size >= MAX_FAILING_CALLERS) endpoint.failedBy.clear();
+    endpoint.failedBy.set(caller, second);
+    return true;
   }
 
   /** Another instance rests the endpoint until then (epoch ms): it rests here too. */

@@ -22,6 +22,24 @@ describe('EndpointPool', () => {
     expect(pool.pick([pool.endpoints[0]!])).to.equal(undefined);
   });
 
+  it("counts one caller's failures once per second, several callers' each, and an unnamed caller's each", () => {
+    const pool = new EndpointPool([member('a')], { failureThreshold: 3, cooldownMs: 1000 }, now);
+    const a = pool.endpoints[0]!;
+    for (let index = 0; index < 10; index += 1) pool.failed(a, undefined, 'key_one');
+    expect(pool.state()[0]).to.include({ status: 'up', consecutiveFailures: 1 });
+    clock += 1000;
+    pool.failed(a, undefined, 'key_one');
+    expect(pool.state()[0]).to.include({ status: 'up', consecutiveFailures: 2 });
+    pool.failed(a, undefined, 'key_two');
+    expect(pool.state()[0]).to.include({ status: 'resting', consecutiveFailures: 3 });
+    clock += 1000;
+    pool.succeeded(pool.pick()!);
+    pool.failed(a);
+    pool.failed(a);
+    pool.failed(a);
+    expect(pool.state()[0]).to.include({ status: 'resting', consecutiveFailures: 3 });
+  });
+
   it('defaults the attempts to the number of endpoints, at most 5', () => {
     expect(new EndpointPool([member('a'), member('b')], { failureThreshold: 5, cooldownMs: 1 }).maxAttempts).to.equal(2);
     expect(new EndpointPool(['a', 'b', 'c', 'd', 'e', 'f'].map((name) => member(name)), { failureThreshold: 5, cooldownMs: 1 }).maxAttempts).to.equal(5);

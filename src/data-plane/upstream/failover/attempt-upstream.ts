@@ -9,11 +9,13 @@ import { isEndpointFault, restsEndpoint, retryWaitMs, type RetryPolicy } from '.
  *   breaker closes and the answer goes to the client;
  * - `retry`: a failure worth another attempt. `status` is the upstream's retryable status (see
  *   `isRetryableStatus`), absent when the failure was the transport's or the stream's (refused, reset,
- *   timed out, broke or erred before its first content); `waitMs` the upstream's `Retry-After`.
+ *   timed out, broke or erred before its first content); `waitMs` the upstream's `Retry-After`;
+ *   `callerBound` when the attempt ended on a bound the caller chose (its own `timeout`, or what was
+ *   left of the request's deadline), which says nothing of the endpoint: its breaker is not charged.
  */
 export type AttemptResult<A, F> =
   | { readonly kind: 'answer'; readonly answer: A }
-  | { readonly kind: 'retry'; readonly failure: F; readonly status?: number; readonly waitMs?: number };
+  | { readonly kind: 'retry'; readonly failure: F; readonly status?: number; readonly waitMs?: number; readonly callerBound?: boolean };
 
 export type Attempt<A, F> = (member: PooledEndpoint, signal: AttemptSignal) => Promise<AttemptResult<A, F>>;
 
@@ -33,6 +35,8 @@ export type FailoverOutcome<A, F> =
 export interface FailoverPlan {
   /** Attempts at most, every endpoint and round included. */
   readonly maxAttempts: number;
+  /** Whose request it is (the key id): an endpoint's breaker counts one caller's failures once per second. */
+  readonly caller?: string;
   /**
    * Waits between rounds. Without it there is one round: each endpoint at most once, no waiting
    * (the compatible routes, which fail over but leave retries to the client's SDK).
@@ -63,7 +67,7 @@ export async function attemptUpstream<A, F>(pool: EndpointPool, plan: FailoverPl
   let tried: PooledEndpoint[] | undefined;
   let inRound = 0;
   for (let made = 1; ; made++) {
-    const result: AttemptResult<A, F> | undefined = await attemptOnce(pool, member, client, tally, attempt);
+    const result: AttemptResult<A, F> | undefined = await attemptOnce(pool, member, client, tally, attempt, plan.caller);
     if (result === undefined) return CLIENT_GONE;
     if (result.kind === 'answer') return { kind: 'answer', answer: result.answer, endpoint: member, pool };
     if (made >= plan.maxAttempts) return { kind: 'failed', failure: result.failure };
@@ -83,7 +87,7 @@ export async function attemptUpstream<A, F>(pool: EndpointPool, plan: FailoverPl
 }
 
 /** One attempt, its breaker bookkeeping done; `undefined` when the client left meanwhile. */
-async function attemptOnce<A, F>(pool: EndpointPool, member: PooledEndpoint, client: ClientWatch, tally: AttemptTally, attempt: Attempt<A, F>): Promise<AttemptResult<A, F> | undefined> {
+async function attemptOnce<A, F>(pool: EndpointPool, member: PooledEndpoint, client: ClientWatch, tally: AttemptTally, attempt: Attempt<A, F>, caller: string | undefined): Promise<AttemptResult<A, F> | undefined> {
   tally.endpoint = member;
   tally.count += 1;
   let result: AttemptResult<A, F>;
@@ -104,7 +108,8 @@ async function attemptOnce<A, F>(pool: EndpointPool, member: PooledEndpoint, cli
     return undefined;
   }
   const status = result.status;
-  if (status === undefined || isEndpointFault(status)) pool.failed(member, status !== undefined && restsEndpoint(status) ? result.waitMs : undefined);
+  // Only the endpoint's own faults count against it: never a bound the caller chose.
+  if (!result.callerBound && (status === undefined || isEndpointFault(status))) pool.failed(member, status !== undefined && restsEndpoint(status) ? result.waitMs : undefined, caller);
   else pool.released(member);
   return result;
 }
