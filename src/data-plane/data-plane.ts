@@ -8,7 +8,7 @@ import { clientAddress } from '../core/client-address.ts';
 import { duplicateHost } from './http/host-header.ts';
 import type { InFlight } from './http/in-flight.ts';
 import type { KeyConcurrency } from './limits/key-concurrency.ts';
-import type { KeyRateLimit } from './limits/rate-limiter.ts';
+import type { CountedRequest, KeyRateLimit } from './limits/rate-limiter.ts';
 import type { RouteId } from '../plugins/plugin-contract.ts';
 import type { ModelHandler, RequestContext } from './request-context.ts';
 import { writeRateLimitHeaders } from '../core/rate-limit-headers.ts';
@@ -52,6 +52,7 @@ export function createDataPlane(options: DataPlaneOptions): DataPlane {
 
   async function serve(req: IncomingMessage, res: ServerResponse, pathname: string, context: RequestContext): Promise<void> {
     const { route } = context;
+    let requests: CountedRequest | undefined;
     try {
       const hostError = duplicateHost(req);
       if (hostError) throw hostError;
@@ -66,15 +67,19 @@ export function createDataPlane(options: DataPlaneOptions): DataPlane {
       // Before the rate limit: a request refused for want of a slot does not use up the key's requests.
       if (concurrency) concurrency.acquire(context.caller, res, route.rateLimitHeaders);
       if (rateLimit) {
-        const counted = rateLimit.count(context.caller, res);
-        const requests = counted instanceof Promise ? await counted : counted;
-        if (route.rateLimitHeaders) writeRateLimitHeaders(res, route.rateLimitHeaders, 'requests', requests, Date.now());
+        const counting = rateLimit.count(context.caller, res);
+        requests = counting instanceof Promise ? await counting : counting;
+        if (route.rateLimitHeaders) writeRateLimitHeaders(res, route.rateLimitHeaders, 'requests', requests.state, Date.now());
       }
       await handlers.get(route.id)!(req, res, context);
     } catch (error) {
       const known = isGatewayError(error);
       context.errorCode = known ? error.code : 'GW_ERR_INTERNAL';
-      if (known && error.limit) context.refusedBy = error.limit;
+      if (known && error.limit) {
+        context.refusedBy = error.limit;
+        // Refused by a token, quota or budget limit: the request counts against none, its rpm included.
+        requests?.giveBack();
+      }
       answerError(error, pathname, res, route.family, logger);
     } finally {
       // A reservation its handler did not hand to usage accounting costs nothing: given back.

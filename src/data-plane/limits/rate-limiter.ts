@@ -62,9 +62,18 @@ export interface KeyRateLimit extends RequestHandler {
    * Counts one request of `caller` (`anonymous` when the routes are open) against its key's limit and,
    * when its team has an `rpm`, the team's, on both or neither; sets the draft-8 `RateLimit` headers
    * (the key's), and throws or rejects with the 429 (and its Retry-After) of the limit without room.
-   * Gives where the tighter of the two stands; synchronous on the embedded ledger.
+   * Gives where the tighter of the two stands, and how to give the request back (a request refused by
+   * a later limit counts against none); synchronous on the embedded ledger.
    */
-  count(caller: CallerKey | undefined, res: HeaderTarget): LimitState | Promise<LimitState>;
+  count(caller: CallerKey | undefined, res: HeaderTarget): CountedRequest | Promise<CountedRequest>;
+}
+
+/** A request counted against its request-rate limits. */
+export interface CountedRequest {
+  /** Where the tighter of the key's and the team's limit stands after it. */
+  readonly state: LimitState;
+  /** Takes the request back off every counter it was counted on (once; later calls do nothing). */
+  giveBack(): void;
 }
 
 export interface RateLimiters {
@@ -115,12 +124,25 @@ export function createRateLimiters(options: RateLimiterOptions = {}): RateLimite
     return fresh;
   };
 
+  const counted = (meters: readonly Meter[], windowMs: number, result: ReserveResult, res: HeaderTarget, now: number): CountedRequest => {
+    const state = decide(meters, windowMs, result, res, now);
+    let held = true;
+    return {
+      state,
+      giveBack() {
+        if (!held) return;
+        held = false;
+        ledger.adjust(meters.map((meter) => ({ counter: meter.counter, delta: -1, resetAt: meter.resetAt })));
+      },
+    };
+  };
+
   const count: KeyRateLimit['count'] = (caller, res) => {
     const now = Date.now();
     const { settings, meters, demands } = measure(caller, now);
     const result = ledger.reserve(demands);
-    if (result instanceof Promise) return result.then((settled) => decide(meters, settings.windowMs, settled, res, now));
-    return decide(meters, settings.windowMs, result, res, now);
+    if (result instanceof Promise) return result.then((settled) => counted(meters, settings.windowMs, settled, res, now));
+    return counted(meters, settings.windowMs, result, res, now);
   };
 
   const perAddress: RequestHandler = (req, res, next) => {

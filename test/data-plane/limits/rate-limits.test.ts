@@ -65,6 +65,52 @@ describe('rate limits', () => {
   });
 });
 
+describe('rate limits: a request refused by any limit counts against none', function () {
+  this.timeout(60_000);
+  const ADMIN = 'admin-token-for-all-or-none-0123456789';
+  const admin = { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' };
+
+  it("does not spend its team's rpm on a key's requests refused by the key's own rpm", async () => {
+    const test = await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: ADMIN } });
+    try {
+      expect((await request(`${test.url}/admin/teams`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'squad', rpm: 20 }) })).statusCode).to.equal(201);
+      const a = await test.gateway.keys.create({ name: 'a', rpm: 2, team: 'squad' });
+      const b = await test.gateway.keys.create({ name: 'b', team: 'squad' });
+      await withinOneWindow(20_000);
+      const fromA = [];
+      for (let index = 0; index < 30; index += 1) fromA.push((await chat(test.url, a.key)).status);
+      expect(fromA.filter((status) => status === 200)).to.have.length(2);
+      const fromB = [];
+      for (let index = 0; index < 19; index += 1) fromB.push((await chat(test.url, b.key)).status);
+      // The team's 20: A's 2, then 18 of B's; A's 28 refusals took none of them.
+      expect(fromB).to.deep.equal([...Array(18).fill(200), 429]);
+    } finally {
+      await test.close();
+    }
+  });
+
+  it('gives a request refused by its tokens per minute back to its rpm', async () => {
+    const test = await startTestGateway();
+    try {
+      const { key } = await test.gateway.keys.create({ name: 'small tpm', rpm: 3, tpm: 200 });
+      await withinOneWindow(20_000);
+      const big = JSON.stringify({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'x'.repeat(4000) }] });
+      for (let index = 0; index < 5; index += 1) {
+        const refused = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: big });
+        expect(refused.statusCode).to.equal(429);
+        expect(((await refused.body.json()) as { error: { code: string } }).error.code).to.equal('GW_ERR_TOKEN_RATE_LIMITED');
+      }
+      const small = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'zeta/zeta-k3', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }) });
+      expect(small.statusCode).to.equal(200);
+      // Only the request served is counted: 2 of the 3 left.
+      expect(small.headers['x-ratelimit-remaining-requests']).to.equal('2');
+      await small.body.dump();
+    } finally {
+      await test.close();
+    }
+  });
+});
+
 describe('rate limits and keys shared on Redis across gateway processes', function () {
   this.timeout(60_000);
   let redis: TestRedisServer;
