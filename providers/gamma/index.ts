@@ -16,8 +16,8 @@ export default definePlugin({
   vendor: 'gamma',
   routes: { 'chat-completions': chatCompletionsRoute },
   models: [
-    { id: 'gamma-3.1-pro-preview', listed: true, routes, webSearch: true, pricing: { input: 2, cachedInput: 0.2, output: 12 } },
-    { id: 'gamma-3.8-flash', listed: true, routes, webSearch: true, pricing: { input: 0.3, cachedInput: 0.03, output: 2.5 } },
+    { id: 'gamma-3.1-pro-preview', listed: true, routes, webSearch: true, pricing: { input: 2, cachedInput: 0.2, output: 12 }, maxOutputTokens: 32_768 },
+    { id: 'gamma-3.8-flash', listed: true, routes, webSearch: true, pricing: { input: 0.3, cachedInput: 0.03, output: 2.5 }, maxOutputTokens: 32_768 },
   ],
   aliases: [{ id: 'gamma-latest', target: 'gamma/gamma-3.1-pro-preview', routes }],
   usageExtractors: [{ route: 'chat-completions', extractor: gammaUsage }],

@@ -83,6 +83,11 @@ export interface GatewayConfig {
    * a key without it); else they derive from the key alone (see `core/static-key-id.ts`).
    */
   readonly keyIdSecret?: string;
+  /**
+   * `GATEWAY_LIMITS_ALLOW_UNBOUNDED`: serve keys with token or money limits requests whose upstream work
+   * the gateway cannot bound (`previous_response_id`, `conversation`, `background`); refused by default.
+   */
+  readonly limitsAllowUnbounded: boolean;
   readonly logLevel: string;
   /** On SIGTERM/SIGINT, how long requests and streams in flight may take to finish before they are ended. */
   readonly drainMs: number;
@@ -97,12 +102,14 @@ export interface GatewayConfig {
   /**
    * Open connections from one client address at most (IPv6 by /56), so that one address cannot take
    * every slot; one more is answered 429 and closed. A trusted proxy's connections are not capped per
-   * address (it carries many clients). Default: half of `maxConnections`.
+   * address (it carries many clients). Default: a tenth of `maxConnections`, raised to 16 for small caps
+   * but never above a quarter of it (at least 1), so that two addresses can never take every slot.
    */
   readonly maxConnectionsPerAddress: number;
   /**
    * Requests still sending their body per client address at most (behind a trusted proxy: per client it
-   * names); one more is answered 429. Default: a quarter of `maxConnections`.
+   * names); one more is answered 429. Default: a twentieth of `maxConnections` (half of an address's
+   * default connections), raised to 8 for small caps but never above a quarter of it (at least 1).
    */
   readonly maxPendingRequestsPerAddress: number;
   /** Failed credentials per client address and minute before 429: unknown API keys, and wrong admin tokens, a budget each. */
@@ -409,6 +416,16 @@ function adminToken(value: string | undefined): string | undefined {
   return value;
 }
 
+/** A `true`/`false` variable (also `1`/`0`); undefined when unset or empty. */
+function envBoolean(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
+  const value = env[name]?.trim().toLowerCase();
+  if (value === undefined || value === '') return undefined;
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  problem(`${name} must be true or false, got '${env[name]}'`);
+  return undefined;
+}
+
 /** `GATEWAY_KEY_ID_SECRET`, refused when shorter than {@link MIN_SECRET_LENGTH}; named, never shown. */
 function keyIdSecret(value: string | undefined): string | undefined {
   if (!value) return undefined;
@@ -501,6 +518,10 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     else problem(`${envName} (${value}) cannot be more than the open connections at most (${maxConnections})`);
     return Math.max(1, fallback);
   };
+  // A per-address default: `1/divisor` of the global cap, raised to `least` where that is small, but
+  // never above a quarter of the cap, so that however small it is, two addresses leave half of it free.
+  const shareOf = (divisor: number, least: number): number =>
+    Math.max(Math.floor(maxConnections / divisor), Math.min(least, Math.floor(maxConnections / 4)));
 
   const config: GatewayConfig = {
     port: envInteger(env, 'PORT', 0) ?? file.server?.port ?? 8080,
@@ -530,14 +551,15 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     adminToken: adminToken(env.GATEWAY_ADMIN_TOKEN),
     apiKeys: parseStaticKeys(env.GATEWAY_API_KEYS),
     keyIdSecret: keyIdSecret(env.GATEWAY_KEY_ID_SECRET),
+    limitsAllowUnbounded: envBoolean(env, 'GATEWAY_LIMITS_ALLOW_UNBOUNDED') ?? false,
     logLevel: env.LOG_LEVEL ?? file.logLevel ?? 'info',
     drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,
     headersTimeoutMs,
     requestTimeoutMs,
     clientWriteTimeoutMs: envInteger(env, 'GATEWAY_CLIENT_WRITE_TIMEOUT_MS', 1) ?? file.server?.clientWriteTimeoutMs ?? 60_000,
     maxConnections,
-    maxConnectionsPerAddress: perAddress('GATEWAY_MAX_CONNECTIONS_PER_ADDRESS', file.server?.maxConnectionsPerAddress, 'maxConnectionsPerAddress', Math.floor(maxConnections / 2)),
-    maxPendingRequestsPerAddress: perAddress('GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS', file.server?.maxPendingRequestsPerAddress, 'maxPendingRequestsPerAddress', Math.floor(maxConnections / 4)),
+    maxConnectionsPerAddress: perAddress('GATEWAY_MAX_CONNECTIONS_PER_ADDRESS', file.server?.maxConnectionsPerAddress, 'maxConnectionsPerAddress', shareOf(10, 16)),
+    maxPendingRequestsPerAddress: perAddress('GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS', file.server?.maxPendingRequestsPerAddress, 'maxPendingRequestsPerAddress', shareOf(20, 8)),
     authFailuresPerMinute: envInteger(env, 'GATEWAY_AUTH_FAILURES_PER_MINUTE', 1) ?? file.server?.authFailuresPerMinute ?? 20,
     authFailMode: authFailMode(env.GATEWAY_AUTH_FAIL_MODE) ?? file.server?.authFailMode ?? 'closed',
     authGraceMs: envInteger(env, 'GATEWAY_AUTH_GRACE_MS', 0) ?? file.server?.authGraceMs ?? 30_000,

@@ -47,6 +47,7 @@ type RouteTable = Map<string, { entry: ModelEntry; alias?: string }>;
 export class ModelRegistry {
   private readonly tables = new Map<RouteId, RouteTable>();
   private readonly fixups = new Map<string, StreamFixupDeclaration[]>();
+  private readonly byCanonicalId = new Map<string, ModelDeclaration>();
   private readonly extractors = new Map<string, UsageExtractor>();
   readonly catalog: readonly CatalogEntry[];
 
@@ -63,6 +64,7 @@ export class ModelRegistry {
     for (const plugin of plugins) {
       for (const model of plugin.models) {
         const entry = { plugin, model, canonicalId: `${plugin.vendor}/${model.id}` };
+        this.byCanonicalId.set(entry.canonicalId, model);
         for (const spelling of [model.id, ...(model.alternateIds ?? [])]) models.set(`${plugin.vendor}/${spelling}`, entry);
         for (const route of model.routes) {
           for (const spelling of this.spellings(plugin, model, route)) this.claim(route, spelling, { entry }, plugin, 'models');
@@ -116,6 +118,11 @@ export class ModelRegistry {
       throw new PluginLoadError(plugin.vendor, field, `'${id}' on route ${route} is already claimed by ${describePlugin(holder.entry.plugin)}${where}`);
     }
     table.set(id, value);
+  }
+
+  /** The declaration of a model by its canonical ID (`vendor/id`), undefined for none. */
+  model(canonicalId: string): ModelDeclaration | undefined {
+    return this.byCanonicalId.get(canonicalId);
   }
 
   /** Resolves a requested ID on a route, or throws the route's 400 with a field error on `model`. */

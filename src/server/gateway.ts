@@ -145,7 +145,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     upstream,
     endpoints,
     usage: new ObservedUsageAccounting(accounting, observer),
-    budgets: new BudgetGate({ ledger, logger }),
+    budgets: new BudgetGate({ ledger, logger, allowUnbounded: config.limitsAllowUnbounded }),
     openStreams: { opened: () => metrics.streamOpened(), closed: () => metrics.streamClosed() },
     pluginFaults: (fault, site) => {
       metrics.pluginError(fault.plugin, fault.hook);

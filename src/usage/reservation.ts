@@ -4,8 +4,11 @@ import type { ModelPricing } from '../plugins/plugin-contract.ts';
 import type { CounterChange, CounterDemand, LimitLedger } from './limit-ledger.ts';
 import { costNanoUsd } from './pricing.ts';
 
-/** The output cap assumed for a model whose plugin declares none and a request that sets none. */
-export const DEFAULT_OUTPUT_CAP = 4096;
+/**
+ * The output cap assumed for a model whose plugin declares no `maxOutputTokens` and a request that sets
+ * none: the upstream's own default output may be long, so this is generous rather than typical.
+ */
+export const DEFAULT_OUTPUT_CAP = 32_768;
 
 /** What a request is expected to use, before it is sent: its input and at most this much output. */
 export interface RequestEstimate {
@@ -22,27 +25,29 @@ export const PROMPT_FRAMING_TOKENS = 8;
  * framing, made without a tokenizer so admission stays cheap; settlement corrects it to the
  * provider's figures.
  */
-export function estimateRequest(promptChars: number, outputCap: number): RequestEstimate {
-  return { inputTokens: Math.ceil(promptChars / 4) + PROMPT_FRAMING_TOKENS, outputTokens: Math.max(0, Math.floor(outputCap)) };
+export function estimateRequest(promptChars: number, outputCap: number, choices = 1): RequestEstimate {
+  return { inputTokens: Math.ceil(promptChars / 4) + PROMPT_FRAMING_TOKENS, outputTokens: Math.max(0, Math.floor(outputCap)) * Math.max(1, Math.floor(choices)) };
+}
+
+/** The highest of each price over the models a request may be served by (the requested one and its fallbacks). */
+export function highestPricing(pricings: readonly ModelPricing[]): ModelPricing {
+  return pricings.reduce((high, pricing) => ({ input: Math.max(high.input, pricing.input), cachedInput: Math.max(high.cachedInput, pricing.cachedInput), output: Math.max(high.output, pricing.output) }));
 }
 
 // USD per 1M tokens to nano-USD per token is a factor of 1000.
 const nanoFor = (tokens: number, pricePerMillion: number): number => Math.ceil(tokens * Math.max(0, pricePerMillion) * 1000);
 
 /**
- * What a request asks of each meter: the whole estimate (input + output cap; for money, their price),
- * and at least its input (or the input's price) left, else it is refused.
+ * What a request asks of each meter: the whole estimate (input + output cap; for money, their price at
+ * the highest prices it may be served at), all of which must be left, else it is refused: a
+ * reservation never exceeds what remains, so what a limit serves stays within the documented bound.
  */
 export function demandsFor(meters: readonly Meter[], estimate: RequestEstimate, pricing: ModelPricing): CounterDemand[] {
   const tokens = estimate.inputTokens + estimate.outputTokens;
-  const inputNano = nanoFor(estimate.inputTokens, pricing.input);
-  const wholeNano = inputNano + nanoFor(estimate.outputTokens, pricing.output);
+  const wholeNano = nanoFor(estimate.inputTokens, pricing.input) + nanoFor(estimate.outputTokens, pricing.output);
   return meters.map((meter) => {
-    if (meter.kind === 'budget') {
-      // A request that costs nothing is never refused for money; one that costs anything needs a nano-USD at least.
-      return { counter: meter.counter, limit: meter.limit, want: wholeNano, need: wholeNano > 0 ? Math.max(1, inputNano) : 0, resetAt: meter.resetAt };
-    }
-    return { counter: meter.counter, limit: meter.limit, want: tokens, need: estimate.inputTokens, resetAt: meter.resetAt };
+    const want = meter.kind === 'budget' ? wholeNano : tokens;
+    return { counter: meter.counter, limit: meter.limit, want, need: want, resetAt: meter.resetAt };
   });
 }
 

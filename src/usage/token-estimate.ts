@@ -30,18 +30,35 @@ export function promptText(body: Record<string, unknown>): string {
 }
 
 /**
- * The characters of a request's prompt text (as {@link promptText} finds it, without joining it): the
- * cheap measure a reservation's input estimate is made from before the request is sent.
+ * Tokens a reservation assumes for one image part: about the most a provider bills for one image at
+ * the sizes it accepts (larger images are scaled down before they are counted), whatever its URL.
+ */
+export const IMAGE_PART_TOKENS = 1600;
+/** Content parts that carry an image, in the three wire formats. */
+const IMAGE_PARTS = new Set(['image_url', 'image', 'input_image']);
+/** Fields of a prompt a provider does not bill as input (identifiers, markers, signatures). */
+const UNBILLED_KEYS = new Set(['role', 'type', 'id', 'call_id', 'tool_call_id', 'tool_use_id', 'cache_control', 'model', 'signature', 'media_type', 'detail', 'file_id', 'filename']);
+
+/**
+ * The characters a reservation's input estimate is made from, before the request is sent, without a
+ * tokenizer: every string of the prompt fields (text, tool definitions and results, replayed reasoning),
+ * each image part as {@link IMAGE_PART_TOKENS} tokens' worth, and any other inline payload (a `data:` URL,
+ * base64 `data` of a document or audio) at its full length, which is more than any provider bills for it.
  */
 export function promptCharacters(body: Readonly<Record<string, unknown>>): number {
   let chars = 0;
   const walk = (value: unknown): void => {
     if (typeof value === 'string') {
-      if (!value.startsWith('data:')) chars += value.length;
+      chars += value.length;
     } else if (Array.isArray(value)) {
       for (const entry of value) walk(entry);
     } else if (typeof value === 'object' && value !== null) {
-      for (const key in value) if (!SKIPPED_KEYS.has(key)) walk((value as Record<string, unknown>)[key]);
+      const type = (value as { type?: unknown }).type;
+      if (typeof type === 'string' && IMAGE_PARTS.has(type)) {
+        chars += IMAGE_PART_TOKENS * 4;
+        return;
+      }
+      for (const key in value) if (!UNBILLED_KEYS.has(key)) walk((value as Record<string, unknown>)[key]);
     }
   };
   for (const field of PROMPT_FIELDS) walk(body[field]);

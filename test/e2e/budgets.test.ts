@@ -6,6 +6,8 @@ import { request } from 'undici';
 import { TestRedisServer } from '../helpers/redis-server.ts';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway.ts';
 import { metersOfLimits } from '../../src/usage/limit-meters.ts';
+import { demandsFor, estimateRequest } from '../../src/usage/reservation.ts';
+import { promptCharacters } from '../../src/usage/token-estimate.ts';
 import type { Limits } from '../../src/core/limits.ts';
 
 const ADMIN = 'admin-token-for-budget-tests-0001';
@@ -30,6 +32,20 @@ async function post(url: string, path: string, key: string, body: unknown): Prom
 }
 
 const chat = (extra: Record<string, unknown> = {}) => ({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'Count to three' }], ...extra });
+
+/** zeta/zeta-k3's prices (USD per million input and output tokens), as its plugin declares them. */
+const ZETA_PRICING = { input: 0.65, cachedInput: 0.065, output: 2.7 };
+
+/**
+ * A daily budget (whole micro-USD, as the API takes it) that serves exactly `served` requests of `body`
+ * costing `each` USD, one after the other: the last one needs its whole reservation left (its estimate
+ * at the model's prices), and after it less than that is.
+ */
+function budgetServing(served: number, each: number, body: Record<string, unknown>): number {
+  const reserved = demandsFor([{ counter: 'x', limit: Number.MAX_SAFE_INTEGER, kind: 'budget', scope: 'key', owner: 'x', period: 'day', resetAt: Date.now() + 1000 }], estimateRequest(promptCharacters(body), body.max_tokens as number), ZETA_PRICING)[0]!.want;
+  expect(reserved / 1e9, 'a reservation covers at least what one request costs').to.be.at.least(each);
+  return Math.ceil(((served - 1) * each + reserved / 1e9) * 1e6) / 1e6;
+}
 
 async function usageOf(test: TestGateway, keyId: string): Promise<{ requests: number; charged_tokens: number; cost_usd: string; output_tokens: number }> {
   type Sum = { requests: number; charged_tokens: number; cost_usd: string; output_tokens: number };
@@ -89,7 +105,7 @@ for (const store of ['embedded', 'redis'] as const) {
       for (const answer of refused) {
         expect(Number(answer.headers['retry-after'])).to.be.within(1, 60);
         expect(answer.json.error.code).to.equal('GW_ERR_TOKEN_RATE_LIMITED');
-        expect(answer.json.error.message).to.match(/^Token rate limit exceeded: 1120 tokens per 1 minute; \d+ left this minute$/);
+        expect(answer.json.error.message).to.match(/^Token rate limit exceeded: 1120 tokens per 1 minute; \d+ left this minute, this request reserves 112$/);
       }
       const metrics = await (await request(`${test.url}/metrics`)).body.text();
       expect(metrics).to.include('gateway_limit_refusals_total{kind="tpm",scope="key"} 40');
@@ -122,7 +138,7 @@ for (const store of ['embedded', 'redis'] as const) {
       expect((await post(test.url, '/v1/chat/completions', probe.key, chat({ max_tokens: 50 }))).status).to.equal(200);
       const each = Number((await usageOf(test, probe.record.id)).cost_usd);
       expect(each).to.be.greaterThan(0);
-      const budget = { daily_usd: Number((each * 5).toFixed(9)) };
+      const budget = { daily_usd: budgetServing(5, each, chat({ max_tokens: 50 })) };
       const { key, record } = await test.gateway.keys.create({ name: 'five requests', budget });
       const statuses: number[] = [];
       for (let index = 0; index < 7; index += 1) {
@@ -301,7 +317,7 @@ describe('budgets: exact across gateway instances on one Redis', function () {
     const created = await request(`${first.url}/admin/teams`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'research', budget: { daily_usd: Number((each * 3).toFixed(6)) } }),
+      body: JSON.stringify({ name: 'research', budget: { daily_usd: budgetServing(3, each, chat({ max_tokens: 50 })) } }),
     });
     expect(created.statusCode).to.equal(201);
     await created.body.dump();
@@ -321,6 +337,6 @@ describe('budgets: exact across gateway instances on one Redis', function () {
     expect(statuses.slice(0, 3)).to.deep.equal([200, 200, 200]);
     expect(statuses.slice(3)).to.deep.equal([429, 429, 429]);
     expect(codes[0]).to.equal('GW_ERR_BUDGET_EXCEEDED');
-    expect(codes[1]).to.match(/used today \(UTC\) \(team 'research'\)$/);
+    expect(codes[1]).to.match(/used today \(UTC\) \(team 'research'\), this request reserves up to \$[0-9.]+$/);
   });
 });

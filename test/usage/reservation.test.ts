@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import type { Meter } from '../../src/core/limits.ts';
 import { metersOf, windowOf } from '../../src/usage/limit-meters.ts';
-import { demandsFor, estimateRequest, PROMPT_FRAMING_TOKENS, Reservation } from '../../src/usage/reservation.ts';
-import { promptCharacters } from '../../src/usage/token-estimate.ts';
+import { demandsFor, estimateRequest, highestPricing, PROMPT_FRAMING_TOKENS, Reservation } from '../../src/usage/reservation.ts';
+import { IMAGE_PART_TOKENS, promptCharacters } from '../../src/usage/token-estimate.ts';
 import type { CounterChange } from '../../src/usage/limit-ledger.ts';
 
 const pricing = { input: 2, cachedInput: 0.2, output: 10 };
@@ -27,26 +27,37 @@ describe('reservations', () => {
     expect(metersOf(undefined, NOW)).to.deep.equal([]);
   });
 
-  it('estimates the input from the prompt text alone, images left out', () => {
+  it('estimates the input from the prompt text, each image part at a fixed figure whatever its URL, other inline payloads at their length', () => {
+    const image = { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } };
     const body = {
       model: 'm',
       max_tokens: 99,
       system: 'Be brief.',
-      messages: [{ role: 'user', content: [{ type: 'text', text: 'Hello there' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Hello there' }, image] }],
     };
-    expect(promptCharacters(body)).to.equal('Be brief.'.length + 'Hello there'.length);
+    expect(promptCharacters(body)).to.equal('Be brief.'.length + 'Hello there'.length + IMAGE_PART_TOKENS * 4);
+    // A long image URL costs no more than a short one: images are billed by size, not by their URL.
+    const linked = { ...body, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `https://images.example/${'x'.repeat(5000)}.png` } }] }] };
+    expect(promptCharacters(linked)).to.equal('Be brief.'.length + IMAGE_PART_TOKENS * 4);
+    // Messages and Responses spell their image parts their own way.
+    expect(promptCharacters({ messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'A'.repeat(900_000) } }] }] })).to.equal(IMAGE_PART_TOKENS * 4);
+    expect(promptCharacters({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'data:image/png;base64,AAAA' }] }] })).to.equal(IMAGE_PART_TOKENS * 4);
+    // A document's inline bytes count at their full length.
+    expect(promptCharacters({ messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'B'.repeat(4000) } }] }] })).to.equal(4000);
     expect(estimateRequest(20, 99)).to.deep.equal({ inputTokens: 5 + PROMPT_FRAMING_TOKENS, outputTokens: 99 });
+    expect(estimateRequest(20, 99, 10), 'n answers, each up to the cap').to.deep.equal({ inputTokens: 5 + PROMPT_FRAMING_TOKENS, outputTokens: 990 });
   });
 
-  it('asks tokens of token meters and their price of money meters, needing at least the input', () => {
+  it('asks tokens of token meters and their price of money meters, all of which must be left', () => {
     const meters = metersOf({ id: 'k', tpm: 1000, quota: { daily: 500 }, budget: { daily_usd: 1 } }, NOW);
     const demands = demandsFor(meters, { inputTokens: 10, outputTokens: 90 }, pricing);
     expect(demands.map(({ want, need }) => [want, need])).to.deep.equal([
-      [100, 10],
-      [100, 10],
+      [100, 100],
+      [100, 100],
       // 10 × 2 USD/M = 20,000 nano-USD; 90 × 10 USD/M = 900,000.
-      [920_000, 20_000],
+      [920_000, 920_000],
     ]);
+    expect(highestPricing([pricing, { input: 1, cachedInput: 0.5, output: 30 }])).to.deep.equal({ input: 2, cachedInput: 0.5, output: 30 });
     const free = demandsFor(meters.slice(2), { inputTokens: 10, outputTokens: 90 }, { input: 0, cachedInput: 0, output: 0 });
     expect(free[0]).to.include({ want: 0, need: 0 });
   });

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import type { CallerKey } from '../../core/exchange.ts';
-import { budgetExceeded, quotaExceeded, tokenRateLimited, type GatewayError } from '../../core/gateway-errors.ts';
+import { budgetExceeded, fieldError, quotaExceeded, tokenRateLimited, validationError, type GatewayError } from '../../core/gateway-errors.ts';
 import type { Meter } from '../../core/limits.ts';
 import type { ModelPricing } from '../../plugins/plugin-contract.ts';
 import type { LimitState } from '../../core/rate-limit-headers.ts';
-import type { LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
+import type { CounterDemand, LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
 import { metersOf } from '../../usage/limit-meters.ts';
 import { formatCost } from '../../usage/pricing.ts';
 import { demandsFor, Reservation, type RequestEstimate } from '../../usage/reservation.ts';
@@ -23,6 +23,12 @@ export interface BudgetGateOptions {
   readonly ledger: LimitLedger;
   readonly logger: Logger;
   readonly now?: () => number;
+  /**
+   * Serve keys with token or money limits requests the gateway cannot bound (`previous_response_id`,
+   * `conversation`, `background`), reserving only what the request itself shows (off by default:
+   * refused with 400 naming the field).
+   */
+  readonly allowUnbounded?: boolean;
 }
 
 const THRESHOLDS = [0.8, 1] as const;
@@ -46,17 +52,19 @@ export class BudgetGate {
    * Reserves for one request (undefined when no limit applies); throws or rejects with the 429 of the
    * limit that refused. The estimate is asked for only when a limit applies.
    */
-  admit(caller: CallerKey | undefined, estimate: () => RequestEstimate, pricing: ModelPricing): Admitted | undefined | Promise<Admitted | undefined> {
+  admit(caller: CallerKey | undefined, estimate: () => RequestEstimate, pricing: ModelPricing, unbounded?: string): Admitted | undefined | Promise<Admitted | undefined> {
     const now = this.now();
     const meters = metersOf(caller, now);
     if (meters.length === 0) return undefined;
-    const result = this.options.ledger.reserve(demandsFor(meters, estimate(), pricing));
-    if (result instanceof Promise) return result.then((settled) => this.decide(meters, settled, now));
-    return this.decide(meters, result, now);
+    if (unbounded !== undefined && !this.options.allowUnbounded) throw unboundedRefusal(unbounded);
+    const demands = demandsFor(meters, estimate(), pricing);
+    const result = this.options.ledger.reserve(demands);
+    if (result instanceof Promise) return result.then((settled) => this.decide(meters, demands, settled, now));
+    return this.decide(meters, demands, result, now);
   }
 
-  private decide(meters: readonly Meter[], result: ReserveResult, now: number): Admitted {
-    if (result.refused !== undefined) throw refusal(meters[result.refused]!, result.used[result.refused]!, now);
+  private decide(meters: readonly Meter[], demands: readonly CounterDemand[], result: ReserveResult, now: number): Admitted {
+    if (result.refused !== undefined) throw refusal(meters[result.refused]!, result.used[result.refused]!, demands[result.refused]!.need, now);
     // The tightest tokens-per-minute limit (the key's or its team's) is the one the headers show.
     let tightest = -1;
     for (let index = 0; index < meters.length; index += 1) {
@@ -89,12 +97,25 @@ export class BudgetGate {
 
 const PERIOD_TEXT = { minute: 'per 1 minute', day: 'today (UTC)', month: 'this month (UTC)' } as const;
 
-/** The 429 of a limit without room for the request's input, waiting until its window ends. */
-function refusal(meter: Meter, used: number, now: number): GatewayError {
+/**
+ * The 429 of a limit without room for the request's whole reservation, waiting until its window ends;
+ * the text says what the request needs, and when that is more than the limit itself, that it can only
+ * pass with a lower output cap.
+ */
+function refusal(meter: Meter, used: number, need: number, now: number): GatewayError {
   const headers = { 'Retry-After': String(Math.max(1, Math.ceil((meter.resetAt - now) / 1000))) };
   const limit = { kind: meter.kind, scope: meter.scope } as const;
   const whose = meter.scope === 'team' ? ` (team '${meter.owner}')` : '';
-  if (meter.kind === 'tpm') return tokenRateLimited(`${meter.limit} tokens ${PERIOD_TEXT.minute}${whose}; ${Math.max(0, meter.limit - used)} left this minute`, headers, limit);
-  if (meter.kind === 'quota') return quotaExceeded(`${used} of ${meter.limit} charged tokens used ${PERIOD_TEXT[meter.period]}${whose}`, headers, limit);
-  return budgetExceeded(`$${usd(used)} of $${usd(meter.limit)} used ${PERIOD_TEXT[meter.period]}${whose}`, headers, limit);
+  const tooLarge = need > meter.limit ? '; that is more than the whole limit: lower the output cap (max_tokens)' : '';
+  if (meter.kind === 'tpm') return tokenRateLimited(`${meter.limit} tokens ${PERIOD_TEXT.minute}${whose}; ${Math.max(0, meter.limit - used)} left this minute, this request reserves ${need}${tooLarge}`, headers, limit);
+  if (meter.kind === 'quota') return quotaExceeded(`${used} of ${meter.limit} charged tokens used ${PERIOD_TEXT[meter.period]}${whose}, this request reserves ${need}${tooLarge}`, headers, limit);
+  return budgetExceeded(`$${usd(used)} of $${usd(meter.limit)} used ${PERIOD_TEXT[meter.period]}${whose}, this request reserves up to $${usd(need)}${tooLarge}`, headers, limit);
+}
+
+/** The 400 of a request whose upstream work the gateway cannot bound, from a key with token or money limits. */
+function unboundedRefusal(field: string): GatewayError {
+  return validationError(
+    [fieldError(field, 'cannot be used by a key with token or money limits: the gateway cannot bound what it makes the upstream read or do (an operator may allow it with GATEWAY_LIMITS_ALLOW_UNBOUNDED=true)')],
+    field,
+  );
 }

@@ -35,21 +35,38 @@ describe('budget gate (admission of token and money limits)', () => {
     expect(budgets.admit(undefined, never, pricing)).to.equal(undefined);
   });
 
-  it('caps the last reservation at what remains, then refuses with the limit that has no room and a Retry-After to its window end', async () => {
+  it('refuses a request whose whole reservation does not fit what remains (never capping it), with a Retry-After to its window end', async () => {
     const { gate: budgets } = gate();
     const caller = { id: 'k', tpm: 250 };
     const first = budgets.admit(caller, () => ({ inputTokens: 20, outputTokens: 100 }), pricing) as { reservation: { reserved: readonly number[] }; tokens: { remaining: number } };
     expect(first.reservation.reserved).to.deep.equal([120]);
     expect(first.tokens.remaining).to.equal(130);
-    const second = budgets.admit(caller, () => ({ inputTokens: 20, outputTokens: 200 }), pricing) as { reservation: { reserved: readonly number[] } };
-    expect(second.reservation.reserved, 'capped at what remained').to.deep.equal([130]);
-    expect(refusal(() => budgets.admit(caller, () => ({ inputTokens: 1, outputTokens: 1 }), pricing))).to.deep.equal({
+    expect(refusal(() => budgets.admit(caller, () => ({ inputTokens: 20, outputTokens: 200 }), pricing))).to.deep.equal({
       status: 429,
       code: 'GW_ERR_TOKEN_RATE_LIMITED',
-      detail: 'Token rate limit exceeded: 250 tokens per 1 minute; 0 left this minute',
+      detail: 'Token rate limit exceeded: 250 tokens per 1 minute; 130 left this minute, this request reserves 220',
       headers: { 'Retry-After': '45' },
       limit: { kind: 'tpm', scope: 'key' },
     });
+    const second = budgets.admit(caller, () => ({ inputTokens: 30, outputTokens: 100 }), pricing) as { reservation: { reserved: readonly number[] } };
+    expect(second.reservation.reserved, 'exactly what was left').to.deep.equal([130]);
+    expect(refusal(() => budgets.admit(caller, () => ({ inputTokens: 1, outputTokens: 1 }), pricing))).to.deep.include({
+      detail: 'Token rate limit exceeded: 250 tokens per 1 minute; 0 left this minute, this request reserves 2',
+    });
+    expect(refusal(() => budgets.admit({ id: 'other', tpm: 250 }, () => ({ inputTokens: 20, outputTokens: 4096 }), pricing))).to.deep.include({
+      detail: 'Token rate limit exceeded: 250 tokens per 1 minute; 250 left this minute, this request reserves 4116; that is more than the whole limit: lower the output cap (max_tokens)',
+    });
+  });
+
+  it("refuses a request the gateway cannot bound (a stored context, a background run) from a key with limits, unless the operator allows it", () => {
+    const { gate: budgets } = gate();
+    const limited = { id: 'k', tpm: 10_000 };
+    for (const field of ['previous_response_id', 'conversation', 'background']) {
+      expect(refusal(() => budgets.admit(limited, () => ({ inputTokens: 20, outputTokens: 10 }), pricing, field))).to.deep.include({ status: 400, code: 'GW_ERR_VALIDATION' });
+    }
+    expect(budgets.admit({ id: 'free' }, () => ({ inputTokens: 20, outputTokens: 10 }), pricing, 'previous_response_id'), 'no limit: nothing to bound').to.equal(undefined);
+    const allowing = new BudgetGate({ ledger: new MemoryLedger(() => NOW), logger: pino({ level: 'silent' }), now: () => NOW, allowUnbounded: true });
+    expect(allowing.admit(limited, () => ({ inputTokens: 20, outputTokens: 10 }), pricing, 'previous_response_id')).to.have.property('reservation');
   });
 
   it('names the team and the day of a team budget, waiting until UTC midnight', () => {
@@ -59,7 +76,7 @@ describe('budget gate (admission of token and money limits)', () => {
     expect(refusal(() => budgets.admit(caller, () => ({ inputTokens: 20, outputTokens: 0 }), pricing))).to.deep.equal({
       status: 429,
       code: 'GW_ERR_BUDGET_EXCEEDED',
-      detail: "Budget exceeded: $0.00099999 of $0.001 used today (UTC) (team 'eng')",
+      detail: "Budget exceeded: $0.00099999 of $0.001 used today (UTC) (team 'eng'), this request reserves up to $0.00002",
       headers: { 'Retry-After': String((Date.UTC(2026, 10, 26) - NOW) / 1000) },
       limit: { kind: 'budget', scope: 'team' },
     });
@@ -78,7 +95,7 @@ describe('budget gate (admission of token and money limits)', () => {
     budgets.admit(caller, () => ({ inputTokens: 50, outputTokens: 0 }), pricing);
     expect(lines).to.have.length(0);
     budgets.admit(caller, () => ({ inputTokens: 35, outputTokens: 0 }), pricing);
-    budgets.admit(caller, () => ({ inputTokens: 5, outputTokens: 20 }), pricing);
+    budgets.admit(caller, () => ({ inputTokens: 5, outputTokens: 10 }), pricing);
     const crossings = lines.map((line) => [line.key_id, line.limit, line.period, line.percent, line.used_tokens]);
     expect(crossings).to.deep.equal([
       ['key_x', 'quota', 'day', 80, 85],
