@@ -56,6 +56,29 @@ describe('gateway config', () => {
     expect(defaultMaxConnections('')).to.equal(512);
   });
 
+  it('gives one address a tenth of the connections by default (16 for small caps, never above a quarter) and half of that for half-sent requests', async () => {
+    const defaults = (max: number) => {
+      const { maxConnectionsPerAddress, maxPendingRequestsPerAddress } = loadConfig({ GATEWAY_MAX_CONNECTIONS: String(max) }, '/nonexistent');
+      return [maxConnectionsPerAddress, maxPendingRequestsPerAddress];
+    };
+    expect(defaults(10_000)).to.deep.equal([1000, 500]);
+    expect(defaults(512)).to.deep.equal([51, 25]);
+    expect(defaults(160)).to.deep.equal([16, 8]);
+    expect(defaults(100)).to.deep.equal([16, 8]);
+    expect(defaults(40)).to.deep.equal([10, 8]);
+    expect(defaults(20)).to.deep.equal([5, 5]);
+    expect(defaults(4)).to.deep.equal([1, 1]);
+    expect(defaults(1)).to.deep.equal([1, 1]);
+    // Two addresses holding their whole share always leave connections to a third.
+    for (const max of [3, 5, 16, 33, 40, 63, 64, 65, 100, 159, 161, 512, 1000, 10_000, 65_536]) {
+      const [connections, pending] = defaults(max);
+      expect(2 * connections!, `max ${max}`).to.be.below(max);
+      expect(pending!, `max ${max}`).to.be.at.most(connections!);
+    }
+    // The default follows the global cap read from the file as well.
+    expect(loadConfig({ GATEWAY_CONFIG: await configFile('server:\n  maxConnections: 2000\n') })).to.deep.include({ maxConnectionsPerAddress: 200, maxPendingRequestsPerAddress: 100 });
+  });
+
   it('takes file values as defaults and lets env override them', async () => {
     const path = await configFile('server:\n  port: 9000\n  bodyLimit: 2mb\nrateLimit:\n  max: 5\nproviders:\n  acme:\n    baseUrl: http://file.example/v1\n    apiKey: from-file\naliases:\n  acme-latest: acme/two\n');
     const config = loadConfig({ GATEWAY_CONFIG: path, PORT: '9100', RATE_LIMIT_WINDOW_MS: '1000', REDIS_URL: 'rediss://cache:6380' });

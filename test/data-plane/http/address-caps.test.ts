@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { Agent, request } from 'undici';
 import { loadConfig } from '../../../src/config/gateway-config.ts';
@@ -26,6 +27,8 @@ describe('per-address caps on connections and half-sent requests', function () {
   let logs = '';
   /** Requests whose headers the gateway has read. */
   let seen = 0;
+  /** Client ends (`address:port`) of the connections the gateway has seen closed. */
+  let closedByGateway = new Set<string>();
   const clients: RawClient[] = [];
   const agents: Agent[] = [];
 
@@ -43,6 +46,12 @@ describe('per-address caps on connections and half-sent requests', function () {
     gateway = await startTestGateway({ env: { LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '100000', ...env }, logTo });
     seen = 0;
     gateway.gateway.server.on('request', () => (seen += 1));
+    closedByGateway = new Set();
+    // After the caps' own listener: its close handler has run when this one does.
+    gateway.gateway.server.on('connection', (socket: Socket) => {
+      const end = `${socket.remoteAddress}:${socket.remotePort}`;
+      socket.once('close', () => closedByGateway.add(end));
+    });
     return gateway;
   }
 
@@ -54,7 +63,8 @@ describe('per-address caps on connections and half-sent requests', function () {
 
   /** A request on a new connection from `localAddress` (closed after the answer). */
   async function fromAddress(localAddress: string, path: string, body?: string): Promise<{ status: number; headers: Record<string, unknown>; body: unknown }> {
-    const agent = new Agent({ connect: { localAddress } });
+    // undici reads `localAddress` from the agent's own options (not from `connect`, where it is ignored).
+    const agent = new Agent({ localAddress });
     agents.push(agent);
     const response = await request(`${gateway!.url}${path}`, {
       dispatcher: agent,
@@ -105,6 +115,59 @@ describe('per-address caps on connections and half-sent requests', function () {
     expect(metric(metrics, 'max_connections')).to.equal(0);
   });
 
+  it('leaves a third address served while two addresses hold their full default share of a small global cap', async () => {
+    // Defaults only: a tenth of the global cap per address, at least 16 but never above a quarter of it.
+    await start({ GATEWAY_MAX_CONNECTIONS: '40' });
+    const share = loadConfig({ GATEWAY_MAX_CONNECTIONS: '40' }, '/nonexistent').maxConnectionsPerAddress;
+    for (const address of ['127.0.0.1', ATTACKER]) {
+      for (let index = 0; index < share; index += 1) await open(address);
+      // The address's share is full: one more of it is refused as its own (429), not as the gateway's (503).
+      const refused = await open(address);
+      await eventually(() => refused.closed, `the connection over the share of ${address} to be refused`);
+      expect(refused.received, address).to.match(/^HTTP\/1.1 429 /);
+    }
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      const answer = await fromAddress(OTHER, '/v1/chat/completions', CHAT);
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+    }
+    const metrics = (await fromAddress(OTHER, '/metrics')).body as string;
+    expect(metric(metrics, 'connections_per_address')).to.equal(2);
+    expect(metric(metrics, 'max_connections')).to.equal(0);
+  });
+
+  it('counts every spelling of one client a trusted proxy names as one address: bad keys with varying ports are throttled', async () => {
+    // The default budget of failed credentials (20 a minute); the test's own connections come from
+    // loopback, the trusted proxy.
+    await start({ GATEWAY_TRUSTED_PROXIES: 'loopback' });
+    const spellings = [
+      (port: number) => `10.0.0.1:${port}`,
+      (port: number) => `[::ffff:10.0.0.1]:${port}`,
+      (port: number) => `010.0.0.1:${port}`,
+      (port: number) => `10.0.0.1%eth${port}`,
+      (port: number) => `167772161:${port}`,
+      (port: number) => `198.51.100.${port % 250}, 10.0.0.1:${port}`,
+      () => '::ffff:a00:1',
+      () => '010.000.000.001',
+    ];
+    const statuses: number[] = [];
+    for (let index = 0; index < 60; index += 1) {
+      const response = await request(`${gateway!.url}/v1/usage`, {
+        headers: { authorization: `Bearer sk-not-a-known-key-${index}-0000`, 'x-forwarded-for': spellings[index % spellings.length]!(40_000 + index) },
+      });
+      await response.body.dump();
+      statuses.push(response.statusCode);
+    }
+    expect(statuses).to.deep.equal([...Array(20).fill(401), ...Array(40).fill(429)]);
+    // The client is refused under any spelling, its valid key included; another client is not.
+    const withKey = async (forwardedFor: string) => {
+      const response = await request(`${gateway!.url}/v1/usage`, { headers: { authorization: `Bearer ${TEST_KEY}`, 'x-forwarded-for': forwardedFor } });
+      await response.body.dump();
+      return response.statusCode;
+    };
+    expect(await withKey('10.0.0.1:1')).to.equal(429);
+    expect(await withKey('10.0.0.2:1')).to.equal(200);
+  });
+
   it('caps the open connections of one address with a JSON 429, logged once per burst, and accepts it again when one closes', async () => {
     await start({ GATEWAY_MAX_CONNECTIONS: '20', GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: '3' });
     const held = [await open(ATTACKER), await open(ATTACKER), await open(ATTACKER)];
@@ -118,8 +181,10 @@ describe('per-address caps on connections and half-sent requests', function () {
       expect(JSON.parse(body!)).to.deep.equal({ detail: 'This address has too many open connections (at most 3); please retry shortly' });
     }
     expect((await fromAddress(OTHER, '/healthz')).status).to.equal(200);
+    const end = `${held[0]!.socket.localAddress}:${held[0]!.socket.localPort}`;
     held[0]!.close();
-    await eventually(async () => (await fromAddress(ATTACKER, '/healthz')).status === 200, 'the address to be accepted again');
+    await eventually(() => closedByGateway.has(end), 'the gateway to see the connection closed');
+    expect((await fromAddress(ATTACKER, '/healthz')).status, 'the address accepted again').to.equal(200);
     expect(logs.match(/per-address connection cap reached/g)).to.have.length(1);
     expect(logs).to.contain(`"address":"${ATTACKER}"`);
     expect(metric((await fromAddress(OTHER, '/metrics')).body as string, 'connections_per_address')).to.equal(2);
@@ -199,7 +264,7 @@ describe('per-address caps on connections and half-sent requests', function () {
     } finally {
       await rm(directory, { recursive: true, force: true });
     }
-    expect(loadConfig({ GATEWAY_MAX_CONNECTIONS: '200' }, '/nonexistent')).to.deep.include({ maxConnections: 200, maxConnectionsPerAddress: 100, maxPendingRequestsPerAddress: 50 });
+    expect(loadConfig({ GATEWAY_MAX_CONNECTIONS: '200' }, '/nonexistent')).to.deep.include({ maxConnections: 200, maxConnectionsPerAddress: 20, maxPendingRequestsPerAddress: 10 });
     expect(loadConfig({ GATEWAY_MAX_CONNECTIONS: '3' }, '/nonexistent')).to.deep.include({ maxConnectionsPerAddress: 1, maxPendingRequestsPerAddress: 1 });
     const set = loadConfig({ GATEWAY_MAX_CONNECTIONS: '200', GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: '30', GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS: '5' }, '/nonexistent');
     expect(set).to.deep.include({ maxConnectionsPerAddress: 30, maxPendingRequestsPerAddress: 5 });
