@@ -1,7 +1,6 @@
-import { execFile } from 'node:child_process';
 import { copyFile, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
+import { runTracked } from './processes.ts';
 
 /** A source tree compiled for the benchmark: where its entry points are and how to run them. */
 export interface CompiledTree {
@@ -43,7 +42,8 @@ export async function compileTree(sourceDir: string, outDir: string): Promise<Co
       include: ['src', 'providers', 'mock-upstream', 'scripts', 'bench'].map((folder) => join(source, folder)),
     }),
   );
-  await promisify(execFile)(join(here, 'node_modules/.bin/tsc'), ['-p', tsconfig], { cwd: source });
+  // Tracked like every process of the benchmark: stopping the benchmark mid-compile stops tsc too.
+  await runTracked(join(here, 'node_modules/.bin/tsc'), ['-p', tsconfig], { cwd: source });
   await writeFile(join(out, 'package.json'), '{"type":"module"}\n');
   await symlink(join(here, 'node_modules'), join(out, 'node_modules')).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== 'EEXIST') throw error;

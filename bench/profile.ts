@@ -1,11 +1,12 @@
 import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { WebSocket } from 'undici';
 import { compileTree } from './compile.ts';
+import { onStop, runCleanly, spawnTracked } from './processes.ts';
 
 /**
  * Where the gateway's CPU time goes under load: runs the compiled gateway with `node --cpu-prof` in
@@ -43,157 +44,157 @@ const scenarios: Record<string, { path: string; body: string }> = {
 const scenario = scenarios[values.scenario];
 if (!scenario) throw new Error(`--scenario must be one of ${Object.keys(scenarios).join(', ')}`);
 
-const work = await mkdtemp(join(tmpdir(), 'gateway-profile-'));
-const children: ChildProcess[] = [];
-process.on('exit', () => children.forEach((child) => child.kill('SIGTERM')));
+// Every process started (tsc, the mock upstream, the gateway) is stopped however this ends (processes.ts).
+await runCleanly(async () => {
+  const work = await mkdtemp(join(tmpdir(), 'gateway-profile-'));
+  onStop(() => rm(work, { recursive: true, force: true }));
 
-/** Bytes V8 reported allocated in the gateway so far (summed from its GC trace). */
-let allocatedBytes = 0;
+  /** Bytes V8 reported allocated in the gateway so far (summed from its GC trace). */
+  let allocatedBytes = 0;
 
-function start(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise<{ url: string; child: ChildProcess; debuggerUrl: Promise<string> }> {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const debuggerUrl = new Promise<string>((resolve) => {
-    let errors = '';
-    child.stderr!.on('data', (chunk: Buffer) => {
-      errors += chunk.toString();
-      const match = /Debugger listening on (ws:\/\/\S+)/.exec(errors);
-      if (match) resolve(match[1]!);
+  function start(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise<{ url: string; child: ChildProcess; debuggerUrl: Promise<string> }> {
+    const child = spawnTracked(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const debuggerUrl = new Promise<string>((resolve) => {
+      let errors = '';
+      child.stderr!.on('data', (chunk: Buffer) => {
+        errors += chunk.toString();
+        const match = /Debugger listening on (ws:\/\/\S+)/.exec(errors);
+        if (match) resolve(match[1]!);
+      });
     });
-  });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let output = '';
-    let started = false;
-    let partial = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (started) {
-        const lines = (partial + chunk.toString()).split('\n');
-        partial = lines.pop()!;
-        for (const line of lines) {
-          const allocated = / allocated=(\d+)/.exec(line);
-          if (allocated) allocatedBytes += Number(allocated[1]);
+    return new Promise((resolve, reject) => {
+      let output = '';
+      let started = false;
+      let partial = '';
+      child.stdout!.on('data', (chunk: Buffer) => {
+        if (started) {
+          const lines = (partial + chunk.toString()).split('\n');
+          partial = lines.pop()!;
+          for (const line of lines) {
+            const allocated = / allocated=(\d+)/.exec(line);
+            if (allocated) allocatedBytes += Number(allocated[1]);
+          }
+          return;
         }
-        return;
-      }
-      output += chunk.toString();
-      const match = pattern.exec(output);
-      if (match) {
-        started = true;
-        resolve({ url: match[1]!, child, debuggerUrl });
-      }
+        output += chunk.toString();
+        const match = pattern.exec(output);
+        if (match) {
+          started = true;
+          resolve({ url: match[1]!, child, debuggerUrl });
+        }
+      });
+      child.once('error', reject);
+      child.once('exit', (code) => code !== 0 && reject(new Error(`${args.join(' ')} exited with ${code}: ${output.slice(-2000)}`)));
     });
-    child.once('exit', (code) => code !== 0 && reject(new Error(`${args.join(' ')} exited with ${code}: ${output.slice(-2000)}`)));
-  });
-}
-
-const tree = await compileTree(values.tree, join(work, 'out'));
-const upstream = await start([...tree.nodeArgs, tree.script('scripts/mock-upstream.ts'), '--port', '0'], {}, /base URL (\S+)/);
-const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, upstream.url]));
-const gateway = await start(
-  ['--inspect=127.0.0.1:0', '--trace-gc-nvp', ...tree.nodeArgs, tree.script('src/main.ts')],
-  { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, GATEWAY_ADMIN_TOKEN: ADMIN, RATE_LIMIT_MAX: '100000000', GATEWAY_KEY_CONCURRENCY: '100000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: join(work, 'data'), GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '' },
-  /"url":"([^"]+)"/,
-);
-let loadKey = KEY;
-if (values.key !== 'static') {
-  const created = await fetch(`${gateway.url}/admin/keys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: values.key, ...(values.key === 'limited' ? LIMITS : {}) }),
-  });
-  loadKey = ((await created.json()) as { key: string }).key;
-}
-const load = (duration: number) =>
-  autocannon({
-    url: `${gateway.url}${scenario.path}`,
-    method: 'POST',
-    headers: { authorization: `Bearer ${loadKey}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
-    body: scenario.body,
-    connections: Number(values.connections),
-    duration,
-  });
-
-/** The DevTools protocol of the gateway process: the profiler runs for the measured load only, not start-up or warm-up. */
-async function inspector(url: string): Promise<(method: string, params?: object) => Promise<unknown>> {
-  const socket = new WebSocket(url);
-  await new Promise((resolve, reject) => {
-    socket.addEventListener('open', resolve);
-    socket.addEventListener('error', reject);
-  });
-  let nextId = 1;
-  const waiting = new Map<number, (result: unknown) => void>();
-  socket.addEventListener('message', (event) => {
-    const reply = JSON.parse(String(event.data)) as { id?: number; result?: unknown };
-    if (reply.id !== undefined) waiting.get(reply.id)?.(reply.result);
-  });
-  return (method, params = {}) =>
-    new Promise((resolve) => {
-      const id = nextId++;
-      waiting.set(id, resolve);
-      socket.send(JSON.stringify({ id, method, params }));
-    });
-}
-
-const send = await inspector(await gateway.debuggerUrl);
-await load(3); // warm-up: the JIT has compiled the hot paths before the profile starts
-await send('Profiler.enable');
-await send('Profiler.setSamplingInterval', { interval: 200 });
-await send('Profiler.start');
-const allocatedBefore = allocatedBytes;
-const result = await load(Number(values.seconds));
-const { profile: taken } = (await send('Profiler.stop')) as { profile: unknown };
-const allocatedDuring = allocatedBytes - allocatedBefore;
-if (result.non2xx > 0 || result.errors > 0) throw new Error(`${result.non2xx} non-2xx answers, ${result.errors} errors`);
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string };
-  children?: number[];
-}
-const profile = taken as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
-if (values.save) await writeFile(values.save, JSON.stringify(profile));
-
-/** The group a function's self time counts to, by where its code lives. */
-function groupOf({ functionName, url }: ProfileNode['callFrame']): string {
-  if (functionName === '(garbage collector)') return 'GC';
-  if (functionName === '(idle)') return 'idle';
-  if (functionName === '(program)' || functionName === '(root)') return 'native / not attributed';
-  const path = url.replace(/^file:\/\//, '');
-  const inModule = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path);
-  if (inModule) {
-    const name = inModule[1]!;
-    if (['express', 'router', 'body-parser', 'finalhandler', 'send', 'serve-static', 'path-to-regexp', 'parseurl', 'qs', 'type-is', 'accepts', 'content-type', 'depd', 'debug'].includes(name)) return 'express & its helpers';
-    if (name === 'express-rate-limit' || name === 'rate-limit-redis') return 'rate limit (express-rate-limit)';
-    return name;
   }
-  const own = /\/(src|providers)\/([^/]+)/.exec(path);
-  if (own && !path.startsWith('node:')) return own[1] === 'providers' ? 'gateway: providers' : `gateway: src/${own[2]}`;
-  if (path.startsWith('node:internal/http') || /^node:_?http/.test(path) || path.includes('_http_')) return 'node: http';
-  if (path.startsWith('node:internal/streams') || path.startsWith('node:stream') || path.startsWith('node:internal/webstreams')) return 'node: streams';
-  if (path.startsWith('node:net') || path.startsWith('node:internal/net') || path.startsWith('node:internal/stream_base')) return 'node: net';
-  if (path.startsWith('node:internal/deps/undici')) return 'undici';
-  if (path.startsWith('wasm://')) return 'undici (llhttp, wasm)';
-  if (path.startsWith('node:')) return `node: ${path.replace(/^node:(internal\/)?/, '')}`;
-  if (path === '') return `native: ${functionName || '(anonymous)'}`;
-  return path;
-}
 
-const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-const selfMicros = new Map<string, number>();
-profile.samples.forEach((id, index) => {
-  const group = groupOf(byId.get(id)!.callFrame);
-  selfMicros.set(group, (selfMicros.get(group) ?? 0) + (profile.timeDeltas[index] ?? 0));
+  const tree = await compileTree(values.tree, join(work, 'out'));
+  const upstream = await start([...tree.nodeArgs, tree.script('scripts/mock-upstream.ts'), '--port', '0'], {}, /base URL (\S+)/);
+  const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, upstream.url]));
+  const gateway = await start(
+    ['--inspect=127.0.0.1:0', '--trace-gc-nvp', ...tree.nodeArgs, tree.script('src/main.ts')],
+    { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, GATEWAY_ADMIN_TOKEN: ADMIN, RATE_LIMIT_MAX: '100000000', GATEWAY_KEY_CONCURRENCY: '100000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: join(work, 'data'), GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '' },
+    /"url":"([^"]+)"/,
+  );
+  let loadKey = KEY;
+  if (values.key !== 'static') {
+    const created = await fetch(`${gateway.url}/admin/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: values.key, ...(values.key === 'limited' ? LIMITS : {}) }),
+    });
+    loadKey = ((await created.json()) as { key: string }).key;
+  }
+  const load = (duration: number) =>
+    autocannon({
+      url: `${gateway.url}${scenario.path}`,
+      method: 'POST',
+      headers: { authorization: `Bearer ${loadKey}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: scenario.body,
+      connections: Number(values.connections),
+      duration,
+    });
+
+  /** The DevTools protocol of the gateway process: the profiler runs for the measured load only, not start-up or warm-up. */
+  async function inspector(url: string): Promise<(method: string, params?: object) => Promise<unknown>> {
+    const socket = new WebSocket(url);
+    await new Promise((resolve, reject) => {
+      socket.addEventListener('open', resolve);
+      socket.addEventListener('error', reject);
+    });
+    let nextId = 1;
+    const waiting = new Map<number, (result: unknown) => void>();
+    socket.addEventListener('message', (event) => {
+      const reply = JSON.parse(String(event.data)) as { id?: number; result?: unknown };
+      if (reply.id !== undefined) waiting.get(reply.id)?.(reply.result);
+    });
+    return (method, params = {}) =>
+      new Promise((resolve) => {
+        const id = nextId++;
+        waiting.set(id, resolve);
+        socket.send(JSON.stringify({ id, method, params }));
+      });
+  }
+
+  const send = await inspector(await gateway.debuggerUrl);
+  await load(3); // warm-up: the JIT has compiled the hot paths before the profile starts
+  await send('Profiler.enable');
+  await send('Profiler.setSamplingInterval', { interval: 200 });
+  await send('Profiler.start');
+  const allocatedBefore = allocatedBytes;
+  const result = await load(Number(values.seconds));
+  const { profile: taken } = (await send('Profiler.stop')) as { profile: unknown };
+  const allocatedDuring = allocatedBytes - allocatedBefore;
+  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${result.non2xx} non-2xx answers, ${result.errors} errors`);
+
+  interface ProfileNode {
+    id: number;
+    callFrame: { functionName: string; url: string };
+    children?: number[];
+  }
+  const profile = taken as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
+  if (values.save) await writeFile(values.save, JSON.stringify(profile));
+
+  /** The group a function's self time counts to, by where its code lives. */
+  function groupOf({ functionName, url }: ProfileNode['callFrame']): string {
+    if (functionName === '(garbage collector)') return 'GC';
+    if (functionName === '(idle)') return 'idle';
+    if (functionName === '(program)' || functionName === '(root)') return 'native / not attributed';
+    const path = url.replace(/^file:\/\//, '');
+    const inModule = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path);
+    if (inModule) {
+      const name = inModule[1]!;
+      if (['express', 'router', 'body-parser', 'finalhandler', 'send', 'serve-static', 'path-to-regexp', 'parseurl', 'qs', 'type-is', 'accepts', 'content-type', 'depd', 'debug'].includes(name)) return 'express & its helpers';
+      if (name === 'express-rate-limit' || name === 'rate-limit-redis') return 'rate limit (express-rate-limit)';
+      return name;
+    }
+    const own = /\/(src|providers)\/([^/]+)/.exec(path);
+    if (own && !path.startsWith('node:')) return own[1] === 'providers' ? 'gateway: providers' : `gateway: src/${own[2]}`;
+    if (path.startsWith('node:internal/http') || /^node:_?http/.test(path) || path.includes('_http_')) return 'node: http';
+    if (path.startsWith('node:internal/streams') || path.startsWith('node:stream') || path.startsWith('node:internal/webstreams')) return 'node: streams';
+    if (path.startsWith('node:net') || path.startsWith('node:internal/net') || path.startsWith('node:internal/stream_base')) return 'node: net';
+    if (path.startsWith('node:internal/deps/undici')) return 'undici';
+    if (path.startsWith('wasm://')) return 'undici (llhttp, wasm)';
+    if (path.startsWith('node:')) return `node: ${path.replace(/^node:(internal\/)?/, '')}`;
+    if (path === '') return `native: ${functionName || '(anonymous)'}`;
+    return path;
+  }
+
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const selfMicros = new Map<string, number>();
+  profile.samples.forEach((id, index) => {
+    const group = groupOf(byId.get(id)!.callFrame);
+    selfMicros.set(group, (selfMicros.get(group) ?? 0) + (profile.timeDeltas[index] ?? 0));
+  });
+  selfMicros.delete('idle');
+  const requests = result.requests.total;
+  const total = [...selfMicros.values()].reduce((sum, value) => sum + value, 0);
+  const rows = [...selfMicros.entries()].sort((a, b) => b[1] - a[1]);
+  process.stdout.write(`\n${values.scenario}: ${requests} requests, ${(result.requests.average).toFixed(0)} req/s, ${(total / requests).toFixed(0)} µs busy per request (profiled), ${(allocatedDuring / requests / 1024).toFixed(0)} KB allocated per request\n`);
+  process.stdout.write('| group | µs/request | share |\n|---|---:|---:|\n');
+  for (const [group, micros] of rows) {
+    if (micros / requests < 1) continue;
+    process.stdout.write(`| ${group} | ${(micros / requests).toFixed(1)} | ${((100 * micros) / total).toFixed(1)} % |\n`);
+  }
+  return 0;
 });
-selfMicros.delete('idle');
-const requests = result.requests.total;
-const total = [...selfMicros.values()].reduce((sum, value) => sum + value, 0);
-const rows = [...selfMicros.entries()].sort((a, b) => b[1] - a[1]);
-process.stdout.write(`\n${values.scenario}: ${requests} requests, ${(result.requests.average).toFixed(0)} req/s, ${(total / requests).toFixed(0)} µs busy per request (profiled), ${(allocatedDuring / requests / 1024).toFixed(0)} KB allocated per request\n`);
-process.stdout.write('| group | µs/request | share |\n|---|---:|---:|\n');
-for (const [group, micros] of rows) {
-  if (micros / requests < 1) continue;
-  process.stdout.write(`| ${group} | ${(micros / requests).toFixed(1)} | ${((100 * micros) / total).toFixed(1)} % |\n`);
-}
-children.forEach((child) => child.kill('SIGTERM'));
-await rm(work, { recursive: true, force: true }).catch(() => {});
-process.exit(0);
