@@ -51,7 +51,17 @@ function jsonPrefix(bytes: number): Buffer {
   return body;
 }
 
-/** A raw node:http client: writes the body as fast as the socket takes it, reads whatever answer comes. */
+/**
+ * A raw node:http client: writes the body as fast as the socket takes it, and reads the answer as soon
+ * as it arrives. It writes one chunk per turn of the event loop, after the turn polled the socket: a
+ * write the kernel takes at once emits 'drain' on the next tick, and a pump chained on that alone can
+ * write tens of MiB without polling once (12 chunks in one turn seen), past the gateway's linger (twice
+ * the 10 MiB body limit) into the reset that ends it, failing with EPIPE before reading the answer
+ * already waiting in its receive buffer. So at most one chunk goes out after the answer arrived before
+ * it is read; then the client stops sending (node:http ends the connection after a `Connection: close`
+ * answer), and an error of the upload after the answer arrived is no failure. Only an answer read
+ * whole counts.
+ */
 function rawUpload(plan: UploadPlan): Promise<UploadOutcome> {
   const { hostname, port } = new URL(plan.url);
   const body = jsonPrefix(plan.bytes);
@@ -59,12 +69,18 @@ function rawUpload(plan: UploadPlan): Promise<UploadOutcome> {
     const headers: Record<string, string | number> = { authorization: `Bearer ${plan.key}`, 'content-type': 'application/json' };
     if (!plan.chunked) headers['content-length'] = plan.bytes;
     const req = request({ host: hostname, port, method: 'POST', path: '/v1/chat/completions', headers });
-    let answered = false;
+    let responded = false;
+    let settled = false;
+    const settle = (outcome: UploadOutcome) => {
+      if (settled) return;
+      settled = true;
+      resolve(outcome);
+    };
     req.on('response', (res) => {
+      responded = true;
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {
-        answered = true;
         const text = Buffer.concat(chunks).toString();
         let parsed: unknown = text;
         try {
@@ -72,21 +88,23 @@ function rawUpload(plan: UploadPlan): Promise<UploadOutcome> {
         } catch {
           // Kept as text: the test shows what came.
         }
-        resolve({ status: res.statusCode, body: parsed });
+        settle({ status: res.statusCode, body: parsed });
       });
+      // The answer cut before its end: not read.
+      res.on('close', () => settle({ status: res.statusCode, failure: 'the answer was cut before its end' }));
     });
-    // After the answer, the end of the upload (the gateway closing its side) is no failure.
+    // Once the answer arrived, the end of the upload (the gateway closing its side) is no failure.
     req.on('error', (error: NodeJS.ErrnoException) => {
-      if (!answered) resolve({ failure: error.code ?? error.message });
+      if (!responded) settle({ failure: error.code ?? error.message });
     });
     let sent = 0;
     const pump = () => {
-      while (sent < body.length) {
-        const chunk = body.subarray(sent, sent + CHUNK_BYTES);
-        sent += chunk.length;
-        if (!req.write(chunk)) return void req.once('drain', pump);
-      }
-      req.end();
+      if (responded || req.destroyed) return;
+      const chunk = body.subarray(sent, sent + CHUNK_BYTES);
+      sent += chunk.length;
+      if (sent === body.length) req.end(chunk);
+      else if (req.write(chunk)) setImmediate(pump);
+      else req.once('drain', () => setImmediate(pump));
     };
     pump();
   });
