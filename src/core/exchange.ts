@@ -40,6 +40,11 @@ export interface Exchange {
   readonly usage: TokenUsage | undefined;
   /** Whether tokens were consumed upstream, so that missing usage must be estimated (false for upstream errors). */
   readonly consumed: boolean;
+  /**
+   * Earlier attempts the upstream had the request of but whose usage was never read (timeouts, answers
+   * that broke off, failover): each is charged the request's input estimate on top of the record's usage.
+   */
+  readonly unreportedAttempts?: number;
   /** How the answer ended: whole, cut by the upstream, or left by the client. */
   readonly outcome: UsageOutcome;
   /** The endpoint that served or failed last (its configured name or index), when one was tried. */

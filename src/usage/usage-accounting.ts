@@ -4,7 +4,7 @@ import type { ModelRegistry, ResolvedModel } from '../core/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
 import type { CallerKey, Exchange, RecordedUsage, UsageAccounting } from '../core/exchange.ts';
 import { charge } from './pricing.ts';
-import { estimateUsage } from './token-estimate.ts';
+import { estimateInputTokens, estimateUsage } from './token-estimate.ts';
 import { buildUsageRecord } from './usage-record.ts';
 import type { UsageStore } from './usage-store.ts';
 
@@ -78,8 +78,12 @@ export class GatewayUsageAccounting implements UsageAccounting {
       const reported = exchange.usage;
       // A plugin fault leaves the answer's usage unread or partly read, as a cut stream does.
       const cutShort = (exchange.stream && exchange.outcome !== 'complete') || exchange.outcome === 'plugin_error';
+      const counts = exchange.route !== 'count-tokens';
+      const needsEstimate = counts && exchange.consumed && (!reported || cutShort);
+      // Earlier attempts the upstream had the request of, their usage never read: each costs the input.
+      const unreported = counts ? (exchange.unreportedAttempts ?? 0) : 0;
       // Reported and complete, or nothing consumed upstream: the record is taken as it is.
-      if ((reported && !cutShort) || !exchange.consumed || exchange.route === 'count-tokens') {
+      if (!needsEstimate && unreported === 0) {
         finish(reported, false);
         return undefined;
       }
@@ -87,11 +91,23 @@ export class GatewayUsageAccounting implements UsageAccounting {
         finish(usage, estimated);
         return { usage, estimated };
       };
-      const estimate = estimateUsage(exchange.requestBody(), exchange.responseText()).then(
+      const counting = needsEstimate ? estimateUsage(exchange.requestBody(), exchange.responseText()) : estimateInputTokens(exchange.requestBody()).then((inputTokens): TokenUsage => ({ inputTokens, outputTokens: 0, cachedTokens: 0 }));
+      const estimate = counting.then(
         (counted) => {
-          if (!reported) return settle(counted, true);
-          const estimatedOutput = counted.outputTokens > reported.outputTokens;
-          return settle({ ...reported, outputTokens: Math.max(reported.outputTokens, counted.outputTokens) }, estimatedOutput);
+          let usage = reported;
+          let estimated = false;
+          if (needsEstimate && !reported) {
+            usage = counted;
+            estimated = true;
+          } else if (needsEstimate && reported) {
+            estimated = counted.outputTokens > reported.outputTokens;
+            usage = { ...reported, outputTokens: Math.max(reported.outputTokens, counted.outputTokens) };
+          }
+          if (unreported > 0) {
+            usage = { ...(usage ?? { outputTokens: 0, cachedTokens: 0 }), inputTokens: (usage?.inputTokens ?? 0) + counted.inputTokens * unreported };
+            estimated = true;
+          }
+          return settle(usage, estimated);
         },
         (error: unknown) => {
           this.logger.error({ err: error }, 'usage estimate failed; recording the reported usage (or zero) flagged as estimated');

@@ -156,14 +156,14 @@ for (const store of ['redis', 'embedded'] as const) {
     });
 
     it('refuses a key over its daily quota with 429 before dispatch', async () => {
-      // Room for the first request's input estimate (24 characters / 4 + 8 = 14), not for a second request.
+      // Room for the first request's whole reservation (24 characters / 4 + 8 = 14 input, 6 output), not for a second one.
       const { key } = await test.gateway.keys.create({ name: 'quota', quota: { daily: 20 } });
       const headers = { authorization: `Bearer ${key}` };
-      expect((await post(test, '/v1/chat/completions', chat('zeta/zeta-k3'), headers)).status).to.equal(200);
+      expect((await post(test, '/v1/chat/completions', chat('zeta/zeta-k3', { max_tokens: 6 }), headers)).status).to.equal(200);
       await test.gateway.flushUsage();
-      const refused = await post(test, '/v1/chat/completions', chat('zeta/zeta-k3'), headers);
+      const refused = await post(test, '/v1/chat/completions', chat('zeta/zeta-k3', { max_tokens: 6 }), headers);
       expect(refused.status).to.equal(429);
-      expect(JSON.parse(refused.text).detail).to.match(/^Quota exceeded: \d+ of 20 charged tokens used today \(UTC\)$/);
+      expect(JSON.parse(refused.text).detail).to.match(/^Quota exceeded: \d+ of 20 charged tokens used today \(UTC\), this request reserves 20$/);
       expect(test.upstreams.zeta.requests).to.have.length(1);
     });
   });

@@ -74,7 +74,7 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     const outcome = await attemptModels(services, call, pool, client, recorder, attempt, caller);
     const relay: RelayContext = { services, res, call, recorder, streamed, client };
     if (outcome.kind === 'answer') return relayAnswer(relay, outcome);
-    if (outcome.kind === 'client-gone') return recorder.record(499, undefined, true);
+    if (outcome.kind === 'client-gone') return recorder.record(499, undefined, recorder.tally.abandoned);
     // The last endpoint's own retryable answer (429, 5xx) goes back as it came, as with one endpoint.
     if (outcome.kind === 'failed') return isGatewayError(outcome.failure) ? recorder.fail(outcome.failure) : relayJson(relay, outcome.failure, false);
     return recorder.fail(upstreamResting(call.model.plugin.vendor, outcome.retryAfterMs));

@@ -140,7 +140,7 @@ export async function attemptCompatible(services: RouteServices, call: Compatibl
       bodyTimeoutMs: services.idleTimeoutMs ?? services.upstream.timeoutMs,
     });
   } catch (error) {
-    if (error instanceof UpstreamTransportError) return { kind: 'retry', failure: upstreamFailure(endpoint.provider, error.reason, error) };
+    if (error instanceof UpstreamTransportError) return { kind: 'retry', failure: upstreamFailure(endpoint.provider, error.reason, error), reached: error.timedOut };
     throw error;
   }
   const { status, headers } = response;
@@ -156,7 +156,7 @@ export async function attemptCompatible(services: RouteServices, call: Compatibl
   try {
     bytes = await response.whole(services.upstreamBodyLimitBytes);
   } catch (error) {
-    return { kind: 'retry', failure: upstreamFailure(endpoint.provider, 'the answer broke off or was too large', error) };
+    return { kind: 'retry', failure: upstreamFailure(endpoint.provider, 'the answer broke off or was too large', error), reached: true };
   }
   const answer = { kind: 'json', status, headers, bytes, apiKey: endpoint.apiKey } as const;
   if (isRetryableStatus(status)) return { kind: 'retry', failure: answer, status, waitMs: retryAfterMs(headers) };
@@ -174,5 +174,6 @@ async function streamStart(services: RouteServices, call: CompatibleCall, respon
     return { kind: 'answer', answer: { kind: 'stream', status: response.status, headers: response.headers, body: start.body, apiKey: endpoint.apiKey } };
   }
   const reason = start.kind === 'error' ? start.reason : signal.aborted ? `no content within ${firstByteTimeoutMs} ms` : 'the stream broke off before any content';
-  return { kind: 'retry', failure: upstreamFailure(endpoint.provider, reason) };
+  // The upstream began a stream: it had the request, whatever came of it.
+  return { kind: 'retry', failure: upstreamFailure(endpoint.provider, reason), reached: true };
 }

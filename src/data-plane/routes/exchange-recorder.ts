@@ -1,7 +1,7 @@
 import type { ClientRead } from '../http/client-write-timeout.ts';
 import type { ResolvedModel } from '../../core/model-registry.ts';
 import type { RouteId, TokenUsage } from '../../plugins/plugin-contract.ts';
-import type { AttemptTally } from '../upstream/failover/attempt-upstream.ts';
+import { newTally, type AttemptTally } from '../upstream/failover/attempt-upstream.ts';
 import type { UsageOutcome } from '../../core/exchange.ts';
 import type { Exchange } from '../../core/exchange.ts';
 import type { RouteServices } from '../route-services.ts';
@@ -24,7 +24,7 @@ export interface ExchangeBasis {
  * usage record (with the request's context marked for the access log) once its answer ended.
  */
 export class ExchangeRecorder {
-  readonly tally: AttemptTally = { endpoint: undefined, count: 0 };
+  readonly tally: AttemptTally = newTally();
   /** When the first upstream attempt started and the answer's body was read (0: not yet). */
   upstreamAt = 0;
   upstreamDoneAt = 0;
@@ -68,6 +68,7 @@ export class ExchangeRecorder {
       outcome,
       endpoint: tally.endpoint?.name,
       attempts: tally.count,
+      unreportedAttempts: tally.unreported,
       requestBody: basis.requestBody,
       responseText: basis.responseText,
       settlement: this.context.reservation,

@@ -98,7 +98,8 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     recorder.upstreamSpentMs = 0;
     const client = new ClientWatch(res);
     const outcome = await attemptUpstream(pool, call.plan, client, recorder.tally, (member, signal) => attemptChat(services, call, member, signal, recorder));
-    if (outcome.kind === 'client-gone') return recorder.record(499, undefined, false);
+    // A client that left while an attempt ran: the upstream had the prompt (its input is estimated).
+    if (outcome.kind === 'client-gone') return recorder.record(499, undefined, recorder.tally.abandoned);
     if (outcome.kind === 'resting') return recorder.fail(upstreamResting(call.provider, pool.retryAfterMs()));
     if (outcome.kind === 'failed') return recorder.fail(outcome.failure);
     if (outcome.answer.failure) return recorder.fail(outcome.answer.failure);

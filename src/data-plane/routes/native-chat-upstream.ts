@@ -73,11 +73,12 @@ export async function attemptChat(services: RouteServices, call: ChatCall, membe
     return { kind: 'answer', answer: { failure } };
   } catch (error) {
     // The client's leaving also pulls the signal: the failover layer tells the two apart.
-    if (signal.aborted) return { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound };
+    // The upstream had the request (a timeout, or an answer that broke off): it may have worked on it.
+    if (signal.aborted) return { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound, reached: true };
     if (error instanceof UpstreamTransportError) {
-      return error.timedOut ? { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound } : { kind: 'retry', failure: upstreamFailure(provider, error.reason, error) };
+      return error.timedOut ? { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound, reached: true } : { kind: 'retry', failure: upstreamFailure(provider, error.reason, error) };
     }
-    return { kind: 'retry', failure: upstreamFailure(provider, 'the answer broke off', error) };
+    return { kind: 'retry', failure: upstreamFailure(provider, 'the answer broke off', error), reached: true };
   } finally {
     recorder.upstreamSpentMs = (recorder.upstreamSpentMs ?? 0) + performance.now() - attemptAt;
     clearTimeout(timer);

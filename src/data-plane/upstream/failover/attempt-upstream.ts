@@ -11,11 +11,13 @@ import { isEndpointFault, restsEndpoint, retryWaitMs, type RetryPolicy } from '.
  *   `isRetryableStatus`), absent when the failure was the transport's or the stream's (refused, reset,
  *   timed out, broke or erred before its first content); `waitMs` the upstream's `Retry-After`;
  *   `callerBound` when the attempt ended on a bound the caller chose (its own `timeout`, or what was
- *   left of the request's deadline), which says nothing of the endpoint: its breaker is not charged.
+ *   left of the request's deadline), which says nothing of the endpoint: its breaker is not charged;
+ *   `reached` when the upstream had the request and may have worked on it (a timeout, an answer or a
+ *   stream that broke off) without its usage being read: usage accounting charges its input.
  */
 export type AttemptResult<A, F> =
   | { readonly kind: 'answer'; readonly answer: A }
-  | { readonly kind: 'retry'; readonly failure: F; readonly status?: number; readonly waitMs?: number; readonly callerBound?: boolean };
+  | { readonly kind: 'retry'; readonly failure: F; readonly status?: number; readonly waitMs?: number; readonly callerBound?: boolean; readonly reached?: boolean };
 
 export type Attempt<A, F> = (member: PooledEndpoint, signal: AttemptSignal) => Promise<AttemptResult<A, F>>;
 
@@ -48,7 +50,14 @@ export interface FailoverPlan {
 export interface AttemptTally {
   endpoint: PooledEndpoint | undefined;
   count: number;
+  /** Failed attempts the upstream had the request of, whose usage was never read (see `reached`). */
+  unreported: number;
+  /** The client left while an attempt was running (the upstream had its request). */
+  abandoned: boolean;
 }
+
+/** A tally before any attempt. */
+export const newTally = (): AttemptTally => ({ endpoint: undefined, count: 0, unreported: 0, abandoned: false });
 
 const CLIENT_GONE = { kind: 'client-gone' } as const;
 const RESTING = { kind: 'resting' } as const;
@@ -95,7 +104,10 @@ async function attemptOnce<A, F>(pool: EndpointPool, member: PooledEndpoint, cli
     result = await attempt(member, client.attemptSignal());
   } catch (error) {
     pool.released(member);
-    if (client.gone) return undefined;
+    if (client.gone) {
+      tally.abandoned = true;
+      return undefined;
+    }
     throw error;
   }
   if (result.kind === 'answer') {
@@ -105,8 +117,10 @@ async function attemptOnce<A, F>(pool: EndpointPool, member: PooledEndpoint, cli
   // A failure while the client was leaving says nothing of the endpoint.
   if (client.gone) {
     pool.released(member);
+    tally.abandoned = true;
     return undefined;
   }
+  if (result.reached) tally.unreported += 1;
   const status = result.status;
   // Only the endpoint's own faults count against it: never a bound the caller chose.
   if (!result.callerBound && (status === undefined || isEndpointFault(status))) pool.failed(member, status !== undefined && restsEndpoint(status) ? result.waitMs : undefined, caller);
