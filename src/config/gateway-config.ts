@@ -407,12 +407,13 @@ export function parseStaticKeys(value: string | undefined): string[] {
   return keys;
 }
 
-/** `GATEWAY_ADMIN_TOKEN`, refused when shorter than {@link MIN_SECRET_LENGTH}; named, never shown. */
-function adminToken(value: string | undefined): string | undefined {
+/**
+ * A secret from the environment (`GATEWAY_ADMIN_TOKEN`, `GATEWAY_KEY_ID_SECRET`), refused when shorter
+ * than {@link MIN_SECRET_LENGTH}; named, never shown.
+ */
+function secret(name: string, value: string | undefined): string | undefined {
   if (!value) return undefined;
-  if (value.length < MIN_SECRET_LENGTH) {
-    problem(`GATEWAY_ADMIN_TOKEN must be at least ${MIN_SECRET_LENGTH} characters long (generate one with: openssl rand -hex 32)`);
-  }
+  if (value.length < MIN_SECRET_LENGTH) problem(`${name} must be at least ${MIN_SECRET_LENGTH} characters long (generate one with: openssl rand -hex 32)`);
   return value;
 }
 
@@ -424,15 +425,6 @@ function envBoolean(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
   if (value === 'false' || value === '0') return false;
   problem(`${name} must be true or false, got '${env[name]}'`);
   return undefined;
-}
-
-/** `GATEWAY_KEY_ID_SECRET`, refused when shorter than {@link MIN_SECRET_LENGTH}; named, never shown. */
-function keyIdSecret(value: string | undefined): string | undefined {
-  if (!value) return undefined;
-  if (value.length < MIN_SECRET_LENGTH) {
-    problem(`GATEWAY_KEY_ID_SECRET must be at least ${MIN_SECRET_LENGTH} characters long (generate one with: openssl rand -hex 32)`);
-  }
-  return value;
 }
 
 /** `GATEWAY_TRUSTED_PROXIES` (comma-separated) over the file's `server.trustedProxies`, checked as proxy-addr reads them. */
@@ -548,9 +540,9 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
       max: envInteger(env, 'RATE_LIMIT_MAX', 1) ?? file.rateLimit?.max ?? 100,
       windowMs: envInteger(env, 'RATE_LIMIT_WINDOW_MS', 1) ?? file.rateLimit?.windowMs ?? 60_000,
     },
-    adminToken: adminToken(env.GATEWAY_ADMIN_TOKEN),
+    adminToken: secret('GATEWAY_ADMIN_TOKEN', env.GATEWAY_ADMIN_TOKEN),
     apiKeys: parseStaticKeys(env.GATEWAY_API_KEYS),
-    keyIdSecret: keyIdSecret(env.GATEWAY_KEY_ID_SECRET),
+    keyIdSecret: secret('GATEWAY_KEY_ID_SECRET', env.GATEWAY_KEY_ID_SECRET),
     limitsAllowUnbounded: envBoolean(env, 'GATEWAY_LIMITS_ALLOW_UNBOUNDED') ?? false,
     logLevel: env.LOG_LEVEL ?? file.logLevel ?? 'info',
     drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,

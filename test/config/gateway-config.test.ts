@@ -166,6 +166,14 @@ describe('gateway config', () => {
       .with.property('message')
       .that.does.not.contain(short);
     expect(loadConfig({ GATEWAY_CONFIG: path, GATEWAY_ADMIN_TOKEN: `${short}x` }).adminToken).to.equal(`${short}x`);
+    expect(() => loadConfig({ GATEWAY_CONFIG: path, GATEWAY_KEY_ID_SECRET: short }))
+      .to.throw(ConfigError, 'GATEWAY_KEY_ID_SECRET must be at least 32 characters long')
+      .with.property('message')
+      .that.does.not.contain(short);
+    expect(loadConfig({ GATEWAY_CONFIG: path, GATEWAY_KEY_ID_SECRET: `${short}x` }).keyIdSecret).to.equal(`${short}x`);
+    expect(loadConfig({ GATEWAY_CONFIG: path }).limitsAllowUnbounded).to.equal(false);
+    expect(loadConfig({ GATEWAY_CONFIG: path, GATEWAY_LIMITS_ALLOW_UNBOUNDED: 'true' }).limitsAllowUnbounded).to.equal(true);
+    expect(() => loadConfig({ GATEWAY_CONFIG: path, GATEWAY_LIMITS_ALLOW_UNBOUNDED: 'sometimes' })).to.throw(ConfigError, "GATEWAY_LIMITS_ALLOW_UNBOUNDED must be true or false, got 'sometimes'");
   });
 });
 
