@@ -33,6 +33,8 @@ const { values } = parseArgs({
     endpoints: { type: 'string', default: '1' },
     // The stores the admission scenario runs on.
     'admission-stores': { type: 'string', default: 'embedded,redis' },
+    // The store of the load scenarios' gateways (this tree's and --before's): embedded, or a Redis of the bench's own.
+    store: { type: 'string', default: 'embedded' },
   },
 });
 const seconds = Number(values.seconds);
@@ -126,6 +128,8 @@ await runCleanly(async () => {
     };
   }
 
+  if (values.store !== 'embedded' && values.store !== 'redis') throw new Error(`--store takes embedded or redis, got '${values.store}'`);
+  const loadRedis = values.store === 'redis' ? await startRedis() : undefined;
   const here: CompiledTree = await compileTree('.', join(work, 'after'));
   const before: CompiledTree | undefined = values.before ? await compileTree(values.before, join(work, 'before')) : undefined;
 
@@ -165,7 +169,8 @@ await runCleanly(async () => {
       const baseUrls = name === 'before' ? upstreamUrl : Array.from({ length: endpointCount }, () => upstreamUrl).join(',');
       // Each tree reads its own config file (an older tree may not know this one's settings).
       const configFile = name === 'before' && values.before ? { GATEWAY_CONFIG: resolve(values.before, 'config/gateway.yaml') } : {};
-      return start([...tree.nodeArgs, tree.script('src/main.ts')], gatewayEnv(tree, baseUrls, dataDir, configFile), /"url":"([^"]+)"/);
+      const store = loadRedis ? { REDIS_URL: loadRedis.url } : {};
+      return start([...tree.nodeArgs, tree.script('src/main.ts')], gatewayEnv(tree, baseUrls, dataDir, { ...configFile, ...store }), /"url":"([^"]+)"/);
     };
     const fast = await run(upstream.url);
     const slow = await run(slowUpstream.url);
@@ -473,7 +478,7 @@ await runCleanly(async () => {
 
   const table = [
     `Benchmark ${report.date as string}, node ${process.version}, ${report.cpus as number} CPUs (load average at start ${(report.loadavg as number[]).map((value) => value.toFixed(1)).join(' ')}), ` +
-      `${connections} connections, ${rounds} alternating rounds of ${seconds} s, medians; ratios against the bare proxy.`,
+      `${connections} connections, ${rounds} alternating rounds of ${seconds} s, medians, gateways on the ${values.store} store; ratios against the bare proxy.`,
     '',
     // The load scenarios' table, when any of them ran (the header alone otherwise).
     ...(rows.length > 2 ? [...rows, ''] : []),
