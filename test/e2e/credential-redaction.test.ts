@@ -184,4 +184,89 @@ describe('upstream credential redaction through the gateway', function () {
       { numRuns: 40 },
     );
   });
+
+  it('a key split across the text deltas of a stream (2 and 3 deltas, chunked, CRLF) never reaches the client joined, on each stream route', async () => {
+    const key = 'sk-up/stream+key-7Hq2Zr9Xw4Lm';
+    const before = 'Your key: ';
+    const after = ' (keep it safe).';
+    const at = before.length;
+    // Where the deltas end: the first with 5 characters of the key (held until the next shows it goes on),
+    // then three deltas, the first with 2 (sent) and the middle inside the key.
+    const splits = [[at + 5], [at + 2, at + 11]];
+    const text = `${before}${key}${after}`;
+    const deltasOf = (ends: number[]) => [0, ...ends, text.length].slice(1).map((end, index, all) => text.slice(index === 0 ? 0 : all[index - 1], end));
+    const eventsOf = (format: Format, deltas: string[]): string[] =>
+      format === 'chat-completions'
+        ? [
+            ...deltas.map((content) => sse(undefined, { id: 'chatcmpl-1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content }, finish_reason: null }] })),
+            sse(undefined, { id: 'chatcmpl-1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }),
+            sse(undefined, { id: 'chatcmpl-1', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 3, completion_tokens: 9, total_tokens: 12 } }),
+            'data: [DONE]\n\n',
+          ]
+        : format === 'responses'
+          ? [
+              ...deltas.map((delta) => sse('response.output_text.delta', { type: 'response.output_text.delta', item_id: 'msg_1', output_index: 0, content_index: 0, delta })),
+              sse('response.output_text.done', { type: 'response.output_text.done', item_id: 'msg_1', output_index: 0, content_index: 0, text }),
+              sse('response.completed', { type: 'response.completed', response: { usage: { input_tokens: 3, output_tokens: 9, total_tokens: 12 } } }),
+            ]
+          : [
+              sse('message_start', { type: 'message_start', message: { usage: { input_tokens: 3, output_tokens: 1 } } }),
+              sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+              ...deltas.flatMap((delta, index) => [
+                sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: delta } }),
+                ...(index === 0 ? [sse('ping', { type: 'ping' })] : []),
+              ]),
+              sse('content_block_stop', { type: 'content_block_stop', index: 0 }),
+              sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 9 } }),
+              sse('message_stop', { type: 'message_stop' }),
+            ];
+    /** The text a client joins from the deltas it received. */
+    const joined = (format: Format, body: string): string =>
+      body
+        .split(/\r\n\r\n/)
+        .flatMap((block) => block.split(/\r\n/).filter((line) => line.startsWith('data: ') && line !== 'data: [DONE]').map((line) => JSON.parse(line.slice(6)) as Record<string, any>))
+        .map((payload) =>
+          format === 'chat-completions'
+            ? (payload.choices?.[0]?.delta?.content ?? '')
+            : format === 'responses'
+              ? payload.type === 'response.output_text.delta' ? payload.delta : ''
+              : payload.type === 'content_block_delta' ? payload.delta.text : '',
+        )
+        .join('');
+
+    let split = splits[0]!;
+    upstream.script = async (req: IncomingMessage, res: ServerResponse) => {
+      const format = FORMAT_OF[req.url!]!;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      // CRLF line endings, the bytes cut every 7, each piece its own socket write.
+      const bytes = Buffer.from(eventsOf(format, deltasOf(split)).join('').replace(/\n/g, '\r\n'));
+      for (let offset = 0; offset < bytes.length; offset += 7) {
+        res.write(bytes.subarray(offset, offset + 7));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      res.end();
+    };
+    const logs: string[] = [];
+    const gateway = await startWithKey(key, logs);
+    try {
+      for (const ends of splits) {
+        split = ends;
+        for (const [path, model] of [['/v1/chat/completions', 'alpha/gen-5.5'], ['/v1/responses', 'alpha/gen-5.5'], ['/v1/messages', 'beta-opus-4-8']] as const) {
+          const body = path === '/v1/responses' ? { model, stream: true, input: 'hi' } : { model, stream: true, max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] };
+          const response = await request(`${gateway.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+          const received = await response.body.text();
+          const what = `${path} split at ${ends.join(',')}`;
+          expect(response.statusCode, what).to.equal(200);
+          const format = FORMAT_OF[path]!;
+          // At most a start of the key shorter than the hold threshold (here 2 characters) shows before the marker.
+          expect(joined(format, received), what).to.equal(`${before}${ends[0]! - at < 4 ? key.slice(0, ends[0]! - at) : ''}${REDACTED}${after}`);
+          expect(revealsSecret(received, key), what).to.equal(false);
+          expect(received, what).not.to.contain(key.slice(0, 4));
+        }
+      }
+    } finally {
+      await gateway.close();
+    }
+    expect(revealsSecret(logs.join(''), key)).to.equal(false);
+  });
 });

@@ -6,7 +6,7 @@ import type { TokenUsage } from '../../plugins/plugin-contract.ts';
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
 import { relaySse } from '../sse/sse-relay.ts';
 import { FixupChain } from '../sse/fixup-chain.ts';
-import { redactCredential, redactCredentialText } from '../upstream/redact-credential.ts';
+import { redactCredential, redactCredentialText, StreamRedactor } from '../upstream/redact-credential.ts';
 import { isPluginFault, type PluginFault } from '../../plugins/plugin-fault.ts';
 import { reportPluginFault } from './plugin-faults.ts';
 import { RELAYED_RESPONSE_HEADERS } from '../upstream/upstream-client.ts';
@@ -82,6 +82,8 @@ async function relayStream(context: RelayContext, answer: Extract<CompatibleAnsw
   services.openStreams?.opened();
   let usage: TokenUsage | undefined;
   let terminal = false;
+  // The credential whole in an event, and split across the text deltas of several (events held meanwhile).
+  const redactor = new StreamRedactor(answer.apiKey);
   try {
     const outcome = await relaySse(answer.body, res, {
       fixups: new FixupChain(call.registry.streamFixups(call.route, call.model.canonicalId)),
@@ -91,7 +93,8 @@ async function relayStream(context: RelayContext, answer: Extract<CompatibleAnsw
         if (!terminal) terminal = rules.isTerminalEvent(event);
       },
       maxEventBytes: services.maxSseEventBytes,
-      rewrite: (bytes) => redactCredential(bytes, answer.apiKey),
+      rewrite: (bytes) => redactor.rewrite(bytes),
+      flush: () => redactor.flush(),
       clientWriteTimeoutMs: services.clientWriteTimeoutMs,
       endOnComplete: true,
     });

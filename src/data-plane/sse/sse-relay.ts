@@ -16,8 +16,17 @@ export interface RelayOptions {
   readonly onEvent: (event: SseEvent) => void;
   /** Largest single event relayed; a larger one stops the relay (`eventTooLarge`). Default: no cap. */
   readonly maxEventBytes?: number;
-  /** Applied to the bytes of whole events before they are written (credential redaction). */
+  /**
+   * Applied to the bytes of whole events before they are written (credential redaction); may hand back
+   * less (events it holds back) or more (held events it releases).
+   */
   readonly rewrite?: (bytes: Buffer) => Buffer;
+  /**
+   * What `rewrite` still holds back, written once when the relay stops with the response still open
+   * (the upstream ended, broke off or sent an event over the cap, or a hook threw): before the end of
+   * the response or the caller's in-band error.
+   */
+  readonly flush?: () => Buffer;
   /**
    * Longest the client may leave the response's buffer full (a write refused, no `drain`) before the
    * relay gives up on it (`clientStalled`). Default: no limit.
@@ -88,9 +97,14 @@ export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res
       body.abort();
     };
     res.once('close', onClose);
-    const write = (bytes: Buffer) => {
-      if (bytes.length === 0 || settled) return;
-      if (res.write(rewrite ? rewrite(bytes) : bytes)) return;
+    /** Writes `bytes` (rewritten), and what the rewrite held back when `last`. */
+    const write = (bytes: Buffer, last = false) => {
+      if (settled) return;
+      let out = rewrite && bytes.length > 0 ? rewrite(bytes) : bytes;
+      const held = last && options.flush ? options.flush() : undefined;
+      if (held && held.length > 0) out = out.length === 0 ? held : Buffer.concat([out, held]);
+      if (out.length === 0) return;
+      if (res.write(out)) return;
       draining = true;
       body.pause();
       void awaitClientRead(res, 'drain', clientWriteTimeoutMs).then((read) => {
@@ -124,12 +138,14 @@ export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res
           const fault = relayBlocks(blocks, onEvent, fixups, write);
           if (fault) {
             // A plugin's hook threw: the events before it are out; the rest of the body is not wanted.
+            write(EMPTY, true);
             whenDrained(() => settle(fault));
             body.abort();
             return;
           }
         }
         if (splitter.oversized && !settled) {
+          write(EMPTY, true);
           whenDrained(() => settle({ completed: false, clientClosed, eventTooLarge: true, clientStalled }));
           body.abort();
         }
@@ -137,7 +153,7 @@ export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res
       end() {
         if (concluded || settled) return;
         // An event cut off by the end of the stream goes out as it came (the client discards it too).
-        write(splitter.rest());
+        write(splitter.rest(), true);
         whenDrained(() => {
           if (options.endOnComplete && !clientClosed && !clientStalled) res.end();
           settle({ completed: !clientClosed && !clientStalled, clientClosed: clientClosed && !clientStalled, eventTooLarge: false, clientStalled });
@@ -145,11 +161,14 @@ export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res
       },
       error(error) {
         if (concluded || settled) return;
+        write(EMPTY, true);
         whenDrained(() => (clientClosed || clientStalled ? stopped() : settle({ error })));
       },
     });
   });
 }
+
+const EMPTY = Buffer.alloc(0);
 
 function isUpstreamBody(upstream: AsyncIterable<Uint8Array> | UpstreamBody): upstream is UpstreamBody {
   return typeof (upstream as Partial<UpstreamBody>).attach === 'function';

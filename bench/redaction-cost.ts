@@ -1,0 +1,42 @@
+/**
+ * The credential matcher's cost on pathological input: 1 MiB and 2 MiB of nested percent escapes and
+ * near misses, per case, median of 5 runs. Exits 1 when 2 MiB takes more than 3 times what 1 MiB does
+ * (linear work doubles; quadratic would quadruple), for cases where 1 MiB takes over 5 ms. Run: `node --import tsx bench/redaction-cost.ts`.
+ */
+import { redactCredential } from '../src/data-plane/upstream/redact-credential.ts';
+
+const MiB = 1024 * 1024;
+const realistic = 'sk-up/stream+key-0123456789abcdefghij';
+const cases: [string, string][] = [
+  ['%25', realistic],
+  ['25', realistic],
+  ['%252F', realistic],
+  ['sk-up%252F', realistic],
+  [`${realistic.slice(0, -1).replace(/[/+]/g, (c) => `%2525${c.charCodeAt(0).toString(16)}`)}%252578 `, realistic],
+  ['%2525', '%%%%%%%%%%%%%%%%%%%%x'],
+  ['%25%', '%25%25%25%25%25%25%25!'],
+  ['\\u0025%2525', '%%%%%%%%%%%%%%%%%%%%x'],
+];
+
+const fill = (unit: string, size: number) => Buffer.from(unit.repeat(Math.ceil(size / unit.length)).slice(0, size));
+const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+function timed(bytes: Buffer, key: string): number {
+  const runs: number[] = [];
+  for (let run = 0; run < 5; run += 1) {
+    const started = performance.now();
+    redactCredential(bytes, key);
+    runs.push(performance.now() - started);
+  }
+  return median(runs);
+}
+
+let failed = false;
+console.log('| unit | key | 1 MiB ms | 2 MiB ms | ratio |\n|---|---|---:|---:|---:|');
+for (const [unit, key] of cases) {
+  const once = timed(fill(unit, MiB), key);
+  const twice = timed(fill(unit, 2 * MiB), key);
+  const ratio = twice / once;
+  if (once > 5 && ratio > 3) failed = true;
+  console.log(`| \`${unit.slice(0, 24)}\` | \`${key.slice(0, 12)}…\` | ${once.toFixed(1)} | ${twice.toFixed(1)} | ${ratio.toFixed(2)}× |`);
+}
+process.exit(failed ? 1 : 0);
