@@ -103,7 +103,8 @@ describe('OpenAPI document', function () {
   it('describes the real answers of the admin limits route, use included', async () => {
     const created = await request(`${test.url}/admin/keys`, { method: 'POST', headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'metered', tpm: 5000, budget: { daily_usd: 2 } }) });
     const { key } = (await created.body.json()) as { key: string };
-    const chat = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'hi' }] }) });
+    // A key with a tpm reserves the request's whole estimate: an output cap keeps it within 5000.
+    const chat = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'zeta/zeta-k3', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] }) });
     expect(chat.statusCode).to.equal(200);
     await chat.body.text();
     await test.gateway.flushUsage();
