@@ -71,11 +71,35 @@ async function counters(test: TestGateway, scope: 'key' | 'team', owner: string,
   return Object.fromEntries(meters.map((meter, index) => [`${meter.kind}:${meter.period}`, values[index]!]));
 }
 
-/** Seconds to the next UTC midnight. */
-const secondsToMidnight = () => {
-  const now = new Date();
-  return (Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1) - now.getTime()) / 1000;
+/** Seconds from `at` (epoch ms) to the next UTC midnight. */
+const secondsToMidnight = (at: number) => {
+  const day = new Date(at);
+  return (Date.UTC(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate() + 1) - at) / 1000;
 };
+
+const utcDay = (at: number) => new Date(at).toISOString().slice(0, 10);
+
+/**
+ * Checks the Retry-After of a refusal that lasts until the next UTC midnight, decided at some instant
+ * between `before` (taken before sending) and `after` (taken once answered): between the seconds to
+ * midnight measured after and those measured before, ±1 for rounding. When the UTC day changed in
+ * between, the refusal may have been decided on either day: either day's range is accepted.
+ */
+function expectRetryUntilMidnight(retryAfter: unknown, before: number, after: number): void {
+  const seconds = Number(retryAfter);
+  const ranges: [number, number][] =
+    utcDay(before) === utcDay(after)
+      ? [[secondsToMidnight(after) - 1, secondsToMidnight(before) + 1]]
+      : [
+          [0, secondsToMidnight(before) + 1],
+          [secondsToMidnight(after) - 1, 86_400 + 1],
+        ];
+  const fits = ranges.some(([low, high]) => seconds >= low && seconds <= high);
+  expect(fits, `Retry-After ${String(retryAfter)} within ${ranges.map(([low, high]) => `[${low}, ${high}]`).join(' or ')}`).to.equal(true);
+}
+
+/** Where the UTC minute window holding `at` (epoch ms) ends. */
+const minuteEnd = (at: number) => (Math.floor(at / 60_000) + 1) * 60_000;
 
 for (const store of ['embedded', 'redis'] as const) {
   describe(`budgets: reserve at admission, settle on the real usage (${store} store)`, function () {
@@ -126,10 +150,12 @@ for (const store of ['embedded', 'redis'] as const) {
       // The bound: a limit is exceeded at most by the output of the requests admitted while it had room.
       expect(used.charged_tokens).to.be.at.most(30 + used.output_tokens);
       expect(served).to.be.within(1, 3);
+      const sentAt = Date.now();
       const after = await post(test.url, '/v1/chat/completions', key, chat({ max_tokens: 4 }));
+      const answeredAt = Date.now();
       expect(after.status).to.equal(429);
       expect(after.json.error.code).to.equal('GW_ERR_QUOTA_EXCEEDED');
-      expect(Number(after.headers['retry-after'])).to.be.closeTo(secondsToMidnight(), 3);
+      expectRetryUntilMidnight(after.headers['retry-after'], sentAt, answeredAt);
       expect((await counters(test, 'key', record.id, { quota: { daily: 30 } }))['quota:day']).to.equal(used.charged_tokens);
     });
 
@@ -142,11 +168,13 @@ for (const store of ['embedded', 'redis'] as const) {
       const { key, record } = await test.gateway.keys.create({ name: 'five requests', budget });
       const statuses: number[] = [];
       for (let index = 0; index < 7; index += 1) {
+        const sentAt = Date.now();
         const answer = await post(test.url, '/v1/chat/completions', key, chat({ max_tokens: 50 }));
+        const answeredAt = Date.now();
         statuses.push(answer.status);
         if (answer.status === 429) {
           expect(answer.json.error.code).to.equal('GW_ERR_BUDGET_EXCEEDED');
-          expect(Number(answer.headers['retry-after'])).to.be.closeTo(secondsToMidnight(), 3);
+          expectRetryUntilMidnight(answer.headers['retry-after'], sentAt, answeredAt);
         }
         await test.gateway.flushUsage();
       }
@@ -241,14 +269,18 @@ describe('budgets: rate-limit headers are the caller\'s, in each format\'s own s
   it('answers Messages with anthropic-ratelimit-* headers the Anthropic SDK reads', async () => {
     const { key } = await test.gateway.keys.create({ name: 'messages', rpm: 7, tpm: 5000 });
     const client = new Anthropic({ apiKey: key, baseURL: test.url, maxRetries: 0 });
+    const sentAt = Date.now();
     const { response } = await client.messages.create({ model: 'beta-opus-4-8', max_tokens: 20, messages: [{ role: 'user', content: 'Count to three' }] }).withResponse();
+    const answeredAt = Date.now();
     expect(response.headers.get('anthropic-ratelimit-requests-limit')).to.equal('7');
     expect(response.headers.get('anthropic-ratelimit-requests-remaining')).to.equal('6');
     expect(response.headers.get('anthropic-ratelimit-tokens-limit')).to.equal('5000');
     // 14 characters / 4 + 8 = 12 input tokens and max_tokens 20 reserved.
     expect(response.headers.get('anthropic-ratelimit-tokens-remaining')).to.equal(String(5000 - 32));
+    // The end of the UTC minute the request was admitted in (RFC 3339, whole seconds): of the minute
+    // when it was sent, or of the next one if a minute ended before it was answered.
     const reset = Date.parse(response.headers.get('anthropic-ratelimit-tokens-reset')!);
-    expect(reset - Date.now()).to.be.within(-1000, 61_000);
+    expect(reset, response.headers.get('anthropic-ratelimit-tokens-reset')!).to.be.within(minuteEnd(sentAt), minuteEnd(answeredAt));
     expect(response.headers.get('x-ratelimit-limit-requests')).to.equal(null);
   });
 

@@ -51,8 +51,11 @@ describe('managed keys while Redis cannot be read (GATEWAY_AUTH_FAIL_MODE)', fun
       const key = await gatewayWithKey({});
       const cutAt = Date.now();
       await cut();
+      // Redis cannot be read, so a 200 comes from the key's state last read; in closed mode the store
+      // answers from it only while that read is under GRACE_MS old (it throws past it, whenever the
+      // request is decided), so the 200 is the acceptance during the grace.
       expect((await chat(test!.url, key)).status).to.equal(200);
-      expect(Date.now() - cutAt).to.be.below(GRACE_MS);
+      // The key was last read from Redis before the cut: past cutAt + GRACE_MS its grace is over.
       await sleep(GRACE_MS - (Date.now() - cutAt) + 200);
       const refused = await chat(test!.url, key);
       expect(refused.status).to.equal(503);

@@ -5,7 +5,8 @@ import { createAuthenticator } from '../../../src/data-plane/auth/authenticate.t
 import type { KeyStore } from '../../../src/stores/keys/key-store.ts';
 import { TrustedCache } from '../../../src/data-plane/auth/trusted-cache.ts';
 import { isGatewayError } from '../../../src/core/gateway-errors.ts';
-import { eventually, sleep } from '../../helpers/eventually.ts';
+import { eventually } from '../../helpers/eventually.ts';
+import { ManualClock, withDateNow } from '../../helpers/manual-clock.ts';
 
 const record = (id: string, revoked = false): ApiKeyRecord => ({ id, name: id, hash: hashApiKey(id), createdAt: '2026-01-01T00:00:00.000Z', revoked });
 
@@ -185,18 +186,28 @@ describe('authenticator check', () => {
   });
 
   it('still refuses a cached key once it expires, without a store read', async () => {
-    const expiresAt = new Date(Date.now() + 150).toISOString();
-    const { store, reads } = countingStore([{ ...record('key_2'), hash: hashApiKey(key), expiresAt }]);
-    const auth = createAuthenticator({ store, trustMs: 60_000 });
-    await auth.check(headers, '/v1/chat/completions');
-    await sleep(200);
-    let caught: unknown;
-    try {
-      auth.check(headers, '/v1/chat/completions');
-    } catch (error) {
-      caught = error;
-    }
-    expect(isGatewayError(caught) && caught.status).to.equal(403);
+    // Expiring an hour ahead, so the first check (on the real clock) sees it valid however slow the
+    // machine; the expiry itself is then reached on a clock the test moves. The authenticator's cache
+    // takes Date.now as its clock when built, and a check answered from the cache is synchronous, so
+    // both the trust and the key's status are read on the test's clock.
+    const clock = new ManualClock(Date.now());
+    const expiresAt = clock.time + 3_600_000;
+    const { store, reads } = countingStore([{ ...record('key_2'), hash: hashApiKey(key), expiresAt: new Date(expiresAt).toISOString() }]);
+    const auth = withDateNow(clock, () => createAuthenticator({ store, trustMs: 24 * 3_600_000 }));
+    expect(await auth.check(headers, '/v1/chat/completions')).to.deep.equal({ id: 'key_2', name: 'key_2' });
+    const checkAt = (time: number) => {
+      clock.time = time;
+      return withDateNow(clock, () => {
+        try {
+          return auth.check(headers, '/v1/chat/completions');
+        } catch (error) {
+          return error;
+        }
+      });
+    };
+    expect(checkAt(expiresAt - 1), 'a millisecond before it expires').to.deep.equal({ id: 'key_2', name: 'key_2' });
+    const caught = checkAt(expiresAt);
+    expect(isGatewayError(caught) && caught.status, 'once it expires').to.equal(403);
     expect(reads()).to.equal(1);
   });
 

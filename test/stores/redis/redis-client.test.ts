@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { createRedisClient, isReady, redisHealth, waitUntilReady } from '../../../src/stores/redis/redis-client.ts';
 import { captureLogs, eventually } from '../../data-plane/auth/guarded-app.ts';
 import { freePort, TestRedisCluster, TestRedisServer } from '../../helpers/redis-server.ts';
+import { settledAtOnce } from '../../helpers/settled-at-once.ts';
 
 const count = (text: string, message: string) => text.split('\n').filter((line) => line.includes(`"msg":"${message}"`)).length;
 
@@ -13,21 +14,31 @@ describe('Redis client', function () {
     const server = await TestRedisServer.start();
     const logs = captureLogs();
     const client = createRedisClient(server.url, logs.logger);
+    // Each reconnect attempt the client schedules, with its delay (ioredis passes it with the event).
+    const retryDelays: number[] = [];
+    client.on('reconnecting', (delay: number) => retryDelays.push(delay));
     try {
       expect(await waitUntilReady(client, 5000)).to.equal(true);
       expect(redisHealth(client).ready).to.equal(true);
       await server.stop();
       await eventually(() => !redisHealth(client).ready, 'the client to notice');
-      const started = Date.now();
-      let failure: unknown;
-      await client.get('anything').catch((error: unknown) => (failure = error));
-      expect(failure).to.be.an('error');
-      expect(Date.now() - started).to.be.below(100);
+      // At once: the command is refused before the event loop turns again, so no timer (the 500 ms
+      // command timeout), no reconnect and no socket event can have answered it.
+      const outcome = await settledAtOnce(client.get('anything'));
+      expect(outcome.settled, 'the command failed without waiting').to.equal('rejected');
+      expect(outcome.settled === 'rejected' && outcome.reason).to.be.an('error');
       // Several reconnect attempts fail meanwhile; the backoff stays at most 2 s.
       await new Promise((resolve) => setTimeout(resolve, 2500));
       await server.restart();
-      const backIn = await eventually(() => isReady(client), 'the reconnect', 5000);
-      expect(backIn).to.be.below(3000);
+      const failedBeforeBack = retryDelays.length;
+      await eventually(() => isReady(client), 'the reconnect', 15_000);
+      // Back by the first attempt made once Redis answers again: at most one more failed attempt (one
+      // refused while the server was still starting, reported late), and no wait between attempts over 2 s.
+      expect(retryDelays.length - failedBeforeBack, 'failed attempts once Redis answered again').to.be.at.most(1);
+      expect(Math.max(...retryDelays), 'longest wait between attempts').to.be.at.most(2000);
+      const { retryStrategy } = (client as Redis).options;
+      const strategyDelays = Array.from({ length: 50 }, (_, index) => retryStrategy!(index + 1));
+      expect(strategyDelays.every((delay) => typeof delay === 'number' && delay > 0 && delay <= 2000), `backoff ${strategyDelays.join(', ')}`).to.equal(true);
       expect(redisHealth(client).ready).to.equal(true);
       expect(await client.ping()).to.equal('PONG');
       expect(count(logs.text(), 'redis unavailable')).to.equal(1);

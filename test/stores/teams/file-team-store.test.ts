@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
-import { eventually } from '../../data-plane/auth/guarded-app.ts';
+import { ManualClock, withDateNow } from '../../helpers/manual-clock.ts';
 import { behavesAsTeamStore } from './team-store-behaviour.ts';
 
 describe('file team store', () => {
@@ -28,15 +28,21 @@ describe('file team store', () => {
   });
 
   it('shows a running instance what another process changed, without a restart', async () => {
-    const server = new FileTeamStore(dataDir);
+    // The server's clock is the test's: it looks at the file at most every 250 ms (its recheck period),
+    // so a change must show by then after its last look, however slow the machine.
+    const clock = new ManualClock(Date.now());
+    const server = withDateNow(clock, () => new FileTeamStore(dataDir));
+    const get = (name: string) => withDateNow(clock, () => server.get(name));
     const cli = new FileTeamStore(dataDir);
-    expect(await server.get('late')).to.equal(undefined);
+    expect(await get('late')).to.equal(undefined);
     const revision = server.revision;
     await cli.create({ name: 'late', rpm: 1 });
-    expect(await eventually(async () => (await server.get('late'))?.rpm === 1, 'the new team')).to.be.below(600);
+    clock.advance(250);
+    expect((await get('late'))?.rpm, 'the new team, one recheck period later').to.equal(1);
     expect(server.revision).to.be.above(revision);
     await cli.update('late', { rpm: 2 });
-    expect(await eventually(async () => (await server.get('late'))?.rpm === 2, 'the change')).to.be.below(600);
+    clock.advance(250);
+    expect((await get('late'))?.rpm, 'the change, one recheck period later').to.equal(2);
   });
 
   it('loses no team when two processes create at once', async () => {

@@ -19,9 +19,12 @@ export function behavesAsTeamStore(open: () => Promise<[TeamStore, TeamStore]>):
   });
 
   it('creates a team with its limits, refuses a second of that name (409), and lists and gets it from another instance', async () => {
+    const before = Date.now();
     const created = await first.create({ name: 'research.team_1', rpm: 60, tpm: 10_000, quota: { daily: 5000 }, budget: { daily_usd: 2.5, monthly_usd: 40 } });
+    const after = Date.now();
     expect(created).to.deep.equal({ name: 'research.team_1', rpm: 60, tpm: 10_000, quota: { daily: 5000 }, budget: { daily_usd: 2.5, monthly_usd: 40 }, createdAt: created.createdAt });
-    expect(Date.parse(created.createdAt)).to.be.closeTo(Date.now(), 5000);
+    // Stamped while the create ran (ISO time to the millisecond, the clock Date.now reads).
+    expect(Date.parse(created.createdAt), created.createdAt).to.be.within(before, after);
     const clash = await failure(second.create({ name: 'research.team_1' }));
     expect(clash).to.deep.include({ status: 409, code: 'GW_ERR_CONFLICT', detail: "A team named 'research.team_1' exists already" });
     await first.create({ name: 'bare' });
