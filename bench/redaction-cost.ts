@@ -4,19 +4,10 @@
  * (linear work doubles; quadratic would quadruple), for cases where 1 MiB takes over 5 ms. Run: `node --import tsx bench/redaction-cost.ts`.
  */
 import { redactCredential } from '../src/data-plane/upstream/redact-credential.ts';
+import { pathologicalRedactionCases } from '../test/fixtures/pathological-redaction.ts';
 
 const MiB = 1024 * 1024;
-const realistic = 'sk-up/stream+key-0123456789abcdefghij';
-const cases: [string, string][] = [
-  ['%25', realistic],
-  ['25', realistic],
-  ['%252F', realistic],
-  ['sk-up%252F', realistic],
-  [`${realistic.slice(0, -1).replace(/[/+]/g, (c) => `%2525${c.charCodeAt(0).toString(16)}`)}%252578 `, realistic],
-  ['%2525', '%%%%%%%%%%%%%%%%%%%%x'],
-  ['%25%', '%25%25%25%25%25%25%25!'],
-  ['\\u0025%2525', '%%%%%%%%%%%%%%%%%%%%x'],
-];
+const cases = pathologicalRedactionCases();
 
 const fill = (unit: string, size: number) => Buffer.from(unit.repeat(Math.ceil(size / unit.length)).slice(0, size));
 const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
