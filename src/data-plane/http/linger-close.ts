@@ -76,15 +76,32 @@ export function answerAndLinger(socket: Socket, answer: string, limits: LingerLi
   drain(socket, socket, limits);
 }
 
-/** Reads and drops `source` until it ends, then closes `socket` once its answer is flushed; destroys it past the limits. */
+/**
+ * How long a connection past its byte bound is held without reading before it is destroyed: the client's
+ * sending stalls (its window fills), while the answer already sent waits in its socket to be read. A
+ * destroy at once would reset the connection with that answer maybe still unread, and the client would
+ * see a connection error (and an SDK would send the whole body again).
+ */
+export const PAST_BOUND_HOLD_MS = 5000;
+
+/**
+ * Reads and drops `source` until it ends, then closes `socket` once its answer is flushed. Past the
+ * byte bound it stops reading and destroys the socket {@link PAST_BOUND_HOLD_MS} later (or at the time
+ * bound, if sooner), unless the client closed first.
+ */
 function drain(source: Readable, socket: Socket, limits: LingerLimits): void {
   lingering.add(socket);
   let read = 0;
   const cut = () => socket.destroy();
   const timer = setTimeout(cut, limits.maxMs);
+  let held: NodeJS.Timeout | undefined;
   const onData = (chunk: Buffer) => {
     read += chunk.length;
-    if (read > limits.maxBytes) cut();
+    if (read <= limits.maxBytes || held) return;
+    source.off('data', onData);
+    source.pause();
+    socket.pause();
+    held = setTimeout(cut, PAST_BOUND_HOLD_MS);
   };
   source.on('data', onData);
   // Nothing unread is left: once the answer is out (the HTTP layer ends the socket after it), closing
@@ -95,6 +112,7 @@ function drain(source: Readable, socket: Socket, limits: LingerLimits): void {
   });
   socket.once('close', () => {
     clearTimeout(timer);
+    clearTimeout(held);
     source.off('data', onData);
   });
   source.resume();

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import type { IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../../helpers/test-gateway.ts';
 import { runUploads, type UploadOutcome } from '../../helpers/upload-client.ts';
 
@@ -47,6 +48,36 @@ describe('early answers on large uploads (lingering close)', function () {
       expect(requests).to.equal(RUNS);
     });
   }
+
+  it('keeps the answer readable for a client that sends past the linger bound before it reads: reading stops, no reset', async () => {
+    // The client writes 1 MiB pieces without reading, until the gateway stops taking them (no 'drain'
+    // within 500 ms), then reads. Reading stops past twice the body limit (20 MiB): the client's sending
+    // stalls, and its answer waits for it. A reset there would have thrown the unread 413 away.
+    const { port } = new URL(gateway.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1');
+      let text = '';
+      socket.on('error', reject);
+      socket.pause();
+      socket.once('connect', async () => {
+        socket.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
+        const piece = Buffer.concat([Buffer.from(`${(1024 * 1024).toString(16)}\r\n`), Buffer.alloc(1024 * 1024, 0x20), Buffer.from('\r\n')]);
+        for (let sent = 0; sent < BODY_BYTES; sent += piece.length) {
+          if (socket.write(piece)) continue;
+          const drained = await Promise.race([new Promise<boolean>((done) => socket.once('drain', () => done(true))), new Promise<boolean>((done) => setTimeout(() => done(false), 500))]);
+          if (!drained) break;
+        }
+        socket.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        socket.once('end', () => {
+          resolve(text);
+          socket.destroy();
+        });
+        socket.resume();
+      });
+    });
+    expect(answer).to.match(/^HTTP\/1\.1 413 /);
+    expect(answer).to.contain('GW_ERR_PAYLOAD_TOO_LARGE');
+  });
 
   it('answers a bad key on a 64 MiB upload with a 401 the client reads (raw client and SDK)', async () => {
     const key = 'sk-not-a-known-key-0001';
