@@ -16,14 +16,17 @@ import type { RouteServices } from '../route-services.ts';
  */
 export function checkOutputCaps(body: Readonly<Record<string, unknown>>, fields: readonly string[], resolved: ResolvedModel): void {
   const problems: string[] = [];
+  let first: string | undefined;
   const most = resolved.model.maxOutputTokens;
   for (const field of fields) {
     const value = body[field];
     if (typeof value !== 'number') continue;
     if (!Number.isSafeInteger(value)) problems.push(fieldError(field, 'must be a safe integer (at most 9007199254740991)'));
     else if (most !== undefined && value > most) problems.push(fieldError(field, `must be at most ${most}, the most '${resolved.canonicalId}' writes`));
+    else continue;
+    first ??= field;
   }
-  if (problems.length) throw validationError(problems, fields.find((field) => problems.some((problem) => problem.startsWith(`Field '${field}'`))));
+  if (problems.length) throw validationError(problems, first);
 }
 
 /** The request's own output cap: the first of its route's cap fields it sets to a positive number. */
