@@ -145,34 +145,30 @@ export function createRateLimiters(options: RateLimiterOptions = {}): RateLimite
     return counted(meters, settings.windowMs, result, res, now);
   };
 
-  const perAddress: RequestHandler = (req, res, next) => {
-    const now = Date.now();
-    const settings = settingsOf();
-    const meters = [requestMeter('address', clientAddress(req), settings.max, settings.windowMs, now)];
-    const pass = (result: ReserveResult) => decide(meters, settings.windowMs, result, res, now);
-    try {
+  const perAddress: RequestHandler = (req, res, next) =>
+    proceed(() => {
+      const now = Date.now();
+      const settings = settingsOf();
+      const meters = [requestMeter('address', clientAddress(req), settings.max, settings.windowMs, now)];
+      const pass = (result: ReserveResult) => decide(meters, settings.windowMs, result, res, now);
       const result = ledger.reserve(meters.map(ONE_REQUEST));
-      if (result instanceof Promise) void result.then(pass).then(() => next(), next);
-      else {
-        pass(result);
-        next();
-      }
-    } catch (error) {
-      next(error);
-    }
-  };
+      return result instanceof Promise ? result.then(pass) : pass(result);
+    }, next);
 
-  const perKey: RequestHandler = (_req, res, next) => {
-    try {
-      const counted = count(res.locals.apiKey as CallerKey | undefined, res);
-      if (counted instanceof Promise) void counted.then(() => next(), next);
-      else next();
-    } catch (error) {
-      next(error);
-    }
-  };
+  const perKey: RequestHandler = (_req, res, next) => proceed(() => count(res.locals.apiKey as CallerKey | undefined, res), next);
 
   return { perKey: Object.assign(perKey, { count }), perAddress, degraded: () => ledger.degraded() };
+}
+
+/** Express's next step after a decision that is synchronous (the embedded ledger) or not (Redis). */
+function proceed(decision: () => unknown, next: (error?: unknown) => void): void {
+  try {
+    const decided = decision();
+    if (decided instanceof Promise) void decided.then(() => next(), next);
+    else next();
+  } catch (error) {
+    next(error);
+  }
 }
 
 /** The headers of the first meter (the key's or the address's), and the 429 of the one refused. */
