@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import { assertWorkersShareState, runPrimary, workerCount } from './server/cluster.ts';
 import { ConfigError, loadConfig } from './config/gateway-config.ts';
+import { applyEnvFiles } from './config/env-files.ts';
 import { startGateway } from './server/gateway.ts';
 import { createLogger } from './core/logger.ts';
 import { PluginLoadError } from './plugins/validate-plugin.ts';
@@ -14,6 +15,7 @@ function refusal(heading: string, error: ConfigError | PluginLoadError): string 
 async function main(): Promise<void> {
   let config;
   try {
+    applyEnvFiles(process.env);
     config = loadConfig();
   } catch (error) {
     if (error instanceof ConfigError) {

@@ -1,4 +1,5 @@
 import { ConfigError } from '../config/gateway-config.ts';
+import { resolveEnvFiles } from '../config/env-files.ts';
 import { isGatewayError } from '../core/gateway-errors.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { runUsageCommand, USAGE_SYNOPSIS } from './usage-command.ts';
@@ -55,7 +56,7 @@ export async function runCli(argv: string[], io: CliIo = processIo, env: NodeJS.
     return 0;
   }
   try {
-    return await command.run(rest, io, env);
+    return await command.run(rest, io, resolveEnvFiles(env));
   } catch (error) {
     if (error instanceof CliUsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       io.err(`${(error as Error).message}\n\nUsage:\n  ${command.synopsis.split('\n').join('\n  ')}\n`);

@@ -199,6 +199,22 @@ describe('start-up refusals', function () {
     expect(output).not.to.contain(token).and.not.to.contain(key);
   });
 
+  it('reads a setting from its NAME_FILE, and stops on an unreadable one naming variable and path', async () => {
+    const config = await configFile('');
+    const token = 'short-admin-token-from-a-file';
+    const tokenFile = join(dirname(config), 'admin-token');
+    await writeFile(tokenFile, `${token}\n`);
+    const read = await startupFailure({ GATEWAY_CONFIG: config, GATEWAY_DATA_DIR: dirname(config), GATEWAY_ADMIN_TOKEN_FILE: tokenFile });
+    expect(read.code).to.equal(1);
+    // The file's content is the token: checked as the variable itself would be, and never printed.
+    expect(read.output).to.contain('GATEWAY_ADMIN_TOKEN must be at least 32 characters long');
+    expect(read.output).not.to.contain(token);
+    const missing = join(dirname(config), 'no-such-file');
+    const unreadable = await startupFailure({ GATEWAY_CONFIG: config, GATEWAY_DATA_DIR: dirname(config), REDIS_URL_FILE: missing });
+    expect(unreadable.code).to.equal(1);
+    expect(unreadable.output).to.contain(`REDIS_URL_FILE: cannot read ${missing} (ENOENT)`);
+  });
+
   it('stops on every alias problem at once, each by position and field', async () => {
     const config = await configFile('aliases:\n  beta-latest: beta/no-such-model\n  alpha-latest: beta/beta-opus-5\n');
     const { code, output } = await startupFailure({ GATEWAY_CONFIG: config, GATEWAY_DATA_DIR: dirname(config) });

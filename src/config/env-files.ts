@@ -1,0 +1,48 @@
+import { readFileSync } from 'node:fs';
+import { ConfigError } from './gateway-config.ts';
+
+const FILE_SUFFIX = '_FILE';
+/** The settings that may be given as files: the ones that hold secrets or addresses of secrets. */
+const FROM_FILE = /^(?:REDIS_URL|GATEWAY_[A-Z0-9_]+|[A-Z][A-Z0-9_]*_API_KEY|[A-Z][A-Z0-9_]*_BASE_URL)$/;
+
+/**
+ * The gateway's own settings (`REDIS_URL`, `GATEWAY_*`, `<VENDOR>_API_KEY`, `<VENDOR>_BASE_URL`) can
+ * come from files instead, as container secrets are mounted
+ * (`GATEWAY_ADMIN_TOKEN_FILE=/run/secrets/admin_token`): for each `NAME_FILE`, the file's content,
+ * trailing line breaks and spaces removed, becomes `NAME`. Gives back a new environment without the
+ * `_FILE` entries, so that processes started from it (workers) see the value once. Setting both `NAME`
+ * (not empty: compose passes unset variables as empty) and `NAME_FILE`, a file that cannot be read, or an empty one is refused, naming the variable and the
+ * path, never the content.
+ */
+export function resolveEnvFiles(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const resolved: NodeJS.ProcessEnv = { ...env };
+  const problems: string[] = [];
+  for (const [variable, path] of Object.entries(env)) {
+    if (!variable.endsWith(FILE_SUFFIX) || variable.length === FILE_SUFFIX.length || path === undefined) continue;
+    const name = variable.slice(0, -FILE_SUFFIX.length);
+    if (!FROM_FILE.test(name)) continue;
+    delete resolved[variable];
+    if (env[name] !== undefined && env[name] !== '') {
+      problems.push(`set ${name} or ${variable}, not both`);
+      continue;
+    }
+    let content: string;
+    try {
+      content = readFileSync(path, 'utf8').replace(/[\r\n\t ]+$/, '');
+    } catch (error) {
+      problems.push(`${variable}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+      continue;
+    }
+    if (content === '') problems.push(`${variable}: ${path} is empty`);
+    else resolved[name] = content;
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return resolved;
+}
+
+/** {@link resolveEnvFiles} applied to this process's own environment, in place. */
+export function applyEnvFiles(env: NodeJS.ProcessEnv = process.env): void {
+  const resolved = resolveEnvFiles(env);
+  for (const variable of Object.keys(env)) if (!(variable in resolved)) delete env[variable];
+  Object.assign(env, resolved);
+}
