@@ -209,9 +209,12 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, teams, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle: adminThrottle, limits: ledger }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
       // 503 while anything runs degraded (or the gateway drains), so a balancer prefers healthy instances.
-      add('get', '/readyz', async (_req, res) => {
+      // `?degraded=ready` answers 200 while degraded: for an orchestrator that takes every unready
+      // replica out of service, where a shared Redis outage would otherwise stop all of them at once.
+      add('get', '/readyz', async (req, res) => {
         const body = await readiness();
-        res.status(body.status === 'ok' ? 200 : 503).json(body);
+        const ready = body.status === 'ok' || (body.status === 'degraded' && req.query.degraded === 'ready');
+        res.status(ready ? 200 : 503).json(body);
       });
       expressApp.use('/account', accountRouter({
         token: config.adminToken,

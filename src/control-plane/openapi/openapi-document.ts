@@ -193,6 +193,7 @@ export const OPENAPI_DOCUMENT = {
       get: {
         summary: 'Readiness: 503 while anything runs degraded or the gateway drains',
         security: [],
+        parameters: [{ name: 'degraded', in: 'query', required: false, description: '`ready`: 200 while degraded too (503 only while draining), for orchestrators that take unready replicas out of service', schema: { type: 'string', enum: ['ready'] } }],
         responses: { '200': { description: 'Ready', content: json(ref('Readiness')) }, '503': { description: 'Degraded or shutting down', content: json(ref('Readiness')) } },
       },
     },
