@@ -98,6 +98,9 @@ function restartOnlyChanges(running: GatewayConfig, next: GatewayConfig): string
   return changes;
 }
 
+/** The symlink a Kubernetes ConfigMap or Secret volume swaps atomically on an update (kubelet's atomic writer). */
+const KUBERNETES_VOLUME_DATA = '..data';
+
 export interface LiveConfigOptions {
   readonly plugins: readonly ProviderPlugin[];
   readonly env: NodeJS.ProcessEnv;
@@ -193,15 +196,17 @@ export class LiveConfig {
   }
 
   /**
-   * Reloads when the file changes: the directory is watched, so editors that replace the file are seen;
-   * where the system refuses a watch (inotify limits), the file is polled every second instead.
+   * Reloads when the file changes: the directory is watched, so editors that replace the file are seen,
+   * and so is a Kubernetes ConfigMap or Secret volume, where the file is a symlink through `..data` and
+   * an update renames a new `..data` over the old one (no event names the file itself). Where the system
+   * refuses a watch (inotify limits), the file is polled every second instead (through its symlinks).
    */
   watch(): void {
     const name = basename(this.path);
     try {
       const watchDirectory = this.options.watchDirectory ?? ((directory, onChange) => watch(directory, onChange));
       this.watcher = watchDirectory(dirname(this.path), (_event, changed) => {
-        if (changed === null || changed === name) this.changed();
+        if (changed === null || changed === name || changed === KUBERNETES_VOLUME_DATA) this.changed();
       });
       this.watcher.on('error', (error) => this.poll(error));
       this.watcher.unref();

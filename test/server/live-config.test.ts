@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -222,6 +222,88 @@ describe('polling the config file where it cannot be watched', function () {
     expect(logged).to.contain('polling it every second instead');
     await writeFile(file, aliasFile('beta/beta-sonnet-4-6'));
     await eventually(() => target(config) === 'beta/beta-sonnet-4-6', 'the change applied by polling', 10_000);
+  });
+});
+
+/**
+ * A ConfigMap volume as kubelet writes it: the data in a timestamped directory, `..data` a symlink to
+ * it, and the file a symlink through `..data`. An update writes a new timestamped directory, points a
+ * new symlink `..data_tmp` at it, renames that over `..data` and removes the old directory: the file's
+ * own name is in no event of the directory.
+ */
+class ConfigMapVolume {
+  private current: string | undefined;
+  constructor(readonly dir: string, readonly key: string) {}
+
+  get file(): string {
+    return join(this.dir, this.key);
+  }
+
+  /** Kubelet's timestamped directory name (`..2006_01_02_15_04_05.` and a random suffix). */
+  private static stamp(): string {
+    const now = new Date().toISOString().replace(/[-T:]/g, '_').replace(/\.\d+Z$/, '');
+    return `..${now}.${Math.floor(Math.random() * 1e9)}`;
+  }
+
+  async write(text: string): Promise<void> {
+    const next = ConfigMapVolume.stamp();
+    await mkdir(join(this.dir, next));
+    await writeFile(join(this.dir, next, this.key), text);
+    if (this.current === undefined) {
+      await symlink(next, join(this.dir, '..data'));
+      await symlink(join('..data', this.key), this.file);
+    } else {
+      await symlink(next, join(this.dir, '..data_tmp'));
+      await rename(join(this.dir, '..data_tmp'), join(this.dir, '..data'));
+      await rm(join(this.dir, this.current), { recursive: true, force: true });
+    }
+    this.current = next;
+  }
+}
+
+describe('a Kubernetes ConfigMap update (the symlink swap of kubelet)', function () {
+  this.timeout(30_000);
+  let dir: string;
+  let volume: ConfigMapVolume;
+  let live: LiveConfig | undefined;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'gateway-configmap-'));
+    volume = new ConfigMapVolume(dir, 'gateway.yaml');
+    await volume.write(aliasFile('beta/beta-opus-5'));
+  });
+  afterEach(async () => {
+    live?.close();
+    live = undefined;
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const start = async (watchDirectory?: LiveConfigOptions['watchDirectory']) => {
+    const env = { GATEWAY_CONFIG: volume.file };
+    const config = loadConfig(env);
+    const plugins = await loadPlugins(config.manifestPath, []);
+    live = new LiveConfig({ plugins, env, config, buildEndpoints: () => endpointsOf(new Map()), logger: createLogger('silent'), debounceMs: 20, watchDirectory });
+    live.watch();
+    return live;
+  };
+  const target = (config: LiveConfig) => config.current.registry.resolve('messages', 'beta-latest').canonicalId;
+
+  it('applies the update seen by the directory watch', async () => {
+    const config = await start();
+    expect(target(config)).to.equal('beta/beta-opus-5');
+    await volume.write(aliasFile('beta/beta-sonnet-4-6'));
+    await eventually(() => target(config) === 'beta/beta-sonnet-4-6', 'the ConfigMap update applied', 10_000);
+    // A second update, as the next edit of the ConfigMap.
+    await volume.write(aliasFile('beta/beta-fable-5'));
+    await eventually(() => target(config) === 'beta/beta-fable-5', 'the second ConfigMap update applied', 10_000);
+  });
+
+  it('applies the update when polling (the poll reads the file through its symlinks)', async () => {
+    const config = await start(() => {
+      throw Object.assign(new Error('ENOSPC: System limit for number of file watchers reached'), { code: 'ENOSPC' });
+    });
+    await volume.write(aliasFile('beta/beta-sonnet-4-6'));
+    await eventually(() => target(config) === 'beta/beta-sonnet-4-6', 'the ConfigMap update applied by polling', 10_000);
   });
 });
 
