@@ -8,7 +8,7 @@ import { PluginLoadError } from './plugins/validate-plugin.ts';
 
 /** Every problem on a line of its own (each names its field or variable, never a secret's value). */
 function refusal(heading: string, error: ConfigError | PluginLoadError): string {
-  const problems = error instanceof ConfigError ? error.problems : [error.message];
+  const { problems } = error;
   return problems.length === 1 ? `model-gateway: ${heading}: ${problems[0]}\n` : `model-gateway: ${heading}:\n${problems.map((problem) => `  ${problem}\n`).join('')}`;
 }
 

@@ -9,9 +9,9 @@ export const CONFIG_SYNOPSIS = 'config check [FILE]   (default: GATEWAY_CONFIG, 
 
 /**
  * `config check [FILE]`: validates a config file as a start or a reload would (schema, environment
- * overrides, every alias target and the routes it serves, fallbacks), without starting the server.
- * One summary line when valid; when not, every problem found in one run, each by line, column and
- * field path (never quoting the file, which may hold upstream keys).
+ * overrides, every plugin, every alias target and the routes it serves, fallbacks), without starting
+ * the server. One summary line when valid; when not, every problem found in one run, each by line,
+ * column and field path, or by plugin, file and field (never quoting the file, which may hold upstream keys).
  */
 export async function runConfigCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): Promise<number> {
   const [action, ...rest] = argv;
@@ -27,7 +27,8 @@ export async function runConfigCommand(argv: string[], io: CliIo, env: NodeJS.Pr
     problems.push(...inspection.describe(modelTableProblems(plugins, config)));
   } catch (error) {
     if (!(error instanceof PluginLoadError)) throw error;
-    problems.push(error.message);
+    // Every problem of every plugin; the model table (aliases, fallbacks) is checked once they all load.
+    problems.push(...error.problems);
   }
   if (problems.length || !plugins) {
     io.err(`${path}: invalid\n${problems.map((problem) => `  ${problem}`).join('\n')}\n`);

@@ -49,12 +49,15 @@ export function closestName(name: string, known: readonly string[]): string | un
 }
 
 /**
- * The first field of `value` the contract does not know, and the problem to report: `unknown field`,
- * with `did you mean '<field>'?` when a known one is close. `undefined` when every field is known.
+ * Every field of `value` the contract does not know, in the object's order, each with the problem to
+ * report: `unknown field`, with `did you mean '<field>'?` when a known one is close. Empty when every
+ * field is known.
  */
-export function unknownField(value: Record<string, unknown>, known: readonly string[]): { field: string; problem: string } | undefined {
-  const field = Object.keys(value).find((key) => !known.includes(key));
-  if (field === undefined) return undefined;
-  const meant = closestName(field, known);
-  return { field, problem: meant ? `unknown field: did you mean '${meant}'?` : `unknown field (known: ${known.join(', ')})` };
+export function unknownFields(value: Record<string, unknown>, known: readonly string[]): { field: string; problem: string }[] {
+  return Object.keys(value)
+    .filter((key) => !known.includes(key))
+    .map((field) => {
+      const meant = closestName(field, known);
+      return { field, problem: meant ? `unknown field: did you mean '${meant}'?` : `unknown field (known: ${known.join(', ')})` };
+    });
 }

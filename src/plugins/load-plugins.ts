@@ -4,7 +4,7 @@ import { register } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ProviderPlugin } from './plugin-contract.ts';
 import { recordOrigin } from './plugin-origin.ts';
-import { KNOWN_FIELDS, unknownField } from './known-fields.ts';
+import { closestName, KNOWN_FIELDS, unknownFields } from './known-fields.ts';
 import { ManifestError, PluginLoadError, validatePlugin } from './validate-plugin.ts';
 
 /** The module file of a plugin folder, in the order the loader looks for it: compiled JavaScript first. */
@@ -20,63 +20,95 @@ export interface PluginFolder {
   readonly manifestPath: string;
 }
 
-/**
- * Reads one manifest (`{"plugins": ["<vendor>", ...]}`, catalog order) and lists its plugin folders,
- * `<manifest dir>/<vendor>/`. Throws {@link PluginLoadError} naming the manifest and the bad entry.
- */
-export function readManifest(manifestPath: string): PluginFolder[] {
+/** What reading manifests found: the plugin folders they list validly, and every problem. */
+interface FolderInspection {
+  readonly folders: PluginFolder[];
+  readonly problems: PluginLoadError[];
+}
+
+/** Reads one manifest as {@link readManifest} does, keeping every problem instead of throwing the first. */
+function inspectManifest(manifestPath: string): FolderInspection {
+  const refused = (field: string, problem: string): FolderInspection => ({ folders: [], problems: [new ManifestError(manifestPath, field, problem)] });
   let manifest: unknown;
   try {
     manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message.replace(/\s*\n\s*/g, ' ');
-    throw new ManifestError(manifestPath, 'file', `cannot be read as JSON: ${reason}`);
+    return refused('file', `cannot be read as JSON: ${reason}`);
   }
   if (manifest === null || typeof manifest !== 'object' || Array.isArray(manifest)) {
-    throw new ManifestError(manifestPath, 'file', 'must be an object: {"plugins": ["<vendor>", ...]}');
+    return refused('file', 'must be an object: {"plugins": ["<vendor>", ...]}');
   }
-  const unknown = unknownField(manifest as Record<string, unknown>, KNOWN_FIELDS.manifest);
-  if (unknown) throw new ManifestError(manifestPath, unknown.field, unknown.problem);
+  const unknowns = unknownFields(manifest as Record<string, unknown>, KNOWN_FIELDS.manifest);
+  const problems: PluginLoadError[] = unknowns.map((unknown) => new ManifestError(manifestPath, unknown.field, unknown.problem));
   const names = (manifest as { plugins?: unknown }).plugins;
-  if (names === undefined) throw new ManifestError(manifestPath, 'plugins', 'missing: list the plugin folder names, {"plugins": ["<vendor>", ...]}');
-  if (!Array.isArray(names) || names.length === 0 || names.some((name) => typeof name !== 'string')) {
-    throw new ManifestError(manifestPath, 'plugins', 'must be a non-empty list of plugin folder names');
+  if (names === undefined) {
+    // A misspelled `plugins` key is named above: that `plugins` is then missing is the same mistake.
+    if (!unknowns.some((unknown) => closestName(unknown.field, KNOWN_FIELDS.manifest) === 'plugins')) problems.push(new ManifestError(manifestPath, 'plugins', 'missing: list the plugin folder names, {"plugins": ["<vendor>", ...]}'));
+    return { folders: [], problems };
   }
-  const duplicate = names.find((name, index) => names.indexOf(name) !== index);
-  if (duplicate) throw new ManifestError(manifestPath, 'plugins', `'${duplicate}' is listed twice`);
-  return (names as string[]).map((name, index) => {
+  if (!Array.isArray(names) || names.length === 0 || names.some((name) => typeof name !== 'string')) {
+    problems.push(new ManifestError(manifestPath, 'plugins', 'must be a non-empty list of plugin folder names'));
+    return { folders: [], problems };
+  }
+  const duplicates = new Set((names as string[]).filter((name, index) => names.indexOf(name) !== index));
+  for (const duplicate of duplicates) problems.push(new ManifestError(manifestPath, 'plugins', `'${duplicate}' is listed twice`));
+  const folders: PluginFolder[] = [];
+  (names as string[]).forEach((name, index) => {
     if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) {
-      throw new ManifestError(manifestPath, `plugins[${index}]`, `'${name}' must be a folder name (lower case letters, digits, dashes)`);
+      problems.push(new ManifestError(manifestPath, `plugins[${index}]`, `'${name}' must be a folder name (lower case letters, digits, dashes)`));
+    } else if (names.indexOf(name) === index) {
+      folders.push({ name, directory: join(dirname(manifestPath), name), manifestPath });
     }
-    return { name, directory: join(dirname(manifestPath), name), manifestPath };
   });
+  return { folders, problems };
+}
+
+/** The folders an inspection found, or every problem it found as one {@link PluginLoadError}. */
+function foldersOrRefusal({ folders, problems }: FolderInspection): PluginFolder[] {
+  if (problems.length) throw PluginLoadError.combine(problems);
+  return folders;
+}
+
+/**
+ * Reads one manifest (`{"plugins": ["<vendor>", ...]}`, catalog order) and lists its plugin folders,
+ * `<manifest dir>/<vendor>/`. Throws {@link PluginLoadError} naming the manifest and every bad key or entry.
+ */
+export function readManifest(manifestPath: string): PluginFolder[] {
+  return foldersOrRefusal(inspectManifest(manifestPath));
+}
+
+/** Lists the plugin folders as {@link pluginFolders} does, keeping every problem (of every manifest) instead of throwing. */
+function inspectPluginFolders(manifestPath: string, pluginPath: readonly string[]): FolderInspection {
+  const problems: PluginLoadError[] = [];
+  const manifests = [resolve(manifestPath)];
+  for (const directory of pluginPath) {
+    const path = resolve(directory, 'manifest.json');
+    if (!existsSync(path)) {
+      problems.push(new ManifestError(path, 'GATEWAY_PLUGIN_PATH', existsSync(directory) ? `the directory ${resolve(directory)} holds no manifest.json` : `the directory ${resolve(directory)} does not exist`));
+    } else if (!manifests.includes(path)) manifests.push(path);
+  }
+  const folders: PluginFolder[] = [];
+  for (const manifest of manifests) {
+    const inspection = inspectManifest(manifest);
+    problems.push(...inspection.problems);
+    for (const folder of inspection.folders) {
+      const holder = folders.find((other) => other.name === folder.name);
+      if (holder) problems.push(new PluginLoadError(folder.name, 'vendor', `claimed twice, by ${holder.directory} and ${folder.directory}`));
+      else folders.push(folder);
+    }
+  }
+  return { folders, problems };
 }
 
 /**
  * The plugin folders of the repository manifest, then of each directory of `GATEWAY_PLUGIN_PATH`
  * (each holding its own `manifest.json`), in that order, which is the catalog order. A vendor listed
- * by two manifests is refused, naming both directories.
+ * by two manifests is refused, naming both directories. Throws one {@link PluginLoadError} carrying
+ * every problem of every manifest.
  */
 export function pluginFolders(manifestPath: string, pluginPath: readonly string[] = []): PluginFolder[] {
-  const manifests = [resolve(manifestPath)];
-  for (const directory of pluginPath) {
-    const path = resolve(directory, 'manifest.json');
-    if (!existsSync(path)) {
-      throw new ManifestError(path, 'GATEWAY_PLUGIN_PATH', existsSync(directory) ? `the directory ${resolve(directory)} holds no manifest.json` : `the directory ${resolve(directory)} does not exist`);
-    }
-    if (!manifests.includes(path)) manifests.push(path);
-  }
-  const folders: PluginFolder[] = [];
-  for (const manifest of manifests) {
-    for (const folder of readManifest(manifest)) {
-      const holder = folders.find((other) => other.name === folder.name);
-      if (holder) {
-        throw new PluginLoadError(folder.name, 'vendor', `claimed twice, by ${holder.directory} and ${folder.directory}`);
-      }
-      folders.push(folder);
-    }
-  }
-  return folders;
+  return foldersOrRefusal(inspectPluginFolders(manifestPath, pluginPath));
 }
 
 /** This module runs as TypeScript source (tsx in development and tests), so `.ts` imports work already. */
@@ -127,7 +159,10 @@ export function ensureContractResolver(): void {
   register(`data:text/javascript,${encodeURIComponent(RESOLVE_HOOK)}`, { data: { target } });
 }
 
-/** Imports one plugin folder's module and checks the declaration whole. */
+/**
+ * Imports one plugin folder's module and checks the declaration whole: throws one {@link PluginLoadError}
+ * carrying every problem of the declaration, each naming its file.
+ */
 export async function loadPluginFolder(folder: PluginFolder): Promise<ProviderPlugin> {
   if (!existsSync(folder.directory)) {
     throw new PluginLoadError(folder.name, 'folder', `${folder.directory} does not exist (${folder.manifestPath} lists '${folder.name}': create the folder, or remove the entry)`);
@@ -162,11 +197,22 @@ export async function loadPluginFolder(folder: PluginFolder): Promise<ProviderPl
 
 /**
  * Loads the repository's plugins (`manifestPath`) and those of each directory of `pluginPath`
- * (`GATEWAY_PLUGIN_PATH`), in catalog order, checking each whole. Throws {@link PluginLoadError}
- * naming the plugin, its directory and the bad field.
+ * (`GATEWAY_PLUGIN_PATH`), in catalog order, checking each whole. A problem does not stop the checks:
+ * every manifest is read and every plugin listed validly is loaded and checked (one whose module
+ * cannot be imported is one problem), and then one {@link PluginLoadError} carries every problem, each
+ * naming the plugin (or manifest), its file or directory and the bad field.
  */
 export async function loadPlugins(manifestPath: string, pluginPath: readonly string[] = []): Promise<ProviderPlugin[]> {
+  const { folders, problems } = inspectPluginFolders(manifestPath, pluginPath);
   const plugins: ProviderPlugin[] = [];
-  for (const folder of pluginFolders(manifestPath, pluginPath)) plugins.push(await loadPluginFolder(folder));
+  for (const folder of folders) {
+    try {
+      plugins.push(await loadPluginFolder(folder));
+    } catch (error) {
+      if (!(error instanceof PluginLoadError)) throw error;
+      problems.push(error);
+    }
+  }
+  if (problems.length) throw PluginLoadError.combine(problems);
   return plugins;
 }

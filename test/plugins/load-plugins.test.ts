@@ -57,6 +57,30 @@ describe('loadPlugins with GATEWAY_PLUGIN_PATH directories', function () {
     expect(error.message).to.equal(`plugin 'acme': routes.chat-completions.path: must be a path starting with '/' (in ${join(bad, 'acme', 'index.js')})`);
   });
 
+  it('goes on past a broken plugin: checks every plugin of every directory and refuses with one error carrying every problem', async () => {
+    const first = await pluginsDir(root, 'several-broken', {
+      acme: { file: 'index.js', text: `export default ${declaration('acme', ", colour: 'red'").replace("routes: ['chat-completions']", "routes: ['chat-completion']")};\n` },
+      fine: { file: 'index.js', text: `export default ${declaration('fine')};\n` },
+      boom: { file: 'index.js', text: "throw new Error('no declaration here');\n" },
+    });
+    const second = await pluginsDir(root, 'more-broken', { zed: { file: 'index.mjs', text: `export default ${declaration('zed').replace('contract: 1, ', '')};\n` } });
+    await writeFile(join(second, 'manifest.json'), JSON.stringify({ plugins: ['zed', 'Bad_Name', 'zed'], extra: true }));
+    const error = await failure(loadPlugins(builtIn, [first, second]));
+    expect(error).to.be.instanceOf(PluginLoadError);
+    const acme = join(first, 'acme', 'index.js');
+    const manifest = join(second, 'manifest.json');
+    expect((error as PluginLoadError).problems).to.deep.equal([
+      `manifest ${manifest}: extra: unknown field (known: plugins)`,
+      `manifest ${manifest}: plugins: 'zed' is listed twice`,
+      `manifest ${manifest}: plugins[1]: 'Bad_Name' must be a folder name (lower case letters, digits, dashes)`,
+      `plugin 'acme': colour: unknown field (known: contract, vendor, envPrefix, routes, models, aliases, streamFixups, usageExtractors, nativeChat) (in ${acme})`,
+      `plugin 'acme': models[0].routes[0]: unknown route 'chat-completion' (known: chat, chat-completions, messages, count-tokens, responses) (in ${acme})`,
+      `plugin 'boom': index.js: cannot be loaded: no declaration here (in ${join(first, 'boom', 'index.js')})`,
+      `plugin 'zed': contract: missing: declare the contract version the plugin is written for (this gateway supports 1) (in ${join(second, 'zed', 'index.mjs')})`,
+    ]);
+    expect(error.message).to.equal((error as PluginLoadError).problems.join('; '));
+  });
+
   it('refuses a plugin without a contract version, naming the supported ones', async () => {
     const old = await pluginsDir(root, 'old', { legacy: { file: 'index.js', text: `export default ${declaration('legacy').replace('contract: 1, ', '')};\n` } });
     const error = await failure(loadPlugins(builtIn, [old]));
@@ -101,6 +125,16 @@ describe('loadPlugins with GATEWAY_PLUGIN_PATH directories', function () {
     expect((await failure(loadPlugins(builtIn, [typo]))).message).to.equal(`manifest ${join(typo, 'manifest.json')}: plugns: unknown field: did you mean 'plugins'?`);
     await writeFile(join(typo, 'manifest.json'), '{"plugins": [\n "acme",\n]}');
     expect((await failure(loadPlugins(builtIn, [typo]))).message).to.match(new RegExp(`^manifest ${join(typo, 'manifest.json')}: file: cannot be read as JSON: [^\n]+$`));
+  });
+
+  it('names a missing plugins list beside an unknown manifest key that is not its misspelling', async () => {
+    const other = await pluginsDir(root, 'other-key', {});
+    await writeFile(join(other, 'manifest.json'), JSON.stringify({ vendors: ['acme'] }));
+    const manifest = join(other, 'manifest.json');
+    expect(((await failure(loadPlugins(builtIn, [other]))) as PluginLoadError).problems).to.deep.equal([
+      `manifest ${manifest}: vendors: unknown field (known: plugins)`,
+      `manifest ${manifest}: plugins: missing: list the plugin folder names, {"plugins": ["<vendor>", ...]}`,
+    ]);
   });
 
   it('resolves model-gateway/plugin for an outside plugin with no node_modules, and says what to fix when it is not an ES module package', async () => {

@@ -64,6 +64,85 @@ describe('validatePlugin', () => {
       expect(withChange(change)).to.throw(PluginLoadError, message);
     });
   }
+
+  /** The problems `change` makes the sample plugin refused for, one line each. */
+  const problemsOf = (change: (plugin: Record<string, any>) => void): readonly string[] => {
+    try {
+      withChange(change)();
+    } catch (error) {
+      expect(error).to.be.instanceOf(PluginLoadError);
+      return (error as PluginLoadError).problems;
+    }
+    return expect.fail('expected a refusal');
+  };
+
+  it('reports every independent problem of a plugin at once, each naming the field, with the message joining them', () => {
+    let error: PluginLoadError | undefined;
+    try {
+      withChange((p) => {
+        p.colour = 'red';
+        p.models[1].routes = ['chat-completion'];
+        p.routes.responses.path = 'responses';
+        p.models[0].pricing = { input: 1, cachedInput: 0.1, ouput: 2 };
+      })();
+    } catch (caught) {
+      error = caught as PluginLoadError;
+    }
+    expect(error).to.be.instanceOf(PluginLoadError);
+    expect(error!.problems).to.deep.equal([
+      "plugin 'acme': colour: unknown field (known: contract, vendor, envPrefix, routes, models, aliases, streamFixups, usageExtractors, nativeChat)",
+      "plugin 'acme': routes.responses.path: must be a path starting with '/'",
+      "plugin 'acme': models[0].pricing.ouput: unknown field: did you mean 'output'?",
+      "plugin 'acme': models[0].pricing.output: missing: USD per 1M tokens (a number >= 0)",
+      "plugin 'acme': models[1].routes[0]: unknown route 'chat-completion' (known: chat, chat-completions, messages, count-tokens, responses)",
+    ]);
+    expect(error!.message).to.equal(error!.problems.join('; '));
+    // The first problem's parts, as a single problem's error has them.
+    expect([error!.plugin, error!.field]).to.deep.equal(['acme', 'colour']);
+  });
+
+  it('names every unknown field of an object, not only the first', () => {
+    expect(problemsOf((p) => Object.assign(p.routes.responses, { defaultHeader: {}, forwardHeader: [] }))).to.deep.equal([
+      "plugin 'acme': routes.responses.defaultHeader: unknown field: did you mean 'defaultHeaders'?",
+      "plugin 'acme': routes.responses.forwardHeader: unknown field: did you mean 'forwardHeaders'?",
+    ]);
+  });
+
+  it('reports every problem of a route\'s auth, but not a missing header beside a misspelled one', () => {
+    expect(problemsOf((p) => (p.routes.responses.auth = { header: 'X-Acme-Key', prefix: 'a\nb' }))).to.deep.equal([
+      "plugin 'acme': routes.responses.auth.header: must be a lower case header name",
+      "plugin 'acme': routes.responses.auth.prefix: must be text without line breaks",
+    ]);
+    expect(problemsOf((p) => (p.routes.responses.auth = { heder: 'x-acme-key' }))).to.have.length(1).and.to.match(/auth\.heder: unknown field/);
+  });
+
+  // A check that needs an earlier one to pass is skipped when it fails: one mistake, one problem.
+  const dependent: [string, (plugin: Record<string, any>) => void, string][] = [
+    ['a missing contract (not also an unsupported version)', (p) => delete p.contract, "plugin 'acme': contract: missing"],
+    ['routes of the wrong type (not every route named by a model, the adapter or a fixup)', (p) => (p.routes = []), "plugin 'acme': routes: must be an object keyed by route"],
+    ['a misspelled route key (not every model on the route it meant)', (p) => ((p.routes['chat-completion'] = p.routes['chat-completions']), delete p.routes['chat-completions']), "plugin 'acme': routes.chat-completion: unknown route: did you mean 'chat-completions'?"],
+    ['a misspelled route of a model (not the alias to it, nor its fixups)', (p) => ((p.models[0].routes = ['chat', 'chat-completion', 'responses']), (p.streamFixups = [{ name: 'x', route: 'responses', models: ['acme/one'], fixup: () => undefined }])), "plugin 'acme': models[0].routes[1]: unknown route 'chat-completion'"],
+    ['a model without a valid ID (not the alias to it)', (p) => (p.models[0].id = 'acme/one'), "plugin 'acme': models[0].id: must be a model name without the vendor prefix"],
+    ['models of the wrong type (not the alias targets)', (p) => (p.models = {}), "plugin 'acme': models: must be a non-empty list"],
+    ['a price of the wrong type (once, not also missing)', (p) => (p.models[1].pricing = { ...p.models[1].pricing, input: '1' }), "plugin 'acme': models[1].pricing.input: must be USD per 1M tokens (a number >= 0), got \"1\""],
+    ['defaultHeaders of the wrong type (not also a credential)', (p) => (p.routes.responses.defaultHeaders = 'Authorization'), "plugin 'acme': routes.responses.defaultHeaders: must map header names to strings"],
+    ['an alias that is not an object (nor its ID read)', (p) => p.aliases.push(null), "plugin 'acme': aliases[1]: must be an object"],
+    ['a fixup whose route is unknown (not its models on that route)', (p) => (p.streamFixups = [{ name: 'x', route: 'messages', models: ['acme/one'], fixup: () => undefined }]), "plugin 'acme': streamFixups[0].route: 'messages' is not one of the plugin's routes"],
+  ];
+  for (const [name, change, problem] of dependent) {
+    it(`reports ${name} as one problem`, () => {
+      const problems = problemsOf(change);
+      expect(problems[0]).to.contain(problem);
+      expect(problems, problems.join('\n')).to.have.length(1);
+    });
+  }
+
+  it('checks a bad auth\'s route for the credential names that hold whatever the auth', () => {
+    expect(problemsOf((p) => ((p.routes.responses.auth = 'basic'), (p.routes.responses.defaultHeaders = { Authorization: 'Bearer k' })))).to.deep.equal([
+      "plugin 'acme': routes.responses.auth: must be 'bearer', 'x-api-key', { header: '<lower case name>', prefix?: '<text before the key>' } or { query: '<parameter>' }",
+      "plugin 'acme': routes.responses.defaultHeaders: must not set 'Authorization': credentials come from the endpoint's configured key, sent as the route's auth declares",
+    ]);
+  });
 });
 
 describe('loadPlugins', () => {
