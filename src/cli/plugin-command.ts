@@ -1,15 +1,15 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { formatFailure, runConformance, type ConformanceOptions } from '../../tools/conformance/run-conformance.ts';
 import { checkLiveVendor } from '../../tools/conformance/live-vendor-check.ts';
 import { loadPluginFolder, PLUGIN_ENTRY_FILES, pluginFolders, readManifest } from '../plugins/load-plugins.ts';
-import { pluginCompilerOptions, typeCheckPlugins } from './plugin-typecheck.ts';
+import { typeCheckPlugins } from './plugin-typecheck.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
-import { envPrefix, SCAFFOLD_FORMATS, scaffoldFiles, type ScaffoldFormat } from './plugin-scaffold.ts';
+import { envPrefix, packageFiles, packageName, SCAFFOLD_FORMATS, scaffoldFiles, type ScaffoldFormat } from './plugin-scaffold.ts';
 
-export const PLUGIN_SYNOPSIS = `plugin new VENDOR [--format chat-completions|messages|responses] [--dir PLUGINS_DIR (default: providers/)]
+export const PLUGIN_SYNOPSIS = `plugin new VENDOR [--format chat-completions|messages|responses] [--dir PLUGINS_DIR (default: providers/; outside the repository, an npm package whose npm run build writes PLUGINS_DIR/dist)]
 plugin test DIR [--upstream URL --key KEY]   (a plugins directory with a manifest.json, or one plugin folder; type-checked first, then tested beside GATEWAY_PLUGIN_PATH's plugins; with --upstream, one minimal request per declared route to that live vendor, reporting path, auth and format mismatches)`;
 
 // The checkout this command belongs to, whether it runs from source (src/cli/) or compiled (dist/src/cli/):
@@ -70,16 +70,16 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
     writeFileSync(join(folder, path), content);
   }
   writeFileSync(manifestPath, `${JSON.stringify({ ...manifest, plugins: [...(manifest.plugins ?? []), vendor] }, null, 2)}\n`);
-  // Plugins are ES modules: a directory outside any package needs its own package.json saying so.
+  // Outside the gateway's checkout, a plugins directory without a package.json becomes a plugin package (an
+  // existing package.json, tsconfig.json… is left as it is): built to dist/ against the installed gateway's
+  // contract, never against a path into a checkout, so the compiler writes nothing outside the package.
   const packageJson = join(pluginsDir, 'package.json');
-  const inPackage = ancestors(pluginsDir).some((directory) => existsSync(join(directory, 'package.json')));
-  if (!inPackage) writeFileSync(packageJson, `${JSON.stringify({ private: true, type: 'module', scripts: { typecheck: 'tsc -p tsconfig.json' } }, null, 2)}\n`);
-  // Outside the repository: a tsconfig.json that type-checks the plugins strictly against this gateway's contract.
-  const tsconfig = join(pluginsDir, 'tsconfig.json');
-  const writeTsconfig = !inRepository && !existsSync(tsconfig);
-  if (writeTsconfig) {
-    writeFileSync(tsconfig, `${JSON.stringify({ compilerOptions: pluginCompilerOptions(CONTRACT_FILE), include: ['*/**/*.ts'], exclude: ['**/__fixtures__', 'node_modules'] }, null, 2)}\n`);
-  }
+  const written = !`${realpathSync(pluginsDir)}${sep}`.startsWith(CHECKOUT) && !existsSync(packageJson)
+    ? Object.entries(packageFiles({ name: packageName(basename(pluginsDir)), gateway: `file:${relative(pluginsDir, CHECKOUT).split(sep).join('/') || '.'}`, typescript: gatewayTypeScript() }))
+        .filter(([path]) => !existsSync(join(pluginsDir, path)))
+    : [];
+  for (const [path, content] of written) writeFileSync(join(pluginsDir, path), content);
+  const packaged = typeof packageScripts(packageJson).build === 'string';
 
   const prefix = envPrefix(vendor);
   io.out(
@@ -87,15 +87,22 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
       `Created ${folder}/ (${format}):`,
       ...Object.keys(files).map((path) => `  ${vendor}/${path}`),
       `Added '${vendor}' to ${manifestPath} (last in the catalog).`,
-      ...(inPackage ? [] : [`Wrote ${packageJson} ({"type": "module"}, a typecheck script).`]),
-      ...(writeTsconfig ? [`Wrote ${tsconfig} (strict; model-gateway/plugin maps to ${CONTRACT_FILE}).`] : []),
+      ...(written.length ? [`Wrote ${written.map(([path]) => path).join(', ')} in ${pluginsDir}: a plugin package, built to dist/ (docs/plugins.md, "Plugin packages").`] : []),
+      ...(written.some(([path]) => path === 'package.json') && !written.some(([path]) => path === 'tsconfig.json')
+        ? [`Kept ${join(pluginsDir, 'tsconfig.json')}: npm run build needs it to compile to dist/ (rootDir ".", outDir "dist", no noEmit, no paths into a checkout).`]
+        : []),
       '',
       'Next:',
       ...[
         `Edit ${join(folder, 'index.ts')}: models, prices, alias (guide: docs/plugins.md).`,
-        ...(writeTsconfig ? [`Type-check: npm run typecheck in ${pluginsDir} (needs typescript there; plugin test type-checks first with the gateway's own)`] : []),
+        ...(packaged
+          ? [
+              `npm install in ${pluginsDir}: typescript, and this gateway for the contract's types (package.json links ${resolve(CHECKOUT)}; or npm install <a model-gateway .tgz of npm pack>)`,
+              `npm run typecheck, then npm run build: ${join(pluginsDir, 'dist')}/ holds the plugins as JavaScript, with the manifest`,
+            ]
+          : []),
         `npx model-gateway plugin test ${folder}`,
-        ...(values.dir ? [`Run the gateway with GATEWAY_PLUGIN_PATH=${pluginsDir}`] : []),
+        ...(values.dir ? [`Run the gateway with GATEWAY_PLUGIN_PATH=${packaged ? join(pluginsDir, 'dist') : pluginsDir}`] : []),
         `Point it at the provider: ${prefix}_BASE_URL=https://… (with the version prefix) ${prefix}_API_KEY=…`,
       ].map((step, index) => `  ${index + 1}. ${step}`),
       '',
@@ -104,11 +111,23 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
   return 0;
 }
 
-/** The directory and each one above it. */
-function ancestors(directory: string): string[] {
-  const all = [directory];
-  while (dirname(all.at(-1)!) !== all.at(-1)) all.push(dirname(all.at(-1)!));
-  return all;
+/** The `scripts` of a package.json, none when there is none or it cannot be read. */
+function packageScripts(path: string): Record<string, unknown> {
+  try {
+    return (JSON.parse(readFileSync(path, 'utf8')) as { scripts?: Record<string, unknown> }).scripts ?? {};
+  } catch {
+    return {};
+  }
+}
+
+/** The typescript the gateway is built with (its package.json), for a plugin package's devDependencies. */
+function gatewayTypeScript(): string {
+  try {
+    const own = JSON.parse(readFileSync(join(CHECKOUT, 'package.json'), 'utf8')) as { devDependencies?: Record<string, string> };
+    return own.devDependencies?.typescript ?? '^5.9.0';
+  } catch {
+    return '^5.9.0';
+  }
 }
 
 async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): Promise<number> {

@@ -1,4 +1,6 @@
-/** The files `model-gateway plugin new` writes for one vendor, per upstream wire format. */
+/** The files `model-gateway plugin new` writes for one vendor, per upstream wire format, and around a plugin package. */
+
+import { pluginPackageCompilerOptions } from './plugin-typecheck.ts';
 
 export const SCAFFOLD_FORMATS = ['chat-completions', 'messages', 'responses'] as const;
 export type ScaffoldFormat = (typeof SCAFFOLD_FORMATS)[number];
@@ -182,6 +184,83 @@ ${NATIVE_CHAT[format]}
     [`__fixtures__/${route}-stream.fixture.json`]: `${JSON.stringify({ route, model: `${vendor}/${model}`, usage: STREAM_USAGE }, null, 2)}\n`,
     [`__fixtures__/${route}-stream.chunks.txt`]: `${streamChunks(format, model).join('\n')}\n`,
   };
+}
+
+export interface PackageInput {
+  /** The package name. */
+  readonly name: string;
+  /** The devDependency spec of the gateway whose contract the plugins compile against, e.g. `file:../model-gateway`. */
+  readonly gateway: string;
+  /** The devDependency spec of typescript: the gateway's own, so that the contract compiles as it does there. */
+  readonly typescript: string;
+}
+
+/** `prepare-dist.mjs`, the first step of a plugin package's `npm run build`. */
+const PREPARE_DIST = `// The first step of \`npm run build\` (tsc, the second, compiles <vendor>/*.ts to dist/<vendor>/*.js):
+// empties dist/ and puts there what the gateway reads beside the compiled plugins, so that dist/ is a
+// plugins directory of its own, JavaScript only, to copy anywhere: GATEWAY_PLUGIN_PATH=<this package>/dist.
+//   dist/manifest.json   this package's manifest: the plugins to load, in catalog order
+//   dist/package.json    {"type": "module"}: the compiled plugins are ES modules
+//   dist/<vendor>/       every file of the plugin folder that is not TypeScript (__fixtures__, data files)
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = dirname(fileURLToPath(import.meta.url));
+const dist = join(root, 'dist');
+const { plugins } = JSON.parse(readFileSync(join(root, 'manifest.json'), 'utf8'));
+rmSync(dist, { recursive: true, force: true });
+mkdirSync(dist);
+for (const vendor of plugins) {
+  if (!existsSync(join(root, vendor))) {
+    console.error(\`manifest.json lists '\${vendor}', but \${join(root, vendor)} does not exist\`);
+    process.exit(1);
+  }
+  cpSync(join(root, vendor), join(dist, vendor), { recursive: true, filter: (source) => !/\\.[cm]?ts$/.test(source) });
+}
+cpSync(join(root, 'manifest.json'), join(dist, 'manifest.json'));
+writeFileSync(join(dist, 'package.json'), \`\${JSON.stringify({ type: 'module' }, null, 2)}\\n\`);
+`;
+
+/**
+ * The files around the plugin folders that make a plugins directory outside the repository an npm
+ * package: `npm install` brings typescript and the gateway (for the contract's types, at build time only:
+ * the gateway maps `model-gateway/plugin` to its own contract when it loads a plugin), `npm run typecheck`
+ * checks, `npm run build` writes dist/, the only folder the package ships (`files`).
+ */
+export function packageFiles({ name, gateway, typescript }: PackageInput): ScaffoldFiles {
+  const packageJson = {
+    name,
+    version: '0.1.0',
+    // So that a private vendor's plugins are not published by mistake: remove it to publish.
+    private: true,
+    description: 'Provider plugins for model-gateway, built to dist/: GATEWAY_PLUGIN_PATH=<this package>/dist',
+    type: 'module',
+    files: ['dist'],
+    scripts: {
+      typecheck: 'tsc -p tsconfig.json --noEmit',
+      build: 'node prepare-dist.mjs && tsc -p tsconfig.json',
+      prepack: 'npm run build',
+    },
+    devDependencies: { 'model-gateway': gateway, typescript },
+  };
+  const tsconfig = {
+    compilerOptions: pluginPackageCompilerOptions(),
+    include: ['*/**/*.ts'],
+    exclude: ['dist', 'node_modules', '**/__fixtures__'],
+  };
+  return {
+    'package.json': `${JSON.stringify(packageJson, null, 2)}\n`,
+    'tsconfig.json': `${JSON.stringify(tsconfig, null, 2)}\n`,
+    'prepare-dist.mjs': PREPARE_DIST,
+    '.gitignore': 'node_modules/\ndist/\n*.tgz\n',
+  };
+}
+
+/** An npm package name made of a directory name: lower case, URL-safe, `gateway-plugins` when nothing is left. */
+export function packageName(directoryName: string): string {
+  const name = directoryName.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+|-+$/g, '').slice(0, 214);
+  return name || 'gateway-plugins';
 }
 
 /** The default environment prefix of a vendor, as the gateway derives it. */

@@ -2,24 +2,37 @@ import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
+/** What every plugin is compiled with, by `plugin test` and by a plugin package's `tsconfig.json`: strict ES modules. */
+const PLUGIN_COMPILER_OPTIONS = {
+  target: 'ES2022',
+  module: 'NodeNext',
+  moduleResolution: 'NodeNext',
+  strict: true,
+  noUncheckedIndexedAccess: true,
+  skipLibCheck: true,
+  allowImportingTsExtensions: true,
+  verbatimModuleSyntax: true,
+  types: [],
+} as const;
+
 /**
- * The compiler options a plugin is type-checked with (the scaffold's `tsconfig.json` says the same):
- * strict, ES modules, and `model-gateway/plugin` mapped to the gateway's own contract source.
+ * The options `plugin test` type-checks plugins with, in memory (nothing is emitted): the strictness of
+ * a plugin package's {@link pluginPackageCompilerOptions}, with `model-gateway/plugin` mapped to the
+ * running gateway's own contract source, so that a plugins directory is checked with no install step.
  */
 export function pluginCompilerOptions(contractFile: string): Record<string, unknown> {
-  return {
-    target: 'ES2022',
-    module: 'NodeNext',
-    moduleResolution: 'NodeNext',
-    strict: true,
-    noUncheckedIndexedAccess: true,
-    noEmit: true,
-    skipLibCheck: true,
-    allowImportingTsExtensions: true,
-    verbatimModuleSyntax: true,
-    types: [],
-    paths: { 'model-gateway/plugin': [contractFile] },
-  };
+  return { ...PLUGIN_COMPILER_OPTIONS, noEmit: true, paths: { 'model-gateway/plugin': [contractFile] } };
+}
+
+/**
+ * The compiler options of the `tsconfig.json` `plugin new` writes for a plugin package: the contract's
+ * types come from the installed package `model-gateway` (its `exports['./plugin'].types`), which the
+ * compiler reads but never emits (a file of node_modules, even through npm's symlink to a checkout);
+ * `<vendor>/*.ts` compile to `dist/<vendor>/*.js` (relative `./x.ts` imports become `./x.js`), and
+ * nothing at all when a file does not type-check.
+ */
+export function pluginPackageCompilerOptions(): Record<string, unknown> {
+  return { ...PLUGIN_COMPILER_OPTIONS, rewriteRelativeImportExtensions: true, rootDir: '.', outDir: 'dist', noEmitOnError: true };
 }
 
 /** The TypeScript files of a plugin folder (fixtures aside). */

@@ -1,8 +1,9 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { runCli } from '../../src/cli/main.ts';
@@ -36,12 +37,38 @@ describe('CLI: plugin new and plugin test', function () {
     expect((await readdir(join(plugins, 'acme-chat'), { recursive: true })).sort()).to.deep.equal([
       '__fixtures__', '__fixtures__/chat-completions-stream.chunks.txt', '__fixtures__/chat-completions-stream.fixture.json', 'index.ts',
     ]);
-    expect(JSON.parse(await readFile(join(plugins, 'package.json'), 'utf8'))).to.deep.equal({ private: true, type: 'module', scripts: { typecheck: 'tsc -p tsconfig.json' } });
-    const tsconfig = JSON.parse(await readFile(join(plugins, 'tsconfig.json'), 'utf8')) as { compilerOptions: { strict: boolean; paths: Record<string, string[]> } };
-    expect(tsconfig.compilerOptions.strict).to.equal(true);
-    expect(tsconfig.compilerOptions.paths).to.deep.equal({ 'model-gateway/plugin': [join(ROOT, 'src', 'plugins', 'plugin-contract.ts')] });
-    // The scaffold's tsconfig type-checks the plugins with no install step (the gateway's tsc here).
-    await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(plugins, 'tsconfig.json')]);
+    // A plugin package: built to dist/ against the installed gateway's contract, with no path into this checkout.
+    const gatewayTypeScript = (JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies.typescript;
+    expect(JSON.parse(await readFile(join(plugins, 'package.json'), 'utf8'))).to.deep.include({
+      name: 'plugins',
+      private: true,
+      type: 'module',
+      files: ['dist'],
+      scripts: { typecheck: 'tsc -p tsconfig.json --noEmit', build: 'node prepare-dist.mjs && tsc -p tsconfig.json', prepack: 'npm run build' },
+      devDependencies: { 'model-gateway': `file:${relative(plugins, ROOT)}`, typescript: gatewayTypeScript },
+    });
+    const tsconfigText = await readFile(join(plugins, 'tsconfig.json'), 'utf8');
+    expect(tsconfigText).not.to.contain(ROOT.replace(/\/$/, ''));
+    const tsconfig = JSON.parse(tsconfigText) as { compilerOptions: Record<string, unknown> };
+    expect(tsconfig.compilerOptions).to.deep.include({ strict: true, rootDir: '.', outDir: 'dist', noEmitOnError: true }).and.not.to.have.property('paths');
+    expect(tsconfig.compilerOptions).not.to.have.property('noEmit');
+    expect(await readFile(join(plugins, '.gitignore'), 'utf8')).to.equal('node_modules/\ndist/\n*.tgz\n');
+    // npm run build, once npm install has linked the gateway (its file: devDependency) and typescript (the gateway's here).
+    await mkdir(join(plugins, 'node_modules'));
+    await symlink(ROOT, join(plugins, 'node_modules', 'model-gateway'), 'dir');
+    await promisify(execFile)(process.execPath, ['prepare-dist.mjs'], { cwd: plugins });
+    await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: plugins });
+    expect((await readdir(join(plugins, 'dist'), { recursive: true })).sort()).to.deep.equal([
+      'acme-chat', 'acme-chat/__fixtures__', 'acme-chat/__fixtures__/chat-completions-stream.chunks.txt', 'acme-chat/__fixtures__/chat-completions-stream.fixture.json', 'acme-chat/index.js',
+      'acme-messages', 'acme-messages/__fixtures__', 'acme-messages/__fixtures__/messages-stream.chunks.txt', 'acme-messages/__fixtures__/messages-stream.fixture.json', 'acme-messages/index.js',
+      'acme-responses', 'acme-responses/__fixtures__', 'acme-responses/__fixtures__/responses-stream.chunks.txt', 'acme-responses/__fixtures__/responses-stream.fixture.json', 'acme-responses/index.js',
+      'manifest.json', 'package.json',
+    ]);
+    expect(JSON.parse(await readFile(join(plugins, 'dist', 'package.json'), 'utf8'))).to.deep.equal({ type: 'module' });
+    // The contract came through npm's symlink into this checkout, as a package: the compiler emitted nothing there.
+    expect(existsSync(join(ROOT, 'src', 'plugins', 'plugin-contract.js'))).to.equal(false);
+    const compiled = await cli(['plugin', 'test', join(plugins, 'dist')]);
+    expect(compiled.out).to.match(/^✔ acme-chat: 8 checks passed .*\n✔ acme-messages: 10 checks passed .*\n✔ acme-responses: 10 checks passed .*\n$/);
     const index = await readFile(join(plugins, 'acme-messages', 'index.ts'), 'utf8');
     expect(index).to.contain("import { definePlugin } from 'model-gateway/plugin';").and.to.contain('contract: 1,');
     expect(index).to.contain("aliases: [{ id: 'acme-messages-latest', target: 'acme-messages/acme-messages-1'");
@@ -68,6 +95,26 @@ describe('CLI: plugin new and plugin test', function () {
     expect(created.code, created.err).to.equal(0);
     expect(await manifestOf(plugins)).to.deep.equal(['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'kappa']);
     expect(await readFile(join(plugins, 'kappa', 'index.ts'), 'utf8')).to.contain("from 'model-gateway/plugin'");
+  });
+
+  it('leaves an existing package.json, or tsconfig.json, of the plugins directory as it is', async () => {
+    const plugins = join(root, 'mine');
+    await mkdir(plugins);
+    await writeFile(join(plugins, 'package.json'), '{"name": "mine", "type": "module"}\n');
+    const created = await cli(['plugin', 'new', 'acme', '--dir', plugins]);
+    expect(created.code, created.err).to.equal(0);
+    expect(created.out).to.contain(`Run the gateway with GATEWAY_PLUGIN_PATH=${plugins}\n`);
+    expect(created.out).not.to.contain('Wrote ').and.not.to.contain('npm run build');
+    expect((await readdir(plugins)).sort()).to.deep.equal(['acme', 'manifest.json', 'package.json']);
+    expect(await readFile(join(plugins, 'package.json'), 'utf8')).to.equal('{"name": "mine", "type": "module"}\n');
+    // A tsconfig.json of its own is kept, with a word on what the build needs of it.
+    const other = join(root, 'other');
+    await mkdir(other);
+    await writeFile(join(other, 'tsconfig.json'), '{}\n');
+    const kept = await cli(['plugin', 'new', 'acme', '--dir', other]);
+    expect(kept.out).to.contain(`Wrote package.json, prepare-dist.mjs, .gitignore in ${other}: a plugin package`);
+    expect(kept.out).to.contain(`Kept ${join(other, 'tsconfig.json')}: npm run build needs it to compile to dist/`);
+    expect(await readFile(join(other, 'tsconfig.json'), 'utf8')).to.equal('{}\n');
   });
 
   it('refuses an existing vendor or an invalid name with a clear message, and bad usage', async () => {
