@@ -4,6 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { LineCounter, parseDocument } from 'yaml';
 import * as yup from 'yup';
 import { checkTrustedProxies } from '../core/client-address.ts';
+import type { AuthStyle } from '../plugins/plugin-contract.ts';
+import { authProblems } from '../plugins/validate-auth.ts';
 import { ConfigProblemReporter, fieldName, schemaProblems, withoutFields, yamlProblem, type ConfigProblem, type FieldPath } from './config-problems.ts';
 
 /** Settings of one upstream provider, keyed by its vendor prefix. */
@@ -23,6 +25,12 @@ export interface EndpointSettings {
   readonly weight: number;
   /** How logs, usage and the health view name it (default: its 0-based index). */
   readonly name: string;
+  /**
+   * Where this endpoint takes its key, over the `auth` of every plugin route it serves (a region that
+   * takes the key as a query parameter beside a main endpoint that takes a header). Absent: each
+   * route's own `auth`.
+   */
+  readonly auth?: AuthStyle;
 }
 
 /** Failover between a provider's endpoints. */
@@ -342,18 +350,20 @@ function providerMap(value: unknown): Record<string, ProviderSettings> {
           const at = ['providers', vendor, 'endpoints', index];
           const item = (raw ?? {}) as Record<string, unknown>;
           for (const field of Object.keys(item)) {
-            if (!['baseUrl', 'apiKey', 'weight', 'name'].includes(field)) invalid([...at, field], 'is not a known setting (baseUrl, apiKey, weight, name)');
+            if (!['baseUrl', 'apiKey', 'weight', 'name', 'auth'].includes(field)) invalid([...at, field], 'is not a known setting (baseUrl, apiKey, weight, name, auth)');
           }
           if (typeof item.baseUrl !== 'string') invalid([...at, 'baseUrl'], 'must be a string');
           else checkUrl(`${fieldName(at)}.baseUrl`, item.baseUrl, [...at, 'baseUrl']);
           if (item.apiKey !== undefined && typeof item.apiKey !== 'string') invalid([...at, 'apiKey'], 'must be a string');
           if (item.name !== undefined && typeof item.name !== 'string') invalid([...at, 'name'], 'must be a string');
           if (item.weight !== undefined && (typeof item.weight !== 'number' || !(item.weight > 0))) invalid([...at, 'weight'], 'must be a positive number');
+          const auth = item.auth === undefined ? undefined : endpointAuth(item.auth, [...at, 'auth']);
           return {
             baseUrl: String(item.baseUrl).replace(/\/+$/, ''),
             apiKey: item.apiKey as string | undefined,
             weight: (item.weight as number | undefined) ?? 1,
             name: (item.name as string | undefined) ?? String(index),
+            ...(auth ? { auth } : {}),
           };
         });
       }
@@ -364,6 +374,25 @@ function providerMap(value: unknown): Record<string, ProviderSettings> {
     if (settings.apiKey === undefined) delete (result[vendor] as { apiKey?: string }).apiKey;
   }
   return result;
+}
+
+/**
+ * An endpoint's `auth`, checked as a plugin route's is (the same forms: `bearer`, `x-api-key`,
+ * `{ header, prefix? }`, `{ query }`); a header name may be written in any case (HTTP's are not case
+ * sensitive) and is sent in lower case. `undefined` when it does not fit, each problem reported at its
+ * field, never quoting the value.
+ */
+function endpointAuth(value: unknown, at: FieldPath): AuthStyle | undefined {
+  const auth = typeof value === 'object' && value !== null && !Array.isArray(value) && typeof (value as { header?: unknown }).header === 'string'
+    ? { ...value, header: (value as { header: string }).header.toLowerCase() }
+    : value;
+  const problems = authProblems(auth);
+  for (const [suffix, text] of problems) problem(`${fieldName(at)}${suffix}: ${text}`, suffix ? [...at, suffix.slice(1)] : at);
+  if (problems.length) return undefined;
+  // One spelling per place, whatever the file's order of fields (it is part of the endpoint's identity across a reload).
+  const valid = auth as AuthStyle;
+  if (typeof valid === 'string' || 'query' in valid) return typeof valid === 'string' ? valid : { query: valid.query };
+  return valid.prefix === undefined ? { header: valid.header } : { header: valid.header, prefix: valid.prefix };
 }
 
 /** Names the setting, never its value: a URL may carry credentials. */

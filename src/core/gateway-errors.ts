@@ -156,9 +156,10 @@ export function upstreamFailure(provider: string, reason: string, cause?: unknow
 }
 
 /**
- * 502 (in band once a stream started): a hook of a gateway plugin threw (a stream fixup, a usage
- * extractor, the native chat adapter). The fault is the gateway's plugin, not the upstream's; it is
- * logged where it is caught, with the plugin, the hook, the route, the model and the request id.
+ * 502 (in band once a stream's first bytes went out): a hook of a gateway plugin threw or returned a
+ * shape the contract does not allow (a stream fixup, a usage extractor, the native chat adapter). The
+ * fault is the gateway's plugin, not the upstream's; it is logged where it is caught, with the plugin,
+ * the hook, the route, the model and the request id.
  */
 export function pluginFault(plugin: string, hook: string, cause?: unknown): GatewayError {
   return new GatewayError(

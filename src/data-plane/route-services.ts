@@ -5,6 +5,7 @@ import type { UpstreamClient, UpstreamEndpoint } from './upstream/upstream-clien
 import type { UsageAccounting } from '../core/exchange.ts';
 import type { PluginFault } from '../plugins/plugin-fault.ts';
 import type { BudgetGate } from './limits/budget-gate.ts';
+import type { FailedAttempt, FailoverPlan } from './upstream/failover/attempt-upstream.ts';
 
 /** Resolved upstream endpoints per vendor; `undefined` where the operator configured none. */
 export interface ProviderEndpoints {
@@ -48,8 +49,16 @@ export interface RouteServices {
    * ended and its upstream dropped, in ms.
    */
   readonly clientWriteTimeoutMs: number;
-  /** Told of each plugin hook that threw (logged at error level and counted by plugin and hook). */
+  /** Told of each plugin hook that threw or returned a wrong shape (logged at error level and counted by plugin and hook). */
   readonly pluginFaults?: (fault: PluginFault, where: PluginFaultSite) => void;
   /** Told when a streamed answer starts and ends being relayed (the open-streams gauge). */
   readonly openStreams?: { opened(): void; closed(): void };
+  /** Told of each upstream attempt that failed (logged at warn: the failover warning). */
+  readonly upstreamAttemptFailed?: (failed: FailedAttempt, requestId: string | undefined) => void;
+}
+
+/** A failover plan's `onFailure` for one request: the services' failover warning, with the request's id. */
+export function failoverWarning(services: RouteServices, requestId: string | undefined): FailoverPlan['onFailure'] {
+  const report = services.upstreamAttemptFailed;
+  return report && ((failed) => report(failed, requestId));
 }

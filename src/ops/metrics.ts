@@ -83,7 +83,7 @@ export class GatewayMetrics implements UpstreamMetrics {
       registers,
     });
     this.configReloads = new Counter({ name: 'gateway_config_reloads_total', help: 'Configuration reloads by result', labelNames: ['result'], registers });
-    this.pluginErrors = new Counter({ name: 'gateway_plugin_errors_total', help: 'Plugin hooks that threw (the answer ended with a plugin fault), by plugin and hook', labelNames: ['plugin', 'hook'], registers });
+    this.pluginErrors = new Counter({ name: 'gateway_plugin_errors_total', help: 'Plugin hooks that threw or returned a wrong shape (the answer ended with a plugin fault), by plugin and hook', labelNames: ['plugin', 'hook'], registers });
     this.refusals = new Counter({ name: 'gateway_refusals_total', help: 'Connections and requests refused by the connection caps, by reason', labelNames: ['reason'], registers });
     const self = this;
     new Gauge({
@@ -144,7 +144,7 @@ export class GatewayMetrics implements UpstreamMetrics {
     if (firstByteMs !== undefined) children.firstByte.observe(firstByteMs / 1000);
   }
 
-  /** A plugin hook threw. */
+  /** A plugin hook threw or returned a wrong shape. */
   pluginError(plugin: string, hook: string): void {
     this.pluginErrors.labels(plugin, hook).inc();
   }

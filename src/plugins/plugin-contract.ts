@@ -51,7 +51,9 @@ export type WireFormat = 'chat-completions' | 'responses' | 'messages' | 'count-
 /**
  * How the gateway presents its upstream credential: always the key configured for the endpoint the
  * request goes to (`<PREFIX>_API_KEY` or the config file), so reloads, several endpoints and redaction
- * work alike whatever the place. Only the declared credential goes upstream.
+ * work alike whatever the place. Only the declared credential goes upstream. An endpoint of the config
+ * file may name its own place (`providers.<vendor>.endpoints[].auth`, the same forms), which then
+ * replaces the route's for every request to that endpoint.
  * - `bearer`: `Authorization: Bearer <key>` (Chat Completions-style upstreams).
  * - `x-api-key`: `x-api-key: <key>` (Messages-style upstreams).
  * - `{ header: 'x-acme-key' }`: the key in that header (lower case name), after `prefix` when given
@@ -160,7 +162,8 @@ export interface SseEvent {
 /**
  * A pure function over one parsed SSE event of a stream.
  * Return `undefined` (or the same event) to forward the original bytes unchanged, `null` to drop the
- * event, or a new event to forward in its place (its other lines and line endings are kept).
+ * event, or a new event to forward in its place (its other lines and line endings are kept). A new
+ * event's `data` is a string, and its `event` and `id` strings when given.
  */
 export type StreamFixup = (event: SseEvent) => SseEvent | null | undefined;
 
@@ -172,7 +175,9 @@ export type StreamFixup = (event: SseEvent) => SseEvent | null | undefined;
  * `state` is what the declaration's `createState()` made for this stream (one per stream, never
  * shared), so a fixup may hold events back and release them later, e.g. to reassemble a tool call's
  * arguments split across chunks. Without `createState` it is `undefined`.
- * A fixup that throws is the plugin's fault: the stream ends with an in-band error naming the plugin.
+ * A fixup that throws, or returns anything else (a number, an object without a string `data`, a list
+ * with such an item), is the plugin's fault: the answer is a 502 naming the plugin when no byte of the
+ * stream reached the client yet, else the stream ends with an in-band error naming it.
  */
 export type StatefulStreamFixup<State = undefined> = (event: SseEvent, state: State) => SseEvent | readonly SseEvent[] | null | undefined;
 
@@ -211,7 +216,9 @@ export interface TokenUsage {
 
 /**
  * Reads usage from one upstream answer. The core holds a standard extractor per wire format; a plugin
- * declares its own only where its upstream reports usage differently.
+ * declares its own only where its upstream reports usage differently. Each method returns `undefined`
+ * or a {@link TokenUsage} whose three counts are finite numbers, not negative; anything else (a string,
+ * `{ input_tokens: 5 }`, a count that is a string or NaN) is the plugin's fault, like a throw.
  */
 export interface UsageExtractor {
   /** Usage of a JSON (non-streaming) answer, or `undefined` when it carries none. */
@@ -247,7 +254,8 @@ export interface NativeChatRequest {
 /**
  * Maps the native text chat route onto one of the plugin's upstream routes. The core owns the route,
  * validation, retries and usage; the adapter owns only the format mapping, and always asks for the
- * provider's low reasoning preset.
+ * provider's low reasoning preset. A hook that throws or returns another shape than its own (an object
+ * `JSON.stringify` can write; a string or `undefined`) is the plugin's fault.
  */
 export interface NativeChatAdapter {
   /** The upstream route (declared in the plugin's `routes`) the request is sent to. */

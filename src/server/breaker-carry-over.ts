@@ -1,13 +1,13 @@
 import type { ProviderEndpoints } from '../data-plane/route-services.ts';
 import type { PooledEndpoint } from '../data-plane/upstream/endpoint-pool.ts';
 
-/** An endpoint's identity across a reload: its provider, full base URL and key. */
+/** An endpoint's identity across a reload: its provider, full base URL, key and where the key goes. */
 const identityOf = (provider: string, member: PooledEndpoint): string =>
-  `${provider}\u0000${member.endpoint.origin}${member.endpoint.basePath}\u0000${member.endpoint.apiKey ?? ''}`;
+  `${provider}\u0000${member.endpoint.origin}${member.endpoint.basePath}\u0000${member.endpoint.apiKey ?? ''}\u0000${JSON.stringify(member.endpoint.auth ?? null)}`;
 
 /**
  * Gives the endpoints of newly built pools the breaker state of the endpoints they replace, where the
- * identity (provider, base URL, key) is unchanged: a reload does not end a rest or forget a failure
+ * identity (provider, base URL, key, the key's place) is unchanged: a reload does not end a rest or forget a failure
  * count. A name or weight may change. Several endpoints of one identity are matched in order. A
  * half-open trial in flight is not carried: it reports to the pool it started on, and the new pool
  * lets its own trial through once the rest is over. Returns `next`.

@@ -154,6 +154,13 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
         `gateway plugin '${fault.plugin}' failed in its hook '${fault.hook}'`,
       );
     },
+    // The failover warning: the endpoint by its configured name, never its URL or key.
+    upstreamAttemptFailed: (failed, requestId) => {
+      logger.warn(
+        { provider: failed.provider, endpoint: failed.endpoint, status: failed.status, request_id: requestId },
+        `upstream endpoint '${failed.endpoint}' of provider '${failed.provider}' ${failed.status === undefined ? failed.reason : `answered ${failed.status}`}`,
+      );
+    },
     bodyLimitBytes: config.bodyLimitBytes,
     upstreamBodyLimitBytes: 64 * 1024 * 1024,
     maxSseEventBytes: config.maxSseEventBytes,

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../../src/cli/main.ts';
@@ -63,6 +63,36 @@ describe('model-gateway config check', () => {
     expect(lines[2]).to.match(new RegExp(`^  ${file} line 4, column 3: aliases\\.beta-latest: .*'beta/no-such-model' is not a known model`));
     expect(lines[3]).to.match(new RegExp(`^  ${file} line 5, column 3: aliases\\.alpha-latest: .*does not serve the alias's route\\(s\\) responses`));
     expect(lines[4]).to.match(new RegExp(`^  ${file} line 7, column 23: fallbacks: .*'nope/model' is not a canonical model ID`));
+  });
+
+  it("exits 1 naming an endpoint's bad auth by its field path, without quoting the file", async () => {
+    const file = join(dir, 'endpoint-auth.yaml');
+    await writeFile(
+      file,
+      [
+        'providers:',
+        '  kappa:',
+        '    endpoints:',
+        '      - name: main',
+        '        baseUrl: https://kappa.example/v1',
+        '        apiKey: sk-upstream-TOPSECRET-1',
+        '        auth: { header: X-Kappa-Key }',
+        '      - name: region',
+        '        baseUrl: https://eu.kappa.example/v1',
+        '        apiKey: sk-upstream-TOPSECRET-2',
+        '        auth: { query: key, prefix: sk-upstream-TOPSECRET-2 }',
+        '',
+      ].join('\n'),
+    );
+    const result = await run(['config', 'check', file]);
+    expect(result.code).to.equal(1);
+    expect(result.out).to.equal('');
+    expect(result.err.trimEnd().split('\n')).to.deep.equal([`${file}: invalid`, `  ${file} line 11, column 29: providers.kappa.endpoints[1].auth.prefix: only a header credential takes a prefix`]);
+    expect(result.err).not.to.contain('TOPSECRET');
+    await writeFile(file, (await readFile(file, 'utf8')).replace(', prefix: sk-upstream-TOPSECRET-2', ''));
+    const fixed = await run(['config', 'check', file]);
+    expect(fixed.err).to.equal('');
+    expect(fixed.code).to.equal(0);
   });
 
   it('exits 1 listing problems of the environment beside those of the file', async () => {

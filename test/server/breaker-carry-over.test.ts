@@ -35,6 +35,21 @@ describe('breaker state carried over a reload', () => {
     expect(next.pool('acme')!.endpoints[2]!.tripped).to.equal(true);
   });
 
+  it("carries an endpoint's state when its credential place is unchanged, and starts fresh when it moved", () => {
+    const at = (auth?: { query: string } | { header: string }) => new PooledEndpoint(upstreamEndpoint('acme', 'http://a.example/v1', 'key-a', auth), 'a', 1);
+    for (const [before, after, carried] of [
+      [{ query: 'key' }, { query: 'key' }, true],
+      [{ query: 'key' }, { query: 'api_key' }, false],
+      [{ query: 'key' }, { header: 'x-acme-key' }, false],
+      [undefined, { query: 'key' }, false],
+    ] as const) {
+      const previous = table({ acme: [at(before)] });
+      previous.pool('acme')!.failed(previous.pool('acme')!.endpoints[0]!, 10_000);
+      const next = carryBreakerState(previous, table({ acme: [at(after)] }));
+      expect(next.pool('acme')!.state()[0]!.status, JSON.stringify([before, after])).to.equal(carried ? 'resting' : 'up');
+    }
+  });
+
   it('matches several endpoints of one identity in order, and leaves a table at start as built', () => {
     const previous = table({ acme: [member('acme', 'http://a.example/v1', 'k', 'first'), member('acme', 'http://a.example/v1', 'k', 'second')] });
     previous.pool('acme')!.failed(previous.pool('acme')!.endpoints[1]!, 10_000);

@@ -303,7 +303,11 @@ class Driver {
     this.mock.reset();
     const before = await this.totals(canonicalId);
     const answer = await this.send('POST', routePath(route), clientRequest(route, requestedId, stream));
+    const fault = PLUGIN_FAULT.exec(answer.body.toString('utf8'));
+    const faulted = () => fail('plugin-fault', `plugin '${fault![1]}', hook '${fault![2]}' failed: it threw or returned a wrong shape (see the gateway's error log)`);
     const [upstream, ...extra] = this.mock.requests;
+    // A hook that failed before the request went upstream (nativeChat.buildRequest) is named as such.
+    if (!upstream && fault) return faulted();
     if (!upstream) return fail(resolutionRule, `answered ${answer.status} without calling the upstream: ${answer.body.toString('utf8').slice(0, 300)}`);
     if (extra.length) return fail('routing', `called the upstream ${extra.length + 1} times, expected once`);
 
@@ -329,8 +333,7 @@ class Driver {
         return fail('native-chat', `the upstream body is not what nativeChat.buildRequest makes: got ${upstream.rawBody.slice(0, 300)}`);
       }
     }
-    const fault = PLUGIN_FAULT.exec(answer.body.toString('utf8'));
-    if (fault) return fail('plugin-fault', `plugin '${fault[1]}', hook '${fault[2]}' threw (see the gateway's error log for the stack)`);
+    if (fault) return faulted();
     if (answer.status !== 200) return fail(resolutionRule, `answered ${answer.status}: ${answer.body.toString('utf8').slice(0, 300)}`);
     if (stream && !answer.contentType.startsWith('text/event-stream')) return fail('stream', `answered ${answer.contentType || 'no content type'}, expected text/event-stream`);
     if (stream && decodeSse(answer.body).length === 0) return fail('stream', 'the stream carried no events');
@@ -378,16 +381,17 @@ class Driver {
       this.mock.enqueue({ kind: 'status', status: 200, body: bytes, headers: { 'content-type': 'text/event-stream' } });
       const before = await this.totals(canonicalId);
       const answer = await this.send('POST', routePath(fixture.route), clientRequest(fixture.route, spellings(plugin, model, fixture.route)[0]!, true));
+      // A hook failing on the stream's first events answers 502, later ones end the stream in band.
+      const fault = PLUGIN_FAULT.exec(answer.body.toString('utf8'));
+      if (fault) {
+        fail(canonicalId, 'plugin-fault', `plugin '${fault[1]}', hook '${fault[2]}' failed on the replayed stream: it threw or returned a wrong shape (see the gateway's error log)`);
+        continue;
+      }
       if (answer.status !== 200) {
         fail(canonicalId, 'fixup', `the replayed stream answered ${answer.status}: ${answer.body.toString('utf8').slice(0, 300)}`);
         continue;
       }
       const delivered = decodeSse(answer.body);
-      const fault = PLUGIN_FAULT.exec(answer.body.toString('utf8'));
-      if (fault) {
-        fail(canonicalId, 'plugin-fault', `plugin '${fault[1]}', hook '${fault[2]}' threw on the replayed stream`);
-        continue;
-      }
       if (model === recordedFrom) {
         const expected = fixture.expected ?? fixture.chunks;
         const same = sameEvents(delivered, expected);

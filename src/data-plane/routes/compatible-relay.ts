@@ -70,15 +70,19 @@ export async function relayJson(context: RelayContext, answer: Extract<Compatibl
 
 /**
  * Relays a stream whose first content event came. There is no failover past this point: a cut or
- * stall ends the stream with an in-band error in its format (and counts against the endpoint).
+ * stall ends the stream with an in-band error in its format (and counts against the endpoint). The
+ * status goes out with the first bytes, at the latest once the held opening events went through the
+ * fixups and the usage tap, so that a plugin fault on them can still be answered as a 502.
  */
 async function relayStream(context: RelayContext, answer: Extract<CompatibleAnswer, { kind: 'stream' }>, endpoint: PooledEndpoint, pool: EndpointPool): Promise<void> {
   const { services, res, call, recorder, streamed } = context;
   const { format, extractor } = call;
   const rules = WIRE_FORMATS[format];
   const status = answer.status;
-  recorder.firstByteAt = performance.now();
-  res.writeHead(status, { ...relayedHeaders(answer.headers, answer.apiKey), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+  const head = () => {
+    recorder.firstByteAt = performance.now();
+    res.writeHead(status, { ...relayedHeaders(answer.headers, answer.apiKey), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+  };
   services.openStreams?.opened();
   let usage: TokenUsage | undefined;
   let terminal = false;
@@ -97,6 +101,7 @@ async function relayStream(context: RelayContext, answer: Extract<CompatibleAnsw
       flush: () => redactor.flush(),
       clientWriteTimeoutMs: services.clientWriteTimeoutMs,
       endOnComplete: true,
+      head,
     });
     if (outcome.clientStalled) return recorder.record(status, usage, true, 'client_stalled');
     if (outcome.clientClosed) return recorder.record(499, usage, true);
@@ -107,7 +112,11 @@ async function relayStream(context: RelayContext, answer: Extract<CompatibleAnsw
     recorder.recordEnd(await endForClient(res, undefined, services.clientWriteTimeoutMs), status, usage, true, terminal ? 'complete' : 'upstream_cut');
   } catch (error) {
     if (isPluginFault(error)) await pluginFaultInStream(context, error, status, usage);
-    else await streamBroke(context, error, status, usage, endpoint, pool);
+    else {
+      // Anything else that failed before the status went out still ends in band, as it always did.
+      if (!res.headersSent && !context.client.gone) head();
+      await streamBroke(context, error, status, usage, endpoint, pool);
+    }
   } finally {
     services.openStreams?.closed();
   }
@@ -127,14 +136,17 @@ async function streamBroke(context: RelayContext, error: unknown, status: number
 }
 
 /**
- * A plugin hook threw mid-stream (a fixup, the usage extractor): the upstream did nothing wrong, so its
- * endpoint is not blamed; the client's stream ends with the in-band error naming the plugin fault, and
- * the usage is recorded as for a cut stream, with outcome `plugin_error`.
+ * A plugin hook failed in a stream (a fixup or the usage extractor threw, or returned a wrong shape):
+ * the upstream did nothing wrong, so its endpoint is not blamed. Before the status went out (the
+ * fault came on events not yet written to the client), the answer is a 502 with the error in the
+ * route's envelope; after it, the client's stream ends with the in-band error naming the plugin fault.
+ * Either way the usage is recorded as for a cut stream, with outcome `plugin_error`.
  */
 async function pluginFaultInStream(context: RelayContext, fault: PluginFault, status: number, usage: TokenUsage | undefined): Promise<void> {
   const { services, res, call, recorder } = context;
   const error = reportPluginFault(services, fault, recorder.faultSite(call.route));
   if (context.client.gone) return recorder.record(499, usage, true);
+  if (!res.headersSent) return recorder.fail(error, true, usage, 'plugin_error');
   const read = await endForClient(res, WIRE_FORMATS[call.format].inBandError(error), services.clientWriteTimeoutMs);
   recorder.recordEnd(read, status, usage, true, 'plugin_error');
 }

@@ -16,7 +16,7 @@ import type { UpstreamBody } from '../sse/upstream-body.ts';
 import type { ExchangeRecorder } from './exchange-recorder.ts';
 import { nextFallback } from './model-fallbacks.ts';
 import type { CallerKey } from '../../core/exchange.ts';
-import type { RouteServices } from '../route-services.ts';
+import { failoverWarning, type RouteServices } from '../route-services.ts';
 import { upstreamBody } from './upstream-body.ts';
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
 
@@ -97,7 +97,8 @@ export async function attemptModels(services: RouteServices, call: CompatibleCal
   let last: CompatibleFailure | undefined;
   let restingMs: number | undefined;
   for (;;) {
-    const outcome = await attemptUpstream(pool, { maxAttempts: pool.maxAttempts, caller: caller?.id }, client, recorder.tally, (member, signal) => attemptCompatible(services, call, member, signal, context));
+    const plan = { maxAttempts: pool.maxAttempts, caller: caller?.id, onFailure: failoverWarning(services, context.requestId) };
+    const outcome = await attemptUpstream(pool, plan, client, recorder.tally, (member, signal) => attemptCompatible(services, call, member, signal, context));
     if (outcome.kind === 'answer' || outcome.kind === 'client-gone') return outcome;
     if (outcome.kind === 'failed') last = outcome.failure;
     // Every endpoint of this model rested: the 503's Retry-After is the soonest any of them is back.

@@ -8,8 +8,7 @@ import { attemptUpstream } from '../upstream/failover/attempt-upstream.ts';
 import { ClientWatch } from '../upstream/failover/client-watch.ts';
 import { backoffMs, DEFAULT_RETRY_POLICY, retryAfterMs, type RetryPolicy } from '../upstream/failover/retry-policy.ts';
 import { admitCaller, poolFor } from './compatible-route.ts';
-import { isPluginFault } from '../../plugins/plugin-fault.ts';
-import type { PluginFaultSite } from '../route-services.ts';
+import { isPluginFault, type PluginFault } from '../../plugins/plugin-fault.ts';
 import { reportPluginFault } from './plugin-faults.ts';
 import { ExchangeRecorder, type ExchangeBasis } from './exchange-recorder.ts';
 import { attemptChat, chatCall, chatResult, type ChatCall } from './native-chat-upstream.ts';
@@ -69,20 +68,24 @@ function validate(registry: ModelRegistry, body: Record<string, unknown>): Resol
 }
 
 /**
- * `POST /v1/chat`: plain text in, plain text out, never streamed. The core owns validation, retries,
- * timeouts and usage; the model's plugin adapter owns only the mapping to its upstream format (always
- * with the provider's low reasoning preset).
+ * The adapter's request. Its `buildRequest` failing (a throw, or a body of a shape the contract does
+ * not allow) is a 502 naming the plugin, recorded with outcome `plugin_error` and no tokens: nothing
+ * went upstream.
  */
-/** The adapter's request; its `buildRequest` throwing is a 502 naming the plugin (nothing went upstream, so nothing is recorded). */
-function nativeCall(build: () => ChatCall, services: RouteServices, site: PluginFaultSite): ChatCall {
+function nativeCall(build: () => ChatCall, failed: (fault: PluginFault) => never): ChatCall {
   try {
     return build();
   } catch (error) {
-    if (isPluginFault(error)) throw reportPluginFault(services, error, site);
+    if (isPluginFault(error)) return failed(error);
     throw error;
   }
 }
 
+/**
+ * `POST /v1/chat`: plain text in, plain text out, never streamed. The core owns validation, retries,
+ * timeouts and usage; the model's plugin adapter owns only the mapping to its upstream format (always
+ * with the provider's low reasoning preset).
+ */
 export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = DEFAULT_RETRY_POLICY): ModelHandler {
   return async function handleNativeChat(req, res, context) {
     const startedAt = performance.now();
@@ -93,7 +96,14 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     const pool = poolFor(services, resolved);
     const reserving = reserveBudget(services, context, res, resolved, body);
     if (reserving) await reserving;
-    const call = nativeCall(() => chatCall(services, registry, resolved, body, context.requestId, policy, startedAt, caller?.id), services, { route: 'chat', model: resolved.canonicalId, requestId: context.requestId });
+    const call = nativeCall(
+      () => chatCall(services, registry, resolved, body, context.requestId, policy, startedAt, caller?.id),
+      (fault) => {
+        const basis: ExchangeBasis = { keyId: caller?.id, route: 'chat', stream: false, requestId: context.requestId, startedAt, requestBody: () => body, responseText: () => '' };
+        const recorder = new ExchangeRecorder(services, context, basis, resolved);
+        return recorder.fail(reportPluginFault(services, fault, recorder.faultSite('chat')), false, undefined, 'plugin_error');
+      },
+    );
     const recorder = new ExchangeRecorder(services, context, chatBasis(caller?.id, call, startedAt), resolved);
     recorder.upstreamSpentMs = 0;
     const client = new ClientWatch(res);

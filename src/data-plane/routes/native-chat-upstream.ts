@@ -7,11 +7,11 @@ import type { PooledEndpoint } from '../upstream/endpoint-pool.ts';
 import type { AttemptResult, FailoverPlan } from '../upstream/failover/attempt-upstream.ts';
 import { isRetryableStatus, retryAfterMs, type RetryPolicy } from '../upstream/failover/retry-policy.ts';
 import { redactCredentialText } from '../upstream/redact-credential.ts';
-import { isPluginFault } from '../../plugins/plugin-fault.ts';
+import { isPluginFault, upstreamJson } from '../../plugins/plugin-fault.ts';
 import { reportPluginFault } from './plugin-faults.ts';
 import { UpstreamTransportError } from '../upstream/upstream-client.ts';
 import type { ExchangeRecorder } from './exchange-recorder.ts';
-import type { RouteServices } from '../route-services.ts';
+import { failoverWarning, type RouteServices } from '../route-services.ts';
 
 /** One `/v1/chat` request as sent upstream: the adapter's body, its route, and its time bounds. */
 export interface ChatCall {
@@ -44,10 +44,10 @@ export function chatCall(services: RouteServices, registry: ModelRegistry, resol
     adapter,
     upstreamRoute: resolved.plugin.routes[adapter.route]!,
     upstreamBody,
-    payload: JSON.stringify(upstreamBody),
+    payload: upstreamJson(resolved.plugin.vendor, upstreamBody),
     requestId,
     attemptTimeoutMs: body.timeout === undefined ? gatewayTimeoutMs : Math.min(gatewayTimeoutMs, Math.ceil((body.timeout as number) * 1000)),
-    plan: { maxAttempts: maxRetries + 1, retry: { policy, deadline: startedAt + policy.deadlineMs }, caller },
+    plan: { maxAttempts: maxRetries + 1, retry: { policy, deadline: startedAt + policy.deadlineMs }, caller, onFailure: failoverWarning(services, requestId) },
   };
 }
 

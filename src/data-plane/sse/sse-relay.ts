@@ -11,7 +11,7 @@ export interface RelayOptions {
   /**
    * Sees every event as it passes (the usage tap). A throw (a plugin's usage extractor) ends the relay
    * like a fixup's: what was fixed before it is written, the rest of the body is dropped, and the relay
-   * fails with that error.
+   * fails with that error (with nothing written when it came before the head, see `head`).
    */
   readonly onEvent: (event: SseEvent) => void;
   /** Largest single event relayed; a larger one stops the relay (`eventTooLarge`). Default: no cap. */
@@ -38,6 +38,15 @@ export interface RelayOptions {
    * waits for the client to take them. Default: the response is left open.
    */
   readonly endOnComplete?: boolean;
+  /**
+   * Writes the response's status and headers: called once, just before the first bytes are written,
+   * and at the latest once the chunks the body hands on as the relay attaches (a look-ahead's held
+   * opening events) are taken, or before the relay ends the response or stops for the caller's
+   * in-band error. A hook that throws before it was called fails the relay with nothing written, not
+   * even what `rewrite` holds back, so that the caller can still answer with a status of its own.
+   * Default: none (the caller wrote the head before relaying).
+   */
+  readonly head?: () => void;
 }
 
 export interface RelayOutcome {
@@ -73,7 +82,14 @@ export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res
   const { onEvent, clientWriteTimeoutMs } = options;
   const fixups = options.fixups?.empty === false ? options.fixups : undefined;
   const rewrite = options.rewrite;
+  const writeHead = options.head;
   return new Promise<RelayOutcome>((resolve, reject) => {
+    let headed = writeHead === undefined;
+    const head = () => {
+      if (headed) return;
+      headed = true;
+      writeHead!();
+    };
     let clientClosed = false;
     let clientStalled = false;
     let settled = false;
@@ -104,6 +120,7 @@ export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res
       const held = last && options.flush ? options.flush() : undefined;
       if (held && held.length > 0) out = out.length === 0 ? held : Buffer.concat([out, held]);
       if (out.length === 0) return;
+      if (!headed) head();
       if (res.write(out)) return;
       draining = true;
       body.pause();
@@ -137,7 +154,14 @@ export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res
         if (blocks.length > 0) {
           const fault = relayBlocks(blocks, onEvent, fixups, write);
           if (fault) {
-            // A plugin's hook threw: the events before it are out; the rest of the body is not wanted.
+            // A plugin's hook failed: the rest of the body is not wanted. Nothing reached the client
+            // yet: the caller answers with a status of its own, and what `rewrite` holds is dropped.
+            if (!headed) {
+              settle(fault);
+              body.abort();
+              return;
+            }
+            // The events before it are out.
             write(EMPTY, true);
             whenDrained(() => settle(fault));
             body.abort();
@@ -145,6 +169,7 @@ export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res
           }
         }
         if (splitter.oversized && !settled) {
+          head();
           write(EMPTY, true);
           whenDrained(() => settle({ completed: false, clientClosed, eventTooLarge: true, clientStalled }));
           body.abort();
@@ -153,6 +178,7 @@ export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res
       end() {
         if (concluded || settled) return;
         // An event cut off by the end of the stream goes out as it came (the client discards it too).
+        head();
         write(splitter.rest(), true);
         whenDrained(() => {
           if (options.endOnComplete && !clientClosed && !clientStalled) res.end();
@@ -161,10 +187,14 @@ export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res
       },
       error(error) {
         if (concluded || settled) return;
+        head();
         write(EMPTY, true);
         whenDrained(() => (clientClosed || clientStalled ? stopped() : settle({ error })));
       },
     });
+    // The chunks the body held (a look-ahead's opening events) were handed on within `attach`: the
+    // head goes out now however the fixups treated them, so that it never waits on the upstream.
+    if (!settled) head();
   });
 }
 

@@ -31,7 +31,7 @@ export function providerEndpoints(
       if (keyless.length) {
         logger.warn({ provider: plugin.vendor }, `provider '${plugin.vendor}' has a base URL but no key: set ${prefix}_API_KEY (its upstream will refuse the requests)`);
       }
-      const endpoints = settings.map((entry) => new PooledEndpoint(upstreamEndpoint(plugin.vendor, entry.baseUrl, entry.apiKey), entry.name, entry.weight));
+      const endpoints = settings.map((entry) => new PooledEndpoint(upstreamEndpoint(plugin.vendor, entry.baseUrl, entry.apiKey, entry.auth), entry.name, entry.weight));
       pools.set(plugin.vendor, new EndpointPool(endpoints, config.failover));
     } else {
       logger.warn({ provider: plugin.vendor }, `provider '${plugin.vendor}' is not configured: set ${prefix}_BASE_URL (its models answer 502 until then)`);

@@ -4,9 +4,10 @@ import type { BodySink, UpstreamBody } from '../sse/upstream-body.ts';
 import type { UpstreamAbortSignal } from './attempt-signal.ts';
 import { upstreamCredential, withCredentialQuery } from './upstream-credential.ts';
 import type { UpstreamOutcome } from '../../ops/metrics.ts';
-import type { UpstreamRoute } from '../../plugins/plugin-contract.ts';
+import type { AuthStyle, UpstreamRoute } from '../../plugins/plugin-contract.ts';
+import { credentialHeader } from '../../plugins/validate-auth.ts';
 
-/** Where one provider is reached: fixed at start from its base URL and key. */
+/** Where one provider is reached: fixed at start (or a reload) from its base URL, key and credential place. */
 export interface UpstreamEndpoint {
   /** The provider's vendor prefix, for messages. */
   readonly provider: string;
@@ -15,11 +16,24 @@ export interface UpstreamEndpoint {
   /** The base URL's path (the version prefix), without a trailing slash, e.g. `/v1`. */
   readonly basePath: string;
   readonly apiKey?: string;
+  /**
+   * Where this endpoint takes its key, over the `auth` of every route it serves (the config file's
+   * `endpoints[].auth`); absent: each route's own.
+   */
+  readonly auth?: AuthStyle;
+  /**
+   * The header {@link auth} puts the key in (lower case), which no forwarded or default header of a
+   * route may then take the place of; absent without an override, or for a query credential.
+   */
+  readonly authHeader?: string;
 }
 
-export function upstreamEndpoint(provider: string, baseUrl: string, apiKey?: string): UpstreamEndpoint {
+export function upstreamEndpoint(provider: string, baseUrl: string, apiKey?: string, auth?: AuthStyle): UpstreamEndpoint {
   const url = new URL(baseUrl);
-  return { provider, origin: url.origin, basePath: url.pathname.replace(/\/+$/, ''), apiKey };
+  const endpoint: UpstreamEndpoint = { provider, origin: url.origin, basePath: url.pathname.replace(/\/+$/, ''), apiKey };
+  if (auth === undefined) return endpoint;
+  const authHeader = credentialHeader(auth);
+  return { ...endpoint, auth, ...(authHeader ? { authHeader } : {}) };
 }
 
 export interface UpstreamRequest {
@@ -105,8 +119,13 @@ export class UpstreamClient {
       if (typeof value === 'string') headers[name] = value;
     }
     for (const [name, value] of Object.entries(route.defaultHeaders ?? {})) headers[name] ??= value;
+    // An endpoint's own credential header (a route may forward or default any header but its own
+    // credential's): never the client's value, nor the route's default, whether or not a key is set.
+    if (endpoint.authHeader !== undefined) {
+      for (const name of Object.keys(headers)) if (name.toLowerCase() === endpoint.authHeader) delete headers[name];
+    }
     if (request.requestId) headers['x-request-id'] = request.requestId;
-    const credential = upstreamCredential(route.auth, endpoint.apiKey);
+    const credential = upstreamCredential(endpoint.auth ?? route.auth, endpoint.apiKey);
     Object.assign(headers, credential.headers);
     const timeoutMs = request.timeoutMs ?? this.timeoutMs;
     return new Promise<UpstreamResponse>((resolve, reject) => {

@@ -48,7 +48,7 @@ describe('runConformance', function () {
       );
       const report = await runConformance({ manifestPath, pluginPath: [dir], vendors: ['faulty'] });
       expect(report.plugins.flatMap((plugin) => plugin.failures).map(formatFailure)).to.deep.equal([
-        "plugin 'faulty', model 'faulty/faulty-1', rule 'plugin-fault': chat-completions (stream) with 'faulty/faulty-1': plugin 'faulty', hook 'streamFixups.boom' threw (see the gateway's error log for the stack)",
+        "plugin 'faulty', model 'faulty/faulty-1', rule 'plugin-fault': chat-completions (stream) with 'faulty/faulty-1': plugin 'faulty', hook 'streamFixups.boom' failed: it threw or returned a wrong shape (see the gateway's error log)",
       ]);
     } finally {
       await rm(dir, { recursive: true, force: true });

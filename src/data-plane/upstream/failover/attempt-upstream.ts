@@ -1,3 +1,4 @@
+import { isGatewayError } from '../../../core/gateway-errors.ts';
 import type { AttemptSignal } from '../attempt-signal.ts';
 import { PooledEndpoint, type EndpointPool } from '../endpoint-pool.ts';
 import type { ClientWatch } from './client-watch.ts';
@@ -34,6 +35,20 @@ export type FailoverOutcome<A, F> =
   | { readonly kind: 'resting' }
   | { readonly kind: 'client-gone' };
 
+/** A failed attempt as the failover warning tells it: never a URL, a key or the upstream's own words. */
+export interface FailedAttempt {
+  readonly provider: string;
+  /** The endpoint's configured name (or its index). */
+  readonly endpoint: string;
+  /** The upstream's retryable status; absent when the transport or the stream failed. */
+  readonly status?: number;
+  /**
+   * The gateway's words for a failure without a status, after the endpoint's name: `failed: connection
+   * refused`, `did not answer in time`, `failed: no content within 60000 ms`.
+   */
+  readonly reason?: string;
+}
+
 export interface FailoverPlan {
   /** Attempts at most, every endpoint and round included. */
   readonly maxAttempts: number;
@@ -44,6 +59,11 @@ export interface FailoverPlan {
    * (the compatible routes, which fail over but leave retries to the client's SDK).
    */
   readonly retry?: { readonly policy: RetryPolicy; readonly deadline: number };
+  /**
+   * Told of each attempt that failed (not one ended by the client's leaving, nor one ended
+   * by a bound the caller chose), whether another attempt follows or not.
+   */
+  readonly onFailure?: (failed: FailedAttempt) => void;
 }
 
 /** The endpoint that served or failed last and the attempts made, across every call for one request. */
@@ -76,7 +96,7 @@ export async function attemptUpstream<A, F>(pool: EndpointPool, plan: FailoverPl
   let tried: PooledEndpoint[] | undefined;
   let inRound = 0;
   for (let made = 1; ; made++) {
-    const result: AttemptResult<A, F> | undefined = await attemptOnce(pool, member, client, tally, attempt, plan.caller);
+    const result: AttemptResult<A, F> | undefined = await attemptOnce(pool, member, client, tally, attempt, plan);
     if (result === undefined) return CLIENT_GONE;
     if (result.kind === 'answer') return { kind: 'answer', answer: result.answer, endpoint: member, pool };
     if (made >= plan.maxAttempts) return { kind: 'failed', failure: result.failure };
@@ -96,7 +116,7 @@ export async function attemptUpstream<A, F>(pool: EndpointPool, plan: FailoverPl
 }
 
 /** One attempt, its breaker bookkeeping done; `undefined` when the client left meanwhile. */
-async function attemptOnce<A, F>(pool: EndpointPool, member: PooledEndpoint, client: ClientWatch, tally: AttemptTally, attempt: Attempt<A, F>, caller: string | undefined): Promise<AttemptResult<A, F> | undefined> {
+async function attemptOnce<A, F>(pool: EndpointPool, member: PooledEndpoint, client: ClientWatch, tally: AttemptTally, attempt: Attempt<A, F>, plan: FailoverPlan): Promise<AttemptResult<A, F> | undefined> {
   tally.endpoint = member;
   tally.count += 1;
   let result: AttemptResult<A, F>;
@@ -123,9 +143,21 @@ async function attemptOnce<A, F>(pool: EndpointPool, member: PooledEndpoint, cli
   if (result.reached) tally.unreported += 1;
   const status = result.status;
   // Only the endpoint's own faults count against it: never a bound the caller chose.
-  if (!result.callerBound && (status === undefined || isEndpointFault(status))) pool.failed(member, status !== undefined && restsEndpoint(status) ? result.waitMs : undefined, caller);
+  if (!result.callerBound && (status === undefined || isEndpointFault(status))) pool.failed(member, status !== undefined && restsEndpoint(status) ? result.waitMs : undefined, plan.caller);
   else pool.released(member);
+  if (plan.onFailure && !result.callerBound) plan.onFailure(failedAttempt(member, status, result.failure));
   return result;
+}
+
+/** What the failover warning says of a failed attempt: the status, else the gateway's own reason (a fixed text). */
+function failedAttempt(member: PooledEndpoint, status: number | undefined, failure: unknown): FailedAttempt {
+  const provider = member.endpoint.provider;
+  const base = { provider, endpoint: member.name };
+  if (status !== undefined) return { ...base, status };
+  if (!isGatewayError(failure)) return { ...base, reason: 'failed' };
+  // The error's detail names the provider first (`Upstream provider 'acme' failed: …`): the warning names it already.
+  const named = `Upstream provider '${provider}' `;
+  return { ...base, reason: failure.detail.startsWith(named) ? failure.detail.slice(named.length) : `failed: ${failure.detail}` };
 }
 
 /** Waits before the next round; the endpoint to try then, `undefined` to stop, or CLIENT_GONE. */
