@@ -171,6 +171,7 @@ async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): P
   for (const plugin of report.plugins) {
     if (plugin.failures.length === 0) {
       io.out(`✔ ${plugin.vendor}: ${plugin.checks} checks passed (${plugin.directory})\n`);
+      for (const note of plugin.notes) io.out(`    ${note}\n`);
     } else {
       io.out(`✘ ${plugin.vendor}: ${plugin.failures.length} failure(s) in ${plugin.checks} checks (${plugin.directory})\n`);
       for (const failure of plugin.failures) io.out(`    ${formatFailure(failure)}\n`);

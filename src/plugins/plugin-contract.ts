@@ -161,16 +161,29 @@ export interface SseEvent {
 
 /**
  * A pure function over one parsed SSE event of a stream.
- * Return `undefined` (or the same event) to forward the original bytes unchanged, `null` to drop the
+ *
+ * Receives: one {@link SseEvent} of the upstream's stream on the declared route and models, as parsed
+ * (`data` is the raw text, not parsed JSON; `[DONE]` included), after the fixups declared before it.
+ * Returns: `undefined` (or the same event) to forward the original bytes unchanged, `null` to drop the
  * event, or a new event to forward in its place (its other lines and line endings are kept). A new
- * event's `data` is a string, and its `event` and `id` strings when given.
+ * event's `data` is a string, and its `event` and `id` strings when given. Anything else, or a throw,
+ * is the plugin's fault (see {@link StatefulStreamFixup}).
+ *
+ * @example
+ * ```ts
+ * // Drops the {"object":"keepalive"} events an upstream interleaves.
+ * const dropKeepalive: StreamFixup = (event) => (event.data === '{"object":"keepalive"}' ? null : undefined);
+ * ```
  */
 export type StreamFixup = (event: SseEvent) => SseEvent | null | undefined;
 
 /**
  * A stream fixup that may keep per-stream state and put out any number of events. Every
- * {@link StreamFixup} is one. Return what a `StreamFixup` may, or a list of events to forward in the
- * event's place, in order (`[]` drops it; the first keeps the event's other lines).
+ * {@link StreamFixup} is one.
+ *
+ * Receives: the event, as a {@link StreamFixup} does, and this stream's `state`.
+ * Returns: what a `StreamFixup` may, or a list of events to forward in the event's place, in order
+ * (`[]` drops it; the first keeps the event's other lines).
  *
  * `state` is what the declaration's `createState()` made for this stream (one per stream, never
  * shared), so a fixup may hold events back and release them later, e.g. to reassemble a tool call's
@@ -178,6 +191,16 @@ export type StreamFixup = (event: SseEvent) => SseEvent | null | undefined;
  * A fixup that throws, or returns anything else (a number, an object without a string `data`, a list
  * with such an item), is the plugin's fault: the answer is a 502 naming the plugin when no byte of the
  * stream reached the client yet, else the stream ends with an in-band error naming it.
+ *
+ * @example
+ * ```ts
+ * // Drops an event that repeats the one before it; declared with `createState: () => ({ last: undefined })`.
+ * const dropRepeats: StatefulStreamFixup<{ last?: string }> = (event, state) => {
+ *   const repeat = event.data === state.last;
+ *   state.last = event.data;
+ *   return repeat ? [] : undefined;
+ * };
+ * ```
  */
 export type StatefulStreamFixup<State = undefined> = (event: SseEvent, state: State) => SseEvent | readonly SseEvent[] | null | undefined;
 
@@ -189,7 +212,16 @@ export interface StreamFixupDeclaration<State = any> {
   readonly route: UpstreamRouteId;
   /** Canonical IDs of the models whose streams the fixup sees. */
   readonly models: readonly string[];
-  /** Makes the fixup's state for one stream, called as the stream starts. Optional: stateless fixups have none. */
+  /**
+   * Makes the fixup's state for one stream, called as the stream starts. Optional: stateless fixups
+   * have none. Receives nothing; returns anything (the state is the plugin's own); a throw is the
+   * plugin's fault.
+   *
+   * @example
+   * ```ts
+   * createState: () => ({ last: undefined as string | undefined }),
+   * ```
+   */
   readonly createState?: () => State;
   /** The fixup itself: a {@link StreamFixup}, or a {@link StatefulStreamFixup} of `createState`'s state. */
   readonly fixup: StatefulStreamFixup<State>;
@@ -217,15 +249,55 @@ export interface TokenUsage {
 /**
  * Reads usage from one upstream answer. The core holds a standard extractor per wire format; a plugin
  * declares its own only where its upstream reports usage differently. Each method returns `undefined`
- * or a {@link TokenUsage} whose three counts are finite numbers, not negative; anything else (a string,
- * `{ input_tokens: 5 }`, a count that is a string or NaN) is the plugin's fault, like a throw.
+ * or a {@link TokenUsage} whose three counts are finite numbers, not negative (further fields are
+ * ignored); anything else (a string, `{ input_tokens: 5 }`, a count that is a string or NaN) is the
+ * plugin's fault, like a throw. `plugin test` checks an extractor against the standard usage shapes of
+ * the mock upstream, or, where the plugin ships recorded fixtures with a `usage`, against those.
  */
 export interface UsageExtractor {
-  /** Usage of a JSON (non-streaming) answer, or `undefined` when it carries none. */
+  /**
+   * Usage of a JSON (non-streaming) answer.
+   *
+   * Receives: the upstream's 2xx answer body, parsed with `JSON.parse` (an object, a list or any JSON
+   * value: check before reading; a body that is not JSON never reaches it). On `/v1/chat` it is the
+   * answer of the native chat adapter's route.
+   * Returns: the usage, or `undefined` when the body carries none (a Chat Completions answer or a
+   * `/v1/chat` answer without usage is then refused with a 502).
+   *
+   * @example
+   * ```ts
+   * // {"choices": [...], "meta": {"billed": {"in": 12, "out": 7}}}
+   * fromBody: (body) => {
+   *   const billed = (body as { meta?: { billed?: { in?: number; out?: number } } } | null)?.meta?.billed;
+   *   return typeof billed?.in === 'number' ? { inputTokens: billed.in, outputTokens: billed.out ?? 0, cachedTokens: 0 } : undefined;
+   * },
+   * ```
+   */
   readonly fromBody: (body: unknown) => TokenUsage | undefined;
   /**
-   * Folds one parsed SSE event of a stream into the usage seen so far. Pure: returns the new value
-   * (or the same one). The value after the last event is what the request is recorded with.
+   * Folds one SSE event of a stream into the usage seen so far. Pure: returns the new value (or the
+   * same one). The value after the last event is what the request is recorded with.
+   *
+   * Receives: `seen`, what it returned for the previous event (`undefined` before the first), and every
+   * event of the upstream's stream, in order, as the upstream sent it (before any stream fixup): an
+   * {@link SseEvent} whose `data` is the raw text of its `data:` lines (not parsed: `JSON.parse` it
+   * yourself, and expect `[DONE]` and other text), with `event` and `id` when the upstream sent them.
+   * Blocks without a `data:` line (comments, keep-alives) are not passed.
+   * Returns: the usage so far, `seen` unchanged, or `undefined`.
+   *
+   * @example
+   * ```ts
+   * // the last event: data: {"choices":[],"meta":{"billed":{"in":12,"out":7}}}
+   * fromStreamEvent: (seen, event) => {
+   *   if (!event.data.includes('"billed"')) return seen; // cheap test first: it sees every event
+   *   try {
+   *     const billed = JSON.parse(event.data).meta?.billed;
+   *     return typeof billed?.in === 'number' ? { inputTokens: billed.in, outputTokens: billed.out ?? 0, cachedTokens: 0 } : seen;
+   *   } catch {
+   *     return seen;
+   *   }
+   * },
+   * ```
    */
   readonly fromStreamEvent: (seen: TokenUsage | undefined, event: SseEvent) => TokenUsage | undefined;
 }
@@ -260,9 +332,38 @@ export interface NativeChatRequest {
 export interface NativeChatAdapter {
   /** The upstream route (declared in the plugin's `routes`) the request is sent to. */
   readonly route: UpstreamRouteId;
-  /** Builds the upstream JSON request body. */
+  /**
+   * Builds the upstream JSON request body.
+   *
+   * Receives: the validated {@link NativeChatRequest} (`upstreamModel`, `input`, `webSearch`, and
+   * `temperature` and `maxOutputTokens` when the client set them).
+   * Returns: an object (not a list) that `JSON.stringify` writes as a JSON object (no `BigInt`, no
+   * cycle), sent as the body of the adapter's `route`.
+   *
+   * @example
+   * ```ts
+   * buildRequest: ({ upstreamModel, input }) => ({
+   *   model: upstreamModel, messages: [{ role: 'user', content: input }], reasoning_effort: 'low', stream: false,
+   * }),
+   * ```
+   */
   readonly buildRequest: (request: NativeChatRequest) => Record<string, unknown>;
-  /** Reads the generated text from the upstream JSON answer; `undefined` when the answer has none. */
+  /**
+   * Reads the generated text from the upstream JSON answer.
+   *
+   * Receives: the upstream's 2xx answer body, parsed with `JSON.parse` (any JSON value: check before
+   * reading).
+   * Returns: the text, or `undefined` (not `null`) when the answer has none (a refusal, only tool
+   * calls): `/v1/chat` then answers an error rather than empty text.
+   *
+   * @example
+   * ```ts
+   * readText: (body) => {
+   *   const content = (body as { choices?: { message?: { content?: unknown } }[] } | null)?.choices?.[0]?.message?.content;
+   *   return typeof content === 'string' ? content : undefined;
+   * },
+   * ```
+   */
   readonly readText: (body: unknown) => string | undefined;
 }
 

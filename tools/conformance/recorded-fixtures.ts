@@ -7,22 +7,39 @@ import type { SseEvent, StreamFixupDeclaration, TokenUsage, UpstreamRouteId, Wir
 import { FixupChain } from '../../src/data-plane/sse/fixup-chain.ts';
 
 /**
- * A stream recorded from a real upstream, kept in a plugin's `__fixtures__/` folder as three files:
- * - `<name>.fixture.json`: `{"route": "chat-completions", "model": "acme/acme-1", "usage"?: {...}}`,
- *   the route and the canonical model it was recorded from, and optionally the usage the plugin must
- *   read from it (`inputTokens`, `outputTokens`, `cachedTokens`);
- * - `<name>.chunks.txt`: the stream's events, one `data` payload a line, in order;
- * - `<name>.expected.txt` (optional): what clients of that model must receive once the plugin's
- *   stream fixups ran, same layout; without it, the stream must pass unchanged.
+ * An answer recorded from a real upstream, kept in a plugin's `__fixtures__/` folder under one base name:
+ * - `<name>.fixture.json`: `{"route": "chat-completions", "model": "acme/acme-1", "stream"?: false, "usage"?: {...}}`,
+ *   the route and the canonical model it was recorded from, whether it is a stream (the default) or a
+ *   JSON answer (`"stream": false`), and the usage the plugin must read from it (`inputTokens`,
+ *   `outputTokens`, `cachedTokens`; optional for a stream, required for a JSON answer);
+ * - a stream: `<name>.chunks.txt`, the stream's events, one `data` payload a line, in order; and
+ *   `<name>.expected.txt` (optional), what clients of that model must receive once the plugin's
+ *   stream fixups ran, same layout (without it, the stream must pass unchanged);
+ * - a JSON answer: `<name>.body.json`, the answer's body exactly as the upstream sent it.
  */
-export interface RecordedFixture {
+export type RecordedFixture = RecordedStream | RecordedBody;
+
+interface RecordedAnswer {
   readonly name: string;
   readonly route: UpstreamRouteId;
-  /** Canonical ID of the model the stream was recorded from. */
+  /** Canonical ID of the model the answer was recorded from. */
   readonly model: string;
+  readonly usage?: TokenUsage;
+}
+
+/** A recorded stream (`<name>.chunks.txt`). */
+export interface RecordedStream extends RecordedAnswer {
+  readonly stream: true;
   readonly chunks: readonly string[];
   readonly expected?: readonly string[];
-  readonly usage?: TokenUsage;
+}
+
+/** A recorded JSON answer (`<name>.body.json`), always with the usage the plugin must read from it. */
+export interface RecordedBody extends RecordedAnswer {
+  readonly stream: false;
+  /** The body's text, as recorded. */
+  readonly body: string;
+  readonly usage: TokenUsage;
 }
 
 const lines = (path: string) =>
@@ -30,40 +47,69 @@ const lines = (path: string) =>
     .split(/\r?\n/)
     .filter((line) => line.trim() !== '');
 
-/** Reads every fixture of a plugin folder; a malformed one throws naming its file and field. */
-export function readFixtures(pluginDirectory: string): RecordedFixture[] {
+/**
+ * Reads every fixture of a plugin folder. A malformed one throws naming its file and field, or, when
+ * `problems` is given, is left out with that message pushed there (so the well-formed ones still count).
+ */
+export function readFixtures(pluginDirectory: string, problems?: string[]): RecordedFixture[] {
   const folder = join(pluginDirectory, '__fixtures__');
   if (!existsSync(folder)) return [];
   return readdirSync(folder)
     .filter((file) => file.endsWith('.fixture.json'))
     .sort()
-    .map((file) => {
-      const name = file.slice(0, -'.fixture.json'.length);
-      const path = join(folder, file);
-      let meta: Record<string, unknown>;
+    .flatMap((file) => {
+      if (!problems) return [readFixture(folder, file)];
       try {
-        meta = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+        return [readFixture(folder, file)];
       } catch (error) {
-        throw new Error(`${path}: cannot be read as JSON: ${(error as Error).message}`);
+        problems.push((error as Error).message);
+        return [];
       }
-      if (typeof meta.route !== 'string') throw new Error(`${path}: route: must name the route the stream was recorded on`);
-      if (typeof meta.model !== 'string' || !meta.model.includes('/')) throw new Error(`${path}: model: must be the canonical ID (vendor/model) it was recorded from`);
-      const usage = meta.usage as Record<string, unknown> | undefined;
-      if (usage !== undefined && !['inputTokens', 'outputTokens', 'cachedTokens'].every((key) => typeof usage[key] === 'number')) {
-        throw new Error(`${path}: usage: must give inputTokens, outputTokens and cachedTokens`);
-      }
-      const chunksPath = join(folder, `${name}.chunks.txt`);
-      if (!existsSync(chunksPath)) throw new Error(`${path}: ${name}.chunks.txt is missing beside it`);
-      const expectedPath = join(folder, `${name}.expected.txt`);
-      return {
-        name,
-        route: meta.route as UpstreamRouteId,
-        model: meta.model,
-        chunks: lines(chunksPath),
-        expected: existsSync(expectedPath) ? lines(expectedPath) : undefined,
-        usage: usage as TokenUsage | undefined,
-      };
     });
+}
+
+/** One fixture, from its `<name>.fixture.json` file name; throws naming the file and field when malformed. */
+function readFixture(folder: string, file: string): RecordedFixture {
+  const name = file.slice(0, -'.fixture.json'.length);
+  const path = join(folder, file);
+  let meta: Record<string, unknown>;
+  try {
+    meta = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+  } catch (error) {
+    throw new Error(`${path}: cannot be read as JSON: ${(error as Error).message}`);
+  }
+  if (typeof meta.route !== 'string') throw new Error(`${path}: route: must name the route the answer was recorded on`);
+  if (typeof meta.model !== 'string' || !meta.model.includes('/')) throw new Error(`${path}: model: must be the canonical ID (vendor/model) it was recorded from`);
+  if (meta.stream !== undefined && typeof meta.stream !== 'boolean') throw new Error(`${path}: stream: must be true (a stream, the default) or false (a JSON answer)`);
+  const usage = meta.usage as Record<string, unknown> | undefined;
+  if (usage !== undefined && !['inputTokens', 'outputTokens', 'cachedTokens'].every((key) => typeof usage[key] === 'number')) {
+    throw new Error(`${path}: usage: must give inputTokens, outputTokens and cachedTokens`);
+  }
+  const chunksPath = join(folder, `${name}.chunks.txt`);
+  const expectedPath = join(folder, `${name}.expected.txt`);
+  const bodyPath = join(folder, `${name}.body.json`);
+  const base = { name, route: meta.route as UpstreamRouteId, model: meta.model };
+  if (meta.stream === false) {
+    if (!existsSync(bodyPath)) throw new Error(`${path}: ${name}.body.json is missing beside it ("stream": false: a recorded JSON answer)`);
+    if (existsSync(chunksPath) || existsSync(expectedPath)) throw new Error(`${path}: "stream": false, yet ${name}.chunks.txt or ${name}.expected.txt is beside it (a JSON answer is ${name}.body.json)`);
+    if (usage === undefined) throw new Error(`${path}: usage: a recorded JSON answer must give the usage the plugin must read from it`);
+    const body = readFileSync(bodyPath, 'utf8');
+    try {
+      JSON.parse(body);
+    } catch (error) {
+      throw new Error(`${bodyPath}: cannot be read as JSON: ${(error as Error).message}`);
+    }
+    return { ...base, stream: false, body, usage: usage as unknown as TokenUsage };
+  }
+  if (!existsSync(chunksPath)) throw new Error(`${path}: ${name}.chunks.txt is missing beside it (for a recorded JSON answer: "stream": false and ${name}.body.json)`);
+  if (existsSync(bodyPath)) throw new Error(`${path}: ${name}.body.json is beside a stream fixture (set "stream": false for a recorded JSON answer)`);
+  return {
+    ...base,
+    stream: true,
+    chunks: lines(chunksPath),
+    expected: existsSync(expectedPath) ? lines(expectedPath) : undefined,
+    usage: usage as TokenUsage | undefined,
+  };
 }
 
 /** The recorded events as the upstream sent them; Messages and Responses name each event after its `type`. */

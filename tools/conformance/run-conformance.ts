@@ -11,8 +11,8 @@ import { createLogger } from '../../src/core/logger.ts';
 import { envPrefixOf } from '../../src/data-plane/upstream/provider-endpoints.ts';
 import { loadPluginFolder, pluginFolders, type PluginFolder } from '../../src/plugins/load-plugins.ts';
 import { ModelRegistry } from '../../src/core/model-registry.ts';
-import type { AuthStyle, ModelDeclaration, ProviderPlugin, RouteId, TokenUsage, UpstreamRouteId } from '../../src/plugins/plugin-contract.ts';
-import { applyFixups, decodeSse, encodeSse, eventDiff, fixtureEvents, readFixtures, sameEvents, type RecordedFixture } from './recorded-fixtures.ts';
+import type { AuthStyle, ModelDeclaration, ProviderPlugin, RouteId, TokenUsage, UpstreamRouteId, WireFormat } from '../../src/plugins/plugin-contract.ts';
+import { applyFixups, decodeSse, encodeSse, eventDiff, fixtureEvents, readFixtures, sameEvents, type RecordedFixture, type RecordedStream } from './recorded-fixtures.ts';
 
 /** A multi-line detail under a failure line. */
 const indent = (text: string) => text.split('\n').map((line) => `      ${line}`).join('\n');
@@ -33,6 +33,11 @@ export interface PluginConformance {
   /** How many checks ran. */
   checks: number;
   readonly failures: ConformanceFailure[];
+  /**
+   * What was checked otherwise than against the mock upstream's standard answers, one line each, e.g.
+   * `model 'acme/acme-1', chat-completions (stream): usage: from recorded fixture 'billed-stream' (…)`.
+   */
+  readonly notes: string[];
 }
 
 export interface ConformanceReport {
@@ -78,13 +83,21 @@ interface Exchange {
   readonly requestedId: string;
   readonly stream: boolean;
   readonly alias?: string;
+  /**
+   * The recorded answer (with its usage) the mock upstream gives in place of its standard one: where the
+   * plugin reads usage with its own extractor, whose vendor shape only a recording shows.
+   */
+  readonly recording?: RecordedFixture & { readonly usage: TokenUsage };
 }
 
 /**
  * Drives every declared route of every declared model and alias of the plugins under test through a
  * real gateway in this process, in front of the mock upstream, and checks what reached the upstream,
  * what came back, the catalog, the stream fixups (on the plugins' recorded fixtures) and the usage
- * recorded. Never throws for a plugin's fault: every broken rule is a failure in the report.
+ * recorded: against what the mock reported, or, where the plugin reads a route with its own usage
+ * extractor and ships a recorded fixture with a `usage` for it, against that fixture, the mock then
+ * answering with the recorded bytes (see `recordingFor`). Never throws for a plugin's fault: every
+ * broken rule is a failure in the report.
  */
 export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
   const failures: ConformanceFailure[] = [];
@@ -106,7 +119,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   for (const vendor of tested) {
     const folder = folders.find((candidate) => candidate.name === vendor);
     if (!folder) failures.push({ plugin: vendor, rule: 'load', message: 'no manifest lists it' });
-    else reports.set(vendor, { vendor, directory: folder.directory, checks: 0, failures: [] });
+    else reports.set(vendor, { vendor, directory: folder.directory, checks: 0, failures: [], notes: [] });
   }
 
   const plugins: ProviderPlugin[] = [];
@@ -151,14 +164,22 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
       const report = reports.get(plugin.vendor);
       if (!report) continue;
       const subject = { plugin, report };
-      for (const exchange of declaredExchanges(subject)) await driver.drive(exchange);
       let fixtures: RecordedFixture[] = [];
+      const malformed: string[] = [];
       try {
-        fixtures = readFixtures(report.directory);
+        fixtures = readFixtures(report.directory, malformed);
       } catch (error) {
-        report.failures.push({ plugin: plugin.vendor, rule: 'fixture', message: (error as Error).message });
+        malformed.push((error as Error).message);
       }
-      for (const fixture of fixtures) await driver.replay(subject, fixture);
+      for (const message of malformed) report.failures.push({ plugin: plugin.vendor, rule: 'fixture', message });
+      const usable: RecordedFixture[] = [];
+      for (const fixture of fixtures) {
+        const problem = fixtureProblem(plugin, fixture);
+        if (problem) report.failures.push({ plugin: plugin.vendor, model: fixture.model, rule: 'fixture', message: `fixture '${fixture.name}' on ${fixture.route}: ${problem}` });
+        else usable.push(fixture);
+      }
+      for (const exchange of declaredExchanges(subject)) await driver.drive({ ...exchange, recording: recordingFor(plugin, exchange, usable) });
+      for (const fixture of usable) if (fixture.stream) await driver.replay(subject, fixture);
     }
   } catch (error) {
     failures.push({ plugin: 'gateway', rule: 'start', message: (error as Error).message });
@@ -179,6 +200,54 @@ function spellings(plugin: ProviderPlugin, model: ModelDeclaration, route: Route
 
 const canonicalOf = (plugin: ProviderPlugin, declared: string): ModelDeclaration | undefined =>
   plugin.models.find((model) => [model.id, ...(model.alternateIds ?? [])].some((name) => `${plugin.vendor}/${name}` === declared));
+
+/** The index of the plugin's usage extractor that reads a model's answers on an upstream route; -1 for the standard one. */
+function readerIndex(plugin: ProviderPlugin, model: ModelDeclaration, route: UpstreamRouteId): number {
+  return (plugin.usageExtractors ?? []).findIndex(
+    (declaration) => declaration.route === route && (!declaration.models || declaration.models.some((declared) => canonicalOf(plugin, declared) === model)),
+  );
+}
+
+/** Why a fixture cannot be replayed against the plugin, or undefined when it can. */
+function fixtureProblem(plugin: ProviderPlugin, fixture: RecordedFixture): string | undefined {
+  const route = plugin.routes[fixture.route];
+  const model = canonicalOf(plugin, fixture.model);
+  if (fixture.stream) {
+    if (!route || !STREAMING_ROUTES.includes(fixture.route)) return `'${fixture.route}' is not a streaming route of the plugin`;
+    if (!model?.routes.includes(fixture.route)) return `'${fixture.model}' is not a model of the plugin on ${fixture.route}`;
+    return undefined;
+  }
+  if (!route) return `'${fixture.route}' is not a route of the plugin`;
+  if (!WIRE_FORMATS[route.format].consumesTokens) return `answers on ${fixture.route} (${route.format}) carry no usage to check`;
+  const viaChat = model?.routes.includes('chat') && plugin.nativeChat?.route === fixture.route;
+  if (!model?.routes.includes(fixture.route) && !viaChat) return `'${fixture.model}' is not a model of the plugin on ${fixture.route}`;
+  return undefined;
+}
+
+/**
+ * The recorded answer that stands in for the mock upstream's standard one in an exchange: a fixture with
+ * usage, recorded on the exchange's upstream route in its mode (JSON or stream; native chat is JSON),
+ * from a model that the same plugin-declared usage extractor reads (the exchange's own model first).
+ * None where the standard extractor reads the route: the mock speaks the standard shapes.
+ */
+function recordingFor(plugin: ProviderPlugin, exchange: Exchange, fixtures: readonly RecordedFixture[]): Exchange['recording'] {
+  const route: UpstreamRouteId = exchange.route === 'chat' ? plugin.nativeChat!.route : exchange.route;
+  const stream = exchange.route === 'chat' ? false : exchange.stream;
+  const reader = readerIndex(plugin, exchange.model, route);
+  if (reader < 0) return undefined;
+  const candidates = fixtures.filter((fixture): fixture is RecordedFixture & { usage: TokenUsage } => {
+    const recordedFrom = canonicalOf(plugin, fixture.model);
+    return fixture.usage !== undefined && fixture.route === route && fixture.stream === stream && recordedFrom !== undefined && readerIndex(plugin, recordedFrom, route) === reader;
+  });
+  return candidates.find((fixture) => canonicalOf(plugin, fixture.model) === exchange.model) ?? candidates[0];
+}
+
+/** What the mock upstream sends for a recorded answer. */
+function recordedAnswer(fixture: RecordedFixture, format: WireFormat): { kind: 'status'; status: number; body: string; headers: Record<string, string> } {
+  return fixture.stream
+    ? { kind: 'status', status: 200, body: encodeSse(fixtureEvents(fixture.chunks, format)), headers: { 'content-type': 'text/event-stream' } }
+    : { kind: 'status', status: 200, body: fixture.body, headers: { 'content-type': 'application/json' } };
+}
 
 /** Each model on each of its routes in each spelling, JSON and (where the route streams) stream; then each alias. */
 function declaredExchanges(subject: Subject): Exchange[] {
@@ -284,7 +353,7 @@ class Driver {
 
   /** Sends one declared request and checks it end to end; reports the first rule it breaks. */
   async drive(exchange: Exchange): Promise<void> {
-    const { subject, canonicalId, model, route, requestedId, stream, alias } = exchange;
+    const { subject, canonicalId, model, route, requestedId, stream, alias, recording } = exchange;
     const { plugin, report } = subject;
     report.checks += 1;
     const what = `${route === 'chat' ? 'native chat' : route}${stream ? ' (stream)' : ''} with '${requestedId}'`;
@@ -301,6 +370,11 @@ class Driver {
     const resolutionRule = alias ? 'alias' : model.listed ? 'routing' : 'hidden-model';
 
     this.mock.reset();
+    if (recording) {
+      this.mock.enqueue(recordedAnswer(recording, upstreamRoute.format));
+      const note = `model '${canonicalId}', ${route === 'chat' ? 'native chat' : route}${stream ? ' (stream)' : ''}: usage: from recorded fixture '${recording.name}' (the plugin's usageExtractors[${readerIndex(plugin, model, upstreamRouteId)}] reads the vendor's own shape, which the standard mock does not speak)`;
+      if (!report.notes.includes(note)) report.notes.push(note);
+    }
     const before = await this.totals(canonicalId);
     const answer = await this.send('POST', routePath(route), clientRequest(route, requestedId, stream));
     const fault = PLUGIN_FAULT.exec(answer.body.toString('utf8'));
@@ -339,18 +413,26 @@ class Driver {
     if (stream && decodeSse(answer.body).length === 0) return fail('stream', 'the stream carried no events');
     if (route === 'chat') {
       const text = (JSON.parse(answer.body.toString('utf8')) as { result?: { text?: unknown } }).result?.text;
-      if (typeof text !== 'string' || !text.startsWith('Mock reply')) {
+      if (recording && !recording.stream) {
+        const expected = readTextOf(plugin, recording.body);
+        if (text !== expected) {
+          return fail('native-chat', `nativeChat.readText did not read the reply text of recorded fixture '${recording.name}': result.text is ${JSON.stringify(text)}, expected ${JSON.stringify(expected)}`);
+        }
+      } else if (typeof text !== 'string' || !text.startsWith('Mock reply')) {
         return fail('native-chat', `nativeChat.readText did not read the upstream's reply text: result.text is ${JSON.stringify(text)}`);
       }
     }
     if (!WIRE_FORMATS[upstreamRoute.format].consumesTokens) return;
     const recorded = await this.recordedUsage(canonicalId, before);
-    if (!recorded) return fail(alias ? 'alias' : 'usage', `no usage was recorded against ${canonicalId}`);
-    if (!isDeepStrictEqual(recorded, upstream.reportedUsage)) {
-      const index = (plugin.usageExtractors ?? []).findIndex(
-        (declaration) => declaration.route === upstreamRouteId && (!declaration.models || declaration.models.some((declared) => canonicalOf(plugin, declared) === model)),
-      );
-      const reader = index >= 0 ? `the plugin's usageExtractors[${index}]` : `the standard ${upstreamRoute.format} extractor`;
+    if (!recorded) return fail(alias ? 'alias' : 'usage', `no usage was recorded against ${canonicalId}${recording ? ` from recorded fixture '${recording.name}'` : ''}`);
+    const index = readerIndex(plugin, model, upstreamRouteId);
+    const reader = index >= 0 ? `the plugin's usageExtractors[${index}]` : `the standard ${upstreamRoute.format} extractor`;
+    if (recording) {
+      const expected = usageOf(recording.usage);
+      if (!isDeepStrictEqual(recorded, expected)) {
+        return fail('usage', `usage from recorded fixture '${recording.name}': ${reader} recorded ${JSON.stringify(recorded)}, but the fixture says ${JSON.stringify(expected)}`);
+      }
+    } else if (!isDeepStrictEqual(recorded, upstream.reportedUsage)) {
       return fail('usage', `${reader} recorded ${JSON.stringify(recorded)}, but the upstream reported ${JSON.stringify(upstream.reportedUsage)}`);
     }
   }
@@ -360,14 +442,13 @@ class Driver {
    * recorded from must get `<name>.expected.txt` (or the stream unchanged), any other model with
    * declared fixups must get exactly what those fixups make, and every other model the bytes unchanged.
    */
-  async replay(subject: Subject, fixture: RecordedFixture): Promise<void> {
+  async replay(subject: Subject, fixture: RecordedStream): Promise<void> {
     const { plugin, report } = subject;
     const fail = (model: string | undefined, rule: string, message: string) =>
       void report.failures.push({ plugin: plugin.vendor, model, rule, message: `fixture '${fixture.name}' on ${fixture.route}: ${message}` });
-    const route = plugin.routes[fixture.route];
+    // fixtureProblem() vetted the fixture: the route streams and the model serves it.
+    const route = plugin.routes[fixture.route]!;
     const recordedFrom = canonicalOf(plugin, fixture.model);
-    if (!route || !STREAMING_ROUTES.includes(fixture.route)) return fail(fixture.model, 'fixture', `'${fixture.route}' is not a streaming route of the plugin`);
-    if (!recordedFrom?.routes.includes(fixture.route)) return fail(fixture.model, 'fixture', `'${fixture.model}' is not a model of the plugin on ${fixture.route}`);
     const events = fixtureEvents(fixture.chunks, route.format);
     const bytes = encodeSse(events);
 
@@ -402,8 +483,8 @@ class Driver {
         }
         if (fixture.usage) {
           const recorded = await this.recordedUsage(canonicalId, before);
-          if (!isDeepStrictEqual(recorded, { inputTokens: fixture.usage.inputTokens, outputTokens: fixture.usage.outputTokens, cachedTokens: fixture.usage.cachedTokens })) {
-            fail(canonicalId, 'usage', `recorded ${JSON.stringify(recorded)} from the recorded stream, the fixture says ${JSON.stringify(fixture.usage)}`);
+          if (!isDeepStrictEqual(recorded, usageOf(fixture.usage))) {
+            fail(canonicalId, 'usage', `recorded ${JSON.stringify(recorded)} from the recorded stream, the fixture says ${JSON.stringify(usageOf(fixture.usage))}`);
           }
         }
       } else if (fixups.length) {
@@ -414,6 +495,18 @@ class Driver {
         fail(canonicalId, 'fixup', 'no stream fixup is declared for this model, yet the stream did not pass byte for byte');
       }
     }
+  }
+}
+
+/** The three counts of a fixture's usage, in the order the gateway's records give them. */
+const usageOf = (usage: TokenUsage): TokenUsage => ({ inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, cachedTokens: usage.cachedTokens });
+
+/** What the plugin's `nativeChat.readText` reads from a recorded body (undefined when it throws). */
+function readTextOf(plugin: ProviderPlugin, body: string): string | undefined {
+  try {
+    return plugin.nativeChat!.readText(JSON.parse(body));
+  } catch {
+    return undefined;
   }
 }
 
