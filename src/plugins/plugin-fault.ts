@@ -26,6 +26,11 @@ export function isPluginFault(error: unknown): error is PluginFault {
   return error instanceof PluginFault;
 }
 
+/** The fault of a hook that threw `error` (a fault of a hook it called stays that hook's). */
+function thrown(plugin: string, hook: string, error: unknown): PluginFault {
+  return error instanceof PluginFault ? error : new PluginFault(plugin, hook, error);
+}
+
 /** What each hook may return, for the fault's message. */
 const SHAPES = {
   fixup: 'a stream fixup returns undefined, null, an event ({ data: string, event?: string, id?: string }) or a list of events',
@@ -91,7 +96,7 @@ function guardFixup(plugin: string, hook: string, fixup: StreamFixupDeclaration[
     try {
       result = fixup(event, state);
     } catch (error) {
-      throw error instanceof PluginFault ? error : new PluginFault(plugin, hook, error);
+      throw thrown(plugin, hook, error);
     }
     if (result === undefined || result === null || result === event || isEvent(result) || (Array.isArray(result) && allEvents(result))) return result;
     throw wrongShape(plugin, hook, result, 'fixup');
@@ -103,7 +108,7 @@ function guardCreateState(plugin: string, hook: string, createState: () => unkno
     try {
       return createState();
     } catch (error) {
-      throw error instanceof PluginFault ? error : new PluginFault(plugin, hook, error);
+      throw thrown(plugin, hook, error);
     }
   };
 }
@@ -118,7 +123,7 @@ function guardExtractor(plugin: string, index: number, extractor: UsageExtractor
       try {
         result = fromBody(body);
       } catch (error) {
-        throw error instanceof PluginFault ? error : new PluginFault(plugin, bodyHook, error);
+        throw thrown(plugin, bodyHook, error);
       }
       if (result === undefined || isUsage(result)) return result;
       throw wrongShape(plugin, bodyHook, result, 'usage');
@@ -128,7 +133,7 @@ function guardExtractor(plugin: string, index: number, extractor: UsageExtractor
       try {
         result = fromStreamEvent(seen, event);
       } catch (error) {
-        throw error instanceof PluginFault ? error : new PluginFault(plugin, eventHook, error);
+        throw thrown(plugin, eventHook, error);
       }
       if (result === seen || result === undefined || isUsage(result)) return result;
       throw wrongShape(plugin, eventHook, result, 'usage');
@@ -145,7 +150,7 @@ function guardAdapter(plugin: string, adapter: NativeChatAdapter): NativeChatAda
       try {
         result = buildRequest(request);
       } catch (error) {
-        throw error instanceof PluginFault ? error : new PluginFault(plugin, 'nativeChat.buildRequest', error);
+        throw thrown(plugin, 'nativeChat.buildRequest', error);
       }
       if (typeof result === 'object' && result !== null && !Array.isArray(result)) return result;
       throw wrongShape(plugin, 'nativeChat.buildRequest', result, 'buildRequest');
@@ -155,7 +160,7 @@ function guardAdapter(plugin: string, adapter: NativeChatAdapter): NativeChatAda
       try {
         result = readText(body);
       } catch (error) {
-        throw error instanceof PluginFault ? error : new PluginFault(plugin, 'nativeChat.readText', error);
+        throw thrown(plugin, 'nativeChat.readText', error);
       }
       if (result === undefined || typeof result === 'string') return result;
       throw wrongShape(plugin, 'nativeChat.readText', result, 'readText');
