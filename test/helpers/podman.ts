@@ -31,9 +31,13 @@ export class Podman {
 
   constructor() {
     const dir = mkdtempSync(join(tmpdir(), 'podman-conf-'));
-    const hard = (flag: string) => Number(execFileSync('bash', ['-c', `ulimit -H${flag}`], { encoding: 'utf8' }).trim());
-    const nofile = Number.isFinite(hard('n')) ? hard('n') : 65_536;
-    const nproc = Math.min(Number.isFinite(hard('u')) ? hard('u') : 4096, 4096);
+    // `unlimited` reads as NaN: then podman's own figure stands (nofile), or the cap (nproc).
+    const hard = (flag: string, otherwise: number) => {
+      const limit = Number(execFileSync('bash', ['-c', `ulimit -H${flag}`], { encoding: 'utf8' }).trim());
+      return Number.isFinite(limit) ? limit : otherwise;
+    };
+    const nofile = hard('n', 65_536);
+    const nproc = Math.min(hard('u', 4096), 4096);
     const conf = join(dir, 'containers.conf');
     writeFileSync(
       conf,
