@@ -242,10 +242,15 @@ function recordingFor(plugin: ProviderPlugin, exchange: Exchange, fixtures: read
   return candidates.find((fixture) => canonicalOf(plugin, fixture.model) === exchange.model) ?? candidates[0];
 }
 
+type MockAnswer = { kind: 'status'; status: number; body: string; headers: Record<string, string> };
+
+/** What the mock upstream sends for a recorded stream, given its bytes. */
+const streamAnswer = (bytes: string): MockAnswer => ({ kind: 'status', status: 200, body: bytes, headers: { 'content-type': 'text/event-stream' } });
+
 /** What the mock upstream sends for a recorded answer. */
-function recordedAnswer(fixture: RecordedFixture, format: WireFormat): { kind: 'status'; status: number; body: string; headers: Record<string, string> } {
+function recordedAnswer(fixture: RecordedFixture, format: WireFormat): MockAnswer {
   return fixture.stream
-    ? { kind: 'status', status: 200, body: encodeSse(fixtureEvents(fixture.chunks, format)), headers: { 'content-type': 'text/event-stream' } }
+    ? streamAnswer(encodeSse(fixtureEvents(fixture.chunks, format)))
     : { kind: 'status', status: 200, body: fixture.body, headers: { 'content-type': 'application/json' } };
 }
 
@@ -459,7 +464,7 @@ class Driver {
         (declaration) => declaration.route === fixture.route && declaration.models.some((declared) => canonicalOf(plugin, declared) === model),
       );
       this.mock.reset();
-      this.mock.enqueue({ kind: 'status', status: 200, body: bytes, headers: { 'content-type': 'text/event-stream' } });
+      this.mock.enqueue(streamAnswer(bytes));
       const before = await this.totals(canonicalId);
       const answer = await this.send('POST', routePath(fixture.route), clientRequest(fixture.route, spellings(plugin, model, fixture.route)[0]!, true));
       // A hook failing on the stream's first events answers 502, later ones end the stream in band.
