@@ -14,7 +14,7 @@ import { onStop, runCleanly, spawnTracked } from './processes.ts';
  * (Express, node's http, undici, the gateway's own modules, GC, …) in µs per request, and the bytes
  * the gateway allocates per request (the `allocated` figures of V8's `--trace-gc-nvp` lines, summed
  * over the measured load).
- * `npm run bench:profile -- --scenario json|stream|messages-stream --seconds 10`
+ * `npm run bench:profile -- --scenario json|stream|messages-stream --seconds 10 [--store redis]`
  * `--key managed` loads through a managed key without limits, `--key limited` through one with a
  * `tpm`, a daily quota and both money budgets (far out of reach): the two side by side show what
  * admission with limits costs and where.
@@ -29,11 +29,14 @@ const { values } = parseArgs({
     save: { type: 'string' },
     /** `static` (the benchmark key), `managed` (a managed key without limits) or `limited` (one with token and money limits). */
     key: { type: 'string', default: 'static' },
+    /** `embedded` (the default) or `redis`: limits, keys and usage on a redis-server of the profile's own. */
+    store: { type: 'string', default: 'embedded' },
   },
 });
 const KEY = 'sk-bench-key-000000000000-0123456789abcdef';
 const ADMIN = 'bench-admin-token-0123456789abcdef';
 const LIMITS = { tpm: 1_000_000_000_000, quota: { daily: 1_000_000_000_000 }, budget: { daily_usd: 1_000_000, monthly_usd: 1_000_000 } };
+if (!['embedded', 'redis'].includes(values.store)) throw new Error('--store must be embedded or redis');
 if (!['static', 'managed', 'limited'].includes(values.key)) throw new Error('--key must be static, managed or limited');
 const message = [{ role: 'user', content: 'Benchmark message of a realistic length for a chat turn.' }];
 const scenarios: Record<string, { path: string; body: string }> = {
@@ -88,12 +91,28 @@ await runCleanly(async () => {
     });
   }
 
+  let redisUrl = '';
+  if (values.store === 'redis') {
+    const { freePort } = await import('../test/helpers/redis-server.ts');
+    const port = await freePort();
+    const redis = spawnTracked('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', work], { stdio: ['ignore', 'pipe', 'pipe'] });
+    await new Promise<void>((resolve, reject) => {
+      let output = '';
+      redis.stdout!.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+        if (/Ready to accept connections/.test(output)) resolve();
+      });
+      redis.once('exit', (code) => reject(new Error(`redis-server exited with ${code}: ${output.slice(-2000)}`)));
+    });
+    redisUrl = `redis://127.0.0.1:${port}`;
+  }
+
   const tree = await compileTree(values.tree, join(work, 'out'));
   const upstream = await start([...tree.nodeArgs, tree.script('scripts/mock-upstream.ts'), '--port', '0'], {}, /base URL (\S+)/);
   const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, upstream.url]));
   const gateway = await start(
     ['--inspect=127.0.0.1:0', '--trace-gc-nvp', ...tree.nodeArgs, tree.script('src/main.ts')],
-    { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, GATEWAY_ADMIN_TOKEN: ADMIN, RATE_LIMIT_MAX: '100000000', GATEWAY_KEY_CONCURRENCY: '100000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: join(work, 'data'), GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '' },
+    { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, GATEWAY_ADMIN_TOKEN: ADMIN, RATE_LIMIT_MAX: '100000000', GATEWAY_KEY_CONCURRENCY: '100000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: join(work, 'data'), GATEWAY_MANIFEST: tree.manifest, REDIS_URL: redisUrl },
     /"url":"([^"]+)"/,
   );
   let loadKey = KEY;

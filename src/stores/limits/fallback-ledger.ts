@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { CounterChange, CounterDemand, LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
 import { RedisBreaker } from '../redis/redis-breaker.ts';
 import { isReady, type RedisConnection } from '../redis/redis-client.ts';
-import { withDeadline } from '../redis/with-deadline.ts';
+import { SharedDeadline } from '../redis/shared-deadline.ts';
 import { MemoryLedger } from './memory-ledger.ts';
 import { RedisLedger, type CatchUpEntry } from './redis-ledger.ts';
 
@@ -43,7 +43,7 @@ export class FallbackLedger implements LimitLedger {
   private readonly memory = new MemoryLedger();
   private readonly breaker: RedisBreaker;
   private readonly logger: Logger;
-  private readonly timeoutMs: number;
+  private readonly deadline: SharedDeadline;
   private readonly lastKnown = new Map<string, Known>();
   private pending = new Map<string, Known>();
   private failing = false;
@@ -55,10 +55,10 @@ export class FallbackLedger implements LimitLedger {
     options: FallbackLedgerOptions,
   ) {
     this.logger = options.logger;
-    this.timeoutMs = options.timeoutMs ?? 250;
+    this.deadline = new SharedDeadline(options.timeoutMs ?? 250);
     this.shared = new RedisLedger(redis, {
       logger: options.logger,
-      timeoutMs: this.timeoutMs,
+      deadline: this.deadline,
       onAdjustFailed: (changes, error, sent) => this.adjustFailed(changes, error, sent),
       // A batch taken before an outage began is applied in memory instead, as a change made during it.
       canSend: () => isReady(redis) && !this.breaker.open && !this.failing,
@@ -96,7 +96,7 @@ export class FallbackLedger implements LimitLedger {
   async peek(counters: readonly string[]): Promise<number[]> {
     if (!this.memoryReason()) {
       try {
-        return await withDeadline(this.shared.peek(counters), this.timeoutMs);
+        return await this.deadline.race(this.shared.peek(counters));
       } catch {
         this.breaker.trip();
       }
@@ -136,8 +136,8 @@ export class FallbackLedger implements LimitLedger {
 
   private async reserveInRedis(demands: readonly CounterDemand[]): Promise<ReserveResult> {
     try {
-      const result = await withDeadline(this.shared.reserve(demands), this.timeoutMs);
-      demands.forEach((demand, index) => this.remember(demand.counter, result.used[index]!, demand.resetAt));
+      const result = await this.deadline.race(this.shared.reserve(demands));
+      for (let i = 0; i < demands.length; i++) this.remember(demands[i]!.counter, result.used[i]!, demands[i]!.resetAt);
       return result;
     } catch (error) {
       this.breaker.trip();
@@ -182,10 +182,17 @@ export class FallbackLedger implements LimitLedger {
   }
 
   private remember(counter: string, value: number, resetAt: number): void {
-    this.lastKnown.delete(counter);
+    const known = this.lastKnown.get(counter);
+    if (known) {
+      // Updated in place: the bound below drops the longest-known counters first, which is close
+      // enough to the least recently used for seeding an outage's first decisions.
+      known.value = value;
+      known.resetAt = resetAt;
+      return;
+    }
     if (this.lastKnown.size >= MAX_KNOWN) {
       const now = Date.now();
-      for (const [name, known] of this.lastKnown) if (known.resetAt <= now) this.lastKnown.delete(name);
+      for (const [name, entry] of this.lastKnown) if (entry.resetAt <= now) this.lastKnown.delete(name);
       if (this.lastKnown.size >= MAX_KNOWN) this.lastKnown.delete(this.lastKnown.keys().next().value!);
     }
     this.lastKnown.set(counter, { value, resetAt });
@@ -224,7 +231,7 @@ export class FallbackLedger implements LimitLedger {
         .filter(([, entry]) => entry.resetAt > now)
         .map(([counter, entry]) => ({ counter, delta: entry.value, value: this.memory.valueOf(counter, now), resetAt: entry.resetAt }));
       try {
-        const values = await withDeadline(this.shared.catchUp(entries), this.timeoutMs);
+        const values = await this.deadline.race(this.shared.catchUp(entries));
         for (const entry of entries) this.remember(entry.counter, values.get(entry.counter) ?? entry.value, entry.resetAt);
       } catch {
         // The push may still be applied once Redis resumes: it is retried, but without its releases,
