@@ -31,6 +31,10 @@ const { values } = parseArgs({
     key: { type: 'string', default: 'static' },
     /** `embedded` (the default) or `redis`: limits, keys and usage on a redis-server of the profile's own. */
     store: { type: 'string', default: 'embedded' },
+    /** Further environment of the gateway, `NAME=value` (repeatable), e.g. `--env GATEWAY_CACHE_TTL_S=3600` to profile cache hits. */
+    env: { type: 'string', multiple: true, default: [] },
+    /** Groups the gateway's own time by file (and function) rather than by folder. */
+    files: { type: 'boolean', default: false },
   },
 });
 const KEY = 'sk-bench-key-000000000000-0123456789abcdef';
@@ -112,7 +116,7 @@ await runCleanly(async () => {
   const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, upstream.url]));
   const gateway = await start(
     ['--inspect=127.0.0.1:0', '--trace-gc-nvp', ...tree.nodeArgs, tree.script('src/main.ts')],
-    { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, GATEWAY_ADMIN_TOKEN: ADMIN, RATE_LIMIT_MAX: '100000000', GATEWAY_KEY_CONCURRENCY: '100000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: join(work, 'data'), GATEWAY_MANIFEST: tree.manifest, REDIS_URL: redisUrl },
+    { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, GATEWAY_ADMIN_TOKEN: ADMIN, RATE_LIMIT_MAX: '100000000', GATEWAY_KEY_CONCURRENCY: '100000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: join(work, 'data'), GATEWAY_MANIFEST: tree.manifest, REDIS_URL: redisUrl, ...Object.fromEntries(values.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)])) },
     /"url":"([^"]+)"/,
   );
   let loadKey = KEY;
@@ -188,7 +192,10 @@ await runCleanly(async () => {
       return name;
     }
     const own = /\/(src|providers)\/([^/]+)/.exec(path);
-    if (own && !path.startsWith('node:')) return own[1] === 'providers' ? 'gateway: providers' : `gateway: src/${own[2]}`;
+    if (own && !path.startsWith('node:')) {
+      if (values.files) return `gateway: ${path.slice(path.indexOf(`/${own[1]}/`) + 1)} ${functionName || '(anonymous)'}`;
+      return own[1] === 'providers' ? 'gateway: providers' : `gateway: src/${own[2]}`;
+    }
     if (path.startsWith('node:internal/http') || /^node:_?http/.test(path) || path.includes('_http_')) return 'node: http';
     if (path.startsWith('node:internal/streams') || path.startsWith('node:stream') || path.startsWith('node:internal/webstreams')) return 'node: streams';
     if (path.startsWith('node:net') || path.startsWith('node:internal/net') || path.startsWith('node:internal/stream_base')) return 'node: net';

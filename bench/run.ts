@@ -28,7 +28,7 @@ const { values } = parseArgs({
     streams: { type: 'string', default: '5000' },
     'stream-delay-ms': { type: 'string', default: '4000' },
     before: { type: 'string' },
-    scenarios: { type: 'string', default: 'json,stream,messages-stream,open-streams,workers,admission' },
+    scenarios: { type: 'string', default: 'json,stream,messages-stream,open-streams,workers,admission,cache' },
     // Upstream endpoints per vendor for this tree's gateway (each the same mock upstream), to measure failover's spread.
     endpoints: { type: 'string', default: '1' },
     // The stores the admission scenario runs on.
@@ -44,7 +44,7 @@ const openStreams = Number(values.streams);
 const streamDelayMs = Number(values['stream-delay-ms']);
 const endpointCount = Number(values.endpoints);
 const wanted = new Set(values.scenarios.split(','));
-const knownScenarios = ['json', 'stream', 'messages-stream', 'open-streams', 'workers', 'admission'];
+const knownScenarios = ['json', 'stream', 'messages-stream', 'open-streams', 'workers', 'admission', 'cache'];
 const unknown = [...wanted].filter((name) => !knownScenarios.includes(name));
 if (unknown.length) throw new Error(`--scenarios: unknown ${unknown.join(', ')} (known: ${knownScenarios.join(', ')})`);
 const KEY = 'sk-bench-key-000000000000-0123456789abcdef';
@@ -201,7 +201,10 @@ await runCleanly(async () => {
     readonly total: number;
   }
 
-  async function measure(contender: Contender, path: string, body: string, duration = seconds): Promise<Run> {
+  // Never reset: a unique body is never sent twice in one run, whichever gateway or round it goes to.
+  let uniqueBodies = 0;
+  /** `body` for every request, or with `unique`, a body of its own per request (`body` with a counter in its `user` field). */
+  async function measure(contender: Contender, path: string, body: string, duration = seconds, unique = false): Promise<Run> {
     const pids = contender.pids ?? [contender.pid];
     const cpuBefore = await totalCpuMicros(pids);
     const peak = rssPeak(pids);
@@ -212,6 +215,7 @@ await runCleanly(async () => {
       body,
       connections,
       duration,
+      ...(unique && { requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, body: `${body.slice(0, -1)},"user":"bench-${(uniqueBodies += 1)}"}` }) }] }),
     });
     const peakMb = await peak.stop();
     if (result.non2xx > 0 || result.errors > 0) throw new Error(`${contender.name} ${path}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
@@ -301,13 +305,13 @@ await runCleanly(async () => {
   }
 
   /** A warm-up, then `rounds` rounds of one scenario through each entrant, in alternating order: the runs by entrant name. */
-  async function alternateRounds(entrants: readonly Contender[], scenario: { path: string; body: string }): Promise<Map<string, Run[]>> {
-    for (const entrant of entrants) await measure(entrant, scenario.path, scenario.body, Math.min(3, seconds));
+  async function alternateRounds(entrants: readonly Contender[], scenario: { path: string; body: string }, unique = false): Promise<Map<string, Run[]>> {
+    for (const entrant of entrants) await measure(entrant, scenario.path, scenario.body, Math.min(3, seconds), unique);
     const runs = new Map<string, Run[]>(entrants.map((entrant) => [entrant.name, []]));
     for (let round = 0; round < rounds; round += 1) {
       // Alternate the order too, so that no entrant always runs right after the same one.
       const order = round % 2 === 0 ? entrants : [...entrants].reverse();
-      for (const entrant of order) runs.get(entrant.name)!.push(await measure(entrant, scenario.path, scenario.body));
+      for (const entrant of order) runs.get(entrant.name)!.push(await measure(entrant, scenario.path, scenario.body, seconds, unique));
     }
     return runs;
   }
@@ -454,6 +458,41 @@ await runCleanly(async () => {
     }
   }
 
+  /**
+   * The response cache's cost, on the load scenarios' store: this tree's gateway with the cache off and
+   * with it on (`GATEWAY_CACHE_TTL_S`), in alternating rounds. Misses: every request a body of its own
+   * (both gateways), so the cache hashes, looks up and stores each answer; the difference is what a miss
+   * costs. Hits: one body, answered from the cache after the warm-up, against the bare proxy forwarding
+   * the same request upstream.
+   */
+  const cacheRows: string[] = [];
+  if (wanted.has('cache')) {
+    const cacheGateway = async (name: string, extra: NodeJS.ProcessEnv): Promise<Contender> => {
+      const dataDir = await mkdtemp(join(work, `data-${name.replace(/\W+/g, '-')}-`));
+      const store = loadRedis ? { REDIS_URL: loadRedis.url } : {};
+      const started = await start([...here.nodeArgs, here.script('src/main.ts')], gatewayEnv(here, upstream.url, dataDir, { ...store, ...extra }), /"url":"([^"]+)"/);
+      return { name, url: started.url, pid: started.pid, slowUrl: '', slowPid: 0, idleMb: 0 };
+    };
+    const off = await cacheGateway('cache off', {});
+    const on = await cacheGateway('cache on', { GATEWAY_CACHE_TTL_S: '3600' });
+    const bare = contenders[0]!;
+    cacheRows.push('| scenario | reference | reference CPU µs/req | cache on CPU µs/req | difference µs/req | cache on req/s | target |', '|---|---|---:|---:|---:|---:|---|');
+    for (const name of ['json', 'stream'] as const) {
+      const scenario = loadScenarios[name];
+      const misses = await alternateRounds([off, on], scenario, true);
+      const hits = await alternateRounds([bare, on], scenario);
+      const cpu = (runs: Map<string, Run[]>, entrant: Contender) => median(runs.get(entrant.name)!.map((run) => run.cpu));
+      const rps = (runs: Map<string, Run[]>, entrant: Contender) => median(runs.get(entrant.name)!.map((run) => run.rps));
+      const missCost = cpu(misses, on) - cpu(misses, off);
+      const hitCpu = cpu(hits, on);
+      failed ||= hitCpu >= cpu(hits, bare);
+      cacheRows.push(`| ${name}, every request a miss | cache off | ${cpu(misses, off).toFixed(0)} | ${cpu(misses, on).toFixed(0)} | ${missCost.toFixed(1)} | ${rps(misses, on).toFixed(0)} | ≤ 10 µs more (embedded) |`);
+      cacheRows.push(`| ${name}, every request a hit | bare proxy | ${cpu(hits, bare).toFixed(0)} | ${hitCpu.toFixed(0)} | ${(hitCpu - cpu(hits, bare)).toFixed(1)} | ${rps(hits, on).toFixed(0)} | less than the bare proxy |`);
+      process.stdout.write(`${cacheRows.at(-2)}\n${cacheRows.at(-1)}\n`);
+      report[`cache-${name}`] = { misses: Object.fromEntries(misses), hits: Object.fromEntries(hits) };
+    }
+  }
+
   /** A figure in MB, or a dash for none (a contender no load scenario of this run measured). */
   const mb = (value: number | undefined) => (value === undefined || !Number.isFinite(value) ? '–' : value.toFixed(0));
   const memoryRows = [`| memory (MB) | ${names.join(' | ')} | target |`, `|---|${names.map(() => '---:').join('|')}|---:|`];
@@ -484,6 +523,7 @@ await runCleanly(async () => {
     ...(rows.length > 2 ? [...rows, ''] : []),
     ...(workerRows.length ? ['Two workers (`GATEWAY_WORKERS=2`, Redis) against the same bare proxy:', '', ...workerRows, ''] : []),
     ...(admissionRows.length ? ['Admission with token and money limits on, against the same gateway process without them (alternating rounds):', '', ...admissionRows, ''] : []),
+    ...(cacheRows.length ? ['The response cache: misses against the same gateway with the cache off, hits against the bare proxy (alternating rounds):', '', ...cacheRows, ''] : []),
     ...memoryRows,
     '',
   ].join('\n');

@@ -121,6 +121,29 @@ export function lastUserText(body: Body): string {
 /** Deterministic prompt count: about four characters per token, plus a small per-request overhead. */
 export const countInputTokens = (body: Body) => Math.ceil(promptText(body).length / 4) + 7;
 
+const SYSTEM_ROLES = new Set(['system', 'developer']);
+
+/**
+ * The part of a request a provider's prompt cache would hold for the next turn: the system prompt
+ * (`system`, `instructions`) and the first message (Chat Completions `messages` and Responses `input`:
+ * the leading system and developer messages and the first other one; Messages: `messages[0]`; or the
+ * `input` string). `undefined` when the request has none.
+ */
+export function promptPrefix(body: Body): Body | undefined {
+  const turns = Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : undefined;
+  let head: unknown = typeof body.input === 'string' ? body.input : undefined;
+  if (turns) {
+    let end = 0;
+    while (end < turns.length && SYSTEM_ROLES.has((turns[end] as { role?: unknown } | null)?.role as string)) end += 1;
+    head = turns.slice(0, end + 1);
+  }
+  const prefix = { system: body.system, instructions: body.instructions, head };
+  return prefix.system === undefined && prefix.instructions === undefined && (head === undefined || (Array.isArray(head) && head.length === 0)) ? undefined : prefix;
+}
+
+/** The prompt tokens of a prefix (as {@link countInputTokens} counts them, without the per-request overhead). */
+export const countPrefixTokens = (prefix: Body) => Math.ceil(promptText({ system: prefix.system, instructions: prefix.instructions, messages: prefix.head }).length / 4);
+
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
 /** Random letters and digits, as in the providers' call ids. */

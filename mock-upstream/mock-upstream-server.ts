@@ -1,11 +1,11 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { chatCompletionsFormat } from './chat-completions-format.ts';
 import { messagesFormat } from './messages-format.ts';
-import { buildAnswer, countInputTokens, PROFILES, usageOf, type MockEvent, type Profile, type ReportedUsage, type WireFormat } from './mock-answer.ts';
+import { buildAnswer, countInputTokens, countPrefixTokens, promptPrefix, PROFILES, usageOf, type MockEvent, type Profile, type ReportedUsage, type WireFormat } from './mock-answer.ts';
 import { responsesFormat } from './responses-format.ts';
 
 export type { Profile, ReportedUsage } from './mock-answer.ts';
@@ -26,6 +26,12 @@ export interface MockUpstreamOptions {
   readonly chunkDelayMs?: number;
   /** Prompt tokens reported as read from the cache (per request: header `x-mock-cached-tokens`). */
   readonly cachedTokens?: number;
+  /**
+   * Prompt caching as a provider deployment does it: this instance remembers the prompt prefixes
+   * (system prompt and first message) it answered, and reports a repeat's prefix tokens as read from
+   * its cache (per request also the header `x-mock-prompt-cache: 1`). `x-mock-cached-tokens` wins.
+   */
+  readonly promptCache?: boolean;
   /** Line ending of every stream (the `empty-function-call` profile always uses `\r\n`). */
   readonly lineEnding?: '\n' | '\r\n';
   /** Keep every request in `requests` (default true); the CLI turns it off so a long benchmark does not grow memory. */
@@ -68,9 +74,11 @@ export interface MockUpstream {
   readonly url: string;
   readonly port: number;
   readonly requests: RecordedRequest[];
+  /** Prompt prefixes this instance holds in its prompt cache (see `promptCache`). */
+  readonly cachedPrefixes: number;
   /** Behaviours for the next requests, one per incoming request, in order; then requests are answered normally. */
   enqueue(...behaviours: MockBehaviour[]): void;
-  /** Clears the recorded requests and the behaviour queue. */
+  /** Clears the recorded requests, the behaviour queue and the prompt cache. */
   reset(): void;
   /** Stops listening and destroys every open socket (hanging requests included). */
   close(): Promise<void>;
@@ -106,6 +114,9 @@ function replyHeader(req: IncomingMessage): string | undefined {
   }
 }
 
+// Prompt prefixes an instance remembers at most; then it forgets them all, as a cache that was evicted.
+const MAX_CACHED_PREFIXES = 100_000;
+
 function frame(event: MockEvent, eol: string): Buffer {
   const data = typeof event.data === 'string' ? event.data : JSON.stringify(event.data);
   return Buffer.from(`${event.event === undefined ? '' : `event: ${event.event}${eol}`}data: ${data}${eol}${eol}`);
@@ -118,6 +129,17 @@ function frame(event: MockEvent, eol: string): Buffer {
 export async function startMockUpstream(options: MockUpstreamOptions = {}): Promise<MockUpstream> {
   const requests: RecordedRequest[] = [];
   let queue: MockBehaviour[] = [];
+  const prefixes = new Set<string>();
+  /** With prompt caching: the prefix tokens when this instance saw the prefix before (and from now on, it has). */
+  const cachedPrefixTokens = (body: Record<string, unknown>): number => {
+    const prefix = promptPrefix(body);
+    if (prefix === undefined) return 0;
+    const key = createHash('sha256').update(JSON.stringify(prefix)).digest('base64');
+    if (prefixes.has(key)) return countPrefixTokens(prefix);
+    if (prefixes.size >= MAX_CACHED_PREFIXES) prefixes.clear();
+    prefixes.add(key);
+    return 0;
+  };
   const sockets = new Set<Socket>();
   const closing = new AbortController();
   // Every delayed answer listens for the close: many at once are expected, not a leak.
@@ -182,7 +204,10 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     const profile = body.mock_profile ?? header(req, 'x-mock-profile') ?? options.profile ?? 'standard';
     if (!PROFILES.includes(profile)) return fail(400, `Unknown mock profile: ${String(profile)}`);
 
-    const answer = buildAnswer(body, { reply: replyHeader(req), cachedTokens: Number(header(req, 'x-mock-cached-tokens') ?? options.cachedTokens ?? 0) }, route.format.intent(body));
+    const cachedHeader = header(req, 'x-mock-cached-tokens');
+    const promptCache = options.promptCache === true || header(req, 'x-mock-prompt-cache') === '1';
+    const cachedTokens = cachedHeader !== undefined ? Number(cachedHeader) : promptCache ? cachedPrefixTokens(body) : (options.cachedTokens ?? 0);
+    const answer = buildAnswer(body, { reply: replyHeader(req), cachedTokens }, route.format.intent(body));
     const answerOptions = { withUsage: behaviour?.kind !== 'no-usage', includeUsage: body.stream_options?.include_usage === true, profile: profile as Profile };
     const drop = behaviour?.kind === 'drop-mid-stream' ? behaviour.afterEvents : undefined;
 
@@ -243,10 +268,14 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/v1`,
     port,
     requests,
+    get cachedPrefixes() {
+      return prefixes.size;
+    },
     enqueue: (...behaviours) => void queue.push(...behaviours),
     reset: () => {
       requests.length = 0;
       queue = [];
+      prefixes.clear();
     },
     close: async () => {
       closing.abort();

@@ -3,7 +3,7 @@ import { PROFILES, type Profile } from '../mock-upstream/mock-answer.ts';
 import { startMockUpstream } from '../mock-upstream/mock-upstream-server.ts';
 
 const usage = `usage: npm run mock-upstream -- [--port 9000] [--host 127.0.0.1] [--api-key KEY] [--profile ${PROFILES.join('|')}]
-                               [--chunk-delay-ms 0] [--cached-tokens 0] [--crlf]\n`;
+                               [--chunk-delay-ms 0] [--cached-tokens 0] [--prompt-cache] [--crlf]\n`;
 
 function fail(message: string): never {
   process.stderr.write(`${message}\n${usage}`);
@@ -20,6 +20,7 @@ try {
       profile: { type: 'string', default: 'standard' },
       'chunk-delay-ms': { type: 'string', default: '0' },
       'cached-tokens': { type: 'string', default: '0' },
+      'prompt-cache': { type: 'boolean', default: false },
       crlf: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
@@ -41,6 +42,7 @@ const upstream = await startMockUpstream({
   profile: values.profile as Profile,
   chunkDelayMs: integer('chunk-delay-ms', values['chunk-delay-ms']),
   cachedTokens: integer('cached-tokens', values['cached-tokens']),
+  promptCache: values['prompt-cache'],
   lineEnding: values.crlf ? '\r\n' : '\n',
   // Nobody reads the records of a standalone mock; a benchmark would only fill memory with them.
   recordRequests: false,

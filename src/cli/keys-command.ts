@@ -10,7 +10,7 @@ import { ModelRegistry } from '../core/model-registry.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { textTable } from './text-table.ts';
 
-export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME]
+export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME] [--cache true|false]
 keys list
 keys revoke KEY_ID`;
 
@@ -26,6 +26,7 @@ const CREATE_OPTIONS = {
   'daily-usd': { type: 'string' },
   'monthly-usd': { type: 'string' },
   team: { type: 'string' },
+  cache: { type: 'string' },
 } as const;
 
 /** The flag of each limit's field, for the error messages of keys and teams alike. */
@@ -42,6 +43,9 @@ const flagOf = (path: string) => FLAG_OF[path] ?? `--${path}`;
 
 /** A flag's number as given (`NaN` when it is not one), so that validation names the flag's field. */
 export const numberOf = (value: string | undefined) => (value === undefined ? undefined : value.trim() === '' ? Number.NaN : Number(value));
+
+/** A flag's `true` or `false` as a boolean; anything else as given, so that validation names the flag's field. */
+export const booleanOf = (value: string | undefined) => (value === 'true' ? true : value === 'false' ? false : value);
 
 /** `{daily?, monthly?}`-like object of the flags given, or undefined when neither is. */
 export function pairOf<K extends string>(daily: [K, number | undefined], monthly: [K, number | undefined]): Partial<Record<K, number>> | undefined {
@@ -64,6 +68,7 @@ async function createKey(argv: string[], io: CliIo, { keys: store, teams }: Open
     ...(values.tpm !== undefined && { tpm: numberOf(values.tpm) }),
     ...(budget && { budget }),
     ...(values.team !== undefined && { team: values.team }),
+    ...(values.cache !== undefined && { cache: booleanOf(values.cache) }),
   };
   const config = models ? loadConfig(env) : undefined;
   const known = config ? canonicalModelIds(new ModelRegistry(await loadPlugins(config.manifestPath, config.pluginPath))) : undefined;
@@ -90,8 +95,9 @@ async function listKeys(argv: string[], io: CliIo, { keys: store }: OpenStores):
     concurrency: record.concurrency ?? 'default',
     models: record.models?.join(',') ?? 'all',
     team: record.team ?? '-',
+    cache: record.cache ?? 'default',
   }));
-  io.out(textTable(rows, ['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team']));
+  io.out(textTable(rows, ['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'cache']));
   return 0;
 }
 

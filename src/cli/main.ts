@@ -8,6 +8,7 @@ import { runTeamsCommand, TEAMS_SYNOPSIS } from './teams-command.ts';
 import { LIMITS_SYNOPSIS, runLimitsCommand } from './limits-command.ts';
 import { PLUGIN_SYNOPSIS, runPluginCommand } from './plugin-command.ts';
 import { CONFIG_SYNOPSIS, runConfigCommand } from './config-command.ts';
+import { CACHE_SYNOPSIS, runCacheCommand } from './cache-command.ts';
 
 export type { CliIo } from './cli-io.ts';
 
@@ -18,13 +19,14 @@ export interface CliCommand {
   run(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): Promise<number>;
 }
 
-const HEADER = 'model-gateway: operator commands (keys, teams, limits and usage on the store the server uses: REDIS_URL, else GATEWAY_DATA_DIR, default data/) and plugin authors\' tools';
+const HEADER = 'model-gateway: operator commands (keys, teams, limits and usage on the store the server uses: REDIS_URL, else GATEWAY_DATA_DIR, default data/; the response cache on Redis) and plugin authors\' tools';
 
 const commands: Record<string, CliCommand> = {
   keys: { synopsis: KEYS_SYNOPSIS, run: runKeysCommand },
   teams: { synopsis: TEAMS_SYNOPSIS, run: runTeamsCommand },
   limits: { synopsis: LIMITS_SYNOPSIS, run: runLimitsCommand },
   usage: { synopsis: USAGE_SYNOPSIS, run: runUsageCommand },
+  cache: { synopsis: CACHE_SYNOPSIS, run: runCacheCommand },
   plugin: { synopsis: PLUGIN_SYNOPSIS, run: runPluginCommand },
   config: { synopsis: CONFIG_SYNOPSIS, run: runConfigCommand },
   help: { synopsis: 'help', run: async (_argv, io) => (io.out(helpText()), 0) },

@@ -5,14 +5,14 @@ import { loadConfig } from '../config/gateway-config.ts';
 import type { TeamRecord } from '../core/limits.ts';
 import { openStores, type OpenStores } from '../stores/open-stores.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
-import { LIMIT_FLAGS, numberOf } from './keys-command.ts';
+import { booleanOf, LIMIT_FLAGS, numberOf } from './keys-command.ts';
 import { textTable } from './text-table.ts';
 
-const LIMIT_SYNOPSIS = '[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N]';
+const LIMIT_SYNOPSIS = '[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false]';
 
 export const TEAMS_SYNOPSIS = `teams create NAME ${LIMIT_SYNOPSIS}
 teams list
-teams update NAME ${LIMIT_SYNOPSIS} [--clear rpm|tpm|quota|budget|concurrency|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
+teams update NAME ${LIMIT_SYNOPSIS} [--clear rpm|tpm|quota|budget|concurrency|cache|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
 teams delete NAME`;
 
 const LIMIT_OPTIONS = {
@@ -26,6 +26,9 @@ const LIMIT_OPTIONS = {
 } as const;
 
 type LimitFlag = keyof typeof LIMIT_OPTIONS;
+
+/** The limits' flags and `--cache`, the team's response cache setting. */
+const TEAM_OPTIONS = { ...LIMIT_OPTIONS, cache: { type: 'string' } } as const;
 
 /** Each flag's place in a team: a top-level limit, or one side of `quota` / `budget`. */
 const PLACE_OF: Record<LimitFlag, readonly [field: 'rpm' | 'tpm' | 'quota' | 'budget' | 'concurrency', side?: string]> = {
@@ -57,13 +60,15 @@ function limitsOf(values: Partial<Record<LimitFlag, string>>): Record<string, un
 }
 
 /**
- * The PATCH the flags make of a team: a limit given is set, one cleared is null. A side of `quota` or
- * `budget` (`--daily-usd`, `--clear monthly-tokens`) changes that side only, keeping the other as the
- * team has it; a limit left with neither side is removed.
+ * The PATCH the flags make of a team: a limit (or `--cache`) given is set, one cleared is null. A side of
+ * `quota` or `budget` (`--daily-usd`, `--clear monthly-tokens`) changes that side only, keeping the other
+ * as the team has it; a limit left with neither side is removed.
  */
-function changesOf(values: Partial<Record<LimitFlag, string>>, cleared: ReadonlySet<string>, current: TeamRecord): Record<string, unknown> {
+function changesOf(values: Partial<Record<LimitFlag | 'cache', string>>, cleared: ReadonlySet<string>, current: TeamRecord): Record<string, unknown> {
   const given = limitsOf(values);
   const body: Record<string, unknown> = {};
+  if (cleared.has('cache')) body.cache = null;
+  else if (values.cache !== undefined) body.cache = booleanOf(values.cache);
   for (const field of ['rpm', 'tpm', 'concurrency'] as const) {
     if (cleared.has(field)) body[field] = null;
     else if (field in given) body[field] = given[field];
@@ -80,8 +85,9 @@ function changesOf(values: Partial<Record<LimitFlag, string>>, cleared: Readonly
 }
 
 async function createTeam(argv: string[], io: CliIo, { teams }: OpenStores): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: LIMIT_OPTIONS, strict: true, allowPositionals: true });
-  const team = await teams.create(parseNewTeam({ name: teamName(positionals, 'create'), ...limitsOf(values) }, flagOf));
+  const { values, positionals } = parseArgs({ args: argv, options: TEAM_OPTIONS, strict: true, allowPositionals: true });
+  const cache = values.cache === undefined ? {} : { cache: booleanOf(values.cache) };
+  const team = await teams.create(parseNewTeam({ name: teamName(positionals, 'create'), ...limitsOf(values), ...cache }, flagOf));
   io.out(`Created team ${team.name} (${describeLimits(team)}).\n`);
   return 0;
 }
@@ -103,20 +109,21 @@ async function listTeams(argv: string[], io: CliIo, { teams }: OpenStores): Prom
     'daily-usd': team.budget?.daily_usd ?? '-',
     'monthly-usd': team.budget?.monthly_usd ?? '-',
     concurrency: team.concurrency ?? '-',
+    cache: team.cache ?? '-',
   }));
-  io.out(textTable(rows, ['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency']));
+  io.out(textTable(rows, ['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency', 'cache']));
   return 0;
 }
 
-const CLEARABLE = new Set(['rpm', 'tpm', 'quota', 'budget', 'concurrency', ...Object.keys(PLACE_OF)]);
+const CLEARABLE = new Set(['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', ...Object.keys(PLACE_OF)]);
 
 async function updateTeam(argv: string[], io: CliIo, { teams }: OpenStores): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: { ...LIMIT_OPTIONS, clear: { type: 'string', multiple: true } }, strict: true, allowPositionals: true });
+  const { values, positionals } = parseArgs({ args: argv, options: { ...TEAM_OPTIONS, clear: { type: 'string', multiple: true } }, strict: true, allowPositionals: true });
   const name = teamName(positionals, 'update');
   const cleared = new Set(values.clear ?? []);
   for (const field of cleared) {
     if (!CLEARABLE.has(field)) throw new CliUsageError(`--clear takes one of ${[...CLEARABLE].join(', ')}; got '${field}'`);
-    const setToo = (Object.keys(PLACE_OF) as LimitFlag[]).find((flag) => values[flag] !== undefined && (flag === field || PLACE_OF[flag][0] === field));
+    const setToo = field === 'cache' ? (values.cache !== undefined ? 'cache' : undefined) : (Object.keys(PLACE_OF) as LimitFlag[]).find((flag) => values[flag] !== undefined && (flag === field || PLACE_OF[flag][0] === field));
     if (setToo) throw new CliUsageError(`--clear ${field} and --${setToo} contradict each other`);
   }
   const current = await teams.get(name);
@@ -160,6 +167,7 @@ function describeLimits(team: TeamRecord): string {
     team.budget?.daily_usd !== undefined && `$${team.budget.daily_usd} a day`,
     team.budget?.monthly_usd !== undefined && `$${team.budget.monthly_usd} a month`,
     team.concurrency !== undefined && `at most ${team.concurrency} requests at once`,
+    team.cache !== undefined && `cache ${team.cache}`,
   ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'no limits';
 }

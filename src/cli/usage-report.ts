@@ -7,12 +7,12 @@ import { formatCost } from '../usage/pricing.ts';
 
 export const USAGE_COMMAND_SYNOPSIS = 'usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day]';
 
-const COUNT_COLUMNS = ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_usd'] as const;
+const COUNT_COLUMNS = ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_usd', 'cache_hits', 'saved_usd'] as const;
 
 
 /** Usage rows as an aligned plain-text table: a header line, then one line per row. */
 export function usageTable(rows: readonly UsageRow[], groupBy: 'model' | 'day'): string {
-  const cells = rows.map((row) => ({ ...row, [groupBy]: row[groupBy] ?? '', cost_usd: formatCost(row.cost_usd) }));
+  const cells = rows.map((row) => ({ ...row, [groupBy]: row[groupBy] ?? '', cost_usd: formatCost(row.cost_usd), saved_usd: formatCost(row.saved_usd) }));
   return textTable(cells, [groupBy, ...COUNT_COLUMNS]);
 }
 

@@ -43,6 +43,16 @@ export interface FailoverSettings {
   readonly cooldownMs: number;
 }
 
+/** How requests are spread over a provider's endpoints. */
+export interface RoutingSettings {
+  /**
+   * Prompt-cache-aware routing: the requests of one session (`x-session-id`, `prompt_cache_key`, else
+   * the system prompt and first message) go to the same healthy endpoint of a pool, by weighted
+   * rendezvous hashing; false spreads every request at random by weight.
+   */
+  readonly affinity: boolean;
+}
+
 export interface RedisSettings {
   readonly url?: string;
   readonly sentinels?: readonly { host: string; port: number }[];
@@ -65,6 +75,7 @@ export interface GatewayConfig {
   /** Longest silence of an upstream once its answer started, in ms. */
   readonly idleTimeoutMs: number;
   readonly failover: FailoverSettings;
+  readonly routing: RoutingSettings;
   /** Largest single SSE event relayed, in bytes; a larger one ends the stream with an in-band error. */
   readonly maxSseEventBytes: number;
   /** Total time one `/v1/chat` request may take, retries and waits included, in ms. */
@@ -139,9 +150,22 @@ export interface GatewayConfig {
    */
   readonly trustedProxies: readonly string[];
 
+  /** The exact response cache; off (undefined) unless a TTL is configured. */
+  readonly cache?: CacheConfig;
+
   // Operations (metrics, reload).
   /** `METRICS_PORT`: serve `GET /metrics` on this port of `host` alone instead of on the main port. */
   readonly metricsPort?: number;
+}
+
+/** The exact response cache's settings (`cache.*` in the file, `GATEWAY_CACHE_*` in the environment). */
+export interface CacheConfig {
+  /** How long an entry answers after it was stored, in seconds. */
+  readonly ttlSeconds: number;
+  /** Largest answer stored, in bytes (default 1 MiB). */
+  readonly maxEntryBytes: number;
+  /** Bytes the embedded store's entries take at most, least recently used dropped first (default 64 MiB; Redis: the operator's `maxmemory`). */
+  readonly maxBytes: number;
 }
 
 /** A configuration the gateway refuses: every problem found, each as an operator reads it. */
@@ -231,6 +255,7 @@ const fileSchema = yup
       })
       .noUnknown()
       .default(undefined),
+    routing: yup.object({ affinity: yup.boolean() }).noUnknown().default(undefined),
     manifest: yup.string(),
     providers: yup.object().default(undefined),
     aliases: yup.object().default(undefined),
@@ -250,6 +275,14 @@ const fileSchema = yup
       .noUnknown()
       .default(undefined),
     logLevel: yup.string().oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    cache: yup
+      .object({
+        ttlSeconds: yup.number().integer().min(0),
+        maxEntryBytes: yup.mixed<string | number>().test('size', 'cache.maxEntryBytes must be a size such as 1mb', isSize),
+        maxBytes: yup.mixed<string | number>().test('size', 'cache.maxBytes must be a size such as 64mb', isSize),
+      })
+      .noUnknown()
+      .default(undefined),
 
     // Operations (metrics, reload).
     metrics: yup.object({ port: yup.number().integer().min(0).max(65535) }).noUnknown().default(undefined),
@@ -556,6 +589,7 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
       failureThreshold: envInteger(env, 'FAILOVER_FAILURE_THRESHOLD', 1) ?? file.failover?.failureThreshold ?? 5,
       cooldownMs: envInteger(env, 'FAILOVER_COOLDOWN_MS', 1) ?? file.failover?.cooldownMs ?? 30_000,
     },
+    routing: { affinity: envBoolean(env, 'GATEWAY_ROUTING_AFFINITY') ?? file.routing?.affinity ?? true },
     maxSseEventBytes: env.SSE_MAX_EVENT_BYTES ? parseEnvSize('SSE_MAX_EVENT_BYTES', env.SSE_MAX_EVENT_BYTES) : parseSize(file.server?.maxSseEventBytes ?? '16mb'),
     chatDeadlineMs: envInteger(env, 'CHAT_DEADLINE_MS', 1) ?? file.server?.chatDeadlineMs ?? 600_000,
     manifestPath: env.GATEWAY_MANIFEST || file.manifest ? resolve(cwd, (env.GATEWAY_MANIFEST || file.manifest)!) : BUNDLED_MANIFEST,
@@ -586,12 +620,26 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     authGraceMs: envInteger(env, 'GATEWAY_AUTH_GRACE_MS', 0) ?? file.server?.authGraceMs ?? 30_000,
     keyConcurrency: envInteger(env, 'GATEWAY_KEY_CONCURRENCY', 1) ?? file.server?.keyConcurrency,
     trustedProxies: trustedProxies(env, file.server?.trustedProxies),
+    cache: cacheConfig(env, file.cache),
 
     // Operations (metrics, reload).
     metricsPort: envInteger(env, 'METRICS_PORT', 0) ?? file.metrics?.port,
   };
   const describe = (problems: readonly ConfigProblem[]) => problems.map((each) => source.reporter.describe(each));
   return { config, problems: describe(found), describe };
+}
+
+/**
+ * The response cache's settings: on when a TTL above 0 is set (`GATEWAY_CACHE_TTL_S` over
+ * `cache.ttlSeconds`), else undefined.
+ */
+function cacheConfig(env: NodeJS.ProcessEnv, file: { ttlSeconds?: number; maxEntryBytes?: string | number; maxBytes?: string | number } | undefined): CacheConfig | undefined {
+  const ttlSeconds = envInteger(env, 'GATEWAY_CACHE_TTL_S', 0) ?? file?.ttlSeconds ?? 0;
+  const size = (name: string, fromFile: string | number | undefined, fallback: string) => (env[name] ? parseEnvSize(name, env[name]!) : parseSize(fromFile ?? fallback));
+  const maxEntryBytes = size('GATEWAY_CACHE_MAX_ENTRY_BYTES', file?.maxEntryBytes, '1mb');
+  const maxBytes = size('GATEWAY_CACHE_MAX_BYTES', file?.maxBytes, '64mb');
+  if (maxEntryBytes > maxBytes) problem(`the cache's largest entry (${maxEntryBytes} bytes) cannot be more than its bytes at most (${maxBytes})`, ['cache', 'maxEntryBytes']);
+  return ttlSeconds > 0 ? { ttlSeconds, maxEntryBytes, maxBytes } : undefined;
 }
 
 /**

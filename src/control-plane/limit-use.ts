@@ -44,6 +44,8 @@ export interface TeamLimitView extends LimitSettings {
   readonly name: string;
   /** The ids of the (non-revoked) keys naming the team. */
   readonly key_ids: readonly string[];
+  /** The team's response cache setting as set (not a limit: shown beside them); null when unset. */
+  readonly cache: boolean | null;
   readonly use: readonly LimitUse[];
 }
 
@@ -116,6 +118,7 @@ export async function limitUseView(input: LimitUseInput): Promise<LimitUseView> 
       name: team.name,
       key_ids: keys.filter((key) => key.team === team.name).map((key) => key.id),
       ...settings(team),
+      cache: team.cache ?? null,
       use: useOf(teamMeters[index]!),
     })),
   };

@@ -69,7 +69,7 @@ async function rowsOf(store: UsageStore, query: UsageQuery) {
  *
  * Query: `from`, `to` (ISO date or date-time; UTC days, inclusive), `group_by=model|day` (default
  * `model`). Answer: `{"object":"list","data":[row...]}`, each row
- * `{model | day, requests, input_tokens, output_tokens, cached_tokens, total_tokens, charged_tokens, cost_usd}`:
+ * `{model | day, requests, input_tokens, output_tokens, cached_tokens, total_tokens, charged_tokens, cost_usd, cache_hits, saved_usd}`:
  * with `group_by=model` one row per concrete model (carrying `model`), with `group_by=day` one row
  * per UTC day `YYYY-MM-DD` over all models (carrying `day`), sorted by that field.
  */

@@ -27,9 +27,14 @@ export interface ApiKeyRecord {
   readonly budget?: MoneyBudget;
   /** The name of the team whose limits the key shares. */
   readonly team?: string;
+  /**
+   * `false`: the key's requests never use the response cache. Absent or `true` (kept as set): they follow
+   * the gateway's setting (and the key's team's).
+   */
+  readonly cache?: boolean;
 }
 
-export type NewKeyInput = Pick<ApiKeyRecord, 'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota' | 'tpm' | 'budget' | 'team'>;
+export type NewKeyInput = Pick<ApiKeyRecord, 'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota' | 'tpm' | 'budget' | 'team' | 'cache'>;
 
 const KEY_SHAPE = /^sk-[A-Za-z0-9_-]{8,200}$/;
 

@@ -42,10 +42,20 @@ export function clientAddressResolver(trustedProxies: readonly string[]): (req: 
   };
 }
 
+// Per connection: a keep-alive connection's requests share their peer, read once.
+const peers = new WeakMap<object, string>();
+
 /** The socket's peer, canonical (an IPv4-mapped IPv6 peer is its IPv4 address). */
 function peerAddress(req: IncomingMessage): string {
-  const peer = req.socket.remoteAddress;
-  return peer === undefined ? 'unknown' : (canonicalAddress(peer) ?? peer);
+  const socket = req.socket;
+  const known = peers.get(socket);
+  if (known !== undefined) return known;
+  const peer = socket.remoteAddress;
+  // A socket that has closed may no longer say; it is not remembered then.
+  if (peer === undefined) return 'unknown';
+  const address = canonicalAddress(peer) ?? peer;
+  peers.set(socket, address);
+  return address;
 }
 
 const DECIMAL_OCTET = /^[0-9]{1,3}$/;

@@ -1,6 +1,6 @@
 import type { RouteId, TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
 import type { ResolvedModel } from './model-registry.ts';
-import type { Limits, MoneyBudget, TeamRecord, TokenQuota } from './limits.ts';
+import type { CacheSetting, Limits, MoneyBudget, TeamRecord, TokenQuota } from './limits.ts';
 
 /** The caller as the auth middleware leaves it in `res.locals.apiKey` (never the key itself). */
 export interface CallerKey {
@@ -15,10 +15,12 @@ export interface CallerKey {
   readonly rpm?: number;
   /** Tokens per UTC minute. */
   readonly tpm?: number;
-  /** The key's team and the limits it shares with the team's other keys (as read from the team store). */
-  readonly team?: Pick<TeamRecord, 'name'> & Limits;
+  /** The key's team, the limits it shares with the team's other keys and its cache setting (as read from the team store). */
+  readonly team?: Pick<TeamRecord, 'name'> & Limits & CacheSetting;
   /** The key's own limit of requests in flight at once, instead of the gateway's. */
   readonly concurrency?: number;
+  /** `false`: the key's requests bypass the response cache (so do they when `team.cache` is `false`). */
+  readonly cache?: boolean;
 }
 
 /** What one request to an upstream came to, handed to usage accounting when the response is done. */
@@ -59,6 +61,11 @@ export interface Exchange {
   readonly responseText: () => string | TextSample;
   /** What the request reserved on its token and money limits, settled to the usage its record stores. */
   readonly settlement?: Settlement;
+  /**
+   * Set when the response cache answered: `usage` holds the stored answer's counts, which cost nothing
+   * now; `savedUsd` is what the answer cost when it was fetched (at today's prices).
+   */
+  readonly cacheHit?: { readonly savedUsd: number };
 }
 
 /** The figures of a usage record a reservation settles to (a usage record has them all). */
@@ -90,7 +97,7 @@ export interface UsageAccounting {
   /** Text deltas of one streamed event (for estimates when a stream ends without usage). */
   streamedText(format: WireFormat, data: string): string;
   /** The derived counters of a usage under the model's pricing (the native chat result shows them). */
-  charge(usage: TokenUsage, resolved: ResolvedModel): { readonly totalTokens: number; readonly chargedTokens: number };
+  charge(usage: TokenUsage, resolved: ResolvedModel): { readonly totalTokens: number; readonly chargedTokens: number; readonly costUsd: number };
   /**
    * Records one exchange. Never throws, never delays the response. Gives back undefined when the record
    * was taken as it is (the usual case), or, when its usage must first be estimated with a tokenizer,

@@ -28,8 +28,17 @@ export interface Limits {
   readonly budget?: MoneyBudget;
 }
 
-/** A team: a name keys can name, and the limits its keys share. */
-export interface TeamRecord extends Limits {
+/** Whether an owner's requests may use the response cache (not a limit: nothing is counted). */
+export interface CacheSetting {
+  /**
+   * `false`: never read or written for the owner's requests. Absent or `true` (kept as set): the
+   * gateway's setting applies.
+   */
+  readonly cache?: boolean;
+}
+
+/** A team: a name keys can name, the limits its keys share, and whether their answers are cached. */
+export interface TeamRecord extends Limits, CacheSetting {
   /** Unique, 1 to 64 characters of letters, digits, `.`, `_` and `-`. */
   readonly name: string;
   /** ISO date-time. */

@@ -6,6 +6,7 @@ import type { UsageAccounting } from '../core/exchange.ts';
 import type { PluginFault } from '../plugins/plugin-fault.ts';
 import type { BudgetGate } from './limits/budget-gate.ts';
 import type { FailedAttempt, FailoverPlan } from './upstream/failover/attempt-upstream.ts';
+import type { ResponseCaching } from './cache/response-caching.ts';
 
 /** Resolved upstream endpoints per vendor; `undefined` where the operator configured none. */
 export interface ProviderEndpoints {
@@ -53,6 +54,8 @@ export interface RouteServices {
   readonly pluginFaults?: (fault: PluginFault, where: PluginFaultSite) => void;
   /** Told when a streamed answer starts and ends being relayed (the open-streams gauge). */
   readonly openStreams?: { opened(): void; closed(): void };
+  /** The exact response cache (off while no TTL is configured); none in tests that leave it out. */
+  readonly caching?: ResponseCaching;
   /** Told of each upstream attempt that failed (logged at warn: the failover warning). */
   readonly upstreamAttemptFailed?: (failed: FailedAttempt, requestId: string | undefined) => void;
 }

@@ -54,14 +54,21 @@ export class GatewayMetrics implements UpstreamMetrics {
   private readonly overhead: Histogram<'route'>;
   private readonly firstByte: Histogram<'route'>;
   private readonly tokens: Counter<'model' | 'type'>;
+  private readonly cachedInput: Counter<'provider' | 'endpoint'>;
   private readonly upstreamRequests: Counter<'provider' | 'endpoint' | 'outcome'>;
   private readonly rateLimited: Counter<'reason'>;
   private readonly limitRefusals: Counter<'kind' | 'scope'>;
   private readonly configReloads: Counter<'result'>;
   private readonly refusals: Counter<'reason'>;
   private readonly pluginErrors: Counter<'plugin' | 'hook'>;
+  private readonly cacheResults: Counter<'result'>;
+  private readonly cacheStoredBytes: Counter;
+  private readonly cacheEvictedBytes: Counter;
+  private readonly cacheSavedUsd: Counter;
   private readonly routes = new Map<string, RouteChildren>();
   private readonly tokenChildren = new Map<string, readonly [LabelledCounter, LabelledCounter, LabelledCounter]>();
+  /** provider → endpoint name → counter */
+  private readonly cachedInputChildren = new Map<string, Map<string, LabelledCounter>>();
   private readonly lastOutcome = new Map<string, EndpointHealth>();
   private endpointStates: () => Iterable<EndpointHealth> = () => this.lastOutcome.values();
   private openStreams = 0;
@@ -74,6 +81,12 @@ export class GatewayMetrics implements UpstreamMetrics {
     this.overhead = new Histogram({ name: 'gateway_overhead_seconds', help: 'Time the gateway itself added: the duration minus the time waiting on the upstream', labelNames: ['route'], buckets: OVERHEAD_BUCKETS, registers });
     this.firstByte = new Histogram({ name: 'gateway_time_to_first_byte_seconds', help: 'Time from the request to the answer status and headers', labelNames: ['route'], buckets: ROUTE_BUCKETS, registers });
     this.tokens = new Counter({ name: 'gateway_tokens_total', help: 'Tokens the upstreams reported, by canonical model and type', labelNames: ['model', 'type'], registers });
+    this.cachedInput = new Counter({
+      name: 'gateway_cached_input_tokens_total',
+      help: "Input tokens the upstreams reported as read from their prompt cache, by provider and endpoint (its configured name), to see prompt-cache-aware routing's effect",
+      labelNames: ['provider', 'endpoint'],
+      registers,
+    });
     this.upstreamRequests = new Counter({ name: 'gateway_upstream_requests_total', help: 'Upstream attempts by provider, endpoint and outcome', labelNames: ['provider', 'endpoint', 'outcome'], registers });
     this.rateLimited = new Counter({ name: 'gateway_rate_limited_total', help: 'Requests answered 429, by reason', labelNames: ['reason'], registers });
     this.limitRefusals = new Counter({
@@ -84,6 +97,10 @@ export class GatewayMetrics implements UpstreamMetrics {
     });
     this.configReloads = new Counter({ name: 'gateway_config_reloads_total', help: 'Configuration reloads by result', labelNames: ['result'], registers });
     this.pluginErrors = new Counter({ name: 'gateway_plugin_errors_total', help: 'Plugin hooks that threw or returned a wrong shape (the answer ended with a plugin fault), by plugin and hook', labelNames: ['plugin', 'hook'], registers });
+    this.cacheResults = new Counter({ name: 'gateway_cache_requests_total', help: 'Requests the response cache was asked about, by result (hit, miss, bypass)', labelNames: ['result'], registers });
+    this.cacheStoredBytes = new Counter({ name: 'gateway_cache_stored_bytes_total', help: 'Bytes of answers written to the response cache', registers });
+    this.cacheEvictedBytes = new Counter({ name: 'gateway_cache_evicted_bytes_total', help: 'Bytes of entries the embedded response cache dropped to stay within cache.maxBytes', registers });
+    this.cacheSavedUsd = new Counter({ name: 'gateway_cache_saved_usd_total', help: 'What the answers served from the response cache would have cost upstream, in USD', registers });
     this.refusals = new Counter({ name: 'gateway_refusals_total', help: 'Connections and requests refused by the connection caps, by reason', labelNames: ['reason'], registers });
     const self = this;
     new Gauge({
@@ -113,6 +130,7 @@ export class GatewayMetrics implements UpstreamMetrics {
     for (const reason of ['rate_limit', 'quota']) this.rateLimited.labels(reason).inc(0);
     for (const kind of ['rpm', 'tpm', 'quota', 'budget']) for (const scope of ['key', 'team']) this.limitRefusals.labels(kind, scope).inc(0);
     for (const result of ['applied', 'rejected']) this.configReloads.labels(result).inc(0);
+    for (const result of ['hit', 'miss', 'bypass']) this.cacheResults.labels(result).inc(0);
     for (const reason of ['max_connections', 'connections_per_address', 'pending_requests_per_address']) this.refusals.labels(reason).inc(0);
   }
 
@@ -144,6 +162,24 @@ export class GatewayMetrics implements UpstreamMetrics {
     if (firstByteMs !== undefined) children.firstByte.observe(firstByteMs / 1000);
   }
 
+  /** A request the response cache was asked about. */
+  cacheResult(result: 'hit' | 'miss' | 'bypass'): void {
+    this.cacheResults.labels(result).inc();
+  }
+
+  cacheStored(bytes: number): void {
+    this.cacheStoredBytes.inc(bytes);
+  }
+
+  cacheEvicted(bytes: number): void {
+    this.cacheEvictedBytes.inc(bytes);
+  }
+
+  /** An answer served from the cache, and what it would have cost. */
+  cacheSaved(usd: number): void {
+    if (usd > 0) this.cacheSavedUsd.inc(usd);
+  }
+
   /** A plugin hook threw or returned a wrong shape. */
   pluginError(plugin: string, hook: string): void {
     this.pluginErrors.labels(plugin, hook).inc();
@@ -158,6 +194,18 @@ export class GatewayMetrics implements UpstreamMetrics {
     if (input > 0) children[0].inc(input);
     if (output > 0) children[1].inc(output);
     if (cached > 0) children[2].inc(cached);
+  }
+
+  /**
+   * Cached input tokens an endpoint reported for one answer. Counted for every answer with usage, 0
+   * included, so each endpoint that served has a series to compare with `gateway_tokens_total`.
+   */
+  cachedInputTokens(provider: string, endpoint: string, cached: number): void {
+    let byEndpoint = this.cachedInputChildren.get(provider);
+    if (byEndpoint === undefined) this.cachedInputChildren.set(provider, (byEndpoint = new Map()));
+    let counter = byEndpoint.get(endpoint);
+    if (counter === undefined) byEndpoint.set(endpoint, (counter = this.cachedInput.labels(provider, endpoint)));
+    counter.inc(cached > 0 ? cached : 0);
   }
 
   /** A request refused by a key's, team's or address's limit (`rpm`, `tpm`, `quota`, `budget`, `concurrency`). */

@@ -58,7 +58,10 @@ export class RequestObserver {
     const upstreamMs = exchange.upstreamMs ?? 0;
     const model = resolved.canonicalId;
     this.metrics.request(exchange.route, model, exchange.status, exchange.latencyMs, upstreamMs, exchange.firstByteMs);
-    if (usage) this.metrics.tokensUsed(model, usage.inputTokens, usage.outputTokens, usage.cachedTokens);
+    // A cache hit's tokens were not used upstream again: it shows as what it saved.
+    if (exchange.cacheHit) this.metrics.cacheSaved(exchange.cacheHit.savedUsd);
+    else if (usage) this.metrics.tokensUsed(model, usage.inputTokens, usage.outputTokens, usage.cachedTokens);
+    if (usage && !exchange.cacheHit && exchange.endpoint !== undefined) this.metrics.cachedInputTokens(resolved.plugin.vendor, exchange.endpoint, usage.cachedTokens);
     if (exchange.status === 429) this.metrics.limited('rate_limit');
     if (recorded === undefined) this.logExchange(this.logger, exchange, usage);
     // Rare (the client left, or the upstream cut the stream): the child costs nothing on the usual path.

@@ -38,6 +38,7 @@ import { GatewayUsageAccounting } from '../usage/usage-accounting.ts';
 import type { LimitLedger } from '../usage/limit-ledger.ts';
 import { EmbeddedLedger } from '../stores/limits/embedded-ledger.ts';
 import { FallbackLedger } from '../stores/limits/fallback-ledger.ts';
+import { openResponseCache, responseCaching } from './response-cache-wiring.ts';
 import { BudgetGate } from '../data-plane/limits/budget-gate.ts';
 import { adminUsageRoute, ownUsageRoute } from '../control-plane/usage-routes.ts';
 import type { UsageStore } from '../usage/usage-store.ts';
@@ -127,6 +128,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       for (const [index, member] of pool.endpoints.entries()) yield { provider, endpoint: member.endpoint.origin, up: states[index]!.status !== 'resting' };
     }
   });
+  const responseCache = openResponseCache(redis, () => live.current.config, metrics, logger);
   const accessLogger = createAccessLogger(logger);
   const observer = new RequestObserver(accessLogger, metrics);
   const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, onAttempt: (provider, endpoint, outcome) => metrics.upstreamAttempt(provider, endpoint, outcome) });
@@ -161,6 +163,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
         `upstream endpoint '${failed.endpoint}' of provider '${failed.provider}' ${failed.status === undefined ? failed.reason : `answered ${failed.status}`}`,
       );
     },
+    caching: responseCaching(responseCache, () => live.current.config, metrics),
     bodyLimitBytes: config.bodyLimitBytes,
     upstreamBodyLimitBytes: 64 * 1024 * 1024,
     maxSseEventBytes: config.maxSseEventBytes,
@@ -213,7 +216,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(options.clusterWorker ? new PrimaryScrape() : metrics));
       add('get', '/openapi.json', (_req, res) => void res.type('application/json').send(OPENAPI_JSON));
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
-      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, teams, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle: adminThrottle, limits: ledger }));
+      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, teams, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle: adminThrottle, limits: ledger, responseCache }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
       // 503 while anything runs degraded (or the gateway drains), so a balancer prefers healthy instances.
       // `?degraded=ready` answers 200 while degraded: for an orchestrator that takes every unready

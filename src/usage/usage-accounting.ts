@@ -70,6 +70,7 @@ export class GatewayUsageAccounting implements UsageAccounting {
           attempts: exchange.attempts,
           pricing: exchange.resolved.model.pricing,
           time,
+          cacheHit: exchange.cacheHit !== undefined,
         });
         // The reservation settles to the record's figures, estimated ones included (zero: released).
         exchange.settlement?.settle(record);

@@ -42,6 +42,12 @@ export interface UsageRecord {
   readonly attempts?: number;
   /** The request's `x-request-id`, to find its access-log line (records written before it existed have none). */
   readonly requestId?: string;
+  /**
+   * `hit` when the response cache answered: the token counts are the stored answer's, `costUsd` and
+   * `chargedTokens` are 0, and `savedUsd` is what the answer would have cost.
+   */
+  readonly cache?: 'hit';
+  readonly savedUsd?: number;
 }
 
 /** What a request knows when it is done, for {@link buildUsageRecord}. */
@@ -60,6 +66,8 @@ export interface UsageRecordInput
   readonly id?: string;
   /** When the request finished. Default: now. */
   readonly time?: Date;
+  /** The response cache answered: nothing is charged, the cost is recorded as saved. */
+  readonly cacheHit?: boolean;
 }
 
 const count = (value: number): number => (Number.isFinite(value) && value > 0 ? Math.round(value) : 0);
@@ -85,7 +93,10 @@ export function buildUsageRecord(input: UsageRecordInput): UsageRecord {
     outputTokens: count(input.usage?.outputTokens ?? 0),
     cachedTokens: Math.min(count(input.usage?.cachedTokens ?? 0), inputTokens),
   };
-  const { totalTokens, chargedTokens, costUsd } = charge(usage, input.pricing);
+  const priced = charge(usage, input.pricing);
+  const { totalTokens } = priced;
+  const chargedTokens = input.cacheHit ? 0 : priced.chargedTokens;
+  const costUsd = input.cacheHit ? 0 : priced.costUsd;
   return {
     id: input.id ?? randomUUID(),
     time: (input.time ?? new Date()).toISOString(),
@@ -106,6 +117,7 @@ export function buildUsageRecord(input: UsageRecordInput): UsageRecord {
     ...(input.endpoint !== undefined ? { endpoint: input.endpoint } : {}),
     ...(input.attempts !== undefined && input.attempts > 1 ? { attempts: input.attempts } : {}),
     ...(input.requestId ? { requestId: input.requestId } : {}),
+    ...(input.cacheHit ? { cache: 'hit' as const, savedUsd: priced.costUsd } : {}),
   };
 }
 
@@ -119,12 +131,16 @@ export interface UsageTotals {
   charged_tokens: number;
   /** Kept in whole nano-USD while summing, so that many small costs add up exactly (integer increments). */
   cost_nano_usd: number;
+  /** Requests the response cache answered. */
+  cache_hits: number;
+  /** What those answers would have cost, in whole nano-USD. */
+  saved_nano_usd: number;
 }
 
-export const TOTAL_FIELDS = ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_nano_usd'] as const;
+export const TOTAL_FIELDS = ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_nano_usd', 'cache_hits', 'saved_nano_usd'] as const;
 
 export function emptyTotals(): UsageTotals {
-  return { requests: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, total_tokens: 0, charged_tokens: 0, cost_nano_usd: 0 };
+  return { requests: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, total_tokens: 0, charged_tokens: 0, cost_nano_usd: 0, cache_hits: 0, saved_nano_usd: 0 };
 }
 
 /** What one record adds to its group's totals. */
@@ -137,11 +153,14 @@ export function recordTotals(record: UsageRecord): UsageTotals {
     total_tokens: record.totalTokens,
     charged_tokens: record.chargedTokens,
     cost_nano_usd: costNanoUsd(record.costUsd),
+    cache_hits: record.cache === 'hit' ? 1 : 0,
+    saved_nano_usd: record.savedUsd ? costNanoUsd(record.savedUsd) : 0,
   };
 }
 
-export function addTotals(into: UsageTotals, add: UsageTotals): UsageTotals {
-  for (const field of TOTAL_FIELDS) into[field] += add[field];
+/** Adds `add` into `into`; a field `add` lacks (totals stored before it existed) adds nothing. */
+export function addTotals(into: UsageTotals, add: Partial<UsageTotals>): UsageTotals {
+  for (const field of TOTAL_FIELDS) into[field] += add[field] ?? 0;
   return into;
 }
 

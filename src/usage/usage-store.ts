@@ -19,7 +19,7 @@ export interface UsageQuery {
  * One row of the read-back: the sums over a model (`model` set) or over a UTC day (`day` set, all
  * models together), in the query's range.
  */
-export type UsageRow = { model?: string; day?: string; cost_usd: number } & Omit<UsageTotals, 'cost_nano_usd'>;
+export type UsageRow = { model?: string; day?: string; cost_usd: number; saved_usd: number } & Omit<UsageTotals, 'cost_nano_usd' | 'saved_nano_usd'>;
 
 /** Daily totals of one key and model: the unit both stores keep and sum from. */
 export interface UsageCell {
@@ -67,8 +67,8 @@ export function groupCells(cells: Iterable<UsageCell>, query: UsageQuery): Usage
   return [...groups.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([group, totals]) => {
-      const { cost_nano_usd: nano, ...counts } = totals;
-      return { [query.groupBy]: group, ...counts, cost_usd: nano / 1e9 } as UsageRow;
+      const { cost_nano_usd: nano, saved_nano_usd: saved, cache_hits: hits, ...counts } = totals;
+      return { [query.groupBy]: group, ...counts, cost_usd: nano / 1e9, cache_hits: hits, saved_usd: saved / 1e9 } as UsageRow;
     });
 }
 

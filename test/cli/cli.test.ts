@@ -69,20 +69,21 @@ describe('CLI', function () {
   afterEach(async () => rm(dataDir, { recursive: true, force: true }));
 
   it('creates a key, printing it once with its id, on the data directory\'s file store', async () => {
-    const created = await cli(['keys', 'create', '--name', 'ci', '--rpm', '20', '--concurrency', '8', '--models', 'alpha/gen-5.5, beta/beta-fable-5-1', '--expires-at', '2031-01-31T00:00:00Z'], env);
+    const created = await cli(['keys', 'create', '--name', 'ci', '--rpm', '20', '--concurrency', '8', '--models', 'alpha/gen-5.5, beta/beta-fable-5-1', '--expires-at', '2031-01-31T00:00:00Z', '--cache', 'false'], env);
     expect(created.code).to.equal(0);
     const key = createdKey(created.out)!;
     const id = createdId(created.out)!;
     expect(key).to.be.a('string');
     expect(created.out.split(key)).to.have.length(2);
     const record = await new FileKeyStore(dataDir).findByHash(hashApiKey(key));
-    expect(record).to.deep.include({ id, name: 'ci', rpm: 20, concurrency: 8, models: ['alpha/gen-5.5', 'beta/beta-fable-5-1'], expiresAt: '2031-01-31T00:00:00.000Z' });
+    expect(record).to.deep.include({ id, name: 'ci', rpm: 20, concurrency: 8, models: ['alpha/gen-5.5', 'beta/beta-fable-5-1'], expiresAt: '2031-01-31T00:00:00.000Z', cache: false });
     expect(await readFile(join(dataDir, 'keys.json'), 'utf8')).not.to.contain(key);
   });
 
   it('lists keys as a table without keys or hashes, and revokes by id', async () => {
     const first = await cli(['keys', 'create', '--name', 'first'], env);
-    await cli(['keys', 'create', '--name', 'second', '--daily-tokens', '5000'], env);
+    await cli(['keys', 'create', '--name', 'second', '--daily-tokens', '5000', '--cache', 'true'], env);
+    await cli(['keys', 'create', '--name', 'third', '--cache', 'false'], env);
     const id = createdId(first.out)!;
     const revoked = await cli(['keys', 'revoke', id], env);
     expect(revoked).to.deep.include({ code: 0, err: '' });
@@ -90,10 +91,11 @@ describe('CLI', function () {
     const listed = await cli(['keys', 'list'], env);
     expect(listed.code).to.equal(0);
     const [header, ...rows] = listed.out.trimEnd().split('\n');
-    expect(header!.split(/\s+/)).to.deep.equal(['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team']);
-    expect(rows).to.have.length(2);
-    expect(rows[0]).to.match(new RegExp(`^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all\\s+-$`));
-    expect(rows[1]).to.match(/\ssecond\s+active\s/);
+    expect(header!.split(/\s+/)).to.deep.equal(['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'cache']);
+    expect(rows).to.have.length(3);
+    expect(rows[0]).to.match(new RegExp(`^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all\\s+-\\s+default$`));
+    expect(rows[1]).to.match(/\ssecond\s+active\s.*\strue$/);
+    expect(rows[2]).to.match(/\sthird\s+active\s.*\sfalse$/);
     expect(listed.out).not.to.match(/sk-|[0-9a-f]{64}/);
   });
 
@@ -119,6 +121,9 @@ describe('CLI', function () {
       ].join('\n'),
     );
     expect(await cli(['keys', 'create'], env)).to.deep.include({ code: 1, err: "Invalid input parameters\n  Field '--name': is required\n" });
+    for (const value of ['no', 'FALSE', '0', '']) {
+      expect(await cli(['keys', 'create', '--name', 'x', `--cache=${value}`], env), value).to.deep.include({ code: 1, err: "Invalid input parameters\n  Field '--cache': must be true or false\n" });
+    }
     expect(await cli(['keys', 'revoke', 'key_unknown'], env)).to.deep.include({ code: 1, err: "No API key with id 'key_unknown' (see keys list)\n" });
     const noId = await cli(['keys', 'revoke'], env);
     expect(noId.code).to.equal(2);
@@ -135,7 +140,7 @@ describe('CLI', function () {
     for (const argv of [[], ['help'], ['--help']]) {
       const help = await cli(argv, env);
       expect(help.code).to.equal(0);
-      expect(help.out).to.contain('keys create --name NAME').and.to.contain('keys list').and.to.contain('keys revoke KEY_ID').and.to.contain('usage [--key KEY_ID]').and.to.contain('teams create NAME').and.to.contain('teams update NAME');
+      expect(help.out).to.contain('keys create --name NAME').and.to.contain('keys list').and.to.contain('keys revoke KEY_ID').and.to.contain('usage [--key KEY_ID]').and.to.contain('teams create NAME').and.to.contain('teams update NAME').and.to.contain('cache clear [--key KEY_ID | --team NAME]');
     }
   });
 

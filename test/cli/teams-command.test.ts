@@ -31,16 +31,16 @@ describe('CLI teams and the keys\' budget flags', function () {
   afterEach(async () => rm(dataDir, { recursive: true, force: true }));
 
   it('creates a team with its limits on the data directory\'s store, and lists teams as a table', async () => {
-    const created = await cli(['teams', 'create', 'research', '--rpm', '60', '--tpm', '20000', '--daily-tokens', '5000', '--monthly-usd', '80.5', '--concurrency', '40'], env);
-    expect(created).to.deep.include({ code: 0, err: '', out: 'Created team research (rpm 60, tpm 20000, 5000 tokens a day, $80.5 a month, at most 40 requests at once).\n' });
-    expect(await teams.get('research')).to.deep.include({ rpm: 60, tpm: 20_000, quota: { daily: 5000 }, budget: { monthly_usd: 80.5 } });
+    const created = await cli(['teams', 'create', 'research', '--rpm', '60', '--tpm', '20000', '--daily-tokens', '5000', '--monthly-usd', '80.5', '--concurrency', '40', '--cache', 'false'], env);
+    expect(created).to.deep.include({ code: 0, err: '', out: 'Created team research (rpm 60, tpm 20000, 5000 tokens a day, $80.5 a month, at most 40 requests at once, cache false).\n' });
+    expect(await teams.get('research')).to.deep.include({ rpm: 60, tpm: 20_000, quota: { daily: 5000 }, budget: { monthly_usd: 80.5 }, cache: false });
     expect(await cli(['teams', 'create', 'research'], env)).to.deep.include({ code: 1, err: "A team named 'research' exists already\n" });
     await cli(['teams', 'create', 'bare'], env);
     const listed = await cli(['teams', 'list'], env);
     const [header, ...rows] = listed.out.trimEnd().split('\n');
-    expect(header!.split(/\s+/)).to.deep.equal(['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency']);
-    expect(rows[0]).to.match(/^research\s+\S+\s+60\s+20000\s+5000\s+-\s+-\s+80\.5\s+40$/);
-    expect(rows[1]).to.match(/^bare\s+\S+(\s+-){7}$/);
+    expect(header!.split(/\s+/)).to.deep.equal(['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency', 'cache']);
+    expect(rows[0]).to.match(/^research\s+\S+\s+60\s+20000\s+5000\s+-\s+-\s+80\.5\s+40\s+false$/);
+    expect(rows[1]).to.match(/^bare\s+\S+(\s+-){8}$/);
   });
 
   it('updates a team: flags set limits, a side of quota or budget keeps the other, --clear removes', async () => {
@@ -53,6 +53,24 @@ describe('CLI teams and the keys\' budget flags', function () {
     await cli(['teams', 'update', 'ops', '--clear', 'quota', '--daily-usd', '0.25'], env);
     expect(await teams.get('ops')).to.deep.equal({ name: 'ops', createdAt: team!.createdAt, tpm: 700, budget: { daily_usd: 0.25 } });
     expect(await cli(['teams', 'update', 'nobody', '--rpm', '1'], env)).to.deep.include({ code: 1, err: "No team named 'nobody' (see teams list)\n" });
+  });
+
+  it('sets a team\'s cache setting with --cache true|false, keeping the limits, and removes it with --clear cache', async () => {
+    await teams.create({ name: 'ops', rpm: 5 });
+    const off = await cli(['teams', 'update', 'ops', '--cache', 'false'], env);
+    expect(off).to.deep.include({ code: 0, err: '', out: 'Updated team ops (rpm 5, cache false); every gateway instance applies it within seconds.\n' });
+    expect(await teams.get('ops')).to.deep.include({ rpm: 5, cache: false });
+    expect((await cli(['teams', 'update', 'ops', '--cache', 'true', '--tpm', '9'], env)).code).to.equal(0);
+    expect(await teams.get('ops')).to.deep.include({ rpm: 5, tpm: 9, cache: true });
+    expect((await cli(['teams', 'update', 'ops', '--clear', 'cache'], env)).out).to.contain('Updated team ops (rpm 5, tpm 9)');
+    expect(await teams.get('ops')).not.to.have.property('cache');
+    expect(await cli(['teams', 'update', 'ops', '--cache', 'off'], env)).to.deep.include({ code: 1, err: "Invalid input parameters\n  Field '--cache': must be true or false\n" });
+    expect(await cli(['teams', 'create', 'other', '--cache', 'yes'], env)).to.deep.include({ code: 1, err: "Invalid input parameters\n  Field '--cache': must be true or false\n" });
+    const both = await cli(['teams', 'update', 'ops', '--clear', 'cache', '--cache', 'false'], env);
+    expect(both.code).to.equal(2);
+    expect(both.err).to.match(/^--clear cache and --cache contradict each other\n/);
+    expect(await teams.get('ops')).not.to.have.property('cache');
+    expect(await teams.get('other')).to.equal(undefined);
   });
 
   it('names the flag of each bad value, and refuses bad usage (exit 2)', async () => {
@@ -79,7 +97,7 @@ describe('CLI teams and the keys\' budget flags', function () {
     const key = /^(sk-[A-Za-z0-9_-]{43})$/m.exec(made.out)![1]!;
     const record = (await new FileKeyStore(dataDir).findByHash(hashApiKey(key)))!;
     expect(record).to.deep.include({ team: 'busy', tpm: 900, budget: { daily_usd: 1.5, monthly_usd: 30 } });
-    expect((await cli(['keys', 'list'], env)).out).to.match(/\smember\s.*\sbusy$/m);
+    expect((await cli(['keys', 'list'], env)).out).to.match(/\smember\s.*\sbusy\s+default$/m);
     expect(await cli(['teams', 'delete', 'busy'], env)).to.deep.include({ code: 1, err: "Team 'busy' is named by 1 key that is not revoked; revoke it first\n" });
     await cli(['keys', 'revoke', record.id], env);
     expect(await cli(['teams', 'delete', 'busy'], env)).to.deep.include({ code: 0, out: 'Deleted team busy.\n' });

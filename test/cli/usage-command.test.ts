@@ -51,13 +51,13 @@ describe('CLI usage', () => {
     const all = await usage([]);
     expect(all.code).to.equal(0);
     expect(all.out.split('\n')).to.deep.equal([
-      'model     requests  input_tokens  output_tokens  cached_tokens  total_tokens  charged_tokens  cost_usd',
-      'acme/one  2         20            10             4              30            28              0.5',
-      'acme/two  1         10            5              2              15            14              0.25',
+      'model     requests  input_tokens  output_tokens  cached_tokens  total_tokens  charged_tokens  cost_usd  cache_hits  saved_usd',
+      'acme/one  2         20            10             4              30            28              0.5       0           0',
+      'acme/two  1         10            5              2              15            14              0.25      0           0',
       '',
     ]);
     const one = await usage(['--key', 'key_b', '--group-by', 'day']);
-    expect(one.out.split('\n')[1]).to.equal('2026-11-20  1         10            5              2              15            14              0.25');
+    expect(one.out.split('\n')[1]).to.equal('2026-11-20  1         10            5              2              15            14              0.25      0           0');
   });
 
   it('filters by days and refuses a bad grouping', async () => {

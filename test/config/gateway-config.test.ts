@@ -50,6 +50,19 @@ describe('gateway config', () => {
     expect(() => loadConfig({ GATEWAY_CONFIG: negative })).to.throw(ConfigError, 'server.clientWriteTimeoutMs');
   });
 
+  it('turns prompt-cache-aware routing on by default; routing.affinity in the file, GATEWAY_ROUTING_AFFINITY over it; refuses other values', async () => {
+    expect(loadConfig({ GATEWAY_CONFIG: await configFile('') }).routing).to.deep.equal({ affinity: true });
+    const off = await configFile('routing:\n  affinity: false\n');
+    expect(loadConfig({ GATEWAY_CONFIG: off }).routing).to.deep.equal({ affinity: false });
+    expect(loadConfig({ GATEWAY_CONFIG: off, GATEWAY_ROUTING_AFFINITY: 'true' }).routing).to.deep.equal({ affinity: true });
+    expect(loadConfig({ GATEWAY_CONFIG: await configFile(''), GATEWAY_ROUTING_AFFINITY: '0' }).routing).to.deep.equal({ affinity: false });
+    expect(() => loadConfig({ GATEWAY_CONFIG: off, GATEWAY_ROUTING_AFFINITY: 'sticky' })).to.throw(ConfigError, "GATEWAY_ROUTING_AFFINITY must be true or false, got 'sticky'");
+    const sticky = await configFile('routing:\n  affinity: sticky\n');
+    expect(() => loadConfig({ GATEWAY_CONFIG: sticky })).to.throw(ConfigError, 'line 2, column 3: routing.affinity must be a boolean');
+    const misspelt = await configFile('routing:\n  afinity: true\n');
+    expect(() => loadConfig({ GATEWAY_CONFIG: misspelt })).to.throw(ConfigError, 'line 2, column 3: routing.afinity is not a known setting');
+  });
+
   it('caps connections at half the open-file limit by default', () => {
     expect(defaultMaxConnections('Limit                     Soft Limit           Hard Limit           Units\nMax open files            1024                 4096                 files\n')).to.equal(512);
     expect(defaultMaxConnections('Max open files            unlimited            unlimited            files\n')).to.equal(512);

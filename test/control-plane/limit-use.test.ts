@@ -29,7 +29,7 @@ describe('limit use view', () => {
 
   beforeEach(() => {
     ledger = new MemoryLedger(() => NOW);
-    teams = new MemoryTeamStore([{ name: 'research', rpm: 600, tpm: 50_000, budget: { monthly_usd: 100 } }, { name: 'empty' }], () => NOW);
+    teams = new MemoryTeamStore([{ name: 'research', rpm: 600, tpm: 50_000, budget: { monthly_usd: 100 }, cache: false }, { name: 'empty' }], () => NOW);
   });
 
   it('shows each non-revoked key and each team with its limits and their use now, money in USD', async () => {
@@ -53,8 +53,8 @@ describe('limit use view', () => {
     expect(old!.use).to.deep.equal([{ kind: 'quota', period: 'day', unit: 'tokens', limit: 500, used: 0, remaining: 500, resets_at: '2026-11-24T00:00:00.000Z' }]);
 
     expect(view.teams.map((t) => t.name)).to.deep.equal(['empty', 'research']);
-    expect(view.teams[0]).to.deep.include({ key_ids: [], rpm: null, use: [] });
-    expect(view.teams[1]).to.deep.include({ key_ids: [alpha.id], rpm: 600, tpm: 50_000, quota: null, budget: { monthly_usd: 100 } });
+    expect(view.teams[0]).to.deep.include({ key_ids: [], rpm: null, cache: null, use: [] });
+    expect(view.teams[1]).to.deep.include({ key_ids: [alpha.id], rpm: 600, tpm: 50_000, quota: null, budget: { monthly_usd: 100 }, cache: false });
     expect(view.teams[1]!.use).to.deep.equal([
       { kind: 'tpm', period: 'minute', unit: 'tokens', limit: 50_000, used: 7000, remaining: 43_000, resets_at: '2026-11-23T12:01:00.000Z' },
       { kind: 'budget', period: 'month', unit: 'usd', limit: 100, used: 99.999999999, remaining: 0.000000001, resets_at: '2026-12-01T00:00:00.000Z' },

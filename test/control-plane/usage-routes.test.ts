@@ -77,8 +77,8 @@ describe('usage read-back', () => {
       body: {
         object: 'list',
         data: [
-          { model: 'acme/model-1', requests: 2, input_tokens: 400, output_tokens: 20, cached_tokens: 8, total_tokens: 420, charged_tokens: 414, cost_usd: 0.000948 },
-          { model: 'acme/model-2', requests: 1, input_tokens: 200, output_tokens: 10, cached_tokens: 4, total_tokens: 210, charged_tokens: 207, cost_usd: 0.000474 },
+          { model: 'acme/model-1', requests: 2, input_tokens: 400, output_tokens: 20, cached_tokens: 8, total_tokens: 420, charged_tokens: 414, cost_usd: 0.000948, cache_hits: 0, saved_usd: 0 },
+          { model: 'acme/model-2', requests: 1, input_tokens: 200, output_tokens: 10, cached_tokens: 4, total_tokens: 210, charged_tokens: 207, cost_usd: 0.000474, cache_hits: 0, saved_usd: 0 },
         ],
       },
     });
@@ -117,14 +117,14 @@ describe('usage read-back', () => {
     const io = { out: (text: string) => (out += text), err: (text: string) => (err += text) };
     expect(await printUsageReport(['--key', 'key_a'], io, store)).to.equal(0);
     expect(out.split('\n')).to.deep.equal([
-      'model         requests  input_tokens  output_tokens  cached_tokens  total_tokens  charged_tokens  cost_usd',
-      'acme/model-1  2         400           20             8              420           414             0.000948',
-      'acme/model-2  1         200           10             4              210           207             0.000474',
+      'model         requests  input_tokens  output_tokens  cached_tokens  total_tokens  charged_tokens  cost_usd  cache_hits  saved_usd',
+      'acme/model-1  2         400           20             8              420           414             0.000948  0           0',
+      'acme/model-2  1         200           10             4              210           207             0.000474  0           0',
       '',
     ]);
     out = '';
     expect(await printUsageReport(['--group-by', 'day', '--from', '2026-11-21', '--to', '2026-11-21'], io, store)).to.equal(0);
-    expect(out.split('\n').slice(1)).to.deep.equal(['2026-11-21  3         900           30             12             930           921             0.002022', '']);
+    expect(out.split('\n').slice(1)).to.deep.equal(['2026-11-21  3         900           30             12             930           921             0.002022  0           0', '']);
     expect(await printUsageReport(['--group-by', 'week', '--from', 'soon'], io, store)).to.equal(2);
     expect(err).to.contain("--group-by: must be 'model' or 'day'").and.to.contain('--from: must be an ISO date');
     err = '';

@@ -105,6 +105,7 @@ export async function accountJourney(target: AccountTarget, browser: HeadlessBro
   // Create a key: shown once, with a working copy button.
   await page.getByLabel('Name').fill('e2e browser key');
   await page.getByLabel(/Requests per minute/).fill('50');
+  await page.getByLabel('Response cache').selectOption({ label: 'Off for this key' });
   await page.getByRole('button', { name: 'Create key' }).click();
   await page.getByRole('heading', { name: 'New key “e2e browser key”' }).waitFor();
   const shown = page.locator('#new-key-value');
@@ -115,6 +116,9 @@ export async function accountJourney(target: AccountTarget, browser: HeadlessBro
   expect(await page.evaluate(() => navigator.clipboard.readText())).to.equal(key);
   const keyRow = page.getByRole('row', { name: /e2e browser key/ });
   expect(await keyRow.textContent()).to.include('active').and.include('50');
+  expect(await keyRow.locator('[data-label="Cache"]').textContent()).to.equal('off');
+  expect(await page.getByRole('row', { name: /kept browser key/ }).locator('[data-label="Cache"]').textContent()).to.equal('default');
+  expect(await page.getByLabel('Response cache').inputValue(), 'the form is reset to the gateway\'s setting').to.equal('');
   expect(await accessibilityViolations(page)).to.deep.equal([]);
   await screenshot(page, 'account-keys');
 

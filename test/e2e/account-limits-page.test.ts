@@ -51,7 +51,7 @@ describe('account page limits view in headless Chromium', function () {
     keys = new FileKeyStore(dataDir);
     usage = await EmbeddedUsageStore.open(dataDir, createLogger('silent'));
     ledger = new MemoryLedger();
-    const teams = new MemoryTeamStore([{ name: 'research', ...RESEARCH }, { name: 'idle', quota: { daily: 1000 } }]);
+    const teams = new MemoryTeamStore([{ name: 'research', ...RESEARCH, cache: false }, { name: 'idle', quota: { daily: 1000 } }]);
     const registry = new ModelRegistry(await loadPlugins(resolve('providers/manifest.json')));
     app = await startGuardedApp({
       routers: {
@@ -111,10 +111,12 @@ describe('account page limits view in headless Chromium', function () {
     expect(await page.locator('#limit-keys-table tbody tr').count()).to.equal(2);
 
     const team = await cells(page.locator('#limit-teams-table tbody tr', { hasText: 'research' }));
-    expect(team).to.deep.include({ Team: 'research', Keys: 'capped key', RPM: '600', 'Daily quota': '—' });
+    expect(team).to.deep.include({ Team: 'research', Keys: 'capped key', RPM: '600', Cache: 'off', 'Daily quota': '—' });
     expect(team['Tokens per minute']).to.match(/^0 \/ 50,0000% · resets/);
     expect(team['Monthly budget']).to.match(/^\$0\.0042 \/ \$100\.000% · resets/);
-    expect((await cells(page.locator('#limit-teams-table tbody tr', { hasText: 'idle' })))['Daily quota']).to.match(/^0 \/ 1,0000% /);
+    const idle = await cells(page.locator('#limit-teams-table tbody tr', { hasText: 'idle' }));
+    expect(idle['Daily quota']).to.match(/^0 \/ 1,0000% /);
+    expect(idle.Cache).to.equal('default');
     expect(await page.locator('#limits-unmetered').isVisible()).to.equal(false);
     expect(await accessibilityViolations(page)).to.deep.equal([]);
     await screenshot(page, 'account-limits');

@@ -74,6 +74,8 @@ for (const store of ['redis', 'embedded'] as const) {
               total_tokens: reported.inputTokens + reported.outputTokens,
               charged_tokens: reported.inputTokens - 3 + reported.outputTokens + 1,
               cost_usd: (await usageRows(test))[0]!.cost_usd,
+              cache_hits: 0,
+              saved_usd: 0,
             },
           ]);
           expect((await usageRows(test))[0]!.cost_usd).to.be.greaterThan(0);

@@ -558,4 +558,63 @@ describe('mock upstream', function () {
       expect((await raw(upstream, '/chat/completions', chatBody())).status).to.equal(200);
     });
   });
+
+  describe('prompt caching', () => {
+    const SYSTEM = 'x'.repeat(400);
+    // The prefix as a prompt cache holds it: the system prompt and the first message, 'x'*400 + ' ' + 'first'.
+    const PREFIX_TOKENS = Math.ceil((400 + 1 + 5) / 4);
+    const turns = (...later: string[]) => [
+      { role: 'system', content: SYSTEM },
+      { role: 'user', content: 'first' },
+      ...later.flatMap((text) => [{ role: 'assistant', content: 'ok' }, { role: 'user', content: text }]),
+    ];
+    const lastUsage = (text: string) => jsonData(sse(text)).filter((data) => data.usage || data.response?.usage || data.message?.usage);
+
+    it('reports the prefix tokens of a repeated system prompt and first message as cached, per instance, in Chat Completions JSON and SSE', async () => {
+      const caching = await another({ promptCache: true });
+      const first = JSON.parse((await raw(caching, '/chat/completions', { model: 'm', messages: turns() })).text);
+      expect(first.usage.prompt_tokens_details.cached_tokens).to.equal(0);
+      const second = JSON.parse((await raw(caching, '/chat/completions', { model: 'm', messages: turns('second') })).text);
+      expect(second.usage.prompt_tokens_details.cached_tokens).to.equal(PREFIX_TOKENS);
+      expect(caching.requests[1]!.reportedUsage!.cachedTokens).to.equal(PREFIX_TOKENS);
+      const streamed = await raw(caching, '/chat/completions', { model: 'm', messages: turns('second', 'third'), stream: true, stream_options: { include_usage: true } });
+      expect(lastUsage(streamed.text).at(-1)!.usage.prompt_tokens_details.cached_tokens).to.equal(PREFIX_TOKENS);
+      const otherFirst = JSON.parse((await raw(caching, '/chat/completions', { model: 'm', messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: 'other' }] })).text);
+      expect(otherFirst.usage.prompt_tokens_details.cached_tokens, 'another first message is another prefix').to.equal(0);
+      expect(caching.cachedPrefixes).to.equal(2);
+
+      const elsewhere = await another({ promptCache: true });
+      const cold = JSON.parse((await raw(elsewhere, '/chat/completions', { model: 'm', messages: turns('second') })).text);
+      expect(cold.usage.prompt_tokens_details.cached_tokens, 'another instance has not seen it').to.equal(0);
+      caching.reset();
+      expect(caching.cachedPrefixes).to.equal(0);
+    });
+
+    it('reports them in Messages (cache_read_input_tokens) and Responses (input_tokens_details.cached_tokens), JSON and SSE', async () => {
+      const caching = await another({ promptCache: true });
+      const messages = (stream: boolean, ...later: string[]) => ({ model: 'm', max_tokens: 10, system: SYSTEM, messages: turns(...later).slice(1), stream });
+      expect(JSON.parse((await raw(caching, '/messages', messages(false))).text).usage.cache_read_input_tokens).to.equal(0);
+      expect(JSON.parse((await raw(caching, '/messages', messages(false, 'again'))).text).usage).to.include({ cache_read_input_tokens: PREFIX_TOKENS, cache_creation_input_tokens: 0 });
+      const start = jsonData(sse((await raw(caching, '/messages', messages(true, 'again', 'more'))).text)).find((data) => data.type === 'message_start')!;
+      expect(start.message.usage.cache_read_input_tokens).to.equal(PREFIX_TOKENS);
+
+      const responses = (stream: boolean, ...later: string[]) => ({ model: 'm', instructions: SYSTEM, input: turns(...later).slice(1), stream });
+      expect(JSON.parse((await raw(caching, '/responses', responses(false))).text).usage.input_tokens_details.cached_tokens).to.equal(0);
+      expect(JSON.parse((await raw(caching, '/responses', responses(false, 'again'))).text).usage.input_tokens_details.cached_tokens).to.equal(PREFIX_TOKENS);
+      const completed = jsonData(sse((await raw(caching, '/responses', responses(true, 'again'))).text)).at(-1)!;
+      expect(completed.response.usage.input_tokens_details.cached_tokens).to.equal(PREFIX_TOKENS);
+      const text = (input: string, stream: boolean) => ({ model: 'm', input, stream });
+      await raw(caching, '/responses', text('a plain string input', false));
+      expect(JSON.parse((await raw(caching, '/responses', text('a plain string input', false))).text).usage.input_tokens_details.cached_tokens).to.equal(Math.ceil('a plain string input'.length / 4));
+    });
+
+    it('turns on per request with x-mock-prompt-cache: 1; x-mock-cached-tokens wins', async () => {
+      const body = { model: 'm', messages: turns() };
+      const header = { 'x-mock-prompt-cache': '1' };
+      await raw(upstream, '/chat/completions', body, header);
+      expect(JSON.parse((await raw(upstream, '/chat/completions', body, header)).text).usage.prompt_tokens_details.cached_tokens).to.equal(PREFIX_TOKENS);
+      expect(JSON.parse((await raw(upstream, '/chat/completions', body)).text).usage.prompt_tokens_details.cached_tokens, 'off without the header').to.equal(0);
+      expect(JSON.parse((await raw(upstream, '/chat/completions', body, { ...header, 'x-mock-cached-tokens': '3' })).text).usage.prompt_tokens_details.cached_tokens).to.equal(3);
+    });
+  });
 });

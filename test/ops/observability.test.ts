@@ -135,7 +135,7 @@ describe('access log, request ids and metrics through the gateway', function () 
     for (const name of [
       'gateway_requests_total', 'gateway_request_duration_seconds_bucket', 'gateway_overhead_seconds_bucket', 'gateway_time_to_first_byte_seconds_bucket',
       'gateway_tokens_total', 'gateway_upstream_requests_total', 'gateway_endpoint_up', 'gateway_rate_limited_total', 'gateway_open_streams',
-      'gateway_usage_queue_depth', 'gateway_config_reloads_total', 'process_cpu_seconds_total', 'nodejs_eventloop_lag_seconds',
+      'gateway_usage_queue_depth', 'gateway_config_reloads_total', 'gateway_cached_input_tokens_total', 'process_cpu_seconds_total', 'nodejs_eventloop_lag_seconds',
     ]) {
       expect(text, name).to.match(new RegExp(`^${name}`, 'm'));
     }
@@ -148,6 +148,8 @@ describe('access log, request ids and metrics through the gateway', function () 
     expect(sample(text, 'gateway_tokens_total', { model: 'zeta/zeta-k3', type: 'input' })).to.be.above(0);
     expect(sample(text, 'gateway_tokens_total', { model: 'zeta/zeta-k3', type: 'output' })).to.be.above(0);
     expect(sample(text, 'gateway_tokens_total', { model: 'zeta/zeta-k3', type: 'cached' })).to.equal(2 * (10 - limited));
+    // Per endpoint, by its configured name (the index of a single ZETA_BASE_URL).
+    expect(sample(text, 'gateway_cached_input_tokens_total', { provider: 'zeta', endpoint: '0' })).to.equal(2 * (10 - limited));
     expect(sample(text, 'gateway_upstream_requests_total', { provider: 'zeta', endpoint: test.upstreams.zeta.url.replace(/\/v1$/, ''), outcome: 'ok' })).to.equal(10 - limited);
     expect(sample(text, 'gateway_endpoint_up', { provider: 'zeta' })).to.equal(1);
     expect(sample(text, 'gateway_endpoint_up', { provider: 'alpha' })).to.equal(1);

@@ -36,11 +36,15 @@ const PLUGIN = `export default {
 
 type Place = { header: string; prefix?: string } | { query: string };
 
-/** The config file: a main endpoint and a region endpoint of one vendor, each with its own key and credential place. */
+/**
+ * The config file: a main endpoint and a region endpoint of one vendor, each with its own key and credential
+ * place. Affinity off: the tests send one same body until both endpoints took requests (random spread).
+ */
 const configText = (main: string, region: string, places: { main: Place; region: Place }, failover = { failureThreshold: 1000 }) =>
   JSON.stringify({
     logLevel: 'info',
     failover,
+    routing: { affinity: false },
     providers: {
       kappa: {
         endpoints: [

@@ -314,8 +314,9 @@ describe('breaker state across a reload', function () {
   let resting: MockUpstream;
   let healthy: MockUpstream;
   let test: TestGateway;
-  // One failure rests an endpoint for ten minutes: longer than the test.
-  const breakerFile = (target: string) => aliasFile(target, 'logLevel: silent\nrateLimit:\n  max: 1000000\nfailover:\n  failureThreshold: 1\n  cooldownMs: 600000\n');
+  // One failure rests an endpoint for ten minutes: longer than the test. Affinity off: the test sends one
+  // same body until the failing endpoint took a request (random spread).
+  const breakerFile = (target: string) => aliasFile(target, 'logLevel: silent\nrateLimit:\n  max: 1000000\nfailover:\n  failureThreshold: 1\n  cooldownMs: 600000\nrouting:\n  affinity: false\n');
 
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gateway-breaker-reload-'));

@@ -76,3 +76,8 @@ export function formatTime(iso) {
 export function utcDay(offsetDays = 0) {
   return new Date(Date.now() + offsetDays * 86_400_000).toISOString().slice(0, 10);
 }
+
+/** A key's or team's response cache setting: `off` (false), `on` (true, as set) or the gateway's `default` (unset). */
+export function cacheText(cache) {
+  return cache === false ? 'off' : cache === true ? 'on' : 'default';
+}

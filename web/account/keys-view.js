@@ -1,6 +1,6 @@
 // Keys: list, create (the key shown once, with a copy button), revoke after confirmation.
 import { api } from './api.js';
-import { announce, badge, byId, element, formatNumber, formatTime, row, stackTable } from './dom.js';
+import { announce, badge, byId, cacheText, element, formatNumber, formatTime, row, stackTable } from './dom.js';
 
 const STATUS_TONES = { active: 'good', revoked: 'bad', expired: 'neutral' };
 let modelsLoaded = false;
@@ -30,6 +30,7 @@ function keyRow(key) {
       key.models ? key.models.join(', ') : 'every model',
       key.rpm === null ? 'default' : formatNumber(key.rpm),
       quotaText(key.quota),
+      cacheText(key.cache),
       badge(key.status, STATUS_TONES[key.status] ?? 'neutral'),
       actions,
     ],
@@ -98,6 +99,7 @@ function newKeyBody(form) {
   const daily = optionalInteger(form, 'daily');
   const monthly = optionalInteger(form, 'monthly');
   if (daily !== undefined || monthly !== undefined) body.quota = { ...(daily !== undefined && { daily }), ...(monthly !== undefined && { monthly }) };
+  if (form.elements.cache.value === 'false') body.cache = false;
   return body;
 }
 

@@ -1,6 +1,6 @@
 // Limits: each key's and team's token and money limits, with what is used of them in the window open now.
 import { api } from './api.js';
-import { badge, byId, element, formatNumber, formatTime, formatUsd, row, stackTable } from './dom.js';
+import { badge, byId, cacheText, element, formatNumber, formatTime, formatUsd, row, stackTable } from './dom.js';
 
 /** The limit columns, in table order: the `kind` and `period` of a `use` entry, and its name. */
 const COLUMNS = [
@@ -73,7 +73,7 @@ function keyRow(key, teamNames) {
 function teamRow(team, keyNames) {
   const members = team.key_ids.map((id) => keyNames.get(id) ?? id);
   const rpm = team.rpm === null ? '—' : formatNumber(team.rpm);
-  return row([team.name, members.length ? members.join(', ') : 'none', rpm, ...useCells(`team ${team.name}`, team.use)], { header: true, wrap: [0, 1] });
+  return row([team.name, members.length ? members.join(', ') : 'none', rpm, cacheText(team.cache), ...useCells(`team ${team.name}`, team.use)], { header: true, wrap: [0, 1] });
 }
 
 /** Reads the limits and their use and redraws both tables. */

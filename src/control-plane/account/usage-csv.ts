@@ -2,7 +2,7 @@ import type { UsageQuery, UsageRow } from '../../usage/usage-store.ts';
 import { formatCost } from '../../usage/pricing.ts';
 import { dayOf } from '../../usage/usage-record.ts';
 
-const COLUMNS = ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_usd'] as const;
+const COLUMNS = ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_usd', 'cache_hits', 'saved_usd'] as const;
 
 /** One CSV field (RFC 4180): quoted when it holds a comma, quote or line break; formula starts defused. */
 function field(value: string | number): string {
@@ -15,7 +15,7 @@ function field(value: string | number): string {
 export function usageCsv(rows: readonly UsageRow[], groupBy: UsageQuery['groupBy']): string {
   const lines = [[groupBy, ...COLUMNS].join(',')];
   for (const row of rows) {
-    lines.push([field(row[groupBy] ?? ''), ...COLUMNS.map((column) => (column === 'cost_usd' ? formatCost(row.cost_usd) : field(row[column])))].join(','));
+    lines.push([field(row[groupBy] ?? ''), ...COLUMNS.map((column) => (column === 'cost_usd' || column === 'saved_usd' ? formatCost(row[column]) : field(row[column])))].join(','));
   }
   return `${lines.join('\r\n')}\r\n`;
 }

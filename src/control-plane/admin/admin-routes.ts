@@ -10,6 +10,8 @@ import { readJsonObject } from '../../data-plane/http/json-body.ts';
 import type { ModelRegistry } from '../../core/model-registry.ts';
 import { parseNewKey } from './new-key-input.ts';
 import { teamRoutes } from './team-routes.ts';
+import { cacheRoutes } from './cache-routes.ts';
+import type { ResponseCache } from '../../core/response-cache.ts';
 import { limitsRoute } from '../limit-use.ts';
 import type { LimitLedger } from '../../usage/limit-ledger.ts';
 
@@ -29,6 +31,8 @@ export interface KeyView {
   readonly budget: ApiKeyRecord['budget'] | null;
   /** The name of the key's team. */
   readonly team: string | null;
+  /** The key's response cache setting as set; null when unset (the gateway's setting applies). */
+  readonly cache: boolean | null;
 }
 
 export function keyView(record: ApiKeyRecord): KeyView {
@@ -46,6 +50,7 @@ export function keyView(record: ApiKeyRecord): KeyView {
     tpm: record.tpm ?? null,
     budget: record.budget ?? null,
     team: record.team ?? null,
+    cache: record.cache ?? null,
   };
 }
 
@@ -86,12 +91,15 @@ export interface AdminRouterOptions {
   readonly throttle?: FailedAuthThrottle;
   /** Where `GET /admin/limits` reads token and money use; without it the limits are listed with no use figures. */
   readonly limits?: Pick<LimitLedger, 'peek'>;
+  /** The response cache `DELETE /admin/cache` empties; without one (no cache configured) it deletes nothing. */
+  readonly responseCache?: ResponseCache;
 }
 
 /**
  * The admin API, mounted at `/admin`: `POST /keys` (201 with the key, shown once), `GET /keys`,
- * `DELETE /keys/:id` and `POST /keys/:id/revoke`, the teams (see {@link teamRoutes}) and `GET /limits` (every
- * key's and team's limits and their use now, see {@link limitsRoute}), behind the admin token. Without a token configured
+ * `DELETE /keys/:id` and `POST /keys/:id/revoke`, the teams (see {@link teamRoutes}), `GET /limits` (every
+ * key's and team's limits and their use now, see {@link limitsRoute}) and `DELETE /cache` (response cache
+ * entries, see {@link cacheRoutes}), behind the admin token. Without a token configured
  * the admin API does not exist (404).
  */
 export function adminRouter(options: AdminRouterOptions): Router {
@@ -104,6 +112,7 @@ export function adminRouter(options: AdminRouterOptions): Router {
   router.use(keyRoutes(options));
   router.use(teamRoutes(options));
   router.get('/limits', limitsRoute(options));
+  router.use(cacheRoutes(options));
   return router;
 }
 

@@ -35,6 +35,9 @@ export const moneyBudget = () =>
     .test('some', 'must give daily_usd and/or monthly_usd', (value) => value === undefined || value === null || value.daily_usd !== undefined || value.monthly_usd !== undefined)
     .default(undefined);
 
+/** `cache`: `false` keeps the owner's requests out of the response cache; `true` is kept as given (the gateway's setting applies). */
+export const cacheSetting = () => yup.boolean().strict().typeError('must be true or false').nonNullable('must be true or false');
+
 /** The value without its undefined members (so stored records carry only the limits set). */
 export function definedOnly<T extends object>(value: T): T {
   return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined)) as T;

@@ -2,7 +2,7 @@ import * as yup from 'yup';
 import { fieldError, validationError } from '../../core/gateway-errors.ts';
 import type { NewKeyInput } from '../../core/api-keys.ts';
 import { isTeamName, TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
-import { moneyBudget, positiveInteger, tokenQuota } from './limit-fields.ts';
+import { cacheSetting, moneyBudget, positiveInteger, tokenQuota } from './limit-fields.ts';
 
 const newKeySchema = yup
   .object({
@@ -23,9 +23,10 @@ const newKeySchema = yup
     tpm: positiveInteger(),
     budget: moneyBudget(),
     team: yup.string().strict().typeError('must be a team name').matches(TEAM_NAME, TEAM_NAME_RULE),
+    cache: cacheSetting(),
   })
   .strict()
-  .noUnknown('has unknown fields (name, rpm, concurrency, models, expires_at, quota, tpm, budget, team)');
+  .noUnknown('has unknown fields (name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache)');
 
 function isDateTime(value: string): boolean {
   return /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) && !Number.isNaN(Date.parse(value));
@@ -46,7 +47,8 @@ export interface NewKeyCheck {
 /**
  * A new key's settings from the admin API's body (or the CLI's flags): `name`, and optionally `rpm`,
  * `concurrency`, `models` (canonical IDs), `expires_at` (ISO date-time in the future) and `quota` (`daily`,
- * `monthly`), `tpm`, `budget` (`daily_usd`, `monthly_usd`) and `team` (an existing team's name). Throws the 400 ValidationError listing every bad field.
+ * `monthly`), `tpm`, `budget` (`daily_usd`, `monthly_usd`), `team` (an existing team's name) and `cache` (a boolean;
+ * `false` keeps the key's requests out of the response cache). Throws the 400 ValidationError listing every bad field.
  */
 export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput {
   const label = check.fieldLabel ?? ((path: string) => path);
@@ -81,5 +83,6 @@ export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput
     tpm: value.tpm,
     budget: value.budget,
     team: value.team,
+    cache: value.cache,
   };
 }

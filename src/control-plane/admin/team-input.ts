@@ -3,9 +3,10 @@ import { fieldError, validationError } from '../../core/gateway-errors.ts';
 import type { TeamInput } from '../../core/limits.ts';
 import { TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import type { TeamChanges } from '../../stores/teams/team-store.ts';
-import { definedOnly, moneyBudget, positiveInteger, tokenQuota } from './limit-fields.ts';
+import { cacheSetting, definedOnly, moneyBudget, positiveInteger, tokenQuota } from './limit-fields.ts';
 
-const LIMIT_FIELDS = ['rpm', 'tpm', 'quota', 'budget', 'concurrency'] as const;
+// The fields a PATCH may set or remove: the limits and the cache setting.
+const CHANGEABLE_FIELDS = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache'] as const;
 
 const newTeamSchema = yup
   .object({
@@ -15,9 +16,10 @@ const newTeamSchema = yup
     quota: tokenQuota(),
     budget: moneyBudget(),
     concurrency: positiveInteger(),
+    cache: cacheSetting(),
   })
   .strict()
-  .noUnknown('has unknown fields (name, rpm, tpm, quota, budget, concurrency)');
+  .noUnknown('has unknown fields (name, rpm, tpm, quota, budget, concurrency, cache)');
 
 const teamChangesSchema = yup
   .object({
@@ -26,9 +28,10 @@ const teamChangesSchema = yup
     quota: tokenQuota().nullable(),
     budget: moneyBudget().nullable(),
     concurrency: positiveInteger().nullable(),
+    cache: cacheSetting().nullable(),
   })
   .strict()
-  .noUnknown('has unknown fields (rpm, tpm, quota, budget, concurrency; the name cannot be changed)');
+  .noUnknown('has unknown fields (rpm, tpm, quota, budget, concurrency, cache; the name cannot be changed)');
 
 /** How an error names a field (the CLI names its flags); the body's field path by default. */
 export type FieldLabel = (path: string) => string;
@@ -44,19 +47,21 @@ function validate<T>(schema: yup.Schema<T>, body: unknown, label: FieldLabel = (
 
 /**
  * A new team from the admin API's body (or the CLI's flags): `name` and optionally `rpm`, `tpm`,
- * `quota` ({daily, monthly}), `budget` ({daily_usd, monthly_usd}) and `concurrency`. Throws the 400 listing every bad field.
+ * `quota` ({daily, monthly}), `budget` ({daily_usd, monthly_usd}), `concurrency` and `cache` (a boolean; `false`
+ * keeps the team's requests out of the response cache). Throws the 400 listing every bad field.
  */
 export function parseNewTeam(body: unknown, label?: FieldLabel): TeamInput {
   const value = validate(newTeamSchema, body, label);
-  return definedOnly({ name: value.name, rpm: value.rpm, tpm: value.tpm, quota: value.quota, budget: value.budget, concurrency: value.concurrency });
+  return definedOnly({ name: value.name, rpm: value.rpm, tpm: value.tpm, quota: value.quota, budget: value.budget, concurrency: value.concurrency, cache: value.cache });
 }
 
 /**
- * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency` set (an object replaces the whole
- * limit), `null` to remove it, or absent to keep it. Throws the 400 listing every bad field.
+ * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency` and `cache` set (an object replaces
+ * the whole limit), `null` to remove it (`cache: null`: the gateway's setting again), or absent to keep it. Throws
+ * the 400 listing every bad field.
  */
 export function parseTeamChanges(body: unknown, label?: FieldLabel): TeamChanges {
   validate(teamChangesSchema, body, label);
   const given = body as Record<string, unknown>;
-  return Object.fromEntries(LIMIT_FIELDS.filter((field) => Object.hasOwn(given, field)).map((field) => [field, given[field]])) as TeamChanges;
+  return Object.fromEntries(CHANGEABLE_FIELDS.filter((field) => Object.hasOwn(given, field)).map((field) => [field, given[field]])) as TeamChanges;
 }

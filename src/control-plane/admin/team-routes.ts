@@ -7,7 +7,7 @@ import type { KeyStore } from '../../stores/keys/key-store.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
 import { parseNewTeam, parseTeamChanges } from './team-input.ts';
 
-/** A team as the admin API shows it: every limit, null when off. */
+/** A team as the admin API shows it: every limit, null when off, and the cache setting, null when unset. */
 export interface TeamView {
   readonly name: string;
   readonly created_at: string;
@@ -16,6 +16,7 @@ export interface TeamView {
   readonly quota: TeamRecord['quota'] | null;
   readonly budget: TeamRecord['budget'] | null;
   readonly concurrency: number | null;
+  readonly cache: boolean | null;
 }
 
 export function teamView(record: TeamRecord): TeamView {
@@ -27,6 +28,7 @@ export function teamView(record: TeamRecord): TeamView {
     quota: record.quota ?? null,
     budget: record.budget ?? null,
     concurrency: record.concurrency ?? null,
+    cache: record.cache ?? null,
   };
 }
 
@@ -48,8 +50,8 @@ export interface TeamRoutesOptions {
 
 /**
  * The team operations, behind whatever guard mounts them: `POST /teams` (201; 409 when the name is
- * taken), `GET /teams`, `GET /teams/:name`, `PATCH /teams/:name` (each limit set, or null to remove
- * it) and `DELETE /teams/:name` (409 while keys that are not revoked name the team). A missing team is 404.
+ * taken), `GET /teams`, `GET /teams/:name`, `PATCH /teams/:name` (each limit or the cache setting set,
+ * or null to remove it) and `DELETE /teams/:name` (409 while keys that are not revoked name the team). A missing team is 404.
  */
 export function teamRoutes(options: TeamRoutesOptions): Router {
   const router = Router();

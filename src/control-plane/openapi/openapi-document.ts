@@ -60,6 +60,11 @@ const TEAM_LIMITS = {
   budget: { type: 'object', additionalProperties: false, minProperties: 1, properties: { daily_usd: usd, monthly_usd: usd } },
   concurrency: { ...positiveInteger, description: 'Requests of the team\'s keys in flight at once, per gateway instance' },
 };
+/** A team's limits and its response cache setting (not a limit: nothing is counted). */
+const TEAM_SETTINGS = {
+  ...TEAM_LIMITS,
+  cache: { type: 'boolean', description: "false: the team's keys never read or write the response cache; true (kept as set) or absent: the gateway's setting applies" },
+};
 const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
 const adminErrors = { '401': error('Missing or wrong admin token', 'Plain'), '429': error('Too many wrong admin tokens from this address', 'Plain') };
 const teamName = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' } };
@@ -116,7 +121,7 @@ const TEAM_PATHS = {
       responses: { '200': { description: 'The team', content: json(ref('Team')) }, '404': error('No team of that name', 'Plain'), ...adminErrors },
     },
     patch: {
-      summary: "Changes a team's limits: each set (an object replaces the whole limit), null to remove it, absent to keep it",
+      summary: "Changes a team's limits and cache setting: each set (an object replaces the whole limit), null to remove it, absent to keep it",
       security: [{ adminToken: [] }],
       parameters: [teamName],
       requestBody: { required: true, content: json(ref('TeamChanges')) },
@@ -130,6 +135,34 @@ const TEAM_PATHS = {
         '200': { description: 'Deleted', content: json({ type: 'object', required: ['name', 'deleted'], properties: { name: { type: 'string' }, deleted: { const: true } } }) },
         '404': error('No team of that name', 'Plain'),
         '409': error('Keys that are not revoked name the team; the detail says how many', 'Plain'),
+        ...adminErrors,
+      },
+    },
+  },
+};
+
+/** `DELETE /admin/cache`, behind the admin token. */
+const CACHE_PATHS = {
+  '/admin/cache': {
+    delete: {
+      summary: "Empties the response cache: every entry, or those of one key (its team's when the key has one) or of one team",
+      security: [{ adminToken: [] }],
+      parameters: [
+        { name: 'key_id', in: 'query', required: false, description: "A managed key's id: empties its tenant (the team's when the key names a team)", schema: { type: 'string', minLength: 1 } },
+        { name: 'team', in: 'query', required: false, description: "A team's name: empties the entries its keys share", schema: teamName.schema },
+      ],
+      responses: {
+        '200': {
+          description: 'How many entries were deleted (0 when no cache is configured), and whose: `team:<name>`, `key:<id>`, or null for every entry',
+          content: json({
+            type: 'object',
+            required: ['deleted', 'tenant'],
+            properties: { deleted: { type: 'integer', minimum: 0 }, tenant: { type: ['string', 'null'], pattern: '^(team|key):.+$' } },
+          }),
+        },
+        '400': error('key_id and team both given, an unknown parameter, or one given twice or empty', 'Plain'),
+        '404': error('No key with that id, or no team of that name', 'Plain'),
+        '503': error('The cache store or the key or team store is unavailable', 'Plain'),
         ...adminErrors,
       },
     },
@@ -199,6 +232,7 @@ export const OPENAPI_DOCUMENT = {
     },
     '/metrics': { get: { summary: 'Prometheus metrics (unless METRICS_PORT serves them elsewhere)', security: [], responses: { '200': { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } } } },
     ...TEAM_PATHS,
+    ...CACHE_PATHS,
     '/openapi.json': { get: { summary: 'This document', security: [], responses: { '200': { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } } } },
   },
   components: {
@@ -233,28 +267,29 @@ export const OPENAPI_DOCUMENT = {
         type: 'object',
         required: ['name'],
         additionalProperties: false,
-        properties: { name: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' }, ...TEAM_LIMITS },
+        properties: { name: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' }, ...TEAM_SETTINGS },
       },
       TeamChanges: {
         type: 'object',
         additionalProperties: false,
-        properties: Object.fromEntries(Object.entries(TEAM_LIMITS).map(([field, schema]) => [field, nullable(schema)])),
+        properties: Object.fromEntries(Object.entries(TEAM_SETTINGS).map(([field, schema]) => [field, nullable(schema)])),
       },
       Team: {
         type: 'object',
-        required: ['name', 'created_at', 'rpm', 'tpm', 'quota', 'budget', 'concurrency'],
+        required: ['name', 'created_at', 'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache'],
         properties: {
           name: { type: 'string' },
           created_at: { type: 'string', description: 'ISO 8601 date-time' },
-          ...Object.fromEntries(Object.entries(TEAM_LIMITS).map(([field, schema]) => [field, nullable(schema)])),
+          ...Object.fromEntries(Object.entries(TEAM_SETTINGS).map(([field, schema]) => [field, nullable(schema)])),
         },
       },
       LimitOwner: {
         type: 'object',
-        description: 'A key (`id`, `name`, `status`, `team`) or a team (`name`, `key_ids`): its limits as configured, and `use`, one entry per token or money limit',
+        description: 'A key (`id`, `name`, `status`, `team`) or a team (`name`, `key_ids`, `cache`): its limits as configured, and `use`, one entry per token or money limit',
         required: ['name', 'rpm', 'tpm', 'quota', 'budget', 'use'],
         properties: {
           name: { type: 'string' },
+          cache: { type: ['boolean', 'null'], description: "A team's response cache setting as set; null when unset" },
           use: {
             type: 'array',
             items: {

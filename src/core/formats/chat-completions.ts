@@ -64,6 +64,17 @@ function textOf(data: string): string {
   return out;
 }
 
+const SYSTEM_ROLES = new Set(['system', 'developer']);
+
+/** The leading system and developer messages, and the first message after them. */
+function stablePrefix(body: Record<string, unknown>): readonly unknown[] {
+  const messages = body.messages;
+  if (!Array.isArray(messages)) return [];
+  let end = 0;
+  while (end < messages.length && SYSTEM_ROLES.has((messages[end] as { role?: unknown } | null)?.role as string)) end += 1;
+  return messages.slice(0, end + 1);
+}
+
 /**
  * `data: {"error":{message,type,param,code}}` (openai-node throws on a chunk with a top-level
  * `error`), with the gateway's `detail`.
@@ -87,4 +98,5 @@ export const chatCompletions: WireFormatRules = {
   usageRequired: true,
   consumesTokens: true,
   namesEventsByType: false,
+  stablePrefix,
 };

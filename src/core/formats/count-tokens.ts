@@ -1,6 +1,7 @@
 import type { UsageExtractor } from '../../plugins/plugin-contract.ts';
 import { completionsErrorChunk } from './chat-completions.ts';
 import { parseObject } from './event-data.ts';
+import { messagesPrefix } from './messages.ts';
 import type { WireFormatRules } from './wire-format.ts';
 
 /** count_tokens answers hold a count, not usage: the request consumed nothing and is recorded with zero tokens. */
@@ -25,4 +26,5 @@ export const countTokens: WireFormatRules = {
   usageRequired: false,
   consumesTokens: false,
   namesEventsByType: false,
+  stablePrefix: messagesPrefix,
 };

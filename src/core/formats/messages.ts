@@ -71,6 +71,12 @@ const usage: UsageExtractor = {
   fromStreamEvent: messagesStreamEvent,
 };
 
+/** `system` and the first message (also the prefix of a count_tokens body, which has the same shape). */
+export function messagesPrefix(body: Record<string, unknown>): readonly unknown[] {
+  const first = Array.isArray(body.messages) ? (body.messages as unknown[])[0] : undefined;
+  return [body.system, first].filter((part) => part !== undefined);
+}
+
 /** Messages (`POST /v1/messages`). */
 export const messages: WireFormatRules = {
   format: 'messages',
@@ -94,4 +100,5 @@ export const messages: WireFormatRules = {
   usageRequired: false,
   consumesTokens: true,
   namesEventsByType: true,
+  stablePrefix: messagesPrefix,
 };

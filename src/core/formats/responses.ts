@@ -43,6 +43,13 @@ function inBandError(error: GatewayError): Buffer {
   return sseEvent('error', { type: 'error', code, message, param, ...completions });
 }
 
+/** `instructions` and the first item of `input` (or the `input` string). */
+function stablePrefix(body: Record<string, unknown>): readonly unknown[] {
+  const input = body.input;
+  const first = Array.isArray(input) ? (input as unknown[])[0] : input;
+  return [body.instructions, first].filter((part) => part !== undefined);
+}
+
 /** Responses (`POST /v1/responses`). */
 export const responses: WireFormatRules = {
   format: 'responses',
@@ -68,4 +75,5 @@ export const responses: WireFormatRules = {
   usageRequired: false,
   consumesTokens: true,
   namesEventsByType: true,
+  stablePrefix,
 };

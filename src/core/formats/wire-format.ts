@@ -43,4 +43,10 @@ export interface WireFormatRules {
   readonly consumesTokens: boolean;
   /** Whether the upstream names each SSE event after its data's `type` (recorded fixtures hold only the data). */
   readonly namesEventsByType: boolean;
+  /**
+   * The parts of a request body that open every turn of its conversation (the system prompt and the
+   * first message), which a provider's prompt cache keeps: prompt-cache-aware routing hashes them to
+   * keep a conversation on one endpoint. Empty when the body has none. Reads the parsed body, copies nothing.
+   */
+  readonly stablePrefix: (body: Record<string, unknown>) => readonly unknown[];
 }

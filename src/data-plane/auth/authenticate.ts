@@ -36,7 +36,7 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
   const status = keyStatus(record, now);
   if (status === 'revoked') throw forbidden('This API key has been revoked');
   if (status === 'expired') throw forbidden(`This API key expired at ${record.expiresAt}`);
-  const { id, name, models, rpm, concurrency, quota, tpm, budget } = record;
+  const { id, name, models, rpm, concurrency, quota, tpm, budget, cache } = record;
   return {
     id,
     name,
@@ -46,15 +46,24 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
     ...(quota && { quota }),
     ...(tpm !== undefined && { tpm }),
     ...(budget && { budget }),
+    ...(cache !== undefined && { cache }),
   };
 }
 
-/** The caller with its team's name and limits, as `CallerKey.team` carries them. */
+/** The caller with its team's name, limits and cache setting, as `CallerKey.team` carries them. */
 export function withTeam(caller: AuthenticatedKey, team: TeamRecord): AuthenticatedKey {
-  const { name, rpm, tpm, quota, budget, concurrency } = team;
+  const { name, rpm, tpm, quota, budget, concurrency, cache } = team;
   return {
     ...caller,
-    team: { name, ...(rpm !== undefined && { rpm }), ...(tpm !== undefined && { tpm }), ...(quota && { quota }), ...(budget && { budget }), ...(concurrency !== undefined && { concurrency }) },
+    team: {
+      name,
+      ...(rpm !== undefined && { rpm }),
+      ...(tpm !== undefined && { tpm }),
+      ...(quota && { quota }),
+      ...(budget && { budget }),
+      ...(concurrency !== undefined && { concurrency }),
+      ...(cache !== undefined && { cache }),
+    },
   };
 }
 

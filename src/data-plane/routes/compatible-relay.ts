@@ -16,6 +16,7 @@ import type { CompatibleAnswer, CompatibleCall } from './compatible-upstream.ts'
 import type { ExchangeRecorder } from './exchange-recorder.ts';
 import type { RouteServices } from '../route-services.ts';
 import type { StreamedText } from './streamed-text.ts';
+import { hasInBandError, type AnswerCapture } from '../cache/response-caching.ts';
 
 /** What the relay stage writes to and records with. */
 export interface RelayContext {
@@ -25,6 +26,8 @@ export interface RelayContext {
   readonly recorder: ExchangeRecorder;
   readonly streamed: StreamedText;
   readonly client: ClientWatch;
+  /** Collects the answer for the response cache (a miss, or `no-cache`); only a complete 200 is stored. */
+  readonly capture?: AnswerCapture;
 }
 
 /** The upstream headers passed on, each value with the endpoint's credential redacted. */
@@ -50,11 +53,13 @@ export function relayAnswer(context: RelayContext, { answer, endpoint, pool }: {
  * without usage is refused), or an upstream error as it came (the last one, when every attempt failed).
  */
 export async function relayJson(context: RelayContext, answer: Extract<CompatibleAnswer, { kind: 'json' }>, ok: boolean): Promise<void> {
-  const { services, res, call, recorder } = context;
+  const { services, res, call, recorder, capture } = context;
   let usage: TokenUsage | undefined;
+  let body: unknown;
   if (ok) {
+    body = parsed(answer.bytes);
     try {
-      usage = usageOf(answer.bytes, call.extractor.fromBody);
+      usage = usageOf(body, call.extractor.fromBody);
     } catch (error) {
       if (!isPluginFault(error)) throw error;
       // Nothing went out yet: a 502 naming the plugin; the upstream did answer, so usage is estimated.
@@ -63,9 +68,15 @@ export async function relayJson(context: RelayContext, answer: Extract<Compatibl
     if (usage === undefined && WIRE_FORMATS[call.format].usageRequired) return recorder.fail(usageMissing(call.model.plugin.vendor), true);
   }
   const relayed = redactCredential(answer.bytes, answer.apiKey);
+  const headers = relayedHeaders(answer.headers, answer.apiKey);
   recorder.firstByteAt = performance.now();
-  res.writeHead(answer.status, { ...relayedHeaders(answer.headers, answer.apiKey), 'content-length': String(relayed.length) });
-  recorder.recordEnd(await endForClient(res, relayed, services.clientWriteTimeoutMs), answer.status, usage, ok && WIRE_FORMATS[call.format].consumesTokens);
+  res.writeHead(answer.status, { ...headers, 'content-length': String(relayed.length) });
+  const read = await endForClient(res, relayed, services.clientWriteTimeoutMs);
+  recorder.recordEnd(read, answer.status, usage, ok && WIRE_FORMATS[call.format].consumesTokens);
+  if (capture && read === 'taken' && answer.status === 200 && usage && !hasInBandError(body)) {
+    capture.add(relayed);
+    capture.store({ contentType: headers['content-type'] ?? 'application/json', stream: false, model: call.model.canonicalId, usage });
+  }
 }
 
 /**
@@ -75,13 +86,14 @@ export async function relayJson(context: RelayContext, answer: Extract<Compatibl
  * fixups and the usage tap, so that a plugin fault on them can still be answered as a 502.
  */
 async function relayStream(context: RelayContext, answer: Extract<CompatibleAnswer, { kind: 'stream' }>, endpoint: PooledEndpoint, pool: EndpointPool): Promise<void> {
-  const { services, res, call, recorder, streamed } = context;
+  const { services, res, call, recorder, streamed, capture } = context;
   const { format, extractor } = call;
   const rules = WIRE_FORMATS[format];
   const status = answer.status;
+  const headers = relayedHeaders(answer.headers, answer.apiKey);
   const head = () => {
     recorder.firstByteAt = performance.now();
-    res.writeHead(status, { ...relayedHeaders(answer.headers, answer.apiKey), 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+    res.writeHead(status, { ...headers, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
   };
   services.openStreams?.opened();
   let usage: TokenUsage | undefined;
@@ -95,10 +107,12 @@ async function relayStream(context: RelayContext, answer: Extract<CompatibleAnsw
         usage = extractor.fromStreamEvent(usage, event);
         streamed.add(event.data);
         if (!terminal) terminal = rules.isTerminalEvent(event);
+        if (capture && rules.isErrorEvent(event)) capture.spoiled = true;
       },
       maxEventBytes: services.maxSseEventBytes,
-      rewrite: (bytes) => redactor.rewrite(bytes),
-      flush: () => redactor.flush(),
+      // What the client receives is what the cache keeps.
+      rewrite: capture ? (bytes) => kept(capture, redactor.rewrite(bytes)) : (bytes) => redactor.rewrite(bytes),
+      flush: capture ? () => kept(capture, redactor.flush()) : () => redactor.flush(),
       clientWriteTimeoutMs: services.clientWriteTimeoutMs,
       endOnComplete: true,
       head,
@@ -109,7 +123,11 @@ async function relayStream(context: RelayContext, answer: Extract<CompatibleAnsw
       const read = await endForClient(res, rules.inBandError(streamEventTooLarge(endpoint.endpoint.provider, services.maxSseEventBytes)), services.clientWriteTimeoutMs);
       return recorder.recordEnd(read, status, usage, true, 'upstream_cut');
     }
-    recorder.recordEnd(await endForClient(res, undefined, services.clientWriteTimeoutMs), status, usage, true, terminal ? 'complete' : 'upstream_cut');
+    const read = await endForClient(res, undefined, services.clientWriteTimeoutMs);
+    recorder.recordEnd(read, status, usage, true, terminal ? 'complete' : 'upstream_cut');
+    if (capture && read === 'taken' && terminal && status === 200 && usage) {
+      capture.store({ contentType: headers['content-type'] ?? 'text/event-stream', stream: true, model: call.model.canonicalId, usage });
+    }
   } catch (error) {
     if (isPluginFault(error)) await pluginFaultInStream(context, error, status, usage);
     else {
@@ -156,11 +174,26 @@ function isStall(error: unknown): boolean {
   return code === 'UND_ERR_BODY_TIMEOUT';
 }
 
-function usageOf(bytes: Buffer, fromBody: (body: unknown) => TokenUsage | undefined): TokenUsage | undefined {
+/** The answer's JSON, or undefined when it is not JSON. */
+function parsed(bytes: Buffer): unknown {
   try {
-    return fromBody(JSON.parse(bytes.toString('utf8')));
+    return JSON.parse(bytes.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+function usageOf(body: unknown, fromBody: (body: unknown) => TokenUsage | undefined): TokenUsage | undefined {
+  if (body === undefined) return undefined;
+  try {
+    return fromBody(body);
   } catch (error) {
     if (isPluginFault(error)) throw error;
     return undefined;
   }
+}
+
+function kept(capture: AnswerCapture, bytes: Buffer): Buffer {
+  capture.add(bytes);
+  return bytes;
 }

@@ -6,7 +6,7 @@ import type { UpstreamRouteId } from '../../plugins/plugin-contract.ts';
 import type { EndpointPool } from '../upstream/endpoint-pool.ts';
 import { ClientWatch } from '../upstream/failover/client-watch.ts';
 import { relayAnswer, relayJson, type RelayContext } from './compatible-relay.ts';
-import { attemptModels, CompatibleCall } from './compatible-upstream.ts';
+import { attemptModels, CompatibleCall, routingSession } from './compatible-upstream.ts';
 import { ExchangeRecorder, type ExchangeBasis } from './exchange-recorder.ts';
 import { FAST_CHECKS, REQUEST_SCHEMAS } from './request-schemas.ts';
 import type { CallerKey } from '../../core/exchange.ts';
@@ -16,6 +16,8 @@ import { assertReadKeysOnce } from './upstream-body.ts';
 import { validateRequest } from './validate-request.ts';
 import { reserveBudget } from './reserve-budget.ts';
 import type { ModelHandler, RequestContext } from '../request-context.ts';
+import { AnswerCapture, forwardedHeaderValues, lookUp, openTicket } from '../cache/response-caching.ts';
+import { replayCachedAnswer } from './cached-answer.ts';
 
 /** Validates the body and resolves its model; one 400 lists every bad field, the model included. */
 export function resolveRequest(services: RouteServices, route: UpstreamRouteId, body: Record<string, unknown>): ResolvedModel {
@@ -63,16 +65,24 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
     const resolved = resolveRequest(services, route, body);
     const caller = admitCaller(context, resolved);
     const pool = poolFor(services, resolved);
-    const reserving = reserveBudget(services, context, res, resolved, body);
-    if (reserving) await reserving;
     const call = new CompatibleCall(services, services.registry(), route, resolved, body.stream === true, { bytes, members, end });
     const streamed = new StreamedText((data) => services.usage.streamedText(call.format, data));
     const { requestId } = context;
     const recorder = new ExchangeRecorder(services, context, compatibleBasis(caller?.id, call, requestId, startedAt, bytes, streamed), resolved);
+    // A hit answers before any reservation: it uses no tokens, quota or budget.
+    const { caching } = services;
+    const ticket = route === 'count-tokens' ? undefined : openTicket(caching, caller, () => ({ route, model: resolved.canonicalId, forwarded: call.forwarded, headers: forwardedHeaderValues(call.upstreamRoute, req.headers) }), req.headers, res);
+    if (ticket) {
+      const hit = await lookUp(caching!, ticket, res);
+      if (hit) return replayCachedAnswer(services, res, call, recorder, hit);
+    }
+    const reserving = reserveBudget(services, context, res, resolved, body);
+    if (reserving) await reserving;
     const client = new ClientWatch(res);
-    const attempt = { clientHeaders: req.headers, requestId, recorder, setHeader: (name: string, value: string) => res.setHeader(name, value) };
+    const attempt = { clientHeaders: req.headers, requestId, recorder, setHeader: (name: string, value: string) => res.setHeader(name, value), session: routingSession(services, call, pool, req.headers, body) };
     const outcome = await attemptModels(services, call, pool, client, recorder, attempt, caller);
-    const relay: RelayContext = { services, res, call, recorder, streamed, client };
+    const capture = ticket && new AnswerCapture(ticket, caching!);
+    const relay: RelayContext = { services, res, call, recorder, streamed, client, capture };
     if (outcome.kind === 'answer') return relayAnswer(relay, outcome);
     if (outcome.kind === 'client-gone') return recorder.record(499, undefined, recorder.tally.abandoned);
     // The last endpoint's own retryable answer (429, 5xx) goes back as it came, as with one endpoint.

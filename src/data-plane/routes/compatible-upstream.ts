@@ -10,6 +10,7 @@ import type { EndpointPool, PooledEndpoint } from '../upstream/endpoint-pool.ts'
 import { attemptUpstream, type AttemptResult, type FailoverOutcome } from '../upstream/failover/attempt-upstream.ts';
 import type { ClientWatch } from '../upstream/failover/client-watch.ts';
 import { isRetryableStatus, retryAfterMs } from '../upstream/failover/retry-policy.ts';
+import { requestSession, type RoutingSession } from '../upstream/session-affinity.ts';
 import { awaitDispatchedStreamStart } from '../upstream/stream-start.ts';
 import { UpstreamTransportError, type UpstreamResponse } from '../upstream/upstream-client.ts';
 import type { UpstreamBody } from '../sse/upstream-body.ts';
@@ -97,7 +98,7 @@ export async function attemptModels(services: RouteServices, call: CompatibleCal
   let last: CompatibleFailure | undefined;
   let restingMs: number | undefined;
   for (;;) {
-    const plan = { maxAttempts: pool.maxAttempts, caller: caller?.id, onFailure: failoverWarning(services, context.requestId) };
+    const plan = { maxAttempts: pool.maxAttempts, caller: caller?.id, session: context.session, onFailure: failoverWarning(services, context.requestId) };
     const outcome = await attemptUpstream(pool, plan, client, recorder.tally, (member, signal) => attemptCompatible(services, call, member, signal, context));
     if (outcome.kind === 'answer' || outcome.kind === 'client-gone') return outcome;
     if (outcome.kind === 'failed') last = outcome.failure;
@@ -118,6 +119,18 @@ export interface AttemptContext {
   readonly requestId: string | undefined;
   readonly recorder: ExchangeRecorder;
   readonly setHeader: (name: string, value: string) => void;
+  /** The request's routing session (see {@link routingSession}), when its pool keeps sessions on one endpoint. */
+  readonly session?: RoutingSession;
+}
+
+/**
+ * The request's routing session (`x-session-id`, `prompt_cache_key`, else its stable prefix), read
+ * from the parsed body before it is dropped. Only when the requested model's pool has affinity and
+ * more than one endpoint to choose from, or fallbacks whose pools might: else nothing is hashed.
+ */
+export function routingSession(services: RouteServices, call: CompatibleCall, pool: EndpointPool, headers: IncomingHttpHeaders, body: Record<string, unknown>): RoutingSession | undefined {
+  if (!pool.affinity || (pool.endpoints.length === 1 && !services.fallbacks?.has(call.requested.canonicalId))) return undefined;
+  return requestSession(headers, body, WIRE_FORMATS[call.format].stablePrefix);
 }
 
 /** One attempt at one endpoint: the answer's status and headers, and for a stream its first content event. */

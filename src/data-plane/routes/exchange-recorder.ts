@@ -32,6 +32,8 @@ export class ExchangeRecorder {
   upstreamSpentMs: number | undefined;
   /** When the status went out (0: not yet). */
   firstByteAt = 0;
+  /** Set when the response cache answered (see `Exchange.cacheHit`). */
+  cacheHit: { readonly savedUsd: number } | undefined;
 
   constructor(
     private readonly services: RouteServices,
@@ -72,6 +74,7 @@ export class ExchangeRecorder {
       requestBody: basis.requestBody,
       responseText: basis.responseText,
       settlement: this.context.reservation,
+      ...(this.cacheHit && { cacheHit: this.cacheHit }),
     };
     this.context.reservation?.handOver();
     this.context.upstreamEndpoint = tally.endpoint?.name;

@@ -7,6 +7,7 @@ import type { ModelRegistry, ResolvedModel } from '../../core/model-registry.ts'
 import { attemptUpstream } from '../upstream/failover/attempt-upstream.ts';
 import { ClientWatch } from '../upstream/failover/client-watch.ts';
 import { backoffMs, DEFAULT_RETRY_POLICY, retryAfterMs, type RetryPolicy } from '../upstream/failover/retry-policy.ts';
+import { requestSession } from '../upstream/session-affinity.ts';
 import { admitCaller, poolFor } from './compatible-route.ts';
 import { isPluginFault, type PluginFault } from '../../plugins/plugin-fault.ts';
 import { reportPluginFault } from './plugin-faults.ts';
@@ -23,6 +24,8 @@ export { MAX_RETRIES_CAP } from './request-schemas.ts';
 
 const FIELDS = Object.keys(NATIVE_CHAT_SCHEMA.fields);
 const STREAMING_ROUTES = [routePath('chat-completions'), routePath('responses'), routePath('messages')].join(', ');
+/** The stable prefix of a `/v1/chat` request, for prompt-cache-aware routing: its one `input` is its whole prompt. */
+const nativePrefix = (body: Record<string, unknown>): readonly unknown[] => [body.input];
 /** Suffixes of the web chat's presets, which are not API model IDs. */
 const PRESET_SUFFIX = /^(.+?)[-_:. ]?(thinking|think|reasoning|fast|instant)$/i;
 
@@ -96,8 +99,9 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     const pool = poolFor(services, resolved);
     const reserving = reserveBudget(services, context, res, resolved, body);
     if (reserving) await reserving;
+    const session = pool.affinity && pool.endpoints.length > 1 ? requestSession(req.headers, body, nativePrefix) : undefined;
     const call = nativeCall(
-      () => chatCall(services, registry, resolved, body, context.requestId, policy, startedAt, caller?.id),
+      () => chatCall(services, registry, resolved, body, context.requestId, policy, startedAt, caller?.id, session),
       (fault) => {
         const basis: ExchangeBasis = { keyId: caller?.id, route: 'chat', stream: false, requestId: context.requestId, startedAt, requestBody: () => body, responseText: () => '' };
         const recorder = new ExchangeRecorder(services, context, basis, resolved);

@@ -7,6 +7,7 @@ import type { PooledEndpoint } from '../upstream/endpoint-pool.ts';
 import type { AttemptResult, FailoverPlan } from '../upstream/failover/attempt-upstream.ts';
 import { isRetryableStatus, retryAfterMs, type RetryPolicy } from '../upstream/failover/retry-policy.ts';
 import { redactCredentialText } from '../upstream/redact-credential.ts';
+import type { RoutingSession } from '../upstream/session-affinity.ts';
 import { isPluginFault, upstreamJson } from '../../plugins/plugin-fault.ts';
 import { reportPluginFault } from './plugin-faults.ts';
 import { UpstreamTransportError } from '../upstream/upstream-client.ts';
@@ -27,8 +28,11 @@ export interface ChatCall {
   readonly plan: FailoverPlan & { readonly retry: { readonly deadline: number } };
 }
 
-/** The adapter's request for the validated body, and the retries and timeouts the caller asked for. */
-export function chatCall(services: RouteServices, registry: ModelRegistry, resolved: ResolvedModel, body: Record<string, unknown>, requestId: string | undefined, policy: RetryPolicy, startedAt: number, caller?: string): ChatCall {
+/**
+ * The adapter's request for the validated body, and the retries and timeouts the caller asked for;
+ * `session` picks the endpoints when the pool keeps sessions on one endpoint.
+ */
+export function chatCall(services: RouteServices, registry: ModelRegistry, resolved: ResolvedModel, body: Record<string, unknown>, requestId: string | undefined, policy: RetryPolicy, startedAt: number, caller?: string, session?: RoutingSession): ChatCall {
   const adapter = resolved.plugin.nativeChat!;
   const upstreamBody = adapter.buildRequest({
     upstreamModel: registry.upstreamModel(resolved, 'chat'),
@@ -47,7 +51,7 @@ export function chatCall(services: RouteServices, registry: ModelRegistry, resol
     payload: upstreamJson(resolved.plugin.vendor, upstreamBody),
     requestId,
     attemptTimeoutMs: body.timeout === undefined ? gatewayTimeoutMs : Math.min(gatewayTimeoutMs, Math.ceil((body.timeout as number) * 1000)),
-    plan: { maxAttempts: maxRetries + 1, retry: { policy, deadline: startedAt + policy.deadlineMs }, caller, onFailure: failoverWarning(services, requestId) },
+    plan: { maxAttempts: maxRetries + 1, retry: { policy, deadline: startedAt + policy.deadlineMs }, caller, session, onFailure: failoverWarning(services, requestId) },
   };
 }
 

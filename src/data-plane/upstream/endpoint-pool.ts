@@ -1,3 +1,5 @@
+import { endpointSeed, rendezvousScore, type EndpointSeed } from './rendezvous.ts';
+import type { RoutingSession } from './session-affinity.ts';
 import type { UpstreamEndpoint } from './upstream-client.ts';
 
 /** Breaker and spread settings shared by every pool. */
@@ -6,6 +8,12 @@ export interface BreakerSettings {
   readonly failureThreshold: number;
   /** How long a tripped endpoint rests before one trial request decides, in ms. */
   readonly cooldownMs: number;
+  /**
+   * Prompt-cache-aware routing: a request with a session goes to the endpoint its session ranks highest
+   * by weighted rendezvous hashing (see {@link EndpointPool.pick}). Default false here; the gateway's
+   * config (`routing.affinity`) turns it on by default.
+   */
+  readonly affinity?: boolean;
 }
 
 /** One endpoint as `state()` shows it: never its key or URL. */
@@ -33,23 +41,30 @@ export class PooledEndpoint {
   trialInFlight = false;
   /** Per caller of the current run of failures, the second its last failure was counted in. */
   readonly failedBy = new Map<string, number>();
+  /** Its part in rendezvous hashing, from its name (the same on every instance). */
+  readonly seed: EndpointSeed;
 
   constructor(
     readonly endpoint: UpstreamEndpoint,
     readonly name: string,
     readonly weight: number,
-  ) {}
+  ) {
+    this.seed = endpointSeed(name);
+  }
 }
 
 /**
  * The endpoints of one provider, spread by weight over those not resting, each with a circuit breaker:
  * `failureThreshold` consecutive failures rest it for `cooldownMs`, after which one trial request
- * decides (success closes it, failure rests it again). A `Retry-After` rests it for that long.
+ * decides (success closes it, failure rests it again). A `Retry-After` rests it for that long. With
+ * `affinity`, the requests of one session all go to one endpoint while it is available.
  */
 export class EndpointPool {
   readonly endpoints: readonly PooledEndpoint[];
   /** Attempts one request makes at most (default: the number of endpoints, at most 5). */
   readonly maxAttempts: number;
+  /** Whether a request's session picks its endpoint (see {@link pick}). */
+  readonly affinity: boolean;
 
   constructor(
     endpoints: readonly PooledEndpoint[],
@@ -61,19 +76,24 @@ export class EndpointPool {
     if (endpoints.length === 0) throw new Error('an endpoint pool needs at least one endpoint');
     this.endpoints = endpoints;
     this.maxAttempts = breaker.maxAttempts ?? Math.min(endpoints.length, 5);
+    this.affinity = breaker.affinity ?? false;
   }
 
   /**
-   * The next endpoint to try, by weight among those not resting and not in `tried`; `undefined` when
-   * none is left. Picking a tripped endpoint whose cooldown is over makes it the half-open trial.
+   * The next endpoint to try among those not resting and not in `tried`; `undefined` when none is left.
+   * With a `session` (and `affinity`), the one with the highest weighted rendezvous score for it, so a
+   * session keeps its endpoint, and when that one rests or failed, goes to its next-highest, the same
+   * for every request of the session; without, one drawn at random by weight. Picking a tripped
+   * endpoint whose cooldown is over makes it the half-open trial.
    */
-  pick(tried?: readonly PooledEndpoint[]): PooledEndpoint | undefined {
+  pick(tried?: readonly PooledEndpoint[], session?: RoutingSession): PooledEndpoint | undefined {
     const endpoints = this.endpoints;
     if (endpoints.length === 1) {
       const only = endpoints[0]!;
       if (tried?.includes(only) || !this.available(only)) return undefined;
       return this.take(only);
     }
+    if (session !== undefined && this.affinity) return this.pickFor(session, tried);
     let total = 0;
     for (const candidate of endpoints) if (!tried?.includes(candidate) && this.available(candidate)) total += candidate.weight;
     if (total === 0) return undefined;
@@ -86,6 +106,20 @@ export class EndpointPool {
       if (point < 0) break;
     }
     return this.take(last!);
+  }
+
+  private pickFor(session: RoutingSession, tried: readonly PooledEndpoint[] | undefined): PooledEndpoint | undefined {
+    let best: PooledEndpoint | undefined;
+    let bestScore = -Infinity;
+    for (const candidate of this.endpoints) {
+      if (tried?.includes(candidate) || !this.available(candidate)) continue;
+      const score = rendezvousScore(session, candidate.seed, candidate.weight);
+      if (score > bestScore) {
+        best = candidate;
+        bestScore = score;
+      }
+    }
+    return best && this.take(best);
   }
 
   /** The endpoint answered (any answer but a retryable failure): its breaker closes. */

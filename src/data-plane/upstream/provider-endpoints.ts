@@ -32,7 +32,7 @@ export function providerEndpoints(
         logger.warn({ provider: plugin.vendor }, `provider '${plugin.vendor}' has a base URL but no key: set ${prefix}_API_KEY (its upstream will refuse the requests)`);
       }
       const endpoints = settings.map((entry) => new PooledEndpoint(upstreamEndpoint(plugin.vendor, entry.baseUrl, entry.apiKey, entry.auth), entry.name, entry.weight));
-      pools.set(plugin.vendor, new EndpointPool(endpoints, config.failover));
+      pools.set(plugin.vendor, new EndpointPool(endpoints, { ...config.failover, affinity: config.routing.affinity }));
     } else {
       logger.warn({ provider: plugin.vendor }, `provider '${plugin.vendor}' is not configured: set ${prefix}_BASE_URL (its models answer 502 until then)`);
     }

@@ -3,7 +3,8 @@ import type { TeamInput, TeamRecord } from '../../core/limits.ts';
 import { isTeamName, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import type { TeamChanges } from './team-store.ts';
 
-const TEAM_LIMITS = ['rpm', 'tpm', 'quota', 'budget', 'concurrency'] as const;
+// Every field of a team a change may set or remove: its limits and its cache setting.
+const CHANGEABLE = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache'] as const;
 
 /** A team record from its input, stamped now; the name is checked again here, whatever called the store. */
 export function newTeamRecord(input: TeamInput, now = new Date()): TeamRecord {
@@ -11,10 +12,10 @@ export function newTeamRecord(input: TeamInput, now = new Date()): TeamRecord {
   return { ...withoutUndefined(input), name: input.name, createdAt: now.toISOString() };
 }
 
-/** The record with the changes made: a `null` removes the limit, an absent field keeps it. */
+/** The record with the changes made: a `null` removes the field (a limit, or the cache setting), an absent one keeps it. */
 export function applyTeamChanges(record: TeamRecord, changes: TeamChanges): TeamRecord {
   const next: Record<string, unknown> = { ...record };
-  for (const field of TEAM_LIMITS) {
+  for (const field of CHANGEABLE) {
     const value = changes[field];
     if (value === null) delete next[field];
     else if (value !== undefined) next[field] = value;

@@ -7,7 +7,7 @@ export interface TeamStore {
   list(): Promise<TeamRecord[]>;
   get(name: string): Promise<TeamRecord | undefined>;
   /**
-   * Changes a team's limits: a field set to `null` removes that limit, an absent one keeps it.
+   * Changes a team's limits and cache setting: a field set to `null` removes it, an absent one keeps it.
    * Undefined when no team has that name.
    */
   update(name: string, changes: TeamChanges): Promise<TeamRecord | undefined>;
@@ -18,5 +18,5 @@ export interface TeamStore {
   close(): Promise<void>;
 }
 
-/** A PATCH of a team: each limit set, removed (`null`) or left as it is (absent). */
+/** A PATCH of a team: each limit (and `cache`) set, removed (`null`) or left as it is (absent). */
 export type TeamChanges = { readonly [K in keyof Omit<TeamInput, 'name'>]?: TeamInput[K] | null };

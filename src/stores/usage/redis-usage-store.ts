@@ -29,6 +29,8 @@ const LIVE_SPILL = 'usage-pending.spill.jsonl';
 const REPLAYING = /^usage-pending\.\d+-\d+\.jsonl$/;
 const BATCH = 200;
 const DAY_SECONDS = 24 * 3600;
+// Summed only when not zero, so that a record the response cache did not answer leaves its cell's hash as before.
+const OPTIONAL_FIELDS = new Set<string>(['cache_hits', 'saved_nano_usd']);
 
 export interface RedisUsageStoreOptions {
   /** Where records that cannot reach Redis are spilled (`usage-pending.*.jsonl`). */
@@ -56,7 +58,7 @@ export const usageKeyTag = (keyId: string): string => `{gw-usage:${keyId}}`;
  * Per key id (all under the hash tag `{gw-usage:<keyId>}`):
  * - `:records`: a Stream of the records, capped at about `streamMaxLength` entries (`XADD MAXLEN ~`).
  * - `:totals:<day>:<model>`: a hash of the day's sums (`requests`, `input_tokens`, `output_tokens`,
- *   `cached_tokens`, `total_tokens`, `charged_tokens`, `cost_nano_usd`), all integers.
+ *   `cached_tokens`, `total_tokens`, `charged_tokens`, `cost_nano_usd`, `cache_hits`, `saved_nano_usd`), all integers.
  * - `:cells`: the index of those hashes (`<day>|<model>`); `gw-usage:keys` lists every key id.
  * - `:applied:<record id>`: the exactly-once marker.
  *
@@ -166,7 +168,7 @@ export class RedisUsageStore implements UsageStore {
     const tag = usageKeyTag(record.keyId);
     const day = dayOf(record.time);
     const totals = recordTotals(record);
-    const increments = TOTAL_FIELDS.flatMap((field) => [field, String(wholeNumber(totals[field]))]);
+    const increments = TOTAL_FIELDS.flatMap((field) => (totals[field] === 0 && OPTIONAL_FIELDS.has(field) ? [] : [field, String(wholeNumber(totals[field]))]));
     await (this.redis as unknown as { gatewayApplyUsage: (...args: string[]) => Promise<number> }).gatewayApplyUsage(
       `${tag}:applied:${record.id}`,
       `${tag}:totals:${day}:${record.model}`,

@@ -184,7 +184,7 @@ describe('account page routes', () => {
     const app = await start();
     const { cookie, csrf } = await signIn(app);
     expect((await call(app, '/account/api/session', { cookie })).json).to.deep.include({ signed_in: true, csrf_token: csrf, expires_at: '2026-11-23T20:00:00.000Z' });
-    const body = { name: 'from the page', rpm: 5, models: ['alpha/gen-5.5'] };
+    const body = { name: 'from the page', rpm: 5, models: ['alpha/gen-5.5'], cache: false };
 
     expect((await call(app, '/account/api/keys', { method: 'POST', body, cookie })).status).to.equal(403);
     expect((await call(app, '/account/api/keys', { method: 'POST', body, cookie, csrf: `${csrf}x` })).json.detail).to.match(/CSRF token/);
@@ -196,7 +196,7 @@ describe('account page routes', () => {
 
     const created = await call(app, '/account/api/keys', { method: 'POST', body, cookie, csrf, headers: { origin: app.url, 'sec-fetch-site': 'same-origin' } });
     expect(created.status).to.equal(201);
-    expect(created.json).to.deep.include({ name: 'from the page', status: 'active', rpm: 5, models: ['alpha/gen-5.5'] });
+    expect(created.json).to.deep.include({ name: 'from the page', status: 'active', rpm: 5, models: ['alpha/gen-5.5'], cache: false });
     expect(created.json.key).to.match(/^sk-/);
     const invalid = await call(app, '/account/api/keys', { method: 'POST', body: { name: '', models: ['alpha-latest'] }, cookie, csrf });
     expect(invalid.status).to.equal(400);
@@ -302,9 +302,9 @@ describe('account page routes', () => {
     expect(csv.headers.get('content-type')).to.equal('text/csv; charset=utf-8');
     expect(csv.headers.get('content-disposition')).to.equal('attachment; filename="usage-by-model-2026-11-21-to-2026-11-21.csv"');
     expect(csv.text).to.equal(
-      'model,requests,input_tokens,output_tokens,cached_tokens,total_tokens,charged_tokens,cost_usd\r\n' +
-        'alpha/gen-5.5,1,400,10,0,410,410,0.00088\r\n' +
-        'alpha/gen-6-astra,1,200,10,0,210,210,0.00048\r\n',
+      'model,requests,input_tokens,output_tokens,cached_tokens,total_tokens,charged_tokens,cost_usd,cache_hits,saved_usd\r\n' +
+        'alpha/gen-5.5,1,400,10,0,410,410,0.00088,0,0\r\n' +
+        'alpha/gen-6-astra,1,200,10,0,210,210,0.00048,0,0\r\n',
     );
     const bad = await call(app, '/account/api/usage.csv?group_by=hour', { cookie });
     expect(bad.status).to.equal(400);

@@ -1,14 +1,14 @@
 import { expect } from 'chai';
 import { usageCsv, usageCsvName } from '../../../src/control-plane/account/usage-csv.ts';
 
-const counts = { requests: 2, input_tokens: 10, output_tokens: 5, cached_tokens: 1, total_tokens: 15, charged_tokens: 14, cost_usd: 0.0000125 };
+const counts = { requests: 2, input_tokens: 10, output_tokens: 5, cached_tokens: 1, total_tokens: 15, charged_tokens: 14, cost_usd: 0.0000125, cache_hits: 1, saved_usd: 0.000004 };
 
 describe('usage CSV', () => {
   it('writes a header and one CRLF line per row, costs without trailing zeros', () => {
     expect(usageCsv([{ day: '2026-11-20', ...counts }], 'day')).to.equal(
-      'day,requests,input_tokens,output_tokens,cached_tokens,total_tokens,charged_tokens,cost_usd\r\n2026-11-20,2,10,5,1,15,14,0.000013\r\n',
+      'day,requests,input_tokens,output_tokens,cached_tokens,total_tokens,charged_tokens,cost_usd,cache_hits,saved_usd\r\n2026-11-20,2,10,5,1,15,14,0.000013,1,0.000004\r\n',
     );
-    expect(usageCsv([], 'model')).to.equal('model,requests,input_tokens,output_tokens,cached_tokens,total_tokens,charged_tokens,cost_usd\r\n');
+    expect(usageCsv([], 'model')).to.equal('model,requests,input_tokens,output_tokens,cached_tokens,total_tokens,charged_tokens,cost_usd,cache_hits,saved_usd\r\n');
   });
 
   it('quotes commas, quotes and line breaks, and defuses spreadsheet formulas', () => {

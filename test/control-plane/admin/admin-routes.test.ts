@@ -49,7 +49,7 @@ describe('admin key API', () => {
   });
 
   it('creates a key shown once (201), lists keys without hashes or keys, and revokes by id', async () => {
-    const created = await send(app.url, '/admin/keys', { ...admin, body: { name: 'svc', rpm: 10, concurrency: 4, models: ['alpha/gen-5.5'], expires_at: '2031-01-01T00:00:00Z', quota: { daily: 1000 } } });
+    const created = await send(app.url, '/admin/keys', { ...admin, body: { name: 'svc', rpm: 10, concurrency: 4, models: ['alpha/gen-5.5'], expires_at: '2031-01-01T00:00:00Z', quota: { daily: 1000 }, cache: false } });
     expect(created.status).to.equal(201);
     const { key, id } = created.body as { key: string; id: string };
     expect(key).to.match(/^sk-[A-Za-z0-9_-]{43}$/);
@@ -67,6 +67,7 @@ describe('admin key API', () => {
       tpm: null,
       budget: null,
       team: null,
+      cache: false,
       key,
     });
     expect(await send(app.url, '/v1/chat/completions', { key })).to.deep.include({ status: 200 });
@@ -75,6 +76,7 @@ describe('admin key API', () => {
     expect(listed.status).to.equal(200);
     expect(listed.body.object).to.equal('list');
     expect(listed.body.data.map((view: { id: string }) => view.id)).to.include(id);
+    expect(listed.body.data.find((view: { id: string }) => view.id === id)).to.include({ cache: false });
     expect(JSON.stringify(listed.body)).not.to.contain(key);
     expect(JSON.stringify(listed.body)).not.to.contain(hashApiKey(key));
 
@@ -92,15 +94,16 @@ describe('admin key API', () => {
   it('answers 400 with every bad field', async () => {
     const answer = await send(app.url, '/admin/keys', {
       ...admin,
-      body: { rpm: 0, concurrency: 2.5, models: ['alpha-latest', 'alpha/gen-5.5', 7], expires_at: '2020-01-01T00:00:00Z', quota: { daily: 1.5 }, extra: true },
+      body: { rpm: 0, concurrency: 2.5, models: ['alpha-latest', 'alpha/gen-5.5', 7], expires_at: '2020-01-01T00:00:00Z', quota: { daily: 1.5 }, cache: 'no', extra: true },
     });
     expect(answer.status).to.equal(400);
     expect(answer.body.detail).to.equal('Invalid input parameters');
     expect(answer.body.errors).to.have.members([
-      "Field 'body': has unknown fields (name, rpm, concurrency, models, expires_at, quota, tpm, budget, team)",
+      "Field 'body': has unknown fields (name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache)",
       "Field 'name': is required",
       "Field 'rpm': must be a positive integer",
       "Field 'concurrency': must be a positive integer",
+      "Field 'cache': must be true or false",
       "Field 'models[2]': must be a model ID",
       "Field 'expires_at': must be in the future",
       "Field 'quota.daily': must be a positive integer",
@@ -110,6 +113,22 @@ describe('admin key API', () => {
       "Field 'expires_at': must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z",
     ]);
     expect((await send(app.url, '/admin/keys', { ...admin, body: { name: 'x', rpm: '5' } })).body.errors).to.deep.equal(["Field 'rpm': must be a positive integer"]);
+    for (const cache of ['false', 0, 1, null, {}]) {
+      const refused = await send(app.url, '/admin/keys', { ...admin, body: { name: 'x', cache } });
+      expect(refused, JSON.stringify(cache)).to.deep.include({ status: 400, body: { detail: 'Invalid input parameters', errors: ["Field 'cache': must be true or false"] } });
+      expect(refused.headers.get('content-type')).to.contain('application/json');
+    }
+  });
+
+  it('keeps a key\'s cache setting as set: true stays true, absent stays null', async () => {
+    const on = await send(app.url, '/admin/keys', { ...admin, body: { name: 'cached', cache: true } });
+    expect(on).to.deep.include({ status: 201 });
+    expect(on.body.cache).to.equal(true);
+    const plain = await send(app.url, '/admin/keys', { ...admin, body: { name: 'plain' } });
+    expect(plain.body.cache).to.equal(null);
+    const records = await keys.list();
+    expect(records.find((record) => record.id === on.body.id)).to.include({ cache: true });
+    expect(records.find((record) => record.id === plain.body.id)).not.to.have.property('cache');
   });
 
   it('knows the canonical model IDs from the registry', () => {

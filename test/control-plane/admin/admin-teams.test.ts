@@ -36,19 +36,25 @@ describe('admin team API and the keys\' budget fields', () => {
   });
 
   it('creates (201), lists, gets, patches and deletes a team', async () => {
-    const created = await send(app.url, '/admin/teams', { ...admin, body: { name: 'research', rpm: 60, tpm: 20_000, quota: { daily: 100_000 }, budget: { daily_usd: 5, monthly_usd: 80.125 }, concurrency: 40 } });
+    const created = await send(app.url, '/admin/teams', { ...admin, body: { name: 'research', rpm: 60, tpm: 20_000, quota: { daily: 100_000 }, budget: { daily_usd: 5, monthly_usd: 80.125 }, concurrency: 40, cache: false } });
     expect(created.status).to.equal(201);
-    expect(created.body).to.deep.equal({ name: 'research', created_at: created.body.created_at, rpm: 60, tpm: 20_000, quota: { daily: 100_000 }, budget: { daily_usd: 5, monthly_usd: 80.125 }, concurrency: 40 });
+    expect(created.body).to.deep.equal({ name: 'research', created_at: created.body.created_at, rpm: 60, tpm: 20_000, quota: { daily: 100_000 }, budget: { daily_usd: 5, monthly_usd: 80.125 }, concurrency: 40, cache: false });
     expect(await send(app.url, '/admin/teams', { ...admin, body: { name: 'bare' } })).to.deep.include({ status: 201 });
 
     const listed = await send(app.url, '/admin/teams', { method: 'GET', ...admin });
-    expect(listed.body).to.deep.equal({ object: 'list', data: [created.body, { name: 'bare', created_at: listed.body.data[1].created_at, rpm: null, tpm: null, quota: null, budget: null, concurrency: null }] });
+    expect(listed.body).to.deep.equal({ object: 'list', data: [created.body, { name: 'bare', created_at: listed.body.data[1].created_at, rpm: null, tpm: null, quota: null, budget: null, concurrency: null, cache: null }] });
     expect(await send(app.url, '/admin/teams/research', { method: 'GET', ...admin })).to.deep.include({ status: 200, body: created.body });
 
     const patched = await send(app.url, '/admin/teams/research', { method: 'PATCH', ...admin, body: { rpm: null, tpm: 30_000, quota: { monthly: 9 } } });
     expect(patched).to.deep.include({ status: 200, body: { ...created.body, rpm: null, tpm: 30_000, quota: { monthly: 9 } } });
     expect(await teams.get('research')).not.to.have.property('rpm');
     expect(await send(app.url, '/admin/teams/research', { method: 'PATCH', ...admin, body: {} })).to.deep.include({ status: 200, body: patched.body });
+
+    // The cache setting: set to true (kept as set), then removed with null (the gateway's setting again).
+    expect(await send(app.url, '/admin/teams/research', { method: 'PATCH', ...admin, body: { cache: true } })).to.deep.include({ status: 200, body: { ...patched.body, cache: true } });
+    expect(await teams.get('research')).to.include({ cache: true });
+    expect(await send(app.url, '/admin/teams/research', { method: 'PATCH', ...admin, body: { cache: null } })).to.deep.include({ status: 200, body: { ...patched.body, cache: null } });
+    expect(await teams.get('research')).not.to.have.property('cache');
 
     expect(await send(app.url, '/admin/teams/bare', { method: 'DELETE', ...admin })).to.deep.include({ status: 200, body: { name: 'bare', deleted: true } });
     expect(await teams.get('bare')).to.equal(undefined);
@@ -64,10 +70,10 @@ describe('admin team API and the keys\' budget fields', () => {
   });
 
   it('answers 400 listing every bad field, unknown fields included', async () => {
-    const bad = await send(app.url, '/admin/teams', { ...admin, body: { name: 'has space', rpm: 0, tpm: 1.5, quota: { daily: -1, weekly: 3 }, budget: { daily_usd: 0.0000001, monthly_usd: '5' }, owner: 'x' } });
+    const bad = await send(app.url, '/admin/teams', { ...admin, body: { name: 'has space', rpm: 0, tpm: 1.5, quota: { daily: -1, weekly: 3 }, budget: { daily_usd: 0.0000001, monthly_usd: '5' }, cache: 'false', owner: 'x' } });
     expect(bad.status).to.equal(400);
     expect(bad.body.errors).to.have.members([
-      "Field 'body': has unknown fields (name, rpm, tpm, quota, budget, concurrency)",
+      "Field 'body': has unknown fields (name, rpm, tpm, quota, budget, concurrency, cache)",
       "Field 'name': must be 1 to 64 characters of letters, digits, ., _ and -",
       "Field 'rpm': must be a positive integer",
       "Field 'tpm': must be a positive integer",
@@ -75,19 +81,24 @@ describe('admin team API and the keys\' budget fields', () => {
       "Field 'quota.daily': must be a positive integer",
       "Field 'budget.daily_usd': must have at most 6 decimals",
       "Field 'budget.monthly_usd': must be a positive number of USD",
+      "Field 'cache': must be true or false",
     ]);
+    expect((await send(app.url, '/admin/teams', { ...admin, body: { name: 'nulled', cache: null } })).body.errors).to.deep.equal(["Field 'cache': must be true or false"]);
     expect((await send(app.url, '/admin/teams', { ...admin, body: { rpm: 5, budget: {} } })).body.errors).to.have.members(["Field 'name': is required", "Field 'budget': must give daily_usd and/or monthly_usd"]);
     expect((await send(app.url, '/admin/teams', { ...admin, body: { name: 'x'.repeat(65) } })).status).to.equal(400);
     await send(app.url, '/admin/teams', { ...admin, body: { name: 'ok' } });
-    const patch = await send(app.url, '/admin/teams/ok', { method: 'PATCH', ...admin, body: { name: 'renamed', rpm: 'many', budget: { daily_usd: -2 } } });
+    const patch = await send(app.url, '/admin/teams/ok', { method: 'PATCH', ...admin, body: { name: 'renamed', rpm: 'many', budget: { daily_usd: -2 }, cache: 0 } });
     expect(patch.status).to.equal(400);
     expect(patch.body.errors).to.have.members([
-      "Field 'body': has unknown fields (rpm, tpm, quota, budget, concurrency; the name cannot be changed)",
+      "Field 'body': has unknown fields (rpm, tpm, quota, budget, concurrency, cache; the name cannot be changed)",
       "Field 'rpm': must be a positive integer",
       "Field 'budget.daily_usd': must be a positive number of USD",
+      "Field 'cache': must be true or false",
     ]);
     expect(await send(app.url, '/admin/teams/ok', { method: 'PATCH', ...admin, body: { rpm: 2, quota: 'lots' } })).to.deep.include({ status: 400 });
+    expect(await send(app.url, '/admin/teams/ok', { method: 'PATCH', ...admin, body: { cache: 'off' } })).to.deep.include({ status: 400 });
     expect((await teams.get('ok'))?.rpm).to.equal(undefined);
+    expect(await teams.get('ok')).not.to.have.property('cache');
     const notJson = await fetch(`${app.url}/admin/teams`, { method: 'POST', headers: { ...admin, 'content-type': 'application/json' }, body: '{"name":' });
     expect(notJson.status).to.equal(400);
     expect(notJson.headers.get('content-type')).to.contain('application/json');

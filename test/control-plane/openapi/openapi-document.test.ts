@@ -116,6 +116,20 @@ describe('OpenAPI document', function () {
     await conforms('GET', '/admin/limits', undefined, {}, 401);
   });
 
+  it('describes the real answers of the admin cache route', async () => {
+    await conforms('DELETE', '/admin/cache', undefined, admin, 200);
+    await conforms('POST', '/admin/teams', { name: 'cached', cache: false }, admin, 201);
+    const key = await request(`${test.url}/admin/keys`, { method: 'POST', headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'cached member', team: 'cached', cache: true }) });
+    const { id, cache } = (await key.body.json()) as { id: string; cache: boolean };
+    expect(cache).to.equal(true);
+    await conforms('DELETE', `/admin/cache?key_id=${id}`, undefined, admin, 200);
+    await conforms('DELETE', '/admin/cache?team=cached', undefined, admin, 200);
+    await conforms('DELETE', '/admin/cache?team=nobody', undefined, admin, 404);
+    await conforms('DELETE', '/admin/cache?key_id=key_nobody', undefined, admin, 404);
+    await conforms('DELETE', `/admin/cache?key_id=${id}&team=cached`, undefined, admin, 400);
+    await conforms('DELETE', '/admin/cache', undefined, {}, 401);
+  });
+
   it('describes the real answers of the admin team routes', async () => {
     const one = '/admin/teams/{name}';
     await conforms('POST', '/admin/teams', { name: 'docs', rpm: 5, budget: { daily_usd: 1.5 } }, admin, 201);
@@ -129,6 +143,9 @@ describe('OpenAPI document', function () {
     await conforms('GET', '/admin/teams/docs', undefined, {}, 401, one);
     await conforms('PATCH', '/admin/teams/docs', { rpm: null, tpm: 100, quota: { monthly: 9 } }, admin, 200, one);
     await conforms('PATCH', '/admin/teams/docs', { budget: { monthly_usd: -1 } }, admin, 400, one);
+    await conforms('PATCH', '/admin/teams/docs', { cache: false }, admin, 200, one);
+    await conforms('PATCH', '/admin/teams/docs', { cache: null }, admin, 200, one);
+    await conforms('PATCH', '/admin/teams/docs', { cache: 'off' }, admin, 400, one);
     await conforms('PATCH', '/admin/teams/nobody', { rpm: 1 }, admin, 404, one);
     await conforms('PATCH', '/admin/teams/docs', { rpm: 1 }, {}, 401, one);
     const key = await request(`${test.url}/admin/keys`, { method: 'POST', headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'member', team: 'docs' }) });

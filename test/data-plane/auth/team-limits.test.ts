@@ -47,6 +47,20 @@ describe('authentication with team limits', () => {
     expect(authenticatedKey(record)).to.deep.equal({ id: record.id, name: 'own', rpm: 3, tpm: 900, budget: { daily_usd: 1.5 }, quota: { daily: 10 } });
   });
 
+  it('copies the key\'s and the team\'s cache settings into the caller, as set, and none when unset', async () => {
+    await teams.create({ name: 'quiet', cache: false });
+    await teams.create({ name: 'loud', cache: true });
+    const off = await keys.create({ name: 'off', cache: false });
+    const on = await keys.create({ name: 'on', cache: true, team: 'quiet' });
+    const plain = await keys.create({ name: 'plain', team: 'loud' });
+    expect(authenticatedKey(off.record)).to.deep.equal({ id: off.record.id, name: 'off', cache: false });
+    const auth = createAuthenticator({ store: keys, teams });
+    expect(await auth.check(bearer(on.key), '/v1/chat/completions')).to.deep.equal({ id: on.record.id, name: 'on', cache: true, team: { name: 'quiet', cache: false } });
+    expect(await auth.check(bearer(plain.key), '/v1/chat/completions')).to.deep.equal({ id: plain.record.id, name: 'plain', team: { name: 'loud', cache: true } });
+    await teams.update('loud', { cache: null });
+    expect(await createAuthenticator({ store: keys, teams }).check(bearer(plain.key), '/v1/chat/completions')).to.deep.equal({ id: plain.record.id, name: 'plain', team: { name: 'loud' } });
+  });
+
   it('gives a key naming a team the team\'s name and limits beside its own, synchronously once cached', async () => {
     await teams.create({ name: 'research', rpm: 60, tpm: 20_000, quota: { monthly: 5 }, budget: { monthly_usd: 80 } });
     const { key, record } = await keys.create({ name: 'member', tpm: 900, team: 'research' });

@@ -55,7 +55,7 @@ export async function startRouteTestApp(
   const usage: UsageAccounting = {
     extractor: () => testExtractor,
     streamedText: (_format, data) => data,
-    charge: (tokens) => ({ totalTokens: tokens.inputTokens + tokens.outputTokens, chargedTokens: tokens.inputTokens + tokens.outputTokens }),
+    charge: (tokens) => ({ totalTokens: tokens.inputTokens + tokens.outputTokens, chargedTokens: tokens.inputTokens + tokens.outputTokens, costUsd: 0 }),
     record: (exchange) => {
       exchanges.push(exchange);
       return undefined;

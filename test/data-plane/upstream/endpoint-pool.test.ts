@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { EndpointPool, PooledEndpoint, retryAfterMs } from '../../../src/data-plane/upstream/endpoint-pool.ts';
+import { namedSession } from '../../../src/data-plane/upstream/session-affinity.ts';
 import { upstreamEndpoint } from '../../../src/data-plane/upstream/upstream-client.ts';
 
 const member = (name: string, weight = 1) => new PooledEndpoint(upstreamEndpoint('acme', `http://${name}.example/v1`, `key-${name}`), name, weight);
@@ -80,6 +81,58 @@ describe('EndpointPool', () => {
   it('never shows a key or URL in its state', () => {
     const pool = new EndpointPool([member('a')], { failureThreshold: 5, cooldownMs: 1000 });
     expect(JSON.stringify(pool.state())).not.to.match(/key-a|example/);
+  });
+
+  describe('with affinity', () => {
+    const sessions = Array.from({ length: 200 }, (_, index) => namedSession(`conversation-${index}`));
+    const affine = (names = ['a', 'b', 'c']) =>
+      new EndpointPool(names.map((name) => member(name)), { failureThreshold: 1, cooldownMs: 1000, affinity: true }, now, () => {
+        throw new Error('a session is never drawn at random');
+      });
+
+    it("sends every request of a session to one endpoint, and the sessions over all of them", () => {
+      const pool = affine();
+      const homes = sessions.map((session) => pool.pick(undefined, session)!.name);
+      for (const [index, session] of sessions.entries()) for (let turn = 0; turn < 12; turn += 1) expect(pool.pick(undefined, session)!.name).to.equal(homes[index]);
+      expect(new Set(homes)).to.deep.equal(new Set(['a', 'b', 'c']));
+    });
+
+    it('fails a session over in one fixed order: the same next endpoint for each of its requests, never one it tried', () => {
+      const pool = affine();
+      for (const session of sessions.slice(0, 50)) {
+        const first = pool.pick(undefined, session)!;
+        const second = pool.pick([first], session)!;
+        const third = pool.pick([first, second], session)!;
+        expect(new Set([first, second, third]).size).to.equal(3);
+        expect(pool.pick([first], session)).to.equal(second);
+        expect(pool.pick([first, second, third], session)).to.equal(undefined);
+      }
+    });
+
+    it('moves a session off its resting endpoint to its next, and back once the rest is over (as the half-open trial)', () => {
+      const pool = affine();
+      const session = sessions[0]!;
+      const home = pool.pick(undefined, session)!;
+      const next = pool.pick([home], session)!;
+      pool.failed(home);
+      expect(pool.pick(undefined, session)).to.equal(next);
+      expect(pool.pick(undefined, session)).to.equal(next);
+      clock += 1000;
+      expect(pool.pick(undefined, session)).to.equal(home);
+      expect(pool.state().find((state) => state.name === home.name)!.status).to.equal('trial');
+      expect(pool.pick(undefined, session), 'while the trial runs').to.equal(next);
+      pool.succeeded(home);
+      expect(pool.pick(undefined, session)).to.equal(home);
+    });
+
+    it('draws at random by weight without a session, or when affinity is off', () => {
+      const pool = new EndpointPool([member('a'), member('b')], { failureThreshold: 5, cooldownMs: 1000, affinity: true }, now, () => 0.9);
+      expect(pool.pick()!.name).to.equal('b');
+      expect(pool.affinity).to.equal(true);
+      const off = new EndpointPool([member('a'), member('b')], { failureThreshold: 5, cooldownMs: 1000 }, now, () => 0.9);
+      expect(off.affinity).to.equal(false);
+      expect(sessions.slice(0, 20).map((session) => off.pick(undefined, session)!.name)).to.deep.equal(Array(20).fill('b'));
+    });
   });
 
   it('reads Retry-After in seconds or as a date', () => {

@@ -31,10 +31,12 @@ describe('file key store', () => {
     expect(await store.findByHash(hashApiKey('sk-other-key-000000'))).to.equal(undefined);
   });
 
-  it('keeps the budget fields (tpm, budget, team) and the quota, for another instance too', async () => {
-    const { record } = await new FileKeyStore(dataDir).create({ name: 'limited', tpm: 900, budget: { daily_usd: 1.25, monthly_usd: 20 }, team: 'research', quota: { monthly: 7 } });
-    expect(record).to.deep.include({ tpm: 900, budget: { daily_usd: 1.25, monthly_usd: 20 }, team: 'research', quota: { monthly: 7 } });
+  it('keeps the budget fields (tpm, budget, team), the quota and the cache setting, for another instance too', async () => {
+    const { record } = await new FileKeyStore(dataDir).create({ name: 'limited', tpm: 900, budget: { daily_usd: 1.25, monthly_usd: 20 }, team: 'research', quota: { monthly: 7 }, cache: false });
+    expect(record).to.deep.include({ tpm: 900, budget: { daily_usd: 1.25, monthly_usd: 20 }, team: 'research', quota: { monthly: 7 }, cache: false });
     expect(await new FileKeyStore(dataDir).findByHash(record.hash)).to.deep.equal(record);
+    const kept = (await new FileKeyStore(dataDir).create({ name: 'as set', cache: true })).record;
+    expect((await new FileKeyStore(dataDir).list()).find((listed) => listed.id === kept.id)).to.include({ cache: true });
   });
 
   it('lists and revokes by id; an unknown id is reported', async () => {

@@ -45,6 +45,18 @@ export function behavesAsTeamStore(open: () => Promise<[TeamStore, TeamStore]>):
     expect(await first.get('nobody')).to.equal(undefined);
   });
 
+  it('keeps the cache setting as set (false or true), changes it, and removes it with null', async () => {
+    const created = await first.create({ name: 'quiet', rpm: 5, cache: false });
+    expect(created).to.deep.equal({ name: 'quiet', rpm: 5, cache: false, createdAt: created.createdAt });
+    expect(await second.get('quiet')).to.deep.equal(created);
+    expect(await second.update('quiet', { cache: true })).to.deep.equal({ ...created, cache: true });
+    expect(await first.get('quiet')).to.include({ cache: true });
+    expect(await first.update('quiet', { rpm: 6 })).to.include({ cache: true, rpm: 6 });
+    const removed = await second.update('quiet', { cache: null });
+    expect(removed).to.deep.equal({ name: 'quiet', rpm: 6, createdAt: created.createdAt });
+    expect((await first.list()).find((team) => team.name === 'quiet')).not.to.have.property('cache');
+  });
+
   it('loses no change when two instances update one team at once', async () => {
     await first.create({ name: 'busy' });
     await Promise.all([first.update('busy', { rpm: 5 }), second.update('busy', { tpm: 7 }), first.update('busy', { quota: { daily: 9 } }), second.update('busy', { budget: { daily_usd: 1 } })]);

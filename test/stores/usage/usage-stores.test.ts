@@ -55,6 +55,8 @@ function expectedRow(group: { model?: string; day?: string }, records: readonly 
     total_tokens: sum((entry) => entry.totalTokens),
     charged_tokens: sum((entry) => entry.chargedTokens),
     cost_usd: sum((entry) => costNanoUsd(entry.costUsd)) / 1e9,
+    cache_hits: sum((entry) => (entry.cache === 'hit' ? 1 : 0)),
+    saved_usd: sum((entry) => costNanoUsd(entry.savedUsd ?? 0)) / 1e9,
   };
 }
 

@@ -1,6 +1,7 @@
 import { isGatewayError } from '../../../core/gateway-errors.ts';
 import type { AttemptSignal } from '../attempt-signal.ts';
 import { PooledEndpoint, type EndpointPool } from '../endpoint-pool.ts';
+import type { RoutingSession } from '../session-affinity.ts';
 import type { ClientWatch } from './client-watch.ts';
 import { isEndpointFault, restsEndpoint, retryWaitMs, type RetryPolicy } from './retry-policy.ts';
 
@@ -54,6 +55,8 @@ export interface FailoverPlan {
   readonly maxAttempts: number;
   /** Whose request it is (the key id): an endpoint's breaker counts one caller's failures once per second. */
   readonly caller?: string;
+  /** The request's session: with a pool's affinity, it picks the endpoints, in the same order for each request of the session. */
+  readonly session?: RoutingSession;
   /**
    * Waits between rounds. Without it there is one round: each endpoint at most once, no waiting
    * (the compatible routes, which fail over but leave retries to the client's SDK).
@@ -83,14 +86,15 @@ const CLIENT_GONE = { kind: 'client-gone' } as const;
 const RESTING = { kind: 'resting' } as const;
 
 /**
- * Tries `attempt` on the pool's endpoints until one answers. A round picks endpoints by weight, each at
- * most once and at most `pool.maxAttempts` of them, at once one after the other. When a round is used
- * up and `plan.retry` allows, the gateway waits (the upstream's `Retry-After`, else backoff) and starts
- * a new round, in which the endpoint that failed last may be tried again unless its breaker opened.
+ * Tries `attempt` on the pool's endpoints until one answers. A round picks endpoints by weight (or by
+ * the plan's session, see `EndpointPool.pick`), each at most once and at most `pool.maxAttempts` of
+ * them, at once one after the other. When a round is used up and `plan.retry` allows, the gateway
+ * waits (the upstream's `Retry-After`, else backoff) and starts a new round, in which the endpoint that
+ * failed last may be tried again unless its breaker opened.
  * The breaker of each endpoint tried is kept here, and nowhere else.
  */
 export async function attemptUpstream<A, F>(pool: EndpointPool, plan: FailoverPlan, client: ClientWatch, tally: AttemptTally, attempt: Attempt<A, F>): Promise<FailoverOutcome<A, F>> {
-  const first = pool.pick();
+  const first = pool.pick(undefined, plan.session);
   if (!first) return RESTING;
   let member: PooledEndpoint = first;
   let tried: PooledEndpoint[] | undefined;
@@ -101,12 +105,12 @@ export async function attemptUpstream<A, F>(pool: EndpointPool, plan: FailoverPl
     if (result.kind === 'answer') return { kind: 'answer', answer: result.answer, endpoint: member, pool };
     if (made >= plan.maxAttempts) return { kind: 'failed', failure: result.failure };
     (tried ??= []).push(member);
-    const other = ++inRound < pool.maxAttempts ? pool.pick(tried) : undefined;
+    const other = ++inRound < pool.maxAttempts ? pool.pick(tried, plan.session) : undefined;
     if (other) {
       member = other;
       continue;
     }
-    const next: PooledEndpoint | typeof CLIENT_GONE | undefined = plan.retry && (await afterWait(pool, plan.retry, made - 1, result.waitMs, member, client));
+    const next: PooledEndpoint | typeof CLIENT_GONE | undefined = plan.retry && (await afterWait(pool, plan.retry, made - 1, result.waitMs, member, client, plan.session));
     if (next === undefined) return { kind: 'failed', failure: result.failure };
     if (!(next instanceof PooledEndpoint)) return CLIENT_GONE;
     member = next;
@@ -168,6 +172,7 @@ async function afterWait(
   upstreamWaitMs: number | undefined,
   last: PooledEndpoint,
   client: ClientWatch,
+  session: RoutingSession | undefined,
 ): Promise<PooledEndpoint | typeof CLIENT_GONE | undefined> {
   const wait = retryWaitMs(retry.policy, retriesMade, upstreamWaitMs, performance.now(), retry.deadline);
   if (wait === undefined) return undefined;
@@ -175,5 +180,5 @@ async function afterWait(
   if (client.gone) return CLIENT_GONE;
   // After waiting out a Retry-After the same endpoint may be tried again (the wait is what it asked
   // for); one whose breaker opened is not, and with every endpoint resting the last answer stands.
-  return pool.pick() ?? (last.tripped ? undefined : last);
+  return pool.pick(undefined, session) ?? (last.tripped ? undefined : last);
 }

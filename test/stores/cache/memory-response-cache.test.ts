@@ -1,0 +1,79 @@
+import { expect } from 'chai';
+import { decodeCachedAnswer, encodeCachedAnswer, type CachedAnswer } from '../../../src/core/response-cache.ts';
+import { MemoryResponseCache } from '../../../src/stores/cache/memory-response-cache.ts';
+
+const answer = (body: string, storedAt = 1_000): CachedAnswer => ({
+  storedAt,
+  status: 200,
+  contentType: 'application/json',
+  stream: false,
+  model: 'alpha/gen-5.5',
+  usage: { inputTokens: 12, outputTokens: 3, cachedTokens: 2 },
+  body: Buffer.from(body),
+});
+
+describe('MemoryResponseCache', () => {
+  it('keeps an entry whole (head and body bytes) until its TTL ends', () => {
+    let now = 10_000;
+    const cache = new MemoryResponseCache(() => 1 << 20, {}, () => now);
+    cache.set('key:a', 'k1', answer('{"x":"\u00e9"}'), 5_000);
+    expect(cache.get('key:a', 'k1')).to.deep.equal(answer('{"x":"\u00e9"}'));
+    now += 4_999;
+    expect(cache.get('key:a', 'k1')).to.not.equal(undefined);
+    now += 1;
+    expect(cache.get('key:a', 'k1')).to.equal(undefined);
+    expect(cache.size).to.equal(0);
+  });
+
+  it('keeps tenants apart: the same key under another tenant is another entry', () => {
+    const cache = new MemoryResponseCache(() => 1 << 20);
+    cache.set('key:a', 'same', answer('a'), 60_000);
+    expect(cache.get('team:a', 'same')).to.equal(undefined);
+    expect(cache.get('key:b', 'same')).to.equal(undefined);
+  });
+
+  it('drops the least recently used entries once its bytes pass the bound, and says how many bytes went', () => {
+    const evicted: number[] = [];
+    const stored: number[] = [];
+    const one = encodeCachedAnswer(answer('x'.repeat(100))).length + 'key:a\nk0'.length;
+    const cache = new MemoryResponseCache(() => 3 * one, { evicted: (bytes) => evicted.push(bytes), stored: (bytes) => stored.push(bytes) });
+    for (const key of ['k0', 'k1', 'k2']) cache.set('key:a', key, answer('x'.repeat(100)), 60_000);
+    expect(cache.get('key:a', 'k0')).to.not.equal(undefined); // k0 is now the most recently used
+    cache.set('key:a', 'k3', answer('x'.repeat(100)), 60_000);
+    expect(cache.get('key:a', 'k1')).to.equal(undefined);
+    for (const key of ['k0', 'k2', 'k3']) expect(cache.get('key:a', key), key).to.not.equal(undefined);
+    expect(cache.size).to.equal(3 * one);
+    expect(stored).to.have.length(4);
+    expect(evicted).to.deep.equal([stored[0]]);
+  });
+
+  it('stores nothing larger than its whole bound, and replaces an entry written again', () => {
+    const cache = new MemoryResponseCache(() => 200);
+    cache.set('key:a', 'big', answer('x'.repeat(500)), 60_000);
+    expect(cache.get('key:a', 'big')).to.equal(undefined);
+    cache.set('key:a', 'k', answer('first'), 60_000);
+    const size = cache.size;
+    cache.set('key:a', 'k', answer('again'), 60_000);
+    expect(cache.get('key:a', 'k')!.body.toString()).to.equal('again');
+    expect(cache.size).to.equal(size);
+  });
+
+  it('empties one tenant or every tenant', async () => {
+    const cache = new MemoryResponseCache(() => 1 << 20);
+    cache.set('key:a', 'k1', answer('1'), 60_000);
+    cache.set('key:a', 'k2', answer('2'), 60_000);
+    cache.set('team:t', 'k1', answer('3'), 60_000);
+    expect(await cache.clear('key:a')).to.equal(2);
+    expect(cache.get('team:t', 'k1')).to.not.equal(undefined);
+    expect(await cache.clear()).to.equal(1);
+    expect(cache.size).to.equal(0);
+  });
+
+  it('reads no foreign or damaged value as an entry', () => {
+    expect(decodeCachedAnswer(Buffer.from('plain text'))).to.equal(undefined);
+    expect(decodeCachedAnswer(Buffer.from([0, 0, 0, 9, 1, 2]))).to.equal(undefined);
+    const damaged = encodeCachedAnswer(answer('ok'));
+    damaged.write('!', 5);
+    expect(decodeCachedAnswer(damaged)).to.equal(undefined);
+  });
+});
