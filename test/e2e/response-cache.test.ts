@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { TestRedisServer } from '../helpers/redis-server.ts';
+import { ScriptedUpstream } from '../helpers/scripted-upstream.ts';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';
 
 const ADMIN = 'admin-token-0001-0123456789abcdef';
@@ -190,6 +191,34 @@ for (const store of ['embedded', 'redis'] as const) {
       afterEach(async () => {
         await other?.close();
         other = undefined;
+      });
+
+      it('stores no stream that ended without its terminal event, nor one that carried an error event', async () => {
+        const upstream = await ScriptedUpstream.start();
+        try {
+          other = await start({ ALPHA_BASE_URL: upstream.url });
+          const chunk = (content: string) => `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gen-5.5","choices":[{"index":0,"delta":{"content":"${content}"},"finish_reason":null}]}\n\n`;
+          const usage = 'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gen-5.5","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}\n\n';
+          const streams: Record<string, string> = {
+            // Ends cleanly, usage and all, but never says [DONE].
+            unterminated: chunk('Hel') + chunk('lo') + usage,
+            erred: chunk('Hel') + 'data: {"error":{"message":"overloaded","type":"server_error"}}\n\n' + usage + 'data: [DONE]\n\n',
+            whole: chunk('Hel') + chunk('lo') + usage + 'data: [DONE]\n\n',
+          };
+          upstream.script = (_req, res, body) => {
+            res.writeHead(200, { 'content-type': 'text/event-stream' });
+            res.end(streams[(JSON.parse(body) as { user: string }).user]);
+          };
+          for (const [name, expected] of [['unterminated', 'miss'], ['erred', 'miss'], ['whole', 'hit']] as const) {
+            const body = chat({ stream: true, user: name });
+            const first = await post(other, '/v1/chat/completions', body);
+            expect(first.status, name).to.equal(200);
+            expect((await post(other, '/v1/chat/completions', body)).headers['x-gateway-cache'], name).to.equal(expected);
+          }
+          expect(upstream.requests).to.have.length(5);
+        } finally {
+          await upstream.close();
+        }
       });
 
       it('stores no answer over cache.maxEntryBytes', async () => {
