@@ -97,7 +97,14 @@ describe('buildUsageRecord', () => {
 
   it('sums cost in whole nano-USD', () => {
     expect(recordTotals(buildUsageRecord(input))).to.deep.equal({
-      requests: 1, input_tokens: 1000, output_tokens: 500, cached_tokens: 400, total_tokens: 1500, charged_tokens: 1140, cost_nano_usd: 9_100_000,
+      requests: 1, input_tokens: 1000, output_tokens: 500, cached_tokens: 400, total_tokens: 1500, charged_tokens: 1140, cost_nano_usd: 9_100_000, cache_hits: 0, saved_nano_usd: 0,
     });
+  });
+
+  it('records a response cache hit at no cost and no charged tokens, with what it saved', () => {
+    const hit = buildUsageRecord({ ...input, cacheHit: true });
+    expect(hit).to.deep.include({ cache: 'hit', costUsd: 0, chargedTokens: 0, savedUsd: 0.0091, inputTokens: 1000, outputTokens: 500, cachedTokens: 400, totalTokens: 1500 });
+    expect(recordTotals(hit)).to.deep.include({ requests: 1, cost_nano_usd: 0, charged_tokens: 0, cache_hits: 1, saved_nano_usd: 9_100_000 });
+    expect(buildUsageRecord(input)).to.not.have.any.keys('cache', 'savedUsd');
   });
 });
