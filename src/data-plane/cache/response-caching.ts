@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { CallerKey } from '../../core/exchange.ts';
 import { cacheTenant, type CachedAnswer, type CacheTenant, type ResponseCache } from '../../core/response-cache.ts';
@@ -61,19 +61,17 @@ export interface CacheKeyMaterial {
  * parts hash the same bytes. Two requests share an entry only when every byte matches.
  */
 export function cacheKey(material: CacheKeyMaterial): string {
-  const hash = createHash('sha256');
-  const part = (text: string) => hash.update(`${Buffer.byteLength(text)}:`).update(text);
-  part('v1');
-  part(material.tenant);
-  part(material.route);
-  part(material.model);
-  for (const [name, value] of material.headers) {
-    part(name);
-    part(value === undefined ? '\u0000' : `=${value}`);
-  }
-  hash.update(`${material.forwarded.length}:`).update(material.forwarded);
-  return hash.digest('hex');
+  let head = `${part('v1')}${part(material.tenant)}${part(material.route)}${part(material.model)}`;
+  for (const [name, value] of material.headers) head += part(name) + part(value === undefined ? '\u0000' : `=${value}`);
+  // One call into the hash: the parts as one string, then the body's bytes behind its length.
+  const bytes = Buffer.byteLength(head) + String(material.forwarded.length).length + 1;
+  const all = Buffer.allocUnsafe(bytes + material.forwarded.length);
+  all.write(`${head}${material.forwarded.length}:`, 0, 'utf8');
+  material.forwarded.copy(all, bytes);
+  return hash('sha256', all, 'hex');
 }
+
+const part = (text: string): string => `${Buffer.byteLength(text)}:${text}`;
 
 // Per route: the names of the headers it sends upstream, in one order.
 const headerNames = new WeakMap<UpstreamRoute, readonly string[]>();

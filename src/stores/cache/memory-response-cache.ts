@@ -1,10 +1,15 @@
-import { decodeCachedAnswer, encodeCachedAnswer, type CacheEvents, type CachedAnswer, type CacheTenant, type ResponseCache } from '../../core/response-cache.ts';
+import type { CacheEvents, CachedAnswer, CacheTenant, ResponseCache } from '../../core/response-cache.ts';
 
 interface Entry {
   readonly tenant: CacheTenant;
-  readonly stored: Buffer;
+  readonly answer: CachedAnswer;
+  /** What it is counted as against the bound: its body, its id and a fixed allowance for the rest. */
+  readonly size: number;
   readonly expiresAt: number;
 }
+
+// Bytes counted per entry beside its body and id (the head's fields and the Map's own overhead).
+const ENTRY_OVERHEAD = 256;
 
 /**
  * The embedded store's response cache: entries in process memory, least recently used dropped first
@@ -22,7 +27,7 @@ export class MemoryResponseCache implements ResponseCache {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Bytes held, entries' keys included. */
+  /** Bytes counted against the bound: bodies, keys and a fixed allowance per entry. */
   get size(): number {
     return this.bytes;
   }
@@ -37,20 +42,24 @@ export class MemoryResponseCache implements ResponseCache {
     }
     this.entries.delete(id);
     this.entries.set(id, entry);
-    return decodeCachedAnswer(entry.stored);
+    return entry.answer;
   }
 
   set(tenant: CacheTenant, key: string, answer: CachedAnswer, ttlMs: number): void {
     const id = `${tenant}\n${key}`;
-    const stored = encodeCachedAnswer(answer);
-    const size = stored.length + id.length;
+    const size = answer.body.length + id.length + ENTRY_OVERHEAD;
     const limit = this.maxBytes();
     const previous = this.entries.get(id);
     if (previous) this.drop(id, previous);
     if (size > limit) return;
-    this.entries.set(id, { tenant, stored, expiresAt: this.now() + ttlMs });
+    // A body in memory of its own, exactly its size: a view into a larger buffer (a socket read, or
+    // Buffer's shared 8 KiB pool) would keep all of that alive, and the bound would not hold.
+    const body = Buffer.allocUnsafeSlow(answer.body.length);
+    answer.body.copy(body);
+    const owned = { ...answer, body };
+    this.entries.set(id, { tenant, answer: owned, size, expiresAt: this.now() + ttlMs });
     this.bytes += size;
-    this.events.stored?.(stored.length);
+    this.events.stored?.(answer.body.length);
     this.evict(limit);
   }
 
@@ -71,7 +80,7 @@ export class MemoryResponseCache implements ResponseCache {
 
   private drop(id: string, entry: Entry): void {
     this.entries.delete(id);
-    this.bytes -= entry.stored.length + id.length;
+    this.bytes -= entry.size;
   }
 
   /** Drops the least recently used entries until the bytes fit (an expired one goes when it is read, or here). */
@@ -81,7 +90,7 @@ export class MemoryResponseCache implements ResponseCache {
     for (const [id, entry] of this.entries) {
       if (this.bytes <= limit) break;
       this.drop(id, entry);
-      evicted += entry.stored.length;
+      evicted += entry.answer.body.length;
     }
     if (evicted > 0) this.events.evicted?.(evicted);
   }

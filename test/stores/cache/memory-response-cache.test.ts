@@ -35,7 +35,7 @@ describe('MemoryResponseCache', () => {
   it('drops the least recently used entries once its bytes pass the bound, and says how many bytes went', () => {
     const evicted: number[] = [];
     const stored: number[] = [];
-    const one = encodeCachedAnswer(answer('x'.repeat(100))).length + 'key:a\nk0'.length;
+    const one = 100 + 'key:a\nk0'.length + 256;
     const cache = new MemoryResponseCache(() => 3 * one, { evicted: (bytes) => evicted.push(bytes), stored: (bytes) => stored.push(bytes) });
     for (const key of ['k0', 'k1', 'k2']) cache.set('key:a', key, answer('x'.repeat(100)), 60_000);
     expect(cache.get('key:a', 'k0')).to.not.equal(undefined); // k0 is now the most recently used
@@ -44,11 +44,12 @@ describe('MemoryResponseCache', () => {
     for (const key of ['k0', 'k2', 'k3']) expect(cache.get('key:a', key), key).to.not.equal(undefined);
     expect(cache.size).to.equal(3 * one);
     expect(stored).to.have.length(4);
-    expect(evicted).to.deep.equal([stored[0]]);
+    expect(evicted).to.deep.equal([100]);
+    expect(stored).to.deep.equal([100, 100, 100, 100]);
   });
 
   it('stores nothing larger than its whole bound, and replaces an entry written again', () => {
-    const cache = new MemoryResponseCache(() => 200);
+    const cache = new MemoryResponseCache(() => 400);
     cache.set('key:a', 'big', answer('x'.repeat(500)), 60_000);
     expect(cache.get('key:a', 'big')).to.equal(undefined);
     cache.set('key:a', 'k', answer('first'), 60_000);
