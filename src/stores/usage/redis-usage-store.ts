@@ -10,18 +10,32 @@ import { dayRange, groupCells, inRange, totalsFromHash, type UsageCell, type Usa
 
 type RedisConnection = Redis | Cluster;
 
-// Applies one record exactly once: the id marker is set first, and nothing else is written when it
-// was already there. Every key is under the record's key-id hash tag, so one Cluster slot holds them.
-// KEYS: marker, totals hash, cell index, record stream.
-// ARGV: marker TTL, cell member, stream cap, record JSON, then field/increment pairs.
-const APPLY_RECORD = `
-if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then return 0 end
-for i = 5, #ARGV, 2 do
-  redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
+// Applies records of one key id, each exactly once: a record's id marker is set first, and nothing
+// else is written for it when the marker was already there. Every key is under the key id's hash tag,
+// so one Cluster slot holds them all; one call per key id and batch instead of one per record.
+// KEYS: cell index, record stream, then per record its marker and its totals hash.
+// ARGV: marker TTL, stream cap, then per record its cell member, its JSON, the number of field/increment
+// pairs, and those pairs. Returns how many records were applied (not seen before).
+const APPLY_RECORDS = `
+local applied = 0
+local at = 3
+for r = 0, (#KEYS - 2) / 2 - 1 do
+  local totals = KEYS[4 + 2 * r]
+  local member = ARGV[at]
+  local json = ARGV[at + 1]
+  local count = tonumber(ARGV[at + 2])
+  at = at + 3
+  if redis.call('SET', KEYS[3 + 2 * r], '1', 'NX', 'EX', ARGV[1]) then
+    for i = 0, count - 1 do
+      redis.call('HINCRBY', totals, ARGV[at + 2 * i], ARGV[at + 2 * i + 1])
+    end
+    redis.call('SADD', KEYS[1], member)
+    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'record', json)
+    applied = applied + 1
+  end
+  at = at + 2 * count
 end
-redis.call('SADD', KEYS[3], ARGV[2])
-redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'record', ARGV[4])
-return 1`;
+return applied`;
 
 /** The set of every key id with usage (admin read-back); outside any hash tag. */
 const KEY_IDS = 'gw-usage:keys';
@@ -29,7 +43,7 @@ const LIVE_SPILL = 'usage-pending.spill.jsonl';
 const REPLAYING = /^usage-pending\.\d+-\d+\.jsonl$/;
 const BATCH = 200;
 const DAY_SECONDS = 24 * 3600;
-// Summed only when not zero, so that a record the response cache did not answer leaves its cell's hash as before.
+// Summed only when not zero (see applyGroup).
 const OPTIONAL_FIELDS = new Set<string>(['cache_hits', 'saved_nano_usd']);
 
 export interface RedisUsageStoreOptions {
@@ -96,7 +110,7 @@ export class RedisUsageStore implements UsageStore {
     this.streamMaxLength = options.streamMaxLength ?? 100_000;
     this.markerTtlSeconds = options.markerTtlSeconds ?? 7 * DAY_SECONDS;
     this.retryDelayMs = options.retryDelayMs ?? 500;
-    redis.defineCommand('gatewayApplyUsage', { numberOfKeys: 4, lua: APPLY_RECORD });
+    redis.defineCommand('gatewayApplyUsage', { lua: APPLY_RECORDS });
   }
 
   /** Opens the store and starts replaying whatever an earlier process spilled. */
@@ -161,28 +175,36 @@ export class RedisUsageStore implements UsageStore {
   }
 
   private async applyAll(records: readonly UsageRecord[]): Promise<void> {
-    await Promise.all(records.map((record) => this.apply(record)));
+    const byKey = new Map<string, UsageRecord[]>();
+    for (const record of records) {
+      const group = byKey.get(record.keyId);
+      if (group) group.push(record);
+      else byKey.set(record.keyId, [record]);
+    }
+    await Promise.all([...byKey].map(([keyId, group]) => this.applyGroup(keyId, group)));
   }
 
-  private async apply(record: UsageRecord): Promise<void> {
-    const tag = usageKeyTag(record.keyId);
-    const day = dayOf(record.time);
-    const totals = recordTotals(record);
-    const increments = TOTAL_FIELDS.flatMap((field) => (totals[field] === 0 && OPTIONAL_FIELDS.has(field) ? [] : [field, String(wholeNumber(totals[field]))]));
-    await (this.redis as unknown as { gatewayApplyUsage: (...args: string[]) => Promise<number> }).gatewayApplyUsage(
-      `${tag}:applied:${record.id}`,
-      `${tag}:totals:${day}:${record.model}`,
-      `${tag}:cells`,
-      `${tag}:records`,
-      String(this.markerTtlSeconds),
-      `${day}|${record.model}`,
-      String(this.streamMaxLength),
-      JSON.stringify(record),
-      ...increments,
-    );
-    if (!this.knownKeyIds.has(record.keyId)) {
-      await this.redis.sadd(KEY_IDS, record.keyId);
-      this.knownKeyIds.add(record.keyId);
+  /** Records of one key id in one script call. */
+  private async applyGroup(keyId: string, records: readonly UsageRecord[]): Promise<void> {
+    const tag = usageKeyTag(keyId);
+    const keys = [`${tag}:cells`, `${tag}:records`];
+    const args = [String(this.markerTtlSeconds), String(this.streamMaxLength)];
+    for (const record of records) {
+      const day = dayOf(record.time);
+      const totals = recordTotals(record);
+      keys.push(`${tag}:applied:${record.id}`, `${tag}:totals:${day}:${record.model}`);
+      const increments: string[] = [];
+      for (const field of TOTAL_FIELDS) {
+        // The cache's fields only when they count: a record the cache did not answer leaves the hash as before.
+        if (totals[field] === 0 && OPTIONAL_FIELDS.has(field)) continue;
+        increments.push(field, String(wholeNumber(totals[field])));
+      }
+      args.push(`${day}|${record.model}`, JSON.stringify(record), String(increments.length / 2), ...increments);
+    }
+    await (this.redis as unknown as { gatewayApplyUsage: (numberOfKeys: number, ...args: string[]) => Promise<number> }).gatewayApplyUsage(keys.length, ...keys, ...args);
+    if (!this.knownKeyIds.has(keyId)) {
+      await this.redis.sadd(KEY_IDS, keyId);
+      this.knownKeyIds.add(keyId);
     }
   }
 
