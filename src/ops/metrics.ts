@@ -70,6 +70,8 @@ export class GatewayMetrics implements UpstreamMetrics {
   /** provider → endpoint name → counter */
   private readonly cachedInputChildren = new Map<string, Map<string, LabelledCounter>>();
   private readonly lastOutcome = new Map<string, EndpointHealth>();
+  private readonly attemptChildren = new Map<string, LabelledCounter>();
+  private readonly cacheResultChildren = new Map<string, LabelledCounter>();
   private endpointStates: () => Iterable<EndpointHealth> = () => this.lastOutcome.values();
   private openStreams = 0;
 
@@ -164,7 +166,9 @@ export class GatewayMetrics implements UpstreamMetrics {
 
   /** A request the response cache was asked about. */
   cacheResult(result: 'hit' | 'miss' | 'bypass'): void {
-    this.cacheResults.labels(result).inc();
+    let child = this.cacheResultChildren.get(result);
+    if (child === undefined) this.cacheResultChildren.set(result, (child = this.cacheResults.labels(result)));
+    child.inc();
   }
 
   cacheStored(bytes: number): void {
@@ -235,8 +239,12 @@ export class GatewayMetrics implements UpstreamMetrics {
   }
 
   upstreamAttempt(provider: string, endpoint: string, outcome: UpstreamOutcome): void {
-    this.upstreamRequests.labels(provider, endpoint, outcome).inc();
     const key = `${provider}\u0000${endpoint}`;
+    // The child per label set, found by one Map lookup rather than prom-client's label hashing per attempt.
+    const childKey = `${key}\u0000${outcome}`;
+    let child = this.attemptChildren.get(childKey);
+    if (child === undefined) this.attemptChildren.set(childKey, (child = this.upstreamRequests.labels(provider, endpoint, outcome)));
+    child.inc();
     const up = outcome !== 'transport_error' && outcome !== 'timeout';
     if (this.lastOutcome.get(key)?.up !== up) this.lastOutcome.set(key, { provider, endpoint, up });
   }
