@@ -1,8 +1,20 @@
 import type { CacheEvents, CachedAnswer, CacheTenant, ResponseCache } from '../../core/response-cache.ts';
 
+/**
+ * One entry, flat: a few objects per entry and no buffer of its own. The body is kept as a one-byte
+ * (latin1) string holding its bytes: tens of thousands of entries as Buffers would each carry an
+ * ArrayBuffer that every garbage collection sweeps, and each a view into shared memory the bound
+ * cannot see; strings are plain heap objects the collector marks without looking inside.
+ */
 interface Entry {
   readonly tenant: CacheTenant;
-  readonly answer: CachedAnswer;
+  readonly body: string;
+  readonly storedAt: number;
+  readonly status: number;
+  readonly contentType: string;
+  readonly stream: boolean;
+  readonly model: string;
+  readonly usage: CachedAnswer['usage'];
   /** What it is counted as against the bound: its body, its id and a fixed allowance for the rest. */
   readonly size: number;
   readonly expiresAt: number;
@@ -10,6 +22,15 @@ interface Entry {
 
 // Bytes counted per entry beside its body and id (the head's fields and the Map's own overhead).
 const ENTRY_OVERHEAD = 256;
+
+// Content types and model ids repeat across entries: one string each, not one per entry.
+const strings = new Map<string, string>();
+function shared(text: string): string {
+  const known = strings.get(text);
+  if (known !== undefined) return known;
+  if (strings.size < 1024) strings.set(text, text);
+  return text;
+}
 
 /**
  * The embedded store's response cache: entries in process memory, least recently used dropped first
@@ -42,7 +63,8 @@ export class MemoryResponseCache implements ResponseCache {
     }
     this.entries.delete(id);
     this.entries.set(id, entry);
-    return entry.answer;
+    const { storedAt, status, contentType, stream, model, usage } = entry;
+    return { storedAt, status, contentType, stream, model, usage, body: Buffer.from(entry.body, 'latin1') };
   }
 
   set(tenant: CacheTenant, key: string, answer: CachedAnswer, ttlMs: number): void {
@@ -52,12 +74,8 @@ export class MemoryResponseCache implements ResponseCache {
     const previous = this.entries.get(id);
     if (previous) this.drop(id, previous);
     if (size > limit) return;
-    // A body in memory of its own, exactly its size: a view into a larger buffer (a socket read, or
-    // Buffer's shared 8 KiB pool) would keep all of that alive, and the bound would not hold.
-    const body = Buffer.allocUnsafeSlow(answer.body.length);
-    answer.body.copy(body);
-    const owned = { ...answer, body };
-    this.entries.set(id, { tenant, answer: owned, size, expiresAt: this.now() + ttlMs });
+    const { storedAt, status, contentType, stream, model, usage } = answer;
+    this.entries.set(id, { tenant, body: answer.body.toString('latin1'), storedAt, status, contentType: shared(contentType), stream, model: shared(model), usage, size, expiresAt: this.now() + ttlMs });
     this.bytes += size;
     this.events.stored?.(answer.body.length);
     this.evict(limit);
@@ -90,7 +108,7 @@ export class MemoryResponseCache implements ResponseCache {
     for (const [id, entry] of this.entries) {
       if (this.bytes <= limit) break;
       this.drop(id, entry);
-      evicted += entry.answer.body.length;
+      evicted += entry.body.length;
     }
     if (evicted > 0) this.events.evicted?.(evicted);
   }
