@@ -18,7 +18,12 @@ interface Entry {
   /** What it is counted as against the bound: its body, its id and a fixed allowance for the rest. */
   readonly size: number;
   readonly expiresAt: number;
+  /** When it was last put at the end of the order (a count of puts). */
+  touched: number;
 }
+
+// Eviction goes below the bound by this share of it, so that its cost is paid once per many stores.
+const EVICT_HEADROOM = 0.05;
 
 // Bytes counted per entry beside its body and id (the head's fields and the Map's own overhead).
 const ENTRY_OVERHEAD = 256;
@@ -38,9 +43,13 @@ function shared(text: string): string {
  * workers do not share them; Redis does).
  */
 export class MemoryResponseCache implements ResponseCache {
-  // A Map keeps insertion order: a read moves its entry to the end, so the first entry is the least recently used.
+  // A Map keeps insertion order, oldest first. A read moves its entry to the end only once it has
+  // fallen into the older half of the order: deleting and re-adding one hot key on every read leaves a
+  // dead slot in its hash chain each time (V8 keeps them until the table is rebuilt), and reads of it
+  // slowed to 80 µs in a full cache. The order is then nearly, not exactly, least recently used.
   private readonly entries = new Map<string, Entry>();
   private bytes = 0;
+  private puts = 0;
 
   constructor(
     private readonly maxBytes: () => number,
@@ -61,8 +70,11 @@ export class MemoryResponseCache implements ResponseCache {
       this.drop(id, entry);
       return undefined;
     }
-    this.entries.delete(id);
-    this.entries.set(id, entry);
+    if (this.puts - entry.touched > this.entries.size / 2) {
+      this.entries.delete(id);
+      entry.touched = this.puts += 1;
+      this.entries.set(id, entry);
+    }
     const { storedAt, status, contentType, stream, model, usage } = entry;
     return { storedAt, status, contentType, stream, model, usage, body: Buffer.from(entry.body, 'latin1') };
   }
@@ -75,7 +87,7 @@ export class MemoryResponseCache implements ResponseCache {
     if (previous) this.drop(id, previous);
     if (size > limit) return;
     const { storedAt, status, contentType, stream, model, usage } = answer;
-    this.entries.set(id, { tenant, body: answer.body.toString('latin1'), storedAt, status, contentType: shared(contentType), stream, model: shared(model), usage, size, expiresAt: this.now() + ttlMs });
+    this.entries.set(id, { tenant, body: answer.body.toString('latin1'), storedAt, status, contentType: shared(contentType), stream, model: shared(model), usage, size, expiresAt: this.now() + ttlMs, touched: (this.puts += 1) });
     this.bytes += size;
     this.events.stored?.(answer.body.length);
     this.evict(limit);
@@ -101,12 +113,14 @@ export class MemoryResponseCache implements ResponseCache {
     this.bytes -= entry.size;
   }
 
-  /** Drops the least recently used entries until the bytes fit (an expired one goes when it is read, or here). */
+  /** Drops the least recently used entries until the bytes fit with some room (an expired one goes when it is read, or here). */
   private evict(limit: number): void {
     if (this.bytes <= limit) return;
+    // Iteration starts at the table's first slot and walks over every dead one there: once per batch.
+    const target = limit * (1 - EVICT_HEADROOM);
     let evicted = 0;
     for (const [id, entry] of this.entries) {
-      if (this.bytes <= limit) break;
+      if (this.bytes <= target) break;
       this.drop(id, entry);
       evicted += entry.body.length;
     }

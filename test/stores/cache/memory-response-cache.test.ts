@@ -32,20 +32,31 @@ describe('MemoryResponseCache', () => {
     expect(cache.get('key:b', 'same')).to.equal(undefined);
   });
 
-  it('drops the least recently used entries once its bytes pass the bound, and says how many bytes went', () => {
+  it('drops the least recently used entries once its bytes pass the bound, down to 95 % of it, and says how many bytes went', () => {
     const evicted: number[] = [];
     const stored: number[] = [];
     const one = 100 + 'key:a\nk0'.length + 256;
     const cache = new MemoryResponseCache(() => 3 * one, { evicted: (bytes) => evicted.push(bytes), stored: (bytes) => stored.push(bytes) });
     for (const key of ['k0', 'k1', 'k2']) cache.set('key:a', key, answer('x'.repeat(100)), 60_000);
-    expect(cache.get('key:a', 'k0')).to.not.equal(undefined); // k0 is now the most recently used
+    expect(cache.get('key:a', 'k0')).to.not.equal(undefined); // k0, in the older half, is moved to the end
     cache.set('key:a', 'k3', answer('x'.repeat(100)), 60_000);
+    // Four entries over a bound of three: down to 2.85 entries' worth, the two least recently used go.
     expect(cache.get('key:a', 'k1')).to.equal(undefined);
-    for (const key of ['k0', 'k2', 'k3']) expect(cache.get('key:a', key), key).to.not.equal(undefined);
-    expect(cache.size).to.equal(3 * one);
-    expect(stored).to.have.length(4);
-    expect(evicted).to.deep.equal([100]);
+    expect(cache.get('key:a', 'k2')).to.equal(undefined);
+    for (const key of ['k0', 'k3']) expect(cache.get('key:a', key), key).to.not.equal(undefined);
+    expect(cache.size).to.equal(2 * one);
     expect(stored).to.deep.equal([100, 100, 100, 100]);
+    expect(evicted).to.deep.equal([200]);
+  });
+
+  it('keeps an entry read again and again while newer ones come and go', () => {
+    const one = 100 + 'key:a\nhot'.length + 256;
+    const cache = new MemoryResponseCache(() => 20 * one);
+    cache.set('key:a', 'hot', answer('x'.repeat(100)), 60_000);
+    for (let index = 0; index < 500; index += 1) {
+      cache.set('key:a', `k${String(index).padStart(3, '0')}`, answer('x'.repeat(100)), 60_000);
+      expect(cache.get('key:a', 'hot'), `after ${index} stores`).to.not.equal(undefined);
+    }
   });
 
   it('stores nothing larger than its whole bound, and replaces an entry written again', () => {
