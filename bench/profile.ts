@@ -35,6 +35,8 @@ const { values } = parseArgs({
     env: { type: 'string', multiple: true, default: [] },
     /** Groups the gateway's own time by file (and function) rather than by folder. */
     files: { type: 'boolean', default: false },
+    /** Profiles the bare proxy (bench/bare-proxy-main.ts) in place of the gateway, for comparison. */
+    bare: { type: 'boolean', default: false },
   },
 });
 const KEY = 'sk-bench-key-000000000000-0123456789abcdef';
@@ -115,8 +117,8 @@ await runCleanly(async () => {
   const upstream = await start([...tree.nodeArgs, tree.script('scripts/mock-upstream.ts'), '--port', '0'], {}, /base URL (\S+)/);
   const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, upstream.url]));
   const gateway = await start(
-    ['--inspect=127.0.0.1:0', '--trace-gc-nvp', ...tree.nodeArgs, tree.script('src/main.ts')],
-    { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, GATEWAY_ADMIN_TOKEN: ADMIN, RATE_LIMIT_MAX: '100000000', GATEWAY_KEY_CONCURRENCY: '100000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: join(work, 'data'), GATEWAY_MANIFEST: tree.manifest, REDIS_URL: redisUrl, ...Object.fromEntries(values.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)])) },
+    ['--inspect=127.0.0.1:0', '--trace-gc-nvp', ...tree.nodeArgs, tree.script(values.bare ? 'bench/bare-proxy-main.ts' : 'src/main.ts')],
+    { ...vendorEnv, UPSTREAM_URL: upstream.url, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, GATEWAY_ADMIN_TOKEN: ADMIN, RATE_LIMIT_MAX: '100000000', GATEWAY_KEY_CONCURRENCY: '100000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: join(work, 'data'), GATEWAY_MANIFEST: tree.manifest, REDIS_URL: redisUrl, ...Object.fromEntries(values.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)])) },
     /"url":"([^"]+)"/,
   );
   let loadKey = KEY;

@@ -1,7 +1,8 @@
 import autocannon from 'autocannon';
 import type { ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { Agent, request } from 'node:http';
+import { Agent, createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -28,7 +29,7 @@ const { values } = parseArgs({
     streams: { type: 'string', default: '5000' },
     'stream-delay-ms': { type: 'string', default: '4000' },
     before: { type: 'string' },
-    scenarios: { type: 'string', default: 'json,stream,messages-stream,open-streams,workers,admission,cache' },
+    scenarios: { type: 'string', default: 'json,stream,messages-stream,open-streams,workers,admission,cache,tracing,guardrails' },
     // Upstream endpoints per vendor for this tree's gateway (each the same mock upstream), to measure failover's spread.
     endpoints: { type: 'string', default: '1' },
     // The stores the admission scenario runs on.
@@ -44,7 +45,7 @@ const openStreams = Number(values.streams);
 const streamDelayMs = Number(values['stream-delay-ms']);
 const endpointCount = Number(values.endpoints);
 const wanted = new Set(values.scenarios.split(','));
-const knownScenarios = ['json', 'stream', 'messages-stream', 'open-streams', 'workers', 'admission', 'cache'];
+const knownScenarios = ['json', 'stream', 'messages-stream', 'open-streams', 'workers', 'admission', 'cache', 'tracing', 'guardrails'];
 const unknown = [...wanted].filter((name) => !knownScenarios.includes(name));
 if (unknown.length) throw new Error(`--scenarios: unknown ${unknown.join(', ')} (known: ${knownScenarios.join(', ')})`);
 const KEY = 'sk-bench-key-000000000000-0123456789abcdef';
@@ -491,6 +492,138 @@ await runCleanly(async () => {
       process.stdout.write(`${cacheRows.at(-2)}\n${cacheRows.at(-1)}\n`);
       report[`cache-${name}`] = { misses: Object.fromEntries(misses), hits: Object.fromEntries(hits) };
     }
+    const { cacheCost } = await import('./cache-cost.ts');
+    const stage = await cacheCost();
+    report['cache-in-process'] = stage;
+    failed ||= stage.miss > 10;
+    cacheRows.push(`| the cache's own stage, in process, a full 64 MB embedded cache: miss (key, lookup, capture, store, evictions) | – | – | ${stage.miss.toFixed(1)} | – | – | ≤ 10 µs |`);
+    cacheRows.push(`| the same, hit (key, lookup, the hit's head) | – | – | ${stage.hit.toFixed(1)} | – | – | |`);
+    process.stdout.write(`${cacheRows.at(-2)}\n${cacheRows.at(-1)}\n`);
+  }
+
+  /**
+   * Guardrails' cost: this tree's gateway with none configured and with a `regex` and a `pii` guardrail on
+   * both phases, in alternating rounds, on a 2 KB prompt (JSON and stream; the mock repeats the start of
+   * the prompt in its answer, so the response guardrails read a stream's deltas through their window);
+   * then the in-process figures of `guardrail-cost.ts` (each guardrail on the 2 KB prompt, the request
+   * stage, none configured, a stream per event).
+   */
+  const guardrailRows: string[] = [];
+  if (wanted.has('guardrails')) {
+    const config = join(work, 'guardrails.yaml');
+    await writeFile(
+      config,
+      [
+        'guardrails:',
+        "  - { name: no-codes, use: regex, on: both, action: block, patterns: ['PROJECT-[0-9]{4}'] }",
+        '  - { name: no-pii, use: pii, on: both, action: redact }',
+        '',
+      ].join('\n'),
+    );
+    const guardedGateway = async (name: string, extra: NodeJS.ProcessEnv): Promise<Contender> => {
+      const dataDir = await mkdtemp(join(work, `data-${name.replace(/\W+/g, '-')}-`));
+      const store = loadRedis ? { REDIS_URL: loadRedis.url } : {};
+      const started = await start([...here.nodeArgs, here.script('src/main.ts')], gatewayEnv(here, upstream.url, dataDir, { ...store, ...extra }), /"url":"([^"]+)"/);
+      return { name, url: started.url, pid: started.pid, slowUrl: '', slowPid: 0, idleMb: 0 };
+    };
+    await writeFile(join(work, 'no-guardrails.yaml'), '');
+    const off = await guardedGateway('guardrails off', { GATEWAY_CONFIG: join(work, 'no-guardrails.yaml') });
+    const on = await guardedGateway('guardrails on', { GATEWAY_CONFIG: config });
+    const sentence = 'The quarterly report covers revenue, churn and the roadmap for 2026; reply with a summary of 3 points. ';
+    const prompt = [{ role: 'user', content: sentence.repeat(21).slice(0, 2048) }];
+    const scenarios = {
+      json: { path: '/v1/chat/completions', body: JSON.stringify({ model: 'delta/delta-4.7', messages: prompt }) },
+      stream: { path: '/v1/chat/completions', body: JSON.stringify({ model: 'delta/delta-4.7', stream: true, stream_options: { include_usage: true }, messages: prompt }) },
+    };
+    guardrailRows.push('| scenario (2 KB prompt) | off req/s | off CPU µs/req | on req/s | on CPU µs/req | difference µs/req |', '|---|---:|---:|---:|---:|---:|');
+    for (const [name, scenario] of Object.entries(scenarios)) {
+      const runs = await alternateRounds([off, on], scenario);
+      const cpu = (entrant: Contender) => median(runs.get(entrant.name)!.map((run) => run.cpu));
+      const rps = (entrant: Contender) => median(runs.get(entrant.name)!.map((run) => run.rps));
+      guardrailRows.push(`| ${name}, regex + pii on both phases | ${rps(off).toFixed(0)} | ${cpu(off).toFixed(0)} | ${rps(on).toFixed(0)} | ${cpu(on).toFixed(0)} | ${(cpu(on) - cpu(off)).toFixed(1)} |`);
+      process.stdout.write(`${guardrailRows.at(-1)}\n`);
+      report[`guardrails-${name}`] = Object.fromEntries(runs);
+    }
+    const { guardrailCost } = await import('./guardrail-cost.ts');
+    const cost = await guardrailCost();
+    report['guardrails-in-process'] = cost;
+    guardrailRows.push(
+      '',
+      '| in process, CPU µs per call (median of rounds) | µs | target |',
+      '|---|---:|---|',
+      `| regex \`PROJECT-[0-9]{4}\` on a 2 KB prompt | ${cost.regexCleanUs!.toFixed(2)} | ≤ 20 |`,
+      `| regex, two case-insensitive patterns with common first characters, on a 2 KB prompt | ${cost.regexTwoPatternsCleanUs!.toFixed(2)} | ≤ 20 |`,
+      `| pii (every entity) on a 2 KB prompt, nothing found | ${cost.piiCleanUs!.toFixed(2)} | ≤ 20 |`,
+      `| pii (every entity) on a 2 KB prompt, one e-mail address redacted | ${cost.piiRedactUs!.toFixed(2)} | ≤ 20 |`,
+      `| the request stage: texts of a 2 KB chat body, regex + pii | ${cost.requestStageUs!.toFixed(2)} | – |`,
+      `| none configured (the one call a request makes) | ${cost.noneConfiguredUs!.toFixed(3)} | nothing measurable |`,
+      `| a stream through regex, per 4-character delta | ${cost.streamRegexPerEventUs!.toFixed(2)} | – |`,
+      `| a stream through pii, per 4-character delta | ${cost.streamPiiPerEventUs!.toFixed(2)} | – |`,
+    );
+    failed ||= [cost.regexCleanUs!, cost.regexTwoPatternsCleanUs!, cost.piiCleanUs!, cost.piiRedactUs!].some((us) => us > 20);
+    process.stdout.write(`${guardrailRows.slice(-11).join('\n')}\n`);
+  }
+
+  /**
+   * Tracing's cost, on the load scenarios' store: this tree's gateway with tracing off, on with every
+   * request sampled, and on at a ratio of 0.1 (`parentbased_traceidratio`), in alternating rounds,
+   * exporting OTLP/HTTP protobuf to a receiver of the benchmark's own (it answers 200 and counts the
+   * bytes, decoding nothing). The difference in CPU per request is what tracing costs; spans the
+   * gateways dropped (their queue full) are read from `/metrics` at the end.
+   */
+  const tracingRows: string[] = [];
+  if (wanted.has('tracing')) {
+    let exportRequests = 0;
+    let exportBytes = 0;
+    const collector = createServer((req, res) => {
+      exportRequests += 1;
+      req.on('data', (chunk: Buffer) => (exportBytes += chunk.length));
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+    });
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    onStop(() => new Promise<void>((resolve) => collector.close(() => resolve())));
+    const otlp = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
+    const tracedGateway = async (name: string, extra: NodeJS.ProcessEnv): Promise<Contender> => {
+      const dataDir = await mkdtemp(join(work, `data-${name.replace(/\W+/g, '-')}-`));
+      const store = loadRedis ? { REDIS_URL: loadRedis.url } : {};
+      const started = await start([...here.nodeArgs, here.script('src/main.ts')], gatewayEnv(here, upstream.url, dataDir, { ...store, ...extra }), /"url":"([^"]+)"/);
+      return { name, url: started.url, pid: started.pid, slowUrl: '', slowPid: 0, idleMb: 0 };
+    };
+    const off = await tracedGateway('tracing off', {});
+    const all = await tracedGateway('ratio 1', { OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '1' });
+    const tenth = await tracedGateway('ratio 0.1', { OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' });
+    tracingRows.push('| scenario | off req/s | off CPU µs/req | ratio 1 req/s | ratio 1 CPU µs/req | ratio 1 difference µs/req | ratio 0.1 req/s | ratio 0.1 CPU µs/req | ratio 0.1 difference µs/req | target |', '|---|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+    for (const name of ['json', 'stream', 'messages-stream'] as const) {
+      const runs = await alternateRounds([off, all, tenth], loadScenarios[name]);
+      const cpu = (entrant: Contender) => median(runs.get(entrant.name)!.map((run) => run.cpu));
+      const rps = (entrant: Contender) => median(runs.get(entrant.name)!.map((run) => run.rps));
+      const difference = (entrant: Contender) => cpu(entrant) - cpu(off);
+      // The target is judged in process below: end to end, rounds of one gateway spread over tens of µs here.
+      tracingRows.push(
+        `| ${name} | ${rps(off).toFixed(0)} | ${cpu(off).toFixed(0)} | ${rps(all).toFixed(0)} | ${cpu(all).toFixed(0)} | ${difference(all).toFixed(1)} | ${rps(tenth).toFixed(0)} | ${cpu(tenth).toFixed(0)} | ${difference(tenth).toFixed(1)} | ≤ 30 µs more at ratio 1 |`,
+      );
+      process.stdout.write(`${tracingRows.at(-1)}\n`);
+      report[`tracing-${name}`] = Object.fromEntries(runs);
+    }
+    // What each traced gateway exported and dropped over the whole scenario.
+    const spanCounts = async (entrant: Contender) => {
+      const text = await (await fetch(`${entrant.url}/metrics`)).text();
+      const value = (pattern: RegExp) => text.split('\n').filter((line) => pattern.test(line)).reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+      return { exported: value(/^gateway_trace_spans_exported_total /), dropped: value(/^gateway_trace_spans_dropped_total\{/) };
+    };
+    // The last batches go out within the default 5 s schedule delay.
+    await new Promise((resolve) => setTimeout(resolve, 6000));
+    const spans = { 'ratio 1': await spanCounts(all), 'ratio 0.1': await spanCounts(tenth) };
+    const { tracingCost } = await import('./tracing-cost.ts');
+    const stage = await tracingCost();
+    report.tracing = { spans, exportRequests, exportBytes, inProcess: stage };
+    failed ||= stage.ratio1 - stage.off > 30;
+    tracingRows.push(
+      `| the traced stages alone, in process (spans, attributes, traceparent, export) | – | ${stage.off.toFixed(1)} | – | ${stage.ratio1.toFixed(1)} | ${(stage.ratio1 - stage.off).toFixed(1)} | – | ${stage.ratio01.toFixed(1)} | ${(stage.ratio01 - stage.off).toFixed(1)} | ≤ 30 µs more at ratio 1 |`,
+    );
+    process.stdout.write(`${tracingRows.at(-1)}\n`);
+    tracingRows.push('', `Spans exported (dropped): ratio 1 ${spans['ratio 1'].exported} (${spans['ratio 1'].dropped}), ratio 0.1 ${spans['ratio 0.1'].exported} (${spans['ratio 0.1'].dropped}); the receiver took ${exportRequests} exports, ${(exportBytes / 1024 / 1024).toFixed(1)} MB.`);
+    process.stdout.write(`${tracingRows.at(-1)}\n`);
   }
 
   /** A figure in MB, or a dash for none (a contender no load scenario of this run measured). */
@@ -524,6 +657,8 @@ await runCleanly(async () => {
     ...(workerRows.length ? ['Two workers (`GATEWAY_WORKERS=2`, Redis) against the same bare proxy:', '', ...workerRows, ''] : []),
     ...(admissionRows.length ? ['Admission with token and money limits on, against the same gateway process without them (alternating rounds):', '', ...admissionRows, ''] : []),
     ...(cacheRows.length ? ['The response cache: misses against the same gateway with the cache off, hits against the bare proxy (alternating rounds):', '', ...cacheRows, ''] : []),
+    ...(guardrailRows.length ? ['Guardrails (a regex and a pii guardrail on both phases) against the same gateway with none configured (alternating rounds), then in process:', '', ...guardrailRows, ''] : []),
+    ...(tracingRows.length ? ['Tracing (OTLP/HTTP protobuf to a local receiver) on at ratio 1 and 0.1, against the same gateway with it off (alternating rounds):', '', ...tracingRows, ''] : []),
     ...memoryRows,
     '',
   ].join('\n');

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { inspectConfig } from '../config/gateway-config.ts';
 import { configFilePath, configVersion, modelTableProblems } from '../server/live-config.ts';
-import { loadPlugins } from '../plugins/load-plugins.ts';
+import { loadAllPlugins } from '../plugins/load-plugins.ts';
 import { PluginLoadError } from '../plugins/validate-plugin.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 
@@ -23,8 +23,9 @@ export async function runConfigCommand(argv: string[], io: CliIo, env: NodeJS.Pr
   const problems = [...inspection.problems];
   let plugins;
   try {
-    plugins = await loadPlugins(config.manifestPath, config.pluginPath);
-    problems.push(...inspection.describe(modelTableProblems(plugins, config)));
+    const loaded = await loadAllPlugins(config.manifestPath, config.pluginPath);
+    plugins = loaded.providers;
+    problems.push(...inspection.describe(modelTableProblems(plugins, config, loaded.guardrails)));
   } catch (error) {
     if (!(error instanceof PluginLoadError)) throw error;
     // Every problem of every plugin; the model table (aliases, fallbacks) is checked once they all load.

@@ -10,7 +10,7 @@ import { ModelRegistry } from '../core/model-registry.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { textTable } from './text-table.ts';
 
-export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME] [--cache true|false]
+export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME] [--cache true|false] [--guardrails NAME,... ('' for none)]
 keys list
 keys revoke KEY_ID`;
 
@@ -27,6 +27,7 @@ const CREATE_OPTIONS = {
   'monthly-usd': { type: 'string' },
   team: { type: 'string' },
   cache: { type: 'string' },
+  guardrails: { type: 'string' },
 } as const;
 
 /** The flag of each limit's field, for the error messages of keys and teams alike. */
@@ -46,6 +47,9 @@ export const numberOf = (value: string | undefined) => (value === undefined ? un
 
 /** A flag's `true` or `false` as a boolean; anything else as given, so that validation names the flag's field. */
 export const booleanOf = (value: string | undefined) => (value === 'true' ? true : value === 'false' ? false : value);
+
+/** A comma-separated list of names (`''`: an empty list). */
+export const namesOf = (value: string) => value.split(',').map((name) => name.trim()).filter(Boolean);
 
 /** `{daily?, monthly?}`-like object of the flags given, or undefined when neither is. */
 export function pairOf<K extends string>(daily: [K, number | undefined], monthly: [K, number | undefined]): Partial<Record<K, number>> | undefined {
@@ -69,11 +73,13 @@ async function createKey(argv: string[], io: CliIo, { keys: store, teams }: Open
     ...(budget && { budget }),
     ...(values.team !== undefined && { team: values.team }),
     ...(values.cache !== undefined && { cache: booleanOf(values.cache) }),
+    ...(values.guardrails !== undefined && { guardrails: namesOf(values.guardrails) }),
   };
-  const config = models ? loadConfig(env) : undefined;
-  const known = config ? canonicalModelIds(new ModelRegistry(await loadPlugins(config.manifestPath, config.pluginPath))) : undefined;
+  const config = models || values.guardrails !== undefined ? loadConfig(env) : undefined;
+  const known = config && models ? canonicalModelIds(new ModelRegistry(await loadPlugins(config.manifestPath, config.pluginPath))) : undefined;
+  const knownGuardrails = config && values.guardrails !== undefined ? config.guardrails.map((entry) => entry.name) : undefined;
   const knownTeams = new Set(isTeamName(values.team) && (await teams.get(values.team)) ? [values.team] : []);
-  const { key, record } = await store.create(parseNewKey(body, { knownModels: known, knownTeams, fieldLabel: flagOf }));
+  const { key, record } = await store.create(parseNewKey(body, { knownModels: known, knownTeams, knownGuardrails, fieldLabel: flagOf }));
   io.out(`Created API key ${record.id} (${record.name}).\nKey, shown this once; store it now:\n${key}\n`);
   return 0;
 }
@@ -96,8 +102,9 @@ async function listKeys(argv: string[], io: CliIo, { keys: store }: OpenStores):
     models: record.models?.join(',') ?? 'all',
     team: record.team ?? '-',
     cache: record.cache ?? 'default',
+    guardrails: record.guardrails ? record.guardrails.join(',') || 'none' : 'default',
   }));
-  io.out(textTable(rows, ['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'cache']));
+  io.out(textTable(rows, ['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'cache', 'guardrails']));
   return 0;
 }
 

@@ -7,9 +7,10 @@ import { checkLiveVendor } from '../../tools/conformance/live-vendor-check.ts';
 import { loadPluginFolder, PLUGIN_ENTRY_FILES, pluginFolders, readManifest } from '../plugins/load-plugins.ts';
 import { typeCheckPlugins } from './plugin-typecheck.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
-import { envPrefix, packageFiles, packageName, SCAFFOLD_FORMATS, scaffoldFiles, type ScaffoldFormat } from './plugin-scaffold.ts';
+import { envPrefix, guardrailScaffoldFiles, packageFiles, packageName, SCAFFOLD_FORMATS, scaffoldFiles, type ScaffoldFormat } from './plugin-scaffold.ts';
 
 export const PLUGIN_SYNOPSIS = `plugin new VENDOR [--format chat-completions|messages|responses] [--dir PLUGINS_DIR (default: providers/; outside the repository, an npm package whose npm run build writes PLUGINS_DIR/dist)]
+plugin new NAME --guardrail [--dir PLUGINS_DIR]   (a guardrail plugin: a check on prompts and answers, turned on by the config file's guardrails:)
 plugin test DIR [--upstream URL --key KEY]   (a plugins directory with a manifest.json, or one plugin folder; type-checked first, then tested beside GATEWAY_PLUGIN_PATH's plugins; with --upstream, one minimal request per declared route to that live vendor, reporting path, auth and format mismatches)`;
 
 // The checkout this command belongs to, whether it runs from source (src/cli/) or compiled (dist/src/cli/):
@@ -32,16 +33,20 @@ export async function runPluginCommand(argv: string[], io: CliIo, env: NodeJS.Pr
 function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { format: { type: 'string', default: 'chat-completions' }, dir: { type: 'string' } },
+    options: { format: { type: 'string' }, dir: { type: 'string' }, guardrail: { type: 'boolean' } },
     strict: true,
     allowPositionals: true,
   });
-  if (positionals.length !== 1) throw new CliUsageError('plugin new takes one vendor name.');
+  const guardrail = values.guardrail === true;
+  if (positionals.length !== 1) throw new CliUsageError(`plugin new takes one ${guardrail ? 'guardrail' : 'vendor'} name.`);
+  const formatGiven = values.format;
+  if (guardrail && formatGiven !== undefined) throw new CliUsageError('--format is for provider plugins: a guardrail reads every format.');
   const vendor = positionals[0]!;
-  const format = values.format as ScaffoldFormat;
+  const format = (values.format ?? 'chat-completions') as ScaffoldFormat;
   if (!SCAFFOLD_FORMATS.includes(format)) throw new CliUsageError(`--format must be one of ${SCAFFOLD_FORMATS.join(', ')}, got '${values.format}'.`);
   if (!/^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/.test(vendor)) {
-    io.err(`Invalid vendor name '${vendor}': use lower case letters, digits and single dashes, starting with a letter (e.g. acme or acme-cloud).\n`);
+    const example = guardrail ? 'acme-tickets' : 'acme or acme-cloud';
+    io.err(`Invalid ${guardrail ? 'guardrail' : 'vendor'} name '${vendor}': use lower case letters, digits and single dashes, starting with a letter (e.g. ${example}).\n`);
     return 1;
   }
   // Without --dir, beside the gateway's own manifest (GATEWAY_MANIFEST, else the repository's providers/).
@@ -64,7 +69,7 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
   const inRepository = pluginsDir === resolve(REPOSITORY_PLUGINS);
   const contractImport = inRepository ? relative(folder, CONTRACT_FILE).split(sep).join('/') : 'model-gateway/plugin';
   const manifest = existsSync(manifestPath) ? (JSON.parse(readFileSync(manifestPath, 'utf8')) as { plugins?: string[] }) : {};
-  const files = scaffoldFiles({ vendor, format, contractImport });
+  const files = guardrail ? guardrailScaffoldFiles({ name: vendor, contractImport }) : scaffoldFiles({ vendor, format, contractImport });
   for (const [path, content] of Object.entries(files)) {
     mkdirSync(dirname(join(folder, path)), { recursive: true });
     writeFileSync(join(folder, path), content);
@@ -82,6 +87,10 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
   const packaged = typeof packageScripts(packageJson).build === 'string';
 
   const prefix = envPrefix(vendor);
+  if (guardrail) {
+    io.out(guardrailNextSteps(vendor, folder, files, manifestPath, pluginsDir, written.map(([path]) => path), packaged, values.dir !== undefined));
+    return 0;
+  }
   io.out(
     [
       `Created ${folder}/ (${format}):`,
@@ -109,6 +118,27 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
     ].join('\n'),
   );
   return 0;
+}
+
+/** What `plugin new --guardrail` did, and what to do next. */
+function guardrailNextSteps(name: string, folder: string, files: Record<string, string>, manifestPath: string, pluginsDir: string, written: readonly string[], packaged: boolean, outside: boolean): string {
+  return [
+    `Created ${folder}/ (a guardrail plugin):`,
+    ...Object.keys(files).map((path) => `  ${name}/${path}`),
+    `Added '${name}' to ${manifestPath}.`,
+    ...(written.length ? [`Wrote ${written.join(', ')} in ${pluginsDir}: a plugin package, built to dist/ (docs/plugins.md, "Plugin packages").`] : []),
+    '',
+    'Next:',
+    ...[
+      `Edit ${join(folder, 'index.ts')}: what scan finds, and maxFindingChars (guide: docs/guardrails.md).`,
+      `Edit the examples in ${join(folder, '__fixtures__')}/*.guardrail.json: texts and what scan must find in them.`,
+      ...(packaged ? [`npm install in ${pluginsDir}, then npm run typecheck and npm run build: ${join(pluginsDir, 'dist')}/ holds it as JavaScript`] : []),
+      `npx model-gateway plugin test ${folder}`,
+      ...(outside ? [`Run the gateway with GATEWAY_PLUGIN_PATH=${packaged ? join(pluginsDir, 'dist') : pluginsDir}`] : []),
+      `Turn it on in the config file: guardrails: [{ name: ${name}, use: ${name}, on: both, action: block }]`,
+    ].map((step, index) => `  ${index + 1}. ${step}`),
+    '',
+  ].join('\n');
 }
 
 /** The `scripts` of a package.json, none when there is none or it cannot be read. */

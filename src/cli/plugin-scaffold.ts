@@ -265,3 +265,59 @@ export function packageName(directoryName: string): string {
 
 /** The default environment prefix of a vendor, as the gateway derives it. */
 export const envPrefix = (vendor: string) => vendor.toUpperCase().replace(/-/g, '_');
+
+/** The files `plugin new NAME --guardrail` writes in the guardrail's folder: the declaration and its examples. */
+export function guardrailScaffoldFiles({ name, contractImport }: { readonly name: string; readonly contractImport: string }): ScaffoldFiles {
+  const index = `import { defineGuardrail, type GuardrailFinding } from '${contractImport}';
+
+/** The longest prefix \`options.prefix\` may set: with the six digits, a finding is at most 23 characters. */
+const MAX_PREFIX = 16;
+
+/**
+ * The ${name} guardrail: finds internal ticket codes, \`<PREFIX>-<six digits>\` (\`TICKET-123456\`; the
+ * prefix is \`options.prefix\`, TICKET by default), in prompts and answers. Turn it on in the gateway's
+ * config file, where what it does with a finding is set (block, or redact as \`[TICKET]\`):
+ *
+ *   guardrails:
+ *     - { name: ${name}, use: ${name}, on: both, action: redact, replacement: '[TICKET]', options: { prefix: TICKET } }
+ *
+ * \`scan\` must be pure, synchronous and fast: it runs on every text of every request, and on each window
+ * of held text in a stream. Guide: docs/guardrails.md. Check it with: npx model-gateway plugin test <this folder>
+ */
+export default defineGuardrail({
+  contract: 1,
+  guardrail: '${name}',
+  // The longest text one finding can span: what a stream holds back so that a code split across events is caught.
+  maxFindingChars: MAX_PREFIX + 7,
+  checkOptions: (options) => {
+    const prefix = options.prefix;
+    if (prefix === undefined || (typeof prefix === 'string' && /^[A-Z]{1,16}$/.test(prefix))) return [];
+    return [\`prefix must be 1 to \${MAX_PREFIX} capital letters\`];
+  },
+  scan: (text, context) => {
+    const prefix = typeof context.options.prefix === 'string' ? context.options.prefix : 'TICKET';
+    const findings: GuardrailFinding[] = [];
+    // Cheap test first: most texts hold no code at all.
+    if (!text.includes(\`\${prefix}-\`)) return findings;
+    for (const match of text.matchAll(new RegExp(\`(?<![A-Za-z0-9])\${prefix}-\\\\d{6}(?![0-9])\`, 'g'))) {
+      findings.push({ start: match.index, end: match.index + match[0].length });
+    }
+    return findings;
+  },
+});
+`;
+  const examples = {
+    examples: [
+      { text: 'Please look at TICKET-123456 before the release.', finds: ['TICKET-123456'] },
+      { text: 'Both TICKET-000001 and TICKET-999999 are open.', finds: ['TICKET-000001', 'TICKET-999999'] },
+      { text: 'TICKET-12345 has five digits, XTICKET-123456 another prefix, TICKET-1234567 seven digits.', finds: [] },
+      { text: 'Nothing to see here.', finds: [] },
+    ],
+  };
+  const custom = { options: { prefix: 'OPS' }, examples: [{ text: 'Escalate OPS-424242, not TICKET-424242.', finds: ['OPS-424242'] }] };
+  return {
+    'index.ts': index,
+    '__fixtures__/tickets.guardrail.json': `${JSON.stringify(examples, null, 2)}\n`,
+    '__fixtures__/prefix.guardrail.json': `${JSON.stringify(custom, null, 2)}\n`,
+  };
+}

@@ -5,14 +5,14 @@ import { loadConfig } from '../config/gateway-config.ts';
 import type { TeamRecord } from '../core/limits.ts';
 import { openStores, type OpenStores } from '../stores/open-stores.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
-import { booleanOf, LIMIT_FLAGS, numberOf } from './keys-command.ts';
+import { booleanOf, LIMIT_FLAGS, namesOf, numberOf } from './keys-command.ts';
 import { textTable } from './text-table.ts';
 
-const LIMIT_SYNOPSIS = '[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false]';
+const LIMIT_SYNOPSIS = '[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false] [--guardrails NAME,... (\'\' for none)]';
 
 export const TEAMS_SYNOPSIS = `teams create NAME ${LIMIT_SYNOPSIS}
 teams list
-teams update NAME ${LIMIT_SYNOPSIS} [--clear rpm|tpm|quota|budget|concurrency|cache|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
+teams update NAME ${LIMIT_SYNOPSIS} [--clear rpm|tpm|quota|budget|concurrency|cache|guardrails|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
 teams delete NAME`;
 
 const LIMIT_OPTIONS = {
@@ -28,7 +28,7 @@ const LIMIT_OPTIONS = {
 type LimitFlag = keyof typeof LIMIT_OPTIONS;
 
 /** The limits' flags and `--cache`, the team's response cache setting. */
-const TEAM_OPTIONS = { ...LIMIT_OPTIONS, cache: { type: 'string' } } as const;
+const TEAM_OPTIONS = { ...LIMIT_OPTIONS, cache: { type: 'string' }, guardrails: { type: 'string' } } as const;
 
 /** Each flag's place in a team: a top-level limit, or one side of `quota` / `budget`. */
 const PLACE_OF: Record<LimitFlag, readonly [field: 'rpm' | 'tpm' | 'quota' | 'budget' | 'concurrency', side?: string]> = {
@@ -64,11 +64,13 @@ function limitsOf(values: Partial<Record<LimitFlag, string>>): Record<string, un
  * `quota` or `budget` (`--daily-usd`, `--clear monthly-tokens`) changes that side only, keeping the other
  * as the team has it; a limit left with neither side is removed.
  */
-function changesOf(values: Partial<Record<LimitFlag | 'cache', string>>, cleared: ReadonlySet<string>, current: TeamRecord): Record<string, unknown> {
+function changesOf(values: Partial<Record<LimitFlag | 'cache' | 'guardrails', string>>, cleared: ReadonlySet<string>, current: TeamRecord): Record<string, unknown> {
   const given = limitsOf(values);
   const body: Record<string, unknown> = {};
   if (cleared.has('cache')) body.cache = null;
   else if (values.cache !== undefined) body.cache = booleanOf(values.cache);
+  if (cleared.has('guardrails')) body.guardrails = null;
+  else if (values.guardrails !== undefined) body.guardrails = namesOf(values.guardrails);
   for (const field of ['rpm', 'tpm', 'concurrency'] as const) {
     if (cleared.has(field)) body[field] = null;
     else if (field in given) body[field] = given[field];
@@ -84,10 +86,11 @@ function changesOf(values: Partial<Record<LimitFlag | 'cache', string>>, cleared
   return body;
 }
 
-async function createTeam(argv: string[], io: CliIo, { teams }: OpenStores): Promise<number> {
+async function createTeam(argv: string[], io: CliIo, { teams }: OpenStores, guardrails?: readonly string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: TEAM_OPTIONS, strict: true, allowPositionals: true });
   const cache = values.cache === undefined ? {} : { cache: booleanOf(values.cache) };
-  const team = await teams.create(parseNewTeam({ name: teamName(positionals, 'create'), ...limitsOf(values), ...cache }, flagOf));
+  const named = values.guardrails === undefined ? {} : { guardrails: namesOf(values.guardrails) };
+  const team = await teams.create(parseNewTeam({ name: teamName(positionals, 'create'), ...limitsOf(values), ...cache, ...named }, flagOf, guardrails));
   io.out(`Created team ${team.name} (${describeLimits(team)}).\n`);
   return 0;
 }
@@ -110,20 +113,21 @@ async function listTeams(argv: string[], io: CliIo, { teams }: OpenStores): Prom
     'monthly-usd': team.budget?.monthly_usd ?? '-',
     concurrency: team.concurrency ?? '-',
     cache: team.cache ?? '-',
+    guardrails: team.guardrails ? team.guardrails.join(',') || 'none' : '-',
   }));
-  io.out(textTable(rows, ['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency', 'cache']));
+  io.out(textTable(rows, ['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency', 'cache', 'guardrails']));
   return 0;
 }
 
-const CLEARABLE = new Set(['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', ...Object.keys(PLACE_OF)]);
+const CLEARABLE = new Set(['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', ...Object.keys(PLACE_OF)]);
 
-async function updateTeam(argv: string[], io: CliIo, { teams }: OpenStores): Promise<number> {
+async function updateTeam(argv: string[], io: CliIo, { teams }: OpenStores, guardrails?: readonly string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: { ...TEAM_OPTIONS, clear: { type: 'string', multiple: true } }, strict: true, allowPositionals: true });
   const name = teamName(positionals, 'update');
   const cleared = new Set(values.clear ?? []);
   for (const field of cleared) {
     if (!CLEARABLE.has(field)) throw new CliUsageError(`--clear takes one of ${[...CLEARABLE].join(', ')}; got '${field}'`);
-    const setToo = field === 'cache' ? (values.cache !== undefined ? 'cache' : undefined) : (Object.keys(PLACE_OF) as LimitFlag[]).find((flag) => values[flag] !== undefined && (flag === field || PLACE_OF[flag][0] === field));
+    const setToo = field === 'cache' || field === 'guardrails' ? (values[field] !== undefined ? field : undefined) : (Object.keys(PLACE_OF) as LimitFlag[]).find((flag) => values[flag] !== undefined && (flag === field || PLACE_OF[flag][0] === field));
     if (setToo) throw new CliUsageError(`--clear ${field} and --${setToo} contradict each other`);
   }
   const current = await teams.get(name);
@@ -132,7 +136,7 @@ async function updateTeam(argv: string[], io: CliIo, { teams }: OpenStores): Pro
     return 1;
   }
   const body = changesOf(values, cleared, current);
-  const updated = await teams.update(name, parseTeamChanges(body, flagOf));
+  const updated = await teams.update(name, parseTeamChanges(body, flagOf, guardrails));
   if (!updated) {
     io.err(`No team named '${name}' (see teams list)\n`);
     return 1;
@@ -168,11 +172,12 @@ function describeLimits(team: TeamRecord): string {
     team.budget?.monthly_usd !== undefined && `$${team.budget.monthly_usd} a month`,
     team.concurrency !== undefined && `at most ${team.concurrency} requests at once`,
     team.cache !== undefined && `cache ${team.cache}`,
+    team.guardrails !== undefined && `guardrails ${team.guardrails.join(', ') || 'none'}`,
   ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'no limits';
 }
 
-const ACTIONS: Record<string, (argv: string[], io: CliIo, stores: OpenStores) => Promise<number>> = {
+const ACTIONS: Record<string, (argv: string[], io: CliIo, stores: OpenStores, guardrails?: readonly string[]) => Promise<number>> = {
   create: createTeam,
   list: listTeams,
   update: updateTeam,
@@ -184,9 +189,11 @@ export async function runTeamsCommand(argv: string[], io: CliIo, env: NodeJS.Pro
   const [action, ...rest] = argv;
   const run = action === undefined ? undefined : ACTIONS[action];
   if (!run) throw new CliUsageError(action === undefined ? 'teams needs an action' : `unknown teams action '${action}'`);
-  const stores = await openStores(loadConfig(env), { unreachableRedis: 'fail' });
+  const config = loadConfig(env);
+  const stores = await openStores(config, { unreachableRedis: 'fail' });
   try {
-    return await run(rest, io, stores);
+    // A team's guardrails are checked against those the configuration holds.
+    return await run(rest, io, stores, config.guardrails.map((entry) => entry.name));
   } finally {
     await stores.close();
   }

@@ -6,7 +6,12 @@ import * as yup from 'yup';
 import { checkTrustedProxies } from '../core/client-address.ts';
 import type { AuthStyle } from '../plugins/plugin-contract.ts';
 import { authProblems } from '../plugins/validate-auth.ts';
+import { envFlag } from './config-values.ts';
 import { ConfigProblemReporter, fieldName, schemaProblems, withoutFields, yamlProblem, type ConfigProblem, type FieldPath } from './config-problems.ts';
+import type { GuardrailSettings } from '../guardrails/guardrail-settings.ts';
+import { guardrailSettings } from './guardrail-config.ts';
+import type { TracingSettings } from '../ops/tracing/tracing-settings.ts';
+import { tracingConfig, tracingFileSchema } from './tracing-config.ts';
 
 /** Settings of one upstream provider, keyed by its vendor prefix. */
 export interface ProviderSettings {
@@ -152,10 +157,14 @@ export interface GatewayConfig {
 
   /** The exact response cache; off (undefined) unless a TTL is configured. */
   readonly cache?: CacheConfig;
+  /** Checks on prompts and answers (`guardrails:`), in order; empty: none (see docs/guardrails.md). */
+  readonly guardrails: readonly GuardrailSettings[];
 
   // Operations (metrics, reload).
   /** `METRICS_PORT`: serve `GET /metrics` on this port of `host` alone instead of on the main port. */
   readonly metricsPort?: number;
+  /** OpenTelemetry traces and OTLP metrics (`OTEL_*` over the file's `tracing:`); off without a collector endpoint. */
+  readonly tracing: TracingSettings;
 }
 
 /** The exact response cache's settings (`cache.*` in the file, `GATEWAY_CACHE_*` in the environment). */
@@ -283,9 +292,12 @@ const fileSchema = yup
       })
       .noUnknown()
       .default(undefined),
+    // Checked entry by entry (guardrail-config.ts), every problem at its field.
+    guardrails: yup.mixed(),
 
     // Operations (metrics, reload).
     metrics: yup.object({ port: yup.number().integer().min(0).max(65535) }).noUnknown().default(undefined),
+    tracing: tracingFileSchema,
   })
   .noUnknown();
 
@@ -479,15 +491,6 @@ function secret(name: string, value: string | undefined): string | undefined {
   return value;
 }
 
-/** A `true`/`false` variable (also `1`/`0`); undefined when unset or empty. */
-function envBoolean(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
-  const value = env[name]?.trim().toLowerCase();
-  if (value === undefined || value === '') return undefined;
-  if (value === 'true' || value === '1') return true;
-  if (value === 'false' || value === '0') return false;
-  problem(`${name} must be true or false, got '${env[name]}'`);
-  return undefined;
-}
 
 /** `GATEWAY_TRUSTED_PROXIES` (comma-separated) over the file's `server.trustedProxies`, checked as proxy-addr reads them. */
 function trustedProxies(env: NodeJS.ProcessEnv, fromFile: readonly string[] | undefined): string[] {
@@ -589,7 +592,7 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
       failureThreshold: envInteger(env, 'FAILOVER_FAILURE_THRESHOLD', 1) ?? file.failover?.failureThreshold ?? 5,
       cooldownMs: envInteger(env, 'FAILOVER_COOLDOWN_MS', 1) ?? file.failover?.cooldownMs ?? 30_000,
     },
-    routing: { affinity: envBoolean(env, 'GATEWAY_ROUTING_AFFINITY') ?? file.routing?.affinity ?? true },
+    routing: { affinity: envFlag(env, 'GATEWAY_ROUTING_AFFINITY', problem) ?? file.routing?.affinity ?? true },
     maxSseEventBytes: env.SSE_MAX_EVENT_BYTES ? parseEnvSize('SSE_MAX_EVENT_BYTES', env.SSE_MAX_EVENT_BYTES) : parseSize(file.server?.maxSseEventBytes ?? '16mb'),
     chatDeadlineMs: envInteger(env, 'CHAT_DEADLINE_MS', 1) ?? file.server?.chatDeadlineMs ?? 600_000,
     manifestPath: env.GATEWAY_MANIFEST || file.manifest ? resolve(cwd, (env.GATEWAY_MANIFEST || file.manifest)!) : BUNDLED_MANIFEST,
@@ -606,7 +609,7 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     adminToken: secret('GATEWAY_ADMIN_TOKEN', env.GATEWAY_ADMIN_TOKEN),
     apiKeys: parseStaticKeys(env.GATEWAY_API_KEYS),
     keyIdSecret: secret('GATEWAY_KEY_ID_SECRET', env.GATEWAY_KEY_ID_SECRET),
-    limitsAllowUnbounded: envBoolean(env, 'GATEWAY_LIMITS_ALLOW_UNBOUNDED') ?? false,
+    limitsAllowUnbounded: envFlag(env, 'GATEWAY_LIMITS_ALLOW_UNBOUNDED', problem) ?? false,
     logLevel: env.LOG_LEVEL ?? file.logLevel ?? 'info',
     drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,
     headersTimeoutMs,
@@ -621,9 +624,11 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     keyConcurrency: envInteger(env, 'GATEWAY_KEY_CONCURRENCY', 1) ?? file.server?.keyConcurrency,
     trustedProxies: trustedProxies(env, file.server?.trustedProxies),
     cache: cacheConfig(env, file.cache),
+    guardrails: guardrailSettings(file.guardrails, problem),
 
     // Operations (metrics, reload).
     metricsPort: envInteger(env, 'METRICS_PORT', 0) ?? file.metrics?.port,
+    tracing: tracingConfig(env, file.tracing, problem),
   };
   const describe = (problems: readonly ConfigProblem[]) => problems.map((each) => source.reporter.describe(each));
   return { config, problems: describe(found), describe };

@@ -18,6 +18,7 @@ import { catalogRoute } from './catalog-route.ts';
 import { compatibleRoute } from '../data-plane/routes/compatible-route.ts';
 import type { CallerKey } from '../core/exchange.ts';
 import type { RouteServices } from '../data-plane/route-services.ts';
+import type { RequestTracing } from '../ops/tracing/request-trace.ts';
 
 export interface AppOptions {
   readonly services: RouteServices;
@@ -42,6 +43,8 @@ export interface AppOptions {
   readonly addressOf?: (req: IncomingMessage) => string;
   /** Caps each client address's requests still sending their body; none: no cap. */
   readonly pendingRequests?: PendingRequests;
+  /** Opens each model request's trace; none while tracing is off. */
+  readonly tracing?: RequestTracing;
 }
 
 /** Which error envelope a path answers with: read from the route table. */
@@ -79,6 +82,7 @@ export function createApp(options: AppOptions): WayIn {
     addressOf: options.addressOf,
     pendingRequests: options.pendingRequests,
     bodyLimitBytes: services.bodyLimitBytes,
+    tracing: options.tracing,
   });
 }
 

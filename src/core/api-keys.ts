@@ -32,9 +32,11 @@ export interface ApiKeyRecord {
    * the gateway's setting (and the key's team's).
    */
   readonly cache?: boolean;
+  /** The configured guardrails the key's requests get, over its team's; absent: its team's (else every one). `[]`: none. */
+  readonly guardrails?: readonly string[];
 }
 
-export type NewKeyInput = Pick<ApiKeyRecord, 'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota' | 'tpm' | 'budget' | 'team' | 'cache'>;
+export type NewKeyInput = Pick<ApiKeyRecord, 'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota' | 'tpm' | 'budget' | 'team' | 'cache' | 'guardrails'>;
 
 const KEY_SHAPE = /^sk-[A-Za-z0-9_-]{8,200}$/;
 

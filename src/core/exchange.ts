@@ -1,6 +1,6 @@
 import type { RouteId, TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
 import type { ResolvedModel } from './model-registry.ts';
-import type { CacheSetting, Limits, MoneyBudget, TeamRecord, TokenQuota } from './limits.ts';
+import type { CacheSetting, GuardrailSetting, Limits, MoneyBudget, TeamRecord, TokenQuota } from './limits.ts';
 
 /** The caller as the auth middleware leaves it in `res.locals.apiKey` (never the key itself). */
 export interface CallerKey {
@@ -16,11 +16,22 @@ export interface CallerKey {
   /** Tokens per UTC minute. */
   readonly tpm?: number;
   /** The key's team, the limits it shares with the team's other keys and its cache setting (as read from the team store). */
-  readonly team?: Pick<TeamRecord, 'name'> & Limits & CacheSetting;
+  readonly team?: Pick<TeamRecord, 'name'> & Limits & CacheSetting & GuardrailSetting;
   /** The key's own limit of requests in flight at once, instead of the gateway's. */
   readonly concurrency?: number;
   /** `false`: the key's requests bypass the response cache (so do they when `team.cache` is `false`). */
   readonly cache?: boolean;
+  /** The guardrails the key's requests get (over its team's); absent: its team's, else every configured one. */
+  readonly guardrails?: readonly string[];
+}
+
+/** What a guardrail did to an exchange, as its usage record keeps it (never what it found). */
+export interface GuardrailMark {
+  /** The guardrail's configured name. */
+  readonly name: string;
+  readonly phase: 'request' | 'response';
+  /** `block`: refused; `redact`: rewrote text (a webhook's rewrite included). */
+  readonly action: 'block' | 'redact';
 }
 
 /** What one request to an upstream came to, handed to usage accounting when the response is done. */
@@ -61,6 +72,12 @@ export interface Exchange {
   readonly responseText: () => string | TextSample;
   /** What the request reserved on its token and money limits, settled to the usage its record stores. */
   readonly settlement?: Settlement;
+  /** What guardrails blocked or redacted in the exchange, in the order they acted. */
+  readonly guardrails?: readonly GuardrailMark[];
+  /** Streams: from the start of the attempt that served to its first content event, in ms. */
+  readonly timeToFirstChunkMs?: number;
+  /** Streams: the mean time between the events after the first content, in ms (two or more events). */
+  readonly timePerOutputChunkMs?: number;
   /**
    * Set when the response cache answered: `usage` holds the stored answer's counts, which cost nothing
    * now; `savedUsd` is what the answer cost when it was fetched (at today's prices).
@@ -115,9 +132,11 @@ export interface UsageAccounting {
  * - `client_closed`: the client went away before the end;
  * - `client_stalled`: the client stopped reading (its connection's buffers stayed full for the client
  *   write timeout); the gateway ended the answer and dropped the upstream;
- * - `stalled`: a stream ended because the upstream stopped sending.
+ * - `stalled`: a stream ended because the upstream stopped sending;
+ * - `plugin_error`: a plugin's hook failed;
+ * - `guardrail_blocked`: a guardrail refused the request or the answer (a stream ends early, in band).
  */
-export type UsageOutcome = 'complete' | 'upstream_cut' | 'client_closed' | 'client_stalled' | 'stalled' | 'plugin_error';
+export type UsageOutcome = 'complete' | 'upstream_cut' | 'client_closed' | 'client_stalled' | 'stalled' | 'plugin_error' | 'guardrail_blocked';
 
 /** What a stream delivered, for its estimate: its text, or a leading sample of it, and its full length. */
 export interface TextSample {

@@ -171,6 +171,22 @@ export function pluginFault(plugin: string, hook: string, cause?: unknown): Gate
   );
 }
 
+/**
+ * A guardrail refused the request's text or the answer's: 400 (in band once a stream's first bytes went
+ * out), as a provider's own content policy answers, and so that no SDK retries it (an answer retried is
+ * paid again). 503 when a webhook guardrail that fails closed could not check the text. Names the
+ * guardrail, never what it found.
+ */
+export function guardrailRefusal(guardrail: string, phase: 'request' | 'response', unavailable = false): GatewayError {
+  const what = phase === 'request' ? 'the request' : 'the answer';
+  if (unavailable) {
+    return new GatewayError('GW_ERR_GUARDRAIL', 503, 'internal', `Guardrail '${guardrail}' could not check ${what} (its service did not answer) and refuses what it cannot check; retry later`, {
+      headers: { 'Retry-After': '1' },
+    });
+  }
+  return new GatewayError('GW_ERR_GUARDRAIL', 400, 'invalid_request', `Guardrail '${guardrail}' blocked ${what}: it holds content this gateway does not let ${phase === 'request' ? 'reach a model' : 'through'}`);
+}
+
 /** 502, in band: the upstream streamed one event larger than the gateway relays; the stream is ended. */
 export function streamEventTooLarge(provider: string, limitBytes: number): GatewayError {
   return new GatewayError(

@@ -37,8 +37,17 @@ export interface CacheSetting {
   readonly cache?: boolean;
 }
 
-/** A team: a name keys can name, the limits its keys share, and whether their answers are cached. */
-export interface TeamRecord extends Limits, CacheSetting {
+/** Which guardrails an owner's requests get (not a limit: nothing is counted). */
+export interface GuardrailSetting {
+  /**
+   * The names of the configured guardrails (`guardrails:` of the config file) the owner's requests get.
+   * Absent: a key gets its team's, a team every configured one. `[]`: none.
+   */
+  readonly guardrails?: readonly string[];
+}
+
+/** A team: a name keys can name, the limits its keys share, whether their answers are cached, and their guardrails. */
+export interface TeamRecord extends Limits, CacheSetting, GuardrailSetting {
   /** Unique, 1 to 64 characters of letters, digits, `.`, `_` and `-`. */
   readonly name: string;
   /** ISO date-time. */

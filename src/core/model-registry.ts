@@ -25,6 +25,11 @@ export interface ResolvedModel {
   readonly model: ModelDeclaration;
 }
 
+/** The model ID the provider is sent for a resolved model on a route (its route's own, else the model's upstream ID, else its ID). */
+export function upstreamModelOf(resolved: ResolvedModel, route: RouteId): string {
+  return resolved.model.upstreamModels?.[route] ?? resolved.model.upstreamModel ?? resolved.model.id;
+}
+
 export interface CatalogEntry {
   readonly id: string;
   readonly object: 'model';
@@ -156,7 +161,7 @@ export class ModelRegistry {
 
   /** The model name the upstream expects on a route. */
   upstreamModel(resolved: ResolvedModel, route: RouteId): string {
-    return resolved.model.upstreamModels?.[route] ?? resolved.model.upstreamModel ?? resolved.model.id;
+    return upstreamModelOf(resolved, route);
   }
 
   /** The fixup declarations a route's streams of a model go through, in declaration order (each stream makes its own states). */

@@ -32,6 +32,11 @@ export interface ModelRoute {
   readonly outputCapFields?: readonly string[];
   /** The rate-limit headers the route's clients read (`x-ratelimit-*` or `anthropic-ratelimit-*`); none when absent. */
   readonly rateLimitHeaders?: RateLimitHeaderStyle;
+  /**
+   * The GenAI conventions' `gen_ai.operation.name` of the upstream call (`chat`), naming its client span
+   * and labelling the GenAI metrics; count_tokens, which generates nothing, is `count_tokens`.
+   */
+  readonly genAiOperation: string;
   /** The OpenAPI operation's summary and request schema name. */
   readonly summary: string;
   readonly requestSchema: string;
@@ -50,6 +55,7 @@ export const ROUTE_TABLE: Readonly<Record<RouteId, ModelRoute>> = {
     family: 'completions-envelope',
     keyHeaders: BEARER,
     metricsLabel: 'chat-completions',
+    genAiOperation: 'chat',
     outputCapFields: ['max_completion_tokens', 'max_tokens'],
     streams: true,
     rateLimitHeaders: 'openai',
@@ -64,6 +70,7 @@ export const ROUTE_TABLE: Readonly<Record<RouteId, ModelRoute>> = {
     family: 'completions-envelope',
     keyHeaders: BEARER,
     metricsLabel: 'responses',
+    genAiOperation: 'chat',
     outputCapFields: ['max_output_tokens'],
     streams: true,
     rateLimitHeaders: 'openai',
@@ -78,6 +85,7 @@ export const ROUTE_TABLE: Readonly<Record<RouteId, ModelRoute>> = {
     family: 'messages-envelope',
     keyHeaders: BEARER_OR_API_KEY,
     metricsLabel: 'messages',
+    genAiOperation: 'chat',
     outputCapFields: ['max_tokens'],
     streams: true,
     rateLimitHeaders: 'anthropic',
@@ -92,6 +100,7 @@ export const ROUTE_TABLE: Readonly<Record<RouteId, ModelRoute>> = {
     family: 'messages-envelope',
     keyHeaders: BEARER_OR_API_KEY,
     metricsLabel: 'count-tokens',
+    genAiOperation: 'count_tokens',
     streams: false,
     rateLimitHeaders: 'anthropic',
     summary: 'Token count of a Messages request',
@@ -105,6 +114,7 @@ export const ROUTE_TABLE: Readonly<Record<RouteId, ModelRoute>> = {
     family: 'plain',
     keyHeaders: BEARER,
     metricsLabel: 'chat',
+    genAiOperation: 'chat',
     outputCapFields: ['max_output_tokens'],
     streams: false,
     summary: 'Native text chat: plain text in, plain text out, never streamed; retries and timeouts handled by the gateway',

@@ -12,6 +12,7 @@ import type { CountedRequest, KeyRateLimit } from './limits/rate-limiter.ts';
 import type { RouteId } from '../plugins/plugin-contract.ts';
 import type { ModelHandler, RequestContext } from './request-context.ts';
 import { writeRateLimitHeaders } from '../core/rate-limit-headers.ts';
+import { ATTR, EVENT } from '../ops/tracing/span-names.ts';
 
 export interface DataPlaneOptions {
   /** The handler of each model route served; a route without one is left to the control plane (404). */
@@ -63,6 +64,10 @@ export function createDataPlane(options: DataPlaneOptions): DataPlane {
         const checked = authenticate.check(req.headers, route.keyHeaders, () => clientAddress(req));
         context.caller = checked instanceof Promise ? await checked : checked;
         context.keyId = context.caller.id;
+        if (context.trace?.recording) {
+          context.trace.set({ [ATTR.keyId]: context.caller.id, [ATTR.team]: context.caller.team?.name });
+          context.trace.event(EVENT.auth);
+        }
       }
       // Before the rate limit: a request refused for want of a slot does not use up the key's requests.
       if (concurrency) concurrency.acquire(context.caller, res, route.rateLimitHeaders);
@@ -75,6 +80,7 @@ export function createDataPlane(options: DataPlaneOptions): DataPlane {
     } catch (error) {
       const known = isGatewayError(error);
       context.errorCode = known ? error.code : 'GW_ERR_INTERNAL';
+      context.trace?.refused(context.errorCode, known ? error.limit : undefined);
       if (known && error.limit) {
         context.refusedBy = error.limit;
         // Refused by a token, quota or budget limit: the request counts against none, its rpm included.
@@ -84,6 +90,7 @@ export function createDataPlane(options: DataPlaneOptions): DataPlane {
     } finally {
       // A reservation its handler did not hand to usage accounting costs nothing: given back.
       context.reservation?.release();
+      context.trace?.end(res.statusCode);
     }
   }
 

@@ -3,6 +3,8 @@ import type { ModelRoute } from '../core/route-table.ts';
 import type { Observation } from '../ops/request-observer.ts';
 import type { CallerKey } from '../core/exchange.ts';
 import type { Reservation } from '../usage/reservation.ts';
+import type { GuardrailRun } from './guardrails/guardrail-run.ts';
+import type { RequestTrace } from '../ops/tracing/request-trace.ts';
 
 /**
  * What the data plane knows of one model request, handed to its handler (never kept on req or res);
@@ -26,6 +28,10 @@ export interface RequestContext extends Observation {
    * exchange, else released when the request ends.
    */
   reservation?: Reservation;
+  /** The guardrails the request runs under, set once its model is resolved; undefined when it gets none. */
+  guardrails?: GuardrailRun;
+  /** The request's trace; undefined while tracing is off (nothing traced then costs more than this check). */
+  trace?: RequestTrace;
 }
 
 /** A model route's handler: node's own request and response, and the request's context. */
@@ -34,5 +40,5 @@ export type ModelHandler = (req: IncomingMessage, res: ServerResponse, context: 
 /** A fresh context for a request on `route`, before anything is checked (`unmatched` until its method is). */
 export function requestContext(route: ModelRoute, requestId: string): RequestContext {
   // Every field a request may get is there from the start, so every context has one shape.
-  return { route, requestId, startedAt: performance.now(), caller: undefined, recorded: false, label: 'unmatched', reservation: undefined, refusedBy: undefined };
+  return { route, requestId, startedAt: performance.now(), caller: undefined, recorded: false, label: 'unmatched', reservation: undefined, refusedBy: undefined, trace: undefined, guardrails: undefined };
 }

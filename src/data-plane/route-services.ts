@@ -7,6 +7,9 @@ import type { PluginFault } from '../plugins/plugin-fault.ts';
 import type { BudgetGate } from './limits/budget-gate.ts';
 import type { FailedAttempt, FailoverPlan } from './upstream/failover/attempt-upstream.ts';
 import type { ResponseCaching } from './cache/response-caching.ts';
+import type { GuardrailSet } from '../guardrails/guardrail-set.ts';
+import type { GuardrailActed } from './guardrails/guardrail-run.ts';
+import type { RequestTrace } from '../ops/tracing/request-trace.ts';
 
 /** Resolved upstream endpoints per vendor; `undefined` where the operator configured none. */
 export interface ProviderEndpoints {
@@ -25,6 +28,8 @@ export interface PluginFaultSite {
   readonly route: string;
   readonly model: string;
   readonly requestId: string | undefined;
+  /** The request's trace, which shows the fault as an event. */
+  readonly trace?: RequestTrace;
 }
 
 export interface RouteServices {
@@ -56,6 +61,10 @@ export interface RouteServices {
   readonly openStreams?: { opened(): void; closed(): void };
   /** The exact response cache (off while no TTL is configured); none in tests that leave it out. */
   readonly caching?: ResponseCaching;
+  /** The guardrails of the configuration in force (read per request); undefined when none is configured. */
+  readonly guardrails?: () => GuardrailSet | undefined;
+  /** Told of each guardrail action (the metric; a log line for each block, never with what was found). */
+  readonly guardrailActed?: (acted: GuardrailActed) => void;
   /** Told of each upstream attempt that failed (logged at warn: the failover warning). */
   readonly upstreamAttemptFailed?: (failed: FailedAttempt, requestId: string | undefined) => void;
 }

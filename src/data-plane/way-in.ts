@@ -6,6 +6,7 @@ import { lingerLimits, stampLingerLimits } from './http/linger-close.ts';
 import type { PendingRequests } from './http/pending-requests.ts';
 import { stampRequestId } from '../ops/request-id.ts';
 import type { RequestObserver } from '../ops/request-observer.ts';
+import type { RequestTracing } from '../ops/tracing/request-trace.ts';
 import type { DataPlane } from './data-plane.ts';
 import { requestContext } from './request-context.ts';
 
@@ -22,6 +23,8 @@ export interface WayInOptions {
   readonly pendingRequests?: PendingRequests;
   /** The body limit, which bounds how long an early answer waits for the rest of a body (10 MiB by default). */
   readonly bodyLimitBytes?: number;
+  /** Opens each model request's trace; none while tracing is off. */
+  readonly tracing?: RequestTracing;
 }
 
 /** The gateway's one node:http request listener. */
@@ -33,7 +36,7 @@ export type WayIn = (req: IncomingMessage, res: ServerResponse) => void;
  * table accepts, any method) on the data plane and hands anything else to the control plane.
  */
 export function createWayIn(options: WayInOptions): WayIn {
-  const { dataPlane, control, observer, pendingRequests } = options;
+  const { dataPlane, control, observer, pendingRequests, tracing } = options;
   const addressOf = options.addressOf ?? clientAddressResolver([]);
   const linger = lingerLimits(options.bodyLimitBytes ?? 10 * 1024 * 1024);
   return function wayIn(req, res) {
@@ -48,6 +51,7 @@ export function createWayIn(options: WayInOptions): WayIn {
     if (route !== undefined && dataPlane.serves(route)) {
       serve = () => {
         const context = requestContext(route, requestId);
+        if (tracing !== undefined) context.trace = tracing.startRequest({ headers: req.headers, method: req.method ?? '', route: route.path, path: pathname!, requestId });
         void dataPlane.serve(req, res, pathname!, observer ? observer.watch(req, res, context) : context);
       };
     } else {

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { LimitRefusal } from '../core/gateway-errors.ts';
+import { GENAI_BUCKETS, type GenAiMetrics, type GenAiObservation } from './genai-observation.ts';
 
 /** Why the connection caps refused a connection or a request, as `gateway_refusals_total` counts it. */
 export type RefusalReason = 'max_connections' | 'connections_per_address' | 'pending_requests_per_address';
@@ -33,6 +34,15 @@ export const NO_MODEL = 'none';
 type LabelledCounter = ReturnType<Counter<string>['labels']>;
 type LabelledHistogram = ReturnType<Histogram<string>['labels']>;
 
+/** The GenAI histograms' children of one operation, provider and requested model. */
+interface GenAiChildren {
+  readonly inputTokens: LabelledHistogram;
+  readonly outputTokens: LabelledHistogram;
+  readonly duration: LabelledHistogram;
+  readonly firstChunk: LabelledHistogram;
+  readonly perChunk: LabelledHistogram;
+}
+
 interface RouteChildren {
   readonly duration: LabelledHistogram;
   readonly overhead: LabelledHistogram;
@@ -47,7 +57,7 @@ interface RouteChildren {
  * ids, statuses HTTP statuses; no key material. Labelled children are created once and kept, so a
  * request costs a few map lookups and increments.
  */
-export class GatewayMetrics implements UpstreamMetrics {
+export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
   readonly registry = new Registry();
   private readonly requests: Counter<'route' | 'model' | 'status'>;
   private readonly duration: Histogram<'route'>;
@@ -61,10 +71,18 @@ export class GatewayMetrics implements UpstreamMetrics {
   private readonly configReloads: Counter<'result'>;
   private readonly refusals: Counter<'reason'>;
   private readonly pluginErrors: Counter<'plugin' | 'hook'>;
+  private readonly guardrailActions: Counter<'guardrail' | 'phase' | 'action'>;
   private readonly cacheResults: Counter<'result'>;
   private readonly cacheStoredBytes: Counter;
   private readonly cacheEvictedBytes: Counter;
   private readonly cacheSavedUsd: Counter;
+  private readonly genAiTokens: Histogram<'gen_ai_operation_name' | 'gen_ai_provider_name' | 'gen_ai_request_model' | 'gen_ai_token_type'>;
+  private readonly genAiDuration: Histogram<'gen_ai_operation_name' | 'gen_ai_provider_name' | 'gen_ai_request_model'>;
+  private readonly genAiFirstChunk: Histogram<'gen_ai_operation_name' | 'gen_ai_provider_name' | 'gen_ai_request_model'>;
+  private readonly genAiPerChunk: Histogram<'gen_ai_operation_name' | 'gen_ai_provider_name' | 'gen_ai_request_model'>;
+  private readonly genAiChildren = new Map<string, GenAiChildren>();
+  private readonly spansExported: Counter;
+  private readonly spansDropped: Counter<'reason'>;
   private readonly routes = new Map<string, RouteChildren>();
   private readonly tokenChildren = new Map<string, readonly [LabelledCounter, LabelledCounter, LabelledCounter]>();
   /** provider → endpoint name → counter */
@@ -99,10 +117,30 @@ export class GatewayMetrics implements UpstreamMetrics {
     });
     this.configReloads = new Counter({ name: 'gateway_config_reloads_total', help: 'Configuration reloads by result', labelNames: ['result'], registers });
     this.pluginErrors = new Counter({ name: 'gateway_plugin_errors_total', help: 'Plugin hooks that threw or returned a wrong shape (the answer ended with a plugin fault), by plugin and hook', labelNames: ['plugin', 'hook'], registers });
+    this.guardrailActions = new Counter({
+      name: 'gateway_guardrail_actions_total',
+      help: 'What guardrails did, by guardrail (its configured name), phase (request, response) and action (block, redact, fail_open: a webhook that did not answer let the text pass)',
+      labelNames: ['guardrail', 'phase', 'action'],
+      registers,
+    });
     this.cacheResults = new Counter({ name: 'gateway_cache_requests_total', help: 'Requests the response cache was asked about, by result (hit, miss, bypass)', labelNames: ['result'], registers });
     this.cacheStoredBytes = new Counter({ name: 'gateway_cache_stored_bytes_total', help: 'Bytes of answers written to the response cache', registers });
     this.cacheEvictedBytes = new Counter({ name: 'gateway_cache_evicted_bytes_total', help: 'Bytes of entries the embedded response cache dropped to stay within cache.maxBytes', registers });
     this.cacheSavedUsd = new Counter({ name: 'gateway_cache_saved_usd_total', help: 'What the answers served from the response cache would have cost upstream, in USD', registers });
+    const genAiLabels = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'] as const;
+    this.genAiTokens = new Histogram({
+      name: 'gen_ai_client_token_usage',
+      help: 'gen_ai.client.token.usage: tokens each upstream operation used, by token type (input, output), as the upstream reported them',
+      labelNames: [...genAiLabels, 'gen_ai_token_type'],
+      buckets: [...GENAI_BUCKETS.tokens],
+      registers,
+    });
+    this.genAiDuration = new Histogram({ name: 'gen_ai_client_operation_duration_seconds', help: 'gen_ai.client.operation.duration: from the first upstream attempt to the end of the answer', labelNames: genAiLabels, buckets: [...GENAI_BUCKETS.duration], registers });
+    this.genAiFirstChunk = new Histogram({ name: 'gen_ai_client_operation_time_to_first_chunk_seconds', help: 'gen_ai.client.operation.time_to_first_chunk: from the serving attempt to its first content event (streams)', labelNames: genAiLabels, buckets: [...GENAI_BUCKETS.duration], registers });
+    this.genAiPerChunk = new Histogram({ name: 'gen_ai_client_operation_time_per_output_chunk_seconds', help: 'gen_ai.client.operation.time_per_output_chunk: the mean time between the content events after the first, one observation per stream', labelNames: genAiLabels, buckets: [...GENAI_BUCKETS.perChunk], registers });
+    this.spansExported = new Counter({ name: 'gateway_trace_spans_exported_total', help: 'Spans the OTLP exporter delivered to the collector', registers });
+    this.spansDropped = new Counter({ name: 'gateway_trace_spans_dropped_total', help: 'Spans lost, by reason: queue_full (the export queue was full: the collector is slow or down), export_failed (an export failed after its retries)', labelNames: ['reason'], registers });
+    for (const reason of ['queue_full', 'export_failed']) this.spansDropped.labels(reason).inc(0);
     this.refusals = new Counter({ name: 'gateway_refusals_total', help: 'Connections and requests refused by the connection caps, by reason', labelNames: ['reason'], registers });
     const self = this;
     new Gauge({
@@ -164,6 +202,38 @@ export class GatewayMetrics implements UpstreamMetrics {
     if (firstByteMs !== undefined) children.firstByte.observe(firstByteMs / 1000);
   }
 
+  /** One upstream operation's GenAI metrics. */
+  genAi(observation: GenAiObservation): void {
+    const key = `${observation.operation}\u0000${observation.provider}\u0000${observation.requestModel}`;
+    let children = this.genAiChildren.get(key);
+    if (children === undefined) {
+      const labels = [observation.operation, observation.provider, observation.requestModel] as const;
+      children = {
+        inputTokens: this.genAiTokens.labels(...labels, 'input'),
+        outputTokens: this.genAiTokens.labels(...labels, 'output'),
+        duration: this.genAiDuration.labels(...labels),
+        firstChunk: this.genAiFirstChunk.labels(...labels),
+        perChunk: this.genAiPerChunk.labels(...labels),
+      };
+      this.genAiChildren.set(key, children);
+    }
+    if (observation.inputTokens !== undefined) children.inputTokens.observe(observation.inputTokens);
+    if (observation.outputTokens !== undefined) children.outputTokens.observe(observation.outputTokens);
+    children.duration.observe(observation.durationS);
+    if (observation.timeToFirstChunkS !== undefined) children.firstChunk.observe(observation.timeToFirstChunkS);
+    if (observation.timePerOutputChunkS !== undefined) children.perChunk.observe(observation.timePerOutputChunkS);
+  }
+
+  /** Spans the exporter delivered. */
+  tracesExported(count: number): void {
+    this.spansExported.inc(count);
+  }
+
+  /** Spans lost: the export queue was full, or an export failed. */
+  tracesDropped(reason: 'queue_full' | 'export_failed', count: number): void {
+    this.spansDropped.labels(reason).inc(count);
+  }
+
   /** A request the response cache was asked about. */
   cacheResult(result: 'hit' | 'miss' | 'bypass'): void {
     let child = this.cacheResultChildren.get(result);
@@ -187,6 +257,11 @@ export class GatewayMetrics implements UpstreamMetrics {
   /** A plugin hook threw or returned a wrong shape. */
   pluginError(plugin: string, hook: string): void {
     this.pluginErrors.labels(plugin, hook).inc();
+  }
+
+  /** A guardrail blocked or redacted a request's or an answer's text, or (`fail_open`) let it pass unchecked. */
+  guardrailAction(guardrail: string, phase: 'request' | 'response', action: 'block' | 'redact' | 'fail_open'): void {
+    this.guardrailActions.labels(guardrail, phase, action).inc();
   }
 
   tokensUsed(model: string, input: number, output: number, cached: number): void {

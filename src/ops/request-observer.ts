@@ -6,7 +6,8 @@ import type { TokenUsage, UpstreamRouteId, WireFormat } from '../plugins/plugin-
 import type { CallerKey, Exchange, RecordedUsage, UsageAccounting } from '../core/exchange.ts';
 import { NO_MODEL, type GatewayMetrics } from './metrics.ts';
 import { requestIdOf } from './request-id.ts';
-import { MODEL_ROUTES } from '../core/route-table.ts';
+import { MODEL_ROUTES, ROUTE_TABLE } from '../core/route-table.ts';
+import { upstreamModelOf } from '../core/model-registry.ts';
 
 
 const round = (ms: number): number => Math.round(ms * 1000) / 1000;
@@ -63,9 +64,26 @@ export class RequestObserver {
     else if (usage) this.metrics.tokensUsed(model, usage.inputTokens, usage.outputTokens, usage.cachedTokens);
     if (usage && !exchange.cacheHit && exchange.endpoint !== undefined) this.metrics.cachedInputTokens(resolved.plugin.vendor, exchange.endpoint, usage.cachedTokens);
     if (exchange.status === 429) this.metrics.limited('rate_limit');
+    // A GenAI operation is an answer that went upstream: not a cache hit, not a refusal before any attempt.
+    if (!exchange.cacheHit && (exchange.attempts ?? 0) > 0) this.genAi(exchange);
     if (recorded === undefined) this.logExchange(this.logger, exchange, usage);
     // Rare (the client left, or the upstream cut the stream): the child costs nothing on the usual path.
     else void recorded.then((final) => this.logExchange(final.estimated ? this.logger.child({ tokens_estimated: true }) : this.logger, exchange, final.usage));
+  }
+
+  private genAi(exchange: Exchange): void {
+    const { usage } = exchange;
+    // Recorded once, in prom-client: the OTLP metrics, when on, are read from the same histograms.
+    this.metrics.genAi({
+      operation: ROUTE_TABLE[exchange.route].genAiOperation,
+      provider: exchange.resolved.plugin.vendor,
+      requestModel: upstreamModelOf(exchange.resolved, exchange.route),
+      inputTokens: usage?.inputTokens,
+      outputTokens: usage?.outputTokens,
+      durationS: (exchange.upstreamMs ?? 0) / 1000,
+      timeToFirstChunkS: exchange.timeToFirstChunkMs === undefined ? undefined : exchange.timeToFirstChunkMs / 1000,
+      timePerOutputChunkS: exchange.timePerOutputChunkMs === undefined ? undefined : exchange.timePerOutputChunkMs / 1000,
+    });
   }
 
   private logExchange(logger: Logger, exchange: Exchange, usage: TokenUsage | undefined): void {

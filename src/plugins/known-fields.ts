@@ -1,5 +1,6 @@
 import type {
   AliasDeclaration,
+  GuardrailPlugin,
   ModelDeclaration,
   ModelPricing,
   NativeChatAdapter,
@@ -22,6 +23,7 @@ export const KNOWN_FIELDS = {
   streamFixup: fieldsOf<StreamFixupDeclaration>({ name: true, route: true, models: true, fixup: true, createState: true }),
   usageExtractor: fieldsOf<UsageExtractorDeclaration>({ route: true, models: true, extractor: true }),
   nativeChat: fieldsOf<NativeChatAdapter>({ route: true, buildRequest: true, readText: true }),
+  guardrail: fieldsOf<GuardrailPlugin>({ contract: true, guardrail: true, maxFindingChars: true, checkOptions: true, scan: true }),
   manifest: ['plugins'],
 } as const;
 

@@ -2,7 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { register } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { ProviderPlugin } from './plugin-contract.ts';
+import type { GuardrailPlugin, ProviderPlugin } from './plugin-contract.ts';
+import { declaresGuardrail, validateGuardrail } from './validate-guardrail.ts';
 import { recordOrigin } from './plugin-origin.ts';
 import { closestName, KNOWN_FIELDS, unknownFields } from './known-fields.ts';
 import { ManifestError, PluginLoadError, validatePlugin } from './validate-plugin.ts';
@@ -159,11 +160,26 @@ export function ensureContractResolver(): void {
   register(`data:text/javascript,${encodeURIComponent(RESOLVE_HOOK)}`, { data: { target } });
 }
 
+/** What a plugin folder declares: a provider, or a guardrail. */
+export type LoadedFolder = { readonly kind: 'provider'; readonly plugin: ProviderPlugin } | { readonly kind: 'guardrail'; readonly guardrail: GuardrailPlugin };
+
 /**
  * Imports one plugin folder's module and checks the declaration whole: throws one {@link PluginLoadError}
- * carrying every problem of the declaration, each naming its file.
+ * carrying every problem of the declaration, each naming its file. Refuses a guardrail plugin (see
+ * {@link loadFolder}).
  */
 export async function loadPluginFolder(folder: PluginFolder): Promise<ProviderPlugin> {
+  const loaded = await loadFolder(folder);
+  if (loaded.kind === 'provider') return loaded.plugin;
+  throw new PluginLoadError(folder.name, 'guardrail', 'is a guardrail plugin, not a provider plugin', folder.directory);
+}
+
+/**
+ * Imports one plugin folder's module and checks its declaration whole, as a guardrail when it declares
+ * `guardrail` (made by defineGuardrail) and no `vendor`, else as a provider: throws one
+ * {@link PluginLoadError} carrying every problem of the declaration, each naming its file.
+ */
+export async function loadFolder(folder: PluginFolder): Promise<LoadedFolder> {
   if (!existsSync(folder.directory)) {
     throw new PluginLoadError(folder.name, 'folder', `${folder.directory} does not exist (${folder.manifestPath} lists '${folder.name}': create the folder, or remove the entry)`);
   }
@@ -187,9 +203,14 @@ export async function loadPluginFolder(folder: PluginFolder): Promise<ProviderPl
     throw new PluginLoadError(folder.name, entry.slice(folder.directory.length + 1), `cannot be loaded: ${message.split('\n')[0]}${hint}`, entry);
   }
   try {
+    if (declaresGuardrail(module.default)) {
+      const guardrail = validateGuardrail(folder.name, module.default);
+      recordOrigin(guardrail, folder.directory);
+      return { kind: 'guardrail', guardrail };
+    }
     const plugin = validatePlugin(folder.name, module.default);
     recordOrigin(plugin, folder.directory);
-    return plugin;
+    return { kind: 'provider', plugin };
   } catch (error) {
     throw error instanceof PluginLoadError ? error.at(entry) : error;
   }
@@ -203,16 +224,24 @@ export async function loadPluginFolder(folder: PluginFolder): Promise<ProviderPl
  * naming the plugin (or manifest), its file or directory and the bad field.
  */
 export async function loadPlugins(manifestPath: string, pluginPath: readonly string[] = []): Promise<ProviderPlugin[]> {
+  return (await loadAllPlugins(manifestPath, pluginPath)).providers;
+}
+
+/** Every plugin the manifests list, as {@link loadPlugins} loads them: the providers (in catalog order) and the guardrails. */
+export async function loadAllPlugins(manifestPath: string, pluginPath: readonly string[] = []): Promise<{ providers: ProviderPlugin[]; guardrails: GuardrailPlugin[] }> {
   const { folders, problems } = inspectPluginFolders(manifestPath, pluginPath);
-  const plugins: ProviderPlugin[] = [];
+  const providers: ProviderPlugin[] = [];
+  const guardrails: GuardrailPlugin[] = [];
   for (const folder of folders) {
     try {
-      plugins.push(await loadPluginFolder(folder));
+      const loaded = await loadFolder(folder);
+      if (loaded.kind === 'provider') providers.push(loaded.plugin);
+      else guardrails.push(loaded.guardrail);
     } catch (error) {
       if (!(error instanceof PluginLoadError)) throw error;
       problems.push(error);
     }
   }
   if (problems.length) throw PluginLoadError.combine(problems);
-  return plugins;
+  return { providers, guardrails };
 }

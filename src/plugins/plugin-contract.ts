@@ -423,3 +423,124 @@ export type Exact<Shape, Actual> = Actual extends (...args: never[]) => unknown
 export function definePlugin<const Plugin extends ProviderPlugin>(plugin: Plugin & Exact<ProviderPlugin, Plugin>): Plugin {
   return plugin;
 }
+
+// ---------------------------------------------------------------------------------------------------
+// Guardrail plugins: the second kind of plugin, loaded from the same manifests.
+
+/** Where a guardrail reads text: what the client sends (`request`), or what comes back to it (`response`). */
+export type GuardrailPhase = 'request' | 'response';
+
+/** What a guardrail's {@link GuardrailPlugin.scan} is told about the text it reads. */
+export interface GuardrailContext {
+  readonly phase: GuardrailPhase;
+  /** The client route: `chat-completions`, `messages`, `count-tokens`, `responses` or `chat`. */
+  readonly route: RouteId;
+  /** The canonical ID of the model serving the request, e.g. `acme/acme-1`. */
+  readonly model: string;
+  /** The guardrail's `options` from the gateway's config file (`{}` when it gives none). */
+  readonly options: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * One stretch of a text a guardrail objects to: `[start, end)` in UTF-16 code units (JavaScript string
+ * indexes), `start < end`, within the text.
+ */
+export interface GuardrailFinding {
+  readonly start: number;
+  readonly end: number;
+  /**
+   * What stands in for the stretch when the guardrail is configured to redact. Default: the config's
+   * `replacement`, else `[REDACTED]`.
+   */
+  readonly replacement?: string;
+}
+
+/**
+ * A guardrail plugin: a check on text, made with {@link defineGuardrail}. It lives in a plugins
+ * directory beside provider plugins (`<dir>/<name>/index.js`, listed in that directory's
+ * `manifest.json`, the repository's or one in `GATEWAY_PLUGIN_PATH`), and an operator turns it on in the
+ * config file, where what it does with a finding is set (`action: block` or `redact`) and on which
+ * phase (`on: request | response | both`):
+ *
+ * ```yaml
+ * guardrails:
+ *   - { name: no-acme-codes, use: acme-codes, on: both, action: block, options: { prefix: ACME } }
+ * ```
+ *
+ * The gateway runs `scan` on every text of a request (system and user messages, text parts, tool
+ * results) or of an answer (message text, text deltas of a stream, tool-call arguments), one text at a
+ * time. In a stream it holds back the last `maxFindingChars - 1` characters of each text so that a
+ * finding split across events is still seen whole, and releases the rest at once. `docs/plugins.md`
+ * and `docs/guardrails.md` are the guides.
+ *
+ * @example
+ * ```ts
+ * import { defineGuardrail } from 'model-gateway/plugin';
+ *
+ * export default defineGuardrail({
+ *   contract: 1,
+ *   guardrail: 'acme-codes',
+ *   maxFindingChars: 16,
+ *   scan: (text) => [...text.matchAll(/ACME-\d{6}/g)].map((match) => ({ start: match.index, end: match.index + match[0].length })),
+ * });
+ * ```
+ */
+export interface GuardrailPlugin {
+  /** The contract version the guardrail is written for (one of {@link SUPPORTED_CONTRACT_VERSIONS}). */
+  readonly contract: ContractVersion;
+  /**
+   * The guardrail's name, which a config entry's `use:` names; equals its folder and manifest name.
+   * Lower case letters, digits and dashes.
+   */
+  readonly guardrail: string;
+  /**
+   * The longest text one finding may span, in UTF-16 code units (a positive integer): how much of a
+   * stream's text the gateway holds back so that a finding split across events is seen whole. A finding
+   * longer than this may be released in part before it is complete. Default: 256 (an operator may set
+   * another with the config entry's `windowChars`).
+   */
+  readonly maxFindingChars?: number;
+  /**
+   * Checks the config entry's `options` once, when the gateway starts or reloads its configuration.
+   *
+   * Receives: the entry's `options` (`{}` when it gives none).
+   * Returns: the problems, one sentence each (`[]` or `undefined` when the options fit); they refuse the
+   * configuration, named by the entry (`guardrails[2].options: …`). A throw is the plugin's fault.
+   *
+   * @example
+   * ```ts
+   * checkOptions: (options) => (options.prefix === undefined || typeof options.prefix === 'string' ? [] : ['prefix must be a string']),
+   * ```
+   */
+  readonly checkOptions?: (options: Readonly<Record<string, unknown>>) => readonly string[] | undefined;
+  /**
+   * Finds what the guardrail objects to in one text. Pure and synchronous: it is called on every text
+   * of every request (and, in streams, on each window of held text), so it must be fast, keep no state
+   * between calls and do no I/O (a remote check is the built-in `webhook` guardrail's job).
+   *
+   * Receives: the text, and the {@link GuardrailContext} (phase, route, model, the entry's options).
+   * Returns: the findings (`[]` or `undefined`: nothing), each a {@link GuardrailFinding} within the
+   * text; they may come in any order and overlap (the gateway merges them). Anything else (a finding out
+   * of the text's bounds, `start >= end`, a replacement that is not a string), or a throw, is the
+   * plugin's fault: logged with the guardrail and the hook `scan`, counted in
+   * `gateway_plugin_errors_total`, and answered as `GW_ERR_PLUGIN_FAULT` (a 502; in band in a stream that
+   * started). The gateway never fails open on a faulty guardrail.
+   *
+   * @example
+   * ```ts
+   * scan: (text) => {
+   *   const at = text.indexOf('forbidden');
+   *   return at === -1 ? [] : [{ start: at, end: at + 'forbidden'.length, replacement: '[…]' }];
+   * },
+   * ```
+   */
+  readonly scan: (text: string, context: GuardrailContext) => readonly GuardrailFinding[] | undefined;
+}
+
+/**
+ * Declares a guardrail plugin. The identity function, like {@link definePlugin}: the compiler checks the
+ * declaration exactly (a field the contract does not know is a compile error, and is refused at load).
+ */
+export function defineGuardrail<const Guardrail extends GuardrailPlugin>(guardrail: Guardrail & Exact<GuardrailPlugin, Guardrail>): Guardrail {
+  return guardrail;
+}

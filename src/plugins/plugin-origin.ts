@@ -1,15 +1,15 @@
-import type { ProviderPlugin } from './plugin-contract.ts';
+import type { GuardrailPlugin, ProviderPlugin } from './plugin-contract.ts';
 
 /** Where each loaded plugin came from (its folder), for messages that must name it. */
-const origins = new WeakMap<ProviderPlugin, string>();
+const origins = new WeakMap<ProviderPlugin | GuardrailPlugin, string>();
 
-/** Records the folder a plugin was loaded from. */
-export function recordOrigin(plugin: ProviderPlugin, directory: string): void {
+/** Records the folder a plugin (a provider or a guardrail) was loaded from. */
+export function recordOrigin(plugin: ProviderPlugin | GuardrailPlugin, directory: string): void {
   origins.set(plugin, directory);
 }
 
 /** The folder a plugin was loaded from, when the loader loaded it (plugins built in code have none). */
-export function originOf(plugin: ProviderPlugin): string | undefined {
+export function originOf(plugin: ProviderPlugin | GuardrailPlugin): string | undefined {
   return origins.get(plugin);
 }
 

@@ -19,7 +19,8 @@ import { lingerLimits } from '../data-plane/http/linger-close.ts';
 import { PendingRequests } from '../data-plane/http/pending-requests.ts';
 import { KeyConcurrency } from '../data-plane/limits/key-concurrency.ts';
 import { createRateLimiters } from '../data-plane/limits/rate-limiter.ts';
-import { loadPlugins } from '../plugins/load-plugins.ts';
+import { loadAllPlugins } from '../plugins/load-plugins.ts';
+import { guardrailReporter, logGuardrailPlugins } from './guardrail-wiring.ts';
 import { originOf } from '../plugins/plugin-origin.ts';
 import { DEFAULT_RETRY_POLICY, nativeChatRoute } from '../data-plane/routes/native-chat-route.ts';
 import type { ProviderEndpoints, RouteServices } from '../data-plane/route-services.ts';
@@ -42,6 +43,9 @@ import { openResponseCache, responseCaching } from './response-cache-wiring.ts';
 import { BudgetGate } from '../data-plane/limits/budget-gate.ts';
 import { adminUsageRoute, ownUsageRoute } from '../control-plane/usage-routes.ts';
 import type { UsageStore } from '../usage/usage-store.ts';
+import { createRequire } from 'node:module';
+import { startTracing } from '../ops/tracing/otel-tracing.ts';
+import { startOtlpGenAiMetrics } from '../ops/tracing/otlp-metrics.ts';
 
 export interface Gateway {
   /** `http://host:port` the gateway listens on. */
@@ -71,6 +75,30 @@ export interface Gateway {
 }
 
 const OPENAPI_JSON = JSON.stringify(OPENAPI_DOCUMENT);
+/**
+ * The gateway's version (`service.version` of its traces), from its own package.json (self-referenced,
+ * so the compiled build finds it too); `unknown` where the code runs without it (a bare compiled tree).
+ */
+const VERSION = ((): string => {
+  try {
+    return (createRequire(import.meta.url)('model-gateway/package.json') as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+})();
+
+/** A URL as logged: without a user and password it may carry. */
+function withoutUserInfo(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname}`;
+}
+
+/** Waits for `work` (its failure ignored), `ms` at most. */
+async function withinMs(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([work.catch(() => {}), new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
 
 /** How the gateway process runs: alone, or as one worker of a cluster (`GATEWAY_WORKERS`). */
 export interface StartOptions {
@@ -83,9 +111,10 @@ export interface StartOptions {
 
 /** Builds every part from the config, starts listening, and gives back a handle that closes it all. */
 export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv, logger: Logger, options: StartOptions = {}): Promise<Gateway> {
-  const plugins = await loadPlugins(config.manifestPath, config.pluginPath);
+  const { providers: plugins, guardrails: guardrailPlugins } = await loadAllPlugins(config.manifestPath, config.pluginPath);
   const live = new LiveConfig({
     plugins,
+    guardrailPlugins,
     env,
     config,
     // A reload keeps the breaker state (rests, failure counts) of the endpoints it does not change.
@@ -96,6 +125,8 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       accessLogger.level = settings.config.logLevel;
       // The reload built new endpoint pools: their rests are shared between instances from now on.
       sharedBreaker?.attach(settings.endpoints.pools());
+      // Of the tracing settings only the sampler applies live; the rest are read at start.
+      if (tracing?.setSampler(settings.config.tracing.sampler)) logger.info({ sampler: settings.config.tracing.sampler.name, ratio: settings.config.tracing.sampler.ratio }, 'trace sampler changed');
     },
     onResult: (result) => metrics.configReload(result),
   });
@@ -104,6 +135,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     const directory = originOf(plugin);
     logger.info({ plugin: plugin.vendor, directory, models: plugin.models.length }, `plugin '${plugin.vendor}' loaded from ${directory}: ${plugin.models.length} model(s)`);
   }
+  logGuardrailPlugins(logger, guardrailPlugins);
   const currentRegistry = () => live.current.registry;
   const endpoints: ProviderEndpoints = {
     get: (vendor) => live.current.endpoints.get(vendor),
@@ -130,6 +162,12 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   });
   const responseCache = openResponseCache(redis, () => live.current.config, metrics, logger);
   const accessLogger = createAccessLogger(logger);
+  // Off (undefined) without a traces endpoint: then no request makes a span.
+  const tracing = startTracing(config.tracing, { exported: (count) => metrics.tracesExported(count), dropped: (reason, count) => metrics.tracesDropped(reason, count) }, VERSION);
+  const otlpMetrics = startOtlpGenAiMetrics(config.tracing, metrics.registry, VERSION);
+  // Where spans and metrics go, never the headers (they may carry a collector's credential).
+  if (tracing) logger.info({ traces: withoutUserInfo(config.tracing.traces!.url), protocol: config.tracing.traces!.protocol, sampler: config.tracing.sampler.name, ratio: config.tracing.sampler.ratio }, 'tracing on: OTLP traces');
+  if (otlpMetrics) logger.info({ metrics: withoutUserInfo(config.tracing.metrics!.url), protocol: config.tracing.metrics!.protocol }, 'GenAI metrics over OTLP');
   const observer = new RequestObserver(accessLogger, metrics);
   const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, onAttempt: (provider, endpoint, outcome) => metrics.upstreamAttempt(provider, endpoint, outcome) });
   // Request rates are meters of the same ledger; the limit and window in force are read per request.
@@ -164,6 +202,9 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       );
     },
     caching: responseCaching(responseCache, () => live.current.config, metrics),
+    // Read per request from the configuration in force (a reload rebuilds them).
+    guardrails: () => live.current.guardrails,
+    guardrailActed: guardrailReporter(metrics, logger),
     bodyLimitBytes: config.bodyLimitBytes,
     upstreamBodyLimitBytes: 64 * 1024 * 1024,
     maxSseEventBytes: config.maxSseEventBytes,
@@ -210,13 +251,14 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     nativeChat: nativeChatRoute(services, { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs }),
     inFlight,
     observer,
+    tracing: tracing?.requests,
     addressOf: clientAddressResolver(config.trustedProxies),
     pendingRequests: new PendingRequests(config.maxPendingRequestsPerAddress, logger, () => metrics.refused('pending_requests_per_address')),
     mount: (expressApp, add, guard) => {
       if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(options.clusterWorker ? new PrimaryScrape() : metrics));
       add('get', '/openapi.json', (_req, res) => void res.type('application/json').send(OPENAPI_JSON));
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
-      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, teams, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle: adminThrottle, limits: ledger, responseCache }));
+      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, teams, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle: adminThrottle, limits: ledger, responseCache, guardrails: () => live.current.config.guardrails.map((entry) => entry.name) }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
       // 503 while anything runs degraded (or the gateway drains), so a balancer prefers healthy instances.
       // `?degraded=ready` answers 200 while degraded: for an orchestrator that takes every unready
@@ -317,6 +359,8 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       await accounting.flush();
       await ledger.close();
       await upstream.close();
+      // What is still queued goes out now; a collector that is away loses it (the stop waits 5 s at most).
+      await withinMs(Promise.all([tracing?.shutdown(), otlpMetrics?.shutdown()]), 5000);
       sharedBreaker?.stop();
       if (metricsServer) await new Promise((resolve) => metricsServer.close(resolve));
       await stores.close();

@@ -3,7 +3,8 @@ import { readFileSync, unwatchFile, watch, watchFile, type FSWatcher } from 'nod
 import { basename, dirname, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { ModelRegistry } from '../core/model-registry.ts';
-import type { ProviderPlugin } from '../plugins/plugin-contract.ts';
+import type { GuardrailPlugin, ProviderPlugin } from '../plugins/plugin-contract.ts';
+import { buildGuardrailSet, guardrailPluginProblems, type GuardrailSet } from '../guardrails/guardrail-set.ts';
 import { PluginLoadError } from '../plugins/validate-plugin.ts';
 import { fallbackTable, type FallbackTable } from '../data-plane/routes/model-fallbacks.ts';
 import type { ProviderEndpoints } from '../data-plane/route-services.ts';
@@ -35,6 +36,8 @@ export interface LiveSettings {
   readonly endpoints: ProviderEndpoints;
   /** The model fallbacks, checked against this registry. */
   readonly fallbacks: FallbackTable;
+  /** The guardrails (`guardrails:`), built once per configuration; undefined when none is configured. */
+  readonly guardrails: GuardrailSet | undefined;
 }
 
 /**
@@ -84,9 +87,12 @@ export function fallbackProblems(plugins: readonly ProviderPlugin[], fallbacks: 
   return problems;
 }
 
-/** What a config must pass against the loaded plugins besides its own checks: aliases and fallbacks. */
-export function modelTableProblems(plugins: readonly ProviderPlugin[], config: GatewayConfig): ConfigProblem[] {
-  return [...aliasProblems(plugins, config.aliases), ...fallbackProblems(plugins, config.fallbacks)];
+/**
+ * What a config must pass against the loaded plugins besides its own checks: aliases and fallbacks, and
+ * (given the guardrail plugins) that each guardrail entry's `use` is built in or loaded, with options its plugin accepts.
+ */
+export function modelTableProblems(plugins: readonly ProviderPlugin[], config: GatewayConfig, guardrailPlugins: readonly GuardrailPlugin[] = []): ConfigProblem[] {
+  return [...aliasProblems(plugins, config.aliases), ...fallbackProblems(plugins, config.fallbacks), ...guardrailPluginProblems(config.guardrails, guardrailPlugins)];
 }
 
 /** Settings that only a restart can change, each with the name an operator knows it by. */
@@ -103,6 +109,8 @@ const KUBERNETES_VOLUME_DATA = '..data';
 
 export interface LiveConfigOptions {
   readonly plugins: readonly ProviderPlugin[];
+  /** The guardrail plugins the manifests list (what a guardrail entry's `use` may name besides the built-in kinds). */
+  readonly guardrailPlugins?: readonly GuardrailPlugin[];
   readonly env: NodeJS.ProcessEnv;
   readonly cwd?: string;
   /** The configuration the gateway started with (its tables are built as a reload builds them). */
@@ -149,7 +157,7 @@ export class LiveConfig {
 
   constructor(private readonly options: LiveConfigOptions) {
     this.path = configFilePath(options.env, options.cwd);
-    const problems = modelTableProblems(options.plugins, options.config);
+    const problems = modelTableProblems(options.plugins, options.config, options.guardrailPlugins);
     if (problems.length) throw new ConfigError(inspectConfig(options.env, options.cwd).describe(problems));
     this.current = this.settingsFor(configVersion(this.path), options.config);
     this.seen = this.current.version;
@@ -160,7 +168,14 @@ export class LiveConfig {
     const registry = new ModelRegistry(this.options.plugins, config.aliases);
     // At start `current` is not set yet: there is no table to carry anything over from.
     const previous = this.current as LiveSettings | undefined;
-    return { version, config, registry, fallbacks: fallbackTable(registry, config.fallbacks), endpoints: this.options.buildEndpoints(config, previous?.endpoints) };
+    return {
+      version,
+      config,
+      registry,
+      fallbacks: fallbackTable(registry, config.fallbacks),
+      endpoints: this.options.buildEndpoints(config, previous?.endpoints),
+      guardrails: buildGuardrailSet(config.guardrails, this.options.guardrailPlugins ?? []),
+    };
   }
 
   /** Reads, validates and applies the file. Never throws: a refusal is logged and returned. */
@@ -171,7 +186,7 @@ export class LiveConfig {
     try {
       const inspection = inspectConfig(this.options.env, this.options.cwd);
       const { config } = inspection;
-      const problems = [...inspection.problems, ...inspection.describe(modelTableProblems(this.options.plugins, config))];
+      const problems = [...inspection.problems, ...inspection.describe(modelTableProblems(this.options.plugins, config, this.options.guardrailPlugins))];
       if (problems.length) throw new ConfigError(problems);
       const restart = restartOnlyChanges(this.current.config, config);
       if (restart.length) throw new ConfigError(`${restart.join(', ')} changed: these need a restart, nothing was applied`);

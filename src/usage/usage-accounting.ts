@@ -71,6 +71,7 @@ export class GatewayUsageAccounting implements UsageAccounting {
           pricing: exchange.resolved.model.pricing,
           time,
           cacheHit: exchange.cacheHit !== undefined,
+          guardrails: exchange.guardrails,
         });
         // The reservation settles to the record's figures, estimated ones included (zero: released).
         exchange.settlement?.settle(record);
@@ -78,6 +79,7 @@ export class GatewayUsageAccounting implements UsageAccounting {
       };
       const reported = exchange.usage;
       // A plugin fault leaves the answer's usage unread or partly read, as a cut stream does.
+      // So does a stream a guardrail ended: the upstream was dropped mid-answer (a blocked JSON answer came whole, its usage with it).
       const cutShort = (exchange.stream && exchange.outcome !== 'complete') || exchange.outcome === 'plugin_error';
       const counts = exchange.route !== 'count-tokens';
       const needsEstimate = counts && exchange.consumed && (!reported || cutShort);

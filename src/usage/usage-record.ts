@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ModelPricing, RouteId, TokenUsage } from '../plugins/plugin-contract.ts';
 import { charge, costNanoUsd } from './pricing.ts';
-import type { UsageOutcome } from '../core/exchange.ts';
+import type { GuardrailMark, UsageOutcome } from '../core/exchange.ts';
 
 /** One request's usage, as stored and summed. */
 export interface UsageRecord {
@@ -48,6 +48,8 @@ export interface UsageRecord {
    */
   readonly cache?: 'hit';
   readonly savedUsd?: number;
+  /** What guardrails blocked or redacted (name, phase, action), when any did; never what they found. */
+  readonly guardrails?: readonly GuardrailMark[];
 }
 
 /** What a request knows when it is done, for {@link buildUsageRecord}. */
@@ -68,6 +70,8 @@ export interface UsageRecordInput
   readonly time?: Date;
   /** The response cache answered: nothing is charged, the cost is recorded as saved. */
   readonly cacheHit?: boolean;
+  /** What guardrails blocked or redacted. */
+  readonly guardrails?: readonly GuardrailMark[];
 }
 
 const count = (value: number): number => (Number.isFinite(value) && value > 0 ? Math.round(value) : 0);
@@ -118,6 +122,7 @@ export function buildUsageRecord(input: UsageRecordInput): UsageRecord {
     ...(input.attempts !== undefined && input.attempts > 1 ? { attempts: input.attempts } : {}),
     ...(input.requestId ? { requestId: input.requestId } : {}),
     ...(input.cacheHit ? { cache: 'hit' as const, savedUsd: priced.costUsd } : {}),
+    ...(input.guardrails?.length ? { guardrails: input.guardrails } : {}),
   };
 }
 

@@ -91,12 +91,33 @@ describe('CLI', function () {
     const listed = await cli(['keys', 'list'], env);
     expect(listed.code).to.equal(0);
     const [header, ...rows] = listed.out.trimEnd().split('\n');
-    expect(header!.split(/\s+/)).to.deep.equal(['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'cache']);
+    expect(header!.split(/\s+/)).to.deep.equal(['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'cache', 'guardrails']);
     expect(rows).to.have.length(3);
-    expect(rows[0]).to.match(new RegExp(`^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all\\s+-\\s+default$`));
-    expect(rows[1]).to.match(/\ssecond\s+active\s.*\strue$/);
-    expect(rows[2]).to.match(/\sthird\s+active\s.*\sfalse$/);
+    expect(rows[0]).to.match(new RegExp(`^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all\\s+-\\s+default\\s+default$`));
+    expect(rows[1]).to.match(/\ssecond\s+active\s.*\strue\s+default$/);
+    expect(rows[2]).to.match(/\sthird\s+active\s.*\sfalse\s+default$/);
     expect(listed.out).not.to.match(/sk-|[0-9a-f]{64}/);
+  });
+
+  it('creates keys naming guardrails of the configuration (or none), and refuses a name it does not hold', async () => {
+    const config = join(dataDir, 'gateway.yaml');
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile(config, "guardrails:\n  - { name: no-emails, use: pii, on: request, action: redact, entities: [email] }\n  - { name: no-codes, use: regex, on: response, action: block, patterns: ['X-[0-9]+'] }\n");
+    const withConfig = { ...env, GATEWAY_CONFIG: config };
+    expect(await cli(['keys', 'create', '--name', 'strict', '--guardrails', 'no-codes, no-emails'], withConfig)).to.deep.include({ code: 0, err: '' });
+    expect(await cli(['keys', 'create', '--name', 'trusted', '--guardrails', ''], withConfig)).to.deep.include({ code: 0, err: '' });
+    expect(await cli(['keys', 'create', '--name', 'typo', '--guardrails', 'no-email'], withConfig)).to.deep.include({
+      code: 1,
+      err: "Invalid input parameters\n  Field '--guardrails': no guardrail is named 'no-email' in the configuration (configured: no-emails, no-codes)\n",
+    });
+    const records = await new FileKeyStore(dataDir).list();
+    expect(records.map((record) => [record.name, record.guardrails])).to.deep.equal([
+      ['strict', ['no-codes', 'no-emails']],
+      ['trusted', []],
+    ]);
+    const rows = (await cli(['keys', 'list'], withConfig)).out.trimEnd().split('\n').slice(1);
+    expect(rows[0]).to.match(/\sstrict\s.*\sno-codes,no-emails$/);
+    expect(rows[1]).to.match(/\strusted\s.*\snone$/);
   });
 
   it('is picked up by a running store instance without a restart', async () => {

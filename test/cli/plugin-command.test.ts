@@ -87,6 +87,32 @@ describe('CLI: plugin new and plugin test', function () {
     expect(typo.out).to.match(new RegExp(`^✘ type check: 1 error\\(s\\)\\n {4}${chatIndex.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\(\\d+,\\d+\\): .*unknown field 'defaultHeader'`));
   });
 
+  it('scaffolds a guardrail plugin (--guardrail) that plugin test checks on its examples, and names a broken one\'s rule', async () => {
+    const plugins = join(root, 'guards');
+    const created = await cli(['plugin', 'new', 'acme-tickets', '--guardrail', '--dir', plugins]);
+    expect(created.code, created.err).to.equal(0);
+    expect(created.out).to.contain('Turn it on in the config file: guardrails: [{ name: acme-tickets, use: acme-tickets, on: both, action: block }]');
+    expect(await manifestOf(plugins)).to.deep.equal(['acme-tickets']);
+    expect((await readdir(join(plugins, 'acme-tickets'), { recursive: true })).sort()).to.deep.equal(['__fixtures__', '__fixtures__/prefix.guardrail.json', '__fixtures__/tickets.guardrail.json', 'index.ts']);
+    expect(await readFile(join(plugins, 'acme-tickets', 'index.ts'), 'utf8')).to.contain("import { defineGuardrail, type GuardrailFinding } from 'model-gateway/plugin';").and.to.contain("guardrail: 'acme-tickets',");
+    const tested = await cli(['plugin', 'test', join(plugins, 'acme-tickets')]);
+    expect(tested.out).to.match(/^✔ type check: acme-tickets\n✔ acme-tickets: \d+ checks passed /);
+    expect(tested.code).to.equal(0);
+
+    // Another one (a module once imported stays as it was in this process), with an example that says
+    // otherwise and a window too short for what scan finds.
+    expect((await cli(['plugin', 'new', 'acme-broken', '--guardrail', '--dir', plugins])).code).to.equal(0);
+    const fixture = join(plugins, 'acme-broken', '__fixtures__', 'tickets.guardrail.json');
+    await writeFile(fixture, JSON.stringify({ examples: [{ text: 'See TICKET-123456.', finds: [] }] }));
+    const index = join(plugins, 'acme-broken', 'index.ts');
+    await writeFile(index, (await readFile(index, 'utf8')).replace('maxFindingChars: MAX_PREFIX + 7,', 'maxFindingChars: 4,'));
+    const broken = await cli(['plugin', 'test', join(plugins, 'acme-broken')]);
+    expect(broken.code).to.equal(1);
+    expect(broken.out).to.contain(`plugin 'acme-broken', rule 'finds': fixture 'tickets', example 1 (request): scan found ["TICKET-123456"], the example says []`);
+    expect(broken.out).to.match(/plugin 'acme-broken', rule 'stream': fixture 'prefix', example 1: cut into .*, a stream let the finding through; maxFindingChars \(4\) must be at least the longest finding \(10 characters\)/);
+    expect(await cli(['plugin', 'new', 'other', '--guardrail', '--format', 'messages', '--dir', plugins])).to.deep.include({ code: 2 });
+  });
+
   it('writes beside the gateway manifest by default, importing the contract by path only in the repository providers/', async () => {
     const plugins = join(root, 'providers');
     await mkdir(plugins);
@@ -152,7 +178,7 @@ describe('CLI: plugin new and plugin test', function () {
       expect(help.err, argv.join(' ')).to.equal('');
       expect(help.out, argv.join(' ')).to.match(/Usage:|model-gateway/);
     }
-    expect((await cli(['plugin', 'new', '--help'])).out).to.match(/^Usage:\n {2}plugin new VENDOR [^\n]*\n$/);
+    expect((await cli(['plugin', 'new', '--help'])).out).to.match(/^Usage:\n {2}plugin new VENDOR [^\n]*\n {2}plugin new NAME --guardrail [^\n]*\n$/);
   });
 
   it('tests a plugin beside the GATEWAY_PLUGIN_PATH plugins: an alias colliding with one of them fails, naming both directories', async () => {

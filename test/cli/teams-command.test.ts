@@ -38,9 +38,28 @@ describe('CLI teams and the keys\' budget flags', function () {
     await cli(['teams', 'create', 'bare'], env);
     const listed = await cli(['teams', 'list'], env);
     const [header, ...rows] = listed.out.trimEnd().split('\n');
-    expect(header!.split(/\s+/)).to.deep.equal(['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency', 'cache']);
-    expect(rows[0]).to.match(/^research\s+\S+\s+60\s+20000\s+5000\s+-\s+-\s+80\.5\s+40\s+false$/);
-    expect(rows[1]).to.match(/^bare\s+\S+(\s+-){8}$/);
+    expect(header!.split(/\s+/)).to.deep.equal(['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency', 'cache', 'guardrails']);
+    expect(rows[0]).to.match(/^research\s+\S+\s+60\s+20000\s+5000\s+-\s+-\s+80\.5\s+40\s+false\s+-$/);
+    expect(rows[1]).to.match(/^bare\s+\S+(\s+-){9}$/);
+  });
+
+  it("sets a team's guardrails (those the configuration holds, or none), changes them, and removes them with --clear guardrails", async () => {
+    const config = join(dataDir, 'gateway.yaml');
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile(config, 'guardrails:\n  - { name: no-emails, use: pii, on: request, action: redact }\n  - { name: moderation, use: webhook, url: http://127.0.0.1:9/check, failMode: open }\n');
+    const withConfig = { ...env, GATEWAY_CONFIG: config };
+    expect(await cli(['teams', 'create', 'support', '--guardrails', 'no-emails'], withConfig)).to.deep.include({ code: 0, out: 'Created team support (guardrails no-emails).\n' });
+    expect(await teams.get('support')).to.deep.include({ guardrails: ['no-emails'] });
+    expect((await cli(['teams', 'update', 'support', '--guardrails', ''], withConfig)).out).to.contain('Updated team support (guardrails none)');
+    expect(await teams.get('support')).to.deep.include({ guardrails: [] });
+    expect(await cli(['teams', 'update', 'support', '--guardrails', 'moderation,nope'], withConfig)).to.deep.include({
+      code: 1,
+      err: "Invalid input parameters\n  Field '--guardrails': no guardrail is named 'nope' in the configuration (configured: no-emails, moderation)\n",
+    });
+    expect((await cli(['teams', 'list'], withConfig)).out).to.match(/\nsupport\s.*\snone\n$/);
+    expect(await cli(['teams', 'update', 'support', '--clear', 'guardrails', '--guardrails', 'no-emails'], withConfig)).to.deep.include({ code: 2 });
+    expect((await cli(['teams', 'update', 'support', '--clear', 'guardrails'], withConfig)).out).to.contain('Updated team support (no limits)');
+    expect(await teams.get('support')).not.to.have.property('guardrails');
   });
 
   it('updates a team: flags set limits, a side of quota or budget keeps the other, --clear removes', async () => {
@@ -97,7 +116,7 @@ describe('CLI teams and the keys\' budget flags', function () {
     const key = /^(sk-[A-Za-z0-9_-]{43})$/m.exec(made.out)![1]!;
     const record = (await new FileKeyStore(dataDir).findByHash(hashApiKey(key)))!;
     expect(record).to.deep.include({ team: 'busy', tpm: 900, budget: { daily_usd: 1.5, monthly_usd: 30 } });
-    expect((await cli(['keys', 'list'], env)).out).to.match(/\smember\s.*\sbusy\s+default$/m);
+    expect((await cli(['keys', 'list'], env)).out).to.match(/\smember\s.*\sbusy\s+default\s+default$/m);
     expect(await cli(['teams', 'delete', 'busy'], env)).to.deep.include({ code: 1, err: "Team 'busy' is named by 1 key that is not revoked; revoke it first\n" });
     await cli(['keys', 'revoke', record.id], env);
     expect(await cli(['teams', 'delete', 'busy'], env)).to.deep.include({ code: 0, out: 'Deleted team busy.\n' });

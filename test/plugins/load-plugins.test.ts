@@ -152,7 +152,7 @@ describe('loadPlugins with GATEWAY_PLUGIN_PATH directories', function () {
     await mkdir(join(compiled, 'plugins'), { recursive: true });
     await writeFile(join(compiled, 'package.json'), JSON.stringify({ type: 'module' }));
     await symlink(join(ROOT, 'node_modules'), join(compiled, 'node_modules'), 'dir');
-    for (const file of ['load-plugins', 'validate-plugin', 'validate-auth', 'plugin-fault', 'plugin-contract', 'known-fields', 'plugin-origin']) {
+    for (const file of ['load-plugins', 'validate-plugin', 'validate-guardrail', 'validate-auth', 'plugin-fault', 'plugin-contract', 'known-fields', 'plugin-origin']) {
       const source = await readFile(join(ROOT, 'src/plugins', `${file}.ts`), 'utf8');
       const options = { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, rewriteRelativeImportExtensions: true, verbatimModuleSyntax: true };
       await writeFile(join(compiled, 'plugins', `${file}.js`), ts.transpileModule(source, { compilerOptions: options }).outputText);

@@ -9,9 +9,10 @@ import { WIRE_FORMATS } from '../../src/core/formats/index.ts';
 import { startGateway, type Gateway } from '../../src/server/gateway.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import { envPrefixOf } from '../../src/data-plane/upstream/provider-endpoints.ts';
-import { loadPluginFolder, pluginFolders, type PluginFolder } from '../../src/plugins/load-plugins.ts';
+import { loadFolder, pluginFolders, type PluginFolder } from '../../src/plugins/load-plugins.ts';
+import { checkGuardrail } from './guardrail-conformance.ts';
 import { ModelRegistry } from '../../src/core/model-registry.ts';
-import type { AuthStyle, ModelDeclaration, ProviderPlugin, RouteId, TokenUsage, UpstreamRouteId, WireFormat } from '../../src/plugins/plugin-contract.ts';
+import type { AuthStyle, GuardrailPlugin, ModelDeclaration, ProviderPlugin, RouteId, TokenUsage, UpstreamRouteId, WireFormat } from '../../src/plugins/plugin-contract.ts';
 import { applyFixups, decodeSse, encodeSse, eventDiff, fixtureEvents, readFixtures, sameEvents, type RecordedFixture, type RecordedStream } from './recorded-fixtures.ts';
 
 /** A multi-line detail under a failure line. */
@@ -123,9 +124,12 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   }
 
   const plugins: ProviderPlugin[] = [];
+  const guardrails: GuardrailPlugin[] = [];
   for (const folder of folders) {
     try {
-      plugins.push(await loadPluginFolder(folder));
+      const loaded = await loadFolder(folder);
+      if (loaded.kind === 'provider') plugins.push(loaded.plugin);
+      else guardrails.push(loaded.guardrail);
     } catch (error) {
       const failure = { plugin: folder.name, rule: 'load', message: (error as Error).message };
       (reports.get(folder.name)?.failures ?? failures).push(failure);
@@ -140,6 +144,12 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     return done([...reports.values()]);
   }
   if (failures.length || [...reports.values()].some((report) => report.failures.length)) return done([...reports.values()]);
+  // Guardrail plugins are checked on their examples, in this process; providers through a gateway.
+  for (const guardrail of guardrails) {
+    const report = reports.get(guardrail.guardrail);
+    if (report) checkGuardrail(guardrail, report);
+  }
+  if (!plugins.some((plugin) => reports.has(plugin.vendor))) return done([...reports.values()]);
 
   const keyPlaces = plugins.flatMap((plugin) => Object.values(plugin.routes).flatMap((route) => (route && typeof route.auth === 'object' ? [route.auth] : [])));
   const mock = await startMockUpstream({ apiKey: UPSTREAM_KEY, cachedTokens: CACHED_TOKENS, keyPlaces });

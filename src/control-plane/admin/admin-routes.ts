@@ -33,6 +33,8 @@ export interface KeyView {
   readonly team: string | null;
   /** The key's response cache setting as set; null when unset (the gateway's setting applies). */
   readonly cache: boolean | null;
+  /** The guardrails the key's requests get; null when unset (its team's, else every configured one). */
+  readonly guardrails: readonly string[] | null;
 }
 
 export function keyView(record: ApiKeyRecord): KeyView {
@@ -51,6 +53,7 @@ export function keyView(record: ApiKeyRecord): KeyView {
     budget: record.budget ?? null,
     team: record.team ?? null,
     cache: record.cache ?? null,
+    guardrails: record.guardrails ?? null,
   };
 }
 
@@ -93,6 +96,8 @@ export interface AdminRouterOptions {
   readonly limits?: Pick<LimitLedger, 'peek'>;
   /** The response cache `DELETE /admin/cache` empties; without one (no cache configured) it deletes nothing. */
   readonly responseCache?: ResponseCache;
+  /** The names of the guardrails the configuration in force holds, to check `guardrails` of keys and teams against; unchecked when absent. */
+  readonly guardrails?: () => readonly string[];
 }
 
 /**
@@ -126,7 +131,7 @@ export function keyRoutes(options: Omit<AdminRouterOptions, 'token' | 'teams'> &
     const body = await readJsonObject(req, options.bodyLimitBytes ?? 1024 * 1024);
     const team = body.team;
     const knownTeams = options.teams && new Set(isTeamName(team) && (await options.teams.get(team)) ? [team] : []);
-    const input = parseNewKey(body, { knownModels: options.registry && canonicalModelIds(options.registry()), knownTeams });
+    const input = parseNewKey(body, { knownModels: options.registry && canonicalModelIds(options.registry()), knownTeams, knownGuardrails: options.guardrails?.() });
     const { key, record } = await options.keys.create(input);
     res.status(201).json({ ...keyView(record), key });
   });

@@ -1,4 +1,6 @@
 import * as yup from 'yup';
+import { fieldError } from '../../core/gateway-errors.ts';
+import { GUARDRAIL_NAME, GUARDRAIL_NAME_RULE } from '../../guardrails/guardrail-settings.ts';
 
 /** The largest money budget accepted, in USD (well inside the nano-USD counters' safe integers). */
 export const MAX_USD = 1_000_000_000;
@@ -37,6 +39,24 @@ export const moneyBudget = () =>
 
 /** `cache`: `false` keeps the owner's requests out of the response cache; `true` is kept as given (the gateway's setting applies). */
 export const cacheSetting = () => yup.boolean().strict().typeError('must be true or false').nonNullable('must be true or false');
+
+/** `guardrails`: the names of configured guardrails the owner's requests get; `[]`: none. */
+export const guardrailList = () =>
+  yup
+    .array(yup.string().strict().typeError(GUARDRAIL_NAME_RULE).required(GUARDRAIL_NAME_RULE).matches(GUARDRAIL_NAME, GUARDRAIL_NAME_RULE))
+    .strict()
+    .typeError('must be a list of guardrail names ([] for none)')
+    .default(undefined);
+
+/**
+ * The errors of a `guardrails` list naming a guardrail the configuration in force does not hold (each
+ * named once); none when the list is not a list of strings (the schema says so) or `known` is absent.
+ */
+export function unknownGuardrails(value: unknown, known: readonly string[] | undefined, label: string): string[] {
+  if (!known || !Array.isArray(value)) return [];
+  const missing = [...new Set(value.filter((name): name is string => typeof name === 'string' && GUARDRAIL_NAME.test(name) && !known.includes(name)))];
+  return missing.map((name) => fieldError(label, `no guardrail is named '${name}' in the configuration (configured: ${known.length ? known.join(', ') : 'none'})`));
+}
 
 /** The value without its undefined members (so stored records carry only the limits set). */
 export function definedOnly<T extends object>(value: T): T {

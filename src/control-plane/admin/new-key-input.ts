@@ -2,7 +2,7 @@ import * as yup from 'yup';
 import { fieldError, validationError } from '../../core/gateway-errors.ts';
 import type { NewKeyInput } from '../../core/api-keys.ts';
 import { isTeamName, TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
-import { cacheSetting, moneyBudget, positiveInteger, tokenQuota } from './limit-fields.ts';
+import { cacheSetting, guardrailList, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails } from './limit-fields.ts';
 
 const newKeySchema = yup
   .object({
@@ -24,9 +24,10 @@ const newKeySchema = yup
     budget: moneyBudget(),
     team: yup.string().strict().typeError('must be a team name').matches(TEAM_NAME, TEAM_NAME_RULE),
     cache: cacheSetting(),
+    guardrails: guardrailList(),
   })
   .strict()
-  .noUnknown('has unknown fields (name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache)');
+  .noUnknown('has unknown fields (name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache, guardrails)');
 
 function isDateTime(value: string): boolean {
   return /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) && !Number.isNaN(Date.parse(value));
@@ -40,6 +41,8 @@ export interface NewKeyCheck {
    * when absent, naming a team is refused.
    */
   readonly knownTeams?: ReadonlySet<string>;
+  /** The guardrails the configuration in force holds; `guardrails` is checked against them when given. */
+  readonly knownGuardrails?: readonly string[];
   /** How an error names a field (the CLI names its flags); the body's field path by default. */
   readonly fieldLabel?: (path: string) => string;
 }
@@ -47,8 +50,9 @@ export interface NewKeyCheck {
 /**
  * A new key's settings from the admin API's body (or the CLI's flags): `name`, and optionally `rpm`,
  * `concurrency`, `models` (canonical IDs), `expires_at` (ISO date-time in the future) and `quota` (`daily`,
- * `monthly`), `tpm`, `budget` (`daily_usd`, `monthly_usd`), `team` (an existing team's name) and `cache` (a boolean;
- * `false` keeps the key's requests out of the response cache). Throws the 400 ValidationError listing every bad field.
+ * `monthly`), `tpm`, `budget` (`daily_usd`, `monthly_usd`), `team` (an existing team's name), `cache` (a boolean;
+ * `false` keeps the key's requests out of the response cache) and `guardrails` (names of configured guardrails the key's
+ * requests get, over its team's; `[]`: none). Throws the 400 ValidationError listing every bad field.
  */
 export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput {
   const label = check.fieldLabel ?? ((path: string) => path);
@@ -68,6 +72,7 @@ export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput
       }
     }
   }
+  errors.push(...unknownGuardrails((body as { guardrails?: unknown } | null)?.guardrails, check.knownGuardrails, label('guardrails')));
   const team = (body as { team?: unknown } | null)?.team;
   if (isTeamName(team) && !check.knownTeams?.has(team)) {
     errors.push(fieldError(label('team'), check.knownTeams ? `no team is named '${team}' (create it first)` : 'cannot be set here'));
@@ -84,5 +89,6 @@ export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput
     budget: value.budget,
     team: value.team,
     cache: value.cache,
+    guardrails: value.guardrails,
   };
 }

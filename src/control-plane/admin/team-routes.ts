@@ -17,6 +17,8 @@ export interface TeamView {
   readonly budget: TeamRecord['budget'] | null;
   readonly concurrency: number | null;
   readonly cache: boolean | null;
+  /** The guardrails the team's keys get; null when unset (every configured one). */
+  readonly guardrails: readonly string[] | null;
 }
 
 export function teamView(record: TeamRecord): TeamView {
@@ -29,6 +31,7 @@ export function teamView(record: TeamRecord): TeamView {
     budget: record.budget ?? null,
     concurrency: record.concurrency ?? null,
     cache: record.cache ?? null,
+    guardrails: record.guardrails ?? null,
   };
 }
 
@@ -46,6 +49,8 @@ export interface TeamRoutesOptions {
   readonly keys: KeyStore;
   readonly teams: TeamStore;
   readonly bodyLimitBytes?: number;
+  /** The names of the guardrails the configuration in force holds, to check a team's `guardrails` against; unchecked when absent. */
+  readonly guardrails?: () => readonly string[];
 }
 
 /**
@@ -57,7 +62,7 @@ export function teamRoutes(options: TeamRoutesOptions): Router {
   const router = Router();
   const limit = options.bodyLimitBytes ?? 1024 * 1024;
   router.post('/teams', async (req, res) => {
-    const input = parseNewTeam(await readJsonObject(req, limit));
+    const input = parseNewTeam(await readJsonObject(req, limit), undefined, options.guardrails?.());
     res.status(201).json(teamView(await options.teams.create(input)));
   });
   router.get('/teams', async (_req, res) => {
@@ -71,7 +76,7 @@ export function teamRoutes(options: TeamRoutesOptions): Router {
   });
   router.patch('/teams/:name', async (req, res) => {
     const name = String(req.params.name);
-    const changes = parseTeamChanges(await readJsonObject(req, limit));
+    const changes = parseTeamChanges(await readJsonObject(req, limit), undefined, options.guardrails?.());
     const team = await options.teams.update(name, changes);
     if (!team) throw teamNotFound(name);
     res.json(teamView(team));

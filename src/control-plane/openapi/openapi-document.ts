@@ -38,13 +38,13 @@ function modelRoute(summary: string, body: string, envelope: 'Completions' | 'Me
           headers: { 'x-request-id': { $ref: '#/components/headers/RequestId' } },
           content: { ...json({ type: 'object' }), ...(streams ? { 'text/event-stream': { schema: { type: 'string' } } } : {}) },
         },
-        '400': error('Invalid body: every bad field listed', envelope),
+        '400': error('Invalid body: every bad field listed; or a guardrail blocked the request or the answer (GW_ERR_GUARDRAIL; in band once a stream started)', envelope),
         '401': error('Missing or unknown API key', envelope),
         '403': error('The key may not use this model', envelope),
         '413': error('Body larger than the limit', envelope),
         '429': error('A request, token, quota, budget or concurrency limit of the key or its team reached (Retry-After until it has room)', envelope),
         '502': error('The upstream failed or is not configured', envelope),
-        '503': error('A store the gateway needs is unavailable', envelope),
+        '503': error('A store the gateway needs is unavailable, or a webhook guardrail that fails closed could not check the text (GW_ERR_GUARDRAIL)', envelope),
         '504': error('The upstream did not answer in time', envelope),
       },
     },
@@ -60,10 +60,15 @@ const TEAM_LIMITS = {
   budget: { type: 'object', additionalProperties: false, minProperties: 1, properties: { daily_usd: usd, monthly_usd: usd } },
   concurrency: { ...positiveInteger, description: 'Requests of the team\'s keys in flight at once, per gateway instance' },
 };
-/** A team's limits and its response cache setting (not a limit: nothing is counted). */
+/** A team's limits, its response cache setting and its guardrails (not limits: nothing is counted). */
 const TEAM_SETTINGS = {
   ...TEAM_LIMITS,
   cache: { type: 'boolean', description: "false: the team's keys never read or write the response cache; true (kept as set) or absent: the gateway's setting applies" },
+  guardrails: {
+    type: 'array',
+    items: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' },
+    description: "The configured guardrails (the config file's guardrails:) the team's keys get, unless a key names its own; [] for none; absent: every configured one",
+  },
 };
 const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
 const adminErrors = { '401': error('Missing or wrong admin token', 'Plain'), '429': error('Too many wrong admin tokens from this address', 'Plain') };
@@ -193,7 +198,7 @@ export const OPENAPI_DOCUMENT = {
         requestBody: { required: true, content: json(ref(ROUTE_TABLE.chat.requestSchema)) },
         responses: {
           '200': { description: 'The generated text and its usage', headers: { 'x-request-id': { $ref: '#/components/headers/RequestId' } }, content: json(ref('NativeChatResult')) },
-          '400': error('Invalid body: every bad field listed', 'Plain'),
+          '400': error('Invalid body: every bad field listed; or a guardrail blocked the request or the answer (GW_ERR_GUARDRAIL)', 'Plain'),
           '401': error('Missing or unknown API key', 'Plain'),
           '403': error('The key may not use this model', 'Plain'),
           '429': error('A request, token, quota or budget limit of the key or its team reached (Retry-After until it has room)', 'Plain'),
@@ -276,7 +281,7 @@ export const OPENAPI_DOCUMENT = {
       },
       Team: {
         type: 'object',
-        required: ['name', 'created_at', 'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache'],
+        required: ['name', 'created_at', 'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails'],
         properties: {
           name: { type: 'string' },
           created_at: { type: 'string', description: 'ISO 8601 date-time' },

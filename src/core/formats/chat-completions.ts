@@ -3,6 +3,8 @@ import type { GatewayError } from '../gateway-errors.ts';
 import type { SseEvent, TokenUsage, UsageExtractor } from '../../plugins/plugin-contract.ts';
 import { count, hasUsageObject, isObject, parseObject, sseEvent, text, type Json } from './event-data.ts';
 import type { EarlyEvent, WireFormatRules } from './wire-format.ts';
+import { chatCompletionsTexts } from './chat-completions-texts.ts';
+import { noteFinish, noteModel, roleMessages, type AnswerFacts, type GenAiRules } from './genai-facts.ts';
 
 type Counts = Record<string, unknown> | null | undefined;
 type ChatChunk = { choices?: { delta?: Record<string, unknown>; finish_reason?: unknown }[]; usage?: unknown };
@@ -83,6 +85,36 @@ export function completionsErrorChunk(error: GatewayError): Buffer {
   return sseEvent(undefined, errorBody(error, 'completions-envelope'));
 }
 
+function noteChoices(facts: AnswerFacts, payload: Json): void {
+  for (const choice of Array.isArray(payload.choices) ? (payload.choices as Json[]) : []) noteFinish(facts, choice?.finish_reason);
+}
+
+/** Every chunk names the model: the first is parsed for it, then only the chunks that finish a choice. */
+const genAi: GenAiRules = {
+  fromBody: (body, facts) => {
+    if (!isObject(body)) return;
+    noteModel(facts, body);
+    noteChoices(facts, body);
+  },
+  fromStreamEvent: (event, facts) => {
+    const first = facts.model === undefined;
+    if (!first && !FINISH.test(event.data)) return;
+    const payload = parseObject(event.data);
+    if (!payload) return;
+    noteModel(facts, payload);
+    noteChoices(facts, payload);
+  },
+  answerText: (body) => {
+    if (!isObject(body) || !Array.isArray(body.choices)) return '';
+    return (body.choices as Json[]).map((choice) => text(choice?.message?.content) + text(choice?.message?.refusal)).join('');
+  },
+  inputMessages: (body) => {
+    const all = roleMessages(body.messages);
+    const system = all.filter((message) => SYSTEM_ROLES.has(message.role)).flatMap((message) => message.parts);
+    return { system, messages: all.filter((message) => !SYSTEM_ROLES.has(message.role)) };
+  },
+};
+
 /** Chat Completions (`POST /v1/chat/completions`). */
 export const chatCompletions: WireFormatRules = {
   format: 'chat-completions',
@@ -99,4 +131,6 @@ export const chatCompletions: WireFormatRules = {
   consumesTokens: true,
   namesEventsByType: false,
   stablePrefix,
+  texts: chatCompletionsTexts,
+  genAi,
 };

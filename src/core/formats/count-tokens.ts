@@ -1,8 +1,10 @@
 import type { UsageExtractor } from '../../plugins/plugin-contract.ts';
 import { completionsErrorChunk } from './chat-completions.ts';
 import { parseObject } from './event-data.ts';
-import { messagesPrefix } from './messages.ts';
+import { messagesGenAi, messagesPrefix } from './messages.ts';
 import type { WireFormatRules } from './wire-format.ts';
+import { messagesTexts } from './messages-texts.ts';
+import { NO_EVENT_TEXTS } from './text-slots.ts';
 
 /** count_tokens answers hold a count, not usage: the request consumed nothing and is recorded with zero tokens. */
 const usage: UsageExtractor = { fromBody: () => undefined, fromStreamEvent: (seen) => seen };
@@ -27,4 +29,8 @@ export const countTokens: WireFormatRules = {
   consumesTokens: false,
   namesEventsByType: false,
   stablePrefix: messagesPrefix,
+  // A count reads the same request as Messages; its answer is a number.
+  texts: { request: messagesTexts.request, answer: () => [], event: () => NO_EVENT_TEXTS },
+  // A count names no model and has no end; its request is a Messages request.
+  genAi: { fromBody: () => {}, fromStreamEvent: () => {}, answerText: () => '', inputMessages: messagesGenAi.inputMessages },
 };

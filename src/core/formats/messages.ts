@@ -2,6 +2,8 @@ import { errorBody } from '../error-body.ts';
 import type { SseEvent, TokenUsage, UsageExtractor } from '../../plugins/plugin-contract.ts';
 import { count, isObject, parseObject, sseEvent, text, type Json } from './event-data.ts';
 import type { EarlyEvent, WireFormatRules } from './wire-format.ts';
+import { messagesTexts } from './messages-texts.ts';
+import { contentParts, noteFinish, noteModel, roleMessages, type GenAiRules } from './genai-facts.ts';
 
 type Counts = Record<string, unknown> | null | undefined;
 
@@ -77,6 +79,27 @@ export function messagesPrefix(body: Record<string, unknown>): readonly unknown[
   return [body.system, first].filter((part) => part !== undefined);
 }
 
+/** `message_start` names the model and id, `message_delta` the stop reason. */
+export const messagesGenAi: GenAiRules = {
+  fromBody: (body, facts) => {
+    if (!isObject(body)) return;
+    noteModel(facts, body);
+    noteFinish(facts, body.stop_reason);
+  },
+  fromStreamEvent: (event, facts) => {
+    const type = event.event;
+    if (type !== undefined ? type !== 'message_start' && type !== 'message_delta' : !event.data.includes('"message_')) return;
+    const payload = parseObject(event.data);
+    if (payload?.type === 'message_start') noteModel(facts, payload.message as Json | undefined);
+    else if (payload?.type === 'message_delta') noteFinish(facts, (payload.delta as Json | undefined)?.stop_reason);
+  },
+  answerText: (body) => {
+    if (!isObject(body) || !Array.isArray(body.content)) return '';
+    return (body.content as Json[]).map((block) => (block?.type === 'text' ? text(block.text) : '')).join('');
+  },
+  inputMessages: (body) => ({ system: body.system === undefined ? undefined : contentParts(body.system), messages: roleMessages(body.messages) }),
+};
+
 /** Messages (`POST /v1/messages`). */
 export const messages: WireFormatRules = {
   format: 'messages',
@@ -101,4 +124,6 @@ export const messages: WireFormatRules = {
   consumesTokens: true,
   namesEventsByType: true,
   stablePrefix: messagesPrefix,
+  texts: messagesTexts,
+  genAi: messagesGenAi,
 };

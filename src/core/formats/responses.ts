@@ -1,8 +1,10 @@
 import { errorBody } from '../error-body.ts';
 import type { GatewayError } from '../gateway-errors.ts';
 import type { TokenUsage, UsageExtractor } from '../../plugins/plugin-contract.ts';
-import { count, isObject, parseObject, sseEvent, text } from './event-data.ts';
+import { count, isObject, parseObject, sseEvent, text, type Json } from './event-data.ts';
 import type { WireFormatRules } from './wire-format.ts';
+import { responsesTexts } from './responses-texts.ts';
+import { contentParts, noteFinish, noteModel, roleMessages, type AnswerFacts, type GenAiRules } from './genai-facts.ts';
 
 type Counts = Record<string, unknown> | null | undefined;
 
@@ -50,6 +52,36 @@ function stablePrefix(body: Record<string, unknown>): readonly unknown[] {
   return [body.instructions, first].filter((part) => part !== undefined);
 }
 
+/** A response's end as a finish reason: `stop` when completed, else why it is incomplete, or its status. */
+function noteResponse(facts: AnswerFacts, response: Json | undefined): void {
+  if (!response) return;
+  noteModel(facts, response);
+  const status = response.status;
+  if (status === 'completed') noteFinish(facts, 'stop');
+  else if (status === 'incomplete') noteFinish(facts, text(response.incomplete_details?.reason) || 'incomplete');
+  else if (status === 'failed') noteFinish(facts, 'error');
+}
+
+/** `response.created` names the model and id; a terminal event tells how the response ended. */
+const genAi: GenAiRules = {
+  fromBody: (body, facts) => noteResponse(facts, isObject(body) ? (body as Json) : undefined),
+  fromStreamEvent: (event, facts) => {
+    const type = event.event;
+    const wanted = type !== undefined ? type === 'response.created' || END_EVENTS.has(type) : event.data.includes('"response.');
+    if (!wanted) return;
+    const payload = parseObject(event.data);
+    if (payload && (payload.type === 'response.created' || END_EVENTS.has(payload.type as string))) noteResponse(facts, payload.response as Json | undefined);
+  },
+  answerText: (body) => {
+    if (!isObject(body) || !Array.isArray(body.output)) return '';
+    return (body.output as Json[]).flatMap((item) => (Array.isArray(item?.content) ? (item.content as Json[]) : [])).map((part) => (part?.type === 'output_text' ? text(part.text) : '')).join('');
+  },
+  inputMessages: (body) => ({
+    system: body.instructions === undefined ? undefined : contentParts(body.instructions),
+    messages: typeof body.input === 'string' ? [{ role: 'user', parts: contentParts(body.input) }] : roleMessages(body.input),
+  }),
+};
+
 /** Responses (`POST /v1/responses`). */
 export const responses: WireFormatRules = {
   format: 'responses',
@@ -76,4 +108,6 @@ export const responses: WireFormatRules = {
   consumesTokens: true,
   namesEventsByType: true,
   stablePrefix,
+  texts: responsesTexts,
+  genAi,
 };

@@ -1,6 +1,8 @@
 import type { ErrorFamily } from '../error-body.ts';
 import type { GatewayError } from '../gateway-errors.ts';
 import type { SseEvent, UsageExtractor, WireFormat } from '../../plugins/plugin-contract.ts';
+import type { TextRules } from './text-slots.ts';
+import type { GenAiRules } from './genai-facts.ts';
 
 /** What an event before any content is: one that only opens the stream, the first content, or not an event of the format at all. */
 export type EarlyEvent = 'opening' | 'content' | 'malformed';
@@ -49,4 +51,8 @@ export interface WireFormatRules {
    * keep a conversation on one endpoint. Empty when the body has none. Reads the parsed body, copies nothing.
    */
   readonly stablePrefix: (body: Record<string, unknown>) => readonly unknown[];
+  /** Where the format's requests, answers and stream events keep their texts (what guardrails read and rewrite). */
+  readonly texts: TextRules;
+  /** What traces read of the format's answers and requests (the GenAI conventions). */
+  readonly genAi: GenAiRules;
 }

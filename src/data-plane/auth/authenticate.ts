@@ -36,7 +36,7 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
   const status = keyStatus(record, now);
   if (status === 'revoked') throw forbidden('This API key has been revoked');
   if (status === 'expired') throw forbidden(`This API key expired at ${record.expiresAt}`);
-  const { id, name, models, rpm, concurrency, quota, tpm, budget, cache } = record;
+  const { id, name, models, rpm, concurrency, quota, tpm, budget, cache, guardrails } = record;
   return {
     id,
     name,
@@ -47,12 +47,13 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
     ...(tpm !== undefined && { tpm }),
     ...(budget && { budget }),
     ...(cache !== undefined && { cache }),
+    ...(guardrails && { guardrails }),
   };
 }
 
-/** The caller with its team's name, limits and cache setting, as `CallerKey.team` carries them. */
+/** The caller with its team's name, limits, cache setting and guardrails, as `CallerKey.team` carries them. */
 export function withTeam(caller: AuthenticatedKey, team: TeamRecord): AuthenticatedKey {
-  const { name, rpm, tpm, quota, budget, concurrency, cache } = team;
+  const { name, rpm, tpm, quota, budget, concurrency, cache, guardrails } = team;
   return {
     ...caller,
     team: {
@@ -63,6 +64,7 @@ export function withTeam(caller: AuthenticatedKey, team: TeamRecord): Authentica
       ...(budget && { budget }),
       ...(concurrency !== undefined && { concurrency }),
       ...(cache !== undefined && { cache }),
+      ...(guardrails && { guardrails }),
     },
   };
 }

@@ -54,6 +54,11 @@ export interface CacheKeyMaterial {
   readonly forwarded: Buffer;
   /** The route's forwarded headers with the value each carries upstream (the client's, else the route's default). */
   readonly headers: readonly (readonly [string, string | undefined])[];
+  /**
+   * The response guardrails the caller runs under (their fingerprint): an answer stored under some is
+   * never served under others. Absent without any (the key is then as before guardrails existed).
+   */
+  readonly guardrails?: string;
 }
 
 /**
@@ -63,6 +68,8 @@ export interface CacheKeyMaterial {
 export function cacheKey(material: CacheKeyMaterial): string {
   let head = `${part('v1')}${part(material.tenant)}${part(material.route)}${part(material.model)}`;
   for (const [name, value] of material.headers) head += part(name) + part(value === undefined ? '\u0000' : `=${value}`);
+  // No header name holds `:` or `=`: this part cannot be read as a header's.
+  if (material.guardrails !== undefined) head += part(`guardrails:=${material.guardrails}`);
   // One call into the hash: the parts as one string, then the body's bytes behind its length.
   const bytes = Buffer.byteLength(head) + String(material.forwarded.length).length + 1;
   const all = Buffer.allocUnsafe(bytes + material.forwarded.length);

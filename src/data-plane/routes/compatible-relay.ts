@@ -17,6 +17,8 @@ import type { ExchangeRecorder } from './exchange-recorder.ts';
 import type { RouteServices } from '../route-services.ts';
 import type { StreamedText } from './streamed-text.ts';
 import { hasInBandError, type AnswerCapture } from '../cache/response-caching.ts';
+import { guardAnswer } from '../guardrails/answer-guard.ts';
+import { endBlockedStream, guardStream, isGuardrailStreamBlock } from '../guardrails/guarded-stream.ts';
 
 /** What the relay stage writes to and records with. */
 export interface RelayContext {
@@ -58,6 +60,7 @@ export async function relayJson(context: RelayContext, answer: Extract<Compatibl
   let body: unknown;
   if (ok) {
     body = parsed(answer.bytes);
+    if (recorder.trace?.recording) readFacts(recorder, call, body, answer.apiKey);
     try {
       usage = usageOf(body, call.extractor.fromBody);
     } catch (error) {
@@ -67,7 +70,10 @@ export async function relayJson(context: RelayContext, answer: Extract<Compatibl
     }
     if (usage === undefined && WIRE_FORMATS[call.format].usageRequired) return recorder.fail(usageMissing(call.model.plugin.vendor), true);
   }
-  const relayed = redactCredential(answer.bytes, answer.apiKey);
+  // Response guardrails on a success's texts: a block is recorded (billed as the upstream billed it) and thrown.
+  const guarding = ok ? guardAnswer(services, recorder, call.route, answer.bytes, body, usage) : answer.bytes;
+  const guarded = guarding instanceof Promise ? await guarding : guarding;
+  const relayed = redactCredential(guarded, answer.apiKey);
   const headers = relayedHeaders(answer.headers, answer.apiKey);
   recorder.firstByteAt = performance.now();
   res.writeHead(answer.status, { ...headers, 'content-length': String(relayed.length) });
@@ -98,14 +104,19 @@ async function relayStream(context: RelayContext, answer: Extract<CompatibleAnsw
   services.openStreams?.opened();
   let usage: TokenUsage | undefined;
   let terminal = false;
+  // Read only while the trace records: the model, id and finish reasons the events carry.
+  const facts = recorder.trace?.recording ? (recorder.facts = {}) : undefined;
+  if (recorder.trace?.capturesContent) recorder.outputText = () => redactCredentialText(streamed.value().text, answer.apiKey);
   // The credential whole in an event, and split across the text deltas of several (events held meanwhile).
   const redactor = new StreamRedactor(answer.apiKey);
   try {
-    const outcome = await relaySse(answer.body, res, {
+    const outcome = await relaySse(guardStream(recorder, answer.body, services.maxSseEventBytes, (data) => streamed.add(data)), res, {
       fixups: new FixupChain(call.registry.streamFixups(call.route, call.model.canonicalId)),
       onEvent: (event) => {
         usage = extractor.fromStreamEvent(usage, event);
         streamed.add(event.data);
+        recorder.streamEvents += 1;
+        if (facts) rules.genAi.fromStreamEvent(event, facts);
         if (!terminal) terminal = rules.isTerminalEvent(event);
         if (capture && rules.isErrorEvent(event)) capture.spoiled = true;
       },
@@ -130,6 +141,7 @@ async function relayStream(context: RelayContext, answer: Extract<CompatibleAnsw
     }
   } catch (error) {
     if (isPluginFault(error)) await pluginFaultInStream(context, error, status, usage);
+    else if (isGuardrailStreamBlock(error)) await endBlockedStream(services, res, recorder, format, error, status, usage, context.client.gone);
     else {
       // Anything else that failed before the status went out still ends in band, as it always did.
       if (!res.headersSent && !context.client.gone) head();
@@ -172,6 +184,14 @@ async function pluginFaultInStream(context: RelayContext, fault: PluginFault, st
 function isStall(error: unknown): boolean {
   const code = (error as { code?: string } | null)?.code ?? (error as { cause?: { code?: string } } | null)?.cause?.code;
   return code === 'UND_ERR_BODY_TIMEOUT';
+}
+
+/** What a traced JSON answer says of itself, and its text when message content is captured. */
+function readFacts(recorder: ExchangeRecorder, call: CompatibleCall, body: unknown, apiKey: string | undefined): void {
+  const rules = WIRE_FORMATS[call.format].genAi;
+  rules.fromBody(body, (recorder.facts = {}));
+  // Redacted as text: parsing has decoded any JSON escapes of the endpoint's key.
+  if (recorder.trace?.capturesContent) recorder.outputText = () => redactCredentialText(rules.answerText(body), apiKey);
 }
 
 /** The answer's JSON, or undefined when it is not JSON. */

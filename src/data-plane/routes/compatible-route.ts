@@ -1,6 +1,7 @@
 import { assertModelAllowed } from '../auth/authenticate.ts';
 import { isGatewayError, upstreamNotConfigured, upstreamResting } from '../../core/gateway-errors.ts';
 import { readJsonRequestBody } from '../http/json-body.ts';
+import { guardRequest } from '../guardrails/request-guard.ts';
 import type { ResolvedModel } from '../../core/model-registry.ts';
 import type { UpstreamRouteId } from '../../plugins/plugin-contract.ts';
 import type { EndpointPool } from '../upstream/endpoint-pool.ts';
@@ -18,6 +19,9 @@ import { reserveBudget } from './reserve-budget.ts';
 import type { ModelHandler, RequestContext } from '../request-context.ts';
 import { AnswerCapture, forwardedHeaderValues, lookUp, openTicket } from '../cache/response-caching.ts';
 import { replayCachedAnswer } from './cached-answer.ts';
+import { WIRE_FORMATS } from '../../core/formats/index.ts';
+import { ATTR, EVENT } from '../../ops/tracing/span-names.ts';
+import { tracedRequest } from './attempt-tracing.ts';
 
 /** Validates the body and resolves its model; one 400 lists every bad field, the model included. */
 export function resolveRequest(services: RouteServices, route: UpstreamRouteId, body: Record<string, unknown>): ResolvedModel {
@@ -60,26 +64,30 @@ export function compatibleRoute(route: UpstreamRouteId, services: RouteServices)
   return async function handleCompatibleRequest(req, res, context) {
     const startedAt = performance.now();
     // Closures below keep only the bytes: the parsed body is dropped once validated.
-    const { bytes, body, members, end } = await readJsonRequestBody(req, services.bodyLimitBytes);
-    assertReadKeysOnce(members);
-    const resolved = resolveRequest(services, route, body);
+    const read = await readJsonRequestBody(req, services.bodyLimitBytes);
+    assertReadKeysOnce(read.members);
+    const resolved = resolveRequest(services, route, read.body);
     const caller = admitCaller(context, resolved);
     const pool = poolFor(services, resolved);
+    // Request guardrails: before the cache, any reservation or upstream call; a redaction rewrites the bytes forwarded.
+    const guarding = guardRequest(services, context, route, resolved, read, startedAt);
+    const { bytes, body, members, end } = guarding instanceof Promise ? await guarding : guarding;
     const call = new CompatibleCall(services, services.registry(), route, resolved, body.stream === true, { bytes, members, end });
     const streamed = new StreamedText((data) => services.usage.streamedText(call.format, data));
     const { requestId } = context;
     const recorder = new ExchangeRecorder(services, context, compatibleBasis(caller?.id, call, requestId, startedAt, bytes, streamed), resolved);
     // A hit answers before any reservation: it uses no tokens, quota or budget.
     const { caching } = services;
-    const ticket = route === 'count-tokens' ? undefined : openTicket(caching, caller, () => ({ route, model: resolved.canonicalId, forwarded: call.forwarded, headers: forwardedHeaderValues(call.upstreamRoute, req.headers) }), req.headers, res);
-    if (ticket) {
-      const hit = await lookUp(caching!, ticket, res);
-      if (hit) return replayCachedAnswer(services, res, call, recorder, hit);
-    }
+    const ticket = route === 'count-tokens' ? undefined : openTicket(caching, caller, () => ({ route, model: resolved.canonicalId, forwarded: call.forwarded, headers: forwardedHeaderValues(call.upstreamRoute, req.headers), guardrails: context.guardrails?.selection.responseFingerprint }), req.headers, res);
+    const hit = ticket && (await lookUp(caching!, ticket, res));
+    // The result as the answer's `x-gateway-cache` header says it (none: the cache is off).
+    if (context.trace?.recording && res.hasHeader('x-gateway-cache')) context.trace.event(EVENT.cacheLookup, { [ATTR.cacheResult]: String(res.getHeader('x-gateway-cache')) });
+    if (hit) return replayCachedAnswer(services, res, call, recorder, hit);
     const reserving = reserveBudget(services, context, res, resolved, body);
     if (reserving) await reserving;
     const client = new ClientWatch(res);
-    const attempt = { clientHeaders: req.headers, requestId, recorder, setHeader: (name: string, value: string) => res.setHeader(name, value), session: routingSession(services, call, pool, req.headers, body) };
+    const traced = tracedRequest(context.trace, context.route, body, call.stream, WIRE_FORMATS[call.format].genAi.inputMessages);
+    const attempt = { clientHeaders: req.headers, requestId, recorder, setHeader: (name: string, value: string) => res.setHeader(name, value), session: routingSession(services, call, pool, req.headers, body), traced };
     const outcome = await attemptModels(services, call, pool, client, recorder, attempt, caller);
     const capture = ticket && new AnswerCapture(ticket, caching!);
     const relay: RelayContext = { services, res, call, recorder, streamed, client, capture };

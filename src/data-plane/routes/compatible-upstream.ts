@@ -20,6 +20,8 @@ import type { CallerKey } from '../../core/exchange.ts';
 import { failoverWarning, type RouteServices } from '../route-services.ts';
 import { upstreamBody } from './upstream-body.ts';
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
+import type { AttemptTrace } from '../../ops/tracing/request-trace.ts';
+import { traceAttempt, type TracedRequest } from './attempt-tracing.ts';
 
 type Headers = Dispatcher.ResponseData['headers'];
 
@@ -46,6 +48,8 @@ export type CompatibleFailure = Extract<CompatibleAnswer, { kind: 'json' }> | Ga
 export class CompatibleCall {
   model: ResolvedModel;
   upstreamRoute: UpstreamRoute;
+  /** The model ID the provider is sent (`gen_ai.request.model`). */
+  upstreamModel: string;
   forwarded: Buffer;
   extractor: UsageExtractor;
   readonly format: WireFormat;
@@ -62,6 +66,7 @@ export class CompatibleCall {
     this.model = requested;
     this.upstreamRoute = registry.upstreamRoute(requested, route);
     this.format = this.upstreamRoute.format;
+    this.upstreamModel = registry.upstreamModel(requested, route);
     this.forwarded = this.forwardedFor(requested);
     this.extractor = services.usage.extractor(this.format, route, requested);
   }
@@ -76,6 +81,7 @@ export class CompatibleCall {
     this.fallbackIndex = next.index;
     this.model = next.resolved;
     this.upstreamRoute = registry.upstreamRoute(next.resolved, this.route);
+    this.upstreamModel = registry.upstreamModel(next.resolved, this.route);
     this.forwarded = this.forwardedFor(next.resolved);
     this.extractor = services.usage.extractor(this.format, this.route, next.resolved);
     return true;
@@ -83,7 +89,7 @@ export class CompatibleCall {
 
   private forwardedFor(target: ResolvedModel): Buffer {
     const { bytes, members, end } = this.client;
-    return upstreamBody(bytes, members, end, { model: this.registry.upstreamModel(target, this.route), withIncludeUsage: this.stream && WIRE_FORMATS[this.format].asksForStreamUsage });
+    return upstreamBody(bytes, members, end, { model: target === this.model ? this.upstreamModel : this.registry.upstreamModel(target, this.route), withIncludeUsage: this.stream && WIRE_FORMATS[this.format].asksForStreamUsage });
   }
 }
 
@@ -121,6 +127,8 @@ export interface AttemptContext {
   readonly setHeader: (name: string, value: string) => void;
   /** The request's routing session (see {@link routingSession}), when its pool keeps sessions on one endpoint. */
   readonly session?: RoutingSession;
+  /** The request's side of its attempt spans, when it is traced and sampled. */
+  readonly traced?: TracedRequest;
 }
 
 /**
@@ -138,7 +146,9 @@ export async function attemptCompatible(services: RouteServices, call: Compatibl
   const { endpoint } = member;
   const { recorder } = context;
   if (call.model !== call.requested) context.setHeader('x-gateway-model', call.model.canonicalId);
-  if (recorder.upstreamAt === 0) recorder.upstreamAt = performance.now();
+  recorder.attemptAt = performance.now();
+  if (recorder.upstreamAt === 0) recorder.upstreamAt = recorder.attemptAt;
+  const span = traceAttempt(recorder.trace, context.traced, member, call.upstreamModel, call.model.canonicalId);
   let response: UpstreamResponse;
   try {
     response = await services.upstream.open({
@@ -152,42 +162,64 @@ export async function attemptCompatible(services: RouteServices, call: Compatibl
       // judged by the first-byte timeout, only by the upstream timeout (a stream's first content is).
       timeoutMs: call.stream ? (services.firstByteTimeoutMs ?? services.upstream.timeoutMs) : services.upstream.timeoutMs,
       bodyTimeoutMs: services.idleTimeoutMs ?? services.upstream.timeoutMs,
+      traceparent: span?.traceparent,
+      tracestate: span?.tracestate,
     });
   } catch (error) {
-    if (error instanceof UpstreamTransportError) return { kind: 'retry', failure: upstreamFailure(endpoint.provider, error.reason, error), reached: error.timedOut };
+    if (error instanceof UpstreamTransportError) {
+      span?.failed(error.reason);
+      return { kind: 'retry', failure: upstreamFailure(endpoint.provider, error.reason, error), reached: error.timedOut };
+    }
     throw error;
   }
   const { status, headers } = response;
+  span?.responded(status);
+  recorder.upstreamStatus = status;
   if (status === 401 || status === 403) {
     response.discard();
     return { kind: 'answer', answer: { kind: 'auth-rejected', status, provider: endpoint.provider } };
   }
   const contentType = headers['content-type'];
   if (status >= 200 && status < 300 && typeof contentType === 'string' && contentType.startsWith('text/event-stream')) {
-    return streamStart(services, call, response, signal, endpoint);
+    return streamStart(services, call, response, signal, endpoint, recorder, span);
   }
   let bytes: Buffer;
   try {
     bytes = await response.whole(services.upstreamBodyLimitBytes);
   } catch (error) {
+    span?.failed('the answer broke off or was too large');
     return { kind: 'retry', failure: upstreamFailure(endpoint.provider, 'the answer broke off or was too large', error), reached: true };
   }
   const answer = { kind: 'json', status, headers, bytes, apiKey: endpoint.apiKey } as const;
-  if (isRetryableStatus(status)) return { kind: 'retry', failure: answer, status, waitMs: retryAfterMs(headers) };
+  if (isRetryableStatus(status)) {
+    span?.failed(`answered ${status}`, status);
+    return { kind: 'retry', failure: answer, status, waitMs: retryAfterMs(headers) };
+  }
   recorder.upstreamDoneAt = performance.now();
   return { kind: 'answer', answer };
 }
 
 /** Holds a stream's opening events until its first content event, within the first-byte timeout. */
-async function streamStart(services: RouteServices, call: CompatibleCall, response: UpstreamResponse, signal: AttemptSignal, endpoint: PooledEndpoint['endpoint']): Promise<AttemptResult<CompatibleAnswer, CompatibleFailure>> {
+async function streamStart(
+  services: RouteServices,
+  call: CompatibleCall,
+  response: UpstreamResponse,
+  signal: AttemptSignal,
+  endpoint: PooledEndpoint['endpoint'],
+  recorder: ExchangeRecorder,
+  span: AttemptTrace | undefined,
+): Promise<AttemptResult<CompatibleAnswer, CompatibleFailure>> {
   const firstByteTimeoutMs = services.firstByteTimeoutMs ?? services.upstream.timeoutMs;
   const timer = setTimeout(() => signal.abort(), firstByteTimeoutMs);
   const start = await awaitDispatchedStreamStart(response, call.format, services.maxSseEventBytes);
   clearTimeout(timer);
   if (start.kind === 'content') {
+    recorder.firstContentAt = performance.now();
+    span?.firstContent();
     return { kind: 'answer', answer: { kind: 'stream', status: response.status, headers: response.headers, body: start.body, apiKey: endpoint.apiKey } };
   }
   const reason = start.kind === 'error' ? start.reason : signal.aborted ? `no content within ${firstByteTimeoutMs} ms` : 'the stream broke off before any content';
+  span?.failed(reason);
   // The upstream began a stream: it had the request, whatever came of it.
   return { kind: 'retry', failure: upstreamFailure(endpoint.provider, reason), reached: true };
 }

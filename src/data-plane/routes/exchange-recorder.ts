@@ -7,6 +7,9 @@ import type { Exchange } from '../../core/exchange.ts';
 import type { RouteServices } from '../route-services.ts';
 import type { TextSample } from '../../core/exchange.ts';
 import type { RequestContext } from '../request-context.ts';
+import type { GuardrailRun } from '../guardrails/guardrail-run.ts';
+import type { AnswerFacts } from '../../core/formats/index.ts';
+import type { RequestTrace } from '../../ops/tracing/request-trace.ts';
 
 /** What a request's usage record holds from the start, apart from the figures its answer adds. */
 export interface ExchangeBasis {
@@ -34,10 +37,21 @@ export class ExchangeRecorder {
   firstByteAt = 0;
   /** Set when the response cache answered (see `Exchange.cacheHit`). */
   cacheHit: { readonly savedUsd: number } | undefined;
+  /** When the latest upstream attempt started, and when its stream's first content event came (0: none). */
+  attemptAt = 0;
+  firstContentAt = 0;
+  /** Events relayed of a stream, for the time per output chunk. */
+  streamEvents = 0;
+  /** The upstream's status of the answer relayed. */
+  upstreamStatus: number | undefined;
+  /** What a traced answer said of itself (model, id, finish reasons); only read while the trace records. */
+  facts: AnswerFacts | undefined;
+  /** The answer's text, for traces that capture message content. */
+  outputText: (() => string) | undefined;
 
   constructor(
     private readonly services: RouteServices,
-    private readonly context: Pick<RequestContext, 'upstreamEndpoint' | 'upstreamAttempts' | 'recorded' | 'reservation'>,
+    private readonly context: Pick<RequestContext, 'upstreamEndpoint' | 'upstreamAttempts' | 'recorded' | 'reservation' | 'trace' | 'guardrails'>,
     private readonly basis: ExchangeBasis,
     /** The model that served (a fallback's, once the route moved on to one). */
     public model: ResolvedModel,
@@ -48,22 +62,35 @@ export class ExchangeRecorder {
     return this.basis.requestId;
   }
 
-  /** Where a plugin fault in this exchange happened: its route, the model serving it and its request id. */
-  faultSite(route: string): { route: string; model: string; requestId: string | undefined } {
-    return { route, model: this.model.canonicalId, requestId: this.basis.requestId };
+  /** The request's trace, when tracing is on. */
+  get trace(): RequestTrace | undefined {
+    return this.context.trace;
+  }
+
+  /** The guardrails the request runs under, when it gets any. */
+  get guardrails(): GuardrailRun | undefined {
+    return this.context.guardrails;
+  }
+
+  /** Where a plugin fault in this exchange happened: its route, the model serving it, its request id and trace. */
+  faultSite(route: string): { route: string; model: string; requestId: string | undefined; trace: RequestTrace | undefined } {
+    return { route, model: this.model.canonicalId, requestId: this.basis.requestId, trace: this.context.trace };
   }
 
   record(status: number, usage: TokenUsage | undefined, consumed: boolean, outcome: UsageOutcome = status === 499 ? 'client_closed' : 'complete'): void {
     const { basis, tally } = this;
+    const trace = this.context.trace;
+    const reservation = this.context.reservation;
+    const end = performance.now();
     const exchange: Exchange = {
       keyId: basis.keyId,
       route: basis.route,
       resolved: this.model,
       status,
       stream: basis.stream,
-      latencyMs: performance.now() - basis.startedAt,
+      latencyMs: end - basis.startedAt,
       requestId: basis.requestId,
-      upstreamMs: this.upstreamSpentMs ?? (this.upstreamAt === 0 ? 0 : (this.upstreamDoneAt || performance.now()) - this.upstreamAt),
+      upstreamMs: this.upstreamSpentMs ?? (this.upstreamAt === 0 ? 0 : (this.upstreamDoneAt || end) - this.upstreamAt),
       firstByteMs: this.firstByteAt === 0 ? undefined : this.firstByteAt - basis.startedAt,
       usage,
       consumed,
@@ -73,14 +100,32 @@ export class ExchangeRecorder {
       unreportedAttempts: tally.unreported,
       requestBody: basis.requestBody,
       responseText: basis.responseText,
-      settlement: this.context.reservation,
+      settlement: reservation && trace?.recording ? trace.settlement(reservation) : reservation,
+      ...(this.firstContentAt > 0 && { timeToFirstChunkMs: this.firstContentAt - this.attemptAt }),
+      ...(this.firstContentAt > 0 && this.streamEvents > 1 && { timePerOutputChunkMs: (end - this.firstContentAt) / (this.streamEvents - 1) }),
       ...(this.cacheHit && { cacheHit: this.cacheHit }),
+      ...(this.context.guardrails?.marks.length ? { guardrails: this.context.guardrails.marks } : {}),
     };
     this.context.reservation?.handOver();
     this.context.upstreamEndpoint = tally.endpoint?.name;
     this.context.upstreamAttempts = tally.count;
     this.context.recorded = true;
-    this.services.usage.record(exchange);
+    const settling = this.services.usage.record(exchange);
+    if (trace?.recording) {
+      trace.recorded({
+        status,
+        outcome: exchange.outcome,
+        model: this.model.canonicalId,
+        usage,
+        costUsd: usage && !this.cacheHit ? this.services.usage.charge(usage, this.model).costUsd : undefined,
+        facts: this.facts,
+        upstreamStatus: this.upstreamStatus,
+        outputText: this.outputText,
+        cacheHit: this.cacheHit !== undefined,
+        attempts: tally.count,
+        settling,
+      });
+    }
   }
 
   /**

@@ -17,6 +17,9 @@ import type { RouteServices } from '../route-services.ts';
 import { NATIVE_CHAT_SCHEMA } from './request-schemas.ts';
 import { validateRequest } from './validate-request.ts';
 import { reserveBudget } from './reserve-budget.ts';
+import { guardChatInput } from '../guardrails/request-guard.ts';
+import { guardChatPayload } from '../guardrails/answer-guard.ts';
+import { tracedRequest } from './attempt-tracing.ts';
 
 export { backoffMs, DEFAULT_RETRY_POLICY, retryAfterMs, type RetryPolicy };
 
@@ -97,6 +100,9 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     const resolved = validate(registry, body);
     const caller = admitCaller(context, resolved);
     const pool = poolFor(services, resolved);
+    // Request guardrails: before any reservation or upstream call; a redaction rewrites `input`.
+    const guarding = guardChatInput(services, context, resolved, body, startedAt);
+    if (guarding) await guarding;
     const reserving = reserveBudget(services, context, res, resolved, body);
     if (reserving) await reserving;
     const session = pool.affinity && pool.endpoints.length > 1 ? requestSession(req.headers, body, nativePrefix) : undefined;
@@ -110,18 +116,27 @@ export function nativeChatRoute(services: RouteServices, policy: RetryPolicy = D
     );
     const recorder = new ExchangeRecorder(services, context, chatBasis(caller?.id, call, startedAt), resolved);
     recorder.upstreamSpentMs = 0;
+    const traced = tracedRequest(context.trace, context.route, body, false, nativeMessages);
     const client = new ClientWatch(res);
-    const outcome = await attemptUpstream(pool, call.plan, client, recorder.tally, (member, signal) => attemptChat(services, call, member, signal, recorder));
+    const outcome = await attemptUpstream(pool, call.plan, client, recorder.tally, (member, signal) => attemptChat(services, call, member, signal, recorder, traced));
     // A client that left while an attempt ran: the upstream had the prompt (its input is estimated).
     if (outcome.kind === 'client-gone') return recorder.record(499, undefined, recorder.tally.abandoned);
     if (outcome.kind === 'resting') return recorder.fail(upstreamResting(call.provider, pool.retryAfterMs()));
     if (outcome.kind === 'failed') return recorder.fail(outcome.failure);
     if (outcome.answer.failure) return recorder.fail(outcome.answer.failure);
-    const { payload, usage } = chatResult(services, call, resolved, outcome.answer.body, outcome.endpoint.endpoint.apiKey, recorder);
+    const { payload: unguarded, usage } = chatResult(services, call, resolved, outcome.answer.body, outcome.endpoint.endpoint.apiKey, recorder);
+    // Response guardrails on the answer's text: a block is recorded (billed as the upstream billed it) and thrown.
+    const answering = guardChatPayload(services, recorder, unguarded, usage);
+    const payload = answering instanceof Promise ? await answering : answering;
     recorder.firstByteAt = performance.now();
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': payload.length });
     recorder.recordEnd(await endForClient(res, payload, services.clientWriteTimeoutMs), 200, usage, true);
   };
+}
+
+/** The native route's one input, as the GenAI conventions' messages. */
+function nativeMessages(body: Record<string, unknown>) {
+  return { messages: [{ role: 'user', parts: [{ type: 'text', content: body.input }] }] };
 }
 
 function chatBasis(keyId: string | undefined, call: ChatCall, startedAt: number): ExchangeBasis {

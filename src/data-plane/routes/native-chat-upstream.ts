@@ -13,12 +13,16 @@ import { reportPluginFault } from './plugin-faults.ts';
 import { UpstreamTransportError } from '../upstream/upstream-client.ts';
 import type { ExchangeRecorder } from './exchange-recorder.ts';
 import { failoverWarning, type RouteServices } from '../route-services.ts';
+import { traceAttempt, type TracedRequest } from './attempt-tracing.ts';
+import { WIRE_FORMATS } from '../../core/formats/index.ts';
 
 /** One `/v1/chat` request as sent upstream: the adapter's body, its route, and its time bounds. */
 export interface ChatCall {
   readonly provider: string;
   readonly adapter: NativeChatAdapter;
   readonly upstreamRoute: UpstreamRoute;
+  /** The model ID the provider is sent (`gen_ai.request.model`). */
+  readonly upstreamModel: string;
   readonly upstreamBody: Record<string, unknown>;
   readonly payload: string;
   readonly requestId: string | undefined;
@@ -34,8 +38,9 @@ export interface ChatCall {
  */
 export function chatCall(services: RouteServices, registry: ModelRegistry, resolved: ResolvedModel, body: Record<string, unknown>, requestId: string | undefined, policy: RetryPolicy, startedAt: number, caller?: string, session?: RoutingSession): ChatCall {
   const adapter = resolved.plugin.nativeChat!;
+  const upstreamModel = registry.upstreamModel(resolved, 'chat');
   const upstreamBody = adapter.buildRequest({
-    upstreamModel: registry.upstreamModel(resolved, 'chat'),
+    upstreamModel,
     input: body.input as string,
     temperature: body.temperature as number | undefined,
     maxOutputTokens: body.max_output_tokens as number | undefined,
@@ -47,6 +52,7 @@ export function chatCall(services: RouteServices, registry: ModelRegistry, resol
     provider: resolved.plugin.vendor,
     adapter,
     upstreamRoute: resolved.plugin.routes[adapter.route]!,
+    upstreamModel,
     upstreamBody,
     payload: upstreamJson(resolved.plugin.vendor, upstreamBody),
     requestId,
@@ -59,35 +65,46 @@ export function chatCall(services: RouteServices, registry: ModelRegistry, resol
 export type ChatAnswer = { readonly body: Buffer; readonly failure?: undefined } | { readonly failure: GatewayError };
 
 /** One attempt at one endpoint, bounded by the attempt timeout and the deadline. */
-export async function attemptChat(services: RouteServices, call: ChatCall, member: PooledEndpoint, signal: AttemptSignal, recorder: ExchangeRecorder): Promise<AttemptResult<ChatAnswer, GatewayError>> {
+export async function attemptChat(services: RouteServices, call: ChatCall, member: PooledEndpoint, signal: AttemptSignal, recorder: ExchangeRecorder, traced?: TracedRequest): Promise<AttemptResult<ChatAnswer, GatewayError>> {
   const { provider, plan } = call;
   const timeoutMs = Math.max(1, Math.min(call.attemptTimeoutMs, Math.ceil(plan.retry.deadline - performance.now())));
   // Shorter than the gateway's own upstream timeout: the caller's `timeout`, or the rest of its deadline.
   const callerBound = timeoutMs < services.upstream.timeoutMs;
   const timer = setTimeout(() => signal.abort(), timeoutMs);
   const attemptAt = performance.now();
+  recorder.attemptAt = attemptAt;
+  const span = traceAttempt(recorder.trace, traced, member, call.upstreamModel, recorder.model.canonicalId);
   try {
-    const response = await services.upstream.open({ endpoint: member.endpoint, route: call.upstreamRoute, body: call.payload, requestId: call.requestId, signal, timeoutMs });
+    const response = await services.upstream.open({ endpoint: member.endpoint, route: call.upstreamRoute, body: call.payload, requestId: call.requestId, signal, timeoutMs, traceparent: span?.traceparent, tracestate: span?.tracestate });
+    span?.responded(response.status);
+    recorder.upstreamStatus = response.status;
     const bytes = await response.whole(services.upstreamBodyLimitBytes);
     const status = response.status;
     if (status >= 200 && status < 300) return { kind: 'answer', answer: { body: bytes } };
     if (status === 401 || status === 403) return { kind: 'answer', answer: { failure: upstreamAuthRejected(provider, status) } };
     const failure = upstreamFailure(provider, `upstream answered ${status}${upstreamMessage(bytes, member.endpoint.apiKey)}`);
-    if (isRetryableStatus(status)) return { kind: 'retry', failure, status, waitMs: retryAfterMs(response.headers) };
+    if (isRetryableStatus(status)) {
+      span?.failed(`answered ${status}`, status);
+      return { kind: 'retry', failure, status, waitMs: retryAfterMs(response.headers) };
+    }
     return { kind: 'answer', answer: { failure } };
   } catch (error) {
     // The client's leaving also pulls the signal: the failover layer tells the two apart.
     // The upstream had the request (a timeout, or an answer that broke off): it may have worked on it.
-    if (signal.aborted) return { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound, reached: true };
-    if (error instanceof UpstreamTransportError) {
-      return error.timedOut ? { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound, reached: true } : { kind: 'retry', failure: upstreamFailure(provider, error.reason, error) };
-    }
-    return { kind: 'retry', failure: upstreamFailure(provider, 'the answer broke off', error), reached: true };
+    let result: AttemptResult<ChatAnswer, GatewayError>;
+    if (signal.aborted) result = { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound, reached: true };
+    else if (error instanceof UpstreamTransportError) {
+      result = error.timedOut ? { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound, reached: true } : { kind: 'retry', failure: upstreamFailure(provider, error.reason, error) };
+    } else result = { kind: 'retry', failure: upstreamFailure(provider, 'the answer broke off', error), reached: true };
+    span?.failed(result.kind === 'retry' && isGatewayErrorLike(result.failure) ? result.failure.detail : 'failed');
+    return result;
   } finally {
     recorder.upstreamSpentMs = (recorder.upstreamSpentMs ?? 0) + performance.now() - attemptAt;
     clearTimeout(timer);
   }
 }
+
+const isGatewayErrorLike = (failure: unknown): failure is { detail: string } => typeof (failure as { detail?: unknown } | null)?.detail === 'string';
 
 /**
  * The upstream's error message, for the `detail` (which the error log repeats). Redacted once parsed:
@@ -125,6 +142,10 @@ export function chatResult(services: RouteServices, call: ChatCall, resolved: Re
   if (answerText === undefined) return recorder.fail(upstreamFailure(call.provider, 'the answer held no text'), true, usage);
   // Redacted as text: parsing has decoded any JSON escapes of the key.
   const text = redactCredentialText(answerText, apiKey);
+  if (recorder.trace?.recording) {
+    WIRE_FORMATS[call.upstreamRoute.format].genAi.fromBody(answer, (recorder.facts = {}));
+    if (recorder.trace.capturesContent) recorder.outputText = () => text;
+  }
   const { totalTokens, chargedTokens } = services.usage.charge(usage, resolved);
   const result = {
     id: `chat-${randomUUID()}`,

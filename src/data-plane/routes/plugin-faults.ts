@@ -9,5 +9,6 @@ import type { PluginFaultSite, RouteServices } from '../route-services.ts';
  */
 export function reportPluginFault(services: RouteServices, fault: PluginFault, site: PluginFaultSite): GatewayError {
   services.pluginFaults?.(fault, site);
+  site.trace?.pluginFault(fault.plugin, fault.hook);
   return pluginFault(fault.plugin, fault.hook, fault);
 }

@@ -8,6 +8,7 @@ import { promptCharacters } from '../../usage/token-estimate.ts';
 import type { Admitted } from '../limits/budget-gate.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { RouteServices } from '../route-services.ts';
+import { ATTR, EVENT } from '../../ops/tracing/span-names.ts';
 
 /**
  * Checks the request's output cap fields: each one it sets must be a safe integer and at most the
@@ -88,6 +89,7 @@ export function reserveBudget(services: RouteServices, context: RequestContext, 
 function hold(context: RequestContext, res: ServerResponse, admitted: Admitted | undefined): void {
   if (!admitted) return;
   context.reservation = admitted.reservation;
+  if (context.trace?.recording) context.trace.event(EVENT.reserve, { [ATTR.limitKinds]: admitted.reservation.meters.map((meter) => `${meter.scope}:${meter.kind}:${meter.period}`) });
   const style = context.route.rateLimitHeaders;
   if (style && admitted.tokens) writeRateLimitHeaders(res, style, 'tokens', admitted.tokens, Date.now());
 }

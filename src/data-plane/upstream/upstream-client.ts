@@ -51,6 +51,9 @@ export interface UpstreamRequest {
   readonly timeoutMs?: number;
   /** Overrides the wait between body chunks alone, in ms (default: `timeoutMs`). */
   readonly bodyTimeoutMs?: number;
+  /** The W3C trace context of the attempt's span, sent as `traceparent` (and `tracestate`) when traced. */
+  readonly traceparent?: string;
+  readonly tracestate?: string;
 }
 
 /** A failure to get a response from the upstream at all (no status to pass on). */
@@ -125,6 +128,10 @@ export class UpstreamClient {
       for (const name of Object.keys(headers)) if (name.toLowerCase() === endpoint.authHeader) delete headers[name];
     }
     if (request.requestId) headers['x-request-id'] = request.requestId;
+    if (request.traceparent !== undefined) {
+      headers.traceparent = request.traceparent;
+      if (request.tracestate) headers.tracestate = request.tracestate;
+    }
     const credential = upstreamCredential(endpoint.auth ?? route.auth, endpoint.apiKey);
     Object.assign(headers, credential.headers);
     const timeoutMs = request.timeoutMs ?? this.timeoutMs;

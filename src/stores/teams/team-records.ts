@@ -3,8 +3,8 @@ import type { TeamInput, TeamRecord } from '../../core/limits.ts';
 import { isTeamName, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import type { TeamChanges } from './team-store.ts';
 
-// Every field of a team a change may set or remove: its limits and its cache setting.
-const CHANGEABLE = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache'] as const;
+// Every field of a team a change may set or remove: its limits, its cache setting and its guardrails.
+const CHANGEABLE = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails'] as const;
 
 /** A team record from its input, stamped now; the name is checked again here, whatever called the store. */
 export function newTeamRecord(input: TeamInput, now = new Date()): TeamRecord {

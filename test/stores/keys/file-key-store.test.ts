@@ -35,8 +35,8 @@ describe('file key store', () => {
     const { record } = await new FileKeyStore(dataDir).create({ name: 'limited', tpm: 900, budget: { daily_usd: 1.25, monthly_usd: 20 }, team: 'research', quota: { monthly: 7 }, cache: false });
     expect(record).to.deep.include({ tpm: 900, budget: { daily_usd: 1.25, monthly_usd: 20 }, team: 'research', quota: { monthly: 7 }, cache: false });
     expect(await new FileKeyStore(dataDir).findByHash(record.hash)).to.deep.equal(record);
-    const kept = (await new FileKeyStore(dataDir).create({ name: 'as set', cache: true })).record;
-    expect((await new FileKeyStore(dataDir).list()).find((listed) => listed.id === kept.id)).to.include({ cache: true });
+    const kept = (await new FileKeyStore(dataDir).create({ name: 'as set', cache: true, guardrails: [] })).record;
+    expect((await new FileKeyStore(dataDir).list()).find((listed) => listed.id === kept.id)).to.deep.include({ cache: true, guardrails: [] });
   });
 
   it('lists and revokes by id; an unknown id is reported', async () => {

@@ -29,8 +29,8 @@ function behavesAsSharedKeyStore(open: () => Promise<[RedisConnection, RedisConn
   afterEach(() => clients.forEach((client) => client.disconnect()));
 
   it('creates, lists and finds keys by hash, storing no key', async () => {
-    const { key, record } = await first.create({ name: 'shared', rpm: 3, models: ['alpha/gen-5.5'], tpm: 900, budget: { daily_usd: 1.25 }, team: 'research', cache: false });
-    expect(record).to.deep.include({ tpm: 900, budget: { daily_usd: 1.25 }, team: 'research', cache: false });
+    const { key, record } = await first.create({ name: 'shared', rpm: 3, models: ['alpha/gen-5.5'], tpm: 900, budget: { daily_usd: 1.25 }, team: 'research', cache: false, guardrails: ['no-emails'] });
+    expect(record).to.deep.include({ tpm: 900, budget: { daily_usd: 1.25 }, team: 'research', cache: false, guardrails: ['no-emails'] });
     expect(key).to.match(/^sk-[A-Za-z0-9_-]{43}$/);
     expect(await second.findByHash(hashApiKey(key))).to.deep.equal(record);
     expect(await second.findByHash(hashApiKey('sk-never-created-0000'))).to.equal(undefined);

@@ -57,6 +57,15 @@ export function behavesAsTeamStore(open: () => Promise<[TeamStore, TeamStore]>):
     expect((await first.list()).find((team) => team.name === 'quiet')).not.to.have.property('cache');
   });
 
+  it('keeps the guardrails as set ([] included), changes them, and removes them with null', async () => {
+    const created = await first.create({ name: 'guarded', guardrails: ['no-emails'] });
+    expect(await second.get('guarded')).to.deep.equal(created);
+    expect(await second.update('guarded', { guardrails: [] })).to.deep.include({ guardrails: [] });
+    expect(await first.get('guarded')).to.deep.include({ guardrails: [] });
+    expect(await first.update('guarded', { guardrails: ['a', 'b'] })).to.deep.include({ guardrails: ['a', 'b'] });
+    expect(await second.update('guarded', { guardrails: null })).to.deep.equal({ name: 'guarded', createdAt: created.createdAt });
+  });
+
   it('loses no change when two instances update one team at once', async () => {
     await first.create({ name: 'busy' });
     await Promise.all([first.update('busy', { rpm: 5 }), second.update('busy', { tpm: 7 }), first.update('busy', { quota: { daily: 9 } }), second.update('busy', { budget: { daily_usd: 1 } })]);

@@ -1,0 +1,81 @@
+/**
+ * Where the texts of a request, a JSON answer or a stream event sit, per wire format (each format's
+ * `texts` rules, in its own `<format>-texts.ts`): what guardrails read, and rewrite in place.
+ */
+
+import type { Json } from './event-data.ts';
+
+/** Keys and list indexes from a JSON value's top down to one of its members. */
+export type JsonPath = readonly (string | number)[];
+
+/** One text of a body: where it is, and what it says. */
+export interface TextSlot {
+  readonly path: JsonPath;
+  readonly text: string;
+}
+
+/** One text delta of a stream event, continuing its channel's text (`<group>|<what>`: a choice's content, a content block, an output part). */
+export interface DeltaSlot extends TextSlot {
+  readonly channel: string;
+}
+
+/** The texts one stream event carries. */
+export interface EventTexts {
+  /** Text deltas, each continuing its channel's text. */
+  readonly deltas: readonly DeltaSlot[];
+  /** Whole texts: a part's or an item's full text, sent again as it ends (Responses' `*.done`, `response.completed`). */
+  readonly wholes: readonly TextSlot[];
+  /** The groups whose channels the event ends (every channel named `<group>|…`). */
+  readonly closes: readonly string[];
+}
+
+/** Where a wire format keeps its texts. Each reads a parsed value and copies nothing; every path leads to a string. */
+export interface TextRules {
+  /**
+   * The texts a request sends the model: system and user messages, their text parts and tool results
+   * (not the assistant's own earlier turns).
+   */
+  readonly request: (body: Record<string, unknown>) => TextSlot[];
+  /** The texts of a JSON answer: message text, refusals, reasoning, tool-call arguments. */
+  readonly answer: (body: unknown) => TextSlot[];
+  /** The texts of one parsed stream event. */
+  readonly event: (payload: Json) => EventTexts;
+}
+
+export const NO_EVENT_TEXTS: EventTexts = { deltas: [], wholes: [], closes: [] };
+
+const isJson = (value: unknown): value is Json => typeof value === 'object' && value !== null;
+
+/** The value at `path`, or undefined. */
+export function valueAt(root: unknown, path: JsonPath): unknown {
+  let value = root;
+  for (const key of path) {
+    if (!isJson(value)) return undefined;
+    value = (value as Record<string | number, unknown>)[key];
+  }
+  return value;
+}
+
+/** Sets the value at `path` (whose parent exists). */
+export function setValueAt(root: unknown, path: JsonPath, value: unknown): void {
+  const parent = valueAt(root, path.slice(0, -1));
+  if (isJson(parent)) (parent as Record<string | number, unknown>)[path[path.length - 1]!] = value;
+}
+
+/** Adds a slot for `container[key]` when it is a non-empty string. */
+export function addText(into: TextSlot[], container: unknown, path: JsonPath, key: string | number): void {
+  if (isJson(container) && typeof (container as Record<string | number, unknown>)[key] === 'string' && (container as Record<string | number, unknown>)[key] !== '') {
+    into.push({ path: [...path, key], text: (container as Record<string | number, string>)[key]! });
+  }
+}
+
+/** Every non-empty string inside a JSON value (a tool's input object), with its path. */
+export function stringLeaves(value: unknown, path: JsonPath, into: TextSlot[]): void {
+  if (typeof value === 'string') {
+    if (value !== '') into.push({ path, text: value });
+  } else if (Array.isArray(value)) value.forEach((item, index) => stringLeaves(item, [...path, index], into));
+  else if (isJson(value)) for (const [key, item] of Object.entries(value)) stringLeaves(item, [...path, key], into);
+}
+
+/** A list's items, or none. */
+export const itemsOf = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);

@@ -1,0 +1,67 @@
+import type { TokenUsage } from '../../plugins/plugin-contract.ts';
+import { isPluginFault } from '../../plugins/plugin-fault.ts';
+import type { RouteServices } from '../route-services.ts';
+import type { ExchangeRecorder } from '../routes/exchange-recorder.ts';
+import { reportPluginFault } from '../routes/plugin-faults.ts';
+import type { GuardrailRun, TextsOutcome } from './guardrail-run.ts';
+
+/** Texts the guardrails let through (each rewritten or undefined). */
+type Passed = Extract<TextsOutcome, { readonly texts: unknown }>;
+import { replaceStrings } from './json-splice.ts';
+
+/**
+ * Runs the response phase over an answer's texts. A block is recorded as the upstream billed the answer
+ * (the usage read from it: the answer came whole) and thrown; a guardrail plugin's fault likewise, as
+ * `plugin_error`.
+ */
+function check(services: RouteServices, recorder: ExchangeRecorder, run: GuardrailRun, texts: readonly string[], usage: TokenUsage | undefined, route: string): Passed | Promise<Passed> {
+  const failed = (error: unknown): never => {
+    if (isPluginFault(error)) return recorder.fail(reportPluginFault(services, error, recorder.faultSite(route)), true, usage, 'plugin_error');
+    throw error;
+  };
+  const blocked = (outcome: TextsOutcome): Passed => (outcome.blocked ? recorder.fail(outcome.blocked, true, usage, 'guardrail_blocked') : outcome);
+  let outcome: TextsOutcome | Promise<TextsOutcome>;
+  try {
+    outcome = run.checkTexts('response', run.selection.response!, texts, false);
+  } catch (error) {
+    return failed(error);
+  }
+  return outcome instanceof Promise ? outcome.then(blocked, failed) : blocked(outcome);
+}
+
+/**
+ * Response guardrails on a successful JSON answer of a compatible route, on its texts (its format's
+ * `texts.answer`): the bytes to send, as they came when nothing was found (synchronously unless a webhook
+ * is asked), else with those strings rewritten and every other byte kept. `body` is the answer parsed
+ * (undefined when it is not JSON: nothing to read).
+ */
+export function guardAnswer(services: RouteServices, recorder: ExchangeRecorder, route: string, bytes: Buffer, body: unknown, usage: TokenUsage | undefined): Buffer | Promise<Buffer> {
+  const run = recorder.guardrails;
+  if (!run?.selection.response || body === undefined) return bytes;
+  const slots = run.rules.texts.answer(body);
+  if (slots.length === 0) return bytes;
+  const apply = (outcome: Passed) => {
+    const changes = slots.flatMap((slot, index) => (outcome.texts[index] === undefined ? [] : [{ path: slot.path, text: outcome.texts[index]! }]));
+    return changes.length ? replaceStrings(bytes, changes) : bytes;
+  };
+  const outcome = check(services, recorder, run, slots.map((slot) => slot.text), usage, route);
+  return outcome instanceof Promise ? outcome.then(apply) : apply(outcome);
+}
+
+/**
+ * Response guardrails on a `/v1/chat` answer (the gateway's own JSON): on its `result.text`. The payload
+ * to send, written anew with the text redacted when a guardrail changed it (a block recorded and thrown).
+ */
+export function guardChatPayload(services: RouteServices, recorder: ExchangeRecorder, payload: Buffer, usage: TokenUsage): Buffer | Promise<Buffer> {
+  const run = recorder.guardrails;
+  if (!run?.selection.response) return payload;
+  const answer = JSON.parse(payload.toString('utf8')) as { result: { text: string } };
+  if (answer.result.text === '') return payload;
+  const apply = (outcome: Passed) => {
+    if (outcome.texts[0] === undefined) return payload;
+    answer.result.text = outcome.texts[0];
+    return Buffer.from(JSON.stringify(answer));
+  };
+  const outcome = check(services, recorder, run, [answer.result.text], usage, 'chat');
+  return outcome instanceof Promise ? outcome.then(apply) : apply(outcome);
+}

@@ -1,0 +1,127 @@
+import type { GuardrailMark } from '../../core/exchange.ts';
+import type { WireFormatRules } from '../../core/formats/index.ts';
+import { guardrailRefusal, type GatewayError } from '../../core/gateway-errors.ts';
+import { checkText } from '../../guardrails/findings.ts';
+import type { TextContext } from '../../guardrails/guardrail.ts';
+import type { GuardrailSelection, PhaseGuardrails } from '../../guardrails/guardrail-set.ts';
+import type { GuardrailPhase, RouteId } from '../../plugins/plugin-contract.ts';
+
+/** One thing a guardrail did, for the metric and the log (never what it found). */
+export interface GuardrailActed {
+  readonly guardrail: string;
+  readonly phase: GuardrailPhase;
+  /** `fail_open`: a webhook that did not answer let the text pass unchecked. */
+  readonly action: 'block' | 'redact' | 'fail_open';
+  /** Why: a finding, a webhook's verdict, or a webhook that did not answer (`detail` says how). */
+  readonly cause: 'finding' | 'webhook' | 'unavailable';
+  readonly detail?: string;
+  readonly route: RouteId;
+  readonly model: string;
+  readonly requestId?: string;
+  readonly keyId?: string;
+}
+
+/** Where a request runs: its client route, the model serving it, who asks. */
+export interface GuardrailSite {
+  readonly route: RouteId;
+  readonly model: string;
+  readonly requestId?: string;
+  readonly keyId?: string;
+  readonly team?: string;
+}
+
+/** What the guardrails made of a list of texts: refused, or each text to use (undefined where unchanged). */
+export type TextsOutcome = { readonly blocked: GatewayError } | { readonly blocked?: undefined; readonly texts: readonly (string | undefined)[] };
+
+/**
+ * The guardrails one request runs under, once its model is resolved: those its caller gets (by phase),
+ * the format whose texts they read, and what they did (the usage record's marks, each reported as it
+ * happens).
+ */
+export class GuardrailRun {
+  readonly marks: GuardrailMark[] = [];
+  private readonly reported = new Set<string>();
+
+  constructor(
+    readonly selection: GuardrailSelection,
+    /** The rules of the request's wire format (where its texts are). */
+    readonly rules: WireFormatRules,
+    readonly site: GuardrailSite,
+    private readonly report?: (acted: GuardrailActed) => void,
+  ) {}
+
+  /** Where texts of a phase are read, for the guardrails. */
+  context(phase: GuardrailPhase): TextContext {
+    return { phase, route: this.site.route, model: this.site.model };
+  }
+
+  /** Notes what a guardrail did: marked for the usage record and reported, once per guardrail, phase and action. */
+  acted(guardrail: string, phase: GuardrailPhase, action: GuardrailActed['action'], cause: GuardrailActed['cause'], detail?: string): void {
+    const key = `${guardrail}\u0000${phase}\u0000${action}`;
+    if (this.reported.has(key)) return;
+    this.reported.add(key);
+    if (action !== 'fail_open') this.marks.push({ name: guardrail, phase, action });
+    this.report?.({ guardrail, phase, action, cause, ...(detail === undefined ? {} : { detail }), route: this.site.route, model: this.site.model, requestId: this.site.requestId, keyId: this.site.keyId });
+  }
+
+  /**
+   * Runs a phase's guardrails over whole texts (a request's, a JSON answer's): the text guardrails on
+   * each, in configuration order, then each webhook on all of them at once (asynchronous: only then is
+   * a promise returned). A guardrail plugin's fault is thrown (its `PluginFault`).
+   */
+  checkTexts(phase: GuardrailPhase, guardrails: PhaseGuardrails, texts: readonly string[], stream: boolean): TextsOutcome | Promise<TextsOutcome> {
+    const context = this.context(phase);
+    const current = [...texts];
+    const changed: (string | undefined)[] = texts.map(() => undefined);
+    if (guardrails.text.length > 0) {
+      for (const [index, text] of texts.entries()) {
+        const verdict = checkText(text, guardrails.text, context);
+        if (verdict.kind === 'block') {
+          this.acted(verdict.guardrail, phase, 'block', 'finding');
+          return { blocked: guardrailRefusal(verdict.guardrail, phase) };
+        }
+        if (verdict.kind === 'redact') {
+          current[index] = changed[index] = verdict.text;
+          for (const name of verdict.guardrails) this.acted(name, phase, 'redact', 'finding');
+        }
+      }
+    }
+    if (guardrails.webhooks.length === 0 || texts.length === 0) return { texts: changed };
+    return this.askWebhooks(phase, guardrails, current, changed, stream);
+  }
+
+  private async askWebhooks(phase: GuardrailPhase, guardrails: PhaseGuardrails, current: string[], changed: (string | undefined)[], stream: boolean): Promise<TextsOutcome> {
+    const { keyId, team, requestId } = this.site;
+    for (const webhook of guardrails.webhooks) {
+      const verdict = await webhook.check(current, { ...this.context(phase), keyId, team, requestId, stream });
+      const refused = this.webhookVerdict(webhook.name, webhook.failMode, phase, verdict);
+      if (refused) return { blocked: refused };
+      if (verdict.kind === 'rewrite') {
+        verdict.texts.forEach((text, index) => {
+          if (text !== current[index]) current[index] = changed[index] = text;
+        });
+      }
+    }
+    return { texts: changed };
+  }
+
+  /**
+   * Notes a webhook's verdict: the refusal to answer with (a block, or an unavailable webhook that
+   * fails closed), else undefined (allowed; a rewrite noted as a redaction; unavailable and open).
+   */
+  webhookVerdict(name: string, failMode: 'open' | 'closed', phase: GuardrailPhase, verdict: Awaited<ReturnType<PhaseGuardrails['webhooks'][number]['check']>>): GatewayError | undefined {
+    if (verdict.kind === 'block') {
+      this.acted(name, phase, 'block', 'webhook');
+      return guardrailRefusal(name, phase);
+    }
+    if (verdict.kind === 'rewrite') this.acted(name, phase, 'redact', 'webhook');
+    if (verdict.kind === 'unavailable') {
+      if (failMode === 'closed') {
+        this.acted(name, phase, 'block', 'unavailable', verdict.reason);
+        return guardrailRefusal(name, phase, true);
+      }
+      this.acted(name, phase, 'fail_open', 'unavailable', verdict.reason);
+    }
+    return undefined;
+  }
+}

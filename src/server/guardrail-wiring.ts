@@ -1,0 +1,33 @@
+import type { Logger } from 'pino';
+import type { GuardrailActed } from '../data-plane/guardrails/guardrail-run.ts';
+import type { GuardrailPlugin } from '../plugins/plugin-contract.ts';
+import { originOf } from '../plugins/plugin-origin.ts';
+import type { GatewayMetrics } from '../ops/metrics.ts';
+
+/**
+ * What the data plane tells of each guardrail action: counted in `gateway_guardrail_actions_total`, and
+ * one warning per block (and per webhook that let a text pass unchecked), with the guardrail, phase,
+ * route, model, request id and key id: never the text or what was found in it. Redactions are logged at
+ * debug only (they may come on every request).
+ */
+export function guardrailReporter(metrics: Pick<GatewayMetrics, 'guardrailAction'>, logger: Logger): (acted: GuardrailActed) => void {
+  return (acted) => {
+    metrics.guardrailAction(acted.guardrail, acted.phase, acted.action);
+    const fields = { guardrail: acted.guardrail, phase: acted.phase, action: acted.action, cause: acted.cause, route: acted.route, model: acted.model, request_id: acted.requestId, key_id: acted.keyId };
+    const what = acted.phase === 'request' ? 'a request' : 'an answer';
+    if (acted.action === 'block') {
+      const why = acted.cause === 'unavailable' ? ` it could not check (its webhook ${acted.detail ?? 'did not answer'}; it fails closed)` : '';
+      logger.warn(fields, `guardrail '${acted.guardrail}' blocked ${what}${why}`);
+    } else if (acted.action === 'fail_open') {
+      logger.warn(fields, `guardrail '${acted.guardrail}' let ${what} pass unchecked: its webhook ${acted.detail ?? 'did not answer'} (it fails open)`);
+    } else if (logger.isLevelEnabled('debug')) logger.debug(fields, `guardrail '${acted.guardrail}' redacted ${what}`);
+  };
+}
+
+/** One start-up line per guardrail plugin, where it came from. */
+export function logGuardrailPlugins(logger: Logger, plugins: readonly GuardrailPlugin[]): void {
+  for (const plugin of plugins) {
+    const directory = originOf(plugin);
+    logger.info({ guardrail: plugin.guardrail, directory }, `guardrail plugin '${plugin.guardrail}' loaded from ${directory}`);
+  }
+}
