@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
-import { parseNewKey } from '../control-plane/admin/new-key-input.ts';
+import { parseKeyChanges, parseNewKey } from '../control-plane/admin/new-key-input.ts';
 import { canonicalModelIds } from '../control-plane/admin/admin-routes.ts';
-import { keyStatus } from '../core/api-keys.ts';
+import { keyStatus, type ApiKeyRecord } from '../core/api-keys.ts';
 import { openStores, type OpenStores } from '../stores/open-stores.ts';
 import { isTeamName } from '../core/team-name.ts';
 import { loadConfig } from '../config/gateway-config.ts';
@@ -11,6 +11,7 @@ import { CliUsageError, type CliIo } from './cli-io.ts';
 import { textTable } from './text-table.ts';
 
 export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME] [--cache true|false] [--guardrails NAME,... ('' for none)]
+keys update KEY_ID [--name NAME] [the limit flags of keys create] [--clear rpm|tpm|quota|budget|concurrency|models|expires-at|team|cache|guardrails|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
 keys list
 keys revoke KEY_ID`;
 
@@ -84,6 +85,80 @@ async function createKey(argv: string[], io: CliIo, { keys: store, teams }: Open
   return 0;
 }
 
+/** What `keys update --clear` takes: a whole field, or one side of `quota` / `budget`. */
+const CLEARABLE = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'models', 'expires-at', 'team', 'cache', 'guardrails', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd'] as const;
+/** Each side flag's place in `quota` or `budget`. */
+const SIDES = { 'daily-tokens': ['quota', 'daily'], 'monthly-tokens': ['quota', 'monthly'], 'daily-usd': ['budget', 'daily_usd'], 'monthly-usd': ['budget', 'monthly_usd'] } as const;
+type UpdateValues = Partial<Record<keyof typeof CREATE_OPTIONS, string>>;
+
+/**
+ * The PATCH the flags make of a key: a flag given sets its field, a field cleared is null. A side of
+ * `quota` or `budget` (`--daily-usd`, `--clear monthly-tokens`) changes that side only, keeping the other as
+ * the key has it; a limit left with neither side is removed.
+ */
+function keyChangesOf(values: UpdateValues, cleared: ReadonlySet<string>, current: ApiKeyRecord): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (values.name !== undefined) body.name = values.name;
+  for (const field of ['rpm', 'tpm', 'concurrency'] as const) {
+    if (cleared.has(field)) body[field] = null;
+    else if (values[field] !== undefined) body[field] = numberOf(values[field]);
+  }
+  if (cleared.has('models')) body.models = null;
+  else if (values.models !== undefined) body.models = namesOf(values.models);
+  if (cleared.has('expires-at')) body.expires_at = null;
+  else if (values['expires-at'] !== undefined) body.expires_at = values['expires-at'];
+  if (cleared.has('team')) body.team = null;
+  else if (values.team !== undefined) body.team = values.team;
+  if (cleared.has('cache')) body.cache = null;
+  else if (values.cache !== undefined) body.cache = booleanOf(values.cache);
+  if (cleared.has('guardrails')) body.guardrails = null;
+  else if (values.guardrails !== undefined) body.guardrails = namesOf(values.guardrails);
+  for (const field of ['quota', 'budget'] as const) {
+    const sides = (Object.keys(SIDES) as (keyof typeof SIDES)[]).filter((flag) => SIDES[flag][0] === field);
+    if (!cleared.has(field) && !sides.some((flag) => cleared.has(flag) || values[flag] !== undefined)) continue;
+    const merged: Record<string, unknown> = cleared.has(field) ? {} : { ...current[field] };
+    for (const flag of sides) {
+      if (cleared.has(flag)) delete merged[SIDES[flag][1]];
+      else if (values[flag] !== undefined) merged[SIDES[flag][1]] = numberOf(values[flag]);
+    }
+    body[field] = Object.keys(merged).length ? merged : null;
+  }
+  return body;
+}
+
+async function updateKey(argv: string[], io: CliIo, { keys: store, teams }: OpenStores, env: NodeJS.ProcessEnv): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: { ...CREATE_OPTIONS, clear: { type: 'string', multiple: true } }, strict: true, allowPositionals: true });
+  if (positionals.length !== 1) throw new CliUsageError('keys update needs exactly one key id (see keys list)');
+  const id = positionals[0]!;
+  const cleared = new Set(values.clear ?? []);
+  for (const field of cleared) {
+    if (!(CLEARABLE as readonly string[]).includes(field)) throw new CliUsageError(`--clear takes one of ${CLEARABLE.join(', ')}; got '${field}'`);
+    const flags = field === 'quota' || field === 'budget' ? Object.keys(SIDES).filter((flag) => SIDES[flag as keyof typeof SIDES][0] === field) : [field];
+    const setToo = flags.find((flag) => values[flag as keyof UpdateValues] !== undefined);
+    if (setToo) throw new CliUsageError(`--clear ${field} and --${setToo} contradict each other`);
+  }
+  const current = (await store.list()).find((record) => record.id === id);
+  if (!current) {
+    io.err(`No API key with id '${id}' (see keys list)\n`);
+    return 1;
+  }
+  const body = keyChangesOf(values, cleared, current);
+  const models = Array.isArray(body.models) && body.models.length > 0;
+  const config = models || Array.isArray(body.guardrails) ? loadConfig(env) : undefined;
+  const known = config && models ? canonicalModelIds(new ModelRegistry(await loadPlugins(config.manifestPath, config.pluginPath))) : undefined;
+  const knownGuardrails = config && Array.isArray(body.guardrails) ? config.guardrails.map((entry) => entry.name) : undefined;
+  const knownTeams = new Set(isTeamName(values.team) && (await teams.get(values.team)) ? [values.team] : []);
+  const updated = await store.update(id, parseKeyChanges(body, { knownModels: known, knownTeams, knownGuardrails, fieldLabel: updateFlagOf }));
+  if (!updated) {
+    io.err(`No API key with id '${id}' (see keys list)\n`);
+    return 1;
+  }
+  io.out(`Updated API key ${id} (${updated.name}); every gateway instance applies it within a second.\n`);
+  return 0;
+}
+
+const updateFlagOf = (path: string) => (path === 'body' ? 'flags' : flagOf(path));
+
 async function listKeys(argv: string[], io: CliIo, { keys: store }: OpenStores): Promise<number> {
   parseArgs({ args: argv, options: {}, strict: true, allowPositionals: false });
   const records = await store.list();
@@ -122,11 +197,12 @@ async function revokeKey(argv: string[], io: CliIo, { keys: store }: OpenStores)
 
 const ACTIONS: Record<string, (argv: string[], io: CliIo, stores: OpenStores, env: NodeJS.ProcessEnv) => Promise<number>> = {
   create: createKey,
+  update: updateKey,
   list: listKeys,
   revoke: revokeKey,
 };
 
-/** `keys create|list|revoke` on the store the server of `env` uses (Redis, else the data directory). */
+/** `keys create|update|list|revoke` on the store the server of `env` uses (Redis, else the data directory). */
 export async function runKeysCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const [action, ...rest] = argv;
   const run = action === undefined ? undefined : ACTIONS[action];

@@ -8,7 +8,7 @@ import { isTeamName } from '../../core/team-name.ts';
 import { keyNotFound, routeNotFound, unauthenticated } from '../../core/gateway-errors.ts';
 import { readJsonObject } from '../../data-plane/http/json-body.ts';
 import type { ModelRegistry } from '../../core/model-registry.ts';
-import { parseNewKey } from './new-key-input.ts';
+import { parseKeyChanges, parseNewKey, type NewKeyCheck } from './new-key-input.ts';
 import { teamRoutes } from './team-routes.ts';
 import { cacheRoutes } from './cache-routes.ts';
 import type { ResponseCache } from '../../core/response-cache.ts';
@@ -102,7 +102,7 @@ export interface AdminRouterOptions {
 
 /**
  * The admin API, mounted at `/admin`: `POST /keys` (201 with the key, shown once), `GET /keys`,
- * `DELETE /keys/:id` and `POST /keys/:id/revoke`, the teams (see {@link teamRoutes}), `GET /limits` (every
+ * `PATCH /keys/:id` (its limits and settings; 409 when revoked), `DELETE /keys/:id` and `POST /keys/:id/revoke`, the teams (see {@link teamRoutes}), `GET /limits` (every
  * key's and team's limits and their use now, see {@link limitsRoute}) and `DELETE /cache` (response cache
  * entries, see {@link cacheRoutes}), behind the admin token. Without a token configured
  * the admin API does not exist (404).
@@ -127,13 +127,25 @@ export function adminRouter(options: AdminRouterOptions): Router {
  */
 export function keyRoutes(options: Omit<AdminRouterOptions, 'token' | 'teams'> & { readonly teams?: TeamStore }): Router {
   const router = Router();
-  router.post('/keys', async (req, res) => {
-    const body = await readJsonObject(req, options.bodyLimitBytes ?? 1024 * 1024);
+  // What a key's body is checked against: the gateway's models, the team it names (looked up), the configured guardrails.
+  const checksOf = async (body: Record<string, unknown>): Promise<NewKeyCheck> => {
     const team = body.team;
     const knownTeams = options.teams && new Set(isTeamName(team) && (await options.teams.get(team)) ? [team] : []);
-    const input = parseNewKey(body, { knownModels: options.registry && canonicalModelIds(options.registry()), knownTeams, knownGuardrails: options.guardrails?.() });
+    return { knownModels: options.registry && canonicalModelIds(options.registry()), knownTeams, knownGuardrails: options.guardrails?.() };
+  };
+  router.post('/keys', async (req, res) => {
+    const body = await readJsonObject(req, options.bodyLimitBytes ?? 1024 * 1024);
+    const input = parseNewKey(body, await checksOf(body));
     const { key, record } = await options.keys.create(input);
     res.status(201).json({ ...keyView(record), key });
+  });
+  // Each field set (an object replaces the whole limit), null to remove it, absent to keep it; 409 for a revoked key.
+  router.patch('/keys/:id', async (req, res) => {
+    const id = String(req.params.id);
+    const body = await readJsonObject(req, options.bodyLimitBytes ?? 1024 * 1024);
+    const record = await options.keys.update(id, parseKeyChanges(body, await checksOf(body)));
+    if (!record) throw keyNotFound(id);
+    res.json(keyView(record));
   });
   router.get('/keys', async (_req, res) => {
     res.json({ object: 'list', data: (await options.keys.list()).map(keyView) });

@@ -1,33 +1,49 @@
 import * as yup from 'yup';
 import { fieldError, validationError } from '../../core/gateway-errors.ts';
 import type { NewKeyInput } from '../../core/api-keys.ts';
+import type { KeyChanges } from '../../stores/keys/key-store.ts';
 import { isTeamName, TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import { cacheSetting, guardrailList, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails } from './limit-fields.ts';
 
+// Each field of a key, as a new key gives it; a change may give each but `name` as null (removed).
+const KEY_FIELDS = {
+  rpm: positiveInteger(),
+  concurrency: positiveInteger(),
+  models: yup
+    .array(yup.string().strict().typeError('must be a model ID').required('must be a model ID'))
+    .typeError('must be a list of canonical model IDs')
+    .min(1, 'must name at least one model (leave it out to allow every model)'),
+  expires_at: yup
+    .string()
+    .strict()
+    .typeError('must be an ISO 8601 date-time')
+    .test('date-time', 'must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z', (value) => value === undefined || value === null || isDateTime(value))
+    .test('future', 'must be in the future', (value) => value === undefined || value === null || !isDateTime(value) || Date.parse(value) > Date.now()),
+  quota: tokenQuota(),
+  tpm: positiveInteger(),
+  budget: moneyBudget(),
+  team: yup.string().strict().typeError('must be a team name').matches(TEAM_NAME, TEAM_NAME_RULE),
+  cache: cacheSetting(),
+  guardrails: guardrailList(),
+};
+
+const keyName = () => yup.string().strict().typeError('must be a string').max(200, 'must be at most 200 characters');
+
 const newKeySchema = yup
-  .object({
-    name: yup.string().strict().typeError('must be a string').required('is required').max(200, 'must be at most 200 characters'),
-    rpm: positiveInteger(),
-    concurrency: positiveInteger(),
-    models: yup
-      .array(yup.string().strict().typeError('must be a model ID').required('must be a model ID'))
-      .typeError('must be a list of canonical model IDs')
-      .min(1, 'must name at least one model (leave it out to allow every model)'),
-    expires_at: yup
-      .string()
-      .strict()
-      .typeError('must be an ISO 8601 date-time')
-      .test('date-time', 'must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z', (value) => value === undefined || isDateTime(value))
-      .test('future', 'must be in the future', (value) => value === undefined || !isDateTime(value) || Date.parse(value) > Date.now()),
-    quota: tokenQuota(),
-    tpm: positiveInteger(),
-    budget: moneyBudget(),
-    team: yup.string().strict().typeError('must be a team name').matches(TEAM_NAME, TEAM_NAME_RULE),
-    cache: cacheSetting(),
-    guardrails: guardrailList(),
-  })
+  .object({ name: keyName().required('is required'), ...KEY_FIELDS })
   .strict()
   .noUnknown('has unknown fields (name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache, guardrails)');
+
+/** The fields a PATCH of a key may give (each but `name` may be null: removed). */
+export const KEY_CHANGE_FIELDS = ['name', 'rpm', 'concurrency', 'models', 'expires_at', 'quota', 'tpm', 'budget', 'team', 'cache', 'guardrails'] as const;
+
+const keyChangesSchema = yup
+  .object({
+    name: keyName().min(1, 'must not be empty').nonNullable('must be a string (a key keeps a name)'),
+    ...(Object.fromEntries(Object.entries(KEY_FIELDS).map(([field, schema]) => [field, schema.nullable()])) as { [K in keyof typeof KEY_FIELDS]: ReturnType<(typeof KEY_FIELDS)[K]['nullable']> }),
+  })
+  .strict()
+  .noUnknown(`has unknown fields (${KEY_CHANGE_FIELDS.join(', ')})`);
 
 function isDateTime(value: string): boolean {
   return /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) && !Number.isNaN(Date.parse(value));
@@ -55,11 +71,52 @@ export interface NewKeyCheck {
  * requests get, over its team's; `[]`: none). Throws the 400 ValidationError listing every bad field.
  */
 export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput {
+  const value = validate(newKeySchema, body, check);
+  return {
+    name: value.name,
+    rpm: value.rpm,
+    concurrency: value.concurrency,
+    models: value.models,
+    expiresAt: value.expires_at === undefined ? undefined : new Date(value.expires_at).toISOString(),
+    quota: value.quota,
+    tpm: value.tpm,
+    budget: value.budget,
+    team: value.team,
+    cache: value.cache,
+    guardrails: value.guardrails,
+  };
+}
+
+/**
+ * A PATCH of a key: `name`, and each of `rpm`, `concurrency`, `models`, `expires_at`, `quota`, `tpm`, `budget`, `team`,
+ * `cache` and `guardrails` set (checked as {@link parseNewKey} checks it; an object replaces the whole limit), `null` to
+ * remove it, or absent to keep it. Throws the 400 ValidationError listing every bad field; a body changing
+ * nothing is one of them.
+ */
+export function parseKeyChanges(body: unknown, check: NewKeyCheck = {}): KeyChanges {
   const label = check.fieldLabel ?? ((path: string) => path);
-  const errors: string[] = [];
-  let value: yup.InferType<typeof newKeySchema> | undefined;
+  const empty = body !== null && typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0;
+  const value = validate(keyChangesSchema, body, check, empty ? [fieldError(label('body'), `must change at least one of ${KEY_CHANGE_FIELDS.join(', ')}`)] : []);
+  const given = body as Record<string, unknown>;
+  const changes: Record<string, unknown> = {};
+  for (const field of KEY_CHANGE_FIELDS) {
+    if (!Object.hasOwn(given, field)) continue;
+    const set = value[field];
+    if (field === 'expires_at') changes.expiresAt = set === null ? null : new Date(set as string).toISOString();
+    else changes[field] = set;
+  }
+  return changes as KeyChanges;
+}
+
+/**
+ * The body through the schema, then its `models`, `guardrails` and `team` against what exists (when known):
+ * one 400 listing every problem, `errors` first.
+ */
+function validate<T>(schema: yup.Schema<T>, body: unknown, check: NewKeyCheck, errors: string[] = []): T {
+  const label = check.fieldLabel ?? ((path: string) => path);
+  let value: T | undefined;
   try {
-    value = newKeySchema.validateSync(body, { abortEarly: false });
+    value = schema.validateSync(body, { abortEarly: false });
   } catch (error) {
     if (!(error instanceof yup.ValidationError)) throw error;
     errors.push(...error.inner.map((problem) => fieldError(label(problem.path || 'body'), problem.message)));
@@ -77,18 +134,6 @@ export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput
   if (isTeamName(team) && !check.knownTeams?.has(team)) {
     errors.push(fieldError(label('team'), check.knownTeams ? `no team is named '${team}' (create it first)` : 'cannot be set here'));
   }
-  if (errors.length > 0 || !value) throw validationError(errors);
-  return {
-    name: value.name,
-    rpm: value.rpm,
-    concurrency: value.concurrency,
-    models: value.models,
-    expiresAt: value.expires_at === undefined ? undefined : new Date(value.expires_at).toISOString(),
-    quota: value.quota,
-    tpm: value.tpm,
-    budget: value.budget,
-    team: value.team,
-    cache: value.cache,
-    guardrails: value.guardrails,
-  };
+  if (errors.length > 0 || value === undefined) throw validationError(errors);
+  return value;
 }

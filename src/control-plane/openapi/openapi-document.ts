@@ -74,6 +74,69 @@ const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
 const adminErrors = { '401': error('Missing or wrong admin token', 'Plain'), '429': error('Too many wrong admin tokens from this address', 'Plain') };
 const teamName = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' } };
 
+/** A key's settings besides its name: the team's, and the models it may use, its expiry and its team. */
+const KEY_SETTINGS = {
+  rpm: { ...positiveInteger, description: "Requests per rate-limit window, instead of the gateway's" },
+  tpm: TEAM_LIMITS.tpm,
+  quota: TEAM_LIMITS.quota,
+  budget: TEAM_LIMITS.budget,
+  concurrency: { ...positiveInteger, description: "Requests of the key in flight at once, per gateway instance, instead of the gateway's" },
+  models: { type: 'array', minItems: 1, items: { type: 'string' }, description: 'Canonical model IDs (vendor/model) the key may use; absent: every model' },
+  expires_at: { type: 'string', description: 'ISO 8601 date-time in the future after which the key is refused; absent: never' },
+  team: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$', description: 'An existing team whose limits the key shares' },
+  cache: { type: 'boolean', description: "false: the key's requests never read or write the response cache; true (kept as set) or absent: the gateway's (and team's) setting applies" },
+  guardrails: { ...TEAM_SETTINGS.guardrails, description: "The configured guardrails the key's requests get, over its team's; [] for none; absent: its team's (else every configured one)" },
+};
+const keyName = { type: 'string', minLength: 1, maxLength: 200 };
+const keyId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+const revoked = { description: 'Revoked', content: json({ type: 'object', required: ['id', 'revoked'], properties: { id: { type: 'string' }, revoked: { const: true } } }) };
+
+/** The admin API's key routes (`/admin/keys`), behind the admin token. */
+const KEY_PATHS = {
+  '/admin/keys': {
+    post: {
+      summary: 'Creates a key: the key itself is in this answer only, never stored (only its hash)',
+      security: [{ adminToken: [] }],
+      requestBody: { required: true, content: json(ref('NewKey')) },
+      responses: { '201': { description: 'The key, with `key` shown this once', content: json(ref('CreatedKey')) }, '400': error('Invalid body, an unknown team, model or guardrail: every bad field listed', 'Plain'), ...adminErrors },
+    },
+    get: {
+      summary: 'Every managed key (never the key itself nor its hash)',
+      security: [{ adminToken: [] }],
+      responses: { '200': { description: 'The keys', content: json({ type: 'object', required: ['object', 'data'], properties: { object: { const: 'list' }, data: { type: 'array', items: ref('Key') } } }) }, ...adminErrors },
+    },
+  },
+  '/admin/keys/{id}': {
+    patch: {
+      summary: "Changes a key's name, limits and settings: each set (an object replaces the whole limit), null to remove it, absent to keep it; reaches admission on every instance within a second",
+      security: [{ adminToken: [] }],
+      parameters: [keyId],
+      requestBody: { required: true, content: json(ref('KeyChanges')) },
+      responses: {
+        '200': { description: 'The key as changed', content: json(ref('Key')) },
+        '400': error('Invalid or empty body, an unknown team, model or guardrail: every bad field listed', 'Plain'),
+        '404': error('No key with that id', 'Plain'),
+        '409': error('The key is revoked (a revoked key is not changed)', 'Plain'),
+        ...adminErrors,
+      },
+    },
+    delete: {
+      summary: 'Revokes a key (the same as POST /admin/keys/{id}/revoke): refused on every instance within a second',
+      security: [{ adminToken: [] }],
+      parameters: [keyId],
+      responses: { '200': revoked, '404': error('No key with that id', 'Plain'), ...adminErrors },
+    },
+  },
+  '/admin/keys/{id}/revoke': {
+    post: {
+      summary: 'Revokes a key: refused on every instance within a second',
+      security: [{ adminToken: [] }],
+      parameters: [keyId],
+      responses: { '200': revoked, '404': error('No key with that id', 'Plain'), ...adminErrors },
+    },
+  },
+};
+
 /** The admin API's team routes (`/admin/teams`), behind the admin token. */
 const TEAM_PATHS = {
   '/admin/teams': {
@@ -236,6 +299,7 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     '/metrics': { get: { summary: 'Prometheus metrics (unless METRICS_PORT serves them elsewhere)', security: [], responses: { '200': { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } } } },
+    ...KEY_PATHS,
     ...TEAM_PATHS,
     ...CACHE_PATHS,
     '/openapi.json': { get: { summary: 'This document', security: [], responses: { '200': { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } } } },
@@ -287,6 +351,33 @@ export const OPENAPI_DOCUMENT = {
           created_at: { type: 'string', description: 'ISO 8601 date-time' },
           ...Object.fromEntries(Object.entries(TEAM_SETTINGS).map(([field, schema]) => [field, nullable(schema)])),
         },
+      },
+      NewKey: {
+        type: 'object',
+        required: ['name'],
+        additionalProperties: false,
+        properties: { name: keyName, ...KEY_SETTINGS },
+      },
+      KeyChanges: {
+        type: 'object',
+        minProperties: 1,
+        additionalProperties: false,
+        properties: { name: keyName, ...Object.fromEntries(Object.entries(KEY_SETTINGS).map(([field, schema]) => [field, nullable(schema)])) },
+      },
+      Key: {
+        type: 'object',
+        required: ['id', 'name', 'status', 'created_at', 'expires_at', 'revoked', 'models', 'rpm', 'concurrency', 'quota', 'tpm', 'budget', 'team', 'cache', 'guardrails'],
+        properties: {
+          id: { type: 'string', pattern: '^(key|static)_' },
+          name: { type: 'string' },
+          status: { enum: ['active', 'revoked', 'expired'] },
+          created_at: { type: 'string', description: 'ISO 8601 date-time' },
+          revoked: { type: 'boolean' },
+          ...Object.fromEntries(Object.entries(KEY_SETTINGS).map(([field, schema]) => [field, nullable(schema)])),
+        },
+      },
+      CreatedKey: {
+        allOf: [ref('Key'), { type: 'object', required: ['key'], properties: { key: { type: 'string', pattern: '^sk-', description: 'The key itself, shown this once' } } }],
       },
       LimitOwner: {
         type: 'object',

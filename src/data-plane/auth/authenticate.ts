@@ -135,7 +135,8 @@ export interface AuthenticatorOptions {
   readonly throttle?: FailedAuthThrottle;
   /**
    * How long a key's record, once read from the store, is trusted without asking again (200 ms). With
-   * the stores' own caches (Redis 500 ms, file 250 ms) a revoke reaches every instance within 1 s.
+   * the stores' own caches (Redis 500 ms, file 250 ms) a revoke or a change (`PATCH /admin/keys/{id}`, `keys update`)
+   * reaches every instance within 1 s.
    */
   readonly trustMs?: number;
   /** Most presented keys remembered at once (10,000); the one read longest ago is forgotten first. */

@@ -1,11 +1,12 @@
 import { generateApiKey, newKeyRecord, type ApiKeyRecord, type NewKeyInput } from '../../core/api-keys.ts';
 import { LockedJsonFile } from '../locked-json-file.ts';
-import type { KeyStore } from './key-store.ts';
+import { applyKeyChanges } from './key-records.ts';
+import type { KeyChanges, KeyStore } from './key-store.ts';
 
 /**
  * Keys in `<dataDir>/keys.json` (hashes only), for a gateway without Redis. A running server re-reads
- * the file when it changes (checked at most every `recheckMs`, 250 ms by default), so keys created or
- * revoked with the CLI apply without a restart. Writes take a lock file, then write a temporary file
+ * the file when it changes (checked at most every `recheckMs`, 250 ms by default), so keys created,
+ * changed or revoked with the CLI apply without a restart. Writes take a lock file, then write a temporary file
  * and rename it over the old one, so readers never see half a file (see {@link LockedJsonFile}).
  */
 export class FileKeyStore implements KeyStore {
@@ -46,6 +47,19 @@ export class FileKeyStore implements KeyStore {
       }),
     );
     return found;
+  }
+
+  async update(id: string, changes: KeyChanges): Promise<ApiKeyRecord | undefined> {
+    let updated: ApiKeyRecord | undefined;
+    // Under the file's lock, on the records read whole: a revoke or change by another process is never lost.
+    await this.file.write((records) => {
+      const index = records.findIndex((record) => record.id === id);
+      if (index < 0) return undefined;
+      const changed = applyKeyChanges(records[index]!, changes);
+      updated = changed;
+      return records.map((record, at) => (at === index ? changed : record));
+    });
+    return updated;
   }
 
   async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {

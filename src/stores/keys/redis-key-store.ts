@@ -1,8 +1,9 @@
-import { isGatewayError, serviceUnavailable } from '../../core/gateway-errors.ts';
+import { conflict, isGatewayError, serviceUnavailable } from '../../core/gateway-errors.ts';
 import { RedisBreaker } from '../redis/redis-breaker.ts';
 import type { RedisConnection } from '../redis/redis-client.ts';
 import { generateApiKey, newKeyRecord, type ApiKeyRecord, type NewKeyInput } from '../../core/api-keys.ts';
-import type { KeyStore } from './key-store.ts';
+import { applyKeyChanges } from './key-records.ts';
+import type { KeyChanges, KeyStore } from './key-store.ts';
 
 // One hash tag for every key of the store: on a Cluster they share a slot, so a MULTI never crosses slots.
 const PREFIX = '{gateway-keys}';
@@ -10,6 +11,10 @@ const recordKey = (hash: string) => `${PREFIX}:hash:${hash}`;
 const idKey = (id: string) => `${PREFIX}:id:${id}`;
 const ID_SET = `${PREFIX}:ids`;
 const CACHE_LIMIT = 10_000;
+// A changed key is retried this often when another writer changed it meanwhile.
+const UPDATE_ATTEMPTS = 10;
+// KEYS: record; ARGV: the record as read, the changed record. 1 when replaced, 0 when it changed or went meanwhile.
+const REPLACE = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end return 0`;
 
 /** What a key looked up before is worth while Redis cannot be read (`GATEWAY_AUTH_FAIL_MODE`). */
 export type AuthFailMode = 'open' | 'closed';
@@ -37,8 +42,9 @@ interface CachedLookup {
 
 /**
  * Keys on Redis, shared by every gateway instance: the record under the key's hash, an id → hash index
- * and the set of ids. Lookups are cached for `cacheMs` (500 ms by default), so a revoke reaches every
- * instance within one second while most requests cost no round trip. While Redis is unreachable a key
+ * and the set of ids. A change or revoke of a record is a compare-and-set Lua script (retried when another
+ * writer came first). Lookups are cached for `cacheMs` (500 ms by default), so a revoke or a change
+ * reaches every instance within one second while most requests cost no round trip. While Redis is unreachable a key
  * looked up before keeps the state last seen (in `closed` mode for `graceMs` at most); an unseen key
  * fails (the authenticator answers 503).
  */
@@ -70,6 +76,29 @@ export class RedisKeyStore implements KeyStore {
     return whileReachable(() => this.revokeNow(id));
   }
 
+  async update(id: string, changes: KeyChanges): Promise<ApiKeyRecord | undefined> {
+    return whileReachable(() => this.changeNow(id, (record) => applyKeyChanges(record, changes)));
+  }
+
+  /**
+   * Replaces a key's record with what `change` makes of it, compare-and-set (a Lua script), read again and
+   * retried when another writer changed it meanwhile; undefined when no key has that id.
+   */
+  private async changeNow(id: string, change: (record: ApiKeyRecord) => ApiKeyRecord): Promise<ApiKeyRecord | undefined> {
+    for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt += 1) {
+      const hash = await this.redis.get(idKey(id));
+      const read = hash === null ? null : await this.redis.get(recordKey(hash));
+      if (hash === null || read === null) return undefined;
+      const changed = change(JSON.parse(read) as ApiKeyRecord);
+      if ((await this.redis.eval(REPLACE, 1, recordKey(hash), read, JSON.stringify(changed))) === 1) {
+        this.cache.delete(hash);
+        this.revision += 1;
+        return changed;
+      }
+    }
+    throw conflict(`API key '${id}' kept changing while this change was made; try again`);
+  }
+
   private async createNow(input: NewKeyInput): Promise<{ key: string; record: ApiKeyRecord }> {
     const key = generateApiKey();
     const record = newKeyRecord(key, input);
@@ -98,13 +127,8 @@ export class RedisKeyStore implements KeyStore {
   }
 
   private async revokeNow(id: string): Promise<boolean> {
-    const hash = await this.redis.get(idKey(id));
-    const value = hash === null ? null : await this.redis.get(recordKey(hash));
-    if (hash === null || value === null) return false;
-    await this.redis.set(recordKey(hash), JSON.stringify({ ...(JSON.parse(value) as ApiKeyRecord), revoked: true }));
-    this.cache.delete(hash);
-    this.revision += 1;
-    return true;
+    // Compare-and-set like a change, so that a change made at the same moment cannot undo the revoke (nor the revoke lose it).
+    return (await this.changeNow(id, (record) => ({ ...record, revoked: true }))) !== undefined;
   }
 
   async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {

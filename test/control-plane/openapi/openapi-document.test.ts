@@ -116,6 +116,33 @@ describe('OpenAPI document', function () {
     await conforms('GET', '/admin/limits', undefined, {}, 401);
   });
 
+  it('describes the real answers of the admin key routes, PATCH included', async () => {
+    const one = '/admin/keys/{id}';
+    await conforms('POST', '/admin/teams', { name: 'keyed' }, admin, 201);
+    const status = await conforms('POST', '/admin/keys', { name: 'documented', rpm: 5, quota: { daily: 100 }, team: 'keyed', expires_at: '2031-01-01T00:00:00Z' }, admin, 201);
+    expect(status).to.equal(201);
+    await conforms('POST', '/admin/keys', { name: 'documented', rpm: 0, owner: 'x' }, admin, 400);
+    await conforms('POST', '/admin/keys', { name: 'documented' }, {}, 401);
+    await conforms('GET', '/admin/keys', undefined, admin, 200);
+    await conforms('GET', '/admin/keys', undefined, {}, 401);
+    const listed = (await (await request(`${test.url}/admin/keys`, { headers: admin })).body.json()) as { data: { id: string; name: string }[] };
+    const id = listed.data.find((key) => key.name === 'documented')!.id;
+    await conforms('PATCH', `/admin/keys/${id}`, { rpm: null, tpm: 100, quota: { monthly: 9 }, budget: { daily_usd: 1.5 }, team: null, cache: false, models: ['zeta/zeta-k3'] }, admin, 200, one);
+    await conforms('PATCH', `/admin/keys/${id}`, { name: 'renamed', expires_at: null, cache: null, models: null }, admin, 200, one);
+    await conforms('PATCH', `/admin/keys/${id}`, {}, admin, 400, one);
+    await conforms('PATCH', `/admin/keys/${id}`, { name: null }, admin, 400, one);
+    await conforms('PATCH', `/admin/keys/${id}`, { rpm: 0, budget: { monthly_usd: -1 }, owner: 'x' }, admin, 400, one);
+    await conforms('PATCH', '/admin/keys/key_nobody', { rpm: 1 }, admin, 404, one);
+    await conforms('PATCH', `/admin/keys/${id}`, { rpm: 1 }, {}, 401, one);
+    await conforms('POST', `/admin/keys/${id}/revoke`, undefined, admin, 200, '/admin/keys/{id}/revoke');
+    await conforms('POST', '/admin/keys/key_nobody/revoke', undefined, admin, 404, '/admin/keys/{id}/revoke');
+    await conforms('POST', `/admin/keys/${id}/revoke`, undefined, {}, 401, '/admin/keys/{id}/revoke');
+    await conforms('PATCH', `/admin/keys/${id}`, { rpm: 1 }, admin, 409, one);
+    await conforms('DELETE', `/admin/keys/${id}`, undefined, admin, 200, one);
+    await conforms('DELETE', '/admin/keys/key_nobody', undefined, admin, 404, one);
+    await conforms('DELETE', `/admin/keys/${id}`, undefined, {}, 401, one);
+  });
+
   it('describes the real answers of the admin cache route', async () => {
     await conforms('DELETE', '/admin/cache', undefined, admin, 200);
     await conforms('POST', '/admin/teams', { name: 'cached', cache: false }, admin, 201);

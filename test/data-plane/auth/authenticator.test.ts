@@ -230,5 +230,5 @@ function unreachableStore(): KeyStore {
   const fail = async (): Promise<never> => {
     throw new Error('connect ECONNREFUSED 127.0.0.1:1');
   };
-  return { create: fail, list: fail, revoke: fail, findByHash: fail as () => Promise<ApiKeyRecord | undefined>, close: async () => {} };
+  return { create: fail, list: fail, revoke: fail, update: fail, findByHash: fail as () => Promise<ApiKeyRecord | undefined>, close: async () => {} };
 }

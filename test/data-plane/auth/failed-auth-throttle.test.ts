@@ -133,6 +133,10 @@ class CountingKeyStore implements KeyStore {
     return false;
   }
 
+  async update(): Promise<undefined> {
+    return undefined;
+  }
+
   async close(): Promise<void> {}
 }
 

@@ -65,6 +65,37 @@ describe('file key store', () => {
     expect((await lookUp(key))?.revoked, 'the revoke, one recheck period later').to.equal(true);
   });
 
+  it('updates a key in place: set, replaced, removed with null, kept when absent; seen by another process one recheck later', async () => {
+    const clock = new ManualClock(Date.now());
+    const server = withDateNow(clock, () => new FileKeyStore(dataDir));
+    const cli = new FileKeyStore(dataDir);
+    const { key, record } = await cli.create({ name: 'app', rpm: 5, quota: { daily: 10, monthly: 100 }, models: ['alpha/gen-5.5'] });
+    clock.advance(250);
+    expect((await withDateNow(clock, () => server.findByHash(hashApiKey(key))))?.rpm).to.equal(5);
+    const updated = await cli.update(record.id, { rpm: 1, quota: { monthly: 7 }, models: null, tpm: 900, cache: false });
+    expect(updated).to.deep.equal({ id: record.id, name: 'app', hash: record.hash, createdAt: record.createdAt, revoked: false, rpm: 1, quota: { monthly: 7 }, tpm: 900, cache: false });
+    expect(await new FileKeyStore(dataDir).list()).to.deep.equal([updated]);
+    clock.advance(250);
+    expect(await withDateNow(clock, () => server.findByHash(hashApiKey(key))), 'the change, one recheck period later').to.deep.equal(updated);
+    expect(await cli.update('key_unknown', { rpm: 2 })).to.equal(undefined);
+    await cli.revoke(record.id);
+    let refused: unknown;
+    await cli.update(record.id, { rpm: 2 }).catch((error: unknown) => (refused = error));
+    expect(refused).to.include({ status: 409 });
+    expect((await cli.list())[0]).to.include({ rpm: 1, revoked: true });
+  });
+
+  it('loses no change when two processes update and revoke at once', async () => {
+    const one = new FileKeyStore(dataDir);
+    const two = new FileKeyStore(dataDir);
+    const { record } = await one.create({ name: 'raced' });
+    const other = await two.create({ name: 'other' });
+    await Promise.all([one.update(record.id, { rpm: 3 }), two.update(record.id, { tpm: 4 }), one.revoke(other.record.id), two.update(other.record.id, { concurrency: 2 }).catch(() => undefined)]);
+    const [first, second] = await new FileKeyStore(dataDir).list();
+    expect(first).to.include({ rpm: 3, tpm: 4 });
+    expect(second).to.include({ revoked: true });
+  });
+
   it('loses no key when two processes write at once', async () => {
     const one = new FileKeyStore(dataDir);
     const two = new FileKeyStore(dataDir);

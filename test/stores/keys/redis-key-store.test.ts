@@ -28,6 +28,25 @@ function behavesAsSharedKeyStore(open: () => Promise<[RedisConnection, RedisConn
   });
   afterEach(() => clients.forEach((client) => client.disconnect()));
 
+  it('updates a key atomically: set, replaced, removed with null, kept when absent; 409 once revoked', async () => {
+    const { key, record } = await first.create({ name: 'shared', rpm: 5, quota: { daily: 10, monthly: 100 }, team: 'research' });
+    expect((await second.findByHash(hashApiKey(key)))?.rpm).to.equal(5);
+    const updated = await first.update(record.id, { rpm: 1, quota: { monthly: 7 }, team: null, budget: { daily_usd: 2 }, guardrails: [] });
+    expect(updated).to.deep.equal({ id: record.id, name: 'shared', hash: record.hash, createdAt: record.createdAt, revoked: false, rpm: 1, quota: { monthly: 7 }, budget: { daily_usd: 2 }, guardrails: [] });
+    // The writing instance reads it again at once; the other within its 500 ms cache.
+    expect(await first.findByHash(hashApiKey(key))).to.deep.equal(updated);
+    await eventually(async () => (await second.findByHash(hashApiKey(key)))?.rpm === 1, 'the other instance to see the change');
+    expect(await second.update('key_unknown', { rpm: 2 })).to.equal(undefined);
+    // Changes racing from two instances are all kept.
+    await Promise.all([first.update(record.id, { tpm: 10 }), second.update(record.id, { concurrency: 3 }), first.update(record.id, { name: 'renamed' })]);
+    expect((await second.list()).find((listed) => listed.id === record.id)).to.deep.include({ tpm: 10, concurrency: 3, name: 'renamed', rpm: 1 });
+    expect(await second.revoke(record.id)).to.equal(true);
+    let refused: unknown;
+    await first.update(record.id, { rpm: 2 }).catch((error: unknown) => (refused = error));
+    expect(refused).to.include({ status: 409 });
+    expect((await first.list()).find((listed) => listed.id === record.id)).to.include({ rpm: 1, revoked: true });
+  });
+
   it('creates, lists and finds keys by hash, storing no key', async () => {
     const { key, record } = await first.create({ name: 'shared', rpm: 3, models: ['alpha/gen-5.5'], tpm: 900, budget: { daily_usd: 1.25 }, team: 'research', cache: false, guardrails: ['no-emails'] });
     expect(record).to.deep.include({ tpm: 900, budget: { daily_usd: 1.25 }, team: 'research', cache: false, guardrails: ['no-emails'] });
@@ -46,6 +65,7 @@ function behavesAsSharedKeyStore(open: () => Promise<[RedisConnection, RedisConn
       create: (input) => second.create(input),
       list: () => second.list(),
       revoke: (id) => second.revoke(id),
+      update: (id, changes) => second.update(id, changes),
       findByHash: (hash) => withDateNow(clock, () => second.findByHash(hash)),
       get revision() {
         return second.revision;
