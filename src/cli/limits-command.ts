@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/gateway-config.ts';
 import { createLogger } from '../core/logger.ts';
-import { limitUseView, type LimitSettings, type LimitUse } from '../control-plane/limit-use.ts';
+import { limitUseView, type LimitUse } from '../control-plane/limit-use.ts';
 import { openStores } from '../stores/open-stores.ts';
 import { EmbeddedLedger } from '../stores/limits/embedded-ledger.ts';
 import { RedisLedger } from '../stores/limits/redis-ledger.ts';
@@ -14,10 +14,9 @@ export const LIMITS_SYNOPSIS = 'limits [--json]';
 const PERIOD = { minute: 'per minute', day: 'today (UTC)', month: 'this month (UTC)' } as const;
 const KIND = { rpm: 'requests', tpm: 'tokens', quota: 'charged tokens', budget: 'USD', concurrency: 'requests at once' } as const;
 
-/** One row per limit of an owner: its rpm (no use: counted per window by the rate limiter), then each token and money limit with its use. */
-function rows(owner: string, settings: LimitSettings, use: readonly LimitUse[]): Record<string, unknown>[] {
+/** One row per limit of an owner with its use: its requests per minute (a key's own or the default), then each token and money limit. */
+function rows(owner: string, use: readonly LimitUse[]): Record<string, unknown>[] {
   const lines: Record<string, unknown>[] = [];
-  if (settings.rpm !== null) lines.push({ owner, limit: 'requests per minute', of: settings.rpm });
   for (const entry of use) {
     if (entry.used === null) {
       lines.push({ owner, limit: `${KIND[entry.kind]} ${PERIOD[entry.period]}`, used: 'not counted here', of: entry.limit });
@@ -39,8 +38,8 @@ function rows(owner: string, settings: LimitSettings, use: readonly LimitUse[]):
 /**
  * `limits`: every key's and team's limits and their use now, read from the store the server uses. On
  * Redis the counters are the shared ones; on the embedded store they are the day and month counters
- * the server last wrote to the data directory (about half a second behind), and tokens per minute,
- * kept in the server's memory only, show as not counted here.
+ * the server last wrote to the data directory (about half a second behind), and requests and tokens
+ * per minute, kept in the server's memory only, show as not counted here.
  */
 export async function runLimitsCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: { json: { type: 'boolean' } }, allowPositionals: true, strict: true });
@@ -52,7 +51,7 @@ export async function runLimitsCommand(argv: string[], io: CliIo, env: NodeJS.Pr
   try {
     const ledger: Pick<LimitLedger, 'peek'> = redis ? new RedisLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);
     const [keys, teams] = await Promise.all([stores.keys.list(), stores.teams.list()]);
-    const counted = await limitUseView({ keys, teams, ledger, now: Date.now() });
+    const counted = await limitUseView({ keys, teams, ledger, rate: config.rateLimit, now: Date.now() });
     // Minute counters live in the embedded server's memory only: not known here.
     const unknownMinutes = (use: readonly LimitUse[]) => use.map((entry) => (redis || entry.period !== 'minute' ? entry : { ...entry, used: null, remaining: null }));
     const view = {
@@ -65,10 +64,10 @@ export async function runLimitsCommand(argv: string[], io: CliIo, env: NodeJS.Pr
       return 0;
     }
     const lines = [
-      ...view.keys.flatMap((key) => rows(`key ${key.name} (${key.id})${key.team ? `, team ${key.team}` : ''}`, key, key.use)),
-      ...view.teams.flatMap((team) => rows(`team ${team.name}`, team, team.use)),
+      ...view.keys.flatMap((key) => rows(`key ${key.name} (${key.id})${key.team ? `, team ${key.team}` : ''}`, key.use)),
+      ...view.teams.flatMap((team) => rows(`team ${team.name}`, team.use)),
     ];
-    io.out(lines.length ? textTable(lines, ['owner', 'limit', 'used', 'of', 'left', 'percent', 'resets']) : 'No key or team has a limit of its own.\n');
+    io.out(lines.length ? textTable(lines, ['owner', 'limit', 'used', 'of', 'left', 'percent', 'resets']) : 'No keys, and no team has a limit.\n');
     return 0;
   } finally {
     await stores.close();

@@ -3,16 +3,16 @@ import { keyStatus, type ApiKeyRecord } from '../core/api-keys.ts';
 import { serviceUnavailable } from '../core/gateway-errors.ts';
 import type { KeyStore } from '../stores/keys/key-store.ts';
 import type { TeamStore } from '../stores/teams/team-store.ts';
-import type { Limits, LimitPeriod, Meter, MoneyBudget, TeamRecord, TokenQuota } from '../core/limits.ts';
+import type { Limits, LimitPeriod, Meter, MoneyBudget, RateSettings, TeamRecord, TokenQuota } from '../core/limits.ts';
 import type { LimitLedger } from '../usage/limit-ledger.ts';
-import { metersOfLimits } from '../usage/limit-meters.ts';
+import { metersOfLimits, requestMeter } from '../usage/limit-meters.ts';
 
-/** One token or money limit and its use in the window open now. */
+/** One request, token or money limit and its use in the window open now. */
 export interface LimitUse {
   readonly kind: Meter['kind'];
   readonly period: LimitPeriod;
-  /** `tokens` (integers) for `tpm` and `quota`, `usd` for `budget`. */
-  readonly unit: 'tokens' | 'usd';
+  /** `requests` for `rpm`, `tokens` (integers) for `tpm` and `quota`, `usd` for `budget`. */
+  readonly unit: 'requests' | 'tokens' | 'usd';
   readonly limit: number;
   /** Null when no ledger counts use (the view then shows the limits only). */
   readonly used: number | null;
@@ -36,7 +36,10 @@ export interface KeyLimitView extends LimitSettings {
   readonly status: 'active' | 'expired';
   /** The team whose limits the key shares as well; null when none. */
   readonly team: string | null;
-  /** The key's token and money limits, in the order tpm, daily and monthly quota, daily and monthly budget. */
+  /**
+   * The key's limits, in the order rpm (always: its own `rpm` or the gateway's default), tpm, daily and
+   * monthly quota, daily and monthly budget.
+   */
   readonly use: readonly LimitUse[];
 }
 
@@ -46,6 +49,7 @@ export interface TeamLimitView extends LimitSettings {
   readonly key_ids: readonly string[];
   /** The team's response cache setting as set (not a limit: shown beside them); null when unset. */
   readonly cache: boolean | null;
+  /** The team's limits, in the key's order; rpm only when the team has one. */
   readonly use: readonly LimitUse[];
 }
 
@@ -64,9 +68,16 @@ export interface LimitUseInput {
   readonly teams: readonly TeamRecord[];
   /** Where the counters are read; without it no use is shown. */
   readonly ledger?: Pick<LimitLedger, 'peek'>;
+  /** The request limit in force (`config.rateLimit`): a key without an `rpm` of its own has `max`; the gateway's default when absent. */
+  readonly rate?: RateSettings;
   /** Epoch ms. */
   readonly now: number;
 }
+
+/** The gateway's request limit when none is configured (`config.rateLimit`'s defaults). */
+export const DEFAULT_RATE: RateSettings = { max: 100, windowMs: 60_000 };
+
+const UNIT = { rpm: 'requests', tpm: 'tokens', quota: 'tokens', budget: 'usd' } as const;
 
 const nanoToUsd = (nano: number): number => Math.round(nano) / 1e9;
 
@@ -80,7 +91,7 @@ function limitUse(meter: Meter, value: number | undefined): LimitUse {
   return {
     kind: meter.kind,
     period: meter.period,
-    unit: money ? 'usd' : 'tokens',
+    unit: UNIT[meter.kind],
     limit: convert(meter.limit),
     used: value === undefined ? null : convert(value),
     remaining: value === undefined ? null : convert(Math.max(0, meter.limit - value)),
@@ -89,15 +100,20 @@ function limitUse(meter: Meter, value: number | undefined): LimitUse {
 }
 
 /**
- * The limits of every non-revoked key (expired ones included, marked so) and every team, each token
- * and money limit with its use in the window open at `now`, read with one `peek` of every counter.
- * Money is in USD (the counters hold nano-USD), tokens are integers. Keys come by name, teams by name.
+ * The limits of every non-revoked key (expired ones included, marked so) and every team, each request,
+ * token and money limit with its use in the window open at `now`, read with one `peek` of every counter
+ * (the request counters are the rate limiter's: {@link requestMeter}). Money is in USD (the counters hold
+ * nano-USD), tokens and requests are integers. Keys come by name, teams by name.
  */
 export async function limitUseView(input: LimitUseInput): Promise<LimitUseView> {
   const keys = input.keys.filter((key) => !key.revoked).sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
   const teams = [...input.teams].sort((a, b) => a.name.localeCompare(b.name));
-  const keyMeters = keys.map((key) => metersOfLimits('key', key.id, key, input.now));
-  const teamMeters = teams.map((team) => metersOfLimits('team', team.name, team, input.now));
+  const rate = input.rate ?? DEFAULT_RATE;
+  const keyMeters = keys.map((key) => [requestMeter('key', key.id, key.rpm ?? rate.max, rate.windowMs, input.now), ...metersOfLimits('key', key.id, key, input.now)]);
+  const teamMeters = teams.map((team) => [
+    ...(team.rpm === undefined ? [] : [requestMeter('team', team.name, team.rpm, rate.windowMs, input.now)]),
+    ...metersOfLimits('team', team.name, team, input.now),
+  ]);
   const counters = [...keyMeters, ...teamMeters].flat().map((meter) => meter.counter);
   const values = input.ledger && counters.length > 0 ? await input.ledger.peek(counters) : [];
   const valueOf = new Map(counters.map((counter, index) => [counter, values[index]]));
@@ -130,6 +146,8 @@ export interface LimitsRouteOptions {
   readonly teams?: Pick<TeamStore, 'list'>;
   /** Where use is read; without it the limits are listed with no use figures. */
   readonly limits?: Pick<LimitLedger, 'peek'>;
+  /** The request limit in force, read per request (a reload changes it); the gateway's default when absent. */
+  readonly rate?: () => RateSettings;
   readonly now?: () => number;
 }
 
@@ -143,7 +161,7 @@ export function limitsRoute(options: LimitsRouteOptions): RequestHandler {
     let view: LimitUseView;
     try {
       const [keys, teams] = await Promise.all([options.keys.list(), options.teams?.list() ?? []]);
-      view = await limitUseView({ keys, teams, ledger: options.limits, now: (options.now ?? Date.now)() });
+      view = await limitUseView({ keys, teams, ledger: options.limits, rate: options.rate?.(), now: (options.now ?? Date.now)() });
     } catch (error) {
       throw serviceUnavailable('Limits cannot be read right now (a store or the limit counters are unreachable); please retry shortly', error);
     }

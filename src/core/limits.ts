@@ -62,6 +62,12 @@ export type LimitKind = 'rpm' | 'tpm' | 'quota' | 'budget';
 export type LimitScope = 'key' | 'team' | 'address';
 export type LimitPeriod = 'minute' | 'day' | 'month';
 
+/** The gateway's request limit: `max` requests per `windowMs` (a key's or team's own `rpm` replaces `max`). */
+export interface RateSettings {
+  readonly max: number;
+  readonly windowMs: number;
+}
+
 /**
  * One counter a request is measured against: a limit of a key or a team over a UTC window, in the
  * limit's unit (requests for `rpm`, tokens for `tpm`, charged tokens for `quota`, nano-USD for `budget`).

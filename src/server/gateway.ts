@@ -258,7 +258,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(options.clusterWorker ? new PrimaryScrape() : metrics));
       add('get', '/openapi.json', (_req, res) => void res.type('application/json').send(OPENAPI_JSON));
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
-      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, teams, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle: adminThrottle, limits: ledger, responseCache, guardrails: () => live.current.config.guardrails.map((entry) => entry.name) }));
+      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, teams, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle: adminThrottle, limits: ledger, rate: () => live.current.config.rateLimit, responseCache, guardrails: () => live.current.config.guardrails.map((entry) => entry.name) }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
       // 503 while anything runs degraded (or the gateway drains), so a balancer prefers healthy instances.
       // `?degraded=ready` answers 200 while degraded: for an orchestrator that takes every unready
@@ -273,6 +273,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
         keys,
         teams,
         limits: ledger,
+        rate: () => live.current.config.rateLimit,
         usage,
         registry: currentRegistry,
         endpoints,

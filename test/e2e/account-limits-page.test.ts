@@ -13,7 +13,7 @@ import { FileKeyStore } from '../../src/stores/keys/file-key-store.ts';
 import { MemoryLedger } from '../../src/stores/limits/memory-ledger.ts';
 import { MemorySessionStore } from '../../src/stores/session-store.ts';
 import { EmbeddedUsageStore } from '../../src/stores/usage/embedded-usage-store.ts';
-import { metersOfLimits } from '../../src/usage/limit-meters.ts';
+import { metersOfLimits, requestMeter } from '../../src/usage/limit-meters.ts';
 import { startGuardedApp, type GuardedApp } from '../data-plane/auth/guarded-app.ts';
 import { sleep } from '../helpers/eventually.ts';
 import { launchBrowser, screenshot, type HeadlessBrowser } from '../helpers/headless-browser.ts';
@@ -46,6 +46,12 @@ describe('account page limits view in headless Chromium', function () {
     });
   }
 
+  /** Counts `count` requests on an owner's request counter open now, as the rate limiter does. */
+  function requests(scope: LimitScope, owner: string, limit: number, count: number): void {
+    const meter = requestMeter(scope, owner, limit, 60_000, Date.now());
+    for (let i = 0; i < count; i++) ledger.reserve([{ counter: meter.counter, limit, want: 1, need: 1, resetAt: meter.resetAt }]);
+  }
+
   before(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'gateway-account-limits-page-'));
     keys = new FileKeyStore(dataDir);
@@ -73,7 +79,7 @@ describe('account page limits view in headless Chromium', function () {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  it("shows each key's and team's use against its tpm, quotas and budgets, and refreshes", async () => {
+  it("shows each key's and team's use against its rpm, tpm, quotas and budgets, and refreshes", async () => {
     const { record: capped } = await keys.create({ name: 'capped key', ...CAPPED, team: 'research' });
     await keys.create({ name: 'open key' });
     const { record: gone } = await keys.create({ name: 'gone key', tpm: 5 });
@@ -83,6 +89,8 @@ describe('account page limits view in headless Chromium', function () {
     if (left < 25_000) await sleep(left + 100);
     use('key', capped.id, CAPPED, [2500, 42_000, 1_234_567, 1_250_000_000, 48_500_000_000]);
     use('team', 'research', RESEARCH, [0, 4_200_000]);
+    requests('key', capped.id, 60, 3);
+    requests('team', 'research', 600, 3);
 
     await page.goto(`${app.url}/account#limits`);
     await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
@@ -94,7 +102,9 @@ describe('account page limits view in headless Chromium', function () {
 
     const shown = await cells(keyRow);
     expect(shown.Key).to.equal(`capped key${capped.id}`);
-    expect(shown).to.deep.include({ Team: 'research', RPM: '60' });
+    expect(shown).to.deep.include({ Team: 'research' });
+    expect(shown['Requests per minute']).to.match(/^3 \/ 605% · resets \d\d:\d\d UTC$/);
+    expect(await page.getByRole('meter', { name: 'Requests per minute of key capped key: 5% used, 57 left' }).count()).to.equal(1);
     expect(shown['Tokens per minute']).to.match(/^2,500 \/ 10,00025% · resets \d\d:\d\d UTC$/);
     expect(shown['Daily quota']).to.match(/^42,000 \/ 100,00042% · resets [A-Z][a-z]{2} \d\d?, 00:00 UTC$/);
     expect(shown['Monthly quota']).to.match(/^1,234,567 \/ 2,000,00062% · resets [A-Z][a-z]{2} 1, 00:00 UTC$/);
@@ -104,19 +114,22 @@ describe('account page limits view in headless Chromium', function () {
     expect(await bar.evaluate((meter) => [(meter as HTMLMeterElement).value, (meter as HTMLMeterElement).max])).to.deep.equal([48.5, 50]);
     expect(await page.getByRole('meter', { name: /^Tokens per minute of key capped key: 25% used/ }).count()).to.equal(1);
 
-    expect(await cells(page.locator('#limit-keys-table tbody tr', { hasText: 'open key' }))).to.deep.include({
-      Team: '—', RPM: 'default', 'Tokens per minute': '—', 'Daily quota': '—', 'Monthly budget': '—',
-    });
+    const open = await cells(page.locator('#limit-keys-table tbody tr', { hasText: 'open key' }));
+    expect(open).to.deep.include({ Team: '—', 'Tokens per minute': '—', 'Daily quota': '—', 'Monthly budget': '—' });
+    // No rpm of its own: the gateway's default request limit (100 per minute).
+    expect(open['Requests per minute']).to.match(/^0 \/ 1000% · resets \d\d:\d\d UTCgateway default$/);
     expect(await page.locator('#limit-keys-table').textContent()).not.to.include('gone key');
     expect(await page.locator('#limit-keys-table tbody tr').count()).to.equal(2);
 
     const team = await cells(page.locator('#limit-teams-table tbody tr', { hasText: 'research' }));
-    expect(team).to.deep.include({ Team: 'research', Keys: 'capped key', RPM: '600', Cache: 'off', 'Daily quota': '—' });
+    expect(team).to.deep.include({ Team: 'research', Keys: 'capped key', Cache: 'off', 'Daily quota': '—' });
+    expect(team['Requests per minute']).to.match(/^3 \/ 6001% · resets/);
     expect(team['Tokens per minute']).to.match(/^0 \/ 50,0000% · resets/);
     expect(team['Monthly budget']).to.match(/^\$0\.0042 \/ \$100\.000% · resets/);
     const idle = await cells(page.locator('#limit-teams-table tbody tr', { hasText: 'idle' }));
     expect(idle['Daily quota']).to.match(/^0 \/ 1,0000% /);
     expect(idle.Cache).to.equal('default');
+    expect(idle['Requests per minute']).to.equal('—');
     expect(await page.locator('#limits-unmetered').isVisible()).to.equal(false);
     expect(await accessibilityViolations(page)).to.deep.equal([]);
     await screenshot(page, 'account-limits');

@@ -1,9 +1,10 @@
-// Limits: each key's and team's token and money limits, with what is used of them in the window open now.
+// Limits: each key's and team's request, token and money limits, with what is used of them in the window open now.
 import { api } from './api.js';
 import { badge, byId, cacheText, element, formatNumber, formatTime, formatUsd, row, stackTable } from './dom.js';
 
 /** The limit columns, in table order: the `kind` and `period` of a `use` entry, and its name. */
 const COLUMNS = [
+  { kind: 'rpm', period: 'minute', label: 'Requests per minute' },
   { kind: 'tpm', period: 'minute', label: 'Tokens per minute' },
   { kind: 'quota', period: 'day', label: 'Daily quota' },
   { kind: 'quota', period: 'month', label: 'Monthly quota' },
@@ -66,14 +67,16 @@ function keyCell(key) {
 
 function keyRow(key, teamNames) {
   const team = key.team === null ? '—' : teamNames.has(key.team) ? key.team : `${key.team} (no such team)`;
-  const rpm = key.rpm === null ? 'default' : formatNumber(key.rpm);
-  return row([keyCell(key), team, rpm, ...useCells(`key ${key.name}`, key.use)], { header: true, wrap: [1] });
+  const [rpm, ...rest] = useCells(`key ${key.name}`, key.use);
+  // A key without an rpm of its own has the gateway's default request limit.
+  if (key.rpm === null && rpm instanceof Node) rpm.append(element('span', { className: 'hint', text: 'gateway default' }));
+  return row([keyCell(key), team, rpm, ...rest], { header: true, wrap: [1] });
 }
 
 function teamRow(team, keyNames) {
   const members = team.key_ids.map((id) => keyNames.get(id) ?? id);
-  const rpm = team.rpm === null ? '—' : formatNumber(team.rpm);
-  return row([team.name, members.length ? members.join(', ') : 'none', rpm, cacheText(team.cache), ...useCells(`team ${team.name}`, team.use)], { header: true, wrap: [0, 1] });
+  const [rpm, ...rest] = useCells(`team ${team.name}`, team.use);
+  return row([team.name, members.length ? members.join(', ') : 'none', rpm, cacheText(team.cache), ...rest], { header: true, wrap: [0, 1] });
 }
 
 /** Reads the limits and their use and redraws both tables. */

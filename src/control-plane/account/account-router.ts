@@ -6,6 +6,7 @@ import type { Store } from 'express-rate-limit';
 import { canonicalModelIds, keyRoutes } from '../admin/admin-routes.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
 import { routeNotFound, serviceUnavailable } from '../../core/gateway-errors.ts';
+import type { RateSettings } from '../../core/limits.ts';
 import type { ModelRegistry } from '../../core/model-registry.ts';
 import type { ProviderEndpoints } from '../../data-plane/route-services.ts';
 import { adminUsageRoute, parseUsageQuery } from '../usage-routes.ts';
@@ -56,8 +57,10 @@ export interface AccountRouterOptions {
   readonly now?: () => number;
   /** The teams `GET /limits` lists; none when absent. */
   readonly teams?: TeamStore;
-  /** Where `GET /limits` reads token and money use; without it the limits are listed with no use figures. */
+  /** Where `GET /limits` reads request, token and money use; without it the limits are listed with no use figures. */
   readonly limits?: Pick<LimitLedger, 'peek'>;
+  /** The request limit in force (`config.rateLimit`, read per request), for `GET /limits`; the gateway's default when absent. */
+  readonly rate?: () => RateSettings;
 }
 
 const securityHeaders: RequestHandler = function securityHeaders(_req, res, next) {
@@ -133,7 +136,7 @@ export function accountRouter(options: AccountRouterOptions): Router {
     res.setHeader('Content-Disposition', `attachment; filename="${usageCsvName(query)}"`);
     res.send(usageCsv(rows, query.groupBy));
   });
-  api.get('/limits', limitsRoute({ keys: options.keys, teams: options.teams, limits: options.limits, now: options.now }));
+  api.get('/limits', limitsRoute({ keys: options.keys, teams: options.teams, limits: options.limits, rate: options.rate, now: options.now }));
   api.use(keyRoutes({ keys: options.keys, teams: options.teams, registry: options.registry, bodyLimitBytes: options.bodyLimitBytes, usage: adminUsageRoute(options.usage) }));
   return router;
 }

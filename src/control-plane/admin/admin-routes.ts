@@ -7,6 +7,7 @@ import type { TeamStore } from '../../stores/teams/team-store.ts';
 import { isTeamName } from '../../core/team-name.ts';
 import { keyNotFound, routeNotFound, unauthenticated } from '../../core/gateway-errors.ts';
 import { readJsonObject } from '../../data-plane/http/json-body.ts';
+import type { RateSettings } from '../../core/limits.ts';
 import type { ModelRegistry } from '../../core/model-registry.ts';
 import { parseKeyChanges, parseNewKey, type NewKeyCheck } from './new-key-input.ts';
 import { teamRoutes } from './team-routes.ts';
@@ -92,8 +93,10 @@ export interface AdminRouterOptions {
   readonly usage?: RequestHandler;
   /** Counts wrong admin tokens per client address (429 past the limit); a budget of its own, not the API keys'. */
   readonly throttle?: FailedAuthThrottle;
-  /** Where `GET /admin/limits` reads token and money use; without it the limits are listed with no use figures. */
+  /** Where `GET /admin/limits` reads request, token and money use; without it the limits are listed with no use figures. */
   readonly limits?: Pick<LimitLedger, 'peek'>;
+  /** The request limit in force (`config.rateLimit`, read per request), for `GET /admin/limits`; the gateway's default when absent. */
+  readonly rate?: () => RateSettings;
   /** The response cache `DELETE /admin/cache` empties; without one (no cache configured) it deletes nothing. */
   readonly responseCache?: ResponseCache;
   /** The names of the guardrails the configuration in force holds, to check `guardrails` of keys and teams against; unchecked when absent. */

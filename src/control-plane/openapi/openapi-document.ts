@@ -381,7 +381,7 @@ export const OPENAPI_DOCUMENT = {
       },
       LimitOwner: {
         type: 'object',
-        description: 'A key (`id`, `name`, `status`, `team`) or a team (`name`, `key_ids`, `cache`): its limits as configured, and `use`, one entry per token or money limit',
+        description: 'A key (`id`, `name`, `status`, `team`) or a team (`name`, `key_ids`, `cache`): its limits as configured, and `use`, one entry per request, token or money limit (a key always has a request limit: its own `rpm` or the gateway\'s default; a team only when it has an `rpm`)',
         required: ['name', 'rpm', 'tpm', 'quota', 'budget', 'use'],
         properties: {
           name: { type: 'string' },
@@ -392,9 +392,9 @@ export const OPENAPI_DOCUMENT = {
               type: 'object',
               required: ['kind', 'period', 'unit', 'limit', 'used', 'remaining', 'resets_at'],
               properties: {
-                kind: { enum: ['tpm', 'quota', 'budget'] },
+                kind: { enum: ['rpm', 'tpm', 'quota', 'budget'] },
                 period: { enum: ['minute', 'day', 'month'] },
-                unit: { enum: ['tokens', 'usd'] },
+                unit: { enum: ['requests', 'tokens', 'usd'] },
                 limit: { type: 'number' },
                 used: { type: ['number', 'null'] },
                 remaining: { type: ['number', 'null'] },

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import { rateLimited } from '../../core/gateway-errors.ts';
 import type { CallerKey } from '../../core/exchange.ts';
-import type { Meter } from '../../core/limits.ts';
+import type { Meter, RateSettings } from '../../core/limits.ts';
 import { clientAddress } from '../../core/client-address.ts';
 import { tighter, writeDraftRateLimitHeaders, type HeaderTarget, type LimitState } from '../../core/rate-limit-headers.ts';
 import type { CounterDemand, LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
@@ -32,11 +32,7 @@ export function rateLimitText(max: number, windowMs: number): string {
   return `Rate limit exceeded: ${max} per ${describeWindow(windowMs)}`;
 }
 
-/** The gateway's request limit: `max` requests per `windowMs` (a key's or team's own `rpm` replaces `max`). */
-export interface RateSettings {
-  readonly max: number;
-  readonly windowMs: number;
-}
+export type { RateSettings };
 
 export interface RateLimiterOptions {
   /**

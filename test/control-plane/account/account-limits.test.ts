@@ -11,7 +11,7 @@ import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { MemoryLedger } from '../../../src/stores/limits/memory-ledger.ts';
 import { MemorySessionStore } from '../../../src/stores/session-store.ts';
 import { EmbeddedUsageStore } from '../../../src/stores/usage/embedded-usage-store.ts';
-import { metersOfLimits } from '../../../src/usage/limit-meters.ts';
+import { metersOfLimits, requestMeter } from '../../../src/usage/limit-meters.ts';
 import { startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
 import { MemoryTeamStore } from '../../helpers/memory-team-store.ts';
 
@@ -84,8 +84,11 @@ describe('account page limits route', () => {
     ledger.add(budget!.counter, 500_000_000, budget!.resetAt);
     const [teamQuota] = metersOfLimits('team', 'research', { quota: { monthly: 1_000_000 } }, clock);
     ledger.add(teamQuota!.counter, 12_345, teamQuota!.resetAt);
+    // Four requests counted by the rate limiter against the rate settings in force (30 per minute).
+    const rpm = requestMeter('key', capped.id, 30, 60_000, clock);
+    for (let i = 0; i < 4; i++) ledger.reserve([{ counter: rpm.counter, limit: rpm.limit, want: 1, need: 1, resetAt: rpm.resetAt }]);
 
-    const app = await start();
+    const app = await start({ rate: () => ({ max: 30, windowMs: 60_000 }) });
     const reply = await limits(app, await signIn(app));
     expect(reply.status).to.equal(200);
     expect(reply.headers.get('cache-control')).to.equal('no-store');
@@ -95,6 +98,7 @@ describe('account page limits route', () => {
     expect(reply.json.keys[0]).to.deep.equal({
       id: capped.id, name: 'capped', status: 'active', team: 'research', rpm: null, tpm: 1000, quota: null, budget: { daily_usd: 2.5 },
       use: [
+        { kind: 'rpm', period: 'minute', unit: 'requests', limit: 30, used: 4, remaining: 26, resets_at: '2026-11-23T12:01:00.000Z' },
         { kind: 'tpm', period: 'minute', unit: 'tokens', limit: 1000, used: 250, remaining: 750, resets_at: '2026-11-23T12:01:00.000Z' },
         { kind: 'budget', period: 'day', unit: 'usd', limit: 2.5, used: 0.5, remaining: 2, resets_at: '2026-11-24T00:00:00.000Z' },
       ],
@@ -110,7 +114,11 @@ describe('account page limits route', () => {
     const reply = await limits(app, await signIn(app));
     expect(reply.status).to.equal(200);
     expect(reply.json).to.deep.include({ metered: false, teams: [] });
-    expect(reply.json.keys[0].use).to.deep.equal([{ kind: 'quota', period: 'day', unit: 'tokens', limit: 10, used: null, remaining: null, resets_at: '2026-11-24T00:00:00.000Z' }]);
+    expect(reply.json.keys[0].use).to.deep.equal([
+      // Without rate settings given, the gateway's default.
+      { kind: 'rpm', period: 'minute', unit: 'requests', limit: 100, used: null, remaining: null, resets_at: '2026-11-23T12:01:00.000Z' },
+      { kind: 'quota', period: 'day', unit: 'tokens', limit: 10, used: null, remaining: null, resets_at: '2026-11-24T00:00:00.000Z' },
+    ]);
   });
 
   it('answers 503 as JSON, with no stack, when the teams or the counters cannot be read', async () => {

@@ -111,8 +111,10 @@ describe('OpenAPI document', function () {
     await conforms('GET', '/admin/limits', undefined, admin, 200);
     const body = (await (await request(`${test.url}/admin/limits`, { headers: admin })).body.json()) as { keys: { name: string; use: { kind: string; used: number }[] }[] };
     const metered = body.keys.find((entry) => entry.name === 'metered')!;
-    expect(metered.use.map((entry) => entry.kind)).to.deep.equal(['tpm', 'budget']);
+    expect(metered.use.map((entry) => entry.kind)).to.deep.equal(['rpm', 'tpm', 'budget']);
     expect(metered.use.every((entry) => entry.used > 0)).to.equal(true);
+    // The one request, as the rate limiter counted it.
+    expect(metered.use[0]).to.deep.include({ kind: 'rpm', unit: 'requests', used: 1 });
     await conforms('GET', '/admin/limits', undefined, {}, 401);
   });
 
