@@ -194,18 +194,21 @@ describe('tracing: failover, refusals and plugin faults as spans', function () {
       res.end(chunk({ role: 'assistant', content: '' }) + chunk({ content: 'Hello' }) + chunk({}, 'stop') + 'data: [DONE]\n\n');
     };
     dir = await mkdtemp(join(tmpdir(), 'gateway-tracing-'));
-    // A pool whose first endpoint (by far the heaviest, so tried first) answers 500; a plugin whose stream fixup throws.
-    await writeFile(
-      join(dir, 'gateway.yaml'),
-      [
-        'routing: { affinity: false }',
-        'providers:',
-        '  alpha:',
-        '    endpoints:',
-        `      - { name: broken, baseUrl: '${broken.url}', weight: 1000000000 }`,
-        `      - { name: healthy, baseUrl: 'http://127.0.0.1:1/v1', weight: 1 }`,
-      ].join('\n'),
-    );
+    // A plugin whose stream fixup throws (below), and a pool whose first endpoint answers 500.
+    // The pool: its first endpoint, by far the heaviest, is tried first; `healthy` comes after.
+    const writePool = (healthy: string) =>
+      writeFile(
+        join(dir, 'gateway.yaml'),
+        [
+          'routing: { affinity: false }',
+          'providers:',
+          '  alpha:',
+          '    endpoints:',
+          `      - { name: broken, baseUrl: '${broken.url}', weight: 1000000000 }`,
+          `      - { name: healthy, baseUrl: '${healthy}', weight: 1 }`,
+        ].join('\n'),
+      );
+    await writePool('http://127.0.0.1:1/v1');
     await mkdir(join(dir, 'plugins', 'hooky'), { recursive: true });
     await writeFile(join(dir, 'plugins', 'package.json'), JSON.stringify({ type: 'module' }));
     await writeFile(join(dir, 'plugins', 'manifest.json'), JSON.stringify({ plugins: ['hooky'] }));
@@ -225,17 +228,7 @@ describe('tracing: failover, refusals and plugin faults as spans', function () {
       configFile: join(dir, 'gateway.yaml'),
     });
     // The healthy endpoint: the test gateway's own alpha mock (the file named a placeholder).
-    await writeFile(
-      join(dir, 'gateway.yaml'),
-      [
-        'routing: { affinity: false }',
-        'providers:',
-        '  alpha:',
-        '    endpoints:',
-        `      - { name: broken, baseUrl: '${broken.url}', weight: 1000000000 }`,
-        `      - { name: healthy, baseUrl: '${test.upstreams.alpha.url}', weight: 1 }`,
-      ].join('\n'),
-    );
+    await writePool(test.upstreams.alpha.url);
     expect(test.gateway.reloadConfig('test').applied).to.equal(true);
   });
   after(async () => {

@@ -3,6 +3,8 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { CallerKey } from '../../core/exchange.ts';
 import { cacheTenant, type CachedAnswer, type CacheTenant, type ResponseCache } from '../../core/response-cache.ts';
 import type { TokenUsage, UpstreamRoute } from '../../plugins/plugin-contract.ts';
+import { ANONYMOUS_KEY_ID } from '../../usage/usage-accounting.ts';
+import { STREAM_HEADERS } from '../sse/sse-relay.ts';
 
 /** The cache's settings in force (read per request: a reload changes them). */
 export interface CacheSettings {
@@ -125,7 +127,7 @@ export function openTicket(
     caching.counted?.('bypass');
     return undefined;
   }
-  const tenant = cacheTenant(caller?.id ?? 'anonymous', caller?.team?.name);
+  const tenant = cacheTenant(caller?.id ?? ANONYMOUS_KEY_ID, caller?.team?.name);
   if (directive === 'refresh') {
     res.setHeader('x-gateway-cache', 'bypass');
     caching.counted?.('bypass');
@@ -147,7 +149,7 @@ export async function lookUp(caching: ResponseCaching, ticket: CacheTicket, res:
 export function hitHeaders(answer: CachedAnswer, now: number): Record<string, string> {
   const age = String(Math.max(0, Math.floor((now - answer.storedAt) / 1000)));
   return answer.stream
-    ? { 'content-type': answer.contentType, 'cache-control': 'no-cache', 'x-accel-buffering': 'no', 'x-gateway-cache': 'hit', age }
+    ? { 'content-type': answer.contentType, ...STREAM_HEADERS, 'x-gateway-cache': 'hit', age }
     : { 'content-type': answer.contentType, 'content-length': String(answer.body.length), 'x-gateway-cache': 'hit', age };
 }
 

@@ -4,7 +4,7 @@ import { streamEventTooLarge, upstreamAuthRejected, upstreamFailure, usageMissin
 import { endForClient } from '../http/client-write-timeout.ts';
 import type { TokenUsage } from '../../plugins/plugin-contract.ts';
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
-import { relaySse } from '../sse/sse-relay.ts';
+import { relaySse, STREAM_HEADERS } from '../sse/sse-relay.ts';
 import { FixupChain } from '../sse/fixup-chain.ts';
 import { redactCredential, redactCredentialText, StreamRedactor } from '../upstream/redact-credential.ts';
 import { isPluginFault, type PluginFault } from '../../plugins/plugin-fault.ts';
@@ -99,7 +99,7 @@ async function relayStream(context: RelayContext, answer: Extract<CompatibleAnsw
   const headers = relayedHeaders(answer.headers, answer.apiKey);
   const head = () => {
     recorder.firstByteAt = performance.now();
-    res.writeHead(status, { ...headers, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+    res.writeHead(status, { ...headers, ...STREAM_HEADERS });
   };
   services.openStreams?.opened();
   let usage: TokenUsage | undefined;

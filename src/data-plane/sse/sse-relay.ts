@@ -5,6 +5,9 @@ import type { FixupChain } from './fixup-chain.ts';
 import { iterableBody, type UpstreamBody } from './upstream-body.ts';
 import { replaceBlockData, SseSplitter, type SseBlock } from './sse-splitter.ts';
 
+/** The headers every relayed stream goes out with, beside its content type: no caching, no proxy buffering. */
+export const STREAM_HEADERS = { 'cache-control': 'no-cache', 'x-accel-buffering': 'no' } as const;
+
 export interface RelayOptions {
   /** This stream's fixups; an event no fixup changes goes out as its original bytes. */
   readonly fixups?: FixupChain;
