@@ -1,27 +1,30 @@
 import { parseArgs } from 'node:util';
 import { textTable } from './text-table.ts';
 import { isGatewayError } from '../core/gateway-errors.ts';
-import { parseUsageQuery } from '../control-plane/usage-routes.ts';
-import type { UsageRow, UsageStore } from '../usage/usage-store.ts';
+import { parseUsageQuery, readUsage, type UsageRequest } from '../control-plane/usage-routes.ts';
+import { groupField, type UsageRow, type UsageStore } from '../usage/usage-store.ts';
+import type { KeyStore } from '../stores/keys/key-store.ts';
 import { formatCost } from '../usage/pricing.ts';
 
-export const USAGE_COMMAND_SYNOPSIS = 'usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day]';
+export const USAGE_COMMAND_SYNOPSIS = 'usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day|key|team]';
 
 const COUNT_COLUMNS = ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_usd', 'cache_hits', 'saved_usd'] as const;
 
 
-/** Usage rows as an aligned plain-text table: a header line, then one line per row. */
-export function usageTable(rows: readonly UsageRow[], groupBy: 'model' | 'day'): string {
-  const cells = rows.map((row) => ({ ...row, [groupBy]: row[groupBy] ?? '', cost_usd: formatCost(row.cost_usd), saved_usd: formatCost(row.saved_usd) }));
-  return textTable(cells, [groupBy, ...COUNT_COLUMNS]);
+/** Usage rows as an aligned plain-text table: a header line, then one line per row (keys in no team under `(no team)`). */
+export function usageTable(rows: readonly UsageRow[], groupBy: UsageRequest['groupBy']): string {
+  const first = groupField(groupBy);
+  const cells = rows.map((row) => ({ ...row, [first]: row[first] ?? (first === 'team' ? '(no team)' : ''), cost_usd: formatCost(row.cost_usd), saved_usd: formatCost(row.saved_usd) }));
+  return textTable(cells, [first, ...COUNT_COLUMNS]);
 }
 
 /**
- * `usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day]`: summed usage from the store,
- * as a table; every key's unless `--key` is given. `--from`/`--to` are ISO dates or date-times (UTC
- * days, inclusive). Returns the exit code: 0, or 2 for bad arguments (the reason on `io.err`).
+ * `usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day|key|team]`: summed usage from
+ * the store, as a table; every key's unless `--key` is given. `--from`/`--to` are ISO dates or
+ * date-times (UTC days, inclusive); `team` sums each key's usage under the team its record names now
+ * (read from `keys`). Returns the exit code: 0, or 2 for bad arguments (the reason on `io.err`).
  */
-export async function printUsageReport(argv: string[], io: { out(text: string): void; err(text: string): void }, store: UsageStore): Promise<number> {
+export async function printUsageReport(argv: string[], io: { out(text: string): void; err(text: string): void }, store: UsageStore, keys?: Pick<KeyStore, 'list'>): Promise<number> {
   let values;
   try {
     values = parseArgs({
@@ -47,6 +50,6 @@ export async function printUsageReport(argv: string[], io: { out(text: string): 
     io.err(`${problems.join('\n')}\nusage: ${USAGE_COMMAND_SYNOPSIS}\n`);
     return 2;
   }
-  io.out(usageTable(await store.query(query), query.groupBy));
+  io.out(usageTable(await readUsage(store, keys, query), query.groupBy));
   return 0;
 }

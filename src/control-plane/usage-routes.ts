@@ -4,7 +4,12 @@ import { fieldError, serviceUnavailable, validationError } from '../core/gateway
 import type { CallerKey } from '../core/exchange.ts';
 import { ANONYMOUS_KEY_ID } from '../usage/usage-accounting.ts';
 import { dayOf } from '../usage/usage-record.ts';
-import type { UsageQuery, UsageStore } from '../usage/usage-store.ts';
+import type { UsageQuery, UsageRow, UsageStore } from '../usage/usage-store.ts';
+import type { KeyStore } from '../stores/keys/key-store.ts';
+import { usageByTeam } from './usage-by-team.ts';
+
+/** A usage read-back as asked: a store query, or per team (`team`), which is summed here from the rows per key. */
+export type UsageRequest = Omit<UsageQuery, 'groupBy'> & { readonly groupBy: UsageQuery['groupBy'] | 'team' };
 
 /** The calendar day exists (no 30 February) and the time, if any, is valid. */
 function isRealDate(text: string): boolean {
@@ -19,10 +24,22 @@ const date = () =>
     .matches(DATE, 'must be an ISO date (YYYY-MM-DD) or date-time')
     .test('valid', 'is not a real date', (value) => value === undefined || !DATE.test(value) || isRealDate(value));
 
-const querySchema = yup.object({
+const ownQuerySchema = yup.object({
   from: date(),
   to: date(),
-  group_by: yup.string().oneOf(['model', 'day'], "must be 'model' or 'day'"),
+  group_by: yup
+    .string()
+    .test('own-grouping', "must be 'model' or 'day'", function ownGrouping(value) {
+      if (value === undefined || value === 'model' || value === 'day') return true;
+      // A clearer refusal for the groupings only the admin API and the account page have.
+      return value === 'key' || value === 'team' ? this.createError({ message: `cannot be '${value}' here: a key's own usage is grouped by 'model' or 'day' (per key and per team only on the admin API)` }) : false;
+    }),
+});
+
+const everyKeyQuerySchema = yup.object({
+  from: date(),
+  to: date(),
+  group_by: yup.string().oneOf(['model', 'day', 'key', 'team'], "must be 'model', 'day', 'key' or 'team'"),
   key_id: yup.string(),
 });
 
@@ -30,13 +47,14 @@ const querySchema = yup.object({
 const utcDate = (text: string): Date => new Date(text.length === 10 ? `${text}T00:00:00Z` : /(Z|[+-]\d{2}:\d{2})$/.test(text) ? text : `${text}Z`);
 
 /**
- * Reads `from`, `to` and `group_by` (and `key_id` on the admin route) from a query string. Usage is
- * summed per UTC day, so `from` and `to` select UTC days, both included; a date-time selects its UTC
- * day. Every problem is reported at once, as a 400 ValidationError.
+ * Reads `from`, `to` and `group_by` from a query string; where every key's usage is read (`everyKey`:
+ * the admin API, the account page, the CLI) also `key_id`, and `group_by` may be `key` or `team` too.
+ * Usage is summed per UTC day, so `from` and `to` select UTC days, both included; a date-time selects
+ * its UTC day. Every problem is reported at once, as a 400 ValidationError.
  */
-export function parseUsageQuery(query: unknown, allowKeyFilter: boolean): UsageQuery {
+export function parseUsageQuery(query: unknown, everyKey: boolean): UsageRequest {
   const raw = { ...(query as Record<string, unknown>) };
-  const allowed = ['from', 'to', 'group_by', ...(allowKeyFilter ? ['key_id'] : [])];
+  const allowed = ['from', 'to', 'group_by', ...(everyKey ? ['key_id'] : [])];
   const errors: string[] = [];
   for (const [name, value] of Object.entries(raw)) {
     if (!allowed.includes(name)) errors.push(fieldError(`query.${name}`, 'is not a parameter of this route'));
@@ -45,7 +63,7 @@ export function parseUsageQuery(query: unknown, allowKeyFilter: boolean): UsageQ
   if (errors.length) throw validationError(errors);
   let value;
   try {
-    value = querySchema.validateSync(raw, { abortEarly: false, strict: true });
+    value = (everyKey ? everyKeyQuerySchema : ownQuerySchema).validateSync(raw, { abortEarly: false, strict: true }) as { from?: string; to?: string; group_by?: string; key_id?: string };
   } catch (error) {
     if (error instanceof yup.ValidationError) throw validationError(error.inner.map((problem) => fieldError(`query.${problem.path}`, problem.message)));
     throw error;
@@ -53,15 +71,26 @@ export function parseUsageQuery(query: unknown, allowKeyFilter: boolean): UsageQ
   const from = value.from === undefined ? undefined : utcDate(value.from);
   const to = value.to === undefined ? undefined : utcDate(value.to);
   if (from && to && dayOf(from) > dayOf(to)) throw validationError([fieldError('query.from', "must not be after 'to'")]);
-  return { from, to, groupBy: (value.group_by ?? 'model') as 'model' | 'day', keyId: allowKeyFilter ? value.key_id : undefined };
+  return { from, to, groupBy: (value.group_by ?? 'model') as UsageRequest['groupBy'], keyId: everyKey ? value.key_id : undefined };
 }
 
-async function rowsOf(store: UsageStore, query: UsageQuery) {
+async function rowsOf(store: UsageStore, query: UsageQuery): Promise<UsageRow[]> {
   try {
     return await store.query(query);
   } catch (error) {
     throw serviceUnavailable('Usage cannot be read right now (the usage store is unreachable); please retry shortly', error);
   }
+}
+
+/**
+ * The rows a usage request asks for. Per team, the rows per key are summed under the team each key's
+ * record names now (see {@link usageByTeam}), which needs the key store.
+ */
+export async function readUsage(store: UsageStore, keys: Pick<KeyStore, 'list'> | undefined, request: UsageRequest): Promise<UsageRow[]> {
+  if (request.groupBy !== 'team') return rowsOf(store, { ...request, groupBy: request.groupBy });
+  if (!keys) throw new Error('Usage per team needs the key store');
+  const [rows, records] = await Promise.all([rowsOf(store, { ...request, groupBy: 'key' }), keys.list()]);
+  return usageByTeam(rows, records);
 }
 
 /**
@@ -77,13 +106,17 @@ export function ownUsageRoute(store: UsageStore): RequestHandler {
   return async function handleOwnUsage(req, res) {
     const caller = res.locals.apiKey as CallerKey | undefined;
     const query = parseUsageQuery(req.query, false);
-    res.json({ object: 'list', data: await rowsOf(store, { ...query, keyId: caller?.id ?? ANONYMOUS_KEY_ID }) });
+    res.json({ object: 'list', data: await readUsage(store, undefined, { ...query, keyId: caller?.id ?? ANONYMOUS_KEY_ID }) });
   };
 }
 
-/** `GET /admin/usage`: every key's usage summed, or one key's with `key_id`; otherwise as `GET /v1/usage`. */
-export function adminUsageRoute(store: UsageStore): RequestHandler {
+/**
+ * `GET /admin/usage`: every key's usage summed, or one key's with `key_id`; otherwise as `GET /v1/usage`,
+ * and also `group_by=key` (rows carry `key_id`, sorted by it) or `group_by=team` (rows carry `team`,
+ * each key's usage under the team it names now, null for keys in no team; sorted by team, null last).
+ */
+export function adminUsageRoute(store: UsageStore, keys: Pick<KeyStore, 'list'>): RequestHandler {
   return async function handleAdminUsage(req, res) {
-    res.json({ object: 'list', data: await rowsOf(store, parseUsageQuery(req.query, true)) });
+    res.json({ object: 'list', data: await readUsage(store, keys, parseUsageQuery(req.query, true)) });
   };
 }

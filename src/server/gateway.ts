@@ -144,7 +144,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     envPrefix: (vendor) => live.current.endpoints.envPrefix(vendor),
   };
   const stores = await openStores(config, { unreachableRedis: 'degrade', usage: true, logger });
-  const { redis, keys, teams, usage } = stores;
+  const { redis, keys, teams, usage, guardrailActions } = stores;
   // Token and money limits: in Redis with an in-process fallback, else in process with day and month counts on disk.
   const ledger: LimitLedger = redis ? new FallbackLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);
   const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
@@ -204,7 +204,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     caching: responseCaching(responseCache, () => live.current.config, metrics),
     // Read per request from the configuration in force (a reload rebuilds them).
     guardrails: () => live.current.guardrails,
-    guardrailActed: guardrailReporter(metrics, logger),
+    guardrailActed: guardrailReporter(metrics, logger, guardrailActions),
     bodyLimitBytes: config.bodyLimitBytes,
     upstreamBodyLimitBytes: 64 * 1024 * 1024,
     maxSseEventBytes: config.maxSseEventBytes,
@@ -258,7 +258,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(options.clusterWorker ? new PrimaryScrape() : metrics));
       add('get', '/openapi.json', (_req, res) => void res.type('application/json').send(OPENAPI_JSON));
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
-      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, teams, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage), throttle: adminThrottle, limits: ledger, rate: () => live.current.config.rateLimit, responseCache, guardrails: () => live.current.config.guardrails.map((entry) => entry.name) }));
+      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, teams, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage, keys), throttle: adminThrottle, limits: ledger, rate: () => live.current.config.rateLimit, responseCache, guardrailSettings: () => live.current.config.guardrails, guardrailActions }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
       // 503 while anything runs degraded (or the gateway drains), so a balancer prefers healthy instances.
       // `?degraded=ready` answers 200 while degraded: for an orchestrator that takes every unready
@@ -282,6 +282,8 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
         // Failed sign-ins per address are counted across every instance (a store error lets the attempt through).
         signInStore: redis && sharedRateStore(redis, 'gw-signin:'),
         bodyLimitBytes: config.bodyLimitBytes,
+        guardrailSettings: () => live.current.config.guardrails,
+        guardrailActions,
       }));
     },
   });

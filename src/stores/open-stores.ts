@@ -3,6 +3,9 @@ import type { GatewayConfig } from '../config/gateway-config.ts';
 import { staticKeyIdAsync } from '../core/static-key-id.ts';
 import { KeyIdAliases, type KeyIdAliasMap } from '../usage/key-id-aliases.ts';
 import type { UsageStore } from '../usage/usage-store.ts';
+import { EmbeddedGuardrailActionLog } from './guardrail-actions/embedded-guardrail-action-log.ts';
+import type { GuardrailActionLog } from './guardrail-actions/guardrail-action-log.ts';
+import { RedisGuardrailActionLog } from './guardrail-actions/redis-guardrail-action-log.ts';
 import { FileKeyStore } from './keys/file-key-store.ts';
 import type { KeyStore } from './keys/key-store.ts';
 import { legacyStaticKeyId, readLegacySecret, type LegacySecretSource } from './keys/legacy-key-ids.ts';
@@ -20,6 +23,8 @@ export interface OpenStores<Usage extends UsageStore | undefined = UsageStore | 
   readonly redis?: RedisConnection;
   readonly keys: KeyStore;
   readonly teams: TeamStore;
+  /** The newest guardrail actions: in Redis (shared) when configured, else this process's own. */
+  readonly guardrailActions: GuardrailActionLog;
   /** Present when asked for (`usage: true`). */
   readonly usage: Usage;
   /** Closes every store, then the Redis connection. */
@@ -43,8 +48,9 @@ export interface OpenStoresOptions {
 type StoresConfig = Pick<GatewayConfig, 'redis' | 'dataDir' | 'authFailMode' | 'authGraceMs' | 'apiKeys' | 'keyIdSecret'>;
 
 /**
- * The key, team and (when asked) usage stores of a config, for the server and the CLI alike: in Redis
- * when `redis` is set, else the embedded files under the data directory. Usage read back for a static
+ * The key and team stores, the guardrail action log and (when asked) the usage store of a config, for
+ * the server and the CLI alike: in Redis when `redis` is set, else the embedded files under the data
+ * directory (the action log in process). Usage read back for a static
  * key also sums what was recorded under its id of the previous scheme.
  */
 export async function openStores(config: StoresConfig, options: OpenStoresOptions & { usage: true }): Promise<OpenStores<UsageStore>>;
@@ -65,6 +71,7 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
   }
   const keys: KeyStore = redis ? new RedisKeyStore(redis, { failMode: config.authFailMode, graceMs: config.authGraceMs }) : new FileKeyStore(config.dataDir);
   const teams: TeamStore = redis ? new RedisTeamStore(redis) : new FileTeamStore(config.dataDir);
+  const guardrailActions: GuardrailActionLog = redis ? new RedisGuardrailActionLog(redis, { logger }) : new EmbeddedGuardrailActionLog();
   let usage: UsageStore | undefined;
   if (options.usage) {
     const inner = redis ? await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger }) : await EmbeddedUsageStore.open(config.dataDir, logger);
@@ -74,11 +81,13 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
     redis,
     keys,
     teams,
+    guardrailActions,
     usage,
     async close() {
       await usage?.close();
       await keys.close();
       await teams.close();
+      await guardrailActions.close();
       // QUIT lets commands already sent finish; a connection still trying has nothing to finish.
       if (redis?.status === 'ready') await redis.quit().catch(() => redis.disconnect());
       else redis?.disconnect();

@@ -11,15 +11,23 @@ export interface UsageQuery {
   readonly from?: Date;
   /** Up to and including the UTC day of this time. */
   readonly to?: Date;
-  /** One row per model (rows carry `model`), or per UTC day (rows carry `day`). */
-  readonly groupBy: 'model' | 'day';
+  /** One row per model (rows carry `model`), per UTC day (rows carry `day`), or per key id (rows carry `key_id`). */
+  readonly groupBy: 'model' | 'day' | 'key';
+}
+
+/** The row field a grouping fills: `model`, `day` or `key_id` (and `team`, which the control plane groups). */
+export type UsageGroupField = 'model' | 'day' | 'key_id' | 'team';
+
+/** The row field that names a row's group. */
+export function groupField(groupBy: UsageQuery['groupBy'] | 'team'): UsageGroupField {
+  return groupBy === 'key' ? 'key_id' : groupBy;
 }
 
 /**
- * One row of the read-back: the sums over a model (`model` set) or over a UTC day (`day` set, all
- * models together), in the query's range.
+ * One row of the read-back: the sums over a model (`model` set), over a UTC day (`day` set, all
+ * models together), over a key (`key_id` set) or over a team (`team` set, null for keys in none), in the query's range.
  */
-export type UsageRow = { model?: string; day?: string; cost_usd: number; saved_usd: number } & Omit<UsageTotals, 'cost_nano_usd' | 'saved_nano_usd'>;
+export type UsageRow = { model?: string; day?: string; key_id?: string; team?: string | null; cost_usd: number; saved_usd: number } & Omit<UsageTotals, 'cost_nano_usd' | 'saved_nano_usd'>;
 
 /** Daily totals of one key and model: the unit both stores keep and sum from. */
 export interface UsageCell {
@@ -36,7 +44,7 @@ export interface UsageStore {
    * stored exactly once, even when its backend is away for a while or the process restarts.
    */
   record(record: UsageRecord): void;
-  /** Totals in a day range, per model or per day, sorted by that key. */
+  /** Totals in a day range, per model, per day or per key id, sorted by that field. */
   query(query: UsageQuery): Promise<UsageRow[]>;
   /** Resolves once every record taken so far is stored (or safely spilled to disk). */
   flush(): Promise<void>;
@@ -54,21 +62,21 @@ export function inRange(day: string, fromDay?: string, toDay?: string): boolean 
   return (!fromDay || day >= fromDay) && (!toDay || day <= toDay);
 }
 
-/** Groups daily cells into the rows a query asks for, sorted by model or day. */
+/** Groups daily cells into the rows a query asks for, sorted by model, day or key id. */
 export function groupCells(cells: Iterable<UsageCell>, query: UsageQuery): UsageRow[] {
   const { fromDay, toDay } = dayRange(query);
   const groups = new Map<string, UsageTotals>();
   for (const cell of cells) {
     if (query.keyId !== undefined && cell.keyId !== query.keyId) continue;
     if (!inRange(cell.day, fromDay, toDay)) continue;
-    const group = query.groupBy === 'model' ? cell.model : cell.day;
+    const group = query.groupBy === 'model' ? cell.model : query.groupBy === 'key' ? cell.keyId : cell.day;
     groups.set(group, addTotals(groups.get(group) ?? emptyTotals(), cell.totals));
   }
   return [...groups.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([group, totals]) => {
       const { cost_nano_usd: nano, saved_nano_usd: saved, cache_hits: hits, ...counts } = totals;
-      return { [query.groupBy]: group, ...counts, cost_usd: nano / 1e9, cache_hits: hits, saved_usd: saved / 1e9 } as UsageRow;
+      return { [groupField(query.groupBy)]: group, ...counts, cost_usd: nano / 1e9, cache_hits: hits, saved_usd: saved / 1e9 } as UsageRow;
     });
 }
 

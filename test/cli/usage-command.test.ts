@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../../src/cli/main.ts';
 import { EmbeddedUsageStore } from '../../src/stores/usage/embedded-usage-store.ts';
+import { FileKeyStore } from '../../src/stores/keys/file-key-store.ts';
 import type { UsageRecord } from '../../src/usage/usage-record.ts';
 
 const record = (overrides: Partial<UsageRecord>): UsageRecord => ({
@@ -64,6 +65,23 @@ describe('CLI usage', () => {
     expect((await usage(['--from', '2026-11-21'])).out).not.to.contain('acme/one');
     const bad = await usage(['--group-by', 'week']);
     expect(bad.code).to.equal(2);
-    expect(bad.err).to.contain("--group-by: must be 'model' or 'day'");
+    expect(bad.err).to.contain("--group-by: must be 'model', 'day', 'key' or 'team'");
+  });
+
+  it('prints the totals per key id, and per team as the key store names them', async () => {
+    const keys = new FileKeyStore(dataDir);
+    const { record: member } = await keys.create({ name: 'member', team: 'red' });
+    await keys.close();
+    const store = await EmbeddedUsageStore.open(dataDir);
+    store.record(record({ keyId: member.id }));
+    store.record(record({ keyId: member.id }));
+    await store.close();
+    const firstColumns = (out: string) => out.trimEnd().split('\n').map((line) => line.split(/  +/).slice(0, 2).join('|'));
+    const perKey = await usage(['--group-by', 'key']);
+    expect(perKey.code).to.equal(0);
+    expect(firstColumns(perKey.out)).to.deep.equal(['key_id|requests', ...[['key_a', 2], ['key_b', 1], [member.id, 2]].sort(([a], [b]) => (String(a) < String(b) ? -1 : 1)).map(([id, count]) => `${id}|${count}`)]);
+    const perTeam = await usage(['--group-by', 'team']);
+    expect(perTeam.code).to.equal(0);
+    expect(firstColumns(perTeam.out)).to.deep.equal(['team|requests', 'red|2', '(no team)|3']);
   });
 });

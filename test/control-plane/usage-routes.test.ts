@@ -14,7 +14,9 @@ import { EmbeddedUsageStore } from '../../src/stores/usage/embedded-usage-store.
 import { GatewayUsageAccounting } from '../../src/usage/usage-accounting.ts';
 import { printUsageReport } from '../../src/cli/usage-report.ts';
 import { buildUsageRecord, type UsageRecord } from '../../src/usage/usage-record.ts';
-import { adminUsageRoute, ownUsageRoute } from '../../src/control-plane/usage-routes.ts';
+import { adminUsageRoute, ownUsageRoute, parseUsageQuery } from '../../src/control-plane/usage-routes.ts';
+import type { ApiKeyRecord } from '../../src/core/api-keys.ts';
+import { isGatewayError } from '../../src/core/gateway-errors.ts';
 
 const logger = createLogger('silent');
 const pricing = { input: 2, cachedInput: 0.5, output: 8 };
@@ -39,6 +41,9 @@ describe('usage read-back', () => {
   let store: EmbeddedUsageStore;
   let server: Server;
   let base: string;
+  // The key store's records, as group_by=team reads them.
+  let keyRecords: Pick<ApiKeyRecord, 'id' | 'team'>[];
+  const keys = { list: async () => keyRecords as ApiKeyRecord[] };
 
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'usage-routes-'));
@@ -47,12 +52,13 @@ describe('usage read-back', () => {
     store.record(recordOf('key_a', 'acme/model-2', '2026-11-21T10:00:00Z', 200));
     store.record(recordOf('key_a', 'acme/model-1', '2026-11-21T23:30:00Z', 300));
     store.record(recordOf('key_b', 'acme/model-1', '2026-11-21T10:00:00Z', 400));
+    keyRecords = [{ id: 'key_a', team: 'red' }, { id: 'key_b' }];
     const app = express();
     app.get('/v1/usage', (_req, res, next) => {
       res.locals.apiKey = { id: 'key_a' };
       next();
     }, ownUsageRoute(store));
-    app.get('/admin/usage', adminUsageRoute(store));
+    app.get('/admin/usage', adminUsageRoute(store, keys));
     app.use(errorMiddleware(() => 'plain', logger));
     server = await new Promise((resolve) => {
       const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
@@ -111,6 +117,63 @@ describe('usage read-back', () => {
     expect((await get('/admin/usage?key_id=key_b&group_by=day')).body.data.map((row: Record<string, unknown>) => [row.day, row.input_tokens])).to.deep.equal([['2026-11-21', 400]]);
   });
 
+  it('answers per key id and per team on the admin route, teams as the keys name them now', async () => {
+    expect(await get('/admin/usage?group_by=key')).to.deep.equal({
+      status: 200,
+      body: {
+        object: 'list',
+        data: [
+          { key_id: 'key_a', requests: 3, input_tokens: 600, output_tokens: 30, cached_tokens: 12, total_tokens: 630, charged_tokens: 621, cost_usd: 0.001422, cache_hits: 0, saved_usd: 0 },
+          { key_id: 'key_b', requests: 1, input_tokens: 400, output_tokens: 10, cached_tokens: 4, total_tokens: 410, charged_tokens: 407, cost_usd: 0.000874, cache_hits: 0, saved_usd: 0 },
+        ],
+      },
+    });
+    expect((await get('/admin/usage?group_by=key&key_id=key_b')).body.data.map((row: Record<string, unknown>) => [row.key_id, row.requests])).to.deep.equal([['key_b', 1]]);
+    store.record(recordOf('key_c', 'acme/model-2', '2026-11-22T10:00:00Z', 50));
+    keyRecords.push({ id: 'key_c', team: 'blue' });
+    const teams = await get('/admin/usage?group_by=team');
+    expect(teams.status).to.equal(200);
+    expect(teams.body.data.map((row: Record<string, unknown>) => [row.team, row.requests, row.input_tokens])).to.deep.equal([
+      ['blue', 1, 50],
+      ['red', 3, 600],
+      [null, 1, 400],
+    ]);
+    expect(teams.body.data[2]).not.to.have.property('key_id');
+    // key_b joins red: its usage so far counts there.
+    keyRecords[1] = { id: 'key_b', team: 'red' };
+    expect((await get('/admin/usage?group_by=team&from=2026-11-21&to=2026-11-21')).body.data.map((row: Record<string, unknown>) => [row.team, row.requests])).to.deep.equal([['red', 3]]);
+  });
+
+  it("refuses group_by=key and group_by=team on a key's own route with a clear 400, and a bad grouping on the admin route", async () => {
+    for (const grouping of ['key', 'team']) {
+      const refused = await get(`/v1/usage?group_by=${grouping}`);
+      expect(refused.status).to.equal(400);
+      expect(refused.body.errors).to.deep.equal([`Field 'query.group_by': cannot be '${grouping}' here: a key's own usage is grouped by 'model' or 'day' (per key and per team only on the admin API)`]);
+    }
+    const bad = await get('/admin/usage?group_by=week');
+    expect(bad.status).to.equal(400);
+    expect(bad.body.errors).to.deep.equal(["Field 'query.group_by': must be 'model', 'day', 'key' or 'team'"]);
+  });
+
+  it('parses the groupings each kind of route allows', () => {
+    for (const grouping of ['model', 'day', 'key', 'team'] as const) expect(parseUsageQuery({ group_by: grouping }, true)).to.include({ groupBy: grouping });
+    for (const grouping of ['model', 'day'] as const) expect(parseUsageQuery({ group_by: grouping }, false)).to.include({ groupBy: grouping });
+    expect(parseUsageQuery({}, true)).to.include({ groupBy: 'model' });
+    const errorsOf = (query: Record<string, string>, everyKey: boolean): string[] => {
+      try {
+        parseUsageQuery(query, everyKey);
+      } catch (error) {
+        if (isGatewayError(error)) return [...(error.errors ?? [])];
+        throw error;
+      }
+      return [];
+    };
+    expect(errorsOf({ group_by: 'key' }, false)).to.have.length(1);
+    expect(errorsOf({ group_by: 'team', key_id: 'key_a' }, false)).to.deep.equal(["Field 'query.key_id': is not a parameter of this route"]);
+    expect(errorsOf({ group_by: 'team', key_id: 'key_a' }, true)).to.deep.equal([]);
+    expect(errorsOf({ group_by: 'Key' }, true)).to.deep.equal(["Field 'query.group_by': must be 'model', 'day', 'key' or 'team'"]);
+  });
+
   it('prints the same totals as a table from the usage command', async () => {
     let out = '';
     let err = '';
@@ -126,10 +189,20 @@ describe('usage read-back', () => {
     expect(await printUsageReport(['--group-by', 'day', '--from', '2026-11-21', '--to', '2026-11-21'], io, store)).to.equal(0);
     expect(out.split('\n').slice(1)).to.deep.equal(['2026-11-21  3         900           30             12             930           921             0.002022  0           0', '']);
     expect(await printUsageReport(['--group-by', 'week', '--from', 'soon'], io, store)).to.equal(2);
-    expect(err).to.contain("--group-by: must be 'model' or 'day'").and.to.contain('--from: must be an ISO date');
+    expect(err).to.contain("--group-by: must be 'model', 'day', 'key' or 'team'").and.to.contain('--from: must be an ISO date');
     err = '';
     expect(await printUsageReport(['--bogus'], io, store)).to.equal(2);
     expect(err).to.contain('--bogus').and.to.contain('usage: usage [--key KEY_ID]');
+  });
+
+  it('prints per key id and per team from the usage command, keys in no team last', async () => {
+    let out = '';
+    const io = { out: (text: string) => (out += text), err: () => {} };
+    expect(await printUsageReport(['--group-by', 'key'], io, store, keys)).to.equal(0);
+    expect(out.split('\n').map((line) => line.split(/ +/).slice(0, 2).join(' '))).to.deep.equal(['key_id requests', 'key_a 3', 'key_b 1', '']);
+    out = '';
+    expect(await printUsageReport(['--group-by', 'team'], io, store, keys)).to.equal(0);
+    expect(out.split('\n').map((line) => line.split(/  +/).slice(0, 2).join('|'))).to.deep.equal(['team|requests', 'red|3', '(no team)|1', '']);
   });
 });
 

@@ -5,11 +5,14 @@ import express, { Router, type RequestHandler } from 'express';
 import type { Store } from 'express-rate-limit';
 import { canonicalModelIds, keyRoutes } from '../admin/admin-routes.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
-import { routeNotFound, serviceUnavailable } from '../../core/gateway-errors.ts';
+import { routeNotFound } from '../../core/gateway-errors.ts';
 import type { RateSettings } from '../../core/limits.ts';
 import type { ModelRegistry } from '../../core/model-registry.ts';
 import type { ProviderEndpoints } from '../../data-plane/route-services.ts';
-import { adminUsageRoute, parseUsageQuery } from '../usage-routes.ts';
+import { adminUsageRoute, parseUsageQuery, readUsage } from '../usage-routes.ts';
+import { teamRoutes } from '../admin/team-routes.ts';
+import type { GuardrailSettings } from '../../guardrails/guardrail-settings.ts';
+import { guardrailListRoute } from '../guardrail-list.ts';
 import type { UsageStore } from '../../usage/usage-store.ts';
 import type { LimitLedger } from '../../usage/limit-ledger.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
@@ -17,6 +20,8 @@ import { limitsRoute } from '../limit-use.ts';
 import { aliasTable, providerHealth, type HealthView } from './account-health.ts';
 import { accountSessions, sameOriginOnly } from './account-sessions.ts';
 import type { SessionStore } from '../../stores/session-store.ts';
+import type { GuardrailActionLog } from '../../stores/guardrail-actions/guardrail-action-log.ts';
+import { guardrailActionsRoute } from '../guardrail-actions-route.ts';
 import { usageCsv, usageCsvName } from './usage-csv.ts';
 
 /** The page's static files (plain HTML, CSS and ES modules, served as they are in the source tree). */
@@ -55,12 +60,19 @@ export interface AccountRouterOptions {
   readonly signInStore?: Store;
   readonly bodyLimitBytes?: number;
   readonly now?: () => number;
-  /** The teams `GET /limits` lists; none when absent. */
+  /** The teams `/teams` manages and `GET /limits` lists; without it there are no team routes and no teams listed. */
   readonly teams?: TeamStore;
   /** Where `GET /limits` reads request, token and money use; without it the limits are listed with no use figures. */
   readonly limits?: Pick<LimitLedger, 'peek'>;
   /** The request limit in force (`config.rateLimit`, read per request), for `GET /limits`; the gateway's default when absent. */
   readonly rate?: () => RateSettings;
+  /**
+   * The guardrails the configuration in force holds (`config.guardrails`, read per request): listed by
+   * `GET /guardrails`, and what `guardrails` of keys and teams are checked against; none when absent.
+   */
+  readonly guardrailSettings?: () => readonly GuardrailSettings[];
+  /** The newest guardrail actions, for `GET /guardrails/actions`; that path answers 404 without it. */
+  readonly guardrailActions?: Pick<GuardrailActionLog, 'recent'>;
 }
 
 const securityHeaders: RequestHandler = function securityHeaders(_req, res, next) {
@@ -81,8 +93,10 @@ const noStore: RequestHandler = (_req, res, next) => {
 /**
  * The account page, mounted at `/account`: the static page and Chart.js, and under `/account/api`
  * sign-in/out (`POST`/`GET`/`DELETE /session`), the admin API's key and usage operations
- * (`/keys`, `/usage`) behind the session, `GET /usage.csv`, `GET /models`, `GET /health` and `GET /limits`
- * (every key's and team's limits and their use now, see `limitUseView`).
+ * (`/keys`, `/usage`) behind the session, `GET /usage.csv`, `GET /models`, `GET /health`, `GET /limits`
+ * (every key's and team's limits and their use now, see `limitUseView`), the admin API's team operations
+ * (`/teams`, see `teamRoutes`), `GET /guardrails` (the configured guardrails) and `GET /guardrails/actions`
+ * (the newest guardrail actions, see `guardrailActionsRoute`).
  */
 export function accountRouter(options: AccountRouterOptions): Router {
   const router = Router();
@@ -126,17 +140,18 @@ export function accountRouter(options: AccountRouterOptions): Router {
   });
   api.get('/usage.csv', async (req, res) => {
     const query = parseUsageQuery(req.query, true);
-    let rows;
-    try {
-      rows = await options.usage.query(query);
-    } catch (error) {
-      throw serviceUnavailable('Usage cannot be read right now (the usage store is unreachable); please retry shortly', error);
-    }
+    const rows = await readUsage(options.usage, options.keys, query);
     res.setHeader('Content-Type', 'text/csv; charset=utf-8');
     res.setHeader('Content-Disposition', `attachment; filename="${usageCsvName(query)}"`);
     res.send(usageCsv(rows, query.groupBy));
   });
   api.get('/limits', limitsRoute({ keys: options.keys, teams: options.teams, limits: options.limits, rate: options.rate, now: options.now }));
-  api.use(keyRoutes({ keys: options.keys, teams: options.teams, registry: options.registry, bodyLimitBytes: options.bodyLimitBytes, usage: adminUsageRoute(options.usage) }));
+  if (options.guardrailActions) api.get('/guardrails/actions', guardrailActionsRoute(options.guardrailActions));
+  api.get('/guardrails', guardrailListRoute(options.guardrailSettings ?? (() => [])));
+  // Unchecked without the settings, as on the admin API.
+  const settings = options.guardrailSettings;
+  const guardrails = settings && (() => settings().map((entry) => entry.name));
+  api.use(keyRoutes({ keys: options.keys, teams: options.teams, registry: options.registry, bodyLimitBytes: options.bodyLimitBytes, usage: adminUsageRoute(options.usage, options.keys), guardrails }));
+  if (options.teams) api.use(teamRoutes({ keys: options.keys, teams: options.teams, bodyLimitBytes: options.bodyLimitBytes, guardrails }));
   return router;
 }

@@ -15,6 +15,10 @@ import { cacheRoutes } from './cache-routes.ts';
 import type { ResponseCache } from '../../core/response-cache.ts';
 import { limitsRoute } from '../limit-use.ts';
 import type { LimitLedger } from '../../usage/limit-ledger.ts';
+import type { GuardrailSettings } from '../../guardrails/guardrail-settings.ts';
+import { guardrailListRoute } from '../guardrail-list.ts';
+import { guardrailActionsRoute } from '../guardrail-actions-route.ts';
+import type { GuardrailActionLog } from '../../stores/guardrail-actions/guardrail-action-log.ts';
 
 /** A key as the admin API shows it: never the hash (the key itself only once, on creation). */
 export interface KeyView {
@@ -99,15 +103,20 @@ export interface AdminRouterOptions {
   readonly rate?: () => RateSettings;
   /** The response cache `DELETE /admin/cache` empties; without one (no cache configured) it deletes nothing. */
   readonly responseCache?: ResponseCache;
-  /** The names of the guardrails the configuration in force holds, to check `guardrails` of keys and teams against; unchecked when absent. */
+  /** The names of the guardrails the configuration in force holds, to check `guardrails` of keys and teams against; those of `guardrailSettings` when absent, else unchecked. */
   readonly guardrails?: () => readonly string[];
+  /** The guardrails the configuration in force holds (`config.guardrails`, read per request), for `GET /admin/guardrails`; none listed when absent. */
+  readonly guardrailSettings?: () => readonly GuardrailSettings[];
+  /** The newest guardrail actions, for `GET /admin/guardrails/actions`; that path answers 404 without it. */
+  readonly guardrailActions?: Pick<GuardrailActionLog, 'recent'>;
 }
 
 /**
  * The admin API, mounted at `/admin`: `POST /keys` (201 with the key, shown once), `GET /keys`,
  * `PATCH /keys/:id` (its limits and settings; 409 when revoked), `DELETE /keys/:id` and `POST /keys/:id/revoke`, the teams (see {@link teamRoutes}), `GET /limits` (every
- * key's and team's limits and their use now, see {@link limitsRoute}) and `DELETE /cache` (response cache
- * entries, see {@link cacheRoutes}), behind the admin token. Without a token configured
+ * key's and team's limits and their use now, see {@link limitsRoute}), `DELETE /cache` (response cache
+ * entries, see {@link cacheRoutes}), `GET /guardrails` (the configured guardrails, see {@link guardrailListRoute}) and `GET /guardrails/actions`
+ * (the newest guardrail actions, see {@link guardrailActionsRoute}), behind the admin token. Without a token configured
  * the admin API does not exist (404).
  */
 export function adminRouter(options: AdminRouterOptions): Router {
@@ -117,10 +126,15 @@ export function adminRouter(options: AdminRouterOptions): Router {
     return router;
   }
   router.use(requireAdminToken(options.token, options.throttle));
-  router.use(keyRoutes(options));
-  router.use(teamRoutes(options));
+  // The names to check keys' and teams' guardrails against: given, or those of the settings.
+  const settings = options.guardrailSettings;
+  const guardrails = options.guardrails ?? (settings && (() => settings().map((entry) => entry.name)));
+  router.use(keyRoutes({ ...options, guardrails }));
+  router.use(teamRoutes({ ...options, guardrails }));
   router.get('/limits', limitsRoute(options));
   router.use(cacheRoutes(options));
+  router.get('/guardrails', guardrailListRoute(options.guardrailSettings ?? (() => [])));
+  if (options.guardrailActions) router.get('/guardrails/actions', guardrailActionsRoute(options.guardrailActions));
   return router;
 }
 

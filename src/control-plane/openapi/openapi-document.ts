@@ -209,6 +209,118 @@ const TEAM_PATHS = {
   },
 };
 
+/** `GET /admin/usage` and `GET /admin/guardrails`, behind the admin token. */
+const ADMIN_READ_PATHS = {
+  '/admin/usage': {
+    get: {
+      summary: "Every key's usage summed per group (one key's with key_id): per model, UTC day, key id, or team (each key's usage under the team it names now; team null for keys in none, listed last)",
+      security: [{ adminToken: [] }],
+      parameters: [
+        { name: 'from', in: 'query', schema: { type: 'string', format: 'date' } },
+        { name: 'to', in: 'query', schema: { type: 'string', format: 'date' } },
+        { name: 'group_by', in: 'query', schema: { type: 'string', enum: ['model', 'day', 'key', 'team'] } },
+        { name: 'key_id', in: 'query', schema: { type: 'string' } },
+      ],
+      responses: { '200': { description: 'Usage rows, sorted by their group', content: json(ref('UsageList')) }, '400': error('Invalid query', 'Plain'), '503': error('The usage store is unreachable', 'Plain'), ...adminErrors },
+    },
+  },
+  '/admin/guardrails': {
+    get: {
+      summary: 'The guardrails the configuration in force holds, in its order (never a webhook\'s url or headers)',
+      security: [{ adminToken: [] }],
+      responses: {
+        '200': {
+          description: 'The configured guardrails',
+          content: json({
+            type: 'object',
+            required: ['object', 'data'],
+            properties: {
+              object: { const: 'list' },
+              data: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  required: ['name', 'use', 'on', 'action'],
+                  additionalProperties: false,
+                  properties: {
+                    name: { type: 'string' },
+                    use: { type: 'string', description: '`regex`, `pii`, `webhook` or a guardrail plugin\'s name' },
+                    on: { enum: ['request', 'response', 'both'] },
+                    action: { enum: ['block', 'redact', null], description: 'null for a webhook (its service decides)' },
+                  },
+                },
+              },
+            },
+          }),
+        },
+        ...adminErrors,
+      },
+    },
+  },
+};
+
+/** `GET /admin/guardrails/actions`, behind the admin token (the account page's `/account/api/guardrails/actions` answers alike). */
+const GUARDRAIL_ACTION_PATHS = {
+  '/admin/guardrails/actions': {
+    get: {
+      summary: 'The newest guardrail actions (blocks, redactions, webhooks that let a text pass unchecked), newest first, and every action kept (the newest 1000) counted by guardrail: who and where, never the text or what was found in it',
+      security: [{ adminToken: [] }],
+      parameters: [{ name: 'limit', in: 'query', required: false, description: 'How many actions `data` lists (100 by default)', schema: { type: 'integer', minimum: 1, maximum: 1000 } }],
+      responses: {
+        '200': {
+          description: 'The actions kept, counted (`by_guardrail`, sorted by guardrail, phase and action) and the newest listed (`data`)',
+          content: json({
+            type: 'object',
+            required: ['object', 'by_guardrail', 'data'],
+            properties: {
+              object: { const: 'list' },
+              by_guardrail: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  required: ['guardrail', 'phase', 'action', 'count', 'last_at'],
+                  additionalProperties: false,
+                  properties: {
+                    guardrail: { type: 'string' },
+                    phase: { enum: ['request', 'response'] },
+                    action: { enum: ['block', 'redact', 'fail_open'] },
+                    count: { type: 'integer', minimum: 1 },
+                    last_at: { type: 'string', format: 'date-time' },
+                  },
+                },
+              },
+              data: {
+                type: 'array',
+                maxItems: 1000,
+                items: {
+                  type: 'object',
+                  required: ['at', 'guardrail', 'phase', 'action', 'cause', 'route', 'model', 'key_id', 'team', 'request_id'],
+                  additionalProperties: false,
+                  properties: {
+                    at: { type: 'string', format: 'date-time' },
+                    guardrail: { type: 'string' },
+                    phase: { enum: ['request', 'response'] },
+                    action: { enum: ['block', 'redact', 'fail_open'], description: 'fail_open: a webhook that did not answer let the text pass unchecked' },
+                    cause: { enum: ['finding', 'webhook', 'unavailable'], description: "The guardrail's own finding, a webhook's verdict, or a webhook that did not answer" },
+                    route: { type: 'string', description: 'The client route, e.g. chat-completions or messages' },
+                    model: { type: 'string', description: 'The canonical model id (vendor/model)' },
+                    key_id: { type: ['string', 'null'] },
+                    team: { type: ['string', 'null'] },
+                    request_id: { type: ['string', 'null'] },
+                  },
+                },
+              },
+            },
+          }),
+        },
+        '400': error('limit is not a whole number from 1 to 1000, is given twice, or another parameter is given', 'Plain'),
+        '503': error('The action log (Redis) cannot be read', 'Plain'),
+        ...adminErrors,
+      },
+    },
+  },
+};
+
 /** `DELETE /admin/cache`, behind the admin token. */
 const CACHE_PATHS = {
   '/admin/cache': {
@@ -302,6 +414,8 @@ export const OPENAPI_DOCUMENT = {
     ...KEY_PATHS,
     ...TEAM_PATHS,
     ...CACHE_PATHS,
+    ...GUARDRAIL_ACTION_PATHS,
+    ...ADMIN_READ_PATHS,
     '/openapi.json': { get: { summary: 'This document', security: [], responses: { '200': { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } } } },
   },
   components: {
@@ -412,7 +526,21 @@ export const OPENAPI_DOCUMENT = {
       UsageList: {
         type: 'object',
         required: ['object', 'data'],
-        properties: { object: { const: 'list' }, data: { type: 'array', items: { type: 'object' } } },
+        properties: { object: { const: 'list' }, data: { type: 'array', items: ref('UsageRow') } },
+      },
+      UsageRow: {
+        description: 'The sums of one group: its field is `model`, `day`, `key_id` or `team` (null: keys in no team), as group_by asks',
+        type: 'object',
+        required: ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_usd', 'cache_hits', 'saved_usd'],
+        properties: {
+          model: { type: 'string' },
+          day: { type: 'string', format: 'date' },
+          key_id: { type: 'string' },
+          team: { type: ['string', 'null'] },
+          ...Object.fromEntries(['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cache_hits'].map((name) => [name, { type: 'integer', minimum: 0 }])),
+          cost_usd: { type: 'number', minimum: 0 },
+          saved_usd: { type: 'number', minimum: 0 },
+        },
       },
       Readiness: {
         type: 'object',

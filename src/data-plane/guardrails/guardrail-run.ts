@@ -19,6 +19,8 @@ export interface GuardrailActed {
   readonly model: string;
   readonly requestId?: string;
   readonly keyId?: string;
+  /** The team of the caller's key, when it has one. */
+  readonly team?: string;
 }
 
 /** Where a request runs: its client route, the model serving it, who asks. */
@@ -61,7 +63,7 @@ export class GuardrailRun {
     if (this.reported.has(key)) return;
     this.reported.add(key);
     if (action !== 'fail_open') this.marks.push({ name: guardrail, phase, action });
-    this.report?.({ guardrail, phase, action, cause, ...(detail === undefined ? {} : { detail }), route: this.site.route, model: this.site.model, requestId: this.site.requestId, keyId: this.site.keyId });
+    this.report?.({ guardrail, phase, action, cause, ...(detail === undefined ? {} : { detail }), route: this.site.route, model: this.site.model, requestId: this.site.requestId, keyId: this.site.keyId, team: this.site.team });
   }
 
   /**

@@ -11,6 +11,12 @@ describe('usage CSV', () => {
     expect(usageCsv([], 'model')).to.equal('model,requests,input_tokens,output_tokens,cached_tokens,total_tokens,charged_tokens,cost_usd,cache_hits,saved_usd\r\n');
   });
 
+  it('starts with key_id or team per key or team, the keys in no team under an empty team', () => {
+    expect(usageCsv([{ key_id: 'key_ab12', ...counts }], 'key').split('\r\n').map((line) => line.split(',')[0])).to.deep.equal(['key_id', 'key_ab12', '']);
+    expect(usageCsv([{ team: 'red', ...counts }, { team: null, ...counts }], 'team').split('\r\n').map((line) => line.split(',').slice(0, 2).join(','))).to.deep.equal(['team,requests', 'red,2', ',2', '']);
+    expect(usageCsvName({ groupBy: 'team' })).to.equal('usage-by-team-start-to-now.csv');
+  });
+
   it('quotes commas, quotes and line breaks, and defuses spreadsheet formulas', () => {
     const lines = usageCsv([{ model: 'a,"b"', ...counts }, { model: '=HYPERLINK("x")', ...counts }, { model: 'line\nbreak', ...counts }], 'model').split('\r\n');
     expect(lines[1]!.startsWith('"a,""b""",2,')).to.equal(true);

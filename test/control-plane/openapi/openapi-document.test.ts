@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { request } from 'undici';
 import { CHAT_COMPLETIONS_CORPUS } from '../../conformance/request-corpus/chat-completions.ts';
@@ -157,6 +159,47 @@ describe('OpenAPI document', function () {
     await conforms('DELETE', '/admin/cache?key_id=key_nobody', undefined, admin, 404);
     await conforms('DELETE', `/admin/cache?key_id=${id}&team=cached`, undefined, admin, 400);
     await conforms('DELETE', '/admin/cache', undefined, {}, 401);
+  });
+
+  it('describes the real answers of the admin guardrail actions route', async () => {
+    // A guardrail for this test only: its block is the action listed.
+    const configFile = join(test.dataDir, 'no-config.yaml');
+    await writeFile(configFile, "logLevel: silent\nguardrails:\n  - { name: no-codes, use: regex, on: request, action: block, patterns: ['PROJECT-[0-9]{4}'] }\n");
+    try {
+      expect(test.gateway.reloadConfig('test').applied).to.equal(true);
+      const blocked = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'PROJECT-1234' }] }) });
+      expect(blocked.statusCode, await blocked.body.text()).to.equal(400);
+    } finally {
+      await writeFile(configFile, 'logLevel: silent\n');
+      expect(test.gateway.reloadConfig('test').applied).to.equal(true);
+    }
+    await conforms('GET', '/admin/guardrails/actions', undefined, admin, 200);
+    const body = (await (await request(`${test.url}/admin/guardrails/actions?limit=1`, { headers: admin })).body.json()) as { data: { guardrail: string }[] };
+    expect(body.data.map((entry) => entry.guardrail)).to.deep.equal(['no-codes']);
+    await conforms('GET', '/admin/guardrails/actions?limit=0', undefined, admin, 400);
+    await conforms('GET', '/admin/guardrails/actions', undefined, {}, 401);
+  });
+
+  it('describes the real answers of the admin usage and guardrail list routes', async () => {
+    for (const grouping of ['model', 'day', 'key', 'team']) await conforms('GET', `/admin/usage?group_by=${grouping}`, undefined, admin, 200);
+    await conforms('GET', '/admin/usage?group_by=week', undefined, admin, 400);
+    await conforms('GET', '/admin/usage', undefined, {}, 401);
+    await conforms('GET', '/v1/usage?group_by=team', undefined, undefined, 400);
+    const configFile = join(test.dataDir, 'no-config.yaml');
+    await writeFile(configFile, "logLevel: silent\nguardrails:\n  - { name: no-codes, use: regex, on: request, action: block, patterns: ['PROJECT-[0-9]{4}'] }\n  - { name: no-emails, use: pii, on: both, action: redact, entities: [email] }\n");
+    try {
+      expect(test.gateway.reloadConfig('test').applied).to.equal(true);
+      await conforms('GET', '/admin/guardrails', undefined, admin, 200);
+      const body = (await (await request(`${test.url}/admin/guardrails`, { headers: admin })).body.json()) as { data: unknown[] };
+      expect(body.data).to.deep.equal([
+        { name: 'no-codes', use: 'regex', on: 'request', action: 'block' },
+        { name: 'no-emails', use: 'pii', on: 'both', action: 'redact' },
+      ]);
+    } finally {
+      await writeFile(configFile, 'logLevel: silent\n');
+      expect(test.gateway.reloadConfig('test').applied).to.equal(true);
+    }
+    await conforms('GET', '/admin/guardrails', undefined, {}, 401);
   });
 
   it('describes the real answers of the admin team routes', async () => {

@@ -73,7 +73,7 @@ describe('data plane: a stream body behind response guardrails', () => {
     expect(isGuardrailStreamBlock(dirty.seen.error)).to.equal(true);
     expect(dirty.contents()).to.equal('');
     expect(dirty.inner.aborted).to.equal(true);
-    expect(dirty.acted).to.deep.include({ guardrail: 'no-codes', phase: 'response', action: 'block', cause: 'finding', route: 'chat-completions', model: 'alpha/gen-5.5', requestId: 'r1', keyId: undefined });
+    expect(dirty.acted).to.deep.include({ guardrail: 'no-codes', phase: 'response', action: 'block', cause: 'finding', route: 'chat-completions', model: 'alpha/gen-5.5', requestId: 'r1', keyId: undefined, team: undefined });
   });
 
   it('lets the events before a finding out, then fails with the block, and drops the upstream (what it held told, for the estimate)', () => {

@@ -44,7 +44,7 @@ function record(overrides: Partial<UsageRecord> = {}): UsageRecord {
 }
 
 /** The row a store should answer for these records (all in one group). */
-function expectedRow(group: { model?: string; day?: string }, records: readonly UsageRecord[]): UsageRow {
+function expectedRow(group: { model?: string; day?: string; key_id?: string }, records: readonly UsageRecord[]): UsageRow {
   const sum = (pick: (entry: UsageRecord) => number) => records.reduce((total, entry) => total + pick(entry), 0);
   return {
     ...group,
@@ -112,6 +112,14 @@ function storeContract(open: () => Promise<UsageStore>) {
     ]);
     expect(await store.query({ from: new Date('2026-11-17T00:00:00Z'), to: new Date('2026-11-17T23:59:59Z'), keyId: 'key_b', groupBy: 'model' })).to.deep.equal([expectedRow({ model: 'acme/model-1' }, [otherKey])]);
     expect(await store.query({ keyId: 'nobody', groupBy: 'model' })).to.deep.equal([]);
+  });
+
+  it('sums per key id over all models and days, sorted by id, within the range', async () => {
+    expect(await store.query({ groupBy: 'key' })).to.deep.equal([
+      expectedRow({ key_id: 'key_a' }, [monday, tuesday, tuesdayAgain, lastMonth]),
+      expectedRow({ key_id: 'key_b' }, [otherKey]),
+    ]);
+    expect(await store.query({ groupBy: 'key', from: new Date('2026-11-17'), keyId: 'key_a' })).to.deep.equal([expectedRow({ key_id: 'key_a' }, [tuesday, tuesdayAgain])]);
   });
 
 }
