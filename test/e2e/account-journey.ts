@@ -82,7 +82,7 @@ export async function accountJourney(target: AccountTarget, browser: HeadlessBro
   await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
   // Signing in ends by moving focus to the main content once the keys are loaded.
   await page.waitForFunction(() => document.activeElement?.id === 'main');
-  // Keyboard focus is visible: Tab from the Keys link lands on Usage, outlined.
+  // Keyboard focus is visible: Tab from the Keys link lands on Teams, outlined.
   await page.getByRole('link', { name: 'Keys' }).focus();
   await page.keyboard.press('Tab');
   const focused = await page.evaluate(() => {
@@ -90,12 +90,14 @@ export async function accountJourney(target: AccountTarget, browser: HeadlessBro
     const style = getComputedStyle(active);
     return { text: active.textContent, outline: `${style.outlineStyle} ${style.outlineWidth}` };
   });
-  expect(focused).to.deep.equal({ text: 'Usage', outline: 'solid 3px' });
+  expect(focused).to.deep.equal({ text: 'Teams', outline: 'solid 3px' });
   const cookie = await sessionCookie(browser, target.url);
   expect(cookie).to.deep.include({ httpOnly: true, sameSite: 'Strict', secure: false, path: '/account' });
 
   // A second key, kept to the end: cancelling its revocation must leave it active.
-  await page.getByLabel('Name').fill('kept browser key');
+  // (The Teams view's form has fields of the same names: the key form's are the ones meant.)
+  const keyForm = page.locator('#create-key-form');
+  await keyForm.getByLabel('Name').fill('kept browser key');
   await page.getByRole('button', { name: 'Create key' }).click();
   await page.getByRole('row', { name: /kept browser key/ }).waitFor();
   await page.getByRole('button', { name: 'Done' }).click();
@@ -103,9 +105,9 @@ export async function accountJourney(target: AccountTarget, browser: HeadlessBro
   expect(await page.locator('#new-key-value').textContent()).to.equal('');
 
   // Create a key: shown once, with a working copy button.
-  await page.getByLabel('Name').fill('e2e browser key');
-  await page.getByLabel(/Requests per minute/).fill('50');
-  await page.getByLabel('Response cache').selectOption({ label: 'Off for this key' });
+  await keyForm.getByLabel('Name').fill('e2e browser key');
+  await keyForm.getByLabel(/Requests per minute/).fill('50');
+  await keyForm.getByLabel('Response cache').selectOption({ label: 'Off for this key' });
   await page.getByRole('button', { name: 'Create key' }).click();
   await page.getByRole('heading', { name: 'New key “e2e browser key”' }).waitFor();
   const shown = page.locator('#new-key-value');
@@ -118,7 +120,7 @@ export async function accountJourney(target: AccountTarget, browser: HeadlessBro
   expect(await keyRow.textContent()).to.include('active').and.include('50');
   expect(await keyRow.locator('[data-label="Cache"]').textContent()).to.equal('off');
   expect(await page.getByRole('row', { name: /kept browser key/ }).locator('[data-label="Cache"]').textContent()).to.equal('default');
-  expect(await page.getByLabel('Response cache').inputValue(), 'the form is reset to the gateway\'s setting').to.equal('');
+  expect(await keyForm.getByLabel('Response cache').inputValue(), 'the form is reset to the gateway\'s setting').to.equal('');
   expect(await accessibilityViolations(page)).to.deep.equal([]);
   await screenshot(page, 'account-keys');
 

@@ -7,11 +7,16 @@ export function setCsrfToken(token) {
   csrfToken = token ?? '';
 }
 
-/** An error answered by the gateway, with its status and every message it gave. */
+/**
+ * An error answered by the gateway: its status, its `detail`, the raw field `errors` (`Field '<path>': <message>`)
+ * for forms to place next to their fields, and as its message all of them joined.
+ */
 export class ApiError extends Error {
-  constructor(status, message) {
-    super(message);
+  constructor(status, detail, errors = []) {
+    super([detail, ...errors].join(' · '));
     this.status = status;
+    this.detail = detail;
+    this.errors = errors;
   }
 }
 
@@ -43,7 +48,7 @@ export async function api(path, { method = 'GET', body } = {}) {
   if (!response.ok) {
     const detail = json?.detail ?? `Request failed with status ${response.status}`;
     const errors = Array.isArray(json?.errors) ? json.errors : [];
-    throw new ApiError(response.status, [detail, ...errors].join(' · '));
+    throw new ApiError(response.status, detail, errors);
   }
   return json;
 }

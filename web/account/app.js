@@ -1,13 +1,15 @@
-// The account page: sign-in, then the keys, usage, limits and health views behind the hash (#keys, #usage, #limits, #health).
+// The account page: sign-in, then the keys, teams, usage, limits and health views behind the hash (#keys, #teams, #usage, #limits, #health).
 import { api, ApiError, setCsrfToken } from './api.js';
 import { announce, byId } from './dom.js';
+import { initEditDialog } from './edit-dialog.js';
 import { initHealth, showHealth } from './health-view.js';
 import { clearSignedInData, forgetNewKey, initKeys, showKeys } from './keys-view.js';
 import { clearLimits, initLimits, showLimits } from './limits-view.js';
-import { initUsage, showUsage } from './usage-view.js';
+import { clearTeams, initTeams, showTeams } from './teams-view.js';
+import { clearUsage, initUsage, showUsage } from './usage-view.js';
 
-const VIEWS = { keys: showKeys, usage: () => showUsage({ reloadKeys: true }), limits: showLimits, health: showHealth };
-const ALL_SECTIONS = ['disabled-view', 'sign-in-view', 'keys-view', 'usage-view', 'limits-view', 'health-view'];
+const VIEWS = { keys: showKeys, teams: showTeams, usage: () => showUsage({ reloadKeys: true }), limits: showLimits, health: showHealth };
+const ALL_SECTIONS = ['disabled-view', 'sign-in-view', 'keys-view', 'teams-view', 'usage-view', 'limits-view', 'health-view'];
 let signedIn = false;
 let expiryTimer;
 
@@ -32,6 +34,9 @@ function signedOut(message) {
   setSignedIn(undefined);
   clearSignedInData();
   clearLimits();
+  clearTeams();
+  for (const dialog of document.querySelectorAll('dialog[open]')) dialog.close();
+  clearUsage();
   showOnly('sign-in-view');
   announce(message ?? '');
   byId('admin-token').focus();
@@ -92,6 +97,8 @@ async function onSignOut() {
 
 async function start() {
   initKeys();
+  initTeams();
+  initEditDialog();
   initUsage();
   initLimits();
   initHealth();

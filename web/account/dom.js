@@ -55,7 +55,6 @@ export function announce(message) {
 
 const numberFormat = new Intl.NumberFormat('en-US');
 export const formatNumber = (value) => numberFormat.format(value);
-export const formatCost = (value) => `$${value.toFixed(value !== 0 && value < 0.01 ? 6 : 4)}`;
 
 const dollars = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 2 });
 const cents = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 6 });

@@ -1,26 +1,48 @@
-// Keys: list, create (the key shown once, with a copy button), revoke after confirmation.
+// Keys: list with every limit, create (the key shown once, with a copy button), edit limits in a dialog, revoke after confirmation.
 import { api } from './api.js';
-import { announce, badge, byId, cacheText, element, formatNumber, formatTime, row, stackTable } from './dom.js';
+import { choiceNames, loadChoices } from './choices.js';
+import { announce, badge, byId, cacheText, element, formatTime, row, stackTable } from './dom.js';
+import { openEditDialog } from './edit-dialog.js';
+import { clearFormErrors, showFormErrors } from './form-errors.js';
+import { renderLimitFields, setChoices } from './limit-fields.js';
+import { budgetText, countText, guardrailsText, quotaText } from './limit-text.js';
+import { createBody } from './limit-values.js';
 
 const STATUS_TONES = { active: 'good', revoked: 'bad', expired: 'neutral' };
-let modelsLoaded = false;
+let choices = { teams: [], guardrails: [], models: [] };
 let pendingRevoke;
 
-function quotaText(quota) {
-  if (!quota) return '—';
-  const parts = [];
-  if (quota.daily) parts.push(`${formatNumber(quota.daily)} / day`);
-  if (quota.monthly) parts.push(`${formatNumber(quota.monthly)} / month`);
-  return parts.join(', ') || '—';
+const editButton = (id) => byId('keys-table').querySelector(`[data-edit="${CSS.escape(id)}"]`);
+
+function editKey(key) {
+  openEditDialog({
+    kind: 'key',
+    name: key.name,
+    view: key,
+    path: `/keys/${encodeURIComponent(key.id)}`,
+    choices,
+    onSaved: showKeys,
+    focusAfter: () => editButton(key.id),
+  });
 }
 
-function keyRow(key) {
-  const actions = document.createElement('span');
+function actionsOf(key) {
+  const actions = element('span', { className: 'actions' });
+  // A revoked key cannot change (the API answers 409); an expired one can, e.g. to give it a later expiry.
+  if (key.status !== 'revoked') {
+    const edit = element('button', { text: 'Edit', className: 'secondary small', attrs: { type: 'button', 'aria-label': `Edit key ${key.name}`, 'data-edit': key.id } });
+    edit.addEventListener('click', () => editKey(key));
+    actions.append(edit);
+  }
   if (key.status === 'active') {
     const revoke = element('button', { text: 'Revoke', className: 'danger small', attrs: { type: 'button', 'aria-label': `Revoke key ${key.name}` } });
     revoke.addEventListener('click', () => confirmRevoke(key, revoke));
     actions.append(revoke);
   }
+  return actions;
+}
+
+function keyRow(key) {
   return row(
     [
       key.name,
@@ -28,26 +50,26 @@ function keyRow(key) {
       formatTime(key.created_at),
       formatTime(key.expires_at),
       key.models ? key.models.join(', ') : 'every model',
-      key.rpm === null ? 'default' : formatNumber(key.rpm),
+      key.rpm === null ? 'default' : countText(key.rpm),
+      countText(key.tpm),
       quotaText(key.quota),
+      budgetText(key.budget),
+      countText(key.concurrency),
+      key.team ?? '—',
       cacheText(key.cache),
+      guardrailsText(key.guardrails),
       badge(key.status, STATUS_TONES[key.status] ?? 'neutral'),
-      actions,
+      actionsOf(key),
     ],
-    { header: true, wrap: [0, 2, 3, 4, 6] },
+    { header: true, wrap: [0, 2, 3, 4, 7, 8, 12] },
   );
 }
 
-async function loadModels() {
-  if (modelsLoaded) return;
-  const { data } = await api('/models');
-  byId('key-models').replaceChildren(...data.map((id) => element('option', { text: id, attrs: { value: id } })));
-  modelsLoaded = true;
-}
-
-/** Reads the keys and redraws the table. */
+/** Reads the keys (and the teams and guardrails the form offers) and redraws the table. */
 export async function showKeys() {
-  const [{ data }] = await Promise.all([api('/keys'), loadModels()]);
+  const [{ data }, loaded] = await Promise.all([api('/keys'), loadChoices()]);
+  choices = choiceNames(loaded);
+  setChoices(byId('create-key-fields'), choices);
   const keys = [...data].sort((a, b) => (a.created_at < b.created_at ? 1 : -1));
   byId('keys-table').tBodies[0].replaceChildren(...keys.map(keyRow));
   stackTable(byId('keys-table'));
@@ -82,36 +104,17 @@ async function onRevokeClosed() {
   }
 }
 
-function optionalInteger(form, name) {
-  const value = form.elements[name].value.trim();
-  return value === '' ? undefined : Number(value);
-}
-
-/** The admin API's body from the form; empty fields are left out. */
-function newKeyBody(form) {
-  const body = { name: form.elements.name.value.trim() };
-  const rpm = optionalInteger(form, 'rpm');
-  if (rpm !== undefined) body.rpm = rpm;
-  const models = [...form.elements.models.selectedOptions].map((option) => option.value);
-  if (models.length) body.models = models;
-  const expires = form.elements.expires.value;
-  if (expires) body.expires_at = new Date(expires).toISOString();
-  const daily = optionalInteger(form, 'daily');
-  const monthly = optionalInteger(form, 'monthly');
-  if (daily !== undefined || monthly !== undefined) body.quota = { ...(daily !== undefined && { daily }), ...(monthly !== undefined && { monthly }) };
-  if (form.elements.cache.value === 'false') body.cache = false;
-  return body;
-}
-
 async function onCreate(event) {
   event.preventDefault();
   const form = event.currentTarget;
-  const error = byId('create-key-error');
+  const summary = byId('create-key-error');
   const submit = form.querySelector('button[type="submit"]');
-  error.textContent = '';
+  const { body, problems } = createBody(byId('create-key-fields'));
+  if (problems.length) return showFormErrors(form, { detail: 'Some fields are not valid.', errors: problems }, summary);
+  clearFormErrors(form, summary);
   submit.disabled = true;
   try {
-    const created = await api('/keys', { method: 'POST', body: newKeyBody(form) });
+    const created = await api('/keys', { method: 'POST', body });
     form.reset();
     byId('new-key-name').textContent = `“${created.name}”`;
     byId('new-key-value').textContent = created.key;
@@ -121,7 +124,7 @@ async function onCreate(event) {
     panel.focus();
     await showKeys();
   } catch (failure) {
-    error.textContent = failure.message;
+    showFormErrors(form, failure, summary);
   } finally {
     submit.disabled = false;
   }
@@ -162,6 +165,7 @@ export function clearSignedInData() {
 }
 
 export function initKeys() {
+  renderLimitFields(byId('create-key-fields'), { prefix: 'key', kind: 'key', mode: 'create' });
   byId('create-key-form').addEventListener('submit', onCreate);
   byId('copy-key').addEventListener('click', onCopy);
   byId('dismiss-key').addEventListener('click', dismissKey);

@@ -1,6 +1,7 @@
-// Usage: charts per day and per model (Chart.js), a totals table, CSV downloads, filtered by key and days.
+// Usage: charts per day and per model (Chart.js), totals per model, per key and per team, CSV downloads,
+// filtered by key and days; and the guardrail actions the gateway keeps.
 import { api } from './api.js';
-import { byId, element, formatCost, formatNumber, row, stackTable, utcDay } from './dom.js';
+import { byId, element, formatNumber, formatTime, formatUsd, row, stackTable, utcDay } from './dom.js';
 
 const COLORS = { input: '#0a58a8', output: '#c25e00', single: '#156332' };
 const METRICS = {
@@ -20,16 +21,24 @@ const METRICS = {
   cost: {
     label: 'Cost (USD)',
     datasets: (rows) => [{ label: 'Cost (USD)', data: rows.map((r) => r.cost_usd), backgroundColor: COLORS.single, maxBarThickness: 40 }],
-    summary: (r) => formatCost(r.cost_usd),
+    summary: (r) => formatUsd(r.cost_usd),
+    tick: formatUsd,
+  },
+  cache_hits: {
+    label: 'Cache hits',
+    datasets: (rows) => [{ label: 'Cache hits', data: rows.map((r) => r.cache_hits), backgroundColor: COLORS.single, maxBarThickness: 40 }],
+    summary: (r) => `${formatNumber(r.cache_hits)} cache hits`,
   },
 };
+/** The counters of a usage row, each summed in a table's footer. */
+const COUNTERS = ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_usd', 'cache_hits', 'saved_usd'];
 const charts = {};
 let last = { byDay: [], byModel: [] };
 let keysLoaded = false;
+/** The managed keys by id, for the names of the per-key and guardrail rows. */
+let keysById = new Map();
 
-function zeroRow(day) {
-  return { day, requests: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, total_tokens: 0, charged_tokens: 0, cost_usd: 0 };
-}
+const zeros = () => Object.fromEntries(COUNTERS.map((field) => [field, 0]));
 
 /** One row per day of the range, days without usage as zeros, so the chart's time axis is even. */
 function everyDay(rows, from, to) {
@@ -37,15 +46,16 @@ function everyDay(rows, from, to) {
   const days = [];
   for (let day = new Date(`${from}T00:00:00Z`); day <= new Date(`${to}T00:00:00Z`) && days.length < 400; day = new Date(day.getTime() + 86_400_000)) {
     const name = day.toISOString().slice(0, 10);
-    days.push(byDay.get(name) ?? zeroRow(name));
+    days.push(byDay.get(name) ?? { day: name, ...zeros() });
   }
   return days;
 }
 
-function filterQuery(extra = {}) {
+/** The filter as a query string: the days always, the key unless `allKeys`. */
+function filterQuery(extra = {}, { allKeys = false } = {}) {
   const form = byId('usage-filter');
   const params = new URLSearchParams({ from: form.elements.from.value, to: form.elements.to.value, ...extra });
-  if (form.elements.key_id.value) params.set('key_id', form.elements.key_id.value);
+  if (!allKeys && form.elements.key_id.value) params.set('key_id', form.elements.key_id.value);
   return params;
 }
 
@@ -57,6 +67,8 @@ function drawChart(id, rows, labelOf, metricName, horizontal) {
   const ChartJs = globalThis.Chart;
   if (!ChartJs) return;
   charts[id]?.destroy();
+  const ticks = { color: '#1b1f24' };
+  const valueTicks = metric.tick ? { ...ticks, callback: (value) => metric.tick(Number(value)) } : ticks;
   charts[id] = new ChartJs(byId(id), {
     type: 'bar',
     data,
@@ -65,8 +77,8 @@ function drawChart(id, rows, labelOf, metricName, horizontal) {
       maintainAspectRatio: false,
       indexAxis: horizontal ? 'y' : 'x',
       scales: {
-        x: { stacked: true, ticks: { color: '#1b1f24' }, grid: { color: '#e1e5ea' } },
-        y: { stacked: true, beginAtZero: true, ticks: { color: '#1b1f24' }, grid: { color: '#e1e5ea' } },
+        x: { stacked: true, ticks: horizontal ? valueTicks : ticks, grid: { color: '#e1e5ea' } },
+        y: { stacked: true, beginAtZero: true, ticks: horizontal ? ticks : valueTicks, grid: { color: '#e1e5ea' } },
       },
       plugins: { legend: { display: metricName === 'tokens', labels: { color: '#1b1f24' } }, title: { display: false } },
     },
@@ -79,27 +91,90 @@ function drawCharts() {
   drawChart('model-chart', last.byModel, (r) => r.model, metric, true);
 }
 
-function drawTable(rows) {
-  const cells = (r) => [r.requests, r.input_tokens, r.output_tokens, r.cached_tokens, r.total_tokens, r.charged_tokens].map(formatNumber).concat(formatCost(r.cost_usd));
-  byId('totals-table').tBodies[0].replaceChildren(...rows.map((r) => row([r.model, ...cells(r)], { header: true })));
+const percent = new Intl.NumberFormat('en-US', { style: 'percent', maximumFractionDigits: 1 });
+
+/** The share of requests answered from the cache; a dash with no requests. */
+const hitRate = (r) => (r.requests > 0 ? percent.format(r.cache_hits / r.requests) : '—');
+
+function drawTotals(rows) {
+  const cells = (r) => [r.requests, r.input_tokens, r.output_tokens, r.cached_tokens, r.total_tokens, r.charged_tokens].map(formatNumber).concat(formatUsd(r.cost_usd), formatNumber(r.cache_hits), formatUsd(r.saved_usd));
+  const table = byId('totals-table');
+  table.tBodies[0].replaceChildren(...rows.map((r) => row([r.model, ...cells(r)], { header: true })));
   const total = rows.reduce((sum, r) => {
-    for (const field of Object.keys(sum)) sum[field] += r[field];
+    for (const field of COUNTERS) sum[field] += r[field];
     return sum;
-  }, { requests: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, total_tokens: 0, charged_tokens: 0, cost_usd: 0 });
-  byId('totals-table').tFoot.replaceChildren(row(['All models', ...cells(total)], { header: true }));
-  stackTable(byId('totals-table'));
+  }, zeros());
+  table.tFoot.replaceChildren(row(['All models', ...cells(total)], { header: true }));
+  stackTable(table);
   byId('usage-empty').hidden = rows.length > 0;
+}
+
+/** Requests, tokens, cost, hits, hit rate and savings: the counted columns of the per-key and per-team tables. */
+const groupCells = (r) => [formatNumber(r.requests), formatNumber(r.total_tokens), formatUsd(r.cost_usd), formatNumber(r.cache_hits), hitRate(r), formatUsd(r.saved_usd)];
+
+/** A key by its name and id; an id alone when it is not a managed key (a static key, or none). */
+function keyCell(id) {
+  const cell = element('div', { className: 'owner' });
+  const key = keysById.get(id);
+  cell.append(element('span', { text: key ? key.name : id === 'anonymous' ? 'No key' : 'Not a managed key' }), element('code', { text: id }));
+  return cell;
+}
+
+/** A guardrail action's key: its name and id when it is a managed key, its id otherwise. */
+function actionKey(id) {
+  if (id === null) return '—';
+  const key = keysById.get(id);
+  if (!key) return element('code', { text: id });
+  const cell = element('div', { className: 'owner' });
+  cell.append(element('span', { text: key.name }), element('code', { text: id }));
+  return cell;
+}
+
+function drawGroup(tableId, emptyId, rows, firstCell) {
+  const table = byId(tableId);
+  table.tBodies[0].replaceChildren(...rows.map((r) => row([firstCell(r), ...groupCells(r)], { header: true })));
+  stackTable(table);
+  byId(emptyId).hidden = rows.length > 0;
+}
+
+/** Reads the guardrail actions the gateway keeps and redraws their two tables. */
+async function showGuardrailActions() {
+  const error = byId('guardrail-actions-error');
+  error.textContent = '';
+  let view;
+  try {
+    view = await api('/guardrails/actions');
+  } catch (failure) {
+    error.textContent = failure.message;
+    return;
+  }
+  const summary = byId('guardrail-summary-table');
+  summary.tBodies[0].replaceChildren(...view.by_guardrail.map((g) => row([g.guardrail, g.phase, g.action, formatNumber(g.count), formatTime(g.last_at)], { header: true, wrap: [0] })));
+  const recent = byId('guardrail-recent-table');
+  recent.tBodies[0].replaceChildren(
+    ...view.data.map((a) =>
+      row(
+        [formatTime(a.at), a.guardrail, a.phase, a.action, a.cause, a.route, a.model, actionKey(a.key_id), a.team ?? '—', a.request_id === null ? '—' : element('code', { text: a.request_id })],
+        { header: true, wrap: [0, 1, 5, 6, 7, 8, 9] },
+      ),
+    ),
+  );
+  stackTable(summary);
+  stackTable(recent);
+  byId('guardrail-actions-tables').hidden = view.data.length === 0 && view.by_guardrail.length === 0;
+  byId('guardrail-actions-empty').hidden = view.data.length > 0 || view.by_guardrail.length > 0;
 }
 
 async function loadKeys() {
   if (keysLoaded) return;
   const { data } = await api('/keys');
+  keysById = new Map(data.map((key) => [key.id, key]));
   const select = byId('usage-key');
   select.replaceChildren(element('option', { text: 'All keys', attrs: { value: '' } }), ...data.map((key) => element('option', { text: `${key.name} (${key.id})`, attrs: { value: key.id } })));
   keysLoaded = true;
 }
 
-/** Reads usage for the filter and redraws charts, table and CSV links. */
+/** Reads usage for the filter and redraws charts, tables and CSV links, and the guardrail actions. */
 export async function showUsage({ reloadKeys = false } = {}) {
   const form = byId('usage-filter');
   if (!form.elements.from.value) form.elements.from.value = utcDay(-13);
@@ -110,16 +185,36 @@ export async function showUsage({ reloadKeys = false } = {}) {
   const chosenKey = form.elements.key_id.value;
   await loadKeys();
   form.elements.key_id.value = chosenKey;
-  byId('csv-day').href = `/account/api/usage.csv?${filterQuery({ group_by: 'day' })}`;
-  byId('csv-model').href = `/account/api/usage.csv?${filterQuery({ group_by: 'model' })}`;
-  try {
-    const [byDay, byModel] = await Promise.all([api(`/usage?${filterQuery({ group_by: 'day' })}`), api(`/usage?${filterQuery({ group_by: 'model' })}`)]);
-    last = { byDay: everyDay(byDay.data, form.elements.from.value, form.elements.to.value), byModel: byModel.data };
-    drawCharts();
-    drawTable(byModel.data);
-  } catch (failure) {
-    error.textContent = failure.message;
-  }
+  // Teams sum many keys' usage: the per-team figures are every key's, whatever key is chosen.
+  const queries = {
+    day: filterQuery({ group_by: 'day' }),
+    model: filterQuery({ group_by: 'model' }),
+    key: filterQuery({ group_by: 'key' }),
+    team: filterQuery({ group_by: 'team' }, { allKeys: true }),
+  };
+  for (const [group, query] of Object.entries(queries)) byId(`csv-${group}`).href = `/account/api/usage.csv?${query}`;
+  const usage = (async () => {
+    try {
+      const [byDay, byModel, byKey, byTeam] = await Promise.all(Object.values(queries).map((query) => api(`/usage?${query}`)));
+      last = { byDay: everyDay(byDay.data, form.elements.from.value, form.elements.to.value), byModel: byModel.data };
+      drawCharts();
+      drawTotals(byModel.data);
+      drawGroup('key-usage-table', 'key-usage-empty', byKey.data, (r) => keyCell(r.key_id));
+      drawGroup('team-usage-table', 'team-usage-empty', byTeam.data, (r) => r.team ?? 'No team');
+    } catch (failure) {
+      error.textContent = failure.message;
+    }
+  })();
+  await Promise.all([usage, showGuardrailActions()]);
+}
+
+/** Drops the usage and guardrail actions shown, on sign-out. */
+export function clearUsage() {
+  for (const id of ['totals-table', 'key-usage-table', 'team-usage-table', 'guardrail-summary-table', 'guardrail-recent-table']) byId(id).tBodies[0].replaceChildren();
+  byId('totals-table').tFoot.replaceChildren();
+  keysById = new Map();
+  keysLoaded = false;
+  byId('usage-key').replaceChildren(element('option', { text: 'All keys', attrs: { value: '' } }));
 }
 
 export function initUsage() {

@@ -1,0 +1,68 @@
+// The dialog that edits a key's or a team's limits: prefilled, saves only the fields changed (emptied ones as null).
+import { api } from './api.js';
+import { announce, byId } from './dom.js';
+import { clearFormErrors, showFormErrors } from './form-errors.js';
+import { renderLimitFields, setChoices } from './limit-fields.js';
+import { changesBody, fillLimitFields, snapshotFields } from './limit-values.js';
+
+let current;
+
+/**
+ * Opens the edit dialog for one key or team. `path` is what PATCH goes to, `choices` what setChoices takes,
+ * `onSaved` redraws after a save, and `focusAfter()` finds the control focus returns to (the Edit button, redrawn).
+ */
+export function openEditDialog({ kind, name, view, path, choices, onSaved, focusAfter }) {
+  const grid = byId('edit-fields');
+  renderLimitFields(grid, { prefix: 'edit', kind, mode: 'edit' });
+  setChoices(grid, choices);
+  fillLimitFields(grid, view);
+  clearFormErrors(byId('edit-form'), byId('edit-error'));
+  current = { kind, name, path, onSaved, focusAfter, snapshot: snapshotFields(grid) };
+  byId('edit-title').textContent = `Edit ${kind} ${name}`;
+  byId('edit-dialog').showModal();
+}
+
+async function onSave(event) {
+  event.preventDefault();
+  const form = byId('edit-form');
+  const summary = byId('edit-error');
+  const submit = form.querySelector('button[type="submit"]');
+  const { kind, name, path, onSaved } = current;
+  const { body, problems } = changesBody(byId('edit-fields'), current.snapshot);
+  if (problems.length) return showFormErrors(form, { detail: 'Some fields are not valid.', errors: problems }, summary);
+  if (Object.keys(body).length === 0) {
+    byId('edit-dialog').close();
+    announce(`Nothing changed on ${kind} ${name}.`);
+    return;
+  }
+  clearFormErrors(form, summary);
+  submit.disabled = true;
+  try {
+    await api(path, { method: 'PATCH', body });
+  } catch (error) {
+    showFormErrors(form, error, summary);
+    return;
+  } finally {
+    submit.disabled = false;
+  }
+  announce(`Saved ${kind} ${body.name ?? name}.`);
+  try {
+    await onSaved();
+  } catch (error) {
+    announce(`Saved ${kind} ${body.name ?? name}, but the list could not be read again: ${error.message}`);
+  }
+  byId('edit-dialog').close();
+}
+
+function onClosed() {
+  byId('edit-fields').replaceChildren();
+  const target = current?.focusAfter();
+  current = undefined;
+  target?.focus();
+}
+
+export function initEditDialog() {
+  byId('edit-form').addEventListener('submit', (event) => void onSave(event));
+  byId('edit-cancel').addEventListener('click', () => byId('edit-dialog').close());
+  byId('edit-dialog').addEventListener('close', onClosed);
+}
