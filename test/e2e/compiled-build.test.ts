@@ -11,6 +11,7 @@ import { GatewayProcess } from '../helpers/gateway-process.ts';
 import { launchBrowser, type HeadlessBrowser } from '../helpers/headless-browser.ts';
 import { VENDORS } from '../helpers/test-gateway.ts';
 import { accountJourney } from './account-journey.ts';
+import { teamBudgetJourney } from './account-team-journey.ts';
 
 const ADMIN_TOKEN = 'compiled-build-admin-token-0123456789abcdef';
 const CLIENT_KEY = 'sk-compiled-build-key-0123456789abcdef0123';
@@ -124,5 +125,12 @@ describe('the compiled build, run as npm start runs it (node dist/src/main.js)',
     const page: Page = await browser.newPage();
     page.setDefaultTimeout(10_000);
     await accountJourney({ url: gateway.url, adminToken: ADMIN_TOKEN, providers: VENDORS.length + 1, upstreamKey: UPSTREAM_KEY }, browser, page);
+  });
+
+  it('runs a team on the account page: budget, key in it, use and cost on Limits and Usage, budget change enforced, 409 on delete', async () => {
+    browser ??= await launchBrowser();
+    const page: Page = await browser.newPage();
+    page.setDefaultTimeout(10_000);
+    await teamBudgetJourney({ url: gateway.url, adminToken: ADMIN_TOKEN, providers: VENDORS.length + 1, upstreamKey: UPSTREAM_KEY }, browser, page);
   });
 });
