@@ -14,41 +14,13 @@ import { upstreamEndpoint } from '../../../src/data-plane/upstream/upstream-clie
 import { EmbeddedUsageStore } from '../../../src/stores/usage/embedded-usage-store.ts';
 import { buildUsageRecord } from '../../../src/usage/usage-record.ts';
 import { startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
+import { call, signIn as signInWith } from './account-api-client.ts';
 
 const TOKEN = 'account-admin-token-0001-0123456789abcdef';
 const UPSTREAM_SECRET = 'upstream-secret-never-shown';
 
-interface Reply {
-  status: number;
-  headers: Headers;
-  text: string;
-  json: Record<string, any>;
-}
-
-/** One request to the app with optional cookie, CSRF token and extra headers. */
-async function call(app: GuardedApp, path: string, options: { method?: string; body?: unknown; cookie?: string; csrf?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
-  const headers: Record<string, string> = { ...options.headers };
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  if (options.cookie) headers.cookie = options.cookie;
-  if (options.csrf) headers['x-csrf-token'] = options.csrf;
-  const response = await fetch(`${app.url}${path}`, { method: options.method ?? 'GET', headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
-  const text = await response.text();
-  let json: Record<string, any> = {};
-  try {
-    json = JSON.parse(text);
-  } catch {
-    /* not JSON */
-  }
-  return { status: response.status, headers: response.headers, text, json };
-}
-
-/** Signs in; the cookie pair to send back and the session's CSRF token. */
-async function signIn(app: GuardedApp, headers: Record<string, string> = {}): Promise<{ cookie: string; csrf: string; setCookie: string }> {
-  const reply = await call(app, '/account/api/session', { method: 'POST', body: { token: TOKEN }, headers });
-  expect(reply.status, reply.text).to.equal(201);
-  const setCookie = reply.headers.get('set-cookie')!;
-  return { cookie: setCookie.split(';')[0]!, csrf: reply.json.csrf_token, setCookie };
-}
+/** Signs in with this suite's admin token. */
+const signIn = (app: GuardedApp, headers: Record<string, string> = {}) => signInWith(app, TOKEN, headers);
 
 describe('account page routes', () => {
   let dataDir: string;

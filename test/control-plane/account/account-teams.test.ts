@@ -15,6 +15,7 @@ import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
 import { EmbeddedUsageStore } from '../../../src/stores/usage/embedded-usage-store.ts';
 import { buildUsageRecord } from '../../../src/usage/usage-record.ts';
 import { startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
+import { call, signIn as signInWith } from './account-api-client.ts';
 
 const TOKEN = 'account-teams-admin-token-0123456789abcdef';
 const WEBHOOK_SECRET = 'webhook-bearer-never-shown';
@@ -24,13 +25,6 @@ const GUARDRAILS: GuardrailSettings[] = [
   { name: 'no-codes', use: 'regex', on: 'request', action: 'block', patterns: ['CODE-\\d+'], ignoreCase: false },
   { name: 'moderation', use: 'webhook', on: 'response', url: 'https://moderation.internal.example/check', timeoutMs: 500, failMode: 'closed', headers: { authorization: `Bearer ${WEBHOOK_SECRET}` } },
 ];
-
-interface Reply {
-  status: number;
-  headers: Headers;
-  text: string;
-  json: Record<string, any>;
-}
 
 describe('account page: teams, configured guardrails and usage per key and team', () => {
   let dataDir: string;
@@ -52,27 +46,7 @@ describe('account page: teams, configured guardrails and usage per key and team'
     return app;
   }
 
-  async function call(app: GuardedApp, path: string, options: { method?: string; body?: unknown; cookie?: string; csrf?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
-    const headers: Record<string, string> = { ...options.headers };
-    if (options.body !== undefined) headers['content-type'] = 'application/json';
-    if (options.cookie) headers.cookie = options.cookie;
-    if (options.csrf) headers['x-csrf-token'] = options.csrf;
-    const response = await fetch(`${app.url}${path}`, { method: options.method ?? 'GET', headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
-    const text = await response.text();
-    let json: Record<string, any> = {};
-    try {
-      json = JSON.parse(text);
-    } catch {
-      /* not JSON (CSV) */
-    }
-    return { status: response.status, headers: response.headers, text, json };
-  }
-
-  async function signIn(app: GuardedApp): Promise<{ cookie: string; csrf: string }> {
-    const reply = await call(app, '/account/api/session', { method: 'POST', body: { token: TOKEN } });
-    expect(reply.status, reply.text).to.equal(201);
-    return { cookie: reply.headers.get('set-cookie')!.split(';')[0]!, csrf: reply.json.csrf_token };
-  }
+  const signIn = (app: GuardedApp) => signInWith(app, TOKEN);
 
   before(async () => {
     registry = new ModelRegistry(await loadPlugins(resolve('providers/manifest.json')));
