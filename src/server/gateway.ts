@@ -25,7 +25,6 @@ import { originOf } from '../plugins/plugin-origin.ts';
 import { DEFAULT_RETRY_POLICY, nativeChatRoute } from '../data-plane/routes/native-chat-route.ts';
 import type { ProviderEndpoints, RouteServices } from '../data-plane/route-services.ts';
 import { answersWithin } from '../stores/redis/redis-client.ts';
-import { sharedRateStore } from '../stores/redis/shared-rate-store.ts';
 import { providerEndpoints } from '../data-plane/upstream/provider-endpoints.ts';
 import { SharedBreakerState } from '../data-plane/upstream/shared-breaker.ts';
 import { UpstreamClient } from '../data-plane/upstream/upstream-client.ts';
@@ -44,8 +43,6 @@ import { BudgetGate } from '../data-plane/limits/budget-gate.ts';
 import { adminUsageRoute, ownUsageRoute } from '../control-plane/usage-routes.ts';
 import type { UsageStore } from '../usage/usage-store.ts';
 import { createRequire } from 'node:module';
-import { startTracing } from '../ops/tracing/otel-tracing.ts';
-import { startOtlpGenAiMetrics } from '../ops/tracing/otlp-metrics.ts';
 
 export interface Gateway {
   /** `http://host:port` the gateway listens on. */
@@ -163,8 +160,11 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const responseCache = openResponseCache(redis, () => live.current.config, metrics, logger);
   const accessLogger = createAccessLogger(logger);
   // Off (undefined) without a traces endpoint: then no request makes a span.
-  const tracing = startTracing(config.tracing, { exported: (count) => metrics.tracesExported(count), dropped: (reason, count) => metrics.tracesDropped(reason, count) }, VERSION);
-  const otlpMetrics = startOtlpGenAiMetrics(config.tracing, metrics.registry, VERSION);
+  // The OpenTelemetry SDK and its exporters load only when configured (they hold about 13 MB once loaded).
+  const tracing = config.tracing.traces
+    ? (await import('../ops/tracing/otel-tracing.ts')).startTracing(config.tracing, { exported: (count) => metrics.tracesExported(count), dropped: (reason, count) => metrics.tracesDropped(reason, count) }, VERSION)
+    : undefined;
+  const otlpMetrics = config.tracing.metrics ? (await import('../ops/tracing/otlp-metrics.ts')).startOtlpGenAiMetrics(config.tracing, metrics.registry, VERSION) : undefined;
   // Where spans and metrics go, never the headers (they may carry a collector's credential).
   if (tracing) logger.info({ traces: withoutUserInfo(config.tracing.traces!.url), protocol: config.tracing.traces!.protocol, sampler: config.tracing.sampler.name, ratio: config.tracing.sampler.ratio }, 'tracing on: OTLP traces');
   if (otlpMetrics) logger.info({ metrics: withoutUserInfo(config.tracing.metrics!.url), protocol: config.tracing.metrics!.protocol }, 'GenAI metrics over OTLP');
@@ -233,6 +233,8 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       ...(live.lastError === undefined ? {} : { config_error: live.lastError }),
     };
   };
+  // rate-limit-redis loads only with Redis configured.
+  const signInStore = redis ? (await import('../stores/redis/shared-rate-store.ts')).sharedRateStore(redis, 'gw-signin:') : undefined;
   const authenticate = createAuthenticator({
     store: keys,
     teams,
@@ -280,7 +282,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
         readiness,
         sessions: redis ? new RedisSessionStore(redis) : new MemorySessionStore(),
         // Failed sign-ins per address are counted across every instance (a store error lets the attempt through).
-        signInStore: redis && sharedRateStore(redis, 'gw-signin:'),
+        signInStore,
         bodyLimitBytes: config.bodyLimitBytes,
         guardrailSettings: () => live.current.config.guardrails,
         guardrailActions,

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { Cluster } from 'ioredis';
 import { decodeCachedAnswer, encodeCachedAnswer, type CacheEvents, type CachedAnswer, type CacheTenant, type ResponseCache } from '../../core/response-cache.ts';
 import { RedisBreaker } from '../redis/redis-breaker.ts';
-import { isReady, type RedisConnection } from '../redis/redis-client.ts';
+import { isCluster, isReady, type RedisConnection } from '../redis/redis-client.ts';
 import { SharedDeadline } from '../redis/shared-deadline.ts';
 
 /** Every entry's Redis key starts with this. */
@@ -69,7 +68,7 @@ export class RedisResponseCache implements ResponseCache {
 
   async clear(tenant?: CacheTenant): Promise<number> {
     const pattern = `${CACHE_KEY_PREFIX}${tenant === undefined ? '' : `${tenantPart(tenant)}:`}*`;
-    const nodes = this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
+    const nodes = isCluster(this.redis) ? this.redis.nodes('master') : [this.redis];
     let dropped = 0;
     for (const node of nodes) {
       let cursor = '0';

@@ -1,7 +1,7 @@
-import { Cluster } from 'ioredis';
+import type { Cluster } from 'ioredis';
 import type { IncrementResponse } from 'express-rate-limit';
 import { RedisStore, type RedisReply, type SendCommandClusterDetails } from 'rate-limit-redis';
-import type { RedisConnection } from './redis-client.ts';
+import { isCluster, type RedisConnection } from './redis-client.ts';
 
 /**
  * An express-rate-limit store in Redis (rate-limit-redis over ioredis), for the control plane's own
@@ -11,7 +11,7 @@ import type { RedisConnection } from './redis-client.ts';
  * script is known to whichever node owns a counter (rate-limit-redis reloads it on NOSCRIPT).
  */
 export function sharedRateStore(redis: RedisConnection, prefix: string): RedisStore {
-  if (redis instanceof Cluster) return new ReloadingRedisStore({ prefix, sendCommandCluster: (details) => sendToCluster(redis, details) });
+  if (isCluster(redis)) return new ReloadingRedisStore({ prefix, sendCommandCluster: (details) => sendToCluster(redis, details) });
   return new ReloadingRedisStore({ prefix, sendCommand: (name, ...rest) => redis.call(name, ...rest) as Promise<RedisReply> });
 }
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Redis } from 'ioredis';
-import { createRedisClient, isReady, redisHealth, waitUntilReady } from '../../../src/stores/redis/redis-client.ts';
+import { createRedisClient, isCluster, isReady, redisHealth, waitUntilReady } from '../../../src/stores/redis/redis-client.ts';
 import { captureLogs, eventually } from '../../data-plane/auth/guarded-app.ts';
 import { freePort, TestRedisCluster, TestRedisServer } from '../../helpers/redis-server.ts';
 import { settledAtOnce } from '../../helpers/settled-at-once.ts';
@@ -78,6 +78,10 @@ describe('Redis client', function () {
       await Promise.all(['a', 'b', 'c', 'd'].map((key) => client.set(key, key)));
       expect(await client.get('d')).to.equal('d');
       expect(redisHealth(client).ready).to.equal(true);
+      expect(isCluster(client)).to.equal(true);
+      const single = createRedisClient(`redis://127.0.0.1:${cluster.startupNodes[0]!.port}`);
+      expect(isCluster(single)).to.equal(false);
+      single.disconnect();
     } finally {
       client.disconnect();
       await cluster.close();
