@@ -160,7 +160,10 @@ await runCleanly(async () => {
   /** The environment of a gateway process of `tree`: every vendor on `baseUrls`, limits out of the way, `extra` on top. */
   function gatewayEnv(tree: CompiledTree, baseUrls: string, dataDir: string, extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
     const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, baseUrls]));
-    return { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, RATE_LIMIT_MAX: '100000000', GATEWAY_KEY_CONCURRENCY: '100000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: dataDir, GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '', ...extra };
+    // One load generator stands in for many clients: the per-address connection cap (against one client
+    // holding every connection) is lifted to what the open-streams scenario opens at once.
+    const connectionCaps = { GATEWAY_MAX_CONNECTIONS: String(Math.max(10_000, openStreams * 2)), GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: String(Math.max(1000, openStreams + 200)) };
+    return { ...vendorEnv, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, RATE_LIMIT_MAX: '100000000', GATEWAY_KEY_CONCURRENCY: '100000', ...connectionCaps, LOG_LEVEL: 'info', GATEWAY_DATA_DIR: dataDir, GATEWAY_MANIFEST: tree.manifest, REDIS_URL: '', ...extra };
   }
 
   async function startGateway(name: string, tree: CompiledTree): Promise<Contender> {
