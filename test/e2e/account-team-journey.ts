@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import type { Locator, Page } from 'playwright-core';
 import { eventually } from '../helpers/eventually.ts';
 import type { HeadlessBrowser } from '../helpers/headless-browser.ts';
+import { withinOneWindow } from '../helpers/limit-window.ts';
 import { accessibilityViolations, type AccountTarget } from './account-journey.ts';
 
 /** How long the gateway trusts a team it has read before asking the store again (authenticate.ts). */
@@ -80,6 +81,8 @@ export async function teamBudgetJourney(target: AccountTarget, browser: Headless
   const record = keys.find((entry) => entry.name === 'platform service')!;
   expect(record).to.deep.include({ tpm: 20000, team: 'platform', rpm: null, budget: null });
 
+  // The calls and the reading of their tokens per minute fall in one UTC minute.
+  await withinOneWindow(25_000);
   for (let call = 0; call < 3; call += 1) {
     const answer = await chat(target, key, `Hello from the platform team, call ${call}`);
     expect(answer.status, answer.body.error?.message).to.equal(200);
