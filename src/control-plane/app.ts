@@ -7,7 +7,7 @@ import { createDataPlane } from '../data-plane/data-plane.ts';
 import type { ModelHandler } from '../data-plane/request-context.ts';
 import { createWayIn, type WayIn } from '../data-plane/way-in.ts';
 import { errorMiddleware } from '../data-plane/answer-error.ts';
-import { isGatewayError, methodNotAllowed, routeNotFound } from '../core/gateway-errors.ts';
+import { clientErrorOf, isGatewayError, methodNotAllowed, routeNotFound } from '../core/gateway-errors.ts';
 import { duplicateHost } from '../data-plane/http/host-header.ts';
 import type { InFlight } from '../data-plane/http/in-flight.ts';
 import type { PendingRequests } from '../data-plane/http/pending-requests.ts';
@@ -123,8 +123,9 @@ export function controlPlane(options: AppOptions): Express {
   // The error's code for the access log (the rate-limit metric tells quotas from request limits by it).
   app.use(((error, _req, res, next) => {
     const observation = observationOf(res);
-    if (observation) observation.errorCode = isGatewayError(error) ? error.code : 'GW_ERR_INTERNAL';
-    next(error);
+    const known = isGatewayError(error) ? error : clientErrorOf(error);
+    if (observation) observation.errorCode = known?.code ?? 'GW_ERR_INTERNAL';
+    next(known ?? error);
   }) as ErrorRequestHandler);
   app.use(errorMiddleware((req: Request) => errorFamilyOf(req.path), logger));
   return app;

@@ -76,6 +76,18 @@ export function badRequest(detail: string, param?: string): GatewayError {
   return new GatewayError('GW_ERR_BAD_REQUEST', 400, 'invalid_request', detail, { param });
 }
 
+/**
+ * A client's mistake that a library reports as a plain error with status 400 (Express's path parameter
+ * that does not percent-decode, for one): the 400 it is, with the library's message; undefined for
+ * anything else (which stays an internal error).
+ */
+export function clientErrorOf(cause: unknown): GatewayError | undefined {
+  if (typeof cause !== 'object' || cause === null) return undefined;
+  const { status, message } = cause as { status?: unknown; message?: unknown };
+  if (status !== 400 || typeof message !== 'string') return undefined;
+  return badRequest(`The request is not valid: ${message}`);
+}
+
 export function invalidJson(detail = 'Request body must be a JSON object'): GatewayError {
   return new GatewayError('GW_ERR_INVALID_JSON', 400, 'invalid_request', detail);
 }

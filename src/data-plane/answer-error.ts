@@ -2,7 +2,7 @@ import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, Request } from 'express';
 import type { Logger } from 'pino';
 import { errorBody, type ErrorFamily } from '../core/error-body.ts';
-import { internalError, isGatewayError, type GatewayError } from '../core/gateway-errors.ts';
+import { clientErrorOf, internalError, isGatewayError, type GatewayError } from '../core/gateway-errors.ts';
 import { bodyStillArriving, lingerAfterAnswer } from './http/linger-close.ts';
 
 /**
@@ -17,7 +17,7 @@ export function errorMiddleware(familyOf: (req: Request) => ErrorFamily, logger:
 
 /** What {@link errorMiddleware} does with an error, for a request handled outside Express (`path` without the query). */
 export function answerError(cause: unknown, path: string, res: ServerResponse, family: ErrorFamily, logger: Logger): void {
-  const error: GatewayError = isGatewayError(cause) ? cause : internalError(cause);
+  const error: GatewayError = isGatewayError(cause) ? cause : (clientErrorOf(cause) ?? internalError(cause));
   if (error.status >= 500 && !error.logged) {
     logger.error({ err: error.cause ?? cause, code: error.code, path }, error.detail);
   }

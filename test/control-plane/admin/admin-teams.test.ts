@@ -69,6 +69,15 @@ describe('admin team API and the keys\' budget fields', () => {
     }
   });
 
+  it('answers 400, not 500, for a team or key name in the path that does not percent-decode', async () => {
+    for (const [method, path] of [['GET', '/admin/teams/%E0%A4%A'], ['PATCH', '/admin/teams/%ZZ'], ['DELETE', '/admin/teams/%E0%A4%A'], ['PATCH', '/admin/keys/%ZZ'], ['POST', '/admin/keys/%E0%A4%A/revoke']] as const) {
+      const answer = await send(app.url, path, { method, ...admin, body: { rpm: 1 } });
+      expect(answer.status, `${method} ${path}`).to.equal(400);
+      expect(answer.body.detail, `${method} ${path}`).to.match(/^The request is not valid: Failed to decode param/);
+    }
+    expect(logs.text(), 'a client mistake is not logged as a gateway error').not.to.include('"level":50');
+  });
+
   it('answers 400 listing every bad field, unknown fields included', async () => {
     const bad = await send(app.url, '/admin/teams', { ...admin, body: { name: 'has space', rpm: 0, tpm: 1.5, quota: { daily: -1, weekly: 3 }, budget: { daily_usd: 0.0000001, monthly_usd: '5' }, cache: 'false', owner: 'x' } });
     expect(bad.status).to.equal(400);
