@@ -16,7 +16,7 @@ export const usdAmount = () =>
     .typeError('must be a positive number of USD')
     .moreThan(0, 'must be a positive number of USD')
     .max(MAX_USD, `must be at most ${MAX_USD} USD`)
-    .test('decimals', 'must have at most 6 decimals', (value) => value === undefined || !(value > 0) || /^\d+(\.\d{1,6})?$/.test(String(value)));
+    .test('decimals', 'must have at most 6 decimals', (value) => value === undefined || !(value > 0 && value <= MAX_USD) || /^\d+(\.\d{1,6})?$/.test(String(value)));
 
 /** `quota`: charged tokens per UTC day and/or month. */
 export const tokenQuota = () =>

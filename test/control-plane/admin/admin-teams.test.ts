@@ -95,6 +95,8 @@ describe('admin team API and the keys\' budget fields', () => {
     expect((await send(app.url, '/admin/teams', { ...admin, body: { name: 'nulled', cache: null } })).body.errors).to.deep.equal(["Field 'cache': must be true or false"]);
     expect((await send(app.url, '/admin/teams', { ...admin, body: { rpm: 5, budget: {} } })).body.errors).to.have.members(["Field 'name': is required", "Field 'budget': must give daily_usd and/or monthly_usd"]);
     expect((await send(app.url, '/admin/teams', { ...admin, body: { name: 'x'.repeat(65) } })).status).to.equal(400);
+    // Past the largest budget, that alone is said (1e21 is no decimal number to count places of).
+    expect((await send(app.url, '/admin/teams', { ...admin, body: { name: 'rich', budget: { daily_usd: 1e21 } } })).body.errors).to.deep.equal(["Field 'budget.daily_usd': must be at most 1000000000 USD"]);
     await send(app.url, '/admin/teams', { ...admin, body: { name: 'ok' } });
     const patch = await send(app.url, '/admin/teams/ok', { method: 'PATCH', ...admin, body: { name: 'renamed', rpm: 'many', budget: { daily_usd: -2 }, cache: 0 } });
     expect(patch.status).to.equal(400);
