@@ -15,7 +15,7 @@ const GUARDRAILS = `guardrails:
 
 /** The text of each cell of a table row, by its column name. */
 async function cells(row: Locator): Promise<Record<string, string>> {
-  return row.evaluate((tr) => Object.fromEntries([...(tr as HTMLTableRowElement).cells].map((cell) => [cell.dataset.label ?? '', cell.textContent!])));
+  return row.evaluate((tr) => Object.fromEntries([...(tr as HTMLTableRowElement).cells].map((cell) => [cell.dataset.label ?? '', cell.innerText.trim()])));
 }
 
 /** Whether a control is marked invalid, and the texts of what describes it (aria-describedby). */
@@ -81,7 +81,7 @@ describe('account page teams view and key limits in headless Chromium', function
     await teamForm.getByRole('button', { name: 'Create team' }).click();
     const teamRow = page.locator('#teams-table tbody tr', { hasText: 'research' });
     await teamRow.waitFor();
-    expect(await cells(teamRow)).to.deep.include({ Name: 'research', 'Budgets (USD)': '$2.50 / day', Keys: 'none', Guardrails: 'default', Cache: 'default', RPM: '—' });
+    expect(await cells(teamRow)).to.deep.include({ Name: 'research', Limits: 'Budget: $2.50 / day', Keys: 'none', Guardrails: 'default', Cache: 'default' });
     const team = await admin<Record<string, unknown>>('/teams/research');
     expect(team.body).to.deep.include({ name: 'research', budget: { daily_usd: 2.5 }, rpm: null, guardrails: null });
     expect(await teamForm.getByLabel('Name').inputValue(), 'the form is reset').to.equal('');
@@ -101,7 +101,7 @@ describe('account page teams view and key limits in headless Chromium', function
     expect(await adminKey('research key')).to.deep.include({ tpm: 5000, team: 'research', guardrails: ['no-codes'], budget: null, rpm: null });
     const keyRow = page.locator('#keys-table tbody tr', { hasText: 'research key' });
     await keyRow.waitFor();
-    expect(await cells(keyRow)).to.deep.include({ TPM: '5,000', Team: 'research', Guardrails: 'no-codes', RPM: 'default', 'Budgets (USD)': '—', Status: 'active' });
+    expect(await cells(keyRow)).to.deep.include({ Limits: 'Requests per minute: default\nTokens per minute: 5,000', Team: 'research', Guardrails: 'no-codes', Status: 'active' });
     expect(await guardrails.evaluate((select) => (select as HTMLSelectElement).selectedOptions.length), 'the form is reset').to.equal(0);
 
     // None selected: not sent, so the team's (or every configured) guardrail applies.
@@ -210,7 +210,7 @@ describe('account page teams view and key limits in headless Chromium', function
     await dialog.waitFor({ state: 'hidden' });
     await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Edit key research key');
     expect(await adminKey('research key')).to.deep.include({ tpm: 8000, guardrails: null, team: 'research', name: 'research key' });
-    expect(await cells(page.locator('#keys-table tbody tr', { hasText: 'research key' }))).to.deep.include({ TPM: '8,000', Guardrails: 'default' });
+    expect(await cells(page.locator('#keys-table tbody tr', { hasText: 'research key' }))).to.deep.include({ Limits: 'Requests per minute: default\nTokens per minute: 8,000', Guardrails: 'default' });
     expect(await page.getByRole('button', { name: 'Edit key bad key' }).count()).to.equal(1);
 
     // A revoked key has no Edit.
@@ -233,7 +233,7 @@ describe('account page teams view and key limits in headless Chromium', function
     expect((await teamPatch).postDataJSON()).to.deep.equal({ budget: { daily_usd: 4.75 } });
     await teamDialog.waitFor({ state: 'hidden' });
     expect((await admin<Record<string, unknown>>('/teams/research')).body).to.deep.include({ budget: { daily_usd: 4.75 } });
-    expect(await cells(teamRow)).to.deep.include({ 'Budgets (USD)': '$4.75 / day' });
+    expect(await cells(teamRow)).to.deep.include({ Limits: 'Budget: $4.75 / day' });
     expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).to.equal('Edit team research');
   });
 
@@ -274,6 +274,11 @@ describe('account page teams view and key limits in headless Chromium', function
         expect(await page.locator(`#${view.toLowerCase()}-table tbody tr`).count()).to.be.greaterThan(0);
         expect(await accessibilityViolations(page), `${view} at ${width} px`).to.deep.equal([]);
         expect(await page.evaluate(() => document.documentElement.scrollWidth), `${view} at ${width} px`).to.be.at.most(width);
+        // At desktop width the table shows every column without scrolling sideways (its region would otherwise hide some).
+        if (width === 1280) {
+          const region = page.locator(`#${view.toLowerCase()}-table`).locator('xpath=..');
+          expect(await region.evaluate((node) => node.scrollWidth - node.clientWidth), `${view} table at ${width} px`).to.be.at.most(0);
+        }
         await screenshot(page, `account-${view.toLowerCase()}-limits${width === 390 ? '-narrow' : ''}`);
       }
     }

@@ -5,7 +5,7 @@ import { announce, badge, byId, cacheText, element, formatTime, row, stackTable 
 import { openEditDialog } from './edit-dialog.js';
 import { clearFormErrors, showFormErrors } from './form-errors.js';
 import { renderLimitFields, setChoices } from './limit-fields.js';
-import { budgetText, countText, guardrailsText, quotaText } from './limit-text.js';
+import { guardrailsText, limitsList } from './limit-text.js';
 import { createBody } from './limit-values.js';
 
 const STATUS_TONES = { active: 'good', revoked: 'bad', expired: 'neutral' };
@@ -42,26 +42,34 @@ function actionsOf(key) {
   return actions;
 }
 
+/** The key's name with its id below, as the Limits view shows a key. */
+function keyCell(key) {
+  const cell = element('div', { className: 'owner' });
+  cell.append(element('span', { text: key.name }), element('code', { text: key.id }));
+  return cell;
+}
+
+/** When the key was created, and when it expires. */
+function datesCell(key) {
+  const cell = element('div', { className: 'owner' });
+  cell.append(element('span', { text: formatTime(key.created_at) }), element('span', { className: 'hint', text: key.expires_at ? `expires ${formatTime(key.expires_at)}` : 'never expires' }));
+  return cell;
+}
+
 function keyRow(key) {
   return row(
     [
-      key.name,
-      element('code', { text: key.id }),
-      formatTime(key.created_at),
-      formatTime(key.expires_at),
+      keyCell(key),
+      datesCell(key),
       key.models ? key.models.join(', ') : 'every model',
-      key.rpm === null ? 'default' : countText(key.rpm),
-      countText(key.tpm),
-      quotaText(key.quota),
-      budgetText(key.budget),
-      countText(key.concurrency),
+      limitsList(key, { kind: 'key' }),
       key.team ?? '—',
       cacheText(key.cache),
       guardrailsText(key.guardrails),
       badge(key.status, STATUS_TONES[key.status] ?? 'neutral'),
       actionsOf(key),
     ],
-    { header: true, wrap: [0, 2, 3, 4, 7, 8, 12] },
+    { header: true, wrap: [0, 1, 2, 3, 6] },
   );
 }
 

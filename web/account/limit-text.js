@@ -1,9 +1,7 @@
-// How the keys and teams tables show a limit: a figure, or a dash when there is none.
-import { formatNumber, formatUsd } from './dom.js';
+// How the keys and teams tables show their limits: one list per key or team, each limit set on a line of its own.
+import { element, formatNumber, formatUsd } from './dom.js';
 
 const DASH = '—';
-
-export const countText = (value) => (value === null || value === undefined ? DASH : formatNumber(value));
 
 /** `100,000 / day, 2,000,000 / month` */
 export function quotaText(quota) {
@@ -25,4 +23,24 @@ export function budgetText(budget) {
 export function guardrailsText(guardrails) {
   if (!guardrails) return 'default';
   return guardrails.length ? guardrails.join(', ') : 'none';
+}
+
+/**
+ * Every limit of a key or team (as GET /keys or /teams shows it) as a list, one line per limit set:
+ * `Requests per minute: 60`, `Tokens per minute: 20,000`, `Token quota: 100,000 / day`, `Budget: $5.00 / day`,
+ * `Concurrency: 4`. A key without an rpm of its own has the gateway's default, said on its line; a team
+ * without any limit shows `none`.
+ */
+export function limitsList(view, { kind }) {
+  const lines = [];
+  if (view.rpm !== null && view.rpm !== undefined) lines.push(`Requests per minute: ${formatNumber(view.rpm)}`);
+  else if (kind === 'key') lines.push('Requests per minute: default');
+  if (view.tpm) lines.push(`Tokens per minute: ${formatNumber(view.tpm)}`);
+  if (view.quota) lines.push(`Token quota: ${quotaText(view.quota)}`);
+  if (view.budget) lines.push(`Budget: ${budgetText(view.budget)}`);
+  if (view.concurrency) lines.push(`Concurrency: ${formatNumber(view.concurrency)}`);
+  if (lines.length === 0) return 'none';
+  const list = element('ul', { className: 'limit-list' });
+  list.append(...lines.map((line) => element('li', { text: line })));
+  return list;
 }

@@ -5,7 +5,7 @@ import { announce, byId, cacheText, element, row, stackTable } from './dom.js';
 import { openEditDialog } from './edit-dialog.js';
 import { clearFormErrors, showFormErrors } from './form-errors.js';
 import { renderLimitFields, setChoices } from './limit-fields.js';
-import { budgetText, countText, guardrailsText, quotaText } from './limit-text.js';
+import { guardrailsText, limitsList } from './limit-text.js';
 import { createBody } from './limit-values.js';
 
 let choices = { teams: [], guardrails: [], models: [] };
@@ -36,17 +36,13 @@ function teamRow(team, keys) {
   return row(
     [
       team.name,
-      countText(team.rpm),
-      countText(team.tpm),
-      quotaText(team.quota),
-      budgetText(team.budget),
-      countText(team.concurrency),
+      limitsList(team, { kind: 'team' }),
       cacheText(team.cache),
       guardrailsText(team.guardrails),
       membersText(team, keys),
       actions,
     ],
-    { header: true, wrap: [0, 3, 4, 7, 8] },
+    { header: true, wrap: [0, 1, 3, 4] },
   );
 }
 
