@@ -9,25 +9,14 @@ import type { GuardrailActionEntry, GuardrailActionLog } from '../../src/stores/
 import { FileKeyStore } from '../../src/stores/keys/file-key-store.ts';
 import { FileTeamStore } from '../../src/stores/teams/file-team-store.ts';
 import { captureLogs, send, startGuardedApp, type GuardedApp } from '../data-plane/auth/guarded-app.ts';
+import { guardrailAction } from '../helpers/guardrail-action.ts';
 
 const TOKEN = 'admin-token-for-tests-0001-0123456789abcdef';
 const admin = { authorization: `Bearer ${TOKEN}` };
 const LIMIT_ERROR = "Field 'query.limit': must be a whole number from 1 to 1000";
 
-/** The action at second `second` of a day. */
-const action = (second: number, changes: Partial<GuardrailActionEntry> = {}): GuardrailActionEntry => ({
-  at: new Date(Date.UTC(2026, 0, 1, 0, 0, second)).toISOString(),
-  guardrail: 'no-codes',
-  phase: 'response',
-  action: 'block',
-  cause: 'finding',
-  route: 'chat-completions',
-  model: 'alpha/gen-5.5',
-  key_id: 'key_abc',
-  team: 'research',
-  request_id: `req-${second}`,
-  ...changes,
-});
+/** The action at second `n`, by a key of team research. */
+const action = (n: number, changes: Partial<GuardrailActionEntry> = {}): GuardrailActionEntry => guardrailAction(n, { team: 'research', ...changes });
 
 describe('GET /guardrails/actions', () => {
   describe('its limit', () => {

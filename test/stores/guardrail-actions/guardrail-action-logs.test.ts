@@ -8,21 +8,9 @@ import { GUARDRAIL_ACTIONS_KEY, RedisGuardrailActionLog } from '../../../src/sto
 import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
 import { eventually, sleep } from '../../helpers/eventually.ts';
 import { freePort, TestRedisServer } from '../../helpers/redis-server.ts';
+import { guardrailAction } from '../../helpers/guardrail-action.ts';
 
-/** The n-th action of a run: a block by `no-codes` on the answer, at second n. */
-const action = (n: number, changes: Partial<GuardrailActionEntry> = {}): GuardrailActionEntry => ({
-  at: new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString(),
-  guardrail: 'no-codes',
-  phase: 'response',
-  action: 'block',
-  cause: 'finding',
-  route: 'chat-completions',
-  model: 'alpha/gen-5.5',
-  key_id: `key_${n}`,
-  team: null,
-  request_id: `req-${n}`,
-  ...changes,
-});
+const action = guardrailAction;
 
 /** A logger whose lines are kept, parsed. */
 function capturingLogger() {
