@@ -178,7 +178,7 @@ export function pluginFault(plugin: string, hook: string, cause?: unknown): Gate
     'GW_ERR_PLUGIN_FAULT',
     502,
     'internal',
-    `Gateway plugin '${plugin}' failed in its hook '${hook}' (a fault of the gateway's provider plugin, not of the upstream provider)`,
+    `Gateway plugin '${plugin}' failed in its hook '${hook}' (a fault of this gateway's plugin, not of the upstream provider)`,
     { cause, logged: true },
   );
 }

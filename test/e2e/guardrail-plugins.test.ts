@@ -73,7 +73,7 @@ describe('guardrail plugins in a gateway: enforced, their faults attributed, the
     for (const [content, told] of [['boom', 'the scanner exploded'], ['nonsense', 'returned a finding']] as const) {
       const answer = await post(content);
       expect(answer.status, content).to.equal(502);
-      expect(JSON.parse(answer.text).error).to.include({ code: 'GW_ERR_PLUGIN_FAULT', message: "Gateway plugin 'flaky' failed in its hook 'scan' (a fault of the gateway's provider plugin, not of the upstream provider)" });
+      expect(JSON.parse(answer.text).error).to.include({ code: 'GW_ERR_PLUGIN_FAULT', message: "Gateway plugin 'flaky' failed in its hook 'scan' (a fault of this gateway's plugin, not of the upstream provider)" });
       const line = logs.join('').split('\n').find((entry) => entry.includes("gateway plugin 'flaky' failed in its hook 'scan'") && entry.includes(told));
       expect(line, told).to.be.a('string');
     }

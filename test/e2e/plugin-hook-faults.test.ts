@@ -204,7 +204,7 @@ describe('a plugin hook that returns a wrong shape (or throws), through the gate
   function expectPlain502(answer: Answer, hook: string) {
     expect(answer.status, answer.text).to.equal(502);
     const body = JSON.parse(answer.text) as { detail: string };
-    expect(body.detail).to.equal(`Gateway plugin 'hooky' failed in its hook '${hook}' (a fault of the gateway's provider plugin, not of the upstream provider)`);
+    expect(body.detail).to.equal(`Gateway plugin 'hooky' failed in its hook '${hook}' (a fault of this gateway's plugin, not of the upstream provider)`);
   }
 
   /** A stream that was relayed, then ended with the in-band plugin fault (and nothing after it). */
