@@ -21,3 +21,8 @@ export function guardrailListRoute(settings: () => readonly GuardrailSettings[])
     res.json({ object: 'list', data: settings().map(guardrailView) });
   };
 }
+
+/** The names of the configured guardrails (read per call), what keys' and teams' `guardrails` are checked against; unchecked (undefined) without settings. */
+export function guardrailNames(settings: (() => readonly GuardrailSettings[]) | undefined): (() => readonly string[]) | undefined {
+  return settings && (() => settings().map((entry) => entry.name));
+}

@@ -9,7 +9,7 @@ import type { GuardrailActionEntry, GuardrailActionLog } from '../../src/stores/
 import { FileKeyStore } from '../../src/stores/keys/file-key-store.ts';
 import { FileTeamStore } from '../../src/stores/teams/file-team-store.ts';
 import { captureLogs, send, startGuardedApp, type GuardedApp } from '../data-plane/auth/guarded-app.ts';
-import { guardrailAction } from '../helpers/guardrail-action.ts';
+import { guardrailAction } from '../helpers/guardrail-fixtures.ts';
 
 const TOKEN = 'admin-token-for-tests-0001-0123456789abcdef';
 const admin = { authorization: `Bearer ${TOKEN}` };

@@ -12,7 +12,7 @@ import type { ProviderEndpoints } from '../../data-plane/route-services.ts';
 import { adminUsageRoute, parseUsageQuery, readUsage } from '../usage-routes.ts';
 import { teamRoutes } from '../admin/team-routes.ts';
 import type { GuardrailSettings } from '../../guardrails/guardrail-settings.ts';
-import { guardrailListRoute } from '../guardrail-list.ts';
+import { guardrailListRoute, guardrailNames } from '../guardrail-list.ts';
 import type { UsageStore } from '../../usage/usage-store.ts';
 import type { LimitLedger } from '../../usage/limit-ledger.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
@@ -149,8 +149,7 @@ export function accountRouter(options: AccountRouterOptions): Router {
   if (options.guardrailActions) api.get('/guardrails/actions', guardrailActionsRoute(options.guardrailActions));
   api.get('/guardrails', guardrailListRoute(options.guardrailSettings ?? (() => [])));
   // Unchecked without the settings, as on the admin API.
-  const settings = options.guardrailSettings;
-  const guardrails = settings && (() => settings().map((entry) => entry.name));
+  const guardrails = guardrailNames(options.guardrailSettings);
   api.use(keyRoutes({ keys: options.keys, teams: options.teams, registry: options.registry, bodyLimitBytes: options.bodyLimitBytes, usage: adminUsageRoute(options.usage, options.keys), guardrails }));
   if (options.teams) api.use(teamRoutes({ keys: options.keys, teams: options.teams, bodyLimitBytes: options.bodyLimitBytes, guardrails }));
   return router;

@@ -16,7 +16,7 @@ import type { ResponseCache } from '../../core/response-cache.ts';
 import { limitsRoute } from '../limit-use.ts';
 import type { LimitLedger } from '../../usage/limit-ledger.ts';
 import type { GuardrailSettings } from '../../guardrails/guardrail-settings.ts';
-import { guardrailListRoute } from '../guardrail-list.ts';
+import { guardrailListRoute, guardrailNames } from '../guardrail-list.ts';
 import { guardrailActionsRoute } from '../guardrail-actions-route.ts';
 import type { GuardrailActionLog } from '../../stores/guardrail-actions/guardrail-action-log.ts';
 
@@ -103,9 +103,10 @@ export interface AdminRouterOptions {
   readonly rate?: () => RateSettings;
   /** The response cache `DELETE /admin/cache` empties; without one (no cache configured) it deletes nothing. */
   readonly responseCache?: ResponseCache;
-  /** The names of the guardrails the configuration in force holds, to check `guardrails` of keys and teams against; those of `guardrailSettings` when absent, else unchecked. */
-  readonly guardrails?: () => readonly string[];
-  /** The guardrails the configuration in force holds (`config.guardrails`, read per request), for `GET /admin/guardrails`; none listed when absent. */
+  /**
+   * The guardrails the configuration in force holds (`config.guardrails`, read per request): listed by
+   * `GET /admin/guardrails`, and what `guardrails` of keys and teams are checked against; none listed and unchecked when absent.
+   */
   readonly guardrailSettings?: () => readonly GuardrailSettings[];
   /** The newest guardrail actions, for `GET /admin/guardrails/actions`; that path answers 404 without it. */
   readonly guardrailActions?: Pick<GuardrailActionLog, 'recent'>;
@@ -126,9 +127,7 @@ export function adminRouter(options: AdminRouterOptions): Router {
     return router;
   }
   router.use(requireAdminToken(options.token, options.throttle));
-  // The names to check keys' and teams' guardrails against: given, or those of the settings.
-  const settings = options.guardrailSettings;
-  const guardrails = options.guardrails ?? (settings && (() => settings().map((entry) => entry.name)));
+  const guardrails = guardrailNames(options.guardrailSettings);
   router.use(keyRoutes({ ...options, guardrails }));
   router.use(teamRoutes({ ...options, guardrails }));
   router.get('/limits', limitsRoute(options));
@@ -142,7 +141,13 @@ export function adminRouter(options: AdminRouterOptions): Router {
  * The key and usage operations behind whatever guard mounts them: the admin API (admin token) and the
  * account page (session cookie + CSRF token) answer alike. Without `teams`, a new key cannot name a team.
  */
-export function keyRoutes(options: Omit<AdminRouterOptions, 'token' | 'teams'> & { readonly teams?: TeamStore }): Router {
+export function keyRoutes(
+  options: Omit<AdminRouterOptions, 'token' | 'teams'> & {
+    readonly teams?: TeamStore;
+    /** The names of the configured guardrails, to check a key's `guardrails` against; unchecked when absent. */
+    readonly guardrails?: () => readonly string[];
+  },
+): Router {
   const router = Router();
   // What a key's body is checked against: the gateway's models, the team it names (looked up), the configured guardrails.
   const checksOf = async (body: Record<string, unknown>): Promise<NewKeyCheck> => {

@@ -7,6 +7,7 @@ import { authenticatedKey, withTeam } from '../../../src/data-plane/auth/authent
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
 import { captureLogs, send, startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
+import { piiGuardrail } from '../../helpers/guardrail-fixtures.ts';
 
 const TOKEN = 'admin-token-for-tests-0001-0123456789abcdef';
 const admin = { authorization: `Bearer ${TOKEN}` };
@@ -24,7 +25,7 @@ describe('admin API: the guardrails of keys and teams', () => {
     keys = new FileKeyStore(dataDir);
     teams = new FileTeamStore(dataDir);
     configured = ['no-emails', 'moderation'];
-    app = await startGuardedApp({ routers: { '/admin': adminRouter({ token: TOKEN, keys, teams, guardrails: () => configured }) }, logger: logs.logger });
+    app = await startGuardedApp({ routers: { '/admin': adminRouter({ token: TOKEN, keys, teams, guardrailSettings: () => configured.map(piiGuardrail) }) }, logger: logs.logger });
   });
   afterEach(async () => {
     await app.close();

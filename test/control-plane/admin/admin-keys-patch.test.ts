@@ -6,6 +6,7 @@ import { adminRouter } from '../../../src/control-plane/admin/admin-routes.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
 import { captureLogs, send, startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
+import { piiGuardrail } from '../../helpers/guardrail-fixtures.ts';
 
 const TOKEN = 'admin-token-for-tests-0001-0123456789abcdef';
 const admin = { authorization: `Bearer ${TOKEN}` };
@@ -21,7 +22,7 @@ describe('admin API: PATCH /admin/keys/{id}', () => {
     dataDir = await mkdtemp(join(tmpdir(), 'gateway-admin-keys-patch-'));
     keys = new FileKeyStore(dataDir);
     teams = new FileTeamStore(dataDir);
-    app = await startGuardedApp({ routers: { '/admin': adminRouter({ token: TOKEN, keys, teams, guardrails: () => ['no-emails', 'moderation'] }) }, logger: logs.logger });
+    app = await startGuardedApp({ routers: { '/admin': adminRouter({ token: TOKEN, keys, teams, guardrailSettings: () => ['no-emails', 'moderation'].map(piiGuardrail) }) }, logger: logs.logger });
   });
   afterEach(async () => {
     await app.close();

@@ -8,7 +8,7 @@ import { GUARDRAIL_ACTIONS_KEY, RedisGuardrailActionLog } from '../../../src/sto
 import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
 import { eventually, sleep } from '../../helpers/eventually.ts';
 import { freePort, TestRedisServer } from '../../helpers/redis-server.ts';
-import { guardrailAction } from '../../helpers/guardrail-action.ts';
+import { guardrailAction } from '../../helpers/guardrail-fixtures.ts';
 
 const action = guardrailAction;
 
