@@ -1,7 +1,7 @@
 // The dialog that edits a key's or a team's limits: prefilled, saves only the fields changed (emptied ones as null).
 import { api } from './api.js';
 import { announce, byId } from './dom.js';
-import { clearFormErrors, showFormErrors } from './form-errors.js';
+import { clearFormErrors, submitForm } from './form-errors.js';
 import { renderLimitFields, setChoices } from './limit-fields.js';
 import { changesBody, fillLimitFields, snapshotFields } from './limit-values.js';
 
@@ -24,27 +24,19 @@ export function openEditDialog({ kind, name, view, path, choices, onSaved, focus
 
 async function onSave(event) {
   event.preventDefault();
-  const form = byId('edit-form');
-  const summary = byId('edit-error');
-  const submit = form.querySelector('button[type="submit"]');
   const { kind, name, path, onSaved } = current;
-  const { body, problems } = changesBody(byId('edit-fields'), current.snapshot);
-  if (problems.length) return showFormErrors(form, { detail: 'Some fields are not valid.', errors: problems }, summary);
-  if (Object.keys(body).length === 0) {
+  const changes = changesBody(byId('edit-fields'), current.snapshot);
+  const { body } = changes;
+  if (changes.problems.length === 0 && Object.keys(body).length === 0) {
     byId('edit-dialog').close();
     announce(`Nothing changed on ${kind} ${name}.`);
     return;
   }
-  clearFormErrors(form, summary);
-  submit.disabled = true;
-  try {
-    await api(path, { method: 'PATCH', body });
-  } catch (error) {
-    showFormErrors(form, error, summary);
-    return;
-  } finally {
-    submit.disabled = false;
-  }
+  const saved = await submitForm(byId('edit-form'), byId('edit-error'), changes, async (changed) => {
+    await api(path, { method: 'PATCH', body: changed });
+    return true;
+  });
+  if (!saved) return;
   announce(`Saved ${kind} ${body.name ?? name}.`);
   try {
     await onSaved();

@@ -88,3 +88,27 @@ export function showFormErrors(form, error, summary) {
   summary.textContent = [error.detail ?? error.message, ...lines].join(' · ');
   form.querySelector('[aria-invalid="true"]')?.focus();
 }
+
+/**
+ * Submits a form's `{body, problems}` (read by limit-values.js) through `send(body)`: problems found before
+ * sending are shown and nothing is sent; otherwise the old errors are cleared, the submit button is
+ * disabled meanwhile, and a refusal's errors are shown by their fields. Resolves with what `send`
+ * resolved with, or undefined when nothing was sent or the send failed.
+ */
+export async function submitForm(form, summary, { body, problems }, send) {
+  if (problems.length) {
+    showFormErrors(form, { detail: 'Some fields are not valid.', errors: problems }, summary);
+    return undefined;
+  }
+  clearFormErrors(form, summary);
+  const submit = form.querySelector('button[type="submit"]');
+  submit.disabled = true;
+  try {
+    return await send(body);
+  } catch (failure) {
+    showFormErrors(form, failure, summary);
+    return undefined;
+  } finally {
+    submit.disabled = false;
+  }
+}

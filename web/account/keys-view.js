@@ -3,7 +3,7 @@ import { api } from './api.js';
 import { choiceNames, loadChoices } from './choices.js';
 import { announce, badge, byId, cacheText, element, formatTime, row, stackTable } from './dom.js';
 import { openEditDialog } from './edit-dialog.js';
-import { clearFormErrors, showFormErrors } from './form-errors.js';
+import { submitForm } from './form-errors.js';
 import { renderLimitFields, setChoices } from './limit-fields.js';
 import { guardrailsText, limitsList } from './limit-text.js';
 import { createBody } from './limit-values.js';
@@ -115,13 +115,7 @@ async function onRevokeClosed() {
 async function onCreate(event) {
   event.preventDefault();
   const form = event.currentTarget;
-  const summary = byId('create-key-error');
-  const submit = form.querySelector('button[type="submit"]');
-  const { body, problems } = createBody(byId('create-key-fields'));
-  if (problems.length) return showFormErrors(form, { detail: 'Some fields are not valid.', errors: problems }, summary);
-  clearFormErrors(form, summary);
-  submit.disabled = true;
-  try {
+  await submitForm(form, byId('create-key-error'), createBody(byId('create-key-fields')), async (body) => {
     const created = await api('/keys', { method: 'POST', body });
     form.reset();
     byId('new-key-name').textContent = `“${created.name}”`;
@@ -131,11 +125,7 @@ async function onCreate(event) {
     panel.hidden = false;
     panel.focus();
     await showKeys();
-  } catch (failure) {
-    showFormErrors(form, failure, summary);
-  } finally {
-    submit.disabled = false;
-  }
+  });
 }
 
 async function onCopy() {

@@ -3,7 +3,7 @@ import { api } from './api.js';
 import { choiceNames, loadChoices } from './choices.js';
 import { announce, byId, cacheText, element, row, stackTable } from './dom.js';
 import { openEditDialog } from './edit-dialog.js';
-import { clearFormErrors, showFormErrors } from './form-errors.js';
+import { submitForm } from './form-errors.js';
 import { renderLimitFields, setChoices } from './limit-fields.js';
 import { guardrailsText, limitsList } from './limit-text.js';
 import { createBody } from './limit-values.js';
@@ -94,23 +94,13 @@ async function onDeleteClosed() {
 async function onCreate(event) {
   event.preventDefault();
   const form = event.currentTarget;
-  const summary = byId('create-team-error');
-  const submit = form.querySelector('button[type="submit"]');
-  const { body, problems } = createBody(byId('create-team-fields'));
-  if (problems.length) return showFormErrors(form, { detail: 'Some fields are not valid.', errors: problems }, summary);
-  clearFormErrors(form, summary);
-  byId('teams-error').textContent = '';
-  submit.disabled = true;
-  try {
+  await submitForm(form, byId('create-team-error'), createBody(byId('create-team-fields')), async (body) => {
+    byId('teams-error').textContent = '';
     const created = await api('/teams', { method: 'POST', body });
     form.reset();
     announce(`Team ${created.name} created.`);
     await showTeams();
-  } catch (failure) {
-    showFormErrors(form, failure, summary);
-  } finally {
-    submit.disabled = false;
-  }
+  });
 }
 
 /** Drops the teams shown, on sign-out. */
