@@ -44,6 +44,13 @@ export function stackTable(table) {
   }
 }
 
+/** A key by its name with its id below it, as every table shows one. */
+export function nameWithId(name, id) {
+  const cell = element('div', { className: 'owner' });
+  cell.append(element('span', { text: name }), element('code', { text: id }));
+  return cell;
+}
+
 export function badge(text, tone) {
   return element('span', { text, className: `badge ${tone}` });
 }

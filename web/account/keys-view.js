@@ -1,7 +1,7 @@
 // Keys: list with every limit, create (the key shown once, with a copy button), edit limits in a dialog, revoke after confirmation.
 import { api } from './api.js';
 import { choiceNames, loadChoices } from './choices.js';
-import { announce, badge, byId, cacheText, element, formatTime, row, stackTable } from './dom.js';
+import { announce, badge, byId, cacheText, element, formatTime, nameWithId, row, stackTable } from './dom.js';
 import { openEditDialog } from './edit-dialog.js';
 import { submitForm } from './form-errors.js';
 import { renderLimitFields, setChoices } from './limit-fields.js';
@@ -42,13 +42,6 @@ function actionsOf(key) {
   return actions;
 }
 
-/** The key's name with its id below, as the Limits view shows a key. */
-function keyCell(key) {
-  const cell = element('div', { className: 'owner' });
-  cell.append(element('span', { text: key.name }), element('code', { text: key.id }));
-  return cell;
-}
-
 /** When the key was created, and when it expires. */
 function datesCell(key) {
   const cell = element('div', { className: 'owner' });
@@ -59,7 +52,7 @@ function datesCell(key) {
 function keyRow(key) {
   return row(
     [
-      keyCell(key),
+      nameWithId(key.name, key.id),
       datesCell(key),
       key.models ? key.models.join(', ') : 'every model',
       limitsList(key, { kind: 'key' }),

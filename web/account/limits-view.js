@@ -1,6 +1,6 @@
 // Limits: each key's and team's request, token and money limits, with what is used of them in the window open now.
 import { api } from './api.js';
-import { badge, byId, cacheText, element, formatNumber, formatTime, formatUsd, row, stackTable } from './dom.js';
+import { badge, byId, cacheText, element, formatNumber, formatTime, formatUsd, nameWithId, row, stackTable } from './dom.js';
 
 /** The limit columns, in table order: the `kind` and `period` of a `use` entry, and its name. */
 const COLUMNS = [
@@ -59,8 +59,7 @@ function useCells(owner, use) {
 }
 
 function keyCell(key) {
-  const cell = element('div', { className: 'owner' });
-  cell.append(element('span', { text: key.name }), element('code', { text: key.id }));
+  const cell = nameWithId(key.name, key.id);
   if (key.status !== 'active') cell.append(badge(key.status, 'neutral'));
   return cell;
 }

@@ -1,7 +1,7 @@
 // Usage: charts per day and per model (Chart.js), totals per model, per key and per team, CSV downloads,
 // filtered by key and days; and the guardrail actions the gateway keeps.
 import { api } from './api.js';
-import { byId, element, formatNumber, formatTime, formatUsd, row, stackTable, utcDay } from './dom.js';
+import { byId, element, formatNumber, formatTime, formatUsd, nameWithId, row, stackTable, utcDay } from './dom.js';
 
 const COLORS = { input: '#0a58a8', output: '#c25e00', single: '#156332' };
 const METRICS = {
@@ -114,20 +114,15 @@ const groupCells = (r) => [formatNumber(r.requests), formatNumber(r.total_tokens
 
 /** A key by its name and id; an id alone when it is not a managed key (a static key, or none). */
 function keyCell(id) {
-  const cell = element('div', { className: 'owner' });
   const key = keysById.get(id);
-  cell.append(element('span', { text: key ? key.name : id === 'anonymous' ? 'No key' : 'Not a managed key' }), element('code', { text: id }));
-  return cell;
+  return nameWithId(key ? key.name : id === 'anonymous' ? 'No key' : 'Not a managed key', id);
 }
 
 /** A guardrail action's key: its name and id when it is a managed key, its id otherwise. */
 function actionKey(id) {
   if (id === null) return '—';
   const key = keysById.get(id);
-  if (!key) return element('code', { text: id });
-  const cell = element('div', { className: 'owner' });
-  cell.append(element('span', { text: key.name }), element('code', { text: id }));
-  return cell;
+  return key ? nameWithId(key.name, id) : element('code', { text: id });
 }
 
 function drawGroup(tableId, emptyId, rows, firstCell) {
