@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { eventually } from '../helpers/eventually.ts';
 import { screenshot, type HeadlessBrowser } from '../helpers/headless-browser.ts';
 
@@ -39,6 +39,21 @@ async function adminKeys(target: AccountTarget): Promise<Record<string, { id: st
   const response = await fetch(`${target.url}/admin/keys`, { headers: { authorization: `Bearer ${target.adminToken}` } });
   const body = (await response.json()) as { data: { id: string; name: string; revoked: boolean }[] };
   return Object.fromEntries(body.data.map((key) => [key.name, key]));
+}
+
+/**
+ * The text of each cell of a table row by its column name (a stacked table's `data-label`): as in the
+ * document (`text`), or as rendered, a list's items on lines of their own (`rendered`, trimmed).
+ */
+export async function rowCells(row: Locator, as: 'text' | 'rendered' = 'text'): Promise<Record<string, string>> {
+  return row.evaluate((tr, rendered) => Object.fromEntries([...(tr as HTMLTableRowElement).cells].map((cell) => [cell.dataset.label ?? '', rendered ? cell.innerText.trim() : cell.textContent!])), as === 'rendered');
+}
+
+/** Opens a view of the signed-in page by its link and waits for its heading and its reads. */
+export async function openView(page: Page, link: string, heading: string): Promise<void> {
+  await page.getByRole('link', { name: link, exact: true }).click();
+  await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
+  await page.waitForLoadState('networkidle');
 }
 
 /** axe-core's WCAG 2 A/AA violations on the page as it is now (run through the debugger, so the page's CSP does not apply). */

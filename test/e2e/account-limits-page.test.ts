@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { Locator, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { accountRouter } from '../../src/control-plane/account/account-router.ts';
 import type { Limits, LimitScope } from '../../src/core/limits.ts';
 import { createLogger } from '../../src/core/logger.ts';
@@ -18,16 +18,11 @@ import { startGuardedApp, type GuardedApp } from '../data-plane/auth/guarded-app
 import { sleep } from '../helpers/eventually.ts';
 import { launchBrowser, screenshot, type HeadlessBrowser } from '../helpers/headless-browser.ts';
 import { MemoryTeamStore } from '../helpers/memory-team-store.ts';
-import { accessibilityViolations } from './account-journey.ts';
+import { accessibilityViolations, rowCells } from './account-journey.ts';
 
 const ADMIN_TOKEN = 'account-limits-page-admin-token-0123456789abcdef';
 const CAPPED: Limits = { rpm: 60, tpm: 10_000, quota: { daily: 100_000, monthly: 2_000_000 }, budget: { daily_usd: 5, monthly_usd: 50 } };
 const RESEARCH: Limits = { rpm: 600, tpm: 50_000, budget: { monthly_usd: 100 } };
-
-/** The text of each cell of a table row, by its column name. */
-async function cells(row: Locator): Promise<Record<string, string>> {
-  return row.evaluate((tr) => Object.fromEntries([...(tr as HTMLTableRowElement).cells].map((cell) => [cell.dataset.label!, cell.textContent!])));
-}
 
 describe('account page limits view in headless Chromium', function () {
   this.timeout(90_000);
@@ -100,7 +95,7 @@ describe('account page limits view in headless Chromium', function () {
     const keyRow = page.locator('#limit-keys-table tbody tr', { hasText: 'capped key' });
     await keyRow.waitFor();
 
-    const shown = await cells(keyRow);
+    const shown = await rowCells(keyRow);
     expect(shown.Key).to.equal(`capped key${capped.id}`);
     expect(shown).to.deep.include({ Team: 'research' });
     expect(shown['Requests per minute']).to.match(/^3 \/ 605% · resets \d\d:\d\d UTC$/);
@@ -114,19 +109,19 @@ describe('account page limits view in headless Chromium', function () {
     expect(await bar.evaluate((meter) => [(meter as HTMLMeterElement).value, (meter as HTMLMeterElement).max])).to.deep.equal([48.5, 50]);
     expect(await page.getByRole('meter', { name: /^Tokens per minute of key capped key: 25% used/ }).count()).to.equal(1);
 
-    const open = await cells(page.locator('#limit-keys-table tbody tr', { hasText: 'open key' }));
+    const open = await rowCells(page.locator('#limit-keys-table tbody tr', { hasText: 'open key' }));
     expect(open).to.deep.include({ Team: '—', 'Tokens per minute': '—', 'Daily quota': '—', 'Monthly budget': '—' });
     // No rpm of its own: the gateway's default request limit (100 per minute).
     expect(open['Requests per minute']).to.match(/^0 \/ 1000% · resets \d\d:\d\d UTCgateway default$/);
     expect(await page.locator('#limit-keys-table').textContent()).not.to.include('gone key');
     expect(await page.locator('#limit-keys-table tbody tr').count()).to.equal(2);
 
-    const team = await cells(page.locator('#limit-teams-table tbody tr', { hasText: 'research' }));
+    const team = await rowCells(page.locator('#limit-teams-table tbody tr', { hasText: 'research' }));
     expect(team).to.deep.include({ Team: 'research', Keys: 'capped key', Cache: 'off', 'Daily quota': '—' });
     expect(team['Requests per minute']).to.match(/^3 \/ 6001% · resets/);
     expect(team['Tokens per minute']).to.match(/^0 \/ 50,0000% · resets/);
     expect(team['Monthly budget']).to.match(/^\$0\.0042 \/ \$100\.000% · resets/);
-    const idle = await cells(page.locator('#limit-teams-table tbody tr', { hasText: 'idle' }));
+    const idle = await rowCells(page.locator('#limit-teams-table tbody tr', { hasText: 'idle' }));
     expect(idle['Daily quota']).to.match(/^0 \/ 1,0000% /);
     expect(idle.Cache).to.equal('default');
     expect(idle['Requests per minute']).to.equal('—');

@@ -1,17 +1,12 @@
 import { expect } from 'chai';
-import type { Locator, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { eventually } from '../helpers/eventually.ts';
 import type { HeadlessBrowser } from '../helpers/headless-browser.ts';
 import { withinOneWindow } from '../helpers/limit-window.ts';
-import { accessibilityViolations, type AccountTarget } from './account-journey.ts';
+import { accessibilityViolations, openView, rowCells, type AccountTarget } from './account-journey.ts';
 
 /** How long the gateway trusts a team it has read before asking the store again (authenticate.ts). */
 const TEAM_TRUST_MS = 5_000;
-
-/** The text of each cell of a table row, by its column name (the stacked tables' `data-label`). */
-async function cells(row: Locator): Promise<Record<string, string>> {
-  return row.evaluate((tr) => Object.fromEntries([...(tr as HTMLTableRowElement).cells].map((cell) => [cell.dataset.label ?? '', cell.textContent!.trim()])));
-}
 
 /** The dollars a cell shows first (`$0.000123 / $5.00` → 0.000123). */
 function dollars(text: string): number {
@@ -34,12 +29,6 @@ async function chat(target: AccountTarget, key: string, content: string): Promis
     body: JSON.stringify({ model: 'alpha/gen-5.5', max_tokens: 200, messages: [{ role: 'user', content }] }),
   });
   return { status: response.status, body: (await response.json()) as { error?: { message: string } } };
-}
-
-async function openView(page: Page, link: string, heading: string): Promise<void> {
-  await page.getByRole('link', { name: link, exact: true }).click();
-  await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
-  await page.waitForLoadState('networkidle');
 }
 
 /**
@@ -107,20 +96,20 @@ export async function teamBudgetJourney(target: AccountTarget, browser: Headless
   expect(keyTpm.used).to.equal(keyUsage.total_tokens);
   expect(teamBudget.used).to.be.closeTo(keyUsage.cost_usd, 1e-9);
   await openView(page, 'Limits', 'Limits');
-  const keyLimits = await cells(page.locator('#limit-keys-table tbody tr', { hasText: 'platform service' }));
+  const keyLimits = await rowCells(page.locator('#limit-keys-table tbody tr', { hasText: 'platform service' }));
   expect(keyLimits['Team']).to.equal('platform');
   expect(keyLimits['Tokens per minute']).to.match(new RegExp(`^${keyUsage.total_tokens.toLocaleString('en-US')} / 20,000`));
-  const teamLimits = await cells(page.locator('#limit-teams-table tbody tr', { hasText: 'platform' }));
+  const teamLimits = await rowCells(page.locator('#limit-teams-table tbody tr', { hasText: 'platform' }));
   expect(teamLimits['Keys']).to.equal('platform service');
   expect(teamLimits['Daily budget']).to.include('/ $5.00');
   expect(dollars(teamLimits['Daily budget']!)).to.be.closeTo(keyUsage.cost_usd, 1e-6);
 
   // Usage: the key's and the team's requests and cost.
   await openView(page, 'Usage', 'Usage');
-  const keyRow = await cells(page.locator('#key-usage-table tbody tr', { hasText: 'platform service' }));
+  const keyRow = await rowCells(page.locator('#key-usage-table tbody tr', { hasText: 'platform service' }));
   expect(keyRow['Requests']).to.equal('3');
   expect(dollars(keyRow['Cost (USD)']!)).to.be.closeTo(keyUsage.cost_usd, 1e-6);
-  const teamRow = await cells(page.locator('#team-usage-table tbody tr', { hasText: 'platform' }));
+  const teamRow = await rowCells(page.locator('#team-usage-table tbody tr', { hasText: 'platform' }));
   expect(teamRow['Requests']).to.equal('3');
   expect(dollars(teamRow['Cost (USD)']!)).to.be.closeTo(keyUsage.cost_usd, 1e-6);
 

@@ -5,18 +5,13 @@ import { join } from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import { launchBrowser, screenshot, type HeadlessBrowser } from '../helpers/headless-browser.ts';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway.ts';
-import { accessibilityViolations } from './account-journey.ts';
+import { accessibilityViolations, openView, rowCells } from './account-journey.ts';
 
 const ADMIN_TOKEN = 'account-teams-page-admin-token-0123456789abcdef';
 const GUARDRAILS = `guardrails:
   - { name: no-emails, use: pii, on: request, action: redact, entities: [email] }
   - { name: no-codes, use: regex, on: response, action: block, patterns: ['PROJECT-[0-9]{4}'] }
 `;
-
-/** The text of each cell of a table row, by its column name. */
-async function cells(row: Locator): Promise<Record<string, string>> {
-  return row.evaluate((tr) => Object.fromEntries([...(tr as HTMLTableRowElement).cells].map((cell) => [cell.dataset.label ?? '', cell.innerText.trim()])));
-}
 
 /** Whether a control is marked invalid, and the texts of what describes it (aria-describedby). */
 async function fieldState(control: Locator): Promise<{ invalid: boolean; described: string[] }> {
@@ -48,12 +43,6 @@ describe('account page teams view and key limits in headless Chromium', function
     return body.data.find((key) => key.name === name)!;
   }
 
-  async function openView(name: 'Keys' | 'Teams', heading: string): Promise<void> {
-    await page.getByRole('link', { name }).click();
-    await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
-    await page.waitForLoadState('networkidle');
-  }
-
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gateway-account-teams-page-'));
     configFile = join(dir, 'gateway.yaml');
@@ -81,12 +70,12 @@ describe('account page teams view and key limits in headless Chromium', function
     await teamForm.getByRole('button', { name: 'Create team' }).click();
     const teamRow = page.locator('#teams-table tbody tr', { hasText: 'research' });
     await teamRow.waitFor();
-    expect(await cells(teamRow)).to.deep.include({ Name: 'research', Limits: 'Budget: $2.50 / day', Keys: 'none', Guardrails: 'default', Cache: 'default' });
+    expect(await rowCells(teamRow, 'rendered')).to.deep.include({ Name: 'research', Limits: 'Budget: $2.50 / day', Keys: 'none', Guardrails: 'default', Cache: 'default' });
     const team = await admin<Record<string, unknown>>('/teams/research');
     expect(team.body).to.deep.include({ name: 'research', budget: { daily_usd: 2.5 }, rpm: null, guardrails: null });
     expect(await teamForm.getByLabel('Name').inputValue(), 'the form is reset').to.equal('');
 
-    await openView('Keys', 'API keys');
+    await openView(page, 'Keys', 'API keys');
     const keyForm = page.locator('#create-key-form');
     const guardrails = keyForm.getByLabel('Guardrails');
     expect(await keyForm.locator('label[for="key-guardrails"]').textContent()).to.equal("Guardrails (none selected: the team's guardrails, else every configured one)");
@@ -101,7 +90,7 @@ describe('account page teams view and key limits in headless Chromium', function
     expect(await adminKey('research key')).to.deep.include({ tpm: 5000, team: 'research', guardrails: ['no-codes'], budget: null, rpm: null });
     const keyRow = page.locator('#keys-table tbody tr', { hasText: 'research key' });
     await keyRow.waitFor();
-    expect(await cells(keyRow)).to.deep.include({ Limits: 'Requests per minute: default\nTokens per minute: 5,000', Team: 'research', Guardrails: 'no-codes', Status: 'active' });
+    expect(await rowCells(keyRow, 'rendered')).to.deep.include({ Limits: 'Requests per minute: default\nTokens per minute: 5,000', Team: 'research', Guardrails: 'no-codes', Status: 'active' });
     expect(await guardrails.evaluate((select) => (select as HTMLSelectElement).selectedOptions.length), 'the form is reset').to.equal(0);
 
     // None selected: not sent, so the team's (or every configured) guardrail applies.
@@ -123,7 +112,7 @@ describe('account page teams view and key limits in headless Chromium', function
     await keyForm.getByRole('button', { name: 'Create key' }).click();
     await page.getByRole('heading', { name: 'New key “unguarded key”' }).waitFor();
     expect(await adminKey('unguarded key')).to.deep.include({ guardrails: [] });
-    expect(await cells(page.locator('#keys-table tbody tr', { hasText: 'unguarded key' }))).to.deep.include({ Guardrails: 'none' });
+    expect(await rowCells(page.locator('#keys-table tbody tr', { hasText: 'unguarded key' }), 'rendered')).to.deep.include({ Guardrails: 'none' });
     await page.getByRole('button', { name: 'Done' }).click();
   });
 
@@ -162,7 +151,7 @@ describe('account page teams view and key limits in headless Chromium', function
     await page.getByRole('button', { name: 'Done' }).click();
 
     // A team's name: the API's rule, under the page's label.
-    await openView('Teams', 'Teams');
+    await openView(page, 'Teams', 'Teams');
     const teamForm = page.locator('#create-team-form');
     await teamForm.getByLabel('Name').fill('no spaces allowed');
     await teamForm.getByLabel('Concurrency').fill('0');
@@ -175,7 +164,7 @@ describe('account page teams view and key limits in headless Chromium', function
   });
 
   it("edits a key's and a team's limits in a dialog, sending only what changed, and the admin API agrees at once", async () => {
-    await openView('Keys', 'API keys');
+    await openView(page, 'Keys', 'API keys');
     const edit = page.getByRole('button', { name: 'Edit key research key' });
     await edit.click();
     const dialog = page.getByRole('dialog', { name: 'Edit key research key' });
@@ -210,7 +199,7 @@ describe('account page teams view and key limits in headless Chromium', function
     await dialog.waitFor({ state: 'hidden' });
     await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Edit key research key');
     expect(await adminKey('research key')).to.deep.include({ tpm: 8000, guardrails: null, team: 'research', name: 'research key' });
-    expect(await cells(page.locator('#keys-table tbody tr', { hasText: 'research key' }))).to.deep.include({ Limits: 'Requests per minute: default\nTokens per minute: 8,000', Guardrails: 'default' });
+    expect(await rowCells(page.locator('#keys-table tbody tr', { hasText: 'research key' }), 'rendered')).to.deep.include({ Limits: 'Requests per minute: default\nTokens per minute: 8,000', Guardrails: 'default' });
     expect(await page.getByRole('button', { name: 'Edit key bad key' }).count()).to.equal(1);
 
     // A revoked key has no Edit.
@@ -219,9 +208,9 @@ describe('account page teams view and key limits in headless Chromium', function
     await page.getByRole('button', { name: 'Edit key bad key' }).waitFor({ state: 'detached' });
 
     // The team's daily budget, through its dialog: GET /admin/teams/research agrees at once.
-    await openView('Teams', 'Teams');
+    await openView(page, 'Teams', 'Teams');
     const teamRow = page.locator('#teams-table tbody tr', { hasText: 'research' });
-    expect(await cells(teamRow)).to.deep.include({ Keys: 'research key' });
+    expect(await rowCells(teamRow, 'rendered')).to.deep.include({ Keys: 'research key' });
     await page.getByRole('button', { name: 'Edit team research' }).click();
     const teamDialog = page.getByRole('dialog', { name: 'Edit team research' });
     await teamDialog.waitFor();
@@ -233,7 +222,7 @@ describe('account page teams view and key limits in headless Chromium', function
     expect((await teamPatch).postDataJSON()).to.deep.equal({ budget: { daily_usd: 4.75 } });
     await teamDialog.waitFor({ state: 'hidden' });
     expect((await admin<Record<string, unknown>>('/teams/research')).body).to.deep.include({ budget: { daily_usd: 4.75 } });
-    expect(await cells(teamRow)).to.deep.include({ Limits: 'Budget: $4.75 / day' });
+    expect(await rowCells(teamRow, 'rendered')).to.deep.include({ Limits: 'Budget: $4.75 / day' });
     expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).to.equal('Edit team research');
   });
 
@@ -251,8 +240,8 @@ describe('account page teams view and key limits in headless Chromium', function
     expect(await page.locator('#teams-table tbody tr', { hasText: 'research' }).count()).to.equal(1);
 
     expect((await admin('/teams', { method: 'POST', body: { name: 'spare', rpm: 30 } })).status).to.equal(201);
-    await openView('Keys', 'API keys');
-    await openView('Teams', 'Teams');
+    await openView(page, 'Keys', 'API keys');
+    await openView(page, 'Teams', 'Teams');
     await page.getByRole('button', { name: 'Delete team spare' }).click();
     // Escape: nothing deleted.
     await confirm.waitFor();
@@ -270,7 +259,7 @@ describe('account page teams view and key limits in headless Chromium', function
     for (const width of [1280, 390]) {
       await page.setViewportSize({ width, height: 844 });
       for (const [view, heading] of [['Keys', 'API keys'], ['Teams', 'Teams']] as const) {
-        await openView(view, heading);
+        await openView(page, view, heading);
         expect(await page.locator(`#${view.toLowerCase()}-table tbody tr`).count()).to.be.greaterThan(0);
         expect(await accessibilityViolations(page), `${view} at ${width} px`).to.deep.equal([]);
         expect(await page.evaluate(() => document.documentElement.scrollWidth), `${view} at ${width} px`).to.be.at.most(width);
@@ -299,10 +288,10 @@ describe('account page teams view and key limits in headless Chromium', function
     await writeFile(configFile, 'logLevel: silent\n');
     const reload = test.gateway.reloadConfig('test');
     expect(reload.applied, reload.error).to.equal(true);
-    await openView('Keys', 'API keys');
+    await openView(page, 'Keys', 'API keys');
     expect(await page.locator('#create-key-form label[for="key-guardrails"]').isVisible()).to.equal(false);
     expect(await page.locator('#key-guardrails').isVisible()).to.equal(false);
-    await openView('Teams', 'Teams');
+    await openView(page, 'Teams', 'Teams');
     expect(await page.locator('#create-team-form label[for="team-guardrails"]').isVisible()).to.equal(false);
     // The refused writes above (400, 409) are the only errors the browser saw.
     expect(browser.problems.filter((problem) => !/status of (400|409)/.test(problem))).to.deep.equal([]);

@@ -2,10 +2,10 @@ import { expect } from 'chai';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Locator, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { launchBrowser, screenshot, type HeadlessBrowser } from '../helpers/headless-browser.ts';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway.ts';
-import { accessibilityViolations } from './account-journey.ts';
+import { accessibilityViolations, rowCells } from './account-journey.ts';
 
 const ADMIN_TOKEN = 'account-usage-page-admin-token-0123456789abcdef';
 const GUARDRAILS = `guardrails:
@@ -30,11 +30,6 @@ const cents = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD
 /** Money as the page shows it: cents from a dollar up, up to six decimals below. */
 const usd = (value: number) => (value >= 1 ? dollars : cents).format(value);
 const count = (value: number) => value.toLocaleString('en-US');
-
-/** The text of each cell of a table row, by its column name. */
-async function cells(row: Locator): Promise<Record<string, string>> {
-  return row.evaluate((tr) => Object.fromEntries([...(tr as HTMLTableRowElement).cells].map((cell) => [cell.dataset.label!, cell.textContent!])));
-}
 
 /** The columns a per-key or per-team row shows for a usage row, as the page formats them. */
 function groupCells(row: UsageRow): Record<string, string> {
@@ -122,22 +117,22 @@ describe('account page usage view in headless Chromium', function () {
     await teamKeyRow.waitFor();
 
     // Totals per model: cost, cache hits and savings, summed in the footer.
-    const totals = await cells(page.locator('#totals-table tfoot tr'));
+    const totals = await rowCells(page.locator('#totals-table tfoot tr'));
     const sum = (field: 'cost_usd' | 'saved_usd' | 'cache_hits') => byModel.reduce((total, row) => total + row[field], 0);
     expect(totals).to.deep.include({ Model: 'All models', 'Cost (USD)': usd(sum('cost_usd')), 'Cache hits': '1', 'Saved (USD)': usd(sum('saved_usd')) });
     expect(totals['Cost (USD)']).to.match(/^\$0\.\d{2,6}$/);
 
     // Per key: each key by name and id, with the figures GET /admin/usage?group_by=key gives.
     expect(await page.locator('#key-usage-table tbody tr').count()).to.equal(byKey.length);
-    expect(await cells(teamKeyRow)).to.deep.equal({ Key: `team key${teamKey.id}`, ...groupCells(teamUsage) });
-    expect((await cells(teamKeyRow))['Cache hit rate']).to.equal('50%');
+    expect(await rowCells(teamKeyRow)).to.deep.equal({ Key: `team key${teamKey.id}`, ...groupCells(teamUsage) });
+    expect((await rowCells(teamKeyRow))['Cache hit rate']).to.equal('50%');
     const soloUsage = byKey.find((row) => row.key_id === soloKey.id)!;
-    expect(await cells(page.locator('#key-usage-table tbody tr', { hasText: 'solo key' }))).to.deep.equal({ Key: `solo key${soloKey.id}`, ...groupCells(soloUsage) });
+    expect(await rowCells(page.locator('#key-usage-table tbody tr', { hasText: 'solo key' }))).to.deep.equal({ Key: `solo key${soloKey.id}`, ...groupCells(soloUsage) });
 
     // Per team: the team's row, and the keys in no team.
     expect(await page.locator('#team-usage-table tbody tr').count()).to.equal(byTeam.length);
-    expect(await cells(page.locator('#team-usage-table tbody tr', { hasText: 'research' }))).to.deep.equal({ Team: 'research', ...groupCells(byTeam.find((row) => row.team === 'research')!) });
-    expect(await cells(page.locator('#team-usage-table tbody tr', { hasText: 'No team' }))).to.deep.equal({ Team: 'No team', ...groupCells(byTeam.find((row) => row.team === null)!) });
+    expect(await rowCells(page.locator('#team-usage-table tbody tr', { hasText: 'research' }))).to.deep.equal({ Team: 'research', ...groupCells(byTeam.find((row) => row.team === 'research')!) });
+    expect(await rowCells(page.locator('#team-usage-table tbody tr', { hasText: 'No team' }))).to.deep.equal({ Team: 'No team', ...groupCells(byTeam.find((row) => row.team === null)!) });
 
     // The CSV links per key and per team.
     for (const [link, header] of [['#csv-key', 'key_id,'], ['#csv-team', 'team,']] as const) {
@@ -148,8 +143,8 @@ describe('account page usage view in headless Chromium', function () {
     }
 
     // Guardrail actions: the block, by guardrail and in the recent list, and none of the blocked text anywhere.
-    expect(await cells(page.locator('#guardrail-summary-table tbody tr'))).to.deep.include({ Guardrail: 'no-project-codes', Phase: 'request', Action: 'block', Count: '1' });
-    const action = await cells(page.locator('#guardrail-recent-table tbody tr'));
+    expect(await rowCells(page.locator('#guardrail-summary-table tbody tr'))).to.deep.include({ Guardrail: 'no-project-codes', Phase: 'request', Action: 'block', Count: '1' });
+    const action = await rowCells(page.locator('#guardrail-recent-table tbody tr'));
     expect(action).to.deep.include({ Guardrail: 'no-project-codes', Phase: 'request', Action: 'block', Cause: 'finding', Key: `solo key${soloKey.id}`, Team: '—' });
     expect(action.Time).to.match(/^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
     expect(action['Request id']).to.not.equal('');
