@@ -559,7 +559,6 @@ await runCleanly(async () => {
       `| pii (every entity) on a 2 KB prompt, nothing found | ${cost.piiCleanUs!.toFixed(2)} | ≤ 20 |`,
       `| pii (every entity) on a 2 KB prompt, one e-mail address redacted | ${cost.piiRedactUs!.toFixed(2)} | ≤ 20 |`,
       `| the request stage: texts of a 2 KB chat body, regex + pii | ${cost.requestStageUs!.toFixed(2)} | – |`,
-      `| none configured (the one call a request makes) | ${cost.noneConfiguredUs!.toFixed(3)} | nothing measurable |`,
       `| a stream through regex, per 4-character delta | ${cost.streamRegexPerEventUs!.toFixed(2)} | – |`,
       `| a stream through pii, per 4-character delta | ${cost.streamPiiPerEventUs!.toFixed(2)} | – |`,
     );

@@ -3,48 +3,45 @@ import express, { type ErrorRequestHandler, type Express, type Request, type Req
 import type { Logger } from 'pino';
 import type { KeyAuthenticator } from '../data-plane/auth/authenticate.ts';
 import { errorFamilyOf } from '../core/route-table.ts';
+import type { ModelRegistry } from '../core/model-registry.ts';
+import type { RouteId } from '../plugins/plugin-contract.ts';
 import { createDataPlane } from '../data-plane/data-plane.ts';
-import type { ModelHandler } from '../data-plane/request-context.ts';
+import type { Next } from '../data-plane/pipeline/stage.ts';
 import { createWayIn, type WayIn } from '../data-plane/way-in.ts';
 import { errorMiddleware } from '../data-plane/answer-error.ts';
 import { clientErrorOf, isGatewayError, methodNotAllowed, routeNotFound } from '../core/gateway-errors.ts';
 import { duplicateHost } from '../data-plane/http/host-header.ts';
 import type { InFlight } from '../data-plane/http/in-flight.ts';
 import type { PendingRequests } from '../data-plane/http/pending-requests.ts';
-import type { KeyConcurrency } from '../data-plane/limits/key-concurrency.ts';
 import type { KeyRateLimit } from '../data-plane/limits/rate-limiter.ts';
-import { observationOf, type RequestObserver } from '../ops/request-observer.ts';
+import { observationOf } from '../ops/request-observer.ts';
 import { catalogRoute } from './catalog-route.ts';
-import { compatibleRoute } from '../data-plane/routes/compatible-route.ts';
 import type { CallerKey } from '../core/exchange.ts';
-import type { RouteServices } from '../data-plane/route-services.ts';
-import type { RequestTracing } from '../ops/tracing/request-trace.ts';
 
 export interface AppOptions {
-  readonly services: RouteServices;
+  /** The gateway whose events its requests are (see `EventSource`). */
+  readonly source: object;
+  /** The model routes' pipelines of the configuration in force. */
+  readonly routes: () => ReadonlyMap<RouteId, Next>;
+  /** The catalog in force. */
+  readonly registry: () => ModelRegistry;
+  /** The body limit (an early answer waits for the rest of a body up to it). */
+  readonly bodyLimitBytes: number;
   readonly logger: Logger;
-  /** The caller or 401/403/429/503; none means the model routes are open (tests only). */
+  /** The caller or 401/403/429/503 of the control plane's keyed routes (`/v1/usage`); none: open. */
   readonly authenticate?: KeyAuthenticator;
-  /** Counts requests per API key on the model routes (and `/v1/usage`). */
+  /** Counts requests per API key on `/v1/usage`. */
   readonly modelRateLimit?: KeyRateLimit;
-  /** Caps the requests of an API key in flight at once on the model routes. */
-  readonly keyConcurrency?: KeyConcurrency;
   /** Counts requests per client address on the public catalog. */
   readonly catalogRateLimit?: RequestHandler;
-  /** `POST /v1/chat`, the native text route. */
-  readonly nativeChat?: ModelHandler;
   /** Further control-plane routes mounted before the 404 (usage read-back, admin API, health). */
   readonly mount?: (app: Express, add: AddRoute, guard: RequestHandler[]) => void;
   /** Counts the handlers still running, for a graceful shutdown. */
   readonly inFlight?: InFlight;
-  /** Access log and metrics of every request. */
-  readonly observer?: RequestObserver;
   /** Where a request comes from, for every per-address rule (see {@link clientAddressResolver}); default: the socket's peer. */
   readonly addressOf?: (req: IncomingMessage) => string;
   /** Caps each client address's requests still sending their body; none: no cap. */
   readonly pendingRequests?: PendingRequests;
-  /** Opens each model request's trace; none while tracing is off. */
-  readonly tracing?: RequestTracing;
 }
 
 /** Which error envelope a path answers with: read from the route table. */
@@ -60,29 +57,15 @@ const pass: RequestHandler = (_req, _res, next) => next();
  * model routes of the route table) and the control plane (this Express app: everything else).
  */
 export function createApp(options: AppOptions): WayIn {
-  const { services, logger } = options;
-  const dataPlane = createDataPlane({
-    handlers: {
-      'chat-completions': compatibleRoute('chat-completions', services),
-      messages: compatibleRoute('messages', services),
-      'count-tokens': compatibleRoute('count-tokens', services),
-      responses: compatibleRoute('responses', services),
-      ...(options.nativeChat && { chat: options.nativeChat }),
-    },
-    authenticate: options.authenticate,
-    rateLimit: options.modelRateLimit,
-    concurrency: options.keyConcurrency,
-    inFlight: options.inFlight,
-    logger,
-  });
+  const { logger } = options;
+  const dataPlane = createDataPlane({ routes: options.routes, inFlight: options.inFlight, logger });
   return createWayIn({
+    source: options.source,
     dataPlane,
     control: controlPlane(options),
-    observer: options.observer,
     addressOf: options.addressOf,
     pendingRequests: options.pendingRequests,
-    bodyLimitBytes: services.bodyLimitBytes,
-    tracing: options.tracing,
+    bodyLimitBytes: options.bodyLimitBytes,
   });
 }
 
@@ -91,7 +74,7 @@ export function createApp(options: AppOptions): WayIn {
  * every path the data plane does not take. No model route is registered here.
  */
 export function controlPlane(options: AppOptions): Express {
-  const { services, logger } = options;
+  const { logger } = options;
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -113,7 +96,7 @@ export function controlPlane(options: AppOptions): Express {
     routes.set(path, [...(routes.get(path) ?? []), method.toUpperCase()]);
   };
 
-  add('get', '/v1/models', options.catalogRateLimit ?? pass, catalogRoute(services.registry));
+  add('get', '/v1/models', options.catalogRateLimit ?? pass, catalogRoute(options.registry));
   options.mount?.(app, add, guard);
 
   app.use((req, _res, next) => {

@@ -1,5 +1,8 @@
 import type { RouteId, TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { ResolvedModel } from './model-registry.ts';
+import type { ModelRoute } from './route-table.ts';
+import type { AnswerFacts } from './formats/index.ts';
 import type { CacheSetting, GuardrailSetting, Limits, MoneyBudget, TeamRecord, TokenQuota } from './limits.ts';
 
 /** The caller as the auth middleware leaves it in `res.locals.apiKey` (never the key itself). */
@@ -35,7 +38,7 @@ export interface GuardrailMark {
 }
 
 /** What one request to an upstream came to, handed to usage accounting when the response is done. */
-export interface Exchange {
+export interface ExchangeRecord {
   readonly keyId: string | undefined;
   readonly route: RouteId;
   readonly resolved: ResolvedModel;
@@ -120,7 +123,7 @@ export interface UsageAccounting {
    * was taken as it is (the usual case), or, when its usage must first be estimated with a tokenizer,
    * a promise of the usage the record stores (it never rejects).
    */
-  record(exchange: Exchange): Promise<RecordedUsage> | undefined;
+  record(exchange: ExchangeRecord): Promise<RecordedUsage> | undefined;
 }
 
 /**
@@ -143,4 +146,36 @@ export interface TextSample {
   readonly text: string;
   /** Characters of the whole text (at least `text.length`). */
   readonly chars: number;
+}
+
+/** What a subscriber asks to see of an exchange, set while its `exchange:start` event is published. */
+export interface ExchangeWatch {
+  /** What the answer says of itself (model, id, finish reasons): read from the answer only when asked. */
+  answer: boolean;
+  /** The prompt and the answer's text (traces that capture message content). */
+  content: boolean;
+}
+
+/** One model request as its events show it to subscribers: read only, apart from {@link watch}. */
+export interface ExchangeView {
+  /** The gateway it runs in (see `EventSource`). */
+  readonly source: object;
+  readonly route: ModelRoute;
+  /** The id stamped at the way in (the client's `x-request-id` when acceptable, else a fresh one). */
+  readonly requestId: string;
+  /** `performance.now()` when the request reached the way in. */
+  readonly startedAt: number;
+  readonly method: string;
+  /** The path as the client sent it, without its query. */
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  /** The authenticated caller, once known. */
+  readonly caller: CallerKey | undefined;
+  readonly watch: ExchangeWatch;
+  /** What the answer said of itself, when `watch.answer` asked for it. */
+  readonly facts: AnswerFacts | undefined;
+  /** The answer's text, when `watch.content` asked for it. */
+  readonly outputText: (() => string) | undefined;
+  /** The upstream's status of the answer relayed. */
+  readonly upstreamStatus: number | undefined;
 }

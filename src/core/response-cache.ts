@@ -43,6 +43,8 @@ export interface ResponseCache {
   get(tenant: CacheTenant, key: string): Promise<CachedAnswer | undefined> | CachedAnswer | undefined;
   /** Stores an entry for `ttlMs` (fire and forget: a store that fails logs and drops it). */
   set(tenant: CacheTenant, key: string, answer: CachedAnswer, ttlMs: number): void;
+  /** Drops one entry (fire and forget, like {@link set}). */
+  delete(tenant: CacheTenant, key: string): void;
   /** Drops every entry, or one tenant's; resolves with how many were dropped. */
   clear(tenant?: CacheTenant): Promise<number>;
   close(): Promise<void>;

@@ -1,30 +1,27 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { EVENTS, type Observation } from '../core/diagnostics.ts';
+import { clientAddressResolver, stampClientAddress } from '../core/client-address.ts';
+import { stampRequestId } from '../core/request-id.ts';
 import { errorFamilyOf, modelRouteAt, pathnameOf } from '../core/route-table.ts';
 import { sendError } from './answer-error.ts';
-import { clientAddressResolver, stampClientAddress } from '../core/client-address.ts';
+import type { DataPlane } from './data-plane.ts';
 import { lingerLimits, stampLingerLimits } from './http/linger-close.ts';
 import type { PendingRequests } from './http/pending-requests.ts';
-import { stampRequestId } from '../ops/request-id.ts';
-import type { RequestObserver } from '../ops/request-observer.ts';
-import type { RequestTracing } from '../ops/tracing/request-trace.ts';
-import type { DataPlane } from './data-plane.ts';
-import { requestContext } from './request-context.ts';
+import { Exchange } from './pipeline/exchange.ts';
 
 export interface WayInOptions {
+  /** The gateway whose events the requests are (see `EventSource`). */
+  readonly source: object;
   /** The model routes. */
   readonly dataPlane: DataPlane;
   /** Everything else: the Express app (catalog, usage, admin, account, health, metrics, OpenAPI, 404). */
   readonly control: (req: IncomingMessage, res: ServerResponse) => void;
-  /** Access log and metrics of every request (see {@link RequestObserver.watch}). */
-  readonly observer?: RequestObserver;
   /** Where a request comes from, for every per-address rule (see {@link clientAddressResolver}); default: the socket's peer. */
   readonly addressOf?: (req: IncomingMessage) => string;
   /** Caps each client address's requests still sending their body; none: no cap. */
   readonly pendingRequests?: PendingRequests;
   /** The body limit, which bounds how long an early answer waits for the rest of a body (10 MiB by default). */
   readonly bodyLimitBytes?: number;
-  /** Opens each model request's trace; none while tracing is off. */
-  readonly tracing?: RequestTracing;
 }
 
 /** The gateway's one node:http request listener. */
@@ -33,10 +30,11 @@ export type WayIn = (req: IncomingMessage, res: ServerResponse) => void;
 /**
  * The one way in: gives every request its id, client address and linger limits, admits it past the
  * per-address cap of half-sent requests, then serves a model route's path (every spelling the route
- * table accepts, any method) on the data plane and hands anything else to the control plane.
+ * table accepts, any method) on the data plane, as a new {@link Exchange}, and hands anything else to
+ * the control plane. Each request is told as the `request` event, an exchange as `exchange:start`.
  */
 export function createWayIn(options: WayInOptions): WayIn {
-  const { dataPlane, control, observer, pendingRequests, tracing } = options;
+  const { source, dataPlane, control, pendingRequests } = options;
   const addressOf = options.addressOf ?? clientAddressResolver([]);
   const linger = lingerLimits(options.bodyLimitBytes ?? 10 * 1024 * 1024);
   return function wayIn(req, res) {
@@ -50,13 +48,15 @@ export function createWayIn(options: WayInOptions): WayIn {
     let serve: () => void;
     if (route !== undefined && dataPlane.serves(route)) {
       serve = () => {
-        const context = requestContext(route, requestId);
-        if (tracing !== undefined) context.trace = tracing.startRequest({ headers: req.headers, method: req.method ?? '', route: route.path, path: pathname!, requestId });
-        void dataPlane.serve(req, res, pathname!, observer ? observer.watch(req, res, context) : context);
+        const exchange = new Exchange(source, route, requestId, req, res, pathname!);
+        if (EVENTS.request.active) EVENTS.request.publish({ source, req, res, observation: exchange });
+        if (EVENTS.exchangeStart.active) EVENTS.exchangeStart.publish(exchange);
+        void dataPlane.serve(exchange);
       };
     } else {
       serve = () => {
-        observer?.watch(req, res, { label: 'unmatched', recorded: false });
+        const observation: Observation = { label: 'unmatched', recorded: false };
+        if (EVENTS.request.active) EVENTS.request.publish({ source, req, res, observation });
         control(req, res);
       };
     }

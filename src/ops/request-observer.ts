@@ -1,32 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { LimitRefusal } from '../core/gateway-errors.ts';
 import type { Logger } from 'pino';
-import type { ResolvedModel } from '../core/model-registry.ts';
-import type { TokenUsage, UpstreamRouteId, WireFormat } from '../plugins/plugin-contract.ts';
-import type { CallerKey, Exchange, RecordedUsage, UsageAccounting } from '../core/exchange.ts';
+import type { TokenUsage } from '../plugins/plugin-contract.ts';
+import type { ExchangeRecord, RecordedUsage } from '../core/exchange.ts';
+import type { Observation } from '../core/diagnostics.ts';
 import { NO_MODEL, type GatewayMetrics } from './metrics.ts';
-import { requestIdOf } from './request-id.ts';
+import { requestIdOf } from '../core/request-id.ts';
 import { MODEL_ROUTES, ROUTE_TABLE } from '../core/route-table.ts';
 import { upstreamModelOf } from '../core/model-registry.ts';
 
-
 const round = (ms: number): number => Math.round(ms * 1000) / 1000;
 
-/** What the access log and metrics learn of a request answered without an exchange, filled in by the plane answering it. */
-export interface Observation {
-  /** The `route` label: a model route's label, an Express route's pattern, or `unmatched` (never the raw path). */
-  label: string;
-  /** Read at the end instead of {@link label} when set (Express knows its matched route only once it ran). */
-  labelOf?: () => string;
-  keyId?: string;
-  keyIdOf?: () => string | undefined;
-  /** The gateway error answered, if any (the rate-limit metric tells quotas from request limits by it). */
-  errorCode?: string;
-  /** The limit that refused the request, for the refusals metric. */
-  refusedBy?: LimitRefusal;
-  /** Its route handed an exchange to usage accounting, which observed it already. */
-  recorded: boolean;
-}
+export type { Observation };
 
 const OBSERVATIONS = new WeakMap<ServerResponse, Observation>();
 
@@ -37,8 +21,8 @@ export function observationOf(res: ServerResponse): Observation | undefined {
 
 /**
  * One access-log line and the metrics of every request. A request that reached a model is told from its
- * {@link Exchange} (through {@link ObservedUsageAccounting}); every other one, whichever plane
- * answered it (bad input, authentication, a rate limit, the control plane), through {@link watch}.
+ * usage record (the `exchange:recorded` event); every other one, whichever plane answered it (bad
+ * input, authentication, a rate limit, the control plane), through {@link watch} (the `request` event).
  * The line never carries a key, a header or an upstream credential: only the fields below.
  */
 export class RequestObserver {
@@ -54,7 +38,7 @@ export class RequestObserver {
    * estimated), the metrics are counted now and the access line is written once the estimate is made,
    * with the tokens the usage record stores (and `tokens_estimated` when any is an estimate).
    */
-  exchange(exchange: Exchange, recorded?: Promise<RecordedUsage>): void {
+  exchange(exchange: ExchangeRecord, recorded?: Promise<RecordedUsage>): void {
     const { resolved, usage } = exchange;
     const upstreamMs = exchange.upstreamMs ?? 0;
     const model = resolved.canonicalId;
@@ -71,7 +55,7 @@ export class RequestObserver {
     else void recorded.then((final) => this.logExchange(final.estimated ? this.logger.child({ tokens_estimated: true }) : this.logger, exchange, final.usage));
   }
 
-  private genAi(exchange: Exchange): void {
+  private genAi(exchange: ExchangeRecord): void {
     const { usage } = exchange;
     // Recorded once, in prom-client: the OTLP metrics, when on, are read from the same histograms.
     this.metrics.genAi({
@@ -86,7 +70,7 @@ export class RequestObserver {
     });
   }
 
-  private logExchange(logger: Logger, exchange: Exchange, usage: TokenUsage | undefined): void {
+  private logExchange(logger: Logger, exchange: ExchangeRecord, usage: TokenUsage | undefined): void {
     const { resolved } = exchange;
     const upstreamMs = exchange.upstreamMs ?? 0;
     const model = resolved.canonicalId;
@@ -112,11 +96,11 @@ export class RequestObserver {
   }
 
   /**
-   * The one per-request hook, called by the way in for every request it serves: when the answer is
-   * done, the request is counted and logged from what the plane that answered it wrote into the
-   * returned {@link Observation}, unless its route recorded an exchange (observed by {@link exchange}).
+   * Every request the way in serves (its `request` event): when the answer is done, the request is
+   * counted and logged from what the plane that answered it wrote into its {@link Observation}, unless
+   * its route recorded an exchange (observed by {@link exchange}).
    */
-  watch<T extends Observation>(req: IncomingMessage, res: ServerResponse, observation: T): T {
+  watch(req: IncomingMessage, res: ServerResponse, observation: Observation): void {
     const startedAt = performance.now();
     OBSERVATIONS.set(res, observation);
     res.once('finish', () => {
@@ -131,7 +115,6 @@ export class RequestObserver {
         this.answered(req, route, res.statusCode, durationMs, observation.errorCode, keyId);
       });
     });
-    return observation;
   }
 
   private answered(req: IncomingMessage, route: string, status: number, durationMs: number, errorCode: string | undefined, keyId: string | undefined): void {
@@ -150,35 +133,5 @@ export class RequestObserver {
       },
       'request',
     );
-  }
-}
-
-/** Usage accounting that also hands each exchange to the {@link RequestObserver} (the single per-request hook). */
-export class ObservedUsageAccounting implements UsageAccounting {
-  constructor(
-    private readonly inner: UsageAccounting,
-    private readonly observer: RequestObserver,
-  ) {}
-
-  extractor(format: WireFormat, route: UpstreamRouteId, resolved: ResolvedModel) {
-    return this.inner.extractor(format, route, resolved);
-  }
-
-  streamedText(format: WireFormat, data: string): string {
-    return this.inner.streamedText(format, data);
-  }
-
-  charge(usage: TokenUsage, resolved: ResolvedModel) {
-    return this.inner.charge(usage, resolved);
-  }
-
-  record(exchange: Exchange): Promise<RecordedUsage> | undefined {
-    const recorded = this.inner.record(exchange);
-    try {
-      this.observer.exchange(exchange, recorded);
-    } catch {
-      // Observation must never cost a request its usage record.
-    }
-    return recorded;
   }
 }

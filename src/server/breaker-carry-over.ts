@@ -1,4 +1,4 @@
-import type { ProviderEndpoints } from '../data-plane/route-services.ts';
+import type { ProviderEndpoints } from '../data-plane/upstream/provider-endpoints.ts';
 import type { PooledEndpoint } from '../data-plane/upstream/endpoint-pool.ts';
 
 /** An endpoint's identity across a reload: its provider, full base URL, key and where the key goes. */

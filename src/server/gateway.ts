@@ -20,10 +20,13 @@ import { PendingRequests } from '../data-plane/http/pending-requests.ts';
 import { KeyConcurrency } from '../data-plane/limits/key-concurrency.ts';
 import { createRateLimiters } from '../data-plane/limits/rate-limiter.ts';
 import { loadAllPlugins } from '../plugins/load-plugins.ts';
-import { guardrailReporter, logGuardrailPlugins } from './guardrail-wiring.ts';
 import { originOf } from '../plugins/plugin-origin.ts';
-import { DEFAULT_RETRY_POLICY, nativeChatRoute } from '../data-plane/routes/native-chat-route.ts';
-import type { ProviderEndpoints, RouteServices } from '../data-plane/route-services.ts';
+import { DEFAULT_RETRY_POLICY } from '../data-plane/upstream/failover/retry-policy.ts';
+import type { ProviderEndpoints } from '../data-plane/upstream/provider-endpoints.ts';
+import { modelRoutes, type ModelRouteParts } from '../data-plane/model-routes.ts';
+import { observeGateway } from '../ops/gateway-observers.ts';
+import type { LiveSettings } from './live-config.ts';
+import type { GuardrailPlugin } from '../plugins/plugin-contract.ts';
 import { answersWithin } from '../stores/redis/redis-client.ts';
 import { providerEndpoints } from '../data-plane/upstream/provider-endpoints.ts';
 import { SharedBreakerState } from '../data-plane/upstream/shared-breaker.ts';
@@ -33,7 +36,6 @@ import { OPENAPI_DOCUMENT } from '../control-plane/openapi/openapi-document.ts';
 import { createAccessLogger } from '../core/logger.ts';
 import { answerFiguresRequests, PrimaryScrape } from '../ops/cluster-metrics.ts';
 import { metricsRoute, serveMetrics, urlOf } from '../control-plane/metrics-route.ts';
-import { ObservedUsageAccounting, RequestObserver } from '../ops/request-observer.ts';
 import { GatewayUsageAccounting } from '../usage/usage-accounting.ts';
 import type { LimitLedger } from '../usage/limit-ledger.ts';
 import { EmbeddedLedger } from '../stores/limits/embedded-ledger.ts';
@@ -118,6 +120,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     buildEndpoints: (settings, previous) => carryBreakerState(previous, providerEndpoints(plugins, settings, env, logger)),
     logger,
     onApplied: (settings) => {
+      rebuildRoutes?.(settings);
       logger.level = settings.config.logLevel;
       accessLogger.level = settings.config.logLevel;
       // The reload built new endpoint pools: their rests are shared between instances from now on.
@@ -127,12 +130,15 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     },
     onResult: (result) => metrics.configReload(result),
   });
+  let rebuildRoutes: ((settings: LiveSettings) => void) | undefined;
   // Once the catalog is built (every plugin accepted): one line per plugin, where it came from.
   for (const plugin of plugins) {
     const directory = originOf(plugin);
     logger.info({ plugin: plugin.vendor, directory, models: plugin.models.length }, `plugin '${plugin.vendor}' loaded from ${directory}: ${plugin.models.length} model(s)`);
   }
   logGuardrailPlugins(logger, guardrailPlugins);
+  // The gateway's events carry this source: its observers see its requests only, not another gateway's in the process.
+  const source = {};
   const currentRegistry = () => live.current.registry;
   const endpoints: ProviderEndpoints = {
     get: (vendor) => live.current.endpoints.get(vendor),
@@ -168,8 +174,9 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   // Where spans and metrics go, never the headers (they may carry a collector's credential).
   if (tracing) logger.info({ traces: withoutUserInfo(config.tracing.traces!.url), protocol: config.tracing.traces!.protocol, sampler: config.tracing.sampler.name, ratio: config.tracing.sampler.ratio }, 'tracing on: OTLP traces');
   if (otlpMetrics) logger.info({ metrics: withoutUserInfo(config.tracing.metrics!.url), protocol: config.tracing.metrics!.protocol }, 'GenAI metrics over OTLP');
-  const observer = new RequestObserver(accessLogger, metrics);
-  const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, onAttempt: (provider, endpoint, outcome) => metrics.upstreamAttempt(provider, endpoint, outcome) });
+  const unobserve = observeGateway(source, { logger, accessLogger, metrics, guardrailActions });
+  const untrace = tracing ? (await import('../ops/tracing/trace-subscriber.ts')).traceExchanges(source, tracing.requests) : undefined;
+  const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, source });
   // Request rates are meters of the same ledger; the limit and window in force are read per request.
   const limiters = createRateLimiters({ ledger, settings: () => live.current.config.rateLimit });
   const modelRateLimit = limiters.perKey;
@@ -180,43 +187,15 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const adminThrottle = new FailedAuthThrottle(config.authFailuresPerMinute, { subject: 'admin token attempts' });
   let draining = false;
   let endDrain: (() => void) | undefined;
-  const services: RouteServices = {
-    registry: currentRegistry,
-    upstream,
-    endpoints,
-    usage: new ObservedUsageAccounting(accounting, observer),
-    budgets: new BudgetGate({ ledger, logger, allowUnbounded: config.limitsAllowUnbounded }),
-    openStreams: { opened: () => metrics.streamOpened(), closed: () => metrics.streamClosed() },
-    pluginFaults: (fault, site) => {
-      metrics.pluginError(fault.plugin, fault.hook);
-      logger.error(
-        { plugin: fault.plugin, hook: fault.hook, route: site.route, model: site.model, request_id: site.requestId, err: fault.cause },
-        `gateway plugin '${fault.plugin}' failed in its hook '${fault.hook}'`,
-      );
-    },
-    // The failover warning: the endpoint by its configured name, never its URL or key.
-    upstreamAttemptFailed: (failed, requestId) => {
-      logger.warn(
-        { provider: failed.provider, endpoint: failed.endpoint, status: failed.status, request_id: requestId },
-        `upstream endpoint '${failed.endpoint}' of provider '${failed.provider}' ${failed.status === undefined ? failed.reason : `answered ${failed.status}`}`,
-      );
-    },
-    caching: responseCaching(responseCache, () => live.current.config, metrics),
-    // Read per request from the configuration in force (a reload rebuilds them).
-    guardrails: () => live.current.guardrails,
-    guardrailActed: guardrailReporter(metrics, logger, guardrailActions),
-    bodyLimitBytes: config.bodyLimitBytes,
-    upstreamBodyLimitBytes: 64 * 1024 * 1024,
-    maxSseEventBytes: config.maxSseEventBytes,
-    // Read per request from the configuration in force (a reload rebuilds them with the registry).
-    get fallbacks() {
-      return live.current.fallbacks;
-    },
-    // UPSTREAM_TIMEOUT_MS stays the outer bound of every upstream wait.
+  // Every upstream wait is bounded by UPSTREAM_TIMEOUT_MS.
+  const bounds = {
+    timeoutMs: config.upstreamTimeoutMs,
     firstByteTimeoutMs: Math.min(config.firstByteTimeoutMs, config.upstreamTimeoutMs),
     idleTimeoutMs: Math.min(config.idleTimeoutMs, config.upstreamTimeoutMs),
-    clientWriteTimeoutMs: config.clientWriteTimeoutMs,
+    bodyLimitBytes: 64 * 1024 * 1024,
+    maxSseEventBytes: config.maxSseEventBytes,
   };
+  const caching = responseCaching(responseCache, () => live.current.config);
   // Asks Redis itself, so a stall shows (and clears) without any model request.
   const readiness = async () => {
     const redisState = redis ? ((await answersWithin(redis, 250)) ? 'ready' : 'unavailable') : 'not configured';
@@ -243,17 +222,34 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     logger,
     throttle: keyThrottle,
   });
+  const parts: ModelRouteParts = {
+    registry: currentRegistry,
+    endpoints,
+    fallbacks: () => live.current.fallbacks,
+    upstream,
+    usage: accounting,
+    bounds,
+    bodyLimitBytes: config.bodyLimitBytes,
+    clientWriteTimeoutMs: config.clientWriteTimeoutMs,
+    authenticate,
+    admission: { concurrency: new KeyConcurrency(config.keyConcurrency), rateLimit: modelRateLimit },
+    budgets: new BudgetGate({ ledger, logger, allowUnbounded: config.limitsAllowUnbounded }),
+    nativeChat: { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs },
+  };
+  // Rebuilt when a reload applies: the cache and the guardrails are in the lists only while configured.
+  const routesOf = (settings: LiveSettings) => modelRoutes(parts, { caching: caching.settings() ? caching : undefined, guardrails: settings.guardrails });
+  let routes = routesOf(live.current);
+  rebuildRoutes = (settings) => (routes = routesOf(settings));
   const app = createApp({
-    services,
+    source,
+    routes: () => routes,
+    registry: currentRegistry,
+    bodyLimitBytes: config.bodyLimitBytes,
     logger,
     authenticate,
     modelRateLimit,
-    keyConcurrency: new KeyConcurrency(config.keyConcurrency),
     catalogRateLimit,
-    nativeChat: nativeChatRoute(services, { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs }),
     inFlight,
-    observer,
-    tracing: tracing?.requests,
     addressOf: clientAddressResolver(config.trustedProxies),
     pendingRequests: new PendingRequests(config.maxPendingRequestsPerAddress, logger, () => metrics.refused('pending_requests_per_address')),
     mount: (expressApp, add, guard) => {
@@ -367,8 +363,18 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       // What is still queued goes out now; a collector that is away loses it (the stop waits 5 s at most).
       await withinMs(Promise.all([tracing?.shutdown(), otlpMetrics?.shutdown()]), 5000);
       sharedBreaker?.stop();
+      unobserve();
+      untrace?.();
       if (metricsServer) await new Promise((resolve) => metricsServer.close(resolve));
       await stores.close();
     },
   };
+}
+
+/** One start-up line per guardrail plugin, where it came from. */
+function logGuardrailPlugins(logger: Logger, plugins: readonly GuardrailPlugin[]): void {
+  for (const plugin of plugins) {
+    const directory = originOf(plugin);
+    logger.info({ guardrail: plugin.guardrail, directory }, `guardrail plugin '${plugin.guardrail}' loaded from ${directory}`);
+  }
 }

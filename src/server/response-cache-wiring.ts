@@ -21,8 +21,8 @@ export function openResponseCache(redis: RedisConnection | undefined, config: ()
   return new MemoryResponseCache(() => config().cache?.maxBytes ?? DEFAULT_MAX_BYTES, events);
 }
 
-/** What the routes see of the cache: its store, the settings of the configuration in force, the metrics. */
-export function responseCaching(store: ResponseCache, config: () => GatewayConfig, metrics: GatewayMetrics): ResponseCaching {
+/** What the routes see of the cache: its store and the settings of the configuration in force. */
+export function responseCaching(store: ResponseCache, config: () => GatewayConfig): ResponseCaching {
   // Built once per configuration object, not per request.
   let seen: GatewayConfig['cache'] | null = null;
   let settings: CacheSettings | undefined;
@@ -36,6 +36,5 @@ export function responseCaching(store: ResponseCache, config: () => GatewayConfi
       }
       return settings;
     },
-    counted: (result) => metrics.cacheResult(result),
   };
 }

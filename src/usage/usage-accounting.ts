@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { WIRE_FORMATS } from '../core/formats/index.ts';
 import type { ModelRegistry, ResolvedModel } from '../core/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
-import type { CallerKey, Exchange, RecordedUsage, UsageAccounting } from '../core/exchange.ts';
+import type { CallerKey, ExchangeRecord, RecordedUsage, UsageAccounting } from '../core/exchange.ts';
 import { charge } from './pricing.ts';
 import { estimateInputTokens, estimateUsage } from './token-estimate.ts';
 import { buildUsageRecord } from './usage-record.ts';
@@ -49,7 +49,7 @@ export class GatewayUsageAccounting implements UsageAccounting {
     return charge(usage, resolved.model.pricing);
   }
 
-  record(exchange: Exchange): Promise<RecordedUsage> | undefined {
+  record(exchange: ExchangeRecord): Promise<RecordedUsage> | undefined {
     try {
       const time = this.now();
       const finish = (usage: TokenUsage | undefined, estimated: boolean) => {

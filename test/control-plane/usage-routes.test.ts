@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { errorMiddleware } from '../../src/data-plane/answer-error.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import type { ModelRegistry, ResolvedModel } from '../../src/core/model-registry.ts';
-import type { Exchange } from '../../src/core/exchange.ts';
+import type { ExchangeRecord } from '../../src/core/exchange.ts';
 import { EmbeddedUsageStore } from '../../src/stores/usage/embedded-usage-store.ts';
 import { GatewayUsageAccounting } from '../../src/usage/usage-accounting.ts';
 import { printUsageReport } from '../../src/cli/usage-report.ts';
@@ -217,7 +217,7 @@ describe('usage accounting of exchanges', () => {
     plugin: { vendor: 'acme', routes: {}, models: [] },
     model: { id: 'model-1', listed: true, routes: ['chat-completions'], pricing },
   } as unknown as ResolvedModel;
-  const exchange = (overrides: Partial<Exchange>): Exchange => ({
+  const exchange = (overrides: Partial<ExchangeRecord>): ExchangeRecord => ({
     keyId: 'key_a',
     route: 'chat-completions',
     resolved,

@@ -3,20 +3,48 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAuthenticator } from '../../src/data-plane/auth/authenticate.ts';
 import type { KeyStore } from '../../src/stores/keys/key-store.ts';
-import { createDataPlane, type DataPlaneOptions } from '../../src/data-plane/data-plane.ts';
-import type { ModelHandler } from '../../src/data-plane/request-context.ts';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { createDataPlane } from '../../src/data-plane/data-plane.ts';
 import { createWayIn } from '../../src/data-plane/way-in.ts';
 import { upstreamTimeout } from '../../src/core/gateway-errors.ts';
-import { createRateLimiters } from '../../src/data-plane/limits/rate-limiter.ts';
+import { createRateLimiters, type KeyRateLimit } from '../../src/data-plane/limits/rate-limiter.ts';
 import type { RouteId } from '../../src/plugins/plugin-contract.ts';
+import { admit } from '../../src/data-plane/pipeline/admit.ts';
+import { authenticate as authenticateStage } from '../../src/data-plane/pipeline/authenticate.ts';
+import type { Exchange } from '../../src/data-plane/pipeline/exchange.ts';
+import { pipeline, type Next, type Stage } from '../../src/data-plane/pipeline/stage.ts';
+import type { KeyAuthenticator } from '../../src/data-plane/auth/authenticate.ts';
 import { captureLogs } from './auth/guarded-app.ts';
 
 const KEY = 'sk-dispatcher-test-key-0001-0123456789abcdef';
 const emptyStore = { findByHash: async () => undefined } as Partial<KeyStore> as KeyStore;
 
-/** The way in over a data plane with these options, everything else answered 299 `not dispatched` by a stand-in control plane. */
-function wayIn(options: DataPlaneOptions) {
-  return createWayIn({ dataPlane: createDataPlane(options), control: (_req, res) => void res.writeHead(299, { 'content-type': 'text/plain' }).end('not dispatched') });
+type ModelHandler = (req: IncomingMessage, res: ServerResponse, exchange: Exchange) => Promise<void> | void;
+
+interface WayInTestOptions {
+  readonly handlers: Partial<Record<RouteId, ModelHandler>>;
+  readonly authenticate?: Pick<KeyAuthenticator, 'check'>;
+  readonly rateLimit?: Pick<KeyRateLimit, 'count'>;
+  readonly logger: Logger;
+}
+
+/**
+ * The way in over a data plane whose routes authenticate, admit and then run these handlers as their
+ * last stage, everything else answered 299 `not dispatched` by a stand-in control plane.
+ */
+function wayIn(options: WayInTestOptions) {
+  const routes = new Map<RouteId, Next>();
+  for (const [route, handler] of Object.entries(options.handlers) as [RouteId, ModelHandler][]) {
+    const stages: Stage[] = [
+      ...(options.authenticate ? [authenticateStage(options.authenticate)] : []),
+      ...(options.rateLimit ? [admit({ rateLimit: options.rateLimit })] : []),
+      async (exchange) => handler(exchange.req, exchange.res, exchange),
+    ];
+    routes.set(route, pipeline(stages));
+  }
+  const dataPlane = createDataPlane({ routes: () => routes, logger: options.logger });
+  return createWayIn({ source: {}, dataPlane, control: (_req, res) => void res.writeHead(299, { 'content-type': 'text/plain' }).end('not dispatched') });
 }
 
 describe('the way in: the data plane', () => {
@@ -24,7 +52,7 @@ describe('the way in: the data plane', () => {
   let url: string;
   const logs = captureLogs();
   const limiters = createRateLimiters({ max: 2 });
-  const handlers: Partial<Record<RouteId, ModelHandler>> = {
+  const handlers: WayInTestOptions['handlers'] = {
     'chat-completions': (_req, res, context) => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ caller: context.caller })),
     messages: () => {
       throw upstreamTimeout('vendor');

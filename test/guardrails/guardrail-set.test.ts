@@ -2,9 +2,7 @@ import { expect } from 'chai';
 import { buildGuardrailSet } from '../../src/guardrails/guardrail-set.ts';
 import type { GuardrailSettings } from '../../src/guardrails/guardrail-settings.ts';
 import { readVerdict, webhookGuardrail, type WebhookPost } from '../../src/guardrails/webhook-guardrail.ts';
-import { openGuardrailRun } from '../../src/data-plane/guardrails/open-run.ts';
-import type { RouteServices } from '../../src/data-plane/route-services.ts';
-import { requestContext } from '../../src/data-plane/request-context.ts';
+import { selectionFor } from '../../src/data-plane/guardrails/guardrail-run.ts';
 import { ROUTE_TABLE } from '../../src/core/route-table.ts';
 import type { ResolvedModel } from '../../src/core/model-registry.ts';
 
@@ -50,19 +48,13 @@ describe('guardrails: the set of a configuration, and what each caller gets', ()
 
   it("runs a request under its key's guardrails over its team's, else its team's, else every one", () => {
     const set = buildGuardrailSet(SETTINGS, [])!;
-    const services = { guardrails: () => set } as unknown as RouteServices;
-    const resolved = { canonicalId: 'alpha/gen-5.5' } as ResolvedModel;
-    const run = (caller: object | undefined) => {
-      const context = requestContext(ROUTE_TABLE['chat-completions'], 'req-1');
-      context.caller = caller as never;
-      return openGuardrailRun(services, context, 'chat-completions', resolved, 'chat-completions');
-    };
-    const names = (selection: ReturnType<typeof run>) => [...(selection?.selection.request?.text ?? []), ...(selection?.selection.response?.text ?? [])].map((guardrail) => guardrail.name);
+    const run = (caller: object | undefined) => selectionFor(set, caller as never);
+    const names = (selection: ReturnType<typeof run>) => [...(selection?.request?.text ?? []), ...(selection?.response?.text ?? [])].map((guardrail) => guardrail.name);
     expect(names(run(undefined))).to.deep.equal(['no-emails', 'no-codes']);
     expect(names(run({ id: 'k', team: { name: 't', guardrails: ['no-codes'] } }))).to.deep.equal(['no-codes']);
     expect(names(run({ id: 'k', guardrails: ['no-emails'], team: { name: 't', guardrails: ['no-codes'] } }))).to.deep.equal(['no-emails']);
     expect(run({ id: 'k', guardrails: [], team: { name: 't' } })).to.equal(undefined);
-    expect(openGuardrailRun({} as RouteServices, requestContext(ROUTE_TABLE['chat-completions'], 'r'), 'chat-completions', resolved, 'chat-completions')).to.equal(undefined);
+    expect(selectionFor(undefined, undefined)).to.equal(undefined);
   });
 });
 

@@ -8,7 +8,7 @@ import type { KeyStore } from '../../stores/keys/key-store.ts';
 import { routeNotFound } from '../../core/gateway-errors.ts';
 import type { RateSettings } from '../../core/limits.ts';
 import type { ModelRegistry } from '../../core/model-registry.ts';
-import type { ProviderEndpoints } from '../../data-plane/route-services.ts';
+import type { ProviderEndpoints } from '../../data-plane/upstream/provider-endpoints.ts';
 import { adminUsageRoute, parseUsageQuery, readUsage } from '../usage-routes.ts';
 import { teamRoutes } from '../admin/team-routes.ts';
 import type { GuardrailSettings } from '../../guardrails/guardrail-settings.ts';

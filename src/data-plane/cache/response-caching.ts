@@ -22,8 +22,6 @@ export interface ResponseCaching {
   readonly store: ResponseCache;
   /** The settings in force; undefined while the cache is off (no TTL configured). */
   settings(): CacheSettings | undefined;
-  /** Counts each request the cache was asked about (the metrics). */
-  counted?(result: CacheResult): void;
 }
 
 /** What a client's `Cache-Control` (and `Pragma`) ask of the cache. */
@@ -124,14 +122,10 @@ export function openTicket(
   const directive = cacheDirective(clientHeaders);
   if (directive === 'skip' || caller?.cache === false || caller?.team?.cache === false) {
     res.setHeader('x-gateway-cache', 'bypass');
-    caching.counted?.('bypass');
     return undefined;
   }
   const tenant = cacheTenant(caller?.id ?? ANONYMOUS_KEY_ID, caller?.team?.name);
-  if (directive === 'refresh') {
-    res.setHeader('x-gateway-cache', 'bypass');
-    caching.counted?.('bypass');
-  }
+  if (directive === 'refresh') res.setHeader('x-gateway-cache', 'bypass');
   return { key: cacheKey({ tenant, ...material() }), tenant, settings, read: directive === 'use' };
 }
 
@@ -141,7 +135,6 @@ export async function lookUp(caching: ResponseCaching, ticket: CacheTicket, res:
   const found = await caching.store.get(ticket.tenant, ticket.key);
   const result = found && found.status === 200 ? 'hit' : 'miss';
   res.setHeader('x-gateway-cache', result);
-  caching.counted?.(result);
   return result === 'hit' ? found : undefined;
 }
 
@@ -162,6 +155,8 @@ export class AnswerCapture {
   private bytes = 0;
   /** The answer outgrew the entry limit, or something made it unfit to store. */
   spoiled = false;
+  /** The answer's content type, as the client got it (set by the relay). */
+  contentType = 'application/json';
 
   constructor(
     readonly ticket: CacheTicket,

@@ -1,25 +1,27 @@
 import type { TokenUsage } from '../../plugins/plugin-contract.ts';
 import { isPluginFault } from '../../plugins/plugin-fault.ts';
-import type { RouteServices } from '../route-services.ts';
-import type { ExchangeRecorder } from '../routes/exchange-recorder.ts';
-import { reportPluginFault } from '../routes/plugin-faults.ts';
+import type { Exchange } from '../pipeline/exchange.ts';
+import { faultOf } from '../routes/plugin-faults.ts';
 import type { GuardrailRun, TextsOutcome } from './guardrail-run.ts';
+import { replaceStrings } from './json-splice.ts';
 
 /** Texts the guardrails let through (each rewritten or undefined). */
 type Passed = Extract<TextsOutcome, { readonly texts: unknown }>;
-import { replaceStrings } from './json-splice.ts';
 
 /**
  * Runs the response phase over an answer's texts. A block is recorded as the upstream billed the answer
  * (the usage read from it: the answer came whole) and thrown; a guardrail plugin's fault likewise, as
  * `plugin_error`.
  */
-function check(services: RouteServices, recorder: ExchangeRecorder, run: GuardrailRun, texts: readonly string[], usage: TokenUsage | undefined, route: string): Passed | Promise<Passed> {
+function check(exchange: Exchange, run: GuardrailRun, texts: readonly string[], usage: TokenUsage | undefined): Passed | Promise<Passed> {
   const failed = (error: unknown): never => {
-    if (isPluginFault(error)) return recorder.fail(reportPluginFault(services, error, recorder.faultSite(route)), true, usage, 'plugin_error');
+    if (isPluginFault(error)) throw exchange.fail(faultOf(exchange, error, exchange.model!.canonicalId), true, usage, 'plugin_error');
     throw error;
   };
-  const blocked = (outcome: TextsOutcome): Passed => (outcome.blocked ? recorder.fail(outcome.blocked, true, usage, 'guardrail_blocked') : outcome);
+  const blocked = (outcome: TextsOutcome): Passed => {
+    if (outcome.blocked) throw exchange.fail(outcome.blocked, true, usage, 'guardrail_blocked');
+    return outcome;
+  };
   let outcome: TextsOutcome | Promise<TextsOutcome>;
   try {
     outcome = run.checkTexts('response', run.selection.response!, texts, false);
@@ -35,8 +37,8 @@ function check(services: RouteServices, recorder: ExchangeRecorder, run: Guardra
  * is asked), else with those strings rewritten and every other byte kept. `body` is the answer parsed
  * (undefined when it is not JSON: nothing to read).
  */
-export function guardAnswer(services: RouteServices, recorder: ExchangeRecorder, route: string, bytes: Buffer, body: unknown, usage: TokenUsage | undefined): Buffer | Promise<Buffer> {
-  const run = recorder.guardrails;
+export function guardAnswer(exchange: Exchange, bytes: Buffer, body: unknown, usage: TokenUsage | undefined): Buffer | Promise<Buffer> {
+  const run = exchange.guardrails;
   if (!run?.selection.response || body === undefined) return bytes;
   const slots = run.rules.texts.answer(body);
   if (slots.length === 0) return bytes;
@@ -44,7 +46,7 @@ export function guardAnswer(services: RouteServices, recorder: ExchangeRecorder,
     const changes = slots.flatMap((slot, index) => (outcome.texts[index] === undefined ? [] : [{ path: slot.path, text: outcome.texts[index]! }]));
     return changes.length ? replaceStrings(bytes, changes) : bytes;
   };
-  const outcome = check(services, recorder, run, slots.map((slot) => slot.text), usage, route);
+  const outcome = check(exchange, run, slots.map((slot) => slot.text), usage);
   return outcome instanceof Promise ? outcome.then(apply) : apply(outcome);
 }
 
@@ -52,8 +54,8 @@ export function guardAnswer(services: RouteServices, recorder: ExchangeRecorder,
  * Response guardrails on a `/v1/chat` answer (the gateway's own JSON): on its `result.text`. The payload
  * to send, written anew with the text redacted when a guardrail changed it (a block recorded and thrown).
  */
-export function guardChatPayload(services: RouteServices, recorder: ExchangeRecorder, payload: Buffer, usage: TokenUsage): Buffer | Promise<Buffer> {
-  const run = recorder.guardrails;
+export function guardChatPayload(exchange: Exchange, payload: Buffer, usage: TokenUsage): Buffer | Promise<Buffer> {
+  const run = exchange.guardrails;
   if (!run?.selection.response) return payload;
   const answer = JSON.parse(payload.toString('utf8')) as { result: { text: string } };
   if (answer.result.text === '') return payload;
@@ -62,6 +64,6 @@ export function guardChatPayload(services: RouteServices, recorder: ExchangeReco
     answer.result.text = outcome.texts[0];
     return Buffer.from(JSON.stringify(answer));
   };
-  const outcome = check(services, recorder, run, [answer.result.text], usage, 'chat');
+  const outcome = check(exchange, run, [answer.result.text], usage);
   return outcome instanceof Promise ? outcome.then(apply) : apply(outcome);
 }

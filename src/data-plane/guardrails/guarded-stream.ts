@@ -7,12 +7,6 @@ import { isPluginFault } from '../../plugins/plugin-fault.ts';
 import { replaceBlockData, SseSplitter, type SseBlock } from '../sse/sse-splitter.ts';
 import type { BodySink, UpstreamBody } from '../sse/upstream-body.ts';
 import type { GuardrailRun } from './guardrail-run.ts';
-import type { ServerResponse } from 'node:http';
-import { WIRE_FORMATS } from '../../core/formats/index.ts';
-import type { TokenUsage, WireFormat } from '../../plugins/plugin-contract.ts';
-import { endForClient } from '../http/client-write-timeout.ts';
-import type { RouteServices } from '../route-services.ts';
-import type { ExchangeRecorder } from '../routes/exchange-recorder.ts';
 
 /** A guardrail ended a stream: the refusal the relay sends in band, in the stream's format. */
 export class GuardrailStreamBlock extends Error {
@@ -287,24 +281,10 @@ export class GuardedBody implements UpstreamBody {
   }
 }
 
-
-
 /**
  * The stream's body behind the request's response guardrails, or the body itself (untouched: the relay
  * path is as without guardrails) when it runs under none.
  */
-export function guardStream(recorder: ExchangeRecorder, body: UpstreamBody, maxEventBytes: number, dropped?: (data: string) => void): UpstreamBody {
-  const run = recorder.guardrails;
+export function guardStream(run: GuardrailRun | undefined, body: UpstreamBody, maxEventBytes: number, dropped?: (data: string) => void): UpstreamBody {
   return run?.selection.response ? new GuardedBody(body, run, run.selection.response, maxEventBytes, dropped) : body;
-}
-
-/**
- * A guardrail ended a stream whose status went out: the client gets every event released before it,
- * then the refusal in the stream's format, and nothing after. The upstream answered (and was dropped):
- * its usage so far is recorded, estimated where it reported none, with outcome `guardrail_blocked`.
- */
-export async function endBlockedStream(services: RouteServices, res: ServerResponse, recorder: ExchangeRecorder, format: WireFormat, block: GuardrailStreamBlock, status: number, usage: TokenUsage | undefined, clientGone: boolean): Promise<void> {
-  if (clientGone) return recorder.record(499, usage, true);
-  const read = await endForClient(res, WIRE_FORMATS[format].inBandError(block.refusal), services.clientWriteTimeoutMs);
-  recorder.recordEnd(read, status, usage, true, 'guardrail_blocked');
 }

@@ -1,26 +1,17 @@
-import type { GuardrailMark } from '../../core/exchange.ts';
+import type { GuardrailActed } from '../../core/diagnostics.ts';
+import type { CallerKey, GuardrailMark } from '../../core/exchange.ts';
 import type { WireFormatRules } from '../../core/formats/index.ts';
 import { guardrailRefusal, type GatewayError } from '../../core/gateway-errors.ts';
 import { checkText } from '../../guardrails/findings.ts';
 import type { TextContext } from '../../guardrails/guardrail.ts';
-import type { GuardrailSelection, PhaseGuardrails } from '../../guardrails/guardrail-set.ts';
+import type { GuardrailSelection, GuardrailSet, PhaseGuardrails } from '../../guardrails/guardrail-set.ts';
 import type { GuardrailPhase, RouteId } from '../../plugins/plugin-contract.ts';
 
-/** One thing a guardrail did, for the metric and the log (never what it found). */
-export interface GuardrailActed {
-  readonly guardrail: string;
-  readonly phase: GuardrailPhase;
-  /** `fail_open`: a webhook that did not answer let the text pass unchecked. */
-  readonly action: 'block' | 'redact' | 'fail_open';
-  /** Why: a finding, a webhook's verdict, or a webhook that did not answer (`detail` says how). */
-  readonly cause: 'finding' | 'webhook' | 'unavailable';
-  readonly detail?: string;
-  readonly route: RouteId;
-  readonly model: string;
-  readonly requestId?: string;
-  readonly keyId?: string;
-  /** The team of the caller's key, when it has one. */
-  readonly team?: string;
+export type { GuardrailActed };
+
+/** The guardrails a caller gets: its key's list, else its team's, else every configured one; none when it gets none. */
+export function selectionFor(set: GuardrailSet | undefined, caller: CallerKey | undefined): GuardrailSelection | undefined {
+  return set?.select(caller?.guardrails ?? caller?.team?.guardrails);
 }
 
 /** Where a request runs: its client route, the model serving it, who asks. */
@@ -42,6 +33,8 @@ export type TextsOutcome = { readonly blocked: GatewayError } | { readonly block
  */
 export class GuardrailRun {
   readonly marks: GuardrailMark[] = [];
+  /** A webhook that did not answer let a text pass unchecked (`fail_open`): the answer is not one every guardrail passed. */
+  unchecked = false;
   private readonly reported = new Set<string>();
 
   constructor(
@@ -59,6 +52,7 @@ export class GuardrailRun {
 
   /** Notes what a guardrail did: marked for the usage record and reported, once per guardrail, phase and action. */
   acted(guardrail: string, phase: GuardrailPhase, action: GuardrailActed['action'], cause: GuardrailActed['cause'], detail?: string): void {
+    if (action === 'fail_open') this.unchecked = true;
     const key = `${guardrail}\u0000${phase}\u0000${action}`;
     if (this.reported.has(key)) return;
     this.reported.add(key);

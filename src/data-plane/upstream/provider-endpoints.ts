@@ -1,9 +1,20 @@
 import type { Logger } from 'pino';
 import { providerEndpointSettings, type GatewayConfig } from '../../config/gateway-config.ts';
 import type { ProviderPlugin } from '../../plugins/plugin-contract.ts';
-import type { ProviderEndpoints } from '../route-services.ts';
 import { EndpointPool, PooledEndpoint } from './endpoint-pool.ts';
-import { upstreamEndpoint } from './upstream-client.ts';
+import { upstreamEndpoint, type UpstreamEndpoint } from './upstream-client.ts';
+
+/** Resolved upstream endpoints per vendor; `undefined` where the operator configured none. */
+export interface ProviderEndpoints {
+  /** The vendor's first endpoint (for views that show one). */
+  get(vendor: string): UpstreamEndpoint | undefined;
+  /** The vendor's endpoints with their breakers; `state()` lists them for metrics and health views. */
+  pool(vendor: string): EndpointPool | undefined;
+  /** Every configured vendor's pool. */
+  pools(): ReadonlyMap<string, EndpointPool>;
+  /** The env prefix an operator sets for the vendor, for the "not configured" message. */
+  envPrefix(vendor: string): string;
+}
 
 export function envPrefixOf(plugin: ProviderPlugin): string {
   return plugin.envPrefix ?? plugin.vendor.toUpperCase().replace(/-/g, '_');

@@ -3,7 +3,7 @@ import { Agent, type Dispatcher } from 'undici';
 import type { BodySink, UpstreamBody } from '../sse/upstream-body.ts';
 import type { UpstreamAbortSignal } from './attempt-signal.ts';
 import { upstreamCredential, withCredentialQuery } from './upstream-credential.ts';
-import type { UpstreamOutcome } from '../../ops/metrics.ts';
+import { EVENTS, type UpstreamCallMessage } from '../../core/diagnostics.ts';
 import type { AuthStyle, UpstreamRoute } from '../../plugins/plugin-contract.ts';
 import { credentialHeader } from '../../plugins/validate-auth.ts';
 
@@ -100,12 +100,12 @@ export class UpstreamClient {
   /** Longest wait for response headers and between body chunks (`UPSTREAM_TIMEOUT_MS`), unless a request sets less. */
   readonly timeoutMs: number;
 
-  /** Told how each attempt ended (the upstream metrics); the endpoint is named by its origin. */
-  private readonly onAttempt?: (provider: string, endpoint: string, outcome: UpstreamOutcome) => void;
+  /** The gateway whose `upstream:call` events tell how each call ended (the upstream metrics). */
+  private readonly source: object;
 
-  constructor(options: { timeoutMs: number; dispatcher?: Dispatcher; onAttempt?: (provider: string, endpoint: string, outcome: UpstreamOutcome) => void }) {
+  constructor(options: { timeoutMs: number; dispatcher?: Dispatcher; source?: object }) {
     this.timeoutMs = options.timeoutMs;
-    this.onAttempt = options.onAttempt;
+    this.source = options.source ?? this;
     this.dispatcher =
       options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connect: { timeout: 10_000 } });
   }
@@ -138,14 +138,14 @@ export class UpstreamClient {
     return new Promise<UpstreamResponse>((resolve, reject) => {
       const response = new UpstreamResponse(request.signal, (error) => {
         if (error === undefined) {
-          this.onAttempt?.(endpoint.provider, endpoint.origin, response.status < 400 ? 'ok' : 'error_status');
+          this.called(endpoint, response.status < 400 ? 'ok' : 'error_status');
           resolve(response);
         } else if (request.signal?.aborted) {
-          this.onAttempt?.(endpoint.provider, endpoint.origin, 'aborted');
+          this.called(endpoint, 'aborted');
           reject(request.signal.reason ?? error);
         } else {
           const failure = transportError(endpoint.provider, error, timeoutMs);
-          this.onAttempt?.(endpoint.provider, endpoint.origin, failure.timedOut ? 'timeout' : 'transport_error');
+          this.called(endpoint, failure.timedOut ? 'timeout' : 'transport_error');
           reject(failure);
         }
       });
@@ -162,6 +162,10 @@ export class UpstreamClient {
         response,
       );
     });
+  }
+
+  private called(endpoint: UpstreamEndpoint, outcome: UpstreamCallMessage['outcome']): void {
+    if (EVENTS.upstreamCall.active) EVENTS.upstreamCall.publish({ source: this.source, provider: endpoint.provider, origin: endpoint.origin, outcome });
   }
 
   async close(): Promise<void> {

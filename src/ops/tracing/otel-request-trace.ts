@@ -1,6 +1,6 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type TextMapPropagator, type Tracer } from '@opentelemetry/api';
 import type { LimitRefusal } from '../../core/gateway-errors.ts';
-import type { SettledFigures, Settlement, UsageOutcome } from '../../core/exchange.ts';
+import type { SettledFigures, UsageOutcome } from '../../core/exchange.ts';
 import type { AttemptStart, AttemptTrace, RecordedAnswer, RequestStart, RequestTrace, TraceAttributes } from './request-trace.ts';
 import { ATTR, EVENT } from './span-names.ts';
 
@@ -184,17 +184,11 @@ export class OtelRequestTrace implements RequestTrace {
     target.addEvent(hook.startsWith('streamFixups') ? EVENT.fixupFault : EVENT.pluginFault, { [ATTR.plugin]: plugin, [ATTR.pluginHook]: hook });
   }
 
-  settlement(inner: Settlement): Settlement {
-    const span = this.span;
-    return {
-      settle(figures: SettledFigures | undefined) {
-        span.addEvent(
-          EVENT.settle,
-          figures ? { [ATTR.settledTokens]: figures.totalTokens, [ATTR.settledChargedTokens]: figures.chargedTokens, [ATTR.settledCostUsd]: figures.costUsd } : { [ATTR.settledTokens]: 0 },
-        );
-        inner.settle(figures);
-      },
-    };
+  settled(figures: SettledFigures | undefined): void {
+    this.span.addEvent(
+      EVENT.settle,
+      figures ? { [ATTR.settledTokens]: figures.totalTokens, [ATTR.settledChargedTokens]: figures.chargedTokens, [ATTR.settledCostUsd]: figures.costUsd } : { [ATTR.settledTokens]: 0 },
+    );
   }
 
   recorded(answer: RecordedAnswer): void {
@@ -288,9 +282,7 @@ export class UnsampledRequestTrace implements RequestTrace {
   recorded(): void {}
   end(): void {}
 
-  settlement(inner: Settlement): Settlement {
-    return inner;
-  }
+  settled(): void {}
 
   attempt(): AttemptTrace {
     const [traceparent, tracestate] = traceContextOf(this.kit.tracer.startSpan('attempt', { kind: SpanKind.CLIENT }, this.context));

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { LimitRefusal } from '../../core/gateway-errors.ts';
 import type { AnswerFacts } from '../../core/formats/index.ts';
-import type { Settlement, UsageOutcome } from '../../core/exchange.ts';
+import type { SettledFigures, UsageOutcome } from '../../core/exchange.ts';
 import type { TokenUsage } from '../../plugins/plugin-contract.ts';
 
 /**
@@ -93,8 +93,8 @@ export interface RequestTrace {
   attempt(start: AttemptStart): AttemptTrace;
   /** A plugin hook failed (`hook` names it; a stream fixup's fault is named as such). */
   pluginFault(plugin: string, hook: string): void;
-  /** Wraps the request's reservation so that its settlement shows on the trace. */
-  settlement(inner: Settlement): Settlement;
+  /** The request's reservation settled to these figures (none: released). */
+  settled(figures: SettledFigures | undefined): void;
   /** The answer ended and was recorded: closes the attempt that served (or failed last). */
   recorded(answer: RecordedAnswer): void;
   /** Ends the server span (after a pending estimate, if any); later calls do nothing. */

@@ -93,6 +93,12 @@ export class MemoryResponseCache implements ResponseCache {
     this.evict(limit);
   }
 
+  delete(tenant: CacheTenant, key: string): void {
+    const id = `${tenant}\n${key}`;
+    const entry = this.entries.get(id);
+    if (entry) this.drop(id, entry);
+  }
+
   async clear(tenant?: CacheTenant): Promise<number> {
     let dropped = 0;
     for (const [id, entry] of this.entries) {

@@ -66,6 +66,11 @@ export class RedisResponseCache implements ResponseCache {
     );
   }
 
+  delete(tenant: CacheTenant, key: string): void {
+    if (!this.usable()) return;
+    this.deadline.race(this.redis.unlink(this.keyOf(tenant, key))).catch((error: Error) => this.failed(error));
+  }
+
   async clear(tenant?: CacheTenant): Promise<number> {
     const pattern = `${CACHE_KEY_PREFIX}${tenant === undefined ? '' : `${tenantPart(tenant)}:`}*`;
     const nodes = isCluster(this.redis) ? this.redis.nodes('master') : [this.redis];

@@ -24,6 +24,8 @@ class FakeResponseCache implements ResponseCache {
 
   set(): void {}
 
+  delete(): void {}
+
   async clear(tenant?: CacheTenant): Promise<number> {
     this.cleared.push(tenant);
     if (this.failure) throw this.failure;

@@ -71,7 +71,7 @@ describe('response caching', () => {
   describe('AnswerCapture', () => {
     const stored: { tenant: CacheTenant; key: string; answer: CachedAnswer; ttlMs: number }[] = [];
     const caching: ResponseCaching = {
-      store: { get: () => undefined, set: (tenant, key, answer, ttlMs) => stored.push({ tenant, key, answer, ttlMs }), clear: async () => 0, close: async () => {} },
+      store: { get: () => undefined, set: (tenant, key, answer, ttlMs) => stored.push({ tenant, key, answer, ttlMs }), delete: () => {}, clear: async () => 0, close: async () => {} },
       settings: () => ({ ttlMs: 60_000, maxEntryBytes: 10 }),
     };
     const ticket = { key: 'k', tenant: 'key:a' as const, settings: { ttlMs: 60_000, maxEntryBytes: 10 }, read: true };

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { request } from 'undici';
-import { backoffMs, DEFAULT_RETRY_POLICY, MAX_RETRIES_CAP, retryAfterMs, type RetryPolicy } from '../../../src/data-plane/routes/native-chat-route.ts';
+import { backoffMs, DEFAULT_RETRY_POLICY, retryAfterMs, type RetryPolicy } from '../../../src/data-plane/upstream/failover/retry-policy.ts';
+import { MAX_RETRIES_CAP } from '../../../src/data-plane/routes/request-schemas.ts';
 import { samplePlugins } from '../../plugins/sample-plugins.ts';
 import { ScriptedUpstream } from '../../helpers/scripted-upstream.ts';
 import { startRouteTestApp, type RouteTestApp } from './route-test-app.ts';

@@ -5,9 +5,9 @@ import { createLogger } from '../../../src/core/logger.ts';
 import { ModelRegistry } from '../../../src/core/model-registry.ts';
 import type { ProviderPlugin, TokenUsage, UsageExtractor } from '../../../src/plugins/plugin-contract.ts';
 import { fallbackTable } from '../../../src/data-plane/routes/model-fallbacks.ts';
-import { nativeChatRoute, type RetryPolicy } from '../../../src/data-plane/routes/native-chat-route.ts';
-import type { Exchange, UsageAccounting } from '../../../src/core/exchange.ts';
-import type { RouteServices } from '../../../src/data-plane/route-services.ts';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../../../src/data-plane/upstream/failover/retry-policy.ts';
+import type { ExchangeRecord, UsageAccounting } from '../../../src/core/exchange.ts';
+import { modelRoutes, type ModelRouteParts } from '../../../src/data-plane/model-routes.ts';
 import { EndpointPool, PooledEndpoint } from '../../../src/data-plane/upstream/endpoint-pool.ts';
 import { endpointsOf } from '../../../src/data-plane/upstream/provider-endpoints.ts';
 import { UpstreamClient, upstreamEndpoint } from '../../../src/data-plane/upstream/upstream-client.ts';
@@ -33,8 +33,8 @@ const testExtractor: UsageExtractor = {
 
 export interface RouteTestApp {
   readonly url: string;
-  readonly services: RouteServices;
-  readonly exchanges: Exchange[];
+  readonly services: ModelRouteParts;
+  readonly exchanges: ExchangeRecord[];
   close(): Promise<void>;
 }
 
@@ -51,7 +51,7 @@ export async function startRouteTestApp(
     fallbacks?: Record<string, string[]>;
     retryPolicy?: RetryPolicy; maxSseEventBytes?: number } = {},
 ): Promise<RouteTestApp> {
-  const exchanges: Exchange[] = [];
+  const exchanges: ExchangeRecord[] = [];
   const usage: UsageAccounting = {
     extractor: () => testExtractor,
     streamedText: (_format, data) => data,
@@ -63,7 +63,9 @@ export async function startRouteTestApp(
   };
   const registry = new ModelRegistry(plugins);
   const upstream = new UpstreamClient({ timeoutMs: options.timeoutMs ?? 5000 });
-const services: RouteServices = {
+const fallbacks = options.fallbacks ? fallbackTable(registry, options.fallbacks) : undefined;
+  const timeoutMs = options.timeoutMs ?? 5000;
+  const services: ModelRouteParts = {
     registry: () => registry,
     upstream,
     usage,
@@ -81,15 +83,20 @@ const services: RouteServices = {
         ]),
       ),
     ),
-    fallbacks: options.fallbacks ? fallbackTable(registry, options.fallbacks) : undefined,
-    firstByteTimeoutMs: options.firstByteTimeoutMs,
-    idleTimeoutMs: options.idleTimeoutMs,
+    fallbacks: () => fallbacks,
+    bounds: {
+      timeoutMs,
+      firstByteTimeoutMs: options.firstByteTimeoutMs ?? timeoutMs,
+      idleTimeoutMs: options.idleTimeoutMs ?? timeoutMs,
+      bodyLimitBytes: 1024 * 1024,
+      maxSseEventBytes: options.maxSseEventBytes ?? 16 * 1024 * 1024,
+    },
     clientWriteTimeoutMs: options.clientWriteTimeoutMs ?? 60_000,
     bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024,
-    upstreamBodyLimitBytes: 1024 * 1024,
-    maxSseEventBytes: options.maxSseEventBytes ?? 16 * 1024 * 1024,
+    nativeChat: options.retryPolicy ?? DEFAULT_RETRY_POLICY,
   };
-  const app = createApp({ logger: createLogger('silent'), services, nativeChat: nativeChatRoute(services, options.retryPolicy) });
+  const routes = modelRoutes(services, {});
+  const app = createApp({ source: {}, routes: () => routes, registry: () => registry, bodyLimitBytes: services.bodyLimitBytes, logger: createLogger('silent') });
   const server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {

@@ -1,8 +1,6 @@
 import type { Logger } from 'pino';
-import type { GuardrailActed } from '../data-plane/guardrails/guardrail-run.ts';
-import type { GuardrailPlugin } from '../plugins/plugin-contract.ts';
-import { originOf } from '../plugins/plugin-origin.ts';
-import type { GatewayMetrics } from '../ops/metrics.ts';
+import type { GuardrailActed } from '../core/diagnostics.ts';
+import type { GatewayMetrics } from './metrics.ts';
 import type { GuardrailActionLog } from '../stores/guardrail-actions/guardrail-action-log.ts';
 
 /**
@@ -36,12 +34,4 @@ export function guardrailReporter(metrics: Pick<GatewayMetrics, 'guardrailAction
       logger.warn(fields, `guardrail '${acted.guardrail}' let ${what} pass unchecked: its webhook ${acted.detail ?? 'did not answer'} (it fails open)`);
     } else if (logger.isLevelEnabled('debug')) logger.debug(fields, `guardrail '${acted.guardrail}' redacted ${what}`);
   };
-}
-
-/** One start-up line per guardrail plugin, where it came from. */
-export function logGuardrailPlugins(logger: Logger, plugins: readonly GuardrailPlugin[]): void {
-  for (const plugin of plugins) {
-    const directory = originOf(plugin);
-    logger.info({ guardrail: plugin.guardrail, directory }, `guardrail plugin '${plugin.guardrail}' loaded from ${directory}`);
-  }
 }

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { GuardrailActed } from '../../src/data-plane/guardrails/guardrail-run.ts';
-import { guardrailReporter } from '../../src/server/guardrail-wiring.ts';
+import { guardrailReporter } from '../../src/ops/guardrail-reporter.ts';
 import { EmbeddedGuardrailActionLog } from '../../src/stores/guardrail-actions/embedded-guardrail-action-log.ts';
 import { captureLogs } from '../data-plane/auth/guarded-app.ts';
 

@@ -1,0 +1,208 @@
+import { channel, type Channel } from 'node:diagnostics_channel';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { LimitRefusal } from './gateway-errors.ts';
+import type { ExchangeRecord, ExchangeView, RecordedUsage, SettledFigures } from './exchange.ts';
+import type { GuardrailPhase, RouteId } from '../plugins/plugin-contract.ts';
+
+/**
+ * The gateway's events, declared once on `node:diagnostics_channel` (as undici's `lib/core/diagnostics.js`
+ * does). The request path publishes each only while someone subscribes (`hasSubscribers`), so an event
+ * nobody listens to costs one property read; the access log, metrics, traces and the guardrail action
+ * log subscribe from outside the request path (`src/ops/`), and a new observer is one more subscriber.
+ */
+
+/** Any request the way in takes, on either plane: a subscriber may watch its response (the access log). */
+export interface HttpRequestMessage {
+  readonly source: EventSource;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  /** What the plane that answers fills in for the access log (see `Observation`). */
+  readonly observation: Observation;
+}
+
+/** What the access log and metrics learn of a request answered without a usage record, filled in by the plane answering it. */
+export interface Observation {
+  /** The `route` label: a model route's label, an Express route's pattern, or `unmatched` (never the raw path). */
+  label: string;
+  /** Read at the end instead of {@link label} when set (Express knows its matched route only once it ran). */
+  labelOf?: () => string;
+  keyId?: string;
+  keyIdOf?: () => string | undefined;
+  /** The gateway error answered, if any (the rate-limit metric tells quotas from request limits by it). */
+  errorCode?: string;
+  /** The limit that refused the request, for the refusals metric. */
+  refusedBy?: LimitRefusal;
+  /** Its route handed a usage record over, which the `exchange:recorded` event told already. */
+  recorded: boolean;
+}
+
+/** What one upstream attempt opens with, for its span: the route's operation, the endpoint, the request's sampling. */
+export interface AttemptStartMessage {
+  readonly exchange: ExchangeView;
+  /** `gen_ai.operation.name`, from the route table. */
+  readonly operation: string;
+  readonly provider: string;
+  /** The model as sent to the provider (`gen_ai.request.model`). */
+  readonly requestModel: string;
+  /** The gateway's canonical model id. */
+  readonly model: string;
+  /** The endpoint's configured name (or index), and its origin. */
+  readonly endpoint: string;
+  readonly origin: string;
+  readonly stream: boolean;
+  readonly maxTokens?: number;
+  readonly temperature?: number;
+  readonly topP?: number;
+  /** The prompt as the GenAI conventions' messages; present only when a subscriber asked for content. */
+  readonly inputMessages?: () => { readonly system?: unknown; readonly messages: unknown };
+  /** Set by a subscriber: the W3C trace context the upstream is sent for this attempt. */
+  traceparent?: string;
+  tracestate?: string;
+}
+
+/** An endpoint's failure that counts against it (the failover warning): never a URL, a key or the upstream's words. */
+export interface EndpointFailedMessage {
+  readonly exchange: ExchangeView;
+  readonly provider: string;
+  /** The endpoint's configured name (or index). */
+  readonly endpoint: string;
+  /** The upstream's retryable status; absent when the transport or the stream failed. */
+  readonly status?: number;
+  /** The reason for a failure without a status (`failed: connection refused`, `did not answer in time`). */
+  readonly reason?: string;
+}
+
+/** How one call to an upstream origin ended, for the upstream metrics. */
+export interface UpstreamCallMessage {
+  readonly source: EventSource;
+  readonly provider: string;
+  /** The endpoint's origin. */
+  readonly origin: string;
+  readonly outcome: 'ok' | 'error_status' | 'transport_error' | 'timeout' | 'aborted';
+}
+
+/** One thing a guardrail did, for the metric, the log and the action log (never what it found). */
+export interface GuardrailActed {
+  readonly guardrail: string;
+  readonly phase: GuardrailPhase;
+  /** `fail_open`: a webhook that did not answer let the text pass unchecked. */
+  readonly action: 'block' | 'redact' | 'fail_open';
+  /** Why: a finding, a webhook's verdict, or a webhook that did not answer (`detail` says how). */
+  readonly cause: 'finding' | 'webhook' | 'unavailable';
+  readonly detail?: string;
+  readonly route: RouteId;
+  readonly model: string;
+  readonly requestId?: string;
+  readonly keyId?: string;
+  /** The team of the caller's key, when it has one. */
+  readonly team?: string;
+}
+
+/** A plugin hook threw or returned a wrong shape. */
+export interface PluginFaultMessage {
+  readonly plugin: string;
+  readonly hook: string;
+  readonly cause: unknown;
+  readonly route: string;
+  readonly model: string;
+  readonly requestId?: string;
+  readonly exchange: ExchangeView;
+}
+
+/** A model request's exchange once its usage record was handed to usage accounting. */
+export interface ExchangeRecordedMessage {
+  readonly exchange: ExchangeView;
+  readonly record: ExchangeRecord;
+  /** What the record stores once an estimate is made (a cut stream); absent when it was taken as it came. */
+  readonly recorded?: Promise<RecordedUsage>;
+  /** What the answer cost at the serving model's prices (undefined for a cache hit or without usage). */
+  readonly costUsd: () => number | undefined;
+}
+
+/** A model request's end: the status it was answered with and the gateway's error, if it answered one. */
+export interface ExchangeEndMessage {
+  readonly exchange: ExchangeView;
+  readonly status: number;
+  readonly errorCode?: string;
+  readonly limit?: LimitRefusal;
+}
+
+/**
+ * One event: its channel on `node:diagnostics_channel` with the message type the compiler checks on both
+ * sides. Publishers ask {@link GatewayEvent.active} first, so that no message is built for nobody.
+ */
+export class GatewayEvent<Message> {
+  readonly channel: Channel;
+
+  constructor(readonly name: string) {
+    this.channel = channel(name);
+  }
+
+  /** Whether anyone subscribes now. */
+  get active(): boolean {
+    return this.channel.hasSubscribers;
+  }
+
+  publish(message: Message): void {
+    this.channel.publish(message);
+  }
+
+  /**
+   * Subscribes `listener` to the messages of one gateway (`source`: several gateways share a process in
+   * tests and benchmarks, while channels are the process's); gives back the call that unsubscribes it.
+   */
+  subscribe(source: EventSource, listener: (message: Message) => void): () => void {
+    const onMessage = (message: unknown) => {
+      if (sourceOf(message) === source) listener(message as Message);
+    };
+    this.channel.subscribe(onMessage);
+    return () => void this.channel.unsubscribe(onMessage);
+  }
+}
+
+/**
+ * Whose events a message is: every message carries its gateway's `source`, or is about an exchange that
+ * does. A gateway makes one at start and hands it to whatever publishes.
+ */
+export type EventSource = object;
+
+const sourceOf = (message: unknown): unknown => {
+  const { source, exchange } = message as { source?: unknown; exchange?: { source?: unknown } };
+  return source ?? exchange?.source;
+};
+
+const event = <Message>(name: string) => new GatewayEvent<Message>(`model-gateway:${name}`);
+
+/** The events, by name. */
+export const EVENTS = {
+  /** Any request the way in takes (either plane). */
+  request: event<HttpRequestMessage>('request'),
+  /** A model request's exchange is opened (subscribers may ask, on `exchange.watch`, for answer facts and content). */
+  exchangeStart: event<ExchangeView>('exchange:start'),
+  /** The caller is known. */
+  authenticated: event<ExchangeView>('exchange:authenticated'),
+  /** The request reserved on its token and money limits (meters named `scope:kind:period`). */
+  reserved: event<{ readonly exchange: ExchangeView; readonly meters: readonly string[] }>('exchange:reserved'),
+  /** The response cache took part: `hit`, `miss` or `bypass`. */
+  cache: event<{ readonly exchange: ExchangeView; readonly result: 'hit' | 'miss' | 'bypass' }>('exchange:cache'),
+  attemptStart: event<AttemptStartMessage>('attempt:start'),
+  /** The upstream's status and headers came. */
+  attemptHeaders: event<{ readonly exchange: ExchangeView; readonly status: number }>('attempt:headers'),
+  /** A stream's first content event came (time to first token). */
+  attemptFirstContent: event<{ readonly exchange: ExchangeView }>('attempt:first-content'),
+  /** An attempt failed (`reason` in the gateway's words; `status` the upstream's): another may follow. */
+  attemptError: event<{ readonly exchange: ExchangeView; readonly reason: string; readonly status?: number }>('attempt:error'),
+  /** An endpoint failed in a way that counts against it (the failover warning). */
+  endpointFailed: event<EndpointFailedMessage>('endpoint:failed'),
+  /** One upstream call ended (every route, the conformance checks included). */
+  upstreamCall: event<UpstreamCallMessage>('upstream:call'),
+  guardrail: event<{ readonly exchange: ExchangeView; readonly acted: GuardrailActed }>('guardrail'),
+  pluginFault: event<PluginFaultMessage>('plugin-fault'),
+  /** A streamed answer starts and stops being relayed (the open-streams gauge). */
+  streamOpened: event<ExchangeView>('stream:opened'),
+  streamClosed: event<ExchangeView>('stream:closed'),
+  /** The request's reservation settled to the figures its usage record holds (none: released). */
+  settled: event<{ readonly exchange: ExchangeView; readonly figures: SettledFigures | undefined }>('exchange:settled'),
+  exchangeRecorded: event<ExchangeRecordedMessage>('exchange:recorded'),
+  exchangeEnd: event<ExchangeEndMessage>('exchange:end'),
+} as const;

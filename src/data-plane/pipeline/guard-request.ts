@@ -1,0 +1,86 @@
+import { EVENTS, type GuardrailActed } from '../../core/diagnostics.ts';
+import { WIRE_FORMATS, type WireFormatRules } from '../../core/formats/index.ts';
+import { setValueAt, type TextSlot } from '../../core/formats/text-slots.ts';
+import type { GatewayError } from '../../core/gateway-errors.ts';
+import type { GuardrailSet } from '../../guardrails/guardrail-set.ts';
+import type { WireFormat } from '../../plugins/plugin-contract.ts';
+import { isPluginFault } from '../../plugins/plugin-fault.ts';
+import { GuardrailRun, selectionFor, type TextsOutcome } from '../guardrails/guardrail-run.ts';
+import { replaceStrings } from '../guardrails/json-splice.ts';
+import { JSON_BODY_LIMITS, type JsonRequestBody } from '../http/json-body.ts';
+import { scanObject } from '../http/json-scan.ts';
+import { faultOf } from '../routes/plugin-faults.ts';
+import type { Exchange } from './exchange.ts';
+import type { Stage } from './stage.ts';
+
+/** What the guard stage uses: the guardrails in force, and where the route's requests keep the texts the model reads. */
+export interface GuardParts {
+  readonly guardrails: () => GuardrailSet | undefined;
+  /** The wire format whose rules read the exchange's texts (the answer's too). */
+  readonly format: (exchange: Exchange) => WireFormat;
+  /** The texts the model reads in a request body (by default the format's request texts). */
+  readonly texts?: (body: Record<string, unknown>, rules: WireFormatRules) => TextSlot[];
+}
+
+const formatTexts = (body: Record<string, unknown>, rules: WireFormatRules): TextSlot[] => rules.texts.request(body);
+
+/**
+ * The guard stage, before the cache, any reservation or upstream call: opens the guardrails the caller
+ * gets (its key's list, else its team's, else every configured one) for both phases, and runs the
+ * request phase over the texts the model reads. A block (or a guardrail plugin's fault) ends the
+ * exchange, nothing having gone upstream; a redaction rewrites those strings in the body's bytes, every
+ * other byte as the client sent it. Not in a route's list while no guardrail is configured.
+ */
+export function guardRequest(parts: GuardParts): Stage {
+  const textsOf = parts.texts ?? formatTexts;
+  return async function guardRequest(exchange, next) {
+    const run = open(parts, exchange);
+    if (run?.selection.request) {
+      const read = exchange.body!;
+      const slots = textsOf(read.body, run.rules);
+      if (slots.length > 0) {
+        let outcome: TextsOutcome | Promise<TextsOutcome>;
+        try {
+          outcome = run.checkTexts('request', run.selection.request, slots.map((slot) => slot.text), read.body.stream === true);
+          if (outcome instanceof Promise) outcome = await outcome;
+        } catch (error) {
+          throw refusal(exchange, error);
+        }
+        if (outcome.blocked) throw exchange.fail(outcome.blocked, false, undefined, 'guardrail_blocked');
+        exchange.body = rewritten(read, slots, outcome.texts);
+      }
+    }
+    return next(exchange);
+  };
+}
+
+/** The run of the guardrails the caller gets, on the exchange; none when it gets none. */
+function open(parts: GuardParts, exchange: Exchange): GuardrailRun | undefined {
+  const caller = exchange.caller;
+  const selection = selectionFor(parts.guardrails(), caller);
+  if (!selection) return undefined;
+  const model = exchange.requested!.canonicalId;
+  const site = { route: exchange.route.id, model, requestId: exchange.requestId, keyId: caller?.id, team: caller?.team?.name };
+  const report = (acted: GuardrailActed) => {
+    if (EVENTS.guardrail.active) EVENTS.guardrail.publish({ exchange, acted });
+  };
+  return (exchange.guardrails = new GuardrailRun(selection, WIRE_FORMATS[parts.format(exchange)], site, report));
+}
+
+/** A guardrail plugin's fault (502, `plugin_error`), or a webhook that failed closed, ending the exchange. */
+function refusal(exchange: Exchange, error: unknown): unknown {
+  if (isPluginFault(error)) return exchange.fail(faultOf(exchange, error, exchange.requested!.canonicalId), false, undefined, 'plugin_error');
+  return exchange.fail(error as GatewayError, false, undefined, 'guardrail_blocked');
+}
+
+/** The body with the texts the guardrails changed; as read when none changed. */
+function rewritten(read: JsonRequestBody, slots: readonly TextSlot[], texts: readonly (string | undefined)[]): JsonRequestBody {
+  const changes = slots.flatMap((slot, index) => (texts[index] === undefined ? [] : [{ path: slot.path, text: texts[index]! }]));
+  if (changes.length === 0) return read;
+  const bytes = replaceStrings(read.bytes, changes);
+  for (const change of changes) setValueAt(read.body, change.path, change.text);
+  const scan = scanObject(bytes, 0, JSON_BODY_LIMITS);
+  // Strings were swapped for strings in a body that scanned whole: it still does.
+  if (scan.kind !== 'object') throw new Error('the redacted request body could not be scanned');
+  return { bytes, body: read.body, members: scan.members, end: scan.end };
+}

@@ -1,0 +1,92 @@
+import { mayUseModel } from '../auth/authenticate.ts';
+import type { CallerKey, UsageAccounting } from '../../core/exchange.ts';
+import { WIRE_FORMATS } from '../../core/formats/index.ts';
+import type { ModelRegistry, ResolvedModel } from '../../core/model-registry.ts';
+import type { UpstreamRoute, UpstreamRouteId, UsageExtractor, WireFormat } from '../../plugins/plugin-contract.ts';
+import type { JsonMember } from '../http/json-scan.ts';
+import type { FallbackTable } from './model-fallbacks.ts';
+import { nextFallback } from './model-fallbacks.ts';
+import { upstreamBody } from './upstream-body.ts';
+
+/** The client's request body: its bytes, its top-level members and where its object ends. */
+export interface ClientBody {
+  readonly bytes: Buffer;
+  readonly members: readonly JsonMember[];
+  readonly end: number;
+}
+
+/** What a compatible call reads beyond the request: the catalog, the fallbacks and who has endpoints. */
+export interface CallCatalog {
+  readonly registry: ModelRegistry;
+  readonly fallbacks: FallbackTable | undefined;
+  /** Whether the vendor has endpoints configured (a fallback without any is skipped). */
+  readonly served: (vendor: string) => boolean;
+  readonly usage: Pick<UsageAccounting, 'extractor'>;
+}
+
+/**
+ * One compatible request as forwarded upstream: the client's bytes with only `model` replaced (and
+ * `include_usage` set on a stream whose format asks for it), for the model being tried (the one
+ * requested, then its fallbacks, all of the same wire format). The bytes are spliced when first read,
+ * so a guardrail's rewrite of the body before that is what goes.
+ */
+export class CompatibleCall {
+  model: ResolvedModel;
+  upstreamRoute: UpstreamRoute;
+  /** The model ID the provider is sent (`gen_ai.request.model`). */
+  upstreamModel: string;
+  extractor: UsageExtractor;
+  readonly format: WireFormat;
+  private fallbackIndex = 0;
+  private spliced: Buffer | undefined;
+
+  constructor(
+    private readonly catalog: CallCatalog,
+    readonly route: UpstreamRouteId,
+    readonly requested: ResolvedModel,
+    readonly stream: boolean,
+    private readonly client: () => ClientBody,
+  ) {
+    const { registry } = catalog;
+    this.model = requested;
+    this.upstreamRoute = registry.upstreamRoute(requested, route);
+    this.format = this.upstreamRoute.format;
+    this.upstreamModel = registry.upstreamModel(requested, route);
+    this.extractor = catalog.usage.extractor(this.format, route, requested);
+  }
+
+  get registry(): ModelRegistry {
+    return this.catalog.registry;
+  }
+
+  /** The body sent upstream for the model being tried. */
+  get forwarded(): Buffer {
+    if (this.spliced === undefined) {
+      const { bytes, members, end } = this.client();
+      const withIncludeUsage = this.stream && WIRE_FORMATS[this.format].asksForStreamUsage;
+      this.spliced = upstreamBody(bytes, members, end, { model: this.upstreamModel, withIncludeUsage });
+    }
+    return this.spliced;
+  }
+
+  /** Whether a fallback may follow the requested model (its pool may then be asked for a session). */
+  get hasFallbacks(): boolean {
+    return this.catalog.fallbacks?.has(this.requested.canonicalId) === true;
+  }
+
+  /** Moves on to the model's next fallback the caller may use and has an endpoint; false when none is left. */
+  nextFallback(caller: CallerKey | undefined): boolean {
+    const { registry, fallbacks, served, usage } = this.catalog;
+    const chain = fallbacks?.get(this.requested.canonicalId);
+    const allowed = (target: ResolvedModel) => mayUseModel(caller, target.canonicalId) && served(target.plugin.vendor);
+    const next = chain && nextFallback(registry, chain, this.fallbackIndex, this.route, this.requested, allowed);
+    if (!next) return false;
+    this.fallbackIndex = next.index;
+    this.model = next.resolved;
+    this.upstreamRoute = registry.upstreamRoute(next.resolved, this.route);
+    this.upstreamModel = registry.upstreamModel(next.resolved, this.route);
+    this.spliced = undefined;
+    this.extractor = usage.extractor(this.format, this.route, next.resolved);
+    return true;
+  }
+}
