@@ -25,6 +25,7 @@ import { DEFAULT_RETRY_POLICY } from '../data-plane/upstream/failover/retry-poli
 import type { ProviderEndpoints } from '../data-plane/upstream/provider-endpoints.ts';
 import { modelRoutes, type ModelRouteParts } from '../data-plane/model-routes.ts';
 import { observeGateway } from '../ops/gateway-observers.ts';
+import type { EventSource } from '../core/diagnostics.ts';
 import type { LiveSettings } from './live-config.ts';
 import type { GuardrailPlugin } from '../plugins/plugin-contract.ts';
 import { answersWithin } from '../stores/redis/redis-client.ts';
@@ -53,6 +54,8 @@ export interface Gateway {
   /** `http://host:port` of the separate metrics listener (`METRICS_PORT`); undefined when `/metrics` is on the main port or the cluster primary serves it. */
   readonly metricsUrl?: string;
   readonly metrics: GatewayMetrics;
+  /** Whose events (`EVENTS` of `core/diagnostics.ts`) this gateway's are: subscribe with it to observe its requests only. */
+  readonly source: EventSource;
   readonly keys: KeyStore;
   readonly usage: UsageStore;
   /** The counters of token and money limits (reservations included). */
@@ -322,6 +325,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const metricsServer = config.metricsPort === undefined || options.clusterWorker ? undefined : await serveMetrics(metrics, config.metricsPort, config.host);
   return {
     url: urlOf(server),
+    source,
     metricsUrl: metricsServer && urlOf(metricsServer),
     metrics,
     server,
