@@ -18,7 +18,7 @@ const NO_ORIGIN = Object.freeze({});
 export interface AccessGateOptions {
   /** The declared routes and their permissions. */
   readonly rules: readonly RouteRule[];
-  /** The routes the guarded router serves (read at the first request, once every route is added). */
+  /** The routes the guarded router serves (read when a request matches no declared route). */
   readonly routes: () => readonly ListedRoute[];
   /** Finds the team of a key a route names (every key, whoever asks). */
   readonly keys: Pick<KeyStore, 'list'>;
@@ -71,15 +71,14 @@ async function targetOf(matched: Matched, req: Request, keys: Pick<KeyStore, 'li
  * the request runs in its scope, which the access stores read.
  */
 export function accessGate(options: AccessGateOptions): RequestHandler {
-  let served: readonly ListedRoute[] | undefined;
   return async function guardAccess(req, res, next) {
     const principal = principalOf(res);
     const scope: RequestScope = { principal, source: { origin: options.origin ?? NO_ORIGIN, via: options.via, address: clientAddress(req) } };
     const method = req.method === 'HEAD' ? 'GET' : req.method;
     const declared = match(options.rules, method, req.path);
     if (!declared) {
-      served ??= options.routes();
-      if (!match(served, method, req.path)) return next();
+      // Read now, not once: a route added after the first request is refused too.
+      if (!match(options.routes(), method, req.path)) return next();
       const route = `${method} ${req.baseUrl}${req.path}`;
       return next(refused(scope, 'route', { type: 'route', id: route }, `No permission is declared for ${route}: it is refused to everyone`));
     }

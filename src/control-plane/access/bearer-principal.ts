@@ -47,12 +47,13 @@ export function bearerPrincipal(options: BearerOptions): RequestHandler {
     const address = clientAddress(req);
     const refusal = options.throttle?.refusal(address);
     if (refusal) return next(refusal);
-    const fail = (error: GatewayError, counted = true) => {
+    // A wrong credential is counted and kept in the audit log; a missing one is neither (a client that forgot it).
+    const fail = (error: GatewayError) => {
       refusedCredential(req, options.origin, 'admin', error.detail);
-      next(counted ? (options.throttle?.failed(address) ?? error) : error);
+      next(options.throttle?.failed(address) ?? error);
     };
     const header = req.headers.authorization?.trim() ?? '';
-    if (header === '') return fail(unauthenticated('Missing admin token: send Authorization: Bearer <GATEWAY_ADMIN_TOKEN>'), false);
+    if (header === '') return next(unauthenticated('Missing admin token: send Authorization: Bearer <GATEWAY_ADMIN_TOKEN>'));
     const value = /^Bearer[ \t]+(\S+)$/i.exec(header)?.[1];
     if (value && options.tokens && looksLikeServiceToken(value)) {
       const record = await options.tokens.findByHash(hashApiKey(value));
