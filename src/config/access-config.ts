@@ -12,7 +12,7 @@ export interface OidcSettings {
   readonly clientSecret?: string;
   /** The claim (ID token, else userinfo) that lists a person's groups. */
   readonly groupsClaim: string;
-  /** Scopes asked for besides `openid`. */
+  /** Scopes asked for besides `openid` (default `profile`, `email`; many issuers want `groups` too). */
   readonly scopes: readonly string[];
   /** Where the issuer sends people back; default: this gateway's `/account/api/sso/callback` as the browser reached it. */
   readonly redirectUri?: string;
@@ -89,7 +89,7 @@ function oidcSettings(env: NodeJS.ProcessEnv, raw: unknown, problem: Problem): O
   if (clientId === undefined) problem('single sign-on needs a client id: GATEWAY_OIDC_CLIENT_ID or access.oidc.clientId', ['access', 'oidc']);
   if (redirectUri !== undefined && !isHttpUrl(redirectUri)) problem(`${where('GATEWAY_OIDC_REDIRECT_URI', 'redirectUri')} must be an http:// or https:// URL`, env.GATEWAY_OIDC_REDIRECT_URI ? undefined : ['access', 'oidc', 'redirectUri']);
   if (!GROUPS_CLAIM.test(groupsClaim)) problem(`${where('GATEWAY_OIDC_GROUPS_CLAIM', 'groupsClaim')} must be a claim name`, env.GATEWAY_OIDC_GROUPS_CLAIM ? undefined : ['access', 'oidc', 'groupsClaim']);
-  const scopes = file.scopes ?? [];
+  const scopes = file.scopes ?? ['profile', 'email'];
   if (!Array.isArray(scopes) || !scopes.every((scope) => typeof scope === 'string' && /^[\x21\x23-\x5B\x5D-\x7E]+$/.test(scope))) {
     problem('access.oidc.scopes must be a list of scope names', ['access', 'oidc', 'scopes']);
   }
