@@ -3,7 +3,8 @@ import { loadConfig } from '../config/gateway-config.ts';
 import { clearResponseCache, type CacheClearTarget } from '../control-plane/admin/cache-routes.ts';
 import { createLogger } from '../core/logger.ts';
 import { RedisResponseCache } from '../stores/cache/redis-response-cache.ts';
-import { openStores } from '../stores/open-stores.ts';
+import { accessResponseCache } from '../control-plane/access/access-stores.ts';
+import { withOperatorStores } from './operator-stores.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 
 export const CACHE_SYNOPSIS = 'cache clear [--key KEY_ID | --team NAME]';
@@ -42,13 +43,10 @@ export async function runCacheCommand(argv: string[], io: CliIo, env: NodeJS.Pro
     return 1;
   }
   const logger = createLogger('silent');
-  const stores = await openStores(config, { unreachableRedis: 'fail', logger });
-  try {
-    const cache = new RedisResponseCache(stores.redis!, { logger });
+  return withOperatorStores(config, { unreachableRedis: 'fail', logger }, async (stores) => {
+    const cache = accessResponseCache(new RedisResponseCache(stores.redis!, { logger }));
     const { deleted, tenant } = await clearResponseCache(target, stores, cache);
     io.out(`Deleted ${deleted} response cache ${deleted === 1 ? 'entry' : 'entries'} ${whose(target, tenant)}.\n`);
     return 0;
-  } finally {
-    await stores.close();
-  }
+  });
 }

@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util';
 import { parseKeyChanges, parseNewKey } from '../control-plane/admin/new-key-input.ts';
 import { canonicalModelIds } from '../control-plane/admin/admin-routes.ts';
 import { keyStatus, type ApiKeyRecord } from '../core/api-keys.ts';
-import { openStores, type OpenStores } from '../stores/open-stores.ts';
+import type { OpenStores } from '../stores/open-stores.ts';
+import { withOperatorStores } from './operator-stores.ts';
 import { isTeamName } from '../core/team-name.ts';
 import { loadConfig } from '../config/gateway-config.ts';
 import { loadPlugins } from '../plugins/load-plugins.ts';
@@ -207,10 +208,5 @@ export async function runKeysCommand(argv: string[], io: CliIo, env: NodeJS.Proc
   const [action, ...rest] = argv;
   const run = action === undefined ? undefined : ACTIONS[action];
   if (!run) throw new CliUsageError(action === undefined ? 'keys needs an action' : `unknown keys action '${action}'`);
-  const stores = await openStores(loadConfig(env), { unreachableRedis: 'fail' });
-  try {
-    return await run(rest, io, stores, env);
-  } finally {
-    await stores.close();
-  }
+  return withOperatorStores(loadConfig(env), { unreachableRedis: 'fail' }, (stores) => run(rest, io, stores, env));
 }

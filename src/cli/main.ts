@@ -9,6 +9,8 @@ import { LIMITS_SYNOPSIS, runLimitsCommand } from './limits-command.ts';
 import { PLUGIN_SYNOPSIS, runPluginCommand } from './plugin-command.ts';
 import { CONFIG_SYNOPSIS, runConfigCommand } from './config-command.ts';
 import { CACHE_SYNOPSIS, runCacheCommand } from './cache-command.ts';
+import { AUDIT_SYNOPSIS, runAuditCommand } from './audit-command.ts';
+import { runTokensCommand, TOKENS_SYNOPSIS } from './tokens-command.ts';
 
 export type { CliIo } from './cli-io.ts';
 
@@ -19,7 +21,7 @@ export interface CliCommand {
   run(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): Promise<number>;
 }
 
-const HEADER = 'model-gateway: operator commands (keys, teams, limits and usage on the store the server uses: REDIS_URL, else GATEWAY_DATA_DIR, default data/; the response cache on Redis) and plugin authors\' tools';
+const HEADER = 'model-gateway: operator commands (keys, teams, service tokens, the audit log, limits and usage on the store the server uses: REDIS_URL, else GATEWAY_DATA_DIR, default data/; the response cache on Redis) and plugin authors\' tools';
 
 const commands: Record<string, CliCommand> = {
   keys: { synopsis: KEYS_SYNOPSIS, run: runKeysCommand },
@@ -27,6 +29,8 @@ const commands: Record<string, CliCommand> = {
   limits: { synopsis: LIMITS_SYNOPSIS, run: runLimitsCommand },
   usage: { synopsis: USAGE_SYNOPSIS, run: runUsageCommand },
   cache: { synopsis: CACHE_SYNOPSIS, run: runCacheCommand },
+  tokens: { synopsis: TOKENS_SYNOPSIS, run: runTokensCommand },
+  audit: { synopsis: AUDIT_SYNOPSIS, run: runAuditCommand },
   plugin: { synopsis: PLUGIN_SYNOPSIS, run: runPluginCommand },
   config: { synopsis: CONFIG_SYNOPSIS, run: runConfigCommand },
   help: { synopsis: 'help', run: async (_argv, io) => (io.out(helpText()), 0) },

@@ -3,7 +3,8 @@ import { parseNewTeam, parseTeamChanges } from '../control-plane/admin/team-inpu
 import { keysNamingTeam, teamInUse } from '../control-plane/admin/team-routes.ts';
 import { loadConfig } from '../config/gateway-config.ts';
 import type { TeamRecord } from '../core/limits.ts';
-import { openStores, type OpenStores } from '../stores/open-stores.ts';
+import type { OpenStores } from '../stores/open-stores.ts';
+import { withOperatorStores } from './operator-stores.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { booleanOf, LIMIT_FLAGS, namesOf, numberOf } from './keys-command.ts';
 import { textTable } from './text-table.ts';
@@ -190,11 +191,6 @@ export async function runTeamsCommand(argv: string[], io: CliIo, env: NodeJS.Pro
   const run = action === undefined ? undefined : ACTIONS[action];
   if (!run) throw new CliUsageError(action === undefined ? 'teams needs an action' : `unknown teams action '${action}'`);
   const config = loadConfig(env);
-  const stores = await openStores(config, { unreachableRedis: 'fail' });
-  try {
-    // A team's guardrails are checked against those the configuration holds.
-    return await run(rest, io, stores, config.guardrails.map((entry) => entry.name));
-  } finally {
-    await stores.close();
-  }
+  // A team's guardrails are checked against those the configuration holds.
+  return withOperatorStores(config, { unreachableRedis: 'fail' }, (stores) => run(rest, io, stores, config.guardrails.map((entry) => entry.name)));
 }

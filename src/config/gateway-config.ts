@@ -12,6 +12,7 @@ import type { GuardrailSettings } from '../guardrails/guardrail-settings.ts';
 import { guardrailSettings } from './guardrail-config.ts';
 import type { TracingSettings } from '../ops/tracing/tracing-settings.ts';
 import { tracingConfig, tracingFileSchema } from './tracing-config.ts';
+import { accessSettings, type AccessSettings } from './access-config.ts';
 
 /** Settings of one upstream provider, keyed by its vendor prefix. */
 export interface ProviderSettings {
@@ -165,6 +166,10 @@ export interface GatewayConfig {
   readonly metricsPort?: number;
   /** OpenTelemetry traces and OTLP metrics (`OTEL_*` over the file's `tracing:`); off without a collector endpoint. */
   readonly tracing: TracingSettings;
+  /** Single sign-on, the role mapping and the break-glass admin token (`access:`); see docs/access.md. */
+  readonly access: AccessSettings;
+  /** Where each audit record also goes as a JSON line: `stdout` or a file (`GATEWAY_AUDIT_EXPORT`); none when absent. */
+  readonly auditExport?: string;
 }
 
 /** The exact response cache's settings (`cache.*` in the file, `GATEWAY_CACHE_*` in the environment). */
@@ -298,6 +303,9 @@ const fileSchema = yup
     // Operations (metrics, reload).
     metrics: yup.object({ port: yup.number().integer().min(0).max(65535) }).noUnknown().default(undefined),
     tracing: tracingFileSchema,
+    // Checked field by field (access-config.ts), every problem at its field.
+    access: yup.mixed(),
+    audit: yup.object({ export: yup.string() }).noUnknown().default(undefined),
   })
   .noUnknown();
 
@@ -629,6 +637,8 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     // Operations (metrics, reload).
     metricsPort: envInteger(env, 'METRICS_PORT', 0) ?? file.metrics?.port,
     tracing: tracingConfig(env, file.tracing, problem),
+    access: accessSettings(env, file.access, problem),
+    auditExport: env.GATEWAY_AUDIT_EXPORT || file.audit?.export || undefined,
   };
   const describe = (problems: readonly ConfigProblem[]) => problems.map((each) => source.reporter.describe(each));
   return { config, problems: describe(found), describe };

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LimitRefusal } from './gateway-errors.ts';
 import type { ExchangeRecord, ExchangeView, RecordedUsage, SettledFigures } from './exchange.ts';
 import type { GuardrailPhase, RouteId } from '../plugins/plugin-contract.ts';
+import type { Actor } from './access.ts';
 
 /**
  * The gateway's events, declared once on `node:diagnostics_channel` (as undici's `lib/core/diagnostics.js`
@@ -127,6 +128,54 @@ export interface ExchangeEndMessage {
   readonly limit?: LimitRefusal;
 }
 
+/** What a control-plane event is about. */
+export interface EventTarget {
+  readonly type: 'key' | 'team' | 'token' | 'cache' | 'config' | 'session' | 'route';
+  /** The key's or token's id, the team's name, a cache tenant, a route (`POST /admin/keys`), a config version. */
+  readonly id?: string;
+  /** The team the target belongs to, when it belongs to one (what team-scoped readers of the log see). */
+  readonly team?: string | null;
+}
+
+/** Where a control-plane event comes from. */
+export interface ChangeSite {
+  /** The gateway (or CLI run) that published it (see {@link EventSource}). */
+  readonly source: EventSource;
+  /** The door it came through. */
+  readonly via: 'admin' | 'account' | 'cli' | 'config';
+  /** The client address (behind trusted proxies, the client they name); absent for the CLI and reloads. */
+  readonly address?: string;
+}
+
+/** A change made on the control plane: keys, teams, service tokens, cache clears, configuration reloads. */
+export interface ControlPlaneChange extends ChangeSite {
+  readonly actor: Actor;
+  /** `key.create`, `key.update`, `key.revoke`, `team.create`, `team.update`, `team.delete`, `token.create`, `token.revoke`, `cache.clear`, `config.reload`. */
+  readonly action: string;
+  readonly target: EventTarget;
+  /** The target before and after, as the admin API shows it: never a secret or its hash's input. */
+  readonly before: unknown;
+  readonly after: unknown;
+}
+
+/** A control-plane request refused: no or a wrong credential (401), or a role that may not do it (403). */
+export interface ControlPlaneRefusal extends ChangeSite {
+  /** Absent when no one could be told (401). */
+  readonly actor?: Actor;
+  /** What was tried: the permission, or `sign-in`. */
+  readonly action: string;
+  readonly target: EventTarget;
+  readonly status: 401 | 403;
+  readonly reason: string;
+}
+
+/** A sign-in to the account page, or a sign-out. */
+export interface SignInEvent extends ChangeSite {
+  readonly actor: Actor;
+  readonly action: 'session.sign-in' | 'session.sign-out';
+  readonly method: 'oidc' | 'admin-token';
+}
+
 /**
  * One event: its channel on `node:diagnostics_channel` with the message type the compiler checks on both
  * sides. Publishers ask {@link GatewayEvent.active} first, so that no message is built for nobody.
@@ -205,4 +254,15 @@ export const EVENTS = {
   settled: event<{ readonly exchange: ExchangeView; readonly figures: SettledFigures | undefined }>('exchange:settled'),
   exchangeRecorded: event<ExchangeRecordedMessage>('exchange:recorded'),
   exchangeEnd: event<ExchangeEndMessage>('exchange:end'),
+  /** Changes of keys, teams, tokens, the cache and the configuration. */
+  controlPlaneChange: event<ControlPlaneChange>('control-plane:change'),
+  /** Refused control-plane requests and sign-ins. */
+  controlPlaneRefusal: event<ControlPlaneRefusal>('control-plane:refusal'),
+  /** Sign-ins and sign-outs of the account page. */
+  signIn: event<SignInEvent>('control-plane:sign-in'),
 } as const;
+
+/** Publishes the message `make` builds, only when someone listens. */
+export function publish<Message>(event: GatewayEvent<Message>, make: () => Message): void {
+  if (event.active) event.publish(make());
+}

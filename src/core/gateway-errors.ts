@@ -123,6 +123,10 @@ export function teamNotFound(name: string): GatewayError {
   return new GatewayError('GW_ERR_TEAM_NOT_FOUND', 404, 'not_found', `No team named '${name}'`);
 }
 
+export function tokenNotFound(id: string): GatewayError {
+  return new GatewayError('GW_ERR_TOKEN_NOT_FOUND', 404, 'not_found', `No service token with id '${id}'`);
+}
+
 /** 409: the request clashes with what is stored (a name already taken, a team still named by keys). */
 export function conflict(detail: string): GatewayError {
   return new GatewayError('GW_ERR_CONFLICT', 409, 'invalid_request', detail);

@@ -43,9 +43,12 @@ import { EmbeddedLedger } from '../stores/limits/embedded-ledger.ts';
 import { FallbackLedger } from '../stores/limits/fallback-ledger.ts';
 import { openResponseCache, responseCaching } from './response-cache-wiring.ts';
 import { BudgetGate } from '../data-plane/limits/budget-gate.ts';
-import { adminUsageRoute, ownUsageRoute } from '../control-plane/usage-routes.ts';
+import { ownUsageRoute } from '../control-plane/usage-routes.ts';
 import type { UsageStore } from '../usage/usage-store.ts';
 import { createRequire } from 'node:module';
+import { startAuditTrail } from '../ops/audit/audit-trail.ts';
+import { reloadApplied } from './access-wiring.ts';
+import { aliasTable, providerHealth } from '../control-plane/account/account-health.ts';
 
 export interface Gateway {
   /** `http://host:port` the gateway listens on. */
@@ -122,7 +125,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     // A reload keeps the breaker state (rests, failure counts) of the endpoints it does not change.
     buildEndpoints: (settings, previous) => carryBreakerState(previous, providerEndpoints(plugins, settings, env, logger)),
     logger,
-    onApplied: (settings) => {
+    onApplied: (settings, previous) => {
       rebuildRoutes?.(settings);
       logger.level = settings.config.logLevel;
       accessLogger.level = settings.config.logLevel;
@@ -130,6 +133,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       sharedBreaker?.attach(settings.endpoints.pools());
       // Of the tracing settings only the sampler applies live; the rest are read at start.
       if (tracing?.setSampler(settings.config.tracing.sampler)) logger.info({ sampler: settings.config.tracing.sampler.name, ratio: settings.config.tracing.sampler.ratio }, 'trace sampler changed');
+      reloadApplied(source, settings, previous);
     },
     onResult: (result) => metrics.configReload(result),
   });
@@ -150,7 +154,9 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     envPrefix: (vendor) => live.current.endpoints.envPrefix(vendor),
   };
   const stores = await openStores(config, { unreachableRedis: 'degrade', usage: true, logger });
-  const { redis, keys, teams, usage, guardrailActions } = stores;
+  const { redis, keys, teams, usage, guardrailActions, tokens, audit } = stores;
+  const exportTo = config.auditExport;
+  const auditTrail = startAuditTrail({ source, store: audit, logger, export: exportTo === undefined ? undefined : exportTo === 'stdout' ? 'stdout' : { file: exportTo } });
   // Token and money limits: in Redis with an in-process fallback, else in process with day and month counts on disk.
   const ledger: LimitLedger = redis ? new FallbackLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);
   const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
@@ -243,6 +249,8 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const routesOf = (settings: LiveSettings) => modelRoutes(parts, { caching: caching.settings() ? caching : undefined, guardrails: settings.guardrails });
   let routes = routesOf(live.current);
   rebuildRoutes = (settings) => (routes = routesOf(settings));
+  const access = { adminTokenEnabled: () => live.current.config.access.adminToken, tokens, audit, source };
+  const health = async () => ({ readiness: await readiness(), providers: providerHealth(currentRegistry(), endpoints), aliases: aliasTable(currentRegistry()) });
   const app = createApp({
     source,
     routes: () => routes,
@@ -259,7 +267,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(options.clusterWorker ? new PrimaryScrape() : metrics));
       add('get', '/openapi.json', (_req, res) => void res.type('application/json').send(OPENAPI_JSON));
       add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
-      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, teams, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage: adminUsageRoute(usage, keys), throttle: adminThrottle, limits: ledger, rate: () => live.current.config.rateLimit, responseCache, guardrailSettings: () => live.current.config.guardrails, guardrailActions }));
+      expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, teams, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage, throttle: adminThrottle, limits: ledger, rate: () => live.current.config.rateLimit, responseCache, guardrailSettings: () => live.current.config.guardrails, guardrailActions, health, access: { ...access, enabled: config.access.oidc !== undefined } }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
       // 503 while anything runs degraded (or the gateway drains), so a balancer prefers healthy instances.
       // `?degraded=ready` answers 200 while degraded: for an orchestrator that takes every unready
@@ -285,6 +293,11 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
         bodyLimitBytes: config.bodyLimitBytes,
         guardrailSettings: () => live.current.config.guardrails,
         guardrailActions,
+        responseCache,
+        signOn: () => live.current.config.access.oidc,
+        roles: () => live.current.config.access.roles,
+        access,
+        logger,
       }));
     },
   });
@@ -370,6 +383,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
       unobserve();
       untrace?.();
       if (metricsServer) await new Promise((resolve) => metricsServer.close(resolve));
+      await auditTrail.close();
       await stores.close();
     },
   };

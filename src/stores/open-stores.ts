@@ -15,6 +15,12 @@ import { FileTeamStore } from './teams/file-team-store.ts';
 import { RedisTeamStore } from './teams/redis-team-store.ts';
 import type { TeamStore } from './teams/team-store.ts';
 import { EmbeddedUsageStore } from './usage/embedded-usage-store.ts';
+import type { AuditStore } from './audit/audit-store.ts';
+import { FileAuditStore } from './audit/file-audit-store.ts';
+import { RedisAuditStore } from './audit/redis-audit-store.ts';
+import type { TokenStore } from './tokens/token-store.ts';
+import { FileTokenStore } from './tokens/file-token-store.ts';
+import { RedisTokenStore } from './tokens/redis-token-store.ts';
 import { RedisUsageStore } from './usage/redis-usage-store.ts';
 
 /** The stores a process works on, with what they hold open (a Redis connection), closed together. */
@@ -25,6 +31,10 @@ export interface OpenStores<Usage extends UsageStore | undefined = UsageStore | 
   readonly teams: TeamStore;
   /** The newest guardrail actions: in Redis (shared) when configured, else this process's own. */
   readonly guardrailActions: GuardrailActionLog;
+  /** Service tokens of the admin API. */
+  readonly tokens: TokenStore;
+  /** The audit log (append-only, hash-chained). */
+  readonly audit: AuditStore;
   /** Present when asked for (`usage: true`). */
   readonly usage: Usage;
   /** Closes every store, then the Redis connection. */
@@ -72,6 +82,8 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
   const keys: KeyStore = redis ? new RedisKeyStore(redis, { failMode: config.authFailMode, graceMs: config.authGraceMs }) : new FileKeyStore(config.dataDir);
   const teams: TeamStore = redis ? new RedisTeamStore(redis) : new FileTeamStore(config.dataDir);
   const guardrailActions: GuardrailActionLog = redis ? new RedisGuardrailActionLog(redis, { logger }) : new EmbeddedGuardrailActionLog();
+  const tokens: TokenStore = redis ? new RedisTokenStore(redis) : new FileTokenStore(config.dataDir);
+  const audit: AuditStore = redis ? new RedisAuditStore(redis) : new FileAuditStore(config.dataDir);
   let usage: UsageStore | undefined;
   if (options.usage) {
     const inner = redis ? await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger }) : await EmbeddedUsageStore.open(config.dataDir, logger);
@@ -82,12 +94,16 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
     keys,
     teams,
     guardrailActions,
+    tokens,
+    audit,
     usage,
     async close() {
       await usage?.close();
       await keys.close();
       await teams.close();
       await guardrailActions.close();
+      await tokens.close();
+      await audit.close();
       // QUIT lets commands already sent finish; a connection still trying has nothing to finish.
       if (redis?.status === 'ready') await redis.quit().catch(() => redis.disconnect());
       else redis?.disconnect();

@@ -1,12 +1,35 @@
 import { serviceUnavailable } from '../core/gateway-errors.ts';
 import type { RedisConnection } from './redis/redis-client.ts';
 
+/** A person signed in through the identity provider: who, and the groups their roles come from. */
+export interface SessionUser {
+  readonly issuer: string;
+  /** The `sub` claim. */
+  readonly subject: string;
+  readonly name?: string;
+  readonly email?: string;
+  readonly groups: readonly string[];
+}
+
+/** A sign-in under way at the identity provider: what the callback must find again. */
+export interface PendingSignOn {
+  readonly state: string;
+  readonly nonce: string;
+  /** The PKCE code verifier. */
+  readonly verifier: string;
+  readonly redirectUri: string;
+}
+
 /** A signed-in account page session, as stored under the hash of its cookie value. */
 export interface AccountSession {
   /** Sent back by the page in `x-csrf-token` on every write. */
   readonly csrfToken: string;
   /** Epoch ms after which the session is refused. */
   readonly expiresAt: number;
+  /** Signed in through the identity provider; absent: with the admin token. */
+  readonly user?: SessionUser;
+  /** Not a session: a sign-in under way (kept under its own cookie until the identity provider answers). */
+  readonly pending?: PendingSignOn;
 }
 
 /**

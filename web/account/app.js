@@ -7,9 +7,19 @@ import { clearSignedInData, forgetNewKey, initKeys, showKeys } from './keys-view
 import { clearLimits, initLimits, showLimits } from './limits-view.js';
 import { clearTeams, initTeams, showTeams } from './teams-view.js';
 import { clearUsage, initUsage, showUsage } from './usage-view.js';
+import { clearAudit, initAudit, showAudit } from './audit-view.js';
+import { can, setPermissions } from './permissions.js';
 
-const VIEWS = { keys: showKeys, teams: showTeams, usage: () => showUsage({ reloadKeys: true }), limits: showLimits, health: showHealth };
-const ALL_SECTIONS = ['disabled-view', 'sign-in-view', 'keys-view', 'teams-view', 'usage-view', 'limits-view', 'health-view'];
+const VIEWS = { keys: showKeys, teams: showTeams, usage: () => showUsage({ reloadKeys: true }), limits: showLimits, health: showHealth, audit: showAudit };
+const ALL_SECTIONS = ['disabled-view', 'sign-in-view', 'keys-view', 'teams-view', 'usage-view', 'limits-view', 'health-view', 'audit-view'];
+// Why a single sign-on came back without a session (`/account?sso_error=…`).
+const SSO_ERRORS = {
+  expired: 'The sign-in took too long or was started elsewhere: try again.',
+  denied: 'The identity provider did not sign you in.',
+  failed: 'The identity provider\'s answer could not be checked: try again, or ask an administrator to look at the gateway\'s log.',
+  unavailable: 'The identity provider cannot be reached right now: try again shortly.',
+  no_role: 'You are signed in at the identity provider, but none of your groups has a role on this gateway: ask an administrator.',
+};
 let signedIn = false;
 let expiryTimer;
 
@@ -17,9 +27,27 @@ function showOnly(sectionId) {
   for (const id of ALL_SECTIONS) byId(id).hidden = id !== sectionId;
 }
 
+/** Shows only what the signed-in role may do: views it may read, forms and buttons it may use. */
+function applyPermissions(session) {
+  setPermissions(session?.permissions);
+  document.body.classList.toggle('read-only-keys', !can('keys.write'));
+  document.body.classList.toggle('read-only-teams', !can('teams.write'));
+  byId('create-key-form').hidden = !can('keys.write');
+  byId('create-team-form').hidden = !can('teams.write');
+  for (const link of byId('nav').querySelectorAll('a')) {
+    const needs = { keys: 'keys.read', teams: 'teams.read', usage: 'usage.read', limits: 'limits.read', health: 'health.read', audit: 'audit.read' }[link.dataset.view];
+    link.parentElement.hidden = !can(needs);
+    link.hidden = false;
+  }
+  const who = byId('who');
+  who.hidden = !session?.signed_in;
+  who.textContent = session?.signed_in ? `Signed in as ${session.actor.name ?? session.actor.id} · ${session.roles.join(', ')}` : '';
+}
+
 function setSignedIn(session) {
   signedIn = Boolean(session?.signed_in);
   setCsrfToken(signedIn ? session.csrf_token : '');
+  applyPermissions(signedIn ? session : undefined);
   byId('nav').hidden = !signedIn;
   byId('sign-out').hidden = !signedIn;
   clearTimeout(expiryTimer);
@@ -37,14 +65,25 @@ function signedOut(message) {
   clearTeams();
   for (const dialog of document.querySelectorAll('dialog[open]')) dialog.close();
   clearUsage();
+  clearAudit();
   showOnly('sign-in-view');
   announce(message ?? '');
-  byId('admin-token').focus();
+  if (!byId('sign-in-form').hidden) byId('admin-token').focus();
+}
+
+/** The sign-in choices the gateway offers: single sign-on, the admin token (break-glass), or both. */
+function showSignInMethods(session) {
+  byId('sso').hidden = !session.sso;
+  byId('sign-in-form').hidden = session.admin_token === false;
+  const failure = new URLSearchParams(location.search).get('sso_error');
+  byId('sso-error').textContent = failure ? (SSO_ERRORS[failure] ?? SSO_ERRORS.failed) : '';
+  if (failure) history.replaceState(null, '', `/account${location.hash}`);
 }
 
 async function route() {
   if (!signedIn) return;
-  const name = location.hash.slice(1) in VIEWS ? location.hash.slice(1) : 'keys';
+  const readable = Object.keys(VIEWS).filter((view) => !byId('nav').querySelector(`a[data-view="${view}"]`).parentElement.hidden);
+  const name = readable.includes(location.hash.slice(1)) ? location.hash.slice(1) : (readable[0] ?? 'keys');
   for (const link of byId('nav').querySelectorAll('a')) {
     if (link.dataset.view === name) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
@@ -56,6 +95,7 @@ async function route() {
     document.title = `${byId(`${name}-title`).textContent} · model gateway account`;
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) signedOut('Your session expired: sign in again.');
+    else if (error instanceof ApiError && error.status === 403) announce(`Your role may not see this: ${error.message}`);
     else announce(error.message);
   }
 }
@@ -102,6 +142,7 @@ async function start() {
   initUsage();
   initLimits();
   initHealth();
+  initAudit();
   byId('sign-in-form').addEventListener('submit', onSignIn);
   byId('sign-out').addEventListener('click', onSignOut);
   addEventListener('hashchange', () => {
@@ -120,6 +161,7 @@ async function start() {
     showOnly('disabled-view');
     return;
   }
+  showSignInMethods(session);
   if (!session.signed_in) return signedOut();
   setSignedIn(session);
   await route();

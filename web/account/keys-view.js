@@ -7,6 +7,7 @@ import { submitForm } from './form-errors.js';
 import { renderLimitFields, setChoices } from './limit-fields.js';
 import { guardrailsText, limitsList } from './limit-text.js';
 import { createBody } from './limit-values.js';
+import { can } from './permissions.js';
 
 const STATUS_TONES = { active: 'good', revoked: 'bad', expired: 'neutral' };
 let choices = { teams: [], guardrails: [], models: [] };
@@ -28,6 +29,7 @@ function editKey(key) {
 
 function actionsOf(key) {
   const actions = element('span', { className: 'actions' });
+  if (!can('keys.write')) return actions;
   // A revoked key cannot change (the API answers 409); an expired one can, e.g. to give it a later expiry.
   if (key.status !== 'revoked') {
     const edit = element('button', { text: 'Edit', className: 'secondary small', attrs: { type: 'button', 'aria-label': `Edit key ${key.name}`, 'data-edit': key.id } });

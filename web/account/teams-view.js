@@ -3,6 +3,7 @@ import { api } from './api.js';
 import { choiceNames, loadChoices } from './choices.js';
 import { announce, byId, cacheText, element, row, stackTable } from './dom.js';
 import { openEditDialog } from './edit-dialog.js';
+import { can } from './permissions.js';
 import { submitForm } from './form-errors.js';
 import { renderLimitFields, setChoices } from './limit-fields.js';
 import { guardrailsText, limitsList } from './limit-text.js';
@@ -32,7 +33,7 @@ function teamRow(team, keys) {
   );
   const remove = button('Delete', 'danger', 'delete', team);
   remove.addEventListener('click', () => confirmDelete(team, remove));
-  actions.append(edit, remove);
+  if (can('teams.write')) actions.append(edit, remove);
   return row(
     [
       team.name,

@@ -3,27 +3,29 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { Router, type RequestHandler } from 'express';
 import type { Store } from 'express-rate-limit';
-import { canonicalModelIds, keyRoutes } from '../admin/admin-routes.ts';
+import type { Logger } from 'pino';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
 import { routeNotFound } from '../../core/gateway-errors.ts';
+import type { RoleMapping } from '../../core/access.ts';
 import type { RateSettings } from '../../core/limits.ts';
 import type { ModelRegistry } from '../../core/model-registry.ts';
+import type { ResponseCache } from '../../core/response-cache.ts';
 import type { ProviderEndpoints } from '../../data-plane/upstream/provider-endpoints.ts';
-import { adminUsageRoute, parseUsageQuery, readUsage } from '../usage-routes.ts';
-import { teamRoutes } from '../admin/team-routes.ts';
 import type { GuardrailSettings } from '../../guardrails/guardrail-settings.ts';
-import { guardrailListRoute, guardrailNames } from '../guardrail-list.ts';
 import type { UsageStore } from '../../usage/usage-store.ts';
 import type { LimitLedger } from '../../usage/limit-ledger.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
-import { limitsRoute } from '../limit-use.ts';
+import type { OidcSettings } from '../../config/access-config.ts';
 import { aliasTable, providerHealth, type HealthView } from './account-health.ts';
 import { accountSessions, sameOriginOnly } from './account-sessions.ts';
 import type { SessionStore } from '../../stores/session-store.ts';
 import type { GuardrailActionLog } from '../../stores/guardrail-actions/guardrail-action-log.ts';
-import { guardrailActionsRoute } from '../guardrail-actions-route.ts';
-import { usageCsv, usageCsvName } from './usage-csv.ts';
-
+import { managementRouter } from '../management-router.ts';
+import { accessGate } from '../access/access-gate.ts';
+import { MANAGEMENT_ROUTES } from '../access/permissions.ts';
+import { routesOf } from '../access/route-list.ts';
+import type { AccessOptions } from '../admin/admin-routes.ts';
+import { singleSignOn } from './single-sign-on.ts';
 /** The page's static files (plain HTML, CSS and ES modules, served as they are in the source tree). */
 export const ACCOUNT_WEB_DIR = fileURLToPath(new URL('../../../web/account/', import.meta.url));
 
@@ -43,7 +45,7 @@ export const ACCOUNT_CSP = [
 ].join('; ');
 
 export const ENABLE_HINT =
-  'GATEWAY_ADMIN_TOKEN is not set, so there is nothing to sign in with. Set it to a random secret of at least 32 characters (for example the output of: openssl rand -hex 32), restart the gateway, and sign in here with that token.';
+  'GATEWAY_ADMIN_TOKEN is not set and single sign-on is not configured, so there is nothing to sign in with. Set GATEWAY_ADMIN_TOKEN to a random secret of at least 32 characters (for example the output of: openssl rand -hex 32), restart the gateway, and sign in here with that token; or configure single sign-on with your identity provider (access.oidc, see docs/access.md).';
 
 export interface AccountRouterOptions {
   /** `GATEWAY_ADMIN_TOKEN`; without it the page only says how to enable it and the API answers 404. */
@@ -73,6 +75,15 @@ export interface AccountRouterOptions {
   readonly guardrailSettings?: () => readonly GuardrailSettings[];
   /** The newest guardrail actions, for `GET /guardrails/actions`; that path answers 404 without it. */
   readonly guardrailActions?: Pick<GuardrailActionLog, 'recent'>;
+  /** The response cache `DELETE /cache` empties (with `teams`). */
+  readonly responseCache?: ResponseCache;
+  /** Single sign-on in force (read per sign-in); none: the admin token only. */
+  readonly signOn?: () => OidcSettings | undefined;
+  /** The role mapping in force (read per request). */
+  readonly roles?: () => readonly RoleMapping[];
+  /** Service tokens, the audit log, the admin token's switch, this gateway's name in events. */
+  readonly access?: AccessOptions;
+  readonly logger?: Logger;
 }
 
 const securityHeaders: RequestHandler = function securityHeaders(_req, res, next) {
@@ -114,14 +125,22 @@ export function accountRouter(options: AccountRouterOptions): Router {
 
   const api = Router();
   router.use('/api', noStore, api);
-  if (!options.token) {
+  const signOn = options.signOn?.() !== undefined ? options.signOn : undefined;
+  if (!options.token && !signOn) {
     api.get('/session', (_req, res) => void res.json({ enabled: false, signed_in: false, detail: ENABLE_HINT }));
     api.use((req, _res, next) => next(routeNotFound(req.method, req.originalUrl.split('?')[0]!)));
     return router;
   }
 
+  const access = options.access ?? {};
   const sessions = accountSessions({
     token: options.token,
+    adminTokenEnabled: access.adminTokenEnabled,
+    // Without the admin token, the client's own secret (or id) keys the store's HMAC of session ids.
+    secret: options.token ?? signOn?.()?.clientSecret ?? `sso:${signOn?.()?.clientId}`,
+    roles: options.roles,
+    source: access.source,
+    signOn: signOn !== undefined,
     store: options.sessions,
     ttlMs: options.sessionTtlMs,
     signInLimit: options.signInLimit,
@@ -130,27 +149,19 @@ export function accountRouter(options: AccountRouterOptions): Router {
   });
   api.post('/session', sameOriginOnly, sessions.throttle, sessions.signIn);
   api.get('/session', sessions.state);
+  if (signOn) {
+    const sso = singleSignOn({ settings: signOn, store: options.sessions, storeKey: sessions.storeKey, startSession: sessions.startSession, hasRole: sessions.hasRole, logger: options.logger, now: options.now });
+    api.get('/sso', sso.start);
+    api.get('/sso/callback', sso.callback);
+  }
   api.use(sessions.requireSession);
   api.delete('/session', sessions.signOut);
-  api.get('/models', (_req, res) => void res.json({ object: 'list', data: [...canonicalModelIds(options.registry())].sort() }));
-  api.get('/health', async (_req, res) => {
+  const health = async (): Promise<HealthView> => {
     const registry = options.registry();
-    const view: HealthView = { readiness: await options.readiness(), providers: providerHealth(registry, options.endpoints), aliases: aliasTable(registry) };
-    res.json(view);
-  });
-  api.get('/usage.csv', async (req, res) => {
-    const query = parseUsageQuery(req.query, true);
-    const rows = await readUsage(options.usage, options.keys, query);
-    res.setHeader('Content-Type', 'text/csv; charset=utf-8');
-    res.setHeader('Content-Disposition', `attachment; filename="${usageCsvName(query)}"`);
-    res.send(usageCsv(rows, query.groupBy));
-  });
-  api.get('/limits', limitsRoute({ keys: options.keys, teams: options.teams, limits: options.limits, rate: options.rate, now: options.now }));
-  if (options.guardrailActions) api.get('/guardrails/actions', guardrailActionsRoute(options.guardrailActions));
-  api.get('/guardrails', guardrailListRoute(options.guardrailSettings ?? (() => [])));
-  // Unchecked without the settings, as on the admin API.
-  const guardrails = guardrailNames(options.guardrailSettings);
-  api.use(keyRoutes({ keys: options.keys, teams: options.teams, registry: options.registry, bodyLimitBytes: options.bodyLimitBytes, usage: adminUsageRoute(options.usage, options.keys), guardrails }));
-  if (options.teams) api.use(teamRoutes({ keys: options.keys, teams: options.teams, bodyLimitBytes: options.bodyLimitBytes, guardrails }));
+    return { readiness: await options.readiness(), providers: providerHealth(registry, options.endpoints), aliases: aliasTable(registry) };
+  };
+  const management = managementRouter({ ...options, health, tokens: access.tokens, audit: access.audit });
+  api.use(accessGate({ rules: MANAGEMENT_ROUTES, routes: () => routesOf(management), keys: options.keys, via: 'account', source: access.source }));
+  api.use(management);
   return router;
 }

@@ -2,10 +2,14 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { MemoryStore, rateLimit, type Store } from 'express-rate-limit';
 import { sameSecret } from '../../core/api-keys.ts';
-import { fieldError, forbidden, rateLimited, unauthenticated, validationError } from '../../core/gateway-errors.ts';
+import { actorOf, grantsOfGroups, type Principal, type RoleMapping } from '../../core/access.ts';
+import { EVENTS, publish } from '../../core/diagnostics.ts';
+import { fieldError, forbidden, rateLimited, unauthenticated, validationError, type GatewayError } from '../../core/gateway-errors.ts';
 import { readJsonObject } from '../../data-plane/http/json-body.ts';
 import { describeWindow } from '../../data-plane/limits/rate-limiter.ts';
-import type { AccountSession, SessionStore } from '../../stores/session-store.ts';
+import type { AccountSession, SessionStore, SessionUser } from '../../stores/session-store.ts';
+import { ADMIN_TOKEN_PRINCIPAL } from '../access/bearer-principal.ts';
+import { PERMISSIONS, scopeOf, type Permission } from '../access/permissions.ts';
 import { clientAddress } from '../../core/client-address.ts';
 
 export const SESSION_COOKIE = 'gw_account_session';
@@ -15,8 +19,19 @@ const COOKIE_PATH = '/account';
 const SIGN_IN_BODY_LIMIT = 16 * 1024;
 
 export interface AccountSessionOptions {
-  /** `GATEWAY_ADMIN_TOKEN`: what signs in. Sessions made under another token are not found. */
-  readonly token: string;
+  /** `GATEWAY_ADMIN_TOKEN`: what signs in with `POST /session`; none: single sign-on only. */
+  readonly token: string | undefined;
+  /** Whether the admin token signs in now (`access.adminToken`, read per request); true when absent. */
+  readonly adminTokenEnabled?: () => boolean;
+  /**
+   * Keys the store's HMAC of session ids: the admin token when set (rotating it ends every session),
+   * else the single sign-on client's secret or id. Sessions made under another secret are not found.
+   */
+  readonly secret: string;
+  /** The role mapping in force (read per request): a signed-in person's roles come from their groups. */
+  readonly roles?: () => readonly RoleMapping[];
+  /** Names this gateway in the events it publishes (sign-ins, refusals). */
+  readonly source?: object;
   readonly store: SessionStore;
   /** How long a session lasts from sign-in (8 hours by default). */
   readonly ttlMs?: number;
@@ -25,6 +40,8 @@ export interface AccountSessionOptions {
   /** Counters for failed sign-ins (process memory by default; the gateway shares them through Redis). */
   readonly signInStore?: Store;
   readonly now?: () => number;
+  /** Single sign-on is configured: the signed-out state says where it starts. */
+  readonly signOn?: boolean;
 }
 
 /** The session a request is signed in with, once `requireSession` has passed it. */
@@ -69,13 +86,31 @@ export function accountSessions(options: AccountSessionOptions) {
   const ttlMs = options.ttlMs ?? 8 * 3_600_000;
   const now = options.now ?? Date.now;
   const limit = options.signInLimit ?? { max: 10, windowMs: 15 * 60_000 };
-  const storeKey = (sessionId: string) => createHmac('sha256', options.token).update(sessionId).digest('hex');
+  const storeKey = (sessionId: string) => createHmac('sha256', options.secret).update(sessionId).digest('hex');
+  const adminTokenOn = () => options.token !== undefined && (options.adminTokenEnabled?.() ?? true);
+  const source = (req: Request) => ({ source: options.source ?? NO_SOURCE, via: 'account' as const, address: clientAddress(req) });
+  const refuse = (req: Request, error: GatewayError, actor?: Principal): GatewayError => {
+    if (options.source) {
+      publish(EVENTS.controlPlaneRefusal, () => ({ ...source(req), actor: actor && actorOf(actor), action: 'session.sign-in', target: { type: 'session' as const, id: actor?.actor.kind === 'user' ? 'oidc' : 'admin-token' }, status: error.status as 401 | 403, reason: error.detail }));
+    }
+    return error;
+  };
+
+  /** The principal a session acts as now: its person's roles from the mapping in force, or the admin token's. */
+  function principalOf(session: AccountSession): Principal | GatewayError {
+    if (!session.user) {
+      return adminTokenOn() ? ADMIN_TOKEN_PRINCIPAL : unauthenticated('Signing in with the admin token is switched off on this gateway: sign in again with single sign-on');
+    }
+    const grants = grantsOfGroups(options.roles?.() ?? [], session.user.groups);
+    const principal = userPrincipal(session.user, grants);
+    return grants.length > 0 ? principal : forbidden(`${principal.actor.name ?? principal.actor.id} holds no role on this gateway (none of their groups is in the role mapping)`);
+  }
 
   async function current(req: Request): Promise<{ id: string; session: AccountSession } | undefined> {
     const id = cookieValue(req, SESSION_COOKIE);
     if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) return undefined;
     const session = await options.store.get(storeKey(id));
-    return session && session.expiresAt > now() ? { id, session } : undefined;
+    return session && !session.pending && session.expiresAt > now() ? { id, session } : undefined;
   }
 
   function setCookie(req: Request, res: Response, value: string, maxAgeMs: number): void {
@@ -103,27 +138,49 @@ export function accountSessions(options: AccountSessionOptions) {
     },
   });
 
-  const signIn: RequestHandler = async (req, res) => {
-    const body = await readJsonObject(req, SIGN_IN_BODY_LIMIT);
-    if (typeof body.token !== 'string' || body.token === '') throw validationError([fieldError('token', 'is required: the admin token (GATEWAY_ADMIN_TOKEN)')]);
-    if (!sameSecret(body.token, options.token)) throw unauthenticated('Invalid admin token');
+  /** Starts a session for a principal (the admin token's, or a person's from single sign-on), replacing the request's own. */
+  async function startSession(req: Request, res: Response, user?: SessionUser): Promise<AccountSession> {
     const previous = await current(req);
     if (previous) await options.store.delete(storeKey(previous.id));
     const id = randomBytes(32).toString('base64url');
-    const session: AccountSession = { csrfToken: randomBytes(32).toString('base64url'), expiresAt: now() + ttlMs };
+    const session: AccountSession = { csrfToken: randomBytes(32).toString('base64url'), expiresAt: now() + ttlMs, ...(user && { user }) };
     await options.store.put(storeKey(id), session);
     setCookie(req, res, id, ttlMs);
-    res.status(201).json(sessionBody(session));
+    const principal = principalOf(session) as Principal;
+    if (options.source) publish(EVENTS.signIn, () => ({ ...source(req), actor: actorOf(principal), action: 'session.sign-in' as const, method: user ? ('oidc' as const) : ('admin-token' as const) }));
+    return session;
+  }
+
+  const signIn: RequestHandler = async (req, res) => {
+    const body = await readJsonObject(req, SIGN_IN_BODY_LIMIT);
+    if (typeof body.token !== 'string' || body.token === '') throw validationError([fieldError('token', 'is required: the admin token (GATEWAY_ADMIN_TOKEN)')]);
+    if (options.token === undefined || !sameSecret(body.token, options.token)) throw refuse(req, unauthenticated('Invalid admin token'));
+    if (!adminTokenOn()) throw refuse(req, unauthenticated('Signing in with the admin token is switched off on this gateway (access.adminToken: false): use single sign-on'));
+    const session = await startSession(req, res);
+    res.status(201).json(sessionBody(session, ADMIN_TOKEN_PRINCIPAL));
   };
 
   const state: RequestHandler = async (req, res) => {
     const found = await current(req);
-    res.json(found ? sessionBody(found.session) : { enabled: true, signed_in: false });
+    const principal = found && principalOf(found.session);
+    if (found && principal && !(principal instanceof Error)) return void res.json(sessionBody(found.session, principal));
+    res.json({ enabled: true, signed_in: false, ...signInMethods() });
   };
+
+  /** How one may sign in, when it is not the default (the admin token only). */
+  function signInMethods(): Record<string, unknown> {
+    return { ...(options.signOn && { sso: { start: '/account/api/sso' } }), ...(!adminTokenOn() && { admin_token: false }) };
+  }
 
   const signOut: RequestHandler = async (req, res) => {
     const found = await current(req);
-    if (found) await options.store.delete(storeKey(found.id));
+    if (found) {
+      await options.store.delete(storeKey(found.id));
+      const principal = principalOf(found.session);
+      if (options.source && !(principal instanceof Error)) {
+        publish(EVENTS.signIn, () => ({ ...source(req), actor: actorOf(principal), action: 'session.sign-out' as const, method: found.session.user ? ('oidc' as const) : ('admin-token' as const) }));
+      }
+    }
     setCookie(req, res, '', 0);
     res.status(204).end();
   };
@@ -131,7 +188,10 @@ export function accountSessions(options: AccountSessionOptions) {
   /** Lets a request through only with a live session; a write also needs this origin and the CSRF token. */
   const requireSession: RequestHandler = async (req, res, next) => {
     const found = await current(req);
-    if (!found) return next(unauthenticated('Not signed in (or the session expired): sign in on /account with the admin token'));
+    if (!found) return next(unauthenticated('Not signed in (or the session expired): sign in on /account'));
+    const principal = principalOf(found.session);
+    if (principal instanceof Error) return next(principal);
+    res.locals.principal = principal;
     res.locals.accountSession = found.session;
     if (req.method === 'GET' || req.method === 'HEAD') return next();
     sameOriginOnly(req, res, (error?: unknown) => {
@@ -143,9 +203,40 @@ export function accountSessions(options: AccountSessionOptions) {
     });
   };
 
-  return { throttle, signIn, state, signOut, requireSession };
+  /** Whether a person's groups give a role now; a refusal (403) is published when they do not. */
+  function hasRole(req: Request, user: SessionUser): boolean {
+    const principal = principalOf({ csrfToken: '', expiresAt: 0, user });
+    if (!(principal instanceof Error)) return true;
+    refuse(req, principal, userPrincipal(user, []));
+    return false;
+  }
+
+  return { throttle, signIn, state, signOut, requireSession, startSession, storeKey, hasRole };
 }
 
-function sessionBody(session: AccountSession) {
-  return { enabled: true, signed_in: true, csrf_token: session.csrfToken, expires_at: new Date(session.expiresAt).toISOString() };
+/** Stands for the gateway in events when none was given (a router built alone, in tests). */
+const NO_SOURCE = Object.freeze({});
+
+/** A person's principal: their subject at the issuer, named by e-mail (else name), with the grants their groups give. */
+export function userPrincipal(user: SessionUser, grants: Principal['grants']): Principal {
+  return { actor: { kind: 'user', id: `${user.issuer}#${user.subject}`, name: user.email ?? user.name ?? user.subject }, grants };
+}
+
+/** What the page learns of its session: who is signed in, the roles, and where each permission is held. */
+function sessionBody(session: AccountSession, principal: Principal) {
+  const permissions: Record<string, 'all' | string[]> = {};
+  for (const permission of Object.keys(PERMISSIONS) as Permission[]) {
+    const scope = permission === 'public' ? undefined : scopeOf(principal, permission);
+    if (scope) permissions[permission] = scope === 'all' ? 'all' : [...scope].sort();
+  }
+  const actor = actorOf(principal);
+  return {
+    enabled: true,
+    signed_in: true,
+    csrf_token: session.csrfToken,
+    expires_at: new Date(session.expiresAt).toISOString(),
+    actor: { kind: actor.kind, id: actor.id, name: actor.name ?? null },
+    roles: actor.roles,
+    permissions,
+  };
 }

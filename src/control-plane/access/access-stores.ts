@@ -1,0 +1,187 @@
+import type { ApiKeyRecord, NewKeyInput } from '../../core/api-keys.ts';
+import type { CacheTenant, ResponseCache } from '../../core/response-cache.ts';
+import type { Limits, TeamRecord } from '../../core/limits.ts';
+import type { KeyChanges, KeyStore } from '../../stores/keys/key-store.ts';
+import type { TeamChanges, TeamStore } from '../../stores/teams/team-store.ts';
+import type { UsageQuery, UsageRow, UsageStore } from '../../usage/usage-store.ts';
+import type { GuardrailActionLog } from '../../stores/guardrail-actions/guardrail-action-log.ts';
+import { keyView } from '../admin/key-routes.ts';
+import { teamView } from '../admin/team-routes.ts';
+import { covers, scopeOf, type Permission, type TeamScope } from './permissions.ts';
+import { changed, currentScope, refused, type RequestScope } from './request-scope.ts';
+
+/** The scope the current request holds `permission` over; every team outside a request (the CLI's own calls). */
+function scopeNow(permission: Permission): { scope: TeamScope; request?: RequestScope } {
+  const request = currentScope();
+  return { scope: request ? (scopeOf(request.principal, permission) ?? new Set()) : 'all', request };
+}
+
+/** Each limit a key may carry above its team's, as `[field, key's, team's]`. */
+function limitsAbove(key: Limits, team: TeamRecord): [string, number, number][] {
+  const pairs: [string, number | undefined, number | undefined][] = [
+    ['rpm', key.rpm, team.rpm],
+    ['tpm', key.tpm, team.tpm],
+    ['concurrency', key.concurrency, team.concurrency],
+    ['quota.daily', key.quota?.daily, team.quota?.daily],
+    ['quota.monthly', key.quota?.monthly, team.quota?.monthly],
+    ['budget.daily_usd', key.budget?.daily_usd, team.budget?.daily_usd],
+    ['budget.monthly_usd', key.budget?.monthly_usd, team.budget?.monthly_usd],
+  ];
+  return pairs.filter((pair): pair is [string, number, number] => pair[1] !== undefined && pair[2] !== undefined && pair[1] > pair[2]);
+}
+
+/**
+ * The key store as the management routes see it: a team-scoped role lists only its teams' keys, and
+ * creates or changes a key only in its teams, within the team's limits and without setting the key's
+ * guardrails (an admin's choice); every change is published on the control-plane change channel.
+ */
+export function accessKeyStore(inner: KeyStore, teams: Pick<TeamStore, 'get'> | undefined): KeyStore {
+  // A team admin's key stays in its teams and under their limits.
+  async function checkTeamKey(request: RequestScope, scope: TeamScope, action: string, key: Partial<ApiKeyRecord>, id?: string): Promise<void> {
+    if (scope === 'all') return;
+    const target = { type: 'key' as const, id, team: key.team ?? null };
+    if (!covers(scope, key.team)) {
+      throw refused(request, action, target, key.team ? `Your role may not manage keys of team '${key.team}'` : 'Your role may manage only keys in its teams: name one of them in team');
+    }
+    if (key.guardrails !== undefined) throw refused(request, action, target, "Only an admin may set a key's guardrails");
+    const team = await teams?.get(key.team!);
+    const above = team ? limitsAbove(key, team) : [];
+    if (above.length > 0) {
+      const listed = above.map(([field, value, limit]) => `${field} ${value} is above team '${key.team}''s ${limit}`).join('; ');
+      throw refused(request, action, target, `A key's limits may not exceed its team's: ${listed}`);
+    }
+  }
+
+  return {
+    get revision() {
+      return inner.revision;
+    },
+    async list() {
+      const { scope } = scopeNow('keys.read');
+      const records = await inner.list();
+      return scope === 'all' ? records : records.filter((record) => covers(scope, record.team));
+    },
+    async create(input: NewKeyInput) {
+      const { scope, request } = scopeNow('keys.write');
+      if (request) await checkTeamKey(request, scope, 'key.create', input);
+      const created = await inner.create(input);
+      changed('key.create', { type: 'key', id: created.record.id, team: created.record.team ?? null }, null, keyView(created.record));
+      return created;
+    },
+    async update(id: string, changes: KeyChanges) {
+      const { scope, request } = scopeNow('keys.write');
+      const before = (await inner.list()).find((record) => record.id === id);
+      if (request && before) {
+        const next = { ...before } as Record<string, unknown>;
+        for (const [field, value] of Object.entries(changes)) if (value === null) delete next[field];
+        else if (value !== undefined) next[field] = value;
+        await checkTeamKey(request, scope, 'key.update', { ...(next as Partial<ApiKeyRecord>), guardrails: changes.guardrails === undefined ? undefined : (changes.guardrails ?? [])}, id);
+      }
+      const after = await inner.update(id, changes);
+      if (after) changed('key.update', { type: 'key', id, team: after.team ?? null }, before && keyView(before), keyView(after));
+      return after;
+    },
+    async revoke(id: string) {
+      const before = (await inner.list()).find((record) => record.id === id);
+      const done = await inner.revoke(id);
+      if (done && before) changed('key.revoke', { type: 'key', id, team: before.team ?? null }, keyView(before), keyView({ ...before, revoked: true }));
+      return done;
+    },
+    findByHash: (hash) => inner.findByHash(hash),
+    close: () => inner.close(),
+  };
+}
+
+/** The team store as the management routes see it: a team-scoped role lists its teams only; changes are published. */
+export function accessTeamStore(inner: TeamStore): TeamStore {
+  return {
+    get revision() {
+      return inner.revision;
+    },
+    async list() {
+      const { scope } = scopeNow('teams.read');
+      const records = await inner.list();
+      return scope === 'all' ? records : records.filter((record) => covers(scope, record.name));
+    },
+    // Not scoped: a key's team is looked up by name (the routes refuse other teams before).
+    get: (name) => inner.get(name),
+    async create(input) {
+      const record = await inner.create(input);
+      changed('team.create', { type: 'team', id: record.name, team: record.name }, null, teamView(record));
+      return record;
+    },
+    async update(name: string, changes: TeamChanges) {
+      const before = await inner.get(name);
+      const after = await inner.update(name, changes);
+      if (after) changed('team.update', { type: 'team', id: name, team: name }, before && teamView(before), teamView(after));
+      return after;
+    },
+    async remove(name: string) {
+      const before = await inner.get(name);
+      const done = await inner.remove(name);
+      if (done) changed('team.delete', { type: 'team', id: name, team: name }, before && teamView(before), null);
+      return done;
+    },
+    close: () => inner.close(),
+  };
+}
+
+/** Sums rows of the same group (a team-scoped reader's usage is the sum over its keys). */
+function sumRows(rows: UsageRow[], field: 'model' | 'day'): UsageRow[] {
+  const groups = new Map<string, Record<string, unknown>>();
+  for (const row of rows) {
+    const group = String(row[field]);
+    const sum = groups.get(group);
+    if (!sum) groups.set(group, { ...row });
+    else for (const [name, value] of Object.entries(row)) if (typeof value === 'number') sum[name] = (sum[name] as number) + value;
+  }
+  return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row as UsageRow);
+}
+
+/** The usage store as the management routes see it: a team-scoped reader reads its teams' keys only. */
+export function accessUsageStore(inner: UsageStore, keys: Pick<KeyStore, 'list'>): UsageStore {
+  return {
+    get healthy() {
+      return inner.healthy;
+    },
+    record: (record) => inner.record(record),
+    flush: () => inner.flush(),
+    close: () => inner.close(),
+    async query(query: UsageQuery) {
+      const { scope } = scopeNow('usage.read');
+      if (scope === 'all') return inner.query(query);
+      const mine = (await keys.list()).filter((record) => covers(scope, record.team)).map((record) => record.id);
+      if (query.keyId !== undefined) return mine.includes(query.keyId) ? inner.query(query) : [];
+      if (query.groupBy === 'key') return (await inner.query(query)).filter((row) => mine.includes(row.key_id!));
+      const rows = await Promise.all(mine.map((keyId) => inner.query({ ...query, keyId })));
+      return sumRows(rows.flat(), query.groupBy);
+    },
+  };
+}
+
+/** The guardrail action log as the management routes see it: a team-scoped reader sees its teams' actions. */
+export function accessGuardrailActions(inner: Pick<GuardrailActionLog, 'recent'>): Pick<GuardrailActionLog, 'recent'> {
+  return {
+    async recent(limit) {
+      const { scope } = scopeNow('guardrails.read');
+      const kept = await inner.recent(limit);
+      return scope === 'all' ? kept : kept.filter((entry) => covers(scope, entry.team));
+    },
+  };
+}
+
+/** The response cache as the management routes see it: each clear is published. */
+export function accessResponseCache(inner: ResponseCache): ResponseCache {
+  return {
+    get: (tenant, key) => inner.get(tenant, key),
+    set: (tenant, key, answer, ttlMs) => inner.set(tenant, key, answer, ttlMs),
+    delete: (tenant, key) => inner.delete(tenant, key),
+    close: () => inner.close(),
+    async clear(tenant?: CacheTenant) {
+      const deleted = await inner.clear(tenant);
+      const team = tenant?.startsWith('team:') ? tenant.slice('team:'.length) : null;
+      changed('cache.clear', { type: 'cache', id: tenant ?? '*', team }, null, { tenant: tenant ?? null, deleted });
+      return deleted;
+    },
+  };
+}

@@ -1,0 +1,135 @@
+import type { Request, RequestHandler, Response } from 'express';
+import * as oidc from 'openid-client';
+import type { Logger } from 'pino';
+import { isLoopback, type OidcSettings } from '../../config/access-config.ts';
+import type { SessionStore, SessionUser } from '../../stores/session-store.ts';
+import { cameOverTls } from './account-sessions.ts';
+
+export const SIGN_ON_COOKIE = 'gw_account_sso';
+const SIGN_ON_PATH = '/account/api/sso';
+/** How long a person may take at the identity provider. */
+const PENDING_MS = 10 * 60_000;
+
+/** Why a sign-on failed, as the page names it (`/account?sso_error=…`): a code, never the provider's text. */
+export type SignOnFailure = 'expired' | 'denied' | 'failed' | 'unavailable' | 'no_role';
+
+export interface SignOnOptions {
+  /** The settings in force (read per sign-in). */
+  readonly settings: () => OidcSettings | undefined;
+  readonly store: SessionStore;
+  /** The store's key for an id (an HMAC): the same as the sessions', under another prefix. */
+  readonly storeKey: (id: string) => string;
+  /** Starts the session of a person the provider vouched for (their groups give their roles). */
+  readonly startSession: (req: Request, res: Response, user: SessionUser) => Promise<unknown>;
+  /** Whether the groups give a role now; a person without one is refused and told so. */
+  readonly hasRole: (req: Request, user: SessionUser) => boolean;
+  readonly logger?: Logger;
+  readonly now?: () => number;
+}
+
+function cookieValue(req: Request, name: string): string | undefined {
+  for (const pair of (req.headers.cookie ?? '').split(';')) {
+    const at = pair.indexOf('=');
+    if (at > 0 && pair.slice(0, at).trim() === name) return pair.slice(at + 1).trim();
+  }
+  return undefined;
+}
+
+/** A groups claim as a list: an array of strings, or one string; anything else holds none. */
+function groupsIn(claim: unknown): string[] | undefined {
+  if (typeof claim === 'string') return [claim];
+  if (Array.isArray(claim)) return claim.filter((group): group is string => typeof group === 'string');
+  return undefined;
+}
+
+/**
+ * Single sign-on with an OpenID Connect issuer: the authorization code flow with PKCE (S256), `state`
+ * and `nonce`, the issuer's metadata and keys from its discovery document (openid-client checks the ID
+ * token's signature, issuer, audience, expiry and nonce). `GET /sso` sends the browser to the issuer,
+ * keeping what the answer must match under a short-lived cookie (SameSite=Lax: the answer is a
+ * navigation from the issuer's site); `GET /sso/callback` exchanges the code, reads the groups (ID token,
+ * else userinfo), and starts a session when they give a role. Failures return to `/account?sso_error=…`.
+ */
+export function singleSignOn(options: SignOnOptions): { start: RequestHandler; callback: RequestHandler } {
+  const now = options.now ?? Date.now;
+  let discovered: { key: string; config: Promise<oidc.Configuration> } | undefined;
+
+  // The issuer's configuration, discovered once per settings (again after a failure or a reload that changes them).
+  function configuration(settings: OidcSettings): Promise<oidc.Configuration> {
+    const key = JSON.stringify([settings.issuer, settings.clientId, settings.clientSecret]);
+    if (discovered?.key !== key) {
+      const insecure = new URL(settings.issuer).protocol === 'http:' && isLoopback(new URL(settings.issuer).hostname);
+      const config = oidc.discovery(new URL(settings.issuer), settings.clientId, settings.clientSecret, undefined, { execute: insecure ? [oidc.allowInsecureRequests] : [], timeout: 10 });
+      discovered = { key, config };
+      config.catch(() => {
+        if (discovered?.config === config) discovered = undefined;
+      });
+    }
+    return discovered.config;
+  }
+
+  function fail(res: Response, why: SignOnFailure, detail?: string): void {
+    if (detail) options.logger?.warn({ reason: why, detail }, `single sign-on failed: ${why}`);
+    res.redirect(303, `/account?sso_error=${why}`);
+  }
+
+  const start: RequestHandler = async (req, res) => {
+    const settings = options.settings();
+    if (!settings) return fail(res, 'unavailable', 'single sign-on is not configured');
+    let config: oidc.Configuration;
+    try {
+      config = await configuration(settings);
+    } catch (error) {
+      return fail(res, 'unavailable', `the issuer's discovery document could not be read: ${(error as Error).message}`);
+    }
+    const redirectUri = settings.redirectUri ?? `${cameOverTls(req) ? 'https' : 'http'}://${req.headers.host}${SIGN_ON_PATH}/callback`;
+    const pending = { state: oidc.randomState(), nonce: oidc.randomNonce(), verifier: oidc.randomPKCECodeVerifier(), redirectUri };
+    const id = oidc.randomState();
+    await options.store.put(options.storeKey(`sso:${id}`), { csrfToken: '', expiresAt: now() + PENDING_MS, pending });
+    res.cookie(SIGN_ON_COOKIE, id, { httpOnly: true, sameSite: 'lax', secure: cameOverTls(req), path: SIGN_ON_PATH, maxAge: PENDING_MS });
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: redirectUri,
+      scope: ['openid', ...settings.scopes].join(' '),
+      code_challenge: await oidc.calculatePKCECodeChallenge(pending.verifier),
+      code_challenge_method: 'S256',
+      state: pending.state,
+      nonce: pending.nonce,
+    });
+    res.redirect(303, url.href);
+  };
+
+  const callback: RequestHandler = async (req, res) => {
+    const id = cookieValue(req, SIGN_ON_COOKIE);
+    res.clearCookie(SIGN_ON_COOKIE, { httpOnly: true, sameSite: 'lax', secure: cameOverTls(req), path: SIGN_ON_PATH });
+    const entry = id && /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await options.store.get(options.storeKey(`sso:${id}`)) : undefined;
+    if (id && entry) await options.store.delete(options.storeKey(`sso:${id}`));
+    const pending = entry?.pending;
+    if (!pending) return fail(res, 'expired');
+    if (typeof req.query.error === 'string') return fail(res, 'denied', `the issuer answered ${req.query.error}`);
+    const settings = options.settings();
+    if (!settings) return fail(res, 'unavailable', 'single sign-on is not configured');
+    let user: SessionUser;
+    try {
+      const config = await configuration(settings);
+      const answered = new URL(pending.redirectUri);
+      answered.search = new URL(req.originalUrl, 'http://callback').search;
+      const tokens = await oidc.authorizationCodeGrant(config, answered, { pkceCodeVerifier: pending.verifier, expectedState: pending.state, expectedNonce: pending.nonce, idTokenExpected: true });
+      const claims = tokens.claims()!;
+      let groups = groupsIn(claims[settings.groupsClaim]);
+      let profile: Record<string, unknown> = claims;
+      if (groups === undefined) {
+        profile = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
+        groups = groupsIn(profile[settings.groupsClaim]) ?? [];
+      }
+      const text = (name: string) => (typeof profile[name] === 'string' ? (profile[name] as string) : typeof claims[name] === 'string' ? (claims[name] as string) : undefined);
+      user = { issuer: claims.iss, subject: claims.sub, name: text('name'), email: text('email'), groups };
+    } catch (error) {
+      return fail(res, 'failed', (error as Error).message);
+    }
+    if (!options.hasRole(req, user)) return fail(res, 'no_role');
+    await options.startSession(req, res, user);
+    res.redirect(303, '/account');
+  };
+
+  return { start, callback };
+}

@@ -1,0 +1,107 @@
+import { Router, type RequestHandler } from 'express';
+import { keyStatus, type ApiKeyRecord } from '../../core/api-keys.ts';
+import type { KeyStore } from '../../stores/keys/key-store.ts';
+import type { TeamStore } from '../../stores/teams/team-store.ts';
+import { isTeamName } from '../../core/team-name.ts';
+import { keyNotFound } from '../../core/gateway-errors.ts';
+import { readJsonObject } from '../../data-plane/http/json-body.ts';
+import type { ModelRegistry } from '../../core/model-registry.ts';
+import { parseKeyChanges, parseNewKey, type NewKeyCheck } from './new-key-input.ts';
+
+/** A key as the admin API shows it: never the hash (the key itself only once, on creation). */
+export interface KeyView {
+  readonly id: string;
+  readonly name: string;
+  readonly status: 'active' | 'revoked' | 'expired';
+  readonly created_at: string;
+  readonly expires_at: string | null;
+  readonly revoked: boolean;
+  readonly models: readonly string[] | null;
+  readonly rpm: number | null;
+  readonly concurrency: number | null;
+  readonly quota: ApiKeyRecord['quota'] | null;
+  readonly tpm: number | null;
+  readonly budget: ApiKeyRecord['budget'] | null;
+  /** The name of the key's team. */
+  readonly team: string | null;
+  /** The key's response cache setting as set; null when unset (the gateway's setting applies). */
+  readonly cache: boolean | null;
+  /** The guardrails the key's requests get; null when unset (its team's, else every configured one). */
+  readonly guardrails: readonly string[] | null;
+}
+
+export function keyView(record: ApiKeyRecord): KeyView {
+  return {
+    id: record.id,
+    name: record.name,
+    status: keyStatus(record),
+    created_at: record.createdAt,
+    expires_at: record.expiresAt ?? null,
+    revoked: record.revoked,
+    models: record.models ?? null,
+    rpm: record.rpm ?? null,
+    concurrency: record.concurrency ?? null,
+    quota: record.quota ?? null,
+    tpm: record.tpm ?? null,
+    budget: record.budget ?? null,
+    team: record.team ?? null,
+    cache: record.cache ?? null,
+    guardrails: record.guardrails ?? null,
+  };
+}
+
+/** The canonical model IDs (`vendor/model`) a key's `models` may name. */
+export function canonicalModelIds(registry: ModelRegistry): Set<string> {
+  return new Set(registry.plugins.flatMap((plugin) => plugin.models.map((model) => `${plugin.vendor}/${model.id}`)));
+}
+
+/**
+ * The key and usage operations behind whatever guard mounts them: the admin API (admin token) and the
+ * account page (session cookie + CSRF token) answer alike. Without `teams`, a new key cannot name a team.
+ */
+export function keyRoutes(
+  options: {
+    readonly keys: KeyStore;
+    readonly registry?: () => ModelRegistry;
+    readonly bodyLimitBytes?: number;
+    /** `GET /usage`, when the usage module provides it. */
+    readonly usage?: RequestHandler;
+    readonly teams?: TeamStore;
+    /** The names of the configured guardrails, to check a key's `guardrails` against; unchecked when absent. */
+    readonly guardrails?: () => readonly string[];
+  },
+): Router {
+  const router = Router();
+  // What a key's body is checked against: the gateway's models, the team it names (looked up), the configured guardrails.
+  const checksOf = async (body: Record<string, unknown>): Promise<NewKeyCheck> => {
+    const team = body.team;
+    const knownTeams = options.teams && new Set(isTeamName(team) && (await options.teams.get(team)) ? [team] : []);
+    return { knownModels: options.registry && canonicalModelIds(options.registry()), knownTeams, knownGuardrails: options.guardrails?.() };
+  };
+  router.post('/keys', async (req, res) => {
+    const body = await readJsonObject(req, options.bodyLimitBytes ?? 1024 * 1024);
+    const input = parseNewKey(body, await checksOf(body));
+    const { key, record } = await options.keys.create(input);
+    res.status(201).json({ ...keyView(record), key });
+  });
+  // Each field set (an object replaces the whole limit), null to remove it, absent to keep it; 409 for a revoked key.
+  router.patch('/keys/:id', async (req, res) => {
+    const id = String(req.params.id);
+    const body = await readJsonObject(req, options.bodyLimitBytes ?? 1024 * 1024);
+    const record = await options.keys.update(id, parseKeyChanges(body, await checksOf(body)));
+    if (!record) throw keyNotFound(id);
+    res.json(keyView(record));
+  });
+  router.get('/keys', async (_req, res) => {
+    res.json({ object: 'list', data: (await options.keys.list()).map(keyView) });
+  });
+  const revoke: RequestHandler = async (req, res) => {
+    const id = String(req.params.id);
+    if (!(await options.keys.revoke(id))) throw keyNotFound(id);
+    res.json({ id, revoked: true });
+  };
+  router.delete('/keys/:id', revoke);
+  router.post('/keys/:id/revoke', revoke);
+  if (options.usage) router.get('/usage', options.usage);
+  return router;
+}

@@ -1,0 +1,75 @@
+import { createWriteStream, type WriteStream } from 'node:fs';
+import type { Logger } from 'pino';
+import { EVENTS, type ControlPlaneChange, type ControlPlaneRefusal, type EventSource, type SignInEvent } from '../../core/diagnostics.ts';
+import type { AuditEntry, AuditRecord, AuditStore } from '../../stores/audit/audit-store.ts';
+
+/** Where each stored record also goes as one JSON line: the process's stdout, or a file appended to. */
+export type AuditExport = 'stdout' | { readonly file: string };
+
+export interface AuditTrailOptions {
+  /** The events of this gateway (or CLI run) only: several may run in one process. */
+  readonly source: EventSource;
+  readonly store: AuditStore;
+  readonly export?: AuditExport;
+  readonly logger: Logger;
+  readonly now?: () => Date;
+}
+
+export interface AuditTrail {
+  /** Resolves once every event received so far is stored (and exported). */
+  flush(): Promise<void>;
+  /** Stops listening, stores what it has and closes the export file. */
+  close(): Promise<void>;
+}
+
+function changeEntry(event: ControlPlaneChange, time: string): AuditEntry {
+  return { time, actor: event.actor, via: event.via, address: event.address ?? null, action: event.action, outcome: 'ok', target: event.target, before: event.before, after: event.after, reason: null };
+}
+
+function refusalEntry(event: ControlPlaneRefusal, time: string): AuditEntry {
+  return { time, actor: event.actor ?? null, via: event.via, address: event.address ?? null, action: event.action, outcome: 'refused', target: event.target, before: null, after: null, reason: event.reason };
+}
+
+function signInEntry(event: SignInEvent, time: string): AuditEntry {
+  return { time, actor: event.actor, via: event.via, address: event.address ?? null, action: event.action, outcome: 'ok', target: { type: 'session', id: event.method }, before: null, after: null, reason: null };
+}
+
+/**
+ * The audit log as a subscriber: every control-plane change, refusal and sign-in this gateway publishes
+ * becomes one record, appended in the order received to the store's hash chain, then written as a JSON
+ * line to the export when one is set. A record the store cannot take is logged at `error` (the event,
+ * never a secret) and the next ones still go.
+ */
+export function startAuditTrail(options: AuditTrailOptions): AuditTrail {
+  const now = options.now ?? (() => new Date());
+  const out: WriteStream | NodeJS.WriteStream | undefined =
+    options.export === undefined ? undefined : options.export === 'stdout' ? process.stdout : createWriteStream(options.export.file, { flags: 'a', mode: 0o600 });
+  let queue: Promise<unknown> = Promise.resolve();
+  const keep = (entry: AuditEntry) => {
+    queue = queue.then(async () => {
+      let record: AuditRecord;
+      try {
+        record = await options.store.append(entry);
+      } catch (error) {
+        options.logger.error({ action: entry.action, target: entry.target, err: (error as Error).message }, 'audit record could not be stored');
+        return;
+      }
+      out?.write(`${JSON.stringify(record)}\n`);
+    });
+  };
+  const stops = [
+    EVENTS.controlPlaneChange.subscribe(options.source, (event) => keep(changeEntry(event, now().toISOString()))),
+    EVENTS.controlPlaneRefusal.subscribe(options.source, (event) => keep(refusalEntry(event, now().toISOString()))),
+    EVENTS.signIn.subscribe(options.source, (event) => keep(signInEntry(event, now().toISOString()))),
+  ];
+  return {
+    flush: async () => {
+      await queue;
+    },
+    async close() {
+      for (const stop of stops) stop();
+      await queue;
+      if (out && out !== process.stdout) await new Promise((resolve) => (out as WriteStream).end(resolve));
+    },
+  };
+}
