@@ -304,6 +304,28 @@ describe('a plugin hook that returns a wrong shape (or throws), through the gate
     });
   });
 
+  describe('a usage extractor that fails keeps what the upstream billed', () => {
+    const billed = { inputTokens: 11, outputTokens: 7, estimated: false };
+
+    it('on a JSON answer: the figures where its format keeps them, not an estimate', async () => {
+      const answer = await completions('usage-string', false);
+      expect502(answer, 'usageExtractors[0].fromBody');
+      expect(await usageRecord(answer.requestId)).to.include({ outcome: 'plugin_error', ...billed });
+    });
+
+    it('on the usage event of a stream: the figures that event carries, not an estimate', async () => {
+      const answer = await completions('usage-shape', true);
+      expect(answer.text).to.contain('GW_ERR_PLUGIN_FAULT');
+      expect(await usageRecord(answer.requestId)).to.include({ outcome: 'plugin_error', ...billed });
+    });
+
+    it('on /v1/chat: the figures of the upstream answer, not an estimate', async () => {
+      const answer = await nativeChat('usage-shape');
+      expectPlain502(answer, 'usageExtractors[1].fromBody');
+      expect(await usageRecord(answer.requestId)).to.include({ outcome: 'plugin_error', ...billed });
+    });
+  });
+
   describe('the native chat adapter', () => {
     it('buildRequest returning a string: a 502, nothing sent upstream, recorded with no tokens', async () => {
       const hook = 'nativeChat.buildRequest';

@@ -4,6 +4,8 @@ import { guardrailRefusal, type GatewayError } from '../../core/gateway-errors.t
 import type { PhaseGuardrails } from '../../guardrails/guardrail-set.ts';
 import { StreamGuard, type StreamItem, type StreamPiece, type StreamStep } from '../../guardrails/stream-guard.ts';
 import { isPluginFault } from '../../plugins/plugin-fault.ts';
+import type { SseEvent } from '../../plugins/plugin-contract.ts';
+import type { FixupChain } from '../sse/fixup-chain.ts';
 import { replaceBlockData, SseSplitter, type SseBlock } from '../sse/sse-splitter.ts';
 import type { BodySink, UpstreamBody } from '../sse/upstream-body.ts';
 import type { GuardrailRun } from './guardrail-run.ts';
@@ -18,6 +20,12 @@ export class GuardrailStreamBlock extends Error {
 
 export function isGuardrailStreamBlock(error: unknown): error is GuardrailStreamBlock {
   return error instanceof GuardrailStreamBlock;
+}
+
+/** What runs on each upstream event before the guardrails: the usage tap (as it came), then the fixups. */
+export interface GuardHooks {
+  readonly tap?: (event: SseEvent) => void;
+  readonly fixups?: FixupChain;
 }
 
 /** Characters of each channel's delivered text a webhook is shown before a batch (`context.preceding`). */
@@ -97,8 +105,11 @@ export class GuardedBody implements UpstreamBody {
     private readonly run: GuardrailRun,
     private readonly guardrails: PhaseGuardrails,
     private readonly maxEventBytes: number,
-    /** Told the data of each event a block drops (the upstream generated it: estimates count it). */
-    private readonly dropped?: (data: string) => void,
+    /**
+     * The usage tap, told each event as the upstream sent it (it then sees the events a block drops too),
+     * and the plugin's stream fixups, applied before the guardrails read an event.
+     */
+    private readonly hooks: GuardHooks = {},
   ) {
     this.splitter = new SseSplitter(maxEventBytes);
     this.guard = new StreamGuard(guardrails.text, run.context('response'));
@@ -128,7 +139,11 @@ export class GuardedBody implements UpstreamBody {
     if (this.stopped) return;
     const out: GuardedEvent[] = [];
     try {
-      for (const block of this.splitter.push(chunk)) if (!this.take(this.guard.push(this.event(block)), out)) return;
+      for (const block of this.splitter.push(chunk)) {
+        const fixed = this.fixed(block, out);
+        if (fixed === undefined) return;
+        for (const each of fixed) if (!this.take(this.guard.push(this.event(each)), out)) return;
+      }
       if (this.splitter.oversized) {
         if (!this.take(this.guard.end(), out)) return;
         this.emit(out);
@@ -174,6 +189,30 @@ export class GuardedBody implements UpstreamBody {
     this.forward(() => this.sink!.error(error));
   }
 
+  /**
+   * The block tapped as the upstream sent it, then as the plugin's stream fixups leave it (the guardrails
+   * read what the client gets); when a hook fails, what was released before it goes on and the relay
+   * hears of the fault (undefined).
+   */
+  private fixed(block: SseBlock, out: GuardedEvent[]): readonly SseBlock[] | undefined {
+    const { tap, fixups } = this.hooks;
+    if (!tap && !fixups) return [block];
+    try {
+      if (tap && block.event) tap(block.event);
+      return fixups ? fixups.blocks(block) : [block];
+    } catch (error) {
+      // The upstream is dropped (it hands on nothing more); what was released still goes, webhooks first.
+      this.inner.abort();
+      this.emit(out.splice(0));
+      this.forward(() => {
+        this.stopped = true;
+        if (this.sink!.fault) this.sink!.fault(error);
+        else this.sink!.error(error);
+      });
+      return undefined;
+    }
+  }
+
   private event(block: SseBlock): GuardedEvent {
     // Held bytes outlive the chunk they came in: a copy.
     const raw = Buffer.from(block.raw);
@@ -196,11 +235,11 @@ export class GuardedBody implements UpstreamBody {
     return true;
   }
 
-  /** Ends the stream with a refusal: what was held (and `asked`, a batch a webhook refused) is dropped, told to `dropped`. */
-  private block(error: GuardrailStreamBlock, asked: readonly GuardedEvent[] = []): void {
+  /** Ends the stream with a refusal: what was held (and a batch a webhook refused) is dropped (the tap saw it). */
+  private block(error: GuardrailStreamBlock): void {
     this.stopped = true;
     this.inner.abort();
-    for (const event of [...asked, ...this.unapproved.splice(0), ...this.guard.heldItems()]) if (event.data !== undefined) this.dropped?.(event.data);
+    this.unapproved.length = 0;
     this.sink!.error(error);
   }
 
@@ -236,7 +275,7 @@ export class GuardedBody implements UpstreamBody {
       const batch = this.unapproved.splice(0);
       const refusal = await this.ask(batch);
       if (this.stopped) return;
-      if (refusal) return this.block(refusal, batch);
+      if (refusal) return this.block(refusal);
       this.sink!.data(Buffer.concat(batch.map((event) => event.bytes())));
     }
     this.approving = false;
@@ -282,9 +321,9 @@ export class GuardedBody implements UpstreamBody {
 }
 
 /**
- * The stream's body behind the request's response guardrails, or the body itself (untouched: the relay
- * path is as without guardrails) when it runs under none.
+ * The stream's body behind the request's response guardrails, which read each event as the plugin's
+ * stream fixups leave it: the tap and the fixups are then applied here, not by the relay.
  */
-export function guardStream(run: GuardrailRun | undefined, body: UpstreamBody, maxEventBytes: number, dropped?: (data: string) => void): UpstreamBody {
-  return run?.selection.response ? new GuardedBody(body, run, run.selection.response, maxEventBytes, dropped) : body;
+export function guardStream(run: GuardrailRun, body: UpstreamBody, maxEventBytes: number, hooks: GuardHooks): UpstreamBody {
+  return new GuardedBody(body, run, run.selection.response!, maxEventBytes, hooks);
 }

@@ -2,7 +2,7 @@ import type { Dispatcher } from 'undici';
 import { EVENTS } from '../../core/diagnostics.ts';
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
 import { streamEventTooLarge, upstreamAuthRejected, upstreamFailure, usageMissing } from '../../core/gateway-errors.ts';
-import type { TokenUsage } from '../../plugins/plugin-contract.ts';
+import type { SseEvent, TokenUsage } from '../../plugins/plugin-contract.ts';
 import { isPluginFault, type PluginFault } from '../../plugins/plugin-fault.ts';
 import { hasInBandError } from '../cache/response-caching.ts';
 import { guardAnswer } from '../guardrails/answer-guard.ts';
@@ -10,6 +10,7 @@ import { guardStream, isGuardrailStreamBlock, type GuardrailStreamBlock } from '
 import { endForClient } from '../http/client-write-timeout.ts';
 import type { CompatibleAnswer, UpstreamBounds } from '../routes/compatible-answer.ts';
 import { faultOf } from '../routes/plugin-faults.ts';
+import { standardBodyUsage, standardEventUsage } from '../routes/standard-usage.ts';
 import { StreamedText } from '../routes/streamed-text.ts';
 import { FixupChain } from '../sse/fixup-chain.ts';
 import { relaySse, STREAM_HEADERS } from '../sse/sse-relay.ts';
@@ -73,8 +74,10 @@ async function relayJson(parts: RelayParts, exchange: Exchange, answer: JsonAnsw
       usage = usageOf(body, call.extractor.fromBody);
     } catch (error) {
       if (!isPluginFault(error)) throw error;
-      // Nothing went out yet: a 502 naming the plugin; the upstream did answer, so usage is estimated.
-      throw exchange.fail(faultOf(exchange, error, call.model.canonicalId), true, undefined, 'plugin_error');
+      // Nothing went out yet: a 502 naming the plugin. The upstream did answer: the figures its format
+      // carries stand, else usage is estimated.
+      const fault = faultOf(exchange, error, call.model.canonicalId);
+      throw exchange.fail(fault, true, standardBodyUsage(call.format, body), 'plugin_error');
     }
     if (usage === undefined && WIRE_FORMATS[call.format].usageRequired) throw exchange.fail(usageMissing(call.model.plugin.vendor), true);
   }
@@ -122,17 +125,29 @@ async function relayStream(parts: RelayParts, exchange: Exchange, answer: Stream
   const redactor = new StreamRedactor(answer.apiKey);
   if (capture) capture.contentType = headers['content-type'] ?? 'text/event-stream';
   const { maxSseEventBytes } = parts.bounds;
+  const fixups = new FixupChain(call.registry.streamFixups(call.route, call.model.canonicalId));
+  // The usage tap: every event as the upstream sent it (its usage is what the upstream billed).
+  const tap = (event: SseEvent) => {
+    try {
+      usage = extractor.fromStreamEvent(usage, event);
+    } catch (error) {
+      // A plugin's extractor failed: the figures the event carries where its format keeps them still count.
+      if (isPluginFault(error)) usage = standardEventUsage(format, usage, event);
+      throw error;
+    }
+    streamed.add(event.data);
+    exchange.streamEvents += 1;
+    if (facts) rules.genAi.fromStreamEvent(event, facts);
+    if (!terminal) terminal = rules.isTerminalEvent(event);
+    if (capture && rules.isErrorEvent(event)) capture.spoiled = true;
+  };
+  // Response guardrails read each event as the fixups leave it (what the client gets): both then run before them.
+  const run = exchange.guardrails?.selection.response ? exchange.guardrails : undefined;
+  const body = run ? guardStream(run, answer.body, maxSseEventBytes, { tap, fixups: fixups.empty ? undefined : fixups }) : answer.body;
   try {
-    const outcome = await relaySse(guardStream(exchange.guardrails, answer.body, maxSseEventBytes, (data) => streamed.add(data)), res, {
-      fixups: new FixupChain(call.registry.streamFixups(call.route, call.model.canonicalId)),
-      onEvent: (event) => {
-        usage = extractor.fromStreamEvent(usage, event);
-        streamed.add(event.data);
-        exchange.streamEvents += 1;
-        if (facts) rules.genAi.fromStreamEvent(event, facts);
-        if (!terminal) terminal = rules.isTerminalEvent(event);
-        if (capture && rules.isErrorEvent(event)) capture.spoiled = true;
-      },
+    const outcome = await relaySse(body, res, {
+      fixups: run ? undefined : fixups,
+      onEvent: run ? untapped : tap,
       maxEventBytes: maxSseEventBytes,
       // What the client receives is what the cache keeps.
       rewrite: capture ? (bytes) => kept(capture, redactor.rewrite(bytes)) : (bytes) => redactor.rewrite(bytes),
@@ -232,6 +247,8 @@ function usageOf(body: unknown, fromBody: (body: unknown) => TokenUsage | undefi
     return undefined;
   }
 }
+
+const untapped = (): void => {};
 
 function kept(capture: NonNullable<Exchange['capture']>, bytes: Buffer): Buffer {
   capture.add(bytes);

@@ -10,6 +10,7 @@ import { isRetryableStatus, retryAfterMs } from '../upstream/failover/retry-poli
 import { redactCredentialText } from '../upstream/redact-credential.ts';
 import { isPluginFault } from '../../plugins/plugin-fault.ts';
 import { faultOf } from './plugin-faults.ts';
+import { standardBodyUsage } from './standard-usage.ts';
 import { UpstreamTransportError, type UpstreamClient } from '../upstream/upstream-client.ts';
 import type { UsageAccounting } from '../../core/exchange.ts';
 import { EVENTS } from '../../core/diagnostics.ts';
@@ -105,8 +106,9 @@ export function chatResult(usageAccounting: UsageAccounting, call: ChatCall, res
     answerText = call.adapter.readText(answer);
   } catch (error) {
     if (!isPluginFault(error)) throw error;
-    // The upstream answered: the usage read so far, or an estimate, is recorded.
-    throw exchange.fail(faultOf(exchange, error, resolved.canonicalId), true, usage, 'plugin_error');
+    // The upstream answered: the usage read so far (else what its format carries, else an estimate) is recorded.
+    const read = usage ?? standardBodyUsage(call.upstreamRoute.format, answer);
+    throw exchange.fail(faultOf(exchange, error, resolved.canonicalId), true, read, 'plugin_error');
   }
   if (answerText === undefined) throw exchange.fail(upstreamFailure(call.provider, 'the answer held no text'), true, usage);
   // Redacted as text: parsing has decoded any JSON escapes of the key.

@@ -1,4 +1,5 @@
 import type { SseEvent, StreamFixupDeclaration } from '../../plugins/plugin-contract.ts';
+import { replaceBlockData, type SseBlock } from './sse-splitter.ts';
 
 /**
  * The stream fixups of one stream, each with its own state (made by its `createState` as the stream
@@ -35,4 +36,29 @@ export class FixupChain {
     }
     return changed ? events : undefined;
   }
+
+  /**
+   * One block as its fixups leave it: itself when none changed its event (its bytes as they came), else
+   * a block per event put out. The first keeps the block's other lines and line endings; any further
+   * ones are written out whole, with the stream's line ending.
+   */
+  blocks(block: SseBlock): readonly SseBlock[] {
+    if (!block.event) return [block];
+    const events = this.apply(block.event);
+    if (events === undefined) return [block];
+    if (events.length === 0) return [];
+    const [first, ...rest] = events;
+    const newline = /\r\n|\r|\n/.exec(block.raw.toString('latin1'))?.[0] ?? '\n';
+    return [{ raw: replaceBlockData(block.raw, first!.data), event: first }, ...rest.map((event) => ({ raw: Buffer.from(encodeEvent(event, newline), 'utf8'), event }))];
+  }
+}
+
+/** One event as SSE text, with the stream's line ending. */
+function encodeEvent(event: SseEvent, newline: string): string {
+  const lines = [
+    ...(event.event === undefined ? [] : [`event: ${event.event}`]),
+    ...(event.id === undefined ? [] : [`id: ${event.id}`]),
+    ...event.data.split('\n').map((part) => `data: ${part}`),
+  ];
+  return lines.join(newline) + newline + newline;
 }

@@ -3,7 +3,7 @@ import { awaitClientRead } from '../http/client-write-timeout.ts';
 import type { SseEvent } from '../../plugins/plugin-contract.ts';
 import type { FixupChain } from './fixup-chain.ts';
 import { iterableBody, type UpstreamBody } from './upstream-body.ts';
-import { replaceBlockData, SseSplitter, type SseBlock } from './sse-splitter.ts';
+import { SseSplitter, type SseBlock } from './sse-splitter.ts';
 
 /** The headers every relayed stream goes out with, beside its content type: no caching, no proxy buffering. */
 export const STREAM_HEADERS = { 'cache-control': 'no-cache', 'x-accel-buffering': 'no' } as const;
@@ -150,26 +150,27 @@ export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res
       if (draining) deferred = conclude;
       else conclude();
     };
+    /** A plugin's hook failed: the rest of the body is not wanted. */
+    const faulted = (fault: { error: unknown }) => {
+      // Nothing reached the client yet: the caller answers with a status of its own, and what `rewrite`
+      // holds is dropped.
+      if (!headed) {
+        settle(fault);
+        body.abort();
+        return;
+      }
+      // The events before it are out.
+      write(EMPTY, true);
+      whenDrained(() => settle(fault));
+      body.abort();
+    };
     body.attach({
       data(chunk) {
         if (concluded || settled) return;
         const blocks = splitter.push(chunk);
         if (blocks.length > 0) {
           const fault = relayBlocks(blocks, onEvent, fixups, write);
-          if (fault) {
-            // A plugin's hook failed: the rest of the body is not wanted. Nothing reached the client
-            // yet: the caller answers with a status of its own, and what `rewrite` holds is dropped.
-            if (!headed) {
-              settle(fault);
-              body.abort();
-              return;
-            }
-            // The events before it are out.
-            write(EMPTY, true);
-            whenDrained(() => settle(fault));
-            body.abort();
-            return;
-          }
+          if (fault) return faulted(fault);
         }
         if (splitter.oversized && !settled) {
           head();
@@ -194,6 +195,10 @@ export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res
         write(EMPTY, true);
         whenDrained(() => (clientClosed || clientStalled ? stopped() : settle({ error })));
       },
+      fault(error) {
+        if (concluded || settled) return;
+        faulted({ error });
+      },
     });
     // The chunks the body held (a look-ahead's opening events) were handed on within `attach`: the
     // head goes out now however the fixups treated them, so that it never waits on the upstream.
@@ -216,9 +221,10 @@ function contiguous(blocks: readonly SseBlock[]): Buffer {
 }
 
 /**
- * Taps and writes one push's blocks. A hook that throws (a fixup, the usage tap) stops them: the blocks
- * before it are still written, so the client has every event that was whole before the fault, and the
- * error comes back to end the relay with.
+ * Taps and writes one push's blocks: the tap sees each event as the upstream sent it (its usage is what
+ * the upstream billed, whatever a fixup makes of the event), then the fixups make what the client gets.
+ * A hook that throws (a fixup, the tap) stops them: the blocks before it are still written, so the client
+ * has every event that was whole before the fault, and the error comes back to end the relay with.
  */
 function relayBlocks(blocks: readonly SseBlock[], onEvent: (event: SseEvent) => void, fixups: FixupChain | undefined, write: (bytes: Buffer) => void): { error: unknown } | undefined {
   const out: Buffer[] = [];
@@ -226,7 +232,7 @@ function relayBlocks(blocks: readonly SseBlock[], onEvent: (event: SseEvent) => 
   try {
     for (const block of blocks) {
       if (block.event) onEvent(block.event);
-      if (fixups) out.push(applyFixups(block, fixups));
+      if (fixups) for (const fixed of fixups.blocks(block)) out.push(fixed.raw);
       done += 1;
     }
   } catch (error) {
@@ -235,25 +241,4 @@ function relayBlocks(blocks: readonly SseBlock[], onEvent: (event: SseEvent) => 
   }
   write(fixups ? Buffer.concat(out) : contiguous(blocks));
   return undefined;
-}
-
-function applyFixups(block: SseBlock, fixups: FixupChain): Buffer {
-  if (!block.event) return block.raw;
-  const events = fixups.apply(block.event);
-  if (events === undefined) return block.raw;
-  if (events.length === 0) return Buffer.alloc(0);
-  // The first event keeps the block's other lines and line endings; any further ones are written out whole.
-  const [first, ...rest] = events;
-  const newline = /\r\n|\r|\n/.exec(block.raw.toString('latin1'))?.[0] ?? '\n';
-  return Buffer.concat([replaceBlockData(block.raw, first!.data), ...rest.map((event) => Buffer.from(encodeEvent(event, newline), 'utf8'))]);
-}
-
-/** One event as SSE text, with the stream's line ending. */
-function encodeEvent(event: SseEvent, newline: string): string {
-  const lines = [
-    ...(event.event === undefined ? [] : [`event: ${event.event}`]),
-    ...(event.id === undefined ? [] : [`id: ${event.id}`]),
-    ...event.data.split('\n').map((part) => `data: ${part}`),
-  ];
-  return lines.join(newline) + newline + newline;
 }

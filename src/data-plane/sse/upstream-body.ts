@@ -6,6 +6,11 @@ export interface BodySink {
   data(chunk: Uint8Array): void;
   end(): void;
   error(error: unknown): void;
+  /**
+   * A hook between the upstream and the sink (a plugin's stream fixup) failed: the sink stops as for a
+   * fault of its own hooks, after what was handed on before it. Absent: told as `error`.
+   */
+  fault?(error: unknown): void;
 }
 
 /**

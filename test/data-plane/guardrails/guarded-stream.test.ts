@@ -31,12 +31,12 @@ const chunk = (content: string | undefined, finish: string | null = null) =>
   `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta: content === undefined ? {} : { content }, finish_reason: finish }] })}\n\n`;
 
 /** A guarded body over a fake upstream, with what reached the relay's side. */
-function guarded(settings: GuardrailSettings[], post?: WebhookPost, maxEventBytes = 1024 * 1024, dropped: string[] = []) {
+function guarded(settings: GuardrailSettings[], post?: WebhookPost, maxEventBytes = 1024 * 1024, tapped: string[] = []) {
   const set = buildGuardrailSet(settings, [], post)!;
   const acted: GuardrailActed[] = [];
   const run = new GuardrailRun(set.select(undefined)!, WIRE_FORMATS['chat-completions'], { route: 'chat-completions', model: 'alpha/gen-5.5', requestId: 'r1' }, (event) => acted.push(event));
   const inner = new FakeBody();
-  const body = new GuardedBody(inner, run, run.selection.response!, maxEventBytes, (data) => dropped.push(data));
+  const body = new GuardedBody(inner, run, run.selection.response!, maxEventBytes, { tap: (event) => tapped.push(event.data) });
   const seen = { bytes: [] as Buffer[], ended: false, error: undefined as unknown };
   body.attach({ data: (bytes) => seen.bytes.push(Buffer.from(bytes)), end: () => (seen.ended = true), error: (error) => (seen.error = error) });
   const text = () => Buffer.concat(seen.bytes).toString('utf8');
@@ -76,15 +76,16 @@ describe('data plane: a stream body behind response guardrails', () => {
     expect(dirty.acted).to.deep.include({ guardrail: 'no-codes', phase: 'response', action: 'block', cause: 'finding', route: 'chat-completions', model: 'alpha/gen-5.5', requestId: 'r1', keyId: undefined, team: undefined });
   });
 
-  it('lets the events before a finding out, then fails with the block, and drops the upstream (what it held told, for the estimate)', () => {
-    const dropped: string[] = [];
-    const { inner, seen, contents } = guarded([codes], undefined, undefined, dropped);
+  it('lets the events before a finding out, then fails with the block, and drops the upstream (what it held tapped as it came, for the estimate)', () => {
+    const tapped: string[] = [];
+    const { inner, seen, contents } = guarded([codes], undefined, undefined, tapped);
     inner.sink!.data(Buffer.from(chunk('A long harmless opening sentence, ') + chunk('and then PROJECT-') + chunk('1234 and more text after it.')));
     expect(contents()).to.equal('A long harmless opening sentence, ');
     expect(isGuardrailStreamBlock(seen.error)).to.equal(true);
     expect((seen.error as { refusal: { code: string; status: number } }).refusal).to.include({ code: 'GW_ERR_GUARDRAIL', status: 400 });
     expect(inner.aborted).to.equal(true);
-    expect(dropped.map((data) => (JSON.parse(data) as { choices: { delta: { content: string } }[] }).choices[0]!.delta.content)).to.deep.equal(['and then PROJECT-', '1234 and more text after it.']);
+    const deltas = tapped.map((data) => (JSON.parse(data) as { choices: { delta: { content: string } }[] }).choices[0]!.delta.content);
+    expect(deltas).to.deep.equal(['A long harmless opening sentence, ', 'and then PROJECT-', '1234 and more text after it.']);
     inner.sink!.data(Buffer.from(chunk('late')));
     expect(contents()).to.equal('A long harmless opening sentence, ');
   });
