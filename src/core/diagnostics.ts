@@ -56,9 +56,8 @@ export interface AttemptStartMessage {
   readonly topP?: number;
   /** The prompt as the GenAI conventions' messages; present only when a subscriber asked for content. */
   readonly inputMessages?: () => { readonly system?: unknown; readonly messages: unknown };
-  /** Set by a subscriber: the W3C trace context the upstream is sent for this attempt. */
+  /** Set by a subscriber: the W3C `traceparent` the upstream is sent for this attempt. */
   traceparent?: string;
-  tracestate?: string;
 }
 
 /** An endpoint's failure that counts against it (the failover warning): never a URL, a key or the upstream's words. */

@@ -125,10 +125,10 @@ for (const protocol of ['http/protobuf', 'http/json'] as const) {
       expect(attempt!.attributes['gen_ai.response.finish_reasons']).to.deep.equal(['stop']);
       expect(attempt!.status.code).to.equal(0);
 
-      // The upstream got its own traceparent: the client's trace, the attempt span's id; and the tracestate.
+      // The upstream got its own traceparent: the client's trace, the attempt span's id; never the client's tracestate.
       const sent = test.upstreams.alpha.requests.at(-1)!.headers;
       expect(parsedTraceparent(sent.traceparent)).to.deep.equal({ traceId: TRACE_ID, spanId: attempt!.spanId, flags: '01' });
-      expect(sent.tracestate).to.equal('vendor=opaque');
+      expect(sent.tracestate).to.equal(undefined);
     });
 
     it('starts a trace for a request without a traceparent, and sends the upstream that trace', async () => {
@@ -398,6 +398,67 @@ describe('tracing: message content and credentials', function () {
       await test.close();
     }
   });
+});
+
+describe('tracing: what a guardrail blocked or redacted is never exported', function () {
+  this.timeout(60_000);
+  const SECRET = 'PROJECT-4321';
+  let receiver: OtlpReceiver;
+  let upstream: ScriptedUpstream;
+  let dir: string;
+  let test: TestGateway;
+
+  before(async () => {
+    receiver = await OtlpReceiver.start();
+    upstream = await ScriptedUpstream.start();
+    upstream.script = (_req, res, text) => {
+      const request = JSON.parse(text) as { stream?: boolean; messages: { content: string }[] };
+      const stream = request.stream === true;
+      const words = request.messages[0]!.content.includes('clean') ? ['The plan ', 'is ', 'kept', ' for now.'] : ['The plan ', 'is ', SECRET, ' for now.'];
+      if (!stream) {
+        const content = words.join('');
+        const answer = { id: 'c1', object: 'chat.completion', created: 1, model: 'gen-5.5', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: { prompt_tokens: 5, completion_tokens: 6, total_tokens: 11 } };
+        return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+      }
+      const chunk = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gen-5.5', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      const usage = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gen-5.5', choices: [], usage: { prompt_tokens: 5, completion_tokens: 6, total_tokens: 11 } })}\n\n`;
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).end(words.map((word) => chunk({ content: word })).join('') + chunk({}, 'stop') + usage + 'data: [DONE]\n\n');
+    };
+    dir = await mkdtemp(join(tmpdir(), 'gateway-trace-guardrails-'));
+    const config = join(dir, 'gateway.yaml');
+    await writeFile(
+      config,
+      "guardrails:\n  - { name: no-codes, use: regex, on: response, action: block, patterns: ['PROJECT-[0-9]{4}'] }\n  - { name: no-plan, use: regex, on: response, action: redact, patterns: ['plan'] }\n",
+    );
+    test = await startTestGateway({ configFile: config, env: fastExport(receiver, { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true', ALPHA_BASE_URL: upstream.url }) });
+  });
+  after(async () => {
+    await test?.close();
+    await upstream?.close();
+    await receiver?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  for (const stream of [false, true]) {
+    it(`exports no text of a blocked answer, not even what went out before the block (${stream ? 'stream' : 'JSON'})`, async () => {
+      const answer = await post(test, '/v1/chat/completions', { model: 'alpha/gen-5.5', stream, messages: [{ role: 'user', content: 'The plan?' }] });
+      expect(answer.text).to.not.include(SECRET);
+      const { server, attempts } = await spansOf(receiver, answer.requestId);
+      expect(server.attributes['gateway.outcome']).to.equal('guardrail_blocked');
+      const text = JSON.stringify([server, ...attempts], (_key, value: unknown) => (typeof value === 'bigint' ? String(value) : value));
+      expect(text).to.not.include(SECRET);
+      expect(text).to.not.include('gen_ai.output.messages');
+    });
+
+    it(`exports a redacted answer's text as the client got it (${stream ? 'stream' : 'JSON'})`, async () => {
+      const answer = await post(test, '/v1/chat/completions', { model: 'alpha/gen-5.5', stream, messages: [{ role: 'user', content: 'The clean plan?' }] });
+      expect(answer.status).to.equal(200);
+      const { attempts } = await spansOf(receiver, answer.requestId);
+      const output = String(attempts[0]!.attributes['gen_ai.output.messages']);
+      expect(output).to.include('[REDACTED]').and.include('kept');
+      expect(output).to.not.include('plan');
+    });
+  }
 });
 
 describe('tracing: a collector that is down or slow loses spans, never requests', function () {

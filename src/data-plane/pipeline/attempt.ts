@@ -101,7 +101,6 @@ async function attemptOnce(
       timeoutMs: call.stream ? bounds.firstByteTimeoutMs : bounds.timeoutMs,
       bodyTimeoutMs: bounds.idleTimeoutMs,
       traceparent: started?.traceparent,
-      tracestate: started?.tracestate,
     });
   } catch (error) {
     if (error instanceof UpstreamTransportError) {

@@ -35,8 +35,11 @@ export function cache(parts: CacheParts): Stage {
     }
     if (hit) return replay(parts, exchange, call, hit);
     const capture = ticket && (exchange.capture = new AnswerCapture(ticket, caching));
-    await next(exchange);
-    if (ticket) settle(exchange, ticket, capture!, parts);
+    try {
+      await next(exchange);
+    } finally {
+      if (ticket) settle(exchange, ticket, capture!, parts);
+    }
   };
 }
 

@@ -69,7 +69,7 @@ async function relayJson(parts: RelayParts, exchange: Exchange, answer: JsonAnsw
   let body: unknown;
   if (ok) {
     body = parsed(answer.bytes);
-    if (exchange.watch.answer) readFacts(exchange, body, answer.apiKey);
+    if (exchange.watch.answer) WIRE_FORMATS[call.format].genAi.fromBody(body, (exchange.facts = {}));
     try {
       usage = usageOf(body, call.extractor.fromBody);
     } catch (error) {
@@ -85,6 +85,11 @@ async function relayJson(parts: RelayParts, exchange: Exchange, answer: JsonAnsw
   const guarding = ok ? guardAnswer(exchange, answer.bytes, body, usage) : answer.bytes;
   const guarded = guarding instanceof Promise ? await guarding : guarding;
   const relayed = redactCredential(guarded, answer.apiKey);
+  // The text the client got (after the guardrails, the credential redacted), for a trace that captures content.
+  if (ok && exchange.watch.content) {
+    // Redacted as text too: parsing decodes any JSON escapes of the endpoint's key.
+    exchange.outputText = () => redactCredentialText(WIRE_FORMATS[call.format].genAi.answerText(parsed(relayed)), answer.apiKey);
+  }
   const headers = relayedHeaders(answer.headers, answer.apiKey);
   exchange.firstByteAt = performance.now();
   res.writeHead(answer.status, { ...headers, 'content-length': String(relayed.length) });
@@ -120,7 +125,9 @@ async function relayStream(parts: RelayParts, exchange: Exchange, answer: Stream
   let terminal = false;
   // Read only while a subscriber asked: the model, id and finish reasons the events carry.
   const facts = exchange.watch.answer ? (exchange.facts = {}) : undefined;
-  if (exchange.watch.content) exchange.outputText = () => redactCredentialText(streamed.value().text, answer.apiKey);
+  // The text the client gets: the tap's (as the upstream sent it) unless guardrails may change it.
+  const shown = exchange.watch.content && exchange.guardrails?.selection.response ? new StreamedText((data) => parts.usage.streamedText(format, data)) : undefined;
+  if (exchange.watch.content) exchange.outputText = () => redactCredentialText((shown ?? streamed).value().text, answer.apiKey);
   // The credential whole in an event, and split across the text deltas of several (events held meanwhile).
   const redactor = new StreamRedactor(answer.apiKey);
   if (capture) capture.contentType = headers['content-type'] ?? 'text/event-stream';
@@ -147,7 +154,7 @@ async function relayStream(parts: RelayParts, exchange: Exchange, answer: Stream
   try {
     const outcome = await relaySse(body, res, {
       fixups: run ? undefined : fixups,
-      onEvent: run ? untapped : tap,
+      onEvent: run ? (shown ? (event) => shown.add(event.data) : untapped) : tap,
       maxEventBytes: maxSseEventBytes,
       // What the client receives is what the cache keeps.
       rewrite: capture ? (bytes) => kept(capture, redactor.rewrite(bytes)) : (bytes) => redactor.rewrite(bytes),
@@ -219,14 +226,6 @@ async function blockedStream(parts: RelayParts, exchange: Exchange, block: Guard
 function isStall(error: unknown): boolean {
   const code = (error as { code?: string } | null)?.code ?? (error as { cause?: { code?: string } } | null)?.cause?.code;
   return code === 'UND_ERR_BODY_TIMEOUT';
-}
-
-/** What a JSON answer says of itself, and its text when a subscriber asked for content. */
-function readFacts(exchange: Exchange, body: unknown, apiKey: string | undefined): void {
-  const rules = WIRE_FORMATS[exchange.call!.format].genAi;
-  rules.fromBody(body, (exchange.facts = {}));
-  // Redacted as text: parsing has decoded any JSON escapes of the endpoint's key.
-  if (exchange.watch.content) exchange.outputText = () => redactCredentialText(rules.answerText(body), apiKey);
 }
 
 /** The answer's JSON, or undefined when it is not JSON. */

@@ -44,8 +44,8 @@ export async function attemptChat(
     if (EVENTS.attemptError.active) EVENTS.attemptError.publish({ exchange, reason, status });
   };
   try {
-    const { traceparent, tracestate } = started ?? {};
-    const response = await upstream.open({ endpoint: member.endpoint, route: call.upstreamRoute, body: call.payload, requestId: call.requestId, signal, timeoutMs, traceparent, tracestate });
+    const traceparent = started?.traceparent;
+    const response = await upstream.open({ endpoint: member.endpoint, route: call.upstreamRoute, body: call.payload, requestId: call.requestId, signal, timeoutMs, traceparent });
     if (EVENTS.attemptHeaders.active) EVENTS.attemptHeaders.publish({ exchange, status: response.status });
     times.status = response.status;
     const bytes = await response.whole(bodyLimitBytes);

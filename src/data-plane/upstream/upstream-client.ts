@@ -51,9 +51,8 @@ export interface UpstreamRequest {
   readonly timeoutMs?: number;
   /** Overrides the wait between body chunks alone, in ms (default: `timeoutMs`). */
   readonly bodyTimeoutMs?: number;
-  /** The W3C trace context of the attempt's span, sent as `traceparent` (and `tracestate`) when traced. */
+  /** The W3C trace context of the attempt's span, sent as `traceparent` when traced. */
   readonly traceparent?: string;
-  readonly tracestate?: string;
 }
 
 /** A failure to get a response from the upstream at all (no status to pass on). */
@@ -130,7 +129,6 @@ export class UpstreamClient {
     if (request.requestId) headers['x-request-id'] = request.requestId;
     if (request.traceparent !== undefined) {
       headers.traceparent = request.traceparent;
-      if (request.tracestate) headers.tracestate = request.tracestate;
     }
     const credential = upstreamCredential(endpoint.auth ?? route.auth, endpoint.apiKey);
     Object.assign(headers, credential.headers);

@@ -28,10 +28,13 @@ const headerGetter = {
   get: (carrier: RequestStart['headers'], key: string) => carrier[key],
 };
 
-/** The W3C `traceparent` and `tracestate` of a span, as the upstream is sent them (version 00). */
-function traceContextOf(span: Span): [string, string | undefined] {
-  const { traceId, spanId, traceFlags, traceState } = span.spanContext();
-  return [`00-${traceId}-${spanId}-0${traceFlags & 1}`, traceState?.serialize() || undefined];
+/**
+ * The W3C `traceparent` of a span, as the upstream is sent it (version 00). No `tracestate` goes with
+ * it: the gateway adds no entry of its own, and a client's entries are not passed on to a provider.
+ */
+function traceparentOf(span: Span): string {
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  return `00-${traceId}-${spanId}-0${traceFlags & 1}`;
 }
 
 /**
@@ -47,7 +50,6 @@ function defined(attributes: TraceAttributes): Attributes {
 /** One upstream attempt's client span, held by its request's trace until it is closed. */
 class OtelAttempt implements AttemptTrace {
   readonly traceparent: string;
-  readonly tracestate: string | undefined;
   readonly startedAt = performance.now();
   failure: { readonly reason: string; readonly status?: number; readonly at: number } | undefined;
   status: number | undefined;
@@ -57,7 +59,7 @@ class OtelAttempt implements AttemptTrace {
     readonly span: Span,
     readonly endpoint: string,
   ) {
-    [this.traceparent, this.tracestate] = traceContextOf(span);
+    this.traceparent = traceparentOf(span);
   }
 
   responded(status: number): void {
@@ -96,10 +98,7 @@ class OtelAttempt implements AttemptTrace {
 
 /** An attempt of an unsampled request: its `traceparent` only. */
 class UnsampledAttempt implements AttemptTrace {
-  constructor(
-    readonly traceparent: string,
-    readonly tracestate: string | undefined,
-  ) {}
+  constructor(readonly traceparent: string) {}
 
   responded(): void {}
   firstContent(): void {}
@@ -285,8 +284,7 @@ export class UnsampledRequestTrace implements RequestTrace {
   settled(): void {}
 
   attempt(): AttemptTrace {
-    const [traceparent, tracestate] = traceContextOf(this.kit.tracer.startSpan('attempt', { kind: SpanKind.CLIENT }, this.context));
-    return new UnsampledAttempt(traceparent, tracestate);
+    return new UnsampledAttempt(traceparentOf(this.kit.tracer.startSpan('attempt', { kind: SpanKind.CLIENT }, this.context)));
   }
 }
 

@@ -103,9 +103,8 @@ export interface RequestTrace {
 
 /** The client span of one upstream attempt. */
 export interface AttemptTrace {
-  /** The W3C `traceparent` (and `tracestate`) the upstream is sent: the request's trace, this attempt's span. */
+  /** The W3C `traceparent` the upstream is sent: the request's trace, this attempt's span. */
   readonly traceparent: string;
-  readonly tracestate: string | undefined;
   /** The upstream's response status and headers came. */
   responded(status: number): void;
   /** A stream's first content event came (time to first token). */

@@ -40,7 +40,6 @@ export function traceExchanges(source: EventSource, tracing: RequestTracing): ()
       const span = trace.attempt(message);
       attempts.set(message.exchange, span);
       message.traceparent = span.traceparent;
-      message.tracestate = span.tracestate;
     }),
     EVENTS.attemptHeaders.subscribe(source, ({ exchange, status }) => attempts.get(exchange)?.responded(status)),
     EVENTS.attemptFirstContent.subscribe(source, ({ exchange }) => attempts.get(exchange)?.firstContent()),
@@ -58,7 +57,8 @@ export function traceExchanges(source: EventSource, tracing: RequestTracing): ()
         costUsd: costUsd(),
         facts: exchange.facts,
         upstreamStatus: exchange.upstreamStatus,
-        outputText: exchange.outputText,
+        // What a guardrail blocked is never exported, not even the part of it that went out before the block.
+        outputText: record.outcome === 'guardrail_blocked' ? undefined : exchange.outputText,
         cacheHit: record.cacheHit !== undefined,
         attempts: record.attempts ?? 0,
         settling: recorded,
