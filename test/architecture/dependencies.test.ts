@@ -56,3 +56,24 @@ describe('architecture: imports run one way', function () {
     expect(offending.map((edge) => `${edge.from} -> ${edge.to}`)).to.deep.equal([]);
   });
 });
+
+describe('architecture: the stages of the model request', function () {
+  this.timeout(60_000);
+  const STAGES = 'src/data-plane/pipeline/';
+  // The pipeline's own files that are no stage: the exchange, the stage type, the composer.
+  const SHARED = new Set(['exchange.ts', 'stage.ts']);
+
+  it('keeps every stage apart: no stage imports another', async () => {
+    const edges = await importGraph();
+    const stage = (path: string) => path.startsWith(STAGES) && !SHARED.has(path.slice(STAGES.length));
+    const between = edges.filter(({ from, to }) => stage(from) && stage(to));
+    expect(edges.some(({ from }) => stage(from)), 'the stages are in the graph').to.equal(true);
+    expect(between.map((edge) => `${edge.from} -> ${edge.to}`)).to.deep.equal([]);
+  });
+
+  it('keeps the request path free of the observers: nothing in src/data-plane/ imports src/ops/', async () => {
+    const edges = await importGraph();
+    const offending = edges.filter(({ from, to }) => from.startsWith('src/data-plane/') && to.startsWith('src/ops/'));
+    expect(offending.map((edge) => `${edge.from} -> ${edge.to}`)).to.deep.equal([]);
+  });
+});
