@@ -3,9 +3,6 @@ import { loadConfig } from '../config/gateway-config.ts';
 import { createLogger } from '../core/logger.ts';
 import { limitUseView, type LimitUse } from '../control-plane/limit-use.ts';
 import { openStores } from '../stores/open-stores.ts';
-import { EmbeddedLedger } from '../stores/limits/embedded-ledger.ts';
-import { RedisLedger } from '../stores/limits/redis-ledger.ts';
-import type { LimitLedger } from '../usage/limit-ledger.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { textTable } from './text-table.ts';
 
@@ -46,10 +43,9 @@ export async function runLimitsCommand(argv: string[], io: CliIo, env: NodeJS.Pr
   if (positionals.length > 0) throw new CliUsageError(`limits takes no arguments (got '${positionals[0]}')`);
   const config = loadConfig(env);
   const logger = createLogger('silent');
-  const stores = await openStores(config, { unreachableRedis: 'fail', logger });
-  const { redis } = stores;
+  const stores = await openStores(config, { unreachableRedis: 'fail', logger, limits: 'read' });
+  const { redis, ledger } = stores;
   try {
-    const ledger: Pick<LimitLedger, 'peek'> = redis ? new RedisLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);
     const [keys, teams] = await Promise.all([stores.keys.list(), stores.teams.list()]);
     const counted = await limitUseView({ keys, teams, ledger, rate: config.rateLimit, now: Date.now() });
     // Minute counters live in the embedded server's memory only: not known here.

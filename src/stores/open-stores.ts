@@ -22,9 +22,13 @@ import type { TokenStore } from './tokens/token-store.ts';
 import { FileTokenStore } from './tokens/file-token-store.ts';
 import { RedisTokenStore } from './tokens/redis-token-store.ts';
 import { RedisUsageStore } from './usage/redis-usage-store.ts';
+import type { LimitLedger } from '../usage/limit-ledger.ts';
+import { EmbeddedLedger } from './limits/embedded-ledger.ts';
+import { FallbackLedger } from './limits/fallback-ledger.ts';
+import { RedisLedger } from './limits/redis-ledger.ts';
 
 /** The stores a process works on, with what they hold open (a Redis connection), closed together. */
-export interface OpenStores<Usage extends UsageStore | undefined = UsageStore | undefined> {
+export interface OpenStores<Usage extends UsageStore | undefined = UsageStore | undefined, Ledger extends LimitLedger | undefined = LimitLedger | undefined> {
   /** The Redis connection they use, when the config names one. */
   readonly redis?: RedisConnection;
   readonly keys: KeyStore;
@@ -37,6 +41,8 @@ export interface OpenStores<Usage extends UsageStore | undefined = UsageStore | 
   readonly audit: AuditStore;
   /** Present when asked for (`usage: true`). */
   readonly usage: Usage;
+  /** The counters of every limit, present when asked for (`limits`). */
+  readonly ledger: Ledger;
   /** Closes every store, then the Redis connection. */
   close(): Promise<void>;
 }
@@ -52,19 +58,26 @@ export interface OpenStoresOptions {
   readonly timeoutMs?: number;
   /** Also open the usage store (its journal and spill files live under the data directory). */
   readonly usage?: boolean;
+  /**
+   * Also open the limit counters: `serve` to count on them (Redis with its fallback to process memory,
+   * else the embedded counters), `read` to look at them (Redis as it stands, else the embedded files).
+   */
+  readonly limits?: 'serve' | 'read';
   readonly logger?: Logger;
 }
 
 type StoresConfig = Pick<GatewayConfig, 'redis' | 'dataDir' | 'authFailMode' | 'authGraceMs' | 'apiKeys' | 'keyIdSecret'>;
 
 /**
- * The key and team stores, the guardrail action log and (when asked) the usage store of a config, for
- * the server and the CLI alike: in Redis when `redis` is set, else the embedded files under the data
+ * The key and team stores, the guardrail action log, service tokens, the audit log and (when asked) the
+ * usage store and the limit counters of a config, for the server and the CLI alike: in Redis when `redis` is set, else the embedded files under the data
  * directory (the action log in process). Usage read back for a static
  * key also sums what was recorded under its id of the previous scheme.
  */
-export async function openStores(config: StoresConfig, options: OpenStoresOptions & { usage: true }): Promise<OpenStores<UsageStore>>;
-export async function openStores(config: StoresConfig, options: OpenStoresOptions): Promise<OpenStores<undefined>>;
+export async function openStores(config: StoresConfig, options: OpenStoresOptions & { usage: true; limits: 'serve' | 'read' }): Promise<OpenStores<UsageStore, LimitLedger>>;
+export async function openStores(config: StoresConfig, options: OpenStoresOptions & { usage: true }): Promise<OpenStores<UsageStore, undefined>>;
+export async function openStores(config: StoresConfig, options: OpenStoresOptions & { limits: 'serve' | 'read' }): Promise<OpenStores<undefined, LimitLedger>>;
+export async function openStores(config: StoresConfig, options: OpenStoresOptions): Promise<OpenStores<undefined, undefined>>;
 export async function openStores(config: StoresConfig, options: OpenStoresOptions): Promise<OpenStores> {
   const logger = options.logger ?? pino({ level: 'silent' });
   let redis: RedisConnection | undefined;
@@ -89,6 +102,9 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
     const inner = redis ? await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger }) : await EmbeddedUsageStore.open(config.dataDir, logger);
     usage = config.apiKeys.length ? new KeyIdAliases(inner, () => legacyAliases(config.apiKeys, config.keyIdSecret, { redis, dataDir: config.dataDir })) : inner;
   }
+  let ledger: LimitLedger | undefined;
+  if (options.limits === 'serve') ledger = redis ? new FallbackLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);
+  else if (options.limits === 'read') ledger = redis ? new RedisLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);
   return {
     redis,
     keys,
@@ -97,8 +113,10 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
     tokens,
     audit,
     usage,
+    ledger,
     async close() {
       await usage?.close();
+      await ledger?.close();
       await keys.close();
       await teams.close();
       await guardrailActions.close();
