@@ -164,6 +164,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const metrics = new GatewayMetrics({
     usageQueueDepth: () => (usage as Partial<{ queueDepth: number }>).queueDepth ?? 0,
     configStale: () => live.lastError !== undefined,
+    build: { version: VERSION, revision: env.GATEWAY_REVISION || 'unknown' },
   });
   // gateway_endpoint_up reads the breakers of the endpoint pools in force at each scrape.
   metrics.setEndpointStates(function* () {
