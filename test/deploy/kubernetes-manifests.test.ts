@@ -217,6 +217,12 @@ describe('Kubernetes manifests: files (deploy/kubernetes)', () => {
     });
   });
 
+  it('alerts the same in compose: deploy/prometheus/alerts.yml holds the PrometheusRule\'s groups', async () => {
+    const rule = await readObject('components/alerts/prometheusrule.yaml');
+    const file = parse(await readFile(join(ROOT, 'deploy', 'prometheus', 'alerts.yml'), 'utf8')) as K8sObject;
+    expect(file).to.deep.equal(rule.spec);
+  });
+
   it('gives a config file that the gateway accepts, as `config check` and start-up read it', async () => {
     const lines: string[] = [];
     const code = await runConfigCommand(['check', join(KUBERNETES, 'base', 'gateway.yaml')], { out: (text) => lines.push(text), err: (text) => lines.push(text) }, {});
