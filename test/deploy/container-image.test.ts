@@ -164,7 +164,7 @@ describe('container image (Dockerfile, podman)', function () {
     after(async function () {
       this.timeout(120_000);
       if (!podman) return;
-      await podman.run(['rm', '-f', '-t', '0', gateway, upstream]);
+      await podman.run(['rm', '-f', '-v', '-t', '0', gateway, upstream]);
       await podman.run(['network', 'rm', '-f', network]);
     });
 
@@ -294,7 +294,7 @@ describe('container image (Dockerfile, podman)', function () {
       if (!podman || !env) return;
       await podman.run(['-p', project, ...files, 'down', '-v', '-t', '1'], { command: 'podman-compose', env, cwd: ROOT, timeoutMs: 150_000 });
       const left = (await podman.run(['ps', '-aq', '--filter', `label=io.podman.compose.project=${project}`])).stdout.split('\n').filter(Boolean);
-      if (left.length) await podman.run(['rm', '-f', '-t', '0', ...left]);
+      if (left.length) await podman.run(['rm', '-f', '-v', '-t', '0', ...left]);
       await podman.run(['network', 'rm', '-f', `${project}_default`]);
       for (const volume of ['redis-data', 'gateway-1-data', 'gateway-2-data', 'prometheus-data']) await podman.run(['volume', 'rm', '-f', `${project}_${volume}`]);
     });
