@@ -171,7 +171,8 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
       // The same process image everywhere: one series for the whole cluster, not one count per worker.
       aggregator: 'first',
     });
-    build.labels(sources.build?.version ?? 'unknown', sources.build?.revision ?? 'unknown', process.versions.node).set(1);
+    const { version = 'unknown', revision = 'unknown' } = sources.build ?? {};
+    build.labels(version, revision, process.versions.node).set(1);
     new Gauge({ name: 'gateway_open_streams', help: 'Streamed answers being relayed now', registers, aggregator: 'sum', collect() { this.set(self.openStreams); } });
     new Gauge({ name: 'gateway_usage_queue_depth', help: 'Usage records taken but not yet stored', registers, aggregator: 'sum', collect() { this.set(sources.usageQueueDepth?.() ?? 0); } });
     new Gauge({

@@ -96,7 +96,12 @@ export class RequestObserver {
     });
   }
 
-  private logExchange(logger: Logger, exchange: ExchangeRecord, usage: TokenUsage | undefined, requester: Requester | undefined): void {
+  private logExchange(
+    logger: Logger,
+    exchange: ExchangeRecord,
+    usage: TokenUsage | undefined,
+    requester: Requester | undefined,
+  ): void {
     const { resolved } = exchange;
     const upstreamMs = exchange.upstreamMs ?? 0;
     const model = resolved.canonicalId;

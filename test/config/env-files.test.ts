@@ -79,13 +79,33 @@ describe('settings from files (NAME_FILE)', () => {
     };
 
     it('gives each setting its file names, as NAME_FILE would, unless the environment sets it', () => {
-      const volume = secretVolume({ REDIS_URL: 'redis://:pw@redis:6379\n', GATEWAY_ADMIN_TOKEN: 'a'.repeat(40), ALPHA_API_KEY: 'from-dir', BETA_API_KEY: 'from-dir' });
-      const env = resolveEnvFiles({ GATEWAY_ENV_DIR: volume, ALPHA_API_KEY: 'from-env', BETA_API_KEY_FILE: file('beta', 'from-file'), PORT: '8080' });
-      expect(env).to.deep.equal({ REDIS_URL: 'redis://:pw@redis:6379', GATEWAY_ADMIN_TOKEN: 'a'.repeat(40), ALPHA_API_KEY: 'from-env', BETA_API_KEY: 'from-file', PORT: '8080' });
+      const volume = secretVolume({
+        REDIS_URL: 'redis://:pw@redis:6379\n',
+        GATEWAY_ADMIN_TOKEN: 'a'.repeat(40),
+        ALPHA_API_KEY: 'from-dir',
+        BETA_API_KEY: 'from-dir',
+      });
+      const env = resolveEnvFiles({
+        GATEWAY_ENV_DIR: volume,
+        ALPHA_API_KEY: 'from-env',
+        BETA_API_KEY_FILE: file('beta', 'from-file'),
+        PORT: '8080',
+      });
+      expect(env).to.deep.equal({
+        REDIS_URL: 'redis://:pw@redis:6379',
+        GATEWAY_ADMIN_TOKEN: 'a'.repeat(40),
+        ALPHA_API_KEY: 'from-env',
+        BETA_API_KEY: 'from-file',
+        PORT: '8080',
+      });
     });
 
-    it('refuses a file not named like such a setting, an empty one and a missing directory, never quoting a value', () => {
-      const volume = secretVolume({ REDIS_ULR: 'redis://:secret-value@redis:6379', GATEWAY_API_KEYS: '\n', LOG_LEVEL: 'debug' });
+    it('refuses a misnamed or empty file and a missing directory, never quoting a value', () => {
+      const volume = secretVolume({
+        REDIS_ULR: 'redis://:secret-value@redis:6379',
+        GATEWAY_API_KEYS: '\n',
+        LOG_LEVEL: 'debug',
+      });
       const problemsOf = (env: NodeJS.ProcessEnv) => {
         try {
           resolveEnvFiles(env);
@@ -102,7 +122,9 @@ describe('settings from files (NAME_FILE)', () => {
         `GATEWAY_ENV_DIR: ${join(volume, 'REDIS_ULR')} is not named like a setting that can come from a file`,
       ]);
       expect(problems.join('\n')).not.to.include('secret-value');
-      expect(problemsOf({ GATEWAY_ENV_DIR: join(dir, 'nowhere') })).to.deep.equal([`GATEWAY_ENV_DIR: cannot read the directory ${join(dir, 'nowhere')} (ENOENT)`]);
+      expect(problemsOf({ GATEWAY_ENV_DIR: join(dir, 'nowhere') })).to.deep.equal([
+        `GATEWAY_ENV_DIR: cannot read the directory ${join(dir, 'nowhere')} (ENOENT)`,
+      ]);
     });
   });
 });

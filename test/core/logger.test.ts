@@ -141,21 +141,29 @@ describe('access log on standard output', function () {
 });
 
 describe('log lines as docs/operations.md states them', () => {
-  it('carry the level as the number the docs map to each LOG_LEVEL name, and the time in epoch milliseconds', async () => {
+  it('carry the level as the number the docs map to each name, and the time in epoch ms', async () => {
     const docs = await readFile(join(ROOT, '..', 'docs', 'operations.md'), 'utf8');
     const row = docs.split('\n').find((line) => line.startsWith('| `level` |'));
     expect(row, 'the level row of the log fields table').to.be.a('string');
-    const documented = Object.fromEntries([...row!.matchAll(/`(\d+)` (\w+)/g)].map((match) => [match[2]!, Number(match[1])]));
+    const documented = Object.fromEntries(
+      [...row!.matchAll(/`(\d+)` (\w+)/g)].map((match) => [match[2]!, Number(match[1])]),
+    );
     const { levels } = pino();
-    expect(documented).to.deep.equal(Object.fromEntries(Object.entries(levels.values).filter(([name]) => name !== 'silent')));
+    expect(documented).to.deep.equal(
+      Object.fromEntries(Object.entries(levels.values).filter(([name]) => name !== 'silent')),
+    );
     const sink = new PassThrough();
     let text = '';
     sink.on('data', (chunk: Buffer) => (text += chunk.toString()));
     const before = Date.now();
     const logger = createLogger('trace', sink);
-    for (const name of Object.keys(documented)) (logger as unknown as Record<string, (message: string) => void>)[name]!(name);
+    for (const name of Object.keys(documented))
+      (logger as unknown as Record<string, (message: string) => void>)[name]!(name);
     await new Promise((resolve) => setImmediate(resolve));
-    const lines = text.trim().split('\n').map((line) => JSON.parse(line) as { level: number; time: number; msg: string; service: string });
+    const lines = text
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { level: number; time: number; msg: string; service: string });
     expect(lines.map((line) => [line.msg, line.level])).to.deep.equal(Object.entries(documented));
     for (const line of lines) {
       expect(line.service).to.equal('model-gateway');

@@ -44,7 +44,13 @@ export class Podman {
     const conf = join(dir, 'containers.conf');
     const shipped = readFileSync(SHIPPED_CONF, 'utf8');
     if (!shipped.includes('\n[containers]\n')) throw new Error(`${SHIPPED_CONF} has no [containers] table`);
-    writeFileSync(conf, shipped.replace('\n[containers]\n', `\n[containers]\ndefault_ulimits = ["nofile=${nofile}:${nofile}", "nproc=${nproc}:${nproc}"]\n`));
+    writeFileSync(
+      conf,
+      shipped.replace(
+        '\n[containers]\n',
+        `\n[containers]\ndefault_ulimits = ["nofile=${nofile}:${nofile}", "nproc=${nproc}:${nproc}"]\n`,
+      ),
+    );
     this.env = { ...process.env, CONTAINERS_CONF: conf };
   }
 

@@ -391,7 +391,9 @@ export const OPENAPI_DOCUMENT = {
     },
     '/v1/usage': {
       get: {
-        summary: 'The caller\'s own usage, summed per group (errors in the Chat Completions envelope; limited per client address, not counted against the key\'s rpm)',
+        summary:
+          'The caller\'s own usage, summed per group (errors in the Chat Completions envelope; '
+          + 'limited per client address, not counted against the key\'s rpm)',
         security: [{ bearer: [] }, { apiKey: [] }],
         parameters: [
           { name: 'from', in: 'query', schema: { type: 'string', format: 'date' } },
