@@ -20,10 +20,15 @@ COPY package.json package-lock.json ./
 # The TypeScript build (development dependencies are needed here only), then the production
 # dependencies alone: `npm prune` leaves the tree `npm ci --omit=dev` would install, with no second download.
 FROM node-build AS build
+# A build machine behind a TLS-inspecting proxy fails here with SELF_SIGNED_CERT_IN_CHAIN (or
+# UNABLE_TO_GET_ISSUER_CERT_LOCALLY) unless its certificate authorities come in as the npm_ca secret.
 RUN --mount=type=secret,id=npm_ca \
     if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi \
  && npm ci --no-audit --no-fund --ignore-scripts \
  && rm -rf /root/.npm
+# The software bill of materials of the production install (CycloneDX 1.5, from the lock file), shipped in the image.
+COPY scripts/sbom.mjs scripts/
+RUN node scripts/sbom.mjs --output sbom.cdx.json
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts/copy-runtime-files.mjs scripts/mock-upstream.ts scripts/
 COPY src src
@@ -45,6 +50,7 @@ RUN apt-get update \
 WORKDIR /app
 COPY --from=build /src/node_modules node_modules
 COPY --from=build /src/dist dist
+COPY --from=build /src/sbom.cdx.json ./
 COPY package.json ./
 COPY bin bin
 COPY config config
@@ -61,3 +67,11 @@ EXPOSE 8080
 # (`docker stop -t`, `stop_grace_period`, `terminationGracePeriodSeconds`).
 STOPSIGNAL SIGTERM
 CMD ["node", "dist/src/main.js"]
+# What the image is: the source revision (`--build-arg REVISION=$(git rev-parse HEAD)`; also the label
+# `revision` of gateway_build_info) and where its software bill of materials is.
+ARG REVISION=unknown
+ENV GATEWAY_REVISION=${REVISION}
+LABEL org.opencontainers.image.title="model-gateway" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="MIT" \
+      dev.model-gateway.sbom="/app/sbom.cdx.json"

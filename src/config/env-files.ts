@@ -1,7 +1,10 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ConfigError } from './gateway-config.ts';
 
 const FILE_SUFFIX = '_FILE';
+/** A directory whose files, each named like a setting, give those settings (a Kubernetes Secret volume). */
+const ENV_DIR = 'GATEWAY_ENV_DIR';
 /** The settings that may be given as files: the ones that hold secrets or addresses of secrets. */
 const FROM_FILE = /^(?:REDIS_URL|GATEWAY_[A-Z0-9_]+|[A-Z][A-Z0-9_]*_API_KEY|[A-Z][A-Z0-9_]*_BASE_URL)$/;
 
@@ -36,8 +39,45 @@ export function resolveEnvFiles(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
     if (content === '') problems.push(`${variable}: ${path} is empty`);
     else resolved[name] = content;
   }
+  const dir = env[ENV_DIR];
+  if (dir !== undefined && dir !== '') readEnvDir(dir, env, resolved, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return resolved;
+}
+
+/**
+ * `GATEWAY_ENV_DIR`: each file of the directory named like a setting that may come from a file
+ * (`REDIS_URL`, `GATEWAY_ADMIN_TOKEN`, `ALPHA_API_KEY`, ...) gives that setting, as `NAME_FILE` would,
+ * unless the environment sets `NAME` or `NAME_FILE` itself. Names starting with a dot are skipped (a
+ * Kubernetes Secret volume keeps its `..data` links there); any other name is refused, so that a
+ * misspelt key of a Secret does not go unnoticed.
+ */
+function readEnvDir(dir: string, env: NodeJS.ProcessEnv, resolved: NodeJS.ProcessEnv, problems: string[]): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((name) => !name.startsWith('.')).sort();
+  } catch (error) {
+    problems.push(`${ENV_DIR}: cannot read the directory ${dir} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    return;
+  }
+  for (const name of names) {
+    const path = join(dir, name);
+    if (!FROM_FILE.test(name) || name === ENV_DIR) {
+      problems.push(`${ENV_DIR}: ${path} is not named like a setting that can come from a file`);
+      continue;
+    }
+    if ((env[name] !== undefined && env[name] !== '') || env[`${name}${FILE_SUFFIX}`] !== undefined) continue;
+    let content: string;
+    try {
+      content = readFileSync(path, 'utf8').replace(/[\r\n\t ]+$/, '');
+    } catch (error) {
+      problems.push(`${ENV_DIR}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+      continue;
+    }
+    if (content === '') problems.push(`${ENV_DIR}: ${path} is empty`);
+    else resolved[name] = content;
+  }
+  delete resolved[ENV_DIR];
 }
 
 /** {@link resolveEnvFiles} applied to this process's own environment, in place. */

@@ -203,6 +203,9 @@ function record(found: ConfigProblem): void {
   collecting.push(found);
 }
 
+/** The log levels (pino's names), most to least severe; `silent` logs nothing. */
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
 function problem(text: string, at?: FieldPath): void {
   record({ text, at });
 }
@@ -288,7 +291,7 @@ const fileSchema = yup
       .object({ max: yup.number().integer().positive(), windowMs: yup.number().integer().positive() })
       .noUnknown()
       .default(undefined),
-    logLevel: yup.string().oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    logLevel: yup.string().oneOf([...LOG_LEVELS]),
     cache: yup
       .object({
         ttlSeconds: yup.number().integer().min(0),
@@ -469,6 +472,15 @@ function envInteger(env: NodeJS.ProcessEnv, name: string, min: number): number |
   return undefined;
 }
 
+/** `LOG_LEVEL`, one of {@link LOG_LEVELS}; empty is unset (compose passes an unset variable as empty). */
+function envLogLevel(env: NodeJS.ProcessEnv): string | undefined {
+  const value = env.LOG_LEVEL?.trim();
+  if (value === undefined || value === '') return undefined;
+  if ((LOG_LEVELS as readonly string[]).includes(value)) return value;
+  problem(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got '${value}'`);
+  return undefined;
+}
+
 /** Shortest admin token and static key (after `sk-`) accepted: guessing either must stay out of reach. */
 export const MIN_SECRET_LENGTH = 32;
 
@@ -618,7 +630,7 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     apiKeys: parseStaticKeys(env.GATEWAY_API_KEYS),
     keyIdSecret: secret('GATEWAY_KEY_ID_SECRET', env.GATEWAY_KEY_ID_SECRET),
     limitsAllowUnbounded: envFlag(env, 'GATEWAY_LIMITS_ALLOW_UNBOUNDED', problem) ?? false,
-    logLevel: env.LOG_LEVEL ?? file.logLevel ?? 'info',
+    logLevel: envLogLevel(env) ?? file.logLevel ?? 'info',
     drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,
     headersTimeoutMs,
     requestTimeoutMs,

@@ -30,7 +30,7 @@ export interface AppOptions {
   readonly logger: Logger;
   /** The caller or 401/403/429/503 of the control plane's keyed routes (`/v1/usage`); none: open. */
   readonly authenticate?: KeyAuthenticator;
-  /** Counts requests per API key on `/v1/usage`. */
+  /** Counts requests per API key on the keyed routes `mount` adds with `guard` (none by default). */
   readonly modelRateLimit?: KeyRateLimit;
   /** Counts requests per client address on the public catalog. */
   readonly catalogRateLimit?: RequestHandler;

@@ -158,6 +158,11 @@ export function stampClientAddress(req: IncomingMessage, resolve: (req: Incoming
   (req as StampedRequest)[ADDRESS] = resolve(req);
 }
 
+/** The client address stamped at the way in (the socket's peer when none was stamped), as it is: for logs. */
+export function stampedAddress(req: IncomingMessage): string {
+  return (req as StampedRequest)[ADDRESS] ?? req.socket.remoteAddress ?? 'unknown';
+}
+
 /**
  * The address per-address rules count a request under: the stamped client address (the socket's peer
  * when none was stamped), an IPv6 address by its /56.

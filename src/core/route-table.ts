@@ -129,17 +129,25 @@ export function routePath(id: RouteId): string {
   return ROUTE_TABLE[id].path;
 }
 
+/**
+ * `GET /v1/usage` (a control-plane route, in the spellings Express matches) is read by the clients of
+ * the OpenAI-compatible routes with the same key, so it answers in their envelope.
+ */
+const OWN_USAGE = /^\/v1\/usage\/?$/i;
+
 // Longest path first: `/v1/chat/completions` before `/v1/chat`, `/v1/messages/count_tokens` before `/v1/messages`.
 const BY_PREFIX = [...MODEL_ROUTES].sort((a, b) => b.path.length - a.path.length);
 
 /**
  * The error envelope of any path (without its query): the family of the model route whose path it
- * starts with (so an unknown path under `/v1/messages` answers in the Messages envelope), else `plain`.
+ * starts with (so an unknown path under `/v1/messages` answers in the Messages envelope), the Chat
+ * Completions envelope for `/v1/usage`, else `plain`.
  * A spelling the way in accepts (see {@link modelRouteAt}) is read as its canonical path.
  */
 export function errorFamilyOf(path: string): ErrorFamily {
   const route = modelRouteAt(path);
   if (route) return route.family;
+  if (OWN_USAGE.test(path)) return 'completions-envelope';
   for (const candidate of BY_PREFIX) if (candidate.family !== 'plain' && path.startsWith(candidate.path)) return candidate.family;
   return 'plain';
 }

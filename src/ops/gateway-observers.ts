@@ -26,7 +26,9 @@ export function observeGateway(source: EventSource, parts: ObserverParts): () =>
   const guardrailActed = guardrailReporter(metrics, logger, parts.guardrailActions);
   const off = [
     EVENTS.request.subscribe(source, ({ req, res, observation }) => requests.watch(req, res, observation)),
-    EVENTS.exchangeRecorded.subscribe(source, ({ record, recorded }) => requests.exchange(record, recorded)),
+    EVENTS.exchangeRecorded.subscribe(source, ({ exchange, record, recorded }) => {
+      requests.exchange(record, recorded, exchange);
+    }),
     EVENTS.upstreamCall.subscribe(source, ({ provider, origin, outcome }) => metrics.upstreamAttempt(provider, origin, outcome)),
     EVENTS.cache.subscribe(source, ({ result }) => metrics.cacheResult(result)),
     EVENTS.streamOpened.subscribe(source, () => metrics.streamOpened()),

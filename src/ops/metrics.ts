@@ -8,6 +8,14 @@ export type RefusalReason = 'max_connections' | 'connections_per_address' | 'pen
 /** How one upstream attempt ended, as `gateway_upstream_requests_total` counts it. */
 export type UpstreamOutcome = 'ok' | 'error_status' | 'transport_error' | 'timeout' | 'aborted';
 
+/** What `gateway_build_info` says of the running gateway. */
+export interface BuildInfo {
+  /** The package version. */
+  readonly version: string;
+  /** The source revision the image was built from (`GATEWAY_REVISION`), `unknown` when not given. */
+  readonly revision: string;
+}
+
 /** One upstream endpoint's state for `gateway_endpoint_up`. */
 export interface EndpointHealth {
   readonly provider: string;
@@ -93,7 +101,7 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
   private endpointStates: () => Iterable<EndpointHealth> = () => this.lastOutcome.values();
   private openStreams = 0;
 
-  constructor(sources: { usageQueueDepth?: () => number; configStale?: () => boolean } = {}) {
+  constructor(sources: { usageQueueDepth?: () => number; configStale?: () => boolean; build?: BuildInfo } = {}) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     this.requests = new Counter({ name: 'gateway_requests_total', help: 'Requests answered, by route, canonical model and status', labelNames: ['route', 'model', 'status'], registers });
@@ -155,6 +163,16 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
         for (const state of self.endpointStates()) this.set({ provider: state.provider, endpoint: state.endpoint }, state.up ? 1 : 0);
       },
     });
+    const build = new Gauge({
+      name: 'gateway_build_info',
+      help: 'Always 1: the gateway version, the source revision of its image and the Node.js version, as labels',
+      labelNames: ['version', 'revision', 'nodejs_version'],
+      registers,
+      // The same process image everywhere: one series for the whole cluster, not one count per worker.
+      aggregator: 'first',
+    });
+    const { version = 'unknown', revision = 'unknown' } = sources.build ?? {};
+    build.labels(version, revision, process.versions.node).set(1);
     new Gauge({ name: 'gateway_open_streams', help: 'Streamed answers being relayed now', registers, aggregator: 'sum', collect() { this.set(self.openStreams); } });
     new Gauge({ name: 'gateway_usage_queue_depth', help: 'Usage records taken but not yet stored', registers, aggregator: 'sum', collect() { this.set(sources.usageQueueDepth?.() ?? 0); } });
     new Gauge({

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { TokenUsage } from '../plugins/plugin-contract.ts';
 import type { ExchangeRecord, RecordedUsage } from '../core/exchange.ts';
 import type { Observation } from '../core/diagnostics.ts';
+import { stampedAddress } from '../core/client-address.ts';
 import { NO_MODEL, type GatewayMetrics } from './metrics.ts';
 import { requestIdOf } from '../core/request-id.ts';
 import { MODEL_ROUTES, ROUTE_TABLE } from '../core/route-table.ts';
@@ -13,6 +14,25 @@ const round = (ms: number): number => Math.round(ms * 1000) / 1000;
 export type { Observation };
 
 const OBSERVATIONS = new WeakMap<ServerResponse, Observation>();
+
+/** Who sent a request, as its access line names them. */
+interface Requester {
+  /** The client address (the client a trusted proxy names, else the connection's peer). */
+  readonly address: string;
+  /** The `User-Agent` header, cut to its first {@link USER_AGENT_CHARS} characters. */
+  readonly userAgent: string | undefined;
+}
+
+/** The longest user agent an access line keeps (a header may be as long as the header size limit). */
+const USER_AGENT_CHARS = 256;
+
+/** Each watched request's sender, by its observation (a model route's exchange, which its record event names). */
+const REQUESTERS = new WeakMap<object, Requester>();
+
+function requesterOf(req: IncomingMessage): Requester {
+  const agent = req.headers['user-agent'];
+  return { address: stampedAddress(req), userAgent: agent?.slice(0, USER_AGENT_CHARS) };
+}
 
 /** The observation the way in gave a response (for the Express control plane to fill in), if it is watched. */
 export function observationOf(res: ServerResponse): Observation | undefined {
@@ -38,7 +58,7 @@ export class RequestObserver {
    * estimated), the metrics are counted now and the access line is written once the estimate is made,
    * with the tokens the usage record stores (and `tokens_estimated` when any is an estimate).
    */
-  exchange(exchange: ExchangeRecord, recorded?: Promise<RecordedUsage>): void {
+  exchange(exchange: ExchangeRecord, recorded?: Promise<RecordedUsage>, observation?: object): void {
     const { resolved, usage } = exchange;
     const upstreamMs = exchange.upstreamMs ?? 0;
     const model = resolved.canonicalId;
@@ -50,9 +70,15 @@ export class RequestObserver {
     if (exchange.status === 429) this.metrics.limited('rate_limit');
     // A GenAI operation is an answer that went upstream: not a cache hit, not a refusal before any attempt.
     if (!exchange.cacheHit && (exchange.attempts ?? 0) > 0) this.genAi(exchange);
-    if (recorded === undefined) this.logExchange(this.logger, exchange, usage);
+    const requester = observation && REQUESTERS.get(observation);
+    if (recorded === undefined) this.logExchange(this.logger, exchange, usage, requester);
     // Rare (the client left, or the upstream cut the stream): the child costs nothing on the usual path.
-    else void recorded.then((final) => this.logExchange(final.estimated ? this.logger.child({ tokens_estimated: true }) : this.logger, exchange, final.usage));
+    else {
+      void recorded.then((final) => {
+        const logger = final.estimated ? this.logger.child({ tokens_estimated: true }) : this.logger;
+        this.logExchange(logger, exchange, final.usage, requester);
+      });
+    }
   }
 
   private genAi(exchange: ExchangeRecord): void {
@@ -70,7 +96,12 @@ export class RequestObserver {
     });
   }
 
-  private logExchange(logger: Logger, exchange: ExchangeRecord, usage: TokenUsage | undefined): void {
+  private logExchange(
+    logger: Logger,
+    exchange: ExchangeRecord,
+    usage: TokenUsage | undefined,
+    requester: Requester | undefined,
+  ): void {
     const { resolved } = exchange;
     const upstreamMs = exchange.upstreamMs ?? 0;
     const model = resolved.canonicalId;
@@ -90,6 +121,8 @@ export class RequestObserver {
         output_tokens: usage?.outputTokens,
         cached_tokens: usage?.cachedTokens,
         key_id: exchange.keyId,
+        client_address: requester?.address,
+        user_agent: requester?.userAgent,
       },
       'request',
     );
@@ -102,6 +135,8 @@ export class RequestObserver {
    */
   watch(req: IncomingMessage, res: ServerResponse, observation: Observation): void {
     const startedAt = performance.now();
+    const requester = requesterOf(req);
+    REQUESTERS.set(observation, requester);
     OBSERVATIONS.set(res, observation);
     res.once('finish', () => {
       const durationMs = performance.now() - startedAt;
@@ -112,12 +147,20 @@ export class RequestObserver {
         const route = observation.labelOf?.() ?? observation.label;
         const keyId = observation.keyIdOf?.() ?? observation.keyId;
         if (observation.refusedBy) this.metrics.limitRefused(observation.refusedBy);
-        this.answered(req, route, res.statusCode, durationMs, observation.errorCode, keyId);
+        this.answered(req, route, res.statusCode, durationMs, observation.errorCode, keyId, requester);
       });
     });
   }
 
-  private answered(req: IncomingMessage, route: string, status: number, durationMs: number, errorCode: string | undefined, keyId: string | undefined): void {
+  private answered(
+    req: IncomingMessage,
+    route: string,
+    status: number,
+    durationMs: number,
+    errorCode: string | undefined,
+    keyId: string | undefined,
+    requester: Requester,
+  ): void {
     this.metrics.request(route, NO_MODEL, status, durationMs, 0, undefined);
     if (status === 429) this.metrics.limited(errorCode === 'GW_ERR_QUOTA_EXCEEDED' || errorCode === 'GW_ERR_BUDGET_EXCEEDED' ? 'quota' : 'rate_limit');
     this.logger.info(
@@ -130,6 +173,8 @@ export class RequestObserver {
         duration_ms: round(durationMs),
         overhead_ms: round(durationMs),
         key_id: keyId,
+        client_address: requester.address,
+        user_agent: requester.userAgent,
       },
       'request',
     );

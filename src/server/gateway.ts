@@ -164,6 +164,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const metrics = new GatewayMetrics({
     usageQueueDepth: () => (usage as Partial<{ queueDepth: number }>).queueDepth ?? 0,
     configStale: () => live.lastError !== undefined,
+    build: { version: VERSION, revision: env.GATEWAY_REVISION || 'unknown' },
   });
   // gateway_endpoint_up reads the breakers of the endpoint pools in force at each scrape.
   metrics.setEndpointStates(function* () {
@@ -258,7 +259,6 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     bodyLimitBytes: config.bodyLimitBytes,
     logger,
     authenticate,
-    modelRateLimit,
     catalogRateLimit,
     inFlight,
     addressOf: clientAddressResolver(config.trustedProxies),
@@ -266,7 +266,8 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     mount: (expressApp, add, guard) => {
       if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(options.clusterWorker ? new PrimaryScrape() : metrics));
       add('get', '/openapi.json', (_req, res) => void res.type('application/json').send(OPENAPI_JSON));
-      add('get', '/v1/usage', ...guard, ownUsageRoute(usage));
+      // Counted per client address, not against the key's own rpm: reading usage spends none of it.
+      add('get', '/v1/usage', guard[0]!, catalogRateLimit, ownUsageRoute(usage));
       expressApp.use('/admin', adminRouter({ token: config.adminToken, keys, teams, registry: currentRegistry, bodyLimitBytes: config.bodyLimitBytes, usage, throttle: adminThrottle, limits: ledger, rate: () => live.current.config.rateLimit, responseCache, guardrailSettings: () => live.current.config.guardrails, guardrailActions, health, access: { ...access, enabled: config.access.oidc !== undefined } }));
       add('get', '/healthz', (_req, res) => void res.json({ status: 'ok' }));
       // 503 while anything runs degraded (or the gateway drains), so a balancer prefers healthy instances.

@@ -101,14 +101,38 @@ describe('gateway config', () => {
     expect(providerSettings(config, 'acme', 'ACME', { ACME_BASE_URL: 'http://env.example/v1/', ACME_API_KEY: 'from-env' })).to.deep.equal({ baseUrl: 'http://env.example/v1', apiKey: 'from-env' });
   });
 
+  it("takes LOG_LEVEL over the file's logLevel; an empty one is unset (compose passes unset as empty)", async () => {
+    const path = await configFile('logLevel: warn\n');
+    expect(loadConfig({ GATEWAY_CONFIG: path }).logLevel).to.equal('warn');
+    expect(loadConfig({ GATEWAY_CONFIG: path, LOG_LEVEL: 'debug' }).logLevel).to.equal('debug');
+    expect(loadConfig({ GATEWAY_CONFIG: path, LOG_LEVEL: '' }).logLevel).to.equal('warn');
+    expect(loadConfig({ GATEWAY_CONFIG: await configFile(''), LOG_LEVEL: '' }).logLevel).to.equal('info');
+  });
+
   const invalid: [string, string, NodeJS.ProcessEnv, string][] = [
     ['an unknown setting', 'server:\n  prot: 1\n', {}, 'line 2, column 3: server.prot is not a known setting'],
     ['a bad size', 'server:\n  bodyLimit: huge\n', {}, 'line 2, column 3: server.bodyLimit must be a size'],
     ['YAML that does not parse', 'server: [\n', {}, 'not valid YAML'],
-    ['a bad provider URL', 'providers:\n  acme:\n    baseUrl: not a url\n', {}, 'line 3, column 5: providers.acme.baseUrl is not a URL'],
+    [
+      'a bad provider URL',
+      'providers:\n  acme:\n    baseUrl: not a url\n',
+      {},
+      'line 3, column 5: providers.acme.baseUrl is not a URL',
+    ],
     ['a bad port in env', '', { PORT: 'eighty' }, "PORT must be an integer >= 0, got 'eighty'"],
     ['a bad Redis URL', '', { REDIS_URL: 'http://redis' }, 'REDIS_URL must start with redis:// or rediss://'],
-    ['a static key without sk-', '', { GATEWAY_API_KEYS: 'sk-goodgoodgoodgoodgoodgoodgoodgood,pk-bad' }, "GATEWAY_API_KEYS entry 2 is not a valid key: keys start with 'sk-'"],
+    [
+      'an unknown log level in env',
+      '',
+      { LOG_LEVEL: 'verbose' },
+      "LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got 'verbose'",
+    ],
+    [
+      'a static key without sk-',
+      '',
+      { GATEWAY_API_KEYS: 'sk-goodgoodgoodgoodgoodgoodgoodgood,pk-bad' },
+      "GATEWAY_API_KEYS entry 2 is not a valid key: keys start with 'sk-'",
+    ],
   ];
   for (const [name, text, env, message] of invalid) {
     it(`refuses ${name} with a clear message`, async () => {

@@ -2,6 +2,11 @@ import { expect } from 'chai';
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import type { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { pino } from 'pino';
+import { createLogger } from '../../src/core/logger.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -132,5 +137,37 @@ describe('access log on standard output', function () {
     expect(line, 'the access line').to.not.equal(-1);
     expect(chunks[line]).to.not.include('"msg":"done"');
     expect(done, 'the line after it').to.be.greaterThan(line);
+  });
+});
+
+describe('log lines as docs/operations.md states them', () => {
+  it('carry the level as the number the docs map to each name, and the time in epoch ms', async () => {
+    const docs = await readFile(join(ROOT, '..', 'docs', 'operations.md'), 'utf8');
+    const row = docs.split('\n').find((line) => line.startsWith('| `level` |'));
+    expect(row, 'the level row of the log fields table').to.be.a('string');
+    const documented = Object.fromEntries(
+      [...row!.matchAll(/`(\d+)` (\w+)/g)].map((match) => [match[2]!, Number(match[1])]),
+    );
+    const { levels } = pino();
+    expect(documented).to.deep.equal(
+      Object.fromEntries(Object.entries(levels.values).filter(([name]) => name !== 'silent')),
+    );
+    const sink = new PassThrough();
+    let text = '';
+    sink.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    const before = Date.now();
+    const logger = createLogger('trace', sink);
+    for (const name of Object.keys(documented))
+      (logger as unknown as Record<string, (message: string) => void>)[name]!(name);
+    await new Promise((resolve) => setImmediate(resolve));
+    const lines = text
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { level: number; time: number; msg: string; service: string });
+    expect(lines.map((line) => [line.msg, line.level])).to.deep.equal(Object.entries(documented));
+    for (const line of lines) {
+      expect(line.service).to.equal('model-gateway');
+      expect(line.time).to.be.within(before, Date.now());
+    }
   });
 });

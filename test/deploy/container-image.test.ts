@@ -1,6 +1,17 @@
 import { expect } from 'chai';
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -14,9 +25,14 @@ import { freePort } from '../helpers/redis-server.ts';
 // them as root); the base image comes from Debian's archive when no registry is reachable
 // (scripts/container-base.sh).
 const ROOT = join(import.meta.dirname, '..', '..');
-const IMAGE = 'localhost/model-gateway:test';
-const REDIS_IMAGE = 'localhost/model-gateway-redis:test';
+// A tag per checkout: checkouts of other branches on the same machine build their own at the same time.
+const TAG = `test-${createHash('sha256').update(ROOT).digest('hex').slice(0, 8)}`;
+const IMAGE = `localhost/model-gateway:${TAG}`;
+const REDIS_IMAGE = `localhost/model-gateway-redis:${TAG}`;
+const PROMETHEUS_IMAGE = `localhost/model-gateway-prometheus:${TAG}`;
 const STATIC_KEY = `sk-container-${randomBytes(16).toString('hex')}`;
+// A second key for the compose tests that follow the rpm test (each key has its own requests per minute).
+const STREAM_KEY = `sk-container-${randomBytes(16).toString('hex')}`;
 const UPSTREAM_KEY = 'mock-upstream-key';
 const run = `t${process.pid}`;
 
@@ -63,6 +79,11 @@ describe('container image (Dockerfile, podman)', function () {
     started = Date.now();
     await podman.must(['build', '--pull=never', '-t', REDIS_IMAGE, join(ROOT, 'deploy', 'redis')], { timeoutMs: 10 * 60_000 });
     timings.push(`redis image ${Math.round((Date.now() - started) / 1000)} s`);
+    started = Date.now();
+    await podman.must(['build', '--pull=never', '-t', PROMETHEUS_IMAGE, join(ROOT, 'deploy', 'prometheus')], {
+      timeoutMs: 10 * 60_000,
+    });
+    timings.push(`prometheus image ${Math.round((Date.now() - started) / 1000)} s`);
     const size = Number((await podman.must(['image', 'inspect', '--format', '{{.Size}}', IMAGE])).trim());
     console.log(`      built in ${timings.join(', ')}; image ${(size / 1e6).toFixed(0)} MB`);
   });
@@ -79,6 +100,62 @@ describe('container image (Dockerfile, podman)', function () {
     const probe = await podman.run(['run', '--rm', '--read-only', IMAGE, 'sh', '-c', 'id -u; touch /app/written 2>/dev/null && echo root-writable; touch /data/written && echo data-writable']);
     expect(probe.code, probe.stderr).to.equal(0);
     expect(probe.stdout.trim().split('\n')).to.deep.equal(['10001', 'data-writable']);
+  });
+
+  it('carries its SBOM (CycloneDX, the production install) and says where it is', async function () {
+    this.timeout(120_000);
+    const labels = JSON.parse(await podman.must(['image', 'inspect', '--format', '{{json .Labels}}', IMAGE])) as Record<
+      string,
+      string
+    >;
+    expect(labels['dev.model-gateway.sbom']).to.equal('/app/sbom.cdx.json');
+    expect(labels['org.opencontainers.image.revision']).to.be.a('string').and.not.equal('');
+    const sbom = JSON.parse(
+      await podman.must(['run', '--rm', '--read-only', IMAGE, 'cat', labels['dev.model-gateway.sbom']!]),
+    ) as {
+      bomFormat: string;
+      specVersion: string;
+      metadata: { component: { name: string } };
+      components: { group?: string; name: string; version: string }[];
+    };
+    expect(sbom).to.deep.include({ bomFormat: 'CycloneDX', specVersion: '1.5' });
+    expect(sbom.metadata.component.name).to.equal('model-gateway');
+    // Every package of the image's node_modules is listed, at its installed version, and nothing of the build.
+    const installed = JSON.parse(
+      await podman.must([
+        'run',
+        '--rm',
+        '--read-only',
+        IMAGE,
+        'node',
+        '-e',
+        `
+        const { readdirSync, readFileSync, existsSync } = require('node:fs');
+        const found = {};
+        const walk = (dir) => { for (const name of readdirSync(dir)) {
+          if (name.startsWith('.')) continue;
+          if (name.startsWith('@')) { walk(dir + '/' + name); continue; }
+          const manifest = dir + '/' + name + '/package.json';
+          if (existsSync(manifest)) {
+            const { name: id, version } = JSON.parse(readFileSync(manifest, 'utf8'));
+            found[id + '@' + version] = true;
+          }
+          if (existsSync(dir + '/' + name + '/node_modules')) walk(dir + '/' + name + '/node_modules');
+        } };
+        walk('node_modules');
+        console.log(JSON.stringify(Object.keys(found)));`,
+      ]),
+    ) as string[];
+    const listed = new Set(
+      sbom.components.map(
+        (component) => `${component.group ? `${component.group}/` : ''}${component.name}@${component.version}`,
+      ),
+    );
+    expect(installed.length).to.be.greaterThan(50);
+    expect(installed.filter((id) => !listed.has(id))).to.deep.equal([]);
+    expect([...listed].filter((id) => /^(typescript|tsx|mocha|@cyclonedx\/cyclonedx-library)@/.test(id))).to.deep.equal(
+      [],
+    );
   });
 
   it('keeps the build secret out of every layer and out of the history', async function () {
@@ -122,7 +199,7 @@ describe('container image (Dockerfile, podman)', function () {
     after(async function () {
       this.timeout(120_000);
       if (!podman) return;
-      await podman.run(['rm', '-f', '-t', '0', gateway, upstream]);
+      await podman.run(['rm', '-f', '-v', '-t', '0', gateway, upstream]);
       await podman.run(['network', 'rm', '-f', network]);
     });
 
@@ -191,35 +268,77 @@ describe('container image (Dockerfile, podman)', function () {
 
   describe('compose.yaml: two replicas on one Redis', () => {
     const project = `gwcompose${run}`;
-    const files = ['-f', join(ROOT, 'compose.yaml'), '-f', join(ROOT, 'deploy', 'compose.mock-upstream.yaml')];
+    const files = [
+      '-f',
+      join(ROOT, 'compose.yaml'),
+      '-f',
+      join(ROOT, 'deploy', 'compose.mock-upstream.yaml'),
+      '-f',
+      join(ROOT, 'deploy', 'compose.observability.yaml'),
+    ];
     const limit = 6;
+    const compose = (args: readonly string[], timeoutMs = 240_000) =>
+      podman.must(['-p', project, ...files, ...args], { command: 'podman-compose', env, cwd: ROOT, timeoutMs });
+    const container = (service: string) => `${project}_${service}_1`;
+    const admin = (url: string) => json(`${url}/admin/usage`, { headers: { authorization: `Bearer ${adminToken}` } });
+    const requestsIn = (usage: { body: Record<string, unknown> }) =>
+      (usage.body.data as { requests: number }[]).reduce((sum, row) => sum + row.requests, 0);
+    const allReady = async () => {
+      for (const url of replicas)
+        await eventually(
+          async () => (await json(`${url}/readyz`)).body.redis === 'ready',
+          `replica ${url} to reach Redis`,
+          90_000,
+        );
+    };
     let env: NodeJS.ProcessEnv;
     let replicas: string[];
     let adminToken: string;
+    let redisPassword: string;
+    let configDir: string;
+    let prometheus: string;
 
     before(async function () {
       if (unsupported) this.skip();
       this.timeout(300_000);
+      // As docs/deploy.md has the operator make them.
       const secrets = join(work, 'secrets');
       mkdirSync(secrets, { recursive: true });
       adminToken = randomBytes(32).toString('hex');
+      redisPassword = randomBytes(32).toString('hex');
       writeFileSync(join(secrets, 'admin-token'), `${adminToken}\n`);
-      writeFileSync(join(secrets, 'api-keys'), `${STATIC_KEY}\n`);
+      writeFileSync(join(secrets, 'api-keys'), `${STATIC_KEY},${STREAM_KEY}\n`);
+      writeFileSync(join(secrets, 'redis-password'), `${redisPassword}\n`);
+      writeFileSync(join(secrets, 'redis-url'), `redis://:${redisPassword}@redis:6379\n`);
+      // The config directory the replicas mount and reload live: a copy, so that the test may edit it.
+      configDir = join(work, 'config');
+      cpSync(join(ROOT, 'config'), configDir, { recursive: true });
+      chmodSync(configDir, 0o755);
+      // The replicas' settings, as the operator's .env holds them.
+      const envFile = join(work, 'gateway.env');
+      // Traces go to the mock upstream, which refuses them: enough to see the setting reach both replicas.
+      writeFileSync(
+        envFile,
+        `RATE_LIMIT_MAX=${limit}\nLOG_LEVEL=info\nOTEL_EXPORTER_OTLP_ENDPOINT=http://mock-upstream:9000\n`,
+      );
       const ports = [await freePort(), await freePort()];
+      prometheus = `http://127.0.0.1:${await freePort()}`;
       replicas = ports.map((port) => `http://127.0.0.1:${port}`);
       env = {
         GATEWAY_IMAGE: IMAGE,
         REDIS_IMAGE,
         GATEWAY_SECRETS_DIR: secrets,
+        GATEWAY_CONFIG_DIR: configDir,
+        GATEWAY_ENV_FILE: envFile,
         GATEWAY_1_PORT: `127.0.0.1:${ports[0]}`,
         GATEWAY_2_PORT: `127.0.0.1:${ports[1]}`,
-        RATE_LIMIT_MAX: String(limit),
-        LOG_LEVEL: 'warn',
+        PROMETHEUS_IMAGE,
+        PROMETHEUS_PORT: prometheus.slice('http://'.length),
+        // About 2 s between streamed events: a chat completion streams for some 15 s.
+        MOCK_CHUNK_DELAY_MS: '2000',
       };
-      await podman.must(['-p', project, ...files, 'up', '-d'], { command: 'podman-compose', env, cwd: ROOT, timeoutMs: 240_000 });
-      for (const url of replicas) {
-        await eventually(async () => (await json(`${url}/readyz`)).body.redis === 'ready', `replica ${url} to reach Redis`, 90_000);
-      }
+      await compose(['up', '-d']);
+      await allReady();
     });
 
     after(async function () {
@@ -227,9 +346,10 @@ describe('container image (Dockerfile, podman)', function () {
       if (!podman || !env) return;
       await podman.run(['-p', project, ...files, 'down', '-v', '-t', '1'], { command: 'podman-compose', env, cwd: ROOT, timeoutMs: 150_000 });
       const left = (await podman.run(['ps', '-aq', '--filter', `label=io.podman.compose.project=${project}`])).stdout.split('\n').filter(Boolean);
-      if (left.length) await podman.run(['rm', '-f', '-t', '0', ...left]);
+      if (left.length) await podman.run(['rm', '-f', '-v', '-t', '0', ...left]);
       await podman.run(['network', 'rm', '-f', `${project}_default`]);
-      await podman.run(['volume', 'rm', '-f', `${project}_redis-data`]);
+      for (const volume of ['redis-data', 'gateway-1-data', 'gateway-2-data', 'prometheus-data'])
+        await podman.run(['volume', 'rm', '-f', `${project}_${volume}`]);
     });
 
     it('holds one key\'s rpm exactly across the two replicas, and both read the same usage', async function () {
@@ -266,6 +386,216 @@ describe('container image (Dockerfile, podman)', function () {
       expect(inspected).to.include('GATEWAY_ADMIN_TOKEN_FILE=/run/secrets/admin_token');
       expect(inspected).not.to.include(adminToken);
       expect(inspected).not.to.include(STATIC_KEY);
+    });
+
+    it('keeps Redis behind a secret password in protected mode; replicas use REDIS_URL_FILE', async function () {
+      this.timeout(60_000);
+      // What any container on the compose network can do (the mock upstream's has node): talk RESP to redis:6379.
+      const redis = async (commands: string) =>
+        podman.must([
+          'exec',
+          container('mock-upstream'),
+          'node',
+          '-e',
+          `
+          const socket = require('node:net').connect(6379, 'redis', () => socket.end(process.argv[1]));
+          let reply = '';
+          socket.on('data', (chunk) => (reply += chunk));
+          socket.on('close', () => console.log(JSON.stringify(reply)));
+          socket.on('error', (error) => console.log(JSON.stringify('error ' + error.code)));`,
+          commands,
+        ]);
+      const refused = JSON.parse(await redis('PING\r\nKEYS *\r\n')) as string;
+      expect(refused).to.match(/^-NOAUTH Authentication required\.\r\n-NOAUTH/);
+      const allowed = JSON.parse(
+        await redis(`AUTH ${redisPassword}\r\nPING\r\nCONFIG GET protected-mode\r\n`),
+      ) as string;
+      expect(allowed).to.equal('+OK\r\n+PONG\r\n*2\r\n$14\r\nprotected-mode\r\n$3\r\nyes\r\n');
+      // The password is in no variable and no command line: not in `inspect`, not in Redis's own arguments.
+      for (const service of ['gateway-1', 'gateway-2', 'redis']) {
+        const inspected = await podman.must(['inspect', container(service)]);
+        expect(inspected, service).not.to.include(redisPassword);
+      }
+      expect(
+        await podman.must(['inspect', '--format', '{{range .Config.Env}}{{println .}}{{end}}', container('gateway-1')]),
+      ).to.include('REDIS_URL_FILE=/run/secrets/redis_url');
+      expect(await podman.must(['exec', container('redis'), 'cat', '/proc/1/cmdline'])).not.to.include(redisPassword);
+      for (const url of replicas)
+        expect((await json(`${url}/readyz`)).body).to.deep.include({ redis: 'ready', rate_limits: 'shared' });
+    });
+
+    it("passes its shell-form health checks; the replicas' asks /readyz?degraded=ready", async function () {
+      this.timeout(60_000);
+      for (const service of ['gateway-1', 'gateway-2', 'redis']) {
+        const outcome = await podman.run(['healthcheck', 'run', container(service)]);
+        expect(outcome.code, `${service}: ${outcome.stdout}${outcome.stderr}`).to.equal(0);
+      }
+      expect(
+        await podman.must(['inspect', '--format', '{{json .Config.Healthcheck.Test}}', container('gateway-1')]),
+      ).to.include('/readyz?degraded=ready');
+    });
+
+    it('serves /metrics on port 9464 to the compose network only, not on the published port', async function () {
+      this.timeout(60_000);
+      for (const service of ['gateway-1', 'gateway-2']) {
+        const published = (await podman.must(['port', container(service)])).trim().split('\n');
+        expect(published, service).to.have.length(1);
+        expect(published[0]).to.match(/^8080\/tcp -> 127\.0\.0\.1:\d+$/);
+      }
+      expect((await fetch(`${replicas[0]}/metrics`)).status).to.equal(404);
+      const scraped = await podman.must([
+        'exec',
+        container('mock-upstream'),
+        'node',
+        '-e',
+        "fetch('http://gateway-2:9464/metrics').then(async (r) => console.log(r.status, await r.text()))",
+      ]);
+      expect(scraped).to.match(/^200 /);
+      expect(scraped).to.match(/^gateway_build_info\{version="[^"]+",revision="[^"]+",nodejs_version="[^"]+"\} 1$/m);
+    });
+
+    it('reads every other setting from the env file: both replicas export traces where it says', async function () {
+      this.timeout(30_000);
+      for (const service of ['gateway-1', 'gateway-2']) {
+        const lines = (await podman.must(['logs', container(service)]))
+          .split('\n')
+          .filter((line) => line.startsWith('{'))
+          .map((line) => JSON.parse(line) as Record<string, unknown>);
+        expect(
+          lines.find((line) => line.msg === 'tracing on: OTLP traces'),
+          service,
+        ).to.deep.include({ traces: 'http://mock-upstream:9000/v1/traces' });
+      }
+    });
+
+    it('has Prometheus scrape both replicas and load the recommended alerts', async function () {
+      this.timeout(120_000);
+      const api = async (path: string) => (await json(`${prometheus}/api/v1/${path}`)).body.data as Record<string, any>;
+      await eventually(
+        async () => {
+          const targets = (await api('targets')).activeTargets as { labels: { instance: string }; health: string }[];
+          return (
+            targets
+              .filter((target) => target.health === 'up')
+              .map((target) => target.labels.instance)
+              .sort()
+              .join() === 'gateway-1:9464,gateway-2:9464'
+          );
+        },
+        'both replicas scraped',
+        90_000,
+      );
+      const builds = (await api(`query?query=${encodeURIComponent('gateway_build_info')}`)).result as unknown[];
+      expect(builds).to.have.length(2);
+      const rules = async () =>
+        ((await api('rules')).groups as { rules: { name: string; health: string; type: string }[] }[]).flatMap(
+          (group) => group.rules,
+        );
+      expect((await rules()).map((rule) => rule.name)).to.deep.equal([
+        'ModelGatewayConfigStale',
+        'ModelGatewayUsageQueued',
+        'ModelGatewayUpstreamEndpointDown',
+        'ModelGatewayHighErrorRate',
+        'ModelGatewayTraceSpansDropped',
+      ]);
+      // Evaluated without an error (every 30 s).
+      await eventually(
+        async () => (await rules()).every((rule) => rule.type === 'alerting' && rule.health === 'ok'),
+        'every alert rule evaluated',
+        60_000,
+      );
+    });
+
+    it('reloads the mounted config file live on both replicas', async function () {
+      this.timeout(60_000);
+      const versions = await Promise.all(
+        replicas.map(async (url) => (await json(`${url}/readyz`)).body.config_version as string),
+      );
+      expect(versions[0]).to.equal(versions[1]);
+      const file = join(configDir, 'gateway.yaml');
+      const text = readFileSync(file, 'utf8');
+      expect(text).to.include('\naliases: {}\n');
+      writeFileSync(file, text.replace('\naliases: {}\n', '\naliases:\n  beta-latest: beta/beta-fable-5\n'));
+      for (const url of replicas) {
+        await eventually(
+          async () => {
+            const body = (await json(`${url}/readyz`)).body;
+            return body.config_version !== versions[0] && body.config_stale === false;
+          },
+          `replica ${url} to reload the edited file`,
+          20_000,
+        );
+      }
+    });
+
+    it('lets a replica stopped mid-stream (stop -t 30) finish it whole and store its record', async function () {
+      this.timeout(180_000);
+      const before = requestsIn(await admin(replicas[1]!));
+      const client = new OpenAI({ apiKey: STREAM_KEY, baseURL: `${replicas[0]!}/v1`, maxRetries: 0 });
+      const started = Date.now();
+      const stream = await client.chat.completions.create({
+        model: 'alpha-latest',
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: 'A stream that outlives the stop' }],
+      });
+      const chunks: OpenAI.ChatCompletionChunk[] = [];
+      let stopping: Promise<string> | undefined;
+      for await (const chunk of stream) {
+        chunks.push(chunk);
+        // As docs/deploy.md says to stop a replica under podman-compose.
+        stopping ??= compose(['stop', '-t', '30', 'gateway-1'], 90_000);
+      }
+      const streamedMs = Date.now() - started;
+      await stopping;
+      expect(streamedMs, 'the stream lasted').to.be.greaterThan(12_000);
+      expect(chunks.some((chunk) => chunk.choices[0]?.finish_reason === 'stop')).to.equal(true);
+      expect(chunks.at(-1)!.usage!.completion_tokens).to.be.greaterThan(0);
+      expect(
+        (await podman.must(['inspect', '--format', '{{.State.ExitCode}}', container('gateway-1')])).trim(),
+      ).to.equal('0');
+      expect((await podman.run(['logs', container('gateway-1')])).stdout).to.include(
+        '"msg":"shut down: every usage record stored"',
+      );
+      await eventually(
+        async () => requestsIn(await admin(replicas[1]!)) === before + 1,
+        "the stream's record in the shared usage",
+        10_000,
+      );
+      await compose(['start', 'gateway-1']);
+      await allReady();
+    });
+
+    it('rides out a Redis outage; after down and up, replays what each replica spilled', async function () {
+      this.timeout(300_000);
+      const before = requestsIn(await admin(replicas[0]!));
+      await compose(['stop', 'redis'], 60_000);
+      for (const url of replicas)
+        await eventually(
+          async () => (await json(`${url}/readyz`)).body.redis === 'unavailable',
+          `replica ${url} to miss Redis`,
+          30_000,
+        );
+      // Degraded but serving: plain /readyz says so, the health check (degraded=ready) stays healthy.
+      expect((await json(`${replicas[0]}/readyz`)).status).to.equal(503);
+      expect((await podman.run(['healthcheck', 'run', container('gateway-1')])).code).to.equal(0);
+      for (const url of replicas) {
+        const response = await fetch(`${url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${STREAM_KEY}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'beta-latest', messages: [{ role: 'user', content: 'during the outage' }] }),
+        });
+        await response.arrayBuffer();
+        expect(response.status).to.equal(200);
+      }
+      await compose(['down', '-t', '30'], 180_000);
+      await compose(['up', '-d']);
+      await allReady();
+      await eventually(
+        async () => requestsIn(await admin(replicas[0]!)) === before + 2,
+        'the spilled records replayed',
+        60_000,
+      );
     });
   });
 });

@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
@@ -11,7 +12,13 @@ import { Service } from 'kubernetes-models/v1/Service';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
-import { parseAllDocuments } from 'yaml';
+import { Ingress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { parse, parseAllDocuments } from 'yaml';
+import { resolveEnvFiles } from '../../src/config/env-files.ts';
+import { checkTrustedProxies } from '../../src/core/client-address.ts';
+import { startTestGateway } from '../helpers/test-gateway.ts';
 import { runConfigCommand } from '../../src/cli/config-command.ts';
 import { inspectConfig, loadConfig } from '../../src/config/gateway-config.ts';
 
@@ -30,7 +37,66 @@ const SCHEMAS: Record<string, new (data: never) => { validate(): void }> = {
   'apps/v1/Deployment': Deployment,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
+  'networking.k8s.io/v1/Ingress': Ingress,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
 };
+
+type Schema = Record<string, any>;
+
+/**
+ * What the API server does with a custom resource: its fields are checked against the CRD's
+ * structural schema, and `kubectl apply` (strict field validation) refuses a field the schema does not
+ * name. So every object schema that names its properties is closed here, unless it keeps unknown fields.
+ */
+function closed(schema: Schema): Schema {
+  if (Array.isArray(schema)) return schema.map(closed);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const copy: Schema = Object.fromEntries(
+    Object.entries(schema).map(([key, value]) => [
+      key,
+      key === 'properties'
+        ? Object.fromEntries(Object.entries(value as Schema).map(([name, child]) => [name, closed(child as Schema)]))
+        : closed(value as Schema),
+    ]),
+  );
+  if (
+    copy.type === 'object' &&
+    copy.properties &&
+    copy.additionalProperties === undefined &&
+    !copy['x-kubernetes-preserve-unknown-fields']
+  )
+    copy.additionalProperties = false;
+  return copy;
+}
+
+/** The schemas of the Prometheus Operator's kinds, from its CRDs (test/fixtures/prometheus-operator-crds). */
+const CRD_SCHEMAS: Record<string, ValidateFunction> = (() => {
+  // The CRDs' patterns are Go (RE2) expressions: `(?i)` is their flag for ignoring case (of the whole pattern here).
+  const regExp = (source: string, flags: string) =>
+    source.includes('(?i)') ? new RegExp(source.replace('(?i)', ''), `${flags}i`) : new RegExp(source, flags);
+  const ajv = new Ajv({
+    strict: false,
+    allErrors: true,
+    validateFormats: false,
+    code: { regExp: Object.assign(regExp, { code: 'goRegExp' }) },
+  });
+  const directory = join(fileURLToPath(new URL('../fixtures/prometheus-operator-crds', import.meta.url)));
+  const schemas: Record<string, ValidateFunction> = {};
+  for (const file of [
+    'monitoring.coreos.com_servicemonitors.yaml',
+    'monitoring.coreos.com_podmonitors.yaml',
+    'monitoring.coreos.com_prometheusrules.yaml',
+  ]) {
+    const crd = parse(readFileSync(join(directory, file), 'utf8')) as Schema;
+    for (const version of crd.spec.versions as Schema[]) {
+      if (!version.served) continue;
+      schemas[`${crd.spec.group}/${version.name}/${crd.spec.names.kind}`] = ajv.compile(
+        closed(version.schema.openAPIV3Schema),
+      );
+    }
+  }
+  return schemas;
+})();
 
 /**
  * Throws, naming the object and the field, where the API server would refuse the object: its kind's
@@ -42,9 +108,18 @@ const SCHEMAS: Record<string, new (data: never) => { validate(): void }> = {
 function validateObject(object: K8sObject): void {
   const id = `${object.kind ?? '(no kind)'} ${object.metadata?.name ?? '(no name)'}`;
   const Schema = SCHEMAS[`${object.apiVersion}/${object.kind}`];
-  if (!Schema) throw new Error(`${id}: no schema known for apiVersion ${object.apiVersion}, kind ${object.kind}`);
+  const custom = CRD_SCHEMAS[`${object.apiVersion}/${object.kind}`];
+  if (!Schema && !custom)
+    throw new Error(`${id}: no schema known for apiVersion ${object.apiVersion}, kind ${object.kind}`);
+  if (custom && !custom(object)) {
+    const problems = custom.errors!.map((error) => {
+      const extra = error.params.additionalProperty as string | undefined;
+      return `${error.instancePath} ${error.message ?? ''}${extra ? ` (${extra})` : ''}`;
+    });
+    throw new Error(`${id}: ${problems.join('; ')}`);
+  }
   try {
-    new Schema(object as never).validate();
+    if (Schema) new Schema(object as never).validate();
   } catch (error) {
     throw new Error(`${id}: ${(error as Error).message}`);
   }
@@ -109,6 +184,13 @@ describe('Kubernetes manifests: files (deploy/kubernetes)', () => {
     'base/service.yaml',
     'base/poddisruptionbudget.yaml',
     'components/autoscaling/horizontalpodautoscaler.yaml',
+    'components/autoscaling-streams/horizontalpodautoscaler.yaml',
+    'components/servicemonitor/metrics-service.yaml',
+    'components/servicemonitor/servicemonitor.yaml',
+    'components/podmonitor/podmonitor.yaml',
+    'components/alerts/prometheusrule.yaml',
+    'components/network-policy/networkpolicy.yaml',
+    'components/ingress/ingress.yaml',
     'secret.example.yaml',
   ];
 
@@ -143,9 +225,42 @@ describe('Kubernetes manifests: files (deploy/kubernetes)', () => {
       expect(broken((copy) => delete copy.metadata.name)).to.throw(/metadata\.name is required/);
     });
 
+    it("a custom resource with a misspelt, mistyped or missing field (the CRD's schema)", async () => {
+      const monitor = await readObject('components/servicemonitor/servicemonitor.yaml');
+      validateObject(monitor);
+      const changed = (object: K8sObject, change: (copy: K8sObject) => void) => {
+        const copy = structuredClone(object);
+        change(copy);
+        return () => validateObject(copy);
+      };
+      expect(changed(monitor, (copy) => (copy.spec.endpoints[0].intervall = '15s'))).to.throw(
+        /^ServiceMonitor model-gateway: \/spec\/endpoints\/0 must NOT have additional properties \(intervall\)/,
+      );
+      expect(changed(monitor, (copy) => (copy.spec.endpoints = 'metrics'))).to.throw(/\/spec\/endpoints must be array/);
+      const rule = await readObject('components/alerts/prometheusrule.yaml');
+      validateObject(rule);
+      expect(changed(rule, (copy) => delete copy.spec.groups[0].rules[0].expr)).to.throw(
+        /^PrometheusRule model-gateway: \/spec\/groups\/0\/rules\/0 must have required property 'expr'/,
+      );
+      expect(changed(rule, (copy) => (copy.spec.groups[0].rules[0].for = 'five minutes'))).to.throw(
+        /\/spec\/groups\/0\/rules\/0\/for must match pattern/,
+      );
+      const pods = await readObject('components/podmonitor/podmonitor.yaml');
+      validateObject(pods);
+      expect(changed(pods, (copy) => (copy.spec.podMetricsEndpoints[0].port = 9464))).to.throw(
+        /podMetricsEndpoints\/0\/port must be string/,
+      );
+    });
+
     it('an object of a kind it has no schema for', () => {
       expect(() => validateObject({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' } })).to.throw(/no schema known for apiVersion v1, kind Pod/);
     });
+  });
+
+  it('alerts the same in compose: deploy/prometheus/alerts.yml holds the PrometheusRule\'s groups', async () => {
+    const rule = await readObject('components/alerts/prometheusrule.yaml');
+    const file = parse(await readFile(join(ROOT, 'deploy', 'prometheus', 'alerts.yml'), 'utf8')) as K8sObject;
+    expect(file).to.deep.equal(rule.spec);
   });
 
   it('gives a config file that the gateway accepts, as `config check` and start-up read it', async () => {
@@ -171,6 +286,8 @@ describe('Kubernetes manifests: rendered by kustomize', function () {
   this.timeout(60_000);
   let base: K8sObject[];
   let autoscaled: K8sObject[];
+  /** Every overlay of overlays/, rendered, by its directory name. */
+  const overlays: Record<string, K8sObject[]> = {};
 
   before(async function () {
     try {
@@ -181,7 +298,9 @@ describe('Kubernetes manifests: rendered by kustomize', function () {
       this.skip();
     }
     base = await render(KUBERNETES);
-    autoscaled = await render(join(KUBERNETES, 'overlays', 'autoscaled'));
+    for (const name of await readdir(join(KUBERNETES, 'overlays')))
+      overlays[name] = await render(join(KUBERNETES, 'overlays', name));
+    autoscaled = overlays.autoscaled!;
   });
 
   it('renders the base and the autoscaled overlay, and every object passes the Kubernetes schema', () => {
@@ -215,7 +334,11 @@ describe('Kubernetes manifests: rendered by kustomize', function () {
   it('probes /readyz?degraded=ready for readiness and /healthz for liveness on the http port, which the Service and the gateway use', () => {
     const deployment = find(base, 'Deployment');
     const container = gatewayContainer(deployment);
-    expect(container.ports).to.deep.equal([{ name: 'http', containerPort: 8080, protocol: 'TCP' }]);
+    expect(container.ports).to.deep.equal([
+      { name: 'http', containerPort: 8080, protocol: 'TCP' },
+      { name: 'metrics', containerPort: 9464, protocol: 'TCP' },
+    ]);
+    expect(literalEnv(container).METRICS_PORT).to.equal('9464');
     expect(container.readinessProbe.httpGet).to.deep.equal({ path: '/readyz?degraded=ready', port: 'http' });
     expect(container.livenessProbe.httpGet).to.deep.equal({ path: '/healthz', port: 'http' });
     expect(container.startupProbe.httpGet).to.deep.equal({ path: '/healthz', port: 'http' });
@@ -241,14 +364,203 @@ describe('Kubernetes manifests: rendered by kustomize', function () {
     expect(deployment.spec.template.spec.terminationGracePeriodSeconds).to.be.at.least(Number(seconds) + drainMs / 1000 + 5);
   });
 
-  it('takes REDIS_URL (required) and the other secrets from the Secret model-gateway, none inline', () => {
-    const container = gatewayContainer(find(base, 'Deployment'));
-    const redis = (container.env as K8sObject[]).find((entry) => entry.name === 'REDIS_URL')!;
-    expect(redis.valueFrom.secretKeyRef).to.deep.equal({ name: 'model-gateway', key: 'REDIS_URL' });
-    expect(container.envFrom).to.deep.equal([{ secretRef: { name: 'model-gateway' } }]);
-    expect(Object.keys(literalEnv(container)).filter((name) => /KEY|TOKEN|SECRET|PASSWORD|REDIS/.test(name))).to.deep.equal([]);
-    // The base creates no Secret: applying it never overwrites the real one.
-    expect(base.filter((object) => object.kind === 'Secret')).to.deep.equal([]);
+  it('takes every secret as a file: no Secret value reaches an environment variable', async () => {
+    for (const [name, objects] of [['base', base], ...Object.entries(overlays)] as const) {
+      for (const workload of objects.filter((object) => object.spec?.template?.spec)) {
+        const pod = workload.spec.template.spec as K8sObject;
+        for (const container of [...(pod.initContainers ?? []), ...pod.containers] as K8sObject[]) {
+          const where = `${name}: ${workload.kind} ${workload.metadata.name}, container ${container.name}`;
+          expect(
+            (container.env ?? []).filter((entry: K8sObject) => entry.valueFrom?.secretKeyRef),
+            where,
+          ).to.deep.equal([]);
+          expect(
+            (container.envFrom ?? []).filter((entry: K8sObject) => entry.secretRef),
+            where,
+          ).to.deep.equal([]);
+          // No literal that looks like a secret either.
+          expect(
+            Object.keys(literalEnv(container)).filter(
+              (variable) => /KEY|TOKEN|SECRET|PASSWORD/.test(variable) && !variable.endsWith('_FILE'),
+            ),
+            where,
+          ).to.deep.equal([]);
+        }
+      }
+      expect(
+        objects.filter((object) => object.kind === 'Secret'),
+        `${name} creates no Secret (applying it never overwrites the real one)`,
+      ).to.deep.equal([]);
+    }
+    // Mounted read-only where GATEWAY_ENV_DIR points, REDIS_URL required from it.
+    const deployment = find(base, 'Deployment');
+    const container = gatewayContainer(deployment);
+    const volume = (deployment.spec.template.spec.volumes as K8sObject[]).find((entry) => entry.secret)!;
+    expect(volume.secret).to.deep.include({ secretName: 'model-gateway' });
+    expect(volume.secret).not.to.have.property('optional');
+    const mount = (container.volumeMounts as K8sObject[]).find((entry) => entry.name === volume.name)!;
+    expect(mount.readOnly).to.equal(true);
+    const env = literalEnv(container);
+    expect(env.GATEWAY_ENV_DIR).to.equal(mount.mountPath);
+    expect(env.REDIS_URL_FILE).to.equal(`${mount.mountPath}/REDIS_URL`);
+
+    // The example Secret's keys, laid out as kubelet mounts them, are each taken as the setting they name.
+    const example = (await readObject('secret.example.yaml')).stringData as Record<string, string>;
+    const dir = await mkdtemp(join(tmpdir(), 'k8s-secret-volume-'));
+    try {
+      await mkdir(join(dir, 'secrets'));
+      for (const [key, value] of Object.entries(example)) await writeFile(join(dir, 'secrets', key), value);
+      const resolved = resolveEnvFiles({
+        GATEWAY_ENV_DIR: join(dir, 'secrets'),
+        REDIS_URL_FILE: join(dir, 'secrets', 'REDIS_URL'),
+      });
+      expect(resolved).to.deep.equal(example);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("renders every overlay, each object passing its schema (CRDs' included); every component is in one", async () => {
+    expect(Object.keys(overlays).sort()).to.deep.equal(['autoscaled', 'pod-monitor', 'production']);
+    for (const [name, objects] of Object.entries(overlays)) {
+      for (const object of objects) {
+        validateObject(object);
+        expect(object.metadata.labels, `${name}: ${object.kind} ${object.metadata.name}`).to.include({
+          'app.kubernetes.io/name': 'model-gateway',
+          'app.kubernetes.io/part-of': 'model-gateway',
+        });
+      }
+    }
+    expect(overlays.production!.map((object) => object.kind).sort()).to.deep.equal([
+      'ConfigMap',
+      'Deployment',
+      'HorizontalPodAutoscaler',
+      'Ingress',
+      'NetworkPolicy',
+      'PodDisruptionBudget',
+      'PrometheusRule',
+      'Service',
+      'Service',
+      'ServiceMonitor',
+    ]);
+    expect(overlays['pod-monitor']!.map((object) => object.kind).sort()).to.deep.equal([
+      'ConfigMap',
+      'Deployment',
+      'PodDisruptionBudget',
+      'PodMonitor',
+      'PrometheusRule',
+      'Service',
+    ]);
+    const used = new Set<string>();
+    for (const name of Object.keys(overlays)) {
+      const kustomization = parse(await readFile(join(KUBERNETES, 'overlays', name, 'kustomization.yaml'), 'utf8')) as {
+        components?: string[];
+      };
+      for (const component of kustomization.components ?? []) used.add(component.split('/').at(-1)!);
+    }
+    expect([...used].sort()).to.deep.equal((await readdir(join(KUBERNETES, 'components'))).sort());
+  });
+
+  it('scrapes the metrics port: a ServiceMonitor through a headless Service, or a PodMonitor', () => {
+    const production = overlays.production!;
+    const deployment = find(production, 'Deployment');
+    const labels = deployment.spec.template.metadata.labels as Record<string, string>;
+    const container = gatewayContainer(deployment);
+    const metricsPort = (container.ports as K8sObject[]).find((port) => port.name === 'metrics')!;
+    expect(metricsPort.containerPort).to.equal(Number(literalEnv(container).METRICS_PORT));
+    const monitor = find(production, 'ServiceMonitor');
+    const services = production.filter(
+      (object) => object.kind === 'Service' && selects(monitor.spec.selector.matchLabels, object.metadata.labels),
+    );
+    expect(services.map((service) => service.metadata.name)).to.deep.equal(['model-gateway-metrics']);
+    const service = services[0]!;
+    expect(service.spec.clusterIP).to.equal('None');
+    expect(selects(service.spec.selector, labels), 'the metrics Service selects the pods').to.equal(true);
+    expect(service.spec.ports).to.deep.equal([
+      { name: 'metrics', port: metricsPort.containerPort, targetPort: 'metrics', protocol: 'TCP' },
+    ]);
+    expect(monitor.spec.endpoints.map((endpoint: K8sObject) => [endpoint.port, endpoint.path])).to.deep.equal([
+      ['metrics', '/metrics'],
+    ]);
+    // The client-facing Service carries no metrics port.
+    expect(find(base, 'Service').spec.ports.map((port: K8sObject) => port.name)).to.deep.equal(['http']);
+    const podMonitor = find(overlays['pod-monitor']!, 'PodMonitor');
+    expect(selects(podMonitor.spec.selector.matchLabels, labels), 'the PodMonitor selects the pods').to.equal(true);
+    expect(
+      podMonitor.spec.podMetricsEndpoints.map((endpoint: K8sObject) => [endpoint.port, endpoint.path]),
+    ).to.deep.equal([['metrics', '/metrics']]);
+  });
+
+  it('alerts on served metrics: stale config, queued usage, endpoint down, 5xx, dropped spans', async () => {
+    const rule = find(overlays.production!, 'PrometheusRule');
+    const rules = (rule.spec.groups as K8sObject[]).flatMap((group) => group.rules as K8sObject[]);
+    expect(rules.map((entry) => entry.alert)).to.deep.equal([
+      'ModelGatewayConfigStale',
+      'ModelGatewayUsageQueued',
+      'ModelGatewayUpstreamEndpointDown',
+      'ModelGatewayHighErrorRate',
+      'ModelGatewayTraceSpansDropped',
+    ]);
+    const test = await startTestGateway();
+    try {
+      const served = new Set(
+        [...(await (await fetch(`${test.url}/metrics`)).text()).matchAll(/^# TYPE (\S+) /gm)].map((match) => match[1]!),
+      );
+      for (const entry of rules) {
+        const names = [...(entry.expr as string).matchAll(/\b(gateway_[a-z_]+)/g)].map((match) => match[1]!);
+        expect(names, entry.alert).to.not.deep.equal([]);
+        for (const metric of names)
+          expect(
+            served.has(metric.replace(/_(total|bucket|sum|count)$/, '')) || served.has(metric),
+            `${entry.alert}: ${metric}`,
+          ).to.equal(true);
+      }
+      // The stream autoscaler's metric too.
+      const autoscaler = find(overlays.production!, 'HorizontalPodAutoscaler');
+      expect(autoscaler.spec.metrics).to.deep.equal([
+        {
+          type: 'Pods',
+          pods: { metric: { name: 'gateway_open_streams' }, target: { type: 'AverageValue', averageValue: '200' } },
+        },
+      ]);
+      expect(served.has('gateway_open_streams')).to.equal(true);
+      expect(find(overlays.production!, 'Deployment').spec).not.to.have.property('replicas');
+    } finally {
+      await test.close();
+    }
+  });
+
+  it("routes only /v1 through the Ingress, with TLS, and names the controller's pods as trusted proxies", () => {
+    const production = overlays.production!;
+    const ingress = find(production, 'Ingress');
+    expect(ingress.spec.tls).to.have.length(1);
+    expect(ingress.spec.tls[0].hosts).to.deep.equal(ingress.spec.rules.map((rule: K8sObject) => rule.host));
+    const paths = (ingress.spec.rules as K8sObject[]).flatMap((rule) => rule.http.paths as K8sObject[]);
+    expect(paths.map((path) => [path.path, path.pathType])).to.deep.equal([['/v1', 'Prefix']]);
+    const service = find(
+      production.filter((object) => object.metadata.name === 'model-gateway'),
+      'Service',
+    );
+    for (const path of paths) {
+      expect(path.backend.service.name).to.equal(service.metadata.name);
+      expect(service.spec.ports.map((port: K8sObject) => port.name)).to.include(path.backend.service.port.name);
+    }
+    expect(ingress.metadata.annotations['nginx.ingress.kubernetes.io/proxy-buffering']).to.equal('off');
+    const proxies = literalEnv(gatewayContainer(find(production, 'Deployment'))).GATEWAY_TRUSTED_PROXIES!;
+    expect(proxies).to.be.a('string');
+    expect(checkTrustedProxies(proxies.split(','))).to.equal(undefined);
+    // The NetworkPolicy lets the http port in from the cluster and the metrics port from Prometheus's namespace only.
+    const policy = find(production, 'NetworkPolicy');
+    expect(
+      selects(policy.spec.podSelector.matchLabels, find(production, 'Deployment').spec.template.metadata.labels),
+    ).to.equal(true);
+    expect(policy.spec.ingress).to.deep.equal([
+      { ports: [{ port: 'http', protocol: 'TCP' }] },
+      {
+        from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
+        ports: [{ port: 'metrics', protocol: 'TCP' }],
+      },
+    ]);
   });
 
   it('mounts the ConfigMap (fixed name, no subPath) where GATEWAY_CONFIG points, with a file the gateway accepts with the Deployment\'s environment', async () => {

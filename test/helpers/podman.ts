@@ -1,5 +1,5 @@
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -20,11 +20,14 @@ export interface Outcome {
   readonly stderr: string;
 }
 
+/** The containers.conf the project ships for hosts like these (docs/deploy.md). */
+const SHIPPED_CONF = join(import.meta.dirname, '..', '..', 'deploy', 'podman', 'containers.conf');
+
 /**
  * podman as the tests use it, with a private containers.conf (`CONTAINERS_CONF`), nothing under /etc
- * changed: runc rather than crun (crun refuses hybrid cgroups), cgroupfs without systemd, and explicit
- * ulimits no higher than this machine's own hard limits (podman's defaults are higher, and raising a
- * limit is refused here).
+ * changed: the shipped deploy/podman/containers.conf (runc rather than crun, which refuses hybrid
+ * cgroups; cgroupfs without systemd), with explicit ulimits no higher than this machine's own hard
+ * limits added (podman's defaults are higher, and raising a limit is refused here).
  */
 export class Podman {
   readonly env: NodeJS.ProcessEnv;
@@ -39,17 +42,14 @@ export class Podman {
     const nofile = hard('n', 65_536);
     const nproc = Math.min(hard('u', 4096), 4096);
     const conf = join(dir, 'containers.conf');
+    const shipped = readFileSync(SHIPPED_CONF, 'utf8');
+    if (!shipped.includes('\n[containers]\n')) throw new Error(`${SHIPPED_CONF} has no [containers] table`);
     writeFileSync(
       conf,
-      [
-        '[containers]',
-        `default_ulimits = ["nofile=${nofile}:${nofile}", "nproc=${nproc}:${nproc}"]`,
-        '[engine]',
-        'runtime = "runc"',
-        'cgroup_manager = "cgroupfs"',
-        'events_logger = "file"',
-        '',
-      ].join('\n'),
+      shipped.replace(
+        '\n[containers]\n',
+        `\n[containers]\ndefault_ulimits = ["nofile=${nofile}:${nofile}", "nproc=${nproc}:${nproc}"]\n`,
+      ),
     );
     this.env = { ...process.env, CONTAINERS_CONF: conf };
   }

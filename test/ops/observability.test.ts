@@ -158,6 +158,72 @@ describe('access log, request ids and metrics through the gateway', function () 
     expect(text).not.to.contain(TEST_KEY);
   });
 
+  it('names the client address and user agent on every access line, model routes and the others alike', async () => {
+    await post(test, '/v1/chat/completions', chat('zeta/zeta-k3'), {
+      'x-request-id': 'agent-1',
+      'user-agent': 'OpenAI/JS 6.49.0',
+    });
+    await post(test, '/v1/chat/completions', chat('zeta/zeta-k3', { stream: true }), {
+      'x-request-id': 'agent-2',
+      'user-agent': 'x'.repeat(1000),
+    });
+    await request(`${test.url}/v1/models`, { headers: { 'x-request-id': 'agent-3', 'user-agent': 'curl/8.5.0' } }).then(
+      (r) => r.body.dump(),
+    );
+    await post(test, '/v1/chat/completions', chat('zeta/zeta-k3'), {
+      'x-request-id': 'agent-4',
+      authorization: 'Bearer sk-not-a-known-key-123',
+    });
+    await eventually(() => log.accessLines().length >= 4, 'four access-log lines');
+    const byId = Object.fromEntries(log.accessLines().map((line) => [line.request_id, line]));
+    expect(byId['agent-1']).to.include({ client_address: '127.0.0.1', user_agent: 'OpenAI/JS 6.49.0' });
+    // A long header is cut: a line stays a line.
+    expect(byId['agent-2']).to.include({ client_address: '127.0.0.1', user_agent: 'x'.repeat(256) });
+    expect(byId['agent-3']).to.include({ route: '/v1/models', client_address: '127.0.0.1', user_agent: 'curl/8.5.0' });
+    expect(byId['agent-4']).to.include({ status: 401, client_address: '127.0.0.1' });
+  });
+
+  it('names the client a trusted proxy forwards for, not the proxy', async () => {
+    const proxied = new CapturedLog();
+    const behind = await startTestGateway({
+      env: { LOG_LEVEL: 'info', GATEWAY_TRUSTED_PROXIES: '127.0.0.1' },
+      logTo: proxied.stream,
+    });
+    try {
+      await post(behind, '/v1/chat/completions', chat('zeta/zeta-k3'), {
+        'x-request-id': 'proxied-1',
+        'x-forwarded-for': '2001:db8::7, 203.0.113.9',
+      });
+      await request(`${behind.url}/healthz`, {
+        headers: { 'x-request-id': 'proxied-2', 'x-forwarded-for': '198.51.100.4' },
+      }).then((r) => r.body.dump());
+      await eventually(() => proxied.accessLines().length >= 2, 'two access-log lines');
+      const byId = Object.fromEntries(proxied.accessLines().map((line) => [line.request_id, line]));
+      expect(byId['proxied-1']!.client_address).to.equal('203.0.113.9');
+      expect(byId['proxied-2']!.client_address).to.equal('198.51.100.4');
+    } finally {
+      await behind.close();
+    }
+  });
+
+  it('says which build runs: gateway_build_info with the version, the revision and the Node.js version', async () => {
+    const built = await startTestGateway({ env: { GATEWAY_REVISION: '0123abc' } });
+    try {
+      const text = await (await request(`${built.url}/metrics`)).body.text();
+      const version = (
+        JSON.parse(await readFile(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }
+      ).version;
+      expect(text).to.contain('# TYPE gateway_build_info gauge');
+      expect(
+        sample(text, 'gateway_build_info', { version, revision: '0123abc', nodejs_version: process.versions.node }),
+      ).to.equal(1);
+      const unnamed = await (await request(`${test.url}/metrics`)).body.text();
+      expect(sample(unnamed, 'gateway_build_info', { version, revision: 'unknown' })).to.equal(1);
+    } finally {
+      await built.close();
+    }
+  });
+
   it('labels a model by its canonical id, never the alias or the string the client sent', async () => {
     expect((await post(test, '/v1/messages', { model: 'beta-latest', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] })).status).to.equal(200);
     expect((await post(test, '/v1/chat/completions', chat('no-such-model-from-client'))).status).to.equal(400);

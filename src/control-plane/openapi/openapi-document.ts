@@ -391,14 +391,22 @@ export const OPENAPI_DOCUMENT = {
     },
     '/v1/usage': {
       get: {
-        summary: 'The caller\'s own usage, summed per group',
+        summary:
+          'The caller\'s own usage, summed per group (errors in the Chat Completions envelope; '
+          + 'limited per client address, not counted against the key\'s rpm)',
         security: [{ bearer: [] }, { apiKey: [] }],
         parameters: [
           { name: 'from', in: 'query', schema: { type: 'string', format: 'date' } },
           { name: 'to', in: 'query', schema: { type: 'string', format: 'date' } },
           { name: 'group_by', in: 'query', schema: { type: 'string', enum: ['model', 'day'] } },
         ],
-        responses: { '200': { description: 'Usage rows', content: json(ref('UsageList')) }, '400': error('Invalid query', 'Plain'), ...plainErrors },
+        responses: {
+          '200': { description: 'Usage rows', content: json(ref('UsageList')) },
+          '400': error('Invalid query', 'Completions'),
+          '401': error('Missing or unknown API key', 'Completions'),
+          '429': error('Too many requests from this client address, or too many wrong keys', 'Completions'),
+          '503': error('The usage store is unreachable', 'Completions'),
+        },
       },
     },
     '/healthz': { get: { summary: 'Liveness', security: [], responses: { '200': { description: 'The process answers', content: json({ type: 'object', required: ['status'], properties: { status: { const: 'ok' } } }) } } } },
