@@ -53,7 +53,7 @@ export async function guardrailCost(rounds = 7, perRound = 20_000): Promise<Reco
   const run = new GuardrailRun(set.select(undefined)!, WIRE_FORMATS['chat-completions'], { route: 'chat-completions', model: 'delta/delta-4.7' });
   const requestStage = () => {
     const slots = run.rules.texts.request(body);
-    run.checkTexts('request', run.selection.request!, slots.map((slot) => slot.text), false);
+    run.checkTexts('request', run.selection.request!, slots, false);
   };
 
   class Delta implements StreamItem {
