@@ -17,7 +17,6 @@ export interface TextView {
   readonly covered: number;
 }
 
-const NOT_ASCII = /[^\x00-\x7f]/;
 const IGNORABLE = /\p{Default_Ignorable_Code_Point}/u;
 const IGNORABLE_RUNS = /(\p{Default_Ignorable_Code_Point}+)/u;
 /** Characters that may join the one before them when normalised: marks, Hangul vowel and final jamo, voicing marks. */
@@ -46,7 +45,8 @@ export function textView(raw: string, json = false, finished = true): TextView {
   let mapped: Mapped | undefined;
   if (json && raw.includes('\\')) ({ covered, ...mapped } = unescapeJson(raw, finished));
   const text = mapped?.text ?? raw;
-  if (NOT_ASCII.test(text)) {
+  // Only text beyond ASCII can fold (its UTF-8 is longer than it): a native count, cheaper than a scan.
+  if (Buffer.byteLength(text, 'utf8') !== text.length) {
     const stripped = strip(text);
     if (stripped) mapped = mapped ? compose(mapped, stripped) : stripped;
     const normal = normalise(stripped?.text ?? text);
