@@ -43,8 +43,14 @@ export function fieldSteps(path: string): FieldStep[] {
   });
 }
 
+interface Step {
+  readonly step: FieldStep;
+  readonly node: Node;
+}
+
 interface Node {
-  readonly steps: { readonly step: FieldStep; readonly node: Node }[];
+  /** The steps from here, by the member they name (`*`: every member). */
+  readonly steps: Map<string, Step[]>;
   reading?: FieldReading;
 }
 
@@ -58,18 +64,17 @@ const kept = (step: FieldStep, value: unknown) =>
  * body's top, one pass over what the list names (nothing else of the body is visited).
  */
 export function requestTextReader(fields: readonly RequestField[]): (body: Record<string, unknown>) => TextSlot[] {
-  const root: Node = { steps: [] };
+  const root: Node = { steps: new Map() };
   for (const [path, reading] of fields) {
     if (reading === 'skip') continue;
     let node = root;
     for (const step of fieldSteps(path)) {
-      let next = node.steps.find(
-        (candidate) =>
-          candidate.step.name === step.name &&
-          candidate.step.each === step.each &&
-          candidate.step.where?.join('=') === step.where?.join('='),
-      );
-      if (!next) node.steps.push((next = { step, node: { steps: [] } }));
+      let named = node.steps.get(step.name);
+      if (!named) node.steps.set(step.name, (named = []));
+      const where = step.where?.join('=');
+      const same = (candidate: Step) => candidate.step.each === step.each && candidate.step.where?.join('=') === where;
+      let next = named.find(same);
+      if (!next) named.push((next = { step, node: { steps: new Map() } }));
       node = next.node;
     }
     node.reading = reading;
@@ -83,19 +88,25 @@ export function requestTextReader(fields: readonly RequestField[]): (body: Recor
 
 function visit(value: unknown, path: JsonPath, node: Node, into: TextSlot[]): void {
   if (node.reading) read(value, path, node.reading, into);
-  if (node.steps.length === 0 || !isObject(value)) return;
-  for (const { step, node: next } of node.steps) {
-    const names = step.name === '*' ? Object.keys(value) : [step.name];
-    for (const name of names) {
-      const member = value[name];
-      if (member === undefined) continue;
-      if (!step.each) {
-        if (kept(step, member)) visit(member, [...path, name], next, into);
-      } else if (Array.isArray(member)) {
-        member.forEach((item, index) => {
-          if (kept(step, item)) visit(item, [...path, name, index], next, into);
-        });
-      }
+  if (node.steps.size === 0 || !isObject(value)) return;
+  // The body's own members, each looked up among the steps (a message has a few members, its format many fields).
+  const every = node.steps.get('*');
+  for (const name in value) {
+    const named = node.steps.get(name);
+    if (named) for (let index = 0; index < named.length; index++) member(value, name, named[index]!, path, into);
+    if (every) for (let index = 0; index < every.length; index++) member(value, name, every[index]!, path, into);
+  }
+}
+
+/** Follows one step into the member `name` of `value` (each of its items, for a list step). */
+function member(value: Json, name: string, { step, node: next }: Step, path: JsonPath, into: TextSlot[]): void {
+  const found = value[name];
+  if (found === undefined) return;
+  if (!step.each) {
+    if (kept(step, found)) visit(found, [...path, name], next, into);
+  } else if (Array.isArray(found)) {
+    for (let index = 0; index < found.length; index++) {
+      if (kept(step, found[index])) visit(found[index], [...path, name, index], next, into);
     }
   }
 }
