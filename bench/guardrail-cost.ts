@@ -12,7 +12,8 @@ import { GuardrailRun } from '../src/data-plane/guardrails/guardrail-run.ts';
  * machine's noise): CPU µs per call, median of rounds, for
  * - each built-in text guardrail on a 2 KB prompt (no finding, and the same with one e-mail address to
  *   redact): `regex` (the issue's `PROJECT-[0-9]{4}`, and two patterns, case-insensitive, whose first
- *   characters are common in the text) and `pii` (every entity);
+ *   characters are common in the text) and `pii` (every entity); `regex` on the prompt with accented
+ *   letters (normalised already: one check) and with its vowels in full-width forms (folded and mapped);
  * - the request stage as a route runs it (texts read from the parsed body, every guardrail, no splice
  *   when nothing is found); with none configured the stage is not in the route's list at all;
  * - a stream: per event of a 2 KB answer in 4-character deltas, held and released through the window.
@@ -29,6 +30,8 @@ export async function guardrailCost(rounds = 7, perRound = 20_000): Promise<Reco
   const body = { model: 'delta/delta-4.7', messages: [{ role: 'system', content: prompt(400) }, { role: 'user', content: prompt(1000) }, { role: 'user', content: prompt(648) }] };
   const text = prompt(2048);
   const withEmail = `${text.slice(0, 1000)} ada@example.com ${text.slice(1017)}`;
+  const accented = text.replace(/e/g, 'é');
+  const fullWidth = text.replace(/[aeiou]/g, (vowel) => String.fromCharCode(vowel.charCodeAt(0) + 0xfee0));
 
   const measure = (call: () => void) => {
     const start = process.cpuUsage();
@@ -53,7 +56,7 @@ export async function guardrailCost(rounds = 7, perRound = 20_000): Promise<Reco
   const run = new GuardrailRun(set.select(undefined)!, WIRE_FORMATS['chat-completions'], { route: 'chat-completions', model: 'delta/delta-4.7' });
   const requestStage = () => {
     const slots = run.rules.texts.request(body);
-    run.checkTexts('request', run.selection.request!, slots.map((slot) => slot.text), false);
+    run.checkTexts('request', run.selection.request!, slots, false);
   };
 
   class Delta implements StreamItem {
@@ -82,6 +85,8 @@ export async function guardrailCost(rounds = 7, perRound = 20_000): Promise<Reco
     regexTwoPatternsCleanUs: median(check(ssn, text)),
     piiCleanUs: median(check(pii, text)),
     piiRedactUs: median(check(pii, withEmail)),
+    regexAccentedUs: median(check(regex, accented)),
+    regexFullWidthUs: median(check(regex, fullWidth)),
     requestStageUs: median(requestStage),
     streamRegexPerEventUs: streamPerEvent(regex),
     streamPiiPerEventUs: streamPerEvent(pii),

@@ -1,4 +1,5 @@
 import type { Finding, TextContext, TextGuardrail } from './guardrail.ts';
+import { rawFindings, textView, type TextView } from './text-view.ts';
 
 /**
  * Findings sorted by start and merged where they overlap (or touch nothing twice): one stretch per
@@ -37,17 +38,30 @@ export type TextVerdict =
 
 const PASS: TextVerdict = { kind: 'pass' };
 
+/** A guardrail's findings in a text's view, as stretches of the text itself. */
+export function findIn(guardrail: TextGuardrail, view: TextView, context: TextContext, json = false) {
+  const found = guardrail.find(view.text, context);
+  return found.length === 0 || (!view.starts && !json) ? found : rawFindings(view, found, json);
+}
+
 /**
- * Runs each guardrail on a whole text (a request's text, a JSON answer's, a finished part of a stream):
+ * Runs each guardrail on a whole text (a request's text, a JSON answer's, a finished part of a stream),
+ * matched on its view (see {@link textView}; `json`: the text is JSON text, its escapes undone first):
  * the first blocking guardrail (in configuration order) with a finding blocks; otherwise the findings
  * of the redacting ones, merged, are replaced in one pass over the text as it came.
  */
-export function checkText(text: string, guardrails: readonly TextGuardrail[], context: TextContext): TextVerdict {
+export function checkText(
+  text: string,
+  guardrails: readonly TextGuardrail[],
+  context: TextContext,
+  json = false,
+): TextVerdict {
   if (text === '') return PASS;
+  const view = textView(text, json);
   let redactions: Finding[] | undefined;
   let redactors: string[] | undefined;
   for (const guardrail of guardrails) {
-    const found = guardrail.find(text, context);
+    const found = findIn(guardrail, view, context, json);
     if (found.length === 0) continue;
     if (guardrail.action === 'block') return { kind: 'block', guardrail: guardrail.name };
     (redactions ??= []).push(...found);

@@ -15,6 +15,12 @@ export interface TextContext {
   readonly model: string;
 }
 
+/** A text to check, and whether it is JSON text (tool-call arguments), matched with its escapes undone. */
+export interface CheckedText {
+  readonly text: string;
+  readonly json?: boolean;
+}
+
 /** Which phases a guardrail reads. */
 export interface Phases {
   readonly request: boolean;

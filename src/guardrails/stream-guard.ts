@@ -1,5 +1,6 @@
-import { checkText, mergeFindings, redactAcross } from './findings.ts';
+import { checkText, findIn, mergeFindings, redactAcross } from './findings.ts';
 import type { Finding, TextContext, TextGuardrail } from './guardrail.ts';
+import { rawStart, textView, viewIndex, type TextView } from './text-view.ts';
 
 /** One piece of text an event of a stream carries. */
 export interface StreamPiece {
@@ -7,6 +8,8 @@ export interface StreamPiece {
   readonly channel: string;
   /** Its text as the upstream sent it. */
   readonly text: string;
+  /** Whether its channel's text is JSON text (tool-call arguments), matched with its escapes undone. */
+  readonly json?: boolean;
   /** Replaces its text in its event (which is then written anew). */
   set(text: string): void;
 }
@@ -40,11 +43,15 @@ interface HeldDelta<T> {
   readonly text: string;
 }
 
-/** One channel's text: the end of what went out (for lookbehinds), and the deltas held back. */
+/** One channel's text: the end of what went out (for lookbehinds), the deltas held back, whether it is JSON text. */
 interface Channel<T> {
   context: string;
   held: HeldDelta<T>[];
+  readonly json: boolean;
 }
+
+/** The most raw characters of context a channel keeps, in windows (more than its view's last window when padded). */
+const CONTEXT_WINDOWS = 8;
 
 /**
  * Most characters held back over every channel at once: past it (a stream whose other choices pile up
@@ -95,7 +102,7 @@ export class StreamGuard<T extends StreamItem> {
   push(item: T): StreamStep<T> {
     const entry: Entry<T> = { item, pending: 0 };
     for (const whole of item.wholes) {
-      const verdict = checkText(whole.text, this.guardrails, this.context);
+      const verdict = checkText(whole.text, this.guardrails, this.context, whole.json);
       if (verdict.kind === 'block') return { released: [], blocked: verdict.guardrail };
       if (verdict.kind === 'redact') {
         whole.set(verdict.text);
@@ -107,7 +114,7 @@ export class StreamGuard<T extends StreamItem> {
     for (const piece of item.deltas) {
       if (piece.text === '') continue;
       let channel = this.channels.get(piece.channel);
-      if (!channel) this.channels.set(piece.channel, (channel = { context: '', held: [] }));
+      if (!channel) this.channels.set(piece.channel, (channel = { context: '', held: [], json: piece.json === true }));
       channel.held.push({ piece, entry, text: piece.text });
       entry.pending++;
       this.heldChars += piece.text.length;
@@ -147,14 +154,15 @@ export class StreamGuard<T extends StreamItem> {
   }
 
   /**
-   * Judges one channel's held text after its context: blocks on a settled blocking finding, else lets
-   * out the deltas before the release point (with their settled redactions made). `ended`: the
-   * channel's text is complete (every finding settles), and the channel is forgotten.
+   * Judges one channel's held text after its context, on its view (so the window counts characters as
+   * they are matched): blocks on a settled blocking finding, else lets out the deltas before the release
+   * point (with their settled redactions made). `ended`: the channel's text is complete (every finding
+   * settles), and the channel is forgotten.
    */
   private judge(name: string, ended: boolean): string | undefined {
     const channel = this.channels.get(name)!;
     if (ended) this.channels.delete(name);
-    const { context, held } = channel;
+    const { context, held, json } = channel;
     if (held.length === 0) return undefined;
     const base = context.length;
     let heldText = '';
@@ -164,8 +172,9 @@ export class StreamGuard<T extends StreamItem> {
       bounds.push(base + heldText.length);
     }
     const text = context + heldText;
-    // Past `settle`, a finding could still grow or change with text to come.
-    const settle = ended ? text.length : text.length - (this.window - 1);
+    const view = textView(text, json, ended);
+    // Past `settle` (the view's last `window - 1` characters), a finding could still grow or change with text to come.
+    const settle = ended ? text.length : rawStart(view, view.text.length - (this.window - 1));
     if (!ended && settle <= base) return undefined;
     const redactions: Finding[] = [];
     const unsettled: Finding[] = [];
@@ -173,7 +182,7 @@ export class StreamGuard<T extends StreamItem> {
     for (const guardrail of this.guardrails) {
       const ends: number[] = [];
       if (guardrail.action === 'redact') redactors.push({ name: guardrail.name, ends });
-      for (const found of guardrail.find(text, this.context)) {
+      for (const found of findIn(guardrail, view, this.context, json)) {
         // What ends in the context went out already (judged then); a finding reaching into it (longer than the window) is cut at the context's end.
         if (found.end <= base) continue;
         const finding = found.start < base ? { ...found, start: base } : found;
@@ -217,8 +226,17 @@ export class StreamGuard<T extends StreamItem> {
       delta.entry.pending--;
       this.heldChars -= delta.text.length;
     }
-    channel.context = (context + text.slice(base, release)).slice(-this.window);
+    channel.context = text.slice(this.contextStart(view, release), release);
     channel.held = held.slice(count);
     return undefined;
+  }
+
+  /** Where the context kept after `release` starts: the view's last window before it, at a view character's start. */
+  private contextStart(view: TextView, release: number): number {
+    const index = viewIndex(view, release);
+    let start = rawStart(view, index - this.window);
+    const longest = this.window * CONTEXT_WINDOWS;
+    if (release - start > longest) start = rawStart(view, viewIndex(view, release - longest));
+    return Math.min(start, release);
   }
 }

@@ -467,10 +467,12 @@ export interface GuardrailFinding {
  *   - { name: no-acme-codes, use: acme-codes, on: both, action: block, options: { prefix: ACME } }
  * ```
  *
- * The gateway runs `scan` on every text of a request (system and user messages, text parts, tool
- * results) or of an answer (message text, text deltas of a stream, tool-call arguments), one text at a
- * time. In a stream it holds back the last `maxFindingChars - 1` characters of each text so that a
- * finding split across events is still seen whole, and releases the rest at once. `docs/plugins.md`
+ * The gateway runs `scan` on every text the model reads in a request (messages of every role, names,
+ * tools and their schemas, tool calls' arguments) or of an answer (message text, text deltas of a
+ * stream, tool-call arguments), one text at a time, as it matches them: NFKC-normalised, invisible
+ * characters left out, JSON escapes undone in a call's arguments (the findings are mapped back). In a
+ * stream it holds back the last `maxFindingChars - 1` characters of each text so that a finding split
+ * across events is still seen whole, and releases the rest at once. `docs/plugins.md`
  * and `docs/guardrails.md` are the guides.
  *
  * @example

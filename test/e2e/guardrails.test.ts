@@ -144,10 +144,10 @@ describe('guardrails end to end: prompts and answers, exact across stream events
     const expected = sent
       .replace('"alpha/gen-5.5"', '"gen-5.5"')
       .replace('"Reply to ada@example.com never."', '"Reply to [EMAIL] never."')
+      .replace('"ada@example.com?"', '"[EMAIL]?"')
       .replace(`"${content}"`, JSON.stringify(decoded.replace('ada@example.com', '[EMAIL]').replace('+44 20 7946 0958', '[PHONE]')));
+    // The assistant's earlier turn too: on a stateless route the client writes the whole history.
     expect(received).to.equal(expected);
-    // The assistant's own earlier turn is the model's words: not a prompt the client sends.
-    expect(received).to.contain('"ada@example.com?"');
     const [record] = (await records()).slice(-1);
     expect(record).to.deep.include({ status: 200, guardrails: [{ name: 'no-emails', phase: 'request', action: 'redact' }] });
   });

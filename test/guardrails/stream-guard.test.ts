@@ -5,6 +5,7 @@ import type { TextContext, TextGuardrail } from '../../src/guardrails/guardrail.
 import { piiGuardrail } from '../../src/guardrails/pii-guardrail.ts';
 import { regexGuardrail } from '../../src/guardrails/regex-guardrail.ts';
 import { StreamGuard, type StreamItem, type StreamPiece } from '../../src/guardrails/stream-guard.ts';
+import { rawSpan, textView } from '../../src/guardrails/text-view.ts';
 
 const CONTEXT: TextContext = { phase: 'response', route: 'chat-completions', model: 'alpha/gen-5.5' };
 const BOTH = { request: true, response: true };
@@ -16,16 +17,24 @@ class Event implements StreamItem {
   readonly wholes: StreamPiece[] = [];
   readonly closes: string[];
 
-  constructor(delta: string, closes: string[] = [], channel = 'choice 0|content') {
+  constructor(delta: string, closes: string[] = [], channel = 'choice 0|content', json = false) {
     this.text = delta;
     const self = this;
-    this.deltas = [{ channel, text: delta, set: (text) => (self.text = text) }];
+    this.deltas = [{ channel, text: delta, json, set: (text) => (self.text = text) }];
     this.closes = closes;
   }
 }
 
-/** Runs the pieces through a guard as one stream (the last one ends the channel, or the stream ends): what the client gets. */
-function stream(guardrails: TextGuardrail[], pieces: readonly string[], close: boolean): { text: string; blocked?: string; events: number } {
+/**
+ * Runs the pieces through a guard as one stream (the last one ends the channel, or the stream ends): what
+ * the client gets. `json`: the channel's text is JSON text (a tool call's arguments).
+ */
+function stream(
+  guardrails: TextGuardrail[],
+  pieces: readonly string[],
+  close: boolean,
+  json = false,
+): { text: string; blocked?: string; events: number } {
   const guard = new StreamGuard<Event>(guardrails, CONTEXT);
   let text = '';
   let events = 0;
@@ -34,7 +43,8 @@ function stream(guardrails: TextGuardrail[], pieces: readonly string[], close: b
     events += released.length;
   };
   for (const [index, piece] of pieces.entries()) {
-    const step = guard.push(new Event(piece, close && index === pieces.length - 1 ? ['choice 0'] : []));
+    const closes = close && index === pieces.length - 1 ? ['choice 0'] : [];
+    const step = guard.push(new Event(piece, closes, json ? 'choice 0|tool 0' : 'choice 0|content', json));
     take(step.released);
     if (step.blocked) return { text, blocked: step.blocked, events };
   }
@@ -134,5 +144,135 @@ describe('guardrails: the stream guard, exact across events', () => {
     expect(guard.held).to.equal(11);
     expect(guard.push(new Event('d'.repeat(11))).released.map((event) => event.text)).to.deep.equal(['b'.repeat(10), 'c']);
     expect(guard.end().released.map((event) => event.text)).to.deep.equal(['d'.repeat(11)]);
+  });
+
+  /** Noise with characters a reader folds or does not see: full-width forms, zero-width ones, a soft hyphen, a mark. */
+  const folding = fc.string({
+    unit: fc.constantFrom(...'PROJECT-0123456789 abc@.xＰＲ－１２ﬁ\u200b\u200d\u00ad\u0301'),
+    maxLength: 60,
+  });
+  /** The code written in forms a reader reads as it. */
+  const disguised = fc.constantFrom(
+    'PROJECT-1234',
+    'ＰＲＯＪＥＣＴ－１２３４',
+    'PRO\u200bJECT-1\u20602\u200d34',
+    'P\u00adROJECT\uff0d1234',
+  );
+
+  // Text is matched NFKC-normalised, invisible characters left out.
+  it('catches the code in any form that reads as it, however it is cut, and lets none of it out', () => {
+    fc.assert(
+      fc.property(
+        folding,
+        disguised,
+        folding,
+        fc.array(fc.nat(300), { maxLength: 20 }),
+        fc.boolean(),
+        (before, code, after, points, close) => {
+          const text = `${before}${code}${after}`;
+          const view = textView(text);
+          const first = /PROJECT-[0-9]{4}/.exec(view.text)!;
+          const [start] = rawSpan(view, first.index, first.index + first[0].length);
+          const result = stream([codes('block')], cut(text, points), close);
+          expect(result.blocked).to.equal('no-codes');
+          expect(result.text.length).to.be.at.most(start);
+          expect(text.startsWith(result.text)).to.equal(true);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('redacts and blocks a stream with such text exactly as the whole text, however it is cut', () => {
+    for (const guardrail of [codes('redact'), pii('redact'), codes('block'), pii('block')]) {
+      fc.assert(
+        fc.property(
+          folding,
+          fc.constantFrom('ＰＲＯＪＥＣＴ－１２３４', 'ａｄａ＠ｅｘａｍｐｌｅ．ｃｏｍ', 'ada@exa\u200bmple.com', ''),
+          folding,
+          fc.array(fc.nat(300), { maxLength: 20 }),
+          fc.boolean(),
+          (before, planted, after, points, close) => {
+            const text = `${before}${planted}${after}`;
+            const whole = checkText(text, [guardrail], CONTEXT);
+            const result = stream([guardrail], cut(text, points), close);
+            expect(result.blocked).to.equal(whole.kind === 'block' ? guardrail.name : undefined);
+            if (!result.blocked) expect(result.text).to.equal(whole.kind === 'redact' ? whole.text : text);
+          },
+        ),
+        { numRuns: 200 },
+      );
+    }
+  });
+
+  /** ASCII `text` as the contents of a JSON string, each character as itself or `\uXXXX` (as `escapes` picks). */
+  const escapedJson = (text: string, escapes: (index: number) => boolean) =>
+    [...text]
+      .map((char, index) =>
+        char === '"' || char === '\\' || escapes(index)
+          ? `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`
+          : char,
+      )
+      .join('');
+
+  it('reads tool-call arguments with their JSON escapes undone, however the escapes are cut across events', () => {
+    fc.assert(
+      fc.property(
+        noise,
+        fc.integer({ min: 0, max: 9999 }),
+        noise,
+        fc.func(fc.boolean()),
+        fc.array(fc.nat(300), { maxLength: 20 }),
+        fc.boolean(),
+        (before, code, after, escapes, points, close) => {
+          const match = `PROJECT-${String(code).padStart(4, '0')}`;
+          const args = `{"q":"${escapedJson(`${before}${match}${after}`, escapes)}"}`;
+          const view = textView(args, true);
+          const first = /PROJECT-[0-9]{4}/.exec(view.text)!;
+          const [start] = rawSpan(view, first.index, first.index + first[0].length);
+          const result = stream([codes('block')], cut(args, points), close, true);
+          expect(result.blocked).to.equal('no-codes');
+          expect(result.text.length).to.be.at.most(start);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('redacts escaped arguments in place as the whole text would be, the arguments staying the JSON they were', () => {
+    const quoting = regexGuardrail(
+      {
+        name: 'quoting',
+        use: 'regex',
+        on: 'response',
+        action: 'redact',
+        patterns: ['PROJECT-[0-9]{4}'],
+        replacement: 'a "quoted" \\ stand-in',
+        ignoreCase: false,
+      },
+      BOTH,
+    );
+    for (const guardrail of [codes('redact'), pii('redact'), quoting]) {
+      fc.assert(
+        fc.property(
+          noise,
+          fc.constantFrom('PROJECT-1234', 'ada@example.com', 'sk-abcdefghijklmnopqrstuvwx', ''),
+          noise,
+          fc.func(fc.boolean()),
+          fc.array(fc.nat(300), { maxLength: 20 }),
+          fc.boolean(),
+          (before, planted, after, escapes, points, close) => {
+            const args = `{"q":"${escapedJson(`${before}${planted}${after}`, escapes)}"}`;
+            const whole = checkText(args, [guardrail], CONTEXT, true);
+            const result = stream([guardrail], cut(args, points), close, true);
+            expect(result.blocked).to.equal(undefined);
+            expect(result.text).to.equal(whole.kind === 'redact' ? whole.text : args);
+            const plain = (JSON.parse(result.text) as { q: string }).q;
+            if (whole.kind === 'redact' && planted !== '') expect(plain).not.to.contain(planted);
+          },
+        ),
+        { numRuns: 200 },
+      );
+    }
   });
 });

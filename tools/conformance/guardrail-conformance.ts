@@ -1,9 +1,10 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkText, mergeFindings } from '../../src/guardrails/findings.ts';
+import { checkText, findIn, mergeFindings } from '../../src/guardrails/findings.ts';
 import type { TextContext, TextGuardrail } from '../../src/guardrails/guardrail.ts';
 import { pluginGuardrail } from '../../src/guardrails/plugin-guardrail.ts';
 import { StreamGuard, type StreamItem, type StreamPiece } from '../../src/guardrails/stream-guard.ts';
+import { textView } from '../../src/guardrails/text-view.ts';
 import type { GuardrailPlugin } from '../../src/plugins/plugin-contract.ts';
 import { isPluginFault } from '../../src/plugins/plugin-fault.ts';
 
@@ -134,7 +135,10 @@ export function checkGuardrail(guardrail: GuardrailPlugin, report: Report): void
         for (const phase of ['request', 'response'] as const) {
           report.checks += 1;
           const context: TextContext = { phase, route: 'chat-completions', model: 'conformance/model' };
-          const found = mergeFindings(redacting.find(example.text, context)).map((finding) => example.text.slice(finding.start, finding.end));
+          // As the gateway scans: on the text's view (NFKC-normalised, invisible characters left out), mapped back.
+          const view = textView(example.text);
+          const merged = mergeFindings(findIn(redacting, view, context));
+          const found = merged.map((finding) => example.text.slice(finding.start, finding.end));
           if (JSON.stringify(found) !== JSON.stringify(example.finds)) {
             fail('finds', `${what} (${phase}): scan found ${JSON.stringify(found)}, the example says ${JSON.stringify(example.finds)}`);
             continue;

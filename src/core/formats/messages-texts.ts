@@ -1,25 +1,116 @@
 import type { Json } from './event-data.ts';
+import { requestTextReader, type RequestField } from './request-fields.ts';
 import { addText, itemsOf, NO_EVENT_TEXTS, stringLeaves, type DeltaSlot, type EventTexts, type TextRules, type TextSlot } from './text-slots.ts';
 
-/** `system`, or a block list's text blocks. */
-function blockTexts(value: unknown, container: Json, key: string, path: readonly (string | number)[], into: TextSlot[]): void {
-  if (typeof value === 'string') addText(into, container, path, key);
-  else itemsOf(value).forEach((block, index) => {
-    const at = [...path, key, index];
-    addText(into, block, at, 'text');
-    if ((block as Json | null)?.type === 'tool_result') blockTexts((block as Json).content, block as Json, 'content', at, into);
-  });
-}
+/** A text block at `at`: the text, and the citations of one sent back (quotes and titles, not where they point). */
+const textBlock = (at: string): RequestField[] => [
+  [`${at}.text`, 'text'],
+  [`${at}.citations[].cited_text`, 'text'],
+  [`${at}.citations[].document_title`, 'text'],
+  [`${at}.citations[].title`, 'text'],
+  [`${at}.citations[].url`, 'skip', 'a URL a citation points at'],
+  [`${at}.citations[].source`, 'skip', 'where a cited search result came from'],
+  [`${at}.citations[].encrypted_index`, 'skip', 'opaque, encrypted'],
+];
 
-/** The system prompt and the user's turns (text blocks and tool results); the assistant's earlier turns are the model's. */
-function request(body: Record<string, unknown>): TextSlot[] {
-  const slots: TextSlot[] = [];
-  blockTexts(body.system, body, 'system', [], slots);
-  itemsOf(body.messages).forEach((message, index) => {
-    if ((message as Json | null)?.role === 'user') blockTexts((message as Json).content, message as Json, 'content', ['messages', index], slots);
-  });
-  return slots;
-}
+/** The sources at `at` that are not text: base64 data (an image, a PDF), a URL, a file id. */
+const binarySources = (at: string): RequestField[] => [
+  [`${at}.source{type=base64}`, 'skip', "an image's or a PDF's base64 data: not text"],
+  [`${at}.source{type=url}`, 'skip', 'an image or a document by URL'],
+  [`${at}.source{type=file}`, 'skip', 'an image or a document by file id'],
+];
+
+/** A document block at `at`: its title and context, and a source of plain text or of content blocks. */
+const documentBlock = (at: string): RequestField[] => [
+  [`${at}.title`, 'text'],
+  [`${at}.context`, 'text'],
+  [`${at}.source{type=text}.data`, 'text'],
+  [`${at}.source.content`, 'text'],
+  ...textBlock(`${at}.source.content[]`),
+  ...binarySources(`${at}.source.content[]`),
+  ...binarySources(at),
+];
+
+/**
+ * A list of text, image, document and search result blocks at `at` (each item): a search result's own
+ * content is a list of text blocks at `<at>.content[]`, read by the caller.
+ */
+const blocks = (at: string): RequestField[] => [
+  ...textBlock(at),
+  ...documentBlock(at),
+  [`${at}{type=search_result}.source`, 'skip', 'where a search result came from: a URL or an identifier'],
+];
+
+/**
+ * Every field of a Messages request (Anthropic's `MessageCreateParams`, and count_tokens'), and whether
+ * the model reads it: the system prompt, every turn of either role (the client writes the assistant's
+ * too) with all its blocks, tools and their schemas.
+ */
+export const MESSAGES_REQUEST_FIELDS: readonly RequestField[] = [
+  ['model', 'skip', 'chooses the model'],
+  ['system', 'text'],
+  ...textBlock('system[]'),
+  ['messages[].content', 'text'],
+  ...blocks('messages[].content[]'),
+  ['messages[].content[].thinking', 'text'],
+  ['messages[].content[].signature', 'skip', 'opaque, signs a thinking block'],
+  ['messages[].content[]{type=redacted_thinking}.data', 'skip', 'a redacted thinking block: opaque, encrypted'],
+  ['messages[].content[].id', 'skip', 'an id'],
+  ['messages[].content[].name', 'text'],
+  ['messages[].content[].input', 'tree'],
+  ['messages[].content[].caller', 'skip', 'the tool call that made this one, by id'],
+  ['messages[].content[].tool_use_id', 'skip', 'an id'],
+  ['messages[].content[].toolset_name', 'text'],
+  ['messages[].content[]{type=container_upload}.file_id', 'skip', 'an id'],
+  // A tool result: a string, or blocks (a search result's own content blocks at the same place).
+  ['messages[].content[].content', 'text'],
+  ...blocks('messages[].content[].content[]'),
+  ...textBlock('messages[].content[].content[].content[]'),
+  ['messages[].content[].content[].tool_name', 'text'],
+  ['messages[].content[].content[].url', 'skip', "a search result's URL"],
+  ['messages[].content[].content[].encrypted_content', 'skip', 'opaque, encrypted'],
+  ['messages[].content[].content[].page_age', 'skip', 'a date'],
+  ['messages[].content[].content[].tabs[].title', 'text'],
+  ['messages[].content[].content[].tabs[].tab_id', 'skip', 'an id'],
+  ['messages[].content[].content[].tabs[].url', 'skip', 'a URL'],
+  ['messages[].content[].content[].state_changes[].error', 'text'],
+  ['messages[].content[].content[].state_changes[]', 'skip', "ids, paths and URLs of a browser's downloads and tabs"],
+  // Server tools' results: code execution, text editor, tool search, web fetch (a document).
+  ['messages[].content[].content.stdout', 'text'],
+  ['messages[].content[].content.stderr', 'text'],
+  ['messages[].content[].content.encrypted_stdout', 'skip', 'opaque, encrypted'],
+  ['messages[].content[].content.content[].file_id', 'skip', 'an id'],
+  ['messages[].content[].content.lines[]', 'text'],
+  ['messages[].content[].content.error_message', 'text'],
+  ['messages[].content[].content.content', 'text'],
+  ...documentBlock('messages[].content[].content.content'),
+  ['messages[].content[].content.tool_references[].tool_name', 'text'],
+  ['messages[].content[].content.retrieved_at', 'skip', 'a date'],
+  ['messages[].content[].content.url', 'skip', "a fetched page's URL"],
+  ['tools[].name', 'text'],
+  ['tools[].description', 'text'],
+  ['tools[].input_schema', 'tree'],
+  ['tools[].input_examples', 'tree'],
+  ['tools[].user_location.city', 'text'],
+  ['tools[].user_location.region', 'text'],
+  ['tools[].user_location.country', 'skip', 'an ISO country code'],
+  ['tools[].user_location.timezone', 'skip', 'an IANA time zone'],
+  ['tools[].allowed_domains', 'skip', 'domains a server tool may reach'],
+  ['tools[].blocked_domains', 'skip', 'domains a server tool may not reach'],
+  ['tools[].url_sources', 'skip', "which tools' results a server tool may fetch from, by name"],
+  ['tool_choice.name', 'text'],
+  ['output_config.format.schema', 'tree'],
+  ['thinking', 'skip', 'settings'],
+  ['stop_sequences', 'skip', 'ends the answer; the model does not read it'],
+  ['metadata', 'skip', 'identifies the end user to the provider; not sent to the model'],
+  ['container', 'skip', 'a code execution container and its skills, by id'],
+  ['diagnostics', 'skip', 'refers to an earlier message by id'],
+  ['inference_geo', 'skip', 'where the model runs'],
+  ['user_profile_id', 'skip', 'an id'],
+  ['workspace_id', 'skip', 'an id'],
+];
+
+const request = requestTextReader(MESSAGES_REQUEST_FIELDS);
 
 /** A content block's texts: text, thinking, and every string of a tool call's input. */
 function contentBlock(block: unknown, path: readonly (string | number)[], into: TextSlot[]): void {
@@ -45,7 +136,8 @@ function event(payload: Json): EventTexts {
     for (const field of ['text', 'partial_json', 'thinking']) {
       const found: TextSlot[] = [];
       addText(found, payload.delta, ['delta'], field);
-      for (const slot of found) deltas.push({ ...slot, channel: `${group}|text` });
+      const json = field === 'partial_json' ? { json: true } : {};
+      for (const slot of found) deltas.push({ ...slot, channel: `${group}|text`, ...json });
     }
     return deltas.length ? { deltas, wholes: [], closes: [] } : NO_EVENT_TEXTS;
   }
@@ -66,5 +158,5 @@ function event(payload: Json): EventTexts {
   return NO_EVENT_TEXTS;
 }
 
-/** Messages (and count_tokens, whose requests are Messages requests): `system` and the user's turns; content blocks. */
+/** Messages (and count_tokens, whose requests are Messages requests): the request fields the model reads; blocks. */
 export const messagesTexts: TextRules = { request, answer, event };

@@ -12,6 +12,10 @@ export type JsonPath = readonly (string | number)[];
 export interface TextSlot {
   readonly path: JsonPath;
   readonly text: string;
+  /** The text is JSON text (tool-call arguments): matched with its escapes undone, rewritten JSON-escaped. */
+  readonly json?: boolean;
+  /** The text is the name of the member at `path` (a property name in a schema), not its value. */
+  readonly key?: boolean;
 }
 
 /** One text delta of a stream event, continuing its channel's text (`<group>|<what>`: a choice's content, a content block, an output part). */
@@ -32,8 +36,8 @@ export interface EventTexts {
 /** Where a wire format keeps its texts. Each reads a parsed value and copies nothing; every path leads to a string. */
 export interface TextRules {
   /**
-   * The texts a request sends the model: system and user messages, their text parts and tool results
-   * (not the assistant's own earlier turns).
+   * The texts of a request the model reads, every role's turns (the client writes the whole history),
+   * tools and schemas included: read by the format's list of request fields (`<format>-texts.ts`).
    */
   readonly request: (body: Record<string, unknown>) => TextSlot[];
   /** The texts of a JSON answer: message text, refusals, reasoning, tool-call arguments. */
@@ -62,6 +66,21 @@ export function setValueAt(root: unknown, path: JsonPath, value: unknown): void 
   if (isJson(parent)) (parent as Record<string | number, unknown>)[path[path.length - 1]!] = value;
 }
 
+/**
+ * Sets a slot's text: the string at its path, or (a key slot) the name of its member, the members kept in
+ * order. Slots are read values first, then their member's name, so setting them in that order finds each.
+ */
+export function setTextAt(root: unknown, slot: Pick<TextSlot, 'path' | 'key'>, text: string): void {
+  if (!slot.key) return setValueAt(root, slot.path, text);
+  const parent = valueAt(root, slot.path.slice(0, -1));
+  const name = slot.path[slot.path.length - 1]!;
+  if (!isJson(parent) || Array.isArray(parent) || !Object.hasOwn(parent, name)) return;
+  const object = parent as Record<string, unknown>;
+  const members = Object.entries(object);
+  for (const [member] of members) delete object[member];
+  for (const [member, value] of members) object[member === String(name) ? text : member] = value;
+}
+
 /** Adds a slot for `container[key]` when it is a non-empty string. */
 export function addText(into: TextSlot[], container: unknown, path: JsonPath, key: string | number): void {
   if (isJson(container) && typeof (container as Record<string | number, unknown>)[key] === 'string' && (container as Record<string | number, unknown>)[key] !== '') {
@@ -69,12 +88,20 @@ export function addText(into: TextSlot[], container: unknown, path: JsonPath, ke
   }
 }
 
-/** Every non-empty string inside a JSON value (a tool's input object), with its path. */
+/**
+ * Every non-empty string inside a JSON value (a schema, a tool's input object) and every member's name,
+ * with its path: a member's value before its name (so that rewriting them in order finds each).
+ */
 export function stringLeaves(value: unknown, path: JsonPath, into: TextSlot[]): void {
   if (typeof value === 'string') {
     if (value !== '') into.push({ path, text: value });
   } else if (Array.isArray(value)) value.forEach((item, index) => stringLeaves(item, [...path, index], into));
-  else if (isJson(value)) for (const [key, item] of Object.entries(value)) stringLeaves(item, [...path, key], into);
+  else if (isJson(value)) {
+    for (const [key, item] of Object.entries(value)) {
+      stringLeaves(item, [...path, key], into);
+      if (key !== '') into.push({ path: [...path, key], text: key, key: true });
+    }
+  }
 }
 
 /** A list's items, or none. */

@@ -1,3 +1,4 @@
+import type { CheckedText } from '../../guardrails/guardrail.ts';
 import type { TokenUsage } from '../../plugins/plugin-contract.ts';
 import { isPluginFault } from '../../plugins/plugin-fault.ts';
 import type { Exchange } from '../pipeline/exchange.ts';
@@ -13,7 +14,7 @@ type Passed = Extract<TextsOutcome, { readonly texts: unknown }>;
  * (the usage read from it: the answer came whole) and thrown; a guardrail plugin's fault likewise, as
  * `plugin_error`.
  */
-function check(exchange: Exchange, run: GuardrailRun, texts: readonly string[], usage: TokenUsage | undefined): Passed | Promise<Passed> {
+function check(exchange: Exchange, run: GuardrailRun, texts: CheckedText[], usage?: TokenUsage): Passed | Promise<Passed> {
   const failed = (error: unknown): never => {
     if (isPluginFault(error)) throw exchange.fail(faultOf(exchange, error, exchange.model!.canonicalId), true, usage, 'plugin_error');
     throw error;
@@ -43,10 +44,13 @@ export function guardAnswer(exchange: Exchange, bytes: Buffer, body: unknown, us
   const slots = run.rules.texts.answer(body);
   if (slots.length === 0) return bytes;
   const apply = (outcome: Passed) => {
-    const changes = slots.flatMap((slot, index) => (outcome.texts[index] === undefined ? [] : [{ path: slot.path, text: outcome.texts[index]! }]));
+    const changes = slots.flatMap((slot, index) => {
+      const text = outcome.texts[index];
+      return text === undefined ? [] : [{ path: slot.path, key: slot.key, text }];
+    });
     return changes.length ? replaceStrings(bytes, changes) : bytes;
   };
-  const outcome = check(exchange, run, slots.map((slot) => slot.text), usage);
+  const outcome = check(exchange, run, slots, usage);
   return outcome instanceof Promise ? outcome.then(apply) : apply(outcome);
 }
 
@@ -64,6 +68,6 @@ export function guardChatPayload(exchange: Exchange, payload: Buffer, usage: Tok
     answer.result.text = outcome.texts[0];
     return Buffer.from(JSON.stringify(answer));
   };
-  const outcome = check(exchange, run, [answer.result.text], usage);
+  const outcome = check(exchange, run, [{ text: answer.result.text }], usage);
   return outcome instanceof Promise ? outcome.then(apply) : apply(outcome);
 }

@@ -1,5 +1,5 @@
 import { parseObject, type Json } from '../../core/formats/event-data.ts';
-import { setValueAt, type JsonPath } from '../../core/formats/text-slots.ts';
+import { setTextAt, type TextSlot } from '../../core/formats/text-slots.ts';
 import { guardrailRefusal, type GatewayError } from '../../core/gateway-errors.ts';
 import type { PhaseGuardrails } from '../../guardrails/guardrail-set.ts';
 import { StreamGuard, type StreamItem, type StreamPiece, type StreamStep } from '../../guardrails/stream-guard.ts';
@@ -51,18 +51,19 @@ class GuardedEvent implements StreamItem {
     readonly data: string | undefined,
   ) {
     if (!texts || !payload) return;
-    for (const slot of texts.deltas) this.deltas.push(this.piece(slot.channel, slot.path, slot.text));
-    for (const slot of texts.wholes) this.wholes.push(this.piece('', slot.path, slot.text));
+    for (const slot of texts.deltas) this.deltas.push(this.piece(slot.channel, slot));
+    for (const slot of texts.wholes) this.wholes.push(this.piece('', slot));
     this.closes = texts.closes;
   }
 
-  private piece(channel: string, path: JsonPath, text: string): GuardedPiece {
+  private piece(channel: string, slot: TextSlot): GuardedPiece {
     const piece: GuardedPiece = {
       channel,
-      text,
-      current: text,
+      text: slot.text,
+      json: slot.json,
+      current: slot.text,
       set: (value) => {
-        setValueAt(this.payload, path, value);
+        setTextAt(this.payload, slot, value);
         piece.current = value;
         this.dirty = true;
       },

@@ -3,7 +3,7 @@ import type { CallerKey, GuardrailMark } from '../../core/exchange.ts';
 import type { WireFormatRules } from '../../core/formats/index.ts';
 import { guardrailRefusal, type GatewayError } from '../../core/gateway-errors.ts';
 import { checkText } from '../../guardrails/findings.ts';
-import type { TextContext } from '../../guardrails/guardrail.ts';
+import type { CheckedText, TextContext } from '../../guardrails/guardrail.ts';
 import type { GuardrailSelection, GuardrailSet, PhaseGuardrails } from '../../guardrails/guardrail-set.ts';
 import type { GuardrailPhase, RouteId } from '../../plugins/plugin-contract.ts';
 
@@ -62,16 +62,22 @@ export class GuardrailRun {
 
   /**
    * Runs a phase's guardrails over whole texts (a request's, a JSON answer's): the text guardrails on
-   * each, in configuration order, then each webhook on all of them at once (asynchronous: only then is
-   * a promise returned). A guardrail plugin's fault is thrown (its `PluginFault`).
+   * each (JSON text with its escapes undone), in configuration order, then each webhook on all of them at
+   * once, as they are (asynchronous: only then is a promise returned). A guardrail plugin's fault is
+   * thrown (its `PluginFault`).
    */
-  checkTexts(phase: GuardrailPhase, guardrails: PhaseGuardrails, texts: readonly string[], stream: boolean): TextsOutcome | Promise<TextsOutcome> {
+  checkTexts(
+    phase: GuardrailPhase,
+    guardrails: PhaseGuardrails,
+    texts: readonly CheckedText[],
+    stream: boolean,
+  ): TextsOutcome | Promise<TextsOutcome> {
     const context = this.context(phase);
-    const current = [...texts];
+    const current = texts.map((checked) => checked.text);
     const changed: (string | undefined)[] = texts.map(() => undefined);
     if (guardrails.text.length > 0) {
-      for (const [index, text] of texts.entries()) {
-        const verdict = checkText(text, guardrails.text, context);
+      for (const [index, { text, json }] of texts.entries()) {
+        const verdict = checkText(text, guardrails.text, context, json);
         if (verdict.kind === 'block') {
           this.acted(verdict.guardrail, phase, 'block', 'finding');
           return { blocked: guardrailRefusal(verdict.guardrail, phase) };

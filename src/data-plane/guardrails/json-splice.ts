@@ -4,19 +4,24 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const isSpace = (byte: number | undefined) => byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
 
-/** A trie of the paths sought: a node per key on the way, the index of the path that ends there. */
+/** A trie of the paths sought: a node per key on the way, the index of the path ending there (for a value or a key). */
 interface PathNode {
   readonly children: Map<string, PathNode>;
   index?: number;
+  keyIndex?: number;
 }
 
 /**
  * Where the values at `paths` sit in the bytes of a JSON document (one `JSON.parse` accepts): for each
- * path, `[start, end)` of its value, or undefined when the document has none there. A key given twice
- * counts as `JSON.parse` reads it: the last one. One pass, descending only where a sought path leads,
- * stepping over everything else by its brackets and quotes.
+ * path, `[start, end)` of its value (of its member's name, where `keys` marks it), or undefined when the
+ * document has none there. A key given twice counts as `JSON.parse` reads it: the last one. One pass,
+ * descending only where a sought path leads, stepping over everything else by its brackets and quotes.
  */
-export function locateValues(bytes: Uint8Array, paths: readonly JsonPath[]): ([number, number] | undefined)[] {
+export function locateValues(
+  bytes: Uint8Array,
+  paths: readonly JsonPath[],
+  keys?: readonly (boolean | undefined)[],
+): ([number, number] | undefined)[] {
   const root: PathNode = { children: new Map() };
   paths.forEach((path, index) => {
     let node = root;
@@ -25,7 +30,8 @@ export function locateValues(bytes: Uint8Array, paths: readonly JsonPath[]): ([n
       if (!child) node.children.set(String(key), (child = { children: new Map() }));
       node = child;
     }
-    node.index = index;
+    if (keys?.[index]) node.keyIndex = index;
+    else node.index = index;
   });
   const found: ([number, number] | undefined)[] = paths.map(() => undefined);
   const reader = new Reader(bytes, found);
@@ -61,8 +67,10 @@ class Reader {
     for (;;) {
       const keyEnd = this.stringEnd(at);
       const key = JSON.parse(Buffer.from(this.bytes.buffer, this.bytes.byteOffset + at, keyEnd - at).toString('utf8')) as string;
+      const child = node.children.get(key);
+      if (child?.keyIndex !== undefined) this.found[child.keyIndex] = [at, keyEnd];
       at = this.skipSpace(this.skipSpace(keyEnd) + 1);
-      at = this.skipSpace(this.value(at, node.children.get(key)));
+      at = this.skipSpace(this.value(at, child));
       if (this.bytes[at] === 0x7d) return at + 1;
       at = this.skipSpace(at + 1);
     }
@@ -132,12 +140,16 @@ export function spliceBytes(bytes: Buffer, replacements: readonly { readonly sta
 }
 
 /**
- * A JSON document's bytes with the strings at `paths` set to new texts (JSON-encoded), everything else
- * byte for byte as it was. A path the document does not hold is left out.
+ * A JSON document's bytes with the strings at `paths` (the member names, for a change marked `key`) set
+ * to new texts (JSON-encoded), everything else byte for byte as it was. A path the document does not
+ * hold is left out.
  */
-export function replaceStrings(bytes: Buffer, changes: readonly { readonly path: JsonPath; readonly text: string }[]): Buffer {
+export function replaceStrings(
+  bytes: Buffer,
+  changes: readonly { readonly path: JsonPath; readonly text: string; readonly key?: boolean }[],
+): Buffer {
   if (changes.length === 0) return bytes;
-  const spans = locateValues(bytes, changes.map((change) => change.path));
+  const spans = locateValues(bytes, changes.map((change) => change.path), changes.map((change) => change.key));
   const replacements = changes.flatMap((change, index) => {
     const span = spans[index];
     return span ? [{ start: span[0], end: span[1], text: JSON.stringify(change.text) }] : [];

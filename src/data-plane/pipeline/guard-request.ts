@@ -1,6 +1,6 @@
 import { EVENTS, type GuardrailActed } from '../../core/diagnostics.ts';
 import { WIRE_FORMATS, type WireFormatRules } from '../../core/formats/index.ts';
-import { setValueAt, type TextSlot } from '../../core/formats/text-slots.ts';
+import { setTextAt, type TextSlot } from '../../core/formats/text-slots.ts';
 import type { GatewayError } from '../../core/gateway-errors.ts';
 import type { GuardrailSet } from '../../guardrails/guardrail-set.ts';
 import type { WireFormat } from '../../plugins/plugin-contract.ts';
@@ -41,7 +41,7 @@ export function guardRequest(parts: GuardParts): Stage {
       if (slots.length > 0) {
         let outcome: TextsOutcome | Promise<TextsOutcome>;
         try {
-          outcome = run.checkTexts('request', run.selection.request, slots.map((slot) => slot.text), read.body.stream === true);
+          outcome = run.checkTexts('request', run.selection.request, slots, read.body.stream === true);
           if (outcome instanceof Promise) outcome = await outcome;
         } catch (error) {
           throw refusal(exchange, error);
@@ -75,10 +75,14 @@ function refusal(exchange: Exchange, error: unknown): unknown {
 
 /** The body with the texts the guardrails changed; as read when none changed. */
 function rewritten(read: JsonRequestBody, slots: readonly TextSlot[], texts: readonly (string | undefined)[]): JsonRequestBody {
-  const changes = slots.flatMap((slot, index) => (texts[index] === undefined ? [] : [{ path: slot.path, text: texts[index]! }]));
+  const changes = slots.flatMap((slot, index) => {
+    const text = texts[index];
+    return text === undefined ? [] : [{ path: slot.path, key: slot.key, text }];
+  });
   if (changes.length === 0) return read;
   const bytes = replaceStrings(read.bytes, changes);
-  for (const change of changes) setValueAt(read.body, change.path, change.text);
+  // In the slots' order: a member's value before its name.
+  for (const change of changes) setTextAt(read.body, change, change.text);
   const scan = scanObject(bytes, 0, JSON_BODY_LIMITS);
   // Strings were swapped for strings in a body that scanned whole: it still does.
   if (scan.kind !== 'object') throw new Error('the redacted request body could not be scanned');

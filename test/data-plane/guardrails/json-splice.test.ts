@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { locateValues, replaceStrings } from '../../../src/data-plane/guardrails/json-splice.ts';
-import { valueAt, type JsonPath } from '../../../src/core/formats/text-slots.ts';
+import { setTextAt, valueAt, type JsonPath } from '../../../src/core/formats/text-slots.ts';
 
 /** Every path to a string in a JSON value. */
 function stringPaths(value: unknown, path: JsonPath = []): JsonPath[] {
@@ -39,6 +39,19 @@ describe('data plane: strings rewritten in the bytes of a JSON document, everyth
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('renames a member where a change names its key, every other byte kept (setTextAt: the parsed value alike)', () => {
+    const bytes = Buffer.from('{"p": {"ada@example.com" : {"description": "ada@example.com"}, "n":  1}}');
+    const slots = [
+      { path: ['p', 'ada@example.com', 'description'], text: '[EMAIL]' },
+      { path: ['p', 'ada@example.com'], key: true, text: '[EMAIL]' },
+    ];
+    const rewritten = replaceStrings(bytes, slots).toString();
+    expect(rewritten).to.equal('{"p": {"[EMAIL]" : {"description": "[EMAIL]"}, "n":  1}}');
+    const parsed = JSON.parse(bytes.toString()) as Record<string, unknown>;
+    for (const slot of slots) setTextAt(parsed, slot, slot.text);
+    expect(JSON.stringify(parsed)).to.equal('{"p":{"[EMAIL]":{"description":"[EMAIL]"},"n":1}}');
   });
 
   it('gives back the very bytes when nothing changes', () => {
