@@ -1,0 +1,56 @@
+import { createServer, type RequestListener, type Server } from 'node:http';
+import type { Logger } from 'pino';
+import type { GatewayConfig } from '../../config/gateway-config.ts';
+import { trustedPeer } from '../../core/client-address.ts';
+import { serveMetrics } from '../../control-plane/metrics-route.ts';
+import { lingerLimits } from '../../data-plane/http/linger-close.ts';
+import { answerFiguresRequests } from '../../ops/cluster-metrics.ts';
+import type { GatewayMetrics } from '../../ops/metrics.ts';
+import { capConnections } from '../connection-cap.ts';
+
+/** The listening sockets: the gateway's, and `METRICS_PORT`'s when `/metrics` has a port of its own. */
+export interface Listener {
+  readonly server: Server;
+  readonly metricsServer?: Server;
+}
+
+/**
+ * The one node:http server in front of the way in: slow clients' headers and whole requests must arrive
+ * in time (408 and the connection closed otherwise, checked every second rather than Node's 30 s), and
+ * connections are capped in all and per client address. Resolves once it listens.
+ */
+export async function listen(config: GatewayConfig, logger: Logger, metrics: GatewayMetrics, wayIn: RequestListener, clusterWorker = false): Promise<Listener> {
+  const server = createServer(
+    {
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
+      keepAliveTimeout: 65_000,
+    },
+    wayIn,
+  );
+  capConnections(
+    server,
+    {
+      max: config.maxConnections,
+      maxPerAddress: config.maxConnectionsPerAddress,
+      // A trusted proxy carries many clients: its half-sent requests are capped per client it names instead.
+      uncapped: trustedPeer(config.trustedProxies),
+      lingerBytes: lingerLimits(config.bodyLimitBytes).maxBytes,
+      onRefused: (reason) => metrics.refused(reason),
+    },
+    logger,
+  );
+  // Before listening: the primary asks a worker for its figures once the worker listens.
+  if (clusterWorker) answerFiguresRequests(metrics.registry);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  // A cluster's primary serves METRICS_PORT itself: its workers do not listen there.
+  const metricsServer = config.metricsPort === undefined || clusterWorker ? undefined : await serveMetrics(metrics, config.metricsPort, config.host);
+  return { server, metricsServer };
+}

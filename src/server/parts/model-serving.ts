@@ -1,0 +1,90 @@
+import type { Logger } from 'pino';
+import type { GatewayConfig } from '../../config/gateway-config.ts';
+import type { RouteId } from '../../plugins/plugin-contract.ts';
+import type { ResponseCache } from '../../core/response-cache.ts';
+import { InFlight } from '../../data-plane/http/in-flight.ts';
+import { modelRoutes, type ModelRouteParts } from '../../data-plane/model-routes.ts';
+import type { Next } from '../../data-plane/pipeline/stage.ts';
+import { DEFAULT_RETRY_POLICY } from '../../data-plane/upstream/failover/retry-policy.ts';
+import { SharedBreakerState } from '../../data-plane/upstream/shared-breaker.ts';
+import { UpstreamClient } from '../../data-plane/upstream/upstream-client.ts';
+import type { OpenStores } from '../../stores/open-stores.ts';
+import type { LimitLedger } from '../../usage/limit-ledger.ts';
+import { GatewayUsageAccounting } from '../../usage/usage-accounting.ts';
+import type { UsageStore } from '../../usage/usage-store.ts';
+import type { LiveSettings } from '../live-config.ts';
+import { openResponseCache, responseCaching } from '../response-cache-wiring.ts';
+import type { Configuration } from './configuration.ts';
+import type { Limits } from './limits.ts';
+import type { Observability } from './observability.ts';
+
+/** What serves the model routes: their pipelines in force, usage accounting, the cache, what runs and what closes. */
+export interface ModelServing {
+  /** Each model route's pipeline, as the configuration in force built it. */
+  readonly routes: () => ReadonlyMap<RouteId, Next>;
+  readonly accounting: GatewayUsageAccounting;
+  readonly responseCache: ResponseCache;
+  /** The model requests still running (a shutdown waits for their usage records). */
+  readonly inFlight: InFlight;
+  /** Closes the upstream pools and stops sharing breaker state. */
+  close(): Promise<void>;
+}
+
+/**
+ * The model routes' parts and their stage lists, rebuilt when a reload applies (the cache and the
+ * guardrails are in the lists only while configured); the endpoints' rests are shared through Redis.
+ */
+export function startModelServing(
+  config: GatewayConfig,
+  logger: Logger,
+  configuration: Configuration,
+  stores: OpenStores<UsageStore, LimitLedger>,
+  observability: Observability,
+  limits: Limits,
+): ModelServing {
+  const { live, registry, endpoints } = configuration;
+  const { redis } = stores;
+  const accounting = new GatewayUsageAccounting(stores.usage, registry, logger);
+  const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, source: observability.source });
+  const responseCache = openResponseCache(redis, () => live.current.config, observability.metrics, logger);
+  const caching = responseCaching(responseCache, () => live.current.config);
+  const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
+  const parts: ModelRouteParts = {
+    registry,
+    endpoints,
+    fallbacks: () => live.current.fallbacks,
+    upstream,
+    usage: accounting,
+    // Every upstream wait is bounded by UPSTREAM_TIMEOUT_MS.
+    bounds: {
+      timeoutMs: config.upstreamTimeoutMs,
+      firstByteTimeoutMs: Math.min(config.firstByteTimeoutMs, config.upstreamTimeoutMs),
+      idleTimeoutMs: Math.min(config.idleTimeoutMs, config.upstreamTimeoutMs),
+      bodyLimitBytes: 64 * 1024 * 1024,
+      maxSseEventBytes: config.maxSseEventBytes,
+    },
+    bodyLimitBytes: config.bodyLimitBytes,
+    clientWriteTimeoutMs: config.clientWriteTimeoutMs,
+    authenticate: limits.authenticate,
+    admission: { concurrency: limits.concurrency, rateLimit: limits.rates.perKey },
+    budgets: limits.budgets,
+    nativeChat: { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs },
+  };
+  const routesOf = (settings: LiveSettings) => modelRoutes(parts, { caching: caching.settings() ? caching : undefined, guardrails: settings.guardrails });
+  let routes = routesOf(live.current);
+  configuration.onReload((settings) => {
+    routes = routesOf(settings);
+    // The reload built new endpoint pools: their rests are shared between instances from now on.
+    sharedBreaker?.attach(settings.endpoints.pools());
+  });
+  return {
+    routes: () => routes,
+    accounting,
+    responseCache,
+    inFlight: new InFlight(),
+    async close() {
+      await upstream.close();
+      sharedBreaker?.stop();
+    },
+  };
+}
