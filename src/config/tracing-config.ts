@@ -39,8 +39,33 @@ export type { Problem } from './config-values.ts';
  * environment only (they may carry a collector's credential), and no problem quotes a value.
  */
 export function tracingConfig(env: NodeJS.ProcessEnv, file: TracingFile | undefined, problem: Problem): TracingSettings {
-  const read = (name: string) => (env[name] === undefined || env[name] === '' ? undefined : env[name]!.trim());
   const disabled = envFlag(env, 'OTEL_SDK_DISABLED', problem) ?? (file?.enabled === false);
+  const { traces, metrics } = otlpDestinations(env, file, problem);
+  const resourceAttributes = { ...fileAttributes(file?.resourceAttributes, problem), ...envResourceAttributes(env, problem) };
+  const serviceName = trimmed(env, 'OTEL_SERVICE_NAME') ?? resourceAttributes['service.name'] ?? file?.serviceName ?? DEFAULT_TRACING.serviceName;
+  delete resourceAttributes['service.name'];
+  const batch = batchSettings(env, file, problem);
+  return {
+    ...(disabled || !traces ? {} : { traces }),
+    ...(disabled || !metrics ? {} : { metrics }),
+    serviceName,
+    resourceAttributes,
+    sampler: samplerSettings(env, file, problem),
+    batch,
+    metricExportIntervalMs: envInteger(env, 'OTEL_METRIC_EXPORT_INTERVAL', 1, problem) ?? file?.metricExportIntervalMs ?? DEFAULT_TRACING.metricExportIntervalMs,
+    captureMessageContent: envFlag(env, 'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', problem) ?? file?.captureMessageContent ?? false,
+  };
+}
+
+/** An environment variable's value, trimmed; undefined when unset or empty. */
+const trimmed = (env: NodeJS.ProcessEnv, name: string) => (env[name] === undefined || env[name] === '' ? undefined : env[name]!.trim());
+
+/**
+ * Where traces and GenAI metrics go over OTLP: each signal's own endpoint (a whole URL), else the shared
+ * one with the signal's path appended; none for a signal whose exporter is `none`.
+ */
+function otlpDestinations(env: NodeJS.ProcessEnv, file: TracingFile | undefined, problem: Problem): { traces?: OtlpDestination; metrics?: OtlpDestination } {
+  const read = (name: string) => trimmed(env, name);
   const exporter = (name: string): boolean => {
     const value = read(name)?.toLowerCase();
     if (value === undefined || value === 'otlp') return true;
@@ -75,28 +100,24 @@ export function tracingConfig(env: NodeJS.ProcessEnv, file: TracingFile | undefi
   };
   const traces = exporter('OTEL_TRACES_EXPORTER') ? destination('traces', file?.tracesEndpoint, 'tracesEndpoint') : undefined;
   const metrics = exporter('OTEL_METRICS_EXPORTER') ? destination('metrics', file?.metricsEndpoint, 'metricsEndpoint') : undefined;
+  return { traces, metrics };
+}
 
-  const resourceAttributes = { ...fileAttributes(file?.resourceAttributes, problem), ...envResourceAttributes(env, problem) };
-  const serviceName = read('OTEL_SERVICE_NAME') ?? resourceAttributes['service.name'] ?? file?.serviceName ?? DEFAULT_TRACING.serviceName;
-  delete resourceAttributes['service.name'];
+/** The batch span processor's settings: the `OTEL_BSP_*` variables over the file's `tracing.batch`. */
+function batchSettings(env: NodeJS.ProcessEnv, file: TracingFile | undefined, problem: Problem): BatchSettings {
   const fileBatch = file?.batch;
+  const defaults = DEFAULT_TRACING.batch;
   const batch: BatchSettings = {
-    scheduleDelayMs: envInteger(env, 'OTEL_BSP_SCHEDULE_DELAY', 0, problem) ?? fileBatch?.scheduleDelayMs ?? DEFAULT_TRACING.batch.scheduleDelayMs,
-    exportTimeoutMs: envInteger(env, 'OTEL_BSP_EXPORT_TIMEOUT', 1, problem) ?? fileBatch?.exportTimeoutMs ?? DEFAULT_TRACING.batch.exportTimeoutMs,
-    maxQueueSize: envInteger(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 1, problem) ?? fileBatch?.maxQueueSize ?? DEFAULT_TRACING.batch.maxQueueSize,
-    maxExportBatchSize: envInteger(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 1, problem) ?? fileBatch?.maxExportBatchSize ?? DEFAULT_TRACING.batch.maxExportBatchSize,
+    scheduleDelayMs: envInteger(env, 'OTEL_BSP_SCHEDULE_DELAY', 0, problem) ?? fileBatch?.scheduleDelayMs ?? defaults.scheduleDelayMs,
+    exportTimeoutMs: envInteger(env, 'OTEL_BSP_EXPORT_TIMEOUT', 1, problem) ?? fileBatch?.exportTimeoutMs ?? defaults.exportTimeoutMs,
+    maxQueueSize: envInteger(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 1, problem) ?? fileBatch?.maxQueueSize ?? defaults.maxQueueSize,
+    maxExportBatchSize: envInteger(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 1, problem) ?? fileBatch?.maxExportBatchSize ?? defaults.maxExportBatchSize,
   };
-  if (batch.maxExportBatchSize > batch.maxQueueSize) problem(`the batch size of span exports (${batch.maxExportBatchSize}) cannot be more than the span queue (${batch.maxQueueSize})`, fileBatch?.maxExportBatchSize === undefined ? undefined : ['tracing', 'batch', 'maxExportBatchSize']);
-  return {
-    ...(disabled || !traces ? {} : { traces }),
-    ...(disabled || !metrics ? {} : { metrics }),
-    serviceName,
-    resourceAttributes,
-    sampler: samplerSettings(env, file, problem),
-    batch,
-    metricExportIntervalMs: envInteger(env, 'OTEL_METRIC_EXPORT_INTERVAL', 1, problem) ?? file?.metricExportIntervalMs ?? DEFAULT_TRACING.metricExportIntervalMs,
-    captureMessageContent: envFlag(env, 'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', problem) ?? file?.captureMessageContent ?? false,
-  };
+  if (batch.maxExportBatchSize > batch.maxQueueSize) {
+    const at = fileBatch?.maxExportBatchSize === undefined ? undefined : ['tracing', 'batch', 'maxExportBatchSize'];
+    problem(`the batch size of span exports (${batch.maxExportBatchSize}) cannot be more than the span queue (${batch.maxQueueSize})`, at);
+  }
+  return batch;
 }
 
 function samplerSettings(env: NodeJS.ProcessEnv, file: TracingFile | undefined, problem: Problem): TracingSettings['sampler'] {

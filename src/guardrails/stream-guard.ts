@@ -176,37 +176,11 @@ export class StreamGuard<T extends StreamItem> {
     // Past `settle` (the view's last `window - 1` characters), a finding could still grow or change with text to come.
     const settle = ended ? text.length : rawStart(view, view.text.length - (this.window - 1));
     if (!ended && settle <= base) return undefined;
-    const redactions: Finding[] = [];
-    const unsettled: Finding[] = [];
-    const redactors: { readonly name: string; readonly ends: number[] }[] = [];
-    for (const guardrail of this.guardrails) {
-      const ends: number[] = [];
-      if (guardrail.action === 'redact') redactors.push({ name: guardrail.name, ends });
-      for (const found of findIn(guardrail, view, this.context, json)) {
-        // What ends in the context went out already (judged then); a finding reaching into it (longer than the window) is cut at the context's end.
-        if (found.end <= base) continue;
-        const finding = found.start < base ? { ...found, start: base } : found;
-        if (guardrail.action === 'block') {
-          if (finding.end <= settle) return guardrail.name;
-          unsettled.push(finding);
-        } else {
-          redactions.push(finding);
-          ends.push(finding.end);
-          if (finding.end > settle) unsettled.push(finding);
-        }
-      }
-    }
+    const found = this.findingsIn(view, json, base, settle);
+    if (typeof found === 'string') return found;
+    const { redactions, unsettled, redactors } = found;
     const merged = mergeFindings(redactions);
-    // The release point: at most `settle`, never inside a finding, and on a boundary between deltas.
-    let release = settle;
-    for (;;) {
-      for (const finding of merged) if (finding.start < release && finding.end > release) release = finding.start;
-      for (const finding of unsettled) if (finding.start < release) release = finding.start;
-      let boundary = base;
-      for (const bound of bounds) if (bound <= release) boundary = bound;
-      if (boundary === release) break;
-      release = boundary;
-    }
+    const release = releasePoint(settle, merged, unsettled, bounds, base);
     const count = bounds.indexOf(release);
     if (count <= 0) {
       if (ended) throw new Error('a finished channel must release all of its text');
@@ -231,6 +205,35 @@ export class StreamGuard<T extends StreamItem> {
     return undefined;
   }
 
+  /**
+   * Every guardrail's findings in the held text (what ends in the context went out already): the name of
+   * a blocking guardrail whose finding settled, else the redactions, the findings not settled yet, and
+   * where each redacting guardrail's findings end.
+   */
+  private findingsIn(view: TextView, json: boolean, base: number, settle: number): string | HeldFindings {
+    const redactions: Finding[] = [];
+    const unsettled: Finding[] = [];
+    const redactors: { readonly name: string; readonly ends: number[] }[] = [];
+    for (const guardrail of this.guardrails) {
+      const ends: number[] = [];
+      if (guardrail.action === 'redact') redactors.push({ name: guardrail.name, ends });
+      for (const found of findIn(guardrail, view, this.context, json)) {
+        // A finding reaching into the context (longer than the window) is cut at the context's end.
+        if (found.end <= base) continue;
+        const finding = found.start < base ? { ...found, start: base } : found;
+        if (guardrail.action === 'block') {
+          if (finding.end <= settle) return guardrail.name;
+          unsettled.push(finding);
+        } else {
+          redactions.push(finding);
+          ends.push(finding.end);
+          if (finding.end > settle) unsettled.push(finding);
+        }
+      }
+    }
+    return { redactions, unsettled, redactors };
+  }
+
   /** Where the context kept after `release` starts: the view's last window before it, at a view character's start. */
   private contextStart(view: TextView, release: number): number {
     const index = viewIndex(view, release);
@@ -238,5 +241,26 @@ export class StreamGuard<T extends StreamItem> {
     const longest = this.window * CONTEXT_WINDOWS;
     if (release - start > longest) start = rawStart(view, viewIndex(view, release - longest));
     return Math.min(start, release);
+  }
+}
+
+/** What a channel's held text holds, short of a settled block. */
+interface HeldFindings {
+  readonly redactions: Finding[];
+  /** Findings that could still grow or change with text to come (past the settle point). */
+  readonly unsettled: Finding[];
+  readonly redactors: readonly { readonly name: string; readonly ends: number[] }[];
+}
+
+/** The release point: at most `settle`, never inside a finding, and on a boundary between deltas. */
+function releasePoint(settle: number, merged: readonly Finding[], unsettled: readonly Finding[], bounds: readonly number[], base: number): number {
+  let release = settle;
+  for (;;) {
+    for (const finding of merged) if (finding.start < release && finding.end > release) release = finding.start;
+    for (const finding of unsettled) if (finding.start < release) release = finding.start;
+    let boundary = base;
+    for (const bound of bounds) if (bound <= release) boundary = bound;
+    if (boundary === release) return release;
+    release = boundary;
   }
 }

@@ -189,56 +189,53 @@ export function compileAccepts(shape: Shape, name = 'accepts'): (value: unknown)
   let counter = 0;
   const literal = (value: string | number | boolean) => (typeof value === 'string' ? JSON.stringify(value) : String(value));
   function statements(node: Shape, v: string): string[] {
-    const body: string[] = [];
-    const refuse = (condition: string) => body.push(`if (${condition}) return false;`);
-    switch (node.kind) {
-      case 'any':
-        // yup.mixed() has no type check: the absent values are refused here, the guard below lets the rest in.
-        if (!node.optional) refuse(`${v} === undefined`);
-        if (!node.nullable) refuse(`${v} === null`);
-        break;
-      case 'types':
-        refuse(`!(${node.types.map((type) => TYPE_TEST[type](v)).join(' || ')})`);
-        break;
-      case 'string':
-        refuse(`typeof ${v} !== 'string'${node.minLength ? ` || ${v}.length < ${node.minLength}` : ''}`);
-        break;
-      case 'number':
-        refuse(node.integer ? `!Number.isInteger(${v})` : `typeof ${v} !== 'number' || ${v} !== ${v}`);
-        if (node.minimum !== undefined) refuse(`${v} < ${node.minimum}`);
-        if (node.exclusiveMinimum !== undefined) refuse(`${v} <= ${node.exclusiveMinimum}`);
-        if (node.maximum !== undefined) refuse(`${v} > ${node.maximum}`);
-        if (node.exclusiveMaximum !== undefined) refuse(`${v} >= ${node.exclusiveMaximum}`);
-        break;
-      case 'boolean':
-        refuse(`typeof ${v} !== 'boolean'`);
-        break;
-      case 'array': {
-        refuse(`!Array.isArray(${v})${node.minItems ? ` || ${v}.length < ${node.minItems}` : ''}${node.maxItems !== undefined ? ` || ${v}.length > ${node.maxItems}` : ''}`);
-        if (node.items) {
-          const index = `i${counter++}`;
-          const item = `v${counter++}`;
-          body.push(`for (let ${index} = 0; ${index} < ${v}.length; ${index}++) {`, `const ${item} = ${v}[${index}];`, ...statements(node.items, item), '}');
-        }
-        break;
+    const body: string[] = refusals(node, v).map((condition) => `if (${condition}) return false;`);
+    if (node.kind === 'array' && node.items) {
+      const index = `i${counter++}`;
+      const item = `v${counter++}`;
+      body.push(`for (let ${index} = 0; ${index} < ${v}.length; ${index}++) {`, `const ${item} = ${v}[${index}];`, ...statements(node.items, item), '}');
+    } else if (node.kind === 'object') {
+      for (const [key, field] of Object.entries(node.fields)) {
+        const value = `v${counter++}`;
+        body.push(`const ${value} = ${v}[${JSON.stringify(key)}];`, ...statements(field, value));
       }
-      case 'object':
-        refuse(`typeof ${v} !== 'object' || ${v} === null || Array.isArray(${v})`);
-        for (const [key, field] of Object.entries(node.fields)) {
-          const value = `v${counter++}`;
-          body.push(`const ${value} = ${v}[${JSON.stringify(key)}];`, ...statements(field, value));
-        }
-        break;
     }
-    if (node.enum) refuse(`!(${node.enum.map((value) => `${v} === ${literal(value)}`).join(' || ')})`);
+    if (node.enum) body.push(`if (!(${node.enum.map((value) => `${v} === ${literal(value)}`).join(' || ')})) return false;`);
     if (node.kind === 'any') return body;
-    // Every type check above refuses undefined and null; the guard lets through the ones the schema allows.
+    // Every type check refuses undefined and null; the guard lets through the ones the schema allows.
     const guard = node.optional && node.nullable ? `${v} != null` : node.optional ? `${v} !== undefined` : node.nullable ? `${v} !== null` : undefined;
     return guard ? [`if (${guard}) {`, ...body, '}'] : body;
   }
   const root = `v${counter++}`;
   const source = [`'use strict';`, ...statements(shape, root), 'return true;', `//# sourceURL=request-shape:${name.replace(/[^\w.:-]/g, '_')}`].join('\n');
   return new Function(root, source) as (value: unknown) => boolean;
+}
+
+/** The conditions under which a value `v` of this shape is refused, before its items or fields are looked at. */
+function refusals(node: Shape, v: string): string[] {
+  switch (node.kind) {
+    case 'any':
+      // yup.mixed() has no type check: the absent values are refused here, the guard lets the rest in.
+      return [...(node.optional ? [] : [`${v} === undefined`]), ...(node.nullable ? [] : [`${v} === null`])];
+    case 'types':
+      return [`!(${node.types.map((type) => TYPE_TEST[type](v)).join(' || ')})`];
+    case 'string':
+      return [`typeof ${v} !== 'string'${node.minLength ? ` || ${v}.length < ${node.minLength}` : ''}`];
+    case 'number':
+      return [
+        node.integer ? `!Number.isInteger(${v})` : `typeof ${v} !== 'number' || ${v} !== ${v}`,
+        ...(node.minimum === undefined ? [] : [`${v} < ${node.minimum}`]),
+        ...(node.exclusiveMinimum === undefined ? [] : [`${v} <= ${node.exclusiveMinimum}`]),
+        ...(node.maximum === undefined ? [] : [`${v} > ${node.maximum}`]),
+        ...(node.exclusiveMaximum === undefined ? [] : [`${v} >= ${node.exclusiveMaximum}`]),
+      ];
+    case 'boolean':
+      return [`typeof ${v} !== 'boolean'`];
+    case 'array':
+      return [`!Array.isArray(${v})${node.minItems ? ` || ${v}.length < ${node.minItems}` : ''}${node.maxItems !== undefined ? ` || ${v}.length > ${node.maxItems}` : ''}`];
+    case 'object':
+      return [`typeof ${v} !== 'object' || ${v} === null || Array.isArray(${v})`];
+  }
 }
 
 const FAST_CHECK_CACHE = new WeakMap<yup.Schema, FastCheck>();

@@ -1,4 +1,4 @@
-import { EVENTS, type EventSource } from '../../core/diagnostics.ts';
+import { EVENTS, type AttemptStartMessage, type EventSource, type ExchangeEndMessage, type ExchangeRecordedMessage } from '../../core/diagnostics.ts';
 import type { ExchangeView } from '../../core/exchange.ts';
 import type { AttemptTrace, RequestTrace, RequestTracing } from './request-trace.ts';
 import { ATTR, EVENT } from './span-names.ts';
@@ -11,65 +11,89 @@ import { ATTR, EVENT } from './span-names.ts';
  * its messages when the operator opted in to capture them. Gives back the call that unsubscribes.
  */
 export function traceExchanges(source: EventSource, tracing: RequestTracing): () => void {
-  const traces = new WeakMap<ExchangeView, RequestTrace>();
-  const attempts = new WeakMap<ExchangeView, AttemptTrace>();
-  const recording = (exchange: ExchangeView): RequestTrace | undefined => {
-    const trace = traces.get(exchange);
-    return trace?.recording ? trace : undefined;
-  };
+  const traces = new ExchangeTraces(tracing);
   const off = [
-    EVENTS.exchangeStart.subscribe(source, (exchange) => {
-      const { headers, method, route, path, requestId } = exchange;
-      const trace = tracing.startRequest({ headers, method, route: route.path, path, requestId });
-      traces.set(exchange, trace);
-      if (!trace.recording) return;
-      exchange.watch.answer = true;
-      if (trace.capturesContent) exchange.watch.content = true;
-    }),
-    EVENTS.authenticated.subscribe(source, (exchange) => {
-      const trace = recording(exchange);
-      if (!trace) return;
-      trace.set({ [ATTR.keyId]: exchange.caller?.id, [ATTR.team]: exchange.caller?.team?.name });
-      trace.event(EVENT.auth);
-    }),
-    EVENTS.reserved.subscribe(source, ({ exchange, meters }) => recording(exchange)?.event(EVENT.reserve, { [ATTR.limitKinds]: meters })),
-    EVENTS.cache.subscribe(source, ({ exchange, result }) => recording(exchange)?.event(EVENT.cacheLookup, { [ATTR.cacheResult]: result })),
-    EVENTS.attemptStart.subscribe(source, (message) => {
-      const trace = traces.get(message.exchange);
-      if (!trace) return;
-      const span = trace.attempt(message);
-      attempts.set(message.exchange, span);
-      message.traceparent = span.traceparent;
-    }),
-    EVENTS.attemptHeaders.subscribe(source, ({ exchange, status }) => attempts.get(exchange)?.responded(status)),
-    EVENTS.attemptFirstContent.subscribe(source, ({ exchange }) => attempts.get(exchange)?.firstContent()),
-    EVENTS.attemptError.subscribe(source, ({ exchange, reason, status }) => attempts.get(exchange)?.failed(reason, status)),
-    EVENTS.pluginFault.subscribe(source, ({ exchange, plugin, hook }) => recording(exchange)?.pluginFault(plugin, hook)),
-    EVENTS.settled.subscribe(source, ({ exchange, figures }) => recording(exchange)?.settled(figures)),
-    EVENTS.exchangeRecorded.subscribe(source, ({ exchange, record, recorded, costUsd }) => {
-      const trace = recording(exchange);
-      if (!trace) return;
-      trace.recorded({
-        status: record.status,
-        outcome: record.outcome,
-        model: record.resolved.canonicalId,
-        usage: record.usage,
-        costUsd: costUsd(),
-        facts: exchange.facts,
-        upstreamStatus: exchange.upstreamStatus,
-        // What a guardrail blocked is never exported, not even the part of it that went out before the block.
-        outputText: record.outcome === 'guardrail_blocked' ? undefined : exchange.outputText,
-        cacheHit: record.cacheHit !== undefined,
-        attempts: record.attempts ?? 0,
-        settling: recorded,
-      });
-    }),
-    EVENTS.exchangeEnd.subscribe(source, ({ exchange, status, errorCode, limit }) => {
-      const trace = traces.get(exchange);
-      if (!trace) return;
-      if (errorCode !== undefined) trace.refused(errorCode, limit);
-      trace.end(status);
-    }),
+    EVENTS.exchangeStart.subscribe(source, (exchange) => traces.start(exchange)),
+    EVENTS.authenticated.subscribe(source, (exchange) => traces.authenticated(exchange)),
+    EVENTS.reserved.subscribe(source, ({ exchange, meters }) => traces.recording(exchange)?.event(EVENT.reserve, { [ATTR.limitKinds]: meters })),
+    EVENTS.cache.subscribe(source, ({ exchange, result }) => traces.recording(exchange)?.event(EVENT.cacheLookup, { [ATTR.cacheResult]: result })),
+    EVENTS.attemptStart.subscribe(source, (message) => traces.attempt(message)),
+    EVENTS.attemptHeaders.subscribe(source, ({ exchange, status }) => traces.attemptOf(exchange)?.responded(status)),
+    EVENTS.attemptFirstContent.subscribe(source, ({ exchange }) => traces.attemptOf(exchange)?.firstContent()),
+    EVENTS.attemptError.subscribe(source, ({ exchange, reason, status }) => traces.attemptOf(exchange)?.failed(reason, status)),
+    EVENTS.pluginFault.subscribe(source, ({ exchange, plugin, hook }) => traces.recording(exchange)?.pluginFault(plugin, hook)),
+    EVENTS.settled.subscribe(source, ({ exchange, figures }) => traces.recording(exchange)?.settled(figures)),
+    EVENTS.exchangeRecorded.subscribe(source, (message) => traces.recorded(message)),
+    EVENTS.exchangeEnd.subscribe(source, (message) => traces.end(message)),
   ];
   return () => off.forEach((unsubscribe) => unsubscribe());
+}
+
+/** The trace of each exchange in flight, and the span of its latest attempt. */
+class ExchangeTraces {
+  private readonly traces = new WeakMap<ExchangeView, RequestTrace>();
+  private readonly attempts = new WeakMap<ExchangeView, AttemptTrace>();
+
+  constructor(private readonly tracing: RequestTracing) {}
+
+  /** The exchange's trace when it is sampled (an unsampled one records nothing). */
+  recording(exchange: ExchangeView): RequestTrace | undefined {
+    const trace = this.traces.get(exchange);
+    return trace?.recording ? trace : undefined;
+  }
+
+  attemptOf(exchange: ExchangeView): AttemptTrace | undefined {
+    return this.attempts.get(exchange);
+  }
+
+  start(exchange: ExchangeView): void {
+    const { headers, method, route, path, requestId } = exchange;
+    const trace = this.tracing.startRequest({ headers, method, route: route.path, path, requestId });
+    this.traces.set(exchange, trace);
+    if (!trace.recording) return;
+    exchange.watch.answer = true;
+    if (trace.capturesContent) exchange.watch.content = true;
+  }
+
+  authenticated(exchange: ExchangeView): void {
+    const trace = this.recording(exchange);
+    if (!trace) return;
+    trace.set({ [ATTR.keyId]: exchange.caller?.id, [ATTR.team]: exchange.caller?.team?.name });
+    trace.event(EVENT.auth);
+  }
+
+  /** Opens the attempt's span (a `traceparent` alone when unsampled) and hands its trace context back on the message. */
+  attempt(message: AttemptStartMessage): void {
+    const trace = this.traces.get(message.exchange);
+    if (!trace) return;
+    const span = trace.attempt(message);
+    this.attempts.set(message.exchange, span);
+    message.traceparent = span.traceparent;
+  }
+
+  recorded({ exchange, record, recorded, costUsd }: ExchangeRecordedMessage): void {
+    const trace = this.recording(exchange);
+    if (!trace) return;
+    trace.recorded({
+      status: record.status,
+      outcome: record.outcome,
+      model: record.resolved.canonicalId,
+      usage: record.usage,
+      costUsd: costUsd(),
+      facts: exchange.facts,
+      upstreamStatus: exchange.upstreamStatus,
+      // What a guardrail blocked is never exported, not even the part of it that went out before the block.
+      outputText: record.outcome === 'guardrail_blocked' ? undefined : exchange.outputText,
+      cacheHit: record.cacheHit !== undefined,
+      attempts: record.attempts ?? 0,
+      settling: recorded,
+    });
+  }
+
+  end({ exchange, status, errorCode, limit }: ExchangeEndMessage): void {
+    const trace = this.traces.get(exchange);
+    if (!trace) return;
+    if (errorCode !== undefined) trace.refused(errorCode, limit);
+    trace.end(status);
+  }
 }
