@@ -7,6 +7,7 @@ import type { UsageQuery, UsageRow, UsageStore } from '../../usage/usage-store.t
 import type { GuardrailActionLog } from '../../stores/guardrail-actions/guardrail-action-log.ts';
 import { keyView } from '../admin/key-routes.ts';
 import { teamView } from '../admin/team-routes.ts';
+import type { EmptiedCache } from '../admin/cache-routes.ts';
 import { covers, scopeOf, type Permission, type TeamScope } from './permissions.ts';
 import { changed, currentScope, refused, type RequestScope } from './request-scope.ts';
 
@@ -122,6 +123,7 @@ export function accessTeamStore(inner: TeamStore): TeamStore {
       if (done) changed('team.delete', { type: 'team', id: name, team: name }, before && teamView(before), null);
       return done;
     },
+    deletedId: (name) => inner.deletedId(name),
     close: () => inner.close(),
   };
 }
@@ -170,17 +172,21 @@ export function accessGuardrailActions(inner: Pick<GuardrailActionLog, 'recent'>
   };
 }
 
-/** The response cache as the management routes see it: each clear is published. */
-export function accessResponseCache(inner: ResponseCache): ResponseCache {
+/**
+ * The response cache as the management routes see it: each clear is published, naming whose entries went
+ * as the caller names them (`team:<name>`, `key:<id>`; a team's tenant holds its id, not its name).
+ */
+export function accessResponseCache(inner: ResponseCache): ResponseCache & EmptiedCache {
   return {
     get: (tenant, key) => inner.get(tenant, key),
     set: (tenant, key, answer, ttlMs) => inner.set(tenant, key, answer, ttlMs),
     delete: (tenant, key) => inner.delete(tenant, key),
     close: () => inner.close(),
-    async clear(tenant?: CacheTenant) {
+    async clear(tenant?: CacheTenant, whose?: string) {
       const deleted = await inner.clear(tenant);
-      const team = tenant?.startsWith('team:') ? tenant.slice('team:'.length) : null;
-      changed('cache.clear', { type: 'cache', id: tenant ?? '*', team }, null, { tenant: tenant ?? null, deleted });
+      const owner = whose ?? tenant;
+      const team = owner?.startsWith('team:') ? owner.slice('team:'.length) : null;
+      changed('cache.clear', { type: 'cache', id: owner ?? '*', team }, null, { tenant: owner ?? null, deleted });
       return deleted;
     },
   };

@@ -53,10 +53,10 @@ export interface NewKeyCheck {
   /** Canonical model IDs of the gateway; `models` is checked against them when given. */
   readonly knownModels?: ReadonlySet<string>;
   /**
-   * The teams a key's `team` may name (the caller looks the named one up in the team store first);
-   * when absent, naming a team is refused.
+   * The teams a key's `team` may name, each with its id, which the key keeps beside the name (the caller
+   * looks the named one up in the team store first); when absent, naming a team is refused.
    */
-  readonly knownTeams?: ReadonlySet<string>;
+  readonly knownTeams?: ReadonlyMap<string, string>;
   /** The guardrails the configuration in force holds; `guardrails` is checked against them when given. */
   readonly knownGuardrails?: readonly string[];
   /** How an error names a field (the CLI names its flags); the body's field path by default. */
@@ -82,6 +82,7 @@ export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput
     tpm: value.tpm,
     budget: value.budget,
     team: value.team,
+    teamId: value.team === undefined ? undefined : check.knownTeams?.get(value.team),
     cache: value.cache,
     guardrails: value.guardrails,
   };
@@ -104,6 +105,7 @@ export function parseKeyChanges(body: unknown, check: NewKeyCheck = {}): KeyChan
     const set = value[field];
     if (field === 'expires_at') changes.expiresAt = set === null ? null : new Date(set as string).toISOString();
     else changes[field] = set;
+    if (field === 'team') changes.teamId = set === null ? null : check.knownTeams?.get(set as string);
   }
   return changes as KeyChanges;
 }

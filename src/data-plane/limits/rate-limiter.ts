@@ -114,7 +114,7 @@ export function createRateLimiters(options: RateLimiterOptions = {}): RateLimite
     const known = measured.get(holder);
     if (known && now < known.until && known.settings === settings) return known;
     const meters = [requestMeter('key', caller?.id ?? 'anonymous', caller?.rpm ?? settings.max, settings.windowMs, now)];
-    if (caller?.team?.rpm !== undefined) meters.push(requestMeter('team', caller.team.name, caller.team.rpm, settings.windowMs, now));
+    if (caller?.team?.rpm !== undefined) meters.push(requestMeter('team', caller.team.name, caller.team.rpm, settings.windowMs, now, caller.team.id));
     const fresh = { settings, meters, demands: meters.map(ONE_REQUEST), until: meters[0]!.resetAt };
     measured.set(holder, fresh);
     return fresh;

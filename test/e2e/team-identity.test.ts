@@ -1,0 +1,167 @@
+import { expect } from 'chai';
+import { request } from 'undici';
+import { eventually } from '../helpers/eventually.ts';
+import { TestRedisServer } from '../helpers/redis-server.ts';
+import { ScriptedUpstream } from '../helpers/scripted-upstream.ts';
+import { startTestGateway, type TestGateway } from '../helpers/test-gateway.ts';
+
+const ADMIN = 'admin-token-0001-0123456789abcdef';
+const adminHeaders = { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' };
+
+interface Reply {
+  readonly status: number;
+  readonly body: any;
+}
+
+async function admin(test: TestGateway, method: string, path: string, body?: unknown): Promise<Reply> {
+  const response = await request(`${test.url}/admin${path}`, { method: method as 'GET', headers: adminHeaders, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await response.body.text();
+  return { status: response.statusCode, body: text ? JSON.parse(text) : undefined };
+}
+
+/** A question no other test asks, so that only this test's entries answer it. */
+const question = (text: string, stream = false) => ({ model: 'alpha-latest', messages: [{ role: 'user', content: text }], stream });
+
+async function ask(test: TestGateway, key: string, body: unknown): Promise<{ status: number; cache: unknown; text: string }> {
+  const response = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: response.statusCode, cache: response.headers['x-gateway-cache'], text: await response.body.text() };
+}
+
+const COMPLETION = '{"id":"c1","object":"chat.completion","created":1,"model":"gen-5.5","choices":[{"index":0,"message":{"role":"assistant","content":"Hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}';
+const chunk = (delta: string, finish: string | null) => `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gen-5.5","choices":[{"index":0,"delta":${delta},"finish_reason":${finish}}]}\n\n`;
+const STREAM_END = `${chunk('{}', '"stop"')}data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gen-5.5","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}\n\ndata: [DONE]\n\n`;
+
+/** Answers chat completions whole; a stream's first event at once and the rest once `hold` (when set) settles. */
+function answerChats(upstream: ScriptedUpstream, hold: () => Promise<void> | undefined): void {
+  upstream.script = async (_req, res, body) => {
+    if (!(JSON.parse(body) as { stream?: boolean }).stream) return void res.writeHead(200, { 'content-type': 'application/json' }).end(COMPLETION);
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(chunk('{"role":"assistant","content":"Late"}', 'null'));
+    await hold();
+    res.end(STREAM_END);
+  };
+}
+
+async function newKey(test: TestGateway, name: string, team?: string): Promise<{ key: string; id: string }> {
+  const created = await admin(test, 'POST', '/keys', { name, ...(team && { team }) });
+  expect(created.status, JSON.stringify(created.body)).to.equal(201);
+  return created.body;
+}
+
+/** The team's daily quota use as `GET /admin/limits` shows it, once every settlement is in. */
+async function quotaUsed(test: TestGateway, team: string): Promise<number> {
+  await test.gateway.flushUsage();
+  const view = (await admin(test, 'GET', '/limits')).body as { teams: { name: string; use: { kind: string; used: number }[] }[] };
+  return view.teams.find((entry) => entry.name === team)!.use.find((use) => use.kind === 'quota')!.used;
+}
+
+/** Entries the cache holds for everyone, counted by emptying it. */
+async function emptyAll(test: TestGateway): Promise<number> {
+  const cleared = await admin(test, 'DELETE', '/cache');
+  expect(cleared.status).to.equal(200);
+  return cleared.body.deleted;
+}
+
+for (const store of ['embedded', 'redis'] as const) {
+  describe(`team identity (${store} store)`, function () {
+    this.timeout(60_000);
+    let redis: TestRedisServer | undefined;
+    let upstream: ScriptedUpstream;
+    let hold: Promise<void> | undefined;
+    let test: TestGateway;
+
+    beforeEach(async () => {
+      redis = store === 'redis' ? await TestRedisServer.start() : undefined;
+      upstream = await ScriptedUpstream.start();
+      hold = undefined;
+      answerChats(upstream, () => hold);
+      test = await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: ADMIN, GATEWAY_CACHE_TTL_S: '600', ALPHA_BASE_URL: upstream.url, ...(redis ? { REDIS_URL: redis.url } : {}) } });
+    });
+    afterEach(async () => {
+      await test.close();
+      await upstream.close();
+      await redis?.close();
+    });
+
+    it("starts a team created again under a deleted team's name clean: no cached answer, no counted use, no usage of the old keys", async () => {
+      expect((await admin(test, 'POST', '/teams', { name: 'tA', quota: { daily: 10_000_000 } })).status).to.equal(201);
+      const old = await newKey(test, 'old member', 'tA');
+      const plan = question('What is our confidential Q3 plan?');
+      expect((await ask(test, old.key, plan)).cache).to.equal('miss');
+      await eventually(async () => (await ask(test, old.key, plan)).cache === 'hit', 'the old team\'s answer, cached');
+      await eventually(async () => (await quotaUsed(test, 'tA')) > 0, 'the old team\'s use counted');
+      expect((await admin(test, 'POST', `/keys/${old.id}/revoke`)).status).to.equal(200);
+      expect((await admin(test, 'DELETE', '/teams/tA')).body).to.deep.equal({ name: 'tA', deleted: true });
+
+      expect((await admin(test, 'POST', '/teams', { name: 'tA', quota: { daily: 10_000_000 } })).status).to.equal(201);
+      expect(await quotaUsed(test, 'tA'), "the new team's quota").to.equal(0);
+      const fresh = await newKey(test, 'new member', 'tA');
+      const answer = await ask(test, fresh.key, plan);
+      expect(answer.status).to.equal(200);
+      expect(answer.cache, "the old team's answer is not the new team's").to.equal('miss');
+      expect(upstream.requests).to.have.length(2);
+
+      await test.gateway.flushUsage();
+      const perTeam = (await admin(test, 'GET', '/usage?group_by=team')).body.data as { team: string | null; requests: number }[];
+      expect(perTeam.map((row) => [row.team, row.requests]), "the old key's requests are not the new team's").to.deep.equal([
+        ['tA', 1],
+        [null, 2],
+      ]);
+    });
+
+    it("empties a deleted team's and a revoked key's entries, and DELETE /admin/cache?team= still finds a deleted team's", async () => {
+      expect((await admin(test, 'POST', '/teams', { name: 'tB' })).status).to.equal(201);
+      const member = await newKey(test, 'member', 'tB');
+      const loner = await newKey(test, 'loner');
+      const other = await newKey(test, 'other');
+      for (const [key, text] of [[member.key, 'team'], [loner.key, 'loner'], [other.key, 'other']] as const) {
+        await ask(test, key, question(`Remember the ${text}.`));
+        await eventually(async () => (await ask(test, key, question(`Remember the ${text}.`))).cache === 'hit', `the ${text}'s answer, cached`);
+      }
+
+      // The key's own entries go with it; those of its team stay the team's.
+      expect((await admin(test, 'POST', `/keys/${loner.id}/revoke`)).body).to.deep.equal({ id: loner.id, revoked: true });
+      // A stream of the team's, still running while its last key is revoked and the team deleted, is stored after.
+      let release!: () => void;
+      hold = new Promise((resolve) => (release = resolve));
+      const asked = upstream.requests.length;
+      const late = ask(test, member.key, question('A late answer', true));
+      await eventually(() => upstream.requests.length > asked, 'the late stream under way');
+      expect((await admin(test, 'POST', `/keys/${member.id}/revoke`)).status).to.equal(200);
+      expect((await admin(test, 'DELETE', '/teams/tB')).body).to.deep.equal({ name: 'tB', deleted: true });
+      release();
+      const answered = await late;
+      expect(answered.status).to.equal(200);
+      expect(answered.text).to.contain('data: [DONE]');
+
+      expect((await admin(test, 'DELETE', '/cache?team=nobody')).status).to.equal(404);
+      await eventually(async () => {
+        const cleared = await admin(test, 'DELETE', '/cache?team=tB');
+        expect(cleared.status, JSON.stringify(cleared.body)).to.equal(200);
+        expect(cleared.body.tenant).to.equal('team:tB');
+        return cleared.body.deleted === 1;
+      }, 'the late answer emptied by the deleted team\'s name');
+      expect(await emptyAll(test), "only the other key's entry was left").to.equal(1);
+    });
+
+    it('refuses DELETE /admin/cache with a body, emptying nothing, and reports how many entries a clear emptied', async () => {
+      expect((await admin(test, 'POST', '/teams', { name: 'tC' })).status).to.equal(201);
+      const member = await newKey(test, 'member', 'tC');
+      const loner = await newKey(test, 'loner');
+      for (const key of [member.key, loner.key]) {
+        await ask(test, key, question('Keep this.'));
+        await eventually(async () => (await ask(test, key, question('Keep this.'))).cache === 'hit', 'the answer, cached');
+      }
+      for (const body of ['{"team":"tC"}', '{}', 'team=tC']) {
+        const response = await request(`${test.url}/admin/cache`, { method: 'DELETE', headers: adminHeaders, body });
+        expect(response.statusCode, body).to.equal(400);
+        expect(response.headers['content-type']).to.match(/^application\/json/);
+        expect(((await response.body.json()) as { detail: string }).detail).to.equal(
+          'DELETE /admin/cache takes no body: give key_id=KEY_ID or team=NAME in the query string, or neither to empty every entry',
+        );
+      }
+      expect((await admin(test, 'DELETE', '/cache?team=tC')).body).to.deep.equal({ deleted: 1, tenant: 'team:tC' });
+      expect((await admin(test, 'DELETE', '/cache')).body).to.deep.equal({ deleted: 1, tenant: null });
+    });
+  });
+}
