@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from './gateway-config.ts';
+import { noteSettingFile } from './setting-sources.ts';
 
 const FILE_SUFFIX = '_FILE';
 /** A directory whose files, each named like a setting, give those settings (a Kubernetes Secret volume). */
@@ -20,6 +21,7 @@ const FROM_FILE = /^(?:REDIS_URL|GATEWAY_[A-Z0-9_]+|[A-Z][A-Z0-9_]*_API_KEY|[A-Z
 export function resolveEnvFiles(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const resolved: NodeJS.ProcessEnv = { ...env };
   const problems: string[] = [];
+  const read: [string, string][] = [];
   for (const [variable, path] of Object.entries(env)) {
     if (!variable.endsWith(FILE_SUFFIX) || variable.length === FILE_SUFFIX.length || path === undefined) continue;
     const name = variable.slice(0, -FILE_SUFFIX.length);
@@ -37,11 +39,15 @@ export function resolveEnvFiles(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
       continue;
     }
     if (content === '') problems.push(`${variable}: ${path} is empty`);
-    else resolved[name] = content;
+    else {
+      resolved[name] = content;
+      read.push([name, path]);
+    }
   }
   const dir = env[ENV_DIR];
   if (dir !== undefined && dir !== '') readEnvDir(dir, env, resolved, problems);
   if (problems.length > 0) throw new ConfigError(problems);
+  for (const [name, path] of read) noteSettingFile(resolved, name, path);
   return resolved;
 }
 
@@ -82,7 +88,9 @@ function readEnvDir(dir: string, env: NodeJS.ProcessEnv, resolved: NodeJS.Proces
 
 /** {@link resolveEnvFiles} applied to this process's own environment, in place. */
 export function applyEnvFiles(env: NodeJS.ProcessEnv = process.env): void {
+  const files = Object.entries(env).filter(([variable, path]) => variable.endsWith(FILE_SUFFIX) && path !== undefined && FROM_FILE.test(variable.slice(0, -FILE_SUFFIX.length)));
   const resolved = resolveEnvFiles(env);
   for (const variable of Object.keys(env)) if (!(variable in resolved)) delete env[variable];
   Object.assign(env, resolved);
+  for (const [variable, path] of files) noteSettingFile(env, variable.slice(0, -FILE_SUFFIX.length), path!);
 }
