@@ -3,7 +3,7 @@ import { fieldError, validationError } from '../../core/gateway-errors.ts';
 import type { NewKeyInput } from '../../core/api-keys.ts';
 import type { KeyChanges } from '../../stores/keys/key-store.ts';
 import { isTeamName, TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
-import { cacheSetting, guardrailList, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails } from './limit-fields.ts';
+import { cacheSetting, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails } from './limit-fields.ts';
 
 // Each field of a key, as a new key gives it; a change may give each but `name` as null (removed).
 const KEY_FIELDS = {
@@ -29,21 +29,20 @@ const KEY_FIELDS = {
 
 const keyName = () => yup.string().strict().typeError('must be a string').max(200, 'must be at most 200 characters');
 
-const newKeySchema = yup
-  .object({ name: keyName().required('is required'), ...KEY_FIELDS })
-  .strict()
-  .noUnknown('has unknown fields (name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache, guardrails)');
+const newKeySchema = knownFields(yup.object({ name: keyName().required('is required'), ...KEY_FIELDS }).strict(), ['name', ...Object.keys(KEY_FIELDS)]);
 
 /** The fields a PATCH of a key may give (each but `name` may be null: removed). */
 export const KEY_CHANGE_FIELDS = ['name', 'rpm', 'concurrency', 'models', 'expires_at', 'quota', 'tpm', 'budget', 'team', 'cache', 'guardrails'] as const;
 
-const keyChangesSchema = yup
-  .object({
-    name: keyName().min(1, 'must not be empty').nonNullable('must be a string (a key keeps a name)'),
-    ...(Object.fromEntries(Object.entries(KEY_FIELDS).map(([field, schema]) => [field, schema.nullable()])) as { [K in keyof typeof KEY_FIELDS]: ReturnType<(typeof KEY_FIELDS)[K]['nullable']> }),
-  })
-  .strict()
-  .noUnknown(`has unknown fields (${KEY_CHANGE_FIELDS.join(', ')})`);
+const keyChangesSchema = knownFields(
+  yup
+    .object({
+      name: keyName().min(1, 'must not be empty').nonNullable('must be a string (a key keeps a name)'),
+      ...(Object.fromEntries(Object.entries(KEY_FIELDS).map(([field, schema]) => [field, schema.nullable()])) as { [K in keyof typeof KEY_FIELDS]: ReturnType<(typeof KEY_FIELDS)[K]['nullable']> }),
+    })
+    .strict(),
+  KEY_CHANGE_FIELDS,
+);
 
 function isDateTime(value: string): boolean {
   return /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) && !Number.isNaN(Date.parse(value));
