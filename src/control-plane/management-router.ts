@@ -82,7 +82,7 @@ export function managementRouter(options: ManagementOptions): Router {
   const router = Router();
   const keys = accessKeyStore(options.keys, options.teams);
   const teams = options.teams && accessTeamStore(options.teams);
-  const usage = options.usage && accessUsageStore(options.usage, options.keys);
+  const usage = options.usage && accessUsageStore(options.usage, options.keys, options.teams);
   const guardrails = guardrailNames(options.guardrailSettings);
 
   router.get('/whoami', whoami);
