@@ -202,7 +202,8 @@ async function revoke(argv: string[], io: CliIo, { keys: store, redis }: OpenSto
     io.err(`No API key with id '${id}' (see keys list)\n`);
     return 1;
   }
-  io.out(`Revoked ${id}; every gateway instance refuses it within a second${redis ? ` (${entries(emptied)} of its response cache emptied)` : ''}.\n`);
+  const emptiedToo = redis ? ` (${entries(emptied)} of its response cache emptied)` : '';
+  io.out(`Revoked ${id}; every gateway instance refuses it within a second${emptiedToo}.\n`);
   return 0;
 }
 

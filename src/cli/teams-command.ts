@@ -156,7 +156,8 @@ async function removeTeam(argv: string[], io: CliIo, stores: OpenStores): Promis
     io.err(`No team named '${name}' (see teams list)\n`);
     return 1;
   }
-  io.out(stores.redis ? `Deleted team ${name} (${entries(emptied)} of its response cache emptied).\n` : `Deleted team ${name}.\n`);
+  const emptiedToo = stores.redis ? ` (${entries(emptied)} of its response cache emptied)` : '';
+  io.out(`Deleted team ${name}${emptiedToo}.\n`);
   return 0;
 }
 

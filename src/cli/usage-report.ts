@@ -23,9 +23,16 @@ export function usageTable(rows: readonly UsageRow[], groupBy: UsageRequest['gro
  * `usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day|key|team]`: summed usage from
  * the store, as a table; every key's unless `--key` is given. `--from`/`--to` are ISO dates or
  * date-times (UTC days, inclusive); `team` sums each key's usage under the team its record names now
- * (read from `keys`; with `teams`, a key of an earlier team whose name a later team took counts under none). Returns the exit code: 0, or 2 for bad arguments (the reason on `io.err`).
+ * (read from `keys`; with `teams`, a key of an earlier team whose name a later team took counts under
+ * none). Returns the exit code: 0, or 2 for bad arguments (the reason on `io.err`).
  */
-export async function printUsageReport(argv: string[], io: { out(text: string): void; err(text: string): void }, store: UsageStore, keys?: Pick<KeyStore, 'list'>, teams?: Pick<TeamStore, 'list'>): Promise<number> {
+export async function printUsageReport(
+  argv: string[],
+  io: { out(text: string): void; err(text: string): void },
+  store: UsageStore,
+  keys?: Pick<KeyStore, 'list'>,
+  teams?: Pick<TeamStore, 'list'>,
+): Promise<number> {
   let values;
   try {
     values = parseArgs({

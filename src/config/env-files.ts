@@ -88,7 +88,9 @@ function readEnvDir(dir: string, env: NodeJS.ProcessEnv, resolved: NodeJS.Proces
 
 /** {@link resolveEnvFiles} applied to this process's own environment, in place. */
 export function applyEnvFiles(env: NodeJS.ProcessEnv = process.env): void {
-  const files = Object.entries(env).filter(([variable, path]) => variable.endsWith(FILE_SUFFIX) && path !== undefined && FROM_FILE.test(variable.slice(0, -FILE_SUFFIX.length)));
+  const fromFile = (variable: string) =>
+    variable.endsWith(FILE_SUFFIX) && FROM_FILE.test(variable.slice(0, -FILE_SUFFIX.length));
+  const files = Object.entries(env).filter(([variable, path]) => path !== undefined && fromFile(variable));
   const resolved = resolveEnvFiles(env);
   for (const variable of Object.keys(env)) if (!(variable in resolved)) delete env[variable];
   Object.assign(env, resolved);

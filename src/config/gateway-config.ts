@@ -578,7 +578,11 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
   else if (redisUrl && !URL.canParse(redisUrl)) {
     // The URL's text is never quoted: its password is in it.
     const where = env.REDIS_URL ? { name: settingName(env, 'REDIS_URL') } : { name: 'redis.url', at: ['redis', 'url'] };
-    problem(`${where.name} is not a valid URL: write the user name and password percent-encoded (# as %23, / as %2F, ? as %3F, @ as %40, % as %25)`, where.at);
+    const encoding = '# as %23, / as %2F, ? as %3F, @ as %40, % as %25';
+    problem(
+      `${where.name} is not a valid URL: write the user name and password percent-encoded (${encoding})`,
+      where.at,
+    );
   }
   const redis: RedisSettings | undefined =
     redisUrl || file.redis?.sentinels?.length || file.redis?.cluster?.length

@@ -108,7 +108,8 @@ export function managementRouter(options: ManagementOptions): Router {
   router.get('/guardrails', guardrailListRoute(options.guardrailSettings ?? (() => [])));
   // A revoked key's and a deleted team's entries are emptied too.
   const responseCache = options.responseCache && accessResponseCache(options.responseCache);
-  router.use(keyRoutes({ keys, teams, registry: options.registry, bodyLimitBytes: options.bodyLimitBytes, usage: usage && adminUsageRoute(usage, keys, teams), guardrails, responseCache }));
+  const usageRoute = usage && adminUsageRoute(usage, keys, teams);
+  router.use(keyRoutes({ keys, teams, registry: options.registry, bodyLimitBytes: options.bodyLimitBytes, usage: usageRoute, guardrails, responseCache }));
   if (teams) {
     router.use(teamRoutes({ keys, teams, bodyLimitBytes: options.bodyLimitBytes, guardrails, responseCache }));
     router.use(cacheRoutes({ keys, teams, responseCache: responseCache ?? accessResponseCache(NO_CACHE) }));

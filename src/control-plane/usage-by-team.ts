@@ -13,7 +13,11 @@ type KeyOfTeam = Pick<ApiKeyRecord, 'id' | 'team' | 'teamId'> & { readonly creat
  * taken (see {@link keyInTeam}) counts under null too, never under the later team; a key whose team was
  * deleted and whose name no team has taken counts under that name. Sorted by team name, null last.
  */
-export function usageByTeam(rows: readonly UsageRow[], keys: readonly KeyOfTeam[], teams?: readonly Pick<TeamRecord, 'id' | 'name' | 'createdAt'>[]): UsageRow[] {
+export function usageByTeam(
+  rows: readonly UsageRow[],
+  keys: readonly KeyOfTeam[],
+  teams?: readonly Pick<TeamRecord, 'id' | 'name' | 'createdAt'>[],
+): UsageRow[] {
   const byName = new Map(teams?.map((team) => [team.name, team]));
   const teamOf = new Map(
     keys.flatMap((key) => {

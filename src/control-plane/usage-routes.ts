@@ -88,10 +88,16 @@ async function rowsOf(store: UsageStore, query: UsageQuery): Promise<UsageRow[]>
  * record names now (see {@link usageByTeam}), which needs the key store, and the team store to tell a
  * team from an earlier one of the same name.
  */
-export async function readUsage(store: UsageStore, keys: Pick<KeyStore, 'list'> | undefined, request: UsageRequest, teams?: Pick<TeamStore, 'list'>): Promise<UsageRow[]> {
+export async function readUsage(
+  store: UsageStore,
+  keys: Pick<KeyStore, 'list'> | undefined,
+  request: UsageRequest,
+  teams?: Pick<TeamStore, 'list'>,
+): Promise<UsageRow[]> {
   if (request.groupBy !== 'team') return rowsOf(store, { ...request, groupBy: request.groupBy });
   if (!keys) throw new Error('Usage per team needs the key store');
-  const [rows, records, teamRecords] = await Promise.all([rowsOf(store, { ...request, groupBy: 'key' }), keys.list(), teams?.list()]);
+  const perKey = rowsOf(store, { ...request, groupBy: 'key' });
+  const [rows, records, teamRecords] = await Promise.all([perKey, keys.list(), teams?.list()]);
   return usageByTeam(rows, records, teamRecords);
 }
 
@@ -118,7 +124,11 @@ export function ownUsageRoute(store: UsageStore): RequestHandler {
  * each key's usage under the team it names now, null for keys in no team or of an earlier team whose name a
  * later team took; sorted by team, null last).
  */
-export function adminUsageRoute(store: UsageStore, keys: Pick<KeyStore, 'list'>, teams?: Pick<TeamStore, 'list'>): RequestHandler {
+export function adminUsageRoute(
+  store: UsageStore,
+  keys: Pick<KeyStore, 'list'>,
+  teams?: Pick<TeamStore, 'list'>,
+): RequestHandler {
   return async function handleAdminUsage(req, res) {
     res.json({ object: 'list', data: await readUsage(store, keys, parseUsageQuery(req.query, true), teams) });
   };

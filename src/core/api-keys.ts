@@ -41,7 +41,10 @@ export interface ApiKeyRecord {
   readonly guardrails?: readonly string[];
 }
 
-export type NewKeyInput = Pick<ApiKeyRecord, 'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota' | 'tpm' | 'budget' | 'team' | 'teamId' | 'cache' | 'guardrails'>;
+export type NewKeyInput = Pick<
+  ApiKeyRecord,
+  'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota' | 'tpm' | 'budget' | 'team' | 'teamId' | 'cache' | 'guardrails'
+>;
 
 const KEY_SHAPE = /^sk-[A-Za-z0-9_-]{8,200}$/;
 

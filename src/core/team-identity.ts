@@ -24,7 +24,10 @@ export function withTeamId(team: StoredTeam): TeamRecord {
  * team since teams have ids carries that id. One given its team before carries only the name: it belongs to
  * a team stored before ids too, or to one created before the key itself; a later team of the name is not its.
  */
-export function keyInTeam(key: Pick<ApiKeyRecord, 'team' | 'teamId'> & { readonly createdAt?: string }, team: Pick<TeamRecord, 'id' | 'name' | 'createdAt'>): boolean {
+export function keyInTeam(
+  key: Pick<ApiKeyRecord, 'team' | 'teamId'> & { readonly createdAt?: string },
+  team: Pick<TeamRecord, 'id' | 'name' | 'createdAt'>,
+): boolean {
   if (key.team !== team.name) return false;
   if (key.teamId !== undefined) return key.teamId === team.id;
   return team.id === team.name || (key.createdAt !== undefined && key.createdAt >= team.createdAt);

@@ -34,7 +34,8 @@ export async function runPrimary(workers: number, config: GatewayConfig, logger:
   if (config.metricsPort !== undefined) {
     const server = await serveMetrics(metrics, config.metricsPort, config.host);
     const { url, wildcard } = boundUrlOf(server);
-    logger.info({ metrics_url: url }, `metrics of every worker on ${url}/metrics${wildcard ? ' (every interface)' : ''}`);
+    const where = `${url}/metrics${wildcard ? ' (every interface)' : ''}`;
+    logger.info({ metrics_url: url }, `metrics of every worker on ${where}`);
   }
   let stopping = false;
   const fork = () => {

@@ -47,7 +47,14 @@ export function metersOfLimits(scope: LimitScope, owner: string, limits: Limits,
 }
 
 /** The request-rate meter of one owner: `limit` requests per `windowMs` window holding `now`, counted under `id`. */
-export function requestMeter(scope: LimitScope, owner: string, limit: number, windowMs: number, now: number, id = owner): Meter {
+export function requestMeter(
+  scope: LimitScope,
+  owner: string,
+  limit: number,
+  windowMs: number,
+  now: number,
+  id = owner,
+): Meter {
   const { tag, resetAt } = fixedWindowOf(windowMs, now);
   return { scope, owner, kind: 'rpm', period: 'minute', limit, counter: `${scope}:${id}:rpm:${tag}`, resetAt };
 }

@@ -14,29 +14,46 @@ interface Reply {
 }
 
 async function admin(test: TestGateway, method: string, path: string, body?: unknown): Promise<Reply> {
-  const response = await request(`${test.url}/admin${path}`, { method: method as 'GET', headers: adminHeaders, body: body === undefined ? undefined : JSON.stringify(body) });
+  const sent = body === undefined ? undefined : JSON.stringify(body);
+  const response = await request(`${test.url}/admin${path}`, { method: method as 'GET', headers: adminHeaders, body: sent });
   const text = await response.body.text();
   return { status: response.statusCode, body: text ? JSON.parse(text) : undefined };
 }
 
-/** A question no other test asks, so that only this test's entries answer it. */
 const question = (text: string, stream = false) => ({ model: 'alpha-latest', messages: [{ role: 'user', content: text }], stream });
 
-async function ask(test: TestGateway, key: string, body: unknown): Promise<{ status: number; cache: unknown; text: string }> {
-  const response = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+interface Asked {
+  readonly status: number;
+  readonly cache: unknown;
+  readonly text: string;
+}
+
+async function ask(test: TestGateway, key: string, body: unknown): Promise<Asked> {
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const response = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers, body: JSON.stringify(body) });
   return { status: response.statusCode, cache: response.headers['x-gateway-cache'], text: await response.body.text() };
 }
 
-const COMPLETION = '{"id":"c1","object":"chat.completion","created":1,"model":"gen-5.5","choices":[{"index":0,"message":{"role":"assistant","content":"Hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}';
-const chunk = (delta: string, finish: string | null) => `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gen-5.5","choices":[{"index":0,"delta":${delta},"finish_reason":${finish}}]}\n\n`;
-const STREAM_END = `${chunk('{}', '"stop"')}data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gen-5.5","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}\n\ndata: [DONE]\n\n`;
+const USAGE = { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 };
+const HEAD = { id: 'c1', created: 1, model: 'gen-5.5' };
+const COMPLETION = JSON.stringify({
+  ...HEAD,
+  object: 'chat.completion',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }],
+  usage: USAGE,
+});
+const event = (data: unknown) => `data: ${JSON.stringify({ ...HEAD, object: 'chat.completion.chunk', ...(data as object) })}\n\n`;
+const chunk = (delta: unknown, finish: string | null) => event({ choices: [{ index: 0, delta, finish_reason: finish }] });
+const STREAM_END = `${chunk({}, 'stop')}${event({ choices: [], usage: USAGE })}data: [DONE]\n\n`;
 
 /** Answers chat completions whole; a stream's first event at once and the rest once `hold` (when set) settles. */
 function answerChats(upstream: ScriptedUpstream, hold: () => Promise<void> | undefined): void {
   upstream.script = async (_req, res, body) => {
-    if (!(JSON.parse(body) as { stream?: boolean }).stream) return void res.writeHead(200, { 'content-type': 'application/json' }).end(COMPLETION);
+    if (!(JSON.parse(body) as { stream?: boolean }).stream) {
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(COMPLETION);
+    }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.write(chunk('{"role":"assistant","content":"Late"}', 'null'));
+    res.write(chunk({ role: 'assistant', content: 'Late' }, null));
     await hold();
     res.end(STREAM_END);
   };
@@ -51,7 +68,8 @@ async function newKey(test: TestGateway, name: string, team?: string): Promise<{
 /** The team's daily quota use as `GET /admin/limits` shows it, once every settlement is in. */
 async function quotaUsed(test: TestGateway, team: string): Promise<number> {
   await test.gateway.flushUsage();
-  const view = (await admin(test, 'GET', '/limits')).body as { teams: { name: string; use: { kind: string; used: number }[] }[] };
+  type Uses = { teams: { name: string; use: { kind: string; used: number }[] }[] };
+  const view = (await admin(test, 'GET', '/limits')).body as Uses;
   return view.teams.find((entry) => entry.name === team)!.use.find((use) => use.kind === 'quota')!.used;
 }
 
@@ -75,7 +93,8 @@ for (const store of ['embedded', 'redis'] as const) {
       upstream = await ScriptedUpstream.start();
       hold = undefined;
       answerChats(upstream, () => hold);
-      test = await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: ADMIN, GATEWAY_CACHE_TTL_S: '600', ALPHA_BASE_URL: upstream.url, ...(redis ? { REDIS_URL: redis.url } : {}) } });
+      const env = { GATEWAY_ADMIN_TOKEN: ADMIN, GATEWAY_CACHE_TTL_S: '600', ALPHA_BASE_URL: upstream.url };
+      test = await startTestGateway({ env: { ...env, ...(redis ? { REDIS_URL: redis.url } : {}) } });
     });
     afterEach(async () => {
       await test.close();
@@ -83,7 +102,7 @@ for (const store of ['embedded', 'redis'] as const) {
       await redis?.close();
     });
 
-    it("starts a team created again under a deleted team's name clean: no cached answer, no counted use, no usage of the old keys", async () => {
+    it("starts a team created again under a deleted team's name clean: no cached answer, no use, no old keys' usage", async () => {
       expect((await admin(test, 'POST', '/teams', { name: 'tA', quota: { daily: 10_000_000 } })).status).to.equal(201);
       const old = await newKey(test, 'old member', 'tA');
       const plan = question('What is our confidential Q3 plan?');
@@ -99,9 +118,10 @@ for (const store of ['embedded', 'redis'] as const) {
       const answer = await ask(test, fresh.key, plan);
       expect(answer.status).to.equal(200);
       await test.gateway.flushUsage();
-      const perTeam = (await admin(test, 'GET', '/usage?group_by=team')).body.data as { team: string | null; requests: number }[];
+      const rows = (await admin(test, 'GET', '/usage?group_by=team')).body.data as { team: string | null; requests: number }[];
+      const perTeam = rows.map((row) => [row.team, row.requests]);
       // One comparison, so that whatever the new team inherits shows at once.
-      expect({ quota: quotaBefore, cache: answer.cache, upstreamCalls: upstream.requests.length, perTeam: perTeam.map((row) => [row.team, row.requests]) }).to.deep.equal({
+      expect({ quota: quotaBefore, cache: answer.cache, upstreamCalls: upstream.requests.length, perTeam }).to.deep.equal({
         quota: 0,
         cache: 'miss',
         upstreamCalls: 2,
@@ -113,19 +133,20 @@ for (const store of ['embedded', 'redis'] as const) {
       });
     });
 
-    it("empties a deleted team's and a revoked key's entries, and DELETE /admin/cache?team= still finds a deleted team's", async () => {
+    it("empties a deleted team's and a revoked key's entries; DELETE /admin/cache?team= still finds a deleted team's", async () => {
       expect((await admin(test, 'POST', '/teams', { name: 'tB' })).status).to.equal(201);
       const member = await newKey(test, 'member', 'tB');
       const loner = await newKey(test, 'loner');
       const other = await newKey(test, 'other');
       for (const [key, text] of [[member.key, 'team'], [loner.key, 'loner'], [other.key, 'other']] as const) {
         await ask(test, key, question(`Remember the ${text}.`));
-        await eventually(async () => (await ask(test, key, question(`Remember the ${text}.`))).cache === 'hit', `the ${text}'s answer, cached`);
+        const cached = async () => (await ask(test, key, question(`Remember the ${text}.`))).cache === 'hit';
+        await eventually(cached, `the ${text}'s answer, cached`);
       }
 
       // The key's own entries go with it; those of its team stay the team's.
       expect((await admin(test, 'POST', `/keys/${loner.id}/revoke`)).body).to.deep.equal({ id: loner.id, revoked: true });
-      // A stream of the team's, still running while its last key is revoked and the team deleted, is stored after.
+      // A stream of the team's, running while its last key is revoked and the team deleted, is stored after.
       let release!: () => void;
       hold = new Promise((resolve) => (release = resolve));
       const asked = upstream.requests.length;
@@ -154,14 +175,16 @@ for (const store of ['embedded', 'redis'] as const) {
       const loner = await newKey(test, 'loner');
       for (const key of [member.key, loner.key]) {
         await ask(test, key, question('Keep this.'));
-        await eventually(async () => (await ask(test, key, question('Keep this.'))).cache === 'hit', 'the answer, cached');
+        const cached = async () => (await ask(test, key, question('Keep this.'))).cache === 'hit';
+        await eventually(cached, 'the answer, cached');
       }
       for (const body of ['{"team":"tC"}', '{}', 'team=tC']) {
         const response = await request(`${test.url}/admin/cache`, { method: 'DELETE', headers: adminHeaders, body });
         expect(response.statusCode, body).to.equal(400);
         expect(response.headers['content-type']).to.match(/^application\/json/);
         expect(((await response.body.json()) as { detail: string }).detail).to.equal(
-          'DELETE /admin/cache takes no body: give key_id=KEY_ID or team=NAME in the query string, or neither to empty every entry',
+          'DELETE /admin/cache takes no body: give key_id=KEY_ID or team=NAME in the query string, ' +
+            'or neither to empty every entry',
         );
       }
       expect((await admin(test, 'DELETE', '/cache?team=tC')).body).to.deep.equal({ deleted: 1, tenant: 'team:tC' });

@@ -36,10 +36,14 @@ function limitsAbove(key: Limits, team: TeamRecord): [string, number, number][] 
  * The keys of `records` that belong to their team as it is now: a key of an earlier team whose name a
  * later team took (see `keyInTeam`) is no key of that team, so a role scoped to the name does not get it.
  */
-async function ofTeamsNow<K extends Pick<ApiKeyRecord, 'team' | 'teamId' | 'createdAt'>>(records: readonly K[], teams: Pick<TeamStore, 'get'> | undefined): Promise<K[]> {
+async function ofTeamsNow<K extends Pick<ApiKeyRecord, 'team' | 'teamId' | 'createdAt'>>(
+  records: readonly K[],
+  teams: Pick<TeamStore, 'get'> | undefined,
+): Promise<K[]> {
   if (!teams) return [...records];
   const named = new Map<string, TeamRecord | undefined>();
-  for (const name of new Set(records.flatMap((record) => (record.team === undefined ? [] : [record.team])))) named.set(name, await teams.get(name));
+  const names = new Set(records.flatMap((record) => (record.team === undefined ? [] : [record.team])));
+  for (const name of names) named.set(name, await teams.get(name));
   return records.filter((record) => {
     const team = record.team === undefined ? undefined : named.get(record.team);
     return !team || keyInTeam(record, team);
@@ -156,7 +160,11 @@ function sumRows(rows: UsageRow[], field: 'model' | 'day'): UsageRow[] {
 }
 
 /** The usage store as the management routes see it: a team-scoped reader reads its teams' keys only. */
-export function accessUsageStore(inner: UsageStore, keys: Pick<KeyStore, 'list'>, teams?: Pick<TeamStore, 'get'>): UsageStore {
+export function accessUsageStore(
+  inner: UsageStore,
+  keys: Pick<KeyStore, 'list'>,
+  teams?: Pick<TeamStore, 'get'>,
+): UsageStore {
   return {
     get healthy() {
       return inner.healthy;
@@ -167,7 +175,8 @@ export function accessUsageStore(inner: UsageStore, keys: Pick<KeyStore, 'list'>
     async query(query: UsageQuery) {
       const { scope } = scopeNow('usage.read');
       if (scope === 'all') return inner.query(query);
-      const mine = (await ofTeamsNow((await keys.list()).filter((record) => covers(scope, record.team)), teams)).map((record) => record.id);
+      const scoped = (await keys.list()).filter((record) => covers(scope, record.team));
+      const mine = (await ofTeamsNow(scoped, teams)).map((record) => record.id);
       if (query.keyId !== undefined) return mine.includes(query.keyId) ? inner.query(query) : [];
       if (query.groupBy === 'key') return (await inner.query(query)).filter((row) => mine.includes(row.key_id!));
       const rows = await Promise.all(mine.map((keyId) => inner.query({ ...query, keyId })));

@@ -35,7 +35,10 @@ export interface CacheClearStores {
  * entry. Throws 404 for a key id, or a team name, the stores do not know (static keys from the
  * configuration are not in the key store: empty everything for those).
  */
-export async function cacheClearTenant(target: CacheClearTarget, stores: CacheClearStores): Promise<TenantOf | undefined> {
+export async function cacheClearTenant(
+  target: CacheClearTarget,
+  stores: CacheClearStores,
+): Promise<TenantOf | undefined> {
   if (target.team !== undefined) {
     const id = (await stores.teams.get(target.team))?.id ?? (await stores.teams.deletedId(target.team));
     if (id === undefined) throw teamNotFound(target.team);
@@ -46,7 +49,8 @@ export async function cacheClearTenant(target: CacheClearTarget, stores: CacheCl
   if (!record) throw keyNotFound(target.keyId);
   // A key whose team was deleted is served without one (see the authenticator): its entries are its own.
   const team = record.team === undefined ? undefined : await stores.teams.get(record.team);
-  return team && keyInTeam(record, team) ? { tenant: cacheTenant(record.id, team.id), whose: `team:${team.name}` } : { tenant: cacheTenant(record.id, undefined), whose: `key:${record.id}` };
+  if (team && keyInTeam(record, team)) return { tenant: cacheTenant(record.id, team.id), whose: `team:${team.name}` };
+  return { tenant: cacheTenant(record.id, undefined), whose: `key:${record.id}` };
 }
 
 /**
@@ -61,7 +65,12 @@ export interface EmptiedCache {
  * Empties one tenant's entries (every entry without one), answering how many went: 0 without a cache. A
  * cache store that fails is a 503 saying `unavailable`.
  */
-export async function emptyCache(cache: EmptiedCache | undefined, tenant: CacheTenant | undefined, whose: string | undefined, unavailable: string): Promise<number> {
+export async function emptyCache(
+  cache: EmptiedCache | undefined,
+  tenant: CacheTenant | undefined,
+  whose: string | undefined,
+  unavailable: string,
+): Promise<number> {
   if (!cache) return 0;
   try {
     return await cache.clear(tenant, whose);
@@ -76,9 +85,14 @@ export async function emptyCache(cache: EmptiedCache | undefined, tenant: CacheT
  * Empties the entries of `target` (see {@link cacheClearTenant}). Without a cache configured nothing is
  * held: the target is still checked, and 0 entries are deleted. A cache store that fails is a 503.
  */
-export async function clearResponseCache(target: CacheClearTarget, stores: CacheClearStores, cache: EmptiedCache | undefined): Promise<CacheClearResult> {
+export async function clearResponseCache(
+  target: CacheClearTarget,
+  stores: CacheClearStores,
+  cache: EmptiedCache | undefined,
+): Promise<CacheClearResult> {
   const of = await cacheClearTenant(target, stores);
-  const deleted = await emptyCache(cache, of?.tenant, of?.whose, 'The response cache cannot be emptied right now (its store is unavailable); please retry shortly');
+  const unavailable = 'The response cache cannot be emptied right now (its store is unavailable); please retry shortly';
+  const deleted = await emptyCache(cache, of?.tenant, of?.whose, unavailable);
   return { deleted, tenant: of?.whose ?? null };
 }
 
@@ -102,6 +116,10 @@ export function cacheClearQuery(query: Request['query']): CacheClearTarget {
   return keyId !== undefined ? { keyId } : team !== undefined ? { team } : {};
 }
 
+const NO_BODY =
+  'DELETE /admin/cache takes no body: give key_id=KEY_ID or team=NAME in the query string, ' +
+  'or neither to empty every entry';
+
 /** Whether a request carries a body (any length but 0, or chunked). */
 function hasBody(req: Request): boolean {
   const length = req.headers['content-length'];
@@ -123,7 +141,7 @@ export interface CacheRoutesOptions extends CacheClearStores {
 export function cacheRoutes(options: CacheRoutesOptions): Router {
   const router = Router();
   router.delete('/cache', async (req, res) => {
-    if (hasBody(req)) throw badRequest('DELETE /admin/cache takes no body: give key_id=KEY_ID or team=NAME in the query string, or neither to empty every entry');
+    if (hasBody(req)) throw badRequest(NO_BODY);
     res.json(await clearResponseCache(cacheClearQuery(req.query), options, options.responseCache));
   });
   return router;

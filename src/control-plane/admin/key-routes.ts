@@ -7,7 +7,7 @@ import { keyNotFound } from '../../core/gateway-errors.ts';
 import { readJsonObject } from '../../data-plane/http/json-body.ts';
 import type { ModelRegistry } from '../../core/model-registry.ts';
 import type { ResponseCache } from '../../core/response-cache.ts';
-import { emptyCache } from './cache-routes.ts';
+import { emptyCache, type EmptiedCache } from './cache-routes.ts';
 import { parseKeyChanges, parseNewKey, type NewKeyCheck } from './new-key-input.ts';
 
 /** A key as the admin API shows it: never the hash (the key itself only once, on creation). */
@@ -62,9 +62,16 @@ export function canonicalModelIds(registry: ModelRegistry): Set<string> {
  * those of its team stay the team's other keys'). Answers how many entries went, or undefined when no key
  * has the id. A cache store that fails is a 503 saying the key is revoked; the same request again empties them.
  */
-export async function revokeKey(id: string, keys: Pick<KeyStore, 'revoke'>, cache: ResponseCache | undefined): Promise<number | undefined> {
+export async function revokeKey(
+  id: string,
+  keys: Pick<KeyStore, 'revoke'>,
+  cache: EmptiedCache | undefined,
+): Promise<number | undefined> {
   if (!(await keys.revoke(id))) return undefined;
-  return emptyCache(cache, `key:${id}`, `key:${id}`, `API key '${id}' is revoked, but its response cache entries cannot be emptied right now (the cache store is unavailable); send this request again shortly to empty them`);
+  const unavailable =
+    `API key '${id}' is revoked, but its response cache entries cannot be emptied right now ` +
+    '(the cache store is unavailable); send this request again shortly to empty them';
+  return emptyCache(cache, `key:${id}`, `key:${id}`, unavailable);
 }
 
 /**

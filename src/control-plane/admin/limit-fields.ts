@@ -11,20 +11,27 @@ export const positiveInteger = () =>
     .number()
     .strict()
     .typeError('must be a positive integer')
-    .test('positive-integer', 'must be a positive integer', (value) => value === undefined || value === null || (Number.isSafeInteger(value) && value >= 1));
+    .test('positive-integer', 'must be a positive integer', (value) =>
+      value == null || (Number.isSafeInteger(value) && value >= 1),
+    );
 
 /**
  * Refuses the fields an object does not have, each by its own path (`Field 'rmp': unknown field ...`), not
  * the object as a whole. `hints` word the refusal of a field a caller may mean (a team's `name` in a change).
  */
-export function knownFields<T extends yup.AnyObject>(schema: yup.ObjectSchema<T>, fields: readonly string[], hints: Readonly<Record<string, string>> = {}) {
+export function knownFields<T extends yup.AnyObject>(
+  schema: yup.ObjectSchema<T>,
+  fields: readonly string[],
+  hints: Readonly<Record<string, string>> = {},
+) {
   const message = `unknown field (the fields are ${fields.join(', ')})`;
   return schema.test('known-fields', function knownOnly(value) {
     if (value === null || value === undefined || typeof value !== 'object' || Array.isArray(value)) return true;
     const unknown = Object.keys(value).filter((field) => !fields.includes(field));
     if (unknown.length === 0) return true;
     const at = (field: string) => (this.path ? `${this.path}.${field}` : field);
-    return new yup.ValidationError(unknown.map((field) => this.createError({ path: at(field), message: hints[field] ?? message })));
+    const errors = unknown.map((field) => this.createError({ path: at(field), message: hints[field] ?? message }));
+    return new yup.ValidationError(errors);
   });
 }
 
@@ -41,13 +48,22 @@ export const usdAmount = () =>
 /** `quota`: charged tokens per UTC day and/or month. */
 export const tokenQuota = () =>
   knownFields(
-    yup.object({ daily: positiveInteger(), monthly: positiveInteger() }).strict().typeError('must be an object with daily and/or monthly token counts'),
+    yup
+      .object({ daily: positiveInteger(), monthly: positiveInteger() })
+      .strict()
+      .typeError('must be an object with daily and/or monthly token counts'),
     ['daily', 'monthly'],
   ).default(undefined);
 
 /** `budget`: USD per UTC day and/or month, at least one of them. */
 export const moneyBudget = () =>
-  knownFields(yup.object({ daily_usd: usdAmount(), monthly_usd: usdAmount() }).strict().typeError('must be an object with daily_usd and/or monthly_usd'), ['daily_usd', 'monthly_usd'])
+  knownFields(
+    yup
+      .object({ daily_usd: usdAmount(), monthly_usd: usdAmount() })
+      .strict()
+      .typeError('must be an object with daily_usd and/or monthly_usd'),
+    ['daily_usd', 'monthly_usd'],
+  )
     .test('some', 'must give daily_usd and/or monthly_usd', (value) => value === undefined || value === null || value.daily_usd !== undefined || value.monthly_usd !== undefined)
     .default(undefined);
 

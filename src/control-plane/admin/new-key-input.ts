@@ -3,7 +3,9 @@ import { fieldError, validationError } from '../../core/gateway-errors.ts';
 import type { NewKeyInput } from '../../core/api-keys.ts';
 import type { KeyChanges } from '../../stores/keys/key-store.ts';
 import { isTeamName, TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
-import { cacheSetting, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails } from './limit-fields.ts';
+import {
+  cacheSetting, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails,
+} from './limit-fields.ts';
 
 // Each field of a key, as a new key gives it; a change may give each but `name` as null (removed).
 const KEY_FIELDS = {
@@ -29,7 +31,10 @@ const KEY_FIELDS = {
 
 const keyName = () => yup.string().strict().typeError('must be a string').max(200, 'must be at most 200 characters');
 
-const newKeySchema = knownFields(yup.object({ name: keyName().required('is required'), ...KEY_FIELDS }).strict(), ['name', ...Object.keys(KEY_FIELDS)]);
+const newKeySchema = knownFields(
+  yup.object({ name: keyName().required('is required'), ...KEY_FIELDS }).strict(),
+  ['name', ...Object.keys(KEY_FIELDS)],
+);
 
 /** The fields a PATCH of a key may give (each but `name` may be null: removed). */
 export const KEY_CHANGE_FIELDS = ['name', 'rpm', 'concurrency', 'models', 'expires_at', 'quota', 'tpm', 'budget', 'team', 'cache', 'guardrails'] as const;

@@ -54,12 +54,19 @@ export function teamInUse(name: string, naming: number): GatewayError {
  * same name gets an id of its own and never reads them. Answers how many entries went, or undefined
  * when no team has the name.
  */
-export async function deleteTeam(name: string, stores: { readonly keys: Pick<KeyStore, 'list'>; readonly teams: TeamStore }, cache: EmptiedCache | undefined): Promise<number | undefined> {
+export async function deleteTeam(
+  name: string,
+  stores: { readonly keys: Pick<KeyStore, 'list'>; readonly teams: TeamStore },
+  cache: EmptiedCache | undefined,
+): Promise<number | undefined> {
   const team = await stores.teams.get(name);
   if (!team) return undefined;
   const naming = await keysNamingTeam(stores.keys, team);
   if (naming > 0) throw teamInUse(name, naming);
-  const emptied = await emptyCache(cache, `team:${team.id}`, `team:${name}`, `Team '${name}' is not deleted: its response cache entries cannot be emptied right now (the cache store is unavailable); please retry shortly`);
+  const unavailable =
+    `Team '${name}' is not deleted: its response cache entries cannot be emptied right now ` +
+    '(the cache store is unavailable); please retry shortly';
+  const emptied = await emptyCache(cache, `team:${team.id}`, `team:${name}`, unavailable);
   return (await stores.teams.remove(name)) ? emptied : undefined;
 }
 

@@ -241,7 +241,10 @@ function recordFinder(statics: StaticKeys, store: KeyStore, logger: Logger): (ke
   };
 }
 
-type TeamJoiner = (caller: AuthenticatedKey, record: ApiKeyRecord & { readonly team: string }) => AuthenticatedKey | Promise<AuthenticatedKey>;
+/** A key's record that names a team. */
+type TeamKeyRecord = ApiKeyRecord & { readonly team: string };
+
+type TeamJoiner = (caller: AuthenticatedKey, record: TeamKeyRecord) => AuthenticatedKey | Promise<AuthenticatedKey>;
 
 /**
  * The caller of a record: one object per record read, reused while the record is trusted (its status is
@@ -256,7 +259,7 @@ function callerOf(joinTeam: TeamJoiner): (record: ApiKeyRecord | undefined) => A
       caller = authenticatedKey(record);
       callers.set(record, caller);
     }
-    return record.team === undefined ? caller : joinTeam(caller, record as ApiKeyRecord & { readonly team: string });
+    return record.team === undefined ? caller : joinTeam(caller, record as TeamKeyRecord);
   };
 }
 
@@ -276,13 +279,14 @@ function teamJoiner(store: TeamStore | undefined, trustMs: number, logger: Logge
   });
   const joined = new WeakMap<AuthenticatedKey, { readonly team: TeamRecord; readonly caller: AuthenticatedKey }>();
   const warned = new Set<string>();
-  const join = (caller: AuthenticatedKey, record: ApiKeyRecord & { readonly team: string }, found: TeamRecord | undefined): AuthenticatedKey => {
+  const join = (caller: AuthenticatedKey, record: TeamKeyRecord, found: TeamRecord | undefined): AuthenticatedKey => {
     const name = record.team;
     const team = found && keyInTeam(record, found) ? found : undefined;
     if (!team) {
       if (!warned.has(name)) {
         warned.add(name);
-        logger.warn({ key_id: caller.id, team: name }, `API keys name the team '${name}', which does not exist (or was created after theirs was deleted): they are served with their own limits only`);
+        const why = `API keys name the team '${name}', which does not exist (or was created after theirs was deleted)`;
+        logger.warn({ key_id: caller.id, team: name }, `${why}: they are served with their own limits only`);
       }
       return caller;
     }
@@ -301,7 +305,8 @@ function teamJoiner(store: TeamStore | undefined, trustMs: number, logger: Logge
     } catch (error) {
       return unavailableTeams(error, logger);
     }
-    return team instanceof Promise ? team.then((found) => join(caller, record, found), (error: unknown) => unavailableTeams(error, logger)) : join(caller, record, team);
+    if (!(team instanceof Promise)) return join(caller, record, team);
+    return team.then((found) => join(caller, record, found), (error: unknown) => unavailableTeams(error, logger));
   };
 }
 

@@ -81,7 +81,8 @@ export class RedisTeamStore implements TeamStore {
   }
 
   async remove(name: string): Promise<boolean> {
-    const removed = await whileReachable(() => this.redis.eval(REMOVE, 3, teamKey(name), NAME_SET, deletedKey(name), name));
+    const keys = [teamKey(name), NAME_SET, deletedKey(name)];
+    const removed = await whileReachable(() => this.redis.eval(REMOVE, keys.length, ...keys, name));
     if (removed === 1) this.revision += 1;
     return removed === 1;
   }

@@ -15,7 +15,10 @@ export interface DeletedTeam {
 // Every field of a team a change may set or remove: its limits, its cache setting and its guardrails.
 const CHANGEABLE = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails'] as const;
 
-/** A team record from its input, with a new id, stamped now; the name is checked again here, whatever called the store. */
+/**
+ * A team record from its input, with a new id, stamped now; the name is checked again here, whatever
+ * called the store.
+ */
 export function newTeamRecord(input: TeamInput, now = new Date()): TeamRecord {
   if (!isTeamName(input.name)) throw badRequest(`A team name ${TEAM_NAME_RULE}`, 'name');
   return { ...withoutUndefined(input), id: generateTeamId(), name: input.name, createdAt: now.toISOString() };
