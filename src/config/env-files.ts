@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from './gateway-config.ts';
-import { noteSettingFile } from './setting-sources.ts';
+import { carrySettingFiles, noteSettingFile } from './setting-sources.ts';
 
 const FILE_SUFFIX = '_FILE';
 /** A directory whose files, each named like a setting, give those settings (a Kubernetes Secret volume). */
@@ -41,13 +41,13 @@ export function resolveEnvFiles(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
     if (content === '') problems.push(`${variable}: ${path} is empty`);
     else {
       resolved[name] = content;
-      read.push([name, path]);
+      read.push([name, `${variable}, ${path}`]);
     }
   }
   const dir = env[ENV_DIR];
-  if (dir !== undefined && dir !== '') readEnvDir(dir, env, resolved, problems);
+  if (dir !== undefined && dir !== '') readEnvDir(dir, env, resolved, problems, read);
   if (problems.length > 0) throw new ConfigError(problems);
-  for (const [name, path] of read) noteSettingFile(resolved, name, path);
+  for (const [name, via] of read) noteSettingFile(resolved, name, via);
   return resolved;
 }
 
@@ -58,7 +58,13 @@ export function resolveEnvFiles(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
  * Kubernetes Secret volume keeps its `..data` links there); any other name is refused, so that a
  * misspelt key of a Secret does not go unnoticed.
  */
-function readEnvDir(dir: string, env: NodeJS.ProcessEnv, resolved: NodeJS.ProcessEnv, problems: string[]): void {
+function readEnvDir(
+  dir: string,
+  env: NodeJS.ProcessEnv,
+  resolved: NodeJS.ProcessEnv,
+  problems: string[],
+  read: [string, string][],
+): void {
   let names: string[];
   try {
     names = readdirSync(dir).filter((name) => !name.startsWith('.')).sort();
@@ -81,18 +87,18 @@ function readEnvDir(dir: string, env: NodeJS.ProcessEnv, resolved: NodeJS.Proces
       continue;
     }
     if (content === '') problems.push(`${ENV_DIR}: ${path} is empty`);
-    else resolved[name] = content;
+    else {
+      resolved[name] = content;
+      read.push([name, `${ENV_DIR}, ${path}`]);
+    }
   }
   delete resolved[ENV_DIR];
 }
 
 /** {@link resolveEnvFiles} applied to this process's own environment, in place. */
 export function applyEnvFiles(env: NodeJS.ProcessEnv = process.env): void {
-  const fromFile = (variable: string) =>
-    variable.endsWith(FILE_SUFFIX) && FROM_FILE.test(variable.slice(0, -FILE_SUFFIX.length));
-  const files = Object.entries(env).filter(([variable, path]) => path !== undefined && fromFile(variable));
   const resolved = resolveEnvFiles(env);
   for (const variable of Object.keys(env)) if (!(variable in resolved)) delete env[variable];
   Object.assign(env, resolved);
-  for (const [variable, path] of files) noteSettingFile(env, variable.slice(0, -FILE_SUFFIX.length), path!);
+  carrySettingFiles(resolved, env);
 }

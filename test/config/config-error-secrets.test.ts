@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -109,7 +109,8 @@ describe('a Redis URL that does not parse (a password holding # or /)', function
   it('stops the start naming REDIS_URL, never its value', async () => {
     const { code, output } = await startupFailure({ REDIS_URL: url, GATEWAY_DATA_DIR: dir });
     expect(code).to.equal(1);
-    expect(output).to.match(/^model-gateway: invalid configuration: REDIS_URL is not a valid URL: write the user name and password percent-encoded \(# as %23, \/ as %2F/);
+    expect(output).to.match(/^model-gateway: invalid configuration: REDIS_URL is not a valid URL: /);
+    expect(output).to.contain('write the user name and password percent-encoded (# as %23, / as %2F');
     refusesCleanly(output);
   });
 
@@ -118,11 +119,22 @@ describe('a Redis URL that does not parse (a password holding # or /)', function
     await writeFile(secret, `${url}\n`);
     const { code, output } = await startupFailure({ REDIS_URL_FILE: secret, GATEWAY_DATA_DIR: dir });
     expect(code).to.equal(1);
-    expect(output).to.contain(`model-gateway: invalid configuration: REDIS_URL (read from REDIS_URL_FILE, ${secret}) is not a valid URL`);
+    expect(output).to.contain(`invalid configuration: REDIS_URL (read from REDIS_URL_FILE, ${secret}) is not a valid URL`);
     refusesCleanly(output);
   });
 
-  it('fails an operator command and config check the same way, and the file\'s redis.url by line and column', async () => {
+  it('names the file of GATEWAY_ENV_DIR the URL came from', async () => {
+    const secrets = join(dir, 'secrets');
+    await mkdir(secrets);
+    await writeFile(join(secrets, 'REDIS_URL'), url);
+    const { code, output } = await startupFailure({ GATEWAY_ENV_DIR: secrets, GATEWAY_DATA_DIR: dir });
+    expect(code).to.equal(1);
+    const file = join(secrets, 'REDIS_URL');
+    expect(output).to.contain(`REDIS_URL (read from GATEWAY_ENV_DIR, ${file}) is not a valid URL`);
+    refusesCleanly(output);
+  });
+
+  it("fails an operator command and config check the same way, and the file's redis.url by line and column", async () => {
     const secret = join(dir, 'redis_url');
     await writeFile(secret, url);
     let out = '';
