@@ -11,7 +11,8 @@ describe('team identity', () => {
   });
 
   it('gives a team stored before teams had ids its name as its id, and leaves any other as it is', () => {
-    expect(withTeamId({ name: 'red', createdAt: team.createdAt })).to.deep.equal({ id: 'red', name: 'red', createdAt: team.createdAt });
+    const { createdAt } = team;
+    expect(withTeamId({ name: 'red', createdAt })).to.deep.equal({ id: 'red', name: 'red', createdAt });
     expect(withTeamId(team)).to.equal(team);
   });
 
@@ -21,7 +22,7 @@ describe('team identity', () => {
     expect(keyInTeam({ team: 'blue', teamId: team.id }, team)).to.equal(false);
   });
 
-  it('puts a key given its team before teams had ids in a team stored before too, or in one created before the key, never in a later one', () => {
+  it('puts a key given its team before ids in a team of before, or one older than the key, never a later one', () => {
     const veteran = { id: 'red', name: 'red', createdAt: '2026-06-01T00:00:00.000Z' };
     expect(keyInTeam({ team: 'red', createdAt: '2026-01-01T00:00:00.000Z' }, veteran)).to.equal(true);
     expect(keyInTeam({ team: 'red', createdAt: '2026-07-01T00:00:00.000Z' }, team)).to.equal(true);

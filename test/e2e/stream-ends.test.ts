@@ -9,7 +9,11 @@ describe('a stream the upstream ends after it started', function () {
   let upstream: ScriptedUpstream;
   let test: TestGateway;
   let openai: OpenAI;
-  const chunk = (content: string) => `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gen-5.5","choices":[{"index":0,"delta":{"content":"${content}"},"finish_reason":null}]}\n\n`;
+  const chunk = (content: string) => {
+    const choice = { index: 0, delta: { content }, finish_reason: null };
+    const event = { id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gen-5.5', choices: [choice] };
+    return `data: ${JSON.stringify(event)}\n\n`;
+  };
 
   beforeEach(async () => {
     upstream = await ScriptedUpstream.start();
@@ -23,12 +27,13 @@ describe('a stream the upstream ends after it started', function () {
 
   const read = async () => {
     let text = '';
-    const stream = await openai.chat.completions.create({ model: 'alpha-latest', messages: [{ role: 'user', content: 'Tell me all of it.' }], stream: true });
+    const messages = [{ role: 'user' as const, content: 'Tell me all of it.' }];
+    const stream = await openai.chat.completions.create({ model: 'alpha-latest', messages, stream: true });
     for await (const part of stream) text += part.choices[0]?.delta.content ?? '';
     return text;
   };
 
-  it('relays a clean end halfway as it came, adding no error: the client gets the text so far and no [DONE]', async () => {
+  it('relays a clean end halfway as it came, adding no error: the client gets the text so far, no [DONE]', async () => {
     const sent = chunk('Half') + chunk(' an answer');
     upstream.script = (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });

@@ -15,12 +15,17 @@ interface Reply {
 
 async function admin(test: TestGateway, method: string, path: string, body?: unknown): Promise<Reply> {
   const sent = body === undefined ? undefined : JSON.stringify(body);
-  const response = await request(`${test.url}/admin${path}`, { method: method as 'GET', headers: adminHeaders, body: sent });
+  const options = { method: method as 'GET', headers: adminHeaders, body: sent };
+  const response = await request(`${test.url}/admin${path}`, options);
   const text = await response.body.text();
   return { status: response.statusCode, body: text ? JSON.parse(text) : undefined };
 }
 
-const question = (text: string, stream = false) => ({ model: 'alpha-latest', messages: [{ role: 'user', content: text }], stream });
+const question = (text: string, stream = false) => ({
+  model: 'alpha-latest',
+  messages: [{ role: 'user', content: text }],
+  stream,
+});
 
 interface Asked {
   readonly status: number;
@@ -30,7 +35,8 @@ interface Asked {
 
 async function ask(test: TestGateway, key: string, body: unknown): Promise<Asked> {
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-  const response = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers, body: JSON.stringify(body) });
+  const options = { method: 'POST' as const, headers, body: JSON.stringify(body) };
+  const response = await request(`${test.url}/v1/chat/completions`, options);
   return { status: response.statusCode, cache: response.headers['x-gateway-cache'], text: await response.body.text() };
 }
 
@@ -42,8 +48,9 @@ const COMPLETION = JSON.stringify({
   choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }],
   usage: USAGE,
 });
-const event = (data: unknown) => `data: ${JSON.stringify({ ...HEAD, object: 'chat.completion.chunk', ...(data as object) })}\n\n`;
-const chunk = (delta: unknown, finish: string | null) => event({ choices: [{ index: 0, delta, finish_reason: finish }] });
+const event = (data: object) => `data: ${JSON.stringify({ ...HEAD, object: 'chat.completion.chunk', ...data })}\n\n`;
+const chunk = (delta: unknown, finish: string | null) =>
+  event({ choices: [{ index: 0, delta, finish_reason: finish }] });
 const STREAM_END = `${chunk({}, 'stop')}${event({ choices: [], usage: USAGE })}data: [DONE]\n\n`;
 
 /** Answers chat completions whole; a stream's first event at once and the rest once `hold` (when set) settles. */
@@ -102,7 +109,7 @@ for (const store of ['embedded', 'redis'] as const) {
       await redis?.close();
     });
 
-    it("starts a team created again under a deleted team's name clean: no cached answer, no use, no old keys' usage", async () => {
+    it("starts a team made again under a deleted team's name clean: no cached answer, use or usage", async () => {
       expect((await admin(test, 'POST', '/teams', { name: 'tA', quota: { daily: 10_000_000 } })).status).to.equal(201);
       const old = await newKey(test, 'old member', 'tA');
       const plan = question('What is our confidential Q3 plan?');
@@ -118,10 +125,12 @@ for (const store of ['embedded', 'redis'] as const) {
       const answer = await ask(test, fresh.key, plan);
       expect(answer.status).to.equal(200);
       await test.gateway.flushUsage();
-      const rows = (await admin(test, 'GET', '/usage?group_by=team')).body.data as { team: string | null; requests: number }[];
+      type Row = { team: string | null; requests: number };
+      const rows = (await admin(test, 'GET', '/usage?group_by=team')).body.data as Row[];
       const perTeam = rows.map((row) => [row.team, row.requests]);
       // One comparison, so that whatever the new team inherits shows at once.
-      expect({ quota: quotaBefore, cache: answer.cache, upstreamCalls: upstream.requests.length, perTeam }).to.deep.equal({
+      const upstreamCalls = upstream.requests.length;
+      expect({ quota: quotaBefore, cache: answer.cache, upstreamCalls, perTeam }).to.deep.equal({
         quota: 0,
         cache: 'miss',
         upstreamCalls: 2,
@@ -133,7 +142,7 @@ for (const store of ['embedded', 'redis'] as const) {
       });
     });
 
-    it("empties a deleted team's and a revoked key's entries; DELETE /admin/cache?team= still finds a deleted team's", async () => {
+    it("empties a deleted team's and a revoked key's entries; ?team= still finds a deleted team's", async () => {
       expect((await admin(test, 'POST', '/teams', { name: 'tB' })).status).to.equal(201);
       const member = await newKey(test, 'member', 'tB');
       const loner = await newKey(test, 'loner');
@@ -145,7 +154,8 @@ for (const store of ['embedded', 'redis'] as const) {
       }
 
       // The key's own entries go with it; those of its team stay the team's.
-      expect((await admin(test, 'POST', `/keys/${loner.id}/revoke`)).body).to.deep.equal({ id: loner.id, revoked: true });
+      const revoked = await admin(test, 'POST', `/keys/${loner.id}/revoke`);
+      expect(revoked.body).to.deep.equal({ id: loner.id, revoked: true });
       // A stream of the team's, running while its last key is revoked and the team deleted, is stored after.
       let release!: () => void;
       hold = new Promise((resolve) => (release = resolve));
@@ -169,7 +179,7 @@ for (const store of ['embedded', 'redis'] as const) {
       expect(await emptyAll(test), "only the other key's entry was left").to.equal(1);
     });
 
-    it('refuses DELETE /admin/cache with a body, emptying nothing, and reports how many entries a clear emptied', async () => {
+    it('refuses DELETE /admin/cache with a body, emptying nothing; a clear says how many entries went', async () => {
       expect((await admin(test, 'POST', '/teams', { name: 'tC' })).status).to.equal(201);
       const member = await newKey(test, 'member', 'tC');
       const loner = await newKey(test, 'loner');

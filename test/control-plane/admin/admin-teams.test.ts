@@ -119,16 +119,20 @@ describe('admin team API and the keys\' budget fields', () => {
     await send(app.url, '/admin/teams', { ...admin, body: { name: 'ops' } });
     const key = await send(app.url, '/admin/keys', { ...admin, body: { name: 'svc' } });
     const team = await send(app.url, '/admin/teams/ops', { method: 'PATCH', ...admin, body: { rmp: 60 } });
-    expect(team.body.errors).to.deep.equal(["Field 'rmp': unknown field (the fields are rpm, tpm, quota, budget, concurrency, cache, guardrails)"]);
-    const keyPatch = await send(app.url, `/admin/keys/${key.body.id}`, { method: 'PATCH', ...admin, body: { rmp: 60, quota: { dayly: 5 } } });
+    expect(team.body.errors).to.deep.equal([
+      "Field 'rmp': unknown field (the fields are rpm, tpm, quota, budget, concurrency, cache, guardrails)",
+    ]);
+    const patchKey = (body: unknown) => send(app.url, `/admin/keys/${key.body.id}`, { method: 'PATCH', ...admin, body });
+    const keyPatch = await patchKey({ rmp: 60, quota: { dayly: 5 } });
     expect(keyPatch.body.errors).to.have.members([
-      "Field 'rmp': unknown field (the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache, guardrails)",
+      "Field 'rmp': unknown field " +
+        '(the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache, guardrails)',
       "Field 'quota.dayly': unknown field (the fields are daily, monthly)",
     ]);
     for (const rpm of [-1.5, 0.5, 0, -3, 2 ** 60]) {
       const refused = await send(app.url, '/admin/teams/ops', { method: 'PATCH', ...admin, body: { rpm } });
       expect(refused.body.errors, String(rpm)).to.deep.equal(["Field 'rpm': must be a positive integer"]);
-      const refusedKey = await send(app.url, `/admin/keys/${key.body.id}`, { method: 'PATCH', ...admin, body: { rpm } });
+      const refusedKey = await patchKey({ rpm });
       expect(refusedKey.body.errors, String(rpm)).to.deep.equal(["Field 'rpm': must be a positive integer"]);
     }
   });

@@ -41,7 +41,11 @@ describe('Redis team store', () => {
     expect(await store.remove('veteran')).to.equal(true);
     expect(await store.deletedId('veteran')).to.equal('veteran');
     expect((await store.create({ name: 'veteran' })).id).not.to.equal('veteran');
-    expect((await clients[0]!.keys('*')).sort()).to.deep.equal(['{gateway-teams}:deleted:veteran', '{gateway-teams}:names', '{gateway-teams}:team:veteran']);
+    expect((await clients[0]!.keys('*')).sort()).to.deep.equal([
+      '{gateway-teams}:deleted:veteran',
+      '{gateway-teams}:names',
+      '{gateway-teams}:team:veteran',
+    ]);
   });
 
   it('answers 503 while Redis is away', async () => {

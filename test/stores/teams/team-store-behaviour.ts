@@ -81,7 +81,7 @@ export function behavesAsTeamStore(open: () => Promise<[TeamStore, TeamStore]>):
     expect((await first.create({ name: 'gone' })).rpm).to.equal(undefined);
   });
 
-  it("gives each team an id of its own when created, also one created again under a deleted team's name, and keeps the last deleted one's id", async () => {
+  it("gives each team an id of its own, one made again under a deleted team's name too, and keeps the last deleted id", async () => {
     const before = await first.create({ name: 'again', rpm: 1 });
     expect(before.id).to.match(/^team_[0-9a-f]{16}$/);
     expect((await second.get('again'))?.id).to.equal(before.id);
