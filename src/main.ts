@@ -53,7 +53,9 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  logger.info({ url: gateway.url }, `model gateway listening on ${gateway.url}`);
+  // The host in force, as bound: HOST=0.0.0.0 is said as such, not as the loopback address that reaches it.
+  const { url, wildcard } = gateway.listening;
+  logger.info({ url }, `model gateway listening on ${url}${wildcard ? ' (every interface)' : ''}`);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {

@@ -1,6 +1,8 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/gateway-config.ts';
-import { clearResponseCache, type CacheClearTarget } from '../control-plane/admin/cache-routes.ts';
+import { clearResponseCache, type CacheClearTarget, type EmptiedCache } from '../control-plane/admin/cache-routes.ts';
+import type { ResponseCache } from '../core/response-cache.ts';
+import type { OpenStores } from '../stores/open-stores.ts';
 import { createLogger } from '../core/logger.ts';
 import { RedisResponseCache } from '../stores/cache/redis-response-cache.ts';
 import { accessResponseCache } from '../control-plane/access/access-stores.ts';
@@ -20,6 +22,14 @@ function targetOf(argv: string[]): CacheClearTarget {
   if (values.key === '' || values.team === '') throw new CliUsageError(`--${values.key === '' ? 'key' : 'team'} needs a value`);
   return values.key !== undefined ? { keyId: values.key } : values.team !== undefined ? { team: values.team } : {};
 }
+
+/** The response cache on the Redis the server uses, its clears recorded as the operator's; none without Redis. */
+export function operatorCache(stores: Pick<OpenStores, 'redis'>): (ResponseCache & EmptiedCache) | undefined {
+  return stores.redis && accessResponseCache(new RedisResponseCache(stores.redis, { logger: createLogger('silent') }));
+}
+
+/** `1 entry`, `3 entries`. */
+export const entries = (count: number): string => `${count} ${count === 1 ? 'entry' : 'entries'}`;
 
 function whose(target: CacheClearTarget, tenant: string | null): string {
   if (tenant === null) return 'of every key and team';
@@ -44,7 +54,7 @@ export async function runCacheCommand(argv: string[], io: CliIo, env: NodeJS.Pro
   }
   const logger = createLogger('silent');
   return withOperatorStores(config, { unreachableRedis: 'fail', logger }, async (stores) => {
-    const cache = accessResponseCache(new RedisResponseCache(stores.redis!, { logger }));
+    const cache = operatorCache(stores)!;
     const { deleted, tenant } = await clearResponseCache(target, stores, cache);
     io.out(`Deleted ${deleted} response cache ${deleted === 1 ? 'entry' : 'entries'} ${whose(target, tenant)}.\n`);
     return 0;

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { parseKeyChanges, parseNewKey } from '../control-plane/admin/new-key-input.ts';
 import { canonicalModelIds } from '../control-plane/admin/admin-routes.ts';
+import { revokeKey } from '../control-plane/admin/key-routes.ts';
 import { keyStatus, type ApiKeyRecord } from '../core/api-keys.ts';
 import type { OpenStores } from '../stores/open-stores.ts';
 import { withOperatorStores } from './operator-stores.ts';
@@ -9,6 +10,7 @@ import { loadConfig } from '../config/gateway-config.ts';
 import { loadPlugins } from '../plugins/load-plugins.ts';
 import { ModelRegistry } from '../core/model-registry.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
+import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
 
 export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME] [--cache true|false] [--guardrails NAME,... ('' for none)]
@@ -80,10 +82,16 @@ async function createKey(argv: string[], io: CliIo, { keys: store, teams }: Open
   const config = models || values.guardrails !== undefined ? loadConfig(env) : undefined;
   const known = config && models ? canonicalModelIds(new ModelRegistry(await loadPlugins(config.manifestPath, config.pluginPath))) : undefined;
   const knownGuardrails = config && values.guardrails !== undefined ? config.guardrails.map((entry) => entry.name) : undefined;
-  const knownTeams = new Set(isTeamName(values.team) && (await teams.get(values.team)) ? [values.team] : []);
+  const knownTeams = await teamIdByName(teams, values.team);
   const { key, record } = await store.create(parseNewKey(body, { knownModels: known, knownTeams, knownGuardrails, fieldLabel: flagOf }));
   io.out(`Created API key ${record.id} (${record.name}).\nKey, shown this once; store it now:\n${key}\n`);
   return 0;
+}
+
+/** The team `--team` names, with its id, when it exists (none known otherwise: naming it is then refused). */
+async function teamIdByName(teams: OpenStores['teams'], name: string | undefined): Promise<Map<string, string>> {
+  const team = isTeamName(name) ? await teams.get(name) : undefined;
+  return new Map(team ? [[team.name, team.id]] : []);
 }
 
 /** What `keys update --clear` takes: a whole field, or one side of `quota` / `budget`. */
@@ -148,7 +156,7 @@ async function updateKey(argv: string[], io: CliIo, { keys: store, teams }: Open
   const config = models || Array.isArray(body.guardrails) ? loadConfig(env) : undefined;
   const known = config && models ? canonicalModelIds(new ModelRegistry(await loadPlugins(config.manifestPath, config.pluginPath))) : undefined;
   const knownGuardrails = config && Array.isArray(body.guardrails) ? config.guardrails.map((entry) => entry.name) : undefined;
-  const knownTeams = new Set(isTeamName(values.team) && (await teams.get(values.team)) ? [values.team] : []);
+  const knownTeams = await teamIdByName(teams, values.team);
   const updated = await store.update(id, parseKeyChanges(body, { knownModels: known, knownTeams, knownGuardrails, fieldLabel: updateFlagOf }));
   if (!updated) {
     io.err(`No API key with id '${id}' (see keys list)\n`);
@@ -184,15 +192,18 @@ async function listKeys(argv: string[], io: CliIo, { keys: store }: OpenStores):
   return 0;
 }
 
-async function revokeKey(argv: string[], io: CliIo, { keys: store }: OpenStores): Promise<number> {
+/** Revokes a key as the admin API does, emptying its own response cache entries on Redis (see `revokeKey`). */
+async function revoke(argv: string[], io: CliIo, { keys: store, redis }: OpenStores): Promise<number> {
   const { positionals } = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true });
   if (positionals.length !== 1) throw new CliUsageError('keys revoke needs exactly one key id (see keys list)');
   const id = positionals[0]!;
-  if (!(await store.revoke(id))) {
+  const emptied = await revokeKey(id, store, operatorCache({ redis }));
+  if (emptied === undefined) {
     io.err(`No API key with id '${id}' (see keys list)\n`);
     return 1;
   }
-  io.out(`Revoked ${id}; every gateway instance refuses it within a second.\n`);
+  const emptiedToo = redis ? ` (${entries(emptied)} of its response cache emptied)` : '';
+  io.out(`Revoked ${id}; every gateway instance refuses it within a second${emptiedToo}.\n`);
   return 0;
 }
 
@@ -200,7 +211,7 @@ const ACTIONS: Record<string, (argv: string[], io: CliIo, stores: OpenStores, en
   create: createKey,
   update: updateKey,
   list: listKeys,
-  revoke: revokeKey,
+  revoke,
 };
 
 /** `keys create|update|list|revoke` on the store the server of `env` uses (Redis, else the data directory). */

@@ -1,12 +1,13 @@
 import { parseArgs } from 'node:util';
 import { parseNewTeam, parseTeamChanges } from '../control-plane/admin/team-input.ts';
-import { keysNamingTeam, teamInUse } from '../control-plane/admin/team-routes.ts';
+import { deleteTeam } from '../control-plane/admin/team-routes.ts';
 import { loadConfig } from '../config/gateway-config.ts';
 import type { TeamRecord } from '../core/limits.ts';
 import type { OpenStores } from '../stores/open-stores.ts';
 import { withOperatorStores } from './operator-stores.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { booleanOf, LIMIT_FLAGS, namesOf, numberOf } from './keys-command.ts';
+import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
 
 const LIMIT_SYNOPSIS = '[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false] [--guardrails NAME,... (\'\' for none)]';
@@ -146,20 +147,17 @@ async function updateTeam(argv: string[], io: CliIo, { teams }: OpenStores, guar
   return 0;
 }
 
-async function deleteTeam(argv: string[], io: CliIo, { keys, teams }: OpenStores): Promise<number> {
+/** Deletes a team as the admin API does, emptying its response cache entries on Redis (see `deleteTeam`). */
+async function removeTeam(argv: string[], io: CliIo, stores: OpenStores): Promise<number> {
   const { positionals } = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true });
   const name = teamName(positionals, 'delete');
-  if (!(await teams.get(name))) {
+  const emptied = await deleteTeam(name, stores, operatorCache(stores));
+  if (emptied === undefined) {
     io.err(`No team named '${name}' (see teams list)\n`);
     return 1;
   }
-  const naming = await keysNamingTeam(keys, name);
-  if (naming > 0) throw teamInUse(name, naming);
-  if (!(await teams.remove(name))) {
-    io.err(`No team named '${name}' (see teams list)\n`);
-    return 1;
-  }
-  io.out(`Deleted team ${name}.\n`);
+  const emptiedToo = stores.redis ? ` (${entries(emptied)} of its response cache emptied)` : '';
+  io.out(`Deleted team ${name}${emptiedToo}.\n`);
   return 0;
 }
 
@@ -182,7 +180,7 @@ const ACTIONS: Record<string, (argv: string[], io: CliIo, stores: OpenStores, gu
   create: createTeam,
   list: listTeams,
   update: updateTeam,
-  delete: deleteTeam,
+  delete: removeTeam,
 };
 
 /** `teams create|list|update|delete` on the stores the server of `env` uses (Redis, else the data directory), as `keys` does. */

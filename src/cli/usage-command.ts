@@ -11,7 +11,7 @@ export async function runUsageCommand(argv: string[], io: CliIo, env: NodeJS.Pro
   // As the server does: a Redis that is away at first leaves the records it cannot read to fail with a clear error.
   const stores = await openStores(loadConfig(env), { unreachableRedis: 'degrade', usage: true, logger: createLogger('silent') });
   try {
-    return await printUsageReport(argv, io, stores.usage, stores.keys);
+    return await printUsageReport(argv, io, stores.usage, stores.keys, stores.teams);
   } finally {
     await stores.close();
   }

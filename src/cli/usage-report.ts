@@ -4,6 +4,7 @@ import { isGatewayError } from '../core/gateway-errors.ts';
 import { parseUsageQuery, readUsage, type UsageRequest } from '../control-plane/usage-routes.ts';
 import { groupField, type UsageRow, type UsageStore } from '../usage/usage-store.ts';
 import type { KeyStore } from '../stores/keys/key-store.ts';
+import type { TeamStore } from '../stores/teams/team-store.ts';
 import { formatCost } from '../usage/pricing.ts';
 
 export const USAGE_COMMAND_SYNOPSIS = 'usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day|key|team]';
@@ -22,9 +23,16 @@ export function usageTable(rows: readonly UsageRow[], groupBy: UsageRequest['gro
  * `usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day|key|team]`: summed usage from
  * the store, as a table; every key's unless `--key` is given. `--from`/`--to` are ISO dates or
  * date-times (UTC days, inclusive); `team` sums each key's usage under the team its record names now
- * (read from `keys`). Returns the exit code: 0, or 2 for bad arguments (the reason on `io.err`).
+ * (read from `keys`; with `teams`, a key of an earlier team whose name a later team took counts under
+ * none). Returns the exit code: 0, or 2 for bad arguments (the reason on `io.err`).
  */
-export async function printUsageReport(argv: string[], io: { out(text: string): void; err(text: string): void }, store: UsageStore, keys?: Pick<KeyStore, 'list'>): Promise<number> {
+export async function printUsageReport(
+  argv: string[],
+  io: { out(text: string): void; err(text: string): void },
+  store: UsageStore,
+  keys?: Pick<KeyStore, 'list'>,
+  teams?: Pick<TeamStore, 'list'>,
+): Promise<number> {
   let values;
   try {
     values = parseArgs({
@@ -50,6 +58,6 @@ export async function printUsageReport(argv: string[], io: { out(text: string): 
     io.err(`${problems.join('\n')}\nusage: ${USAGE_COMMAND_SYNOPSIS}\n`);
     return 2;
   }
-  io.out(usageTable(await readUsage(store, keys, query), query.groupBy));
+  io.out(usageTable(await readUsage(store, keys, query, teams), query.groupBy));
   return 0;
 }

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from './gateway-config.ts';
+import { carrySettingFiles, noteSettingFile } from './setting-sources.ts';
 
 const FILE_SUFFIX = '_FILE';
 /** A directory whose files, each named like a setting, give those settings (a Kubernetes Secret volume). */
@@ -20,6 +21,7 @@ const FROM_FILE = /^(?:REDIS_URL|GATEWAY_[A-Z0-9_]+|[A-Z][A-Z0-9_]*_API_KEY|[A-Z
 export function resolveEnvFiles(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const resolved: NodeJS.ProcessEnv = { ...env };
   const problems: string[] = [];
+  const read: [string, string][] = [];
   for (const [variable, path] of Object.entries(env)) {
     if (!variable.endsWith(FILE_SUFFIX) || variable.length === FILE_SUFFIX.length || path === undefined) continue;
     const name = variable.slice(0, -FILE_SUFFIX.length);
@@ -37,11 +39,15 @@ export function resolveEnvFiles(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
       continue;
     }
     if (content === '') problems.push(`${variable}: ${path} is empty`);
-    else resolved[name] = content;
+    else {
+      resolved[name] = content;
+      read.push([name, `${variable}, ${path}`]);
+    }
   }
   const dir = env[ENV_DIR];
-  if (dir !== undefined && dir !== '') readEnvDir(dir, env, resolved, problems);
+  if (dir !== undefined && dir !== '') readEnvDir(dir, env, resolved, problems, read);
   if (problems.length > 0) throw new ConfigError(problems);
+  for (const [name, via] of read) noteSettingFile(resolved, name, via);
   return resolved;
 }
 
@@ -52,7 +58,13 @@ export function resolveEnvFiles(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
  * Kubernetes Secret volume keeps its `..data` links there); any other name is refused, so that a
  * misspelt key of a Secret does not go unnoticed.
  */
-function readEnvDir(dir: string, env: NodeJS.ProcessEnv, resolved: NodeJS.ProcessEnv, problems: string[]): void {
+function readEnvDir(
+  dir: string,
+  env: NodeJS.ProcessEnv,
+  resolved: NodeJS.ProcessEnv,
+  problems: string[],
+  read: [string, string][],
+): void {
   let names: string[];
   try {
     names = readdirSync(dir).filter((name) => !name.startsWith('.')).sort();
@@ -75,7 +87,10 @@ function readEnvDir(dir: string, env: NodeJS.ProcessEnv, resolved: NodeJS.Proces
       continue;
     }
     if (content === '') problems.push(`${ENV_DIR}: ${path} is empty`);
-    else resolved[name] = content;
+    else {
+      resolved[name] = content;
+      read.push([name, `${ENV_DIR}, ${path}`]);
+    }
   }
   delete resolved[ENV_DIR];
 }
@@ -85,4 +100,5 @@ export function applyEnvFiles(env: NodeJS.ProcessEnv = process.env): void {
   const resolved = resolveEnvFiles(env);
   for (const variable of Object.keys(env)) if (!(variable in resolved)) delete env[variable];
   Object.assign(env, resolved);
+  carrySettingFiles(resolved, env);
 }

@@ -7,6 +7,7 @@ import { checkTrustedProxies } from '../core/client-address.ts';
 import type { AuthStyle } from '../plugins/plugin-contract.ts';
 import { authProblems } from '../plugins/validate-auth.ts';
 import { envFlag } from './config-values.ts';
+import { settingName } from './setting-sources.ts';
 import { ConfigProblemReporter, fieldName, schemaProblems, withoutFields, yamlProblem, type ConfigProblem, type FieldPath } from './config-problems.ts';
 import type { GuardrailSettings } from '../guardrails/guardrail-settings.ts';
 import { guardrailSettings } from './guardrail-config.ts';
@@ -574,6 +575,15 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
   const file = validateFile(source.raw);
   const redisUrl = env.REDIS_URL || file.redis?.url;
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) problem('REDIS_URL must start with redis:// or rediss://');
+  else if (redisUrl && !URL.canParse(redisUrl)) {
+    // The URL's text is never quoted: its password is in it.
+    const where = env.REDIS_URL ? { name: settingName(env, 'REDIS_URL') } : { name: 'redis.url', at: ['redis', 'url'] };
+    const encoding = '# as %23, / as %2F, ? as %3F, @ as %40, % as %25';
+    problem(
+      `${where.name} is not a valid URL: write the user name and password percent-encoded (${encoding})`,
+      where.at,
+    );
+  }
   const redis: RedisSettings | undefined =
     redisUrl || file.redis?.sentinels?.length || file.redis?.cluster?.length
       ? { url: redisUrl, sentinels: file.redis?.sentinels, sentinelName: file.redis?.sentinelName, cluster: file.redis?.cluster }

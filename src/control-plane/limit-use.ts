@@ -6,6 +6,7 @@ import type { TeamStore } from '../stores/teams/team-store.ts';
 import type { Limits, LimitPeriod, Meter, MoneyBudget, RateSettings, TeamRecord, TokenQuota } from '../core/limits.ts';
 import type { LimitLedger } from '../usage/limit-ledger.ts';
 import { metersOfLimits, requestMeter } from '../usage/limit-meters.ts';
+import { keyInTeam } from '../core/team-identity.ts';
 
 /** One request, token or money limit and its use in the window open now. */
 export interface LimitUse {
@@ -111,8 +112,8 @@ export async function limitUseView(input: LimitUseInput): Promise<LimitUseView> 
   const rate = input.rate ?? DEFAULT_RATE;
   const keyMeters = keys.map((key) => [requestMeter('key', key.id, key.rpm ?? rate.max, rate.windowMs, input.now), ...metersOfLimits('key', key.id, key, input.now)]);
   const teamMeters = teams.map((team) => [
-    ...(team.rpm === undefined ? [] : [requestMeter('team', team.name, team.rpm, rate.windowMs, input.now)]),
-    ...metersOfLimits('team', team.name, team, input.now),
+    ...(team.rpm === undefined ? [] : [requestMeter('team', team.name, team.rpm, rate.windowMs, input.now, team.id)]),
+    ...metersOfLimits('team', team.name, team, input.now, team.id),
   ]);
   const counters = [...keyMeters, ...teamMeters].flat().map((meter) => meter.counter);
   const values = input.ledger && counters.length > 0 ? await input.ledger.peek(counters) : [];
@@ -132,7 +133,7 @@ export async function limitUseView(input: LimitUseInput): Promise<LimitUseView> 
     })),
     teams: teams.map((team, index) => ({
       name: team.name,
-      key_ids: keys.filter((key) => key.team === team.name).map((key) => key.id),
+      key_ids: keys.filter((key) => keyInTeam(key, team)).map((key) => key.id),
       ...settings(team),
       cache: team.cache ?? null,
       use: useOf(teamMeters[index]!),

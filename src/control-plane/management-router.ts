@@ -82,7 +82,7 @@ export function managementRouter(options: ManagementOptions): Router {
   const router = Router();
   const keys = accessKeyStore(options.keys, options.teams);
   const teams = options.teams && accessTeamStore(options.teams);
-  const usage = options.usage && accessUsageStore(options.usage, options.keys);
+  const usage = options.usage && accessUsageStore(options.usage, options.keys, options.teams);
   const guardrails = guardrailNames(options.guardrailSettings);
 
   router.get('/whoami', whoami);
@@ -97,7 +97,7 @@ export function managementRouter(options: ManagementOptions): Router {
   if (usage) {
     router.get('/usage.csv', async (req, res) => {
       const query = parseUsageQuery(req.query, true);
-      const rows = await readUsage(usage, keys, query);
+      const rows = await readUsage(usage, keys, query, teams);
       res.setHeader('Content-Type', 'text/csv; charset=utf-8');
       res.setHeader('Content-Disposition', `attachment; filename="${usageCsvName(query)}"`);
       res.send(usageCsv(rows, query.groupBy));
@@ -106,10 +106,13 @@ export function managementRouter(options: ManagementOptions): Router {
   router.get('/limits', limitsRoute({ keys, teams, limits: options.limits, rate: options.rate, now: options.now }));
   if (options.guardrailActions) router.get('/guardrails/actions', guardrailActionsRoute(accessGuardrailActions(options.guardrailActions)));
   router.get('/guardrails', guardrailListRoute(options.guardrailSettings ?? (() => [])));
-  router.use(keyRoutes({ keys, teams, registry: options.registry, bodyLimitBytes: options.bodyLimitBytes, usage: usage && adminUsageRoute(usage, keys), guardrails }));
+  // A revoked key's and a deleted team's entries are emptied too.
+  const responseCache = options.responseCache && accessResponseCache(options.responseCache);
+  const usageRoute = usage && adminUsageRoute(usage, keys, teams);
+  router.use(keyRoutes({ keys, teams, registry: options.registry, bodyLimitBytes: options.bodyLimitBytes, usage: usageRoute, guardrails, responseCache }));
   if (teams) {
-    router.use(teamRoutes({ keys, teams, bodyLimitBytes: options.bodyLimitBytes, guardrails }));
-    router.use(cacheRoutes({ keys, teams, responseCache: accessResponseCache(options.responseCache ?? NO_CACHE) }));
+    router.use(teamRoutes({ keys, teams, bodyLimitBytes: options.bodyLimitBytes, guardrails, responseCache }));
+    router.use(cacheRoutes({ keys, teams, responseCache: responseCache ?? accessResponseCache(NO_CACHE) }));
   }
   if (options.tokens) router.use(tokenRoutes({ tokens: options.tokens, bodyLimitBytes: options.bodyLimitBytes, now: options.now }));
   if (options.audit) router.get('/audit', auditRoute(options.audit));

@@ -16,9 +16,18 @@ export function metricsRoute(metrics: MetricsSource): RequestHandler {
 
 /** `http://host:port` a listening server is reached at (loopback for a wildcard address). */
 export function urlOf(server: Server): string {
+  const bound = boundUrlOf(server);
+  return bound.wildcard ? `http://127.0.0.1:${(server.address() as AddressInfo).port}` : bound.url;
+}
+
+/**
+ * `http://host:port` as a server is bound (`http://0.0.0.0:8080` for every IPv4 interface), and whether
+ * that is a wildcard address: what a start-up line says, so that it shows the host in force.
+ */
+export function boundUrlOf(server: Server): { readonly url: string; readonly wildcard: boolean } {
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  return `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${address.port}`;
+  return { url: `http://${host}:${address.port}`, wildcard: host === '0.0.0.0' || host === '[::]' };
 }
 
 /** The metrics alone on their own port (`METRICS_PORT`), so they need not be reachable where clients are. */

@@ -6,6 +6,7 @@ import { ANONYMOUS_KEY_ID } from '../usage/usage-accounting.ts';
 import { dayOf } from '../usage/usage-record.ts';
 import type { UsageQuery, UsageRow, UsageStore } from '../usage/usage-store.ts';
 import type { KeyStore } from '../stores/keys/key-store.ts';
+import type { TeamStore } from '../stores/teams/team-store.ts';
 import { usageByTeam } from './usage-by-team.ts';
 
 /** A usage read-back as asked: a store query, or per team (`team`), which is summed here from the rows per key. */
@@ -84,13 +85,20 @@ async function rowsOf(store: UsageStore, query: UsageQuery): Promise<UsageRow[]>
 
 /**
  * The rows a usage request asks for. Per team, the rows per key are summed under the team each key's
- * record names now (see {@link usageByTeam}), which needs the key store.
+ * record names now (see {@link usageByTeam}), which needs the key store, and the team store to tell a
+ * team from an earlier one of the same name.
  */
-export async function readUsage(store: UsageStore, keys: Pick<KeyStore, 'list'> | undefined, request: UsageRequest): Promise<UsageRow[]> {
+export async function readUsage(
+  store: UsageStore,
+  keys: Pick<KeyStore, 'list'> | undefined,
+  request: UsageRequest,
+  teams?: Pick<TeamStore, 'list'>,
+): Promise<UsageRow[]> {
   if (request.groupBy !== 'team') return rowsOf(store, { ...request, groupBy: request.groupBy });
   if (!keys) throw new Error('Usage per team needs the key store');
-  const [rows, records] = await Promise.all([rowsOf(store, { ...request, groupBy: 'key' }), keys.list()]);
-  return usageByTeam(rows, records);
+  const perKey = rowsOf(store, { ...request, groupBy: 'key' });
+  const [rows, records, teamRecords] = await Promise.all([perKey, keys.list(), teams?.list()]);
+  return usageByTeam(rows, records, teamRecords);
 }
 
 /**
@@ -113,10 +121,15 @@ export function ownUsageRoute(store: UsageStore): RequestHandler {
 /**
  * `GET /admin/usage`: every key's usage summed, or one key's with `key_id`; otherwise as `GET /v1/usage`,
  * and also `group_by=key` (rows carry `key_id`, sorted by it) or `group_by=team` (rows carry `team`,
- * each key's usage under the team it names now, null for keys in no team; sorted by team, null last).
+ * each key's usage under the team it names now, null for keys in no team or of an earlier team whose name a
+ * later team took; sorted by team, null last).
  */
-export function adminUsageRoute(store: UsageStore, keys: Pick<KeyStore, 'list'>): RequestHandler {
+export function adminUsageRoute(
+  store: UsageStore,
+  keys: Pick<KeyStore, 'list'>,
+  teams?: Pick<TeamStore, 'list'>,
+): RequestHandler {
   return async function handleAdminUsage(req, res) {
-    res.json({ object: 'list', data: await readUsage(store, keys, parseUsageQuery(req.query, true)) });
+    res.json({ object: 'list', data: await readUsage(store, keys, parseUsageQuery(req.query, true), teams) });
   };
 }

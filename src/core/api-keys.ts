@@ -28,6 +28,11 @@ export interface ApiKeyRecord {
   /** The name of the team whose limits the key shares. */
   readonly team?: string;
   /**
+   * That team's id (see `core/team-identity.ts`), so that a later team of the same name is not the key's;
+   * absent on keys given their team before teams had ids.
+   */
+  readonly teamId?: string;
+  /**
    * `false`: the key's requests never use the response cache. Absent or `true` (kept as set): they follow
    * the gateway's setting (and the key's team's).
    */
@@ -36,7 +41,10 @@ export interface ApiKeyRecord {
   readonly guardrails?: readonly string[];
 }
 
-export type NewKeyInput = Pick<ApiKeyRecord, 'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota' | 'tpm' | 'budget' | 'team' | 'cache' | 'guardrails'>;
+export type NewKeyInput = Pick<
+  ApiKeyRecord,
+  'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota' | 'tpm' | 'budget' | 'team' | 'teamId' | 'cache' | 'guardrails'
+>;
 
 const KEY_SHAPE = /^sk-[A-Za-z0-9_-]{8,200}$/;
 

@@ -18,8 +18,11 @@ export interface CallerKey {
   readonly rpm?: number;
   /** Tokens per UTC minute. */
   readonly tpm?: number;
-  /** The key's team, the limits it shares with the team's other keys and its cache setting (as read from the team store). */
-  readonly team?: Pick<TeamRecord, 'name'> & Limits & CacheSetting & GuardrailSetting;
+  /**
+   * The key's team: its id (what its shared counters and cache entries are kept under), its name, the limits it shares
+   * with the team's other keys and its cache setting (as read from the team store).
+   */
+  readonly team?: Pick<TeamRecord, 'id' | 'name'> & Limits & CacheSetting & GuardrailSetting;
   /** The key's own limit of requests in flight at once, instead of the gateway's. */
   readonly concurrency?: number;
   /** `false`: the key's requests bypass the response cache (so do they when `team.cache` is `false`). */

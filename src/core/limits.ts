@@ -48,13 +48,18 @@ export interface GuardrailSetting {
 
 /** A team: a name keys can name, the limits its keys share, whether their answers are cached, and their guardrails. */
 export interface TeamRecord extends Limits, CacheSetting, GuardrailSetting {
-  /** Unique, 1 to 64 characters of letters, digits, `.`, `_` and `-`. */
+  /**
+   * Made when the team is created and never changed (see `core/team-identity.ts`): what its limit counters,
+   * response cache entries and usage are kept under, so a team created later under the same name starts clean.
+   */
+  readonly id: string;
+  /** Unique among the teams that exist, 1 to 64 characters of letters, digits, `.`, `_` and `-`. */
   readonly name: string;
   /** ISO date-time. */
   readonly createdAt: string;
 }
 
-export type TeamInput = Omit<TeamRecord, 'createdAt'>;
+export type TeamInput = Omit<TeamRecord, 'id' | 'createdAt'>;
 
 /** What a limit counts. */
 export type LimitKind = 'rpm' | 'tpm' | 'quota' | 'budget';
@@ -74,12 +79,15 @@ export interface RateSettings {
  */
 export interface Meter {
   readonly scope: LimitScope;
-  /** The key id, the team name or the client address. */
+  /** The key id, the team name or the client address (what refusals and logs name). */
   readonly owner: string;
   readonly kind: LimitKind;
   readonly period: LimitPeriod;
   readonly limit: number;
-  /** The counter's name, unique per owner, kind and window (e.g. `key:key_ab12:tpm:m:29410560`). */
+  /**
+   * The counter's name, unique per owner, kind and window (e.g. `key:key_ab12:tpm:m:29410560`); a team's
+   * counters carry its id, not its name.
+   */
   readonly counter: string;
   /** When the window ends (epoch ms): the counter expires then, and a refusal's Retry-After points there. */
   readonly resetAt: number;

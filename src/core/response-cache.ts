@@ -17,12 +17,15 @@ export interface CachedAnswer {
   readonly body: Buffer;
 }
 
-/** Whose entries: the caller's team, else the caller's key (entries are never shared across tenants). */
+/**
+ * Whose entries: the caller's team (by its id, so a later team of the same name never reads them), else
+ * the caller's key (entries are never shared across tenants).
+ */
 export type CacheTenant = `team:${string}` | `key:${string}`;
 
-/** The tenant of a caller: its team's when it has one, else its own key's. */
-export function cacheTenant(keyId: string, teamName: string | undefined): CacheTenant {
-  return teamName === undefined ? `key:${keyId}` : `team:${teamName}`;
+/** The tenant of a caller: its team's (by the team's id) when it has one, else its own key's. */
+export function cacheTenant(keyId: string, teamId: string | undefined): CacheTenant {
+  return teamId === undefined ? `key:${keyId}` : `team:${teamId}`;
 }
 
 /** Figures of the cache's own activity, for metrics. */

@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import { ConfigError, type GatewayConfig } from '../config/gateway-config.ts';
 import { ClusterMetrics } from '../ops/cluster-metrics.ts';
-import { serveMetrics, urlOf } from '../control-plane/metrics-route.ts';
+import { boundUrlOf, serveMetrics } from '../control-plane/metrics-route.ts';
 
 /** `GATEWAY_WORKERS`: a count, or `auto` for one per core; unset means one process, no cluster. */
 export function workerCount(value: string | undefined, cores = availableParallelism()): number {
@@ -33,7 +33,9 @@ export async function runPrimary(workers: number, config: GatewayConfig, logger:
   const metrics = new ClusterMetrics();
   if (config.metricsPort !== undefined) {
     const server = await serveMetrics(metrics, config.metricsPort, config.host);
-    logger.info({ metrics_url: urlOf(server) }, `metrics of every worker on ${urlOf(server)}/metrics`);
+    const { url, wildcard } = boundUrlOf(server);
+    const where = `${url}/metrics${wildcard ? ' (every interface)' : ''}`;
+    logger.info({ metrics_url: url }, `metrics of every worker on ${where}`);
   }
   let stopping = false;
   const fork = () => {

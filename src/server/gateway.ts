@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/gateway-config.ts';
 import { createApp } from '../control-plane/app.ts';
-import { urlOf } from '../control-plane/metrics-route.ts';
+import { boundUrlOf, urlOf } from '../control-plane/metrics-route.ts';
 import { clientAddressResolver } from '../core/client-address.ts';
 import type { EventSource } from '../core/diagnostics.ts';
 import { PendingRequests } from '../data-plane/http/pending-requests.ts';
@@ -22,8 +22,10 @@ import { readiness } from './parts/readiness.ts';
 import { shutdown } from './parts/shutdown.ts';
 
 export interface Gateway {
-  /** `http://host:port` the gateway listens on. */
+  /** `http://host:port` the gateway is reached at from this machine (loopback when it listens on every interface). */
   readonly url: string;
+  /** Where it listens, as bound (`http://0.0.0.0:8080`), and whether that is every interface. */
+  readonly listening: { readonly url: string; readonly wildcard: boolean };
   readonly server: Server;
   /** `http://host:port` of the separate metrics listener (`METRICS_PORT`); undefined when `/metrics` is on the main port or the cluster primary serves it. */
   readonly metricsUrl?: string;
@@ -98,6 +100,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   });
   return {
     url: urlOf(listener.server),
+    listening: boundUrlOf(listener.server),
     source: observability.source,
     metricsUrl: listener.metricsServer && urlOf(listener.metricsServer),
     metrics: observability.metrics,

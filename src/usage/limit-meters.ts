@@ -27,13 +27,16 @@ export function windowOf(period: LimitPeriod, now: number): { tag: string; reset
 }
 
 
-/** The token and money meters of one owner's limits at `now` (rpm: see {@link requestMeter}). */
-export function metersOfLimits(scope: LimitScope, owner: string, limits: Limits, now: number): Meter[] {
+/**
+ * The token and money meters of one owner's limits at `now` (rpm: see {@link requestMeter}), counted under
+ * `id` (a team's id; the owner itself by default).
+ */
+export function metersOfLimits(scope: LimitScope, owner: string, limits: Limits, now: number, id = owner): Meter[] {
   const meters: Meter[] = [];
   const add = (kind: Meter['kind'], period: LimitPeriod, limit: number | undefined) => {
     if (limit === undefined) return;
     const { tag, resetAt } = windowOf(period, now);
-    meters.push({ scope, owner, kind, period, limit, counter: `${scope}:${owner}:${kind}:${tag}`, resetAt });
+    meters.push({ scope, owner, kind, period, limit, counter: `${scope}:${id}:${kind}:${tag}`, resetAt });
   };
   add('tpm', 'minute', limits.tpm);
   add('quota', 'day', limits.quota?.daily);
@@ -43,10 +46,17 @@ export function metersOfLimits(scope: LimitScope, owner: string, limits: Limits,
   return meters;
 }
 
-/** The request-rate meter of one owner: `limit` requests per `windowMs` window holding `now`. */
-export function requestMeter(scope: LimitScope, owner: string, limit: number, windowMs: number, now: number): Meter {
+/** The request-rate meter of one owner: `limit` requests per `windowMs` window holding `now`, counted under `id`. */
+export function requestMeter(
+  scope: LimitScope,
+  owner: string,
+  limit: number,
+  windowMs: number,
+  now: number,
+  id = owner,
+): Meter {
   const { tag, resetAt } = fixedWindowOf(windowMs, now);
-  return { scope, owner, kind: 'rpm', period: 'minute', limit, counter: `${scope}:${owner}:rpm:${tag}`, resetAt };
+  return { scope, owner, kind: 'rpm', period: 'minute', limit, counter: `${scope}:${id}:rpm:${tag}`, resetAt };
 }
 
 const NONE: readonly Meter[] = [];
@@ -62,7 +72,7 @@ export function metersOf(caller: CallerKey | undefined, now: number): readonly M
   const known = cached.get(caller);
   if (known && now < known.until) return known.meters;
   const meters = metersOfLimits('key', caller.id, caller, now);
-  if (caller.team) meters.push(...metersOfLimits('team', caller.team.name, caller.team, now));
+  if (caller.team) meters.push(...metersOfLimits('team', caller.team.name, caller.team, now, caller.team.id));
   cached.set(caller, { meters, until: meters.reduce((first, meter) => Math.min(first, meter.resetAt), Infinity) });
   return meters;
 }

@@ -80,11 +80,11 @@ describe('CLI cache clear', function () {
     it("empties a key's tenant (its team's when it names one), a team's, then every entry, and says whose", async () => {
       const teams = new RedisTeamStore(client);
       const keys = new RedisKeyStore(client);
-      await teams.create({ name: 'research' });
+      const research = (await teams.create({ name: 'research' })).id;
       const loner = (await keys.create({ name: 'loner' })).record.id;
       const member = (await keys.create({ name: 'member', team: 'research' })).record.id;
       await store(`key:${loner}`, 2);
-      await store('team:research', 3);
+      await store(`team:${research}`, 3);
       await store('key:key_static', 1);
 
       expect(await cli(['cache', 'clear', '--key', member], redisEnv)).to.deep.include({
@@ -92,7 +92,7 @@ describe('CLI cache clear', function () {
         err: '',
         out: `Deleted 3 response cache entries of team research, whose entries key ${member} shares.\n`,
       });
-      expect(await cache.get('team:research', `${'0'.repeat(63)}0`)).to.equal(undefined);
+      expect(await cache.get(`team:${research}`, `${'0'.repeat(63)}0`)).to.equal(undefined);
       expect(await cache.get(`key:${loner}`, `${'0'.repeat(63)}0`)).not.to.equal(undefined);
       expect(await cli(['cache', 'clear', '--team', 'research'], redisEnv)).to.deep.include({ code: 0, out: 'Deleted 0 response cache entries of team research.\n' });
       expect(await cli(['cache', 'clear', '--key', loner], redisEnv)).to.deep.include({ code: 0, out: `Deleted 2 response cache entries of key ${loner}.\n` });
@@ -102,6 +102,32 @@ describe('CLI cache clear', function () {
       // The stores are untouched.
       expect((await keys.list()).map((record) => record.id)).to.have.members([loner, member]);
       expect(await teams.get('research')).not.to.equal(undefined);
+    });
+
+    it("empties a revoked key's and a deleted team's entries, and clears what a deleted team left by its name", async () => {
+      const teams = new RedisTeamStore(client);
+      const keys = new RedisKeyStore(client);
+      const team = await teams.create({ name: 'gone' });
+      const member = (await keys.create({ name: 'member', team: 'gone' })).record.id;
+      const loner = (await keys.create({ name: 'loner' })).record.id;
+      await store(`team:${team.id}`, 2);
+      await store(`key:${loner}`, 1);
+      await store('key:key_static', 1);
+      expect(await cli(['keys', 'revoke', loner], redisEnv)).to.deep.include({
+        code: 0,
+        out: `Revoked ${loner}; every gateway instance refuses it within a second ` + '(1 entry of its response cache emptied).\n',
+      });
+      const revoked = await cli(['keys', 'revoke', member], redisEnv);
+      expect(revoked.out).to.contain('(0 entries of its response cache emptied)');
+      const deleted = await cli(['teams', 'delete', 'gone'], redisEnv);
+      expect(deleted).to.deep.include({ code: 0, out: 'Deleted team gone (2 entries of its response cache emptied).\n' });
+      expect(await cache.get(`team:${team.id}`, `${'0'.repeat(63)}0`)).to.equal(undefined);
+      // What a request still in flight at the delete stored afterwards.
+      await store(`team:${team.id}`, 1);
+      const left = await cli(['cache', 'clear', '--team', 'gone'], redisEnv);
+      expect(left).to.deep.include({ code: 0, out: 'Deleted 1 response cache entry of team gone.\n' });
+      const rest = await cli(['cache', 'clear'], redisEnv);
+      expect(rest).to.deep.include({ code: 0, out: 'Deleted 1 response cache entry of every key and team.\n' });
     });
 
     it('fails (exit 1) for an unknown key id or team, emptying nothing', async () => {

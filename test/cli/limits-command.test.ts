@@ -38,13 +38,13 @@ describe('CLI: limits', function () {
     const dataDir = await mkdtemp(join(tmpdir(), 'gateway-cli-limits-'));
     try {
       const teams = new FileTeamStore(dataDir);
-      await teams.create({ name: 'research', budget: { daily_usd: 2 } });
+      const research = await teams.create({ name: 'research', budget: { daily_usd: 2 } });
       const keys = new FileKeyStore(dataDir);
       const { record } = await keys.create({ name: 'svc', tpm: 5000, quota: { daily: 1000 }, team: 'research', rpm: 30 });
       await keys.create({ name: 'plain' });
       const ledger = await EmbeddedLedger.open(dataDir, logger);
       await use(ledger, 'key', record.id, { tpm: 5000, quota: { daily: 1000 } }, [100, 250]);
-      await use(ledger, 'team', 'research', { budget: { daily_usd: 2 } }, [500_000_000]);
+      await use(ledger, 'team', research.id, { budget: { daily_usd: 2 } }, [500_000_000]);
       await ledger.close();
 
       const table = await cli(['limits'], { GATEWAY_DATA_DIR: dataDir });
@@ -76,11 +76,11 @@ describe('CLI: limits', function () {
     try {
       await waitUntilReady(redis, 3000);
       const keys = new RedisKeyStore(redis);
-      await new RedisTeamStore(redis).create({ name: 'ops', tpm: 900 });
+      const ops = await new RedisTeamStore(redis).create({ name: 'ops', tpm: 900 });
       const { record } = await keys.create({ name: 'svc', tpm: 400, team: 'ops' });
       const ledger = new RedisLedger(redis, { logger });
       await use(ledger, 'key', record.id, { tpm: 400 }, [100]);
-      await use(ledger, 'team', 'ops', { tpm: 900 }, [300]);
+      await use(ledger, 'team', ops.id, { tpm: 900 }, [300]);
       // Three requests counted by the rate limiter on the key's request counter, against the default of 40.
       const rpm = requestMeter('key', record.id, 40, 60_000, Date.now());
       for (let i = 0; i < 3; i++) await ledger.reserve([{ counter: rpm.counter, limit: rpm.limit, want: 1, need: 1, resetAt: rpm.resetAt }]);

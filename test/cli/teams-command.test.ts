@@ -68,9 +68,9 @@ describe('CLI teams and the keys\' budget flags', function () {
     expect(updated.code, updated.err).to.equal(0);
     expect(updated.out).to.contain('Updated team ops (tpm 700, 1 tokens a day, 20 tokens a month)');
     const team = await teams.get('ops');
-    expect(team).to.deep.equal({ name: 'ops', createdAt: team!.createdAt, tpm: 700, quota: { daily: 1, monthly: 20 } });
+    expect(team).to.deep.equal({ id: team!.id, name: 'ops', createdAt: team!.createdAt, tpm: 700, quota: { daily: 1, monthly: 20 } });
     await cli(['teams', 'update', 'ops', '--clear', 'quota', '--daily-usd', '0.25'], env);
-    expect(await teams.get('ops')).to.deep.equal({ name: 'ops', createdAt: team!.createdAt, tpm: 700, budget: { daily_usd: 0.25 } });
+    expect(await teams.get('ops')).to.deep.equal({ id: team!.id, name: 'ops', createdAt: team!.createdAt, tpm: 700, budget: { daily_usd: 0.25 } });
     expect(await cli(['teams', 'update', 'nobody', '--rpm', '1'], env)).to.deep.include({ code: 1, err: "No team named 'nobody' (see teams list)\n" });
   });
 

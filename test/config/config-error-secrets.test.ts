@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -88,5 +88,64 @@ describe('a config file that does not parse, next to an upstream key', function 
       expect(await (await fetch(`${test.url}/readyz`)).json()).to.include({ config_stale: false });
       expect(await (await fetch(`${test.url}/metrics`)).text()).to.match(/^gateway_config_stale 0$/m);
     });
+  });
+});
+
+describe('a Redis URL that does not parse (a password holding # or /)', function () {
+  this.timeout(60_000);
+  const PASSWORD = 'pa#ss/NEVER-SHOWN-91c2';
+  const url = `redis://:${PASSWORD}@redis.internal:6379`;
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'gateway-redis-url-'));
+  });
+  afterEach(async () => rm(dir, { recursive: true, force: true }));
+
+  const refusesCleanly = (output: string) => {
+    expect(output).not.to.contain(PASSWORD).and.not.to.contain('pa#ss').and.not.to.contain('NEVER-SHOWN');
+    expect(output, 'no stack trace').not.to.match(/\n\s+at |TypeError|ERR_INVALID_URL/);
+  };
+
+  it('stops the start naming REDIS_URL, never its value', async () => {
+    const { code, output } = await startupFailure({ REDIS_URL: url, GATEWAY_DATA_DIR: dir });
+    expect(code).to.equal(1);
+    expect(output).to.match(/^model-gateway: invalid configuration: REDIS_URL is not a valid URL: /);
+    expect(output).to.contain('write the user name and password percent-encoded (# as %23, / as %2F');
+    refusesCleanly(output);
+  });
+
+  it('stops the start naming REDIS_URL_FILE and its path when the URL came from the file', async () => {
+    const secret = join(dir, 'redis_url');
+    await writeFile(secret, `${url}\n`);
+    const { code, output } = await startupFailure({ REDIS_URL_FILE: secret, GATEWAY_DATA_DIR: dir });
+    expect(code).to.equal(1);
+    expect(output).to.contain(`invalid configuration: REDIS_URL (read from REDIS_URL_FILE, ${secret}) is not a valid URL`);
+    refusesCleanly(output);
+  });
+
+  it('names the file of GATEWAY_ENV_DIR the URL came from', async () => {
+    const secrets = join(dir, 'secrets');
+    await mkdir(secrets);
+    await writeFile(join(secrets, 'REDIS_URL'), url);
+    const { code, output } = await startupFailure({ GATEWAY_ENV_DIR: secrets, GATEWAY_DATA_DIR: dir });
+    expect(code).to.equal(1);
+    const file = join(secrets, 'REDIS_URL');
+    expect(output).to.contain(`REDIS_URL (read from GATEWAY_ENV_DIR, ${file}) is not a valid URL`);
+    refusesCleanly(output);
+  });
+
+  it("fails an operator command and config check the same way, and the file's redis.url by line and column", async () => {
+    const secret = join(dir, 'redis_url');
+    await writeFile(secret, url);
+    let out = '';
+    let err = '';
+    const io = { out: (text: string) => (out += text), err: (text: string) => (err += text) };
+    expect(await runCli(['keys', 'list'], io, { REDIS_URL_FILE: secret, GATEWAY_DATA_DIR: dir })).to.equal(1);
+    expect(err).to.contain(`REDIS_URL (read from REDIS_URL_FILE, ${secret}) is not a valid URL`);
+    const file = join(dir, 'gateway.yaml');
+    await writeFile(file, `logLevel: info\nredis:\n  url: ${url}\n`);
+    expect(await runCli(['config', 'check', file], io, { GATEWAY_DATA_DIR: dir })).to.equal(1);
+    expect(err).to.match(/gateway\.yaml line 3, column 3: redis\.url is not a valid URL/);
+    refusesCleanly(out + err);
   });
 });

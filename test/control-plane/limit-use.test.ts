@@ -81,7 +81,7 @@ describe('limit use view', () => {
     expect(peeked[0]).to.include(`key:${alpha.id}:tpm:m:${Math.floor(NOW / 60_000)}`).and.include('team:research:budget:mo:2026-11');
     expect(peeked[0]).to.include(`key:${beta.id}:rpm:m:${Math.floor(NOW / 60_000)}`).and.include(`team:research:rpm:m:${Math.floor(NOW / 60_000)}`);
     peeked.length = 0;
-    await limitUseView({ keys: [], teams: [{ name: 'empty', createdAt: new Date(NOW).toISOString() }], ledger: spy, now: NOW });
+    await limitUseView({ keys: [], teams: [{ id: 'team_empty', name: 'empty', createdAt: new Date(NOW).toISOString() }], ledger: spy, now: NOW });
     expect(peeked).to.deep.equal([]);
   });
 

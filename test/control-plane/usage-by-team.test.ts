@@ -36,4 +36,20 @@ describe('usage per team', () => {
     expect(usageByTeam([row('key_a', 1, 0.1)], [{ id: 'key_a', team: 'green' }]).map((sum) => sum.team)).to.deep.equal(['green']);
     expect(usageByTeam([], [{ id: 'key_a', team: 'green' }])).to.deep.equal([]);
   });
+
+  it('counts a key of an earlier team whose name a later team took under null, never under the later team', () => {
+    const rows = [row('key_old', 2, 0.2), row('key_new', 1, 0.1), row('key_gone', 4, 0.4)];
+    const keys = [
+      { id: 'key_old', team: 'red', teamId: 'team_1111111111111111' },
+      { id: 'key_new', team: 'red', teamId: 'team_2222222222222222' },
+      // Its team was deleted and no team has taken the name: it stays under that name.
+      { id: 'key_gone', team: 'blue', teamId: 'team_3333333333333333' },
+    ];
+    const teams = [{ id: 'team_2222222222222222', name: 'red', createdAt: '2026-06-01T00:00:00.000Z' }];
+    expect(usageByTeam(rows, keys, teams).map((sum) => [sum.team, sum.requests])).to.deep.equal([
+      ['blue', 4],
+      ['red', 1],
+      [null, 2],
+    ]);
+  });
 });

@@ -17,7 +17,7 @@ describe('reservations', () => {
   });
 
   it('gives a caller the meters of its key and its team, money in nano-USD', () => {
-    const meters = metersOf({ id: 'key_a', tpm: 1000, budget: { daily_usd: 1.5 }, team: { name: 'eng', quota: { monthly: 50 } } }, NOW);
+    const meters = metersOf({ id: 'key_a', tpm: 1000, budget: { daily_usd: 1.5 }, team: { id: 'eng', name: 'eng', quota: { monthly: 50 } } }, NOW);
     expect(meters.map((meter) => [meter.counter, meter.limit])).to.deep.equal([
       [`key:key_a:tpm:m:${Math.floor(NOW / 60_000)}`, 1000],
       ['key:key_a:budget:d:2026-11-25', 1_500_000_000],

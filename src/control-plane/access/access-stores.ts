@@ -7,6 +7,8 @@ import type { UsageQuery, UsageRow, UsageStore } from '../../usage/usage-store.t
 import type { GuardrailActionLog } from '../../stores/guardrail-actions/guardrail-action-log.ts';
 import { keyView } from '../admin/key-routes.ts';
 import { teamView } from '../admin/team-routes.ts';
+import type { EmptiedCache } from '../admin/cache-routes.ts';
+import { keyInTeam } from '../../core/team-identity.ts';
 import { covers, scopeOf, type Permission, type TeamScope } from './permissions.ts';
 import { changed, currentScope, refused, type RequestScope } from './request-scope.ts';
 
@@ -28,6 +30,24 @@ function limitsAbove(key: Limits, team: TeamRecord): [string, number, number][] 
     ['budget.monthly_usd', key.budget?.monthly_usd, team.budget?.monthly_usd],
   ];
   return pairs.filter((pair): pair is [string, number, number] => pair[1] !== undefined && pair[2] !== undefined && pair[1] > pair[2]);
+}
+
+/**
+ * The keys of `records` that belong to their team as it is now: a key of an earlier team whose name a
+ * later team took (see `keyInTeam`) is no key of that team, so a role scoped to the name does not get it.
+ */
+async function ofTeamsNow<K extends Pick<ApiKeyRecord, 'team' | 'teamId' | 'createdAt'>>(
+  records: readonly K[],
+  teams: Pick<TeamStore, 'get'> | undefined,
+): Promise<K[]> {
+  if (!teams) return [...records];
+  const named = new Map<string, TeamRecord | undefined>();
+  const names = new Set(records.flatMap((record) => (record.team === undefined ? [] : [record.team])));
+  for (const name of names) named.set(name, await teams.get(name));
+  return records.filter((record) => {
+    const team = record.team === undefined ? undefined : named.get(record.team);
+    return !team || keyInTeam(record, team);
+  });
 }
 
 /**
@@ -59,7 +79,7 @@ export function accessKeyStore(inner: KeyStore, teams: Pick<TeamStore, 'get'> | 
     async list() {
       const { scope } = scopeNow('keys.read');
       const records = await inner.list();
-      return scope === 'all' ? records : records.filter((record) => covers(scope, record.team));
+      return scope === 'all' ? records : ofTeamsNow(records.filter((record) => covers(scope, record.team)), teams);
     },
     async create(input: NewKeyInput) {
       const { scope, request } = scopeNow('keys.write');
@@ -122,6 +142,7 @@ export function accessTeamStore(inner: TeamStore): TeamStore {
       if (done) changed('team.delete', { type: 'team', id: name, team: name }, before && teamView(before), null);
       return done;
     },
+    deletedId: (name) => inner.deletedId(name),
     close: () => inner.close(),
   };
 }
@@ -139,7 +160,11 @@ function sumRows(rows: UsageRow[], field: 'model' | 'day'): UsageRow[] {
 }
 
 /** The usage store as the management routes see it: a team-scoped reader reads its teams' keys only. */
-export function accessUsageStore(inner: UsageStore, keys: Pick<KeyStore, 'list'>): UsageStore {
+export function accessUsageStore(
+  inner: UsageStore,
+  keys: Pick<KeyStore, 'list'>,
+  teams?: Pick<TeamStore, 'get'>,
+): UsageStore {
   return {
     get healthy() {
       return inner.healthy;
@@ -150,7 +175,8 @@ export function accessUsageStore(inner: UsageStore, keys: Pick<KeyStore, 'list'>
     async query(query: UsageQuery) {
       const { scope } = scopeNow('usage.read');
       if (scope === 'all') return inner.query(query);
-      const mine = (await keys.list()).filter((record) => covers(scope, record.team)).map((record) => record.id);
+      const scoped = (await keys.list()).filter((record) => covers(scope, record.team));
+      const mine = (await ofTeamsNow(scoped, teams)).map((record) => record.id);
       if (query.keyId !== undefined) return mine.includes(query.keyId) ? inner.query(query) : [];
       if (query.groupBy === 'key') return (await inner.query(query)).filter((row) => mine.includes(row.key_id!));
       const rows = await Promise.all(mine.map((keyId) => inner.query({ ...query, keyId })));
@@ -170,17 +196,21 @@ export function accessGuardrailActions(inner: Pick<GuardrailActionLog, 'recent'>
   };
 }
 
-/** The response cache as the management routes see it: each clear is published. */
-export function accessResponseCache(inner: ResponseCache): ResponseCache {
+/**
+ * The response cache as the management routes see it: each clear is published, naming whose entries went
+ * as the caller names them (`team:<name>`, `key:<id>`; a team's tenant holds its id, not its name).
+ */
+export function accessResponseCache(inner: ResponseCache): ResponseCache & EmptiedCache {
   return {
     get: (tenant, key) => inner.get(tenant, key),
     set: (tenant, key, answer, ttlMs) => inner.set(tenant, key, answer, ttlMs),
     delete: (tenant, key) => inner.delete(tenant, key),
     close: () => inner.close(),
-    async clear(tenant?: CacheTenant) {
+    async clear(tenant?: CacheTenant, whose?: string) {
       const deleted = await inner.clear(tenant);
-      const team = tenant?.startsWith('team:') ? tenant.slice('team:'.length) : null;
-      changed('cache.clear', { type: 'cache', id: tenant ?? '*', team }, null, { tenant: tenant ?? null, deleted });
+      const owner = whose ?? tenant;
+      const team = owner?.startsWith('team:') ? owner.slice('team:'.length) : null;
+      changed('cache.clear', { type: 'cache', id: owner ?? '*', team }, null, { tenant: owner ?? null, deleted });
       return deleted;
     },
   };

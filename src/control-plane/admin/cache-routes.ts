@@ -1,6 +1,7 @@
 import { Router, type Request } from 'express';
 import { badRequest, isGatewayError, keyNotFound, serviceUnavailable, teamNotFound } from '../../core/gateway-errors.ts';
 import { cacheTenant, type CacheTenant, type ResponseCache } from '../../core/response-cache.ts';
+import { keyInTeam } from '../../core/team-identity.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
 
@@ -10,50 +11,89 @@ export type CacheClearTarget =
   | { readonly keyId: string; readonly team?: undefined }
   | { readonly team: string; readonly keyId?: undefined };
 
-/** What a clear did: how many entries went, and whose (null: every tenant's). */
+/** What a clear did: how many entries went, and whose (`team:<name>` or `key:<id>`; null: every tenant's). */
 export interface CacheClearResult {
   readonly deleted: number;
-  readonly tenant: CacheTenant | null;
+  readonly tenant: string | null;
+}
+
+/** The entries of one tenant, and how an answer names their owner (a team by its name, a key by its id). */
+export interface TenantOf {
+  readonly tenant: CacheTenant;
+  readonly whose: string;
 }
 
 export interface CacheClearStores {
   readonly keys: Pick<KeyStore, 'list'>;
-  readonly teams: Pick<TeamStore, 'get'>;
+  readonly teams: Pick<TeamStore, 'get' | 'deletedId'>;
 }
 
 /**
- * The tenant a clear empties, as the data plane names it for that caller: a key naming a team that
- * exists shares its team's entries (`team:<name>`), any other key has its own (`key:<id>`); undefined
- * for every entry. Throws 404 for a key id or team name the stores do not know (static keys from the
+ * The tenant a clear empties, as the data plane names it for that caller: a key of a team that exists
+ * shares its team's entries (`team:<team id>`), any other key has its own (`key:<id>`); a team's name
+ * stands for the team of that name, or when none exists for the last one deleted. Undefined for every
+ * entry. Throws 404 for a key id, or a team name, the stores do not know (static keys from the
  * configuration are not in the key store: empty everything for those).
  */
-export async function cacheClearTenant(target: CacheClearTarget, stores: CacheClearStores): Promise<CacheTenant | undefined> {
+export async function cacheClearTenant(
+  target: CacheClearTarget,
+  stores: CacheClearStores,
+): Promise<TenantOf | undefined> {
   if (target.team !== undefined) {
-    if (!(await stores.teams.get(target.team))) throw teamNotFound(target.team);
-    return `team:${target.team}`;
+    const id = (await stores.teams.get(target.team))?.id ?? (await stores.teams.deletedId(target.team));
+    if (id === undefined) throw teamNotFound(target.team);
+    return { tenant: `team:${id}`, whose: `team:${target.team}` };
   }
   if (target.keyId === undefined) return undefined;
   const record = (await stores.keys.list()).find((key) => key.id === target.keyId);
   if (!record) throw keyNotFound(target.keyId);
   // A key whose team was deleted is served without one (see the authenticator): its entries are its own.
-  const team = record.team !== undefined && (await stores.teams.get(record.team)) ? record.team : undefined;
-  return cacheTenant(record.id, team);
+  const team = record.team === undefined ? undefined : await stores.teams.get(record.team);
+  if (team && keyInTeam(record, team)) return { tenant: cacheTenant(record.id, team.id), whose: `team:${team.name}` };
+  return { tenant: cacheTenant(record.id, undefined), whose: `key:${record.id}` };
+}
+
+/**
+ * A response cache as the control plane empties it: a clear may say whose entries go, by name
+ * (`team:<name>`, `key:<id>`), for a cache that records its clears (see `accessResponseCache`).
+ */
+export interface EmptiedCache {
+  clear(tenant?: CacheTenant, whose?: string): Promise<number>;
+}
+
+/**
+ * Empties one tenant's entries (every entry without one), answering how many went: 0 without a cache. A
+ * cache store that fails is a 503 saying `unavailable`.
+ */
+export async function emptyCache(
+  cache: EmptiedCache | undefined,
+  tenant: CacheTenant | undefined,
+  whose: string | undefined,
+  unavailable: string,
+): Promise<number> {
+  if (!cache) return 0;
+  try {
+    return await cache.clear(tenant, whose);
+  } catch (error) {
+    if (isGatewayError(error)) throw error;
+    // The message only: an ioredis error object may carry the connection options, password included.
+    throw serviceUnavailable(unavailable, new Error((error as Error).message));
+  }
 }
 
 /**
  * Empties the entries of `target` (see {@link cacheClearTenant}). Without a cache configured nothing is
  * held: the target is still checked, and 0 entries are deleted. A cache store that fails is a 503.
  */
-export async function clearResponseCache(target: CacheClearTarget, stores: CacheClearStores, cache: ResponseCache | undefined): Promise<CacheClearResult> {
-  const tenant = await cacheClearTenant(target, stores);
-  if (!cache) return { deleted: 0, tenant: tenant ?? null };
-  try {
-    return { deleted: await cache.clear(tenant), tenant: tenant ?? null };
-  } catch (error) {
-    if (isGatewayError(error)) throw error;
-    // The message only: an ioredis error object may carry the connection options, password included.
-    throw serviceUnavailable('The response cache cannot be emptied right now (its store is unavailable); please retry shortly', new Error((error as Error).message));
-  }
+export async function clearResponseCache(
+  target: CacheClearTarget,
+  stores: CacheClearStores,
+  cache: EmptiedCache | undefined,
+): Promise<CacheClearResult> {
+  const of = await cacheClearTenant(target, stores);
+  const unavailable = 'The response cache cannot be emptied right now (its store is unavailable); please retry shortly';
+  const deleted = await emptyCache(cache, of?.tenant, of?.whose, unavailable);
+  return { deleted, tenant: of?.whose ?? null };
 }
 
 const PARAMETERS = new Set(['key_id', 'team']);
@@ -76,6 +116,16 @@ export function cacheClearQuery(query: Request['query']): CacheClearTarget {
   return keyId !== undefined ? { keyId } : team !== undefined ? { team } : {};
 }
 
+const NO_BODY =
+  'DELETE /admin/cache takes no body: give key_id=KEY_ID or team=NAME in the query string, ' +
+  'or neither to empty every entry';
+
+/** Whether a request carries a body (any length but 0, or chunked). */
+function hasBody(req: Request): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length.trim() !== '0');
+}
+
 export interface CacheRoutesOptions extends CacheClearStores {
   /** The gateway's response cache; absent when none is configured (a clear then deletes nothing). */
   readonly responseCache?: ResponseCache;
@@ -83,12 +133,15 @@ export interface CacheRoutesOptions extends CacheClearStores {
 
 /**
  * `DELETE /cache` behind whatever guard mounts it (the admin token at `/admin/cache`): empties every
- * response cache entry, or those of `?key_id=` (its team's when it has one) or `?team=`, and answers
- * `{deleted, tenant}` (`tenant` null for every entry).
+ * response cache entry, or those of `?key_id=` (its team's when it has one) or `?team=` (a team that
+ * exists, else the last one deleted of that name), and answers `{deleted, tenant}` (`tenant` null for
+ * every entry). A body is refused (400): whose entries go is said in the query only, so that a target
+ * sent as JSON never empties everything.
  */
 export function cacheRoutes(options: CacheRoutesOptions): Router {
   const router = Router();
   router.delete('/cache', async (req, res) => {
+    if (hasBody(req)) throw badRequest(NO_BODY);
     res.json(await clearResponseCache(cacheClearQuery(req.query), options, options.responseCache));
   });
   return router;

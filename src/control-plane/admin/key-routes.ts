@@ -6,6 +6,8 @@ import { isTeamName } from '../../core/team-name.ts';
 import { keyNotFound } from '../../core/gateway-errors.ts';
 import { readJsonObject } from '../../data-plane/http/json-body.ts';
 import type { ModelRegistry } from '../../core/model-registry.ts';
+import type { ResponseCache } from '../../core/response-cache.ts';
+import { emptyCache, type EmptiedCache } from './cache-routes.ts';
 import { parseKeyChanges, parseNewKey, type NewKeyCheck } from './new-key-input.ts';
 
 /** A key as the admin API shows it: never the hash (the key itself only once, on creation). */
@@ -56,6 +58,23 @@ export function canonicalModelIds(registry: ModelRegistry): Set<string> {
 }
 
 /**
+ * Revokes a key, then empties its own response cache entries (`key:<id>`, which nobody can read any more;
+ * those of its team stay the team's other keys'). Answers how many entries went, or undefined when no key
+ * has the id. A cache store that fails is a 503 saying the key is revoked; the same request again empties them.
+ */
+export async function revokeKey(
+  id: string,
+  keys: Pick<KeyStore, 'revoke'>,
+  cache: EmptiedCache | undefined,
+): Promise<number | undefined> {
+  if (!(await keys.revoke(id))) return undefined;
+  const unavailable =
+    `API key '${id}' is revoked, but its response cache entries cannot be emptied right now ` +
+    '(the cache store is unavailable); send this request again shortly to empty them';
+  return emptyCache(cache, `key:${id}`, `key:${id}`, unavailable);
+}
+
+/**
  * The key and usage operations behind whatever guard mounts them: the admin API (admin token) and the
  * account page (session cookie + CSRF token) answer alike. Without `teams`, a new key cannot name a team.
  */
@@ -69,13 +88,15 @@ export function keyRoutes(
     readonly teams?: TeamStore;
     /** The names of the configured guardrails, to check a key's `guardrails` against; unchecked when absent. */
     readonly guardrails?: () => readonly string[];
+    /** The response cache a revoked key's own entries are emptied from; none when absent. */
+    readonly responseCache?: ResponseCache;
   },
 ): Router {
   const router = Router();
   // What a key's body is checked against: the gateway's models, the team it names (looked up), the configured guardrails.
   const checksOf = async (body: Record<string, unknown>): Promise<NewKeyCheck> => {
-    const team = body.team;
-    const knownTeams = options.teams && new Set(isTeamName(team) && (await options.teams.get(team)) ? [team] : []);
+    const team = isTeamName(body.team) ? await options.teams?.get(body.team) : undefined;
+    const knownTeams = options.teams && new Map(team ? [[team.name, team.id]] : []);
     return { knownModels: options.registry && canonicalModelIds(options.registry()), knownTeams, knownGuardrails: options.guardrails?.() };
   };
   router.post('/keys', async (req, res) => {
@@ -97,7 +118,7 @@ export function keyRoutes(
   });
   const revoke: RequestHandler = async (req, res) => {
     const id = String(req.params.id);
-    if (!(await options.keys.revoke(id))) throw keyNotFound(id);
+    if ((await revokeKey(id, options.keys, options.responseCache)) === undefined) throw keyNotFound(id);
     res.json({ id, revoked: true });
   };
   router.delete('/keys/:id', revoke);

@@ -5,8 +5,35 @@ import { GUARDRAIL_NAME, GUARDRAIL_NAME_RULE } from '../../guardrails/guardrail-
 /** The largest money budget accepted, in USD (well inside the nano-USD counters' safe integers). */
 export const MAX_USD = 1_000_000_000;
 
+/** A whole number from 1 up to the largest safe integer; anything else is said once, whichever rules it breaks. */
 export const positiveInteger = () =>
-  yup.number().strict().typeError('must be a positive integer').integer('must be a positive integer').min(1, 'must be a positive integer').max(Number.MAX_SAFE_INTEGER, 'must be a positive integer');
+  yup
+    .number()
+    .strict()
+    .typeError('must be a positive integer')
+    .test('positive-integer', 'must be a positive integer', (value) =>
+      value == null || (Number.isSafeInteger(value) && value >= 1),
+    );
+
+/**
+ * Refuses the fields an object does not have, each by its own path (`Field 'rmp': unknown field ...`), not
+ * the object as a whole. `hints` word the refusal of a field a caller may mean (a team's `name` in a change).
+ */
+export function knownFields<T extends yup.AnyObject>(
+  schema: yup.ObjectSchema<T>,
+  fields: readonly string[],
+  hints: Readonly<Record<string, string>> = {},
+) {
+  const message = `unknown field (the fields are ${fields.join(', ')})`;
+  return schema.test('known-fields', function knownOnly(value) {
+    if (value === null || value === undefined || typeof value !== 'object' || Array.isArray(value)) return true;
+    const unknown = Object.keys(value).filter((field) => !fields.includes(field));
+    if (unknown.length === 0) return true;
+    const at = (field: string) => (this.path ? `${this.path}.${field}` : field);
+    const errors = unknown.map((field) => this.createError({ path: at(field), message: hints[field] ?? message }));
+    return new yup.ValidationError(errors);
+  });
+}
 
 /** USD with at most 6 decimals (the ledger counts nano-USD; finer amounts would be rounded away silently). */
 export const usdAmount = () =>
@@ -20,20 +47,23 @@ export const usdAmount = () =>
 
 /** `quota`: charged tokens per UTC day and/or month. */
 export const tokenQuota = () =>
-  yup
-    .object({ daily: positiveInteger(), monthly: positiveInteger() })
-    .strict()
-    .typeError('must be an object with daily and/or monthly token counts')
-    .noUnknown('has unknown fields (daily, monthly)')
-    .default(undefined);
+  knownFields(
+    yup
+      .object({ daily: positiveInteger(), monthly: positiveInteger() })
+      .strict()
+      .typeError('must be an object with daily and/or monthly token counts'),
+    ['daily', 'monthly'],
+  ).default(undefined);
 
 /** `budget`: USD per UTC day and/or month, at least one of them. */
 export const moneyBudget = () =>
-  yup
-    .object({ daily_usd: usdAmount(), monthly_usd: usdAmount() })
-    .strict()
-    .typeError('must be an object with daily_usd and/or monthly_usd')
-    .noUnknown('has unknown fields (daily_usd, monthly_usd)')
+  knownFields(
+    yup
+      .object({ daily_usd: usdAmount(), monthly_usd: usdAmount() })
+      .strict()
+      .typeError('must be an object with daily_usd and/or monthly_usd'),
+    ['daily_usd', 'monthly_usd'],
+  )
     .test('some', 'must give daily_usd and/or monthly_usd', (value) => value === undefined || value === null || value.daily_usd !== undefined || value.monthly_usd !== undefined)
     .default(undefined);
 

@@ -3,7 +3,9 @@ import { fieldError, validationError } from '../../core/gateway-errors.ts';
 import type { NewKeyInput } from '../../core/api-keys.ts';
 import type { KeyChanges } from '../../stores/keys/key-store.ts';
 import { isTeamName, TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
-import { cacheSetting, guardrailList, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails } from './limit-fields.ts';
+import {
+  cacheSetting, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails,
+} from './limit-fields.ts';
 
 // Each field of a key, as a new key gives it; a change may give each but `name` as null (removed).
 const KEY_FIELDS = {
@@ -29,21 +31,23 @@ const KEY_FIELDS = {
 
 const keyName = () => yup.string().strict().typeError('must be a string').max(200, 'must be at most 200 characters');
 
-const newKeySchema = yup
-  .object({ name: keyName().required('is required'), ...KEY_FIELDS })
-  .strict()
-  .noUnknown('has unknown fields (name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache, guardrails)');
+const newKeySchema = knownFields(
+  yup.object({ name: keyName().required('is required'), ...KEY_FIELDS }).strict(),
+  ['name', ...Object.keys(KEY_FIELDS)],
+);
 
 /** The fields a PATCH of a key may give (each but `name` may be null: removed). */
 export const KEY_CHANGE_FIELDS = ['name', 'rpm', 'concurrency', 'models', 'expires_at', 'quota', 'tpm', 'budget', 'team', 'cache', 'guardrails'] as const;
 
-const keyChangesSchema = yup
-  .object({
-    name: keyName().min(1, 'must not be empty').nonNullable('must be a string (a key keeps a name)'),
-    ...(Object.fromEntries(Object.entries(KEY_FIELDS).map(([field, schema]) => [field, schema.nullable()])) as { [K in keyof typeof KEY_FIELDS]: ReturnType<(typeof KEY_FIELDS)[K]['nullable']> }),
-  })
-  .strict()
-  .noUnknown(`has unknown fields (${KEY_CHANGE_FIELDS.join(', ')})`);
+const keyChangesSchema = knownFields(
+  yup
+    .object({
+      name: keyName().min(1, 'must not be empty').nonNullable('must be a string (a key keeps a name)'),
+      ...(Object.fromEntries(Object.entries(KEY_FIELDS).map(([field, schema]) => [field, schema.nullable()])) as { [K in keyof typeof KEY_FIELDS]: ReturnType<(typeof KEY_FIELDS)[K]['nullable']> }),
+    })
+    .strict(),
+  KEY_CHANGE_FIELDS,
+);
 
 function isDateTime(value: string): boolean {
   return /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) && !Number.isNaN(Date.parse(value));
@@ -53,10 +57,10 @@ export interface NewKeyCheck {
   /** Canonical model IDs of the gateway; `models` is checked against them when given. */
   readonly knownModels?: ReadonlySet<string>;
   /**
-   * The teams a key's `team` may name (the caller looks the named one up in the team store first);
-   * when absent, naming a team is refused.
+   * The teams a key's `team` may name, each with its id, which the key keeps beside the name (the caller
+   * looks the named one up in the team store first); when absent, naming a team is refused.
    */
-  readonly knownTeams?: ReadonlySet<string>;
+  readonly knownTeams?: ReadonlyMap<string, string>;
   /** The guardrails the configuration in force holds; `guardrails` is checked against them when given. */
   readonly knownGuardrails?: readonly string[];
   /** How an error names a field (the CLI names its flags); the body's field path by default. */
@@ -82,6 +86,7 @@ export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput
     tpm: value.tpm,
     budget: value.budget,
     team: value.team,
+    teamId: value.team === undefined ? undefined : check.knownTeams?.get(value.team),
     cache: value.cache,
     guardrails: value.guardrails,
   };
@@ -104,6 +109,7 @@ export function parseKeyChanges(body: unknown, check: NewKeyCheck = {}): KeyChan
     const set = value[field];
     if (field === 'expires_at') changes.expiresAt = set === null ? null : new Date(set as string).toISOString();
     else changes[field] = set;
+    if (field === 'team') changes.teamId = set === null ? null : check.knownTeams?.get(set as string);
   }
   return changes as KeyChanges;
 }

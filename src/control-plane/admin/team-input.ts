@@ -3,37 +3,44 @@ import { fieldError, validationError } from '../../core/gateway-errors.ts';
 import type { TeamInput } from '../../core/limits.ts';
 import { TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import type { TeamChanges } from '../../stores/teams/team-store.ts';
-import { cacheSetting, definedOnly, guardrailList, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails } from './limit-fields.ts';
+import {
+  cacheSetting, definedOnly, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails,
+} from './limit-fields.ts';
 
 // The fields a PATCH may set or remove: the limits and the cache setting.
 const CHANGEABLE_FIELDS = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails'] as const;
 
-const newTeamSchema = yup
-  .object({
-    name: yup.string().strict().typeError('must be a string').required('is required').matches(TEAM_NAME, TEAM_NAME_RULE),
-    rpm: positiveInteger(),
-    tpm: positiveInteger(),
-    quota: tokenQuota(),
-    budget: moneyBudget(),
-    concurrency: positiveInteger(),
-    cache: cacheSetting(),
-    guardrails: guardrailList(),
-  })
-  .strict()
-  .noUnknown('has unknown fields (name, rpm, tpm, quota, budget, concurrency, cache, guardrails)');
+const newTeamSchema = knownFields(
+  yup
+    .object({
+      name: yup.string().strict().typeError('must be a string').required('is required').matches(TEAM_NAME, TEAM_NAME_RULE),
+      rpm: positiveInteger(),
+      tpm: positiveInteger(),
+      quota: tokenQuota(),
+      budget: moneyBudget(),
+      concurrency: positiveInteger(),
+      cache: cacheSetting(),
+      guardrails: guardrailList(),
+    })
+    .strict(),
+  ['name', ...CHANGEABLE_FIELDS],
+);
 
-const teamChangesSchema = yup
-  .object({
-    rpm: positiveInteger().nullable(),
-    tpm: positiveInteger().nullable(),
-    quota: tokenQuota().nullable(),
-    budget: moneyBudget().nullable(),
-    concurrency: positiveInteger().nullable(),
-    cache: cacheSetting().nullable(),
-    guardrails: guardrailList().nullable(),
-  })
-  .strict()
-  .noUnknown('has unknown fields (rpm, tpm, quota, budget, concurrency, cache, guardrails; the name cannot be changed)');
+const teamChangesSchema = knownFields(
+  yup
+    .object({
+      rpm: positiveInteger().nullable(),
+      tpm: positiveInteger().nullable(),
+      quota: tokenQuota().nullable(),
+      budget: moneyBudget().nullable(),
+      concurrency: positiveInteger().nullable(),
+      cache: cacheSetting().nullable(),
+      guardrails: guardrailList().nullable(),
+    })
+    .strict(),
+  CHANGEABLE_FIELDS,
+  { name: `cannot be changed: a team keeps its name (the fields a change sets are ${CHANGEABLE_FIELDS.join(', ')})` },
+);
 
 /** How an error names a field (the CLI names its flags); the body's field path by default. */
 export type FieldLabel = (path: string) => string;

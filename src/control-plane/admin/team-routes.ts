@@ -5,6 +5,9 @@ import type { TeamRecord } from '../../core/limits.ts';
 import { readJsonObject } from '../../data-plane/http/json-body.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
+import type { ResponseCache } from '../../core/response-cache.ts';
+import { keyInTeam } from '../../core/team-identity.ts';
+import { emptyCache, type EmptiedCache } from './cache-routes.ts';
 import { parseNewTeam, parseTeamChanges } from './team-input.ts';
 
 /** A team as the admin API shows it: every limit, null when off, and the cache setting, null when unset. */
@@ -35,9 +38,9 @@ export function teamView(record: TeamRecord): TeamView {
   };
 }
 
-/** How many keys that are not revoked name the team (expired ones count: they still point at it). */
-export async function keysNamingTeam(keys: KeyStore, name: string): Promise<number> {
-  return (await keys.list()).filter((record) => record.team === name && keyStatus(record) !== 'revoked').length;
+/** How many keys that are not revoked belong to the team (expired ones count: they still point at it). */
+export async function keysNamingTeam(keys: Pick<KeyStore, 'list'>, team: TeamRecord): Promise<number> {
+  return (await keys.list()).filter((record) => keyInTeam(record, team) && keyStatus(record) !== 'revoked').length;
 }
 
 /** 409: keys that are not revoked still name the team. */
@@ -45,9 +48,33 @@ export function teamInUse(name: string, naming: number): GatewayError {
   return conflict(`Team '${name}' is named by ${naming} key${naming === 1 ? '' : 's'} that ${naming === 1 ? 'is' : 'are'} not revoked; revoke ${naming === 1 ? 'it' : 'them'} first`);
 }
 
+/**
+ * Deletes a team once no key that is not revoked belongs to it (409 otherwise), after emptying its
+ * response cache entries (a cache store that fails is a 503, and the team stays): a later team of the
+ * same name gets an id of its own and never reads them. Answers how many entries went, or undefined
+ * when no team has the name.
+ */
+export async function deleteTeam(
+  name: string,
+  stores: { readonly keys: Pick<KeyStore, 'list'>; readonly teams: TeamStore },
+  cache: EmptiedCache | undefined,
+): Promise<number | undefined> {
+  const team = await stores.teams.get(name);
+  if (!team) return undefined;
+  const naming = await keysNamingTeam(stores.keys, team);
+  if (naming > 0) throw teamInUse(name, naming);
+  const unavailable =
+    `Team '${name}' is not deleted: its response cache entries cannot be emptied right now ` +
+    '(the cache store is unavailable); please retry shortly';
+  const emptied = await emptyCache(cache, `team:${team.id}`, `team:${name}`, unavailable);
+  return (await stores.teams.remove(name)) ? emptied : undefined;
+}
+
 export interface TeamRoutesOptions {
   readonly keys: KeyStore;
   readonly teams: TeamStore;
+  /** The response cache a deleted team's entries are emptied from; none when absent. */
+  readonly responseCache?: ResponseCache;
   readonly bodyLimitBytes?: number;
   /** The names of the guardrails the configuration in force holds, to check a team's `guardrails` against; unchecked when absent. */
   readonly guardrails?: () => readonly string[];
@@ -56,7 +83,8 @@ export interface TeamRoutesOptions {
 /**
  * The team operations, behind whatever guard mounts them: `POST /teams` (201; 409 when the name is
  * taken), `GET /teams`, `GET /teams/:name`, `PATCH /teams/:name` (each limit or the cache setting set,
- * or null to remove it) and `DELETE /teams/:name` (409 while keys that are not revoked name the team). A missing team is 404.
+ * or null to remove it) and `DELETE /teams/:name` (409 while keys that are not revoked name the team; see
+ * {@link deleteTeam}). A missing team is 404.
  */
 export function teamRoutes(options: TeamRoutesOptions): Router {
   const router = Router();
@@ -83,10 +111,7 @@ export function teamRoutes(options: TeamRoutesOptions): Router {
   });
   const remove: RequestHandler = async (req, res) => {
     const name = String(req.params.name);
-    if (!(await options.teams.get(name))) throw teamNotFound(name);
-    const naming = await keysNamingTeam(options.keys, name);
-    if (naming > 0) throw teamInUse(name, naming);
-    if (!(await options.teams.remove(name))) throw teamNotFound(name);
+    if ((await deleteTeam(name, options, options.responseCache)) === undefined) throw teamNotFound(name);
     res.json({ name, deleted: true });
   };
   router.delete('/teams/:name', remove);

@@ -329,7 +329,13 @@ const CACHE_PATHS = {
       security: [{ adminToken: [] }],
       parameters: [
         { name: 'key_id', in: 'query', required: false, description: "A managed key's id: empties its tenant (the team's when the key names a team)", schema: { type: 'string', minLength: 1 } },
-        { name: 'team', in: 'query', required: false, description: "A team's name: empties the entries its keys share", schema: teamName.schema },
+        {
+          name: 'team',
+          in: 'query',
+          required: false,
+          description: "A team's name: empties the entries its keys share; for a name no team has now, those the last deleted team of that name left",
+          schema: teamName.schema,
+        },
       ],
       responses: {
         '200': {
@@ -340,8 +346,11 @@ const CACHE_PATHS = {
             properties: { deleted: { type: 'integer', minimum: 0 }, tenant: { type: ['string', 'null'], pattern: '^(team|key):.+$' } },
           }),
         },
-        '400': error('key_id and team both given, an unknown parameter, or one given twice or empty', 'Plain'),
-        '404': error('No key with that id, or no team of that name', 'Plain'),
+        '400': error(
+          'key_id and team both given, an unknown parameter, or one given twice or empty; or a request body (the target is given in the query only)',
+          'Plain',
+        ),
+        '404': error('No key with that id, or no team of that name now or before', 'Plain'),
         '503': error('The cache store or the key or team store is unavailable', 'Plain'),
         ...adminErrors,
       },

@@ -10,6 +10,7 @@ import { staticKeyIdAsync } from '../../core/static-key-id.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
 import type { TeamRecord } from '../../core/limits.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
+import { keyInTeam } from '../../core/team-identity.ts';
 import { TrustedCache } from './trusted-cache.ts';
 import { modelRouteAt, type KeyHeader } from '../../core/route-table.ts';
 
@@ -53,10 +54,11 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
 
 /** The caller with its team's name, limits, cache setting and guardrails, as `CallerKey.team` carries them. */
 export function withTeam(caller: AuthenticatedKey, team: TeamRecord): AuthenticatedKey {
-  const { name, rpm, tpm, quota, budget, concurrency, cache, guardrails } = team;
+  const { id, name, rpm, tpm, quota, budget, concurrency, cache, guardrails } = team;
   return {
     ...caller,
     team: {
+      id,
       name,
       ...(rpm !== undefined && { rpm }),
       ...(tpm !== undefined && { tpm }),
@@ -239,7 +241,10 @@ function recordFinder(statics: StaticKeys, store: KeyStore, logger: Logger): (ke
   };
 }
 
-type TeamJoiner = (caller: AuthenticatedKey, team: string) => AuthenticatedKey | Promise<AuthenticatedKey>;
+/** A key's record that names a team. */
+type TeamKeyRecord = ApiKeyRecord & { readonly team: string };
+
+type TeamJoiner = (caller: AuthenticatedKey, record: TeamKeyRecord) => AuthenticatedKey | Promise<AuthenticatedKey>;
 
 /**
  * The caller of a record: one object per record read, reused while the record is trusted (its status is
@@ -254,15 +259,15 @@ function callerOf(joinTeam: TeamJoiner): (record: ApiKeyRecord | undefined) => A
       caller = authenticatedKey(record);
       callers.set(record, caller);
     }
-    return record.team === undefined ? caller : joinTeam(caller, record.team);
+    return record.team === undefined ? caller : joinTeam(caller, record as TeamKeyRecord);
   };
 }
 
 /**
  * Joins a caller with its team read through a {@link TeamLimitsCache}; the joined caller is reused
  * while neither the key's record nor the team changes. A team that does not exist (deleted, or no
- * team store) leaves the key its own limits, with one warning per team name; a team store that cannot
- * be read for a team never seen answers 503.
+ * team store), or a later team of the name that is not the key's (see {@link keyInTeam}), leaves the key
+ * its own limits, with one warning per team name; a team store that cannot be read for a team never seen answers 503.
  */
 function teamJoiner(store: TeamStore | undefined, trustMs: number, logger: Logger): TeamJoiner {
   const cache = store && new TrustedCache((name) => store.get(name), {
@@ -274,11 +279,14 @@ function teamJoiner(store: TeamStore | undefined, trustMs: number, logger: Logge
   });
   const joined = new WeakMap<AuthenticatedKey, { readonly team: TeamRecord; readonly caller: AuthenticatedKey }>();
   const warned = new Set<string>();
-  const join = (caller: AuthenticatedKey, name: string, team: TeamRecord | undefined): AuthenticatedKey => {
+  const join = (caller: AuthenticatedKey, record: TeamKeyRecord, found: TeamRecord | undefined): AuthenticatedKey => {
+    const name = record.team;
+    const team = found && keyInTeam(record, found) ? found : undefined;
     if (!team) {
       if (!warned.has(name)) {
         warned.add(name);
-        logger.warn({ key_id: caller.id, team: name }, `API keys name the team '${name}', which does not exist: they are served with their own limits only`);
+        const why = `API keys name the team '${name}', which does not exist (or was created after theirs was deleted)`;
+        logger.warn({ key_id: caller.id, team: name }, `${why}: they are served with their own limits only`);
       }
       return caller;
     }
@@ -289,15 +297,16 @@ function teamJoiner(store: TeamStore | undefined, trustMs: number, logger: Logge
     joined.set(caller, { team, caller: withLimits });
     return withLimits;
   };
-  return (caller, name) => {
-    if (!cache) return join(caller, name, undefined);
+  return (caller, record) => {
+    if (!cache) return join(caller, record, undefined);
     let team: TeamRecord | undefined | Promise<TeamRecord | undefined>;
     try {
-      team = cache.get(name);
+      team = cache.get(record.team);
     } catch (error) {
       return unavailableTeams(error, logger);
     }
-    return team instanceof Promise ? team.then((found) => join(caller, name, found), (error: unknown) => unavailableTeams(error, logger)) : join(caller, name, team);
+    if (!(team instanceof Promise)) return join(caller, record, team);
+    return team.then((found) => join(caller, record, found), (error: unknown) => unavailableTeams(error, logger));
   };
 }
 

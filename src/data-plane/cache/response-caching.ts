@@ -124,7 +124,7 @@ export function openTicket(
     res.setHeader('x-gateway-cache', 'bypass');
     return undefined;
   }
-  const tenant = cacheTenant(caller?.id ?? ANONYMOUS_KEY_ID, caller?.team?.name);
+  const tenant = cacheTenant(caller?.id ?? ANONYMOUS_KEY_ID, caller?.team?.id);
   if (directive === 'refresh') res.setHeader('x-gateway-cache', 'bypass');
   return { key: cacheKey({ tenant, ...material() }), tenant, settings, read: directive === 'use' };
 }

@@ -31,7 +31,7 @@ export class KeyConcurrency {
     const teamLimit = caller?.team?.concurrency;
     if (keyLimit === undefined && teamLimit === undefined) return;
     const key = keyLimit === undefined ? undefined : `key:${caller?.id ?? 'anonymous'}`;
-    const team = teamLimit === undefined ? undefined : `team:${caller!.team!.name}`;
+    const team = teamLimit === undefined ? undefined : `team:${caller!.team!.id}`;
     if (key !== undefined) this.check(key, keyLimit!, style, '');
     if (team !== undefined) this.check(team, teamLimit!, style, ` (team '${caller!.team!.name}')`);
     for (const slot of [key, team]) {

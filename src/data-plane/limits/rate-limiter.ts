@@ -114,7 +114,11 @@ export function createRateLimiters(options: RateLimiterOptions = {}): RateLimite
     const known = measured.get(holder);
     if (known && now < known.until && known.settings === settings) return known;
     const meters = [requestMeter('key', caller?.id ?? 'anonymous', caller?.rpm ?? settings.max, settings.windowMs, now)];
-    if (caller?.team?.rpm !== undefined) meters.push(requestMeter('team', caller.team.name, caller.team.rpm, settings.windowMs, now));
+    const team = caller?.team;
+    // Counted under the team's id: a team created later under the same name starts at zero.
+    if (team?.rpm !== undefined) {
+      meters.push(requestMeter('team', team.name, team.rpm, settings.windowMs, now, team.id));
+    }
     const fresh = { settings, meters, demands: meters.map(ONE_REQUEST), until: meters[0]!.resetAt };
     measured.set(holder, fresh);
     return fresh;

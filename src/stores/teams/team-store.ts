@@ -11,8 +11,10 @@ export interface TeamStore {
    * Undefined when no team has that name.
    */
   update(name: string, changes: TeamChanges): Promise<TeamRecord | undefined>;
-  /** False when no team has that name. */
+  /** False when no team has that name. The store keeps the removed team's id under its name (see {@link deletedId}). */
   remove(name: string): Promise<boolean>;
+  /** The id of the last team of that name that was removed, kept after it (undefined when none was). */
+  deletedId(name: string): Promise<string | undefined>;
   /** Grows whenever this process sees the teams change, so a cache in front reads again at once. */
   readonly revision?: number;
   close(): Promise<void>;

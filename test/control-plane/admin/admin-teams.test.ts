@@ -82,11 +82,11 @@ describe('admin team API and the keys\' budget fields', () => {
     const bad = await send(app.url, '/admin/teams', { ...admin, body: { name: 'has space', rpm: 0, tpm: 1.5, quota: { daily: -1, weekly: 3 }, budget: { daily_usd: 0.0000001, monthly_usd: '5' }, cache: 'false', owner: 'x' } });
     expect(bad.status).to.equal(400);
     expect(bad.body.errors).to.have.members([
-      "Field 'body': has unknown fields (name, rpm, tpm, quota, budget, concurrency, cache, guardrails)",
+      "Field 'owner': unknown field (the fields are name, rpm, tpm, quota, budget, concurrency, cache, guardrails)",
       "Field 'name': must be 1 to 64 characters of letters, digits, ., _ and -",
       "Field 'rpm': must be a positive integer",
       "Field 'tpm': must be a positive integer",
-      "Field 'quota': has unknown fields (daily, monthly)",
+      "Field 'quota.weekly': unknown field (the fields are daily, monthly)",
       "Field 'quota.daily': must be a positive integer",
       "Field 'budget.daily_usd': must have at most 6 decimals",
       "Field 'budget.monthly_usd': must be a positive number of USD",
@@ -101,7 +101,7 @@ describe('admin team API and the keys\' budget fields', () => {
     const patch = await send(app.url, '/admin/teams/ok', { method: 'PATCH', ...admin, body: { name: 'renamed', rpm: 'many', budget: { daily_usd: -2 }, cache: 0 } });
     expect(patch.status).to.equal(400);
     expect(patch.body.errors).to.have.members([
-      "Field 'body': has unknown fields (rpm, tpm, quota, budget, concurrency, cache, guardrails; the name cannot be changed)",
+      "Field 'name': cannot be changed: a team keeps its name (the fields a change sets are rpm, tpm, quota, budget, concurrency, cache, guardrails)",
       "Field 'rpm': must be a positive integer",
       "Field 'budget.daily_usd': must be a positive number of USD",
       "Field 'cache': must be true or false",
@@ -113,6 +113,28 @@ describe('admin team API and the keys\' budget fields', () => {
     const notJson = await fetch(`${app.url}/admin/teams`, { method: 'POST', headers: { ...admin, 'content-type': 'application/json' }, body: '{"name":' });
     expect(notJson.status).to.equal(400);
     expect(notJson.headers.get('content-type')).to.contain('application/json');
+  });
+
+  it('names the field a PATCH does not know, and says a limit out of range once', async () => {
+    await send(app.url, '/admin/teams', { ...admin, body: { name: 'ops' } });
+    const key = await send(app.url, '/admin/keys', { ...admin, body: { name: 'svc' } });
+    const team = await send(app.url, '/admin/teams/ops', { method: 'PATCH', ...admin, body: { rmp: 60 } });
+    expect(team.body.errors).to.deep.equal([
+      "Field 'rmp': unknown field (the fields are rpm, tpm, quota, budget, concurrency, cache, guardrails)",
+    ]);
+    const patchKey = (body: unknown) => send(app.url, `/admin/keys/${key.body.id}`, { method: 'PATCH', ...admin, body });
+    const keyPatch = await patchKey({ rmp: 60, quota: { dayly: 5 } });
+    expect(keyPatch.body.errors).to.have.members([
+      "Field 'rmp': unknown field " +
+        '(the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache, guardrails)',
+      "Field 'quota.dayly': unknown field (the fields are daily, monthly)",
+    ]);
+    for (const rpm of [-1.5, 0.5, 0, -3, 2 ** 60]) {
+      const refused = await send(app.url, '/admin/teams/ops', { method: 'PATCH', ...admin, body: { rpm } });
+      expect(refused.body.errors, String(rpm)).to.deep.equal(["Field 'rpm': must be a positive integer"]);
+      const refusedKey = await patchKey({ rpm });
+      expect(refusedKey.body.errors, String(rpm)).to.deep.equal(["Field 'rpm': must be a positive integer"]);
+    }
   });
 
   it('gives keys tpm, budget and a team that must exist, shown null when absent', async () => {

@@ -43,16 +43,17 @@ describe('admin API: DELETE /admin/cache', () => {
   let app: GuardedApp;
   let loner: string;
   let member: string;
+  let research: string;
   const logs = captureLogs();
 
   beforeEach(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'gateway-admin-cache-'));
     keys = new FileKeyStore(dataDir);
     teams = new FileTeamStore(dataDir);
-    await teams.create({ name: 'research' });
+    research = (await teams.create({ name: 'research' })).id;
     loner = (await keys.create({ name: 'loner' })).record.id;
     member = (await keys.create({ name: 'member', team: 'research' })).record.id;
-    cache = new FakeResponseCache({ [`key:${loner}`]: 2, 'team:research': 5 });
+    cache = new FakeResponseCache({ [`key:${loner}`]: 2, [`team:${research}`]: 5 });
     app = await startGuardedApp({ routers: { '/admin': adminRouter({ token: TOKEN, keys, teams, responseCache: cache }) }, logger: logs.logger });
   });
   afterEach(async () => {
@@ -74,12 +75,12 @@ describe('admin API: DELETE /admin/cache', () => {
   it("empties a key's own tenant, or its team's when the key names one", async () => {
     expect(await send(app.url, `/admin/cache?key_id=${loner}`, { method: 'DELETE', ...admin })).to.deep.include({ status: 200, body: { deleted: 2, tenant: `key:${loner}` } });
     expect(await send(app.url, `/admin/cache?key_id=${member}`, { method: 'DELETE', ...admin })).to.deep.include({ status: 200, body: { deleted: 5, tenant: 'team:research' } });
-    expect(cache.cleared).to.deep.equal([`key:${loner}`, 'team:research']);
+    expect(cache.cleared).to.deep.equal([`key:${loner}`, `team:${research}`]);
   });
 
   it("empties a team's tenant", async () => {
     expect(await send(app.url, '/admin/cache?team=research', { method: 'DELETE', ...admin })).to.deep.include({ status: 200, body: { deleted: 5, tenant: 'team:research' } });
-    expect(cache.cleared).to.deep.equal(['team:research']);
+    expect(cache.cleared).to.deep.equal([`team:${research}`]);
   });
 
   it("empties a key's own tenant when the team it names no longer exists (the data plane serves it without one)", async () => {

@@ -26,6 +26,7 @@ function flaky(inner: TeamStore): TeamStore & { failing: boolean; reads: number 
     },
     update: (name, changes) => inner.update(name, changes),
     remove: (name) => inner.remove(name),
+    deletedId: (name) => inner.deletedId(name),
     close: () => inner.close(),
   };
 }
@@ -48,25 +49,25 @@ describe('authentication with team limits', () => {
   });
 
   it('copies the key\'s and the team\'s cache settings into the caller, as set, and none when unset', async () => {
-    await teams.create({ name: 'quiet', cache: false });
-    await teams.create({ name: 'loud', cache: true });
+    const quiet = await teams.create({ name: 'quiet', cache: false });
+    const loud = await teams.create({ name: 'loud', cache: true });
     const off = await keys.create({ name: 'off', cache: false });
     const on = await keys.create({ name: 'on', cache: true, team: 'quiet' });
     const plain = await keys.create({ name: 'plain', team: 'loud' });
     expect(authenticatedKey(off.record)).to.deep.equal({ id: off.record.id, name: 'off', cache: false });
     const auth = createAuthenticator({ store: keys, teams });
-    expect(await auth.check(bearer(on.key), '/v1/chat/completions')).to.deep.equal({ id: on.record.id, name: 'on', cache: true, team: { name: 'quiet', cache: false } });
-    expect(await auth.check(bearer(plain.key), '/v1/chat/completions')).to.deep.equal({ id: plain.record.id, name: 'plain', team: { name: 'loud', cache: true } });
+    expect(await auth.check(bearer(on.key), '/v1/chat/completions')).to.deep.equal({ id: on.record.id, name: 'on', cache: true, team: { id: quiet.id, name: 'quiet', cache: false } });
+    expect(await auth.check(bearer(plain.key), '/v1/chat/completions')).to.deep.equal({ id: plain.record.id, name: 'plain', team: { id: loud.id, name: 'loud', cache: true } });
     await teams.update('loud', { cache: null });
-    expect(await createAuthenticator({ store: keys, teams }).check(bearer(plain.key), '/v1/chat/completions')).to.deep.equal({ id: plain.record.id, name: 'plain', team: { name: 'loud' } });
+    expect(await createAuthenticator({ store: keys, teams }).check(bearer(plain.key), '/v1/chat/completions')).to.deep.equal({ id: plain.record.id, name: 'plain', team: { id: loud.id, name: 'loud' } });
   });
 
   it('gives a key naming a team the team\'s name and limits beside its own, synchronously once cached', async () => {
-    await teams.create({ name: 'research', rpm: 60, tpm: 20_000, quota: { monthly: 5 }, budget: { monthly_usd: 80 } });
+    const research = await teams.create({ name: 'research', rpm: 60, tpm: 20_000, quota: { monthly: 5 }, budget: { monthly_usd: 80 } });
     const { key, record } = await keys.create({ name: 'member', tpm: 900, team: 'research' });
     const auth = createAuthenticator({ store: keys, teams });
     const first = await auth.check(bearer(key), '/v1/chat/completions');
-    expect(first).to.deep.equal({ id: record.id, name: 'member', tpm: 900, team: { name: 'research', rpm: 60, tpm: 20_000, quota: { monthly: 5 }, budget: { monthly_usd: 80 } } });
+    expect(first).to.deep.equal({ id: record.id, name: 'member', tpm: 900, team: { id: research.id, name: 'research', rpm: 60, tpm: 20_000, quota: { monthly: 5 }, budget: { monthly_usd: 80 } } });
     const again = auth.check(bearer(key), '/v1/chat/completions');
     expect(again).not.to.be.instanceOf(Promise);
     expect(again).to.equal(first);
@@ -75,22 +76,22 @@ describe('authentication with team limits', () => {
   });
 
   it('sees a change of the team within its trust time, and at once when this process made it', async () => {
-    await teams.create({ name: 'ops', rpm: 10 });
+    const { id } = await teams.create({ name: 'ops', rpm: 10 });
     const { key } = await keys.create({ name: 'k', team: 'ops' });
     const elsewhere = new FileTeamStore(dataDir);
     // The authenticator's caches on a clock the test moves (they take Date.now as their clock when built):
     // the team read is trusted for its 300 ms whatever the machine's speed, and no longer.
     const clock = new ManualClock(Date.now());
     const auth = withDateNow(clock, () => createAuthenticator({ store: keys, teams, teamTrustMs: 300 }));
-    expect((await auth.check(bearer(key), '/v1/chat/completions')).team).to.deep.equal({ name: 'ops', rpm: 10 });
+    expect((await auth.check(bearer(key), '/v1/chat/completions')).team).to.deep.equal({ id, name: 'ops', rpm: 10 });
     await elsewhere.update('ops', { rpm: 20, tpm: 5 });
     clock.advance(300);
-    expect((await auth.check(bearer(key), '/v1/chat/completions')).team, 'the other process\'s change, once the trust time is over').to.deep.equal({ name: 'ops', rpm: 20, tpm: 5 });
+    expect((await auth.check(bearer(key), '/v1/chat/completions')).team, 'the other process\'s change, once the trust time is over').to.deep.equal({ id, name: 'ops', rpm: 20, tpm: 5 });
 
     const patient = createAuthenticator({ store: keys, teams, teamTrustMs: 60_000 });
     expect((await patient.check(bearer(key), '/v1/chat/completions')).team?.tpm).to.equal(5);
     await teams.update('ops', { tpm: null });
-    expect(await patient.check(bearer(key), '/v1/chat/completions')).to.have.deep.property('team', { name: 'ops', rpm: 20 });
+    expect(await patient.check(bearer(key), '/v1/chat/completions')).to.have.deep.property('team', { id, name: 'ops', rpm: 20 });
   });
 
   it('serves a key whose team no longer exists with its own limits, warning once per team name', async () => {
@@ -112,7 +113,7 @@ describe('authentication with team limits', () => {
   });
 
   it('answers 503 while the team store fails for a team never read, and keeps the last state of one read before', async () => {
-    await teams.create({ name: 'shaky', tpm: 77 });
+    const { id } = await teams.create({ name: 'shaky', tpm: 77 });
     const { key } = await keys.create({ name: 'k', team: 'shaky' });
     const store = flaky(teams);
     store.failing = true;
@@ -121,10 +122,10 @@ describe('authentication with team limits', () => {
     const refused = await Promise.resolve(auth.check(bearer(key), '/v1/chat/completions')).then(() => undefined, (error: { status: number; detail: string }) => error);
     expect(refused).to.deep.include({ status: 503, detail: 'The team store is unavailable; please retry shortly' });
     store.failing = false;
-    expect((await auth.check(bearer(key), '/v1/chat/completions')).team).to.deep.equal({ name: 'shaky', tpm: 77 });
+    expect((await auth.check(bearer(key), '/v1/chat/completions')).team).to.deep.equal({ id, name: 'shaky', tpm: 77 });
     store.failing = true;
     await sleep(80);
-    expect((await auth.check(bearer(key), '/v1/chat/completions')).team).to.deep.equal({ name: 'shaky', tpm: 77 });
+    expect((await auth.check(bearer(key), '/v1/chat/completions')).team).to.deep.equal({ id, name: 'shaky', tpm: 77 });
     expect(logs.text()).to.contain('team store unavailable: using the team limits last read');
   });
 

@@ -71,7 +71,7 @@ describe('budget gate (admission of token and money limits)', () => {
 
   it('names the team and the day of a team budget, waiting until UTC midnight', () => {
     const { gate: budgets, ledger } = gate();
-    const caller = { id: 'k', team: { name: 'eng', budget: { daily_usd: 0.001 } } };
+    const caller = { id: 'k', team: { id: 'eng', name: 'eng', budget: { daily_usd: 0.001 } } };
     ledger.reserve([{ counter: 'team:eng:budget:d:2026-11-25', limit: 1_000_000, want: 999_990, need: 0, resetAt: Date.UTC(2026, 10, 26) }]);
     expect(refusal(() => budgets.admit(caller, () => ({ inputTokens: 20, outputTokens: 0 }), pricing))).to.deep.equal({
       status: 429,
@@ -84,7 +84,7 @@ describe('budget gate (admission of token and money limits)', () => {
 
   it('reserves on all of a request\'s limits or on none', async () => {
     const { gate: budgets, ledger } = gate();
-    const caller = { id: 'k', quota: { daily: 1000 }, team: { name: 'eng', tpm: 50 } };
+    const caller = { id: 'k', quota: { daily: 1000 }, team: { id: 'eng', name: 'eng', tpm: 50 } };
     expect(() => budgets.admit(caller, () => ({ inputTokens: 60, outputTokens: 10 }), pricing)).to.throw(/Token rate limit exceeded/);
     expect(await ledger.peek(['key:k:quota:d:2026-11-25'])).to.deep.equal([0]);
   });

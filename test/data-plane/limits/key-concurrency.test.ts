@@ -169,13 +169,13 @@ describe('KeyConcurrency', () => {
 
   it('counts nothing without a cap: no key concurrency, no default, no team cap', () => {
     const slots = new KeyConcurrency();
-    for (let index = 0; index < 1000; index += 1) slots.acquire({ id: 'key_a', team: { name: 'research', rpm: 5 } }, fakeResponse());
+    for (let index = 0; index < 1000; index += 1) slots.acquire({ id: 'key_a', team: { id: 'research', name: 'research', rpm: 5 } }, fakeResponse());
     expect(slots.inFlight('key_a')).to.equal(0);
   });
 
   it("holds a team's slots across its keys, naming the team in the refusal", () => {
     const slots = new KeyConcurrency();
-    const team = { name: 'research', concurrency: 2 };
+    const team = { id: 'team_research', name: 'research', concurrency: 2 };
     const first = fakeResponse();
     slots.acquire({ id: 'key_a', team }, first);
     slots.acquire({ id: 'key_b', team }, fakeResponse());

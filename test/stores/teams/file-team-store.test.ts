@@ -22,7 +22,8 @@ describe('file team store', () => {
     const store = new FileTeamStore(dataDir);
     await store.create({ name: 'one', tpm: 5 });
     expect(store.path).to.equal(join(dataDir, 'teams.json'));
-    expect(JSON.parse(await readFile(store.path, 'utf8'))).to.deep.include({ teams: [{ name: 'one', tpm: 5, createdAt: (await store.get('one'))!.createdAt }] });
+    const { id, createdAt } = (await store.get('one'))!;
+    expect(JSON.parse(await readFile(store.path, 'utf8'))).to.deep.include({ teams: [{ id, name: 'one', tpm: 5, createdAt }] });
     expect((await stat(store.path)).mode & 0o777).to.equal(0o600);
     expect(await readdir(dataDir)).to.deep.equal(['teams.json']);
   });
@@ -51,6 +52,18 @@ describe('file team store', () => {
     await Promise.all(Array.from({ length: 10 }, (_, index) => (index % 2 ? one : two).create({ name: `team-${index}` })));
     expect(await new FileTeamStore(dataDir).list()).to.have.length(10);
     expect(await readdir(dataDir)).to.deep.equal(['teams.json']);
+  });
+
+  it('reads a team stored before teams had ids with its name as its id, through a change and a delete', async () => {
+    const stored = { name: 'veteran', rpm: 3, createdAt: '2026-01-05T10:00:00.000Z' };
+    await writeFile(join(dataDir, 'teams.json'), JSON.stringify({ teams: [stored] }));
+    const store = new FileTeamStore(dataDir);
+    expect(await store.get('veteran')).to.deep.equal({ ...stored, id: 'veteran' });
+    expect(await store.list()).to.deep.equal([{ ...stored, id: 'veteran' }]);
+    expect(await store.update('veteran', { rpm: 4 })).to.deep.equal({ ...stored, rpm: 4, id: 'veteran' });
+    expect(await store.remove('veteran')).to.equal(true);
+    expect(await store.deletedId('veteran')).to.equal('veteran');
+    expect((await store.create({ name: 'veteran' })).id).not.to.equal('veteran');
   });
 
   it('fails with a clear message when the file is not a team file', async () => {

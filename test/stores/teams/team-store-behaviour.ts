@@ -22,7 +22,7 @@ export function behavesAsTeamStore(open: () => Promise<[TeamStore, TeamStore]>):
     const before = Date.now();
     const created = await first.create({ name: 'research.team_1', rpm: 60, tpm: 10_000, quota: { daily: 5000 }, budget: { daily_usd: 2.5, monthly_usd: 40 } });
     const after = Date.now();
-    expect(created).to.deep.equal({ name: 'research.team_1', rpm: 60, tpm: 10_000, quota: { daily: 5000 }, budget: { daily_usd: 2.5, monthly_usd: 40 }, createdAt: created.createdAt });
+    expect(created).to.deep.equal({ id: created.id, name: 'research.team_1', rpm: 60, tpm: 10_000, quota: { daily: 5000 }, budget: { daily_usd: 2.5, monthly_usd: 40 }, createdAt: created.createdAt });
     // Stamped while the create ran (ISO time to the millisecond, the clock Date.now reads).
     expect(Date.parse(created.createdAt), created.createdAt).to.be.within(before, after);
     const clash = await failure(second.create({ name: 'research.team_1' }));
@@ -30,7 +30,7 @@ export function behavesAsTeamStore(open: () => Promise<[TeamStore, TeamStore]>):
     await first.create({ name: 'bare' });
     expect((await second.list()).map((team) => team.name)).to.have.members(['research.team_1', 'bare']);
     expect(await second.get('research.team_1')).to.deep.equal(created);
-    expect(await second.get('bare')).to.deep.equal({ name: 'bare', createdAt: (await second.get('bare'))!.createdAt });
+    expect(await second.get('bare')).to.deep.equal({ id: (await second.get('bare'))!.id, name: 'bare', createdAt: (await second.get('bare'))!.createdAt });
     expect(await second.get('nobody')).to.equal(undefined);
   });
 
@@ -40,20 +40,20 @@ export function behavesAsTeamStore(open: () => Promise<[TeamStore, TeamStore]>):
     expect(updated).to.deep.include({ name: 'ops', tpm: 200, quota: { daily: 1, monthly: 2 }, budget: { monthly_usd: 0.000001 } });
     expect(updated).not.to.have.property('rpm');
     expect(await first.get('ops')).to.deep.equal(updated);
-    expect(await first.update('ops', { quota: null, budget: null, tpm: null })).to.deep.equal({ name: 'ops', createdAt: updated!.createdAt });
+    expect(await first.update('ops', { quota: null, budget: null, tpm: null })).to.deep.equal({ id: updated!.id, name: 'ops', createdAt: updated!.createdAt });
     expect(await first.update('nobody', { rpm: 1 })).to.equal(undefined);
     expect(await first.get('nobody')).to.equal(undefined);
   });
 
   it('keeps the cache setting as set (false or true), changes it, and removes it with null', async () => {
     const created = await first.create({ name: 'quiet', rpm: 5, cache: false });
-    expect(created).to.deep.equal({ name: 'quiet', rpm: 5, cache: false, createdAt: created.createdAt });
+    expect(created).to.deep.equal({ id: created.id, name: 'quiet', rpm: 5, cache: false, createdAt: created.createdAt });
     expect(await second.get('quiet')).to.deep.equal(created);
     expect(await second.update('quiet', { cache: true })).to.deep.equal({ ...created, cache: true });
     expect(await first.get('quiet')).to.include({ cache: true });
     expect(await first.update('quiet', { rpm: 6 })).to.include({ cache: true, rpm: 6 });
     const removed = await second.update('quiet', { cache: null });
-    expect(removed).to.deep.equal({ name: 'quiet', rpm: 6, createdAt: created.createdAt });
+    expect(removed).to.deep.equal({ id: created.id, name: 'quiet', rpm: 6, createdAt: created.createdAt });
     expect((await first.list()).find((team) => team.name === 'quiet')).not.to.have.property('cache');
   });
 
@@ -63,7 +63,7 @@ export function behavesAsTeamStore(open: () => Promise<[TeamStore, TeamStore]>):
     expect(await second.update('guarded', { guardrails: [] })).to.deep.include({ guardrails: [] });
     expect(await first.get('guarded')).to.deep.include({ guardrails: [] });
     expect(await first.update('guarded', { guardrails: ['a', 'b'] })).to.deep.include({ guardrails: ['a', 'b'] });
-    expect(await second.update('guarded', { guardrails: null })).to.deep.equal({ name: 'guarded', createdAt: created.createdAt });
+    expect(await second.update('guarded', { guardrails: null })).to.deep.equal({ id: created.id, name: 'guarded', createdAt: created.createdAt });
   });
 
   it('loses no change when two instances update one team at once', async () => {
@@ -79,6 +79,24 @@ export function behavesAsTeamStore(open: () => Promise<[TeamStore, TeamStore]>):
     expect(await first.get('gone')).to.equal(undefined);
     expect((await first.list()).map((team) => team.name)).not.to.include('gone');
     expect((await first.create({ name: 'gone' })).rpm).to.equal(undefined);
+  });
+
+  it("gives each team an id of its own, one made again under a deleted team's name too, and keeps the last deleted id", async () => {
+    const before = await first.create({ name: 'again', rpm: 1 });
+    expect(before.id).to.match(/^team_[0-9a-f]{16}$/);
+    expect((await second.get('again'))?.id).to.equal(before.id);
+    expect((await second.list()).find((team) => team.name === 'again')?.id).to.equal(before.id);
+    expect((await second.update('again', { rpm: 2 }))?.id).to.equal(before.id);
+    expect(await second.deletedId('again')).to.equal(undefined);
+    expect(await second.remove('again')).to.equal(true);
+    expect(await first.deletedId('again')).to.equal(before.id);
+    const later = await first.create({ name: 'again' });
+    expect(later.id).to.match(/^team_[0-9a-f]{16}$/).and.not.to.equal(before.id);
+    expect((await second.get('again'))?.id).to.equal(later.id);
+    expect(await second.deletedId('again'), 'the last deleted, while a later team has the name').to.equal(before.id);
+    await second.remove('again');
+    expect(await first.deletedId('again')).to.equal(later.id);
+    expect(await first.deletedId('never')).to.equal(undefined);
   });
 
   it('refuses a name that is not 1 to 64 of [A-Za-z0-9._-], whoever calls the store', async () => {
