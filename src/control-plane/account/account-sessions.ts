@@ -82,46 +82,155 @@ export const sameOriginOnly: RequestHandler = function sameOriginOnly(req, _res,
  * random session id in an HttpOnly, SameSite=Strict cookie (Secure over TLS); writes also need the
  * session's CSRF token in `x-csrf-token`.
  */
-export function accountSessions(options: AccountSessionOptions) {
-  const ttlMs = options.ttlMs ?? 8 * 3_600_000;
-  const now = options.now ?? Date.now;
-  const limit = options.signInLimit ?? { max: 10, windowMs: 15 * 60_000 };
-  const storeKey = (sessionId: string) => createHmac('sha256', options.secret).update(sessionId).digest('hex');
-  const adminTokenOn = () => options.token !== undefined && (options.adminTokenEnabled?.() ?? true);
-  const source = (req: Request) => ({ source: options.source ?? NO_SOURCE, via: 'account' as const, address: clientAddress(req) });
-  const refuse = (req: Request, error: GatewayError, actor?: Principal): GatewayError => {
-    if (options.source) {
-      publish(EVENTS.controlPlaneRefusal, () => ({ ...source(req), actor: actor && actorOf(actor), action: 'session.sign-in', target: { type: 'session' as const, id: actor?.actor.kind === 'user' ? 'oidc' : 'admin-token' }, status: error.status as 401 | 403, reason: error.detail }));
+export function accountSessions(options: AccountSessionOptions): AccountSessions {
+  return new AccountSessions(options);
+}
+
+/** The account page's sessions: its handlers, bound, to mount on the account router. */
+export class AccountSessions {
+  private readonly ttlMs: number;
+  private readonly now: () => number;
+  /** Failed sign-ins per client address (in the shared store when one is given). */
+  readonly throttle: RequestHandler;
+
+  constructor(private readonly options: AccountSessionOptions) {
+    this.ttlMs = options.ttlMs ?? 8 * 3_600_000;
+    this.now = options.now ?? Date.now;
+    this.throttle = signInThrottle(options.signInLimit ?? { max: 10, windowMs: 15 * 60_000 }, options.signInStore);
+  }
+
+  /** Where a session is kept: an HMAC of its id, so the store never holds a usable session id. */
+  readonly storeKey = (sessionId: string) => createHmac('sha256', this.options.secret).update(sessionId).digest('hex');
+
+  private adminTokenOn(): boolean {
+    return this.options.token !== undefined && (this.options.adminTokenEnabled?.() ?? true);
+  }
+
+  private site(req: Request) {
+    return { source: this.options.source ?? NO_SOURCE, via: 'account' as const, address: clientAddress(req) };
+  }
+
+  /** A sign-in refused: published as a refusal (the audit log) and given back to throw. */
+  private refuse(req: Request, error: GatewayError, actor?: Principal): GatewayError {
+    if (this.options.source) {
+      const target = { type: 'session' as const, id: actor?.actor.kind === 'user' ? 'oidc' : 'admin-token' };
+      const status = error.status as 401 | 403;
+      publish(EVENTS.controlPlaneRefusal, () => ({ ...this.site(req), actor: actor && actorOf(actor), action: 'session.sign-in', target, status, reason: error.detail }));
     }
     return error;
-  };
+  }
+
+  /** A sign-in or sign-out, published (the audit log). */
+  private signedIn(req: Request, principal: Principal, action: 'session.sign-in' | 'session.sign-out', session: AccountSession): void {
+    if (!this.options.source) return;
+    const method = session.user ? ('oidc' as const) : ('admin-token' as const);
+    publish(EVENTS.signIn, () => ({ ...this.site(req), actor: actorOf(principal), action, method }));
+  }
 
   /** The principal a session acts as now: its person's roles from the mapping in force, or the admin token's. */
-  function principalOf(session: AccountSession): Principal | GatewayError {
+  private principalOf(session: AccountSession): Principal | GatewayError {
     if (!session.user) {
-      return adminTokenOn() ? ADMIN_TOKEN_PRINCIPAL : unauthenticated('Signing in with the admin token is switched off on this gateway: sign in again with single sign-on');
+      if (this.adminTokenOn()) return ADMIN_TOKEN_PRINCIPAL;
+      return unauthenticated('Signing in with the admin token is switched off on this gateway: sign in again with single sign-on');
     }
-    const grants = grantsOfGroups(options.roles?.() ?? [], session.user.groups);
+    const grants = grantsOfGroups(this.options.roles?.() ?? [], session.user.groups);
     const principal = userPrincipal(session.user, grants);
-    return grants.length > 0 ? principal : forbidden(`${principal.actor.name ?? principal.actor.id} holds no role on this gateway (none of their groups is in the role mapping)`);
+    if (grants.length > 0) return principal;
+    return forbidden(`${principal.actor.name ?? principal.actor.id} holds no role on this gateway (none of their groups is in the role mapping)`);
   }
 
-  async function current(req: Request): Promise<{ id: string; session: AccountSession } | undefined> {
+  private async current(req: Request): Promise<{ id: string; session: AccountSession } | undefined> {
     const id = cookieValue(req, SESSION_COOKIE);
     if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) return undefined;
-    const session = await options.store.get(storeKey(id));
-    return session && !session.pending && session.expiresAt > now() ? { id, session } : undefined;
+    const session = await this.options.store.get(this.storeKey(id));
+    return session && !session.pending && session.expiresAt > this.now() ? { id, session } : undefined;
   }
 
-  function setCookie(req: Request, res: Response, value: string, maxAgeMs: number): void {
+  private setCookie(req: Request, res: Response, value: string, maxAgeMs: number): void {
     res.cookie(SESSION_COOKIE, value, { httpOnly: true, sameSite: 'strict', secure: cameOverTls(req), path: COOKIE_PATH, maxAge: maxAgeMs });
   }
 
-  const throttle = rateLimit({
+  /** Starts a session for a principal (the admin token's, or a person's from single sign-on), replacing the request's own. */
+  readonly startSession = async (req: Request, res: Response, user?: SessionUser): Promise<AccountSession> => {
+    const previous = await this.current(req);
+    if (previous) await this.options.store.delete(this.storeKey(previous.id));
+    const id = randomBytes(32).toString('base64url');
+    const session: AccountSession = { csrfToken: randomBytes(32).toString('base64url'), expiresAt: this.now() + this.ttlMs, ...(user && { user }) };
+    await this.options.store.put(this.storeKey(id), session);
+    this.setCookie(req, res, id, this.ttlMs);
+    this.signedIn(req, this.principalOf(session) as Principal, 'session.sign-in', session);
+    return session;
+  };
+
+  readonly signIn: RequestHandler = async (req, res) => {
+    const body = await readJsonObject(req, SIGN_IN_BODY_LIMIT);
+    if (typeof body.token !== 'string' || body.token === '') throw validationError([fieldError('token', 'is required: the admin token (GATEWAY_ADMIN_TOKEN)')]);
+    const { token } = this.options;
+    if (token === undefined || !sameSecret(body.token, token)) throw this.refuse(req, unauthenticated('Invalid admin token'));
+    if (!this.adminTokenOn()) {
+      throw this.refuse(req, unauthenticated('Signing in with the admin token is switched off on this gateway (access.adminToken: false): use single sign-on'));
+    }
+    const session = await this.startSession(req, res);
+    res.status(201).json(sessionBody(session, ADMIN_TOKEN_PRINCIPAL));
+  };
+
+  readonly state: RequestHandler = async (req, res) => {
+    const found = await this.current(req);
+    const principal = found && this.principalOf(found.session);
+    if (found && principal && !(principal instanceof Error)) return void res.json(sessionBody(found.session, principal));
+    res.json({ enabled: true, signed_in: false, ...this.signInMethods() });
+  };
+
+  /** How one may sign in, when it is not the default (the admin token only). */
+  private signInMethods(): Record<string, unknown> {
+    return { ...(this.options.signOn && { sso: { start: '/account/api/sso' } }), ...(!this.adminTokenOn() && { admin_token: false }) };
+  }
+
+  readonly signOut: RequestHandler = async (req, res) => {
+    const found = await this.current(req);
+    if (found) {
+      await this.options.store.delete(this.storeKey(found.id));
+      const principal = this.principalOf(found.session);
+      if (!(principal instanceof Error)) this.signedIn(req, principal, 'session.sign-out', found.session);
+    }
+    this.setCookie(req, res, '', 0);
+    res.status(204).end();
+  };
+
+  /** Lets a request through only with a live session; a write also needs this origin and the CSRF token. */
+  readonly requireSession: RequestHandler = async (req, res, next) => {
+    const found = await this.current(req);
+    if (!found) return next(unauthenticated('Not signed in (or the session expired): sign in on /account'));
+    const principal = this.principalOf(found.session);
+    if (principal instanceof Error) return next(principal);
+    res.locals.principal = principal;
+    res.locals.accountSession = found.session;
+    if (req.method === 'GET' || req.method === 'HEAD') return next();
+    sameOriginOnly(req, res, (error?: unknown) => {
+      if (error) return next(error);
+      if (!sameSecret(String(req.headers[CSRF_HEADER] ?? ''), found.session.csrfToken)) {
+        return next(forbidden(`Missing or wrong CSRF token: send the session's csrf_token in the ${CSRF_HEADER} header`));
+      }
+      next();
+    });
+  };
+
+  /** Whether a person's groups give a role now; a refusal (403) is published when they do not. */
+  readonly hasRole = (req: Request, user: SessionUser): boolean => {
+    const principal = this.principalOf({ csrfToken: '', expiresAt: 0, user });
+    if (!(principal instanceof Error)) return true;
+    this.refuse(req, principal, userPrincipal(user, []));
+    return false;
+  };
+}
+
+/** Failed sign-ins per client address: past the limit, 429 until the window ends (successful ones are not counted). */
+function signInThrottle(limit: { readonly max: number; readonly windowMs: number }, store: AccountSessionOptions['signInStore']): RequestHandler {
+  return rateLimit({
     windowMs: limit.windowMs,
     limit: limit.max,
     skipSuccessfulRequests: true,
-    store: options.signInStore ?? new MemoryStore(),
+    store: store ?? new MemoryStore(),
     passOnStoreError: true,
     standardHeaders: 'draft-8',
     legacyHeaders: false,
@@ -137,81 +246,6 @@ export function accountSessions(options: AccountSessionOptions) {
       );
     },
   });
-
-  /** Starts a session for a principal (the admin token's, or a person's from single sign-on), replacing the request's own. */
-  async function startSession(req: Request, res: Response, user?: SessionUser): Promise<AccountSession> {
-    const previous = await current(req);
-    if (previous) await options.store.delete(storeKey(previous.id));
-    const id = randomBytes(32).toString('base64url');
-    const session: AccountSession = { csrfToken: randomBytes(32).toString('base64url'), expiresAt: now() + ttlMs, ...(user && { user }) };
-    await options.store.put(storeKey(id), session);
-    setCookie(req, res, id, ttlMs);
-    const principal = principalOf(session) as Principal;
-    if (options.source) publish(EVENTS.signIn, () => ({ ...source(req), actor: actorOf(principal), action: 'session.sign-in' as const, method: user ? ('oidc' as const) : ('admin-token' as const) }));
-    return session;
-  }
-
-  const signIn: RequestHandler = async (req, res) => {
-    const body = await readJsonObject(req, SIGN_IN_BODY_LIMIT);
-    if (typeof body.token !== 'string' || body.token === '') throw validationError([fieldError('token', 'is required: the admin token (GATEWAY_ADMIN_TOKEN)')]);
-    if (options.token === undefined || !sameSecret(body.token, options.token)) throw refuse(req, unauthenticated('Invalid admin token'));
-    if (!adminTokenOn()) throw refuse(req, unauthenticated('Signing in with the admin token is switched off on this gateway (access.adminToken: false): use single sign-on'));
-    const session = await startSession(req, res);
-    res.status(201).json(sessionBody(session, ADMIN_TOKEN_PRINCIPAL));
-  };
-
-  const state: RequestHandler = async (req, res) => {
-    const found = await current(req);
-    const principal = found && principalOf(found.session);
-    if (found && principal && !(principal instanceof Error)) return void res.json(sessionBody(found.session, principal));
-    res.json({ enabled: true, signed_in: false, ...signInMethods() });
-  };
-
-  /** How one may sign in, when it is not the default (the admin token only). */
-  function signInMethods(): Record<string, unknown> {
-    return { ...(options.signOn && { sso: { start: '/account/api/sso' } }), ...(!adminTokenOn() && { admin_token: false }) };
-  }
-
-  const signOut: RequestHandler = async (req, res) => {
-    const found = await current(req);
-    if (found) {
-      await options.store.delete(storeKey(found.id));
-      const principal = principalOf(found.session);
-      if (options.source && !(principal instanceof Error)) {
-        publish(EVENTS.signIn, () => ({ ...source(req), actor: actorOf(principal), action: 'session.sign-out' as const, method: found.session.user ? ('oidc' as const) : ('admin-token' as const) }));
-      }
-    }
-    setCookie(req, res, '', 0);
-    res.status(204).end();
-  };
-
-  /** Lets a request through only with a live session; a write also needs this origin and the CSRF token. */
-  const requireSession: RequestHandler = async (req, res, next) => {
-    const found = await current(req);
-    if (!found) return next(unauthenticated('Not signed in (or the session expired): sign in on /account'));
-    const principal = principalOf(found.session);
-    if (principal instanceof Error) return next(principal);
-    res.locals.principal = principal;
-    res.locals.accountSession = found.session;
-    if (req.method === 'GET' || req.method === 'HEAD') return next();
-    sameOriginOnly(req, res, (error?: unknown) => {
-      if (error) return next(error);
-      if (!sameSecret(String(req.headers[CSRF_HEADER] ?? ''), found.session.csrfToken)) {
-        return next(forbidden(`Missing or wrong CSRF token: send the session's csrf_token in the ${CSRF_HEADER} header`));
-      }
-      next();
-    });
-  };
-
-  /** Whether a person's groups give a role now; a refusal (403) is published when they do not. */
-  function hasRole(req: Request, user: SessionUser): boolean {
-    const principal = principalOf({ csrfToken: '', expiresAt: 0, user });
-    if (!(principal instanceof Error)) return true;
-    refuse(req, principal, userPrincipal(user, []));
-    return false;
-  }
-
-  return { throttle, signIn, state, signOut, requireSession, startSession, storeKey, hasRole };
 }
 
 /** Stands for the gateway in events when none was given (a router built alone, in tests). */

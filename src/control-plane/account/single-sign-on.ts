@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import * as oidc from 'openid-client';
 import type { Logger } from 'pino';
 import { isLoopback, type OidcSettings } from '../../config/access-config.ts';
-import type { SessionStore, SessionUser } from '../../stores/session-store.ts';
+import type { AccountSession, SessionStore, SessionUser } from '../../stores/session-store.ts';
 import { cameOverTls } from './account-sessions.ts';
 
 export const SIGN_ON_COOKIE = 'gw_account_sso';
@@ -52,21 +52,7 @@ function groupsIn(claim: unknown): string[] | undefined {
  */
 export function singleSignOn(options: SignOnOptions): { start: RequestHandler; callback: RequestHandler } {
   const now = options.now ?? Date.now;
-  let discovered: { key: string; config: Promise<oidc.Configuration> } | undefined;
-
-  // The issuer's configuration, discovered once per settings (again after a failure or a reload that changes them).
-  function configuration(settings: OidcSettings): Promise<oidc.Configuration> {
-    const key = JSON.stringify([settings.issuer, settings.clientId, settings.clientSecret]);
-    if (discovered?.key !== key) {
-      const insecure = new URL(settings.issuer).protocol === 'http:' && isLoopback(new URL(settings.issuer).hostname);
-      const config = oidc.discovery(new URL(settings.issuer), settings.clientId, settings.clientSecret, undefined, { execute: insecure ? [oidc.allowInsecureRequests] : [], timeout: 10 });
-      discovered = { key, config };
-      config.catch(() => {
-        if (discovered?.config === config) discovered = undefined;
-      });
-    }
-    return discovered.config;
-  }
+  const configuration = issuerDiscovery();
 
   function fail(res: Response, why: SignOnFailure, detail?: string): void {
     if (detail) options.logger?.warn({ reason: why, detail }, `single sign-on failed: ${why}`);
@@ -110,19 +96,7 @@ export function singleSignOn(options: SignOnOptions): { start: RequestHandler; c
     if (!settings) return fail(res, 'unavailable', 'single sign-on is not configured');
     let user: SessionUser;
     try {
-      const config = await configuration(settings);
-      const answered = new URL(pending.redirectUri);
-      answered.search = new URL(req.originalUrl, 'http://callback').search;
-      const tokens = await oidc.authorizationCodeGrant(config, answered, { pkceCodeVerifier: pending.verifier, expectedState: pending.state, expectedNonce: pending.nonce, idTokenExpected: true });
-      const claims = tokens.claims()!;
-      let groups = groupsIn(claims[settings.groupsClaim]);
-      let profile: Record<string, unknown> = claims;
-      if (groups === undefined) {
-        profile = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
-        groups = groupsIn(profile[settings.groupsClaim]) ?? [];
-      }
-      const text = (name: string) => (typeof profile[name] === 'string' ? (profile[name] as string) : typeof claims[name] === 'string' ? (claims[name] as string) : undefined);
-      user = { issuer: claims.iss, subject: claims.sub, name: text('name'), email: text('email'), groups };
+      user = await signedInUser(await configuration(settings), settings, pending, req.originalUrl);
     } catch (error) {
       return fail(res, 'failed', (error as Error).message);
     }
@@ -132,4 +106,43 @@ export function singleSignOn(options: SignOnOptions): { start: RequestHandler; c
   };
 
   return { start, callback };
+}
+
+/** The issuer's configuration, discovered once per settings (again after a failure or a reload that changes them). */
+function issuerDiscovery(): (settings: OidcSettings) => Promise<oidc.Configuration> {
+  let discovered: { key: string; config: Promise<oidc.Configuration> } | undefined;
+  return (settings) => {
+    const key = JSON.stringify([settings.issuer, settings.clientId, settings.clientSecret]);
+    if (discovered?.key !== key) {
+      const issuer = new URL(settings.issuer);
+      const insecure = issuer.protocol === 'http:' && isLoopback(issuer.hostname);
+      const execute = insecure ? [oidc.allowInsecureRequests] : [];
+      const config = oidc.discovery(issuer, settings.clientId, settings.clientSecret, undefined, { execute, timeout: 10 });
+      discovered = { key, config };
+      config.catch(() => {
+        if (discovered?.config === config) discovered = undefined;
+      });
+    }
+    return discovered.config;
+  };
+}
+
+/**
+ * The person the issuer's answer signs in: the code exchanged (state, nonce and PKCE checked), the ID
+ * token's claims, the groups from its claim, else from userinfo.
+ */
+async function signedInUser(config: oidc.Configuration, settings: OidcSettings, pending: NonNullable<AccountSession['pending']>, originalUrl: string): Promise<SessionUser> {
+  const answered = new URL(pending.redirectUri);
+  answered.search = new URL(originalUrl, 'http://callback').search;
+  const checks = { pkceCodeVerifier: pending.verifier, expectedState: pending.state, expectedNonce: pending.nonce, idTokenExpected: true };
+  const tokens = await oidc.authorizationCodeGrant(config, answered, checks);
+  const claims = tokens.claims()!;
+  let groups = groupsIn(claims[settings.groupsClaim]);
+  let profile: Record<string, unknown> = claims;
+  if (groups === undefined) {
+    profile = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
+    groups = groupsIn(profile[settings.groupsClaim]) ?? [];
+  }
+  const text = (name: string) => (typeof profile[name] === 'string' ? (profile[name] as string) : typeof claims[name] === 'string' ? (claims[name] as string) : undefined);
+  return { issuer: claims.iss, subject: claims.sub, name: text('name'), email: text('email'), groups };
 }
