@@ -92,10 +92,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
   const stop = shutdown(logger, {
     listener,
     inFlight: serving.inFlight,
-    stopAccepting: () => {
-      ready.draining();
-      configuration.live.close();
-    },
+    stopAccepting: () => (ready.draining(), configuration.live.close()),
     closeInOrder: [() => serving.accounting.flush(), () => serving.close(), () => observability.close(), () => stores.close()],
   });
   return {
@@ -109,10 +106,7 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     usage: stores.usage,
     limits: stores.ledger,
     // Settlements ride along with the records: flushed after them.
-    flushUsage: async () => {
-      await serving.accounting.flush();
-      await stores.ledger.flush();
-    },
+    flushUsage: () => serving.accounting.flush().then(() => stores.ledger.flush()),
     endInFlight: stop.endInFlight,
     reloadConfig: (trigger = 'SIGHUP') => configuration.live.reload(trigger),
     configVersion: () => configuration.live.current.version,

@@ -49,27 +49,7 @@ export function startModelServing(
   const responseCache = openResponseCache(redis, () => live.current.config, observability.metrics, logger);
   const caching = responseCaching(responseCache, () => live.current.config);
   const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
-  const parts: ModelRouteParts = {
-    registry,
-    endpoints,
-    fallbacks: () => live.current.fallbacks,
-    upstream,
-    usage: accounting,
-    // Every upstream wait is bounded by UPSTREAM_TIMEOUT_MS.
-    bounds: {
-      timeoutMs: config.upstreamTimeoutMs,
-      firstByteTimeoutMs: Math.min(config.firstByteTimeoutMs, config.upstreamTimeoutMs),
-      idleTimeoutMs: Math.min(config.idleTimeoutMs, config.upstreamTimeoutMs),
-      bodyLimitBytes: 64 * 1024 * 1024,
-      maxSseEventBytes: config.maxSseEventBytes,
-    },
-    bodyLimitBytes: config.bodyLimitBytes,
-    clientWriteTimeoutMs: config.clientWriteTimeoutMs,
-    authenticate: limits.authenticate,
-    admission: { concurrency: limits.concurrency, rateLimit: limits.rates.perKey },
-    budgets: limits.budgets,
-    nativeChat: { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs },
-  };
+  const parts = routeParts(config, configuration, limits, accounting, upstream);
   const routesOf = (settings: LiveSettings) => modelRoutes(parts, { caching: caching.settings() ? caching : undefined, guardrails: settings.guardrails });
   let routes = routesOf(live.current);
   configuration.onReload((settings) => {
@@ -86,5 +66,31 @@ export function startModelServing(
       await upstream.close();
       sharedBreaker?.stop();
     },
+  };
+}
+
+/** What the model routes' stages are made from: the catalog and endpoints in force, the bounds, the limits. */
+function routeParts(config: GatewayConfig, configuration: Configuration, limits: Limits, usage: GatewayUsageAccounting, upstream: UpstreamClient): ModelRouteParts {
+  const { live, registry, endpoints } = configuration;
+  return {
+    registry,
+    endpoints,
+    fallbacks: () => live.current.fallbacks,
+    upstream,
+    usage,
+    // Every upstream wait is bounded by UPSTREAM_TIMEOUT_MS.
+    bounds: {
+      timeoutMs: config.upstreamTimeoutMs,
+      firstByteTimeoutMs: Math.min(config.firstByteTimeoutMs, config.upstreamTimeoutMs),
+      idleTimeoutMs: Math.min(config.idleTimeoutMs, config.upstreamTimeoutMs),
+      bodyLimitBytes: 64 * 1024 * 1024,
+      maxSseEventBytes: config.maxSseEventBytes,
+    },
+    bodyLimitBytes: config.bodyLimitBytes,
+    clientWriteTimeoutMs: config.clientWriteTimeoutMs,
+    authenticate: limits.authenticate,
+    admission: { concurrency: limits.concurrency, rateLimit: limits.rates.perKey },
+    budgets: limits.budgets,
+    nativeChat: { ...DEFAULT_RETRY_POLICY, deadlineMs: config.chatDeadlineMs },
   };
 }
