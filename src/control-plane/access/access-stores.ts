@@ -56,22 +56,7 @@ async function ofTeamsNow<K extends Pick<ApiKeyRecord, 'team' | 'teamId' | 'crea
  * guardrails (an admin's choice); every change is published on the control-plane change channel.
  */
 export function accessKeyStore(inner: KeyStore, teams: Pick<TeamStore, 'get'> | undefined): KeyStore {
-  // A team admin's key stays in its teams and under their limits.
-  async function checkTeamKey(request: RequestScope, scope: TeamScope, action: string, key: Partial<ApiKeyRecord>, id?: string): Promise<void> {
-    if (scope === 'all') return;
-    const target = { type: 'key' as const, id, team: key.team ?? null };
-    if (!covers(scope, key.team)) {
-      throw refused(request, action, target, key.team ? `Your role may not manage keys of team '${key.team}'` : 'Your role may manage only keys in its teams: name one of them in team');
-    }
-    if (key.guardrails !== undefined) throw refused(request, action, target, "Only an admin may set a key's guardrails");
-    const team = await teams?.get(key.team!);
-    const above = team ? limitsAbove(key, team) : [];
-    if (above.length > 0) {
-      const listed = above.map(([field, value, limit]) => `${field} ${value} is above team '${key.team}''s ${limit}`).join('; ');
-      throw refused(request, action, target, `A key's limits may not exceed its team's: ${listed}`);
-    }
-  }
-
+  const checkTeamKey = teamKeyCheck(teams);
   return {
     get revision() {
       return inner.revision;
@@ -91,12 +76,7 @@ export function accessKeyStore(inner: KeyStore, teams: Pick<TeamStore, 'get'> | 
     async update(id: string, changes: KeyChanges) {
       const { scope, request } = scopeNow('keys.write');
       const before = (await inner.list()).find((record) => record.id === id);
-      if (request && before) {
-        const next = { ...before } as Record<string, unknown>;
-        for (const [field, value] of Object.entries(changes)) if (value === null) delete next[field];
-        else if (value !== undefined) next[field] = value;
-        await checkTeamKey(request, scope, 'key.update', { ...(next as Partial<ApiKeyRecord>), guardrails: changes.guardrails === undefined ? undefined : (changes.guardrails ?? [])}, id);
-      }
+      if (request && before) await checkTeamKey(request, scope, 'key.update', changedKey(before, changes), id);
       const after = await inner.update(id, changes);
       if (after) changed('key.update', { type: 'key', id, team: after.team ?? null }, before && keyView(before), keyView(after));
       return after;
@@ -109,6 +89,34 @@ export function accessKeyStore(inner: KeyStore, teams: Pick<TeamStore, 'get'> | 
     },
     findByHash: (hash) => inner.findByHash(hash),
     close: () => inner.close(),
+  };
+}
+
+/** A key as a change would leave it (a field given null removed, one absent kept), its guardrails as the change sets them. */
+function changedKey(before: ApiKeyRecord, changes: KeyChanges): Partial<ApiKeyRecord> {
+  const next = { ...before } as Record<string, unknown>;
+  for (const [field, value] of Object.entries(changes)) {
+    if (value === null) delete next[field];
+    else if (value !== undefined) next[field] = value;
+  }
+  return { ...(next as Partial<ApiKeyRecord>), guardrails: changes.guardrails === undefined ? undefined : (changes.guardrails ?? []) };
+}
+
+/** A team admin's key stays in its teams and under their limits, and leaves its guardrails to an admin. */
+function teamKeyCheck(teams: Pick<TeamStore, 'get'> | undefined) {
+  return async (request: RequestScope, scope: TeamScope, action: string, key: Partial<ApiKeyRecord>, id?: string): Promise<void> => {
+    if (scope === 'all') return;
+    const target = { type: 'key' as const, id, team: key.team ?? null };
+    if (!covers(scope, key.team)) {
+      throw refused(request, action, target, key.team ? `Your role may not manage keys of team '${key.team}'` : 'Your role may manage only keys in its teams: name one of them in team');
+    }
+    if (key.guardrails !== undefined) throw refused(request, action, target, "Only an admin may set a key's guardrails");
+    const team = await teams?.get(key.team!);
+    const above = team ? limitsAbove(key, team) : [];
+    if (above.length > 0) {
+      const listed = above.map(([field, value, limit]) => `${field} ${value} is above team '${key.team}''s ${limit}`).join('; ');
+      throw refused(request, action, target, `A key's limits may not exceed its team's: ${listed}`);
+    }
   };
 }
 

@@ -17,7 +17,7 @@ import type { LimitLedger } from '../../usage/limit-ledger.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
 import type { OidcSettings } from '../../config/access-config.ts';
 import { aliasTable, providerHealth, type HealthView } from './account-health.ts';
-import { accountSessions, sameOriginOnly } from './account-sessions.ts';
+import { accountSessions, type AccountSessions, sameOriginOnly } from './account-sessions.ts';
 import type { SessionStore } from '../../stores/session-store.ts';
 import type { GuardrailActionLog } from '../../stores/guardrail-actions/guardrail-action-log.ts';
 import { managementRouter } from '../management-router.ts';
@@ -112,17 +112,7 @@ const noStore: RequestHandler = (_req, res, next) => {
 export function accountRouter(options: AccountRouterOptions): Router {
   const router = Router();
   router.use(securityHeaders);
-  const page: RequestHandler = (_req, res) => {
-    res.setHeader('Cache-Control', 'no-cache');
-    res.sendFile(join(ACCOUNT_WEB_DIR, 'index.html'));
-  };
-  router.get('/', page);
-  router.get('/vendor/chart.umd.min.js', (_req, res) => {
-    res.setHeader('Cache-Control', 'no-cache');
-    res.sendFile(CHART_SCRIPT, { headers: { 'Content-Type': 'text/javascript; charset=utf-8' } });
-  });
-  router.use(express.static(ACCOUNT_WEB_DIR, { index: false, redirect: false, dotfiles: 'deny', cacheControl: true, maxAge: 0 }));
-
+  servePage(router);
   const api = Router();
   router.use('/api', noStore, api);
   const signOn = options.signOn?.() !== undefined ? options.signOn : undefined;
@@ -131,26 +121,13 @@ export function accountRouter(options: AccountRouterOptions): Router {
     api.use((req, _res, next) => next(routeNotFound(req.method, req.originalUrl.split('?')[0]!)));
     return router;
   }
-
   const access = options.access ?? {};
-  const sessions = accountSessions({
-    token: options.token,
-    adminTokenEnabled: access.adminTokenEnabled,
-    // Without the admin token, the client's own secret (or id) keys the store's HMAC of session ids.
-    secret: options.token ?? signOn?.()?.clientSecret ?? `sso:${signOn?.()?.clientId}`,
-    roles: options.roles,
-    source: access.source,
-    signOn: signOn !== undefined,
-    store: options.sessions,
-    ttlMs: options.sessionTtlMs,
-    signInLimit: options.signInLimit,
-    signInStore: options.signInStore,
-    now: options.now,
-  });
+  const sessions = sessionsOf(options, signOn);
   api.post('/session', sameOriginOnly, sessions.throttle, sessions.signIn);
   api.get('/session', sessions.state);
   if (signOn) {
-    const sso = singleSignOn({ settings: signOn, store: options.sessions, storeKey: sessions.storeKey, startSession: sessions.startSession, hasRole: sessions.hasRole, logger: options.logger, now: options.now });
+    const { sessions: store, logger, now } = options;
+    const sso = singleSignOn({ settings: signOn, store, storeKey: sessions.storeKey, startSession: sessions.startSession, hasRole: sessions.hasRole, logger, now });
     api.get('/sso', sso.start);
     api.get('/sso/callback', sso.callback);
   }
@@ -164,4 +141,36 @@ export function accountRouter(options: AccountRouterOptions): Router {
   api.use(accessGate({ rules: MANAGEMENT_ROUTES, routes: () => routesOf(management), keys: options.keys, via: 'account', source: access.source }));
   api.use(management);
   return router;
+}
+
+/** The page itself, its scripts and styles, and Chart.js, served as they are. */
+function servePage(router: Router): void {
+  router.get('/', (_req, res) => {
+    res.setHeader('Cache-Control', 'no-cache');
+    res.sendFile(join(ACCOUNT_WEB_DIR, 'index.html'));
+  });
+  router.get('/vendor/chart.umd.min.js', (_req, res) => {
+    res.setHeader('Cache-Control', 'no-cache');
+    res.sendFile(CHART_SCRIPT, { headers: { 'Content-Type': 'text/javascript; charset=utf-8' } });
+  });
+  router.use(express.static(ACCOUNT_WEB_DIR, { index: false, redirect: false, dotfiles: 'deny', cacheControl: true, maxAge: 0 }));
+}
+
+/** The page's sessions: signed in with the admin token, or with single sign-on when configured. */
+function sessionsOf(options: AccountRouterOptions, signOn: AccountRouterOptions['signOn']): AccountSessions {
+  const access = options.access ?? {};
+  return accountSessions({
+    token: options.token,
+    adminTokenEnabled: access.adminTokenEnabled,
+    // Without the admin token, the client's own secret (or id) keys the store's HMAC of session ids.
+    secret: options.token ?? signOn?.()?.clientSecret ?? `sso:${signOn?.()?.clientId}`,
+    roles: options.roles,
+    source: access.source,
+    signOn: signOn !== undefined,
+    store: options.sessions,
+    ttlMs: options.sessionTtlMs,
+    signInLimit: options.signInLimit,
+    signInStore: options.signInStore,
+    now: options.now,
+  });
 }
