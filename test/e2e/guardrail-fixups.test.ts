@@ -31,7 +31,7 @@ const stream = (deltas: readonly string[]) =>
   `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'sigma-1', choices: [], usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 } })}\n\n` +
   'data: [DONE]\n\n';
 
-describe("guardrails read a stream as the plugin's fixups leave it: the text the client gets", function () {
+describe("guardrails read what the client gets: a stream as the plugin's fixups leave it, an answer of any shape", function () {
   this.timeout(60_000);
   let dir: string;
   let upstream: ScriptedUpstream;
@@ -44,11 +44,11 @@ describe("guardrails read a stream as the plugin's fixups leave it: the text the
     );
     test = await startTestGateway({ configFile: join(dir, 'gateway.yaml'), env: { GATEWAY_PLUGIN_PATH: join(dir, 'plugins'), SIGMA_BASE_URL: upstream.url, SIGMA_API_KEY: 'sigma-key' } });
   };
-  const ask = async () => {
+  const ask = async (content = 'my code?', stream = true) => {
     const response = await fetch(`${test.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'sigma/sigma-1', stream: true, messages: [{ role: 'user', content: 'my code?' }] }),
+      body: JSON.stringify({ model: 'sigma/sigma-1', stream, messages: [{ role: 'user', content }] }),
     });
     return { status: response.status, text: await response.text() };
   };
@@ -60,7 +60,18 @@ describe("guardrails read a stream as the plugin's fixups leave it: the text the
     await writeFile(join(dir, 'plugins', 'manifest.json'), JSON.stringify({ plugins: ['sigma'] }));
     await writeFile(join(dir, 'plugins', 'sigma', 'index.js'), PLUGIN);
     upstream = await ScriptedUpstream.start();
-    upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(stream(['Your code is ', '{{code}}', ', keep it safe.']));
+    upstream.script = (_req, res, text) => {
+      const request = JSON.parse(text) as { stream?: boolean; messages: { content: string }[] };
+      // A vendor answering in a shape Chat Completions does not have: its text is in no place the format reads.
+      if (request.messages[0]!.content === 'odd shape') {
+        if (!request.stream) {
+          const odd = { result: { say: 'Your code is PROJECT-1234.' }, usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 } };
+          return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(odd));
+        }
+        return res.writeHead(200, { 'content-type': 'text/event-stream' }).end(chunk({ role: 'assistant', content: '' }) + `data: ${JSON.stringify({ say: 'Your code is PROJECT-1234.' })}\n\n` + 'data: [DONE]\n\n');
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).end(stream(['Your code is ', '{{code}}', ', keep it safe.']));
+    };
   });
   afterEach(async () => {
     await test?.close();
@@ -76,6 +87,21 @@ describe("guardrails read a stream as the plugin's fixups leave it: the text the
     expect(answer.status).to.equal(200);
     expect(answer.text).not.to.contain('PROJECT-1234');
     expect(answer.text).to.contain('Your code is ');
+    expect(answer.text).to.contain('GW_ERR_GUARDRAIL');
+  });
+
+  it('blocks a finding in an answer of a shape the format does not read (JSON): every string of it is checked', async () => {
+    await start('block');
+    const answer = await ask('odd shape', false);
+    expect(answer.status).to.equal(400);
+    expect(answer.text).not.to.contain('PROJECT-1234');
+    expect(answer.text).to.contain('GW_ERR_GUARDRAIL');
+  });
+
+  it('blocks a finding in a stream event of a shape the format does not read', async () => {
+    await start('block');
+    const answer = await ask('odd shape');
+    expect(answer.text).not.to.contain('PROJECT-1234');
     expect(answer.text).to.contain('GW_ERR_GUARDRAIL');
   });
 

@@ -107,6 +107,9 @@ function event(payload: Json): EventTexts {
   return deltas.length || closes.length ? { deltas, wholes: [], closes } : NO_EVENT_TEXTS;
 }
 
+/** An answer or a chunk of Chat Completions: its `choices` (a usage-only chunk has none in them), or an error. */
+const knows = (value: unknown): boolean => Array.isArray((value as Json | null)?.choices) || (value as Json | null)?.error !== undefined;
+
 /** Chat Completions: the request fields the model reads; `choices[].message` and `.delta` (arguments as JSON text). */
-export const chatCompletionsTexts: TextRules = { request, answer, event };
+export const chatCompletionsTexts: TextRules = { request, answer, event, knows };
 

@@ -159,4 +159,7 @@ function event(payload: Json): EventTexts {
 }
 
 /** Messages (and count_tokens, whose requests are Messages requests): the request fields the model reads; blocks. */
-export const messagesTexts: TextRules = { request, answer, event };
+/** A message or an event of Messages: each names its `type` (`message`, `message_start`, `ping`, `error`, ...). */
+const knows = (value: unknown): boolean => typeof (value as Json | null)?.type === 'string';
+
+export const messagesTexts: TextRules = { request, answer, event, knows };

@@ -211,4 +211,7 @@ function event(payload: Json): EventTexts {
 }
 
 /** Responses: its request fields the model reads; output items and their streamed deltas (arguments as JSON text). */
-export const responsesTexts: TextRules = { request, answer, event };
+/** A response or an event of Responses: a response names its `object`, an event its `type`. */
+const knows = (value: unknown): boolean => typeof (value as Json | null)?.type === 'string' || (value as Json | null)?.object === 'response';
+
+export const responsesTexts: TextRules = { request, answer, event, knows };

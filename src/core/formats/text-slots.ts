@@ -44,6 +44,11 @@ export interface TextRules {
   readonly answer: (body: unknown) => TextSlot[];
   /** The texts of one parsed stream event. */
   readonly event: (payload: Json) => EventTexts;
+  /**
+   * Whether a JSON answer or an event is in a shape of the format (its texts are where `answer` and
+   * `event` look): one that is not may keep text anywhere, and is read whole (see {@link answerTexts}).
+   */
+  readonly knows: (value: unknown) => boolean;
 }
 
 export const NO_EVENT_TEXTS: EventTexts = { deltas: [], wholes: [], closes: [] };
@@ -106,3 +111,24 @@ export function stringLeaves(value: unknown, path: JsonPath, into: TextSlot[]): 
 
 /** A list's items, or none. */
 export const itemsOf = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
+
+/**
+ * The texts of a JSON answer: where the format keeps them, or every string in it (names included) when
+ * the answer is in a shape the format does not read, so that text there is not left unchecked.
+ */
+export function answerTexts(rules: TextRules, body: unknown): TextSlot[] {
+  const slots = rules.answer(body);
+  if (slots.length > 0 || body === undefined || rules.knows(body)) return slots;
+  const all: TextSlot[] = [];
+  stringLeaves(body, [], all);
+  return all;
+}
+
+/** The texts of one event: where the format keeps them, or every string in it (whole) when the format does not know its shape. */
+export function eventTexts(rules: TextRules, payload: Json): EventTexts {
+  const texts = rules.event(payload);
+  if (texts.deltas.length > 0 || texts.wholes.length > 0 || rules.knows(payload)) return texts;
+  const wholes: TextSlot[] = [];
+  stringLeaves(payload, [], wholes);
+  return wholes.length > 0 ? { deltas: [], wholes, closes: [] } : texts;
+}

@@ -5,6 +5,7 @@ import type { Exchange } from '../pipeline/exchange.ts';
 import { faultOf } from '../routes/plugin-faults.ts';
 import type { GuardrailRun, TextsOutcome } from './guardrail-run.ts';
 import { replaceStrings } from './json-splice.ts';
+import { answerTexts } from '../../core/formats/text-slots.ts';
 
 /** Texts the guardrails let through (each rewritten or undefined). */
 type Passed = Extract<TextsOutcome, { readonly texts: unknown }>;
@@ -41,7 +42,7 @@ function check(exchange: Exchange, run: GuardrailRun, texts: CheckedText[], usag
 export function guardAnswer(exchange: Exchange, bytes: Buffer, body: unknown, usage: TokenUsage | undefined): Buffer | Promise<Buffer> {
   const run = exchange.guardrails;
   if (!run?.selection.response || body === undefined) return bytes;
-  const slots = run.rules.texts.answer(body);
+  const slots = answerTexts(run.rules.texts, body);
   if (slots.length === 0) return bytes;
   const apply = (outcome: Passed) => {
     const changes = slots.flatMap((slot, index) => {

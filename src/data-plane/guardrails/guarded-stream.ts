@@ -1,5 +1,5 @@
 import { parseObject, type Json } from '../../core/formats/event-data.ts';
-import { setTextAt, type TextSlot } from '../../core/formats/text-slots.ts';
+import { eventTexts, setTextAt, type TextSlot } from '../../core/formats/text-slots.ts';
 import { guardrailRefusal, type GatewayError } from '../../core/gateway-errors.ts';
 import type { PhaseGuardrails } from '../../guardrails/guardrail-set.ts';
 import { StreamGuard, type StreamItem, type StreamPiece, type StreamStep } from '../../guardrails/stream-guard.ts';
@@ -218,7 +218,7 @@ export class GuardedBody implements UpstreamBody {
     // Held bytes outlive the chunk they came in: a copy.
     const raw = Buffer.from(block.raw);
     const payload = block.event ? parseObject(block.event.data) : undefined;
-    return new GuardedEvent(raw, payload, payload && !Array.isArray(payload) ? this.run.rules.texts.event(payload) : undefined, block.event?.data);
+    return new GuardedEvent(raw, payload, payload && !Array.isArray(payload) ? eventTexts(this.run.rules.texts, payload) : undefined, block.event?.data);
   }
 
   /** Collects a step's events; false (and the stream ended) when it blocked. */
