@@ -73,15 +73,7 @@ export function singleSignOn(options: SignOnOptions): { start: RequestHandler; c
     const id = oidc.randomState();
     await options.store.put(options.storeKey(`sso:${id}`), { csrfToken: '', expiresAt: now() + PENDING_MS, pending });
     res.cookie(SIGN_ON_COOKIE, id, { httpOnly: true, sameSite: 'lax', secure: cameOverTls(req), path: SIGN_ON_PATH, maxAge: PENDING_MS });
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: redirectUri,
-      scope: ['openid', ...settings.scopes].join(' '),
-      code_challenge: await oidc.calculatePKCECodeChallenge(pending.verifier),
-      code_challenge_method: 'S256',
-      state: pending.state,
-      nonce: pending.nonce,
-    });
-    res.redirect(303, url.href);
+    res.redirect(303, (await authorizationUrl(config, settings, pending)).href);
   };
 
   const callback: RequestHandler = async (req, res) => {
@@ -106,6 +98,18 @@ export function singleSignOn(options: SignOnOptions): { start: RequestHandler; c
   };
 
   return { start, callback };
+}
+
+/** Where the browser signs in: the issuer's authorization endpoint with the PKCE challenge, `state` and `nonce`. */
+async function authorizationUrl(config: oidc.Configuration, settings: OidcSettings, pending: NonNullable<AccountSession['pending']>): Promise<URL> {
+  return oidc.buildAuthorizationUrl(config, {
+    redirect_uri: pending.redirectUri,
+    scope: ['openid', ...settings.scopes].join(' '),
+    code_challenge: await oidc.calculatePKCECodeChallenge(pending.verifier),
+    code_challenge_method: 'S256',
+    state: pending.state,
+    nonce: pending.nonce,
+  });
 }
 
 /** The issuer's configuration, discovered once per settings (again after a failure or a reload that changes them). */
