@@ -1,12 +1,17 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type TextMapPropagator, type Tracer } from '@opentelemetry/api';
 import type { LimitRefusal } from '../../core/gateway-errors.ts';
 import type { SettledFigures, UsageOutcome } from '../../core/exchange.ts';
+import { SamplingDecision, type Sampler } from '@opentelemetry/sdk-trace-base';
 import type { AttemptStart, AttemptTrace, RecordedAnswer, RequestStart, RequestTrace, TraceAttributes } from './request-trace.ts';
+import type { TraceIds } from './trace-ids.ts';
 import { ATTR, EVENT } from './span-names.ts';
 
-/** What every request's trace shares: the tracer, the propagator, whether message text is captured. */
+/** What every request's trace shares: the tracer, its sampler and ids, the propagator, whether message text is captured. */
 export interface TraceKit {
   readonly tracer: Tracer;
+  /** The tracer's own sampler, asked once per request before any span is made. */
+  readonly sampler: Sampler;
+  readonly ids: TraceIds;
   readonly propagator: TextMapPropagator;
   readonly captureContent: boolean;
 }
@@ -260,19 +265,18 @@ export class OtelRequestTrace implements RequestTrace {
   }
 }
 
-/** The trace of an unsampled request: nothing is recorded, but each attempt still carries a `traceparent`. */
+/**
+ * The trace of an unsampled request: nothing is recorded and no span is made, but each attempt still
+ * carries a `traceparent` (the request's trace, a span id of its own, not sampled).
+ */
 export class UnsampledRequestTrace implements RequestTrace {
   readonly recording = false;
   readonly capturesContent = false;
-  private readonly context: Context;
 
   constructor(
-    private readonly kit: TraceKit,
-    span: Span,
-    parent: Context,
-  ) {
-    this.context = trace.setSpan(parent, span);
-  }
+    private readonly ids: TraceIds,
+    private readonly traceId: string,
+  ) {}
 
   event(): void {}
   set(): void {}
@@ -280,23 +284,34 @@ export class UnsampledRequestTrace implements RequestTrace {
   pluginFault(): void {}
   recorded(): void {}
   end(): void {}
-
   settled(): void {}
 
   attempt(): AttemptTrace {
-    return new UnsampledAttempt(traceparentOf(this.kit.tracer.startSpan('attempt', { kind: SpanKind.CLIENT }, this.context)));
+    return new UnsampledAttempt(`00-${this.traceId}-${this.ids.generateSpanId()}-00`);
   }
 }
 
-/** Opens a request's trace: the server span, under the client's trace context when it sent one. */
+/**
+ * Opens a request's trace. Its sampling is decided once, on the request's trace id (the client's when
+ * it sent a `traceparent`): an unsampled request costs that decision and no span; a sampled one gets
+ * its server span, under the client's trace context when it sent one.
+ */
 export function startRequestTrace(kit: TraceKit, start: RequestStart): RequestTrace {
-  const parent = kit.propagator.extract(ROOT_CONTEXT, start.headers, headerGetter);
-  const span = kit.tracer.startSpan(
-    `${start.method} ${start.route}`,
-    { kind: SpanKind.SERVER, attributes: { [ATTR.httpMethod]: start.method, [ATTR.httpRoute]: start.route, [ATTR.urlPath]: start.path, [ATTR.requestId]: start.requestId } },
-    parent,
-  );
-  return span.isRecording() ? new OtelRequestTrace(kit, span, parent) : new UnsampledRequestTrace(kit, span, parent);
+  const parent = start.headers.traceparent === undefined ? ROOT_CONTEXT : withoutTraceState(kit.propagator.extract(ROOT_CONTEXT, start.headers, headerGetter));
+  const traceId = trace.getSpanContext(parent)?.traceId ?? kit.ids.traceId();
+  const name = `${start.method} ${start.route}`;
+  const attributes = { [ATTR.httpMethod]: start.method, [ATTR.httpRoute]: start.route, [ATTR.urlPath]: start.path, [ATTR.requestId]: start.requestId };
+  const { decision } = kit.sampler.shouldSample(parent, traceId, name, SpanKind.SERVER, attributes, []);
+  if (decision === SamplingDecision.NOT_RECORD) return new UnsampledRequestTrace(kit.ids, traceId);
+  if (parent === ROOT_CONTEXT) kit.ids.useNext(traceId);
+  const span = kit.tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
+  return new OtelRequestTrace(kit, span, parent);
+}
+
+/** The client's trace context without its `tracestate`: the gateway passes a client's entries on to no one. */
+function withoutTraceState(context: Context): Context {
+  const client = trace.getSpanContext(context);
+  return client?.traceState === undefined ? context : trace.setSpanContext(context, { ...client, traceState: undefined });
 }
 
 const origins = new Map<string, { hostname: string; port: number | undefined }>();

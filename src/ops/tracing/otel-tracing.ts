@@ -7,6 +7,7 @@ import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic
 import { randomUUID } from 'node:crypto';
 import { LiveSampler } from './live-sampler.ts';
 import { startRequestTrace, type TraceKit } from './otel-request-trace.ts';
+import { TraceIds } from './trace-ids.ts';
 import type { RequestTracing } from './request-trace.ts';
 import { CountedBatchProcessor, type SpanCounts } from './span-pipeline.ts';
 import type { OtlpDestination, SamplerSettings, TracingSettings } from './tracing-settings.ts';
@@ -48,8 +49,10 @@ export function startTracing(settings: TracingSettings, counts: SpanCounts, vers
   if (!settings.traces) return undefined;
   const sampler = new LiveSampler(settings.sampler);
   const processor = new CountedBatchProcessor(traceExporter(settings.traces), settings.batch, counts);
-  const provider = new BasicTracerProvider({ resource: gatewayResource(settings, version), sampler, spanProcessors: [processor] });
-  const kit: TraceKit = { tracer: provider.getTracer('model-gateway', version), propagator: new W3CTraceContextPropagator(), captureContent: settings.captureMessageContent };
+  const ids = new TraceIds();
+  const provider = new BasicTracerProvider({ resource: gatewayResource(settings, version), sampler, idGenerator: ids, spanProcessors: [processor] });
+  const tracer = provider.getTracer('model-gateway', version);
+  const kit: TraceKit = { tracer, sampler, ids, propagator: new W3CTraceContextPropagator(), captureContent: settings.captureMessageContent };
   return {
     requests: { startRequest: (start) => startRequestTrace(kit, start) },
     setSampler: (next) => sampler.update(next),
