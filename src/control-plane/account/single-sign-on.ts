@@ -1,5 +1,5 @@
 import type { Request, RequestHandler, Response } from 'express';
-import * as oidc from 'openid-client';
+import type * as OpenIdClient from 'openid-client';
 import type { Logger } from 'pino';
 import { isLoopback, type OidcSettings } from '../../config/access-config.ts';
 import type { AccountSession, SessionStore, SessionUser } from '../../stores/session-store.ts';
@@ -62,7 +62,7 @@ export function singleSignOn(options: SignOnOptions): { start: RequestHandler; c
   const start: RequestHandler = async (req, res) => {
     const settings = options.settings();
     if (!settings) return fail(res, 'unavailable', 'single sign-on is not configured');
-    let config: oidc.Configuration;
+    let config: OpenIdClient.Configuration;
     try {
       config = await configuration(settings);
     } catch (error) {
@@ -101,7 +101,7 @@ export function singleSignOn(options: SignOnOptions): { start: RequestHandler; c
 }
 
 /** Where the browser signs in: the issuer's authorization endpoint with the PKCE challenge, `state` and `nonce`. */
-async function authorizationUrl(config: oidc.Configuration, settings: OidcSettings, pending: NonNullable<AccountSession['pending']>): Promise<URL> {
+async function authorizationUrl(config: OpenIdClient.Configuration, settings: OidcSettings, pending: NonNullable<AccountSession['pending']>): Promise<URL> {
   return oidc.buildAuthorizationUrl(config, {
     redirect_uri: pending.redirectUri,
     scope: ['openid', ...settings.scopes].join(' '),
@@ -112,16 +112,26 @@ async function authorizationUrl(config: oidc.Configuration, settings: OidcSettin
   });
 }
 
+/**
+ * openid-client (and the JOSE library under it), loaded with the first sign-on: a gateway without
+ * single sign-on never holds them. Every use below follows the issuer's discovery, which awaits it.
+ */
+let oidc: typeof OpenIdClient;
+let loading: Promise<typeof OpenIdClient> | undefined;
+const openIdClient = (): Promise<typeof OpenIdClient> => (loading ??= import('openid-client').then((client) => (oidc = client)));
+
 /** The issuer's configuration, discovered once per settings (again after a failure or a reload that changes them). */
-function issuerDiscovery(): (settings: OidcSettings) => Promise<oidc.Configuration> {
-  let discovered: { key: string; config: Promise<oidc.Configuration> } | undefined;
+function issuerDiscovery(): (settings: OidcSettings) => Promise<OpenIdClient.Configuration> {
+  let discovered: { key: string; config: Promise<OpenIdClient.Configuration> } | undefined;
   return (settings) => {
     const key = JSON.stringify([settings.issuer, settings.clientId, settings.clientSecret]);
     if (discovered?.key !== key) {
       const issuer = new URL(settings.issuer);
       const insecure = issuer.protocol === 'http:' && isLoopback(issuer.hostname);
-      const execute = insecure ? [oidc.allowInsecureRequests] : [];
-      const config = oidc.discovery(issuer, settings.clientId, settings.clientSecret, undefined, { execute, timeout: 10 });
+      const config = openIdClient().then((client) => {
+        const execute = insecure ? [client.allowInsecureRequests] : [];
+        return client.discovery(issuer, settings.clientId, settings.clientSecret, undefined, { execute, timeout: 10 });
+      });
       discovered = { key, config };
       config.catch(() => {
         if (discovered?.config === config) discovered = undefined;
@@ -135,7 +145,7 @@ function issuerDiscovery(): (settings: OidcSettings) => Promise<oidc.Configurati
  * The person the issuer's answer signs in: the code exchanged (state, nonce and PKCE checked), the ID
  * token's claims, the groups from its claim, else from userinfo.
  */
-async function signedInUser(config: oidc.Configuration, settings: OidcSettings, pending: NonNullable<AccountSession['pending']>, originalUrl: string): Promise<SessionUser> {
+async function signedInUser(config: OpenIdClient.Configuration, settings: OidcSettings, pending: NonNullable<AccountSession['pending']>, originalUrl: string): Promise<SessionUser> {
   const answered = new URL(pending.redirectUri);
   answered.search = new URL(originalUrl, 'http://callback').search;
   const checks = { pkceCodeVerifier: pending.verifier, expectedState: pending.state, expectedNonce: pending.nonce, idTokenExpected: true };
