@@ -1,4 +1,4 @@
-import { request } from 'undici';
+import { request } from '../core/undici-agent.ts';
 import type { Phases, WebhookGuardrail, WebhookVerdict } from './guardrail.ts';
 import type { WebhookSettings } from './guardrail-settings.ts';
 

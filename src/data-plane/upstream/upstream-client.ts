@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { Agent } from '../../core/undici-agent.ts';
 import type { BodySink, UpstreamBody } from '../sse/upstream-body.ts';
 import type { UpstreamAbortSignal } from './attempt-signal.ts';
 import { upstreamCredential, withCredentialQuery } from './upstream-credential.ts';
