@@ -34,6 +34,32 @@ function signInEntry(event: SignInEvent, time: string): AuditEntry {
   return { time, actor: event.actor, via: event.via, address: event.address ?? null, action: event.action, outcome: 'ok', target: { type: 'session', id: event.method }, before: null, after: null, reason: null };
 }
 
+/** The entry each event made, so that every subscriber of one event (the store, OTLP logs) gets the same one. */
+const ENTRIES = new WeakMap<object, AuditEntry>();
+
+type EntryMaker<Event> = (event: Event, time: string) => AuditEntry;
+
+function entryOf<Event extends object>(event: Event, make: EntryMaker<Event>, now: () => Date): AuditEntry {
+  let entry = ENTRIES.get(event);
+  if (entry === undefined) ENTRIES.set(event, (entry = make(event, now().toISOString())));
+  return entry;
+}
+
+/**
+ * Subscribes `keep` to every control-plane change, refusal and sign-in of `source`, each as the audit
+ * entry it makes (the time it was first received); gives back the call that unsubscribes it.
+ */
+export function onAuditEntries(source: EventSource, now: () => Date, keep: (entry: AuditEntry) => void): () => void {
+  const stops = [
+    EVENTS.controlPlaneChange.subscribe(source, (event) => keep(entryOf(event, changeEntry, now))),
+    EVENTS.controlPlaneRefusal.subscribe(source, (event) => keep(entryOf(event, refusalEntry, now))),
+    EVENTS.signIn.subscribe(source, (event) => keep(entryOf(event, signInEntry, now))),
+  ];
+  return () => {
+    for (const stop of stops) stop();
+  };
+}
+
 /**
  * The audit log as a subscriber: every control-plane change, refusal and sign-in this gateway publishes
  * becomes one record, appended in the order received to the store's hash chain, then written as a JSON
@@ -57,17 +83,13 @@ export function startAuditTrail(options: AuditTrailOptions): AuditTrail {
       out?.write(`${JSON.stringify(record)}\n`);
     });
   };
-  const stops = [
-    EVENTS.controlPlaneChange.subscribe(options.source, (event) => keep(changeEntry(event, now().toISOString()))),
-    EVENTS.controlPlaneRefusal.subscribe(options.source, (event) => keep(refusalEntry(event, now().toISOString()))),
-    EVENTS.signIn.subscribe(options.source, (event) => keep(signInEntry(event, now().toISOString()))),
-  ];
+  const stop = onAuditEntries(options.source, now, keep);
   return {
     flush: async () => {
       await queue;
     },
     async close() {
-      for (const stop of stops) stop();
+      stop();
       await queue;
       if (out && out !== process.stdout) await new Promise((resolve) => (out as WriteStream).end(resolve));
     },
