@@ -12,7 +12,6 @@ export interface AuditTrailOptions {
   readonly store: AuditStore;
   readonly export?: AuditExport;
   readonly logger: Logger;
-  readonly now?: () => Date;
 }
 
 export interface AuditTrail {
@@ -22,38 +21,31 @@ export interface AuditTrail {
   close(): Promise<void>;
 }
 
-function changeEntry(event: ControlPlaneChange, time: string): AuditEntry {
-  return { time, actor: event.actor, via: event.via, address: event.address ?? null, action: event.action, outcome: 'ok', target: event.target, before: event.before, after: event.after, reason: null };
+/** When an event happened, as an audit record's time. */
+const timeOf = (event: { readonly at: number }) => new Date(event.at).toISOString();
+
+function changeEntry(event: ControlPlaneChange): AuditEntry {
+  return { time: timeOf(event), actor: event.actor, via: event.via, address: event.address ?? null, action: event.action, outcome: 'ok', target: event.target, before: event.before, after: event.after, reason: null };
 }
 
-function refusalEntry(event: ControlPlaneRefusal, time: string): AuditEntry {
-  return { time, actor: event.actor ?? null, via: event.via, address: event.address ?? null, action: event.action, outcome: 'refused', target: event.target, before: null, after: null, reason: event.reason };
+function refusalEntry(event: ControlPlaneRefusal): AuditEntry {
+  return { time: timeOf(event), actor: event.actor ?? null, via: event.via, address: event.address ?? null, action: event.action, outcome: 'refused', target: event.target, before: null, after: null, reason: event.reason };
 }
 
-function signInEntry(event: SignInEvent, time: string): AuditEntry {
-  return { time, actor: event.actor, via: event.via, address: event.address ?? null, action: event.action, outcome: 'ok', target: { type: 'session', id: event.method }, before: null, after: null, reason: null };
-}
-
-/** The entry each event made, so that every subscriber of one event (the store, OTLP logs) gets the same one. */
-const ENTRIES = new WeakMap<object, AuditEntry>();
-
-type EntryMaker<Event> = (event: Event, time: string) => AuditEntry;
-
-function entryOf<Event extends object>(event: Event, make: EntryMaker<Event>, now: () => Date): AuditEntry {
-  let entry = ENTRIES.get(event);
-  if (entry === undefined) ENTRIES.set(event, (entry = make(event, now().toISOString())));
-  return entry;
+function signInEntry(event: SignInEvent): AuditEntry {
+  return { time: timeOf(event), actor: event.actor, via: event.via, address: event.address ?? null, action: event.action, outcome: 'ok', target: { type: 'session', id: event.method }, before: null, after: null, reason: null };
 }
 
 /**
  * Subscribes `keep` to every control-plane change, refusal and sign-in of `source`, each as the audit
- * entry it makes (the time it was first received); gives back the call that unsubscribes it.
+ * entry it makes (at the time the event says it happened, so that every subscriber's entry of one event
+ * is the same); gives back the call that unsubscribes it.
  */
-export function onAuditEntries(source: EventSource, now: () => Date, keep: (entry: AuditEntry) => void): () => void {
+export function onAuditEntries(source: EventSource, keep: (entry: AuditEntry) => void): () => void {
   const stops = [
-    EVENTS.controlPlaneChange.subscribe(source, (event) => keep(entryOf(event, changeEntry, now))),
-    EVENTS.controlPlaneRefusal.subscribe(source, (event) => keep(entryOf(event, refusalEntry, now))),
-    EVENTS.signIn.subscribe(source, (event) => keep(entryOf(event, signInEntry, now))),
+    EVENTS.controlPlaneChange.subscribe(source, (event) => keep(changeEntry(event))),
+    EVENTS.controlPlaneRefusal.subscribe(source, (event) => keep(refusalEntry(event))),
+    EVENTS.signIn.subscribe(source, (event) => keep(signInEntry(event))),
   ];
   return () => {
     for (const stop of stops) stop();
@@ -67,7 +59,6 @@ export function onAuditEntries(source: EventSource, now: () => Date, keep: (entr
  * never a secret) and the next ones still go.
  */
 export function startAuditTrail(options: AuditTrailOptions): AuditTrail {
-  const now = options.now ?? (() => new Date());
   const out: WriteStream | NodeJS.WriteStream | undefined =
     options.export === undefined ? undefined : options.export === 'stdout' ? process.stdout : createWriteStream(options.export.file, { flags: 'a', mode: 0o600 });
   let queue: Promise<unknown> = Promise.resolve();
@@ -83,7 +74,7 @@ export function startAuditTrail(options: AuditTrailOptions): AuditTrail {
       out?.write(`${JSON.stringify(record)}\n`);
     });
   };
-  const stop = onAuditEntries(options.source, now, keep);
+  const stop = onAuditEntries(options.source, keep);
   return {
     flush: async () => {
       await queue;

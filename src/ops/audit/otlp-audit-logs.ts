@@ -13,11 +13,14 @@ import { onAuditEntries } from './audit-trail.ts';
 /** The `event_name` of every audit record sent as an OTLP log record. */
 export const AUDIT_EVENT_NAME = 'gateway.audit';
 
+/** How long a stop waits for the records still queued. */
+const SHUTDOWN_MS = 5000;
+
 /** The audit log's records on their way to the collector; stopped with {@link shutdown}. */
 export interface OtlpAuditLogs {
   /** Sends what is queued now. */
   flush(): Promise<void>;
-  /** Stops listening, sends what is queued (within the export timeout) and stops. */
+  /** Stops listening, sends what is queued and stops: 5 s at most (a collector that is away loses it). */
   shutdown(): Promise<void>;
 }
 
@@ -99,19 +102,21 @@ export function startOtlpAuditLogs(
   source: EventSource,
   logger: Logger,
   version: string,
-  now = () => new Date(),
 ): OtlpAuditLogs | undefined {
   if (!settings.logs) return undefined;
   const exporter = deferred(logExporter(settings.logs), logger);
   const processor = new BatchLogRecordProcessor({ exporter, exportTimeoutMillis: settings.logs.timeoutMs });
   const provider = new LoggerProvider({ resource: gatewayResource(settings, version), processors: [processor] });
   const otlp = provider.getLogger('model-gateway', version);
-  const stop = onAuditEntries(source, now, (entry) => otlp.emit(auditLogRecord(entry)));
+  const stop = onAuditEntries(source, (entry) => otlp.emit(auditLogRecord(entry)));
   return {
     flush: () => provider.forceFlush(),
     async shutdown() {
       stop();
-      await provider.shutdown();
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_MS)));
+      await Promise.race([provider.shutdown().catch(() => {}), waited]);
+      clearTimeout(timer);
     },
   };
 }

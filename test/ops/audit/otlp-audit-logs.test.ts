@@ -1,7 +1,11 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { promisify } from 'node:util';
+import { runCli } from '../../../src/cli/main.ts';
 import { hashApiKey } from '../../../src/core/api-keys.ts';
 import { AUDIT_EVENT_NAME } from '../../../src/ops/audit/otlp-audit-logs.ts';
 import { eventually } from '../../helpers/eventually.ts';
@@ -112,6 +116,26 @@ describe('audit records as OTLP logs, decoded by a real OTLP receiver', function
       }
     });
   }
+
+  it('sends the CLI\'s changes too, before the command returns', async () => {
+    const receiver = await OtlpReceiver.start();
+    const dataDir = await mkdtemp(join(tmpdir(), 'gateway-otlp-audit-cli-'));
+    try {
+      const io = { out: () => {}, err: (text: string) => expect.fail(text) };
+      const env = { GATEWAY_DATA_DIR: dataDir, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url };
+      expect(await runCli(['teams', 'create', 'green', '--rpm', '10'], io, env)).to.equal(0);
+      expect(receiver.logs).to.have.length(1);
+      const [log] = receiver.logs;
+      const cli = { 'gateway.audit.via': 'cli', 'gateway.audit.actor.kind': 'cli' };
+      expect(log!.attributes).to.deep.include({ ...cli, 'gateway.audit.action': 'team.create', 'gateway.audit.target.id': 'green' });
+      const body = JSON.parse(String(log!.body)) as { before: unknown; after: Record<string, unknown> };
+      expect(body.before).to.equal(null);
+      expect(body.after).to.deep.include({ name: 'green', rpm: 10 });
+    } finally {
+      await receiver.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
 
   it('answers every change while the collector does not answer, keeps each in the store, and logs the records it could not send (how many, nothing of them)', async () => {
     const receiver = await OtlpReceiver.start();
