@@ -11,6 +11,7 @@ export const tracingFileSchema = yup
     endpoint: yup.string(),
     tracesEndpoint: yup.string(),
     metricsEndpoint: yup.string(),
+    logsEndpoint: yup.string(),
     protocol: yup.string<OtlpProtocol>().oneOf(['http/protobuf', 'http/json'], 'tracing.protocol must be http/protobuf or http/json'),
     timeoutMs: positive(),
     serviceName: yup.string(),
@@ -35,12 +36,13 @@ export type { Problem } from './config-values.ts';
  * Tracing from the standard OpenTelemetry variables over the file's `tracing:` section: traces go out
  * when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (or the file's endpoints)
  * name a collector, unless `OTEL_SDK_DISABLED=true`, `OTEL_TRACES_EXPORTER=none` or `tracing.enabled:
- * false`; GenAI metrics go over OTLP the same way with the metrics endpoint. Headers come from the
- * environment only (they may carry a collector's credential), and no problem quotes a value.
+ * false`; GenAI metrics and the audit log's records (OTLP logs) go the same way with the metrics and
+ * the logs endpoint. Headers come from the environment only (they may carry a collector's credential),
+ * and no problem quotes a value.
  */
 export function tracingConfig(env: NodeJS.ProcessEnv, file: TracingFile | undefined, problem: Problem): TracingSettings {
   const disabled = envFlag(env, 'OTEL_SDK_DISABLED', problem) ?? (file?.enabled === false);
-  const { traces, metrics } = otlpDestinations(env, file, problem);
+  const { traces, metrics, logs } = otlpDestinations(env, file, problem);
   const resourceAttributes = { ...fileAttributes(file?.resourceAttributes, problem), ...envResourceAttributes(env, problem) };
   const serviceName = trimmed(env, 'OTEL_SERVICE_NAME') ?? resourceAttributes['service.name'] ?? file?.serviceName ?? DEFAULT_TRACING.serviceName;
   delete resourceAttributes['service.name'];
@@ -48,6 +50,7 @@ export function tracingConfig(env: NodeJS.ProcessEnv, file: TracingFile | undefi
   return {
     ...(disabled || !traces ? {} : { traces }),
     ...(disabled || !metrics ? {} : { metrics }),
+    ...(disabled || !logs ? {} : { logs }),
     serviceName,
     resourceAttributes,
     sampler: samplerSettings(env, file, problem),
@@ -60,11 +63,18 @@ export function tracingConfig(env: NodeJS.ProcessEnv, file: TracingFile | undefi
 /** An environment variable's value, trimmed; undefined when unset or empty. */
 const trimmed = (env: NodeJS.ProcessEnv, name: string) => (env[name] === undefined || env[name] === '' ? undefined : env[name]!.trim());
 
+/** The OTLP signals the gateway sends: spans, the GenAI metrics, the audit log's records. */
+type Signal = 'traces' | 'metrics' | 'logs';
+
 /**
- * Where traces and GenAI metrics go over OTLP: each signal's own endpoint (a whole URL), else the shared
- * one with the signal's path appended; none for a signal whose exporter is `none`.
+ * Where traces, GenAI metrics and audit records go over OTLP: each signal's own endpoint (a whole URL),
+ * else the shared one with the signal's path appended; none for a signal whose exporter is `none`.
  */
-function otlpDestinations(env: NodeJS.ProcessEnv, file: TracingFile | undefined, problem: Problem): { traces?: OtlpDestination; metrics?: OtlpDestination } {
+function otlpDestinations(
+  env: NodeJS.ProcessEnv,
+  file: TracingFile | undefined,
+  problem: Problem,
+): Partial<Record<Signal, OtlpDestination>> {
   const read = (name: string) => trimmed(env, name);
   const exporter = (name: string): boolean => {
     const value = read(name)?.toLowerCase();
@@ -80,7 +90,7 @@ function otlpDestinations(env: NodeJS.ProcessEnv, file: TracingFile | undefined,
   const timeoutMs = envInteger(env, 'OTEL_EXPORTER_OTLP_TIMEOUT', 1, problem) ?? file?.timeoutMs ?? 10_000;
   const protocol = envProtocol(env, 'OTEL_EXPORTER_OTLP_PROTOCOL', problem) ?? file?.protocol ?? 'http/protobuf';
   const headers = envHeaders(env, 'OTEL_EXPORTER_OTLP_HEADERS', problem);
-  const destination = (signal: 'traces' | 'metrics', own: string | undefined, ownField: 'tracesEndpoint' | 'metricsEndpoint'): OtlpDestination | undefined => {
+  const destination = (signal: Signal, own: string | undefined, ownField: `${Signal}Endpoint`): OtlpDestination | undefined => {
     const upper = signal.toUpperCase();
     const envName = `OTEL_EXPORTER_OTLP_${upper}_ENDPOINT`;
     // A signal's own endpoint is the whole URL; the shared one is a base the signal's path is appended to.
@@ -100,7 +110,8 @@ function otlpDestinations(env: NodeJS.ProcessEnv, file: TracingFile | undefined,
   };
   const traces = exporter('OTEL_TRACES_EXPORTER') ? destination('traces', file?.tracesEndpoint, 'tracesEndpoint') : undefined;
   const metrics = exporter('OTEL_METRICS_EXPORTER') ? destination('metrics', file?.metricsEndpoint, 'metricsEndpoint') : undefined;
-  return { traces, metrics };
+  const logs = exporter('OTEL_LOGS_EXPORTER') ? destination('logs', file?.logsEndpoint, 'logsEndpoint') : undefined;
+  return { traces, metrics, logs };
 }
 
 /** The batch span processor's settings: the `OTEL_BSP_*` variables over the file's `tracing.batch`. */

@@ -146,8 +146,14 @@ export interface ChangeSite {
   readonly address?: string;
 }
 
+/** A control-plane event: where it comes from, and when it happened. */
+export interface ControlPlaneEvent extends ChangeSite {
+  /** When it happened, in milliseconds since the epoch: the time its audit record carries wherever it goes. */
+  readonly at: number;
+}
+
 /** A change made on the control plane: keys, teams, service tokens, cache clears, configuration reloads. */
-export interface ControlPlaneChange extends ChangeSite {
+export interface ControlPlaneChange extends ControlPlaneEvent {
   readonly actor: Actor;
   /** `key.create`, `key.update`, `key.revoke`, `team.create`, `team.update`, `team.delete`, `token.create`, `token.revoke`, `cache.clear`, `config.reload`. */
   readonly action: string;
@@ -158,7 +164,7 @@ export interface ControlPlaneChange extends ChangeSite {
 }
 
 /** A control-plane request refused: no or a wrong credential (401), or a role that may not do it (403). */
-export interface ControlPlaneRefusal extends ChangeSite {
+export interface ControlPlaneRefusal extends ControlPlaneEvent {
   /** Absent when no one could be told (401). */
   readonly actor?: Actor;
   /** What was tried: the permission, or `sign-in`. */
@@ -169,7 +175,7 @@ export interface ControlPlaneRefusal extends ChangeSite {
 }
 
 /** A sign-in to the account page, or a sign-out. */
-export interface SignInEvent extends ChangeSite {
+export interface SignInEvent extends ControlPlaneEvent {
   readonly actor: Actor;
   readonly action: 'session.sign-in' | 'session.sign-out';
   readonly method: 'oidc' | 'admin-token';

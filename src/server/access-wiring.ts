@@ -16,6 +16,7 @@ export function reloadApplied(source: object, settings: LiveSettings, previous: 
   publish(EVENTS.controlPlaneChange, () => ({
     source,
     via: 'config' as const,
+    at: Date.now(),
     actor: { kind: 'config' as const, id: 'config-file', roles: [] },
     action: 'config.reload',
     target: { type: 'config' as const, id: settings.version },

@@ -56,6 +56,35 @@ describe('tracing config: the OpenTelemetry variables over the file\'s tracing s
     expect(tracing({ OTEL_SDK_DISABLED: 'false' }, disabled).traces).to.not.equal(undefined);
   });
 
+  it('sends the audit log\'s records as OTLP logs alike: the shared endpoint, their own, OTEL_LOGS_EXPORTER, the file', async () => {
+    const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
+    const shared = tracing({ ...endpoint, OTEL_EXPORTER_OTLP_HEADERS: 'x-team=ops' });
+    const url = 'http://collector:4318/v1/logs';
+    expect(shared.logs).to.deep.equal({ url, protocol: 'http/protobuf', headers: { 'x-team': 'ops' }, timeoutMs: 10_000 });
+    const own = tracing({
+      OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: 'https://siem.example/otlp/logs',
+      OTEL_EXPORTER_OTLP_LOGS_PROTOCOL: 'http/json',
+      OTEL_EXPORTER_OTLP_LOGS_HEADERS: 'authorization=Bearer%20siem',
+      OTEL_EXPORTER_OTLP_LOGS_TIMEOUT: '3000',
+    });
+    const siem = { url: 'https://siem.example/otlp/logs', protocol: 'http/json', headers: { authorization: 'Bearer siem' }, timeoutMs: 3000 };
+    expect(own.logs).to.deep.equal(siem);
+    expect([own.traces, own.metrics]).to.deep.equal([undefined, undefined]);
+    expect(tracing({ ...endpoint, OTEL_LOGS_EXPORTER: 'none' }).logs).to.equal(undefined);
+    expect(tracing({ ...endpoint, OTEL_LOGS_EXPORTER: 'none' }).traces).to.not.equal(undefined);
+    expect(tracing({ ...endpoint, OTEL_SDK_DISABLED: 'true' }).logs).to.equal(undefined);
+    const file = await configFile('tracing:\n  logsEndpoint: http://siem:4318/v1/logs\n');
+    expect(tracing({}, file).logs).to.deep.include({ url: 'http://siem:4318/v1/logs' });
+    const disabled = await configFile('tracing:\n  enabled: false\n  logsEndpoint: http://siem:4318/v1/logs\n');
+    expect(tracing({}, disabled).logs).to.equal(undefined);
+    const { problems } = inspectConfig({ GATEWAY_CONFIG: empty, OTEL_LOGS_EXPORTER: 'console', OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: 'siem:4318' });
+    expect(problems).to.include.members(["OTEL_LOGS_EXPORTER must be otlp or none, got 'console'"]);
+    const { problems: notUrl } = inspectConfig({ GATEWAY_CONFIG: empty, OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: 'siem:4318' });
+    expect(notUrl).to.include.members(['OTEL_EXPORTER_OTLP_LOGS_ENDPOINT must be an http:// or https:// URL']);
+    const bad = await configFile('tracing:\n  logsEndpoint: siem:4318\n');
+    expect(inspectConfig({ GATEWAY_CONFIG: bad }).problems.join('\n')).to.match(/tracing\.logsEndpoint must be an http:\/\/ or https:\/\/ URL/);
+  });
+
   it('reads the service name, resource attributes, sampler, batch and capture settings from the standard variables', () => {
     const settings = tracing({
       OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',

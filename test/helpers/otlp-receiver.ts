@@ -6,13 +6,15 @@ import protobuf from 'protobufjs';
 const PROTOS = fileURLToPath(new URL('../fixtures/opentelemetry-proto/', import.meta.url));
 
 /** The OTLP export requests, from the official `.proto` files (v1.9.0) loaded with protobufjs. */
-function loadOtlp(): { traces: protobuf.Type; metrics: protobuf.Type } {
+function loadOtlp(): { traces: protobuf.Type; metrics: protobuf.Type; logs: protobuf.Type } {
   const root = new protobuf.Root();
   root.resolvePath = (_origin, target) => (target.startsWith('/') ? target : `${PROTOS}${target}`);
-  root.loadSync(['opentelemetry/proto/collector/trace/v1/trace_service.proto', 'opentelemetry/proto/collector/metrics/v1/metrics_service.proto'], { keepCase: false });
+  const services = ['trace/v1/trace_service.proto', 'metrics/v1/metrics_service.proto', 'logs/v1/logs_service.proto'];
+  root.loadSync(services.map((file) => `opentelemetry/proto/collector/${file}`), { keepCase: false });
   return {
     traces: root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest'),
     metrics: root.lookupType('opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest'),
+    logs: root.lookupType('opentelemetry.proto.collector.logs.v1.ExportLogsServiceRequest'),
   };
 }
 
@@ -49,6 +51,20 @@ export interface ReceivedMetric {
   readonly name: string;
   readonly unit: string;
   readonly points: readonly { readonly attributes: Record<string, AttributeValue>; readonly count?: number; readonly sum?: number }[];
+}
+
+/** One log record as exported, with its scope and resource. */
+export interface ReceivedLogRecord {
+  readonly timeUnixNano: bigint;
+  readonly observedTimeUnixNano: bigint;
+  /** The OTLP severity number: 9 INFO, 13 WARN. */
+  readonly severityNumber: number;
+  readonly severityText: string;
+  readonly eventName: string;
+  readonly body: AttributeValue;
+  readonly attributes: Record<string, AttributeValue>;
+  readonly scope: string;
+  readonly resource: Record<string, AttributeValue>;
 }
 
 type Json = Record<string, any>;
@@ -130,14 +146,34 @@ function metricsOf(request: Json): ReceivedMetric[] {
   );
 }
 
+function logsOf(request: Json): ReceivedLogRecord[] {
+  return ((request.resourceLogs ?? []) as Json[]).flatMap((resourceLogs) => {
+    const resource = attributes(resourceLogs.resource?.attributes);
+    return ((resourceLogs.scopeLogs ?? []) as Json[]).flatMap((scope) =>
+      ((scope.logRecords ?? []) as Json[]).map((record) => ({
+        timeUnixNano: BigInt(record.timeUnixNano ?? 0),
+        observedTimeUnixNano: BigInt(record.observedTimeUnixNano ?? 0),
+        severityNumber: (record.severityNumber as number | undefined) ?? 0,
+        severityText: (record.severityText as string | undefined) ?? '',
+        eventName: (record.eventName as string | undefined) ?? '',
+        body: attributeValue(record.body as Json | undefined),
+        attributes: attributes(record.attributes),
+        scope: (scope.scope?.name as string | undefined) ?? '',
+        resource,
+      })),
+    );
+  });
+}
+
 /**
- * A collector on a real socket: an OTLP/HTTP receiver (`/v1/traces`, `/v1/metrics`) that decodes each
+ * A collector on a real socket: an OTLP/HTTP receiver (`/v1/traces`, `/v1/metrics`, `/v1/logs`) that decodes each
  * export with the official definitions, in either encoding, and keeps what came. `answer` scripts a
  * collector in trouble (a 503, or no answer at all).
  */
 export class OtlpReceiver {
   readonly spans: ReceivedSpan[] = [];
   readonly metrics: ReceivedMetric[] = [];
+  readonly logs: ReceivedLogRecord[] = [];
   /** The content type of every export received. */
   readonly contentTypes: string[] = [];
   /** A decoding problem, kept so that a test fails on it rather than the exporter retrying. */
@@ -159,6 +195,7 @@ export class OtlpReceiver {
       try {
         if (req.url === '/v1/traces') receiver.spans.push(...spansOf(decode(OTLP.traces, contentType, Buffer.concat(chunks))));
         else if (req.url === '/v1/metrics') receiver.metrics.push(...metricsOf(decode(OTLP.metrics, contentType, Buffer.concat(chunks))));
+        else if (req.url === '/v1/logs') receiver.logs.push(...logsOf(decode(OTLP.logs, contentType, Buffer.concat(chunks))));
         else return void res.writeHead(404).end();
       } catch (error) {
         receiver.problems.push(String(error));

@@ -1,4 +1,4 @@
-// The account page: sign-in, then the keys, teams, usage, limits and health views behind the hash (#keys, #teams, #usage, #limits, #health).
+// The account page: sign-in, then the keys, teams, usage, limits, health, audit and tokens views behind the hash (#keys, #teams, …).
 import { api, ApiError, setCsrfToken } from './api.js';
 import { announce, byId } from './dom.js';
 import { initEditDialog } from './edit-dialog.js';
@@ -9,9 +9,10 @@ import { clearTeams, initTeams, showTeams } from './teams-view.js';
 import { clearUsage, initUsage, showUsage } from './usage-view.js';
 import { clearAudit, initAudit, showAudit } from './audit-view.js';
 import { can, setPermissions } from './permissions.js';
+import { clearTokens, forgetNewToken, initTokens, showTokens } from './tokens-view.js';
 
-const VIEWS = { keys: showKeys, teams: showTeams, usage: () => showUsage({ reloadKeys: true }), limits: showLimits, health: showHealth, audit: showAudit };
-const ALL_SECTIONS = ['disabled-view', 'sign-in-view', 'keys-view', 'teams-view', 'usage-view', 'limits-view', 'health-view', 'audit-view'];
+const VIEWS = { keys: showKeys, teams: showTeams, usage: () => showUsage({ reloadKeys: true }), limits: showLimits, health: showHealth, audit: showAudit, tokens: showTokens };
+const ALL_SECTIONS = ['disabled-view', 'sign-in-view', 'keys-view', 'teams-view', 'usage-view', 'limits-view', 'health-view', 'audit-view', 'tokens-view'];
 // Why a single sign-on came back without a session (`/account?sso_error=…`).
 const SSO_ERRORS = {
   expired: 'The sign-in took too long or was started elsewhere: try again.',
@@ -34,8 +35,9 @@ function applyPermissions(session) {
   document.body.classList.toggle('read-only-teams', !can('teams.write'));
   byId('create-key-form').hidden = !can('keys.write');
   byId('create-team-form').hidden = !can('teams.write');
+  byId('create-token-form').hidden = !can('tokens.write');
   for (const link of byId('nav').querySelectorAll('a')) {
-    const needs = { keys: 'keys.read', teams: 'teams.read', usage: 'usage.read', limits: 'limits.read', health: 'health.read', audit: 'audit.read' }[link.dataset.view];
+    const needs = { keys: 'keys.read', teams: 'teams.read', usage: 'usage.read', limits: 'limits.read', health: 'health.read', audit: 'audit.read', tokens: 'tokens.read' }[link.dataset.view];
     link.parentElement.hidden = !can(needs);
     link.hidden = false;
   }
@@ -66,6 +68,7 @@ function signedOut(message) {
   for (const dialog of document.querySelectorAll('dialog[open]')) dialog.close();
   clearUsage();
   clearAudit();
+  clearTokens();
   showOnly('sign-in-view');
   announce(message ?? '');
   if (!byId('sign-in-form').hidden) byId('admin-token').focus();
@@ -89,6 +92,7 @@ async function route() {
     else link.removeAttribute('aria-current');
   }
   if (name !== 'keys') forgetNewKey();
+  if (name !== 'tokens') forgetNewToken();
   showOnly(`${name}-view`);
   try {
     await VIEWS[name]();
@@ -143,6 +147,7 @@ async function start() {
   initLimits();
   initHealth();
   initAudit();
+  initTokens();
   byId('sign-in-form').addEventListener('submit', onSignIn);
   byId('sign-out').addEventListener('click', onSignOut);
   addEventListener('hashchange', () => {

@@ -17,6 +17,8 @@ export const FIELD_LABELS = {
   guardrails: 'Guardrails',
   expires_at: 'Expires',
   models: 'Allowed models',
+  role: 'Role',
+  teams: 'Teams',
 };
 
 const FIELD_ERROR = /^Field '([^']*)': ([\s\S]*)$/;

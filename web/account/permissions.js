@@ -10,3 +10,8 @@ export function setPermissions(granted) {
 export function can(permission) {
   return permission in permissions;
 }
+
+/** Where the session holds a permission: `all`, the team names, or undefined (nowhere). */
+export function scopeOf(permission) {
+  return permissions[permission];
+}

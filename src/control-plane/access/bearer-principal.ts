@@ -29,6 +29,7 @@ export function refusedCredential(req: Request, source: object | undefined, via:
     source,
     via,
     address: clientAddress(req),
+    at: Date.now(),
     action: 'authenticate',
     target: { type: 'route' as const, id: `${req.method} ${req.originalUrl.split('?')[0]}` },
     status: 401 as const,

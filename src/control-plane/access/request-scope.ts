@@ -27,11 +27,27 @@ export function currentScope(): RequestScope | undefined {
 export function changed(action: string, target: EventTarget, before: unknown, after: unknown): void {
   const scope = currentScope();
   if (!scope) return;
-  publish(EVENTS.controlPlaneChange, () => ({ ...scope.source, actor: actorOf(scope.principal), action, target, before: before ?? null, after: after ?? null }));
+  publish(EVENTS.controlPlaneChange, () => ({
+    ...scope.source,
+    at: Date.now(),
+    actor: actorOf(scope.principal),
+    action,
+    target,
+    before: before ?? null,
+    after: after ?? null,
+  }));
 }
 
 /** Publishes a refusal in `scope` and gives back its 403. */
 export function refused(scope: RequestScope, action: string, target: EventTarget, reason: string): GatewayError {
-  publish(EVENTS.controlPlaneRefusal, () => ({ ...scope.source, actor: actorOf(scope.principal), action, target, status: 403 as const, reason }));
+  publish(EVENTS.controlPlaneRefusal, () => ({
+    ...scope.source,
+    at: Date.now(),
+    actor: actorOf(scope.principal),
+    action,
+    target,
+    status: 403 as const,
+    reason,
+  }));
   return forbidden(reason);
 }

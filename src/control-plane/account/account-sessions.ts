@@ -106,8 +106,10 @@ export class AccountSessions {
     return this.options.token !== undefined && (this.options.adminTokenEnabled?.() ?? true);
   }
 
+  /** Where and when an event of the page happens (each call: its own time). */
   private site(req: Request) {
-    return { source: this.options.source ?? NO_SOURCE, via: 'account' as const, address: clientAddress(req) };
+    const source = this.options.source ?? NO_SOURCE;
+    return { source, via: 'account' as const, address: clientAddress(req), at: Date.now() };
   }
 
   /** A sign-in refused: published as a refusal (the audit log) and given back to throw. */

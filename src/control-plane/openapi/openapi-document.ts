@@ -9,9 +9,8 @@
 import { NATIVE_CHAT_SCHEMA, REQUEST_SCHEMAS } from '../../data-plane/routes/request-schemas.ts';
 import { requestJsonSchema } from './request-json-schema.ts';
 import { MODEL_ROUTES, ROUTE_TABLE } from '../../core/route-table.ts';
-
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const json = (schema: object) => ({ 'application/json': { schema } });
+import { MANAGEMENT_PATHS, MANAGEMENT_SCHEMAS } from './management-paths.ts';
+import { adminErrors, error, json, ref } from './openapi-parts.ts';
 
 /** The request bodies' components, derived from the routes' yup schemas (the one written form of each shape). */
 const REQUEST_COMPONENTS = {
@@ -21,9 +20,6 @@ const REQUEST_COMPONENTS = {
   CountTokensRequest: requestJsonSchema(REQUEST_SCHEMAS['count-tokens'], 'count-tokens'),
   NativeChatRequest: requestJsonSchema(NATIVE_CHAT_SCHEMA, 'chat'),
 };
-
-/** An error answer in the envelope the path uses. */
-const error = (description: string, envelope: 'Completions' | 'Messages' | 'Plain') => ({ description, content: json(ref(`${envelope}Error`)) });
 
 function modelRoute(summary: string, body: string, envelope: 'Completions' | 'Messages', streams: boolean) {
   return {
@@ -71,7 +67,6 @@ const TEAM_SETTINGS = {
   },
 };
 const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
-const adminErrors = { '401': error('Missing or wrong admin token', 'Plain'), '429': error('Too many wrong admin tokens from this address', 'Plain') };
 const teamName = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' } };
 
 /** A key's settings besides its name: the team's, and the models it may use, its expiry and its team. */
@@ -431,6 +426,7 @@ export const OPENAPI_DOCUMENT = {
     ...KEY_PATHS,
     ...TEAM_PATHS,
     ...CACHE_PATHS,
+    ...MANAGEMENT_PATHS,
     ...GUARDRAIL_ACTION_PATHS,
     ...ADMIN_READ_PATHS,
     '/openapi.json': { get: { summary: 'This document', security: [], responses: { '200': { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } } } },
@@ -439,7 +435,14 @@ export const OPENAPI_DOCUMENT = {
     securitySchemes: {
       bearer: { type: 'http', scheme: 'bearer', description: 'A gateway API key (`sk-…`)' },
       apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'A gateway API key, as Anthropic-style clients send it' },
-      adminToken: { type: 'http', scheme: 'bearer', description: 'GATEWAY_ADMIN_TOKEN (the admin API answers 404 without one configured)' },
+      adminToken: {
+        type: 'http',
+        scheme: 'bearer',
+        description:
+          'GATEWAY_ADMIN_TOKEN (the break-glass admin, unless access.adminToken is false) or a service token (`gwt_…`) acting with its role. '
+          + 'The admin API answers 404 with neither the admin token nor single sign-on configured. The account page\'s API serves '
+          + 'the same /admin routes at /account/api, behind its session cookie and CSRF token',
+      },
     },
     parameters: {
       RequestId: { name: 'x-request-id', in: 'header', required: false, description: 'Kept when 1–128 characters of [A-Za-z0-9._:-]; otherwise one is generated', schema: { type: 'string' } },
@@ -449,6 +452,7 @@ export const OPENAPI_DOCUMENT = {
     },
     schemas: {
       ...REQUEST_COMPONENTS,
+      ...MANAGEMENT_SCHEMAS,
       NativeChatResult: {
         type: 'object',
         required: ['id', 'model', 'result', 'usage'],

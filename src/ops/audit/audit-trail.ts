@@ -12,7 +12,6 @@ export interface AuditTrailOptions {
   readonly store: AuditStore;
   readonly export?: AuditExport;
   readonly logger: Logger;
-  readonly now?: () => Date;
 }
 
 export interface AuditTrail {
@@ -22,16 +21,35 @@ export interface AuditTrail {
   close(): Promise<void>;
 }
 
-function changeEntry(event: ControlPlaneChange, time: string): AuditEntry {
-  return { time, actor: event.actor, via: event.via, address: event.address ?? null, action: event.action, outcome: 'ok', target: event.target, before: event.before, after: event.after, reason: null };
+/** When an event happened, as an audit record's time. */
+const timeOf = (event: { readonly at: number }) => new Date(event.at).toISOString();
+
+function changeEntry(event: ControlPlaneChange): AuditEntry {
+  return { time: timeOf(event), actor: event.actor, via: event.via, address: event.address ?? null, action: event.action, outcome: 'ok', target: event.target, before: event.before, after: event.after, reason: null };
 }
 
-function refusalEntry(event: ControlPlaneRefusal, time: string): AuditEntry {
-  return { time, actor: event.actor ?? null, via: event.via, address: event.address ?? null, action: event.action, outcome: 'refused', target: event.target, before: null, after: null, reason: event.reason };
+function refusalEntry(event: ControlPlaneRefusal): AuditEntry {
+  return { time: timeOf(event), actor: event.actor ?? null, via: event.via, address: event.address ?? null, action: event.action, outcome: 'refused', target: event.target, before: null, after: null, reason: event.reason };
 }
 
-function signInEntry(event: SignInEvent, time: string): AuditEntry {
-  return { time, actor: event.actor, via: event.via, address: event.address ?? null, action: event.action, outcome: 'ok', target: { type: 'session', id: event.method }, before: null, after: null, reason: null };
+function signInEntry(event: SignInEvent): AuditEntry {
+  return { time: timeOf(event), actor: event.actor, via: event.via, address: event.address ?? null, action: event.action, outcome: 'ok', target: { type: 'session', id: event.method }, before: null, after: null, reason: null };
+}
+
+/**
+ * Subscribes `keep` to every control-plane change, refusal and sign-in of `source`, each as the audit
+ * entry it makes (at the time the event says it happened, so that every subscriber's entry of one event
+ * is the same); gives back the call that unsubscribes it.
+ */
+export function onAuditEntries(source: EventSource, keep: (entry: AuditEntry) => void): () => void {
+  const stops = [
+    EVENTS.controlPlaneChange.subscribe(source, (event) => keep(changeEntry(event))),
+    EVENTS.controlPlaneRefusal.subscribe(source, (event) => keep(refusalEntry(event))),
+    EVENTS.signIn.subscribe(source, (event) => keep(signInEntry(event))),
+  ];
+  return () => {
+    for (const stop of stops) stop();
+  };
 }
 
 /**
@@ -41,7 +59,6 @@ function signInEntry(event: SignInEvent, time: string): AuditEntry {
  * never a secret) and the next ones still go.
  */
 export function startAuditTrail(options: AuditTrailOptions): AuditTrail {
-  const now = options.now ?? (() => new Date());
   const out: WriteStream | NodeJS.WriteStream | undefined =
     options.export === undefined ? undefined : options.export === 'stdout' ? process.stdout : createWriteStream(options.export.file, { flags: 'a', mode: 0o600 });
   let queue: Promise<unknown> = Promise.resolve();
@@ -57,17 +74,13 @@ export function startAuditTrail(options: AuditTrailOptions): AuditTrail {
       out?.write(`${JSON.stringify(record)}\n`);
     });
   };
-  const stops = [
-    EVENTS.controlPlaneChange.subscribe(options.source, (event) => keep(changeEntry(event, now().toISOString()))),
-    EVENTS.controlPlaneRefusal.subscribe(options.source, (event) => keep(refusalEntry(event, now().toISOString()))),
-    EVENTS.signIn.subscribe(options.source, (event) => keep(signInEntry(event, now().toISOString()))),
-  ];
+  const stop = onAuditEntries(options.source, keep);
   return {
     flush: async () => {
       await queue;
     },
     async close() {
-      for (const stop of stops) stop();
+      stop();
       await queue;
       if (out && out !== process.stdout) await new Promise((resolve) => (out as WriteStream).end(resolve));
     },

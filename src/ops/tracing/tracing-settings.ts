@@ -44,6 +44,8 @@ export interface TracingSettings {
   readonly traces?: OtlpDestination;
   /** Where the GenAI metrics go over OTLP; undefined: only on `/metrics`. */
   readonly metrics?: OtlpDestination;
+  /** Where the audit log's records also go, as OTLP logs; undefined: not sent. */
+  readonly logs?: OtlpDestination;
   /** `service.name` of the resource. */
   readonly serviceName: string;
   /** Further resource attributes (`OTEL_RESOURCE_ATTRIBUTES`). */

@@ -37,7 +37,8 @@ type Stores = OpenStores<UsageStore, LimitLedger>;
 
 /**
  * Metrics, the access log, the failover and plugin fault logs, the guardrail action log, the audit log
- * and (when configured) OpenTelemetry traces and metrics, each subscribed to the gateway's events.
+ * and (when configured) OpenTelemetry traces, metrics and audit logs, each subscribed to the gateway's
+ * events.
  */
 export async function startObservability(config: GatewayConfig, env: NodeJS.ProcessEnv, logger: Logger, configuration: Configuration, stores: Stores): Promise<Observability> {
   const { live, endpoints } = configuration;
@@ -82,19 +83,23 @@ function auditExport(exportTo: GatewayConfig['auditExport']) {
 }
 
 /**
- * OpenTelemetry traces and GenAI metrics over OTLP, when an endpoint is configured. The SDK and its
- * exporters load only then (they hold about 13 MB once loaded); without a traces endpoint no request
- * makes a span. Of the tracing settings only the sampler applies live.
+ * OpenTelemetry traces, GenAI metrics and audit records (OTLP logs), each when its endpoint is
+ * configured. The SDK and its exporters load only then (they hold about 13 MB once loaded); without a
+ * traces endpoint no request makes a span. Of the tracing settings only the sampler applies live.
  */
 async function startTraces(config: GatewayConfig, logger: Logger, source: EventSource, metrics: GatewayMetrics) {
-  const { traces, metrics: otlp, sampler } = config.tracing;
+  const { traces, metrics: otlp, logs, sampler } = config.tracing;
   const counted = { exported: (count: number) => metrics.tracesExported(count), dropped: (reason: 'queue_full' | 'export_failed', count: number) => metrics.tracesDropped(reason, count) };
   const tracing = traces ? (await import('../../ops/tracing/otel-tracing.ts')).startTracing(config.tracing, counted, VERSION) : undefined;
   const otlpMetrics = otlp ? (await import('../../ops/tracing/otlp-metrics.ts')).startOtlpGenAiMetrics(config.tracing, metrics.registry, VERSION) : undefined;
   const untrace = tracing ? (await import('../../ops/tracing/trace-subscriber.ts')).traceExchanges(source, tracing.requests) : undefined;
-  // Where spans and metrics go, never the headers (they may carry a collector's credential).
+  const auditLogs = logs
+    ? (await import('../../ops/audit/otlp-audit-logs.ts')).startOtlpAuditLogs(config.tracing, source, logger, VERSION)
+    : undefined;
+  // Where spans, metrics and audit logs go, never the headers (they may carry a collector's credential).
   if (tracing) logger.info({ traces: withoutUserInfo(traces!.url), protocol: traces!.protocol, sampler: sampler.name, ratio: sampler.ratio }, 'tracing on: OTLP traces');
   if (otlpMetrics) logger.info({ metrics: withoutUserInfo(otlp!.url), protocol: otlp!.protocol }, 'GenAI metrics over OTLP');
+  if (auditLogs) logger.info({ logs: withoutUserInfo(logs!.url), protocol: logs!.protocol }, 'audit records as OTLP logs');
   return {
     reloaded(next: GatewayConfig['tracing']['sampler']) {
       if (tracing?.setSampler(next)) logger.info({ sampler: next.name, ratio: next.ratio }, 'trace sampler changed');
@@ -102,7 +107,7 @@ async function startTraces(config: GatewayConfig, logger: Logger, source: EventS
     async close() {
       untrace?.();
       // What is still queued goes out now; a collector that is away loses it (the stop waits 5 s at most).
-      await withinMs(Promise.all([tracing?.shutdown(), otlpMetrics?.shutdown()]), 5000);
+      await withinMs(Promise.all([tracing?.shutdown(), otlpMetrics?.shutdown(), auditLogs?.shutdown()]), 5000);
     },
   };
 }

@@ -2,11 +2,16 @@ import { expect } from 'chai';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
 import { request } from 'undici';
 import { CHAT_COMPLETIONS_CORPUS } from '../../conformance/request-corpus/chat-completions.ts';
 import { COUNT_TOKENS_CORPUS, MESSAGES_CORPUS } from '../../conformance/request-corpus/messages.ts';
 import { RESPONSES_CORPUS } from '../../conformance/request-corpus/responses.ts';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../../helpers/test-gateway.ts';
+import { MANAGEMENT_ROUTES, SESSION_ROUTES } from '../../../src/control-plane/access/permissions.ts';
+import { routesOf } from '../../../src/control-plane/access/route-list.ts';
+import { startAccessFixture } from '../access/access-fixture.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 const ADMIN_TOKEN = 'openapi-admin-token-0001-0123456789abcdef';
@@ -29,6 +34,8 @@ describe('OpenAPI document', function () {
     expect(response.headers['content-type']).to.contain('application/json');
     document = (await response.body.json()) as Record<string, any>;
     ajv = new Ajv2020({ strict: false, allErrors: true });
+    // `date` and `date-time` are checked, not only named.
+    addFormats.default(ajv, ['date', 'date-time']);
     ajv.addSchema(document, 'openapi');
   });
   after(async () => test.close());
@@ -47,15 +54,15 @@ describe('OpenAPI document', function () {
     const content = operation.responses[status].content;
     expect(content, `${method} ${route} ${status} ${type}`).to.have.property(type);
     expect(response.headers['x-request-id']).to.be.a('string');
-    if (type === 'application/json') {
-      const pointer = `openapi#/paths/${segment(route)}/${method.toLowerCase()}/responses/${status}/content/${segment(type)}/schema`;
-      const validate = ajv.compile({ $ref: pointer });
-      expect(validate(JSON.parse(text)), `${method} ${route} ${status}: ${ajv.errorsText(validate.errors)}\n${text}`).to.equal(true);
-    }
+    const pointer = `openapi#/paths/${segment(route)}/${method.toLowerCase()}/responses/${status}/content/${segment(type)}/schema`;
+    // A JSON answer is checked as JSON; any other (CSV, Prometheus text) as the string it is.
+    const answer = type === 'application/json' ? JSON.parse(text) : text;
+    const validate = ajv.compile({ $ref: pointer });
+    expect(validate(answer), `${method} ${route} ${status}: ${ajv.errorsText(validate.errors)}\n${text}`).to.equal(true);
     // The request schema agrees with the gateway on which bodies are valid.
-    if (body !== undefined && (status === '200' || status === '400')) {
+    if (body !== undefined && (status === '200' || status === '201' || status === '400')) {
       const validate = ajv.compile({ $ref: `openapi#/paths/${segment(route)}/${method.toLowerCase()}/requestBody/content/application~1json/schema` });
-      expect(validate(body), `${route} request ${JSON.stringify(body)}`).to.equal(status === '200');
+      expect(validate(body), `${route} request ${JSON.stringify(body)}`).to.equal(status !== '400');
     }
     checked.add(`${method} ${route} ${status}`);
     return response.statusCode;
@@ -200,6 +207,114 @@ describe('OpenAPI document', function () {
       expect(test.gateway.reloadConfig('test').applied).to.equal(true);
     }
     await conforms('GET', '/admin/guardrails', undefined, {}, 401);
+  });
+
+  /** Makes a service token with the admin token; its bearer header. */
+  async function serviceToken(grant: { role: string; teams?: string[] }): Promise<{ authorization: string }> {
+    const made = await request(`${test.url}/admin/tokens`, { method: 'POST', headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: `as ${grant.role}`, ...grant }) });
+    expect(made.statusCode).to.equal(201);
+    return { authorization: `Bearer ${((await made.body.json()) as { token: string }).token}` };
+  }
+
+  it('describes the real answers of who am I, the models, health and the usage CSV', async () => {
+    await conforms('GET', '/admin/whoami', undefined, admin, 200);
+    await conforms('GET', '/admin/whoami', undefined, {}, 401);
+    await conforms('POST', '/admin/teams', { name: 'watched' }, admin, 201);
+    const viewer = await serviceToken({ role: 'viewer', teams: ['watched'] });
+    await conforms('GET', '/admin/whoami', undefined, viewer, 200);
+    const seen = (await (await request(`${test.url}/admin/whoami`, { headers: viewer })).body.json()) as { actor: { kind: string }; permissions: Record<string, unknown> };
+    expect(seen.actor.kind).to.equal('service-token');
+    expect(seen.permissions).to.deep.include({ 'keys.read': ['watched'], 'signed-in': 'all' });
+    expect(seen.permissions).to.not.have.property('keys.write');
+    await conforms('GET', '/admin/models', undefined, admin, 200);
+    await conforms('GET', '/admin/models', undefined, {}, 401);
+    await conforms('GET', '/admin/health', undefined, admin, 200);
+    await conforms('GET', '/admin/health', undefined, {}, 401);
+    for (const grouping of ['model', 'day', 'key', 'team']) await conforms('GET', `/admin/usage.csv?group_by=${grouping}`, undefined, admin, 200);
+    await conforms('GET', '/admin/usage.csv?group_by=week', undefined, admin, 400);
+    await conforms('GET', '/admin/usage.csv', undefined, {}, 401);
+    // A viewer of one team reads the usage of that team's keys only.
+    await conforms('GET', `/admin/usage.csv?key_id=${await keyIn('nobody-watches')}`, undefined, viewer, 403);
+  });
+
+  /** The id of a new key in a new team. */
+  async function keyIn(team: string): Promise<string> {
+    await conforms('POST', '/admin/teams', { name: team }, admin, 201);
+    const created = await request(`${test.url}/admin/keys`, { method: 'POST', headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: `in ${team}`, team }) });
+    return ((await created.body.json()) as { id: string }).id;
+  }
+
+  it('describes the real answers of the service token routes, refusals by role included', async () => {
+    const one = '/admin/tokens/{id}';
+    const inAMonth = new Date(Date.now() + 30 * 86_400_000).toISOString();
+    await conforms('POST', '/admin/tokens', { name: 'ci', role: 'viewer', expires_at: inAMonth }, admin, 201);
+    await conforms('POST', '/admin/tokens', { name: 'blue ci', role: 'team-admin', teams: ['tokened'] }, admin, 201);
+    await conforms('POST', '/admin/tokens', { name: 'root', role: 'root' }, admin, 400);
+    await conforms('POST', '/admin/tokens', { name: 'lead', role: 'team-admin' }, admin, 400);
+    await conforms('POST', '/admin/tokens', { name: 'odd', role: 'admin', teams: ['tokened'] }, admin, 400);
+    await conforms('POST', '/admin/tokens', { name: '', role: 'viewer', owner: 'x' }, admin, 400);
+    await conforms('POST', '/admin/tokens', { name: 'ci', role: 'viewer' }, {}, 401);
+    await conforms('GET', '/admin/tokens', undefined, admin, 200);
+    await conforms('GET', '/admin/tokens', undefined, {}, 401);
+    const listed = (await (await request(`${test.url}/admin/tokens`, { headers: admin })).body.json()) as { data: { id: string; name: string }[] };
+    const ci = listed.data.find((token) => token.name === 'ci')!.id;
+
+    const lead = await serviceToken({ role: 'team-admin', teams: ['tokened'] });
+    const viewer = await serviceToken({ role: 'viewer' });
+    // Neither may make an admin: the viewer holds no tokens.write (the gate), the team admin
+    // not over every team (the route).
+    await conforms('POST', '/admin/tokens', { name: 'root please', role: 'admin' }, viewer, 403);
+    await conforms('POST', '/admin/tokens', { name: 'root please', role: 'admin' }, lead, 403);
+    await conforms('POST', '/admin/tokens', { name: 'own', role: 'viewer', teams: ['tokened'] }, lead, 201);
+    await conforms('GET', '/admin/tokens', undefined, lead, 200);
+    // A viewer of every team is beyond a team admin's role, and the viewer may revoke nothing.
+    await conforms('DELETE', `/admin/tokens/${ci}`, undefined, lead, 403, one);
+    await conforms('DELETE', `/admin/tokens/${ci}`, undefined, viewer, 403, one);
+    await conforms('PATCH', `/admin/keys/${await keyIn('tokened-keys')}`, { rpm: 5 }, viewer, 403, '/admin/keys/{id}');
+    await conforms('DELETE', `/admin/tokens/${ci}`, undefined, admin, 200, one);
+    await conforms('DELETE', '/admin/tokens/tok_0000000000000000', undefined, admin, 404, one);
+    await conforms('DELETE', `/admin/tokens/${ci}`, undefined, {}, 401, one);
+    const after = (await (await request(`${test.url}/admin/tokens`, { headers: admin })).body.json()) as { data: { id: string; status: string }[] };
+    expect(after.data.find((token) => token.id === ci)!.status).to.equal('revoked');
+  });
+
+  it('describes the real answers of the audit log, filtered and paged', async () => {
+    await (await request(`${test.url}/admin/tokens`, { method: 'POST', headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'audited', role: 'viewer' }) })).body.text();
+    await conforms('GET', '/admin/audit', undefined, admin, 200);
+    await conforms('GET', '/admin/audit?action=token.&outcome=ok&via=admin&limit=1', undefined, admin, 200, '/admin/audit');
+    type Record = { seq: number; action: string; after: { name?: string } | null };
+    type Page = { data: Record[]; next_before: number | null };
+    let first: Page = { data: [], next_before: null };
+    // The audit log keeps each change as its event arrives, just after the answer.
+    await eventually(async () => {
+      first = (await (await request(`${test.url}/admin/audit?action=token.&limit=1`, { headers: admin })).body.json()) as Page;
+      return first.data[0]?.after?.name === 'audited';
+    }, 'the new token in the audit log');
+    expect(first.data.map((record) => record.action)).to.deep.equal(['token.create']);
+    expect(first.next_before).to.equal(first.data[0]!.seq);
+    await conforms('GET', `/admin/audit?action=token.&limit=1&before=${first.next_before}`, undefined, admin, 200, '/admin/audit');
+    await conforms('GET', `/admin/audit?from=2020-01-01&to=${new Date(Date.now() + 60_000).toISOString()}&team=tokened`, undefined, admin, 200, '/admin/audit');
+    await conforms('GET', '/admin/audit?limit=0&from=yesterday&nonsense=1', undefined, admin, 400, '/admin/audit');
+    await conforms('GET', '/admin/audit', undefined, {}, 401);
+    const everything = await request(`${test.url}/admin/audit?limit=1000`, { headers: admin });
+    expect(await everything.body.text()).to.not.include(ADMIN_TOKEN).and.not.include('gwt_').and.not.include('sk-');
+  });
+
+  it('describes every route the management router serves at /admin, and the account page serves no other at /account/api', async () => {
+    const fixture = await startAccessFixture();
+    try {
+      const described = (method: string, path: string) => document.paths[`/admin${path.replace(/:([A-Za-z]+)/g, '{$1}')}`]?.[method.toLowerCase()] !== undefined;
+      const served = routesOf(fixture.admin);
+      expect(served.length).to.be.greaterThan(20);
+      const missing = [...served, ...MANAGEMENT_ROUTES].filter((route) => !described(route.method, route.path)).map((route) => `${route.method} /admin${route.path}`);
+      expect(missing, 'management routes the document does not describe').to.deep.equal([]);
+      const own = new Set(SESSION_ROUTES.map((route) => `${route.method} ${route.path}`));
+      const admins = new Set(served.map((route) => `${route.method} ${route.path}`));
+      const account = routesOf(fixture.account).filter((route) => route.path.startsWith('/api/')).map((route) => `${route.method} ${route.path.slice('/api'.length)}`);
+      expect(account.filter((route) => !own.has(route) && !admins.has(route)), 'account API routes not served at /admin').to.deep.equal([]);
+    } finally {
+      await fixture.close();
+    }
   });
 
   it('describes the real answers of the admin team routes', async () => {
