@@ -352,7 +352,10 @@ describe('container image (Dockerfile, podman)', function () {
         ...providers,
         IMAGE,
       ]);
-      await eventually(() => ready(url), 'the gateway container to be ready', 60_000);
+      await eventually(() => ready(url), 'the gateway container to be ready', 60_000).catch(async (error: Error) => {
+        const logs = await podman.run(['logs', gateway]);
+        throw new Error(`${error.message}; its output:\n${logs.stdout.slice(-2000)}${logs.stderr.slice(-3000)}`);
+      });
     });
 
     after(async function () {
