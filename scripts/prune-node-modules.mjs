@@ -6,8 +6,8 @@
 //
 // `trace` follows every module of dist/ and bin/ (the gateway, its CLI, workers, plugins and the bundled mock
 // upstream) through its imports and requires into node_modules with @vercel/nft, resolving `exports` as Node 20
-// does (the `import` or the `require` branch as each call asks, `main` ignored where `exports` exist), and adds
-// the loads a static trace cannot follow, listed in RUNTIME_LOADS below. `prune` then deletes every file of
+// does (the `import` or the `require` branch as each call asks, `main` ignored where `exports` exist), with the
+// loads it does not follow itself added (CREATE_REQUIRE, RUNTIME_FILES below). `prune` then deletes every file of
 // node_modules that is not on that list, except each package's package.json (module type, `exports`, `imports`;
 // what the SBOM and scanners read) and its license and notice files. So what goes is what no runtime reaches:
 // source maps, type declarations, TypeScript sources, READMEs and tests, the module-system builds `exports` does
@@ -31,19 +31,23 @@ import { parseArgs } from 'node:util';
 const root = process.cwd();
 const MODULES = join(root, 'node_modules');
 
+// `createRequire(import.meta.url)('x')` and `createRequire(import.meta.url).resolve('x')` (lazy loads of CommonJS
+// packages, and the paths of files next to an entry) are past what @vercel/nft follows: each such specifier in a
+// compiled module is resolved from it and traced on (require.resolve needs the entry to exist even where it is
+// not loaded). A literal it cannot resolve here is left alone: no production install has it either.
+const CREATE_REQUIRE = /createRequire\(import\.meta\.url\)(?:\.resolve)?\(\s*(['"])([^'"]+)\1\s*\)/g;
+
 /**
- * Files of node_modules the gateway loads in ways a static trace does not see. `from` is the compiled file that
- * loads it and must still name `names`, so that a change there fails the build instead of pruning what it needs.
- * `specifier` is resolved from `from` as require() does and traced on (require.resolve needs the entry to exist
- * even where it is not loaded); `beside` names a file next to that entry, kept as it is.
+ * Files of node_modules the gateway reads that no module imports: `from` is the compiled file that reads it and
+ * must still name `names`, so that a change there fails the build instead of pruning what it needs; `file` is
+ * found next to the entry `specifier` resolves to.
  */
-const RUNTIME_LOADS = [
-  { from: 'dist/src/stores/redis/redis-client.js', names: "('ioredis')", specifier: 'ioredis' },
+const RUNTIME_FILES = [
   {
     from: 'dist/src/control-plane/account/account-router.js',
     names: "'chart.umd.min.js'",
     specifier: 'chart.js',
-    beside: 'chart.umd.min.js',
+    file: 'chart.umd.min.js',
   },
 ];
 
@@ -78,21 +82,28 @@ async function trace(output) {
   for (const dir of ['dist', 'bin']) {
     for (const path of filesUnder(join(root, dir))) if (/\.(m|c)?js$/.test(path)) entries.push(join(root, path));
   }
-  const extra = [];
-  for (const load of RUNTIME_LOADS) {
-    const from = join(root, load.from);
-    if (!existsSync(from)) fail(`${load.from} is missing: build first, or update RUNTIME_LOADS`);
-    if (!readFileSync(from, 'utf8').includes(load.names)) {
-      fail(`${load.from} no longer names ${load.names}: update RUNTIME_LOADS`);
-    }
-    const resolved = createRequire(from).resolve(load.specifier);
-    entries.push(resolved);
-    if (load.beside) {
-      const file = join(dirname(resolved), load.beside);
-      if (!existsSync(file)) fail(`${relative(root, file)} (${load.from}) does not exist`);
-      extra.push(relative(root, file).split(sep).join('/'));
+  const required = new Set();
+  for (const entry of entries) {
+    for (const [, , specifier] of readFileSync(entry, 'utf8').matchAll(CREATE_REQUIRE)) {
+      try {
+        required.add(createRequire(entry).resolve(specifier));
+      } catch {
+        console.log(`not installed: ${specifier} (${relative(root, entry)})`);
+      }
     }
   }
+  const extra = [];
+  for (const load of RUNTIME_FILES) {
+    const from = join(root, load.from);
+    if (!existsSync(from)) fail(`${load.from} is missing: build first, or update RUNTIME_FILES`);
+    if (!readFileSync(from, 'utf8').includes(load.names)) {
+      fail(`${load.from} no longer names ${load.names}: update RUNTIME_FILES`);
+    }
+    const file = join(dirname(createRequire(from).resolve(load.specifier)), load.file);
+    if (!existsSync(file)) fail(`${relative(root, file)} (${load.from}) does not exist`);
+    extra.push(relative(root, file).split(sep).join('/'));
+  }
+  entries.push(...required);
   const { fileList } = await nodeFileTrace(entries, {
     base: root,
     processCwd: root,
@@ -110,7 +121,7 @@ async function trace(output) {
   const reached = new Set(files.filter((path) => !path.endsWith('/package.json')).map(packageOf));
   const unreached = Object.keys(manifest.dependencies ?? {}).filter((name) => !reached.has(`node_modules/${name}`));
   if (unreached.length > 0) {
-    fail(`no module of dist/ reaches ${unreached.join(', ')}: name how it is loaded in RUNTIME_LOADS, or drop it`);
+    fail(`no module of dist/ reaches ${unreached.join(', ')}: see how it is loaded, or drop it`);
   }
   writeFileSync(output, `${JSON.stringify({ files }, null, 1)}\n`);
   console.log(`traced ${entries.length} entry points: ${files.length} files of node_modules can be loaded`);
