@@ -18,7 +18,8 @@ WORKDIR /src
 COPY package.json package-lock.json ./
 
 # The TypeScript build (development dependencies are needed here only), then the production
-# dependencies alone: `npm prune` leaves the tree `npm ci --omit=dev` would install, with no second download.
+# dependencies alone: `npm prune` leaves the tree `npm ci --omit=dev` would install, with no second download,
+# cut down to the files the compiled gateway can load (scripts/prune-node-modules.mjs; docs/deploy.md).
 FROM node-build AS build
 # A build machine behind a TLS-inspecting proxy fails here with SELF_SIGNED_CERT_IN_CHAIN (or
 # UNABLE_TO_GET_ISSUER_CERT_LOCALLY) unless its certificate authorities come in as the npm_ca secret.
@@ -36,8 +37,14 @@ COPY providers providers
 COPY tools tools
 COPY mock-upstream mock-upstream
 COPY web web
-RUN npm run build \
- && npm prune --omit=dev --no-audit --no-fund --ignore-scripts
+RUN npm run build
+# Traced while the development dependencies (the tracer) are installed, pruned once they are gone.
+COPY scripts/prune-node-modules.mjs scripts/
+COPY bin bin
+RUN node scripts/prune-node-modules.mjs trace --output /tmp/runtime-files.json \
+ && npm prune --omit=dev --no-audit --no-fund --ignore-scripts \
+ && node scripts/prune-node-modules.mjs prune --files /tmp/runtime-files.json \
+ && rm /tmp/runtime-files.json
 
 FROM ${BASE_IMAGE} AS runtime
 RUN apt-get update \

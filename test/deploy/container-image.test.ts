@@ -17,8 +17,12 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { eventually } from '../helpers/eventually.ts';
 import { withinOneWindow } from '../helpers/limit-window.ts';
+import { launchBrowser } from '../helpers/headless-browser.ts';
+import { startOidcIssuer, type OidcIssuer } from '../helpers/oidc-issuer.ts';
+import { OtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { containerSupport, Podman } from '../helpers/podman.ts';
-import { freePort } from '../helpers/redis-server.ts';
+import { freePort, TestRedisServer } from '../helpers/redis-server.ts';
+import { startMockUpstream, type MockUpstream } from '../../mock-upstream/mock-upstream-server.ts';
 
 // The image built from the Dockerfile, run as users run it: alone with the bundled mock upstream, and as
 // compose.yaml's two replicas on one Redis. Rootful podman with runc (scripts/test-setup.sh installs
@@ -263,6 +267,211 @@ describe('container image (Dockerfile, podman)', function () {
       expect(lines.some((line) => line.msg === 'shut down: every usage record stored')).to.equal(true);
       const streamed = lines.filter((line) => line.msg === 'request' && line.stream === true);
       expect(streamed.at(-1)).to.deep.include({ status: 200, outcome: 'complete' });
+    });
+  });
+
+  // With every feature that loads code of its own configured, so that a file of node_modules the image's
+  // build pruned but the gateway needs fails here: OTLP traces and metrics to a receiver, Redis, guardrails,
+  // the response cache, an estimate on the tokenizer thread, the account page with its charts and single
+  // sign-on through a real OpenID provider. On the host's network: every party listens on 127.0.0.1.
+  describe('every feature on: traces, Redis, guardrails, cache, an estimate, the account page, sign-on', () => {
+    const gateway = `gw-${run}-features`;
+    const adminToken = randomBytes(32).toString('hex');
+    const clientSecret = randomBytes(24).toString('hex');
+    const people = { alice: { email: 'alice@example.com', name: 'Alice', groups: ['platform-admins'] } };
+    let redis: TestRedisServer;
+    let receiver: OtlpReceiver;
+    let upstream: MockUpstream;
+    let issuer: OidcIssuer;
+    let url: string;
+    const logLines = async () =>
+      (await podman.must(['logs', gateway]))
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const chat = (body: Record<string, unknown>) =>
+      fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${STATIC_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'alpha-latest', ...body }),
+      });
+
+    before(async function () {
+      if (unsupported) this.skip();
+      this.timeout(180_000);
+      redis = await TestRedisServer.start();
+      receiver = await OtlpReceiver.start();
+      upstream = await startMockUpstream({ host: '127.0.0.1', apiKey: UPSTREAM_KEY });
+      issuer = await startOidcIssuer(people);
+      const port = await freePort();
+      url = `http://127.0.0.1:${port}`;
+      issuer.register({ clientId: 'model-gateway', clientSecret, redirectUri: `${url}/account/api/sso/callback` });
+      const configDir = join(work, 'features-config');
+      mkdirSync(configDir);
+      chmodSync(configDir, 0o755);
+      writeFileSync(
+        join(configDir, 'gateway.yaml'),
+        [
+          'access:',
+          '  oidc: { scopes: [profile, email, groups] }',
+          '  roles: [{ group: platform-admins, role: admin }]',
+          'guardrails:',
+          "  - { name: no-codes, use: regex, on: both, action: block, patterns: ['PROJECT-[0-9]{4}'] }",
+          '  - { name: no-emails, use: pii, on: request, action: redact, entities: [email] }',
+          '',
+        ].join('\n'),
+      );
+      chmodSync(join(configDir, 'gateway.yaml'), 0o644);
+      const providers = ['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].flatMap((vendor) => [
+        '-e',
+        `${vendor}_BASE_URL=${upstream.url}`,
+        '-e',
+        `${vendor}_API_KEY=${UPSTREAM_KEY}`,
+      ]);
+      const settings = {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        GATEWAY_CONFIG: '/etc/model-gateway/gateway.yaml',
+        GATEWAY_API_KEYS: STATIC_KEY,
+        GATEWAY_ADMIN_TOKEN: adminToken,
+        GATEWAY_OIDC_ISSUER: issuer.url,
+        GATEWAY_OIDC_CLIENT_ID: 'model-gateway',
+        GATEWAY_OIDC_CLIENT_SECRET: clientSecret,
+        REDIS_URL: redis.url,
+        GATEWAY_CACHE_TTL_S: '300',
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        // Traces in protobuf, metrics in JSON: both exporters' code is loaded.
+        OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '200',
+        OTEL_METRIC_EXPORT_INTERVAL: '1000',
+      };
+      await podman.must([
+        'run', '-d', '--read-only', '--name', gateway, '--network', 'host',
+        '-v', `${configDir}:/etc/model-gateway:ro`,
+        ...Object.entries(settings).flatMap(([name, value]) => ['-e', `${name}=${value}`]),
+        ...providers,
+        IMAGE,
+      ]);
+      await eventually(() => ready(url), 'the gateway container to be ready', 60_000).catch(async (error: Error) => {
+        const logs = await podman.run(['logs', gateway]);
+        throw new Error(`${error.message}; its output:\n${logs.stdout.slice(-2000)}${logs.stderr.slice(-3000)}`);
+      });
+    });
+
+    after(async function () {
+      this.timeout(120_000);
+      if (podman) await podman.run(['rm', '-f', '-v', '-t', '0', gateway]);
+      await Promise.all([redis?.close(), receiver?.close(), upstream?.close(), issuer?.close()]);
+    });
+
+    it('keeps its keys in Redis: a key the CLI in the container makes serves at once', async function () {
+      this.timeout(60_000);
+      const readiness = await json(`${url}/readyz`);
+      expect(readiness.body).to.deep.include({ status: 'ok', redis: 'ready' });
+      const created = await podman.must(['exec', gateway, 'node', 'bin/model-gateway.js', 'keys', 'create', '--name', 'cli']);
+      const key = /^sk-\S+$/m.exec(created)?.[0];
+      expect(key, created).to.be.a('string');
+      const models = await fetch(`${url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+      expect(models.status).to.equal(200);
+      const usage = await fetch(`${url}/v1/usage`, { headers: { authorization: `Bearer ${key}` } });
+      expect(usage.status).to.equal(200);
+    });
+
+    it('answers a repeated request from the cache and blocks what a guardrail forbids', async function () {
+      this.timeout(60_000);
+      const body = { messages: [{ role: 'user', content: 'Cache this answer for alice@example.com' }] };
+      const first = await chat(body);
+      expect(first.status).to.equal(200);
+      expect(first.headers.get('x-gateway-cache')).to.equal('miss');
+      await first.arrayBuffer();
+      const second = await chat(body);
+      expect(second.status).to.equal(200);
+      expect(second.headers.get('x-gateway-cache')).to.equal('hit');
+      await second.arrayBuffer();
+      // The pii guardrail redacted the address before the request went upstream.
+      expect(JSON.stringify(upstream.requests.at(-1)!.body)).to.include('[EMAIL]').and.not.include('alice@example.com');
+      const blocked = await chat({ messages: [{ role: 'user', content: 'Read PROJECT-1234 aloud' }] });
+      expect(blocked.status).to.equal(400);
+      expect(((await blocked.json()) as { error: { code: string } }).error.code).to.equal('GW_ERR_GUARDRAIL');
+    });
+
+    it('estimates the usage of a stream the upstream did not report on the tokenizer thread', async function () {
+      this.timeout(60_000);
+      upstream.enqueue({ kind: 'no-usage' });
+      const client = new OpenAI({ apiKey: STATIC_KEY, baseURL: `${url}/v1`, maxRetries: 0 });
+      const stream = await client.chat.completions.create({
+        model: 'alpha-latest',
+        stream: true,
+        messages: [{ role: 'user', content: 'A stream whose upstream forgets its usage' }],
+      });
+      let text = '';
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+      expect(text).to.not.equal('');
+      let estimated: Record<string, unknown> | undefined;
+      await eventually(
+        async () => (estimated = (await logLines()).find((line) => line.tokens_estimated === true)) !== undefined,
+        'the estimated request line',
+        30_000,
+      );
+      expect(estimated).to.deep.include({ msg: 'request', status: 200, stream: true });
+      expect(estimated!.input_tokens).to.be.greaterThan(0);
+      expect(estimated!.output_tokens).to.be.greaterThan(0);
+      expect((await logLines()).filter((line) => /estimate failed/.test(String(line.msg)))).to.deep.equal([]);
+    });
+
+    it('exports traces in OTLP protobuf and the GenAI metrics in OTLP JSON to the receiver', async function () {
+      this.timeout(60_000);
+      // A chat completion's server span, and the client span of its upstream call in the same trace.
+      await eventually(
+        () =>
+          receiver.spans.some(
+            (server) =>
+              server.kind === 2 &&
+              server.name === 'POST /v1/chat/completions' &&
+              receiver
+                .trace(server.traceId)
+                .some((client) => client.kind === 3 && client.attributes['gen_ai.operation.name'] === 'chat'),
+          ),
+        'the spans of a chat completion',
+        30_000,
+      );
+      await eventually(
+        () => receiver.metrics.some((metric) => metric.name === 'gen_ai.client.token.usage'),
+        'the token usage metric',
+        30_000,
+      );
+      expect(receiver.contentTypes).to.include('application/x-protobuf').and.include('application/json');
+      expect(receiver.problems).to.deep.equal([]);
+    });
+
+    it('signs a person in through the OpenID provider and draws the account page with Chart.js', async function () {
+      this.timeout(180_000);
+      const script = await fetch(`${url}/account/vendor/chart.umd.min.js`);
+      expect(script.status).to.equal(200);
+      expect(await script.text()).to.have.length.greaterThan(100_000);
+      const browser = await launchBrowser();
+      try {
+        const page = await browser.newPage();
+        page.setDefaultTimeout(30_000);
+        await page.goto(`${url}/account`);
+        await page.getByRole('link', { name: 'Sign in with single sign-on' }).click();
+        await page.locator('input[name="login"]').fill('alice');
+        await page.locator('input[name="password"]').fill('any password');
+        await page.getByRole('button', { name: 'Sign-in' }).click();
+        await page.getByRole('button', { name: 'Continue' }).click();
+        await page.waitForURL(`${url}/account**`);
+        // The provider's development pages load fonts from the internet, which cannot be reached here.
+        browser.problems.length = 0;
+        await page.locator('#who').filter({ hasText: 'Alice' }).waitFor();
+        await page.goto(`${url}/account#usage`);
+        await page.waitForFunction(() => {
+          const chart = (globalThis as { Chart?: { getChart(id: string): unknown } }).Chart;
+          return chart?.getChart('day-chart') !== undefined;
+        });
+        expect(browser.problems).to.deep.equal([]);
+      } finally {
+        await browser.close();
+      }
     });
   });
 
