@@ -34,6 +34,11 @@ export interface CatalogEntry {
   readonly id: string;
   readonly object: 'model';
   readonly owned_by: string;
+  /**
+   * Only for a model with an adapted route: each client path it serves and how, `adapted` (the
+   * plugin's adapter maps the vendor's own format), `forwarded` (byte for byte) or `native` (`/v1/chat`).
+   */
+  readonly routes?: Readonly<Record<string, 'adapted' | 'forwarded' | 'native'>>;
 }
 
 interface ModelEntry {
@@ -95,6 +100,11 @@ export class ModelRegistry {
           this.fixups.set(key, [...(this.fixups.get(key) ?? []), declaration]);
         }
       }
+      // An adapted route's usage reader reads the vendor's shapes for every model on it; a declared extractor wins.
+      for (const [route, upstream] of Object.entries(plugin.routes)) {
+        if (!upstream?.adapter) continue;
+        for (const model of plugin.models) if (model.routes.includes(route as RouteId)) this.extractors.set(`${route} ${plugin.vendor}/${model.id}`, upstream.adapter.usage);
+      }
       for (const declaration of plugin.usageExtractors ?? []) {
         const scope = declaration.models ?? plugin.models.map((model) => `${plugin.vendor}/${model.id}`);
         for (const model of scope) this.extractors.set(`${declaration.route} ${models.get(model)!.canonicalId}`, declaration.extractor);
@@ -104,8 +114,8 @@ export class ModelRegistry {
     if (unknown.length) throw new PluginLoadError('config', 'aliases', `no plugin declares the alias(es) ${unknown.join(', ')}`);
 
     this.catalog = plugins.flatMap((plugin) => [
-      ...(plugin.aliases ?? []).filter((alias) => alias.listed !== false).map((alias) => catalogEntry(alias.id, plugin.vendor)),
-      ...plugin.models.filter((model) => model.listed).map((model) => catalogEntry(`${plugin.vendor}/${model.id}`, plugin.vendor)),
+      ...(plugin.aliases ?? []).filter((alias) => alias.listed !== false).map((alias) => catalogEntry(alias.id, plugin.vendor, servedRoutes(plugin, alias.routes))),
+      ...plugin.models.filter((model) => model.listed).map((model) => catalogEntry(`${plugin.vendor}/${model.id}`, plugin.vendor, servedRoutes(plugin, model.routes))),
     ]);
   }
 
@@ -180,6 +190,15 @@ export class ModelRegistry {
   }
 }
 
-function catalogEntry(id: string, vendor: string): CatalogEntry {
-  return { id, object: 'model', owned_by: vendor };
+function catalogEntry(id: string, vendor: string, routes: CatalogEntry['routes']): CatalogEntry {
+  return routes ? { id, object: 'model', owned_by: vendor, routes } : { id, object: 'model', owned_by: vendor };
+}
+
+/**
+ * How an entry's routes reach its vendor, by client path, when one of them is adapted (its vendor's
+ * format mapped by the plugin's adapter): otherwise the entry says nothing (every route forwards).
+ */
+function servedRoutes(plugin: ProviderPlugin, routes: readonly RouteId[]): CatalogEntry['routes'] {
+  if (!routes.some((route) => route !== 'chat' && plugin.routes[route]?.adapter)) return undefined;
+  return Object.fromEntries(routes.map((route) => [routePath(route), route === 'chat' ? 'native' : plugin.routes[route]?.adapter ? 'adapted' : 'forwarded']));
 }

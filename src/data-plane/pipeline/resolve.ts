@@ -1,10 +1,11 @@
 import type { UsageAccounting } from '../../core/exchange.ts';
 import { upstreamNotConfigured } from '../../core/gateway-errors.ts';
-import type { ModelRegistry } from '../../core/model-registry.ts';
+import type { ModelRegistry, ResolvedModel } from '../../core/model-registry.ts';
 import type { UpstreamRouteId } from '../../plugins/plugin-contract.ts';
 import { assertModelAllowed } from '../auth/authenticate.ts';
 import type { ProviderEndpoints } from '../upstream/provider-endpoints.ts';
-import { CompatibleCall } from '../routes/compatible-call.ts';
+import { CompatibleCall, type CallCatalog } from '../routes/compatible-call.ts';
+import type { JsonRequestBody } from '../http/json-body.ts';
 import type { FallbackTable } from '../routes/model-fallbacks.ts';
 import type { RequestCheck } from '../routes/request-checks.ts';
 import type { Stage } from './stage.ts';
@@ -18,6 +19,8 @@ export interface ResolveParts {
   readonly forward?: {
     readonly fallbacks: () => FallbackTable | undefined;
     readonly usage: Pick<UsageAccounting, 'extractor'>;
+    /** Makes the call, where it may be another than the forwarded one (a route some plugin adapts). */
+    readonly call?: (catalog: CallCatalog, route: UpstreamRouteId, resolved: ResolvedModel, stream: boolean, client: () => JsonRequestBody) => CompatibleCall;
   };
 }
 
@@ -41,7 +44,9 @@ export function resolve(parts: ResolveParts): Stage {
     exchange.pool = pool;
     if (forward) {
       const catalog = { registry, fallbacks: forward.fallbacks(), usage: forward.usage, served: (name: string) => endpoints.pool(name) !== undefined };
-      exchange.call = new CompatibleCall(catalog, exchange.route.id as UpstreamRouteId, resolved, body.stream === true, () => exchange.body!);
+      const route = exchange.route.id as UpstreamRouteId;
+      const client = () => exchange.body!;
+      exchange.call = forward.call ? forward.call(catalog, route, resolved, body.stream === true, client) : new CompatibleCall(catalog, route, resolved, body.stream === true, client);
     }
     return next(exchange);
   };
