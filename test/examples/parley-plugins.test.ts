@@ -299,32 +299,53 @@ describe('the example package parley-plugins: a vendor with its own wire format,
 
   it('blocks a finding split across chunk events, before any of it goes out (the guardrail reads the mapped text)', async () => {
     a.chunks = b.chunks = ['Your code is PROJ', 'ECT-12', '34, keep it safe.'];
-    const answer = await post({ model: 'parley-latest', stream: true, messages: [{ role: 'user', content: fresh('What is my code') }] });
-    expect(answer.status).to.equal(200);
-    expect(answer.text).not.to.contain('PROJECT').and.not.to.contain('ECT-12');
-    const events = answer.text.split('\n\n').filter(Boolean);
-    const last = JSON.parse(events.at(-1)!.replace(/^data: /, '')) as { error: { code: string; message: string } };
-    expect(last.error.code).to.equal('GW_ERR_GUARDRAIL');
-    expect(last.error.message).to.contain('no-codes');
-    expect(answer.text).not.to.contain('[DONE]');
-    const record = await usageRecord(answer.requestId);
-    expect(record).to.include({ outcome: 'guardrail_blocked' });
+    // The official client: what it read before the block, then the refusal it raises.
+    const { data: stream, response } = await client().chat.completions.create({ model: 'parley-latest', stream: true, messages: [{ role: 'user', content: fresh('What is my code') }] }).withResponse();
+    let text = '';
+    const error = await (async () => {
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    })().then(() => undefined, (caught: unknown) => caught);
+    expect(text).not.to.contain('PROJ');
+    expect(text.length).to.be.lessThan('Your code is '.length + 1);
+    expect(error).to.be.instanceOf(OpenAI.APIError);
+    expect((error as InstanceType<typeof OpenAI.APIError>).code).to.equal('GW_ERR_GUARDRAIL');
+    expect((error as Error).message).to.contain('no-codes');
+    expect(await usageRecord(response.headers.get('x-request-id')!)).to.include({ outcome: 'guardrail_blocked' });
+    // On the wire: nothing of the finding, the refusal last, no [DONE].
+    const raw = await post({ model: 'parley-latest', stream: true, messages: [{ role: 'user', content: fresh('What is my code') }] });
+    expect(raw.status).to.equal(200);
+    expect(raw.text).not.to.contain('PROJECT').and.not.to.contain('ECT-12').and.not.to.contain('[DONE]');
+    expect((JSON.parse(raw.text.split('\n\n').filter(Boolean).at(-1)!.replace(/^data: /, '')) as { error: { code: string } }).error.code).to.equal('GW_ERR_GUARDRAIL');
     // The JSON answer is blocked whole.
-    const json = await post({ model: 'parley-latest', messages: [{ role: 'user', content: fresh('What is my code') }] });
-    expect(json.status).to.equal(400);
-    expect(json.text).not.to.contain(SECRET);
-    expect((JSON.parse(json.text) as { error: { code: string } }).error.code).to.equal('GW_ERR_GUARDRAIL');
+    const json = await client()
+      .chat.completions.create({ model: 'parley-latest', messages: [{ role: 'user', content: fresh('What is my code') }] })
+      .then(() => undefined, (caught: unknown) => caught);
+    expect(json).to.be.instanceOf(OpenAI.BadRequestError);
+    expect((json as InstanceType<typeof OpenAI.BadRequestError>).code).to.equal('GW_ERR_GUARDRAIL');
+    expect(JSON.stringify((json as InstanceType<typeof OpenAI.BadRequestError>).error)).not.to.contain(SECRET);
   });
 
   for (const stream of [false, true]) {
     it(`answers a repeated ${stream ? 'stream' : 'JSON'} request from the response cache, byte for byte, with Parley asked once`, async () => {
-      const body = { model: 'parley/quill-2-mini', stream, messages: [{ role: 'user', content: fresh('Cache me') }] };
+      const body = { model: 'parley/quill-2-mini', stream, messages: [{ role: 'user' as const, content: fresh('Cache me') }] };
+      // The first answer on the wire, then the official client's from the cache, then the wire's again.
+      const read = async () => {
+        if (!stream) {
+          const { data, response } = await client().chat.completions.create({ ...body, stream: false }).withResponse();
+          return { cache: response.headers.get('x-gateway-cache'), requestId: response.headers.get('x-request-id')!, text: data.choices[0]!.message.content };
+        }
+        const { data, response } = await client().chat.completions.create({ ...body, stream: true }).withResponse();
+        let text = '';
+        for await (const chunk of data) text += chunk.choices[0]?.delta.content ?? '';
+        return { cache: response.headers.get('x-gateway-cache'), requestId: response.headers.get('x-request-id')!, text };
+      };
       const first = await post(body);
       const count = sent().length;
-      const second = await post(body);
-      expect(first.headers['x-gateway-cache']).to.equal('miss');
-      expect(second.headers['x-gateway-cache']).to.equal('hit');
-      expect(second.text).to.equal(first.text);
+      const second = await read();
+      const third = await post(body);
+      expect([first.headers['x-gateway-cache'], second.cache, third.headers['x-gateway-cache']]).to.deep.equal(['miss', 'hit', 'hit']);
+      expect(second.text).to.equal('Parley says hello.');
+      expect(third.text).to.equal(first.text);
       expect(sent().length).to.equal(count);
       expect(await usageRecord(second.requestId)).to.include({ cache: 'hit', costUsd: 0 });
     });
@@ -355,9 +376,11 @@ describe('the example package parley-plugins: a vendor with its own wire format,
 
   it("exports the exchange's trace: the server span and Parley's attempt span with the tally, the engine and the finish", async () => {
     const prompt = fresh();
-    const answer = await post({ model: 'parley-latest', stream: true, messages: [{ role: 'user', content: prompt }] });
+    const { data: stream, response } = await client().chat.completions.create({ model: 'parley-latest', stream: true, messages: [{ role: 'user', content: prompt }] }).withResponse();
+    for await (const _chunk of stream);
+    const requestId = response.headers.get('x-request-id')!;
     let server: ReceivedSpan | undefined;
-    await eventually(() => (server = receiver.spans.find((span) => span.attributes['gateway.request_id'] === answer.requestId)) !== undefined, 'the server span', 20_000);
+    await eventually(() => (server = receiver.spans.find((span) => span.attributes['gateway.request_id'] === requestId)) !== undefined, 'the server span', 20_000);
     const attempt = () => receiver.spans.find((span) => span.parentSpanId === server!.spanId && span.kind === 3);
     await eventually(() => attempt() !== undefined, 'the attempt span');
     expect(server!.attributes).to.include({ 'gateway.model': 'parley/quill-2', 'gateway.outcome': 'complete', 'http.response.status_code': 200 });
