@@ -103,7 +103,8 @@ export class ModelRegistry {
       // An adapted route's usage reader reads the vendor's shapes for every model on it; a declared extractor wins.
       for (const [route, upstream] of Object.entries(plugin.routes)) {
         if (!upstream?.adapter) continue;
-        for (const model of plugin.models) if (model.routes.includes(route as RouteId)) this.extractors.set(`${route} ${plugin.vendor}/${model.id}`, upstream.adapter.usage);
+        const served = plugin.models.filter((model) => model.routes.includes(route as RouteId));
+        for (const { id } of served) this.extractors.set(`${route} ${plugin.vendor}/${id}`, upstream.adapter.usage);
       }
       for (const declaration of plugin.usageExtractors ?? []) {
         const scope = declaration.models ?? plugin.models.map((model) => `${plugin.vendor}/${model.id}`);
@@ -113,10 +114,16 @@ export class ModelRegistry {
     const unknown = Object.keys(aliasTargets).filter((alias) => !knownAliases.has(alias));
     if (unknown.length) throw new PluginLoadError('config', 'aliases', `no plugin declares the alias(es) ${unknown.join(', ')}`);
 
-    this.catalog = plugins.flatMap((plugin) => [
-      ...(plugin.aliases ?? []).filter((alias) => alias.listed !== false).map((alias) => catalogEntry(alias.id, plugin.vendor, servedRoutes(plugin, alias.routes))),
-      ...plugin.models.filter((model) => model.listed).map((model) => catalogEntry(`${plugin.vendor}/${model.id}`, plugin.vendor, servedRoutes(plugin, model.routes))),
-    ]);
+    this.catalog = plugins.flatMap((plugin) => {
+      const entry = (id: string, routes: readonly RouteId[]) =>
+        catalogEntry(id, plugin.vendor, servedRoutes(plugin, routes));
+      const aliases = (plugin.aliases ?? []).filter((alias) => alias.listed !== false);
+      const listed = plugin.models.filter((model) => model.listed);
+      return [
+        ...aliases.map((alias) => entry(alias.id, alias.routes)),
+        ...listed.map((model) => entry(`${plugin.vendor}/${model.id}`, model.routes)),
+      ];
+    });
   }
 
   private spellings(plugin: ProviderPlugin, model: ModelDeclaration, route: RouteId): string[] {
@@ -200,5 +207,7 @@ function catalogEntry(id: string, vendor: string, routes: CatalogEntry['routes']
  */
 function servedRoutes(plugin: ProviderPlugin, routes: readonly RouteId[]): CatalogEntry['routes'] {
   if (!routes.some((route) => route !== 'chat' && plugin.routes[route]?.adapter)) return undefined;
-  return Object.fromEntries(routes.map((route) => [routePath(route), route === 'chat' ? 'native' : plugin.routes[route]?.adapter ? 'adapted' : 'forwarded']));
+  const how = (route: RouteId) =>
+    route === 'chat' ? 'native' : plugin.routes[route]?.adapter ? 'adapted' : 'forwarded';
+  return Object.fromEntries(routes.map((route) => [routePath(route), how(route)]));
 }

@@ -90,14 +90,17 @@ export function stageLists(parts: ModelRouteParts, settings: ModelRouteSettings)
     const relaying = relay({ usage, bounds, clientWriteTimeoutMs });
     // A route some plugin adapts forks after the request guardrails; any other keeps its one list.
     const adapted = registry().plugins.some((plugin) => plugin.routes[route]?.adapter);
+    const forward = { fallbacks: parts.fallbacks, usage, ...(adapted && { call: callOnAdaptedRoute }) };
+    const relayingAdapted = relayAdapted({ usage, bounds, clientWriteTimeoutMs });
+    const rest = adapted
+      ? [adapt({ native: pipeline(answer(relaying)), adapted: pipeline(answer(relayingAdapted)) })]
+      : answer(relaying);
     lists.set(route, [
       ...head(true),
-      resolve({ registry, endpoints, check: compatibleCheck(route), forward: { fallbacks: parts.fallbacks, usage, ...(adapted && { call: callOnAdaptedRoute }) } }),
+      resolve({ registry, endpoints, check: compatibleCheck(route), forward }),
       record(usage),
       ...(set ? [guardRequest({ guardrails, format: (exchange) => exchange.call!.format })] : []),
-      ...(adapted
-        ? [adapt({ native: pipeline(answer(relaying)), adapted: pipeline(answer(relayAdapted({ usage, bounds, clientWriteTimeoutMs }))) })]
-        : answer(relaying)),
+      ...rest,
     ]);
   }
   if (parts.nativeChat) {

@@ -21,18 +21,23 @@ import { credentialHeaderNames } from './validate-auth.ts';
 export const ADAPTER_SHAPES = {
   checkRequest: 'checkRequest returns undefined or a list of { field: string, message: string }',
   buildRequest:
-    "buildRequest returns { body, path?, method?, headers? }: body an object JSON.stringify can write, path starting with '/', method 'POST' or 'PUT', headers lower case names to strings (no credential, host, content-length, transfer-encoding or connection)",
+    "buildRequest returns { body, path?, method?, headers? }: body an object JSON.stringify can write, path starting " +
+    "with '/', method 'POST' or 'PUT', headers lower case names to strings (no credential, host, content-length, " +
+    'transfer-encoding or connection)',
   mapAnswer: "mapAnswer returns the route's answer, an object (not a list) that JSON.stringify can write",
-  map: 'stream.map returns undefined, null, an event ({ data: string, event?: string, id?: string }) or a list of events',
+  map: 'stream.map returns undefined, null, an event ({ data: string, event?: string, id?: string }) or a list of them',
   match: 'returns true or false',
-  mapError: 'mapError returns undefined or { message: string, type?: string, code?: string, param?: string, status?: an integer from 400 to 599 }',
-  usage: 'a usage reader returns undefined or { inputTokens, outputTokens, cachedTokens }, each a finite number, not negative',
+  mapError:
+    'mapError returns undefined or { message: string, type?: string, code?: string, param?: string, ' +
+    'status?: an integer from 400 to 599 }',
+  usage: 'a usage reader returns undefined or { inputTokens, outputTokens, cachedTokens }, each a finite count',
 } as const;
 
 /** Headers the gateway sets itself on an adapted request, beside the credential's. */
 const GATEWAY_SET = ['host', 'content-length', 'transfer-encoding', 'connection'];
 const HEADER_NAME = /^[a-z0-9!#$%&'*+.^_`|~-]+$/;
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 const optionalString = (value: unknown): boolean => value === undefined || typeof value === 'string';
 
 function isProblems(value: unknown): value is readonly RequestProblem[] {
@@ -100,7 +105,8 @@ function guardStream(plugin: string, at: string, stream: StreamMapping): StreamM
       } catch (error) {
         throw thrown(plugin, hook, error);
       }
-      if (result === undefined || result === null || isEvent(result) || (Array.isArray(result) && allEvents(result))) return result;
+      if (result === undefined || result === null || isEvent(result)) return result;
+      if (Array.isArray(result) && allEvents(result)) return result;
       throw shapeFault(plugin, hook, result, ADAPTER_SHAPES.map);
     },
   };
@@ -135,7 +141,13 @@ function guardUsage(plugin: string, at: string, usage: UsageExtractor): UsageExt
 }
 
 /** Calls `hook`, naming a throw as the plugin's fault in `name`; `valid` checks what came back. */
-function called<T>(plugin: string, name: string, shape: string, call: () => unknown, valid: (value: unknown) => boolean): T {
+function called<T>(
+  plugin: string,
+  name: string,
+  shape: string,
+  call: () => unknown,
+  valid: (value: unknown) => boolean,
+): T {
   let result;
   try {
     result = call();
@@ -147,28 +159,38 @@ function called<T>(plugin: string, name: string, shape: string, call: () => unkn
 }
 
 /** One route's adapter with every hook guarded, its hooks named `routes.<route>.adapter.<hook>`. */
-export function guardAdapter(plugin: string, routeId: UpstreamRouteId, route: UpstreamRoute, adapter: RouteAdapter): RouteAdapter {
+export function guardAdapter(
+  plugin: string,
+  routeId: UpstreamRouteId,
+  route: UpstreamRoute,
+  adapter: RouteAdapter,
+): RouteAdapter {
   const at = `routes.${routeId}.adapter`;
   const { checkRequest, buildRequest, mapAnswer, mapError } = adapter;
   const credentials = credentialHeaderNames(route.auth);
-  return {
-    ...(checkRequest
-      ? {
-          checkRequest: (request: AdapterRequest) =>
-            called<readonly RequestProblem[] | undefined>(plugin, `${at}.checkRequest`, ADAPTER_SHAPES.checkRequest, () => checkRequest(request), (value) => value === undefined || isProblems(value)),
-        }
-      : {}),
-    buildRequest: (request) =>
-      called<AdaptedRequest>(plugin, `${at}.buildRequest`, ADAPTER_SHAPES.buildRequest, () => buildRequest(request), (value) => isAdaptedRequest(value, credentials)),
-    mapAnswer: (body, context) => called(plugin, `${at}.mapAnswer`, ADAPTER_SHAPES.mapAnswer, () => mapAnswer(body, context), isRecord),
-    ...(adapter.stream ? { stream: guardStream(plugin, at, adapter.stream) } : {}),
-    ...(mapError
-      ? {
-          mapError: (error, context) =>
-            called<AdaptedError | undefined>(plugin, `${at}.mapError`, ADAPTER_SHAPES.mapError, () => mapError(error, context), (value) => value === undefined || isAdaptedError(value)),
-        }
-      : {}),
+  const isProblemsOrNone = (value: unknown) => value === undefined || isProblems(value);
+  const isErrorOrNone = (value: unknown) => value === undefined || isAdaptedError(value);
+  /** Calls one hook of this adapter, guarded. */
+  type Named = 'checkRequest' | 'buildRequest' | 'mapAnswer' | 'mapError';
+  const hook = <T>(name: Named, call: () => unknown, valid: (value: unknown) => boolean) =>
+    called<T>(plugin, `${at}.${name}`, ADAPTER_SHAPES[name], call, valid);
+  const isRequest = (value: unknown) => isAdaptedRequest(value, credentials);
+  const guarded: RouteAdapter = {
+    buildRequest: (request) => hook<AdaptedRequest>('buildRequest', () => buildRequest(request), isRequest),
+    mapAnswer: (body, context) => hook<Record<string, unknown>>('mapAnswer', () => mapAnswer(body, context), isRecord),
     usage: guardUsage(plugin, at, adapter.usage),
+  };
+  return {
+    ...guarded,
+    ...(checkRequest && {
+      checkRequest: (request: AdapterRequest) =>
+        hook<readonly RequestProblem[] | undefined>('checkRequest', () => checkRequest(request), isProblemsOrNone),
+    }),
+    ...(adapter.stream && { stream: guardStream(plugin, at, adapter.stream) }),
+    ...(mapError && {
+      mapError: (error: { readonly status: number; readonly body: unknown }, context: AdapterContext) =>
+        hook<AdaptedError | undefined>('mapError', () => mapError(error, context), isErrorOrNone),
+    }),
   };
 }
 
@@ -176,8 +198,8 @@ export function guardAdapter(plugin: string, routeId: UpstreamRouteId, route: Up
 export function guardAdapters(plugin: ProviderPlugin): ProviderPlugin {
   const entries = Object.entries(plugin.routes) as [UpstreamRouteId, UpstreamRoute][];
   if (!entries.some(([, route]) => route.adapter)) return plugin;
-  const routes = Object.fromEntries(
-    entries.map(([id, route]) => [id, route.adapter ? { ...route, adapter: guardAdapter(plugin.vendor, id, route, route.adapter) } : route]),
-  );
+  const guarded = ([id, route]: [UpstreamRouteId, UpstreamRoute]) =>
+    route.adapter ? { ...route, adapter: guardAdapter(plugin.vendor, id, route, route.adapter) } : route;
+  const routes = Object.fromEntries(entries.map((entry) => [entry[0], guarded(entry)]));
   return { ...plugin, routes };
 }

@@ -431,6 +431,12 @@ export interface RequestProblem {
   readonly message: string;
 }
 
+/** A vendor's error answer: its status (400 or more) and its body, parsed (its text when it is not JSON). */
+export interface VendorError {
+  readonly status: number;
+  readonly body: unknown;
+}
+
 /** A vendor's error, told in the route's words: the gateway writes it in the route's error envelope. */
 export interface AdaptedError {
   /** The message the client's SDK shows. */
@@ -447,6 +453,9 @@ export interface AdaptedError {
   /** The status the client gets, 400 to 599. Default: the vendor's own. */
   readonly status?: number;
 }
+
+/** The route's events made of one vendor event: one, a list, or none (`null`, `undefined`, `[]`). */
+export type MappedEvents = SseEvent | readonly SseEvent[] | null | undefined;
 
 /** An event of the vendor's stream, named by its `event:` field, or chosen by a predicate. */
 export type EventMatch = string | ((event: SseEvent) => boolean);
@@ -483,12 +492,14 @@ export interface StreamMapping<State = any> {
    *
    * @example
    * ```ts
-   * // event: chunk / data: {"say":"Hel"}  →  data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hel"},…}],…}
-   * map: (event, state, context) =>
-   *   event.event === 'chunk' ? { data: JSON.stringify(chunkOf(state, context, { content: JSON.parse(event.data).say }, null)) } : null,
+   * // event: chunk, data: {"say":"Hel"}  →  data: {"object":"chat.completion.chunk","choices":[{"delta":…}]}
+   * map: (event, state, context) => {
+   *   if (event.event !== 'chunk') return null;
+   *   return { data: JSON.stringify(chunkOf(state, context, { content: JSON.parse(event.data).say }, null)) };
+   * },
    * ```
    */
-  readonly map: (event: SseEvent, state: State, context: AdapterContext) => SseEvent | readonly SseEvent[] | null | undefined;
+  readonly map: (event: SseEvent, state: State, context: AdapterContext) => MappedEvents;
 }
 
 /**
@@ -524,14 +535,14 @@ export interface RouteAdapter<State = any> {
    * `chat.completion` object. The gateway writes the route's `usage` field itself, from {@link usage}.
    */
   readonly mapAnswer: (body: unknown, context: AdapterContext) => Record<string, unknown>;
-  /** How the vendor's stream becomes the route's; absent: the vendor does not stream, and `stream: true` is refused with a 400. */
+  /** How the vendor's stream becomes the route's; absent: the vendor does not stream (`stream: true` is a 400). */
   readonly stream?: StreamMapping<State>;
   /**
    * Tells a vendor's error answer (a status of 400 or more; `body` parsed, or its text when it is not
    * JSON) in the route's words; `undefined` (or no hook) gives the gateway's own message with the
    * vendor's status. The gateway writes it in the route's error envelope.
    */
-  readonly mapError?: (error: { readonly status: number; readonly body: unknown }, context: AdapterContext) => AdaptedError | undefined;
+  readonly mapError?: (error: VendorError, context: AdapterContext) => AdaptedError | undefined;
   /**
    * Reads usage from the vendor's own shapes: `fromBody` from its 2xx JSON answer, `fromStreamEvent`
    * from each event of its stream as it sent it (before mapping). It is the route's usage extractor

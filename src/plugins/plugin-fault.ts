@@ -181,15 +181,23 @@ function guardAdapter(plugin: string, adapter: NativeChatAdapter): NativeChatAda
  * with what it returns in `shape`), as text: a body `JSON.stringify` cannot write (a cycle, a BigInt)
  * or writes as something else than an object (a `toJSON`) is the plugin's fault, like any other wrong shape.
  */
-export function upstreamJson(plugin: string, body: Record<string, unknown>, hook = 'nativeChat.buildRequest', shape: string = SHAPES.buildRequest): string {
+export function upstreamJson(
+  plugin: string,
+  body: Record<string, unknown>,
+  hook = 'nativeChat.buildRequest',
+  shape: string = SHAPES.buildRequest,
+): string {
   let text: unknown;
   try {
     text = JSON.stringify(body);
   } catch (error) {
-    throw new PluginFault(plugin, hook, new TypeError(`returned a body JSON.stringify cannot write (${error instanceof Error ? error.message : String(error)}); ${shape}`), 'returned');
+    const why = error instanceof Error ? error.message : String(error);
+    const told = new TypeError(`returned a body JSON.stringify cannot write (${why}); ${shape}`);
+    throw new PluginFault(plugin, hook, told, 'returned');
   }
   if (typeof text === 'string' && text.startsWith('{')) return text;
-  throw new PluginFault(plugin, hook, new TypeError(`returned a body JSON.stringify writes as ${describe(text)}; ${shape}`), 'returned');
+  const told = new TypeError(`returned a body JSON.stringify writes as ${describe(text)}; ${shape}`);
+  throw new PluginFault(plugin, hook, told, 'returned');
 }
 
 /**

@@ -170,7 +170,10 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
           fail(`${field}.defaultHeaders`, `must not set '${credentialDefault}': credentials come from the endpoint's configured key, sent as the route's auth declares`);
         }
       }
-      if (route.adapter !== undefined) for (const [suffix, problem] of adapterProblems(route.adapter, routeId)) fail(`${field}.adapter${suffix}`, problem);
+      if (route.adapter !== undefined) {
+        const problemsOfAdapter = adapterProblems(route.adapter, routeId);
+        for (const [suffix, problem] of problemsOfAdapter) fail(`${field}.adapter${suffix}`, problem);
+      }
     }
   }
   /** Whether `route` names a route the plugin declares; `undefined` when that cannot be told (`routes` is refused). */

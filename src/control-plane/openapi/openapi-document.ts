@@ -531,7 +531,9 @@ export const OPENAPI_DOCUMENT = {
               properties: {
                 id: { type: 'string' },
                 routes: {
-                  description: "Only on a model with a route its plugin adapts: each path it serves and how, 'adapted' (the vendor's own format mapped), 'forwarded' (byte for byte) or 'native' (/v1/chat)",
+                  description:
+                    "Only on a model with a route its plugin adapts: each path it serves and how, 'adapted' " +
+                    "(the vendor's own format mapped), 'forwarded' (byte for byte) or 'native' (/v1/chat)",
                   type: 'object',
                   additionalProperties: { enum: ['adapted', 'forwarded', 'native'] },
                 },

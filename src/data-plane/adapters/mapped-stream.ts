@@ -45,7 +45,9 @@ export class MappedStream implements BlockRewrite {
     if (this.complete) return [];
     const terminal = matches(this.mapping.terminal, event);
     const result = this.mapping.map(event, this.state, this.context);
-    const mapped: SseEvent[] = result === undefined || result === null ? [] : Array.isArray(result) ? [...(result as readonly SseEvent[])] : [result as SseEvent];
+    const mapped: SseEvent[] = [];
+    if (Array.isArray(result)) mapped.push(...(result as readonly SseEvent[]));
+    else if (result !== undefined && result !== null) mapped.push(result as SseEvent);
     if (this.opening === undefined && mapped.length > 0) this.opening = mapped[0]!.data;
     if (terminal) {
       this.complete = true;

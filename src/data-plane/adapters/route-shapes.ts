@@ -29,7 +29,11 @@ const chatCompletionsUsage = (usage: TokenUsage) => ({
 });
 
 /** Chat Completions: the `include_usage` chunk (`choices: []`) when asked, then `[DONE]`. */
-function chatCompletionsClosing(usage: TokenUsage | undefined, opening: string | undefined, includeUsage: boolean): SseEvent[] {
+function chatCompletionsClosing(
+  usage: TokenUsage | undefined,
+  opening: string | undefined,
+  includeUsage: boolean,
+): SseEvent[] {
   if (!includeUsage || usage === undefined) return [DONE];
   const first: Json = (opening === undefined ? undefined : parseObject(opening)) ?? {};
   const chunk = {
@@ -51,7 +55,11 @@ export const ROUTE_SHAPES: Readonly<Record<WireFormat, RouteShape>> = {
   messages: {
     // Messages counts cache reads apart from `input_tokens`.
     writeUsage: (answer, usage) =>
-      void (answer.usage = { input_tokens: usage.inputTokens - usage.cachedTokens, output_tokens: usage.outputTokens, cache_read_input_tokens: usage.cachedTokens }),
+      void (answer.usage = {
+        input_tokens: usage.inputTokens - usage.cachedTokens,
+        output_tokens: usage.outputTokens,
+        cache_read_input_tokens: usage.cachedTokens,
+      }),
     closing: () => [MESSAGE_STOP],
   },
   responses: {
@@ -87,9 +95,15 @@ function typeOf(status: number, family: 'completions-envelope' | 'messages-envel
  * A vendor's error answer in the route's error envelope (as the route's own upstreams write theirs, so
  * that the official SDK raises it with its status and message): the adapter's words, else the gateway's.
  */
-export function adaptedErrorAnswer(format: WireFormat, vendorStatus: number, told: AdaptedError | undefined, provider: string): { status: number; bytes: Buffer } {
+export function adaptedErrorAnswer(
+  format: WireFormat,
+  vendorStatus: number,
+  told: AdaptedError | undefined,
+  provider: string,
+): { status: number; bytes: Buffer } {
   const status = told?.status ?? vendorStatus;
-  const family = WIRE_FORMATS[format].errorEnvelope === 'messages-envelope' ? 'messages-envelope' : 'completions-envelope';
+  const messages = WIRE_FORMATS[format].errorEnvelope === 'messages-envelope';
+  const family = messages ? 'messages-envelope' : 'completions-envelope';
   const message = told?.message ?? `Upstream provider '${provider}' answered ${vendorStatus}`;
   const type = told?.type ?? typeOf(status, family);
   const body =

@@ -22,7 +22,7 @@ export function isGuardrailStreamBlock(error: unknown): error is GuardrailStream
   return error instanceof GuardrailStreamBlock;
 }
 
-/** What runs on each upstream event before the guardrails: the usage tap (as it came), then the fixups (or an adapter's mapping). */
+/** What runs on each upstream event before the guardrails: the usage tap (as it came), then the fixups (a mapping). */
 export interface GuardHooks {
   readonly tap?: (event: SseEvent) => void;
   readonly fixups?: BlockRewrite;

@@ -34,7 +34,9 @@ export function adapt(parts: AdaptParts): Stage {
     } catch (error) {
       throw faulted(exchange, error);
     }
-    if (problems.length > 0) throw validationError(problems.map((problem) => fieldError(problem.field, problem.message)), problems[0]!.field);
+    if (problems.length > 0) {
+      throw validationError(problems.map((problem) => fieldError(problem.field, problem.message)), problems[0]!.field);
+    }
     try {
       await adapted(exchange);
     } catch (error) {
@@ -47,5 +49,6 @@ export function adapt(parts: AdaptParts): Stage {
 /** A plugin's fault ending the exchange (recorded, `plugin_error`); anything else as it is. */
 function faulted(exchange: Exchange, error: unknown): unknown {
   if (!isPluginFault(error)) return error;
-  return exchange.fail(faultOf(exchange, error, exchange.model!.canonicalId), exchange.upstream.tally.unreported > 0, undefined, 'plugin_error');
+  const told = faultOf(exchange, error, exchange.model!.canonicalId);
+  return exchange.fail(told, exchange.upstream.tally.unreported > 0, undefined, 'plugin_error');
 }

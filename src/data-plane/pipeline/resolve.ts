@@ -10,6 +10,15 @@ import type { FallbackTable } from '../routes/model-fallbacks.ts';
 import type { RequestCheck } from '../routes/request-checks.ts';
 import type { Stage } from './stage.ts';
 
+/** Makes a request's call on a forwarding route. */
+type CallMaker = (
+  catalog: CallCatalog,
+  route: UpstreamRouteId,
+  resolved: ResolvedModel,
+  stream: boolean,
+  client: () => JsonRequestBody,
+) => CompatibleCall;
+
 /** What the resolve stage uses: the catalog and endpoints in force, the route's check of its body. */
 export interface ResolveParts {
   readonly registry: () => ModelRegistry;
@@ -20,7 +29,7 @@ export interface ResolveParts {
     readonly fallbacks: () => FallbackTable | undefined;
     readonly usage: Pick<UsageAccounting, 'extractor'>;
     /** Makes the call, where it may be another than the forwarded one (a route some plugin adapts). */
-    readonly call?: (catalog: CallCatalog, route: UpstreamRouteId, resolved: ResolvedModel, stream: boolean, client: () => JsonRequestBody) => CompatibleCall;
+    readonly call?: CallMaker;
   };
 }
 
@@ -46,7 +55,10 @@ export function resolve(parts: ResolveParts): Stage {
       const catalog = { registry, fallbacks: forward.fallbacks(), usage: forward.usage, served: (name: string) => endpoints.pool(name) !== undefined };
       const route = exchange.route.id as UpstreamRouteId;
       const client = () => exchange.body!;
-      exchange.call = forward.call ? forward.call(catalog, route, resolved, body.stream === true, client) : new CompatibleCall(catalog, route, resolved, body.stream === true, client);
+      const stream = body.stream === true;
+      exchange.call = forward.call
+        ? forward.call(catalog, route, resolved, stream, client)
+        : new CompatibleCall(catalog, route, resolved, stream, client);
     }
     return next(exchange);
   };

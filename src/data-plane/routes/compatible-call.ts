@@ -65,7 +65,7 @@ export class CompatibleCall {
     return 'POST';
   }
 
-  /** How a stream's events before any content are judged: by the route's wire format (an adapted call's, by its vendor's). */
+  /** How a stream's events before any content are judged: by the route's format (an adapted call's: its vendor's). */
   get earlyEvents(): WireFormat | EarlyEventRules {
     return this.format;
   }

@@ -56,7 +56,10 @@ export function fallbackTable(registry: ModelRegistry, fallbacks: Readonly<Recor
       const shared = upstreamRoutesOf(from).filter(
         (route) => to.model.routes.includes(route) && servedAlike(to.plugin.routes[route], from.plugin.routes[route]),
       );
-      if (shared.length === 0) throw new ConfigError(`fallbacks: '${target}' serves none of the routes of '${source}' in the same wire format (both forwarded, or both through a plugin's adapter)`);
+      if (shared.length === 0) {
+        const alike = 'in the same wire format (both forwarded, or both through a plugin\'s adapter)';
+        throw new ConfigError(`fallbacks: '${target}' serves none of the routes of '${source}' ${alike}`);
+      }
     }
     if (targets.length > 0) table.set(source, targets);
   }

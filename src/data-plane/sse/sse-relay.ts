@@ -226,7 +226,12 @@ function contiguous(blocks: readonly SseBlock[]): Buffer {
  * A hook that throws (a fixup, the tap) stops them: the blocks before it are still written, so the client
  * has every event that was whole before the fault, and the error comes back to end the relay with.
  */
-function relayBlocks(blocks: readonly SseBlock[], onEvent: (event: SseEvent) => void, fixups: BlockRewrite | undefined, write: (bytes: Buffer) => void): { error: unknown } | undefined {
+function relayBlocks(
+  blocks: readonly SseBlock[],
+  onEvent: (event: SseEvent) => void,
+  fixups: BlockRewrite | undefined,
+  write: (bytes: Buffer) => void,
+): { error: unknown } | undefined {
   const out: Buffer[] = [];
   let done = 0;
   try {
