@@ -1,4 +1,5 @@
-import { defineAdapter, type AdapterContext, type RequestProblem, type SseEvent } from 'model-gateway/plugin';
+import { defineAdapter } from 'model-gateway/plugin';
+import type { AdapterContext, AdapterRequest, RequestProblem, SseEvent } from 'model-gateway/plugin';
 import { dataOf, faultOf, parleyUsage, replyOf, type ParleyRequest, type ParleyTurn } from './parley-wire.ts';
 
 /** Chat Completions messages as clients send them (only what Parley can read is looked at). */
@@ -7,12 +8,21 @@ interface ClientMessage {
   readonly content?: unknown;
 }
 
-const PARLEY_ROLES: Readonly<Record<string, ParleyTurn['from']>> = { system: 'system', developer: 'system', user: 'human', assistant: 'assistant' };
+const PARLEY_ROLES: Readonly<Record<string, ParleyTurn['from']>> = {
+  system: 'system',
+  developer: 'system',
+  user: 'human',
+  assistant: 'assistant',
+};
 /** Parley counts words, not tokens: about three words to four tokens. */
 const WORDS_PER_TOKEN = 0.75;
+const NO_TOOLS = 'Parley has no tool calling';
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-const present = (value: unknown): boolean => value !== undefined && value !== null && !(Array.isArray(value) && value.length === 0);
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+const present = (value: unknown): boolean =>
+  value !== undefined && value !== null && !(Array.isArray(value) && value.length === 0);
+const wordsFor = (tokens: number) => Math.max(1, Math.round(tokens * WORDS_PER_TOKEN));
 
 /** A message's text: its string, or its text parts joined; undefined when it has another kind of part. */
 function textOf(content: unknown): string | undefined {
@@ -28,37 +38,43 @@ function textOf(content: unknown): string | undefined {
 }
 
 /** What Parley cannot do, for the client's 400: tools, several choices, pictures and sound, structured output. */
-export function checkRequest({ body }: { readonly body: Readonly<Record<string, unknown>> }): RequestProblem[] {
+export function checkRequest({ body }: Pick<AdapterRequest, 'body'>): RequestProblem[] {
   const problems: RequestProblem[] = [];
-  for (const field of ['tools', 'functions'] as const) {
-    if (present(body[field])) problems.push({ field, message: 'Parley has no tool calling: send the request without tools' });
+  const refuse = (field: string, message: string) => problems.push({ field, message });
+  for (const field of ['tools', 'functions']) {
+    if (present(body[field])) refuse(field, `${NO_TOOLS}: send the request without tools`);
   }
-  for (const field of ['tool_choice', 'function_call'] as const) {
-    if (present(body[field]) && body[field] !== 'none') problems.push({ field, message: 'Parley has no tool calling: leave it out, or none' });
+  for (const field of ['tool_choice', 'function_call']) {
+    if (present(body[field]) && body[field] !== 'none') refuse(field, `${NO_TOOLS}: leave it out, or none`);
   }
-  if (typeof body.n === 'number' && body.n > 1) problems.push({ field: 'n', message: 'Parley answers with one choice: n must be 1' });
-  if (body.logprobs === true) problems.push({ field: 'logprobs', message: 'Parley reports no log probabilities' });
+  if (typeof body.n === 'number' && body.n > 1) refuse('n', 'Parley answers with one choice: n must be 1');
+  if (body.logprobs === true) refuse('logprobs', 'Parley reports no log probabilities');
   const format = isRecord(body.response_format) ? body.response_format.type : undefined;
-  if (format !== undefined && format !== 'text') problems.push({ field: 'response_format', message: 'Parley answers in text only: no JSON mode or schema' });
+  if (format !== undefined && format !== 'text') {
+    refuse('response_format', 'Parley answers in text only: no JSON mode or schema');
+  }
   const messages = Array.isArray(body.messages) ? (body.messages as ClientMessage[]) : [];
   messages.forEach((message, index) => {
     if (typeof message.role !== 'string' || !(message.role in PARLEY_ROLES)) {
-      problems.push({ field: `messages[${index}].role`, message: `Parley's dialog has no '${String(message.role)}' turns (no tool calling)` });
+      refuse(`messages[${index}].role`, `Parley's dialog has no '${String(message.role)}' turns (no tool calling)`);
     } else if (textOf(message.content) === undefined) {
-      problems.push({ field: `messages[${index}].content`, message: 'Parley reads text only (no images, audio or files)' });
+      refuse(`messages[${index}].content`, 'Parley reads text only (no images, audio or files)');
     }
   });
   return problems;
 }
 
 /** The client's messages as Parley's dialog, its output cap in words, and whether to stream. */
-export function buildRequest({ body, upstreamModel, stream }: { readonly body: Readonly<Record<string, unknown>>; readonly upstreamModel: string; readonly stream: boolean }): { body: Record<string, unknown> } {
-  const dialog = (body.messages as ClientMessage[]).map((message): ParleyTurn => ({ from: PARLEY_ROLES[message.role as string]!, say: textOf(message.content) ?? '' }));
+export function buildRequest({ body, upstreamModel, stream }: AdapterRequest) {
+  const turn = (message: ClientMessage): ParleyTurn => ({
+    from: PARLEY_ROLES[message.role as string]!,
+    say: textOf(message.content) ?? '',
+  });
   const cap = body.max_completion_tokens ?? body.max_tokens;
   const request: ParleyRequest = {
     engine: upstreamModel,
-    dialog,
-    ...(typeof cap === 'number' ? { limits: { max_words: Math.max(1, Math.round(cap * WORDS_PER_TOKEN)) } } : {}),
+    dialog: (body.messages as ClientMessage[]).map(turn),
+    ...(typeof cap === 'number' ? { limits: { max_words: wordsFor(cap) } } : {}),
     ...(stream ? { stream: true as const } : {}),
   };
   return { body: { ...request } };
@@ -66,12 +82,13 @@ export function buildRequest({ body, upstreamModel, stream }: { readonly body: R
 
 /** A `chat.completion` of Parley's answer (the gateway writes its `usage` from the tally). */
 export function mapAnswer(answer: unknown, context: AdapterContext): Record<string, unknown> {
+  const message = { role: 'assistant', content: replyOf(answer) ?? '', refusal: null };
   return {
     id: `chatcmpl-${context.requestId}`,
     object: 'chat.completion',
     created: context.created,
     model: context.upstreamModel,
-    choices: [{ index: 0, message: { role: 'assistant', content: replyOf(answer) ?? '', refusal: null }, logprobs: null, finish_reason: 'stop' }],
+    choices: [{ index: 0, message, logprobs: null, finish_reason: 'stop' }],
   };
 }
 
@@ -88,12 +105,19 @@ function chunk(context: AdapterContext, delta: Record<string, unknown>, finish: 
   };
 }
 
+/** Parley's in-stream fault as the route's in-band error (the SDKs raise a chunk with `error`). */
+function inBandError(fault: { kind?: string; text?: string } | undefined): SseEvent {
+  const message = fault?.text ?? 'Parley failed mid-answer';
+  const error = { message, type: 'server_error', param: null, code: fault?.kind ?? null };
+  return { data: JSON.stringify({ error }) };
+}
+
 /** Whether the role went out yet (the first chunk carries it, as Chat Completions streams do). */
 interface StreamState {
   started: boolean;
 }
 
-/** Parley's stream as Chat Completions chunks: each `chunk` a content delta, `end` the finish, `fault` the in-band error. */
+/** Parley's stream as Chat Completions chunks: `chunk` a content delta, `end` the finish, `fault` the in-band error. */
 export function mapEvent(event: SseEvent, state: StreamState, context: AdapterContext): SseEvent | null {
   const role = state.started ? {} : { role: 'assistant' };
   if (event.event === 'chunk') {
@@ -105,10 +129,7 @@ export function mapEvent(event: SseEvent, state: StreamState, context: AdapterCo
     state.started = true;
     return chunk(context, role, 'stop');
   }
-  if (event.event === 'fault') {
-    const fault = faultOf(dataOf(event.data));
-    return { data: JSON.stringify({ error: { message: fault?.text ?? 'Parley failed mid-answer', type: 'server_error', param: null, code: fault?.kind ?? null } }) };
-  }
+  if (event.event === 'fault') return inBandError(faultOf(dataOf(event.data)));
   return null;
 }
 
@@ -125,13 +146,20 @@ export const chatCompletionsAdapter = defineAdapter<StreamState>({
   usage: parleyUsage,
 });
 
+/** What `/v1/chat` sends: its plain text input as the one human turn. */
+interface NativeInput {
+  readonly upstreamModel: string;
+  readonly input: string;
+  readonly maxOutputTokens?: number;
+}
+
 /** `/v1/chat` (plain text in and out) on the same Parley route. */
 export const parleyNativeChat = {
   route: 'chat-completions',
-  buildRequest: ({ upstreamModel, input, maxOutputTokens }: { upstreamModel: string; input: string; maxOutputTokens?: number }) => ({
+  buildRequest: ({ upstreamModel, input, maxOutputTokens }: NativeInput) => ({
     engine: upstreamModel,
     dialog: [{ from: 'human', say: input }],
-    ...(maxOutputTokens === undefined ? {} : { limits: { max_words: Math.max(1, Math.round(maxOutputTokens * WORDS_PER_TOKEN)) } }),
+    ...(maxOutputTokens === undefined ? {} : { limits: { max_words: wordsFor(maxOutputTokens) } }),
   }),
   readText: replyOf,
 } as const;

@@ -19,8 +19,22 @@ export default definePlugin({
     },
   },
   models: [
-    { id: 'quill-2', upstreamModel: 'quill-2-0925', listed: true, routes: ['chat', 'chat-completions'], pricing: { input: 0.8, cachedInput: 0.8, output: 3.2 }, maxOutputTokens: 2048 },
-    { id: 'quill-2-mini', listed: true, routes: ['chat', 'chat-completions'], pricing: { input: 0.2, cachedInput: 0.2, output: 0.8 }, maxOutputTokens: 2048 },
+    {
+      id: 'quill-2',
+      upstreamModel: 'quill-2-0925',
+      listed: true,
+      routes: ['chat', 'chat-completions'],
+      // USD per million tokens; Parley has no prompt cache.
+      pricing: { input: 0.8, cachedInput: 0.8, output: 3.2 },
+      maxOutputTokens: 2048,
+    },
+    {
+      id: 'quill-2-mini',
+      listed: true,
+      routes: ['chat', 'chat-completions'],
+      pricing: { input: 0.2, cachedInput: 0.2, output: 0.8 },
+      maxOutputTokens: 2048,
+    },
   ],
   aliases: [{ id: 'parley-latest', target: 'parley/quill-2', routes: ['chat', 'chat-completions'] }],
   nativeChat: parleyNativeChat,

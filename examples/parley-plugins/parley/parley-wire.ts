@@ -4,7 +4,8 @@ import type { TokenUsage, UsageExtractor } from 'model-gateway/plugin';
  * Parley's own wire format (the vendor's API, not the gateway's):
  *
  *   POST /v2/generate   Authorization: Token <key>
- *   {"engine": "quill-2", "dialog": [{"from": "system" | "human" | "assistant", "say": "…"}], "limits": {"max_words": 120}, "stream": true}
+ *   {"engine": "quill-2", "dialog": [{"from": "system" | "human" | "assistant", "say": "…"}],
+ *    "limits": {"max_words": 120}, "stream": true}
  *
  * answers `{"reply": {"say": "…"}, "tally": {"prompt": 12, "reply": 7}}`, or, with `"stream": true`,
  * `event: chunk` events `{"say": "…"}` closed by one `event: end` `{"tally": {…}}`. Errors come with
@@ -32,7 +33,8 @@ export interface ParleyFault {
   readonly text?: string;
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;
 
 /** A tally as the gateway's usage: Parley has no prompt cache, so nothing is cached. */
@@ -61,7 +63,8 @@ export function replyOf(body: unknown): string | undefined {
 export function faultOf(body: unknown): ParleyFault | undefined {
   const fault = isRecord(body) ? (isRecord(body.fault) ? body.fault : body) : undefined;
   if (!fault || (typeof fault.text !== 'string' && typeof fault.kind !== 'string')) return undefined;
-  return { kind: typeof fault.kind === 'string' ? fault.kind : undefined, text: typeof fault.text === 'string' ? fault.text : undefined };
+  const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+  return { kind: text(fault.kind), text: text(fault.text) };
 }
 
 /** Parley's usage, from its tally: the whole answer's, or the `end` event's. */
