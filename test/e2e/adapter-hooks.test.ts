@@ -102,7 +102,7 @@ export default {
     messages: { path: '/v2/generate', format: 'messages', auth: { header: 'authorization', prefix: 'Token ' }, modelIds: ['native'], adapter: messages },
     responses: { path: '/v2/generate', format: 'responses', auth: { header: 'authorization', prefix: 'Token ' }, adapter: responses },
   },
-  models: ['fine', 'check-throws', 'build-shape', 'build-credential', 'answer-throws', 'state-throws', 'map-first', 'map-end', 'error-throws']
+  models: ['fine', 'fine-too', 'to-broken', 'check-throws', 'build-shape', 'build-credential', 'answer-throws', 'state-throws', 'map-first', 'map-end', 'error-throws']
     .map((id) => model(id))
     .concat([model('wonky-m', ['messages']), model('wonky-r', ['responses'])]),
 };
@@ -130,7 +130,13 @@ describe('route adapter hooks that fail, and adapters on the Messages and Respon
     vendor = await ParleyVendor.start(KEY);
     const log = new PassThrough();
     log.on('data', (data: Buffer) => (logText += data.toString('utf8')));
-    test = await startTestGateway({ env: { GATEWAY_PLUGIN_PATH: join(dir, 'plugins'), WONKY_BASE_URL: vendor.baseUrl, WONKY_API_KEY: KEY, LOG_LEVEL: 'info' }, logTo: log });
+    // Fallbacks between adapted models: to one that serves, and to one whose request cannot be built.
+    await writeFile(join(dir, 'gateway.yaml'), "fallbacks:\n  wonky/fine: [wonky/fine-too]\n  wonky/to-broken: [wonky/build-shape]\n");
+    test = await startTestGateway({
+      configFile: join(dir, 'gateway.yaml'),
+      env: { GATEWAY_PLUGIN_PATH: join(dir, 'plugins'), WONKY_BASE_URL: vendor.baseUrl, WONKY_API_KEY: KEY, LOG_LEVEL: 'info' },
+      logTo: log,
+    });
   });
   afterEach(() => {
     vendor.queue.length = 0;
@@ -236,6 +242,30 @@ describe('route adapter hooks that fail, and adapters on the Messages and Respon
     const record = await usageRecord(answer.requestId);
     expect(record).to.include({ outcome: 'plugin_error', status: 200, inputTokens: 2 });
     expect(record.outputTokens).to.be.at.least(3);
+  });
+
+  it("falls back to another adapted model when the vendor fails the requested one: its adapter builds the fallback's request", async () => {
+    vendor.queue.push({ kind: 'fault', status: 503, fault: { kind: 'overloaded', text: 'busy' } });
+    const response = await request(`${test.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'wonky/fine', messages: [{ role: 'user', content: 'Hello Parley' }] }),
+    });
+    expect(response.statusCode).to.equal(200);
+    expect(response.headers['x-gateway-model']).to.equal('wonky/fine-too');
+    const answer = (await response.body.json()) as { model: string; choices: { message: { content: string } }[] };
+    expect(answer).to.deep.include({ model: 'fine-too' });
+    expect(vendor.requests.slice(-2).map((seen) => JSON.parse(seen.body).engine)).to.deep.equal(['fine', 'fine-too']);
+    expect(await usageRecord(String(response.headers['x-request-id']))).to.include({ model: 'wonky/fine-too', requestedModel: 'wonky/fine', outcome: 'complete' });
+  });
+
+  it("names the fallback's adapter when it cannot build the fallback's request: a 502, the plugin fault recorded", async () => {
+    vendor.queue.push({ kind: 'fault', status: 503, fault: { kind: 'overloaded', text: 'busy' } });
+    const answer = await completions('to-broken', false);
+    const hook = 'routes.chat-completions.adapter.buildRequest';
+    expect502(answer, hook);
+    expect((await faultLine(answer, hook, 'build-shape')).err.message).to.contain('returned { body: "not an object" }');
+    expect(await usageRecord(answer.requestId)).to.include({ outcome: 'plugin_error', status: 502, model: 'wonky/build-shape' });
   });
 
   it("mapError throws on Parley's error: a 502 naming the hook, not Parley's error", async () => {

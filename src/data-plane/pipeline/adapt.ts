@@ -46,9 +46,13 @@ export function adapt(parts: AdaptParts): Stage {
   };
 }
 
-/** A plugin's fault ending the exchange (recorded, `plugin_error`); anything else as it is. */
+/**
+ * A plugin's fault ending the exchange (recorded, `plugin_error`), against the model being tried (a
+ * fallback's, when its adapter failed); anything else as it is.
+ */
 function faulted(exchange: Exchange, error: unknown): unknown {
   if (!isPluginFault(error)) return error;
-  const told = faultOf(exchange, error, exchange.model!.canonicalId);
+  exchange.model = exchange.call!.model;
+  const told = faultOf(exchange, error, exchange.model.canonicalId);
   return exchange.fail(told, exchange.upstream.tally.unreported > 0, undefined, 'plugin_error');
 }
