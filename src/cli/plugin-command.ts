@@ -7,11 +7,20 @@ import { checkLiveVendor } from '../../tools/conformance/live-vendor-check.ts';
 import { loadPluginFolder, PLUGIN_ENTRY_FILES, pluginFolders, readManifest } from '../plugins/load-plugins.ts';
 import { typeCheckPlugins } from './plugin-typecheck.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
-import { envPrefix, guardrailScaffoldFiles, packageFiles, packageName, SCAFFOLD_FORMATS, scaffoldFiles, type ScaffoldFormat } from './plugin-scaffold.ts';
+import {
+  adapterScaffoldFiles,
+  envPrefix,
+  guardrailScaffoldFiles,
+  packageFiles,
+  packageName,
+  SCAFFOLD_FORMATS,
+  scaffoldFiles,
+  type ScaffoldFormat,
+} from './plugin-scaffold.ts';
 
-export const PLUGIN_SYNOPSIS = `plugin new VENDOR [--format chat-completions|messages|responses] [--dir PLUGINS_DIR (default: providers/; outside the repository, an npm package whose npm run build writes PLUGINS_DIR/dist)]
+export const PLUGIN_SYNOPSIS = `plugin new VENDOR [--format chat-completions|messages|responses | --adapter (a vendor with a wire format of its own, served on /v1/chat/completions and /v1/chat through a route adapter; source maps on in a new package)] [--dir PLUGINS_DIR (default: providers/; outside the repository, an npm package whose npm run build writes PLUGINS_DIR/dist)]
 plugin new NAME --guardrail [--dir PLUGINS_DIR]   (a guardrail plugin: a check on prompts and answers, turned on by the config file's guardrails:)
-plugin test DIR [--upstream URL --key KEY]   (a plugins directory with a manifest.json, or one plugin folder; type-checked first, then tested beside GATEWAY_PLUGIN_PATH's plugins; with --upstream, one minimal request per declared route to that live vendor, reporting path, auth and format mismatches)`;
+plugin test DIR [--verbose] [--upstream URL --key KEY]   (a plugins directory with a manifest.json, or one plugin folder; type-checked first, then tested beside GATEWAY_PLUGIN_PATH's plugins; a plugin fault's log line is shown with it, every log line of the gateway under test with --verbose; with --upstream, one minimal request per declared route to that live vendor, whatever the suite found, reporting path, auth and format mismatches)`;
 
 // The checkout this command belongs to, whether it runs from source (src/cli/) or compiled (dist/src/cli/):
 // plugins are written and tested as TypeScript source in its providers/, importing the contract's source.
@@ -33,14 +42,29 @@ export async function runPluginCommand(argv: string[], io: CliIo, env: NodeJS.Pr
 function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { format: { type: 'string' }, dir: { type: 'string' }, guardrail: { type: 'boolean' } },
+    options: {
+      format: { type: 'string' },
+      dir: { type: 'string' },
+      guardrail: { type: 'boolean' },
+      adapter: { type: 'boolean' },
+    },
     strict: true,
     allowPositionals: true,
   });
   const guardrail = values.guardrail === true;
   if (positionals.length !== 1) throw new CliUsageError(`plugin new takes one ${guardrail ? 'guardrail' : 'vendor'} name.`);
   const formatGiven = values.format;
+  const adapted = values.adapter === true;
   if (guardrail && formatGiven !== undefined) throw new CliUsageError('--format is for provider plugins: a guardrail reads every format.');
+  if (guardrail && adapted) {
+    throw new CliUsageError('--adapter is for provider plugins: a guardrail reads every format.');
+  }
+  if (adapted && formatGiven !== undefined && formatGiven !== 'chat-completions') {
+    throw new CliUsageError(
+      '--adapter writes a Chat Completions adapter (the route most clients speak); adapters of Messages or ' +
+        'Responses start from it (docs/plugins.md, "Route adapters").',
+    );
+  }
   const vendor = positionals[0]!;
   const format = (values.format ?? 'chat-completions') as ScaffoldFormat;
   if (!SCAFFOLD_FORMATS.includes(format)) throw new CliUsageError(`--format must be one of ${SCAFFOLD_FORMATS.join(', ')}, got '${values.format}'.`);
@@ -69,7 +93,11 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
   const inRepository = pluginsDir === resolve(REPOSITORY_PLUGINS);
   const contractImport = inRepository ? relative(folder, CONTRACT_FILE).split(sep).join('/') : 'model-gateway/plugin';
   const manifest = existsSync(manifestPath) ? (JSON.parse(readFileSync(manifestPath, 'utf8')) as { plugins?: string[] }) : {};
-  const files = guardrail ? guardrailScaffoldFiles({ name: vendor, contractImport }) : scaffoldFiles({ vendor, format, contractImport });
+  const files = guardrail
+    ? guardrailScaffoldFiles({ name: vendor, contractImport })
+    : adapted
+      ? adapterScaffoldFiles({ vendor, contractImport })
+      : scaffoldFiles({ vendor, format, contractImport });
   for (const [path, content] of Object.entries(files)) {
     mkdirSync(dirname(join(folder, path)), { recursive: true });
     writeFileSync(join(folder, path), content);
@@ -80,7 +108,14 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
   // contract, never against a path into a checkout, so the compiler writes nothing outside the package.
   const packageJson = join(pluginsDir, 'package.json');
   const written = !`${realpathSync(pluginsDir)}${sep}`.startsWith(CHECKOUT) && !existsSync(packageJson)
-    ? Object.entries(packageFiles({ name: packageName(basename(pluginsDir)), gateway: `file:${relative(pluginsDir, CHECKOUT).split(sep).join('/') || '.'}`, typescript: gatewayTypeScript() }))
+    ? Object.entries(
+        packageFiles({
+          name: packageName(basename(pluginsDir)),
+          gateway: `file:${relative(pluginsDir, CHECKOUT).split(sep).join('/') || '.'}`,
+          typescript: gatewayTypeScript(),
+          sourceMaps: adapted,
+        }),
+      )
         .filter(([path]) => !existsSync(join(pluginsDir, path)))
     : [];
   for (const [path, content] of written) writeFileSync(join(pluginsDir, path), content);
@@ -91,19 +126,38 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
     io.out(guardrailNextSteps(vendor, folder, files, manifestPath, pluginsDir, written.map(([path]) => path), packaged, values.dir !== undefined));
     return 0;
   }
+  const tsconfig = join(pluginsDir, 'tsconfig.json');
+  const mapsSource = (path: string) => /"sourceMap"\s*:\s*true/.test(readFileSync(path, 'utf8'));
+  const withoutSourceMaps = adapted && packaged && existsSync(tsconfig) && !mapsSource(tsconfig);
   io.out(
     [
-      `Created ${folder}/ (${format}):`,
+      `Created ${folder}/ (${adapted ? 'a route adapter: the vendor\'s own format on chat-completions' : format}):`,
       ...Object.keys(files).map((path) => `  ${vendor}/${path}`),
       `Added '${vendor}' to ${manifestPath} (last in the catalog).`,
       ...(written.length ? [`Wrote ${written.map(([path]) => path).join(', ')} in ${pluginsDir}: a plugin package, built to dist/ (docs/plugins.md, "Plugin packages").`] : []),
       ...(written.some(([path]) => path === 'package.json') && !written.some(([path]) => path === 'tsconfig.json')
         ? [`Kept ${join(pluginsDir, 'tsconfig.json')}: npm run build needs it to compile to dist/ (rootDir ".", outDir "dist", no noEmit, no paths into a checkout).`]
         : []),
+      ...(withoutSourceMaps
+        ? [
+            `Add "sourceMap": true to the compilerOptions of ${tsconfig}: ` + "a fault's stack then names your TypeScript lines.",
+          ]
+        : []),
       '',
       'Next:',
       ...[
-        `Edit ${join(folder, 'index.ts')}: models, prices, alias (guide: docs/plugins.md).`,
+        adapted
+          ? `Edit ${join(folder, 'vendor-wire.ts')} and ${join(folder, 'chat-completions.ts')}: ` +
+            "the vendor's request, answer, " +
+            `stream events, errors and usage; then ${join(folder, 'index.ts')}: path, auth, models, prices ` +
+            '(guide: docs/plugins.md, "Route adapters").'
+          : `Edit ${join(folder, 'index.ts')}: models, prices, alias (guide: docs/plugins.md).`,
+        ...(adapted
+          ? [
+              `Record real answers of the vendor into ${join(folder, '__fixtures__')}/ (a JSON answer and a stream, ` +
+                'with their usage): plugin test answers with them',
+            ]
+          : []),
         ...(packaged
           ? [
               `npm install in ${pluginsDir}: typescript, and this gateway for the contract's types (package.json links ${resolve(CHECKOUT)}; or npm install <a model-gateway .tgz of npm pack>)`,
@@ -161,7 +215,14 @@ function gatewayTypeScript(): string {
 }
 
 async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): Promise<number> {
-  const { positionals, values } = parseArgs({ args: argv, options: { upstream: { type: 'string' }, key: { type: 'string' } }, strict: true, allowPositionals: true });
+  const { positionals, values } = parseArgs({
+    args: argv,
+    options: { upstream: { type: 'string' }, key: { type: 'string' }, verbose: { type: 'boolean' } },
+    strict: true,
+    allowPositionals: true,
+  });
+  // A compiled plugin's faults then name its TypeScript lines (where its package writes source maps).
+  process.setSourceMapsEnabled(true);
   if (positionals.length !== 1) throw new CliUsageError('plugin test takes one directory.');
   if ((values.upstream === undefined) !== (values.key === undefined)) throw new CliUsageError('--upstream and --key go together: the live vendor\'s base URL and a key for it.');
   const directory = resolve(positionals[0]!);
@@ -196,7 +257,8 @@ async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): P
     }
     if (errors) io.out(`✔ type check: ${tested.map((folder) => folder.name).join(', ')}\n`);
   }
-  const report = await runConformance(options);
+  const log = (line: string) => io.out(`  log ${line}\n`);
+  const report = await runConformance(values.verbose ? { ...options, log } : options);
   for (const failure of report.failures) io.out(`✘ ${formatFailure(failure)}\n`);
   for (const plugin of report.plugins) {
     if (plugin.failures.length === 0) {
@@ -207,8 +269,10 @@ async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): P
       for (const failure of plugin.failures) io.out(`    ${formatFailure(failure)}\n`);
     }
   }
-  if (!report.ok || values.upstream === undefined) return report.ok ? 0 : 1;
-  return (await checkAgainstVendor(options, values.upstream, values.key!, io)) ? 0 : 1;
+  if (values.upstream === undefined) return report.ok ? 0 : 1;
+  // The live vendor is asked whatever the suite found: it tells what the mock cannot.
+  const live = await checkAgainstVendor(options, values.upstream, values.key!, io);
+  return report.ok && live ? 0 : 1;
 }
 
 /** `--upstream URL --key KEY`: one minimal request per declared route of the tested plugins, to the live vendor. */
@@ -217,7 +281,10 @@ async function checkAgainstVendor(options: ConformanceOptions, baseUrl: string, 
   const plugins = await Promise.all(folders.map((folder) => loadPluginFolder(folder)));
   const results = await checkLiveVendor(plugins, baseUrl, key);
   for (const result of results) {
-    io.out(`${result.verdict === 'ok' ? '✔' : '✘'} live ${result.plugin}, route '${result.route}' (${result.path}): ${result.verdict === 'ok' ? '' : `${result.verdict} mismatch: `}${result.detail}\n`);
+    const route = `route '${result.route}'${result.mode ? ` (${result.mode === 'stream' ? 'stream' : 'JSON'})` : ''}`;
+    const verdict = result.verdict === 'ok' ? '' : `${result.verdict} mismatch: `;
+    const mark = result.verdict === 'ok' ? '✔' : '✘';
+    io.out(`${mark} live ${result.plugin}, ${route} (${result.path}): ${verdict}${result.detail}\n`);
   }
   return results.every((result) => result.verdict === 'ok');
 }

@@ -34,6 +34,11 @@ export interface CatalogEntry {
   readonly id: string;
   readonly object: 'model';
   readonly owned_by: string;
+  /**
+   * Only for a model with an adapted route: each client path it serves and how, `adapted` (the
+   * plugin's adapter maps the vendor's own format), `forwarded` (byte for byte) or `native` (`/v1/chat`).
+   */
+  readonly routes?: Readonly<Record<string, 'adapted' | 'forwarded' | 'native'>>;
 }
 
 interface ModelEntry {
@@ -95,6 +100,12 @@ export class ModelRegistry {
           this.fixups.set(key, [...(this.fixups.get(key) ?? []), declaration]);
         }
       }
+      // An adapted route's usage reader reads the vendor's shapes for every model on it; a declared extractor wins.
+      for (const [route, upstream] of Object.entries(plugin.routes)) {
+        if (!upstream?.adapter) continue;
+        const served = plugin.models.filter((model) => model.routes.includes(route as RouteId));
+        for (const { id } of served) this.extractors.set(`${route} ${plugin.vendor}/${id}`, upstream.adapter.usage);
+      }
       for (const declaration of plugin.usageExtractors ?? []) {
         const scope = declaration.models ?? plugin.models.map((model) => `${plugin.vendor}/${model.id}`);
         for (const model of scope) this.extractors.set(`${declaration.route} ${models.get(model)!.canonicalId}`, declaration.extractor);
@@ -103,10 +114,16 @@ export class ModelRegistry {
     const unknown = Object.keys(aliasTargets).filter((alias) => !knownAliases.has(alias));
     if (unknown.length) throw new PluginLoadError('config', 'aliases', `no plugin declares the alias(es) ${unknown.join(', ')}`);
 
-    this.catalog = plugins.flatMap((plugin) => [
-      ...(plugin.aliases ?? []).filter((alias) => alias.listed !== false).map((alias) => catalogEntry(alias.id, plugin.vendor)),
-      ...plugin.models.filter((model) => model.listed).map((model) => catalogEntry(`${plugin.vendor}/${model.id}`, plugin.vendor)),
-    ]);
+    this.catalog = plugins.flatMap((plugin) => {
+      const entry = (id: string, routes: readonly RouteId[]) =>
+        catalogEntry(id, plugin.vendor, servedRoutes(plugin, routes));
+      const aliases = (plugin.aliases ?? []).filter((alias) => alias.listed !== false);
+      const listed = plugin.models.filter((model) => model.listed);
+      return [
+        ...aliases.map((alias) => entry(alias.id, alias.routes)),
+        ...listed.map((model) => entry(`${plugin.vendor}/${model.id}`, model.routes)),
+      ];
+    });
   }
 
   private spellings(plugin: ProviderPlugin, model: ModelDeclaration, route: RouteId): string[] {
@@ -180,6 +197,17 @@ export class ModelRegistry {
   }
 }
 
-function catalogEntry(id: string, vendor: string): CatalogEntry {
-  return { id, object: 'model', owned_by: vendor };
+function catalogEntry(id: string, vendor: string, routes: CatalogEntry['routes']): CatalogEntry {
+  return routes ? { id, object: 'model', owned_by: vendor, routes } : { id, object: 'model', owned_by: vendor };
+}
+
+/**
+ * How an entry's routes reach its vendor, by client path, when one of them is adapted (its vendor's
+ * format mapped by the plugin's adapter): otherwise the entry says nothing (every route forwards).
+ */
+function servedRoutes(plugin: ProviderPlugin, routes: readonly RouteId[]): CatalogEntry['routes'] {
+  if (!routes.some((route) => route !== 'chat' && plugin.routes[route]?.adapter)) return undefined;
+  const how = (route: RouteId) =>
+    route === 'chat' ? 'native' : plugin.routes[route]?.adapter ? 'adapted' : 'forwarded';
+  return Object.fromEntries(routes.map((route) => [routePath(route), how(route)]));
 }

@@ -6,6 +6,8 @@ import type { RouteId, UpstreamRouteId } from '../plugins/plugin-contract.ts';
 import type { KeyAuthenticator } from './auth/authenticate.ts';
 import type { ResponseCaching } from './cache/response-caching.ts';
 import type { BudgetGate } from './limits/budget-gate.ts';
+import { callOnAdaptedRoute } from './adapters/adapted-call.ts';
+import { adapt } from './pipeline/adapt.ts';
 import { admit, type AdmitParts } from './pipeline/admit.ts';
 import type { Exchange } from './pipeline/exchange.ts';
 import { answerChat } from './pipeline/answer-chat.ts';
@@ -17,6 +19,7 @@ import { guardRequest } from './pipeline/guard-request.ts';
 import { readBody } from './pipeline/read-body.ts';
 import { record } from './pipeline/record.ts';
 import { relay } from './pipeline/relay.ts';
+import { relayAdapted } from './pipeline/relay-adapted.ts';
 import { reserve } from './pipeline/reserve.ts';
 import { resolve } from './pipeline/resolve.ts';
 import { pipeline, type Next, type Stage } from './pipeline/stage.ts';
@@ -61,6 +64,8 @@ const COMPATIBLE_ROUTES: readonly UpstreamRouteId[] = ['chat-completions', 'mess
  * off for a route or the configuration is not in its list.
  *
  *   compatible: authenticate, admit, readBody, resolve, record, [guardRequest], [cache], [reserve], attempt, relay
+ *   adapted:    authenticate, admit, readBody, resolve, record, [guardRequest], adapt → the route's own rest, or
+ *               [cache], [reserve], attempt, relayAdapted (on a route some loaded plugin adapts)
  *   /v1/chat:   authenticate, admit, readBody, resolve, record, [guardRequest], reserve, attempt, answer
  */
 export function stageLists(parts: ModelRouteParts, settings: ModelRouteSettings): Map<RouteId, Stage[]> {
@@ -76,15 +81,26 @@ export function stageLists(parts: ModelRouteParts, settings: ModelRouteSettings)
   const lists = new Map<RouteId, Stage[]>();
   for (const route of COMPATIBLE_ROUTES) {
     const generates = route !== 'count-tokens';
-    lists.set(route, [
-      ...head(true),
-      resolve({ registry, endpoints, check: compatibleCheck(route), forward: { fallbacks: parts.fallbacks, usage } }),
-      record(usage),
-      ...(set ? [guardRequest({ guardrails, format: (exchange) => exchange.call!.format })] : []),
+    const answer = (relaying: Stage): Stage[] => [
       ...(settings.caching && generates ? [cache({ caching: settings.caching, usage, clientWriteTimeoutMs })] : []),
       ...(ROUTE_TABLE[route].outputCapFields ? [reserving] : []),
       attempt({ upstream: parts.upstream, endpoints, bounds }),
-      relay({ usage, bounds, clientWriteTimeoutMs }),
+      relaying,
+    ];
+    const relaying = relay({ usage, bounds, clientWriteTimeoutMs });
+    // A route some plugin adapts forks after the request guardrails; any other keeps its one list.
+    const adapted = registry().plugins.some((plugin) => plugin.routes[route]?.adapter);
+    const forward = { fallbacks: parts.fallbacks, usage, ...(adapted && { call: callOnAdaptedRoute }) };
+    const relayingAdapted = relayAdapted({ usage, bounds, clientWriteTimeoutMs });
+    const rest = adapted
+      ? [adapt({ native: pipeline(answer(relaying)), adapted: pipeline(answer(relayingAdapted)) })]
+      : answer(relaying);
+    lists.set(route, [
+      ...head(true),
+      resolve({ registry, endpoints, check: compatibleCheck(route), forward }),
+      record(usage),
+      ...(set ? [guardRequest({ guardrails, format: (exchange) => exchange.call!.format })] : []),
+      ...rest,
     ]);
   }
   if (parts.nativeChat) {

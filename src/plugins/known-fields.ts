@@ -5,7 +5,9 @@ import type {
   ModelPricing,
   NativeChatAdapter,
   ProviderPlugin,
+  RouteAdapter,
   StreamFixupDeclaration,
+  StreamMapping,
   UpstreamRoute,
   UsageExtractorDeclaration,
 } from './plugin-contract.ts';
@@ -16,7 +18,13 @@ const fieldsOf = <T>(fields: Record<keyof T, true>): readonly string[] => Object
 /** The fields the contract knows, per kind of object of a declaration (and of a manifest). */
 export const KNOWN_FIELDS = {
   plugin: fieldsOf<ProviderPlugin>({ contract: true, vendor: true, envPrefix: true, routes: true, models: true, aliases: true, streamFixups: true, usageExtractors: true, nativeChat: true }),
-  route: fieldsOf<UpstreamRoute>({ path: true, format: true, auth: true, modelIds: true, forwardHeaders: true, defaultHeaders: true }),
+  route: fieldsOf<UpstreamRoute>({
+    path: true, format: true, auth: true, modelIds: true, forwardHeaders: true, defaultHeaders: true, adapter: true,
+  }),
+  adapter: fieldsOf<RouteAdapter>({
+    checkRequest: true, buildRequest: true, mapAnswer: true, stream: true, mapError: true, usage: true,
+  }),
+  streamMapping: fieldsOf<StreamMapping>({ terminal: true, error: true, createState: true, map: true }),
   model: fieldsOf<ModelDeclaration>({ id: true, upstreamModel: true, upstreamModels: true, alternateIds: true, listed: true, routes: true, pricing: true, webSearch: true, maxOutputTokens: true }),
   pricing: fieldsOf<ModelPricing>({ input: true, cachedInput: true, output: true }),
   alias: fieldsOf<AliasDeclaration>({ id: true, target: true, routes: true, listed: true }),

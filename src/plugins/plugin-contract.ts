@@ -100,6 +100,14 @@ export interface UpstreamRoute {
    * Never a credential: `authorization`, `x-api-key` and the header named by `auth` are refused at load.
    */
   readonly defaultHeaders?: Readonly<Record<string, string>>;
+  /**
+   * For a vendor whose wire format is not the route's: the hooks that build its request from the
+   * client's and map its answers back to the route's format (see {@link RouteAdapter}). `path` and
+   * `auth` are then the vendor's; `format` stays the route's own (what the adapter maps to). Absent:
+   * the vendor speaks the route's format and the client's body and the vendor's answer are forwarded
+   * byte for byte.
+   */
+  readonly adapter?: RouteAdapter;
 }
 
 /** Prices in USD per one million tokens. */
@@ -365,6 +373,190 @@ export interface NativeChatAdapter {
    * ```
    */
   readonly readText: (body: unknown) => string | undefined;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Route adapters: a vendor whose wire format is not the route's, served on that route.
+
+/** What every hook of a {@link RouteAdapter} is told about the request it serves. */
+export interface AdapterContext {
+  /** The client route, e.g. `chat-completions`. */
+  readonly route: UpstreamRouteId;
+  /** The canonical ID of the model being tried, e.g. `acme/acme-1` (a fallback's, once the request moved on). */
+  readonly model: string;
+  /** The name the vendor knows the model by (the model's `upstreamModels[route]`, `upstreamModel` or `id`). */
+  readonly upstreamModel: string;
+  /** Whether the client asked for a stream. */
+  readonly stream: boolean;
+  /** The gateway's id of the request (the client's `x-request-id`, else a fresh one), e.g. for the answer's `id`. */
+  readonly requestId: string;
+  /** When the gateway took the request, in Unix seconds, e.g. for the answer's `created`. */
+  readonly created: number;
+}
+
+/** The client's request as an adapter reads it. */
+export interface AdapterRequest extends AdapterContext {
+  /**
+   * The client's JSON body in the route's format, as the gateway validated it (and as a request
+   * guardrail left it): for `chat-completions`, `{ model, messages, max_tokens?, tools?, … }`. Read it,
+   * never change it.
+   */
+  readonly body: Readonly<Record<string, unknown>>;
+}
+
+/** The vendor's request, as {@link RouteAdapter.buildRequest} makes it. */
+export interface AdaptedRequest {
+  /** The JSON body sent (an object `JSON.stringify` can write). */
+  readonly body: Record<string, unknown>;
+  /**
+   * Appended to the endpoint's base URL, starting with `/`, and may carry a query (`/v2/generate?stream=1`).
+   * Default: the route's `path`.
+   */
+  readonly path?: string;
+  /** Default: `POST`. */
+  readonly method?: 'POST' | 'PUT';
+  /**
+   * Headers the vendor needs beside the JSON content type (lower case names), e.g. `{ accept: 'text/event-stream' }`.
+   * Never a credential (`authorization`, `x-api-key`, the route's `auth` header) nor `host`,
+   * `content-length`, `transfer-encoding` or `connection`: the gateway sets those.
+   */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** One reason an adapter refuses a client's request: answered as the route's 400, every problem listed. */
+export interface RequestProblem {
+  /** The client's field, e.g. `tools` or `messages[2].content`. */
+  readonly field: string;
+  /** What is wrong with it, for the client, e.g. `this model's provider has no tool calling`. */
+  readonly message: string;
+}
+
+/** A vendor's error answer: its status (400 or more) and its body, parsed (its text when it is not JSON). */
+export interface VendorError {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+/** A vendor's error, told in the route's words: the gateway writes it in the route's error envelope. */
+export interface AdaptedError {
+  /** The message the client's SDK shows. */
+  readonly message: string;
+  /**
+   * The envelope's `type`, e.g. `invalid_request_error`, `rate_limit_error`. Default: by the status
+   * (`invalid_request_error` for 4xx, `api_error` for 5xx).
+   */
+  readonly type?: string;
+  /** The envelope's `code` (Chat Completions and Responses), e.g. `context_length_exceeded`. */
+  readonly code?: string;
+  /** The client's field the error is about (Chat Completions and Responses). */
+  readonly param?: string;
+  /** The status the client gets, 400 to 599. Default: the vendor's own. */
+  readonly status?: number;
+}
+
+/** The route's events made of one vendor event: one, a list, or none (`null`, `undefined`, `[]`). */
+export type MappedEvents = SseEvent | readonly SseEvent[] | null | undefined;
+
+/** An event of the vendor's stream, named by its `event:` field, or chosen by a predicate. */
+export type EventMatch = string | ((event: SseEvent) => boolean);
+
+/**
+ * How a vendor's stream becomes the route's: a pure function over each parsed event, with state for
+ * one stream. The gateway reads the vendor's usage from the same events with the adapter's
+ * {@link RouteAdapter.usage}, before mapping them, and writes the route's own closing events once the
+ * `terminal` event came: on Chat Completions, the usage chunk (`choices: []`, when the client set
+ * `stream_options.include_usage`) and `data: [DONE]`; on Messages, `message_stop`. A stream that ends
+ * before its terminal event is recorded as cut (`upstream_cut`).
+ */
+export interface StreamMapping<State = any> {
+  /** The vendor's event that completes a stream, e.g. `'end'` (its `event:` name) or a predicate. */
+  readonly terminal: EventMatch;
+  /**
+   * The vendor's event that reports an error in a stream, e.g. `'error'`. Before any other event it
+   * fails the attempt over to the next endpoint, as an error answer would; later it is mapped like any
+   * event (to the route's in-band error). Default: none.
+   */
+  readonly error?: EventMatch;
+  /**
+   * Makes the mapping's state for one stream, as it starts (one per stream, never shared). Receives the
+   * request's {@link AdapterContext}; a throw is the plugin's fault.
+   */
+  readonly createState?: (context: AdapterContext) => State;
+  /**
+   * Maps one event of the vendor's stream (its `event:` name, `data` as raw text: `JSON.parse` it) to
+   * the route's events, in order: an event, a list (`[]` or `null` for none), each `{ data, event?, id? }`
+   * with `data` the route's JSON as text (`JSON.stringify(chunk)`), written whole (the vendor's lines are
+   * not kept). The terminal event is mapped too (e.g. to the chunk carrying `finish_reason`), before the
+   * gateway's closing events. Blocks without a `data:` line (comments) are not passed. A throw, or
+   * anything else returned, is the plugin's fault.
+   *
+   * @example
+   * ```ts
+   * // event: chunk, data: {"say":"Hel"}  →  data: {"object":"chat.completion.chunk","choices":[{"delta":…}]}
+   * map: (event, state, context) => {
+   *   if (event.event !== 'chunk') return null;
+   *   return { data: JSON.stringify(chunkOf(state, context, { content: JSON.parse(event.data).say }, null)) };
+   * },
+   * ```
+   */
+  readonly map: (event: SseEvent, state: State, context: AdapterContext) => MappedEvents;
+}
+
+/**
+ * The hooks that serve a route (`routes.<route>.adapter`) from a vendor whose wire format is not the
+ * route's: the client speaks the route's format (the official SDKs work as with any other model), the
+ * vendor its own. The gateway keeps everything else as on a forwarded route: validation, limits and
+ * reservations (estimated from the client's request), failover and breakers, guardrails on the text the
+ * client gets, the response cache, traces, usage and cost (from {@link usage}). Every hook is pure and
+ * synchronous; a throw, or a result of another shape than its own, is the plugin's fault (a 502 naming
+ * the plugin and the hook, or an in-band error once a stream started; usage read before it is kept).
+ *
+ * @example
+ * ```ts
+ * routes: {
+ *   'chat-completions': {
+ *     path: '/v2/generate', format: 'chat-completions', auth: { header: 'authorization', prefix: 'Token ' },
+ *     adapter: { checkRequest, buildRequest, mapAnswer, stream: { terminal: 'end', map }, mapError, usage },
+ *   },
+ * },
+ * ```
+ */
+export interface RouteAdapter<State = any> {
+  /**
+   * Refuses what the vendor cannot do (tools with a vendor that has none, several choices…), before
+   * anything is reserved or sent: each problem is one line of the route's 400. Returns `[]` or
+   * `undefined` when the request fits.
+   */
+  readonly checkRequest?: (request: AdapterRequest) => readonly RequestProblem[] | undefined;
+  /** Builds the vendor's request from the client's (see {@link AdaptedRequest}); called once per model tried. */
+  readonly buildRequest: (request: AdapterRequest) => AdaptedRequest;
+  /**
+   * Maps the vendor's 2xx JSON answer (parsed: check before reading) to the route's answer, e.g. a
+   * `chat.completion` object. The gateway writes the route's `usage` field itself, from {@link usage}.
+   */
+  readonly mapAnswer: (body: unknown, context: AdapterContext) => Record<string, unknown>;
+  /** How the vendor's stream becomes the route's; absent: the vendor does not stream (`stream: true` is a 400). */
+  readonly stream?: StreamMapping<State>;
+  /**
+   * Tells a vendor's error answer (a status of 400 or more; `body` parsed, or its text when it is not
+   * JSON) in the route's words; `undefined` (or no hook) gives the gateway's own message with the
+   * vendor's status. The gateway writes it in the route's error envelope.
+   */
+  readonly mapError?: (error: VendorError, context: AdapterContext) => AdaptedError | undefined;
+  /**
+   * Reads usage from the vendor's own shapes: `fromBody` from its 2xx JSON answer, `fromStreamEvent`
+   * from each event of its stream as it sent it (before mapping). It is the route's usage extractor
+   * (also for `/v1/chat` when `nativeChat` uses this route), unless `usageExtractors` declares one.
+   */
+  readonly usage: UsageExtractor;
+}
+
+/**
+ * Declares a route adapter with its stream mapping's state, so that the compiler checks `map` against
+ * what `createState` makes. The identity function, like {@link definePlugin}.
+ */
+export function defineAdapter<State>(adapter: RouteAdapter<State>): RouteAdapter<State> {
+  return adapter;
 }
 
 /** A provider plugin: everything the gateway knows about one upstream vendor. */

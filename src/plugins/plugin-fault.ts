@@ -27,7 +27,7 @@ export function isPluginFault(error: unknown): error is PluginFault {
 }
 
 /** The fault of a hook that threw `error` (a fault of a hook it called stays that hook's). */
-function thrown(plugin: string, hook: string, error: unknown): PluginFault {
+export function thrown(plugin: string, hook: string, error: unknown): PluginFault {
   return error instanceof PluginFault ? error : new PluginFault(plugin, hook, error);
 }
 
@@ -42,6 +42,14 @@ const SHAPES = {
 /** The fault of a hook that returned `value`, which is not of the shape the contract allows. */
 function wrongShape(plugin: string, hook: string, value: unknown, shape: keyof typeof SHAPES): PluginFault {
   return new PluginFault(plugin, hook, new TypeError(`returned ${describe(value)}; ${SHAPES[shape]}`), 'returned');
+}
+
+/**
+ * The fault of a hook that returned `value`, which is not of the shape the contract allows; `shape` says
+ * what the hook returns (for hooks of other kinds than the ones above, e.g. a route adapter's).
+ */
+export function shapeFault(plugin: string, hook: string, value: unknown, shape: string): PluginFault {
+  return new PluginFault(plugin, hook, new TypeError(`returned ${describe(value)}; ${shape}`), 'returned');
 }
 
 /** A short description of a returned value for logs (only ever built on the fault path). */
@@ -63,14 +71,14 @@ function describe(value: unknown, depth = 0): string {
 }
 
 /** An event a fixup may put out: `data` a string, `event` and `id` strings when present. */
-function isEvent(value: unknown): value is SseEvent {
+export function isEvent(value: unknown): value is SseEvent {
   if (typeof value !== 'object' || value === null) return false;
   const { data, event, id } = value as { data?: unknown; event?: unknown; id?: unknown };
   return typeof data === 'string' && (event === undefined || typeof event === 'string') && (id === undefined || typeof id === 'string');
 }
 
 /** Every item of a fixup's list an event. */
-function allEvents(list: readonly unknown[]): boolean {
+export function allEvents(list: readonly unknown[]): boolean {
   for (let index = 0; index < list.length; index++) if (!isEvent(list[index])) return false;
   return true;
 }
@@ -81,7 +89,7 @@ function isCount(value: unknown): boolean {
 }
 
 /** A usage value: three token counts (further fields are the plugin's own and ignored). */
-function isUsage(value: unknown): value is TokenUsage {
+export function isUsage(value: unknown): value is TokenUsage {
   if (typeof value !== 'object' || value === null) return false;
   const usage = value as Partial<Record<keyof TokenUsage, unknown>>;
   return isCount(usage.inputTokens) && isCount(usage.outputTokens) && isCount(usage.cachedTokens);
@@ -169,19 +177,27 @@ function guardAdapter(plugin: string, adapter: NativeChatAdapter): NativeChatAda
 }
 
 /**
- * The upstream JSON body `nativeChat.buildRequest` made, as text: a body `JSON.stringify` cannot
- * write (a cycle, a BigInt) or writes as something else than an object (a `toJSON`) is the plugin's
- * fault, like any other wrong shape.
+ * The upstream JSON body `nativeChat.buildRequest` made (or another hook's JSON object, named by `hook`
+ * with what it returns in `shape`), as text: a body `JSON.stringify` cannot write (a cycle, a BigInt)
+ * or writes as something else than an object (a `toJSON`) is the plugin's fault, like any other wrong shape.
  */
-export function upstreamJson(plugin: string, body: Record<string, unknown>): string {
+export function upstreamJson(
+  plugin: string,
+  body: Record<string, unknown>,
+  hook = 'nativeChat.buildRequest',
+  shape: string = SHAPES.buildRequest,
+): string {
   let text: unknown;
   try {
     text = JSON.stringify(body);
   } catch (error) {
-    throw new PluginFault(plugin, 'nativeChat.buildRequest', new TypeError(`returned a body JSON.stringify cannot write (${error instanceof Error ? error.message : String(error)}); ${SHAPES.buildRequest}`), 'returned');
+    const why = error instanceof Error ? error.message : String(error);
+    const told = new TypeError(`returned a body JSON.stringify cannot write (${why}); ${shape}`);
+    throw new PluginFault(plugin, hook, told, 'returned');
   }
   if (typeof text === 'string' && text.startsWith('{')) return text;
-  throw new PluginFault(plugin, 'nativeChat.buildRequest', new TypeError(`returned a body JSON.stringify writes as ${describe(text)}; ${SHAPES.buildRequest}`), 'returned');
+  const told = new TypeError(`returned a body JSON.stringify writes as ${describe(text)}; ${shape}`);
+  throw new PluginFault(plugin, hook, told, 'returned');
 }
 
 /**

@@ -1,5 +1,7 @@
 import { closestName, KNOWN_FIELDS, unknownFields } from './known-fields.ts';
 import { SUPPORTED_CONTRACT_VERSIONS, type AuthStyle, type ProviderPlugin, type RouteId, type UpstreamRouteId } from './plugin-contract.ts';
+import { guardAdapters } from './adapter-hooks.ts';
+import { adapterProblems } from './validate-adapter.ts';
 import { authProblems, credentialHeaderNames } from './validate-auth.ts';
 import { guardHooks } from './plugin-fault.ts';
 
@@ -168,6 +170,10 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
           fail(`${field}.defaultHeaders`, `must not set '${credentialDefault}': credentials come from the endpoint's configured key, sent as the route's auth declares`);
         }
       }
+      if (route.adapter !== undefined) {
+        const problemsOfAdapter = adapterProblems(route.adapter, routeId);
+        for (const [suffix, problem] of problemsOfAdapter) fail(`${field}.adapter${suffix}`, problem);
+      }
     }
   }
   /** Whether `route` names a route the plugin declares; `undefined` when that cannot be told (`routes` is refused). */
@@ -325,5 +331,5 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
   scoped('usageExtractors', 'extractor');
   if (problems.length) throw PluginLoadError.combine(problems);
   // Hooks come out guarded: a throw is the plugin's fault, named with the plugin and the hook.
-  return guardHooks(plugin as unknown as ProviderPlugin);
+  return guardAdapters(guardHooks(plugin as unknown as ProviderPlugin));
 }

@@ -12,10 +12,13 @@ import { FixupChain } from '../../src/data-plane/sse/fixup-chain.ts';
  *   the route and the canonical model it was recorded from, whether it is a stream (the default) or a
  *   JSON answer (`"stream": false`), and the usage the plugin must read from it (`inputTokens`,
  *   `outputTokens`, `cachedTokens`; optional for a stream, required for a JSON answer);
- * - a stream: `<name>.chunks.txt`, the stream's events, one `data` payload a line, in order; and
- *   `<name>.expected.txt` (optional), what clients of that model must receive once the plugin's
- *   stream fixups ran, same layout (without it, the stream must pass unchanged);
- * - a JSON answer: `<name>.body.json`, the answer's body exactly as the upstream sent it.
+ * - a stream: `<name>.chunks.txt`, the stream's events, one `data` payload a line, in order, or
+ *   `<name>.sse`, the stream's bytes as the upstream sent them (its `event:` names kept: a vendor
+ *   with its own format names its events); and `<name>.expected.txt` (optional), what clients of that
+ *   model must receive once the plugin's stream fixups (or its route adapter) ran, one event's `data` a
+ *   line (without it, a forwarded stream must pass unchanged);
+ * - a JSON answer: `<name>.body.json`, the answer's body exactly as the upstream sent it, and, on an
+ *   adapted route, `<name>.expected.json` (optional): the answer clients must receive.
  */
 export type RecordedFixture = RecordedStream | RecordedBody;
 
@@ -27,10 +30,13 @@ interface RecordedAnswer {
   readonly usage?: TokenUsage;
 }
 
-/** A recorded stream (`<name>.chunks.txt`). */
+/** A recorded stream (`<name>.chunks.txt`, or `<name>.sse`). */
 export interface RecordedStream extends RecordedAnswer {
   readonly stream: true;
+  /** Each event's data (of a `.sse` recording too). */
   readonly chunks: readonly string[];
+  /** A `.sse` recording's bytes, as the upstream sent them. */
+  readonly sse?: string;
   readonly expected?: readonly string[];
 }
 
@@ -40,6 +46,8 @@ export interface RecordedBody extends RecordedAnswer {
   /** The body's text, as recorded. */
   readonly body: string;
   readonly usage: TokenUsage;
+  /** What clients must receive (`<name>.expected.json`), on an adapted route. */
+  readonly expected?: unknown;
 }
 
 const lines = (path: string) =>
@@ -86,27 +94,43 @@ function readFixture(folder: string, file: string): RecordedFixture {
     throw new Error(`${path}: usage: must give inputTokens, outputTokens and cachedTokens`);
   }
   const chunksPath = join(folder, `${name}.chunks.txt`);
+  const ssePath = join(folder, `${name}.sse`);
   const expectedPath = join(folder, `${name}.expected.txt`);
   const bodyPath = join(folder, `${name}.body.json`);
+  const expectedBodyPath = join(folder, `${name}.expected.json`);
   const base = { name, route: meta.route as UpstreamRouteId, model: meta.model };
   if (meta.stream === false) {
     if (!existsSync(bodyPath)) throw new Error(`${path}: ${name}.body.json is missing beside it ("stream": false: a recorded JSON answer)`);
-    if (existsSync(chunksPath) || existsSync(expectedPath)) throw new Error(`${path}: "stream": false, yet ${name}.chunks.txt or ${name}.expected.txt is beside it (a JSON answer is ${name}.body.json)`);
+    if (existsSync(chunksPath) || existsSync(ssePath) || existsSync(expectedPath)) {
+      throw new Error(`${path}: "stream": false, yet ${name}.chunks.txt, ${name}.sse or ${name}.expected.txt is beside it (a JSON answer is ${name}.body.json)`);
+    }
     if (usage === undefined) throw new Error(`${path}: usage: a recorded JSON answer must give the usage the plugin must read from it`);
     const body = readFileSync(bodyPath, 'utf8');
-    try {
-      JSON.parse(body);
-    } catch (error) {
-      throw new Error(`${bodyPath}: cannot be read as JSON: ${(error as Error).message}`);
-    }
-    return { ...base, stream: false, body, usage: usage as unknown as TokenUsage };
+    const json = (file: string, text: string) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch (error) {
+        throw new Error(`${file}: cannot be read as JSON: ${(error as Error).message}`);
+      }
+    };
+    json(bodyPath, body);
+    const expected = existsSync(expectedBodyPath) ? json(expectedBodyPath, readFileSync(expectedBodyPath, 'utf8')) : undefined;
+    return { ...base, stream: false, body, usage: usage as unknown as TokenUsage, ...(expected === undefined ? {} : { expected }) };
   }
-  if (!existsSync(chunksPath)) throw new Error(`${path}: ${name}.chunks.txt is missing beside it (for a recorded JSON answer: "stream": false and ${name}.body.json)`);
+  if (existsSync(chunksPath) === existsSync(ssePath)) {
+    throw new Error(
+      existsSync(ssePath)
+        ? `${path}: both ${name}.chunks.txt and ${name}.sse are beside it: keep one recording`
+        : `${path}: ${name}.chunks.txt (or ${name}.sse, the stream's bytes with its event names) is missing beside it (for a recorded JSON answer: "stream": false and ${name}.body.json)`,
+    );
+  }
   if (existsSync(bodyPath)) throw new Error(`${path}: ${name}.body.json is beside a stream fixture (set "stream": false for a recorded JSON answer)`);
+  const sse = existsSync(ssePath) ? readFileSync(ssePath, 'utf8') : undefined;
   return {
     ...base,
     stream: true,
-    chunks: lines(chunksPath),
+    chunks: sse === undefined ? lines(chunksPath) : decodeSse(Buffer.from(sse, 'utf8')),
+    ...(sse === undefined ? {} : { sse }),
     expected: existsSync(expectedPath) ? lines(expectedPath) : undefined,
     usage: usage as TokenUsage | undefined,
   };
@@ -151,12 +175,12 @@ export function applyFixups(events: readonly SseEvent[], fixups: readonly Stream
  * A line diff of two event data lists, for a failure message: each differing event (up to `limit`) as
  * `event N` then `- expected` and `+ received` lines (`(none)` where one list is shorter).
  */
-export function eventDiff(expected: readonly string[], received: readonly string[], limit = 5): string {
+export function eventDiff(expected: readonly string[], received: readonly string[], limit = 5, instances = false): string {
   const lines: string[] = [];
   let shown = 0;
   let differing = 0;
   for (let index = 0; index < Math.max(expected.length, received.length); index += 1) {
-    if (sameEvents([received[index] ?? ''], [expected[index] ?? '']).same && expected[index] !== undefined && received[index] !== undefined) continue;
+    if (sameEvents([received[index] ?? ''], [expected[index] ?? ''], instances).same && expected[index] !== undefined && received[index] !== undefined) continue;
     differing += 1;
     if (shown === limit) continue;
     shown += 1;
@@ -166,11 +190,30 @@ export function eventDiff(expected: readonly string[], received: readonly string
   return lines.join('\n');
 }
 
-/** Whether two event data lists hold the same events: JSON compared by value, anything else as text. */
-export function sameEvents(actual: readonly string[], expected: readonly string[]): { same: true } | { same: false; index: number } {
+/** Top-level fields of an answer or event that name one answer (an id, a creation time): compared by presence only, when asked. */
+const INSTANCE_FIELDS = ['id', 'created', 'created_at'];
+
+/**
+ * A JSON value with its instance fields (top level, and in a `message` or `response` object) set to
+ * `true`: what an adapter makes of one request's id and time differs from a recording's.
+ */
+export function withoutInstanceFields(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  const copy: Record<string, unknown> = { ...(value as Record<string, unknown>) };
+  for (const field of INSTANCE_FIELDS) if (field in copy) copy[field] = true;
+  for (const inner of ['message', 'response']) if (typeof copy[inner] === 'object') copy[inner] = withoutInstanceFields(copy[inner]);
+  return copy;
+}
+
+/**
+ * Whether two event data lists hold the same events: JSON compared by value (by presence only for
+ * instance fields, with `instances`), anything else as text.
+ */
+export function sameEvents(actual: readonly string[], expected: readonly string[], instances = false): { same: true } | { same: false; index: number } {
   const parse = (data: string): unknown => {
     try {
-      return JSON.parse(data);
+      const value = JSON.parse(data) as unknown;
+      return instances ? withoutInstanceFields(value) : value;
     } catch {
       return data;
     }

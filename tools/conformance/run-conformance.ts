@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { startMockUpstream, type MockUpstream, type RecordedRequest } from '../../mock-upstream/mock-upstream-server.ts';
@@ -12,8 +13,12 @@ import { envPrefixOf } from '../../src/data-plane/upstream/provider-endpoints.ts
 import { loadFolder, pluginFolders, type PluginFolder } from '../../src/plugins/load-plugins.ts';
 import { checkGuardrail } from './guardrail-conformance.ts';
 import { ModelRegistry } from '../../src/core/model-registry.ts';
-import type { AuthStyle, GuardrailPlugin, ModelDeclaration, ProviderPlugin, RouteId, TokenUsage, UpstreamRouteId, WireFormat } from '../../src/plugins/plugin-contract.ts';
-import { applyFixups, decodeSse, encodeSse, eventDiff, fixtureEvents, readFixtures, sameEvents, type RecordedFixture, type RecordedStream } from './recorded-fixtures.ts';
+import type { AdaptedRequest, AdapterRequest, AuthStyle, GuardrailPlugin, ModelDeclaration, ProviderPlugin, RouteAdapter, RouteId, TokenUsage, UpstreamRouteId, WireFormat } from '../../src/plugins/plugin-contract.ts';
+import { EVENTS } from '../../src/core/diagnostics.ts';
+import { SseSplitter } from '../../src/data-plane/sse/sse-splitter.ts';
+import { ANSWER_SHAPE } from './live-vendor-check.ts';
+import { Writable } from 'node:stream';
+import { applyFixups, decodeSse, encodeSse, eventDiff, fixtureEvents, readFixtures, sameEvents, withoutInstanceFields, type RecordedFixture, type RecordedStream } from './recorded-fixtures.ts';
 
 /** A multi-line detail under a failure line. */
 const indent = (text: string) => text.split('\n').map((line) => `      ${line}`).join('\n');
@@ -55,6 +60,8 @@ export interface ConformanceOptions {
   readonly pluginPath?: readonly string[];
   /** The vendors to check; every loaded plugin when absent. */
   readonly vendors?: readonly string[];
+  /** Told every line the gateway under test logs, as it logs it (`plugin test --verbose`). */
+  readonly log?: (line: string) => void;
 }
 
 /** `plugin 'acme', model 'acme/acme-1', rule 'upstream-path': …` */
@@ -63,6 +70,8 @@ export function formatFailure(failure: ConformanceFailure): string {
 }
 
 const CLIENT_KEY = 'sk-conformance-client-0001-0123456789abcdef';
+/** The gateway's own code, source or compiled (`src/` beside `tools/`), whose stack frames a fault's line leaves out. */
+const GATEWAY_SOURCE = fileURLToPath(new URL('../../src/', import.meta.url));
 /** What GW_ERR_PLUGIN_FAULT's detail says, in a JSON answer or an in-band stream error. */
 const PLUGIN_FAULT = /Gateway plugin '([^']+)' failed in its hook '([^']+)'/;
 const UPSTREAM_KEY = 'conformance-upstream-key';
@@ -155,6 +164,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   const mock = await startMockUpstream({ apiKey: UPSTREAM_KEY, cachedTokens: CACHED_TOKENS, keyPlaces });
   const dataDir = await mkdtemp(join(tmpdir(), 'gateway-conformance-'));
   let gateway: Gateway | undefined;
+  let driver: Driver | undefined;
   try {
     const env: NodeJS.ProcessEnv = {
       PORT: '0',
@@ -166,9 +176,21 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
       RATE_LIMIT_MAX: '1000000',
       ...Object.fromEntries(plugins.flatMap((plugin) => [[`${envPrefixOf(plugin)}_BASE_URL`, mock.url], [`${envPrefixOf(plugin)}_API_KEY`, UPSTREAM_KEY]])),
     };
+    // The gateway's log, kept so that a plugin fault's line is shown with the failure it explains.
+    const logLines: string[] = [];
+    const logStream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString('utf8').split('\n')) {
+          if (line === '') continue;
+          logLines.push(line);
+          options.log?.(line);
+        }
+        done();
+      },
+    });
     // Run from an empty directory so no operator config file (alias overrides) colours the result.
-    gateway = await startGateway(loadConfig(env, dataDir), env, createLogger('silent'));
-    const driver = new Driver(gateway, mock);
+    gateway = await startGateway(loadConfig(env, dataDir), env, createLogger('info', logStream));
+    driver = new Driver(gateway, mock, logLines);
     await driver.checkCatalog(plugins, reports, failures);
     for (const plugin of plugins) {
       const report = reports.get(plugin.vendor);
@@ -194,6 +216,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   } catch (error) {
     failures.push({ plugin: 'gateway', rule: 'start', message: (error as Error).message });
   } finally {
+    driver?.close();
     await gateway?.close();
     await mock.close();
     await rm(dataDir, { recursive: true, force: true });
@@ -224,6 +247,7 @@ function fixtureProblem(plugin: ProviderPlugin, fixture: RecordedFixture): strin
   const model = canonicalOf(plugin, fixture.model);
   if (fixture.stream) {
     if (!route || !STREAMING_ROUTES.includes(fixture.route)) return `'${fixture.route}' is not a streaming route of the plugin`;
+    if (route.adapter && !route.adapter.stream) return `routes.${fixture.route}.adapter has no stream mapping: the vendor's streams are never served`;
     if (!model?.routes.includes(fixture.route)) return `'${fixture.model}' is not a model of the plugin on ${fixture.route}`;
     return undefined;
   }
@@ -237,13 +261,18 @@ function fixtureProblem(plugin: ProviderPlugin, fixture: RecordedFixture): strin
 /**
  * The recorded answer that stands in for the mock upstream's standard one in an exchange: a fixture with
  * usage, recorded on the exchange's upstream route in its mode (JSON or stream; native chat is JSON),
- * from a model that the same plugin-declared usage extractor reads (the exchange's own model first).
- * None where the standard extractor reads the route: the mock speaks the standard shapes.
+ * from a model that the same plugin-declared usage extractor reads (the exchange's own model first), or
+ * on an adapted route from any model of it (the adapter reads them all). None where the standard
+ * extractor reads a forwarded route: the mock speaks the standard shapes.
  */
 function recordingFor(plugin: ProviderPlugin, exchange: Exchange, fixtures: readonly RecordedFixture[]): Exchange['recording'] {
   const route: UpstreamRouteId = exchange.route === 'chat' ? plugin.nativeChat!.route : exchange.route;
   const stream = exchange.route === 'chat' ? false : exchange.stream;
   const reader = readerIndex(plugin, exchange.model, route);
+  if (plugin.routes[route]?.adapter && reader < 0) {
+    const recorded = fixtures.filter((fixture): fixture is RecordedFixture & { usage: TokenUsage } => fixture.usage !== undefined && fixture.route === route && fixture.stream === stream);
+    return recorded.find((fixture) => canonicalOf(plugin, fixture.model) === exchange.model) ?? recorded[0];
+  }
   if (reader < 0) return undefined;
   const candidates = fixtures.filter((fixture): fixture is RecordedFixture & { usage: TokenUsage } => {
     const recordedFrom = canonicalOf(plugin, fixture.model);
@@ -257,11 +286,10 @@ type MockAnswer = { kind: 'status'; status: number; body: string; headers: Recor
 /** What the mock upstream sends for a recorded stream, given its bytes. */
 const streamAnswer = (bytes: string): MockAnswer => ({ kind: 'status', status: 200, body: bytes, headers: { 'content-type': 'text/event-stream' } });
 
-/** What the mock upstream sends for a recorded answer. */
+/** What the mock upstream sends for a recorded answer (a `.sse` recording's bytes as they were). */
 function recordedAnswer(fixture: RecordedFixture, format: WireFormat): MockAnswer {
-  return fixture.stream
-    ? streamAnswer(encodeSse(fixtureEvents(fixture.chunks, format)))
-    : { kind: 'status', status: 200, body: fixture.body, headers: { 'content-type': 'application/json' } };
+  if (!fixture.stream) return { kind: 'status', status: 200, body: fixture.body, headers: { 'content-type': 'application/json' } };
+  return streamAnswer(fixture.sse ?? encodeSse(fixtureEvents(fixture.chunks, format)));
 }
 
 /** Each model on each of its routes in each spelling, JSON and (where the route streams) stream; then each alias. */
@@ -299,19 +327,61 @@ type Totals = { requests: number; inputTokens: number; outputTokens: number; cac
 
 class Driver {
   private readonly reported = new Set<string>();
+  /** How each exchange the gateway recorded ended, by request id. */
+  private readonly outcomes = new Map<string, string>();
+  private readonly unsubscribe: () => void;
+  private sequence = 0;
 
   constructor(
     private readonly gateway: Gateway,
     private readonly mock: MockUpstream,
-  ) {}
+    /** Every line the gateway logged so far. */
+    private readonly logLines: readonly string[],
+  ) {
+    this.unsubscribe = EVENTS.exchangeRecorded.subscribe(gateway.source, ({ exchange, record }) => void this.outcomes.set(exchange.requestId, record.outcome));
+  }
 
-  private async send(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Answer> {
+  close(): void {
+    this.unsubscribe();
+  }
+
+  /** A request id of the suite's own, so that the gateway's log lines and records of the request can be found. */
+  private nextRequestId(): string {
+    this.sequence += 1;
+    return `conformance-${this.sequence}`;
+  }
+
+  private async send(method: 'GET' | 'POST', path: string, body?: unknown, requestId?: string): Promise<Answer> {
     const response = await fetch(`${this.gateway.url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${CLIENT_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${CLIENT_KEY}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(requestId === undefined ? {} : { 'x-request-id': requestId }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     return { status: response.status, contentType: response.headers.get('content-type') ?? '', body: Buffer.from(await response.arrayBuffer()) };
+  }
+
+  /** The error line the gateway logged for a request's plugin fault, with the start of its stack, to show inline. */
+  private faultLog(requestId: string): string {
+    const line = this.logLines
+      .map((text) => {
+        try {
+          return JSON.parse(text) as { level?: number; request_id?: string; msg?: string; err?: { type?: string; message?: string; stack?: string } };
+        } catch {
+          return undefined;
+        }
+      })
+      .find((entry) => entry?.level === 50 && entry.request_id === requestId);
+    if (!line) return ' (the gateway logged no error line for it)';
+    // The plugin's own frames (the gateway's, which called the hook, say nothing to its author).
+    const frames = (line.err?.stack ?? '')
+      .split('\n')
+      .filter((frame) => frame.trim().startsWith('at ') && ![GATEWAY_SOURCE, '(node:', '<anonymous>', '/node_modules/'].some((part) => frame.includes(part)))
+      .slice(0, 3);
+    return `; the gateway logged: ${line.msg}: ${line.err?.type ?? 'Error'}: ${line.err?.message ?? ''}${frames.map((frame) => `\n${frame.trim().replace(/^/, '        ')}`).join('')}`;
   }
 
   private async totals(canonicalId: string): Promise<Totals> {
@@ -330,6 +400,12 @@ class Driver {
       await sleep(50);
     }
     return undefined;
+  }
+
+  /** The outcome the gateway recorded for a request, once it did. */
+  private async outcomeOf(requestId: string): Promise<string | undefined> {
+    for (let attempt = 0; attempt < 200 && !this.outcomes.has(requestId); attempt += 1) await sleep(10);
+    return this.outcomes.get(requestId);
   }
 
   /** The catalog must hold, per plugin in manifest order, its listed aliases then its listed models. */
@@ -366,89 +442,158 @@ class Driver {
     }
   }
 
-  /** Sends one declared request and checks it end to end; reports the first rule it breaks. */
+  /**
+   * Sends one declared request and checks it end to end. Every rule is checked and reported on its
+   * own; a rule that needs another's result is skipped when that one failed (the answer's rules need
+   * the request to have reached the declared path, since the mock answers nowhere else).
+   */
   async drive(exchange: Exchange): Promise<void> {
     const { subject, canonicalId, model, route, requestedId, stream, alias, recording } = exchange;
     const { plugin, report } = subject;
     report.checks += 1;
     const what = `${route === 'chat' ? 'native chat' : route}${stream ? ' (stream)' : ''} with '${requestedId}'`;
     const fail = (rule: string, message: string) => {
-      // One failure per model, route and rule is enough to act on (not one per spelling and mode).
-      const key = `${plugin.vendor} ${canonicalId} ${route} ${rule}`;
+      // One failure per model, route and rule is enough to act on (not one per spelling and mode); a
+      // missing recording is one per mode (each mode needs its own).
+      const key = `${plugin.vendor} ${canonicalId} ${route} ${rule}${rule === 'fixture' ? ` ${stream}` : ''}`;
       if (this.reported.has(key)) return;
       this.reported.add(key);
       report.failures.push({ plugin: plugin.vendor, model: canonicalId, rule, message: `${what}: ${message}` });
     };
     const upstreamRouteId: UpstreamRouteId = route === 'chat' ? plugin.nativeChat!.route : route;
     const upstreamRoute = plugin.routes[upstreamRouteId]!;
+    // An adapted route's requests are the adapter's (on /v1/chat, the native chat adapter's, to the same vendor).
+    const adapter = route === 'chat' ? undefined : upstreamRoute.adapter;
     const expectedModel = model.upstreamModels?.[route] ?? model.upstreamModel ?? model.id;
     const resolutionRule = alias ? 'alias' : model.listed ? 'routing' : 'hidden-model';
+    const requestId = this.nextRequestId();
+    const body = clientRequest(route, requestedId, stream);
 
     this.mock.reset();
+    if (adapter && stream && !adapter.stream) {
+      const answer = await this.send('POST', routePath(route), body, requestId);
+      if (answer.status !== 400) fail('stream', `routes.${route}.adapter has no stream mapping, so a stream must be refused with a 400; the gateway answered ${answer.status}`);
+      return;
+    }
+    if (upstreamRoute.adapter && !recording) {
+      const mode = route === 'chat' || !stream ? `a JSON answer (<name>.body.json, "stream": false)` : 'a stream (<name>.sse, its bytes with their event names)';
+      return fail('fixture', `routes.${upstreamRouteId} is adapted: the mock upstream does not speak the vendor's format, so the suite answers with a recording: add ${mode} of a model on ${upstreamRouteId}, with its usage, under __fixtures__ (docs/plugins.md, "Recorded fixtures")`);
+    }
     if (recording) {
       this.mock.enqueue(recordedAnswer(recording, upstreamRoute.format));
-      const note = `model '${canonicalId}', ${route === 'chat' ? 'native chat' : route}${stream ? ' (stream)' : ''}: usage: from recorded fixture '${recording.name}' (the plugin's usageExtractors[${readerIndex(plugin, model, upstreamRouteId)}] reads the vendor's own shape, which the standard mock does not speak)`;
+      const reads = upstreamRoute.adapter && readerIndex(plugin, model, upstreamRouteId) < 0 ? `routes.${upstreamRouteId}.adapter reads the vendor's own format` : `the plugin's usageExtractors[${readerIndex(plugin, model, upstreamRouteId)}] reads the vendor's own shape`;
+      const note = `model '${canonicalId}', ${route === 'chat' ? 'native chat' : route}${stream ? ' (stream)' : ''}: usage: from recorded fixture '${recording.name}' (${reads}, which the standard mock does not speak)`;
       if (!report.notes.includes(note)) report.notes.push(note);
     }
     const before = await this.totals(canonicalId);
-    const answer = await this.send('POST', routePath(route), clientRequest(route, requestedId, stream));
+    const createdFrom = Math.floor(Date.now() / 1000);
+    const answer = await this.send('POST', routePath(route), body, requestId);
+    const createdTo = Math.floor(Date.now() / 1000);
     const fault = PLUGIN_FAULT.exec(answer.body.toString('utf8'));
-    const faulted = () => fail('plugin-fault', `plugin '${fault![1]}', hook '${fault![2]}' failed: it threw or returned a wrong shape (see the gateway's error log)`);
+    const faulted = () => fail('plugin-fault', `plugin '${fault![1]}', hook '${fault![2]}' failed: it threw or returned a wrong shape${this.faultLog(requestId)}`);
     const [upstream, ...extra] = this.mock.requests;
-    // A hook that failed before the request went upstream (nativeChat.buildRequest) is named as such.
+    // A hook that failed before the request went upstream (a request builder) is named as such.
     if (!upstream && fault) return faulted();
     if (!upstream) return fail(resolutionRule, `answered ${answer.status} without calling the upstream: ${answer.body.toString('utf8').slice(0, 300)}`);
-    if (extra.length) return fail('routing', `called the upstream ${extra.length + 1} times, expected once`);
+    if (extra.length) fail('routing', `called the upstream ${extra.length + 1} times, expected once`);
 
-    const declaredPath = upstreamRoute.path;
-    const standard = STANDARD_PATHS[upstreamRoute.format];
-    if (upstream.path !== `/v1${declaredPath}`) {
-      return fail('upstream-path', `reached the upstream at ${upstream.path}, expected the declared routes.${upstreamRouteId}.path ${declaredPath} under the base URL`);
-    }
-    if (declaredPath !== standard) {
-      return fail('upstream-path', `routes.${upstreamRouteId}.path is '${declaredPath}', but an upstream speaking ${upstreamRoute.format} serves '${standard}' (the upstream answered ${upstream.status})`);
+    // The request, rule by rule.
+    const context = { route: upstreamRouteId, model: canonicalId, upstreamModel: expectedModel, stream, requestId };
+    const built = adapter ? builtRequests(adapter, { ...context, body }, createdFrom, createdTo) : undefined;
+    const declaredPath = built?.[0]?.path ?? upstreamRoute.path;
+    let reachedDeclaredPath = upstream.path === `/v1${declaredPath.split('?')[0]}`;
+    if (!reachedDeclaredPath) {
+      const whose = built?.[0]?.path !== undefined ? `routes.${upstreamRouteId}.adapter.buildRequest's path` : `routes.${upstreamRouteId}.path`;
+      fail('upstream-path', `reached the upstream at ${upstream.path}, expected the declared ${whose} ${declaredPath} under the base URL`);
+    } else if (!upstreamRoute.adapter && declaredPath !== STANDARD_PATHS[upstreamRoute.format]) {
+      reachedDeclaredPath = false;
+      fail('upstream-path', `routes.${upstreamRouteId}.path is '${declaredPath}', but an upstream speaking ${upstreamRoute.format} serves '${STANDARD_PATHS[upstreamRoute.format]}' (the upstream answered ${upstream.status})`);
     }
     const authFailure = checkAuth(upstream, upstreamRoute.auth);
-    if (authFailure) return fail('auth', authFailure);
-    for (const [name, value] of Object.entries(upstreamRoute.defaultHeaders ?? {})) {
-      if (upstream.headers[name] !== value) return fail('default-headers', `the upstream got ${name}: ${String(upstream.headers[name])}, expected the declared default '${value}'`);
-    }
-    if (upstream.body?.model !== expectedModel) {
-      return fail(alias ? 'alias' : 'upstream-model', `the upstream got model ${JSON.stringify(upstream.body?.model)}, expected '${expectedModel}'${alias ? ` (the alias's target ${canonicalId})` : ''}`);
-    }
-    if (route === 'chat') {
-      const built = plugin.nativeChat!.buildRequest({ upstreamModel: expectedModel, input: CONFORMANCE_INPUT, webSearch: false });
-      if (!isDeepStrictEqual(upstream.body, JSON.parse(JSON.stringify(built)))) {
-        return fail('native-chat', `the upstream body is not what nativeChat.buildRequest makes: got ${upstream.rawBody.slice(0, 300)}`);
+    if (authFailure) fail('auth', authFailure);
+    const defaults = { ...upstreamRoute.defaultHeaders, ...built?.[0]?.headers };
+    const missing = Object.entries(defaults).find(([name, value]) => upstream.headers[name] !== value);
+    if (missing) fail('default-headers', `the upstream got ${missing[0]}: ${String(upstream.headers[missing[0]])}, expected the declared '${missing[1]}'`);
+    if (built) {
+      if (!built.some((request) => isDeepStrictEqual(upstream.body, JSON.parse(JSON.stringify(request.body))))) {
+        fail('upstream-body', `the upstream body is not what routes.${upstreamRouteId}.adapter.buildRequest makes of the request: got ${upstream.rawBody.slice(0, 300)}`);
       }
+    } else if (route === 'chat') {
+      const nativeBuilt = plugin.nativeChat!.buildRequest({ upstreamModel: expectedModel, input: CONFORMANCE_INPUT, webSearch: false });
+      if (!isDeepStrictEqual(upstream.body, JSON.parse(JSON.stringify(nativeBuilt)))) fail('native-chat', `the upstream body is not what nativeChat.buildRequest makes: got ${upstream.rawBody.slice(0, 300)}`);
+    } else if (upstream.body?.model !== expectedModel) {
+      fail(alias ? 'alias' : 'upstream-model', `the upstream got model ${JSON.stringify(upstream.body?.model)}, expected '${expectedModel}'${alias ? ` (the alias's target ${canonicalId})` : ''}`);
     }
+
+    // The answer: it needs the declared path served (the mock answers 404 elsewhere).
     if (fault) return faulted();
+    if (!reachedDeclaredPath) return;
     if (answer.status !== 200) return fail(resolutionRule, `answered ${answer.status}: ${answer.body.toString('utf8').slice(0, 300)}`);
-    if (stream && !answer.contentType.startsWith('text/event-stream')) return fail('stream', `answered ${answer.contentType || 'no content type'}, expected text/event-stream`);
-    if (stream && decodeSse(answer.body).length === 0) return fail('stream', 'the stream carried no events');
+    const events = stream ? decodeSse(answer.body) : [];
+    if (stream && !answer.contentType.startsWith('text/event-stream')) fail('stream', `answered ${answer.contentType || 'no content type'}, expected text/event-stream`);
+    else if (stream && events.length === 0) fail('stream', 'the stream carried no events');
     if (route === 'chat') {
       const text = (JSON.parse(answer.body.toString('utf8')) as { result?: { text?: unknown } }).result?.text;
       if (recording && !recording.stream) {
         const expected = readTextOf(plugin, recording.body);
         if (text !== expected) {
-          return fail('native-chat', `nativeChat.readText did not read the reply text of recorded fixture '${recording.name}': result.text is ${JSON.stringify(text)}, expected ${JSON.stringify(expected)}`);
+          fail('native-chat', `nativeChat.readText did not read the reply text of recorded fixture '${recording.name}': result.text is ${JSON.stringify(text)}, expected ${JSON.stringify(expected)}`);
         }
       } else if (typeof text !== 'string' || !text.startsWith('Mock reply')) {
-        return fail('native-chat', `nativeChat.readText did not read the upstream's reply text: result.text is ${JSON.stringify(text)}`);
+        fail('native-chat', `nativeChat.readText did not read the upstream's reply text: result.text is ${JSON.stringify(text)}`);
       }
     }
+    // What clients must get is the recorded model's (its name is in the answer).
+    if (adapter && recording) await this.checkAdapted(fail, requestId, upstreamRouteId, upstreamRoute.format, adapter, answer, events, recording, recording.model === canonicalId);
     if (!WIRE_FORMATS[upstreamRoute.format].consumesTokens) return;
     const recorded = await this.recordedUsage(canonicalId, before);
     if (!recorded) return fail(alias ? 'alias' : 'usage', `no usage was recorded against ${canonicalId}${recording ? ` from recorded fixture '${recording.name}'` : ''}`);
     const index = readerIndex(plugin, model, upstreamRouteId);
-    const reader = index >= 0 ? `the plugin's usageExtractors[${index}]` : `the standard ${upstreamRoute.format} extractor`;
+    const reader = index >= 0 ? `the plugin's usageExtractors[${index}]` : upstreamRoute.adapter ? `routes.${upstreamRouteId}.adapter.usage` : `the standard ${upstreamRoute.format} extractor`;
     if (recording) {
       const expected = usageOf(recording.usage);
       if (!isDeepStrictEqual(recorded, expected)) {
-        return fail('usage', `usage from recorded fixture '${recording.name}': ${reader} recorded ${JSON.stringify(recorded)}, but the fixture says ${JSON.stringify(expected)}`);
+        fail('usage', `usage from recorded fixture '${recording.name}': ${reader} recorded ${JSON.stringify(recorded)}, but the fixture says ${JSON.stringify(expected)}`);
       }
     } else if (!isDeepStrictEqual(recorded, upstream.reportedUsage)) {
-      return fail('usage', `${reader} recorded ${JSON.stringify(recorded)}, but the upstream reported ${JSON.stringify(upstream.reportedUsage)}`);
+      fail('usage', `${reader} recorded ${JSON.stringify(recorded)}, but the upstream reported ${JSON.stringify(upstream.reportedUsage)}`);
+    }
+  }
+
+  /**
+   * What an adapted route's client got from a recording: a stream complete (its terminal event seen:
+   * not recorded as cut) and ending with the route's own closing events, each answer in the route's
+   * shape, and, where the fixture says what clients of the model it was recorded from must get
+   * (`.expected.txt`, `.expected.json`), exactly that (ids and creation times by presence).
+   */
+  private async checkAdapted(
+    fail: (rule: string, message: string) => void,
+    requestId: string,
+    route: UpstreamRouteId,
+    format: WireFormat,
+    adapter: RouteAdapter,
+    answer: Answer,
+    events: readonly string[],
+    recording: RecordedFixture,
+    recordedModel: boolean,
+  ): Promise<void> {
+    const outcome = await this.outcomeOf(requestId);
+    if (recording.stream) {
+      if (outcome === 'upstream_cut') {
+        fail('terminal', `the gateway recorded the stream as cut: routes.${route}.adapter.stream.terminal (${typeof adapter.stream!.terminal === 'string' ? `'${adapter.stream!.terminal}'` : 'a predicate'}) matched none of the events of recorded fixture '${recording.name}' (${recordedEventNames(recording)})`);
+      }
+      const unparsed = events.findIndex((data) => data !== '[DONE]' && parseJson(data) === undefined);
+      if (unparsed !== -1) fail('stream-map', `event ${unparsed + 1} of what the client got is not JSON: ${events[unparsed]!.slice(0, 200)} (stream.map returns each event's data as JSON text)`);
+      if (recording.expected && recordedModel) {
+        const same = sameEvents(events, recording.expected, true);
+        if (!same.same) fail('stream-map', `event ${same.index + 1} of what the client got differs from ${recording.name}.expected.txt (ids and creation times compared by presence)\n${indent(eventDiff(recording.expected, events, 5, true))}`);
+      }
+      return;
+    }
+    const body = parseJson(answer.body.toString('utf8'));
+    if (typeof body !== 'object' || body === null || !ANSWER_SHAPE[format](body as Record<string, unknown>)) fail('answer-map', `the client's answer is not shaped as a ${format} answer: ${answer.body.toString('utf8').slice(0, 300)}`);
+    if (recording.expected !== undefined && recordedModel && !isDeepStrictEqual(withoutInstanceFields(body), withoutInstanceFields(recording.expected))) {
+      fail('answer-map', `the client's answer differs from ${recording.name}.expected.json (ids and creation times compared by presence): got ${answer.body.toString('utf8').slice(0, 300)}`);
     }
   }
 
@@ -456,6 +601,8 @@ class Driver {
    * Replays a recorded stream for every model of the plugin on the fixture's route: the model it was
    * recorded from must get `<name>.expected.txt` (or the stream unchanged), any other model with
    * declared fixups must get exactly what those fixups make, and every other model the bytes unchanged.
+   * On an adapted route the stream is the vendor's: only the model it was recorded from is replayed
+   * (the drive of each model checks it), and `.expected.txt` holds what the adapter makes of it.
    */
   async replay(subject: Subject, fixture: RecordedStream): Promise<void> {
     const { plugin, report } = subject;
@@ -465,9 +612,10 @@ class Driver {
     const route = plugin.routes[fixture.route]!;
     const recordedFrom = canonicalOf(plugin, fixture.model);
     const events = fixtureEvents(fixture.chunks, route.format);
-    const bytes = encodeSse(events);
+    const bytes = fixture.sse ?? encodeSse(events);
+    const models = plugin.models.filter((candidate) => candidate.routes.includes(fixture.route) && (!route.adapter || candidate === recordedFrom));
 
-    for (const model of plugin.models.filter((candidate) => candidate.routes.includes(fixture.route))) {
+    for (const model of models) {
       report.checks += 1;
       const canonicalId = `${plugin.vendor}/${model.id}`;
       const fixups = (plugin.streamFixups ?? []).filter(
@@ -476,11 +624,12 @@ class Driver {
       this.mock.reset();
       this.mock.enqueue(streamAnswer(bytes));
       const before = await this.totals(canonicalId);
-      const answer = await this.send('POST', routePath(fixture.route), clientRequest(fixture.route, spellings(plugin, model, fixture.route)[0]!, true));
+      const requestId = this.nextRequestId();
+      const answer = await this.send('POST', routePath(fixture.route), clientRequest(fixture.route, spellings(plugin, model, fixture.route)[0]!, true), requestId);
       // A hook failing on the stream's first events answers 502, later ones end the stream in band.
       const fault = PLUGIN_FAULT.exec(answer.body.toString('utf8'));
       if (fault) {
-        fail(canonicalId, 'plugin-fault', `plugin '${fault[1]}', hook '${fault[2]}' failed on the replayed stream: it threw or returned a wrong shape (see the gateway's error log)`);
+        fail(canonicalId, 'plugin-fault', `plugin '${fault[1]}', hook '${fault[2]}' failed on the replayed stream: it threw or returned a wrong shape${this.faultLog(requestId)}`);
         continue;
       }
       if (answer.status !== 200) {
@@ -488,19 +637,21 @@ class Driver {
         continue;
       }
       const delivered = decodeSse(answer.body);
-      if (model === recordedFrom) {
+      if (route.adapter) {
+        if ((await this.outcomeOf(requestId)) === 'upstream_cut') {
+          fail(canonicalId, 'terminal', `the gateway recorded the replayed stream as cut: routes.${fixture.route}.adapter.stream.terminal matched none of its events (${recordedEventNames(fixture)})`);
+        }
+        if (fixture.expected) {
+          const same = sameEvents(delivered, fixture.expected, true);
+          if (!same.same) fail(canonicalId, 'stream-map', `event ${same.index + 1} of what the client got differs from ${fixture.name}.expected.txt (ids and creation times compared by presence)\n${indent(eventDiff(fixture.expected, delivered, 5, true))}`);
+        }
+      } else if (model === recordedFrom) {
         const expected = fixture.expected ?? fixture.chunks;
         const same = sameEvents(delivered, expected);
         if (!same.same) {
           const source = fixture.expected ? `${fixture.name}.expected.txt` : `${fixture.name}.chunks.txt (no .expected.txt: the stream must pass unchanged)`;
           const declared = fixups.length ? `${fixups.length} stream fixup(s) declared for it` : 'no stream fixup is declared for this model on this route';
           fail(canonicalId, 'fixup', `event ${same.index + 1} of what the client got differs from ${source}; ${declared}\n${indent(eventDiff(expected, delivered))}`);
-        }
-        if (fixture.usage) {
-          const recorded = await this.recordedUsage(canonicalId, before);
-          if (!isDeepStrictEqual(recorded, usageOf(fixture.usage))) {
-            fail(canonicalId, 'usage', `recorded ${JSON.stringify(recorded)} from the recorded stream, the fixture says ${JSON.stringify(usageOf(fixture.usage))}`);
-          }
         }
       } else if (fixups.length) {
         const made = applyFixups(events, fixups);
@@ -509,8 +660,46 @@ class Driver {
       } else if (!answer.body.equals(Buffer.from(bytes))) {
         fail(canonicalId, 'fixup', 'no stream fixup is declared for this model, yet the stream did not pass byte for byte');
       }
+      if (fixture.usage && (model === recordedFrom || route.adapter)) {
+        const recorded = await this.recordedUsage(canonicalId, before);
+        if (!isDeepStrictEqual(recorded, usageOf(fixture.usage))) {
+          fail(canonicalId, 'usage', `recorded ${JSON.stringify(recorded)} from the recorded stream, the fixture says ${JSON.stringify(usageOf(fixture.usage))}`);
+        }
+      }
     }
   }
+}
+
+/** The event names of a recording, for a message about its terminal event. */
+function recordedEventNames(fixture: RecordedStream): string {
+  if (fixture.sse === undefined) return 'its recording keeps no event names: record it as <name>.sse';
+  const names = [...new Set(new SseSplitter().push(Buffer.from(fixture.sse, 'utf8')).flatMap((block) => (block.event?.event === undefined ? [] : [block.event.event])))];
+  return names.length ? `its events are named ${names.map((name) => `'${name}'`).join(', ')}` : 'its events have no names';
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What an adapter's `buildRequest` makes of the client's request, for each creation time the gateway may
+ * have told it (the second the request was sent in, or the next); none when it fails (the gateway's
+ * answer names the fault).
+ */
+function builtRequests(adapter: RouteAdapter, request: Omit<AdapterRequest, 'created'>, from: number, to: number): AdaptedRequest[] {
+  const built: AdaptedRequest[] = [];
+  for (let created = from; created <= to; created += 1) {
+    try {
+      built.push(adapter.buildRequest({ ...request, created }));
+    } catch {
+      return [];
+    }
+  }
+  return built;
 }
 
 /** The three counts of a fixture's usage, in the order the gateway's records give them. */

@@ -542,7 +542,26 @@ export const OPENAPI_DOCUMENT = {
       ModelList: {
         type: 'object',
         required: ['data'],
-        properties: { object: { const: 'list' }, data: { type: 'array', items: { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } } },
+        properties: {
+          object: { const: 'list' },
+          data: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['id'],
+              properties: {
+                id: { type: 'string' },
+                routes: {
+                  description:
+                    "Only on a model with a route its plugin adapts: each path it serves and how, 'adapted' " +
+                    "(the vendor's own format mapped), 'forwarded' (byte for byte) or 'native' (/v1/chat)",
+                  type: 'object',
+                  additionalProperties: { enum: ['adapted', 'forwarded', 'native'] },
+                },
+              },
+            },
+          },
+        },
       },
       UsageList: {
         type: 'object',

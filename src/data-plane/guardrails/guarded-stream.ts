@@ -5,7 +5,7 @@ import type { PhaseGuardrails } from '../../guardrails/guardrail-set.ts';
 import { StreamGuard, type StreamItem, type StreamPiece, type StreamStep } from '../../guardrails/stream-guard.ts';
 import { isPluginFault } from '../../plugins/plugin-fault.ts';
 import type { SseEvent } from '../../plugins/plugin-contract.ts';
-import type { FixupChain } from '../sse/fixup-chain.ts';
+import type { BlockRewrite } from '../sse/fixup-chain.ts';
 import { replaceBlockData, SseSplitter, type SseBlock } from '../sse/sse-splitter.ts';
 import type { BodySink, UpstreamBody } from '../sse/upstream-body.ts';
 import type { GuardrailRun } from './guardrail-run.ts';
@@ -22,10 +22,10 @@ export function isGuardrailStreamBlock(error: unknown): error is GuardrailStream
   return error instanceof GuardrailStreamBlock;
 }
 
-/** What runs on each upstream event before the guardrails: the usage tap (as it came), then the fixups. */
+/** What runs on each upstream event before the guardrails: the usage tap (as it came), then the fixups (a mapping). */
 export interface GuardHooks {
   readonly tap?: (event: SseEvent) => void;
-  readonly fixups?: FixupChain;
+  readonly fixups?: BlockRewrite;
 }
 
 /** Characters of each channel's delivered text a webhook is shown before a batch (`context.preceding`). */

@@ -92,6 +92,7 @@ async function attemptOnce(
     response = await parts.upstream.open({
       endpoint,
       route: call.upstreamRoute,
+      method: call.method,
       body: call.forwarded,
       clientHeaders: exchange.headers,
       requestId: exchange.requestId,
@@ -146,7 +147,7 @@ async function streamStart(
   endpoint: PooledEndpoint['endpoint'],
 ): Promise<AttemptResult<CompatibleAnswer, CompatibleFailure>> {
   const timer = setTimeout(() => signal.abort(), bounds.firstByteTimeoutMs);
-  const start = await awaitDispatchedStreamStart(response, call.format, bounds.maxSseEventBytes);
+  const start = await awaitDispatchedStreamStart(response, call.earlyEvents, bounds.maxSseEventBytes);
   clearTimeout(timer);
   if (start.kind === 'content') {
     exchange.upstream.firstContentAt = performance.now();

@@ -1,4 +1,3 @@
-import type { Dispatcher } from 'undici';
 import { EVENTS } from '../../core/diagnostics.ts';
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
 import { streamEventTooLarge, upstreamAuthRejected, upstreamFailure, usageMissing } from '../../core/gateway-errors.ts';
@@ -16,7 +15,7 @@ import { FixupChain } from '../sse/fixup-chain.ts';
 import { relaySse, STREAM_HEADERS } from '../sse/sse-relay.ts';
 import type { EndpointPool, PooledEndpoint } from '../upstream/endpoint-pool.ts';
 import { redactCredential, redactCredentialText, StreamRedactor } from '../upstream/redact-credential.ts';
-import { RELAYED_RESPONSE_HEADERS } from '../upstream/upstream-client.ts';
+import { relayedHeaders } from '../upstream/relayed-headers.ts';
 import type { UsageAccounting } from '../../core/exchange.ts';
 import type { Exchange } from './exchange.ts';
 import type { Stage } from './stage.ts';
@@ -45,17 +44,6 @@ export function relay(parts: RelayParts): Stage {
     if (answer.kind === 'json') return relayJson(parts, exchange, answer, answer.status >= 200 && answer.status < 300);
     throw exchange.fail(upstreamAuthRejected(answer.provider, answer.status));
   };
-}
-
-/** The upstream headers passed on, each value with the endpoint's credential redacted. */
-export function relayedHeaders(upstreamHeaders: Dispatcher.ResponseData['headers'], apiKey: string | undefined): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const name of RELAYED_RESPONSE_HEADERS) {
-    const value = upstreamHeaders[name];
-    // The gateway's own request id answers the client; the upstream's stays visible beside it.
-    if (typeof value === 'string') headers[name === 'x-request-id' ? 'x-upstream-request-id' : name] = redactCredentialText(value, apiKey);
-  }
-  return headers;
 }
 
 /**

@@ -1,13 +1,23 @@
 import type { UsageAccounting } from '../../core/exchange.ts';
 import { upstreamNotConfigured } from '../../core/gateway-errors.ts';
-import type { ModelRegistry } from '../../core/model-registry.ts';
+import type { ModelRegistry, ResolvedModel } from '../../core/model-registry.ts';
 import type { UpstreamRouteId } from '../../plugins/plugin-contract.ts';
 import { assertModelAllowed } from '../auth/authenticate.ts';
 import type { ProviderEndpoints } from '../upstream/provider-endpoints.ts';
-import { CompatibleCall } from '../routes/compatible-call.ts';
+import { CompatibleCall, type CallCatalog } from '../routes/compatible-call.ts';
+import type { JsonRequestBody } from '../http/json-body.ts';
 import type { FallbackTable } from '../routes/model-fallbacks.ts';
 import type { RequestCheck } from '../routes/request-checks.ts';
 import type { Stage } from './stage.ts';
+
+/** Makes a request's call on a forwarding route. */
+type CallMaker = (
+  catalog: CallCatalog,
+  route: UpstreamRouteId,
+  resolved: ResolvedModel,
+  stream: boolean,
+  client: () => JsonRequestBody,
+) => CompatibleCall;
 
 /** What the resolve stage uses: the catalog and endpoints in force, the route's check of its body. */
 export interface ResolveParts {
@@ -18,6 +28,8 @@ export interface ResolveParts {
   readonly forward?: {
     readonly fallbacks: () => FallbackTable | undefined;
     readonly usage: Pick<UsageAccounting, 'extractor'>;
+    /** Makes the call, where it may be another than the forwarded one (a route some plugin adapts). */
+    readonly call?: CallMaker;
   };
 }
 
@@ -41,7 +53,12 @@ export function resolve(parts: ResolveParts): Stage {
     exchange.pool = pool;
     if (forward) {
       const catalog = { registry, fallbacks: forward.fallbacks(), usage: forward.usage, served: (name: string) => endpoints.pool(name) !== undefined };
-      exchange.call = new CompatibleCall(catalog, exchange.route.id as UpstreamRouteId, resolved, body.stream === true, () => exchange.body!);
+      const route = exchange.route.id as UpstreamRouteId;
+      const client = () => exchange.body!;
+      const stream = body.stream === true;
+      exchange.call = forward.call
+        ? forward.call(catalog, route, resolved, stream, client)
+        : new CompatibleCall(catalog, route, resolved, stream, client);
     }
     return next(exchange);
   };

@@ -1,6 +1,7 @@
 import { mayUseModel } from '../auth/authenticate.ts';
 import type { CallerKey, UsageAccounting } from '../../core/exchange.ts';
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
+import type { EarlyEventRules } from '../upstream/stream-start.ts';
 import type { ModelRegistry, ResolvedModel } from '../../core/model-registry.ts';
 import type { UpstreamRoute, UpstreamRouteId, UsageExtractor, WireFormat } from '../../plugins/plugin-contract.ts';
 import type { JsonMember } from '../http/json-scan.ts';
@@ -41,11 +42,11 @@ export class CompatibleCall {
   private spliced: Buffer | undefined;
 
   constructor(
-    private readonly catalog: CallCatalog,
+    protected readonly catalog: CallCatalog,
     readonly route: UpstreamRouteId,
     readonly requested: ResolvedModel,
     readonly stream: boolean,
-    private readonly client: () => ClientBody,
+    protected readonly client: () => ClientBody,
   ) {
     const { registry } = catalog;
     this.model = requested;
@@ -57,6 +58,16 @@ export class CompatibleCall {
 
   get registry(): ModelRegistry {
     return this.catalog.registry;
+  }
+
+  /** The upstream request's method (an adapted call's may differ). */
+  get method(): 'POST' | 'PUT' {
+    return 'POST';
+  }
+
+  /** How a stream's events before any content are judged: by the route's format (an adapted call's: its vendor's). */
+  get earlyEvents(): WireFormat | EarlyEventRules {
+    return this.format;
   }
 
   /** The body sent upstream for the model being tried. */

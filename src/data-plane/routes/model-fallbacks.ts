@@ -1,12 +1,20 @@
 import { ConfigError } from '../../config/gateway-config.ts';
 import { sameWireFormat } from '../../core/formats/index.ts';
 import type { ModelRegistry, ResolvedModel } from '../../core/model-registry.ts';
-import type { RouteId, UpstreamRouteId } from '../../plugins/plugin-contract.ts';
+import type { RouteId, UpstreamRoute, UpstreamRouteId } from '../../plugins/plugin-contract.ts';
 
 /** Canonical model ID → the canonical IDs tried, in order, when every endpoint of it failed. */
 export type FallbackTable = ReadonlyMap<string, readonly string[]>;
 
 const UPSTREAM_ROUTES: readonly UpstreamRouteId[] = ['chat-completions', 'messages', 'responses', 'count-tokens'];
+
+/**
+ * Whether two upstream routes serve a client route alike: in the same wire format, and both forwarded
+ * or both adapted (an adapted vendor's answers take the adapted relay).
+ */
+function servedAlike(a: UpstreamRoute | undefined, b: UpstreamRoute | undefined): boolean {
+  return sameWireFormat(a, b) && (a?.adapter === undefined) === (b?.adapter === undefined);
+}
 
 function upstreamRoutesOf(resolved: ResolvedModel): UpstreamRouteId[] {
   return UPSTREAM_ROUTES.filter((route) => resolved.model.routes.includes(route));
@@ -46,9 +54,12 @@ export function fallbackTable(registry: ModelRegistry, fallbacks: Readonly<Recor
       if (target === source) throw new ConfigError(`fallbacks: '${source}' cannot fall back to itself`);
       const to = canonical(registry, target, `fallback of '${source}'`);
       const shared = upstreamRoutesOf(from).filter(
-        (route) => to.model.routes.includes(route) && sameWireFormat(to.plugin.routes[route], from.plugin.routes[route]),
+        (route) => to.model.routes.includes(route) && servedAlike(to.plugin.routes[route], from.plugin.routes[route]),
       );
-      if (shared.length === 0) throw new ConfigError(`fallbacks: '${target}' serves none of the routes of '${source}' in the same wire format`);
+      if (shared.length === 0) {
+        const alike = 'in the same wire format (both forwarded, or both through a plugin\'s adapter)';
+        throw new ConfigError(`fallbacks: '${target}' serves none of the routes of '${source}' ${alike}`);
+      }
     }
     if (targets.length > 0) table.set(source, targets);
   }
@@ -71,7 +82,7 @@ export function nextFallback(
   const speaks = requested.plugin.routes[route];
   for (let at = index; at < targets.length; at++) {
     const resolved = resolveCanonical(registry, route, targets[at]!);
-    if (!resolved || !sameWireFormat(resolved.plugin.routes[route], speaks) || !allowed(resolved)) continue;
+    if (!resolved || !servedAlike(resolved.plugin.routes[route], speaks) || !allowed(resolved)) continue;
     return { resolved: { ...resolved, requestedId: requested.requestedId }, index: at + 1 };
   }
   return undefined;

@@ -2,10 +2,21 @@ import type { SseEvent, StreamFixupDeclaration } from '../../plugins/plugin-cont
 import { replaceBlockData, type SseBlock } from './sse-splitter.ts';
 
 /**
+ * What stands between an upstream's events and the client's: each whole block in, the blocks to send
+ * out (the block itself to send its bytes unchanged). A plugin's stream fixups, or a route adapter's
+ * mapping of a vendor's stream.
+ */
+export interface BlockRewrite {
+  /** Nothing to rewrite: the relay skips it. */
+  readonly empty: boolean;
+  blocks(block: SseBlock): readonly SseBlock[];
+}
+
+/**
  * The stream fixups of one stream, each with its own state (made by its `createState` as the stream
  * starts). Applies them in declaration order; each event a fixup puts out goes through the next ones.
  */
-export class FixupChain {
+export class FixupChain implements BlockRewrite {
   private readonly links: readonly { readonly fixup: StreamFixupDeclaration['fixup']; readonly state: unknown }[];
 
   constructor(declarations: readonly StreamFixupDeclaration[]) {

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { awaitClientRead } from '../http/client-write-timeout.ts';
 import type { SseEvent } from '../../plugins/plugin-contract.ts';
-import type { FixupChain } from './fixup-chain.ts';
+import type { BlockRewrite } from './fixup-chain.ts';
 import { iterableBody, type UpstreamBody } from './upstream-body.ts';
 import { SseSplitter, type SseBlock } from './sse-splitter.ts';
 
@@ -9,8 +9,8 @@ import { SseSplitter, type SseBlock } from './sse-splitter.ts';
 export const STREAM_HEADERS = { 'cache-control': 'no-cache', 'x-accel-buffering': 'no' } as const;
 
 export interface RelayOptions {
-  /** This stream's fixups; an event no fixup changes goes out as its original bytes. */
-  readonly fixups?: FixupChain;
+  /** This stream's fixups (or an adapter's mapping); an event no fixup changes goes out as its original bytes. */
+  readonly fixups?: BlockRewrite;
   /**
    * Sees every event as it passes (the usage tap). A throw (a plugin's usage extractor) ends the relay
    * like a fixup's: what was fixed before it is written, the rest of the body is dropped, and the relay
@@ -226,7 +226,12 @@ function contiguous(blocks: readonly SseBlock[]): Buffer {
  * A hook that throws (a fixup, the tap) stops them: the blocks before it are still written, so the client
  * has every event that was whole before the fault, and the error comes back to end the relay with.
  */
-function relayBlocks(blocks: readonly SseBlock[], onEvent: (event: SseEvent) => void, fixups: FixupChain | undefined, write: (bytes: Buffer) => void): { error: unknown } | undefined {
+function relayBlocks(
+  blocks: readonly SseBlock[],
+  onEvent: (event: SseEvent) => void,
+  fixups: BlockRewrite | undefined,
+  write: (bytes: Buffer) => void,
+): { error: unknown } | undefined {
   const out: Buffer[] = [];
   let done = 0;
   try {

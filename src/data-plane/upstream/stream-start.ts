@@ -1,4 +1,4 @@
-import { WIRE_FORMATS } from '../../core/formats/index.ts';
+import { WIRE_FORMATS, type WireFormatRules } from '../../core/formats/index.ts';
 import type { WireFormat } from '../../plugins/plugin-contract.ts';
 import { SseSplitter } from '../sse/sse-splitter.ts';
 import type { UpstreamBody } from '../sse/upstream-body.ts';
@@ -16,6 +16,9 @@ export type StreamStart =
   | { readonly kind: 'error'; readonly reason: string }
   | { readonly kind: 'broken'; readonly error: unknown };
 
+/** Which events only open a stream and which report an error: a wire format's rules, or an adapted vendor's. */
+export type EarlyEventRules = Pick<WireFormatRules, 'judgeEarlyEvent' | 'isErrorEvent'>;
+
 /** The verdict on a stream's start so far: `undefined` while only opening events came. */
 type Verdict = { readonly kind: 'content' } | Exclude<StreamStart, { kind: 'content' }> | undefined;
 
@@ -25,18 +28,18 @@ const CONTENT = { kind: 'content' } as const;
  * Judges a stream's opening bytes as they come: the first content event (or anything that is not an
  * opening event) starts it, an error event or a malformed one fails it, and past `maxHeldBytes` it
  * counts as started. Which events open a stream or report an error is the format's rule
- * (`WIRE_FORMATS[format].judgeEarlyEvent`, `.isErrorEvent`).
+ * (`WIRE_FORMATS[format].judgeEarlyEvent`, `.isErrorEvent`), or an adapted vendor's (its declared error event).
  */
 class OpeningJudge {
-  private readonly rules;
+  private readonly rules: EarlyEventRules;
   private readonly splitter = new SseSplitter();
   private heldBytes = 0;
 
   constructor(
-    format: WireFormat,
+    judged: WireFormat | EarlyEventRules,
     private readonly maxHeldBytes: number,
   ) {
-    this.rules = WIRE_FORMATS[format];
+    this.rules = typeof judged === 'string' ? WIRE_FORMATS[judged] : judged;
   }
 
   push(chunk: Uint8Array): Verdict {
@@ -63,10 +66,10 @@ class OpeningJudge {
  */
 export function awaitDispatchedStreamStart<B extends UpstreamBody & { detach(held: readonly Uint8Array[]): void }>(
   response: B,
-  format: WireFormat,
+  judged: WireFormat | EarlyEventRules,
   maxHeldBytes: number,
 ): Promise<{ readonly kind: 'content'; readonly body: B } | Exclude<StreamStart, { kind: 'content' }>> {
-  const judge = new OpeningJudge(format, maxHeldBytes);
+  const judge = new OpeningJudge(judged, maxHeldBytes);
   const held: Uint8Array[] = [];
   return new Promise((resolve) => {
     let decided = false;

@@ -40,6 +40,8 @@ export function upstreamEndpoint(provider: string, baseUrl: string, apiKey?: str
 export interface UpstreamRequest {
   readonly endpoint: UpstreamEndpoint;
   readonly route: UpstreamRoute;
+  /** Default: `POST` (a route adapter may ask for `PUT`). */
+  readonly method?: 'POST' | 'PUT';
   /** The JSON body, sent as these bytes. */
   readonly body: string | Buffer;
   /** The client's request headers, of which the route's `forwardHeaders` are passed on. */
@@ -152,7 +154,7 @@ export class UpstreamClient {
         {
           origin: endpoint.origin,
           path: withCredentialQuery(endpoint.basePath + route.path, credential),
-          method: 'POST',
+          method: request.method ?? 'POST',
           headers,
           body: request.body,
           headersTimeout: timeoutMs,

@@ -47,8 +47,10 @@ describe('runConformance', function () {
 `,
       );
       const report = await runConformance({ manifestPath, pluginPath: [dir], vendors: ['faulty'] });
+      // The gateway's error line for the fault, inline: its message and the plugin's own stack frames.
       expect(report.plugins.flatMap((plugin) => plugin.failures).map(formatFailure)).to.deep.equal([
-        "plugin 'faulty', model 'faulty/faulty-1', rule 'plugin-fault': chat-completions (stream) with 'faulty/faulty-1': plugin 'faulty', hook 'streamFixups.boom' failed: it threw or returned a wrong shape (see the gateway's error log)",
+        "plugin 'faulty', model 'faulty/faulty-1', rule 'plugin-fault': chat-completions (stream) with 'faulty/faulty-1': plugin 'faulty', hook 'streamFixups.boom' failed: it threw or returned a wrong shape; the gateway logged: gateway plugin 'faulty' failed in its hook 'streamFixups.boom': Error: boom\n" +
+          `        at fixup (file://${join(dir, 'faulty', 'index.js')}:5:111)`,
       ]);
     } finally {
       await rm(dir, { recursive: true, force: true });
