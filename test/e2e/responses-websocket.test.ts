@@ -304,7 +304,7 @@ describe('Responses over WebSocket: one response at a time, cancel, idle, caps, 
       mock: { chunkDelayMs: 60 },
       env: {
         GATEWAY_KEY_WEBSOCKETS: '2',
-        GATEWAY_WEBSOCKET_IDLE_TIMEOUT_MS: '400',
+        GATEWAY_WEBSOCKET_IDLE_TIMEOUT_MS: '2000',
         GATEWAY_AUTH_FAILURES_PER_MINUTE: '2',
       },
     });
@@ -334,30 +334,34 @@ describe('Responses over WebSocket: one response at a time, cancel, idle, caps, 
     const socket = open();
     const input = 'a reply long enough to cancel halfway through, word after word after word';
     socket.send({ type: 'response.create', ...create(input) });
-    const started = await socket.until(0, (event) => event.type === 'response.output_text.delta');
-    const id = started[0]!.response.id;
+    const deltaCame = await socket.until(0, (event) => event.type === 'response.output_text.delta');
+    const id = deltaCame[0]!.response.id;
+    // Another response's id cancels nothing.
+    socket.send({ type: 'response.cancel', response_id: 'resp_another' });
+    const started = await socket.until(0, (event) => isError(event));
+    expect(started.at(-1)).to.include({ code: 'GW_ERR_NOTHING_TO_CANCEL', param: 'response_id' });
     socket.send({ type: 'response.cancel', response_id: id });
     const ended = await socket.until(started.length, (event) => event.type === 'response.cancelled');
     expect(ended.at(-1)).to.deep.equal({ type: 'response.cancelled', response_id: id });
     expect(ended.some((event) => event.type === 'response.completed')).to.equal(false);
+    // Nothing left to cancel: said so in band; the socket takes the next response (within its idle timeout).
+    socket.send({ type: 'response.cancel' });
+    const nothing = await socket.until(started.length + ended.length, isError);
+    expect(nothing.at(-1)).to.include({ code: 'GW_ERR_NOTHING_TO_CANCEL' });
+    expect((await socket.respond(create('next'))).at(-1)!.type).to.equal('response.completed');
+
     const [upstream] = test.allRequests();
     await eventually(() => upstream!.status === 200 && !upstream!.completed, 'the upstream stream dropped');
     const [cancelled] = await records(test);
     expect(cancelled).to.deep.include({ route: 'responses', status: 499, stream: true, outcome: 'client_closed' });
     expect(cancelled!.inputTokens).to.be.greaterThan(0);
-
-    // Nothing left to cancel: said so in band.
-    socket.send({ type: 'response.cancel' });
-    const nothing = await socket.until(started.length + ended.length, isError);
-    expect(nothing.at(-1)).to.include({ code: 'GW_ERR_NOTHING_TO_CANCEL' });
-    expect((await socket.respond(create('next'))).at(-1)!.type).to.equal('response.completed');
   });
 
   it('closes a socket idle past the idle timeout (1000), never one whose response runs longer', async () => {
     const busy = open();
     const idle = open();
-    // A response of about 1 s: more than the 400 ms idle timeout.
-    const answer = busy.respond(create('a reply of many words that stream for longer than the idle timeout lasts'));
+    // A response of about 3 s (40 deltas 60 ms apart): more than the 2 s idle timeout.
+    const answer = busy.respond(create(Array.from({ length: 80 }, (_, index) => `word${index}`).join(' ')));
     expect(await idle.whenClosed()).to.deep.equal({ code: 1000, reason: 'idle timeout' });
     expect((await answer).at(-1)!.type).to.equal('response.completed');
     expect(busy.closed).to.equal(undefined);
@@ -395,10 +399,10 @@ describe('Responses over WebSocket: one response at a time, cancel, idle, caps, 
     const off = EVENTS.exchangeRecorded.subscribe(test.gateway.source, ({ record }) => recorded.push(record));
     const busy = open();
     const idle = open();
-    idle.send({ type: 'response.cancel' });
-    await idle.until(0, isError);
     const answer = busy.respond(create('a reply that is still streaming when the shutdown begins'));
     await busy.until(0, (event) => event.type === 'response.output_text.delta');
+    idle.send({ type: 'response.cancel' });
+    await idle.until(0, isError);
     closed = true;
     const closing = test.close();
     expect(await idle.whenClosed()).to.deep.equal({ code: 1001, reason: 'server shutting down' });

@@ -162,7 +162,9 @@ export class ResponsesSocket {
 
   private cancel(responseId: string | undefined, at: number): void {
     const running = this.running;
-    if (running === undefined || running.destroyed || (responseId !== undefined && running.responseId !== responseId)) {
+    // A response named by another id is not this one; one whose id is not known yet (no event came) is.
+    const other = responseId !== undefined && running?.responseId !== undefined && running.responseId !== responseId;
+    if (running === undefined || running.destroyed || other) {
       return this.refuse('response.cancel', at, nothingToCancel(responseId));
     }
     running.cancel();

@@ -116,7 +116,7 @@ export class SocketResponse extends Writable implements ClientResponse {
     for (const block of blocks) {
       const data = block.event?.data;
       if (data === undefined || data === '[DONE]') continue;
-      if (this.responseId === undefined && block.event!.event === 'response.created') this.responseId = createdId(data);
+      if (this.responseId === undefined && isCreated(block.event!.event, data)) this.responseId = createdId(data);
       if (last !== undefined) this.send(last);
       last = data;
     }
@@ -162,6 +162,10 @@ function errorMessage(status: number, body: Record<string, unknown>): string {
   const param = error.param ?? null;
   return JSON.stringify({ type: 'error', status, code: error.code ?? null, message, param, ...body });
 }
+
+/** The stream's `response.created` event, named on its `event:` line or, without one, by its `type` first. */
+const isCreated = (name: string | undefined, data: string) =>
+  name === undefined ? data.startsWith('{"type":"response.created"') : name === 'response.created';
 
 function createdId(data: string): string | undefined {
   try {
