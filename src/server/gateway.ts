@@ -89,7 +89,8 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     mount: await controlPlaneRoutes(config, logger, parts),
   });
   const webSockets = startWebSockets(config, logger, observability, limits, serving);
-  const listener = await listen(config, logger, observability.metrics, wayIn, options.clusterWorker, webSockets.upgrade);
+  const { metrics } = observability;
+  const listener = await listen(config, logger, metrics, wayIn, options.clusterWorker, webSockets.upgrade);
   configuration.live.watch();
   const stop = shutdown(logger, {
     listener,

@@ -74,7 +74,7 @@ function drained(res: ServerResponse): Promise<void> {
 }
 
 const create = (input: string, extra: Record<string, unknown> = {}) => ({ model: 'alpha/gen-5.5', input, ...extra });
-const textOf = (events: ServerEvent[]): string => events.at(-1)!.response.output[0].content[0].text;
+const textOf = (events: ServerEvent[]): string => events.at(-1)!.response!.output[0]!.content[0]!.text;
 const isError = (event: ServerEvent) => event.type === 'error';
 
 describe('Responses over WebSocket, with the official SDK (ResponsesWS)', function () {
@@ -176,12 +176,12 @@ describe('Responses over WebSocket, with the official SDK (ResponsesWS)', functi
   it('refuses in JSON, before anything is switched, a handshake no WebSocket can come of', async () => {
     const noKey = await handshake(test.url, '/v1/responses', { ...BEARER, 'sec-websocket-key': 'short' });
     expect(noKey.status).to.equal(400);
-    expect(noKey.body.error.message).to.include('Sec-WebSocket-Key');
+    expect(noKey.body.error!.message).to.include('Sec-WebSocket-Key');
     const version = await handshake(test.url, '/v1/responses', { ...BEARER, 'sec-websocket-version': '12' });
     expect(version.status).to.equal(400);
     const protocol = await handshake(test.url, '/v1/responses', { ...BEARER, 'sec-websocket-protocol': 'a b' });
     expect(protocol.status).to.equal(400);
-    expect(protocol.body.error.message).to.include('Sec-WebSocket-Protocol');
+    expect(protocol.body.error!.message).to.include('Sec-WebSocket-Protocol');
     const headers = { ...BEARER, connection: 'Upgrade', upgrade: 'websocket' };
     const posted = await plain(test.url, { method: 'POST', path: '/V1/Responses/', headers });
     expect(posted).to.deep.include({ status: 405, allow: 'GET' });
@@ -215,7 +215,7 @@ describe('Responses over WebSocket, with the official SDK (ResponsesWS)', functi
     expect(answered.headers).to.include({ 'content-type': 'application/json; charset=utf-8', connection: 'close' });
     expect(answered.body.websocket_routes).to.deep.equal(['/v1/responses']);
     expect(answered.body.error).to.include({ code: 'GW_ERR_WEBSOCKET_NOT_SERVED', type: 'invalid_request_error' });
-    expect(answered.body.error.message).to.include('GET /v1/responses');
+    expect(answered.body.error!.message).to.include('GET /v1/responses');
     // Within 50 ms of what the plain requests took: nothing waited on a handshake or a timeout.
     expect(answered.ms).to.be.at.most(Math.max(...plainTimes) + 50);
 
@@ -335,7 +335,7 @@ describe('Responses over WebSocket: one response at a time, cancel, idle, caps, 
     const input = 'a reply long enough to cancel halfway through, word after word after word';
     socket.send({ type: 'response.create', ...create(input) });
     const deltaCame = await socket.until(0, (event) => event.type === 'response.output_text.delta');
-    const id = deltaCame[0]!.response.id;
+    const id = deltaCame[0]!.response!.id;
     // Another response's id cancels nothing.
     socket.send({ type: 'response.cancel', response_id: 'resp_another' });
     const started = await socket.until(0, (event) => isError(event));

@@ -3,8 +3,31 @@ import OpenAI from 'openai';
 import { ResponsesWS } from 'openai/resources/responses/ws';
 import { eventually } from './eventually.ts';
 
-/** A server event as the SDK hands it over (the Responses stream's event objects, and `error`). */
-export type ServerEvent = { type: string; [field: string]: any };
+/** A server event as the SDK hands it over (the Responses stream's events, and `error`): what tests read of one. */
+export interface ServerEvent {
+  readonly type: string;
+  readonly sequence_number?: number;
+  readonly delta?: string;
+  /** Error events: the HTTP status, the error's code, message and field. */
+  readonly status?: number;
+  readonly code?: string | null;
+  readonly message?: string;
+  readonly param?: string | null;
+  readonly response_id?: string | null;
+  readonly response?: { readonly id: string; readonly output: readonly OutputItem[] };
+  readonly [field: string]: unknown;
+}
+
+interface OutputItem {
+  readonly content: readonly { readonly text: string }[];
+}
+
+/** The JSON body of a refused handshake: the error envelope, and the routes a 426 names. */
+export interface RefusalBody {
+  readonly detail: string;
+  readonly error?: { readonly message: string; readonly type: string; readonly code: string; readonly param: unknown };
+  readonly websocket_routes?: readonly string[];
+}
 
 /** The events that end one response on a socket. */
 const TERMINAL = new Set([
@@ -80,7 +103,7 @@ export interface HandshakeAnswer {
   readonly status: number;
   readonly headers: IncomingHttpHeaders;
   /** The JSON body of a refusal; undefined once switched (101). */
-  readonly body: any;
+  readonly body: RefusalBody;
   /** Time from the request to the whole answer, in ms. */
   readonly ms: number;
 }
@@ -95,13 +118,14 @@ export function handshake(url: string, path: string, headers: Record<string, str
     const req = httpRequest({ host: hostname, port, path, headers: { ...opening, ...key, ...headers } });
     req.on('upgrade', (res, socket) => {
       socket.destroy();
-      resolve({ status: res.statusCode!, headers: res.headers, body: undefined, ms: performance.now() - started });
+      const ms = performance.now() - started;
+      resolve({ status: res.statusCode!, headers: res.headers, body: undefined as never, ms });
     });
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {
-        const body = JSON.parse(Buffer.concat(chunks).toString());
+        const body = JSON.parse(Buffer.concat(chunks).toString()) as RefusalBody;
         resolve({ status: res.statusCode!, headers: res.headers, body, ms: performance.now() - started });
       });
     });

@@ -13,7 +13,7 @@ export function readBody(limitBytes: number, forwardsBytes: boolean): Stage {
   return async function readBody(exchange, next) {
     const { message } = exchange;
     if (message !== undefined && message.length > limitBytes) throw payloadTooLarge(limitBytes);
-    const read = message === undefined ? await readJsonRequestBody(exchange.req, limitBytes) : parseJsonRequestBody(message);
+    const read = message ? parseJsonRequestBody(message) : await readJsonRequestBody(exchange.req, limitBytes);
     if (forwardsBytes) assertReadKeysOnce(read.members);
     exchange.body = read;
     return next(exchange);
