@@ -29,7 +29,10 @@ const { values } = parseArgs({
     streams: { type: 'string', default: '5000' },
     'stream-delay-ms': { type: 'string', default: '4000' },
     before: { type: 'string' },
-    scenarios: { type: 'string', default: 'json,stream,messages-stream,open-streams,workers,admission,cache,tracing,guardrails' },
+    scenarios: {
+      type: 'string',
+      default: 'json,stream,messages-stream,open-streams,workers,admission,cache,tracing,guardrails,websocket',
+    },
     // Upstream endpoints per vendor for this tree's gateway (each the same mock upstream), to measure failover's spread.
     endpoints: { type: 'string', default: '1' },
     // The stores the admission scenario runs on.
@@ -45,7 +48,18 @@ const openStreams = Number(values.streams);
 const streamDelayMs = Number(values['stream-delay-ms']);
 const endpointCount = Number(values.endpoints);
 const wanted = new Set(values.scenarios.split(','));
-const knownScenarios = ['json', 'stream', 'messages-stream', 'open-streams', 'workers', 'admission', 'cache', 'tracing', 'guardrails'];
+const knownScenarios = [
+  'json',
+  'stream',
+  'messages-stream',
+  'open-streams',
+  'workers',
+  'admission',
+  'cache',
+  'tracing',
+  'guardrails',
+  'websocket',
+];
 const unknown = [...wanted].filter((name) => !knownScenarios.includes(name));
 if (unknown.length) throw new Error(`--scenarios: unknown ${unknown.join(', ')} (known: ${knownScenarios.join(', ')})`);
 const KEY = 'sk-bench-key-000000000000-0123456789abcdef';
@@ -663,6 +677,53 @@ await runCleanly(async () => {
     process.stdout.write(`${tracingRows.at(-1)}\n`);
   }
 
+  /**
+   * Responses over WebSocket against HTTP streaming of the same request, on this tree's gateway, in
+   * alternating rounds: `connections` sockets each sending its next `response.create` as soon as its
+   * previous response ended (`websocket-load.ts`), and autocannon's `connections` streaming
+   * `POST /v1/responses`. Responses per second and the gateway's CPU per response, from /proc.
+   */
+  const websocketRows: string[] = [];
+  if (wanted.has('websocket')) {
+    const { socketLoad } = await import('./websocket-load.ts');
+    const gateway = contenders.at(-1)!;
+    const request = { model: 'alpha/gen-5.5', input: 'Benchmark message of a realistic length for a chat turn.' };
+    const stream = { path: '/v1/responses', body: JSON.stringify({ ...request, stream: true }) };
+    const message = JSON.stringify({ type: 'response.create', ...request });
+    const overSockets = async (duration: number): Promise<Run> => {
+      const cpuBefore = await cpuMicros(gateway.pid);
+      const peak = rssPeak([gateway.pid]);
+      const load = await socketLoad(gateway.url, gateway.key ?? KEY, message, connections, duration);
+      const peakMb = await peak.stop();
+      if (load.failed > 0) throw new Error(`websocket: ${load.failed} responses did not complete`);
+      const cpu = (await cpuMicros(gateway.pid)) - cpuBefore;
+      return { rps: load.total / (load.ms / 1000), cpu: cpu / load.total, peakMb, total: load.total };
+    };
+    await measure(gateway, stream.path, stream.body, Math.min(3, seconds));
+    await overSockets(Math.min(3, seconds));
+    const runs: Record<'http' | 'websocket', Run[]> = { http: [], websocket: [] };
+    for (let round = 0; round < rounds; round += 1) {
+      const order = round % 2 === 0 ? (['http', 'websocket'] as const) : (['websocket', 'http'] as const);
+      for (const entrant of order) {
+        const run = entrant === 'http' ? await measure(gateway, stream.path, stream.body) : await overSockets(seconds);
+        runs[entrant].push(run);
+      }
+    }
+    report.websocket = runs;
+    const rps = (entrant: 'http' | 'websocket') => median(runs[entrant].map((run) => run.rps));
+    const cpu = (entrant: 'http' | 'websocket') => median(runs[entrant].map((run) => run.cpu));
+    const cells = [rps('http'), cpu('http'), rps('websocket'), cpu('websocket')].map((figure) => figure.toFixed(0));
+    const ratios = [rps('websocket') / rps('http'), cpu('websocket') / cpu('http')]
+      .map((ratio) => `${ratio.toFixed(2)}×`);
+    const header = ['HTTP stream resp/s', 'CPU µs/resp', 'WebSocket resp/s', 'CPU µs/resp', 'ratio', 'CPU ratio'];
+    websocketRows.push(
+      `| Responses | ${header.join(' | ')} |`,
+      '|---|---:|---:|---:|---:|---:|---:|',
+      `| ${connections} connections, or sockets | ${[...cells, ...ratios].join(' | ')} |`,
+    );
+    process.stdout.write(`${websocketRows.join('\n')}\n`);
+  }
+
   /** A figure in MB, or a dash for none (a contender no load scenario of this run measured). */
   const mb = (value: number | undefined) => (value === undefined || !Number.isFinite(value) ? '–' : value.toFixed(0));
   const memoryRows = [`| memory (MB) | ${names.join(' | ')} | target |`, `|---|${names.map(() => '---:').join('|')}|---:|`];
@@ -697,6 +758,7 @@ await runCleanly(async () => {
     ...(cacheRows.length ? ['The response cache: misses against the same gateway with the cache off, hits against the bare proxy (alternating rounds):', '', ...cacheRows, ''] : []),
     ...(guardrailRows.length ? ['Guardrails (a regex and a pii guardrail on both phases) against the same gateway with none configured (alternating rounds), then in process:', '', ...guardrailRows, ''] : []),
     ...(tracingRows.length ? ['Tracing (OTLP/HTTP protobuf to a local receiver) on at ratio 1 and 0.1, against the same gateway with it off (alternating rounds):', '', ...tracingRows, ''] : []),
+    ...(websocketRows.length ? ['Responses over WebSocket and HTTP streaming (alternating rounds):', '', ...websocketRows, ''] : []),
     ...memoryRows,
     '',
   ].join('\n');

@@ -151,6 +151,10 @@ export interface GatewayConfig {
    * `concurrency`; no cap when absent (the default).
    */
   readonly keyConcurrency?: number;
+  /** Responses WebSockets one API key may hold open at once on this instance; no cap when absent (the default). */
+  readonly keyWebSockets?: number;
+  /** A Responses WebSocket with no response in flight and no message for this long is closed, in ms. */
+  readonly webSocketIdleTimeoutMs: number;
   /**
    * Proxies whose `X-Forwarded-For` is believed (addresses, CIDR ranges, `loopback`, `linklocal`,
    * `uniquelocal`): every per-address rule then counts the client that proxy names. Empty: none.
@@ -257,6 +261,8 @@ const fileSchema = yup
         authFailMode: yup.string<'open' | 'closed'>().oneOf(['open', 'closed']),
         authGraceMs: yup.number().integer().min(0),
         keyConcurrency: yup.number().integer().positive(),
+        keyWebSockets: yup.number().integer().positive(),
+        webSocketIdleTimeoutMs: yup.number().integer().positive(),
         trustedProxies: yup.array(yup.string().required()),
       })
       .noUnknown()
@@ -652,6 +658,9 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     authFailMode: authFailMode(env.GATEWAY_AUTH_FAIL_MODE) ?? file.server?.authFailMode ?? 'closed',
     authGraceMs: envInteger(env, 'GATEWAY_AUTH_GRACE_MS', 0) ?? file.server?.authGraceMs ?? 30_000,
     keyConcurrency: envInteger(env, 'GATEWAY_KEY_CONCURRENCY', 1) ?? file.server?.keyConcurrency,
+    keyWebSockets: envInteger(env, 'GATEWAY_KEY_WEBSOCKETS', 1) ?? file.server?.keyWebSockets,
+    webSocketIdleTimeoutMs:
+      envInteger(env, 'GATEWAY_WEBSOCKET_IDLE_TIMEOUT_MS', 1) ?? file.server?.webSocketIdleTimeoutMs ?? 300_000,
     trustedProxies: trustedProxies(env, file.server?.trustedProxies),
     cache: cacheConfig(env, file.cache),
     guardrails: guardrailSettings(file.guardrails, problem),

@@ -127,6 +127,48 @@ export interface ExchangeEndMessage {
   readonly limit?: LimitRefusal;
 }
 
+/** A WebSocket on a model route, as its events tell it: never its key, its messages or what they answered. */
+export interface WebSocketView {
+  readonly source: EventSource;
+  /** The id of the request that opened it (`x-request-id`); each response on it has its own. */
+  readonly requestId: string;
+  readonly route: RouteId;
+  /** The caller's key id, as authenticated when it opened. */
+  readonly keyId: string | undefined;
+  /** `performance.now()` when it opened. */
+  readonly openedAt: number;
+}
+
+/** One message a client sent on a WebSocket, once it was answered (a response: once it ended). */
+export interface WebSocketMessage {
+  readonly source: EventSource;
+  readonly socket: WebSocketView;
+  /** `response.create`, `response.cancel`, or `invalid` (not JSON, or a type the socket does not take). */
+  readonly type: 'response.create' | 'response.cancel' | 'invalid';
+  /** The status the answer had (an error event's status, or the response's). */
+  readonly status: number;
+  /** The gateway's error, if it answered one. */
+  readonly errorCode?: string;
+  readonly limit?: LimitRefusal;
+  /** The id of the response it started; its exchange's usage record, if any, is told as `exchange:recorded`. */
+  readonly requestId?: string;
+  /** A usage record was handed over for it (the access log has its line from that). */
+  readonly recorded: boolean;
+  /** Messages sent back for it: the response's events, an error, the acknowledgement of a cancel. */
+  readonly sent: number;
+  readonly durationMs: number;
+}
+
+/** A WebSocket closed: the close code (1006 when the connection ended without one) and what went over it. */
+export interface WebSocketClosed {
+  readonly source: EventSource;
+  readonly socket: WebSocketView;
+  readonly code: number;
+  /** Messages the client sent, and responses started. */
+  readonly messages: number;
+  readonly responses: number;
+}
+
 /** What a control-plane event is about. */
 export interface EventTarget {
   readonly type: 'key' | 'team' | 'token' | 'cache' | 'config' | 'session' | 'route';
@@ -259,6 +301,10 @@ export const EVENTS = {
   settled: event<{ readonly exchange: ExchangeView; readonly figures: SettledFigures | undefined }>('exchange:settled'),
   exchangeRecorded: event<ExchangeRecordedMessage>('exchange:recorded'),
   exchangeEnd: event<ExchangeEndMessage>('exchange:end'),
+  /** A WebSocket opened on a model route, a message on it was answered, it closed. */
+  webSocketOpen: event<WebSocketView>('websocket:open'),
+  webSocketMessage: event<WebSocketMessage>('websocket:message'),
+  webSocketClose: event<WebSocketClosed>('websocket:close'),
   /** Changes of keys, teams, tokens, the cache and the configuration. */
   controlPlaneChange: event<ControlPlaneChange>('control-plane:change'),
   /** Refused control-plane requests and sign-ins. */

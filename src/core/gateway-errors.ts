@@ -32,7 +32,7 @@ export interface GatewayErrorOptions {
 
 /** Which limit refused a request: what it counts and whose it is. */
 export interface LimitRefusal {
-  readonly kind: 'rpm' | 'tpm' | 'quota' | 'budget' | 'concurrency';
+  readonly kind: 'rpm' | 'tpm' | 'quota' | 'budget' | 'concurrency' | 'websockets';
   readonly scope: 'key' | 'team' | 'address';
 }
 
@@ -158,6 +158,36 @@ export function tokenRateLimited(detail: string, headers: Readonly<Record<string
 /** 429: a key's or team's money budget for the day or month cannot pay for the request's input. */
 export function budgetExceeded(detail: string, headers: Readonly<Record<string, string>>, limit: LimitRefusal): GatewayError {
   return new GatewayError('GW_ERR_BUDGET_EXCEEDED', 429, 'rate_limit', `Budget exceeded: ${detail}`, { headers, limit });
+}
+
+/**
+ * 426, at once, to a WebSocket upgrade on a route that takes none: the client falls back to HTTP
+ * without waiting on a handshake that never comes.
+ */
+export function webSocketNotServed(path: string, served: readonly string[]): GatewayError {
+  const where = served.map((route) => `GET ${route}`).join(', ');
+  const detail = `${path} does not take WebSocket connections; send it over HTTP, or open the WebSocket on ${where}`;
+  return new GatewayError('GW_ERR_WEBSOCKET_NOT_SERVED', 426, 'invalid_request', detail);
+}
+
+/** 409 on a WebSocket: a `response.create` while one response runs and another waits (one at a time per socket). */
+export function responseInFlight(): GatewayError {
+  return new GatewayError(
+    'GW_ERR_RESPONSE_IN_FLIGHT',
+    409,
+    'invalid_request',
+    'A response is in flight on this socket and another waits for it: a socket runs one response at a time; ' +
+      'wait for its end, cancel it (response.cancel) or open another socket',
+  );
+}
+
+/** 400 on a WebSocket: `response.cancel` with no response (or not the one named) in flight. */
+export function nothingToCancel(responseId: string | undefined): GatewayError {
+  const named = responseId === undefined ? undefined : `Response '${responseId.slice(0, 128)}'`;
+  const what = named === undefined ? 'No response is in flight on this socket' : `${named} is not in flight here`;
+  const param = responseId === undefined ? undefined : 'response_id';
+  const detail = `${what}; nothing was cancelled`;
+  return new GatewayError('GW_ERR_NOTHING_TO_CANCEL', 400, 'invalid_request', detail, { param });
 }
 
 /** 502: the upstream could not be reached or answered in a way the gateway cannot pass on. */

@@ -1,8 +1,9 @@
-import { STATUS_CODES, type ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, Request } from 'express';
 import type { Logger } from 'pino';
 import { errorBody, type ErrorFamily } from '../core/error-body.ts';
 import { clientErrorOf, internalError, isGatewayError, type GatewayError } from '../core/gateway-errors.ts';
+import type { ClientResponse } from './http/client-response.ts';
 import { bodyStillArriving, lingerAfterAnswer } from './http/linger-close.ts';
 
 /**
@@ -16,7 +17,7 @@ export function errorMiddleware(familyOf: (req: Request) => ErrorFamily, logger:
 }
 
 /** What {@link errorMiddleware} does with an error, for a request handled outside Express (`path` without the query). */
-export function answerError(cause: unknown, path: string, res: ServerResponse, family: ErrorFamily, logger: Logger): void {
+export function answerError(cause: unknown, path: string, res: ClientResponse, family: ErrorFamily, logger: Logger): void {
   const error: GatewayError = isGatewayError(cause) ? cause : (clientErrorOf(cause) ?? internalError(cause));
   if (error.status >= 500 && !error.logged) {
     logger.error({ err: error.cause ?? cause, code: error.code, path }, error.detail);
@@ -29,7 +30,7 @@ export function answerError(cause: unknown, path: string, res: ServerResponse, f
   sendError(res, error, family);
 }
 
-export function sendError(res: ServerResponse, error: GatewayError, family: ErrorFamily): void {
+export function sendError(res: ClientResponse, error: GatewayError, family: ErrorFamily): void {
   const payload = JSON.stringify(errorBody(error, family));
   res.statusCode = error.status;
   res.setHeader('content-type', 'application/json; charset=utf-8');

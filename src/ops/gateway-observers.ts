@@ -4,6 +4,7 @@ import type { GuardrailActionLog } from '../stores/guardrail-actions/guardrail-a
 import { guardrailReporter } from './guardrail-reporter.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { RequestObserver } from './request-observer.ts';
+import { observeWebSockets } from './websocket-observer.ts';
 
 export interface ObserverParts {
   readonly logger: Logger;
@@ -17,8 +18,8 @@ export interface ObserverParts {
 /**
  * Subscribes the gateway's standing observers to its events: the access log and the request metrics,
  * the upstream and cache metrics, the open-streams gauge, the failover warning, the plugin fault log
- * and metric, and the guardrail metric, warnings and action log. Gives back the call that unsubscribes
- * them all (a gateway that closes).
+ * and metric, the guardrail metric, warnings and action log, and the WebSockets' lines and metrics.
+ * Gives back the call that unsubscribes them all (a gateway that closes).
  */
 export function observeGateway(source: EventSource, parts: ObserverParts): () => void {
   const { logger, metrics } = parts;
@@ -34,6 +35,7 @@ export function observeGateway(source: EventSource, parts: ObserverParts): () =>
     EVENTS.streamOpened.subscribe(source, () => metrics.streamOpened()),
     EVENTS.streamClosed.subscribe(source, () => metrics.streamClosed()),
     EVENTS.guardrail.subscribe(source, ({ acted }) => guardrailActed(acted)),
+    observeWebSockets(source, parts.accessLogger, metrics),
     // The failover warning: the endpoint by its configured name, never its URL or key.
     EVENTS.endpointFailed.subscribe(source, (failed) => {
       const what = failed.status === undefined ? failed.reason : `answered ${failed.status}`;

@@ -100,6 +100,10 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
   private readonly cacheResultChildren = new Map<string, LabelledCounter>();
   private endpointStates: () => Iterable<EndpointHealth> = () => this.lastOutcome.values();
   private openStreams = 0;
+  private openWebSockets = 0;
+  private readonly webSocketReceived: Counter<'type'>;
+  private readonly webSocketSent: Counter;
+  private readonly webSocketCloses: Counter<'code'>;
 
   constructor(sources: { usageQueueDepth?: () => number; configStale?: () => boolean; build?: BuildInfo } = {}) {
     const registers = [this.registry];
@@ -190,6 +194,50 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
     for (const result of ['applied', 'rejected']) this.configReloads.labels(result).inc(0);
     for (const result of ['hit', 'miss', 'bypass']) this.cacheResults.labels(result).inc(0);
     for (const reason of ['max_connections', 'connections_per_address', 'pending_requests_per_address']) this.refusals.labels(reason).inc(0);
+    new Gauge({
+      name: 'gateway_websocket_connections',
+      help: 'Responses WebSockets open now',
+      registers,
+      aggregator: 'sum',
+      collect() {
+        this.set(self.openWebSockets);
+      },
+    });
+    this.webSocketReceived = new Counter({
+      name: 'gateway_websocket_messages_received_total',
+      help: 'Messages clients sent on WebSockets, by type: response.create, response.cancel, invalid (not taken)',
+      labelNames: ['type'],
+      registers,
+    });
+    this.webSocketSent = new Counter({
+      name: 'gateway_websocket_messages_sent_total',
+      help: 'Messages sent on WebSockets: the events of responses, errors, acknowledgements',
+      registers,
+    });
+    this.webSocketCloses = new Counter({
+      name: 'gateway_websocket_closes_total',
+      help: 'WebSockets closed, by close code (1006: the connection ended without one)',
+      labelNames: ['code'],
+      registers,
+    });
+    for (const type of ['response.create', 'response.cancel', 'invalid']) this.webSocketReceived.labels(type).inc(0);
+  }
+
+  webSocketOpened(): void {
+    this.openWebSockets += 1;
+  }
+
+  /** A close code as a label: the protocol's (1000-1015) as they are, an application's (3000-4999) as `application`. */
+  webSocketClosed(code: number): void {
+    this.openWebSockets -= 1;
+    const label = code >= 1000 && code <= 1015 ? String(code) : code >= 3000 && code <= 4999 ? 'application' : 'other';
+    this.webSocketCloses.labels(label).inc();
+  }
+
+  /** A message a client sent, answered with `sent` messages. */
+  webSocketMessage(type: string, sent: number): void {
+    this.webSocketReceived.labels(type).inc();
+    this.webSocketSent.inc(sent);
   }
 
   /** Precreates the children of the routes (call with every route name at start). */

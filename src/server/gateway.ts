@@ -20,6 +20,7 @@ import { startModelServing } from './parts/model-serving.ts';
 import { startObservability } from './parts/observability.ts';
 import { readiness } from './parts/readiness.ts';
 import { shutdown } from './parts/shutdown.ts';
+import { startWebSockets } from './parts/websockets.ts';
 
 export interface Gateway {
   /** `http://host:port` the gateway is reached at from this machine (loopback when it listens on every interface). */
@@ -87,12 +88,15 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     pendingRequests: new PendingRequests(config.maxPendingRequestsPerAddress, logger, () => observability.metrics.refused('pending_requests_per_address')),
     mount: await controlPlaneRoutes(config, logger, parts),
   });
-  const listener = await listen(config, logger, observability.metrics, wayIn, options.clusterWorker);
+  const webSockets = startWebSockets(config, logger, observability, limits, serving);
+  const { metrics } = observability;
+  const listener = await listen(config, logger, metrics, wayIn, options.clusterWorker, webSockets.upgrade);
   configuration.live.watch();
   const stop = shutdown(logger, {
     listener,
     inFlight: serving.inFlight,
-    stopAccepting: () => (ready.draining(), configuration.live.close()),
+    stopAccepting: () => (ready.draining(), configuration.live.close(), webSockets.drain()),
+    cut: () => webSockets.terminate(),
     closeInOrder: [() => serving.accounting.flush(), () => serving.close(), () => observability.close(), () => stores.close()],
   });
   return {

@@ -39,7 +39,8 @@ function wayIn(options: WayInTestOptions) {
     const stages: Stage[] = [
       ...(options.authenticate ? [authenticateStage(options.authenticate)] : []),
       ...(options.rateLimit ? [admit({ rateLimit: options.rateLimit })] : []),
-      async (exchange) => handler(exchange.req, exchange.res, exchange),
+      // The way in's exchanges answer on the HTTP response itself.
+      async (exchange) => handler(exchange.req, exchange.res as ServerResponse, exchange),
     ];
     routes.set(route, pipeline(stages));
   }

@@ -2,6 +2,8 @@ import { expect } from 'chai';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import OpenAI from 'openai';
+import { ResponsesWS } from 'openai/resources/responses/ws';
 import { request } from 'undici';
 import { EVENTS } from '../../src/core/diagnostics.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -108,6 +110,12 @@ describe('observing the gateway from outside: a subscriber to its events, and no
 
       expect((await ask('fail')).status).to.equal(500);
       expect((await ask('say BOOM now')).text).to.contain('GW_ERR_PLUGIN_FAULT');
+      // A Responses WebSocket opened, a message on it answered (nothing to cancel: no usage record), then closed.
+      const socket = new ResponsesWS(new OpenAI({ apiKey: key, baseURL: `${test.url}/v1` }));
+      const answered = new Promise((resolve) => socket.on('error', resolve));
+      socket.send({ type: 'response.cancel' } as never);
+      await answered;
+      socket.close();
       await test.gateway.flushUsage();
 
       await eventually(() => Object.values(EVENTS).every((event) => seen.has(event.name)), 'every event seen');

@@ -1,10 +1,11 @@
 import { hash } from 'node:crypto';
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { CallerKey } from '../../core/exchange.ts';
 import { cacheTenant, type CachedAnswer, type CacheTenant, type ResponseCache } from '../../core/response-cache.ts';
 import type { TokenUsage, UpstreamRoute } from '../../plugins/plugin-contract.ts';
 import { ANONYMOUS_KEY_ID } from '../../usage/usage-accounting.ts';
 import { STREAM_HEADERS } from '../sse/sse-relay.ts';
+import type { ClientResponse } from '../http/client-response.ts';
 
 /** The cache's settings in force (read per request: a reload changes them). */
 export interface CacheSettings {
@@ -115,7 +116,7 @@ export function openTicket(
   caller: CallerKey | undefined,
   material: () => Omit<CacheKeyMaterial, 'tenant'>,
   clientHeaders: IncomingHttpHeaders,
-  res: Pick<ServerResponse, 'setHeader'>,
+  res: Pick<ClientResponse, 'setHeader'>,
 ): CacheTicket | undefined {
   const settings = caching?.settings();
   if (!caching || !settings) return undefined;
@@ -130,7 +131,7 @@ export function openTicket(
 }
 
 /** The entry of a ticket that may read, or undefined (a miss, counted and said in `x-gateway-cache`). */
-export async function lookUp(caching: ResponseCaching, ticket: CacheTicket, res: Pick<ServerResponse, 'setHeader'>): Promise<CachedAnswer | undefined> {
+export async function lookUp(caching: ResponseCaching, ticket: CacheTicket, res: Pick<ClientResponse, 'setHeader'>): Promise<CachedAnswer | undefined> {
   if (!ticket.read) return undefined;
   const found = await caching.store.get(ticket.tenant, ticket.key);
   const result = found && found.status === 200 ? 'hit' : 'miss';

@@ -34,6 +34,11 @@ export async function readJsonRequestBody(req: IncomingMessage, limitBytes: numb
   const declared = Number(req.headers['content-length']);
   if (declared > limitBytes) throw payloadTooLarge(limitBytes);
   const bytes = await readLimited(req, limitBytes, () => payloadTooLarge(limitBytes));
+  return parseJsonRequestBody(bytes, limits);
+}
+
+/** The checks and parse of {@link readJsonRequestBody}, for a body that came whole (a WebSocket message). */
+export function parseJsonRequestBody(bytes: Buffer, limits: JsonLimits = JSON_BODY_LIMITS): JsonRequestBody {
   // Decoding turns bad bytes into U+FFFD while the raw bytes go upstream, which may read them otherwise
   // (`"model\xff"` as a second `"model"`, say): what the gateway checked would not be what it sent.
   if (!isUtf8(bytes)) throw validationError([fieldError('body', 'not valid UTF-8')]);

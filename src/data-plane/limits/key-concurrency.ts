@@ -1,8 +1,8 @@
-import type { ServerResponse } from 'node:http';
 import { rateLimited } from '../../core/gateway-errors.ts';
 import type { CallerKey } from '../../core/exchange.ts';
 import { concurrencyRefusalHeaders } from '../../core/rate-limit-headers.ts';
 import type { RateLimitHeaderStyle } from '../../core/route-table.ts';
+import type { ClientResponse } from '../http/client-response.ts';
 
 /**
  * Requests in flight at once, capped only where an operator asked for it: a key's own `concurrency`,
@@ -24,7 +24,7 @@ export class KeyConcurrency {
   constructor(private readonly defaultLimit?: number) {}
 
   /** Takes the slots of `caller` (its key's, its team's) until `res` closes; throws the 429 of a cap with none left. */
-  acquire(caller: CallerKey | undefined, res: ServerResponse, style?: RateLimitHeaderStyle): void {
+  acquire(caller: CallerKey | undefined, res: ClientResponse, style?: RateLimitHeaderStyle): void {
     // The client left while the request was being authenticated: there is nothing to hold a slot for.
     if (res.destroyed) return;
     const keyLimit = caller?.concurrency ?? this.defaultLimit;

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Observation } from '../../core/diagnostics.ts';
 import type { CallerKey, ExchangeView, ExchangeWatch, UsageOutcome } from '../../core/exchange.ts';
 import type { AnswerFacts } from '../../core/formats/index.ts';
@@ -7,6 +7,7 @@ import type { ResolvedModel } from '../../core/model-registry.ts';
 import type { ModelRoute } from '../../core/route-table.ts';
 import type { TokenUsage } from '../../plugins/plugin-contract.ts';
 import type { Reservation } from '../../usage/reservation.ts';
+import type { ClientResponse } from '../http/client-response.ts';
 import type { ClientRead } from '../http/client-write-timeout.ts';
 import type { JsonRequestBody } from '../http/json-body.ts';
 import { newTally, type AttemptTally } from '../upstream/failover/attempt-upstream.ts';
@@ -72,6 +73,8 @@ export class Exchange implements ExchangeView, Observation {
 
   /** `authenticate`: the caller (undefined on open routes, tests only). */
   caller: CallerKey | undefined = undefined;
+  /** The body when a WebSocket message brought it (`readBody` reads it instead of the request's). */
+  declare readonly message?: Buffer;
   /** `readBody` (and `guardRequest`, when a guardrail rewrote a text): the body as forwarded. */
   body: JsonRequestBody | undefined = undefined;
   /** `resolve`: the model asked for, and the one serving (a fallback's, or a cached answer's, once it moves on). */
@@ -115,7 +118,8 @@ export class Exchange implements ExchangeView, Observation {
     readonly route: ModelRoute,
     readonly requestId: string,
     readonly req: IncomingMessage,
-    readonly res: ServerResponse,
+    /** Where the answer goes: the HTTP response, or a response's messages on a WebSocket. */
+    readonly res: ClientResponse,
     /** The path as the client sent it, without its query. */
     readonly path: string,
   ) {

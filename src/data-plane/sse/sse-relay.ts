@@ -1,5 +1,5 @@
-import type { ServerResponse } from 'node:http';
 import { awaitClientRead } from '../http/client-write-timeout.ts';
+import type { ClientResponse } from '../http/client-response.ts';
 import type { SseEvent } from '../../plugins/plugin-contract.ts';
 import type { BlockRewrite } from './fixup-chain.ts';
 import { iterableBody, type UpstreamBody } from './upstream-body.ts';
@@ -79,7 +79,7 @@ export interface RelayOutcome {
  * read); a write the client's buffer refuses pauses it until `drain`. The client leaving, stalling or
  * an event over the cap drops the rest of the body.
  */
-export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res: ServerResponse, options: RelayOptions): Promise<RelayOutcome> {
+export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res: ClientResponse, options: RelayOptions): Promise<RelayOutcome> {
   const body = isUpstreamBody(upstream) ? upstream : iterableBody(upstream);
   const splitter = new SseSplitter(options.maxEventBytes);
   const { onEvent, clientWriteTimeoutMs } = options;

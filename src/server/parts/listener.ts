@@ -1,9 +1,11 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../config/gateway-config.ts';
 import { trustedPeer } from '../../core/client-address.ts';
 import { serveMetrics } from '../../control-plane/metrics-route.ts';
 import { lingerLimits } from '../../data-plane/http/linger-close.ts';
+import type { UpgradeListener } from '../../data-plane/websocket/responses-websockets.ts';
 import { answerFiguresRequests } from '../../ops/cluster-metrics.ts';
 import type { GatewayMetrics } from '../../ops/metrics.ts';
 import { capConnections } from '../connection-cap.ts';
@@ -17,9 +19,17 @@ export interface Listener {
 /**
  * The one node:http server in front of the way in: slow clients' headers and whole requests must arrive
  * in time (408 and the connection closed otherwise, checked every second rather than Node's 30 s), and
- * connections are capped in all and per client address. Resolves once it listens.
+ * connections are capped in all and per client address. Requests asking to upgrade go to `upgrade` (the
+ * WebSockets). Resolves once it listens.
  */
-export async function listen(config: GatewayConfig, logger: Logger, metrics: GatewayMetrics, wayIn: RequestListener, clusterWorker = false): Promise<Listener> {
+export async function listen(
+  config: GatewayConfig,
+  logger: Logger,
+  metrics: GatewayMetrics,
+  wayIn: RequestListener,
+  clusterWorker = false,
+  upgrade?: UpgradeListener,
+): Promise<Listener> {
   const server = createServer(
     {
       headersTimeout: config.headersTimeoutMs,
@@ -29,6 +39,12 @@ export async function listen(config: GatewayConfig, logger: Logger, metrics: Gat
     },
     wayIn,
   );
+  if (upgrade) {
+    // The HTTP layer's own connection listener, before the caps wrap it (they count a connection once).
+    const http = server.listeners('connection') as ((socket: Socket) => void)[];
+    const serveAsHttp = (socket: Socket) => http.forEach((listener) => listener.call(server, socket));
+    server.on('upgrade', (req, socket, head) => upgrade(req, socket, head, serveAsHttp));
+  }
   capConnections(
     server,
     {

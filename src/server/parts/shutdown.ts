@@ -6,8 +6,10 @@ import type { Listener } from './listener.ts';
 export interface ShutdownParts {
   readonly listener: Listener;
   readonly inFlight: InFlight;
-  /** Stops taking changes and answering ready (the config watch, `/readyz`). */
+  /** Stops taking changes and answering ready (the config watch, `/readyz`), and starts the WebSockets' drain. */
   readonly stopAccepting: () => void;
+  /** Ends, once the drain time is over, what the server's connections no longer hold (upgraded sockets). */
+  readonly cut?: () => void;
   /** Closed in this order once every request ended: usage first, the stores last. */
   readonly closeInOrder: readonly (() => Promise<void> | void)[];
 }
@@ -45,6 +47,7 @@ export function shutdown(logger: Logger, parts: ShutdownParts): Shutdown {
         const open = parts.inFlight.count;
         logger.warn({ open, drainMs }, 'shutdown: drain time over, ending the requests still open (their usage is recorded, estimated where needed)');
         server.closeAllConnections();
+        parts.cut?.();
       }
       clearTimeout(timer);
       // Ended requests record their usage as they unwind: wait for each before closing anything.

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { ClientResponse } from '../../http/client-response.ts';
 import { AttemptSignal } from '../attempt-signal.ts';
 
 /**
@@ -9,7 +9,7 @@ export class ClientWatch {
   gone = false;
   private current: AttemptSignal | undefined;
 
-  constructor(res: ServerResponse) {
+  constructor(res: ClientResponse) {
     res.once('close', () => {
       if (res.writableFinished) return;
       this.gone = true;
