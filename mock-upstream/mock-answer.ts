@@ -226,4 +226,5 @@ export function chooseIntent(fields: IntentFields): RequestIntent {
   return { kind: 'text' };
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- request JSON is read field by field
 export const isObject = (value: unknown): value is Record<string, any> => typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -45,6 +45,7 @@ export interface RecordedRequest {
   readonly query: string;
   readonly headers: Record<string, string | string[] | undefined>;
   /** The parsed JSON body (undefined when it was not JSON). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read any field of what the gateway sent
   readonly body: any;
   readonly rawBody: string;
   /** The body exactly as received, for byte comparisons. */
@@ -153,7 +154,7 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     const rawBytes = Buffer.concat(chunks);
     const rawBody = rawBytes.toString('utf8');
     const [path = '/', query = ''] = (req.url ?? '/').split(/\?(.*)/s);
-    let body: any;
+    let body: RecordedRequest['body'];
     try {
       body = rawBody === '' ? {} : JSON.parse(rawBody);
     } catch {

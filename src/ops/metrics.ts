@@ -154,6 +154,8 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
     this.spansDropped = new Counter({ name: 'gateway_trace_spans_dropped_total', help: 'Spans lost, by reason: queue_full (the export queue was full: the collector is slow or down), export_failed (an export failed after its retries)', labelNames: ['reason'], registers });
     for (const reason of ['queue_full', 'export_failed']) this.spansDropped.labels(reason).inc(0);
     this.refusals = new Counter({ name: 'gateway_refusals_total', help: 'Connections and requests refused by the connection caps, by reason', labelNames: ['reason'], registers });
+    // prom-client calls `collect` with the gauge as `this`; the metrics object is reached through `self`.
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
     const self = this;
     new Gauge({
       name: 'gateway_endpoint_up',

@@ -213,6 +213,7 @@ export type StreamFixup = (event: SseEvent) => SseEvent | null | undefined;
 export type StatefulStreamFixup<State = undefined> = (event: SseEvent, state: State) => SseEvent | readonly SseEvent[] | null | undefined;
 
 /** A stream fixup and the route and models it applies to. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a plugin lists fixups of different state types together
 export interface StreamFixupDeclaration<State = any> {
   /** A short name for logs and errors. */
   readonly name: string;
@@ -468,6 +469,7 @@ export type EventMatch = string | ((event: SseEvent) => boolean);
  * `stream_options.include_usage`) and `data: [DONE]`; on Messages, `message_stop`. A stream that ends
  * before its terminal event is recorded as cut (`upstream_cut`).
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a plugin declares mappings of any state type
 export interface StreamMapping<State = any> {
   /** The vendor's event that completes a stream, e.g. `'end'` (its `event:` name) or a predicate. */
   readonly terminal: EventMatch;
@@ -521,6 +523,7 @@ export interface StreamMapping<State = any> {
  * },
  * ```
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a plugin declares adapters of any state type
 export interface RouteAdapter<State = any> {
   /**
    * Refuses what the vendor cannot do (tools with a vendor that has none, several choices…), before

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { WIRE_FORMATS } from '../core/formats/index.ts';
 import type { ModelRegistry, ResolvedModel } from '../core/model-registry.ts';
 import type { TokenUsage, UpstreamRouteId, UsageExtractor, WireFormat } from '../plugins/plugin-contract.ts';
-import type { CallerKey, ExchangeRecord, RecordedUsage, UsageAccounting } from '../core/exchange.ts';
+import type { ExchangeRecord, RecordedUsage, UsageAccounting } from '../core/exchange.ts';
 import { charge } from './pricing.ts';
 import { estimateInputTokens, estimateUsage } from './token-estimate.ts';
 import { buildUsageRecord } from './usage-record.ts';

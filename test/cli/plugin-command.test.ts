@@ -166,7 +166,7 @@ describe('CLI: plugin new and plugin test', function () {
     expect(await manifestOf(plugins)).to.deep.equal(['acme']);
     const badFormat = await cli(['plugin', 'new', 'zulu', '--format', 'grpc', '--dir', plugins]);
     expect(badFormat.code).to.equal(2);
-    expect(badFormat.err).to.match(/^--format must be one of chat-completions, messages, responses, got 'grpc'\.\n\nUsage:\n  plugin new VENDOR/);
+    expect(badFormat.err).to.match(/^--format must be one of chat-completions, messages, responses, got 'grpc'\.\n\nUsage:\n {2}plugin new VENDOR/);
     expect((await cli(['plugin', 'launch'])).code).to.equal(2);
     expect((await cli(['plugin', 'test', root])).err).to.equal(`${root} holds neither a manifest.json nor a plugin (index.js, index.mjs, index.ts).\n`);
   });

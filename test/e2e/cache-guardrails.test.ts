@@ -15,7 +15,6 @@ class Moderation {
   private constructor(private readonly server: Server) {}
 
   static async start(): Promise<Moderation> {
-    let moderation!: Moderation;
     const server = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
@@ -24,7 +23,7 @@ class Moderation {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ action: moderation.verdict }));
       });
     });
-    moderation = new Moderation(server);
+    const moderation = new Moderation(server);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return moderation;
   }

@@ -183,7 +183,10 @@ describe('guardrails end to end: prompts and answers, exact across stream events
       expect(answer.text).not.to.contain('PROJECT-1234');
       const body = JSON.parse(answer.text) as { detail: string; error: { code?: string; type: string; message: string } };
       expect(body.detail).to.contain("Guardrail 'no-codes' blocked the answer");
-      if (format === 'messages') expect(body).to.deep.include({ type: 'error' }) && expect(body.error.type).to.equal('invalid_request_error');
+      if (format === 'messages') {
+        expect(body).to.deep.include({ type: 'error' });
+        expect(body.error.type).to.equal('invalid_request_error');
+      }
       else expect(body.error.code).to.equal('GW_ERR_GUARDRAIL');
       const [record] = (await records()).slice(-1);
       expect(record).to.deep.include({ status: 400, outcome: 'guardrail_blocked', inputTokens: 11, outputTokens: 7, guardrails: [{ name: 'no-codes', phase: 'response', action: 'block' }] });

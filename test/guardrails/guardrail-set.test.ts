@@ -3,8 +3,6 @@ import { buildGuardrailSet } from '../../src/guardrails/guardrail-set.ts';
 import type { GuardrailSettings } from '../../src/guardrails/guardrail-settings.ts';
 import { readVerdict, webhookGuardrail, type WebhookPost } from '../../src/guardrails/webhook-guardrail.ts';
 import { selectionFor } from '../../src/data-plane/guardrails/guardrail-run.ts';
-import { ROUTE_TABLE } from '../../src/core/route-table.ts';
-import type { ResolvedModel } from '../../src/core/model-registry.ts';
 
 const SETTINGS: GuardrailSettings[] = [
   { name: 'no-emails', use: 'pii', on: 'request', action: 'redact', entities: ['email'] },

@@ -19,8 +19,7 @@ class Event implements StreamItem {
 
   constructor(delta: string, closes: string[] = [], channel = 'choice 0|content', json = false) {
     this.text = delta;
-    const self = this;
-    this.deltas = [{ channel, text: delta, json, set: (text) => (self.text = text) }];
+    this.deltas = [{ channel, text: delta, json, set: (text) => (this.text = text) }];
     this.closes = closes;
   }
 }

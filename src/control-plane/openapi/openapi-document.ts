@@ -353,11 +353,6 @@ const CACHE_PATHS = {
   },
 };
 
-const plainErrors = {
-  '401': error('Missing or unknown credential', 'Plain'),
-  '429': error('Rate limit reached', 'Plain'),
-};
-
 export const OPENAPI_DOCUMENT = {
   openapi: '3.1.0',
   info: {

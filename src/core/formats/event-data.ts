@@ -1,5 +1,6 @@
 /** Helpers the wire format modules share for reading event data and usage counts. */
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- wire JSON is read field by field, each checked where it is used
 export type Json = Record<string, any>;
 
 export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;

@@ -1,4 +1,3 @@
-import type { ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import { rateLimited } from '../../core/gateway-errors.ts';
 import type { CallerKey } from '../../core/exchange.ts';

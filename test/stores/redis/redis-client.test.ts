@@ -64,7 +64,7 @@ describe('Redis client', function () {
   it('uses TLS for rediss:// URLs and needs a master name for Sentinel', () => {
     const tls = createRedisClient('rediss://127.0.0.1:1') as Redis;
     tls.disconnect();
-    expect(tls.options.tls).to.be.ok;
+    expect(tls.options.tls).to.not.equal(undefined);
     expect(tls.options).to.include({ connectTimeout: 1000, commandTimeout: 500, maxRetriesPerRequest: 1, enableOfflineQueue: false });
     expect(() => createRedisClient({ sentinels: [{ host: '127.0.0.1', port: 1 }] })).to.throw(/Sentinel needs the name/);
     expect(() => createRedisClient({})).to.throw(/need a url, sentinels or cluster nodes/);
