@@ -4,7 +4,14 @@ import type { TeamInput } from '../../core/limits.ts';
 import { TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import type { TeamChanges } from '../../stores/teams/team-store.ts';
 import {
-  cacheSetting, definedOnly, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails,
+  cacheSetting,
+  definedOnly,
+  guardrailList,
+  knownFields,
+  moneyBudget,
+  positiveInteger,
+  tokenQuota,
+  unknownGuardrails,
 } from './limit-fields.ts';
 
 // The fields a PATCH may set or remove: the limits and the cache setting.
@@ -13,7 +20,12 @@ const CHANGEABLE_FIELDS = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cach
 const newTeamSchema = knownFields(
   yup
     .object({
-      name: yup.string().strict().typeError('must be a string').required('is required').matches(TEAM_NAME, TEAM_NAME_RULE),
+      name: yup
+        .string()
+        .strict()
+        .typeError('must be a string')
+        .required('is required')
+        .matches(TEAM_NAME, TEAM_NAME_RULE),
       rpm: positiveInteger(),
       tpm: positiveInteger(),
       quota: tokenQuota(),
@@ -45,9 +57,21 @@ const teamChangesSchema = knownFields(
 /** How an error names a field (the CLI names its flags); the body's field path by default. */
 export type FieldLabel = (path: string) => string;
 
-/** The body through the schema, and its `guardrails` against the configured ones (when known): one 400 listing every problem. */
-function validate<T>(schema: yup.Schema<T>, body: unknown, label: FieldLabel = (path) => path, knownGuardrails?: readonly string[]): T {
-  const errors = unknownGuardrails((body as { guardrails?: unknown } | null)?.guardrails, knownGuardrails, label('guardrails'));
+/**
+ * The body through the schema, and its `guardrails` against the configured ones (when known): one 400 listing every
+ * problem.
+ */
+function validate<T>(
+  schema: yup.Schema<T>,
+  body: unknown,
+  label: FieldLabel = (path) => path,
+  knownGuardrails?: readonly string[],
+): T {
+  const errors = unknownGuardrails(
+    (body as { guardrails?: unknown } | null)?.guardrails,
+    knownGuardrails,
+    label('guardrails'),
+  );
   let value: T | undefined;
   try {
     value = schema.validateSync(body, { abortEarly: false });
@@ -67,16 +91,27 @@ function validate<T>(schema: yup.Schema<T>, body: unknown, label: FieldLabel = (
  */
 export function parseNewTeam(body: unknown, label?: FieldLabel, knownGuardrails?: readonly string[]): TeamInput {
   const value = validate(newTeamSchema, body, label, knownGuardrails);
-  return definedOnly({ name: value.name, rpm: value.rpm, tpm: value.tpm, quota: value.quota, budget: value.budget, concurrency: value.concurrency, cache: value.cache, guardrails: value.guardrails });
+  return definedOnly({
+    name: value.name,
+    rpm: value.rpm,
+    tpm: value.tpm,
+    quota: value.quota,
+    budget: value.budget,
+    concurrency: value.concurrency,
+    cache: value.cache,
+    guardrails: value.guardrails,
+  });
 }
 
 /**
- * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency`, `cache` and `guardrails` set (an object replaces
- * the whole limit), `null` to remove it (`cache: null`: the gateway's setting again), or absent to keep it. Throws
- * the 400 listing every bad field.
+ * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency`, `cache` and `guardrails` set (an object
+ * replaces the whole limit), `null` to remove it (`cache: null`: the gateway's setting again), or absent to keep it.
+ * Throws the 400 listing every bad field.
  */
 export function parseTeamChanges(body: unknown, label?: FieldLabel, knownGuardrails?: readonly string[]): TeamChanges {
   validate(teamChangesSchema, body, label, knownGuardrails);
   const given = body as Record<string, unknown>;
-  return Object.fromEntries(CHANGEABLE_FIELDS.filter((field) => Object.hasOwn(given, field)).map((field) => [field, given[field]])) as TeamChanges;
+  return Object.fromEntries(
+    CHANGEABLE_FIELDS.filter((field) => Object.hasOwn(given, field)).map((field) => [field, given[field]]),
+  ) as TeamChanges;
 }

@@ -1,9 +1,10 @@
 /** Helpers the wire format modules share for reading event data and usage counts. */
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- wire JSON is read field by field, each checked where it is used
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- wire JSON is read field by field, each checked
 export type Json = Record<string, any>;
 
-export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
+export const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null;
 
 /** The JSON object (or array) in `data`, or `undefined` when it is not JSON or not an object. */
 export function parseObject(data: string): Json | undefined {
@@ -16,7 +17,8 @@ export function parseObject(data: string): Json | undefined {
 }
 
 /** A token count as recorded: a finite positive number, rounded; anything else is 0. */
-export const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value) : 0);
+export const count = (value: unknown): number =>
+  typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value) : 0;
 
 /** A string value, or `''`. */
 export const text = (value: unknown): string => (typeof value === 'string' ? value : '');
