@@ -60,6 +60,19 @@ export function announce(message) {
   byId('status').textContent = message;
 }
 
+/**
+ * Reads a list again after a change was made, then says so (`done` ends with a full stop): the list
+ * shows the change by the time it is announced, and a list that cannot be read is said along with it.
+ */
+export async function announceAfter(done, refresh) {
+  try {
+    await refresh();
+    announce(done);
+  } catch (error) {
+    announce(`${done.slice(0, -1)}, but the list could not be read again: ${error.message}`);
+  }
+}
+
 const numberFormat = new Intl.NumberFormat('en-US');
 export const formatNumber = (value) => numberFormat.format(value);
 

@@ -1,6 +1,6 @@
 // The dialog that edits a key's or a team's limits: prefilled, saves only the fields changed (emptied ones as null).
 import { api } from './api.js';
-import { announce, byId } from './dom.js';
+import { announce, announceAfter, byId } from './dom.js';
 import { clearFormErrors, submitForm } from './form-errors.js';
 import { renderLimitFields, setChoices } from './limit-fields.js';
 import { changesBody, fillLimitFields, snapshotFields } from './limit-values.js';
@@ -37,12 +37,7 @@ async function onSave(event) {
     return true;
   });
   if (!saved) return;
-  announce(`Saved ${kind} ${body.name ?? name}.`);
-  try {
-    await onSaved();
-  } catch (error) {
-    announce(`Saved ${kind} ${body.name ?? name}, but the list could not be read again: ${error.message}`);
-  }
+  await announceAfter(`Saved ${kind} ${body.name ?? name}.`, onSaved);
   byId('edit-dialog').close();
 }
 

@@ -2,7 +2,18 @@
 // confirmation.
 import { api } from './api.js';
 import { choiceNames, loadChoices } from './choices.js';
-import { announce, badge, byId, cacheText, element, formatTime, nameWithId, row, stackTable } from './dom.js';
+import {
+  announce,
+  announceAfter,
+  badge,
+  byId,
+  cacheText,
+  element,
+  formatTime,
+  nameWithId,
+  row,
+  stackTable,
+} from './dom.js';
 import { openEditDialog } from './edit-dialog.js';
 import { submitForm } from './form-errors.js';
 import { renderLimitFields, setChoices } from './limit-fields.js';
@@ -114,12 +125,12 @@ async function onRevokeClosed() {
   }
   try {
     await api(`/keys/${encodeURIComponent(pending.key.id)}/revoke`, { method: 'POST' });
-    announce(`Key ${pending.key.name} revoked.`);
-    await showKeys();
-    byId('keys-title').focus();
   } catch (error) {
     announce(`Could not revoke ${pending.key.name}: ${error.message}`);
+    return;
   }
+  await announceAfter(`Key ${pending.key.name} revoked.`, showKeys);
+  byId('keys-title').focus();
 }
 
 async function onCreate(event) {

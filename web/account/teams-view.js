@@ -1,7 +1,7 @@
 // Teams: list with every limit and the keys naming each, create, edit limits in a dialog, delete after confirmation.
 import { api } from './api.js';
 import { choiceNames, loadChoices } from './choices.js';
-import { announce, byId, cacheText, element, row, stackTable } from './dom.js';
+import { announceAfter, byId, cacheText, element, row, stackTable } from './dom.js';
 import { openEditDialog } from './edit-dialog.js';
 import { can } from './permissions.js';
 import { submitForm } from './form-errors.js';
@@ -96,12 +96,7 @@ async function onDeleteClosed() {
     pending.opener.focus();
     return;
   }
-  announce(`Team ${pending.team.name} deleted.`);
-  try {
-    await showTeams();
-  } catch (error) {
-    announce(`Team ${pending.team.name} deleted, but the list could not be read again: ${error.message}`);
-  }
+  await announceAfter(`Team ${pending.team.name} deleted.`, showTeams);
   byId('team-list-title').focus();
 }
 
@@ -112,8 +107,7 @@ async function onCreate(event) {
     byId('teams-error').textContent = '';
     const created = await api('/teams', { method: 'POST', body });
     form.reset();
-    announce(`Team ${created.name} created.`);
-    await showTeams();
+    await announceAfter(`Team ${created.name} created.`, showTeams);
   });
 }
 

@@ -2,7 +2,7 @@
 // button), revoke after confirmation.
 import { api } from './api.js';
 import { listOf } from './choices.js';
-import { announce, badge, byId, element, formatTime, nameWithId, row, stackTable } from './dom.js';
+import { announce, announceAfter, badge, byId, element, formatTime, nameWithId, row, stackTable } from './dom.js';
 import { submitForm } from './form-errors.js';
 import { can, scopeOf } from './permissions.js';
 
@@ -137,12 +137,12 @@ async function onRevokeClosed() {
   }
   try {
     await api(`/tokens/${encodeURIComponent(pending.token.id)}`, { method: 'DELETE' });
-    announce(`Token ${pending.token.name} revoked.`);
-    await showTokens();
-    byId('token-list-title').focus();
   } catch (error) {
     announce(`Could not revoke ${pending.token.name}: ${error.message}`);
+    return;
   }
+  await announceAfter(`Token ${pending.token.name} revoked.`, showTokens);
+  byId('token-list-title').focus();
 }
 
 async function onCreate(event) {
