@@ -11,6 +11,8 @@ export const PERMISSIONS = {
   'keys.write': 'create, change and revoke keys',
   'teams.read': 'list and read teams',
   'teams.write': 'create, change and delete teams',
+  'groups.read': 'list and read budget groups, their members and use',
+  'groups.write': 'create, change and delete budget groups',
   'limits.read': 'read limits and their use',
   'usage.read': 'read usage (JSON, CSV)',
   'cache.clear': 'empty response cache entries',
@@ -23,7 +25,10 @@ export const PERMISSIONS = {
 } as const;
 export type Permission = keyof typeof PERMISSIONS;
 
-const READ: readonly Permission[] = ['keys.read', 'teams.read', 'limits.read', 'usage.read', 'guardrails.read', 'models.read', 'health.read', 'tokens.read', 'audit.read'];
+const READ: readonly Permission[] = [
+  'keys.read', 'teams.read', 'groups.read', 'limits.read', 'usage.read', 'guardrails.read', 'models.read',
+  'health.read', 'tokens.read', 'audit.read',
+];
 
 /** The permissions of each role; `team-admin` and a `viewer` of named teams hold theirs over those teams only. */
 export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
@@ -65,6 +70,11 @@ export const MANAGEMENT_ROUTES: readonly RouteRule[] = [
   { method: 'GET', path: '/teams/:name', permission: 'teams.read', target: 'team' },
   { method: 'PATCH', path: '/teams/:name', permission: 'teams.write', target: 'team' },
   { method: 'DELETE', path: '/teams/:name', permission: 'teams.write', target: 'team' },
+  { method: 'GET', path: '/groups', permission: 'groups.read' },
+  { method: 'POST', path: '/groups', permission: 'groups.write' },
+  { method: 'GET', path: '/groups/:name', permission: 'groups.read' },
+  { method: 'PATCH', path: '/groups/:name', permission: 'groups.write' },
+  { method: 'DELETE', path: '/groups/:name', permission: 'groups.write' },
   { method: 'GET', path: '/limits', permission: 'limits.read' },
   { method: 'GET', path: '/usage', permission: 'usage.read', target: 'usage' },
   { method: 'GET', path: '/usage.csv', permission: 'usage.read', target: 'usage' },

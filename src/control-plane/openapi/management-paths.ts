@@ -259,7 +259,7 @@ export const MANAGEMENT_SCHEMAS = {
         type: 'object',
         required: ['type'],
         additionalProperties: false,
-        properties: { type: { enum: ['key', 'team', 'token', 'cache', 'config', 'session', 'route'] }, id: { type: 'string' }, team: { type: ['string', 'null'] } },
+        properties: { type: { enum: ['key', 'team', 'group', 'token', 'cache', 'config', 'session', 'route'] }, id: { type: 'string' }, team: { type: ['string', 'null'] } },
       },
       before: { description: 'The target as the API showed it before the change; null for a creation or a refusal' },
       after: { description: 'The target as the API shows it after the change; null for a deletion or a refusal' },

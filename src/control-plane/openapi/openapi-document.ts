@@ -10,6 +10,7 @@ import { NATIVE_CHAT_SCHEMA, REQUEST_SCHEMAS } from '../../data-plane/routes/req
 import { requestJsonSchema } from './request-json-schema.ts';
 import { MODEL_ROUTES, ROUTE_TABLE } from '../../core/route-table.ts';
 import { MANAGEMENT_PATHS, MANAGEMENT_SCHEMAS } from './management-paths.ts';
+import { GROUP_FIELD, GROUP_PATHS, GROUP_SCHEMAS } from './group-paths.ts';
 import { adminErrors, error, json, ref } from './openapi-parts.ts';
 
 /** The request bodies' components, derived from the routes' yup schemas (the one written form of each shape). */
@@ -65,6 +66,7 @@ const TEAM_SETTINGS = {
     items: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' },
     description: "The configured guardrails (the config file's guardrails:) the team's keys get, unless a key names its own; [] for none; absent: every configured one",
   },
+  group: GROUP_FIELD,
 };
 const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
 const teamName = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' } };
@@ -81,6 +83,7 @@ const KEY_SETTINGS = {
   team: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$', description: 'An existing team whose limits the key shares' },
   cache: { type: 'boolean', description: "false: the key's requests never read or write the response cache; true (kept as set) or absent: the gateway's (and team's) setting applies" },
   guardrails: { ...TEAM_SETTINGS.guardrails, description: "The configured guardrails the key's requests get, over its team's; [] for none; absent: its team's (else every configured one)" },
+  group: GROUP_FIELD,
 };
 const keyName = { type: 'string', minLength: 1, maxLength: 200 };
 const keyId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
@@ -93,7 +96,7 @@ const KEY_PATHS = {
       summary: 'Creates a key: the key itself is in this answer only, never stored (only its hash)',
       security: [{ adminToken: [] }],
       requestBody: { required: true, content: json(ref('NewKey')) },
-      responses: { '201': { description: 'The key, with `key` shown this once', content: json(ref('CreatedKey')) }, '400': error('Invalid body, an unknown team, model or guardrail: every bad field listed', 'Plain'), ...adminErrors },
+      responses: { '201': { description: 'The key, with `key` shown this once', content: json(ref('CreatedKey')) }, '400': error('Invalid body, an unknown team, group, model or guardrail: every bad field listed', 'Plain'), ...adminErrors },
     },
     get: {
       summary: 'Every managed key (never the key itself nor its hash)',
@@ -109,7 +112,7 @@ const KEY_PATHS = {
       requestBody: { required: true, content: json(ref('KeyChanges')) },
       responses: {
         '200': { description: 'The key as changed', content: json(ref('Key')) },
-        '400': error('Invalid or empty body, an unknown team, model or guardrail: every bad field listed', 'Plain'),
+        '400': error('Invalid or empty body, an unknown team, group, model or guardrail: every bad field listed', 'Plain'),
         '404': error('No key with that id', 'Plain'),
         '409': error('The key is revoked (a revoked key is not changed)', 'Plain'),
         ...adminErrors,
@@ -425,6 +428,7 @@ export const OPENAPI_DOCUMENT = {
     '/metrics': { get: { summary: 'Prometheus metrics (unless METRICS_PORT serves them elsewhere)', security: [], responses: { '200': { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } } } },
     ...KEY_PATHS,
     ...TEAM_PATHS,
+    ...GROUP_PATHS,
     ...CACHE_PATHS,
     ...MANAGEMENT_PATHS,
     ...GUARDRAIL_ACTION_PATHS,
@@ -453,6 +457,7 @@ export const OPENAPI_DOCUMENT = {
     schemas: {
       ...REQUEST_COMPONENTS,
       ...MANAGEMENT_SCHEMAS,
+      ...GROUP_SCHEMAS,
       NativeChatResult: {
         type: 'object',
         required: ['id', 'model', 'result', 'usage'],
@@ -480,7 +485,7 @@ export const OPENAPI_DOCUMENT = {
       },
       Team: {
         type: 'object',
-        required: ['name', 'created_at', 'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails'],
+        required: ['name', 'created_at', 'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', 'group'],
         properties: {
           name: { type: 'string' },
           created_at: { type: 'string', description: 'ISO 8601 date-time' },
@@ -501,7 +506,7 @@ export const OPENAPI_DOCUMENT = {
       },
       Key: {
         type: 'object',
-        required: ['id', 'name', 'status', 'created_at', 'expires_at', 'revoked', 'models', 'rpm', 'concurrency', 'quota', 'tpm', 'budget', 'team', 'cache', 'guardrails'],
+        required: ['id', 'name', 'status', 'created_at', 'expires_at', 'revoked', 'models', 'rpm', 'concurrency', 'quota', 'tpm', 'budget', 'team', 'group', 'cache', 'guardrails'],
         properties: {
           id: { type: 'string', pattern: '^(key|static)_' },
           name: { type: 'string' },

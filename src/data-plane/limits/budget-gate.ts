@@ -88,7 +88,13 @@ export class BudgetGate {
       this.logged.add(key);
       const unitUsed = meter.kind === 'budget' ? { used_usd: Number(usd(after)), limit_usd: Number(usd(meter.limit)) } : { used_tokens: after, limit_tokens: meter.limit };
       this.options.logger.warn(
-        { [meter.scope === 'key' ? 'key_id' : 'team']: meter.owner, limit: meter.kind, period: meter.period, percent: threshold * 100, ...unitUsed },
+        {
+          [meter.scope === 'key' ? 'key_id' : meter.scope]: meter.owner,
+          limit: meter.kind,
+          period: meter.period,
+          percent: threshold * 100,
+          ...unitUsed,
+        },
         `${meter.scope} ${meter.kind === 'budget' ? 'budget' : 'token quota'} ${threshold === 1 ? 'reached' : 'at 80 %'} for the ${meter.period} (UTC)`,
       );
     }
@@ -105,7 +111,7 @@ const PERIOD_TEXT = { minute: 'per 1 minute', day: 'today (UTC)', month: 'this m
 function refusal(meter: Meter, used: number, need: number, now: number): GatewayError {
   const headers = { 'Retry-After': String(Math.max(1, Math.ceil((meter.resetAt - now) / 1000))) };
   const limit = { kind: meter.kind, scope: meter.scope } as const;
-  const whose = meter.scope === 'team' ? ` (team '${meter.owner}')` : '';
+  const whose = meter.scope === 'team' || meter.scope === 'group' ? ` (${meter.scope} '${meter.owner}')` : '';
   const tooLarge = need > meter.limit ? '; that is more than the whole limit: lower the output cap (max_tokens)' : '';
   if (meter.kind === 'tpm') return tokenRateLimited(`${meter.limit} tokens ${PERIOD_TEXT.minute}${whose}; ${Math.max(0, meter.limit - used)} left this minute, this request reserves ${need}${tooLarge}`, headers, limit);
   if (meter.kind === 'quota') return quotaExceeded(`${used} of ${meter.limit} charged tokens used ${PERIOD_TEXT[meter.period]}${whose}, this request reserves ${need}${tooLarge}`, headers, limit);

@@ -40,7 +40,7 @@ export interface ControlPlaneParts {
 export async function controlPlaneRoutes(config: GatewayConfig, logger: Logger, parts: ControlPlaneParts): Promise<NonNullable<AppOptions['mount']>> {
   const { configuration, stores, observability, limits, serving, readiness } = parts;
   const { live, registry, endpoints } = configuration;
-  const { redis, keys, teams, usage, ledger, guardrailActions, tokens, audit } = stores;
+  const { redis, keys, teams, groups, usage, ledger, guardrailActions, tokens, audit } = stores;
   const { responseCache } = serving;
   const settings = () => live.current.config;
   // rate-limit-redis loads only with Redis configured: failed sign-ins per address are then counted across instances.
@@ -50,6 +50,7 @@ export async function controlPlaneRoutes(config: GatewayConfig, logger: Logger, 
   const managed = {
     keys,
     teams,
+    groups,
     registry,
     bodyLimitBytes: config.bodyLimitBytes,
     usage,

@@ -26,6 +26,7 @@ export function startLimits(config: GatewayConfig, logger: Logger, configuration
   const authenticate = createAuthenticator({
     store: stores.keys,
     teams: stores.teams,
+    groups: stores.groups,
     staticKeys: config.apiKeys,
     keyIdSecret: config.keyIdSecret,
     logger,

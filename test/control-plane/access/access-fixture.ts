@@ -15,6 +15,7 @@ import { EmbeddedGuardrailActionLog } from '../../../src/stores/guardrail-action
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { MemorySessionStore } from '../../../src/stores/session-store.ts';
 import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
+import { FileGroupStore } from '../../../src/stores/groups/file-group-store.ts';
 import { FileTokenStore } from '../../../src/stores/tokens/file-token-store.ts';
 import { EmbeddedUsageStore } from '../../../src/stores/usage/embedded-usage-store.ts';
 import { startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
@@ -43,6 +44,7 @@ export interface AccessFixture {
   readonly dataDir: string;
   readonly keys: FileKeyStore;
   readonly teams: FileTeamStore;
+  readonly groups: FileGroupStore;
   readonly tokens: FileTokenStore;
   readonly audit: FileAuditStore;
   readonly trail: AuditTrail;
@@ -64,6 +66,7 @@ export async function startAccessFixture(): Promise<AccessFixture> {
   const dataDir = await mkdtemp(join(tmpdir(), 'gateway-access-'));
   const keys = new FileKeyStore(dataDir);
   const teams = new FileTeamStore(dataDir);
+  const groups = new FileGroupStore(dataDir);
   const tokens = new FileTokenStore(dataDir);
   const audit = new FileAuditStore(dataDir);
   const usage = await EmbeddedUsageStore.open(dataDir, createLogger('silent'));
@@ -75,7 +78,8 @@ export async function startAccessFixture(): Promise<AccessFixture> {
   for (const team of ['blue', 'green']) await keys.create({ name: `${team} key`, team });
   const access: AccessOptions = { tokens, audit, source, adminTokenEnabled: () => true };
   const options = {
-    keys, teams, usage, registry: () => registry, guardrailActions: new EmbeddedGuardrailActionLog(), bodyLimitBytes: 1024 * 1024,
+    keys, teams, groups, usage, registry: () => registry, guardrailActions: new EmbeddedGuardrailActionLog(),
+    bodyLimitBytes: 1024 * 1024,
   };
   const admin = adminRouter({ token: ADMIN_TOKEN, ...options, health: async () => ({ readiness: { status: 'ok' }, providers: [], aliases: [] }), access });
   const account = accountRouter({
@@ -98,7 +102,7 @@ export async function startAccessFixture(): Promise<AccessFixture> {
   }
   roles['admin-token'] = { bearer: ADMIN_TOKEN, ...(await session()) };
   return {
-    app, dataDir, keys, teams, tokens, audit, trail, admin, account, roles,
+    app, dataDir, keys, teams, groups, tokens, audit, trail, admin, account, roles,
     async renew(name) {
       roles[name] = { bearer: roles[name]!.bearer, ...(await session(name === 'admin-token' ? undefined : { groups: [`group-${name}`] })) };
     },
