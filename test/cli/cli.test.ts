@@ -91,9 +91,9 @@ describe('CLI', function () {
     const listed = await cli(['keys', 'list'], env);
     expect(listed.code).to.equal(0);
     const [header, ...rows] = listed.out.trimEnd().split('\n');
-    expect(header!.split(/\s+/)).to.deep.equal(['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'cache', 'guardrails']);
+    expect(header!.split(/\s+/)).to.deep.equal(['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'group', 'cache', 'guardrails']);
     expect(rows).to.have.length(3);
-    expect(rows[0]).to.match(new RegExp(`^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all\\s+-\\s+default\\s+default$`));
+    expect(rows[0]).to.match(new RegExp(`^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all\\s+-\\s+-\\s+default\\s+default$`));
     expect(rows[1]).to.match(/\ssecond\s+active\s.*\strue\s+default$/);
     expect(rows[2]).to.match(/\sthird\s+active\s.*\sfalse\s+default$/);
     expect(listed.out).not.to.match(/sk-|[0-9a-f]{64}/);
