@@ -1,4 +1,4 @@
-// The account page: sign-in, then the keys, teams, usage, limits, health, audit and tokens views behind the hash (#keys, #teams, …).
+// The account page: sign-in, then the keys, teams, groups, usage, limits, health, audit and tokens views behind the hash (#keys, #teams, …).
 import { api, ApiError, setCsrfToken } from './api.js';
 import { announce, byId } from './dom.js';
 import { initEditDialog } from './edit-dialog.js';
@@ -6,13 +6,14 @@ import { initHealth, showHealth } from './health-view.js';
 import { clearSignedInData, forgetNewKey, initKeys, showKeys } from './keys-view.js';
 import { clearLimits, initLimits, showLimits } from './limits-view.js';
 import { clearTeams, initTeams, showTeams } from './teams-view.js';
+import { clearGroups, initGroups, showGroups } from './groups-view.js';
 import { clearUsage, initUsage, showUsage } from './usage-view.js';
 import { clearAudit, initAudit, showAudit } from './audit-view.js';
 import { can, setPermissions } from './permissions.js';
 import { clearTokens, forgetNewToken, initTokens, showTokens } from './tokens-view.js';
 
-const VIEWS = { keys: showKeys, teams: showTeams, usage: () => showUsage({ reloadKeys: true }), limits: showLimits, health: showHealth, audit: showAudit, tokens: showTokens };
-const ALL_SECTIONS = ['disabled-view', 'sign-in-view', 'keys-view', 'teams-view', 'usage-view', 'limits-view', 'health-view', 'audit-view', 'tokens-view'];
+const VIEWS = { keys: showKeys, teams: showTeams, groups: showGroups, usage: () => showUsage({ reloadKeys: true }), limits: showLimits, health: showHealth, audit: showAudit, tokens: showTokens };
+const ALL_SECTIONS = ['disabled-view', 'sign-in-view', 'keys-view', 'teams-view', 'groups-view', 'usage-view', 'limits-view', 'health-view', 'audit-view', 'tokens-view'];
 // Why a single sign-on came back without a session (`/account?sso_error=…`).
 const SSO_ERRORS = {
   expired: 'The sign-in took too long or was started elsewhere: try again.',
@@ -35,9 +36,10 @@ function applyPermissions(session) {
   document.body.classList.toggle('read-only-teams', !can('teams.write'));
   byId('create-key-form').hidden = !can('keys.write');
   byId('create-team-form').hidden = !can('teams.write');
+  byId('create-group-form').hidden = !can('groups.write');
   byId('create-token-form').hidden = !can('tokens.write');
   for (const link of byId('nav').querySelectorAll('a')) {
-    const needs = { keys: 'keys.read', teams: 'teams.read', usage: 'usage.read', limits: 'limits.read', health: 'health.read', audit: 'audit.read', tokens: 'tokens.read' }[link.dataset.view];
+    const needs = { keys: 'keys.read', teams: 'teams.read', groups: 'groups.read', usage: 'usage.read', limits: 'limits.read', health: 'health.read', audit: 'audit.read', tokens: 'tokens.read' }[link.dataset.view];
     link.parentElement.hidden = !can(needs);
     link.hidden = false;
   }
@@ -65,6 +67,7 @@ function signedOut(message) {
   clearSignedInData();
   clearLimits();
   clearTeams();
+  clearGroups();
   for (const dialog of document.querySelectorAll('dialog[open]')) dialog.close();
   clearUsage();
   clearAudit();
@@ -142,6 +145,7 @@ async function onSignOut() {
 async function start() {
   initKeys();
   initTeams();
+  initGroups();
   initEditDialog();
   initUsage();
   initLimits();
