@@ -4,7 +4,9 @@ import { GROUP_NAME, GROUP_NAME_RULE, isGroupName } from '../../core/group-ident
 import type { GroupInput } from '../../core/limits.ts';
 import type { GroupChanges } from '../../stores/groups/group-store.ts';
 import { alertList, definedOnly, knownFields, moneyBudget, positiveInteger, tokenQuota } from './limit-fields.ts';
-import type { FieldLabel } from './team-input.ts';
+
+/** How an error names a field (the CLI names its flags); the body's field path by default. */
+type FieldLabel = (path: string) => string;
 
 // The fields a PATCH may set or remove: the limits and the alert thresholds.
 const CHANGEABLE_FIELDS = ['tpm', 'quota', 'budget', 'alerts'] as const;
