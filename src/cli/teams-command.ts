@@ -100,7 +100,8 @@ function changesOf(
   return body;
 }
 
-async function createTeam(argv: string[], io: CliIo, { teams, groups }: OpenStores, guardrails?: readonly string[]): Promise<number> {
+async function createTeam(argv: string[], io: CliIo, stores: OpenStores, guardrails?: readonly string[]): Promise<number> {
+  const { teams, groups } = stores;
   const { values, positionals } = parseArgs({ args: argv, options: TEAM_OPTIONS, strict: true, allowPositionals: true });
   const cache = values.cache === undefined ? {} : { cache: booleanOf(values.cache) };
   const named = values.guardrails === undefined ? {} : { guardrails: namesOf(values.guardrails) };
@@ -141,7 +142,8 @@ const CLEARABLE = new Set([
   'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', 'group', ...Object.keys(PLACE_OF),
 ]);
 
-async function updateTeam(argv: string[], io: CliIo, { teams, groups }: OpenStores, guardrails?: readonly string[]): Promise<number> {
+async function updateTeam(argv: string[], io: CliIo, stores: OpenStores, guardrails?: readonly string[]): Promise<number> {
+  const { teams, groups } = stores;
   const { values, positionals } = parseArgs({ args: argv, options: { ...TEAM_OPTIONS, clear: { type: 'string', multiple: true } }, strict: true, allowPositionals: true });
   const name = teamName(positionals, 'update');
   const cleared = new Set(values.clear ?? []);

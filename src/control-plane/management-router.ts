@@ -122,7 +122,8 @@ export function managementRouter(options: ManagementOptions): Router {
   router.use(
     keyRoutes({ keys, teams, groups, registry, bodyLimitBytes, usage: usageRoute, guardrails, responseCache }),
   );
-  if (groups) router.use(groupRoutes({ groups, keys, teams, limits: options.limits, bodyLimitBytes, now: options.now }));
+  const { limits, now } = options;
+  if (groups) router.use(groupRoutes({ groups, keys, teams, limits, bodyLimitBytes, now }));
   if (teams) {
     router.use(teamRoutes({ keys, teams, groups, bodyLimitBytes, guardrails, responseCache }));
     router.use(cacheRoutes({ keys, teams, responseCache: responseCache ?? accessResponseCache(NO_CACHE) }));

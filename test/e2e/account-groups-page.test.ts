@@ -45,7 +45,7 @@ describe('account page groups view in headless Chromium', function () {
     await test?.close();
   });
 
-  it('creates a group with a daily budget, as the admin API reports, offering only the limits a group has', async () => {
+  it('creates a group with a daily budget, as the admin API reports, offering the limits a group has', async () => {
     expect(await page.getByRole('link', { name: 'Groups' }).getAttribute('aria-current')).to.equal('page');
     expect(await page.locator('#groups-empty').isVisible()).to.equal(true);
     const form = page.locator('#create-group-form');

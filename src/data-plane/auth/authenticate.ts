@@ -313,7 +313,8 @@ function groupJoiner(store: GroupStore | undefined, trustMs: number, logger: Log
     revision: () => store.revision,
     rememberMisses: true,
     onStale: (name, error) => {
-      logger.warn({ group: name, reason: (error as Error).message }, 'group store unavailable: using the group limits last read');
+      const reason = (error as Error).message;
+      logger.warn({ group: name, reason }, 'group store unavailable: using the group limits last read');
     },
   });
   const joined = new WeakMap<AuthenticatedKey, { readonly group: GroupRecord; readonly caller: AuthenticatedKey }>();
