@@ -11,7 +11,8 @@ import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
 import { knownGroup } from '../control-plane/admin/key-routes.ts';
 
-const LIMIT_SYNOPSIS = '[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false] [--guardrails NAME,... (\'\' for none)] [--group NAME]';
+const LIMIT_SYNOPSIS =
+  "[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false] [--guardrails NAME,... ('' for none)] [--group NAME]";
 
 export const TEAMS_SYNOPSIS = `teams create NAME ${LIMIT_SYNOPSIS}
 teams list
@@ -39,20 +40,24 @@ const TEAM_OPTIONS = {
 } as const;
 
 /** Each flag's place in a team: a top-level limit, or one side of `quota` / `budget`. */
-const PLACE_OF: Record<LimitFlag, readonly [field: 'rpm' | 'tpm' | 'quota' | 'budget' | 'concurrency', side?: string]> = {
-  rpm: ['rpm'],
-  tpm: ['tpm'],
-  concurrency: ['concurrency'],
-  'daily-tokens': ['quota', 'daily'],
-  'monthly-tokens': ['quota', 'monthly'],
-  'daily-usd': ['budget', 'daily_usd'],
-  'monthly-usd': ['budget', 'monthly_usd'],
-};
+const PLACE_OF: Record<LimitFlag, readonly [field: 'rpm' | 'tpm' | 'quota' | 'budget' | 'concurrency', side?: string]> =
+  {
+    rpm: ['rpm'],
+    tpm: ['tpm'],
+    concurrency: ['concurrency'],
+    'daily-tokens': ['quota', 'daily'],
+    'monthly-tokens': ['quota', 'monthly'],
+    'daily-usd': ['budget', 'daily_usd'],
+    'monthly-usd': ['budget', 'monthly_usd'],
+  };
 
-const flagOf = (path: string) => (path === 'name' ? 'NAME' : LIMIT_FLAGS[path] ?? `--${path}`);
+const flagOf = (path: string) => (path === 'name' ? 'NAME' : (LIMIT_FLAGS[path] ?? `--${path}`));
 
 function teamName(positionals: string[], action: string): string {
-  if (positionals.length !== 1) throw new CliUsageError(`teams ${action} needs exactly one team name${action === 'create' ? '' : ' (see teams list)'}`);
+  if (positionals.length !== 1)
+    throw new CliUsageError(
+      `teams ${action} needs exactly one team name${action === 'create' ? '' : ' (see teams list)'}`,
+    );
   return positionals[0]!;
 }
 
@@ -100,9 +105,19 @@ function changesOf(
   return body;
 }
 
-async function createTeam(argv: string[], io: CliIo, stores: OpenStores, guardrails?: readonly string[]): Promise<number> {
+async function createTeam(
+  argv: string[],
+  io: CliIo,
+  stores: OpenStores,
+  guardrails?: readonly string[],
+): Promise<number> {
   const { teams, groups } = stores;
-  const { values, positionals } = parseArgs({ args: argv, options: TEAM_OPTIONS, strict: true, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: TEAM_OPTIONS,
+    strict: true,
+    allowPositionals: true,
+  });
   const cache = values.cache === undefined ? {} : { cache: booleanOf(values.cache) };
   const named = values.guardrails === undefined ? {} : { guardrails: namesOf(values.guardrails) };
   const group = values.group === undefined ? {} : { group: values.group };
@@ -139,17 +154,43 @@ async function listTeams(argv: string[], io: CliIo, { teams }: OpenStores): Prom
 }
 
 const CLEARABLE = new Set([
-  'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', 'group', ...Object.keys(PLACE_OF),
+  'rpm',
+  'tpm',
+  'quota',
+  'budget',
+  'concurrency',
+  'cache',
+  'guardrails',
+  'group',
+  ...Object.keys(PLACE_OF),
 ]);
 
-async function updateTeam(argv: string[], io: CliIo, stores: OpenStores, guardrails?: readonly string[]): Promise<number> {
+async function updateTeam(
+  argv: string[],
+  io: CliIo,
+  stores: OpenStores,
+  guardrails?: readonly string[],
+): Promise<number> {
   const { teams, groups } = stores;
-  const { values, positionals } = parseArgs({ args: argv, options: { ...TEAM_OPTIONS, clear: { type: 'string', multiple: true } }, strict: true, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { ...TEAM_OPTIONS, clear: { type: 'string', multiple: true } },
+    strict: true,
+    allowPositionals: true,
+  });
   const name = teamName(positionals, 'update');
   const cleared = new Set(values.clear ?? []);
   for (const field of cleared) {
-    if (!CLEARABLE.has(field)) throw new CliUsageError(`--clear takes one of ${[...CLEARABLE].join(', ')}; got '${field}'`);
-    const setToo = field === 'cache' || field === 'guardrails' || field === 'group' ? (values[field] !== undefined ? field : undefined) : (Object.keys(PLACE_OF) as LimitFlag[]).find((flag) => values[flag] !== undefined && (flag === field || PLACE_OF[flag][0] === field));
+    if (!CLEARABLE.has(field))
+      throw new CliUsageError(`--clear takes one of ${[...CLEARABLE].join(', ')}; got '${field}'`);
+    const setToo =
+      field === 'cache' || field === 'guardrails' || field === 'group'
+        ? values[field] !== undefined
+          ? field
+          : undefined
+        : (Object.keys(PLACE_OF) as LimitFlag[]).find(
+            (flag) => values[flag] !== undefined && (flag === field || PLACE_OF[flag][0] === field),
+          );
     if (setToo) throw new CliUsageError(`--clear ${field} and --${setToo} contradict each other`);
   }
   const current = await teams.get(name);
@@ -198,19 +239,37 @@ function describeLimits(team: TeamRecord): string {
   return parts.length ? parts.join(', ') : 'no limits';
 }
 
-const ACTIONS: Record<string, (argv: string[], io: CliIo, stores: OpenStores, guardrails?: readonly string[]) => Promise<number>> = {
+const ACTIONS: Record<
+  string,
+  (argv: string[], io: CliIo, stores: OpenStores, guardrails?: readonly string[]) => Promise<number>
+> = {
   create: createTeam,
   list: listTeams,
   update: updateTeam,
   delete: removeTeam,
 };
 
-/** `teams create|list|update|delete` on the stores the server of `env` uses (Redis, else the data directory), as `keys` does. */
-export async function runTeamsCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+/**
+ * `teams create|list|update|delete` on the stores the server of `env` uses (Redis, else the data directory), as `keys`
+ * does.
+ */
+export async function runTeamsCommand(
+  argv: string[],
+  io: CliIo,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   const [action, ...rest] = argv;
   const run = action === undefined ? undefined : ACTIONS[action];
-  if (!run) throw new CliUsageError(action === undefined ? 'teams needs an action' : `unknown teams action '${action}'`);
+  if (!run)
+    throw new CliUsageError(action === undefined ? 'teams needs an action' : `unknown teams action '${action}'`);
   const config = loadConfig(env);
   // A team's guardrails are checked against those the configuration holds.
-  return withOperatorStores(config, { unreachableRedis: 'fail' }, (stores) => run(rest, io, stores, config.guardrails.map((entry) => entry.name)));
+  return withOperatorStores(config, { unreachableRedis: 'fail' }, (stores) =>
+    run(
+      rest,
+      io,
+      stores,
+      config.guardrails.map((entry) => entry.name),
+    ),
+  );
 }

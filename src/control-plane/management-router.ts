@@ -13,7 +13,12 @@ import type { TokenStore } from '../stores/tokens/token-store.ts';
 import type { LimitLedger } from '../usage/limit-ledger.ts';
 import type { UsageStore } from '../usage/usage-store.ts';
 import {
-  accessGroupStore, accessGuardrailActions, accessKeyStore, accessResponseCache, accessTeamStore, accessUsageStore,
+  accessGroupStore,
+  accessGuardrailActions,
+  accessKeyStore,
+  accessResponseCache,
+  accessTeamStore,
+  accessUsageStore,
 } from './access/access-stores.ts';
 import { principalOf } from './access/access-gate.ts';
 import { auditRoute } from './access/audit-route.ts';
@@ -37,7 +42,9 @@ export interface ManagementOptions {
   readonly teams?: TeamStore;
   /** The budget groups keys and teams may name; without it there are no group routes, and naming a group is refused. */
   readonly groups?: GroupStore;
-  /** The current registry, to check that a key's `models` are canonical IDs (and to list them); unchecked when absent. */
+  /**
+   * The current registry, to check that a key's `models` are canonical IDs (and to list them); unchecked when absent.
+   */
   readonly registry?: () => ModelRegistry;
   readonly bodyLimitBytes?: number;
   /** Usage read-back (`/usage`, `/usage.csv`). */
@@ -62,7 +69,13 @@ export interface ManagementOptions {
 }
 
 /** A cache that holds nothing: a clear without a configured cache still checks its target and is recorded. */
-const NO_CACHE: ResponseCache = { get: () => undefined, set: () => {}, delete: () => {}, clear: async () => 0, close: async () => {} };
+const NO_CACHE: ResponseCache = {
+  get: () => undefined,
+  set: () => {},
+  delete: () => {},
+  clear: async () => 0,
+  close: async () => {},
+};
 
 /** `GET /whoami`: who the request acts as, its roles, and where it holds each permission (`all` or team names). */
 const whoami: RequestHandler = (_req, res) => {
@@ -96,7 +109,10 @@ export function managementRouter(options: ManagementOptions): Router {
   router.get('/whoami', whoami);
   if (options.registry) {
     const registry = options.registry;
-    router.get('/models', (_req, res) => void res.json({ object: 'list', data: [...canonicalModelIds(registry())].sort() }));
+    router.get(
+      '/models',
+      (_req, res) => void res.json({ object: 'list', data: [...canonicalModelIds(registry())].sort() }),
+    );
   }
   if (options.health) {
     const health = options.health;
@@ -112,7 +128,8 @@ export function managementRouter(options: ManagementOptions): Router {
     });
   }
   router.get('/limits', limitsRoute({ keys, teams, limits: options.limits, rate: options.rate, now: options.now }));
-  if (options.guardrailActions) router.get('/guardrails/actions', guardrailActionsRoute(accessGuardrailActions(options.guardrailActions)));
+  if (options.guardrailActions)
+    router.get('/guardrails/actions', guardrailActionsRoute(accessGuardrailActions(options.guardrailActions)));
   router.get('/guardrails', guardrailListRoute(options.guardrailSettings ?? (() => [])));
   // A revoked key's and a deleted team's entries are emptied too.
   const responseCache = options.responseCache && accessResponseCache(options.responseCache);
@@ -128,7 +145,8 @@ export function managementRouter(options: ManagementOptions): Router {
     router.use(teamRoutes({ keys, teams, groups, bodyLimitBytes, guardrails, responseCache }));
     router.use(cacheRoutes({ keys, teams, responseCache: responseCache ?? accessResponseCache(NO_CACHE) }));
   }
-  if (options.tokens) router.use(tokenRoutes({ tokens: options.tokens, bodyLimitBytes: options.bodyLimitBytes, now: options.now }));
+  if (options.tokens)
+    router.use(tokenRoutes({ tokens: options.tokens, bodyLimitBytes: options.bodyLimitBytes, now: options.now }));
   if (options.audit) router.get('/audit', auditRoute(options.audit));
   return router;
 }

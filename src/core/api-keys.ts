@@ -39,14 +39,27 @@ export interface ApiKeyRecord {
    * the gateway's setting (and the key's team's).
    */
   readonly cache?: boolean;
-  /** The configured guardrails the key's requests get, over its team's; absent: its team's (else every one). `[]`: none. */
+  /**
+   * The configured guardrails the key's requests get, over its team's; absent: its team's (else every one). `[]`: none.
+   */
   readonly guardrails?: readonly string[];
 }
 
 export type NewKeyInput = Pick<
   ApiKeyRecord,
-  | 'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota' | 'tpm' | 'budget' | 'team' | 'teamId' | 'group'
-  | 'cache' | 'guardrails'
+  | 'name'
+  | 'expiresAt'
+  | 'models'
+  | 'rpm'
+  | 'concurrency'
+  | 'quota'
+  | 'tpm'
+  | 'budget'
+  | 'team'
+  | 'teamId'
+  | 'group'
+  | 'cache'
+  | 'guardrails'
 >;
 
 const KEY_SHAPE = /^sk-[A-Za-z0-9_-]{8,200}$/;
@@ -82,7 +95,14 @@ export function sameSecret(a: string, b: string): boolean {
 }
 
 export function newKeyRecord(key: string, input: NewKeyInput, now = new Date()): ApiKeyRecord {
-  return { id: generateKeyId(), name: input.name, hash: hashApiKey(key), createdAt: now.toISOString(), revoked: false, ...definedOnly(input) };
+  return {
+    id: generateKeyId(),
+    name: input.name,
+    hash: hashApiKey(key),
+    createdAt: now.toISOString(),
+    revoked: false,
+    ...definedOnly(input),
+  };
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

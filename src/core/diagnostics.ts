@@ -21,7 +21,10 @@ export interface HttpRequestMessage {
   readonly observation: Observation;
 }
 
-/** What the access log and metrics learn of a request answered without a usage record, filled in by the plane answering it. */
+/**
+ * What the access log and metrics learn of a request answered without a usage record, filled in by the plane answering
+ * it.
+ */
 export interface Observation {
   /** The `route` label: a model route's label, an Express route's pattern, or `unmatched` (never the raw path). */
   label: string;
@@ -172,7 +175,10 @@ export interface WebSocketClosed {
 /** What a control-plane event is about. */
 export interface EventTarget {
   readonly type: 'key' | 'team' | 'group' | 'token' | 'cache' | 'config' | 'session' | 'route';
-  /** The key's or token's id, the team's or group's name, a cache tenant, a route (`POST /admin/keys`), a config version. */
+  /**
+   * The key's or token's id, the team's or group's name, a cache tenant, a route (`POST /admin/keys`), a config
+   * version.
+   */
   readonly id?: string;
   /** The team the target belongs to, when it belongs to one (what team-scoped readers of the log see). */
   readonly team?: string | null;
@@ -288,7 +294,9 @@ export const EVENTS = {
   /** A stream's first content event came (time to first token). */
   attemptFirstContent: event<{ readonly exchange: ExchangeView }>('attempt:first-content'),
   /** An attempt failed (`reason` in the gateway's words; `status` the upstream's): another may follow. */
-  attemptError: event<{ readonly exchange: ExchangeView; readonly reason: string; readonly status?: number }>('attempt:error'),
+  attemptError: event<{ readonly exchange: ExchangeView; readonly reason: string; readonly status?: number }>(
+    'attempt:error',
+  ),
   /** An endpoint failed in a way that counts against it (the failover warning). */
   endpointFailed: event<EndpointFailedMessage>('endpoint:failed'),
   /** One upstream call ended (every route, the conformance checks included). */

@@ -20,7 +20,12 @@ const BODY = {
 /** What one request of {@link BODY} reserves on a money budget (nano-USD): its estimate at the model's prices. */
 function reservedNano(): number {
   const meter = {
-    counter: 'x', limit: Number.MAX_SAFE_INTEGER, kind: 'budget', scope: 'group', owner: 'x', period: 'day',
+    counter: 'x',
+    limit: Number.MAX_SAFE_INTEGER,
+    kind: 'budget',
+    scope: 'group',
+    owner: 'x',
+    period: 'day',
     resetAt: Date.now() + 1000,
   } as const;
   return demandsFor([meter], estimateRequest(promptCharacters(BODY), BODY.max_tokens), ZETA_PRICING)[0]!.want;
@@ -146,14 +151,22 @@ describe('budget groups: one daily budget shared by two teams, exact across thre
     }
     expect(after.at(-1)).to.equal(429);
     expect(after.slice(0, -1).every((status) => status === 200)).to.equal(true);
-    const everywhere = [[first, sales], [second, support], [third, support], [third, sales]] as const;
+    const everywhere = [
+      [first, sales],
+      [second, support],
+      [third, support],
+      [third, sales],
+    ] as const;
     for (const [instance, member] of everywhere) {
       const answer = await send(instance, member.key);
       expect(answer.status, 'every key of the group on every instance is refused once it is over').to.equal(429);
       expect(answer.error!.message).to.include("(group 'dept')");
     }
 
-    const used = await charged(instances, members.map((member) => member.record.id));
+    const used = await charged(
+      instances,
+      members.map((member) => member.record.id),
+    );
     expect(used.requests).to.equal(served + after.length - 1);
     // The bound (docs/budgets.md): within the budget, as no request cost more than it reserved.
     expect(used.cost).to.be.at.most(dailyUsd);

@@ -88,22 +88,20 @@ export async function revokeKey(
  * The key and usage operations behind whatever guard mounts them: the admin API (admin token) and the
  * account page (session cookie + CSRF token) answer alike. Without `teams`, a new key cannot name a team.
  */
-export function keyRoutes(
-  options: {
-    readonly keys: KeyStore;
-    readonly registry?: () => ModelRegistry;
-    readonly bodyLimitBytes?: number;
-    /** `GET /usage`, when the usage module provides it. */
-    readonly usage?: RequestHandler;
-    readonly teams?: TeamStore;
-    /** The budget groups a key's `group` may name; without it, naming a group is refused. */
-    readonly groups?: Pick<GroupStore, 'get'>;
-    /** The names of the configured guardrails, to check a key's `guardrails` against; unchecked when absent. */
-    readonly guardrails?: () => readonly string[];
-    /** The response cache a revoked key's own entries are emptied from; none when absent. */
-    readonly responseCache?: ResponseCache;
-  },
-): Router {
+export function keyRoutes(options: {
+  readonly keys: KeyStore;
+  readonly registry?: () => ModelRegistry;
+  readonly bodyLimitBytes?: number;
+  /** `GET /usage`, when the usage module provides it. */
+  readonly usage?: RequestHandler;
+  readonly teams?: TeamStore;
+  /** The budget groups a key's `group` may name; without it, naming a group is refused. */
+  readonly groups?: Pick<GroupStore, 'get'>;
+  /** The names of the configured guardrails, to check a key's `guardrails` against; unchecked when absent. */
+  readonly guardrails?: () => readonly string[];
+  /** The response cache a revoked key's own entries are emptied from; none when absent. */
+  readonly responseCache?: ResponseCache;
+}): Router {
   const router = Router();
   // What a key's body is checked against: the gateway's models, the team and group it names (looked up), the
   // configured guardrails.

@@ -5,7 +5,14 @@ import { TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import type { TeamChanges } from '../../stores/teams/team-store.ts';
 import { groupName, unknownGroup } from './group-input.ts';
 import {
-  cacheSetting, definedOnly, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails,
+  cacheSetting,
+  definedOnly,
+  guardrailList,
+  knownFields,
+  moneyBudget,
+  positiveInteger,
+  tokenQuota,
+  unknownGuardrails,
 } from './limit-fields.ts';
 
 // The fields a PATCH may set or remove: the limits, the cache setting, the guardrails and the budget group.
@@ -14,7 +21,12 @@ const CHANGEABLE_FIELDS = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cach
 const newTeamSchema = knownFields(
   yup
     .object({
-      name: yup.string().strict().typeError('must be a string').required('is required').matches(TEAM_NAME, TEAM_NAME_RULE),
+      name: yup
+        .string()
+        .strict()
+        .typeError('must be a string')
+        .required('is required')
+        .matches(TEAM_NAME, TEAM_NAME_RULE),
       rpm: positiveInteger(),
       tpm: positiveInteger(),
       quota: tokenQuota(),
@@ -106,5 +118,7 @@ export function parseTeamChanges(
 ): TeamChanges {
   validate(teamChangesSchema, body, label, knownGuardrails, knownGroups);
   const given = body as Record<string, unknown>;
-  return Object.fromEntries(CHANGEABLE_FIELDS.filter((field) => Object.hasOwn(given, field)).map((field) => [field, given[field]])) as TeamChanges;
+  return Object.fromEntries(
+    CHANGEABLE_FIELDS.filter((field) => Object.hasOwn(given, field)).map((field) => [field, given[field]]),
+  ) as TeamChanges;
 }
