@@ -6,6 +6,7 @@ import { keyStatus, type ApiKeyRecord } from '../core/api-keys.ts';
 import type { OpenStores } from '../stores/open-stores.ts';
 import { withOperatorStores } from './operator-stores.ts';
 import { isTeamName } from '../core/team-name.ts';
+import { knownGroup } from '../control-plane/admin/key-routes.ts';
 import { loadConfig } from '../config/gateway-config.ts';
 import { loadPlugins } from '../plugins/load-plugins.ts';
 import { ModelRegistry } from '../core/model-registry.ts';
@@ -13,8 +14,8 @@ import { CliUsageError, type CliIo } from './cli-io.ts';
 import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
 
-export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME] [--cache true|false] [--guardrails NAME,... ('' for none)]
-keys update KEY_ID [--name NAME] [the limit flags of keys create] [--clear rpm|tpm|quota|budget|concurrency|models|expires-at|team|cache|guardrails|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
+export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME] [--group NAME] [--cache true|false] [--guardrails NAME,... ('' for none)]
+keys update KEY_ID [--name NAME] [the limit flags of keys create] [--clear rpm|tpm|quota|budget|concurrency|models|expires-at|team|group|cache|guardrails|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
 keys list
 keys revoke KEY_ID`;
 
@@ -30,6 +31,7 @@ const CREATE_OPTIONS = {
   'daily-usd': { type: 'string' },
   'monthly-usd': { type: 'string' },
   team: { type: 'string' },
+  group: { type: 'string' },
   cache: { type: 'string' },
   guardrails: { type: 'string' },
 } as const;
@@ -72,12 +74,8 @@ export function pairOf<K extends string>(
   } as Partial<Record<K, number>>;
 }
 
-async function createKey(
-  argv: string[],
-  io: CliIo,
-  { keys: store, teams }: OpenStores,
-  env: NodeJS.ProcessEnv,
-): Promise<number> {
+async function createKey(argv: string[], io: CliIo, stores: OpenStores, env: NodeJS.ProcessEnv): Promise<number> {
+  const { keys: store, teams, groups } = stores;
   const { values } = parseArgs({ args: argv, options: CREATE_OPTIONS, strict: true, allowPositionals: false });
   const models = values.models
     ?.split(',')
@@ -95,6 +93,7 @@ async function createKey(
     ...(values.tpm !== undefined && { tpm: numberOf(values.tpm) }),
     ...(budget && { budget }),
     ...(values.team !== undefined && { team: values.team }),
+    ...(values.group !== undefined && { group: values.group }),
     ...(values.cache !== undefined && { cache: booleanOf(values.cache) }),
     ...(values.guardrails !== undefined && { guardrails: namesOf(values.guardrails) }),
   };
@@ -106,9 +105,9 @@ async function createKey(
   const knownGuardrails =
     config && values.guardrails !== undefined ? config.guardrails.map((entry) => entry.name) : undefined;
   const knownTeams = await teamIdByName(teams, values.team);
-  const { key, record } = await store.create(
-    parseNewKey(body, { knownModels: known, knownTeams, knownGuardrails, fieldLabel: flagOf }),
-  );
+  const knownGroups = await knownGroup(groups, values.group);
+  const check = { knownModels: known, knownTeams, knownGroups, knownGuardrails, fieldLabel: flagOf };
+  const { key, record } = await store.create(parseNewKey(body, check));
   io.out(`Created API key ${record.id} (${record.name}).\nKey, shown this once; store it now:\n${key}\n`);
   return 0;
 }
@@ -129,6 +128,7 @@ const CLEARABLE = [
   'models',
   'expires-at',
   'team',
+  'group',
   'cache',
   'guardrails',
   'daily-tokens',
@@ -167,6 +167,8 @@ function keyChangesOf(
   else if (values['expires-at'] !== undefined) body.expires_at = values['expires-at'];
   if (cleared.has('team')) body.team = null;
   else if (values.team !== undefined) body.team = values.team;
+  if (cleared.has('group')) body.group = null;
+  else if (values.group !== undefined) body.group = values.group;
   if (cleared.has('cache')) body.cache = null;
   else if (values.cache !== undefined) body.cache = booleanOf(values.cache);
   if (cleared.has('guardrails')) body.guardrails = null;
@@ -184,12 +186,8 @@ function keyChangesOf(
   return body;
 }
 
-async function updateKey(
-  argv: string[],
-  io: CliIo,
-  { keys: store, teams }: OpenStores,
-  env: NodeJS.ProcessEnv,
-): Promise<number> {
+async function updateKey(argv: string[], io: CliIo, stores: OpenStores, env: NodeJS.ProcessEnv): Promise<number> {
+  const { keys: store, teams, groups } = stores;
   const { values, positionals } = parseArgs({
     args: argv,
     options: { ...CREATE_OPTIONS, clear: { type: 'string', multiple: true } },
@@ -224,10 +222,9 @@ async function updateKey(
   const knownGuardrails =
     config && Array.isArray(body.guardrails) ? config.guardrails.map((entry) => entry.name) : undefined;
   const knownTeams = await teamIdByName(teams, values.team);
-  const updated = await store.update(
-    id,
-    parseKeyChanges(body, { knownModels: known, knownTeams, knownGuardrails, fieldLabel: updateFlagOf }),
-  );
+  const knownGroups = await knownGroup(groups, values.group);
+  const check = { knownModels: known, knownTeams, knownGroups, knownGuardrails, fieldLabel: updateFlagOf };
+  const updated = await store.update(id, parseKeyChanges(body, check));
   if (!updated) {
     io.err(`No API key with id '${id}' (see keys list)\n`);
     return 1;
@@ -255,24 +252,12 @@ async function listKeys(argv: string[], io: CliIo, { keys: store }: OpenStores):
     concurrency: record.concurrency ?? 'default',
     models: record.models?.join(',') ?? 'all',
     team: record.team ?? '-',
+    group: record.group ?? '-',
     cache: record.cache ?? 'default',
     guardrails: record.guardrails ? record.guardrails.join(',') || 'none' : 'default',
   }));
-  io.out(
-    textTable(rows, [
-      'id',
-      'name',
-      'status',
-      'created',
-      'expires',
-      'rpm',
-      'concurrency',
-      'models',
-      'team',
-      'cache',
-      'guardrails',
-    ]),
-  );
+  const columns = ['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'group'];
+  io.out(textTable(rows, [...columns, 'cache', 'guardrails']));
   return 0;
 }
 

@@ -5,6 +5,7 @@ import { CliUsageError, type CliIo } from './cli-io.ts';
 import { runUsageCommand, USAGE_SYNOPSIS } from './usage-command.ts';
 import { KEYS_SYNOPSIS, runKeysCommand } from './keys-command.ts';
 import { runTeamsCommand, TEAMS_SYNOPSIS } from './teams-command.ts';
+import { GROUPS_SYNOPSIS, runGroupsCommand } from './groups-command.ts';
 import { LIMITS_SYNOPSIS, runLimitsCommand } from './limits-command.ts';
 import { PLUGIN_SYNOPSIS, runPluginCommand } from './plugin-command.ts';
 import { CONFIG_SYNOPSIS, runConfigCommand } from './config-command.ts';
@@ -22,11 +23,12 @@ export interface CliCommand {
 }
 
 const HEADER =
-  "model-gateway: operator commands (keys, teams, service tokens, the audit log, limits and usage on the store the server uses: REDIS_URL, else GATEWAY_DATA_DIR, default data/; the response cache on Redis) and plugin authors' tools";
+  "model-gateway: operator commands (keys, teams, budget groups, service tokens, the audit log, limits and usage on the store the server uses: REDIS_URL, else GATEWAY_DATA_DIR, default data/; the response cache on Redis) and plugin authors' tools";
 
 const commands: Record<string, CliCommand> = {
   keys: { synopsis: KEYS_SYNOPSIS, run: runKeysCommand },
   teams: { synopsis: TEAMS_SYNOPSIS, run: runTeamsCommand },
+  groups: { synopsis: GROUPS_SYNOPSIS, run: runGroupsCommand },
   limits: { synopsis: LIMITS_SYNOPSIS, run: runLimitsCommand },
   usage: { synopsis: USAGE_SYNOPSIS, run: runUsageCommand },
   cache: { synopsis: CACHE_SYNOPSIS, run: runCacheCommand },

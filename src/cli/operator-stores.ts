@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/gateway-config.ts';
 import { ADMIN_GRANT } from '../core/access.ts';
 import { createLogger } from '../core/logger.ts';
-import { accessKeyStore, accessTeamStore } from '../control-plane/access/access-stores.ts';
+import { accessGroupStore, accessKeyStore, accessTeamStore } from '../control-plane/access/access-stores.ts';
 import { runInScope } from '../control-plane/access/request-scope.ts';
 import { startAuditTrail } from '../ops/audit/audit-trail.ts';
 import { openStores, type OpenStores, type OpenStoresOptions } from '../stores/open-stores.ts';
@@ -49,9 +49,13 @@ export async function withOperatorStores<T>(
     source: { source, via: 'cli' as const },
   };
   try {
-    return await runInScope(scope, () =>
-      work({ ...stores, keys: accessKeyStore(stores.keys, stores.teams), teams: accessTeamStore(stores.teams) }),
-    );
+    const seen = {
+      ...stores,
+      keys: accessKeyStore(stores.keys, stores.teams),
+      teams: accessTeamStore(stores.teams),
+      groups: accessGroupStore(stores.groups),
+    };
+    return await runInScope(scope, () => work(seen));
   } finally {
     await trail.close();
     await otlp?.shutdown();

@@ -9,13 +9,14 @@ import { CliUsageError, type CliIo } from './cli-io.ts';
 import { booleanOf, LIMIT_FLAGS, namesOf, numberOf } from './keys-command.ts';
 import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
+import { knownGroup } from '../control-plane/admin/key-routes.ts';
 
 const LIMIT_SYNOPSIS =
-  "[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false] [--guardrails NAME,... ('' for none)]";
+  "[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false] [--guardrails NAME,... ('' for none)] [--group NAME]";
 
 export const TEAMS_SYNOPSIS = `teams create NAME ${LIMIT_SYNOPSIS}
 teams list
-teams update NAME ${LIMIT_SYNOPSIS} [--clear rpm|tpm|quota|budget|concurrency|cache|guardrails|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
+teams update NAME ${LIMIT_SYNOPSIS} [--clear rpm|tpm|quota|budget|concurrency|cache|guardrails|group|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
 teams delete NAME`;
 
 const LIMIT_OPTIONS = {
@@ -30,8 +31,13 @@ const LIMIT_OPTIONS = {
 
 type LimitFlag = keyof typeof LIMIT_OPTIONS;
 
-/** The limits' flags and `--cache`, the team's response cache setting. */
-const TEAM_OPTIONS = { ...LIMIT_OPTIONS, cache: { type: 'string' }, guardrails: { type: 'string' } } as const;
+/** The limits' flags, `--cache` (the team's response cache setting), `--guardrails` and `--group` (its group). */
+const TEAM_OPTIONS = {
+  ...LIMIT_OPTIONS,
+  cache: { type: 'string' },
+  guardrails: { type: 'string' },
+  group: { type: 'string' },
+} as const;
 
 /** Each flag's place in a team: a top-level limit, or one side of `quota` / `budget`. */
 const PLACE_OF: Record<LimitFlag, readonly [field: 'rpm' | 'tpm' | 'quota' | 'budget' | 'concurrency', side?: string]> =
@@ -72,7 +78,7 @@ function limitsOf(values: Partial<Record<LimitFlag, string>>): Record<string, un
  * as the team has it; a limit left with neither side is removed.
  */
 function changesOf(
-  values: Partial<Record<LimitFlag | 'cache' | 'guardrails', string>>,
+  values: Partial<Record<LimitFlag | 'cache' | 'guardrails' | 'group', string>>,
   cleared: ReadonlySet<string>,
   current: TeamRecord,
 ): Record<string, unknown> {
@@ -82,6 +88,8 @@ function changesOf(
   else if (values.cache !== undefined) body.cache = booleanOf(values.cache);
   if (cleared.has('guardrails')) body.guardrails = null;
   else if (values.guardrails !== undefined) body.guardrails = namesOf(values.guardrails);
+  if (cleared.has('group')) body.group = null;
+  else if (values.group !== undefined) body.group = values.group;
   for (const field of ['rpm', 'tpm', 'concurrency'] as const) {
     if (cleared.has(field)) body[field] = null;
     else if (field in given) body[field] = given[field];
@@ -100,9 +108,10 @@ function changesOf(
 async function createTeam(
   argv: string[],
   io: CliIo,
-  { teams }: OpenStores,
+  stores: OpenStores,
   guardrails?: readonly string[],
 ): Promise<number> {
+  const { teams, groups } = stores;
   const { values, positionals } = parseArgs({
     args: argv,
     options: TEAM_OPTIONS,
@@ -111,13 +120,9 @@ async function createTeam(
   });
   const cache = values.cache === undefined ? {} : { cache: booleanOf(values.cache) };
   const named = values.guardrails === undefined ? {} : { guardrails: namesOf(values.guardrails) };
-  const team = await teams.create(
-    parseNewTeam(
-      { name: teamName(positionals, 'create'), ...limitsOf(values), ...cache, ...named },
-      flagOf,
-      guardrails,
-    ),
-  );
+  const group = values.group === undefined ? {} : { group: values.group };
+  const body = { name: teamName(positionals, 'create'), ...limitsOf(values), ...cache, ...named, ...group };
+  const team = await teams.create(parseNewTeam(body, flagOf, guardrails, await knownGroup(groups, values.group)));
   io.out(`Created team ${team.name} (${describeLimits(team)}).\n`);
   return 0;
 }
@@ -141,22 +146,10 @@ async function listTeams(argv: string[], io: CliIo, { teams }: OpenStores): Prom
     concurrency: team.concurrency ?? '-',
     cache: team.cache ?? '-',
     guardrails: team.guardrails ? team.guardrails.join(',') || 'none' : '-',
+    group: team.group ?? '-',
   }));
-  io.out(
-    textTable(rows, [
-      'name',
-      'created',
-      'rpm',
-      'tpm',
-      'daily-tokens',
-      'monthly-tokens',
-      'daily-usd',
-      'monthly-usd',
-      'concurrency',
-      'cache',
-      'guardrails',
-    ]),
-  );
+  const limits = ['rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency'];
+  io.out(textTable(rows, ['name', 'created', ...limits, 'cache', 'guardrails', 'group']));
   return 0;
 }
 
@@ -168,15 +161,17 @@ const CLEARABLE = new Set([
   'concurrency',
   'cache',
   'guardrails',
+  'group',
   ...Object.keys(PLACE_OF),
 ]);
 
 async function updateTeam(
   argv: string[],
   io: CliIo,
-  { teams }: OpenStores,
+  stores: OpenStores,
   guardrails?: readonly string[],
 ): Promise<number> {
+  const { teams, groups } = stores;
   const { values, positionals } = parseArgs({
     args: argv,
     options: { ...TEAM_OPTIONS, clear: { type: 'string', multiple: true } },
@@ -189,7 +184,7 @@ async function updateTeam(
     if (!CLEARABLE.has(field))
       throw new CliUsageError(`--clear takes one of ${[...CLEARABLE].join(', ')}; got '${field}'`);
     const setToo =
-      field === 'cache' || field === 'guardrails'
+      field === 'cache' || field === 'guardrails' || field === 'group'
         ? values[field] !== undefined
           ? field
           : undefined
@@ -204,7 +199,8 @@ async function updateTeam(
     return 1;
   }
   const body = changesOf(values, cleared, current);
-  const updated = await teams.update(name, parseTeamChanges(body, flagOf, guardrails));
+  const knownGroups = await knownGroup(groups, values.group);
+  const updated = await teams.update(name, parseTeamChanges(body, flagOf, guardrails, knownGroups));
   if (!updated) {
     io.err(`No team named '${name}' (see teams list)\n`);
     return 1;
@@ -238,6 +234,7 @@ function describeLimits(team: TeamRecord): string {
     team.concurrency !== undefined && `at most ${team.concurrency} requests at once`,
     team.cache !== undefined && `cache ${team.cache}`,
     team.guardrails !== undefined && `guardrails ${team.guardrails.join(', ') || 'none'}`,
+    team.group !== undefined && `group ${team.group}`,
   ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'no limits';
 }

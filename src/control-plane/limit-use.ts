@@ -109,6 +109,21 @@ function limitUse(meter: Meter, value: number | undefined): LimitUse {
 }
 
 /**
+ * The use of each list of meters, read with one `peek` of every counter (none without a ledger: `used`
+ * and `remaining` are null then).
+ */
+export async function useOfMeters(
+  meters: readonly (readonly Meter[])[],
+  ledger: Pick<LimitLedger, 'peek'> | undefined,
+): Promise<LimitUse[][]> {
+  const counters = meters.flat().map((meter) => meter.counter);
+  const values = ledger && counters.length > 0 ? await ledger.peek(counters) : [];
+  const valueOf = new Map(counters.map((counter, index) => [counter, values[index]]));
+  const used = (meter: Meter) => (ledger ? (valueOf.get(meter.counter) ?? 0) : undefined);
+  return meters.map((list) => list.map((meter) => limitUse(meter, used(meter))));
+}
+
+/**
  * The limits of every non-revoked key (expired ones included, marked so) and every team, each request,
  * token and money limit with its use in the window open at `now`, read with one `peek` of every counter
  * (the request counters are the rate limiter's: {@link requestMeter}). Money is in USD (the counters hold

@@ -8,10 +8,12 @@ import type { AuditStore } from '../stores/audit/audit-store.ts';
 import type { GuardrailActionLog } from '../stores/guardrail-actions/guardrail-action-log.ts';
 import type { KeyStore } from '../stores/keys/key-store.ts';
 import type { TeamStore } from '../stores/teams/team-store.ts';
+import type { GroupStore } from '../stores/groups/group-store.ts';
 import type { TokenStore } from '../stores/tokens/token-store.ts';
 import type { LimitLedger } from '../usage/limit-ledger.ts';
 import type { UsageStore } from '../usage/usage-store.ts';
 import {
+  accessGroupStore,
   accessGuardrailActions,
   accessKeyStore,
   accessResponseCache,
@@ -27,6 +29,7 @@ import { usageCsv, usageCsvName } from './account/usage-csv.ts';
 import { canonicalModelIds, keyRoutes } from './admin/key-routes.ts';
 import { cacheRoutes } from './admin/cache-routes.ts';
 import { teamRoutes } from './admin/team-routes.ts';
+import { groupRoutes } from './admin/group-routes.ts';
 import { guardrailActionsRoute } from './guardrail-actions-route.ts';
 import { guardrailListRoute, guardrailNames } from './guardrail-list.ts';
 import { limitsRoute } from './limit-use.ts';
@@ -37,6 +40,8 @@ export interface ManagementOptions {
   readonly keys: KeyStore;
   /** The teams keys may name; without it there are no team and cache routes, and no teams listed. */
   readonly teams?: TeamStore;
+  /** The budget groups keys and teams may name; without it there are no group routes, and naming a group is refused. */
+  readonly groups?: GroupStore;
   /**
    * The current registry, to check that a key's `models` are canonical IDs (and to list them); unchecked when absent.
    */
@@ -87,7 +92,8 @@ const whoami: RequestHandler = (_req, res) => {
 
 /**
  * The management routes, one router mounted at `/admin` (bearer) and at `/account/api` (session and
- * CSRF), behind the access gate: keys and usage ({@link keyRoutes}), teams ({@link teamRoutes}), limits,
+ * CSRF), behind the access gate: keys and usage ({@link keyRoutes}), teams ({@link teamRoutes}), budget
+ * groups ({@link groupRoutes}), limits,
  * the response cache ({@link cacheRoutes}), guardrails and their actions, models, health, service
  * tokens, the audit log and `whoami`. Each is declared once with its permission (`MANAGEMENT_ROUTES`).
  * The stores are seen through the access stores: scoped to a team role's teams, every change published.
@@ -96,6 +102,7 @@ export function managementRouter(options: ManagementOptions): Router {
   const router = Router();
   const keys = accessKeyStore(options.keys, options.teams);
   const teams = options.teams && accessTeamStore(options.teams);
+  const groups = options.groups && accessGroupStore(options.groups);
   const usage = options.usage && accessUsageStore(options.usage, options.keys, options.teams);
   const guardrails = guardrailNames(options.guardrailSettings);
 
@@ -127,19 +134,15 @@ export function managementRouter(options: ManagementOptions): Router {
   // A revoked key's and a deleted team's entries are emptied too.
   const responseCache = options.responseCache && accessResponseCache(options.responseCache);
   const usageRoute = usage && adminUsageRoute(usage, keys, teams);
+  const { bodyLimitBytes } = options;
+  const { registry } = options;
   router.use(
-    keyRoutes({
-      keys,
-      teams,
-      registry: options.registry,
-      bodyLimitBytes: options.bodyLimitBytes,
-      usage: usageRoute,
-      guardrails,
-      responseCache,
-    }),
+    keyRoutes({ keys, teams, groups, registry, bodyLimitBytes, usage: usageRoute, guardrails, responseCache }),
   );
+  const { limits, now } = options;
+  if (groups) router.use(groupRoutes({ groups, keys, teams, limits, bodyLimitBytes, now }));
   if (teams) {
-    router.use(teamRoutes({ keys, teams, bodyLimitBytes: options.bodyLimitBytes, guardrails, responseCache }));
+    router.use(teamRoutes({ keys, teams, groups, bodyLimitBytes, guardrails, responseCache }));
     router.use(cacheRoutes({ keys, teams, responseCache: responseCache ?? accessResponseCache(NO_CACHE) }));
   }
   if (options.tokens)

@@ -32,6 +32,8 @@ export interface ApiKeyRecord {
    * absent on keys given their team before teams had ids.
    */
   readonly teamId?: string;
+  /** The name of the budget group the key draws from, over its team's group. */
+  readonly group?: string;
   /**
    * `false`: the key's requests never use the response cache. Absent or `true` (kept as set): they follow
    * the gateway's setting (and the key's team's).
@@ -55,6 +57,7 @@ export type NewKeyInput = Pick<
   | 'budget'
   | 'team'
   | 'teamId'
+  | 'group'
   | 'cache'
   | 'guardrails'
 >;

@@ -174,8 +174,11 @@ export interface WebSocketClosed {
 
 /** What a control-plane event is about. */
 export interface EventTarget {
-  readonly type: 'key' | 'team' | 'token' | 'cache' | 'config' | 'session' | 'route';
-  /** The key's or token's id, the team's name, a cache tenant, a route (`POST /admin/keys`), a config version. */
+  readonly type: 'key' | 'team' | 'group' | 'token' | 'cache' | 'config' | 'session' | 'route';
+  /**
+   * The key's or token's id, the team's or group's name, a cache tenant, a route (`POST /admin/keys`), a config
+   * version.
+   */
   readonly id?: string;
   /** The team the target belongs to, when it belongs to one (what team-scoped readers of the log see). */
   readonly team?: string | null;
@@ -200,10 +203,8 @@ export interface ControlPlaneEvent extends ChangeSite {
 /** A change made on the control plane: keys, teams, service tokens, cache clears, configuration reloads. */
 export interface ControlPlaneChange extends ControlPlaneEvent {
   readonly actor: Actor;
-  /**
-   * `key.create`, `key.update`, `key.revoke`, `team.create`, `team.update`, `team.delete`, `token.create`,
-   * `token.revoke`, `cache.clear`, `config.reload`.
-   */
+  /** `key.create`, `key.update`, `key.revoke`, `team.create`, `team.update`, `team.delete`,
+   * `group.create`, `group.update`, `group.delete`, `token.create`, `token.revoke`, `cache.clear`, `config.reload`. */
   readonly action: string;
   readonly target: EventTarget;
   /** The target before and after, as the admin API shows it: never a secret or its hash's input. */

@@ -3,7 +3,15 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { ResolvedModel } from './model-registry.ts';
 import type { ModelRoute } from './route-table.ts';
 import type { AnswerFacts } from './formats/index.ts';
-import type { CacheSetting, GuardrailSetting, Limits, MoneyBudget, TeamRecord, TokenQuota } from './limits.ts';
+import type {
+  CacheSetting,
+  CallerGroup,
+  GuardrailSetting,
+  Limits,
+  MoneyBudget,
+  TeamRecord,
+  TokenQuota,
+} from './limits.ts';
 
 /** The caller as the auth middleware leaves it in `res.locals.apiKey` (never the key itself). */
 export interface CallerKey {
@@ -20,9 +28,14 @@ export interface CallerKey {
   readonly tpm?: number;
   /**
    * The key's team: its id (what its shared counters and cache entries are kept under), its name, the limits it shares
-   * with the team's other keys and its cache setting (as read from the team store).
+   * with the team's other keys, its cache setting and the name of its budget group (as read from the team store).
    */
-  readonly team?: Pick<TeamRecord, 'id' | 'name'> & Limits & CacheSetting & GuardrailSetting;
+  readonly team?: Pick<TeamRecord, 'id' | 'name' | 'group'> & Limits & CacheSetting & GuardrailSetting;
+  /**
+   * The budget group the request draws from: the key's, else its team's (as read from the group store), with
+   * its id (what its counters are kept under), name and limits.
+   */
+  readonly group?: CallerGroup;
   /** The key's own limit of requests in flight at once, instead of the gateway's. */
   readonly concurrency?: number;
   /** `false`: the key's requests bypass the response cache (so do they when `team.cache` is `false`). */

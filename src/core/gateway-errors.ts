@@ -35,7 +35,7 @@ export interface GatewayErrorOptions {
 /** Which limit refused a request: what it counts and whose it is. */
 export interface LimitRefusal {
   readonly kind: 'rpm' | 'tpm' | 'quota' | 'budget' | 'concurrency' | 'websockets';
-  readonly scope: 'key' | 'team' | 'address';
+  readonly scope: 'key' | 'team' | 'group' | 'address';
 }
 
 export class GatewayError extends Error {
@@ -123,6 +123,10 @@ export function keyNotFound(id: string): GatewayError {
 
 export function teamNotFound(name: string): GatewayError {
   return new GatewayError('GW_ERR_TEAM_NOT_FOUND', 404, 'not_found', `No team named '${name}'`);
+}
+
+export function groupNotFound(name: string): GatewayError {
+  return new GatewayError('GW_ERR_GROUP_NOT_FOUND', 404, 'not_found', `No budget group named '${name}'`);
 }
 
 export function tokenNotFound(id: string): GatewayError {

@@ -57,14 +57,42 @@ export interface TeamRecord extends Limits, CacheSetting, GuardrailSetting {
   readonly name: string;
   /** ISO date-time. */
   readonly createdAt: string;
+  /** The name of the budget group the team's keys draw from (unless a key names its own). */
+  readonly group?: string;
 }
 
 export type TeamInput = Omit<TeamRecord, 'id' | 'createdAt'>;
 
+/**
+ * A budget group: a named budget (tokens per minute, token quotas and money per day and month) that the
+ * teams and keys naming it draw from together, besides their own limits.
+ */
+export interface GroupRecord {
+  /** Made when the group is created and never changed: what its limit counters are kept under. */
+  readonly id: string;
+  /** Unique among the groups that exist, 1 to 64 characters of letters, digits, `.`, `_` and `-`. */
+  readonly name: string;
+  /** ISO date-time. */
+  readonly createdAt: string;
+  readonly tpm?: number;
+  readonly quota?: TokenQuota;
+  readonly budget?: MoneyBudget;
+  /** Alert thresholds in percent of each budget and quota (see BUDGETS.md, helper ALERTS); absent: the gateway's. */
+  readonly alerts?: readonly number[];
+}
+
+export type GroupInput = Omit<GroupRecord, 'id' | 'createdAt'>;
+
+/** The limits of a group a request draws from, as the authenticator joins them (`CallerKey.group`). */
+export type CallerGroup = Pick<GroupRecord, 'id' | 'name' | 'tpm' | 'quota' | 'budget' | 'alerts'>;
+
 /** What a limit counts. */
 export type LimitKind = 'rpm' | 'tpm' | 'quota' | 'budget';
-/** Whose limit it is: a key's, a team's, or (the public catalog's request rate) a client address's. */
-export type LimitScope = 'key' | 'team' | 'address';
+/**
+ * Whose limit it is: a key's, a team's, a budget group's, or (the public catalog's request rate) a client
+ * address's.
+ */
+export type LimitScope = 'key' | 'team' | 'group' | 'address';
 export type LimitPeriod = 'minute' | 'day' | 'month';
 
 /** The gateway's request limit: `max` requests per `windowMs` (a key's or team's own `rpm` replaces `max`). */
@@ -79,14 +107,14 @@ export interface RateSettings {
  */
 export interface Meter {
   readonly scope: LimitScope;
-  /** The key id, the team name or the client address (what refusals and logs name). */
+  /** The key id, the team or group name or the client address (what refusals and logs name). */
   readonly owner: string;
   readonly kind: LimitKind;
   readonly period: LimitPeriod;
   readonly limit: number;
   /**
    * The counter's name, unique per owner, kind and window (e.g. `key:key_ab12:tpm:m:29410560`); a team's
-   * counters carry its id, not its name.
+   * and a group's counters carry their ids, not their names.
    */
   readonly counter: string;
   /** When the window ends (epoch ms): the counter expires then, and a refusal's Retry-After points there. */

@@ -11,6 +11,9 @@ import type { KeyStore } from './keys/key-store.ts';
 import { legacyStaticKeyId, readLegacySecret, type LegacySecretSource } from './keys/legacy-key-ids.ts';
 import { RedisKeyStore } from './keys/redis-key-store.ts';
 import { createRedisClient, waitUntilReady, type RedisConnection } from './redis/redis-client.ts';
+import { FileGroupStore } from './groups/file-group-store.ts';
+import type { GroupStore } from './groups/group-store.ts';
+import { RedisGroupStore } from './groups/redis-group-store.ts';
 import { FileTeamStore } from './teams/file-team-store.ts';
 import { RedisTeamStore } from './teams/redis-team-store.ts';
 import type { TeamStore } from './teams/team-store.ts';
@@ -36,6 +39,8 @@ export interface OpenStores<
   readonly redis?: RedisConnection;
   readonly keys: KeyStore;
   readonly teams: TeamStore;
+  /** Budget groups that keys and teams draw from. */
+  readonly groups: GroupStore;
   /** The newest guardrail actions: in Redis (shared) when configured, else this process's own. */
   readonly guardrailActions: GuardrailActionLog;
   /** Service tokens of the admin API. */
@@ -75,7 +80,7 @@ type StoresConfig = Pick<
 >;
 
 /**
- * The key and team stores, the guardrail action log, service tokens, the audit log and (when asked) the
+ * The key, team and group stores, the guardrail action log, service tokens, the audit log and (when asked) the
  * usage store and the limit counters of a config, for the server and the CLI alike: in Redis when `redis` is set, else
  * the embedded files under the data directory (the action log in process). Usage read back for a static key also sums
  * what was recorded under its id of the previous scheme.
@@ -114,6 +119,7 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
     ? new RedisKeyStore(redis, { failMode: config.authFailMode, graceMs: config.authGraceMs })
     : new FileKeyStore(config.dataDir);
   const teams: TeamStore = redis ? new RedisTeamStore(redis) : new FileTeamStore(config.dataDir);
+  const groups: GroupStore = redis ? new RedisGroupStore(redis) : new FileGroupStore(config.dataDir);
   const guardrailActions: GuardrailActionLog = redis
     ? new RedisGuardrailActionLog(redis, { logger })
     : new EmbeddedGuardrailActionLog();
@@ -139,6 +145,7 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
     redis,
     keys,
     teams,
+    groups,
     guardrailActions,
     tokens,
     audit,
@@ -149,6 +156,7 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
       await ledger?.close();
       await keys.close();
       await teams.close();
+      await groups.close();
       await guardrailActions.close();
       await tokens.close();
       await audit.close();

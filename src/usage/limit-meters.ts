@@ -63,8 +63,9 @@ const NONE: readonly Meter[] = [];
 const cached = new WeakMap<CallerKey, { readonly meters: readonly Meter[]; readonly until: number }>();
 
 /**
- * Every token and money meter a caller's request is measured against: the key's, then its team's.
- * Kept per caller object until the first of its windows ends, so most requests build none.
+ * Every token and money meter a caller's request is measured against: the key's, then its team's, then
+ * its budget group's (owner: the group's name, counted under its id). Kept per caller object until the
+ * first of its windows ends, so most requests build none.
  */
 export function metersOf(caller: CallerKey | undefined, now: number): readonly Meter[] {
   if (!caller) return NONE;
@@ -72,6 +73,7 @@ export function metersOf(caller: CallerKey | undefined, now: number): readonly M
   if (known && now < known.until) return known.meters;
   const meters = metersOfLimits('key', caller.id, caller, now);
   if (caller.team) meters.push(...metersOfLimits('team', caller.team.name, caller.team, now, caller.team.id));
+  if (caller.group) meters.push(...metersOfLimits('group', caller.group.name, caller.group, now, caller.group.id));
   cached.set(caller, { meters, until: meters.reduce((first, meter) => Math.min(first, meter.resetAt), Infinity) });
   return meters;
 }

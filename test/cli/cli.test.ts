@@ -130,13 +130,14 @@ describe('CLI', function () {
       'concurrency',
       'models',
       'team',
+      'group',
       'cache',
       'guardrails',
     ]);
     expect(rows).to.have.length(3);
     expect(rows[0]).to.match(
       new RegExp(
-        `^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all\\s+-\\s+default\\s+default$`,
+        `^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all\\s+-\\s+-\\s+default\\s+default$`,
       ),
     );
     expect(rows[1]).to.match(/\ssecond\s+active\s.*\strue\s+default$/);

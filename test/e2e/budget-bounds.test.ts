@@ -55,17 +55,15 @@ function billingUpstream(upstream: ScriptedUpstream, state: { failing: boolean }
       message: { role: 'assistant', content: 'ok' },
       finish_reason: 'length',
     }));
-    res
-      .writeHead(200, { 'content-type': 'application/json' })
-      .end(
-        JSON.stringify({
-          id: 'x',
-          object: 'chat.completion',
-          model: body.model,
-          choices,
-          usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
-        }),
-      );
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        id: 'x',
+        object: 'chat.completion',
+        model: body.model,
+        choices,
+        usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+      }),
+    );
   };
 }
 

@@ -84,13 +84,11 @@ const answer =
 
 /** A 503 that echoes what the upstream got (its URL, its headers): some vendors quote the request in their errors. */
 const busyEcho: Script = (req, res) =>
-  res
-    .writeHead(503, { 'content-type': 'application/json' })
-    .end(
-      JSON.stringify({
-        error: { message: `overloaded: ${req.url} ${JSON.stringify(req.headers)}`, type: 'overloaded' },
-      }),
-    );
+  res.writeHead(503, { 'content-type': 'application/json' }).end(
+    JSON.stringify({
+      error: { message: `overloaded: ${req.url} ${JSON.stringify(req.headers)}`, type: 'overloaded' },
+    }),
+  );
 
 /** Asserts the key went exactly where `place` says, and nowhere else in the request: no other header, no query. */
 function expectKeyOnlyAt(seen: SeenRequest, key: string, place: Place): void {

@@ -1,5 +1,5 @@
-// The account page: sign-in, then the keys, teams, usage, limits, health, audit and tokens views behind the hash
-// (#keys, #teams, …).
+// The account page: sign-in, then the keys, teams, groups, usage, limits, health, audit and tokens views behind the
+// hash (#keys, #teams, …).
 import { api, ApiError, setCsrfToken } from './api.js';
 import { announce, byId } from './dom.js';
 import { initEditDialog } from './edit-dialog.js';
@@ -7,6 +7,7 @@ import { initHealth, showHealth } from './health-view.js';
 import { clearSignedInData, forgetNewKey, initKeys, showKeys } from './keys-view.js';
 import { clearLimits, initLimits, showLimits } from './limits-view.js';
 import { clearTeams, initTeams, showTeams } from './teams-view.js';
+import { clearGroups, initGroups, showGroups } from './groups-view.js';
 import { clearUsage, initUsage, showUsage } from './usage-view.js';
 import { clearAudit, initAudit, showAudit } from './audit-view.js';
 import { can, setPermissions } from './permissions.js';
@@ -15,6 +16,7 @@ import { clearTokens, forgetNewToken, initTokens, showTokens } from './tokens-vi
 const VIEWS = {
   keys: showKeys,
   teams: showTeams,
+  groups: showGroups,
   usage: () => showUsage({ reloadKeys: true }),
   limits: showLimits,
   health: showHealth,
@@ -26,6 +28,7 @@ const ALL_SECTIONS = [
   'sign-in-view',
   'keys-view',
   'teams-view',
+  'groups-view',
   'usage-view',
   'limits-view',
   'health-view',
@@ -56,11 +59,13 @@ function applyPermissions(session) {
   document.body.classList.toggle('read-only-teams', !can('teams.write'));
   byId('create-key-form').hidden = !can('keys.write');
   byId('create-team-form').hidden = !can('teams.write');
+  byId('create-group-form').hidden = !can('groups.write');
   byId('create-token-form').hidden = !can('tokens.write');
   for (const link of byId('nav').querySelectorAll('a')) {
     const needs = {
       keys: 'keys.read',
       teams: 'teams.read',
+      groups: 'groups.read',
       usage: 'usage.read',
       limits: 'limits.read',
       health: 'health.read',
@@ -97,6 +102,7 @@ function signedOut(message) {
   clearSignedInData();
   clearLimits();
   clearTeams();
+  clearGroups();
   for (const dialog of document.querySelectorAll('dialog[open]')) dialog.close();
   clearUsage();
   clearAudit();
@@ -177,6 +183,7 @@ async function onSignOut() {
 async function start() {
   initKeys();
   initTeams();
+  initGroups();
   initEditDialog();
   initUsage();
   initLimits();

@@ -7,21 +7,27 @@ const USD = { type: 'number', min: '0', step: 'any', inputmode: 'decimal' };
 
 /**
  * Each field: the body path it sends, its id suffix, its control, the hint after its label and, when it is not
- * on every form, the kinds (`key`, `team`) and modes (`create`, `edit`) that have it.
+ * on every form, the kinds (`key`, `team`, `group`) and modes (`create`, `edit`) that have it.
  */
 const FIELDS = [
   { path: 'name', id: 'name', control: 'text', modes: ['create', 'key-edit'] },
-  { path: 'rpm', id: 'rpm', control: 'count', hint: 'optional' },
+  { path: 'rpm', id: 'rpm', control: 'count', hint: 'optional', kinds: ['key', 'team'] },
   { path: 'tpm', id: 'tpm', control: 'count', hint: 'optional' },
   { path: 'quota.daily', id: 'daily', control: 'count', hint: 'optional' },
   { path: 'quota.monthly', id: 'monthly', control: 'count', hint: 'optional' },
   { path: 'budget.daily_usd', id: 'daily-usd', control: 'usd', hint: 'optional' },
   { path: 'budget.monthly_usd', id: 'monthly-usd', control: 'usd', hint: 'optional' },
-  { path: 'concurrency', id: 'concurrency', control: 'count', hint: 'optional, requests at once' },
+  {
+    path: 'concurrency',
+    id: 'concurrency',
+    control: 'count',
+    hint: 'optional, requests at once',
+    kinds: ['key', 'team'],
+  },
   { path: 'team', id: 'team', control: 'team', kinds: ['key'] },
-  { path: 'cache', id: 'cache', control: 'cache' },
+  { path: 'cache', id: 'cache', control: 'cache', kinds: ['key', 'team'] },
   { path: 'expires_at', id: 'expires', control: 'datetime', hint: 'optional, your local time', kinds: ['key'] },
-  { path: 'guardrails', id: 'guardrails', control: 'multi', wide: true },
+  { path: 'guardrails', id: 'guardrails', control: 'multi', wide: true, kinds: ['key', 'team'] },
   { path: 'models', id: 'models', control: 'multi', wide: true, kinds: ['key'], hint: 'none selected: every model' },
 ];
 

@@ -45,7 +45,7 @@ function resetTime(entry) {
 /**
  * One limit's cell: used / limit, a bar, the share used and when it resets; the limit alone when use is not counted.
  */
-function useCell(entry, owner, label) {
+export function useCell(entry, owner, label) {
   if (!entry) return '—';
   const format = entry.unit === 'usd' ? formatUsd : formatNumber;
   const cell = element('div', { className: 'use' });

@@ -3,6 +3,8 @@ import type { CacheTenant, ResponseCache } from '../../core/response-cache.ts';
 import type { Limits, TeamRecord } from '../../core/limits.ts';
 import type { KeyChanges, KeyStore } from '../../stores/keys/key-store.ts';
 import type { TeamChanges, TeamStore } from '../../stores/teams/team-store.ts';
+import type { GroupChanges, GroupStore } from '../../stores/groups/group-store.ts';
+import { groupView } from '../admin/group-routes.ts';
 import type { UsageQuery, UsageRow, UsageStore } from '../../usage/usage-store.ts';
 import type { GuardrailActionLog } from '../../stores/guardrail-actions/guardrail-action-log.ts';
 import { keyView } from '../admin/key-routes.ts';
@@ -124,10 +126,11 @@ function changedKey(before: ApiKeyRecord, changes: KeyChanges): Partial<ApiKeyRe
   return {
     ...(next as Partial<ApiKeyRecord>),
     guardrails: changes.guardrails === undefined ? undefined : (changes.guardrails ?? []),
+    group: changes.group === undefined ? undefined : (changes.group ?? ''),
   };
 }
 
-/** A team admin's key stays in its teams and under their limits, and leaves its guardrails to an admin. */
+/** A team admin's key stays in its teams and under their limits, and leaves its guardrails and group to an admin. */
 function teamKeyCheck(teams: Pick<TeamStore, 'get'> | undefined) {
   return async (
     request: RequestScope,
@@ -150,6 +153,8 @@ function teamKeyCheck(teams: Pick<TeamStore, 'get'> | undefined) {
     }
     if (key.guardrails !== undefined)
       throw refused(request, action, target, "Only an admin may set a key's guardrails");
+    // A group's budget is shared by teams: only an admin puts a key into one or takes it out.
+    if (key.group !== undefined) throw refused(request, action, target, "Only an admin may set a key's group");
     const team = await teams?.get(key.team!);
     const above = team ? limitsAbove(key, team) : [];
     if (above.length > 0) {
@@ -193,6 +198,36 @@ export function accessTeamStore(inner: TeamStore): TeamStore {
       return done;
     },
     deletedId: (name) => inner.deletedId(name),
+    close: () => inner.close(),
+  };
+}
+
+/** The group store as the management routes see it: changes are published (reads are scoped by the group routes). */
+export function accessGroupStore(inner: GroupStore): GroupStore {
+  return {
+    get revision() {
+      return inner.revision;
+    },
+    list: () => inner.list(),
+    get: (name) => inner.get(name),
+    async create(input) {
+      const record = await inner.create(input);
+      changed('group.create', { type: 'group', id: record.name, team: null }, null, groupView(record));
+      return record;
+    },
+    async update(name: string, changes: GroupChanges) {
+      const before = await inner.get(name);
+      const after = await inner.update(name, changes);
+      const target = { type: 'group', id: name, team: null } as const;
+      if (after) changed('group.update', target, before && groupView(before), groupView(after));
+      return after;
+    },
+    async remove(name: string) {
+      const before = await inner.get(name);
+      const done = await inner.remove(name);
+      if (done) changed('group.delete', { type: 'group', id: name, team: null }, before && groupView(before), null);
+      return done;
+    },
     close: () => inner.close(),
   };
 }

@@ -15,6 +15,7 @@ import type { GuardrailSettings } from '../../guardrails/guardrail-settings.ts';
 import type { UsageStore } from '../../usage/usage-store.ts';
 import type { LimitLedger } from '../../usage/limit-ledger.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
+import type { GroupStore } from '../../stores/groups/group-store.ts';
 import type { OidcSettings } from '../../config/access-config.ts';
 import { aliasTable, providerHealth, type HealthView } from './account-health.ts';
 import { accountSessions, type AccountSessions, sameOriginOnly } from './account-sessions.ts';
@@ -64,6 +65,8 @@ export interface AccountRouterOptions {
   readonly now?: () => number;
   /** The teams `/teams` manages and `GET /limits` lists; without it there are no team routes and no teams listed. */
   readonly teams?: TeamStore;
+  /** The budget groups `/groups` manages; without it there are no group routes. */
+  readonly groups?: GroupStore;
   /** Where `GET /limits` reads request, token and money use; without it the limits are listed with no use figures. */
   readonly limits?: Pick<LimitLedger, 'peek'>;
   /**

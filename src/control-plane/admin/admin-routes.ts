@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { FailedAuthThrottle } from '../../data-plane/auth/failed-auth-throttle.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
+import type { GroupStore } from '../../stores/groups/group-store.ts';
 import { routeNotFound } from '../../core/gateway-errors.ts';
 import type { RateSettings } from '../../core/limits.ts';
 import type { ModelRegistry } from '../../core/model-registry.ts';
@@ -41,6 +42,8 @@ export interface AdminRouterOptions {
   readonly keys: KeyStore;
   /** The teams keys may name (`/admin/teams`). */
   readonly teams: TeamStore;
+  /** The budget groups keys and teams may name (`/admin/groups`). */
+  readonly groups?: GroupStore;
   /** The current registry, to check that a key's `models` are canonical IDs; unchecked when absent. */
   readonly registry?: () => ModelRegistry;
   readonly bodyLimitBytes?: number;

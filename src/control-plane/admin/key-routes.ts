@@ -2,6 +2,8 @@ import { Router, type RequestHandler } from 'express';
 import { keyStatus, type ApiKeyRecord } from '../../core/api-keys.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
+import type { GroupStore } from '../../stores/groups/group-store.ts';
+import { isGroupName } from '../../core/group-identity.ts';
 import { isTeamName } from '../../core/team-name.ts';
 import { keyNotFound } from '../../core/gateway-errors.ts';
 import { readJsonObject } from '../../data-plane/http/json-body.ts';
@@ -26,6 +28,8 @@ export interface KeyView {
   readonly budget: ApiKeyRecord['budget'] | null;
   /** The name of the key's team. */
   readonly team: string | null;
+  /** The budget group the key names itself (over its team's); null when none. */
+  readonly group: string | null;
   /** The key's response cache setting as set; null when unset (the gateway's setting applies). */
   readonly cache: boolean | null;
   /** The guardrails the key's requests get; null when unset (its team's, else every configured one). */
@@ -47,9 +51,15 @@ export function keyView(record: ApiKeyRecord): KeyView {
     tpm: record.tpm ?? null,
     budget: record.budget ?? null,
     team: record.team ?? null,
+    group: record.group ?? null,
     cache: record.cache ?? null,
     guardrails: record.guardrails ?? null,
   };
+}
+
+/** The group a body's `group` names, as the one known name when it exists (none else). */
+export async function knownGroup(groups: Pick<GroupStore, 'get'>, name: unknown): Promise<Set<string>> {
+  return new Set(isGroupName(name) && (await groups.get(name)) ? [name] : []);
 }
 
 /** The canonical model IDs (`vendor/model`) a key's `models` may name. */
@@ -85,22 +95,22 @@ export function keyRoutes(options: {
   /** `GET /usage`, when the usage module provides it. */
   readonly usage?: RequestHandler;
   readonly teams?: TeamStore;
+  /** The budget groups a key's `group` may name; without it, naming a group is refused. */
+  readonly groups?: Pick<GroupStore, 'get'>;
   /** The names of the configured guardrails, to check a key's `guardrails` against; unchecked when absent. */
   readonly guardrails?: () => readonly string[];
   /** The response cache a revoked key's own entries are emptied from; none when absent. */
   readonly responseCache?: ResponseCache;
 }): Router {
   const router = Router();
-  // What a key's body is checked against: the gateway's models, the team it names (looked up), the configured
-  // guardrails.
+  // What a key's body is checked against: the gateway's models, the team and group it names (looked up), the
+  // configured guardrails.
   const checksOf = async (body: Record<string, unknown>): Promise<NewKeyCheck> => {
     const team = isTeamName(body.team) ? await options.teams?.get(body.team) : undefined;
     const knownTeams = options.teams && new Map(team ? [[team.name, team.id]] : []);
-    return {
-      knownModels: options.registry && canonicalModelIds(options.registry()),
-      knownTeams,
-      knownGuardrails: options.guardrails?.(),
-    };
+    const knownGroups = options.groups && (await knownGroup(options.groups, body.group));
+    const knownModels = options.registry && canonicalModelIds(options.registry());
+    return { knownModels, knownTeams, knownGroups, knownGuardrails: options.guardrails?.() };
   };
   router.post('/keys', async (req, res) => {
     const body = await readJsonObject(req, options.bodyLimitBytes ?? 1024 * 1024);

@@ -12,6 +12,7 @@ import {
   tokenQuota,
   unknownGuardrails,
 } from './limit-fields.ts';
+import { groupName, unknownGroup } from './group-input.ts';
 
 // Each field of a key, as a new key gives it; a change may give each but `name` as null (removed).
 const KEY_FIELDS = {
@@ -39,6 +40,7 @@ const KEY_FIELDS = {
   tpm: positiveInteger(),
   budget: moneyBudget(),
   team: yup.string().strict().typeError('must be a team name').matches(TEAM_NAME, TEAM_NAME_RULE),
+  group: groupName(),
   cache: cacheSetting(),
   guardrails: guardrailList(),
 };
@@ -61,6 +63,7 @@ export const KEY_CHANGE_FIELDS = [
   'tpm',
   'budget',
   'team',
+  'group',
   'cache',
   'guardrails',
 ] as const;
@@ -94,6 +97,11 @@ export interface NewKeyCheck {
   readonly knownTeams?: ReadonlyMap<string, string>;
   /** The guardrails the configuration in force holds; `guardrails` is checked against them when given. */
   readonly knownGuardrails?: readonly string[];
+  /**
+   * The budget groups a key's `group` may name (the caller looks the named one up first); when absent,
+   * naming a group is refused.
+   */
+  readonly knownGroups?: ReadonlySet<string>;
   /** How an error names a field (the CLI names its flags); the body's field path by default. */
   readonly fieldLabel?: (path: string) => string;
 }
@@ -101,7 +109,8 @@ export interface NewKeyCheck {
 /**
  * A new key's settings from the admin API's body (or the CLI's flags): `name`, and optionally `rpm`,
  * `concurrency`, `models` (canonical IDs), `expires_at` (ISO date-time in the future) and `quota` (`daily`,
- * `monthly`), `tpm`, `budget` (`daily_usd`, `monthly_usd`), `team` (an existing team's name), `cache` (a boolean;
+ * `monthly`), `tpm`, `budget` (`daily_usd`, `monthly_usd`), `team` (an existing team's name),
+ * `group` (an existing budget group's name), `cache` (a boolean;
  * `false` keeps the key's requests out of the response cache) and `guardrails` (names of configured guardrails the
  * key's requests get, over its team's; `[]`: none). Throws the 400 ValidationError listing every bad field.
  */
@@ -118,6 +127,7 @@ export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput
     budget: value.budget,
     team: value.team,
     teamId: value.team === undefined ? undefined : check.knownTeams?.get(value.team),
+    group: value.group,
     cache: value.cache,
     guardrails: value.guardrails,
   };
@@ -125,9 +135,9 @@ export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput
 
 /**
  * A PATCH of a key: `name`, and each of `rpm`, `concurrency`, `models`, `expires_at`, `quota`, `tpm`, `budget`, `team`,
- * `cache` and `guardrails` set (checked as {@link parseNewKey} checks it; an object replaces the whole limit), `null`
- * to remove it, or absent to keep it. Throws the 400 ValidationError listing every bad field; a body changing nothing
- * is one of them.
+ * `group`, `cache` and `guardrails` set (checked as {@link parseNewKey} checks it; an object replaces the whole
+ * limit), `null` to remove it, or absent to keep it. Throws the 400 ValidationError listing every bad field; a
+ * body changing nothing is one of them.
  */
 export function parseKeyChanges(body: unknown, check: NewKeyCheck = {}): KeyChanges {
   const label = check.fieldLabel ?? ((path: string) => path);
@@ -192,6 +202,7 @@ function validate<T>(schema: yup.Schema<T>, body: unknown, check: NewKeyCheck, e
       ),
     );
   }
+  errors.push(...unknownGroup((body as { group?: unknown } | null)?.group, check.knownGroups, label('group')));
   if (errors.length > 0 || value === undefined) throw validationError(errors);
   return value;
 }

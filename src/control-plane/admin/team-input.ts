@@ -3,6 +3,7 @@ import { fieldError, validationError } from '../../core/gateway-errors.ts';
 import type { TeamInput } from '../../core/limits.ts';
 import { TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import type { TeamChanges } from '../../stores/teams/team-store.ts';
+import { groupName, unknownGroup } from './group-input.ts';
 import {
   cacheSetting,
   definedOnly,
@@ -14,8 +15,8 @@ import {
   unknownGuardrails,
 } from './limit-fields.ts';
 
-// The fields a PATCH may set or remove: the limits and the cache setting.
-const CHANGEABLE_FIELDS = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails'] as const;
+// The fields a PATCH may set or remove: the limits, the cache setting, the guardrails and the budget group.
+const CHANGEABLE_FIELDS = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', 'group'] as const;
 
 const newTeamSchema = knownFields(
   yup
@@ -33,6 +34,7 @@ const newTeamSchema = knownFields(
       concurrency: positiveInteger(),
       cache: cacheSetting(),
       guardrails: guardrailList(),
+      group: groupName(),
     })
     .strict(),
   ['name', ...CHANGEABLE_FIELDS],
@@ -48,6 +50,7 @@ const teamChangesSchema = knownFields(
       concurrency: positiveInteger().nullable(),
       cache: cacheSetting().nullable(),
       guardrails: guardrailList().nullable(),
+      group: groupName().nullable(),
     })
     .strict(),
   CHANGEABLE_FIELDS,
@@ -58,20 +61,21 @@ const teamChangesSchema = knownFields(
 export type FieldLabel = (path: string) => string;
 
 /**
- * The body through the schema, and its `guardrails` against the configured ones (when known): one 400 listing every
- * problem.
+ * The body through the schema, its `guardrails` against the configured ones (when known) and its `group`
+ * against the groups that exist: one 400 listing every problem.
  */
 function validate<T>(
   schema: yup.Schema<T>,
   body: unknown,
   label: FieldLabel = (path) => path,
   knownGuardrails?: readonly string[],
+  knownGroups?: ReadonlySet<string>,
 ): T {
-  const errors = unknownGuardrails(
-    (body as { guardrails?: unknown } | null)?.guardrails,
-    knownGuardrails,
-    label('guardrails'),
-  );
+  const given = body as { guardrails?: unknown; group?: unknown } | null;
+  const errors = [
+    ...unknownGuardrails(given?.guardrails, knownGuardrails, label('guardrails')),
+    ...unknownGroup(given?.group, knownGroups, label('group')),
+  ];
   let value: T | undefined;
   try {
     value = schema.validateSync(body, { abortEarly: false });
@@ -86,30 +90,33 @@ function validate<T>(
 /**
  * A new team from the admin API's body (or the CLI's flags): `name` and optionally `rpm`, `tpm`,
  * `quota` ({daily, monthly}), `budget` ({daily_usd, monthly_usd}), `concurrency`, `cache` (a boolean; `false`
- * keeps the team's requests out of the response cache) and `guardrails` (names of configured guardrails its keys get;
- * `[]`: none), checked against `knownGuardrails` when given. Throws the 400 listing every bad field.
+ * keeps the team's requests out of the response cache), `guardrails` (names of configured guardrails its keys get;
+ * `[]`: none), checked against `knownGuardrails` when given, and `group` (the budget group its keys draw from), one
+ * of `knownGroups` (naming a group is refused without them). Throws the 400 listing every bad field.
  */
-export function parseNewTeam(body: unknown, label?: FieldLabel, knownGuardrails?: readonly string[]): TeamInput {
-  const value = validate(newTeamSchema, body, label, knownGuardrails);
-  return definedOnly({
-    name: value.name,
-    rpm: value.rpm,
-    tpm: value.tpm,
-    quota: value.quota,
-    budget: value.budget,
-    concurrency: value.concurrency,
-    cache: value.cache,
-    guardrails: value.guardrails,
-  });
+export function parseNewTeam(
+  body: unknown,
+  label?: FieldLabel,
+  knownGuardrails?: readonly string[],
+  knownGroups?: ReadonlySet<string>,
+): TeamInput {
+  const value = validate(newTeamSchema, body, label, knownGuardrails, knownGroups);
+  const { name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group } = value;
+  return definedOnly({ name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group });
 }
 
 /**
- * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency`, `cache` and `guardrails` set (an object
- * replaces the whole limit), `null` to remove it (`cache: null`: the gateway's setting again), or absent to keep it.
- * Throws the 400 listing every bad field.
+ * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency`, `cache`, `guardrails` and `group` set (an
+ * object replaces the whole limit), `null` to remove it (`cache: null`: the gateway's setting again), or absent to keep
+ * it. Throws the 400 listing every bad field.
  */
-export function parseTeamChanges(body: unknown, label?: FieldLabel, knownGuardrails?: readonly string[]): TeamChanges {
-  validate(teamChangesSchema, body, label, knownGuardrails);
+export function parseTeamChanges(
+  body: unknown,
+  label?: FieldLabel,
+  knownGuardrails?: readonly string[],
+  knownGroups?: ReadonlySet<string>,
+): TeamChanges {
+  validate(teamChangesSchema, body, label, knownGuardrails, knownGroups);
   const given = body as Record<string, unknown>;
   return Object.fromEntries(
     CHANGEABLE_FIELDS.filter((field) => Object.hasOwn(given, field)).map((field) => [field, given[field]]),

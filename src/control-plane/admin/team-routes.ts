@@ -5,6 +5,8 @@ import type { TeamRecord } from '../../core/limits.ts';
 import { readJsonObject } from '../../data-plane/http/json-body.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
+import type { GroupStore } from '../../stores/groups/group-store.ts';
+import { knownGroup } from './key-routes.ts';
 import type { ResponseCache } from '../../core/response-cache.ts';
 import { keyInTeam } from '../../core/team-identity.ts';
 import { emptyCache, type EmptiedCache } from './cache-routes.ts';
@@ -22,6 +24,8 @@ export interface TeamView {
   readonly cache: boolean | null;
   /** The guardrails the team's keys get; null when unset (every configured one). */
   readonly guardrails: readonly string[] | null;
+  /** The budget group the team's keys draw from (unless a key names its own); null when none. */
+  readonly group: string | null;
 }
 
 export function teamView(record: TeamRecord): TeamView {
@@ -35,6 +39,7 @@ export function teamView(record: TeamRecord): TeamView {
     concurrency: record.concurrency ?? null,
     cache: record.cache ?? null,
     guardrails: record.guardrails ?? null,
+    group: record.group ?? null,
   };
 }
 
@@ -75,6 +80,8 @@ export async function deleteTeam(
 export interface TeamRoutesOptions {
   readonly keys: KeyStore;
   readonly teams: TeamStore;
+  /** The budget groups a team's `group` may name; without it, naming a group is refused. */
+  readonly groups?: Pick<GroupStore, 'get'>;
   /** The response cache a deleted team's entries are emptied from; none when absent. */
   readonly responseCache?: ResponseCache;
   readonly bodyLimitBytes?: number;
@@ -94,8 +101,10 @@ export interface TeamRoutesOptions {
 export function teamRoutes(options: TeamRoutesOptions): Router {
   const router = Router();
   const limit = options.bodyLimitBytes ?? 1024 * 1024;
+  const groupsOf = async (body: Record<string, unknown>) => options.groups && knownGroup(options.groups, body.group);
   router.post('/teams', async (req, res) => {
-    const input = parseNewTeam(await readJsonObject(req, limit), undefined, options.guardrails?.());
+    const body = await readJsonObject(req, limit);
+    const input = parseNewTeam(body, undefined, options.guardrails?.(), await groupsOf(body));
     res.status(201).json(teamView(await options.teams.create(input)));
   });
   router.get('/teams', async (_req, res) => {
@@ -109,7 +118,8 @@ export function teamRoutes(options: TeamRoutesOptions): Router {
   });
   router.patch('/teams/:name', async (req, res) => {
     const name = String(req.params.name);
-    const changes = parseTeamChanges(await readJsonObject(req, limit), undefined, options.guardrails?.());
+    const body = await readJsonObject(req, limit);
+    const changes = parseTeamChanges(body, undefined, options.guardrails?.(), await groupsOf(body));
     const team = await options.teams.update(name, changes);
     if (!team) throw teamNotFound(name);
     res.json(teamView(team));

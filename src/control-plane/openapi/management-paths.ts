@@ -383,7 +383,7 @@ export const MANAGEMENT_SCHEMAS = {
         required: ['type'],
         additionalProperties: false,
         properties: {
-          type: { enum: ['key', 'team', 'token', 'cache', 'config', 'session', 'route'] },
+          type: { enum: ['key', 'team', 'group', 'token', 'cache', 'config', 'session', 'route'] },
           id: { type: 'string' },
           team: { type: ['string', 'null'] },
         },

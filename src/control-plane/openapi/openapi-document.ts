@@ -10,6 +10,7 @@ import { NATIVE_CHAT_SCHEMA, REQUEST_SCHEMAS } from '../../data-plane/routes/req
 import { requestJsonSchema } from './request-json-schema.ts';
 import { MODEL_ROUTES, ROUTE_TABLE } from '../../core/route-table.ts';
 import { MANAGEMENT_PATHS, MANAGEMENT_SCHEMAS } from './management-paths.ts';
+import { GROUP_FIELD, GROUP_PATHS, GROUP_SCHEMAS } from './group-paths.ts';
 import { adminErrors, error, json, ref } from './openapi-parts.ts';
 
 /** The request bodies' components, derived from the routes' yup schemas (the one written form of each shape). */
@@ -94,6 +95,7 @@ const TEAM_SETTINGS = {
     description:
       "The configured guardrails (the config file's guardrails:) the team's keys get, unless a key names its own; [] for none; absent: every configured one",
   },
+  group: GROUP_FIELD,
 };
 const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
 const teamName = {
@@ -138,6 +140,7 @@ const KEY_SETTINGS = {
     description:
       "The configured guardrails the key's requests get, over its team's; [] for none; absent: its team's (else every configured one)",
   },
+  group: GROUP_FIELD,
 };
 const keyName = { type: 'string', minLength: 1, maxLength: 200 };
 const keyId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
@@ -159,7 +162,7 @@ const KEY_PATHS = {
       requestBody: { required: true, content: json(ref('NewKey')) },
       responses: {
         '201': { description: 'The key, with `key` shown this once', content: json(ref('CreatedKey')) },
-        '400': error('Invalid body, an unknown team, model or guardrail: every bad field listed', 'Plain'),
+        '400': error('Invalid body, an unknown team, group, model or guardrail: every bad field listed', 'Plain'),
         ...adminErrors,
       },
     },
@@ -188,7 +191,10 @@ const KEY_PATHS = {
       requestBody: { required: true, content: json(ref('KeyChanges')) },
       responses: {
         '200': { description: 'The key as changed', content: json(ref('Key')) },
-        '400': error('Invalid or empty body, an unknown team, model or guardrail: every bad field listed', 'Plain'),
+        '400': error(
+          'Invalid or empty body, an unknown team, group, model or guardrail: every bad field listed',
+          'Plain',
+        ),
         '404': error('No key with that id', 'Plain'),
         '409': error('The key is revoked (a revoked key is not changed)', 'Plain'),
         ...adminErrors,
@@ -636,6 +642,7 @@ export const OPENAPI_DOCUMENT = {
     },
     ...KEY_PATHS,
     ...TEAM_PATHS,
+    ...GROUP_PATHS,
     ...CACHE_PATHS,
     ...MANAGEMENT_PATHS,
     ...GUARDRAIL_ACTION_PATHS,
@@ -684,6 +691,7 @@ export const OPENAPI_DOCUMENT = {
     schemas: {
       ...REQUEST_COMPONENTS,
       ...MANAGEMENT_SCHEMAS,
+      ...GROUP_SCHEMAS,
       NativeChatResult: {
         type: 'object',
         required: ['id', 'model', 'result', 'usage'],
@@ -718,7 +726,18 @@ export const OPENAPI_DOCUMENT = {
       },
       Team: {
         type: 'object',
-        required: ['name', 'created_at', 'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails'],
+        required: [
+          'name',
+          'created_at',
+          'rpm',
+          'tpm',
+          'quota',
+          'budget',
+          'concurrency',
+          'cache',
+          'guardrails',
+          'group',
+        ],
         properties: {
           name: { type: 'string' },
           created_at: { type: 'string', description: 'ISO 8601 date-time' },
@@ -756,6 +775,7 @@ export const OPENAPI_DOCUMENT = {
           'tpm',
           'budget',
           'team',
+          'group',
           'cache',
           'guardrails',
         ],

@@ -8,7 +8,8 @@ import type { FailedAuthThrottle } from './failed-auth-throttle.ts';
 import { clientAddress } from '../../core/client-address.ts';
 import { staticKeyIdAsync } from '../../core/static-key-id.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
-import type { TeamRecord } from '../../core/limits.ts';
+import type { GroupRecord, TeamRecord } from '../../core/limits.ts';
+import type { GroupStore } from '../../stores/groups/group-store.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
 import { keyInTeam } from '../../core/team-identity.ts';
 import { TrustedCache } from './trusted-cache.ts';
@@ -60,14 +61,15 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
   };
 }
 
-/** The caller with its team's name, limits, cache setting and guardrails, as `CallerKey.team` carries them. */
+/** The caller with its team's name, limits, cache setting, guardrails and group name (`CallerKey.team`). */
 export function withTeam(caller: AuthenticatedKey, team: TeamRecord): AuthenticatedKey {
-  const { id, name, rpm, tpm, quota, budget, concurrency, cache, guardrails } = team;
+  const { id, name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group } = team;
   return {
     ...caller,
     team: {
       id,
       name,
+      ...(group !== undefined && { group }),
       ...(rpm !== undefined && { rpm }),
       ...(tpm !== undefined && { tpm }),
       ...(quota && { quota }),
@@ -79,7 +81,22 @@ export function withTeam(caller: AuthenticatedKey, team: TeamRecord): Authentica
   };
 }
 
-/** Throws 403 unless the key may use the model (its resolved canonical ID). */
+/** The caller with the budget group it draws from, as `CallerKey.group` carries it. */
+export function withGroup(caller: AuthenticatedKey, group: GroupRecord): AuthenticatedKey {
+  const { id, name, tpm, quota, budget, alerts } = group;
+  return {
+    ...caller,
+    group: {
+      id,
+      name,
+      ...(tpm !== undefined && { tpm }),
+      ...(quota && { quota }),
+      ...(budget && { budget }),
+      ...(alerts && { alerts }),
+    },
+  };
+}
+
 /** Whether the key may use the model (its resolved canonical ID): every model when it lists none. */
 export function mayUseModel(key: CallerKey | undefined, canonicalModelId: string): boolean {
   return !key?.models || key.models.includes(canonicalModelId);
@@ -136,8 +153,16 @@ export interface AuthenticatorOptions {
    * Without it, or when the team no longer exists, a key is served with its own limits only.
    */
   readonly teams?: TeamStore;
-  /** How long a team, once read, is trusted without asking again (5 s): a PATCH reaches every instance within it. */
+  /**
+   * How long a team or a group, once read, is trusted without asking again (5 s): a PATCH reaches every
+   * instance within it.
+   */
   readonly teamTrustMs?: number;
+  /**
+   * Where the budget groups keys and teams name live: a request draws from its key's group, else its team's
+   * (`CallerKey.group`). Without it, or when the group no longer exists, no group applies.
+   */
+  readonly groups?: GroupStore;
   /**
    * Keys from `GATEWAY_API_KEYS`, accepted besides the store's, whatever the store does (it is never
    * asked about them).
@@ -199,7 +224,8 @@ export function createAuthenticator(options: AuthenticatorOptions): KeyAuthentic
     maxEntries: options.cacheSize ?? 10_000,
     revision: () => options.store.revision,
   });
-  const admit = callerOf(teamJoiner(options.teams, options.teamTrustMs ?? 5000, logger));
+  const trust = options.teamTrustMs ?? 5000;
+  const admit = callerOf(teamJoiner(options.teams, trust, logger), groupJoiner(options.groups, trust, logger));
   // A key presented and refused counts against the client address; past its limit the answer is 429.
   const refuse =
     (addressOf: (() => string) | undefined) =>
@@ -286,14 +312,22 @@ type TeamKeyRecord = ApiKeyRecord & { readonly team: string };
 
 type TeamJoiner = (caller: AuthenticatedKey, record: TeamKeyRecord) => AuthenticatedKey | Promise<AuthenticatedKey>;
 
+type GroupJoiner = (caller: AuthenticatedKey, name: string) => AuthenticatedKey | Promise<AuthenticatedKey>;
+
 /**
  * The caller of a record: one object per record read, reused while the record is trusted (its status is
- * checked each time), joined with its team's limits (synchronously while the team is cached).
+ * checked each time), joined with its team's limits, then with its budget group (the key's, else its
+ * team's), synchronously while the team and the group are cached.
  */
 function callerOf(
   joinTeam: TeamJoiner,
+  joinGroup: GroupJoiner,
 ): (record: ApiKeyRecord | undefined) => AuthenticatedKey | Promise<AuthenticatedKey> {
   const callers = new WeakMap<ApiKeyRecord, AuthenticatedKey>();
+  const withItsGroup = (record: ApiKeyRecord) => (caller: AuthenticatedKey) => {
+    const group = record.group ?? caller.team?.group;
+    return group === undefined ? caller : joinGroup(caller, group);
+  };
   return (record) => {
     if (!record) throw unauthenticated(UNKNOWN);
     let caller = callers.get(record);
@@ -301,8 +335,67 @@ function callerOf(
       caller = authenticatedKey(record);
       callers.set(record, caller);
     }
-    return record.team === undefined ? caller : joinTeam(caller, record as TeamKeyRecord);
+    const joined = record.team === undefined ? caller : joinTeam(caller, record as TeamKeyRecord);
+    return joined instanceof Promise ? joined.then(withItsGroup(record)) : withItsGroup(record)(joined);
   };
+}
+
+/**
+ * Joins a caller with the budget group it draws from, read through a {@link TrustedCache} (trusted as
+ * long as a team); the joined caller is reused while neither the caller nor the group changes. A group
+ * that does not exist (deleted, or no group store) leaves the caller without one, with one warning per
+ * group name; a group store that cannot be read for a group never seen answers 503.
+ */
+function groupJoiner(store: GroupStore | undefined, trustMs: number, logger: Logger): GroupJoiner {
+  const cache =
+    store &&
+    new TrustedCache((name) => store.get(name), {
+      trustMs,
+      maxEntries: 10_000,
+      revision: () => store.revision,
+      rememberMisses: true,
+      onStale: (name, error) => {
+        const reason = (error as Error).message;
+        logger.warn({ group: name, reason }, 'group store unavailable: using the group limits last read');
+      },
+    });
+  const joined = new WeakMap<AuthenticatedKey, { readonly group: GroupRecord; readonly caller: AuthenticatedKey }>();
+  const warned = new Set<string>();
+  const join = (caller: AuthenticatedKey, name: string, group: GroupRecord | undefined): AuthenticatedKey => {
+    if (!group) {
+      if (!warned.has(name)) {
+        warned.add(name);
+        const why = `API keys draw from the group '${name}', which does not exist`;
+        logger.warn({ key_id: caller.id, group: name }, `${why}: no group limits apply to them`);
+      }
+      return caller;
+    }
+    warned.delete(name);
+    const last = joined.get(caller);
+    if (last?.group === group) return last.caller;
+    const withLimits = withGroup(caller, group);
+    joined.set(caller, { group, caller: withLimits });
+    return withLimits;
+  };
+  return (caller, name) => {
+    if (!cache) return join(caller, name, undefined);
+    let group: GroupRecord | undefined | Promise<GroupRecord | undefined>;
+    try {
+      group = cache.get(name);
+    } catch (error) {
+      return unavailableGroups(error, logger);
+    }
+    if (!(group instanceof Promise)) return join(caller, name, group);
+    return group.then(
+      (found) => join(caller, name, found),
+      (error: unknown) => unavailableGroups(error, logger),
+    );
+  };
+}
+
+function unavailableGroups(error: unknown, logger: Logger): never {
+  logger.error({ reason: (error as Error).message }, 'group store unavailable');
+  throw serviceUnavailable('The group store is unavailable; please retry shortly', error);
 }
 
 /**

@@ -115,7 +115,7 @@ export class BudgetGate {
           : { used_tokens: after, limit_tokens: meter.limit };
       this.options.logger.warn(
         {
-          [meter.scope === 'key' ? 'key_id' : 'team']: meter.owner,
+          [meter.scope === 'key' ? 'key_id' : meter.scope]: meter.owner,
           limit: meter.kind,
           period: meter.period,
           percent: threshold * 100,
@@ -137,7 +137,7 @@ const PERIOD_TEXT = { minute: 'per 1 minute', day: 'today (UTC)', month: 'this m
 function refusal(meter: Meter, used: number, need: number, now: number): GatewayError {
   const headers = { 'Retry-After': String(Math.max(1, Math.ceil((meter.resetAt - now) / 1000))) };
   const limit = { kind: meter.kind, scope: meter.scope } as const;
-  const whose = meter.scope === 'team' ? ` (team '${meter.owner}')` : '';
+  const whose = meter.scope === 'team' || meter.scope === 'group' ? ` (${meter.scope} '${meter.owner}')` : '';
   const tooLarge = need > meter.limit ? '; that is more than the whole limit: lower the output cap (max_tokens)' : '';
   if (meter.kind === 'tpm')
     return tokenRateLimited(

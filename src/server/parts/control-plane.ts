@@ -44,7 +44,7 @@ export async function controlPlaneRoutes(
 ): Promise<NonNullable<AppOptions['mount']>> {
   const { configuration, stores, observability, limits, serving, readiness } = parts;
   const { live, registry, endpoints } = configuration;
-  const { redis, keys, teams, usage, ledger, guardrailActions, tokens, audit } = stores;
+  const { redis, keys, teams, groups, usage, ledger, guardrailActions, tokens, audit } = stores;
   const { responseCache } = serving;
   const settings = () => live.current.config;
   // rate-limit-redis loads only with Redis configured: failed sign-ins per address are then counted across instances.
@@ -60,6 +60,7 @@ export async function controlPlaneRoutes(
   const managed = {
     keys,
     teams,
+    groups,
     registry,
     bodyLimitBytes: config.bodyLimitBytes,
     usage,

@@ -36,6 +36,7 @@ export function startLimits(
   const authenticate = createAuthenticator({
     store: stores.keys,
     teams: stores.teams,
+    groups: stores.groups,
     staticKeys: config.apiKeys,
     keyIdSecret: config.keyIdSecret,
     logger,

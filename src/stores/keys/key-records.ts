@@ -14,6 +14,7 @@ const CHANGEABLE = [
   'budget',
   'team',
   'teamId',
+  'group',
   'cache',
   'guardrails',
 ] as const;

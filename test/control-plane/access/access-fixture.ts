@@ -15,6 +15,7 @@ import { EmbeddedGuardrailActionLog } from '../../../src/stores/guardrail-action
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { MemorySessionStore } from '../../../src/stores/session-store.ts';
 import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
+import { FileGroupStore } from '../../../src/stores/groups/file-group-store.ts';
 import { FileTokenStore } from '../../../src/stores/tokens/file-token-store.ts';
 import { EmbeddedUsageStore } from '../../../src/stores/usage/embedded-usage-store.ts';
 import { startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
@@ -46,6 +47,7 @@ export interface AccessFixture {
   readonly dataDir: string;
   readonly keys: FileKeyStore;
   readonly teams: FileTeamStore;
+  readonly groups: FileGroupStore;
   readonly tokens: FileTokenStore;
   readonly audit: FileAuditStore;
   readonly trail: AuditTrail;
@@ -67,6 +69,7 @@ export async function startAccessFixture(): Promise<AccessFixture> {
   const dataDir = await mkdtemp(join(tmpdir(), 'gateway-access-'));
   const keys = new FileKeyStore(dataDir);
   const teams = new FileTeamStore(dataDir);
+  const groups = new FileGroupStore(dataDir);
   const tokens = new FileTokenStore(dataDir);
   const audit = new FileAuditStore(dataDir);
   const usage = await EmbeddedUsageStore.open(dataDir, createLogger('silent'));
@@ -80,6 +83,7 @@ export async function startAccessFixture(): Promise<AccessFixture> {
   const options = {
     keys,
     teams,
+    groups,
     usage,
     registry: () => registry,
     guardrailActions: new EmbeddedGuardrailActionLog(),
@@ -134,6 +138,7 @@ export async function startAccessFixture(): Promise<AccessFixture> {
     dataDir,
     keys,
     teams,
+    groups,
     tokens,
     audit,
     trail,

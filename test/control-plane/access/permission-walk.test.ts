@@ -64,6 +64,20 @@ async function callFor(fixture: AccessFixture, method: string, path: string, tea
     case 'GET /teams/:name':
     case 'DELETE /teams/:name':
       return { path: `/teams/${team}`, team };
+    case 'POST /groups':
+      return { path, body: { name: `walked-${unique}` } };
+    case 'GET /groups/:name':
+    case 'PATCH /groups/:name':
+      // The group both teams draw from: a reader of either team sees it.
+      if (!(await fixture.groups.get('shared'))) {
+        await fixture.groups.create({ name: 'shared', budget: { daily_usd: 5 } });
+      }
+      for (const name of ['blue', 'green']) await fixture.teams.update(name, { group: 'shared' });
+      return { path: '/groups/shared', ...(method === 'PATCH' && { body: { tpm: 1000 + unique } }) };
+    case 'DELETE /groups/:name': {
+      const group = await fixture.groups.create({ name: `to-delete-${unique}` });
+      return { path: `/groups/${group.name}` };
+    }
     case 'GET /usage':
     case 'GET /usage.csv':
       return { path: `${path}?key_id=${await keyOf()}`, team };

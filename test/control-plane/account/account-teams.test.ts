@@ -104,6 +104,7 @@ describe('account page: teams, configured guardrails and usage per key and team'
       concurrency: null,
       cache: false,
       guardrails: ['no-emails'],
+      group: null,
     });
     expect(
       (await call(app, '/account/api/teams', { method: 'POST', body: { name: 'support' }, cookie, csrf })).status,

@@ -81,6 +81,7 @@ describe('admin key API', () => {
       tpm: null,
       budget: null,
       team: null,
+      group: null,
       cache: false,
       guardrails: null,
       key,
@@ -131,7 +132,7 @@ describe('admin key API', () => {
     expect(answer.status).to.equal(400);
     expect(answer.body.detail).to.equal('Invalid input parameters');
     expect(answer.body.errors).to.have.members([
-      "Field 'extra': unknown field (the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache, guardrails)",
+      "Field 'extra': unknown field (the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, group, cache, guardrails)",
       "Field 'name': is required",
       "Field 'rpm': must be a positive integer",
       "Field 'concurrency': must be a positive integer",

@@ -488,6 +488,32 @@ describe('OpenAPI document', function () {
     }
   });
 
+  it('describes the real answers of the admin budget group routes, and a key or team naming a group', async () => {
+    const one = '/admin/groups/{name}';
+    const dept = { name: 'dept', tpm: 5000, budget: { daily_usd: 2.5 }, alerts: [50, 90] };
+    await conforms('POST', '/admin/groups', dept, admin, 201);
+    await conforms('POST', '/admin/groups', { name: 'dept' }, admin, 409);
+    await conforms('POST', '/admin/groups', { name: 'dept', alerts: [150] }, admin, 400);
+    await conforms('POST', '/admin/groups', { name: 'dept' }, {}, 401);
+    await conforms('GET', '/admin/groups', undefined, admin, 200);
+    await conforms('GET', '/admin/groups/dept', undefined, admin, 200, one);
+    await conforms('GET', '/admin/groups/nobody', undefined, admin, 404, one);
+    await conforms('PATCH', '/admin/groups/dept', { tpm: null, quota: { daily: 9 } }, admin, 200, one);
+    await conforms('PATCH', '/admin/groups/dept', { budget: { daily_usd: 0 } }, admin, 400, one);
+    await conforms('PATCH', '/admin/groups/nobody', { tpm: 1 }, admin, 404, one);
+    await conforms('POST', '/admin/teams', { name: 'grouped', group: 'dept' }, admin, 201);
+    await conforms('POST', '/admin/keys', { name: 'grouped key', group: 'dept' }, admin, 201);
+    await conforms('DELETE', '/admin/groups/dept', undefined, admin, 409, one);
+    await conforms('PATCH', '/admin/teams/grouped', { group: null }, admin, 200, '/admin/teams/{name}');
+    const listed = await request(`${test.url}/admin/keys`, { headers: admin });
+    const keys = (await listed.body.json()) as { data: { id: string; group: string | null }[] };
+    for (const key of keys.data.filter((entry) => entry.group === 'dept')) {
+      await conforms('PATCH', `/admin/keys/${key.id}`, { group: null }, admin, 200, '/admin/keys/{id}');
+    }
+    await conforms('DELETE', '/admin/groups/dept', undefined, admin, 200, one);
+    await conforms('DELETE', '/admin/groups/dept', undefined, admin, 404, one);
+  });
+
   it('describes the real answers of the admin team routes', async () => {
     const one = '/admin/teams/{name}';
     await conforms('POST', '/admin/teams', { name: 'docs', rpm: 5, budget: { daily_usd: 1.5 } }, admin, 201);
