@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { MoneyBudget, TokenQuota } from './limits.ts';
+import type { EndUserLimits, MoneyBudget, TokenQuota } from './limits.ts';
 
 /** A managed key as stored: never the key itself, only its SHA-256 hash. */
 export interface ApiKeyRecord {
@@ -39,11 +39,14 @@ export interface ApiKeyRecord {
   readonly cache?: boolean;
   /** The configured guardrails the key's requests get, over its team's; absent: its team's (else every one). `[]`: none. */
   readonly guardrails?: readonly string[];
+  /** Limits each end user of the key gets separately (see `EndUserLimits`). */
+  readonly end_user?: EndUserLimits;
 }
 
 export type NewKeyInput = Pick<
   ApiKeyRecord,
-  'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota' | 'tpm' | 'budget' | 'team' | 'teamId' | 'cache' | 'guardrails'
+  | 'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota' | 'tpm' | 'budget' | 'team' | 'teamId' | 'cache'
+  | 'guardrails' | 'end_user'
 >;
 
 const KEY_SHAPE = /^sk-[A-Za-z0-9_-]{8,200}$/;

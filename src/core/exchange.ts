@@ -3,7 +3,9 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { ResolvedModel } from './model-registry.ts';
 import type { ModelRoute } from './route-table.ts';
 import type { AnswerFacts } from './formats/index.ts';
-import type { CacheSetting, GuardrailSetting, Limits, MoneyBudget, TeamRecord, TokenQuota } from './limits.ts';
+import type {
+  CacheSetting, EndUserLimits, EndUserSetting, GuardrailSetting, Limits, MoneyBudget, TeamRecord, TokenQuota,
+} from './limits.ts';
 
 /** The caller as the auth middleware leaves it in `res.locals.apiKey` (never the key itself). */
 export interface CallerKey {
@@ -22,13 +24,15 @@ export interface CallerKey {
    * The key's team: its id (what its shared counters and cache entries are kept under), its name, the limits it shares
    * with the team's other keys and its cache setting (as read from the team store).
    */
-  readonly team?: Pick<TeamRecord, 'id' | 'name'> & Limits & CacheSetting & GuardrailSetting;
+  readonly team?: Pick<TeamRecord, 'id' | 'name'> & Limits & CacheSetting & GuardrailSetting & EndUserSetting;
   /** The key's own limit of requests in flight at once, instead of the gateway's. */
   readonly concurrency?: number;
   /** `false`: the key's requests bypass the response cache (so do they when `team.cache` is `false`). */
   readonly cache?: boolean;
   /** The guardrails the key's requests get (over its team's); absent: its team's, else every configured one. */
   readonly guardrails?: readonly string[];
+  /** The limits each end user of the key gets separately. */
+  readonly end_user?: EndUserLimits;
 }
 
 /** What a guardrail did to an exchange, as its usage record keeps it (never what it found). */
@@ -43,6 +47,8 @@ export interface GuardrailMark {
 /** What one request to an upstream came to, handed to usage accounting when the response is done. */
 export interface ExchangeRecord {
   readonly keyId: string | undefined;
+  /** The end user the request named (see `core/end-user.ts`); absent when it named none. */
+  readonly endUser?: string;
   readonly route: RouteId;
   readonly resolved: ResolvedModel;
   /** The status the client received (499 when the client went away first). */
@@ -174,6 +180,8 @@ export interface ExchangeView {
   readonly headers: IncomingHttpHeaders;
   /** The authenticated caller, once known. */
   readonly caller: CallerKey | undefined;
+  /** The end user the request named, once its body is read; undefined when it named none. */
+  readonly endUser: string | undefined;
   readonly watch: ExchangeWatch;
   /** What the answer said of itself, when `watch.answer` asked for it. */
   readonly facts: AnswerFacts | undefined;

@@ -10,6 +10,8 @@ export interface UsageRecord {
   /** ISO time the request finished. */
   readonly time: string;
   readonly keyId: string;
+  /** The end user the request named (`user`, `metadata.user_id` or `x-gateway-end-user`); absent: none. */
+  readonly endUser?: string;
   readonly route: RouteId;
   readonly requestedModel: string;
   /** The resolved concrete model in canonical prefixed form (never an alias). */
@@ -54,7 +56,11 @@ export interface UsageRecord {
 
 /** What a request knows when it is done, for {@link buildUsageRecord}. */
 export interface UsageRecordInput
-  extends Pick<UsageRecord, 'keyId' | 'route' | 'requestedModel' | 'model' | 'upstream' | 'status' | 'stream' | 'latencyMs' | 'endpoint' | 'attempts' | 'requestId'> {
+  extends Pick<
+    UsageRecord,
+    | 'keyId' | 'endUser' | 'route' | 'requestedModel' | 'model' | 'upstream' | 'status' | 'stream' | 'latencyMs'
+    | 'endpoint' | 'attempts' | 'requestId'
+  > {
   /**
    * The usage to record: what the upstream reported, or an estimate (then set `estimated`).
    * `undefined` records zero tokens: an upstream error, or a route without usage (count_tokens).
@@ -105,6 +111,7 @@ export function buildUsageRecord(input: UsageRecordInput): UsageRecord {
     id: input.id ?? randomUUID(),
     time: (input.time ?? new Date()).toISOString(),
     keyId: input.keyId,
+    ...(input.endUser !== undefined ? { endUser: input.endUser } : {}),
     route: input.route,
     requestedModel: input.requestedModel,
     model: input.model,

@@ -13,7 +13,7 @@ export interface DeletedTeam {
 }
 
 // Every field of a team a change may set or remove: its limits, its cache setting and its guardrails.
-const CHANGEABLE = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails'] as const;
+const CHANGEABLE = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', 'end_user'] as const;
 
 /**
  * A team record from its input, with a new id, stamped now; the name is checked again here, whatever
