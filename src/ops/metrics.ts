@@ -190,7 +190,9 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
     });
     // Shown at 0 from the start, so a rate or an alert on them has a series before the first event.
     for (const reason of ['rate_limit', 'quota']) this.rateLimited.labels(reason).inc(0);
-    for (const kind of ['rpm', 'tpm', 'quota', 'budget']) for (const scope of ['key', 'team']) this.limitRefusals.labels(kind, scope).inc(0);
+    for (const kind of ['rpm', 'tpm', 'quota', 'budget']) {
+      for (const scope of ['key', 'team', 'end_user']) this.limitRefusals.labels(kind, scope).inc(0);
+    }
     for (const result of ['applied', 'rejected']) this.configReloads.labels(result).inc(0);
     for (const result of ['hit', 'miss', 'bypass']) this.cacheResults.labels(result).inc(0);
     for (const reason of ['max_connections', 'connections_per_address', 'pending_requests_per_address']) this.refusals.labels(reason).inc(0);
