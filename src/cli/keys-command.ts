@@ -12,9 +12,13 @@ import { ModelRegistry } from '../core/model-registry.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
+import {
+  describeEndUser, END_USER_CLEARABLE, END_USER_FLAGS, END_USER_OPTIONS, END_USER_SYNOPSIS, endUserChangeOf,
+  endUserContradiction, endUserOfFlags,
+} from './end-user-flags.ts';
 
-export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME] [--cache true|false] [--guardrails NAME,... ('' for none)]
-keys update KEY_ID [--name NAME] [the limit flags of keys create] [--clear rpm|tpm|quota|budget|concurrency|models|expires-at|team|cache|guardrails|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
+export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME] [--cache true|false] [--guardrails NAME,... ('' for none)] ${END_USER_SYNOPSIS}
+keys update KEY_ID [--name NAME] [the limit flags of keys create] [--clear rpm|tpm|quota|budget|concurrency|models|expires-at|team|cache|guardrails|daily-tokens|monthly-tokens|daily-usd|monthly-usd|end-user|end-user-rpm|...]...
 keys list
 keys revoke KEY_ID`;
 
@@ -32,6 +36,7 @@ const CREATE_OPTIONS = {
   team: { type: 'string' },
   cache: { type: 'string' },
   guardrails: { type: 'string' },
+  ...END_USER_OPTIONS,
 } as const;
 
 /** The flag of each limit's field, for the error messages of keys and teams alike. */
@@ -42,6 +47,7 @@ export const LIMIT_FLAGS: Record<string, string> = {
   'budget.daily_usd': '--daily-usd',
   'budget.monthly_usd': '--monthly-usd',
   budget: '--daily-usd/--monthly-usd',
+  ...END_USER_FLAGS,
 };
 const FLAG_OF: Record<string, string> = { ...LIMIT_FLAGS, expires_at: '--expires-at' };
 const flagOf = (path: string) => FLAG_OF[path] ?? `--${path}`;
@@ -79,6 +85,8 @@ async function createKey(argv: string[], io: CliIo, { keys: store, teams }: Open
     ...(values.cache !== undefined && { cache: booleanOf(values.cache) }),
     ...(values.guardrails !== undefined && { guardrails: namesOf(values.guardrails) }),
   };
+  const endUser = endUserOfFlags(values);
+  if (endUser) Object.assign(body, { end_user: endUser });
   const config = models || values.guardrails !== undefined ? loadConfig(env) : undefined;
   const known = config && models ? canonicalModelIds(new ModelRegistry(await loadPlugins(config.manifestPath, config.pluginPath))) : undefined;
   const knownGuardrails = config && values.guardrails !== undefined ? config.guardrails.map((entry) => entry.name) : undefined;
@@ -95,7 +103,10 @@ async function teamIdByName(teams: OpenStores['teams'], name: string | undefined
 }
 
 /** What `keys update --clear` takes: a whole field, or one side of `quota` / `budget`. */
-const CLEARABLE = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'models', 'expires-at', 'team', 'cache', 'guardrails', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd'] as const;
+const CLEARABLE = [
+  'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'models', 'expires-at', 'team', 'cache', 'guardrails', 'daily-tokens',
+  'monthly-tokens', 'daily-usd', 'monthly-usd', ...END_USER_CLEARABLE,
+] as const;
 /** Each side flag's place in `quota` or `budget`. */
 const SIDES = { 'daily-tokens': ['quota', 'daily'], 'monthly-tokens': ['quota', 'monthly'], 'daily-usd': ['budget', 'daily_usd'], 'monthly-usd': ['budget', 'monthly_usd'] } as const;
 type UpdateValues = Partial<Record<keyof typeof CREATE_OPTIONS, string>>;
@@ -132,6 +143,8 @@ function keyChangesOf(values: UpdateValues, cleared: ReadonlySet<string>, curren
     }
     body[field] = Object.keys(merged).length ? merged : null;
   }
+  const endUser = endUserChangeOf(values, cleared, current.end_user);
+  if (endUser !== undefined) body.end_user = endUser;
   return body;
 }
 
@@ -143,7 +156,9 @@ async function updateKey(argv: string[], io: CliIo, { keys: store, teams }: Open
   for (const field of cleared) {
     if (!(CLEARABLE as readonly string[]).includes(field)) throw new CliUsageError(`--clear takes one of ${CLEARABLE.join(', ')}; got '${field}'`);
     const flags = field === 'quota' || field === 'budget' ? Object.keys(SIDES).filter((flag) => SIDES[flag as keyof typeof SIDES][0] === field) : [field];
-    const setToo = flags.find((flag) => values[flag as keyof UpdateValues] !== undefined);
+    const setToo = field.startsWith('end-user')
+      ? endUserContradiction(field, values)
+      : flags.find((flag) => values[flag as keyof UpdateValues] !== undefined);
     if (setToo) throw new CliUsageError(`--clear ${field} and --${setToo} contradict each other`);
   }
   const current = (await store.list()).find((record) => record.id === id);
@@ -187,8 +202,10 @@ async function listKeys(argv: string[], io: CliIo, { keys: store }: OpenStores):
     team: record.team ?? '-',
     cache: record.cache ?? 'default',
     guardrails: record.guardrails ? record.guardrails.join(',') || 'none' : 'default',
+    'end-user': describeEndUser(record.end_user),
   }));
-  io.out(textTable(rows, ['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'cache', 'guardrails']));
+  const columns = ['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'cache', 'guardrails'];
+  io.out(textTable(rows, [...columns, 'end-user']));
   return 0;
 }
 

@@ -1,6 +1,6 @@
 import type { ApiKeyRecord, NewKeyInput } from '../../core/api-keys.ts';
 import type { CacheTenant, ResponseCache } from '../../core/response-cache.ts';
-import type { Limits, TeamRecord } from '../../core/limits.ts';
+import type { EndUserSetting, Limits, TeamRecord } from '../../core/limits.ts';
 import type { KeyChanges, KeyStore } from '../../stores/keys/key-store.ts';
 import type { TeamChanges, TeamStore } from '../../stores/teams/team-store.ts';
 import type { UsageQuery, UsageRow, UsageStore } from '../../usage/usage-store.ts';
@@ -19,7 +19,7 @@ function scopeNow(permission: Permission): { scope: TeamScope; request?: Request
 }
 
 /** Each limit a key may carry above its team's, as `[field, key's, team's]`. */
-function limitsAbove(key: Limits, team: TeamRecord): [string, number, number][] {
+function limitsAbove(key: Limits & EndUserSetting, team: TeamRecord): [string, number, number][] {
   const pairs: [string, number | undefined, number | undefined][] = [
     ['rpm', key.rpm, team.rpm],
     ['tpm', key.tpm, team.tpm],
@@ -28,6 +28,12 @@ function limitsAbove(key: Limits, team: TeamRecord): [string, number, number][] 
     ['quota.monthly', key.quota?.monthly, team.quota?.monthly],
     ['budget.daily_usd', key.budget?.daily_usd, team.budget?.daily_usd],
     ['budget.monthly_usd', key.budget?.monthly_usd, team.budget?.monthly_usd],
+    ['end_user.rpm', key.end_user?.rpm, team.end_user?.rpm],
+    ['end_user.tpm', key.end_user?.tpm, team.end_user?.tpm],
+    ['end_user.quota.daily', key.end_user?.quota?.daily, team.end_user?.quota?.daily],
+    ['end_user.quota.monthly', key.end_user?.quota?.monthly, team.end_user?.quota?.monthly],
+    ['end_user.budget.daily_usd', key.end_user?.budget?.daily_usd, team.end_user?.budget?.daily_usd],
+    ['end_user.budget.monthly_usd', key.end_user?.budget?.monthly_usd, team.end_user?.budget?.monthly_usd],
   ];
   return pairs.filter((pair): pair is [string, number, number] => pair[1] !== undefined && pair[2] !== undefined && pair[1] > pair[2]);
 }

@@ -67,6 +67,21 @@ export const moneyBudget = () =>
     .test('some', 'must give daily_usd and/or monthly_usd', (value) => value === undefined || value === null || value.daily_usd !== undefined || value.monthly_usd !== undefined)
     .default(undefined);
 
+/** The fields of `end_user`. */
+export const END_USER_FIELDS = ['rpm', 'tpm', 'quota', 'budget'] as const;
+
+/** `end_user`: the limits each end user of the owner gets separately (rpm, tpm, quota, budget), at least one. */
+export const endUserLimits = () =>
+  knownFields(
+    yup
+      .object({ rpm: positiveInteger(), tpm: positiveInteger(), quota: tokenQuota(), budget: moneyBudget() })
+      .strict()
+      .typeError('must be an object with rpm, tpm, quota and/or budget'),
+    END_USER_FIELDS,
+  )
+    .test('some', 'must give rpm, tpm, quota and/or budget', (value) => value == null || Object.keys(value).length > 0)
+    .default(undefined);
+
 /** `cache`: `false` keeps the owner's requests out of the response cache; `true` is kept as given (the gateway's setting applies). */
 export const cacheSetting = () => yup.boolean().strict().typeError('must be true or false').nonNullable('must be true or false');
 

@@ -4,7 +4,7 @@ import type { NewKeyInput } from '../../core/api-keys.ts';
 import type { KeyChanges } from '../../stores/keys/key-store.ts';
 import { isTeamName, TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import {
-  cacheSetting, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails,
+  cacheSetting, endUserLimits, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails,
 } from './limit-fields.ts';
 
 // Each field of a key, as a new key gives it; a change may give each but `name` as null (removed).
@@ -27,6 +27,7 @@ const KEY_FIELDS = {
   team: yup.string().strict().typeError('must be a team name').matches(TEAM_NAME, TEAM_NAME_RULE),
   cache: cacheSetting(),
   guardrails: guardrailList(),
+  end_user: endUserLimits(),
 };
 
 const keyName = () => yup.string().strict().typeError('must be a string').max(200, 'must be at most 200 characters');
@@ -37,7 +38,9 @@ const newKeySchema = knownFields(
 );
 
 /** The fields a PATCH of a key may give (each but `name` may be null: removed). */
-export const KEY_CHANGE_FIELDS = ['name', 'rpm', 'concurrency', 'models', 'expires_at', 'quota', 'tpm', 'budget', 'team', 'cache', 'guardrails'] as const;
+export const KEY_CHANGE_FIELDS = [
+  'name', 'rpm', 'concurrency', 'models', 'expires_at', 'quota', 'tpm', 'budget', 'team', 'cache', 'guardrails', 'end_user',
+] as const;
 
 const keyChangesSchema = knownFields(
   yup
@@ -71,8 +74,9 @@ export interface NewKeyCheck {
  * A new key's settings from the admin API's body (or the CLI's flags): `name`, and optionally `rpm`,
  * `concurrency`, `models` (canonical IDs), `expires_at` (ISO date-time in the future) and `quota` (`daily`,
  * `monthly`), `tpm`, `budget` (`daily_usd`, `monthly_usd`), `team` (an existing team's name), `cache` (a boolean;
- * `false` keeps the key's requests out of the response cache) and `guardrails` (names of configured guardrails the key's
- * requests get, over its team's; `[]`: none). Throws the 400 ValidationError listing every bad field.
+ * `false` keeps the key's requests out of the response cache), `guardrails` (names of configured guardrails the key's
+ * requests get, over its team's; `[]`: none) and `end_user` (the limits each of its end users gets: `rpm`, `tpm`,
+ * `quota`, `budget`). Throws the 400 ValidationError listing every bad field.
  */
 export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput {
   const value = validate(newKeySchema, body, check);
@@ -89,6 +93,7 @@ export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput
     teamId: value.team === undefined ? undefined : check.knownTeams?.get(value.team),
     cache: value.cache,
     guardrails: value.guardrails,
+    end_user: value.end_user,
   };
 }
 

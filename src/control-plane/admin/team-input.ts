@@ -4,11 +4,12 @@ import type { TeamInput } from '../../core/limits.ts';
 import { TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import type { TeamChanges } from '../../stores/teams/team-store.ts';
 import {
-  cacheSetting, definedOnly, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails,
+  cacheSetting, definedOnly, endUserLimits, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota,
+  unknownGuardrails,
 } from './limit-fields.ts';
 
 // The fields a PATCH may set or remove: the limits and the cache setting.
-const CHANGEABLE_FIELDS = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails'] as const;
+const CHANGEABLE_FIELDS = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', 'end_user'] as const;
 
 const newTeamSchema = knownFields(
   yup
@@ -21,6 +22,7 @@ const newTeamSchema = knownFields(
       concurrency: positiveInteger(),
       cache: cacheSetting(),
       guardrails: guardrailList(),
+      end_user: endUserLimits(),
     })
     .strict(),
   ['name', ...CHANGEABLE_FIELDS],
@@ -36,6 +38,7 @@ const teamChangesSchema = knownFields(
       concurrency: positiveInteger().nullable(),
       cache: cacheSetting().nullable(),
       guardrails: guardrailList().nullable(),
+      end_user: endUserLimits().nullable(),
     })
     .strict(),
   CHANGEABLE_FIELDS,
@@ -62,16 +65,17 @@ function validate<T>(schema: yup.Schema<T>, body: unknown, label: FieldLabel = (
 /**
  * A new team from the admin API's body (or the CLI's flags): `name` and optionally `rpm`, `tpm`,
  * `quota` ({daily, monthly}), `budget` ({daily_usd, monthly_usd}), `concurrency`, `cache` (a boolean; `false`
- * keeps the team's requests out of the response cache) and `guardrails` (names of configured guardrails its keys get;
- * `[]`: none), checked against `knownGuardrails` when given. Throws the 400 listing every bad field.
+ * keeps the team's requests out of the response cache), `guardrails` (names of configured guardrails its keys get;
+ * `[]`: none) and `end_user` (the limits each end user of its keys gets: `rpm`, `tpm`, `quota`, `budget`), checked against `knownGuardrails` when given. Throws the 400 listing every bad field.
  */
 export function parseNewTeam(body: unknown, label?: FieldLabel, knownGuardrails?: readonly string[]): TeamInput {
   const value = validate(newTeamSchema, body, label, knownGuardrails);
-  return definedOnly({ name: value.name, rpm: value.rpm, tpm: value.tpm, quota: value.quota, budget: value.budget, concurrency: value.concurrency, cache: value.cache, guardrails: value.guardrails });
+  const { name, rpm, tpm, quota, budget, concurrency, cache, guardrails, end_user: endUser } = value;
+  return definedOnly({ name, rpm, tpm, quota, budget, concurrency, cache, guardrails, end_user: endUser });
 }
 
 /**
- * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency`, `cache` and `guardrails` set (an object replaces
+ * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency`, `cache`, `guardrails` and `end_user` set (an object replaces
  * the whole limit), `null` to remove it (`cache: null`: the gateway's setting again), or absent to keep it. Throws
  * the 400 listing every bad field.
  */

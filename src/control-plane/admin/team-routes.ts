@@ -22,6 +22,8 @@ export interface TeamView {
   readonly cache: boolean | null;
   /** The guardrails the team's keys get; null when unset (every configured one). */
   readonly guardrails: readonly string[] | null;
+  /** The limits each end user of the team's keys gets; null when unset. */
+  readonly end_user: TeamRecord['end_user'] | null;
 }
 
 export function teamView(record: TeamRecord): TeamView {
@@ -35,6 +37,7 @@ export function teamView(record: TeamRecord): TeamView {
     concurrency: record.concurrency ?? null,
     cache: record.cache ?? null,
     guardrails: record.guardrails ?? null,
+    end_user: record.end_user ?? null,
   };
 }
 

@@ -56,9 +56,25 @@ const TEAM_LIMITS = {
   budget: { type: 'object', additionalProperties: false, minProperties: 1, properties: { daily_usd: usd, monthly_usd: usd } },
   concurrency: { ...positiveInteger, description: 'Requests of the team\'s keys in flight at once, per gateway instance' },
 };
+/** Per-end-user limits: each end user (the request's `user`, `metadata.user_id` or `x-gateway-end-user`) gets them. */
+const END_USER_LIMITS = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: {
+    rpm: { ...positiveInteger, description: 'Requests per UTC minute, per end user' },
+    tpm: TEAM_LIMITS.tpm,
+    quota: TEAM_LIMITS.quota,
+    budget: TEAM_LIMITS.budget,
+  },
+};
 /** A team's limits, its response cache setting and its guardrails (not limits: nothing is counted). */
 const TEAM_SETTINGS = {
   ...TEAM_LIMITS,
+  end_user: {
+    ...END_USER_LIMITS,
+    description: "Limits each end user of the team's keys gets separately, per team (a request naming none counts as its key)",
+  },
   cache: { type: 'boolean', description: "false: the team's keys never read or write the response cache; true (kept as set) or absent: the gateway's setting applies" },
   guardrails: {
     type: 'array',
@@ -81,6 +97,10 @@ const KEY_SETTINGS = {
   team: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$', description: 'An existing team whose limits the key shares' },
   cache: { type: 'boolean', description: "false: the key's requests never read or write the response cache; true (kept as set) or absent: the gateway's (and team's) setting applies" },
   guardrails: { ...TEAM_SETTINGS.guardrails, description: "The configured guardrails the key's requests get, over its team's; [] for none; absent: its team's (else every configured one)" },
+  end_user: {
+    ...END_USER_LIMITS,
+    description: 'Limits each end user of the key gets separately (a request naming none counts as the key itself)',
+  },
 };
 const keyName = { type: 'string', minLength: 1, maxLength: 200 };
 const keyId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
@@ -480,7 +500,9 @@ export const OPENAPI_DOCUMENT = {
       },
       Team: {
         type: 'object',
-        required: ['name', 'created_at', 'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails'],
+        required: [
+          'name', 'created_at', 'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', 'end_user',
+        ],
         properties: {
           name: { type: 'string' },
           created_at: { type: 'string', description: 'ISO 8601 date-time' },
@@ -501,7 +523,10 @@ export const OPENAPI_DOCUMENT = {
       },
       Key: {
         type: 'object',
-        required: ['id', 'name', 'status', 'created_at', 'expires_at', 'revoked', 'models', 'rpm', 'concurrency', 'quota', 'tpm', 'budget', 'team', 'cache', 'guardrails'],
+        required: [
+          'id', 'name', 'status', 'created_at', 'expires_at', 'revoked', 'models', 'rpm', 'concurrency', 'quota', 'tpm',
+          'budget', 'team', 'cache', 'guardrails', 'end_user',
+        ],
         properties: {
           id: { type: 'string', pattern: '^(key|static)_' },
           name: { type: 'string' },
