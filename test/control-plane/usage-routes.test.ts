@@ -148,11 +148,11 @@ describe('usage read-back', () => {
     for (const grouping of ['key', 'team']) {
       const refused = await get(`/v1/usage?group_by=${grouping}`);
       expect(refused.status).to.equal(400);
-      expect(refused.body.errors).to.deep.equal([`Field 'query.group_by': cannot be '${grouping}' here: a key's own usage is grouped by 'model' or 'day' (per key and per team only on the admin API)`]);
+      expect(refused.body.errors).to.deep.equal([`Field 'query.group_by': cannot be '${grouping}' here: a key's own usage is grouped by 'model' or 'day' (per key, per team and per end user only on the admin API)`]);
     }
     const bad = await get('/admin/usage?group_by=week');
     expect(bad.status).to.equal(400);
-    expect(bad.body.errors).to.deep.equal(["Field 'query.group_by': must be 'model', 'day', 'key' or 'team'"]);
+    expect(bad.body.errors).to.deep.equal(["Field 'query.group_by': must be 'model', 'day', 'key', 'team' or 'end_user'"]);
   });
 
   it('parses the groupings each kind of route allows', () => {
@@ -171,7 +171,7 @@ describe('usage read-back', () => {
     expect(errorsOf({ group_by: 'key' }, false)).to.have.length(1);
     expect(errorsOf({ group_by: 'team', key_id: 'key_a' }, false)).to.deep.equal(["Field 'query.key_id': is not a parameter of this route"]);
     expect(errorsOf({ group_by: 'team', key_id: 'key_a' }, true)).to.deep.equal([]);
-    expect(errorsOf({ group_by: 'Key' }, true)).to.deep.equal(["Field 'query.group_by': must be 'model', 'day', 'key' or 'team'"]);
+    expect(errorsOf({ group_by: 'Key' }, true)).to.deep.equal(["Field 'query.group_by': must be 'model', 'day', 'key', 'team' or 'end_user'"]);
   });
 
   it('prints the same totals as a table from the usage command', async () => {
@@ -189,7 +189,7 @@ describe('usage read-back', () => {
     expect(await printUsageReport(['--group-by', 'day', '--from', '2026-11-21', '--to', '2026-11-21'], io, store)).to.equal(0);
     expect(out.split('\n').slice(1)).to.deep.equal(['2026-11-21  3         900           30             12             930           921             0.002022  0           0', '']);
     expect(await printUsageReport(['--group-by', 'week', '--from', 'soon'], io, store)).to.equal(2);
-    expect(err).to.contain("--group-by: must be 'model', 'day', 'key' or 'team'").and.to.contain('--from: must be an ISO date');
+    expect(err).to.contain("--group-by: must be 'model', 'day', 'key', 'team' or 'end-user'").and.to.contain('--from: must be an ISO date');
     err = '';
     expect(await printUsageReport(['--bogus'], io, store)).to.equal(2);
     expect(err).to.contain('--bogus').and.to.contain('usage: usage [--key KEY_ID]');

@@ -192,7 +192,9 @@ export function accessUsageStore(
       const scoped = (await keys.list()).filter((record) => covers(scope, record.team));
       const mine = (await ofTeamsNow(scoped, teams)).map((record) => record.id);
       if (query.keyId !== undefined) return mine.includes(query.keyId) ? inner.query(query) : [];
-      if (query.groupBy === 'key') return (await inner.query(query)).filter((row) => mine.includes(row.key_id!));
+      if (query.groupBy === 'key' || query.groupBy === 'end_user') {
+        return (await inner.query(query)).filter((row) => mine.includes(row.key_id!));
+      }
       const rows = await Promise.all(mine.map((keyId) => inner.query({ ...query, keyId })));
       return sumRows(rows.flat(), query.groupBy);
     },
