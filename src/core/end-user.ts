@@ -1,20 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { fieldError, validationError } from './gateway-errors.ts';
-import type { WireFormat } from '../plugins/plugin-contract.ts';
 
 /** The header that names a request's end user when its body does not (never forwarded upstream). */
 export const END_USER_HEADER = 'x-gateway-end-user';
 
 /** The longest end user accepted, in characters. */
 export const MAX_END_USER_LENGTH = 256;
-
-/** Where a body of a wire format names its end user: OpenAI's `user`, Messages' `metadata.user_id`. */
-const BODY_FIELD: Readonly<Record<WireFormat, readonly string[]>> = {
-  'chat-completions': ['user'],
-  responses: ['user'],
-  messages: ['metadata', 'user_id'],
-  'count-tokens': ['metadata', 'user_id'],
-};
 
 function bodyValue(body: Record<string, unknown>, path: readonly string[]): unknown {
   let value: unknown = body;
@@ -26,12 +17,15 @@ function bodyValue(body: Record<string, unknown>, path: readonly string[]): unkn
 }
 
 /**
- * The end user a request names: its body's field for its format (`user`, `metadata.user_id`), else the
+ * The end user a request names: its body's field at `path` (its route's `endUserField`), else the
  * `x-gateway-end-user` header; the first present one (null counts as absent) must be a non-empty string
  * of at most 256 characters, else a 400 naming it. Undefined when the request names none.
  */
-export function endUserOf(format: WireFormat | 'native', body: Record<string, unknown>, headers: IncomingHttpHeaders): string | undefined {
-  const path = format === 'native' ? undefined : BODY_FIELD[format];
+export function endUserOf(
+  path: readonly string[] | undefined,
+  body: Record<string, unknown>,
+  headers: IncomingHttpHeaders,
+): string | undefined {
   const fromBody = path && bodyValue(body, path);
   if (fromBody !== undefined && fromBody !== null) return checked(fromBody, path!.join('.'));
   const header = headers[END_USER_HEADER];

@@ -17,6 +17,7 @@ const BLOCKED_TEXT = 'Plan for PROJECT-4711 launch';
 interface UsageRow {
   readonly key_id?: string;
   readonly team?: string | null;
+  readonly end_user?: string | null;
   readonly model?: string;
   readonly requests: number;
   readonly total_tokens: number;

@@ -8,7 +8,7 @@ import type { Stage } from './stage.ts';
  */
 export function identifyEndUser(): Stage {
   return async function identifyEndUser(exchange, next) {
-    exchange.endUser = endUserOf(exchange.route.format, exchange.body!.body, exchange.headers);
+    exchange.endUser = endUserOf(exchange.route.endUserField, exchange.body!.body, exchange.headers);
     return next(exchange);
   };
 }
