@@ -15,11 +15,11 @@ const ZETA_PRICING = { input: 0.65, cachedInput: 0.065, output: 2.7 };
 const END_USERS = 10;
 const EACH = 3;
 
-interface ChatBody {
+type ChatBody = {
   readonly model: string;
-  readonly messages: { role: string; content: string }[];
+  readonly messages: { role: 'user'; content: string }[];
   readonly max_tokens: number;
-}
+};
 
 /** What one request reserves on a money budget, in nano-USD: its estimate at the model's prices. */
 function reservationOf(body: ChatBody): number {
