@@ -228,12 +228,15 @@ const TEAM_PATHS = {
 const ADMIN_READ_PATHS = {
   '/admin/usage': {
     get: {
-      summary: "Every key's usage summed per group (one key's with key_id): per model, UTC day, key id, or team (each key's usage under the team it names now; team null for keys in none, listed last)",
+      summary:
+        "Every key's usage summed per group (one key's with key_id): per model, UTC day, key id, team (each key's usage " +
+        'under the team it names now; team null for keys in none, listed last) or end user of each key (end_user null ' +
+        'for requests naming none, listed last)',
       security: [{ adminToken: [] }],
       parameters: [
         { name: 'from', in: 'query', schema: { type: 'string', format: 'date' } },
         { name: 'to', in: 'query', schema: { type: 'string', format: 'date' } },
-        { name: 'group_by', in: 'query', schema: { type: 'string', enum: ['model', 'day', 'key', 'team'] } },
+        { name: 'group_by', in: 'query', schema: { type: 'string', enum: ['model', 'day', 'key', 'team', 'end_user'] } },
         { name: 'key_id', in: 'query', schema: { type: 'string' } },
       ],
       responses: { '200': { description: 'Usage rows, sorted by their group', content: json(ref('UsageList')) }, '400': error('Invalid query', 'Plain'), '503': error('The usage store is unreachable', 'Plain'), ...adminErrors },
@@ -594,7 +597,9 @@ export const OPENAPI_DOCUMENT = {
         properties: { object: { const: 'list' }, data: { type: 'array', items: ref('UsageRow') } },
       },
       UsageRow: {
-        description: 'The sums of one group: its field is `model`, `day`, `key_id` or `team` (null: keys in no team), as group_by asks',
+        description:
+          'The sums of one group: its field is `model`, `day`, `key_id`, `team` (null: keys in no team) or `key_id` and ' +
+          '`end_user`, as group_by asks',
         type: 'object',
         required: ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_usd', 'cache_hits', 'saved_usd'],
         properties: {
@@ -602,6 +607,7 @@ export const OPENAPI_DOCUMENT = {
           day: { type: 'string', format: 'date' },
           key_id: { type: 'string' },
           team: { type: ['string', 'null'] },
+          end_user: { type: ['string', 'null'], description: 'group_by=end_user (with key_id): null for requests naming none' },
           ...Object.fromEntries(['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cache_hits'].map((name) => [name, { type: 'integer', minimum: 0 }])),
           cost_usd: { type: 'number', minimum: 0 },
           saved_usd: { type: 'number', minimum: 0 },

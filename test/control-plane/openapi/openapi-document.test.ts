@@ -133,6 +133,8 @@ describe('OpenAPI document', function () {
     const status = await conforms('POST', '/admin/keys', { name: 'documented', rpm: 5, quota: { daily: 100 }, team: 'keyed', expires_at: '2031-01-01T00:00:00Z' }, admin, 201);
     expect(status).to.equal(201);
     await conforms('POST', '/admin/keys', { name: 'documented', rpm: 0, owner: 'x' }, admin, 400);
+    await conforms('POST', '/admin/keys', { name: 'per end user', end_user: { rpm: 5, budget: { daily_usd: 0.25 } } }, admin, 201);
+    await conforms('POST', '/admin/keys', { name: 'per end user', end_user: { rmp: 5 } }, admin, 400);
     await conforms('POST', '/admin/keys', { name: 'documented' }, {}, 401);
     await conforms('GET', '/admin/keys', undefined, admin, 200);
     await conforms('GET', '/admin/keys', undefined, {}, 401);
@@ -188,7 +190,7 @@ describe('OpenAPI document', function () {
   });
 
   it('describes the real answers of the admin usage and guardrail list routes', async () => {
-    for (const grouping of ['model', 'day', 'key', 'team']) await conforms('GET', `/admin/usage?group_by=${grouping}`, undefined, admin, 200);
+    for (const grouping of ['model', 'day', 'key', 'team', 'end_user']) await conforms('GET', `/admin/usage?group_by=${grouping}`, undefined, admin, 200);
     await conforms('GET', '/admin/usage?group_by=week', undefined, admin, 400);
     await conforms('GET', '/admin/usage', undefined, {}, 401);
     await conforms('GET', '/v1/usage?group_by=team', undefined, undefined, 400);
