@@ -19,7 +19,7 @@ export interface UsageQuery {
   readonly groupBy: 'model' | 'day' | 'key' | 'end_user';
 }
 
-/** The row field a grouping fills: `model`, `day`, `key_id`, `end_user` (and `team`, which the control plane groups). */
+/** The row field a grouping fills: `model`, `day`, `key_id`, `end_user` (and `team`, which the control plane sums). */
 export type UsageGroupField = 'model' | 'day' | 'key_id' | 'team' | 'end_user';
 
 /** The row field that names a row's group. */

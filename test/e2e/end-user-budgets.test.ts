@@ -100,7 +100,8 @@ describe('end users: a per-end-user daily budget, exact across three gateway ins
             () => ({ user, status: 200, message: '' }),
             (error: unknown) => {
               if (!(error instanceof OpenAI.APIError)) throw error;
-              return { user, status: error.status, message: error.message, code: (error.error as { code?: string } | undefined)?.code };
+              const code = (error.error as { code?: string } | undefined)?.code;
+              return { user, status: error.status, message: error.message, code };
             },
           ),
         ),
@@ -121,7 +122,8 @@ describe('end users: a per-end-user daily budget, exact across three gateway ins
     const rows = (await admin<{ data: { end_user: string | null; requests: number; cost_usd: number }[] }>(instances[1]!, `/usage?group_by=end_user&key_id=${keyId}`)).json.data;
     expect(rows.map((row) => row.end_user)).to.deep.equal([...users].sort());
     const holder = endUserHolders({ id: keyId, end_user: { budget: { daily_usd: budget } } })[0]!;
-    const counters = await instances[2]!.gateway.limits.peek(users.map((user) => endUserMeters(holder, user, Date.now())[0]!.counter));
+    const budgetCounters = users.map((user) => endUserMeters(holder, user, Date.now())[0]!.counter);
+    const counters = await instances[2]!.gateway.limits.peek(budgetCounters);
     for (const row of rows) {
       expect(row.requests, row.end_user!).to.equal(2);
       expect(row.cost_usd, row.end_user!).to.be.above(0).and.at.most(budget);
@@ -129,7 +131,9 @@ describe('end users: a per-end-user daily budget, exact across three gateway ins
     }
 
     // Once over, an end user stays refused; an end user the key has not seen, and the key itself, are served.
-    const again = await clients[2]!.chat.completions.create({ ...body, user: users[0]! }).catch((error: unknown) => error);
+    const again = await clients[2]!.chat.completions
+      .create({ ...body, user: users[0]! })
+      .catch((error: unknown) => error);
     expect(again).to.be.instanceOf(OpenAI.RateLimitError);
     expect((await clients[0]!.chat.completions.create({ ...body, user: 'newcomer' })).choices).to.have.length(1);
     expect((await clients[1]!.chat.completions.create(body)).choices).to.have.length(1);

@@ -49,10 +49,14 @@ describe('end-user meters', () => {
 
   it('reserve one request on an rpm meter, which settlement never moves', () => {
     const meters = endUserMeters(endUserHolders(caller)[0]!, 'alice', NOW);
-    const demands = demandsFor(meters, { inputTokens: 10, outputTokens: 90 }, { input: 1, cachedInput: 0.1, output: 4 });
-    expect(demands.map((demand) => [demand.want, demand.need])).to.deep.equal([[1, 1], [100, 100], [100, 100], [100, 100], [370_000, 370_000], [370_000, 370_000]]);
+    const pricing = { input: 1, cachedInput: 0.1, output: 4 };
+    const demands = demandsFor(meters, { inputTokens: 10, outputTokens: 90 }, pricing);
+    expect(demands.map((demand) => [demand.want, demand.need])).to.deep.equal([
+      [1, 1], [100, 100], [100, 100], [100, 100], [370_000, 370_000], [370_000, 370_000],
+    ]);
     const changes: CounterChange[] = [];
-    const reservation = new Reservation({ adjust: (made) => changes.push(...made) }, meters, demands.map((demand) => demand.want));
+    const reserved = demands.map((demand) => demand.want);
+    const reservation = new Reservation({ adjust: (made) => changes.push(...made) }, meters, reserved);
     reservation.settle(undefined);
     expect(changes.map((change) => change.counter)).to.not.include(meters[0]!.counter);
     expect(changes).to.have.length(5);
@@ -105,7 +109,9 @@ describe('end-user roster (GATEWAY_END_USERS_PER_KEY)', () => {
 
     it('admits exactly `cap` distinct end users across three instances racing, and warns once among them', async () => {
       const logs = [capture(), capture(), capture()];
-      const rosters = clients.map((client, index) => new EndUserRoster(new RedisLedger(client), logs[index]!.logger, 10));
+      const rosterOf = (client: RedisConnection, index: number) =>
+        new EndUserRoster(new RedisLedger(client), logs[index]!.logger, 10);
+      const rosters = clients.map(rosterOf);
       const now = Date.now();
       const owners = await Promise.all(Array.from({ length: 30 }, (_, index) => rosters[index % 3]!.bucket(holder, `user-${index}`, now)));
       expect(owners.filter((owner) => owner !== OTHER_END_USERS)).to.have.length(10);

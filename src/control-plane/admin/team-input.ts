@@ -66,7 +66,8 @@ function validate<T>(schema: yup.Schema<T>, body: unknown, label: FieldLabel = (
  * A new team from the admin API's body (or the CLI's flags): `name` and optionally `rpm`, `tpm`,
  * `quota` ({daily, monthly}), `budget` ({daily_usd, monthly_usd}), `concurrency`, `cache` (a boolean; `false`
  * keeps the team's requests out of the response cache), `guardrails` (names of configured guardrails its keys get;
- * `[]`: none) and `end_user` (the limits each end user of its keys gets: `rpm`, `tpm`, `quota`, `budget`), checked against `knownGuardrails` when given. Throws the 400 listing every bad field.
+ * `[]`: none) and `end_user` (the limits each end user of its keys gets: `rpm`, `tpm`, `quota`, `budget`),
+ * checked against `knownGuardrails` when given. Throws the 400 listing every bad field.
  */
 export function parseNewTeam(body: unknown, label?: FieldLabel, knownGuardrails?: readonly string[]): TeamInput {
   const value = validate(newTeamSchema, body, label, knownGuardrails);
@@ -75,9 +76,9 @@ export function parseNewTeam(body: unknown, label?: FieldLabel, knownGuardrails?
 }
 
 /**
- * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency`, `cache`, `guardrails` and `end_user` set (an object replaces
- * the whole limit), `null` to remove it (`cache: null`: the gateway's setting again), or absent to keep it. Throws
- * the 400 listing every bad field.
+ * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency`, `cache`, `guardrails` and `end_user`
+ * set (an object replaces the whole limit), `null` to remove it (`cache: null`: the gateway's setting again), or
+ * absent to keep it. Throws the 400 listing every bad field.
  */
 export function parseTeamChanges(body: unknown, label?: FieldLabel, knownGuardrails?: readonly string[]): TeamChanges {
   validate(teamChangesSchema, body, label, knownGuardrails);

@@ -113,8 +113,8 @@ async function readSnapshot(dir: string): Promise<Snapshot | undefined> {
 }
 
 /**
- * The embedded default (no Redis): daily totals per key × model (and per key × end user), kept as an aggregates snapshot
- * (`usage.snapshot.json`) plus a JSONL journal of the records since (`usage.jsonl`, one line per
+ * The embedded default (no Redis): daily totals per key × model (and per key × end user), kept as an aggregates
+ * snapshot (`usage.snapshot.json`) plus a JSONL journal of the records since (`usage.jsonl`, one line per
  * record; records of one tick reach the file in one write). Start-up reads the snapshot and the
  * journal, so its time and memory follow the number of keys × models × days, not of records.
  *

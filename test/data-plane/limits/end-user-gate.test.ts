@@ -14,7 +14,8 @@ const estimate = () => ({ inputTokens: 10, outputTokens: 90 });
 function setup(endUsersPerKey?: number) {
   const ledger = new MemoryLedger(() => NOW);
   const gate = new BudgetGate({ ledger, logger: pino({ level: 'silent' }), now: () => NOW, endUsersPerKey });
-  const admit = (caller: CallerKey, endUser?: string) => gate.admit(caller, estimate, pricing, undefined, endUser) as Admitted | undefined;
+  const admit = (caller: CallerKey, endUser?: string) =>
+    gate.admit(caller, estimate, pricing, undefined, endUser) as Admitted | undefined;
   const refusal = (caller: CallerKey, endUser?: string) => {
     try {
       admit(caller, endUser);

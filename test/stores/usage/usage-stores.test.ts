@@ -44,7 +44,8 @@ function record(overrides: Partial<UsageRecord> = {}): UsageRecord {
 }
 
 /** The row a store should answer for these records (all in one group). */
-function expectedRow(group: { model?: string; day?: string; key_id?: string; end_user?: string | null }, records: readonly UsageRecord[]): UsageRow {
+type RowGroup = { model?: string; day?: string; key_id?: string; end_user?: string | null };
+function expectedRow(group: RowGroup, records: readonly UsageRecord[]): UsageRow {
   const sum = (pick: (entry: UsageRecord) => number) => records.reduce((total, entry) => total + pick(entry), 0);
   return {
     ...group,
@@ -129,7 +130,8 @@ function storeContract(open: () => Promise<UsageStore>) {
     const bobOfOtherKey = record({ keyId: 'key_b', time: '2026-11-17T11:00:00.000Z', endUser: 'bob|=:{x}' });
     for (const entry of [alice, aliceAgain, bob, bobOfOtherKey]) store.record(entry);
     await store.flush();
-    const row = (keyId: string, endUser: string | null, records: UsageRecord[]) => expectedRow({ key_id: keyId, end_user: endUser }, records);
+    const row = (keyId: string, endUser: string | null, records: UsageRecord[]) =>
+      expectedRow({ key_id: keyId, end_user: endUser }, records);
     expect(await store.query({ groupBy: 'end_user' })).to.deep.equal([
       row('key_a', 'alice', [alice, aliceAgain]),
       row('key_a', 'bob|=:{x}', [bob]),
