@@ -57,7 +57,8 @@ export function endUserChangeOf(
   current: EndUserLimits | undefined,
 ): Record<string, unknown> | null | undefined {
   const flags = Object.keys(PLACE_OF) as EndUserFlag[];
-  if (!cleared.has('end-user') && !flags.some((flag) => cleared.has(flag) || values[flag] !== undefined)) return undefined;
+  if (!cleared.has('end-user') && !flags.some((flag) => cleared.has(flag) || values[flag] !== undefined))
+    return undefined;
   const merged: Record<string, unknown> = cleared.has('end-user') ? {} : structuredClone({ ...current });
   for (const flag of flags) {
     const [field, side] = PLACE_OF[flag];

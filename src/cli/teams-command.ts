@@ -10,11 +10,18 @@ import { booleanOf, LIMIT_FLAGS, namesOf, numberOf } from './keys-command.ts';
 import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
 import {
-  describeEndUser, END_USER_CLEARABLE, END_USER_OPTIONS, END_USER_SYNOPSIS, endUserChangeOf, endUserContradiction,
+  describeEndUser,
+  END_USER_CLEARABLE,
+  END_USER_OPTIONS,
+  END_USER_SYNOPSIS,
+  endUserChangeOf,
+  endUserContradiction,
   endUserOfFlags,
 } from './end-user-flags.ts';
 
-const LIMIT_SYNOPSIS = '[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false] [--guardrails NAME,... (\'\' for none)] ' + END_USER_SYNOPSIS;
+const LIMIT_SYNOPSIS =
+  "[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false] [--guardrails NAME,... ('' for none)] " +
+  END_USER_SYNOPSIS;
 
 export const TEAMS_SYNOPSIS = `teams create NAME ${LIMIT_SYNOPSIS}
 teams list
@@ -34,23 +41,32 @@ const LIMIT_OPTIONS = {
 type LimitFlag = keyof typeof LIMIT_OPTIONS;
 
 /** The limits' flags and `--cache`, the team's response cache setting. */
-const TEAM_OPTIONS = { ...LIMIT_OPTIONS, cache: { type: 'string' }, guardrails: { type: 'string' }, ...END_USER_OPTIONS } as const;
+const TEAM_OPTIONS = {
+  ...LIMIT_OPTIONS,
+  cache: { type: 'string' },
+  guardrails: { type: 'string' },
+  ...END_USER_OPTIONS,
+} as const;
 
 /** Each flag's place in a team: a top-level limit, or one side of `quota` / `budget`. */
-const PLACE_OF: Record<LimitFlag, readonly [field: 'rpm' | 'tpm' | 'quota' | 'budget' | 'concurrency', side?: string]> = {
-  rpm: ['rpm'],
-  tpm: ['tpm'],
-  concurrency: ['concurrency'],
-  'daily-tokens': ['quota', 'daily'],
-  'monthly-tokens': ['quota', 'monthly'],
-  'daily-usd': ['budget', 'daily_usd'],
-  'monthly-usd': ['budget', 'monthly_usd'],
-};
+const PLACE_OF: Record<LimitFlag, readonly [field: 'rpm' | 'tpm' | 'quota' | 'budget' | 'concurrency', side?: string]> =
+  {
+    rpm: ['rpm'],
+    tpm: ['tpm'],
+    concurrency: ['concurrency'],
+    'daily-tokens': ['quota', 'daily'],
+    'monthly-tokens': ['quota', 'monthly'],
+    'daily-usd': ['budget', 'daily_usd'],
+    'monthly-usd': ['budget', 'monthly_usd'],
+  };
 
-const flagOf = (path: string) => (path === 'name' ? 'NAME' : LIMIT_FLAGS[path] ?? `--${path}`);
+const flagOf = (path: string) => (path === 'name' ? 'NAME' : (LIMIT_FLAGS[path] ?? `--${path}`));
 
 function teamName(positionals: string[], action: string): string {
-  if (positionals.length !== 1) throw new CliUsageError(`teams ${action} needs exactly one team name${action === 'create' ? '' : ' (see teams list)'}`);
+  if (positionals.length !== 1)
+    throw new CliUsageError(
+      `teams ${action} needs exactly one team name${action === 'create' ? '' : ' (see teams list)'}`,
+    );
   return positionals[0]!;
 }
 
@@ -98,12 +114,28 @@ function changesOf(
   return body;
 }
 
-async function createTeam(argv: string[], io: CliIo, { teams }: OpenStores, guardrails?: readonly string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: TEAM_OPTIONS, strict: true, allowPositionals: true });
+async function createTeam(
+  argv: string[],
+  io: CliIo,
+  { teams }: OpenStores,
+  guardrails?: readonly string[],
+): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: TEAM_OPTIONS,
+    strict: true,
+    allowPositionals: true,
+  });
   const cache = values.cache === undefined ? {} : { cache: booleanOf(values.cache) };
   const named = values.guardrails === undefined ? {} : { guardrails: namesOf(values.guardrails) };
   const endUser = endUserOfFlags(values);
-  const body = { name: teamName(positionals, 'create'), ...limitsOf(values), ...cache, ...named, ...(endUser && { end_user: endUser }) };
+  const body = {
+    name: teamName(positionals, 'create'),
+    ...limitsOf(values),
+    ...cache,
+    ...named,
+    ...(endUser && { end_user: endUser }),
+  };
   const team = await teams.create(parseNewTeam(body, flagOf, guardrails));
   io.out(`Created team ${team.name} (${describeLimits(team)}).\n`);
   return 0;
@@ -130,24 +162,59 @@ async function listTeams(argv: string[], io: CliIo, { teams }: OpenStores): Prom
     guardrails: team.guardrails ? team.guardrails.join(',') || 'none' : '-',
     'end-user': describeEndUser(team.end_user),
   }));
-  const columns = ['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency'];
+  const columns = [
+    'name',
+    'created',
+    'rpm',
+    'tpm',
+    'daily-tokens',
+    'monthly-tokens',
+    'daily-usd',
+    'monthly-usd',
+    'concurrency',
+  ];
   io.out(textTable(rows, [...columns, 'cache', 'guardrails', 'end-user']));
   return 0;
 }
 
 const CLEARABLE = new Set([
-  'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', ...Object.keys(PLACE_OF), ...END_USER_CLEARABLE,
+  'rpm',
+  'tpm',
+  'quota',
+  'budget',
+  'concurrency',
+  'cache',
+  'guardrails',
+  ...Object.keys(PLACE_OF),
+  ...END_USER_CLEARABLE,
 ]);
 
-async function updateTeam(argv: string[], io: CliIo, { teams }: OpenStores, guardrails?: readonly string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: { ...TEAM_OPTIONS, clear: { type: 'string', multiple: true } }, strict: true, allowPositionals: true });
+async function updateTeam(
+  argv: string[],
+  io: CliIo,
+  { teams }: OpenStores,
+  guardrails?: readonly string[],
+): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { ...TEAM_OPTIONS, clear: { type: 'string', multiple: true } },
+    strict: true,
+    allowPositionals: true,
+  });
   const name = teamName(positionals, 'update');
   const cleared = new Set(values.clear ?? []);
   for (const field of cleared) {
-    if (!CLEARABLE.has(field)) throw new CliUsageError(`--clear takes one of ${[...CLEARABLE].join(', ')}; got '${field}'`);
+    if (!CLEARABLE.has(field))
+      throw new CliUsageError(`--clear takes one of ${[...CLEARABLE].join(', ')}; got '${field}'`);
     const setToo = field.startsWith('end-user')
       ? endUserContradiction(field, values)
-      : field === 'cache' || field === 'guardrails' ? (values[field] !== undefined ? field : undefined) : (Object.keys(PLACE_OF) as LimitFlag[]).find((flag) => values[flag] !== undefined && (flag === field || PLACE_OF[flag][0] === field));
+      : field === 'cache' || field === 'guardrails'
+        ? values[field] !== undefined
+          ? field
+          : undefined
+        : (Object.keys(PLACE_OF) as LimitFlag[]).find(
+            (flag) => values[flag] !== undefined && (flag === field || PLACE_OF[flag][0] === field),
+          );
     if (setToo) throw new CliUsageError(`--clear ${field} and --${setToo} contradict each other`);
   }
   const current = await teams.get(name);
@@ -195,19 +262,37 @@ function describeLimits(team: TeamRecord): string {
   return parts.length ? parts.join(', ') : 'no limits';
 }
 
-const ACTIONS: Record<string, (argv: string[], io: CliIo, stores: OpenStores, guardrails?: readonly string[]) => Promise<number>> = {
+const ACTIONS: Record<
+  string,
+  (argv: string[], io: CliIo, stores: OpenStores, guardrails?: readonly string[]) => Promise<number>
+> = {
   create: createTeam,
   list: listTeams,
   update: updateTeam,
   delete: removeTeam,
 };
 
-/** `teams create|list|update|delete` on the stores the server of `env` uses (Redis, else the data directory), as `keys` does. */
-export async function runTeamsCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+/**
+ * `teams create|list|update|delete` on the stores the server of `env` uses (Redis, else the data directory), as `keys`
+ * does.
+ */
+export async function runTeamsCommand(
+  argv: string[],
+  io: CliIo,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   const [action, ...rest] = argv;
   const run = action === undefined ? undefined : ACTIONS[action];
-  if (!run) throw new CliUsageError(action === undefined ? 'teams needs an action' : `unknown teams action '${action}'`);
+  if (!run)
+    throw new CliUsageError(action === undefined ? 'teams needs an action' : `unknown teams action '${action}'`);
   const config = loadConfig(env);
   // A team's guardrails are checked against those the configuration holds.
-  return withOperatorStores(config, { unreachableRedis: 'fail' }, (stores) => run(rest, io, stores, config.guardrails.map((entry) => entry.name)));
+  return withOperatorStores(config, { unreachableRedis: 'fail' }, (stores) =>
+    run(
+      rest,
+      io,
+      stores,
+      config.guardrails.map((entry) => entry.name),
+    ),
+  );
 }

@@ -7,10 +7,20 @@ import type { KeyStore } from '../stores/keys/key-store.ts';
 import type { TeamStore } from '../stores/teams/team-store.ts';
 import { formatCost } from '../usage/pricing.ts';
 
-export const USAGE_COMMAND_SYNOPSIS = 'usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day|key|team|end-user]';
+export const USAGE_COMMAND_SYNOPSIS =
+  'usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day|key|team|end-user]';
 
-const COUNT_COLUMNS = ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_usd', 'cache_hits', 'saved_usd'] as const;
-
+const COUNT_COLUMNS = [
+  'requests',
+  'input_tokens',
+  'output_tokens',
+  'cached_tokens',
+  'total_tokens',
+  'charged_tokens',
+  'cost_usd',
+  'cache_hits',
+  'saved_usd',
+] as const;
 
 /** What a row without a group name shows: keys in no team, requests naming no end user (counted as their key). */
 const UNNAMED: Record<string, string> = { team: '(no team)', end_user: '(none: the key)' };
@@ -45,7 +55,12 @@ export async function printUsageReport(
   try {
     values = parseArgs({
       args: argv,
-      options: { key: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' }, 'group-by': { type: 'string' } },
+      options: {
+        key: { type: 'string' },
+        from: { type: 'string' },
+        to: { type: 'string' },
+        'group-by': { type: 'string' },
+      },
       strict: true,
       allowPositionals: false,
     }).values;
@@ -56,14 +71,21 @@ export async function printUsageReport(
   let query;
   try {
     const raw = Object.fromEntries(
-      Object.entries({ key_id: values.key, from: values.from, to: values.to, group_by: values['group-by'] === 'end-user' ? 'end_user' : values['group-by'] }).filter(([, value]) => value !== undefined),
+      Object.entries({
+        key_id: values.key,
+        from: values.from,
+        to: values.to,
+        group_by: values['group-by'] === 'end-user' ? 'end_user' : values['group-by'],
+      }).filter(([, value]) => value !== undefined),
     );
     query = parseUsageQuery(raw, true);
   } catch (error) {
     if (!isGatewayError(error)) throw error;
     const options: Record<string, string> = { key_id: '--key', from: '--from', to: '--to', group_by: '--group-by' };
     const problems = (error.errors ?? [error.detail]).map((problem) =>
-      problem.replace(/^Field 'query\.(\w+)'/, (_, name: string) => options[name] ?? name).replace("'end_user'", "'end-user'"),
+      problem
+        .replace(/^Field 'query\.(\w+)'/, (_, name: string) => options[name] ?? name)
+        .replace("'end_user'", "'end-user'"),
     );
     io.err(`${problems.join('\n')}\nusage: ${USAGE_COMMAND_SYNOPSIS}\n`);
     return 2;

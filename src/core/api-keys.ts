@@ -37,7 +37,9 @@ export interface ApiKeyRecord {
    * the gateway's setting (and the key's team's).
    */
   readonly cache?: boolean;
-  /** The configured guardrails the key's requests get, over its team's; absent: its team's (else every one). `[]`: none. */
+  /**
+   * The configured guardrails the key's requests get, over its team's; absent: its team's (else every one). `[]`: none.
+   */
   readonly guardrails?: readonly string[];
   /** Limits each end user of the key gets separately (see `EndUserLimits`). */
   readonly end_user?: EndUserLimits;
@@ -45,8 +47,19 @@ export interface ApiKeyRecord {
 
 export type NewKeyInput = Pick<
   ApiKeyRecord,
-  | 'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota' | 'tpm' | 'budget' | 'team' | 'teamId' | 'cache'
-  | 'guardrails' | 'end_user'
+  | 'name'
+  | 'expiresAt'
+  | 'models'
+  | 'rpm'
+  | 'concurrency'
+  | 'quota'
+  | 'tpm'
+  | 'budget'
+  | 'team'
+  | 'teamId'
+  | 'cache'
+  | 'guardrails'
+  | 'end_user'
 >;
 
 const KEY_SHAPE = /^sk-[A-Za-z0-9_-]{8,200}$/;
@@ -82,7 +95,14 @@ export function sameSecret(a: string, b: string): boolean {
 }
 
 export function newKeyRecord(key: string, input: NewKeyInput, now = new Date()): ApiKeyRecord {
-  return { id: generateKeyId(), name: input.name, hash: hashApiKey(key), createdAt: now.toISOString(), revoked: false, ...definedOnly(input) };
+  return {
+    id: generateKeyId(),
+    name: input.name,
+    hash: hashApiKey(key),
+    createdAt: now.toISOString(),
+    revoked: false,
+    ...definedOnly(input),
+  };
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

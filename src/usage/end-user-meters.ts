@@ -18,7 +18,8 @@ export interface EndUserHolder {
 }
 
 /** The 16 hex digits of an end user's SHA-256 that its counters carry (never the end user itself). */
-export const endUserDigest = (endUser: string): string => createHash('sha256').update(endUser).digest('hex').slice(0, 16);
+export const endUserDigest = (endUser: string): string =>
+  createHash('sha256').update(endUser).digest('hex').slice(0, 16);
 
 /** The owners of per-end-user limits a caller's request meets: its key's, then its team's. */
 export function endUserHolders(caller: CallerKey | undefined): EndUserHolder[] {
@@ -49,7 +50,16 @@ export function endUserMeters(holder: EndUserHolder, owner: string, now: number)
   const add = (kind: Meter['kind'], period: LimitPeriod, limit: number | undefined) => {
     if (limit === undefined) return;
     const { tag, resetAt } = period === 'minute' ? fixedWindowOf(60_000, now) : windowOf(period, now);
-    meters.push({ scope: 'end_user', owner, endUserOf, kind, period, limit, counter: `${base}:${kind}:${tag}`, resetAt });
+    meters.push({
+      scope: 'end_user',
+      owner,
+      endUserOf,
+      kind,
+      period,
+      limit,
+      counter: `${base}:${kind}:${tag}`,
+      resetAt,
+    });
   };
   const usd = (amount: number | undefined) => (amount === undefined ? undefined : costNanoUsd(amount));
   add('rpm', 'minute', limits.rpm);

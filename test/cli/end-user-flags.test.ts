@@ -43,7 +43,10 @@ describe('CLI: the --end-user-* flags of keys and teams', function () {
   });
 
   it('names the flag of a bad end-user limit, and refuses a flag that contradicts its --clear', async () => {
-    const bad = await cli(['keys', 'create', '--name', 'k', '--end-user-rpm', 'many', '--end-user-daily-usd', '0'], env);
+    const bad = await cli(
+      ['keys', 'create', '--name', 'k', '--end-user-rpm', 'many', '--end-user-daily-usd', '0'],
+      env,
+    );
     expect(bad.code, bad.err).to.equal(1);
     expect(bad.err).to.contain("Field '--end-user-rpm': must be a positive integer");
     expect(bad.err).to.contain("Field '--end-user-daily-usd': must be a positive number of USD");

@@ -28,7 +28,9 @@ describe('end user of a request', () => {
     expect(endUserOf('count-tokens', { metadata: { user_id: 'dave' } }, {})).to.equal('dave');
     expect(endUserOf('chat-completions', {}, header)).to.equal('from-header');
     expect(endUserOf('messages', { metadata: {} }, header)).to.equal('from-header');
-    expect(endUserOf('messages', { user: 'not-a-messages-field' }, header), 'user is not the Messages field').to.equal('from-header');
+    expect(endUserOf('messages', { user: 'not-a-messages-field' }, header), 'user is not the Messages field').to.equal(
+      'from-header',
+    );
     // The native route refuses unknown body fields: its end user is the header's.
     expect(endUserOf('chat', { user: 'ignored' }, header)).to.equal('from-header');
     expect(endUserOf('chat-completions', { user: null }, header), 'null counts as absent').to.equal('from-header');
@@ -42,7 +44,9 @@ describe('end user of a request', () => {
       errors: ["Field 'user': must be a string naming the end user (given once)"],
       param: 'user',
     });
-    expect(refusal(() => endUserOf('responses', { user: '  ' }, header)).errors).to.deep.equal(["Field 'user': must not be empty"]);
+    expect(refusal(() => endUserOf('responses', { user: '  ' }, header)).errors).to.deep.equal([
+      "Field 'user': must not be empty",
+    ]);
     expect(refusal(() => endUserOf('messages', { metadata: { user_id: 'x'.repeat(257) } }, {})).errors).to.deep.equal([
       "Field 'metadata.user_id': must be at most 256 characters",
     ]);

@@ -21,7 +21,12 @@ import { MemoryTeamStore } from '../helpers/memory-team-store.ts';
 import { accessibilityViolations, rowCells } from './account-journey.ts';
 
 const ADMIN_TOKEN = 'account-limits-page-admin-token-0123456789abcdef';
-const CAPPED: Limits = { rpm: 60, tpm: 10_000, quota: { daily: 100_000, monthly: 2_000_000 }, budget: { daily_usd: 5, monthly_usd: 50 } };
+const CAPPED: Limits = {
+  rpm: 60,
+  tpm: 10_000,
+  quota: { daily: 100_000, monthly: 2_000_000 },
+  budget: { daily_usd: 5, monthly_usd: 50 },
+};
 const RESEARCH: Limits = { rpm: 600, tpm: 50_000, budget: { monthly_usd: 100 } };
 
 describe('account page limits view in headless Chromium', function () {
@@ -44,7 +49,8 @@ describe('account page limits view in headless Chromium', function () {
   /** Counts `count` requests on an owner's request counter open now, as the rate limiter does. */
   function requests(scope: LimitScope, owner: string, limit: number, count: number): void {
     const meter = requestMeter(scope, owner, limit, 60_000, Date.now());
-    for (let i = 0; i < count; i++) ledger.reserve([{ counter: meter.counter, limit, want: 1, need: 1, resetAt: meter.resetAt }]);
+    for (let i = 0; i < count; i++)
+      ledger.reserve([{ counter: meter.counter, limit, want: 1, need: 1, resetAt: meter.resetAt }]);
   }
 
   before(async () => {
@@ -52,13 +58,23 @@ describe('account page limits view in headless Chromium', function () {
     keys = new FileKeyStore(dataDir);
     usage = await EmbeddedUsageStore.open(dataDir, createLogger('silent'));
     ledger = new MemoryLedger();
-    const teams = new MemoryTeamStore([{ name: 'research', ...RESEARCH, cache: false }, { name: 'idle', quota: { daily: 1000 } }]);
+    const teams = new MemoryTeamStore([
+      { name: 'research', ...RESEARCH, cache: false },
+      { name: 'idle', quota: { daily: 1000 } },
+    ]);
     const registry = new ModelRegistry(await loadPlugins(resolve('providers/manifest.json')));
     app = await startGuardedApp({
       routers: {
         '/account': accountRouter({
-          token: ADMIN_TOKEN, keys, usage, registry: () => registry, endpoints: endpointsOf(new Map()), readiness: async () => ({ status: 'ok' }),
-          sessions: new MemorySessionStore(), teams, limits: ledger,
+          token: ADMIN_TOKEN,
+          keys,
+          usage,
+          registry: () => registry,
+          endpoints: endpointsOf(new Map()),
+          readiness: async () => ({ status: 'ok' }),
+          sessions: new MemorySessionStore(),
+          teams,
+          limits: ledger,
         }),
       },
     });
@@ -99,15 +115,21 @@ describe('account page limits view in headless Chromium', function () {
     expect(shown.Key).to.equal(`capped key${capped.id}`);
     expect(shown).to.deep.include({ Team: 'research' });
     expect(shown['Requests per minute']).to.match(/^3 \/ 605% · resets \d\d:\d\d UTC$/);
-    expect(await page.getByRole('meter', { name: 'Requests per minute of key capped key: 5% used, 57 left' }).count()).to.equal(1);
+    expect(
+      await page.getByRole('meter', { name: 'Requests per minute of key capped key: 5% used, 57 left' }).count(),
+    ).to.equal(1);
     expect(shown['Tokens per minute']).to.match(/^2,500 \/ 10,00025% · resets \d\d:\d\d UTC$/);
     expect(shown['Daily quota']).to.match(/^42,000 \/ 100,00042% · resets [A-Z][a-z]{2} \d\d?, 00:00 UTC$/);
     expect(shown['Monthly quota']).to.match(/^1,234,567 \/ 2,000,00062% · resets [A-Z][a-z]{2} 1, 00:00 UTC$/);
     expect(shown['Daily budget']).to.match(/^\$1\.25 \/ \$5\.0025% · resets/);
     expect(shown['Monthly budget']).to.match(/^\$48\.50 \/ \$50\.0097% · resets/);
     const bar = page.getByRole('meter', { name: 'Monthly budget of key capped key: 97% used, $1.50 left' });
-    expect(await bar.evaluate((meter) => [(meter as HTMLMeterElement).value, (meter as HTMLMeterElement).max])).to.deep.equal([48.5, 50]);
-    expect(await page.getByRole('meter', { name: /^Tokens per minute of key capped key: 25% used/ }).count()).to.equal(1);
+    expect(
+      await bar.evaluate((meter) => [(meter as HTMLMeterElement).value, (meter as HTMLMeterElement).max]),
+    ).to.deep.equal([48.5, 50]);
+    expect(await page.getByRole('meter', { name: /^Tokens per minute of key capped key: 25% used/ }).count()).to.equal(
+      1,
+    );
 
     const open = await rowCells(page.locator('#limit-keys-table tbody tr', { hasText: 'open key' }));
     expect(open).to.deep.include({ Team: '—', 'Tokens per minute': '—', 'Daily quota': '—', 'Monthly budget': '—' });
@@ -143,7 +165,9 @@ describe('account page limits view in headless Chromium', function () {
     // Narrow screen: one card per row, nothing scrolls sideways.
     await page.setViewportSize({ width: 390, height: 844 });
     await page.waitForLoadState('networkidle');
-    expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).to.be.at.most(0);
+    expect(
+      await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth),
+    ).to.be.at.most(0);
     expect(await accessibilityViolations(page)).to.deep.equal([]);
     await screenshot(page, 'account-limits-narrow');
 

@@ -23,7 +23,15 @@ type ChatBody = {
 
 /** What one request reserves on a money budget, in nano-USD: its estimate at the model's prices. */
 function reservationOf(body: ChatBody): number {
-  const meter = { counter: 'x', limit: Number.MAX_SAFE_INTEGER, kind: 'budget', scope: 'end_user', owner: 'x', period: 'day', resetAt: Date.now() + 1000 } as const;
+  const meter = {
+    counter: 'x',
+    limit: Number.MAX_SAFE_INTEGER,
+    kind: 'budget',
+    scope: 'end_user',
+    owner: 'x',
+    period: 'day',
+    resetAt: Date.now() + 1000,
+  } as const;
   return demandsFor([meter], estimateRequest(promptCharacters(body), body.max_tokens), ZETA_PRICING)[0]!.want;
 }
 
@@ -39,7 +47,9 @@ function billingUpstream(upstream: ScriptedUpstream): void {
     const prompt = estimateRequest(promptCharacters(body), body.max_tokens).inputTokens;
     const usage = { prompt_tokens: prompt, completion_tokens: body.max_tokens, total_tokens: prompt + body.max_tokens };
     const choices = [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'length' }];
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'x', object: 'chat.completion', model: body.model, choices, usage }));
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ id: 'x', object: 'chat.completion', model: body.model, choices, usage }));
   };
 }
 
@@ -64,7 +74,13 @@ describe('end users: a per-end-user daily budget, exact across three gateway ins
     billingUpstream(upstream);
     instances = [];
     for (let index = 0; index < 3; index += 1) {
-      const env = { GATEWAY_ADMIN_TOKEN: ADMIN, REDIS_URL: redis.url, ZETA_BASE_URL: upstream.url, ZETA_API_KEY: 'k', LOG_LEVEL: 'silent' };
+      const env = {
+        GATEWAY_ADMIN_TOKEN: ADMIN,
+        REDIS_URL: redis.url,
+        ZETA_BASE_URL: upstream.url,
+        ZETA_API_KEY: 'k',
+        LOG_LEVEL: 'silent',
+      };
       instances.push(await startTestGateway({ env }));
     }
   });
@@ -75,15 +91,24 @@ describe('end users: a per-end-user daily budget, exact across three gateway ins
   });
 
   it('30 requests at once from 10 end users of one key: each end user is charged within its budget and refused once over it, the others not', async () => {
-    const body: ChatBody = { model: 'zeta/zeta-k3', max_tokens: 200, messages: [{ role: 'user', content: 'Write a short poem about the sea' }] };
+    const body: ChatBody = {
+      model: 'zeta/zeta-k3',
+      max_tokens: 200,
+      messages: [{ role: 'user', content: 'Write a short poem about the sea' }],
+    };
     const reserved = reservationOf(body);
     // Two reservations fit each end user's budget (rounded up to whole micro-USD), a third does not,
     // whether the first two are still in flight or settled (each is billed what it reserved).
     const budget = Math.ceil((2 * reserved) / 1000) / 1e6;
-    const created = await admin<{ id: string; key: string }>(instances[0]!, '/keys', { name: 'product', end_user: { budget: { daily_usd: budget } } });
+    const created = await admin<{ id: string; key: string }>(instances[0]!, '/keys', {
+      name: 'product',
+      end_user: { budget: { daily_usd: budget } },
+    });
     expect(created.status).to.equal(201);
     const { id: keyId, key } = created.json;
-    const clients = instances.map((instance) => new OpenAI({ apiKey: key, baseURL: `${instance.url}/v1`, maxRetries: 0 }));
+    const clients = instances.map(
+      (instance) => new OpenAI({ apiKey: key, baseURL: `${instance.url}/v1`, maxRetries: 0 }),
+    );
     const users = Array.from({ length: END_USERS }, (_, index) => `user-${index}@example.com`);
 
     // Even end users are named by the OpenAI `user` field, odd ones by the x-gateway-end-user header;
@@ -110,7 +135,10 @@ describe('end users: a per-end-user daily budget, exact across three gateway ins
     expect(outcomes).to.have.length(END_USERS * EACH);
     for (const user of users) {
       const own = outcomes.filter((outcome) => outcome.user === user);
-      expect(own.filter((outcome) => outcome.status === 200), `${user} is served what its budget fits`).to.have.length(2);
+      expect(
+        own.filter((outcome) => outcome.status === 200),
+        `${user} is served what its budget fits`,
+      ).to.have.length(2);
       const refused = own.filter((outcome) => outcome.status !== 200);
       expect(refused, `${user} is refused once over its budget`).to.have.length(1);
       expect(refused[0]).to.deep.include({ status: 429, code: 'GW_ERR_BUDGET_EXCEEDED' });
@@ -119,7 +147,12 @@ describe('end users: a per-end-user daily budget, exact across three gateway ins
 
     // What each end user was charged, from its usage and from its counter: within its budget.
     await Promise.all(instances.map((instance) => instance.gateway.flushUsage()));
-    const rows = (await admin<{ data: { end_user: string | null; requests: number; cost_usd: number }[] }>(instances[1]!, `/usage?group_by=end_user&key_id=${keyId}`)).json.data;
+    const rows = (
+      await admin<{ data: { end_user: string | null; requests: number; cost_usd: number }[] }>(
+        instances[1]!,
+        `/usage?group_by=end_user&key_id=${keyId}`,
+      )
+    ).json.data;
     expect(rows.map((row) => row.end_user)).to.deep.equal([...users].sort());
     const holder = endUserHolders({ id: keyId, end_user: { budget: { daily_usd: budget } } })[0]!;
     const budgetCounters = users.map((user) => endUserMeters(holder, user, Date.now())[0]!.counter);

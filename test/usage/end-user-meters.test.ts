@@ -14,7 +14,10 @@ const NOW = Date.UTC(2026, 10, 25, 18, 0, 15);
 
 function capture() {
   const lines: Record<string, unknown>[] = [];
-  const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _encoding, done) => (lines.push(JSON.parse(String(chunk))), done()) }));
+  const logger = pino(
+    { level: 'info' },
+    new Writable({ write: (chunk, _encoding, done) => (lines.push(JSON.parse(String(chunk))), done()) }),
+  );
   return { logger, lines };
 }
 
@@ -41,10 +44,20 @@ describe('end-user meters', () => {
       `end_user:key:key_1:${digest}:budget:d:2026-11-25`,
       `end_user:key:key_1:${digest}:budget:mo:2026-11`,
     ]);
-    expect(meters[0]).to.deep.include({ scope: 'end_user', owner: 'alice', kind: 'rpm', limit: 5, endUserOf: { scope: 'key', owner: 'key_1' } });
+    expect(meters[0]).to.deep.include({
+      scope: 'end_user',
+      owner: 'alice',
+      kind: 'rpm',
+      limit: 5,
+      endUserOf: { scope: 'key', owner: 'key_1' },
+    });
     expect(meters[4]).to.deep.include({ limit: 500_000_000, resetAt: Date.UTC(2026, 10, 26) });
-    expect(endUserMeters(team!, 'alice', NOW).map((meter) => meter.counter)).to.deep.equal([`end_user:team:team_9:${digest}:budget:d:2026-11-25`]);
-    expect(endUserMeters(key!, 'bob', NOW)[0]!.counter, 'each end user its own counters').to.not.equal(meters[0]!.counter);
+    expect(endUserMeters(team!, 'alice', NOW).map((meter) => meter.counter)).to.deep.equal([
+      `end_user:team:team_9:${digest}:budget:d:2026-11-25`,
+    ]);
+    expect(endUserMeters(key!, 'bob', NOW)[0]!.counter, 'each end user its own counters').to.not.equal(
+      meters[0]!.counter,
+    );
   });
 
   it('reserve one request on an rpm meter, which settlement never moves', () => {
@@ -52,7 +65,12 @@ describe('end-user meters', () => {
     const pricing = { input: 1, cachedInput: 0.1, output: 4 };
     const demands = demandsFor(meters, { inputTokens: 10, outputTokens: 90 }, pricing);
     expect(demands.map((demand) => [demand.want, demand.need])).to.deep.equal([
-      [1, 1], [100, 100], [100, 100], [100, 100], [370_000, 370_000], [370_000, 370_000],
+      [1, 1],
+      [100, 100],
+      [100, 100],
+      [100, 100],
+      [370_000, 370_000],
+      [370_000, 370_000],
     ]);
     const changes: CounterChange[] = [];
     const reserved = demands.map((demand) => demand.want);
@@ -76,8 +94,13 @@ describe('end-user roster (GATEWAY_END_USERS_PER_KEY)', () => {
     expect(roster.bucket(holder, 'carol', now)).to.equal(OTHER_END_USERS);
     expect(roster.bucket(holder, 'dave', now)).to.equal(OTHER_END_USERS);
     expect(roster.bucket(holder, 'alice', now), 'a member stays one').to.equal('alice');
-    expect(new EndUserRoster(ledger, logger, 2).bucket(holder, 'erin', now), 'another instance on the ledger').to.equal(OTHER_END_USERS);
-    expect(roster.bucket({ ...holder, scope: 'team', id: 'team_1', name: 'research' }, 'carol', now), 'per team apart').to.equal('carol');
+    expect(new EndUserRoster(ledger, logger, 2).bucket(holder, 'erin', now), 'another instance on the ledger').to.equal(
+      OTHER_END_USERS,
+    );
+    expect(
+      roster.bucket({ ...holder, scope: 'team', id: 'team_1', name: 'research' }, 'carol', now),
+      'per team apart',
+    ).to.equal('carol');
     const warnings = lines.filter((line) => String(line.msg).startsWith('end users:'));
     expect(warnings).to.have.length(1);
     expect(warnings[0]).to.deep.include({ key_id: 'key_1', end_users: 2 });
@@ -113,15 +136,21 @@ describe('end-user roster (GATEWAY_END_USERS_PER_KEY)', () => {
         new EndUserRoster(new RedisLedger(client), logs[index]!.logger, 10);
       const rosters = clients.map(rosterOf);
       const now = Date.now();
-      const owners = await Promise.all(Array.from({ length: 30 }, (_, index) => rosters[index % 3]!.bucket(holder, `user-${index}`, now)));
+      const owners = await Promise.all(
+        Array.from({ length: 30 }, (_, index) => rosters[index % 3]!.bucket(holder, `user-${index}`, now)),
+      );
       expect(owners.filter((owner) => owner !== OTHER_END_USERS)).to.have.length(10);
       expect(owners.filter((owner) => owner === OTHER_END_USERS)).to.have.length(20);
       const warnings = logs.flatMap((log) => log.lines).filter((line) => String(line.msg).startsWith('end users:'));
       expect(warnings).to.have.length(1);
       const admitted = owners.find((owner) => owner !== OTHER_END_USERS)!;
       const fresh = new EndUserRoster(new RedisLedger(clients[0]!), capture().logger, 10);
-      expect(await fresh.bucket(holder, admitted, now), 'a member on one instance is one on every instance').to.equal(admitted);
-      const ttl = await clients[0]!.pttl(`gw-lim:{gw-lim}:end_user:key:key_1:roster:d:${new Date(now).toISOString().slice(0, 10)}`);
+      expect(await fresh.bucket(holder, admitted, now), 'a member on one instance is one on every instance').to.equal(
+        admitted,
+      );
+      const ttl = await clients[0]!.pttl(
+        `gw-lim:{gw-lim}:end_user:key:key_1:roster:d:${new Date(now).toISOString().slice(0, 10)}`,
+      );
       expect(ttl).to.be.within(1, 86_400_000);
     });
   });

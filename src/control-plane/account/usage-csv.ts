@@ -3,7 +3,17 @@ import type { UsageRequest } from '../usage-routes.ts';
 import { formatCost } from '../../usage/pricing.ts';
 import { dayOf } from '../../usage/usage-record.ts';
 
-const COLUMNS = ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_usd', 'cache_hits', 'saved_usd'] as const;
+const COLUMNS = [
+  'requests',
+  'input_tokens',
+  'output_tokens',
+  'cached_tokens',
+  'total_tokens',
+  'charged_tokens',
+  'cost_usd',
+  'cache_hits',
+  'saved_usd',
+] as const;
 
 /** One CSV field (RFC 4180): quoted when it holds a comma, quote or line break; formula starts defused. */
 function field(value: string | number): string {
@@ -20,7 +30,9 @@ export function usageCsv(rows: readonly UsageRow[], groupBy: UsageRequest['group
   const first = groupFields(groupBy);
   const lines = [[...first, ...COLUMNS].join(',')];
   for (const row of rows) {
-    const counts = COLUMNS.map((column) => (column === 'cost_usd' || column === 'saved_usd' ? formatCost(row[column]) : field(row[column])));
+    const counts = COLUMNS.map((column) =>
+      column === 'cost_usd' || column === 'saved_usd' ? formatCost(row[column]) : field(row[column]),
+    );
     lines.push([...first.map((name) => field(row[name] ?? '')), ...counts].join(','));
   }
   return `${lines.join('\r\n')}\r\n`;

@@ -1,7 +1,13 @@
 import type { Logger } from 'pino';
 import type { CallerKey } from '../../core/exchange.ts';
 import {
-  budgetExceeded, fieldError, quotaExceeded, rateLimited, tokenRateLimited, validationError, type GatewayError,
+  budgetExceeded,
+  fieldError,
+  quotaExceeded,
+  rateLimited,
+  tokenRateLimited,
+  validationError,
+  type GatewayError,
 } from '../../core/gateway-errors.ts';
 import type { Meter } from '../../core/limits.ts';
 import type { ModelPricing } from '../../plugins/plugin-contract.ts';
@@ -91,14 +97,25 @@ export class BudgetGate {
     return reserveFor(owners as string[]);
   }
 
-  private decide(meters: readonly Meter[], demands: readonly CounterDemand[], result: ReserveResult, now: number): Admitted {
-    if (result.refused !== undefined) throw refusal(meters[result.refused]!, result.used[result.refused]!, demands[result.refused]!.need, now);
+  private decide(
+    meters: readonly Meter[],
+    demands: readonly CounterDemand[],
+    result: ReserveResult,
+    now: number,
+  ): Admitted {
+    if (result.refused !== undefined)
+      throw refusal(meters[result.refused]!, result.used[result.refused]!, demands[result.refused]!.need, now);
     // The tightest tokens-per-minute limit (the key's, its team's or its end user's) is the one the headers show.
     let tightest = -1;
     for (let index = 0; index < meters.length; index += 1) {
       const meter = meters[index]!;
-      if (meter.kind === 'tpm' && (tightest < 0 || meter.limit - result.used[index]! < meters[tightest]!.limit - result.used[tightest]!)) tightest = index;
-      if (meter.period !== 'minute' && meter.scope !== 'end_user') this.noteCrossing(meter, result.used[index]! - result.reserved[index]!, result.used[index]!);
+      if (
+        meter.kind === 'tpm' &&
+        (tightest < 0 || meter.limit - result.used[index]! < meters[tightest]!.limit - result.used[tightest]!)
+      )
+        tightest = index;
+      if (meter.period !== 'minute' && meter.scope !== 'end_user')
+        this.noteCrossing(meter, result.used[index]! - result.reserved[index]!, result.used[index]!);
     }
     const tpm = meters[tightest];
     const tokens = tpm && { limit: tpm.limit, remaining: tpm.limit - result.used[tightest]!, resetAt: tpm.resetAt };
@@ -114,9 +131,18 @@ export class BudgetGate {
       if (this.logged.has(key)) continue;
       if (this.logged.size >= LOGGED_LIMIT) this.logged.clear();
       this.logged.add(key);
-      const unitUsed = meter.kind === 'budget' ? { used_usd: Number(usd(after)), limit_usd: Number(usd(meter.limit)) } : { used_tokens: after, limit_tokens: meter.limit };
+      const unitUsed =
+        meter.kind === 'budget'
+          ? { used_usd: Number(usd(after)), limit_usd: Number(usd(meter.limit)) }
+          : { used_tokens: after, limit_tokens: meter.limit };
       this.options.logger.warn(
-        { [meter.scope === 'key' ? 'key_id' : 'team']: meter.owner, limit: meter.kind, period: meter.period, percent: threshold * 100, ...unitUsed },
+        {
+          [meter.scope === 'key' ? 'key_id' : 'team']: meter.owner,
+          limit: meter.kind,
+          period: meter.period,
+          percent: threshold * 100,
+          ...unitUsed,
+        },
         `${meter.scope} ${meter.kind === 'budget' ? 'budget' : 'token quota'} ${threshold === 1 ? 'reached' : 'at 80 %'} for the ${meter.period} (UTC)`,
       );
     }
@@ -136,9 +162,23 @@ function refusal(meter: Meter, used: number, need: number, now: number): Gateway
   const whose = meter.scope === 'team' ? ` (team '${meter.owner}')` : meter.endUserOf ? ` (${endUserText(meter)})` : '';
   const tooLarge = need > meter.limit ? '; that is more than the whole limit: lower the output cap (max_tokens)' : '';
   if (meter.kind === 'rpm') return rateLimited(`${rateLimitText(meter.limit, 60_000)}${whose}`, headers, limit);
-  if (meter.kind === 'tpm') return tokenRateLimited(`${meter.limit} tokens ${PERIOD_TEXT.minute}${whose}; ${Math.max(0, meter.limit - used)} left this minute, this request reserves ${need}${tooLarge}`, headers, limit);
-  if (meter.kind === 'quota') return quotaExceeded(`${used} of ${meter.limit} charged tokens used ${PERIOD_TEXT[meter.period]}${whose}, this request reserves ${need}${tooLarge}`, headers, limit);
-  return budgetExceeded(`$${usd(used)} of $${usd(meter.limit)} used ${PERIOD_TEXT[meter.period]}${whose}, this request reserves up to $${usd(need)}${tooLarge}`, headers, limit);
+  if (meter.kind === 'tpm')
+    return tokenRateLimited(
+      `${meter.limit} tokens ${PERIOD_TEXT.minute}${whose}; ${Math.max(0, meter.limit - used)} left this minute, this request reserves ${need}${tooLarge}`,
+      headers,
+      limit,
+    );
+  if (meter.kind === 'quota')
+    return quotaExceeded(
+      `${used} of ${meter.limit} charged tokens used ${PERIOD_TEXT[meter.period]}${whose}, this request reserves ${need}${tooLarge}`,
+      headers,
+      limit,
+    );
+  return budgetExceeded(
+    `$${usd(used)} of $${usd(meter.limit)} used ${PERIOD_TEXT[meter.period]}${whose}, this request reserves up to $${usd(need)}${tooLarge}`,
+    headers,
+    limit,
+  );
 }
 
 /** Whose end-user limit a meter is: `end user 'alice' of key key_1`, `end user 'bob' of team 'research'`. */
@@ -154,7 +194,12 @@ const boundsTokens = (holder: EndUserHolder): boolean =>
 /** The 400 of a request whose upstream work the gateway cannot bound, from a key with token or money limits. */
 function unboundedRefusal(field: string): GatewayError {
   return validationError(
-    [fieldError(field, 'cannot be used by a key with token or money limits: the gateway cannot bound what it makes the upstream read or do (an operator may allow it with GATEWAY_LIMITS_ALLOW_UNBOUNDED=true)')],
+    [
+      fieldError(
+        field,
+        'cannot be used by a key with token or money limits: the gateway cannot bound what it makes the upstream read or do (an operator may allow it with GATEWAY_LIMITS_ALLOW_UNBOUNDED=true)',
+      ),
+    ],
     field,
   );
 }

@@ -6,7 +6,16 @@ import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { closeTornLine } from './embedded-usage-store.ts';
 import { dayOf, recordTotals, TOTAL_FIELDS, type UsageRecord } from '../../usage/usage-record.ts';
-import { dayRange, groupCells, inRange, totalsFromHash, type UsageCell, type UsageQuery, type UsageRow, type UsageStore } from '../../usage/usage-store.ts';
+import {
+  dayRange,
+  groupCells,
+  inRange,
+  totalsFromHash,
+  type UsageCell,
+  type UsageQuery,
+  type UsageRow,
+  type UsageStore,
+} from '../../usage/usage-store.ts';
 
 type RedisConnection = Redis | Cluster;
 
@@ -175,7 +184,11 @@ export class RedisUsageStore implements UsageStore {
       this.inFlight = [];
       if (this.queue.length >= this.maxQueued) this.spill(this.queue.splice(0));
       this.knownKeyIds.clear();
-      if (this.healthy) this.options.logger.warn({ err: error }, 'usage store: Redis unreachable, holding usage records until it returns');
+      if (this.healthy)
+        this.options.logger.warn(
+          { err: error },
+          'usage store: Redis unreachable, holding usage records until it returns',
+        );
       this.healthy = false;
       this.retryLater();
     }
@@ -201,16 +214,28 @@ export class RedisUsageStore implements UsageStore {
       const totals = recordTotals(record);
       // An end user's cell member and hash: `<day>|=<end user>`, `<day>|` for the requests that named none.
       const endUser = record.endUser === undefined ? '' : `=${record.endUser}`;
-      keys.push(`${tag}:applied:${record.id}`, `${tag}:totals:${day}:${record.model}`, `${tag}:end-user-totals:${day}|${endUser}`);
+      keys.push(
+        `${tag}:applied:${record.id}`,
+        `${tag}:totals:${day}:${record.model}`,
+        `${tag}:end-user-totals:${day}|${endUser}`,
+      );
       const increments: string[] = [];
       for (const field of TOTAL_FIELDS) {
         // The cache's fields only when they count: a record the cache did not answer leaves the hash as before.
         if (totals[field] === 0 && OPTIONAL_FIELDS.has(field)) continue;
         increments.push(field, String(wholeNumber(totals[field])));
       }
-      args.push(`${day}|${record.model}`, `${day}|${endUser}`, JSON.stringify(record), String(increments.length / 2), ...increments);
+      args.push(
+        `${day}|${record.model}`,
+        `${day}|${endUser}`,
+        JSON.stringify(record),
+        String(increments.length / 2),
+        ...increments,
+      );
     }
-    await (this.redis as unknown as { gatewayApplyUsage: (numberOfKeys: number, ...args: string[]) => Promise<number> }).gatewayApplyUsage(keys.length, ...keys, ...args);
+    await (
+      this.redis as unknown as { gatewayApplyUsage: (numberOfKeys: number, ...args: string[]) => Promise<number> }
+    ).gatewayApplyUsage(keys.length, ...keys, ...args);
     if (!this.knownKeyIds.has(keyId)) {
       await this.redis.sadd(KEY_IDS, keyId);
       this.knownKeyIds.add(keyId);
@@ -221,10 +246,16 @@ export class RedisUsageStore implements UsageStore {
   private spill(records: readonly UsageRecord[]): void {
     if (!records.length) return;
     try {
-      appendFileSync(join(this.options.dataDir, LIVE_SPILL), records.map((record) => `${JSON.stringify(record)}\n`).join(''));
+      appendFileSync(
+        join(this.options.dataDir, LIVE_SPILL),
+        records.map((record) => `${JSON.stringify(record)}\n`).join(''),
+      );
       this.spilledSinceReplay = true;
     } catch (error) {
-      this.options.logger.error({ err: error, count: records.length }, 'usage store: cannot spill usage records to disk; they are lost');
+      this.options.logger.error(
+        { err: error, count: records.length },
+        'usage store: cannot spill usage records to disk; they are lost',
+      );
     }
   }
 
@@ -270,7 +301,9 @@ export class RedisUsageStore implements UsageStore {
   /** The daily cells per end user of one key in a day range (see {@link applyGroup}). */
   private async endUserCellsOf(keyId: string, fromDay?: string, toDay?: string): Promise<UsageCell[]> {
     const tag = usageKeyTag(keyId);
-    const members = (await this.redis.smembers(`${tag}:end-user-cells`)).filter((member) => inRange(member.slice(0, member.indexOf('|')), fromDay, toDay));
+    const members = (await this.redis.smembers(`${tag}:end-user-cells`)).filter((member) =>
+      inRange(member.slice(0, member.indexOf('|')), fromDay, toDay),
+    );
     if (!members.length) return [];
     const pipeline = this.redis.pipeline();
     for (const member of members) pipeline.hgetall(`${tag}:end-user-totals:${member}`);
@@ -280,14 +313,21 @@ export class RedisUsageStore implements UsageStore {
       if (error) throw error;
       const named = member.slice(member.indexOf('|') + 1);
       const endUser = named === '' ? null : named.slice(1);
-      return { keyId, day: member.slice(0, member.indexOf('|')), model: '', endUser, totals: totalsFromHash(hash as Record<string, string>) };
+      return {
+        keyId,
+        day: member.slice(0, member.indexOf('|')),
+        model: '',
+        endUser,
+        totals: totalsFromHash(hash as Record<string, string>),
+      };
     });
   }
 
   async query(query: UsageQuery): Promise<UsageRow[]> {
     const { fromDay, toDay } = dayRange(query);
     const keyIds = query.keyId !== undefined ? [query.keyId] : await this.redis.smembers(KEY_IDS);
-    const cellsOf = (keyId: string) => (query.groupBy === 'end_user' ? this.endUserCellsOf(keyId, fromDay, toDay) : this.cellsOf(keyId, fromDay, toDay));
+    const cellsOf = (keyId: string) =>
+      query.groupBy === 'end_user' ? this.endUserCellsOf(keyId, fromDay, toDay) : this.cellsOf(keyId, fromDay, toDay);
     const cells = (await Promise.all(keyIds.map(cellsOf))).flat();
     return groupCells(cells, query);
   }

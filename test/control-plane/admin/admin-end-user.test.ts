@@ -22,7 +22,10 @@ describe('admin API: end_user limits of keys and teams', () => {
     dataDir = await mkdtemp(join(tmpdir(), 'gateway-admin-end-user-'));
     keys = new FileKeyStore(dataDir);
     teams = new FileTeamStore(dataDir);
-    app = await startGuardedApp({ routers: { '/admin': adminRouter({ token: TOKEN, keys, teams }) }, logger: logs.logger });
+    app = await startGuardedApp({
+      routers: { '/admin': adminRouter({ token: TOKEN, keys, teams }) },
+      logger: logs.logger,
+    });
   });
   afterEach(async () => {
     await app.close();
@@ -36,7 +39,11 @@ describe('admin API: end_user limits of keys and teams', () => {
     expect(created.body.end_user).to.deep.equal(endUser);
     expect((await keys.list())[0]!.end_user).to.deep.equal(endUser);
     const id = created.body.id as string;
-    const patched = await send(app.url, `/admin/keys/${id}`, { method: 'PATCH', ...admin, body: { end_user: { budget: { daily_usd: 1 } } } });
+    const patched = await send(app.url, `/admin/keys/${id}`, {
+      method: 'PATCH',
+      ...admin,
+      body: { end_user: { budget: { daily_usd: 1 } } },
+    });
     expect(patched.status).to.equal(200);
     expect(patched.body.end_user).to.deep.equal({ budget: { daily_usd: 1 } });
     const removed = await send(app.url, `/admin/keys/${id}`, { method: 'PATCH', ...admin, body: { end_user: null } });
@@ -48,10 +55,18 @@ describe('admin API: end_user limits of keys and teams', () => {
     const created = await send(app.url, '/admin/teams', { ...admin, body: { name: 'product', end_user: { rpm: 3 } } });
     expect(created.status).to.equal(201);
     expect(created.body.end_user).to.deep.equal({ rpm: 3 });
-    const patched = await send(app.url, '/admin/teams/product', { method: 'PATCH', ...admin, body: { end_user: { quota: { monthly: 900 } } } });
+    const patched = await send(app.url, '/admin/teams/product', {
+      method: 'PATCH',
+      ...admin,
+      body: { end_user: { quota: { monthly: 900 } } },
+    });
     expect(patched.body.end_user).to.deep.equal({ quota: { monthly: 900 } });
     expect((await teams.get('product'))!.end_user).to.deep.equal({ quota: { monthly: 900 } });
-    const removed = await send(app.url, '/admin/teams/product', { method: 'PATCH', ...admin, body: { end_user: null } });
+    const removed = await send(app.url, '/admin/teams/product', {
+      method: 'PATCH',
+      ...admin,
+      body: { end_user: null },
+    });
     expect(removed.body.end_user).to.equal(null);
   });
 
@@ -80,9 +95,16 @@ describe('admin API: end_user limits of keys and teams', () => {
       expect(answer.body.errors).to.deep.equal([`Field 'end_user': ${message}`]);
     }
     const created = await send(app.url, '/admin/keys', { ...admin, body: { name: 'k' } });
-    const patched = await send(app.url, `/admin/keys/${created.body.id}`, { method: 'PATCH', ...admin, body: { end_user: { rpm: -1, x: 1 } } });
+    const patched = await send(app.url, `/admin/keys/${created.body.id}`, {
+      method: 'PATCH',
+      ...admin,
+      body: { end_user: { rpm: -1, x: 1 } },
+    });
     expect(patched.status).to.equal(400);
-    expect(patched.body.errors).to.have.members(["Field 'end_user.rpm': must be a positive integer", `Field 'end_user.x': unknown field ${FIELDS}`]);
+    expect(patched.body.errors).to.have.members([
+      "Field 'end_user.rpm': must be a positive integer",
+      `Field 'end_user.x': unknown field ${FIELDS}`,
+    ]);
     expect(await keys.list()).to.have.length(1);
     expect(await teams.list()).to.deep.equal([]);
   });

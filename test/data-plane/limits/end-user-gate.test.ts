@@ -25,7 +25,10 @@ function setup(endUsersPerKey?: number) {
     }
     throw new Error('not refused');
   };
-  const used = (caller: CallerKey, owner: string, index = 0) => ledger.valueOf(endUserMeters(endUserHolders(caller)[index]!, owner, NOW).find((meter) => meter.kind === 'budget')!.counter);
+  const used = (caller: CallerKey, owner: string, index = 0) =>
+    ledger.valueOf(
+      endUserMeters(endUserHolders(caller)[index]!, owner, NOW).find((meter) => meter.kind === 'budget')!.counter,
+    );
   return { ledger, admit, refusal, used };
 }
 
@@ -40,7 +43,8 @@ describe('budget gate: per-end-user limits', () => {
     expect(refusal(key, 'alice')).to.deep.equal({
       status: 429,
       code: 'GW_ERR_BUDGET_EXCEEDED',
-      detail: "Budget exceeded: $0.00074 of $0.0008 used today (UTC) (end user 'alice' of key key_1), this request reserves up to $0.00037",
+      detail:
+        "Budget exceeded: $0.00074 of $0.0008 used today (UTC) (end user 'alice' of key key_1), this request reserves up to $0.00037",
       limit: { kind: 'budget', scope: 'end_user' },
     });
     expect(used(key, 'alice')).to.equal(740_000);
@@ -49,7 +53,7 @@ describe('budget gate: per-end-user limits', () => {
     expect(used(key, 'key_1')).to.equal(370_000);
   });
 
-  it('settles an end user\'s budget to what was charged, and keeps its requests per minute counted', () => {
+  it("settles an end user's budget to what was charged, and keeps its requests per minute counted", () => {
     const { admit, refusal, ledger } = setup();
     const caller: CallerKey = { id: 'key_2', end_user: { rpm: 2, budget: { daily_usd: 1 } } };
     const first = admit(caller, 'alice')!;
@@ -86,9 +90,13 @@ describe('budget gate: per-end-user limits', () => {
     admit(first, 'alice');
     admit(second, 'alice');
     expect(refusal(first, 'alice')).to.deep.include({
-      detail: "Quota exceeded: 200 of 250 charged tokens used today (UTC) (end user 'alice' of team 'support'), this request reserves 100",
+      detail:
+        "Quota exceeded: 200 of 250 charged tokens used today (UTC) (end user 'alice' of team 'support'), this request reserves 100",
     });
-    expect(admit({ id: 'key_6', team: { ...team, id: 'team_3', name: 'other' } }, 'alice'), 'another team').to.not.equal(undefined);
+    expect(
+      admit({ id: 'key_6', team: { ...team, id: 'team_3', name: 'other' } }, 'alice'),
+      'another team',
+    ).to.not.equal(undefined);
   });
 
   it('puts the end users past the cap of a day in one shared bucket with the same limits', () => {
