@@ -13,9 +13,19 @@ import { ModelRegistry } from '../core/model-registry.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
+import {
+  describeEndUser,
+  END_USER_CLEARABLE,
+  END_USER_FLAGS,
+  END_USER_OPTIONS,
+  END_USER_SYNOPSIS,
+  endUserChangeOf,
+  endUserContradiction,
+  endUserOfFlags,
+} from './end-user-flags.ts';
 
-export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME] [--group NAME] [--cache true|false] [--guardrails NAME,... ('' for none)]
-keys update KEY_ID [--name NAME] [the limit flags of keys create] [--clear rpm|tpm|quota|budget|concurrency|models|expires-at|team|group|cache|guardrails|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
+export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME] [--group NAME] [--cache true|false] [--guardrails NAME,... ('' for none)] ${END_USER_SYNOPSIS}
+keys update KEY_ID [--name NAME] [the limit flags of keys create] [--clear rpm|tpm|quota|budget|concurrency|models|expires-at|team|group|cache|guardrails|daily-tokens|monthly-tokens|daily-usd|monthly-usd|end-user|end-user-rpm|...]...
 keys list
 keys revoke KEY_ID`;
 
@@ -34,6 +44,7 @@ const CREATE_OPTIONS = {
   group: { type: 'string' },
   cache: { type: 'string' },
   guardrails: { type: 'string' },
+  ...END_USER_OPTIONS,
 } as const;
 
 /** The flag of each limit's field, for the error messages of keys and teams alike. */
@@ -44,6 +55,7 @@ export const LIMIT_FLAGS: Record<string, string> = {
   'budget.daily_usd': '--daily-usd',
   'budget.monthly_usd': '--monthly-usd',
   budget: '--daily-usd/--monthly-usd',
+  ...END_USER_FLAGS,
 };
 const FLAG_OF: Record<string, string> = { ...LIMIT_FLAGS, expires_at: '--expires-at' };
 const flagOf = (path: string) => FLAG_OF[path] ?? `--${path}`;
@@ -97,6 +109,8 @@ async function createKey(argv: string[], io: CliIo, stores: OpenStores, env: Nod
     ...(values.cache !== undefined && { cache: booleanOf(values.cache) }),
     ...(values.guardrails !== undefined && { guardrails: namesOf(values.guardrails) }),
   };
+  const endUser = endUserOfFlags(values);
+  if (endUser) Object.assign(body, { end_user: endUser });
   const config = models || values.guardrails !== undefined ? loadConfig(env) : undefined;
   const known =
     config && models
@@ -135,6 +149,7 @@ const CLEARABLE = [
   'monthly-tokens',
   'daily-usd',
   'monthly-usd',
+  ...END_USER_CLEARABLE,
 ] as const;
 /** Each side flag's place in `quota` or `budget`. */
 const SIDES = {
@@ -183,6 +198,8 @@ function keyChangesOf(
     }
     body[field] = Object.keys(merged).length ? merged : null;
   }
+  const endUser = endUserChangeOf(values, cleared, current.end_user);
+  if (endUser !== undefined) body.end_user = endUser;
   return body;
 }
 
@@ -204,7 +221,9 @@ async function updateKey(argv: string[], io: CliIo, stores: OpenStores, env: Nod
       field === 'quota' || field === 'budget'
         ? Object.keys(SIDES).filter((flag) => SIDES[flag as keyof typeof SIDES][0] === field)
         : [field];
-    const setToo = flags.find((flag) => values[flag as keyof UpdateValues] !== undefined);
+    const setToo = field.startsWith('end-user')
+      ? endUserContradiction(field, values)
+      : flags.find((flag) => values[flag as keyof UpdateValues] !== undefined);
     if (setToo) throw new CliUsageError(`--clear ${field} and --${setToo} contradict each other`);
   }
   const current = (await store.list()).find((record) => record.id === id);
@@ -255,9 +274,10 @@ async function listKeys(argv: string[], io: CliIo, { keys: store }: OpenStores):
     group: record.group ?? '-',
     cache: record.cache ?? 'default',
     guardrails: record.guardrails ? record.guardrails.join(',') || 'none' : 'default',
+    'end-user': describeEndUser(record.end_user),
   }));
   const columns = ['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'group'];
-  io.out(textTable(rows, [...columns, 'cache', 'guardrails']));
+  io.out(textTable(rows, [...columns, 'cache', 'guardrails', 'end-user']));
   return 0;
 }
 

@@ -10,13 +10,23 @@ import { booleanOf, LIMIT_FLAGS, namesOf, numberOf } from './keys-command.ts';
 import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
 import { knownGroup } from '../control-plane/admin/key-routes.ts';
+import {
+  describeEndUser,
+  END_USER_CLEARABLE,
+  END_USER_OPTIONS,
+  END_USER_SYNOPSIS,
+  endUserChangeOf,
+  endUserContradiction,
+  endUserOfFlags,
+} from './end-user-flags.ts';
 
 const LIMIT_SYNOPSIS =
-  "[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false] [--guardrails NAME,... ('' for none)] [--group NAME]";
+  "[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false] [--guardrails NAME,... ('' for none)] [--group NAME] " +
+  END_USER_SYNOPSIS;
 
 export const TEAMS_SYNOPSIS = `teams create NAME ${LIMIT_SYNOPSIS}
 teams list
-teams update NAME ${LIMIT_SYNOPSIS} [--clear rpm|tpm|quota|budget|concurrency|cache|guardrails|group|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
+teams update NAME ${LIMIT_SYNOPSIS} [--clear rpm|tpm|quota|budget|concurrency|cache|guardrails|group|daily-tokens|monthly-tokens|daily-usd|monthly-usd|end-user|end-user-rpm|...]...
 teams delete NAME`;
 
 const LIMIT_OPTIONS = {
@@ -31,12 +41,16 @@ const LIMIT_OPTIONS = {
 
 type LimitFlag = keyof typeof LIMIT_OPTIONS;
 
-/** The limits' flags, `--cache` (the team's response cache setting), `--guardrails` and `--group` (its group). */
+/**
+ * The limits' flags, `--cache` (the team's response cache setting), `--guardrails`, `--group` (its group) and the
+ * `--end-user-*` limits.
+ */
 const TEAM_OPTIONS = {
   ...LIMIT_OPTIONS,
   cache: { type: 'string' },
   guardrails: { type: 'string' },
   group: { type: 'string' },
+  ...END_USER_OPTIONS,
 } as const;
 
 /** Each flag's place in a team: a top-level limit, or one side of `quota` / `budget`. */
@@ -78,7 +92,7 @@ function limitsOf(values: Partial<Record<LimitFlag, string>>): Record<string, un
  * as the team has it; a limit left with neither side is removed.
  */
 function changesOf(
-  values: Partial<Record<LimitFlag | 'cache' | 'guardrails' | 'group', string>>,
+  values: Partial<Record<keyof typeof TEAM_OPTIONS, string>>,
   cleared: ReadonlySet<string>,
   current: TeamRecord,
 ): Record<string, unknown> {
@@ -102,6 +116,8 @@ function changesOf(
     Object.assign(merged, given[field]);
     body[field] = Object.keys(merged).length ? merged : null;
   }
+  const endUser = endUserChangeOf(values, cleared, current.end_user);
+  if (endUser !== undefined) body.end_user = endUser;
   return body;
 }
 
@@ -121,7 +137,15 @@ async function createTeam(
   const cache = values.cache === undefined ? {} : { cache: booleanOf(values.cache) };
   const named = values.guardrails === undefined ? {} : { guardrails: namesOf(values.guardrails) };
   const group = values.group === undefined ? {} : { group: values.group };
-  const body = { name: teamName(positionals, 'create'), ...limitsOf(values), ...cache, ...named, ...group };
+  const endUser = endUserOfFlags(values);
+  const body = {
+    name: teamName(positionals, 'create'),
+    ...limitsOf(values),
+    ...cache,
+    ...named,
+    ...group,
+    ...(endUser && { end_user: endUser }),
+  };
   const team = await teams.create(parseNewTeam(body, flagOf, guardrails, await knownGroup(groups, values.group)));
   io.out(`Created team ${team.name} (${describeLimits(team)}).\n`);
   return 0;
@@ -147,9 +171,10 @@ async function listTeams(argv: string[], io: CliIo, { teams }: OpenStores): Prom
     cache: team.cache ?? '-',
     guardrails: team.guardrails ? team.guardrails.join(',') || 'none' : '-',
     group: team.group ?? '-',
+    'end-user': describeEndUser(team.end_user),
   }));
   const limits = ['rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency'];
-  io.out(textTable(rows, ['name', 'created', ...limits, 'cache', 'guardrails', 'group']));
+  io.out(textTable(rows, ['name', 'created', ...limits, 'cache', 'guardrails', 'group', 'end-user']));
   return 0;
 }
 
@@ -163,6 +188,7 @@ const CLEARABLE = new Set([
   'guardrails',
   'group',
   ...Object.keys(PLACE_OF),
+  ...END_USER_CLEARABLE,
 ]);
 
 async function updateTeam(
@@ -183,8 +209,9 @@ async function updateTeam(
   for (const field of cleared) {
     if (!CLEARABLE.has(field))
       throw new CliUsageError(`--clear takes one of ${[...CLEARABLE].join(', ')}; got '${field}'`);
-    const setToo =
-      field === 'cache' || field === 'guardrails' || field === 'group'
+    const setToo = field.startsWith('end-user')
+      ? endUserContradiction(field, values)
+      : field === 'cache' || field === 'guardrails' || field === 'group'
         ? values[field] !== undefined
           ? field
           : undefined
@@ -235,6 +262,7 @@ function describeLimits(team: TeamRecord): string {
     team.cache !== undefined && `cache ${team.cache}`,
     team.guardrails !== undefined && `guardrails ${team.guardrails.join(', ') || 'none'}`,
     team.group !== undefined && `group ${team.group}`,
+    team.end_user !== undefined && `each end user: ${describeEndUser(team.end_user)}`,
   ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'no limits';
 }

@@ -122,6 +122,11 @@ export interface GatewayConfig {
    * the gateway cannot bound (`previous_response_id`, `conversation`, `background`); refused by default.
    */
   readonly limitsAllowUnbounded: boolean;
+  /**
+   * `GATEWAY_END_USERS_PER_KEY`: distinct end users given their own end-user counters per key (and per
+   * team) per UTC day; past it, the day's further end users share one bucket.
+   */
+  readonly endUsersPerKey: number;
   readonly logLevel: string;
   /** On SIGTERM/SIGINT, how long requests and streams in flight may take to finish before they are ended. */
   readonly drainMs: number;
@@ -737,6 +742,7 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     apiKeys: parseStaticKeys(env.GATEWAY_API_KEYS),
     keyIdSecret: secret('GATEWAY_KEY_ID_SECRET', env.GATEWAY_KEY_ID_SECRET),
     limitsAllowUnbounded: envFlag(env, 'GATEWAY_LIMITS_ALLOW_UNBOUNDED', problem) ?? false,
+    endUsersPerKey: envInteger(env, 'GATEWAY_END_USERS_PER_KEY', 1) ?? 10_000,
     logLevel: envLogLevel(env) ?? file.logLevel ?? 'info',
     drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,
     headersTimeoutMs,

@@ -35,18 +35,20 @@ const ownQuerySchema = yup.object({
   group_by: yup.string().test('own-grouping', "must be 'model' or 'day'", function ownGrouping(value) {
     if (value === undefined || value === 'model' || value === 'day') return true;
     // A clearer refusal for the groupings only the admin API and the account page have.
-    return value === 'key' || value === 'team'
-      ? this.createError({
-          message: `cannot be '${value}' here: a key's own usage is grouped by 'model' or 'day' (per key and per team only on the admin API)`,
-        })
-      : false;
+    if (value !== 'key' && value !== 'team' && value !== 'end_user') return false;
+    const where = 'per key, per team and per end user only on the admin API';
+    return this.createError({
+      message: `cannot be '${value}' here: a key's own usage is grouped by 'model' or 'day' (${where})`,
+    });
   }),
 });
 
 const everyKeyQuerySchema = yup.object({
   from: date(),
   to: date(),
-  group_by: yup.string().oneOf(['model', 'day', 'key', 'team'], "must be 'model', 'day', 'key' or 'team'"),
+  group_by: yup
+    .string()
+    .oneOf(['model', 'day', 'key', 'team', 'end_user'], "must be 'model', 'day', 'key', 'team' or 'end_user'"),
   key_id: yup.string(),
 });
 
@@ -56,7 +58,8 @@ const utcDate = (text: string): Date =>
 
 /**
  * Reads `from`, `to` and `group_by` from a query string; where every key's usage is read (`everyKey`:
- * the admin API, the account page, the CLI) also `key_id`, and `group_by` may be `key` or `team` too.
+ * the admin API, the account page, the CLI) also `key_id`, and `group_by` may be `key`, `team` or
+ * `end_user` too.
  * Usage is summed per UTC day, so `from` and `to` select UTC days, both included; a date-time selects
  * its UTC day. Every problem is reported at once, as a 400 ValidationError.
  */
@@ -143,7 +146,8 @@ export function ownUsageRoute(store: UsageStore): RequestHandler {
 
 /**
  * `GET /admin/usage`: every key's usage summed, or one key's with `key_id`; otherwise as `GET /v1/usage`,
- * and also `group_by=key` (rows carry `key_id`, sorted by it) or `group_by=team` (rows carry `team`,
+ * and also `group_by=key` (rows carry `key_id`, sorted by it), `group_by=end_user` (rows carry `key_id`
+ * and `end_user`, null for the requests that named none, sorted by both) or `group_by=team` (rows carry `team`,
  * each key's usage under the team it names now, null for keys in no team or of an earlier team whose name a
  * later team took; sorted by team, null last).
  */

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { MoneyBudget, TokenQuota } from './limits.ts';
+import type { EndUserLimits, MoneyBudget, TokenQuota } from './limits.ts';
 
 /** A managed key as stored: never the key itself, only its SHA-256 hash. */
 export interface ApiKeyRecord {
@@ -43,6 +43,8 @@ export interface ApiKeyRecord {
    * The configured guardrails the key's requests get, over its team's; absent: its team's (else every one). `[]`: none.
    */
   readonly guardrails?: readonly string[];
+  /** Limits each end user of the key gets separately (see `EndUserLimits`). */
+  readonly end_user?: EndUserLimits;
 }
 
 export type NewKeyInput = Pick<
@@ -60,6 +62,7 @@ export type NewKeyInput = Pick<
   | 'group'
   | 'cache'
   | 'guardrails'
+  | 'end_user'
 >;
 
 const KEY_SHAPE = /^sk-[A-Za-z0-9_-]{8,200}$/;

@@ -6,6 +6,8 @@ import type { AnswerFacts } from './formats/index.ts';
 import type {
   CacheSetting,
   CallerGroup,
+  EndUserLimits,
+  EndUserSetting,
   GuardrailSetting,
   Limits,
   MoneyBudget,
@@ -30,7 +32,7 @@ export interface CallerKey {
    * The key's team: its id (what its shared counters and cache entries are kept under), its name, the limits it shares
    * with the team's other keys, its cache setting and the name of its budget group (as read from the team store).
    */
-  readonly team?: Pick<TeamRecord, 'id' | 'name' | 'group'> & Limits & CacheSetting & GuardrailSetting;
+  readonly team?: Pick<TeamRecord, 'id' | 'name' | 'group'> & Limits & CacheSetting & GuardrailSetting & EndUserSetting;
   /**
    * The budget group the request draws from: the key's, else its team's (as read from the group store), with
    * its id (what its counters are kept under), name and limits.
@@ -42,6 +44,8 @@ export interface CallerKey {
   readonly cache?: boolean;
   /** The guardrails the key's requests get (over its team's); absent: its team's, else every configured one. */
   readonly guardrails?: readonly string[];
+  /** The limits each end user of the key gets separately. */
+  readonly end_user?: EndUserLimits;
 }
 
 /** What a guardrail did to an exchange, as its usage record keeps it (never what it found). */
@@ -56,6 +60,8 @@ export interface GuardrailMark {
 /** What one request to an upstream came to, handed to usage accounting when the response is done. */
 export interface ExchangeRecord {
   readonly keyId: string | undefined;
+  /** The end user the request named (see `core/end-user.ts`); absent when it named none. */
+  readonly endUser?: string;
   readonly route: RouteId;
   readonly resolved: ResolvedModel;
   /** The status the client received (499 when the client went away first). */
@@ -191,6 +197,8 @@ export interface ExchangeView {
   readonly headers: IncomingHttpHeaders;
   /** The authenticated caller, once known. */
   readonly caller: CallerKey | undefined;
+  /** The end user the request named, once its body is read; undefined when it named none. */
+  readonly endUser: string | undefined;
   readonly watch: ExchangeWatch;
   /** What the answer said of itself, when `watch.answer` asked for it. */
   readonly facts: AnswerFacts | undefined;

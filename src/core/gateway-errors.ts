@@ -35,7 +35,7 @@ export interface GatewayErrorOptions {
 /** Which limit refused a request: what it counts and whose it is. */
 export interface LimitRefusal {
   readonly kind: 'rpm' | 'tpm' | 'quota' | 'budget' | 'concurrency' | 'websockets';
-  readonly scope: 'key' | 'team' | 'group' | 'address';
+  readonly scope: 'key' | 'team' | 'group' | 'address' | 'end_user';
 }
 
 export class GatewayError extends Error {

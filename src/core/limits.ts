@@ -16,6 +16,23 @@ export interface MoneyBudget {
   readonly monthly_usd?: number;
 }
 
+/**
+ * Limits of each end user of a key (or of a team's keys), one set of counters per end user: requests and
+ * tokens per UTC minute, charged tokens and money per UTC day and month.
+ */
+export interface EndUserLimits {
+  readonly rpm?: number;
+  readonly tpm?: number;
+  readonly quota?: TokenQuota;
+  readonly budget?: MoneyBudget;
+}
+
+/** The per-end-user limits an owner (a key or a team) sets for each of its end users. */
+export interface EndUserSetting {
+  /** Absent: its end users are limited only by the owner's own limits. */
+  readonly end_user?: EndUserLimits;
+}
+
 /** The limits one key or one team carries; each is off when absent. */
 export interface Limits {
   /** Requests per rate-limit window (a UTC-aligned minute by default). */
@@ -47,7 +64,7 @@ export interface GuardrailSetting {
 }
 
 /** A team: a name keys can name, the limits its keys share, whether their answers are cached, and their guardrails. */
-export interface TeamRecord extends Limits, CacheSetting, GuardrailSetting {
+export interface TeamRecord extends Limits, CacheSetting, GuardrailSetting, EndUserSetting {
   /**
    * Made when the team is created and never changed (see `core/team-identity.ts`): what its limit counters,
    * response cache entries and usage are kept under, so a team created later under the same name starts clean.
@@ -89,10 +106,10 @@ export type CallerGroup = Pick<GroupRecord, 'id' | 'name' | 'tpm' | 'quota' | 'b
 /** What a limit counts. */
 export type LimitKind = 'rpm' | 'tpm' | 'quota' | 'budget';
 /**
- * Whose limit it is: a key's, a team's, a budget group's, or (the public catalog's request rate) a client
- * address's.
+ * Whose limit it is: a key's, a team's, a budget group's, one end user's (of a key, or of a team's keys), or (the
+ * public catalog's request rate) a client address's.
  */
-export type LimitScope = 'key' | 'team' | 'group' | 'address';
+export type LimitScope = 'key' | 'team' | 'group' | 'address' | 'end_user';
 export type LimitPeriod = 'minute' | 'day' | 'month';
 
 /** The gateway's request limit: `max` requests per `windowMs` (a key's or team's own `rpm` replaces `max`). */
@@ -107,8 +124,13 @@ export interface RateSettings {
  */
 export interface Meter {
   readonly scope: LimitScope;
-  /** The key id, the team or group name or the client address (what refusals and logs name). */
+  /**
+   * The key id, the team or group name, the end user (the key id for a request that names none) or the client
+   * address (what refusals and logs name).
+   */
   readonly owner: string;
+  /** An end user's meter: whose end-user limit it is (the key's id or the team's name). */
+  readonly endUserOf?: { readonly scope: 'key' | 'team'; readonly owner: string };
   readonly kind: LimitKind;
   readonly period: LimitPeriod;
   readonly limit: number;

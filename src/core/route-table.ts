@@ -30,6 +30,11 @@ export interface ModelRoute {
    * money limits; absent on a route whose requests generate nothing (count_tokens reserves nothing).
    */
   readonly outputCapFields?: readonly string[];
+  /**
+   * Where a request body names its end user (a path of fields: OpenAI's `user`, Messages'
+   * `metadata.user_id`); absent where only the `x-gateway-end-user` header does (the native route).
+   */
+  readonly endUserField?: readonly string[];
   /** The rate-limit headers the route's clients read (`x-ratelimit-*` or `anthropic-ratelimit-*`); none when absent. */
   readonly rateLimitHeaders?: RateLimitHeaderStyle;
   /**
@@ -49,6 +54,7 @@ const BEARER_OR_API_KEY: readonly KeyHeader[] = ['authorization', 'x-api-key'];
 export const ROUTE_TABLE: Readonly<Record<RouteId, ModelRoute>> = {
   'chat-completions': {
     id: 'chat-completions',
+    endUserField: ['user'],
     path: '/v1/chat/completions',
     method: 'POST',
     format: 'chat-completions',
@@ -64,6 +70,7 @@ export const ROUTE_TABLE: Readonly<Record<RouteId, ModelRoute>> = {
   },
   responses: {
     id: 'responses',
+    endUserField: ['user'],
     path: '/v1/responses',
     method: 'POST',
     format: 'responses',
@@ -79,6 +86,7 @@ export const ROUTE_TABLE: Readonly<Record<RouteId, ModelRoute>> = {
   },
   messages: {
     id: 'messages',
+    endUserField: ['metadata', 'user_id'],
     path: '/v1/messages',
     method: 'POST',
     format: 'messages',
@@ -94,6 +102,7 @@ export const ROUTE_TABLE: Readonly<Record<RouteId, ModelRoute>> = {
   },
   'count-tokens': {
     id: 'count-tokens',
+    endUserField: ['metadata', 'user_id'],
     path: '/v1/messages/count_tokens',
     method: 'POST',
     format: 'count-tokens',

@@ -16,6 +16,7 @@ import { attempt } from './pipeline/attempt.ts';
 import { authenticate } from './pipeline/authenticate.ts';
 import { cache } from './pipeline/cache.ts';
 import { guardRequest } from './pipeline/guard-request.ts';
+import { identifyEndUser } from './pipeline/identify-end-user.ts';
 import { readBody } from './pipeline/read-body.ts';
 import { record } from './pipeline/record.ts';
 import { relay } from './pipeline/relay.ts';
@@ -79,6 +80,7 @@ export function stageLists(parts: ModelRouteParts, settings: ModelRouteSettings)
     ...(parts.authenticate ? [authenticate(parts.authenticate)] : []),
     ...(parts.admission && (parts.admission.concurrency || parts.admission.rateLimit) ? [admit(parts.admission)] : []),
     readBody(parts.bodyLimitBytes, forwardsBytes),
+    identifyEndUser(),
   ];
   const reserving = reserve({ budgets: parts.budgets, registry, fallbacks: parts.fallbacks });
   const lists = new Map<RouteId, Stage[]>();

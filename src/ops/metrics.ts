@@ -165,7 +165,7 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
     });
     this.limitRefusals = new Counter({
       name: 'gateway_limit_refusals_total',
-      help: 'Requests refused by a limit, by what it counts (rpm, tpm, quota, budget, concurrency) and whose it is (key, team, group, address)',
+      help: 'Requests refused by a limit, by what it counts (rpm, tpm, quota, budget, concurrency) and whose it is (key, team, group, end_user, address)',
       labelNames: ['kind', 'scope'],
       registers,
     });
@@ -310,8 +310,9 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
     });
     // Shown at 0 from the start, so a rate or an alert on them has a series before the first event.
     for (const reason of ['rate_limit', 'quota']) this.rateLimited.labels(reason).inc(0);
-    for (const kind of ['rpm', 'tpm', 'quota', 'budget'])
-      for (const scope of ['key', 'team']) this.limitRefusals.labels(kind, scope).inc(0);
+    for (const kind of ['rpm', 'tpm', 'quota', 'budget']) {
+      for (const scope of ['key', 'team', 'end_user']) this.limitRefusals.labels(kind, scope).inc(0);
+    }
     // A group carries no request rate: only its token and money limits refuse.
     for (const kind of ['tpm', 'quota', 'budget']) this.limitRefusals.labels(kind, 'group').inc(0);
     for (const result of ['applied', 'rejected']) this.configReloads.labels(result).inc(0);

@@ -36,6 +36,12 @@ export interface CounterChange {
   readonly resetAt: number;
 }
 
+/**
+ * Where a member stands in a roster (see {@link LimitLedger.enroll}): in it, or left out of a full one
+ * (`first-over` for the first such answer in the roster's window, across instances on Redis).
+ */
+export type Enrolment = 'member' | 'over' | 'first-over';
+
 export interface LimitLedger {
   /**
    * Checks every demand and reserves on all of them, or on none, atomically (across instances on
@@ -47,6 +53,12 @@ export interface LimitLedger {
    * was). Never throws; on Redis the changes are batched and pipelined off the request path.
    */
   adjust(changes: readonly CounterChange[]): void;
+  /**
+   * Adds `member` to the set `roster` (dropped at `resetAt`, epoch ms) unless it holds `cap` members
+   * already, atomically (across instances on Redis). A roster only grows within its window, so an answer
+   * holds until then. The embedded ledger answers synchronously.
+   */
+  enroll(roster: string, member: string, cap: number, resetAt: number): Enrolment | Promise<Enrolment>;
   /** Current values of counters (0 for a counter never touched or expired), for views. */
   peek(counters: readonly string[]): Promise<number[]>;
   /** True while Redis is configured but counting happens in process memory. */

@@ -58,7 +58,8 @@ export function demandsFor(
   const tokens = estimate.inputTokens + estimate.outputTokens;
   const wholeNano = nanoFor(estimate.inputTokens, pricing.input) + nanoFor(estimate.outputTokens, pricing.output);
   return meters.map((meter) => {
-    const want = meter.kind === 'budget' ? wholeNano : tokens;
+    // An end user's requests per minute are a meter of the same reservation: one request.
+    const want = meter.kind === 'rpm' ? 1 : meter.kind === 'budget' ? wholeNano : tokens;
     return { counter: meter.counter, limit: meter.limit, want, need: want, resetAt: meter.resetAt };
   });
 }
@@ -93,6 +94,8 @@ export class Reservation implements Settlement {
     const changes: CounterChange[] = [];
     const costNano = figures ? costNanoUsd(figures.costUsd) : 0;
     this.meters.forEach((meter, index) => {
+      // A request stays counted on a requests-per-minute meter, whatever it cost.
+      if (meter.kind === 'rpm') return;
       const real = !figures
         ? 0
         : meter.kind === 'tpm'

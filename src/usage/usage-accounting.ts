@@ -55,6 +55,7 @@ export class GatewayUsageAccounting implements UsageAccounting {
       const finish = (usage: TokenUsage | undefined, estimated: boolean) => {
         const record = buildUsageRecord({
           keyId: exchange.keyId ?? ANONYMOUS_KEY_ID,
+          endUser: exchange.endUser,
           route: exchange.route,
           requestedModel: exchange.resolved.requestedId,
           model: exchange.resolved.canonicalId,

@@ -10,6 +10,8 @@ export interface UsageRecord {
   /** ISO time the request finished. */
   readonly time: string;
   readonly keyId: string;
+  /** The end user the request named (`user`, `metadata.user_id` or `x-gateway-end-user`); absent: none. */
+  readonly endUser?: string;
   readonly route: RouteId;
   readonly requestedModel: string;
   /** The resolved concrete model in canonical prefixed form (never an alias). */
@@ -56,6 +58,7 @@ export interface UsageRecord {
 export interface UsageRecordInput extends Pick<
   UsageRecord,
   | 'keyId'
+  | 'endUser'
   | 'route'
   | 'requestedModel'
   | 'model'
@@ -117,6 +120,7 @@ export function buildUsageRecord(input: UsageRecordInput): UsageRecord {
     id: input.id ?? randomUUID(),
     time: (input.time ?? new Date()).toISOString(),
     keyId: input.keyId,
+    ...(input.endUser !== undefined ? { endUser: input.endUser } : {}),
     route: input.route,
     requestedModel: input.requestedModel,
     model: input.model,

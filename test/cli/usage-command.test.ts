@@ -71,7 +71,7 @@ describe('CLI usage', () => {
     expect((await usage(['--from', '2026-11-21'])).out).not.to.contain('acme/one');
     const bad = await usage(['--group-by', 'week']);
     expect(bad.code).to.equal(2);
-    expect(bad.err).to.contain("--group-by: must be 'model', 'day', 'key' or 'team'");
+    expect(bad.err).to.contain("--group-by: must be 'model', 'day', 'key', 'team' or 'end-user'");
   });
 
   it('prints the totals per key id, and per team as the key store names them', async () => {

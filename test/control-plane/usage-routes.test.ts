@@ -231,12 +231,14 @@ describe('usage read-back', () => {
       const refused = await get(`/v1/usage?group_by=${grouping}`);
       expect(refused.status).to.equal(400);
       expect(refused.body.errors).to.deep.equal([
-        `Field 'query.group_by': cannot be '${grouping}' here: a key's own usage is grouped by 'model' or 'day' (per key and per team only on the admin API)`,
+        `Field 'query.group_by': cannot be '${grouping}' here: a key's own usage is grouped by 'model' or 'day' (per key, per team and per end user only on the admin API)`,
       ]);
     }
     const bad = await get('/admin/usage?group_by=week');
     expect(bad.status).to.equal(400);
-    expect(bad.body.errors).to.deep.equal(["Field 'query.group_by': must be 'model', 'day', 'key' or 'team'"]);
+    expect(bad.body.errors).to.deep.equal([
+      "Field 'query.group_by': must be 'model', 'day', 'key', 'team' or 'end_user'",
+    ]);
   });
 
   it('parses the groupings each kind of route allows', () => {
@@ -260,7 +262,7 @@ describe('usage read-back', () => {
     ]);
     expect(errorsOf({ group_by: 'team', key_id: 'key_a' }, true)).to.deep.equal([]);
     expect(errorsOf({ group_by: 'Key' }, true)).to.deep.equal([
-      "Field 'query.group_by': must be 'model', 'day', 'key' or 'team'",
+      "Field 'query.group_by': must be 'model', 'day', 'key', 'team' or 'end_user'",
     ]);
   });
 
@@ -285,7 +287,7 @@ describe('usage read-back', () => {
     ]);
     expect(await printUsageReport(['--group-by', 'week', '--from', 'soon'], io, store)).to.equal(2);
     expect(err)
-      .to.contain("--group-by: must be 'model', 'day', 'key' or 'team'")
+      .to.contain("--group-by: must be 'model', 'day', 'key', 'team' or 'end-user'")
       .and.to.contain('--from: must be an ISO date');
     err = '';
     expect(await printUsageReport(['--bogus'], io, store)).to.equal(2);

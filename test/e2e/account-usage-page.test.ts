@@ -17,6 +17,7 @@ const BLOCKED_TEXT = 'Plan for PROJECT-4711 launch';
 interface UsageRow {
   readonly key_id?: string;
   readonly team?: string | null;
+  readonly end_user?: string | null;
   readonly model?: string;
   readonly requests: number;
   readonly total_tokens: number;
@@ -66,11 +67,15 @@ async function admin<T>(test: TestGateway, path: string, body?: unknown): Promis
   return (await response.json()) as T;
 }
 
-async function chat(test: TestGateway, key: string, text: string): Promise<Response> {
+async function chat(test: TestGateway, key: string, text: string, endUser?: string): Promise<Response> {
   const response = await fetch(`${test.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'alpha-latest', messages: [{ role: 'user', content: text }] }),
+    body: JSON.stringify({
+      model: 'alpha-latest',
+      messages: [{ role: 'user', content: text }],
+      ...(endUser && { user: endUser }),
+    }),
   });
   await response.arrayBuffer();
   return response;
@@ -119,6 +124,7 @@ describe('account page usage view in headless Chromium', function () {
       'hit',
     );
     expect((await chat(test, soloKey.key, 'Something else.')).status).to.equal(200);
+    expect((await chat(test, soloKey.key, 'Something for an end user.', '<b>alice</b>')).status).to.equal(200);
     expect((await chat(test, soloKey.key, BLOCKED_TEXT)).status).to.equal(400);
     await test.gateway.flushUsage();
 
@@ -213,6 +219,26 @@ describe('account page usage view in headless Chromium', function () {
     expect(await page.locator('#csv-key').getAttribute('href')).to.include(`key_id=${soloKey.id}`);
     expect(await page.locator('#csv-team').getAttribute('href')).not.to.include('key_id');
 
+    // The chosen key's end users: the one it named (as text), and the requests that named none.
+    const byEndUser = (
+      await admin<{ data: UsageRow[] }>(test, `/usage?group_by=end_user&key_id=${soloKey.id}&${range}`)
+    ).data;
+    expect(byEndUser.map((row) => row.end_user)).to.deep.equal(['<b>alice</b>', null]);
+    expect(await page.locator('#end-user-usage-table tbody tr').count()).to.equal(2);
+    expect(await rowCells(page.locator('#end-user-usage-table tbody tr').first())).to.deep.equal({
+      'End user': '<b>alice</b>',
+      ...groupCells(byEndUser[0]!),
+    });
+    expect(await rowCells(page.locator('#end-user-usage-table tbody tr').last())).to.deep.equal({
+      'End user': 'None (the key itself)',
+      ...groupCells(byEndUser[1]!),
+    });
+    const endUserCsv = (await page.locator('#csv-end-user').getAttribute('href'))!;
+    expect(endUserCsv).to.include(`key_id=${soloKey.id}`).and.include('group_by=end_user');
+    expect(await page.evaluate(async (url) => (await fetch(url)).text(), endUserCsv)).to.match(
+      /^key_id,end_user,requests,/,
+    );
+
     // Narrow screen: one card per row, nothing scrolls sideways.
     await page.setViewportSize({ width: 390, height: 844 });
     await page.waitForLoadState('networkidle');
@@ -225,13 +251,14 @@ describe('account page usage view in headless Chromium', function () {
     // Signing out drops every figure from the page.
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
-    for (const table of [
+    const tables = [
       'totals-table',
       'key-usage-table',
       'team-usage-table',
+      'end-user-usage-table',
       'guardrail-summary-table',
-      'guardrail-recent-table',
-    ]) {
+    ];
+    for (const table of [...tables, 'guardrail-recent-table']) {
       expect(await page.locator(`#${table} tbody tr`).count(), table).to.equal(0);
     }
     expect(browser.problems).to.deep.equal([]);

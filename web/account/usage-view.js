@@ -1,5 +1,5 @@
-// Usage: charts per day and per model (Chart.js), totals per model, per key and per team, CSV downloads,
-// filtered by key and days; and the guardrail actions the gateway keeps.
+// Usage: charts per day and per model (Chart.js), totals per model, per key, per team and per end user of
+// the chosen key, CSV downloads, filtered by key and days; and the guardrail actions the gateway keeps.
 import { api } from './api.js';
 import { byId, element, formatNumber, formatTime, formatUsd, nameWithId, row, stackTable, utcDay } from './dom.js';
 
@@ -251,16 +251,29 @@ export async function showUsage({ reloadKeys = false } = {}) {
     team: filterQuery({ group_by: 'team' }, { allKeys: true }),
   };
   for (const [group, query] of Object.entries(queries)) byId(`csv-${group}`).href = `/account/api/usage.csv?${query}`;
+  // A key's end users: only with a key chosen (end users of different keys are different people).
+  const endUsers = chosenKey ? filterQuery({ group_by: 'end_user' }) : undefined;
+  const endUserCsv = byId('csv-end-user');
+  endUserCsv.hidden = !endUsers;
+  if (endUsers) endUserCsv.href = `/account/api/usage.csv?${endUsers}`;
+  byId('end-user-usage-choose').hidden = Boolean(endUsers);
+  byId('end-user-usage').hidden = !endUsers;
+  byId('end-user-usage-empty').hidden = true;
   const usage = (async () => {
     try {
-      const [byDay, byModel, byKey, byTeam] = await Promise.all(
-        Object.values(queries).map((query) => api(`/usage?${query}`)),
-      );
+      const reading = Promise.all(Object.values(queries).map((query) => api(`/usage?${query}`)));
+      const [[byDay, byModel, byKey, byTeam], byEndUser] = await Promise.all([
+        reading,
+        endUsers && api(`/usage?${endUsers}`),
+      ]);
       last = { byDay: everyDay(byDay.data, form.elements.from.value, form.elements.to.value), byModel: byModel.data };
       drawCharts();
       drawTotals(byModel.data);
       drawGroup('key-usage-table', 'key-usage-empty', byKey.data, (r) => keyCell(r.key_id));
       drawGroup('team-usage-table', 'team-usage-empty', byTeam.data, (r) => r.team ?? 'No team');
+      const endUserName = (r) => r.end_user ?? 'None (the key itself)';
+      if (byEndUser) drawGroup('end-user-usage-table', 'end-user-usage-empty', byEndUser.data, endUserName);
+      else byId('end-user-usage-table').tBodies[0].replaceChildren();
     } catch (failure) {
       error.textContent = failure.message;
     }
@@ -270,14 +283,14 @@ export async function showUsage({ reloadKeys = false } = {}) {
 
 /** Drops the usage and guardrail actions shown, on sign-out. */
 export function clearUsage() {
-  for (const id of [
+  const tables = [
     'totals-table',
     'key-usage-table',
     'team-usage-table',
+    'end-user-usage-table',
     'guardrail-summary-table',
-    'guardrail-recent-table',
-  ])
-    byId(id).tBodies[0].replaceChildren();
+  ];
+  for (const id of [...tables, 'guardrail-recent-table']) byId(id).tBodies[0].replaceChildren();
   byId('totals-table').tFoot.replaceChildren();
   keysById = new Map();
   keysLoaded = false;

@@ -1,6 +1,6 @@
 import type { ApiKeyRecord, NewKeyInput } from '../../core/api-keys.ts';
 import type { CacheTenant, ResponseCache } from '../../core/response-cache.ts';
-import type { Limits, TeamRecord } from '../../core/limits.ts';
+import type { EndUserSetting, Limits, TeamRecord } from '../../core/limits.ts';
 import type { KeyChanges, KeyStore } from '../../stores/keys/key-store.ts';
 import type { TeamChanges, TeamStore } from '../../stores/teams/team-store.ts';
 import type { GroupChanges, GroupStore } from '../../stores/groups/group-store.ts';
@@ -21,7 +21,7 @@ function scopeNow(permission: Permission): { scope: TeamScope; request?: Request
 }
 
 /** Each limit a key may carry above its team's, as `[field, key's, team's]`. */
-function limitsAbove(key: Limits, team: TeamRecord): [string, number, number][] {
+function limitsAbove(key: Limits & EndUserSetting, team: TeamRecord): [string, number, number][] {
   const pairs: [string, number | undefined, number | undefined][] = [
     ['rpm', key.rpm, team.rpm],
     ['tpm', key.tpm, team.tpm],
@@ -30,6 +30,12 @@ function limitsAbove(key: Limits, team: TeamRecord): [string, number, number][] 
     ['quota.monthly', key.quota?.monthly, team.quota?.monthly],
     ['budget.daily_usd', key.budget?.daily_usd, team.budget?.daily_usd],
     ['budget.monthly_usd', key.budget?.monthly_usd, team.budget?.monthly_usd],
+    ['end_user.rpm', key.end_user?.rpm, team.end_user?.rpm],
+    ['end_user.tpm', key.end_user?.tpm, team.end_user?.tpm],
+    ['end_user.quota.daily', key.end_user?.quota?.daily, team.end_user?.quota?.daily],
+    ['end_user.quota.monthly', key.end_user?.quota?.monthly, team.end_user?.quota?.monthly],
+    ['end_user.budget.daily_usd', key.end_user?.budget?.daily_usd, team.end_user?.budget?.daily_usd],
+    ['end_user.budget.monthly_usd', key.end_user?.budget?.monthly_usd, team.end_user?.budget?.monthly_usd],
   ];
   return pairs.filter(
     (pair): pair is [string, number, number] => pair[1] !== undefined && pair[2] !== undefined && pair[1] > pair[2],
@@ -265,7 +271,9 @@ export function accessUsageStore(
       const scoped = (await keys.list()).filter((record) => covers(scope, record.team));
       const mine = (await ofTeamsNow(scoped, teams)).map((record) => record.id);
       if (query.keyId !== undefined) return mine.includes(query.keyId) ? inner.query(query) : [];
-      if (query.groupBy === 'key') return (await inner.query(query)).filter((row) => mine.includes(row.key_id!));
+      if (query.groupBy === 'key' || query.groupBy === 'end_user') {
+        return (await inner.query(query)).filter((row) => mine.includes(row.key_id!));
+      }
       const rows = await Promise.all(mine.map((keyId) => inner.query({ ...query, keyId })));
       return sumRows(rows.flat(), query.groupBy);
     },

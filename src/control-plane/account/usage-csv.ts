@@ -1,4 +1,4 @@
-import { groupField, type UsageRow } from '../../usage/usage-store.ts';
+import { groupFields, type UsageRow } from '../../usage/usage-store.ts';
 import type { UsageRequest } from '../usage-routes.ts';
 import { formatCost } from '../../usage/pricing.ts';
 import { dayOf } from '../../usage/usage-record.ts';
@@ -23,21 +23,17 @@ function field(value: string | number): string {
 }
 
 /**
- * Usage rows as CSV: a header line (`model`, `day`, `key_id` or `team`, then the counters), CRLF line ends; keys in no
- * team have an empty `team`.
+ * Usage rows as CSV: a header line (`model`, `day`, `key_id`, `team`, or `key_id,end_user`, then the
+ * counters), CRLF line ends; keys in no team have an empty `team`, requests naming no end user an empty `end_user`.
  */
 export function usageCsv(rows: readonly UsageRow[], groupBy: UsageRequest['groupBy']): string {
-  const first = groupField(groupBy);
-  const lines = [[first, ...COLUMNS].join(',')];
+  const first = groupFields(groupBy);
+  const lines = [[...first, ...COLUMNS].join(',')];
   for (const row of rows) {
-    lines.push(
-      [
-        field(row[first] ?? ''),
-        ...COLUMNS.map((column) =>
-          column === 'cost_usd' || column === 'saved_usd' ? formatCost(row[column]) : field(row[column]),
-        ),
-      ].join(','),
+    const counts = COLUMNS.map((column) =>
+      column === 'cost_usd' || column === 'saved_usd' ? formatCost(row[column]) : field(row[column]),
     );
+    lines.push([...first.map((name) => field(row[name] ?? '')), ...counts].join(','));
   }
   return `${lines.join('\r\n')}\r\n`;
 }

@@ -34,6 +34,8 @@ export interface KeyView {
   readonly cache: boolean | null;
   /** The guardrails the key's requests get; null when unset (its team's, else every configured one). */
   readonly guardrails: readonly string[] | null;
+  /** The limits each end user of the key gets; null when unset. */
+  readonly end_user: ApiKeyRecord['end_user'] | null;
 }
 
 export function keyView(record: ApiKeyRecord): KeyView {
@@ -54,6 +56,7 @@ export function keyView(record: ApiKeyRecord): KeyView {
     group: record.group ?? null,
     cache: record.cache ?? null,
     guardrails: record.guardrails ?? null,
+    end_user: record.end_user ?? null,
   };
 }
 

@@ -78,6 +78,21 @@ export const moneyBudget = () =>
     )
     .default(undefined);
 
+/** The fields of `end_user`. */
+export const END_USER_FIELDS = ['rpm', 'tpm', 'quota', 'budget'] as const;
+
+/** `end_user`: the limits each end user of the owner gets separately (rpm, tpm, quota, budget), at least one. */
+export const endUserLimits = () =>
+  knownFields(
+    yup
+      .object({ rpm: positiveInteger(), tpm: positiveInteger(), quota: tokenQuota(), budget: moneyBudget() })
+      .strict()
+      .typeError('must be an object with rpm, tpm, quota and/or budget'),
+    END_USER_FIELDS,
+  )
+    .test('some', 'must give rpm, tpm, quota and/or budget', (value) => value == null || Object.keys(value).length > 0)
+    .default(undefined);
+
 /**
  * `cache`: `false` keeps the owner's requests out of the response cache; `true` is kept as given (the gateway's setting
  * applies).

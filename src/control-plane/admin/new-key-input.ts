@@ -5,6 +5,7 @@ import type { KeyChanges } from '../../stores/keys/key-store.ts';
 import { isTeamName, TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import {
   cacheSetting,
+  endUserLimits,
   guardrailList,
   knownFields,
   moneyBudget,
@@ -43,6 +44,7 @@ const KEY_FIELDS = {
   group: groupName(),
   cache: cacheSetting(),
   guardrails: guardrailList(),
+  end_user: endUserLimits(),
 };
 
 const keyName = () => yup.string().strict().typeError('must be a string').max(200, 'must be at most 200 characters');
@@ -66,6 +68,7 @@ export const KEY_CHANGE_FIELDS = [
   'group',
   'cache',
   'guardrails',
+  'end_user',
 ] as const;
 
 const keyChangesSchema = knownFields(
@@ -109,10 +112,10 @@ export interface NewKeyCheck {
 /**
  * A new key's settings from the admin API's body (or the CLI's flags): `name`, and optionally `rpm`,
  * `concurrency`, `models` (canonical IDs), `expires_at` (ISO date-time in the future) and `quota` (`daily`,
- * `monthly`), `tpm`, `budget` (`daily_usd`, `monthly_usd`), `team` (an existing team's name),
- * `group` (an existing budget group's name), `cache` (a boolean;
- * `false` keeps the key's requests out of the response cache) and `guardrails` (names of configured guardrails the
- * key's requests get, over its team's; `[]`: none). Throws the 400 ValidationError listing every bad field.
+ * `monthly`), `tpm`, `budget` (`daily_usd`, `monthly_usd`), `team` (an existing team's name), `group` (an existing
+ * budget group's name), `cache` (a boolean; `false` keeps the key's requests out of the response cache), `guardrails`
+ * (names of configured guardrails the key's requests get, over its team's; `[]`: none) and `end_user` (the limits
+ * each of its end users gets: `rpm`, `tpm`, `quota`, `budget`). Throws the 400 ValidationError listing every bad field.
  */
 export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput {
   const value = validate(newKeySchema, body, check);
@@ -130,13 +133,14 @@ export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput
     group: value.group,
     cache: value.cache,
     guardrails: value.guardrails,
+    end_user: value.end_user,
   };
 }
 
 /**
  * A PATCH of a key: `name`, and each of `rpm`, `concurrency`, `models`, `expires_at`, `quota`, `tpm`, `budget`, `team`,
- * `group`, `cache` and `guardrails` set (checked as {@link parseNewKey} checks it; an object replaces the whole
- * limit), `null` to remove it, or absent to keep it. Throws the 400 ValidationError listing every bad field; a
+ * `group`, `cache`, `guardrails` and `end_user` set (checked as {@link parseNewKey} checks it; an object replaces the
+ * whole limit), `null` to remove it, or absent to keep it. Throws the 400 ValidationError listing every bad field; a
  * body changing nothing is one of them.
  */
 export function parseKeyChanges(body: unknown, check: NewKeyCheck = {}): KeyChanges {

@@ -7,6 +7,7 @@ import { groupName, unknownGroup } from './group-input.ts';
 import {
   cacheSetting,
   definedOnly,
+  endUserLimits,
   guardrailList,
   knownFields,
   moneyBudget,
@@ -15,8 +16,19 @@ import {
   unknownGuardrails,
 } from './limit-fields.ts';
 
-// The fields a PATCH may set or remove: the limits, the cache setting, the guardrails and the budget group.
-const CHANGEABLE_FIELDS = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', 'group'] as const;
+// The fields a PATCH may set or remove: the limits, the cache setting, the guardrails, the budget group and the
+// end users' limits.
+const CHANGEABLE_FIELDS = [
+  'rpm',
+  'tpm',
+  'quota',
+  'budget',
+  'concurrency',
+  'cache',
+  'guardrails',
+  'group',
+  'end_user',
+] as const;
 
 const newTeamSchema = knownFields(
   yup
@@ -35,6 +47,7 @@ const newTeamSchema = knownFields(
       cache: cacheSetting(),
       guardrails: guardrailList(),
       group: groupName(),
+      end_user: endUserLimits(),
     })
     .strict(),
   ['name', ...CHANGEABLE_FIELDS],
@@ -51,6 +64,7 @@ const teamChangesSchema = knownFields(
       cache: cacheSetting().nullable(),
       guardrails: guardrailList().nullable(),
       group: groupName().nullable(),
+      end_user: endUserLimits().nullable(),
     })
     .strict(),
   CHANGEABLE_FIELDS,
@@ -91,8 +105,9 @@ function validate<T>(
  * A new team from the admin API's body (or the CLI's flags): `name` and optionally `rpm`, `tpm`,
  * `quota` ({daily, monthly}), `budget` ({daily_usd, monthly_usd}), `concurrency`, `cache` (a boolean; `false`
  * keeps the team's requests out of the response cache), `guardrails` (names of configured guardrails its keys get;
- * `[]`: none), checked against `knownGuardrails` when given, and `group` (the budget group its keys draw from), one
- * of `knownGroups` (naming a group is refused without them). Throws the 400 listing every bad field.
+ * `[]`: none), checked against `knownGuardrails` when given, `group` (the budget group its keys draw from), one
+ * of `knownGroups` (naming a group is refused without them), and `end_user` (the limits each end user of its keys
+ * gets: `rpm`, `tpm`, `quota`, `budget`). Throws the 400 listing every bad field.
  */
 export function parseNewTeam(
   body: unknown,
@@ -101,14 +116,14 @@ export function parseNewTeam(
   knownGroups?: ReadonlySet<string>,
 ): TeamInput {
   const value = validate(newTeamSchema, body, label, knownGuardrails, knownGroups);
-  const { name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group } = value;
-  return definedOnly({ name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group });
+  const { name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group, end_user: endUser } = value;
+  return definedOnly({ name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group, end_user: endUser });
 }
 
 /**
- * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency`, `cache`, `guardrails` and `group` set (an
- * object replaces the whole limit), `null` to remove it (`cache: null`: the gateway's setting again), or absent to keep
- * it. Throws the 400 listing every bad field.
+ * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency`, `cache`, `guardrails`, `group` and
+ * `end_user` set (an object replaces the whole limit), `null` to remove it (`cache: null`: the gateway's setting
+ * again), or absent to keep it. Throws the 400 listing every bad field.
  */
 export function parseTeamChanges(
   body: unknown,

@@ -26,6 +26,8 @@ export interface TeamView {
   readonly guardrails: readonly string[] | null;
   /** The budget group the team's keys draw from (unless a key names its own); null when none. */
   readonly group: string | null;
+  /** The limits each end user of the team's keys gets; null when unset. */
+  readonly end_user: TeamRecord['end_user'] | null;
 }
 
 export function teamView(record: TeamRecord): TeamView {
@@ -40,6 +42,7 @@ export function teamView(record: TeamRecord): TeamView {
     cache: record.cache ?? null,
     guardrails: record.guardrails ?? null,
     group: record.group ?? null,
+    end_user: record.end_user ?? null,
   };
 }
 

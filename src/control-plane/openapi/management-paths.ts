@@ -45,7 +45,7 @@ const SERVICE_TOKEN_REQUIRED = Object.keys(SERVICE_TOKEN_PROPERTIES);
 const usageQuery = [
   { name: 'from', in: 'query', schema: { type: 'string', format: 'date' } },
   { name: 'to', in: 'query', schema: { type: 'string', format: 'date' } },
-  { name: 'group_by', in: 'query', schema: { type: 'string', enum: ['model', 'day', 'key', 'team'] } },
+  { name: 'group_by', in: 'query', schema: { type: 'string', enum: ['model', 'day', 'key', 'team', 'end_user'] } },
   { name: 'key_id', in: 'query', schema: { type: 'string' } },
 ];
 const CSV_COLUMNS =

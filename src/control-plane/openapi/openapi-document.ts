@@ -81,9 +81,26 @@ const TEAM_LIMITS = {
     description: "Requests of the team's keys in flight at once, per gateway instance",
   },
 };
+/** Per-end-user limits: each end user (the request's `user`, `metadata.user_id` or `x-gateway-end-user`) gets them. */
+const END_USER_LIMITS = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: {
+    rpm: { ...positiveInteger, description: 'Requests per UTC minute, per end user' },
+    tpm: TEAM_LIMITS.tpm,
+    quota: TEAM_LIMITS.quota,
+    budget: TEAM_LIMITS.budget,
+  },
+};
 /** A team's limits, its response cache setting and its guardrails (not limits: nothing is counted). */
 const TEAM_SETTINGS = {
   ...TEAM_LIMITS,
+  end_user: {
+    ...END_USER_LIMITS,
+    description:
+      "Limits each end user of the team's keys gets separately, per team (a request naming none counts as its key)",
+  },
   cache: {
     type: 'boolean',
     description:
@@ -141,6 +158,10 @@ const KEY_SETTINGS = {
       "The configured guardrails the key's requests get, over its team's; [] for none; absent: its team's (else every configured one)",
   },
   group: GROUP_FIELD,
+  end_user: {
+    ...END_USER_LIMITS,
+    description: 'Limits each end user of the key gets separately (a request naming none counts as the key itself)',
+  },
 };
 const keyName = { type: 'string', minLength: 1, maxLength: 200 };
 const keyId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
@@ -322,12 +343,18 @@ const ADMIN_READ_PATHS = {
   '/admin/usage': {
     get: {
       summary:
-        "Every key's usage summed per group (one key's with key_id): per model, UTC day, key id, or team (each key's usage under the team it names now; team null for keys in none, listed last)",
+        "Every key's usage summed per group (one key's with key_id): per model, UTC day, key id, team (each key's usage " +
+        'under the team it names now; team null for keys in none, listed last) or end user of each key (end_user null ' +
+        'for requests naming none, listed last)',
       security: [{ adminToken: [] }],
       parameters: [
         { name: 'from', in: 'query', schema: { type: 'string', format: 'date' } },
         { name: 'to', in: 'query', schema: { type: 'string', format: 'date' } },
-        { name: 'group_by', in: 'query', schema: { type: 'string', enum: ['model', 'day', 'key', 'team'] } },
+        {
+          name: 'group_by',
+          in: 'query',
+          schema: { type: 'string', enum: ['model', 'day', 'key', 'team', 'end_user'] },
+        },
         { name: 'key_id', in: 'query', schema: { type: 'string' } },
       ],
       responses: {
@@ -737,6 +764,7 @@ export const OPENAPI_DOCUMENT = {
           'cache',
           'guardrails',
           'group',
+          'end_user',
         ],
         properties: {
           name: { type: 'string' },
@@ -778,6 +806,7 @@ export const OPENAPI_DOCUMENT = {
           'group',
           'cache',
           'guardrails',
+          'end_user',
         ],
         properties: {
           id: { type: 'string', pattern: '^(key|static)_' },
@@ -855,7 +884,8 @@ export const OPENAPI_DOCUMENT = {
       },
       UsageRow: {
         description:
-          'The sums of one group: its field is `model`, `day`, `key_id` or `team` (null: keys in no team), as group_by asks',
+          'The sums of one group: its field is `model`, `day`, `key_id`, `team` (null: keys in no team) or `key_id` and ' +
+          '`end_user`, as group_by asks',
         type: 'object',
         required: [
           'requests',
@@ -873,6 +903,10 @@ export const OPENAPI_DOCUMENT = {
           day: { type: 'string', format: 'date' },
           key_id: { type: 'string' },
           team: { type: ['string', 'null'] },
+          end_user: {
+            type: ['string', 'null'],
+            description: 'group_by=end_user (with key_id): null for requests naming none',
+          },
           ...Object.fromEntries(
             [
               'requests',

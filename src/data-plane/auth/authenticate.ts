@@ -46,7 +46,7 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
   const status = keyStatus(record, now);
   if (status === 'revoked') throw forbidden('This API key has been revoked');
   if (status === 'expired') throw forbidden(`This API key expired at ${record.expiresAt}`);
-  const { id, name, models, rpm, concurrency, quota, tpm, budget, cache, guardrails } = record;
+  const { id, name, models, rpm, concurrency, quota, tpm, budget, cache, guardrails, end_user: endUser } = record;
   return {
     id,
     name,
@@ -58,12 +58,13 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
     ...(budget && { budget }),
     ...(cache !== undefined && { cache }),
     ...(guardrails && { guardrails }),
+    ...(endUser && { end_user: endUser }),
   };
 }
 
 /** The caller with its team's name, limits, cache setting, guardrails and group name (`CallerKey.team`). */
 export function withTeam(caller: AuthenticatedKey, team: TeamRecord): AuthenticatedKey {
-  const { id, name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group } = team;
+  const { id, name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group, end_user: endUser } = team;
   return {
     ...caller,
     team: {
@@ -77,6 +78,7 @@ export function withTeam(caller: AuthenticatedKey, team: TeamRecord): Authentica
       ...(concurrency !== undefined && { concurrency }),
       ...(cache !== undefined && { cache }),
       ...(guardrails && { guardrails }),
+      ...(endUser && { end_user: endUser }),
     },
   };
 }

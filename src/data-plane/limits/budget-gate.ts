@@ -4,6 +4,7 @@ import {
   budgetExceeded,
   fieldError,
   quotaExceeded,
+  rateLimited,
   tokenRateLimited,
   validationError,
   type GatewayError,
@@ -13,6 +14,9 @@ import type { ModelPricing } from '../../plugins/plugin-contract.ts';
 import type { LimitState } from '../../core/rate-limit-headers.ts';
 import type { CounterDemand, LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
 import { metersOf } from '../../usage/limit-meters.ts';
+import { endUserHolders, endUserMeters, type EndUserHolder } from '../../usage/end-user-meters.ts';
+import { EndUserRoster } from '../../usage/end-user-roster.ts';
+import { rateLimitText } from './rate-limiter.ts';
 import { formatCost } from '../../usage/pricing.ts';
 import { demandsFor, Reservation, type RequestEstimate } from '../../usage/reservation.ts';
 
@@ -36,6 +40,8 @@ export interface BudgetGateOptions {
    * refused with 400 naming the field).
    */
   readonly allowUnbounded?: boolean;
+  /** Distinct end users with counters of their own per key (and team) per UTC day (10,000 by default). */
+  readonly endUsersPerKey?: number;
 }
 
 const THRESHOLDS = [0.8, 1] as const;
@@ -43,36 +49,52 @@ const LOGGED_LIMIT = 10_000;
 
 /**
  * The admission stage of token and money limits: for a caller whose key or team has a `tpm`, a
- * `quota` or a `budget`, reserves the request's estimate on every one of them at once (all or none),
- * or refuses it with the 429 of the first limit without room for its input, and a `Retry-After` until
- * that limit's window ends. A caller with none of them costs a lookup.
+ * `quota`, a `budget` or per-end-user limits, reserves the request's estimate on every one of them at
+ * once (all or none; an end user's requests per minute as one request), or refuses it with the 429 of
+ * the first limit without room for its input, and a `Retry-After` until that limit's window ends. A
+ * caller with none of them costs a lookup.
  */
 export class BudgetGate {
   private readonly now: () => number;
   private readonly logged = new Set<string>();
+  private readonly roster: EndUserRoster;
 
   constructor(private readonly options: BudgetGateOptions) {
     this.now = options.now ?? Date.now;
+    this.roster = new EndUserRoster(options.ledger, options.logger, options.endUsersPerKey);
   }
 
   /**
    * Reserves for one request (undefined when no limit applies); throws or rejects with the 429 of the
-   * limit that refused. The estimate is asked for only when a limit applies.
+   * limit that refused. The estimate is asked for only when a limit applies. `endUser` is the end user
+   * the request names; one that names none is counted as its key.
    */
   admit(
     caller: CallerKey | undefined,
     estimate: () => RequestEstimate,
     pricing: ModelPricing,
     unbounded?: string,
+    endUser?: string,
   ): Admitted | undefined | Promise<Admitted | undefined> {
     const now = this.now();
-    const meters = metersOf(caller, now);
-    if (meters.length === 0) return undefined;
-    if (unbounded !== undefined && !this.options.allowUnbounded) throw unboundedRefusal(unbounded);
-    const demands = demandsFor(meters, estimate(), pricing);
-    const result = this.options.ledger.reserve(demands);
-    if (result instanceof Promise) return result.then((settled) => this.decide(meters, demands, settled, now));
-    return this.decide(meters, demands, result, now);
+    const own = metersOf(caller, now);
+    const holders = endUserHolders(caller);
+    if (own.length === 0 && holders.length === 0) return undefined;
+    if (unbounded !== undefined && !this.options.allowUnbounded && (own.length > 0 || holders.some(boundsTokens))) {
+      throw unboundedRefusal(unbounded);
+    }
+    const reserveFor = (owners: readonly string[]): Admitted | undefined | Promise<Admitted | undefined> => {
+      const meters = [...own, ...holders.flatMap((holder, index) => endUserMeters(holder, owners[index]!, now))];
+      if (meters.length === 0) return undefined;
+      const demands = demandsFor(meters, estimate(), pricing);
+      const result = this.options.ledger.reserve(demands);
+      if (result instanceof Promise) return result.then((settled) => this.decide(meters, demands, settled, now));
+      return this.decide(meters, demands, result, now);
+    };
+    const named = endUser ?? caller!.id;
+    const owners = holders.map((holder) => this.roster.bucket(holder, named, now));
+    if (owners.some((owner) => owner instanceof Promise)) return Promise.all(owners).then(reserveFor);
+    return reserveFor(owners as string[]);
   }
 
   private decide(
@@ -83,7 +105,8 @@ export class BudgetGate {
   ): Admitted {
     if (result.refused !== undefined)
       throw refusal(meters[result.refused]!, result.used[result.refused]!, demands[result.refused]!.need, now);
-    // The tightest tokens-per-minute limit (the key's or its team's) is the one the headers show.
+    // The tightest tokens-per-minute limit (the key's, its team's, its group's or its end user's) is the one the
+    // headers show.
     let tightest = -1;
     for (let index = 0; index < meters.length; index += 1) {
       const meter = meters[index]!;
@@ -92,7 +115,7 @@ export class BudgetGate {
         (tightest < 0 || meter.limit - result.used[index]! < meters[tightest]!.limit - result.used[tightest]!)
       )
         tightest = index;
-      if (meter.period !== 'minute')
+      if (meter.period !== 'minute' && meter.scope !== 'end_user')
         this.noteCrossing(meter, result.used[index]! - result.reserved[index]!, result.used[index]!);
     }
     const tpm = meters[tightest];
@@ -137,8 +160,14 @@ const PERIOD_TEXT = { minute: 'per 1 minute', day: 'today (UTC)', month: 'this m
 function refusal(meter: Meter, used: number, need: number, now: number): GatewayError {
   const headers = { 'Retry-After': String(Math.max(1, Math.ceil((meter.resetAt - now) / 1000))) };
   const limit = { kind: meter.kind, scope: meter.scope } as const;
-  const whose = meter.scope === 'team' || meter.scope === 'group' ? ` (${meter.scope} '${meter.owner}')` : '';
+  const whose =
+    meter.scope === 'team' || meter.scope === 'group'
+      ? ` (${meter.scope} '${meter.owner}')`
+      : meter.endUserOf
+        ? ` (${endUserText(meter)})`
+        : '';
   const tooLarge = need > meter.limit ? '; that is more than the whole limit: lower the output cap (max_tokens)' : '';
+  if (meter.kind === 'rpm') return rateLimited(`${rateLimitText(meter.limit, 60_000)}${whose}`, headers, limit);
   if (meter.kind === 'tpm')
     return tokenRateLimited(
       `${meter.limit} tokens ${PERIOD_TEXT.minute}${whose}; ${Math.max(0, meter.limit - used)} left this minute, this request reserves ${need}${tooLarge}`,
@@ -157,6 +186,16 @@ function refusal(meter: Meter, used: number, need: number, now: number): Gateway
     limit,
   );
 }
+
+/** Whose end-user limit a meter is: `end user 'alice' of key key_1`, `end user 'bob' of team 'research'`. */
+function endUserText(meter: Meter): string {
+  const of = meter.endUserOf!;
+  return `end user '${meter.owner}' of ${of.scope === 'team' ? `team '${of.owner}'` : `key ${of.owner}`}`;
+}
+
+/** Whether per-end-user limits bound tokens or money (requests alone do not). */
+const boundsTokens = (holder: EndUserHolder): boolean =>
+  holder.limits.tpm !== undefined || holder.limits.quota !== undefined || holder.limits.budget !== undefined;
 
 /** The 400 of a request whose upstream work the gateway cannot bound, from a key with token or money limits. */
 function unboundedRefusal(field: string): GatewayError {

@@ -78,6 +78,8 @@ export class Exchange implements ExchangeView, Observation {
 
   /** `authenticate`: the caller (undefined on open routes, tests only). */
   caller: CallerKey | undefined = undefined;
+  /** `identifyEndUser`: the end user the request names; undefined when it names none. */
+  endUser: string | undefined = undefined;
   /** The body when a WebSocket message brought it (`readBody` reads it instead of the request's). */
   declare readonly message?: Buffer;
   /** `readBody` (and `guardRequest`, when a guardrail rewrote a text): the body as forwarded. */

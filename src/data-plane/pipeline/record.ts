@@ -28,6 +28,7 @@ function hand(usage: UsageAccounting, exchange: Exchange): void {
   const model = exchange.model!;
   const record: ExchangeRecord = {
     keyId: exchange.caller?.id,
+    ...(exchange.endUser !== undefined && { endUser: exchange.endUser }),
     route: exchange.route.id,
     resolved: model,
     status: ending.status,

@@ -21,9 +21,9 @@ export interface ReserveParts {
  * The reserve stage of token and money limits, once the model is known and before any upstream call:
  * checks the output cap fields, then reserves the request's estimate (its prompt's size, images
  * included, and its output cap or the model's, times the answers it asks for, at the highest prices of
- * its fallback chain) on every limit of its key and team, or throws the 429 of the one without room. The
- * route's tokens headers go on the answer; the reservation of an exchange that ended without a usage
- * record (nothing to settle it to) is released.
+ * its fallback chain) on every limit of its key, its team and its end user, or throws the 429 of the one
+ * without room. The route's tokens headers go on the answer; the reservation of an exchange that ended
+ * without a usage record (nothing to settle it to) is released.
  */
 export function reserve(parts: ReserveParts): Stage {
   return async function reserve(exchange, next) {
@@ -39,7 +39,8 @@ export function reserve(parts: ReserveParts): Stage {
           outputCapOf(body, fields) ?? resolved.model.maxOutputTokens ?? DEFAULT_OUTPUT_CAP,
           choicesOf(body),
         );
-      const admitting = budgets.admit(exchange.caller, estimate, pricingOf(parts, resolved), unboundedField(body));
+      const pricing = pricingOf(parts, resolved);
+      const admitting = budgets.admit(exchange.caller, estimate, pricing, unboundedField(body), exchange.endUser);
       hold(exchange, admitting instanceof Promise ? await admitting : admitting);
     }
     try {

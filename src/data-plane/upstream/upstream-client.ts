@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { Agent } from '../../core/undici-agent.ts';
+import { END_USER_HEADER } from '../../core/end-user.ts';
 import type { BodySink, UpstreamBody } from '../sse/upstream-body.ts';
 import type { UpstreamAbortSignal } from './attempt-signal.ts';
 import { upstreamCredential, withCredentialQuery } from './upstream-credential.ts';
@@ -141,6 +142,8 @@ export class UpstreamClient {
       accept: 'application/json, text/event-stream',
     };
     for (const name of route.forwardHeaders ?? []) {
+      // The gateway's own end-user header is never the upstream's, whatever a plugin lists.
+      if (name.toLowerCase() === END_USER_HEADER) continue;
       const value = request.clientHeaders?.[name];
       if (typeof value === 'string') headers[name] = value;
     }

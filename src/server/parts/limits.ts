@@ -46,7 +46,12 @@ export function startLimits(
     authenticate,
     rates: createRateLimiters({ ledger, settings: () => configuration.live.current.config.rateLimit }),
     concurrency: new KeyConcurrency(config.keyConcurrency),
-    budgets: new BudgetGate({ ledger, logger, allowUnbounded: config.limitsAllowUnbounded }),
+    budgets: new BudgetGate({
+      ledger,
+      logger,
+      allowUnbounded: config.limitsAllowUnbounded,
+      endUsersPerKey: config.endUsersPerKey,
+    }),
     adminThrottle: new FailedAuthThrottle(config.authFailuresPerMinute, { subject: 'admin token attempts' }),
   };
 }

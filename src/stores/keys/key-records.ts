@@ -17,6 +17,7 @@ const CHANGEABLE = [
   'group',
   'cache',
   'guardrails',
+  'end_user',
 ] as const;
 
 /** 409: a revoked key is not changed (revoking is final; create a new key instead). */

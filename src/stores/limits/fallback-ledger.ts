@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { CounterChange, CounterDemand, LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
+import type { CounterChange, CounterDemand, Enrolment, LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
 import { RedisBreaker } from '../redis/redis-breaker.ts';
 import { isReady, type RedisConnection } from '../redis/redis-client.ts';
 import { SharedDeadline } from '../redis/shared-deadline.ts';
@@ -92,6 +92,23 @@ export class FallbackLedger implements LimitLedger {
     } catch (error) {
       this.logger.error({ err: error }, 'limit ledger: settlement failed');
     }
+  }
+
+  /**
+   * In Redis, exactly across instances; while Redis is away, in this process's memory (from empty: each
+   * instance then admits up to the cap of members of its own, and nothing of it is caught up later).
+   */
+  enroll(roster: string, member: string, cap: number, resetAt: number): Enrolment | Promise<Enrolment> {
+    const reason = this.memoryReason();
+    if (reason) {
+      this.fallBack(reason);
+      return this.memory.enroll(roster, member, cap, resetAt);
+    }
+    return this.deadline.race(this.shared.enroll(roster, member, cap, resetAt)).catch((error: Error) => {
+      this.breaker.trip();
+      this.fallBack(error.message);
+      return this.memory.enroll(roster, member, cap, resetAt);
+    });
   }
 
   async peek(counters: readonly string[]): Promise<number[]> {

@@ -1,4 +1,4 @@
-import type { CounterChange, CounterDemand, LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
+import type { CounterChange, CounterDemand, Enrolment, LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
 
 interface Counter {
   value: number;
@@ -37,6 +37,23 @@ export class MemoryLedger implements LimitLedger {
       if (change.resetAt <= now || !this.has(change.counter, now)) continue;
       this.add(change.counter, change.delta, change.resetAt, now);
     }
+  }
+
+  // A roster is kept as counters (its size, and one marker per member, named to end as the roster's window
+  // tag does), so the embedded ledger keeps it across a restart as it keeps the day's counters.
+  enroll(roster: string, member: string, cap: number, resetAt: number): Enrolment {
+    const now = this.now();
+    const marker = `${member}@${roster}`;
+    if (this.valueOf(marker, now) > 0) return 'member';
+    if (this.valueOf(roster, now) < cap) {
+      this.add(roster, 1, resetAt, now);
+      this.add(marker, 1, resetAt, now);
+      return 'member';
+    }
+    const over = `!over@${roster}`;
+    if (this.valueOf(over, now) > 0) return 'over';
+    this.add(over, 1, resetAt, now);
+    return 'first-over';
   }
 
   async peek(counters: readonly string[]): Promise<number[]> {

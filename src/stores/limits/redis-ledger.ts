@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { pino } from 'pino';
-import type { CounterChange, CounterDemand, LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
+import type { CounterChange, CounterDemand, Enrolment, LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
 import type { RedisConnection } from '../redis/redis-client.ts';
 import { SharedDeadline } from '../redis/shared-deadline.ts';
 
@@ -75,7 +75,24 @@ for i = 1, #KEYS do
 end
 return values`;
 
+// A roster: a set of members, capped, that expires when its window ends; the first refusal of a full
+// one sets a flag, so that exactly one answer in the window across instances says it was the first.
+// KEYS: the set, the flag. ARGV: member, cap, resetAt (epoch ms). Returns 1 member, 0 over, 2 first over.
+const ENROLL = `
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 1 end
+if redis.call('SCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('SADD', KEYS[1], ARGV[1])
+  redis.call('PEXPIREAT', KEYS[1], ARGV[3])
+  return 1
+end
+if redis.call('SET', KEYS[2], '1', 'NX') then
+  redis.call('PEXPIREAT', KEYS[2], ARGV[3])
+  return 2
+end
+return 0`;
+
 interface LedgerCommands {
+  gatewayLimitEnroll(numberOfKeys: number, ...args: string[]): Promise<number>;
   gatewayLimitReserve(numberOfKeys: number, ...args: string[]): Promise<number[]>;
   gatewayLimitAdjust(numberOfKeys: number, ...args: string[]): Promise<(number | null)[]>;
   gatewayLimitCatchUp(numberOfKeys: number, ...args: string[]): Promise<number[]>;
@@ -133,6 +150,7 @@ export class RedisLedger implements LimitLedger {
     redis.defineCommand('gatewayLimitReserve', { lua: RESERVE });
     redis.defineCommand('gatewayLimitAdjust', { lua: ADJUST });
     redis.defineCommand('gatewayLimitCatchUp', { lua: CATCH_UP });
+    redis.defineCommand('gatewayLimitEnroll', { lua: ENROLL });
   }
 
   private get commands(): LedgerCommands {
@@ -174,6 +192,12 @@ export class RedisLedger implements LimitLedger {
     if (this.scheduled || !this.pending.size) return;
     this.scheduled = true;
     setImmediate(() => this.sendBatch());
+  }
+
+  async enroll(roster: string, member: string, cap: number, resetAt: number): Promise<Enrolment> {
+    const args = [limitKey(roster), limitKey(`!over@${roster}`), member, whole(cap), whole(resetAt)];
+    const reply = Number(await this.commands.gatewayLimitEnroll(2, ...args));
+    return reply === 1 ? 'member' : reply === 2 ? 'first-over' : 'over';
   }
 
   async peek(counters: readonly string[]): Promise<number[]> {

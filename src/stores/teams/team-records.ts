@@ -12,8 +12,19 @@ export interface DeletedTeam {
   readonly deletedAt: string;
 }
 
-// Every field of a team a change may set or remove: its limits, its cache setting, its guardrails and its group.
-const CHANGEABLE = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', 'group'] as const;
+// Every field of a team a change may set or remove: its limits, its cache setting, its guardrails, its group and
+// its end users' limits.
+const CHANGEABLE = [
+  'rpm',
+  'tpm',
+  'quota',
+  'budget',
+  'concurrency',
+  'cache',
+  'guardrails',
+  'group',
+  'end_user',
+] as const;
 
 /**
  * A team record from its input, with a new id, stamped now; the name is checked again here, whatever

@@ -91,6 +91,8 @@ interface Snapshot {
   /** Every record of the sealed segments up to this generation is in `cells`. */
   readonly sealedThrough: number;
   readonly cells: UsageCell[];
+  /** The same records' totals per key, day and end user (absent in snapshots written before end users). */
+  readonly endUserCells?: UsageCell[];
 }
 
 /** Writes a file so that readers see the old or the new content whole, even across a crash. */
@@ -128,8 +130,8 @@ async function readSnapshot(dir: string): Promise<Snapshot | undefined> {
 }
 
 /**
- * The embedded default (no Redis): daily totals per key × model, kept as an aggregates snapshot
- * (`usage.snapshot.json`) plus a JSONL journal of the records since (`usage.jsonl`, one line per
+ * The embedded default (no Redis): daily totals per key × model (and per key × end user), kept as an aggregates
+ * snapshot (`usage.snapshot.json`) plus a JSONL journal of the records since (`usage.jsonl`, one line per
  * record; records of one tick reach the file in one write). Start-up reads the snapshot and the
  * journal, so its time and memory follow the number of keys × models × days, not of records.
  *
@@ -143,6 +145,7 @@ async function readSnapshot(dir: string): Promise<Snapshot | undefined> {
 export class EmbeddedUsageStore implements UsageStore {
   readonly healthy = true;
   private readonly cells = new Map<string, UsageCell>();
+  private readonly endUserCells = new Map<string, UsageCell>();
   private journal!: WriteStream;
   private liveRecords = 0;
   private generation = 0;
@@ -169,6 +172,10 @@ export class EmbeddedUsageStore implements UsageStore {
     const store = new EmbeddedUsageStore(dataDir, logger, options);
     const snapshot = await readSnapshot(dataDir);
     for (const cell of snapshot?.cells ?? []) store.applyCell(cell);
+    // A snapshot from before end users: its records named none.
+    const endUserCells =
+      snapshot?.endUserCells ?? snapshot?.cells.map((cell) => ({ ...cell, model: '', endUser: null }));
+    for (const cell of endUserCells ?? []) store.applyEndUserCell(cell);
     const sealedThrough = snapshot?.sealedThrough ?? 0;
     store.generation = sealedThrough;
     const segments = (await readdir(dataDir))
@@ -220,8 +227,30 @@ export class EmbeddedUsageStore implements UsageStore {
     this.cells.set(cellId, existing);
   }
 
+  private applyEndUserCell(cell: UsageCell): void {
+    const endUser = cell.endUser ?? null;
+    const cellId = `${cell.keyId}\t${cell.day}\t${endUser === null ? '' : `=${endUser}`}`;
+    const existing = this.endUserCells.get(cellId) ?? {
+      keyId: cell.keyId,
+      day: cell.day,
+      model: '',
+      endUser,
+      totals: emptyTotals(),
+    };
+    addTotals(existing.totals as UsageTotals, cell.totals);
+    this.endUserCells.set(cellId, existing);
+  }
+
   private apply(record: UsageRecord): void {
-    this.applyCell({ keyId: record.keyId, day: dayOf(record.time), model: record.model, totals: recordTotals(record) });
+    const day = dayOf(record.time);
+    this.applyCell({ keyId: record.keyId, day, model: record.model, totals: recordTotals(record) });
+    this.applyEndUserCell({
+      keyId: record.keyId,
+      day,
+      model: '',
+      endUser: record.endUser ?? null,
+      totals: recordTotals(record),
+    });
   }
 
   record(record: UsageRecord): void {
@@ -265,10 +294,11 @@ export class EmbeddedUsageStore implements UsageStore {
     this.generation = generation;
     this.liveRecords = 0;
     const cells = [...this.cells.values()].map((cell) => ({ ...cell, totals: { ...cell.totals } }));
+    const endUserCells = [...this.endUserCells.values()].map((cell) => ({ ...cell, totals: { ...cell.totals } }));
     this.sealing = new Promise<void>((resolve) => sealed.end(resolve));
     await this.sealing;
     this.options.onCompactionStep?.('sealed');
-    const snapshot: Snapshot = { version: 1, sealedThrough: generation, cells };
+    const snapshot: Snapshot = { version: 1, sealedThrough: generation, cells, endUserCells };
     this.options.onCompactionStep?.('snapshot-written');
     await writeAtomically(this.dataDir, SNAPSHOT, JSON.stringify(snapshot));
     this.options.onCompactionStep?.('snapshot-renamed');
@@ -281,7 +311,7 @@ export class EmbeddedUsageStore implements UsageStore {
   }
 
   async query(query: UsageQuery): Promise<UsageRow[]> {
-    return groupCells(this.cells.values(), query);
+    return groupCells(query.groupBy === 'end_user' ? this.endUserCells.values() : this.cells.values(), query);
   }
 
   async flush(): Promise<void> {

@@ -22,23 +22,28 @@ type RedisConnection = Redis | Cluster;
 // Applies records of one key id, each exactly once: a record's id marker is set first, and nothing
 // else is written for it when the marker was already there. Every key is under the key id's hash tag,
 // so one Cluster slot holds them all; one call per key id and batch instead of one per record.
-// KEYS: cell index, record stream, then per record its marker and its totals hash.
-// ARGV: marker TTL, stream cap, then per record its cell member, its JSON, the number of field/increment
-// pairs, and those pairs. Returns how many records were applied (not seen before).
+// KEYS: cell index, record stream, end-user cell index, then per record its marker, its totals hash and
+// its end-user totals hash. ARGV: marker TTL, stream cap, then per record its cell member, its end-user
+// cell member, its JSON, the number of field/increment pairs, and those pairs. Returns how many records
+// were applied (not seen before).
 const APPLY_RECORDS = `
 local applied = 0
 local at = 3
-for r = 0, (#KEYS - 2) / 2 - 1 do
-  local totals = KEYS[4 + 2 * r]
+for r = 0, (#KEYS - 3) / 3 - 1 do
+  local totals = KEYS[5 + 3 * r]
+  local endUserTotals = KEYS[6 + 3 * r]
   local member = ARGV[at]
-  local json = ARGV[at + 1]
-  local count = tonumber(ARGV[at + 2])
-  at = at + 3
-  if redis.call('SET', KEYS[3 + 2 * r], '1', 'NX', 'EX', ARGV[1]) then
+  local endUserMember = ARGV[at + 1]
+  local json = ARGV[at + 2]
+  local count = tonumber(ARGV[at + 3])
+  at = at + 4
+  if redis.call('SET', KEYS[4 + 3 * r], '1', 'NX', 'EX', ARGV[1]) then
     for i = 0, count - 1 do
       redis.call('HINCRBY', totals, ARGV[at + 2 * i], ARGV[at + 2 * i + 1])
+      redis.call('HINCRBY', endUserTotals, ARGV[at + 2 * i], ARGV[at + 2 * i + 1])
     end
     redis.call('SADD', KEYS[1], member)
+    redis.call('SADD', KEYS[3], endUserMember)
     redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'record', json)
     applied = applied + 1
   end
@@ -83,6 +88,8 @@ export const usageKeyTag = (keyId: string): string => `{gw-usage:${keyId}}`;
  * - `:totals:<day>:<model>`: a hash of the day's sums (`requests`, `input_tokens`, `output_tokens`,
  *   `cached_tokens`, `total_tokens`, `charged_tokens`, `cost_nano_usd`, `cache_hits`, `saved_nano_usd`), all integers.
  * - `:cells`: the index of those hashes (`<day>|<model>`); `gw-usage:keys` lists every key id.
+ * - `:end-user-totals:<day>|=<end user>` (`<day>|` for requests naming none): the same sums per end user,
+ *   indexed in `:end-user-cells`.
  * - `:applied:<record id>`: the exactly-once marker.
  *
  * One script call per record writes all of it atomically, and nothing when the record's marker is
@@ -200,19 +207,31 @@ export class RedisUsageStore implements UsageStore {
   /** Records of one key id in one script call. */
   private async applyGroup(keyId: string, records: readonly UsageRecord[]): Promise<void> {
     const tag = usageKeyTag(keyId);
-    const keys = [`${tag}:cells`, `${tag}:records`];
+    const keys = [`${tag}:cells`, `${tag}:records`, `${tag}:end-user-cells`];
     const args = [String(this.markerTtlSeconds), String(this.streamMaxLength)];
     for (const record of records) {
       const day = dayOf(record.time);
       const totals = recordTotals(record);
-      keys.push(`${tag}:applied:${record.id}`, `${tag}:totals:${day}:${record.model}`);
+      // An end user's cell member and hash: `<day>|=<end user>`, `<day>|` for the requests that named none.
+      const endUser = record.endUser === undefined ? '' : `=${record.endUser}`;
+      keys.push(
+        `${tag}:applied:${record.id}`,
+        `${tag}:totals:${day}:${record.model}`,
+        `${tag}:end-user-totals:${day}|${endUser}`,
+      );
       const increments: string[] = [];
       for (const field of TOTAL_FIELDS) {
         // The cache's fields only when they count: a record the cache did not answer leaves the hash as before.
         if (totals[field] === 0 && OPTIONAL_FIELDS.has(field)) continue;
         increments.push(field, String(wholeNumber(totals[field])));
       }
-      args.push(`${day}|${record.model}`, JSON.stringify(record), String(increments.length / 2), ...increments);
+      args.push(
+        `${day}|${record.model}`,
+        `${day}|${endUser}`,
+        JSON.stringify(record),
+        String(increments.length / 2),
+        ...increments,
+      );
     }
     await (
       this.redis as unknown as { gatewayApplyUsage: (numberOfKeys: number, ...args: string[]) => Promise<number> }
@@ -279,10 +298,37 @@ export class RedisUsageStore implements UsageStore {
     });
   }
 
+  /** The daily cells per end user of one key in a day range (see {@link applyGroup}). */
+  private async endUserCellsOf(keyId: string, fromDay?: string, toDay?: string): Promise<UsageCell[]> {
+    const tag = usageKeyTag(keyId);
+    const members = (await this.redis.smembers(`${tag}:end-user-cells`)).filter((member) =>
+      inRange(member.slice(0, member.indexOf('|')), fromDay, toDay),
+    );
+    if (!members.length) return [];
+    const pipeline = this.redis.pipeline();
+    for (const member of members) pipeline.hgetall(`${tag}:end-user-totals:${member}`);
+    const replies = (await pipeline.exec()) ?? [];
+    return members.map((member, index) => {
+      const [error, hash] = replies[index] ?? [new Error('no reply')];
+      if (error) throw error;
+      const named = member.slice(member.indexOf('|') + 1);
+      const endUser = named === '' ? null : named.slice(1);
+      return {
+        keyId,
+        day: member.slice(0, member.indexOf('|')),
+        model: '',
+        endUser,
+        totals: totalsFromHash(hash as Record<string, string>),
+      };
+    });
+  }
+
   async query(query: UsageQuery): Promise<UsageRow[]> {
     const { fromDay, toDay } = dayRange(query);
     const keyIds = query.keyId !== undefined ? [query.keyId] : await this.redis.smembers(KEY_IDS);
-    const cells = (await Promise.all(keyIds.map((keyId) => this.cellsOf(keyId, fromDay, toDay)))).flat();
+    const cellsOf = (keyId: string) =>
+      query.groupBy === 'end_user' ? this.endUserCellsOf(keyId, fromDay, toDay) : this.cellsOf(keyId, fromDay, toDay);
+    const cells = (await Promise.all(keyIds.map(cellsOf))).flat();
     return groupCells(cells, query);
   }
 

@@ -410,7 +410,9 @@ describe('account page routes', () => {
     );
     const bad = await call(app, '/account/api/usage.csv?group_by=hour', { cookie });
     expect(bad.status).to.equal(400);
-    expect(bad.json.errors).to.deep.equal(["Field 'query.group_by': must be 'model', 'day', 'key' or 'team'"]);
+    expect(bad.json.errors).to.deep.equal([
+      "Field 'query.group_by': must be 'model', 'day', 'key', 'team' or 'end_user'",
+    ]);
     expect((await call(app, '/account/api/usage.csv')).status).to.equal(401);
   });
 });

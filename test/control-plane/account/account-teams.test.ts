@@ -105,6 +105,7 @@ describe('account page: teams, configured guardrails and usage per key and team'
       cache: false,
       guardrails: ['no-emails'],
       group: null,
+      end_user: null,
     });
     expect(
       (await call(app, '/account/api/teams', { method: 'POST', body: { name: 'support' }, cookie, csrf })).status,

@@ -205,6 +205,14 @@ describe('OpenAPI document', function () {
     );
     expect(status).to.equal(201);
     await conforms('POST', '/admin/keys', { name: 'documented', rpm: 0, owner: 'x' }, admin, 400);
+    await conforms(
+      'POST',
+      '/admin/keys',
+      { name: 'per end user', end_user: { rpm: 5, budget: { daily_usd: 0.25 } } },
+      admin,
+      201,
+    );
+    await conforms('POST', '/admin/keys', { name: 'per end user', end_user: { rmp: 5 } }, admin, 400);
     await conforms('POST', '/admin/keys', { name: 'documented' }, {}, 401);
     await conforms('GET', '/admin/keys', undefined, admin, 200);
     await conforms('GET', '/admin/keys', undefined, {}, 401);
@@ -297,7 +305,7 @@ describe('OpenAPI document', function () {
   });
 
   it('describes the real answers of the admin usage and guardrail list routes', async () => {
-    for (const grouping of ['model', 'day', 'key', 'team'])
+    for (const grouping of ['model', 'day', 'key', 'team', 'end_user'])
       await conforms('GET', `/admin/usage?group_by=${grouping}`, undefined, admin, 200);
     await conforms('GET', '/admin/usage?group_by=week', undefined, admin, 400);
     await conforms('GET', '/admin/usage', undefined, {}, 401);

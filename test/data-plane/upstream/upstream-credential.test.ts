@@ -155,4 +155,35 @@ describe('upstreamCredential', () => {
     expect(headers).not.to.have.property('authorization');
     await client.close();
   });
+
+  it("never forwards the gateway's x-gateway-end-user header, even when a route lists it", async () => {
+    const agent = new MockAgent();
+    agent.disableNetConnect();
+    let headers: Record<string, string> = {};
+    agent
+      .get('http://upstream.test')
+      .intercept({ path: () => true, method: 'POST' })
+      .reply(200, (options) => {
+        headers = options.headers as Record<string, string>;
+        return '{}';
+      });
+    const client = new UpstreamClient({ timeoutMs: 1000, dispatcher: agent });
+    const route = {
+      path: '/chat/completions',
+      format: 'chat-completions',
+      auth: 'bearer',
+      forwardHeaders: ['x-gateway-end-user', 'x-trace'],
+    } as const;
+    const clientHeaders = { 'x-gateway-end-user': 'alice', 'x-trace': 't-1' };
+    const response = await client.open({
+      endpoint: upstreamEndpoint('kappa', 'http://upstream.test/v1', 'k', undefined),
+      route,
+      body: '{}',
+      clientHeaders,
+    });
+    await response.whole(1 << 20);
+    expect(headers).to.include({ 'x-trace': 't-1' });
+    expect(Object.keys(headers).map((name) => name.toLowerCase())).not.to.include('x-gateway-end-user');
+    await client.close();
+  });
 });

@@ -44,10 +44,8 @@ function record(overrides: Partial<UsageRecord> = {}): UsageRecord {
 }
 
 /** The row a store should answer for these records (all in one group). */
-function expectedRow(
-  group: { model?: string; day?: string; key_id?: string },
-  records: readonly UsageRecord[],
-): UsageRow {
+type RowGroup = { model?: string; day?: string; key_id?: string; end_user?: string | null };
+function expectedRow(group: RowGroup, records: readonly UsageRecord[]): UsageRow {
   const sum = (pick: (entry: UsageRecord) => number) => records.reduce((total, entry) => total + pick(entry), 0);
   return {
     ...group,
@@ -143,6 +141,32 @@ function storeContract(open: () => Promise<UsageStore>) {
       expectedRow({ key_id: 'key_a' }, [tuesday, tuesdayAgain]),
     ]);
   });
+
+  it('sums per end user of each key (those naming none last, as null), within the range, and leaves the other groupings as they were', async () => {
+    const alice = record({ time: '2026-11-17T09:00:00.000Z', endUser: 'alice' });
+    const aliceAgain = record({ time: '2026-11-16T09:00:00.000Z', endUser: 'alice', model: 'acme/model-2' });
+    const bob = record({ time: '2026-11-17T09:00:00.000Z', endUser: 'bob|=:{x}' });
+    const bobOfOtherKey = record({ keyId: 'key_b', time: '2026-11-17T11:00:00.000Z', endUser: 'bob|=:{x}' });
+    for (const entry of [alice, aliceAgain, bob, bobOfOtherKey]) store.record(entry);
+    await store.flush();
+    const row = (keyId: string, endUser: string | null, records: UsageRecord[]) =>
+      expectedRow({ key_id: keyId, end_user: endUser }, records);
+    expect(await store.query({ groupBy: 'end_user' })).to.deep.equal([
+      row('key_a', 'alice', [alice, aliceAgain]),
+      row('key_a', 'bob|=:{x}', [bob]),
+      row('key_a', null, [monday, tuesday, tuesdayAgain, lastMonth]),
+      row('key_b', 'bob|=:{x}', [bobOfOtherKey]),
+      row('key_b', null, [otherKey]),
+    ]);
+    expect(await store.query({ groupBy: 'end_user', keyId: 'key_a', from: new Date('2026-11-17') })).to.deep.equal([
+      row('key_a', 'alice', [alice]),
+      row('key_a', 'bob|=:{x}', [bob]),
+      row('key_a', null, [tuesday, tuesdayAgain]),
+    ]);
+    expect(await store.query({ groupBy: 'key', keyId: 'key_b' })).to.deep.equal([
+      expectedRow({ key_id: 'key_b' }, [otherKey, bobOfOtherKey]),
+    ]);
+  });
 }
 
 describe('EmbeddedUsageStore', () => {
@@ -151,6 +175,26 @@ describe('EmbeddedUsageStore', () => {
   afterEach(async () => rm(dir, { recursive: true, force: true }));
 
   describe('store contract', () => storeContract(() => EmbeddedUsageStore.open(dir, logger)));
+
+  it('keeps the sums per end user across a compaction and a restart', async () => {
+    const first = await EmbeddedUsageStore.open(dir, logger, { compactEvery: 2 });
+    const records = [
+      record({ endUser: 'alice' }),
+      record({ endUser: 'alice' }),
+      record({}),
+      record({ endUser: 'bob' }),
+    ];
+    for (const entry of records) first.record(entry);
+    await eventually(async () => (await readdir(dir)).includes('usage.snapshot.json'), 'a snapshot is written');
+    await first.close();
+    const reopened = await EmbeddedUsageStore.open(dir, logger);
+    expect(await reopened.query({ groupBy: 'end_user' })).to.deep.equal([
+      expectedRow({ key_id: 'key_a', end_user: 'alice' }, records.slice(0, 2)),
+      expectedRow({ key_id: 'key_a', end_user: 'bob' }, records.slice(3)),
+      expectedRow({ key_id: 'key_a', end_user: null }, records.slice(2, 3)),
+    ]);
+    await reopened.close();
+  });
 
   it('writes one JSONL line per record and keeps every total across a restart, skipping a torn last line', async () => {
     const first = await EmbeddedUsageStore.open(dir, logger);
