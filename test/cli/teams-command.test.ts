@@ -85,8 +85,8 @@ describe("CLI teams and the keys' budget flags", function () {
       'group',
       'end-user',
     ]);
-    expect(rows[0]).to.match(/^research\s+\S+\s+60\s+20000\s+5000\s+-\s+-\s+80\.5\s+40\s+false\s+-\s+-$/);
-    expect(rows[1]).to.match(/^bare\s+\S+(\s+-){10}$/);
+    expect(rows[0]).to.match(/^research\s+\S+\s+60\s+20000\s+5000\s+-\s+-\s+80\.5\s+40\s+false\s+-\s+-\s+-$/);
+    expect(rows[1]).to.match(/^bare\s+\S+(\s+-){11}$/);
   });
 
   it("sets a team's guardrails (those the configuration holds, or none), changes them, and removes them with --clear guardrails", async () => {
@@ -110,7 +110,7 @@ describe("CLI teams and the keys' budget flags", function () {
       code: 1,
       err: "Invalid input parameters\n  Field '--guardrails': no guardrail is named 'nope' in the configuration (configured: no-emails, moderation)\n",
     });
-    expect((await cli(['teams', 'list'], withConfig)).out).to.match(/\nsupport\s.*\snone\s+-\n$/);
+    expect((await cli(['teams', 'list'], withConfig)).out).to.match(/\nsupport\s.*\snone\s+-\s+-\n$/);
     expect(
       await cli(['teams', 'update', 'support', '--clear', 'guardrails', '--guardrails', 'no-emails'], withConfig),
     ).to.deep.include({ code: 2 });
