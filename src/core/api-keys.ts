@@ -39,11 +39,14 @@ export interface ApiKeyRecord {
   readonly cache?: boolean;
   /** The configured guardrails the key's requests get, over its team's; absent: its team's (else every one). `[]`: none. */
   readonly guardrails?: readonly string[];
+  /** Percents of the key's money budgets and token quotas at which its alerts fire; absent: the gateway's. `[]`: none. */
+  readonly alerts?: readonly number[];
 }
 
 export type NewKeyInput = Pick<
   ApiKeyRecord,
   'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota' | 'tpm' | 'budget' | 'team' | 'teamId' | 'cache' | 'guardrails'
+  | 'alerts'
 >;
 
 const KEY_SHAPE = /^sk-[A-Za-z0-9_-]{8,200}$/;

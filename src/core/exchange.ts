@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { ResolvedModel } from './model-registry.ts';
 import type { ModelRoute } from './route-table.ts';
 import type { AnswerFacts } from './formats/index.ts';
-import type { CacheSetting, GuardrailSetting, Limits, MoneyBudget, TeamRecord, TokenQuota } from './limits.ts';
+import type { AlertSetting, CacheSetting, GuardrailSetting, Limits, MoneyBudget, TeamRecord, TokenQuota } from './limits.ts';
 
 /** The caller as the auth middleware leaves it in `res.locals.apiKey` (never the key itself). */
 export interface CallerKey {
@@ -22,13 +22,15 @@ export interface CallerKey {
    * The key's team: its id (what its shared counters and cache entries are kept under), its name, the limits it shares
    * with the team's other keys and its cache setting (as read from the team store).
    */
-  readonly team?: Pick<TeamRecord, 'id' | 'name'> & Limits & CacheSetting & GuardrailSetting;
+  readonly team?: Pick<TeamRecord, 'id' | 'name'> & Limits & CacheSetting & GuardrailSetting & AlertSetting;
   /** The key's own limit of requests in flight at once, instead of the gateway's. */
   readonly concurrency?: number;
   /** `false`: the key's requests bypass the response cache (so do they when `team.cache` is `false`). */
   readonly cache?: boolean;
   /** The guardrails the key's requests get (over its team's); absent: its team's, else every configured one. */
   readonly guardrails?: readonly string[];
+  /** The key's alert thresholds (percents of its budgets and quotas); absent: the gateway's. */
+  readonly alerts?: readonly number[];
 }
 
 /** What a guardrail did to an exchange, as its usage record keeps it (never what it found). */

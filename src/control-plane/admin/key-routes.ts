@@ -30,6 +30,8 @@ export interface KeyView {
   readonly cache: boolean | null;
   /** The guardrails the key's requests get; null when unset (its team's, else every configured one). */
   readonly guardrails: readonly string[] | null;
+  /** The percents of its budgets and quotas at which the key's alerts fire; null when unset (the gateway's). */
+  readonly alerts: readonly number[] | null;
 }
 
 export function keyView(record: ApiKeyRecord): KeyView {
@@ -49,6 +51,7 @@ export function keyView(record: ApiKeyRecord): KeyView {
     team: record.team ?? null,
     cache: record.cache ?? null,
     guardrails: record.guardrails ?? null,
+    alerts: record.alerts ?? null,
   };
 }
 

@@ -78,6 +78,17 @@ export const guardrailList = () =>
     .typeError('must be a list of guardrail names ([] for none)')
     .default(undefined);
 
+const ALERT_RULE = 'must be a list of whole percents from 1 to 100 in ascending order, each once ([] for none)';
+
+/** `alerts`: the percents of the owner's money budgets and token quotas at which alerts fire; `[]`: none. */
+export const alertList = () =>
+  yup
+    .array(yup.number().strict().typeError(ALERT_RULE).required(ALERT_RULE).integer(ALERT_RULE).min(1, ALERT_RULE).max(100, ALERT_RULE))
+    .strict()
+    .typeError(ALERT_RULE)
+    .test('ascending', ALERT_RULE, (value) => !value || value.every((percent, index) => index === 0 || percent > value[index - 1]!))
+    .default(undefined);
+
 /**
  * The errors of a `guardrails` list naming a guardrail the configuration in force does not hold (each
  * named once); none when the list is not a list of strings (the schema says so) or `known` is absent.

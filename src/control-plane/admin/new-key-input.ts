@@ -4,7 +4,7 @@ import type { NewKeyInput } from '../../core/api-keys.ts';
 import type { KeyChanges } from '../../stores/keys/key-store.ts';
 import { isTeamName, TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import {
-  cacheSetting, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails,
+  alertList, cacheSetting, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails,
 } from './limit-fields.ts';
 
 // Each field of a key, as a new key gives it; a change may give each but `name` as null (removed).
@@ -27,6 +27,7 @@ const KEY_FIELDS = {
   team: yup.string().strict().typeError('must be a team name').matches(TEAM_NAME, TEAM_NAME_RULE),
   cache: cacheSetting(),
   guardrails: guardrailList(),
+  alerts: alertList(),
 };
 
 const keyName = () => yup.string().strict().typeError('must be a string').max(200, 'must be at most 200 characters');
@@ -37,7 +38,9 @@ const newKeySchema = knownFields(
 );
 
 /** The fields a PATCH of a key may give (each but `name` may be null: removed). */
-export const KEY_CHANGE_FIELDS = ['name', 'rpm', 'concurrency', 'models', 'expires_at', 'quota', 'tpm', 'budget', 'team', 'cache', 'guardrails'] as const;
+export const KEY_CHANGE_FIELDS = [
+  'name', 'rpm', 'concurrency', 'models', 'expires_at', 'quota', 'tpm', 'budget', 'team', 'cache', 'guardrails', 'alerts',
+] as const;
 
 const keyChangesSchema = knownFields(
   yup
@@ -72,7 +75,8 @@ export interface NewKeyCheck {
  * `concurrency`, `models` (canonical IDs), `expires_at` (ISO date-time in the future) and `quota` (`daily`,
  * `monthly`), `tpm`, `budget` (`daily_usd`, `monthly_usd`), `team` (an existing team's name), `cache` (a boolean;
  * `false` keeps the key's requests out of the response cache) and `guardrails` (names of configured guardrails the key's
- * requests get, over its team's; `[]`: none). Throws the 400 ValidationError listing every bad field.
+ * requests get, over its team's; `[]`: none) and `alerts` (ascending percents of its budgets and quotas at which
+ * alerts fire; `[]`: none). Throws the 400 ValidationError listing every bad field.
  */
 export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput {
   const value = validate(newKeySchema, body, check);
@@ -89,6 +93,7 @@ export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput
     teamId: value.team === undefined ? undefined : check.knownTeams?.get(value.team),
     cache: value.cache,
     guardrails: value.guardrails,
+    alerts: value.alerts,
   };
 }
 

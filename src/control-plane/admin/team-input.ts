@@ -4,11 +4,11 @@ import type { TeamInput } from '../../core/limits.ts';
 import { TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import type { TeamChanges } from '../../stores/teams/team-store.ts';
 import {
-  cacheSetting, definedOnly, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails,
+  alertList, cacheSetting, definedOnly, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails,
 } from './limit-fields.ts';
 
 // The fields a PATCH may set or remove: the limits and the cache setting.
-const CHANGEABLE_FIELDS = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails'] as const;
+const CHANGEABLE_FIELDS = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', 'alerts'] as const;
 
 const newTeamSchema = knownFields(
   yup
@@ -21,6 +21,7 @@ const newTeamSchema = knownFields(
       concurrency: positiveInteger(),
       cache: cacheSetting(),
       guardrails: guardrailList(),
+      alerts: alertList(),
     })
     .strict(),
   ['name', ...CHANGEABLE_FIELDS],
@@ -36,6 +37,7 @@ const teamChangesSchema = knownFields(
       concurrency: positiveInteger().nullable(),
       cache: cacheSetting().nullable(),
       guardrails: guardrailList().nullable(),
+      alerts: alertList().nullable(),
     })
     .strict(),
   CHANGEABLE_FIELDS,
@@ -67,7 +69,10 @@ function validate<T>(schema: yup.Schema<T>, body: unknown, label: FieldLabel = (
  */
 export function parseNewTeam(body: unknown, label?: FieldLabel, knownGuardrails?: readonly string[]): TeamInput {
   const value = validate(newTeamSchema, body, label, knownGuardrails);
-  return definedOnly({ name: value.name, rpm: value.rpm, tpm: value.tpm, quota: value.quota, budget: value.budget, concurrency: value.concurrency, cache: value.cache, guardrails: value.guardrails });
+  return definedOnly({
+    name: value.name, rpm: value.rpm, tpm: value.tpm, quota: value.quota, budget: value.budget, concurrency: value.concurrency,
+    cache: value.cache, guardrails: value.guardrails, alerts: value.alerts,
+  });
 }
 
 /**

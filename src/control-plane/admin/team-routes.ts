@@ -22,6 +22,8 @@ export interface TeamView {
   readonly cache: boolean | null;
   /** The guardrails the team's keys get; null when unset (every configured one). */
   readonly guardrails: readonly string[] | null;
+  /** The percents of its budgets and quotas at which the team's alerts fire; null when unset (the gateway's). */
+  readonly alerts: readonly number[] | null;
 }
 
 export function teamView(record: TeamRecord): TeamView {
@@ -35,6 +37,7 @@ export function teamView(record: TeamRecord): TeamView {
     concurrency: record.concurrency ?? null,
     cache: record.cache ?? null,
     guardrails: record.guardrails ?? null,
+    alerts: record.alerts ?? null,
   };
 }
 

@@ -37,7 +37,7 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
   const status = keyStatus(record, now);
   if (status === 'revoked') throw forbidden('This API key has been revoked');
   if (status === 'expired') throw forbidden(`This API key expired at ${record.expiresAt}`);
-  const { id, name, models, rpm, concurrency, quota, tpm, budget, cache, guardrails } = record;
+  const { id, name, models, rpm, concurrency, quota, tpm, budget, cache, guardrails, alerts } = record;
   return {
     id,
     name,
@@ -49,12 +49,13 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
     ...(budget && { budget }),
     ...(cache !== undefined && { cache }),
     ...(guardrails && { guardrails }),
+    ...(alerts && { alerts }),
   };
 }
 
 /** The caller with its team's name, limits, cache setting and guardrails, as `CallerKey.team` carries them. */
 export function withTeam(caller: AuthenticatedKey, team: TeamRecord): AuthenticatedKey {
-  const { id, name, rpm, tpm, quota, budget, concurrency, cache, guardrails } = team;
+  const { id, name, rpm, tpm, quota, budget, concurrency, cache, guardrails, alerts } = team;
   return {
     ...caller,
     team: {
@@ -67,6 +68,7 @@ export function withTeam(caller: AuthenticatedKey, team: TeamRecord): Authentica
       ...(concurrency !== undefined && { concurrency }),
       ...(cache !== undefined && { cache }),
       ...(guardrails && { guardrails }),
+      ...(alerts && { alerts }),
     },
   };
 }

@@ -5,6 +5,7 @@ import type { KeyChanges } from './key-store.ts';
 // Every field of a key a change may set or remove (its id, hash, creation time and revocation never change here).
 const CHANGEABLE = [
   'name', 'expiresAt', 'models', 'rpm', 'concurrency', 'quota', 'tpm', 'budget', 'team', 'teamId', 'cache', 'guardrails',
+  'alerts',
 ] as const;
 
 /** 409: a revoked key is not changed (revoking is final; create a new key instead). */

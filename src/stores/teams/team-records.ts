@@ -12,8 +12,8 @@ export interface DeletedTeam {
   readonly deletedAt: string;
 }
 
-// Every field of a team a change may set or remove: its limits, its cache setting and its guardrails.
-const CHANGEABLE = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails'] as const;
+// Every field of a team a change may set or remove: its limits, its cache setting, its guardrails and alerts.
+const CHANGEABLE = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', 'alerts'] as const;
 
 /**
  * A team record from its input, with a new id, stamped now; the name is checked again here, whatever

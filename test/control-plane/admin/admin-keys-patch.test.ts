@@ -90,7 +90,7 @@ describe('admin API: PATCH /admin/keys/{id}', () => {
     expect(bad.body.errors).to.include.members([
       "Field 'rpm': must be a positive integer",
       "Field 'tpm': must be a positive integer",
-      "Field 'owner': unknown field (the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache, guardrails)",
+      "Field 'owner': unknown field (the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache, guardrails, alerts)",
       "Field 'quota.weekly': unknown field (the fields are daily, monthly)",
       "Field 'quota.daily': must be a positive integer",
       "Field 'budget.daily_usd': must have at most 6 decimals",
@@ -100,7 +100,7 @@ describe('admin API: PATCH /admin/keys/{id}', () => {
       "Field 'expires_at': must be in the future",
     ]);
     expect((await patch(id, {})).body.errors).to.deep.equal([
-      "Field 'body': must change at least one of name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache, guardrails",
+      "Field 'body': must change at least one of name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache, guardrails, alerts",
     ]);
     expect((await patch(id, { name: null, budget: {} })).body.errors).to.have.members(["Field 'name': must be a string (a key keeps a name)", "Field 'budget': must give daily_usd and/or monthly_usd"]);
     expect((await keys.list())[0]).to.include({ rpm: 5 });

@@ -69,6 +69,7 @@ describe('admin key API', () => {
       team: null,
       cache: false,
       guardrails: null,
+      alerts: null,
       key,
     });
     expect(await send(app.url, '/v1/chat/completions', { key })).to.deep.include({ status: 200 });
@@ -100,7 +101,7 @@ describe('admin key API', () => {
     expect(answer.status).to.equal(400);
     expect(answer.body.detail).to.equal('Invalid input parameters');
     expect(answer.body.errors).to.have.members([
-      "Field 'extra': unknown field (the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache, guardrails)",
+      "Field 'extra': unknown field (the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache, guardrails, alerts)",
       "Field 'name': is required",
       "Field 'rpm': must be a positive integer",
       "Field 'concurrency': must be a positive integer",

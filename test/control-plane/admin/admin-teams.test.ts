@@ -38,11 +38,11 @@ describe('admin team API and the keys\' budget fields', () => {
   it('creates (201), lists, gets, patches and deletes a team', async () => {
     const created = await send(app.url, '/admin/teams', { ...admin, body: { name: 'research', rpm: 60, tpm: 20_000, quota: { daily: 100_000 }, budget: { daily_usd: 5, monthly_usd: 80.125 }, concurrency: 40, cache: false } });
     expect(created.status).to.equal(201);
-    expect(created.body).to.deep.equal({ name: 'research', created_at: created.body.created_at, rpm: 60, tpm: 20_000, quota: { daily: 100_000 }, budget: { daily_usd: 5, monthly_usd: 80.125 }, concurrency: 40, cache: false, guardrails: null });
+    expect(created.body).to.deep.equal({ name: 'research', created_at: created.body.created_at, rpm: 60, tpm: 20_000, quota: { daily: 100_000 }, budget: { daily_usd: 5, monthly_usd: 80.125 }, concurrency: 40, cache: false, guardrails: null, alerts: null });
     expect(await send(app.url, '/admin/teams', { ...admin, body: { name: 'bare' } })).to.deep.include({ status: 201 });
 
     const listed = await send(app.url, '/admin/teams', { method: 'GET', ...admin });
-    expect(listed.body).to.deep.equal({ object: 'list', data: [created.body, { name: 'bare', created_at: listed.body.data[1].created_at, rpm: null, tpm: null, quota: null, budget: null, concurrency: null, cache: null, guardrails: null }] });
+    expect(listed.body).to.deep.equal({ object: 'list', data: [created.body, { name: 'bare', created_at: listed.body.data[1].created_at, rpm: null, tpm: null, quota: null, budget: null, concurrency: null, cache: null, guardrails: null, alerts: null }] });
     expect(await send(app.url, '/admin/teams/research', { method: 'GET', ...admin })).to.deep.include({ status: 200, body: created.body });
 
     const patched = await send(app.url, '/admin/teams/research', { method: 'PATCH', ...admin, body: { rpm: null, tpm: 30_000, quota: { monthly: 9 } } });
@@ -82,7 +82,7 @@ describe('admin team API and the keys\' budget fields', () => {
     const bad = await send(app.url, '/admin/teams', { ...admin, body: { name: 'has space', rpm: 0, tpm: 1.5, quota: { daily: -1, weekly: 3 }, budget: { daily_usd: 0.0000001, monthly_usd: '5' }, cache: 'false', owner: 'x' } });
     expect(bad.status).to.equal(400);
     expect(bad.body.errors).to.have.members([
-      "Field 'owner': unknown field (the fields are name, rpm, tpm, quota, budget, concurrency, cache, guardrails)",
+      "Field 'owner': unknown field (the fields are name, rpm, tpm, quota, budget, concurrency, cache, guardrails, alerts)",
       "Field 'name': must be 1 to 64 characters of letters, digits, ., _ and -",
       "Field 'rpm': must be a positive integer",
       "Field 'tpm': must be a positive integer",
@@ -101,7 +101,7 @@ describe('admin team API and the keys\' budget fields', () => {
     const patch = await send(app.url, '/admin/teams/ok', { method: 'PATCH', ...admin, body: { name: 'renamed', rpm: 'many', budget: { daily_usd: -2 }, cache: 0 } });
     expect(patch.status).to.equal(400);
     expect(patch.body.errors).to.have.members([
-      "Field 'name': cannot be changed: a team keeps its name (the fields a change sets are rpm, tpm, quota, budget, concurrency, cache, guardrails)",
+      "Field 'name': cannot be changed: a team keeps its name (the fields a change sets are rpm, tpm, quota, budget, concurrency, cache, guardrails, alerts)",
       "Field 'rpm': must be a positive integer",
       "Field 'budget.daily_usd': must be a positive number of USD",
       "Field 'cache': must be true or false",
@@ -120,13 +120,13 @@ describe('admin team API and the keys\' budget fields', () => {
     const key = await send(app.url, '/admin/keys', { ...admin, body: { name: 'svc' } });
     const team = await send(app.url, '/admin/teams/ops', { method: 'PATCH', ...admin, body: { rmp: 60 } });
     expect(team.body.errors).to.deep.equal([
-      "Field 'rmp': unknown field (the fields are rpm, tpm, quota, budget, concurrency, cache, guardrails)",
+      "Field 'rmp': unknown field (the fields are rpm, tpm, quota, budget, concurrency, cache, guardrails, alerts)",
     ]);
     const patchKey = (body: unknown) => send(app.url, `/admin/keys/${key.body.id}`, { method: 'PATCH', ...admin, body });
     const keyPatch = await patchKey({ rmp: 60, quota: { dayly: 5 } });
     expect(keyPatch.body.errors).to.have.members([
       "Field 'rmp': unknown field " +
-        '(the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache, guardrails)',
+        '(the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, cache, guardrails, alerts)',
       "Field 'quota.dayly': unknown field (the fields are daily, monthly)",
     ]);
     for (const rpm of [-1.5, 0.5, 0, -3, 2 ** 60]) {
