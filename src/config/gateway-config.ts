@@ -14,6 +14,8 @@ import { guardrailSettings } from './guardrail-config.ts';
 import type { TracingSettings } from '../ops/tracing/tracing-settings.ts';
 import { tracingConfig, tracingFileSchema } from './tracing-config.ts';
 import { accessSettings, type AccessSettings } from './access-config.ts';
+import { alertSettings } from './alert-config.ts';
+import type { AlertSettings } from '../ops/alerts/alert-settings.ts';
 
 /** Settings of one upstream provider, keyed by its vendor prefix. */
 export interface ProviderSettings {
@@ -114,6 +116,8 @@ export interface GatewayConfig {
    * the gateway cannot bound (`previous_response_id`, `conversation`, `background`); refused by default.
    */
   readonly limitsAllowUnbounded: boolean;
+  /** Limit alerts: the default thresholds (`GATEWAY_LIMIT_ALERTS`) and the signed webhook (see docs/budgets.md). */
+  readonly alerts: AlertSettings;
   readonly logLevel: string;
   /** On SIGTERM/SIGINT, how long requests and streams in flight may take to finish before they are ended. */
   readonly drainMs: number;
@@ -646,6 +650,7 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     apiKeys: parseStaticKeys(env.GATEWAY_API_KEYS),
     keyIdSecret: secret('GATEWAY_KEY_ID_SECRET', env.GATEWAY_KEY_ID_SECRET),
     limitsAllowUnbounded: envFlag(env, 'GATEWAY_LIMITS_ALLOW_UNBOUNDED', problem) ?? false,
+    alerts: alertSettings(env, problem),
     logLevel: envLogLevel(env) ?? file.logLevel ?? 'info',
     drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,
     headersTimeoutMs,

@@ -26,6 +26,9 @@ import type { LimitLedger } from '../usage/limit-ledger.ts';
 import { EmbeddedLedger } from './limits/embedded-ledger.ts';
 import { FallbackLedger } from './limits/fallback-ledger.ts';
 import { RedisLedger } from './limits/redis-ledger.ts';
+import type { AlertLog } from './alerts/alert-log.ts';
+import { EmbeddedAlertLog } from './alerts/embedded-alert-log.ts';
+import { RedisAlertLog } from './alerts/redis-alert-log.ts';
 
 /** The stores a process works on, with what they hold open (a Redis connection), closed together. */
 export interface OpenStores<Usage extends UsageStore | undefined = UsageStore | undefined, Ledger extends LimitLedger | undefined = LimitLedger | undefined> {
@@ -37,6 +40,8 @@ export interface OpenStores<Usage extends UsageStore | undefined = UsageStore | 
   readonly guardrailActions: GuardrailActionLog;
   /** Service tokens of the admin API. */
   readonly tokens: TokenStore;
+  /** Limit alerts: which thresholds fired (claimed once across instances), the last firings, webhook deliveries. */
+  readonly alerts: AlertLog;
   /** The audit log (append-only, hash-chained). */
   readonly audit: AuditStore;
   /** Present when asked for (`usage: true`). */
@@ -97,6 +102,7 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
   const guardrailActions: GuardrailActionLog = redis ? new RedisGuardrailActionLog(redis, { logger }) : new EmbeddedGuardrailActionLog();
   const tokens: TokenStore = redis ? new RedisTokenStore(redis) : new FileTokenStore(config.dataDir);
   const audit: AuditStore = redis ? new RedisAuditStore(redis) : new FileAuditStore(config.dataDir);
+  const alerts: AlertLog = redis ? new RedisAlertLog(redis, logger) : new EmbeddedAlertLog();
   let usage: UsageStore | undefined;
   if (options.usage) {
     const inner = redis ? await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger }) : await EmbeddedUsageStore.open(config.dataDir, logger);
@@ -112,6 +118,7 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
     guardrailActions,
     tokens,
     audit,
+    alerts,
     usage,
     ledger,
     async close() {
@@ -122,6 +129,7 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
       await guardrailActions.close();
       await tokens.close();
       await audit.close();
+      await alerts.close();
       // QUIT lets commands already sent finish; a connection still trying has nothing to finish.
       if (redis?.status === 'ready') await redis.quit().catch(() => redis.disconnect());
       else redis?.disconnect();
