@@ -6,12 +6,13 @@ import type { ResponseCache } from '../core/response-cache.ts';
 import type { GuardrailSettings } from '../guardrails/guardrail-settings.ts';
 import type { AuditStore } from '../stores/audit/audit-store.ts';
 import type { GuardrailActionLog } from '../stores/guardrail-actions/guardrail-action-log.ts';
+import type { AlertLog } from '../stores/alerts/alert-log.ts';
 import type { KeyStore } from '../stores/keys/key-store.ts';
 import type { TeamStore } from '../stores/teams/team-store.ts';
 import type { TokenStore } from '../stores/tokens/token-store.ts';
 import type { LimitLedger } from '../usage/limit-ledger.ts';
 import type { UsageStore } from '../usage/usage-store.ts';
-import { accessGuardrailActions, accessKeyStore, accessResponseCache, accessTeamStore, accessUsageStore } from './access/access-stores.ts';
+import { accessAlertLog, accessGuardrailActions, accessKeyStore, accessResponseCache, accessTeamStore, accessUsageStore } from './access/access-stores.ts';
 import { principalOf } from './access/access-gate.ts';
 import { auditRoute } from './access/audit-route.ts';
 import { PERMISSIONS, scopeOf, type Permission } from './access/permissions.ts';
@@ -21,6 +22,7 @@ import { usageCsv, usageCsvName } from './account/usage-csv.ts';
 import { canonicalModelIds, keyRoutes } from './admin/key-routes.ts';
 import { cacheRoutes } from './admin/cache-routes.ts';
 import { teamRoutes } from './admin/team-routes.ts';
+import { alertRoutes } from './alert-routes.ts';
 import { guardrailActionsRoute } from './guardrail-actions-route.ts';
 import { guardrailListRoute, guardrailNames } from './guardrail-list.ts';
 import { limitsRoute } from './limit-use.ts';
@@ -48,6 +50,8 @@ export interface ManagementOptions {
   readonly guardrailActions?: Pick<GuardrailActionLog, 'recent'>;
   /** Readiness, endpoints and aliases (`/health`). */
   readonly health?: () => Promise<HealthView>;
+  /** Limit alerts' last firings and webhook deliveries (`/alerts`, `/alerts/deliveries`). */
+  readonly alerts?: Pick<AlertLog, 'lastFirings' | 'deliveries'>;
   /** Service tokens (`/tokens`). */
   readonly tokens?: TokenStore;
   /** The audit log (`/audit`). */
@@ -74,7 +78,7 @@ const whoami: RequestHandler = (_req, res) => {
 /**
  * The management routes, one router mounted at `/admin` (bearer) and at `/account/api` (session and
  * CSRF), behind the access gate: keys and usage ({@link keyRoutes}), teams ({@link teamRoutes}), limits,
- * the response cache ({@link cacheRoutes}), guardrails and their actions, models, health, service
+ * limit alerts, the response cache ({@link cacheRoutes}), guardrails and their actions, models, health, service
  * tokens, the audit log and `whoami`. Each is declared once with its permission (`MANAGEMENT_ROUTES`).
  * The stores are seen through the access stores: scoped to a team role's teams, every change published.
  */
@@ -104,6 +108,7 @@ export function managementRouter(options: ManagementOptions): Router {
     });
   }
   router.get('/limits', limitsRoute({ keys, teams, limits: options.limits, rate: options.rate, now: options.now }));
+  if (options.alerts) router.use(alertRoutes(accessAlertLog(options.alerts)));
   if (options.guardrailActions) router.get('/guardrails/actions', guardrailActionsRoute(accessGuardrailActions(options.guardrailActions)));
   router.get('/guardrails', guardrailListRoute(options.guardrailSettings ?? (() => [])));
   // A revoked key's and a deleted team's entries are emptied too.

@@ -15,7 +15,7 @@ const list = (items: object) => ({ type: 'object', required: ['object', 'data'],
 const storeDown = (what: string) => error(`${what} cannot be read or written right now (Redis is unreachable)`, 'Plain');
 
 /** How a principal proved who it is, as the audit log and `whoami` name it. */
-const ACTOR_KINDS = ['user', 'service-token', 'admin-token', 'cli', 'config'];
+const ACTOR_KINDS = ['user', 'service-token', 'admin-token', 'cli', 'config', 'gateway'];
 /** What the role mapping and service tokens may hold: the permissions besides signing in. */
 const HELD_PERMISSIONS = Object.keys(PERMISSIONS).filter((permission) => permission !== 'public');
 
@@ -46,7 +46,7 @@ const AUDIT_QUERY = [
   { name: 'outcome', in: 'query', required: false, schema: { enum: ['ok', 'refused'] } },
   textFilter('team', 'Records whose target belongs to this team'),
   textFilter('target', "A target's id: a key's or token's id, a team's name"),
-  { name: 'via', in: 'query', required: false, schema: { enum: ['admin', 'account', 'cli', 'config'] } },
+  { name: 'via', in: 'query', required: false, schema: { enum: ['admin', 'account', 'cli', 'config', 'gateway'] } },
   { name: 'from', in: 'query', required: false, description: 'ISO 8601 date or date-time: records at or after it', schema: { type: 'string' } },
   { name: 'to', in: 'query', required: false, description: 'ISO 8601 date or date-time: records at or before it', schema: { type: 'string' } },
   { name: 'limit', in: 'query', required: false, description: 'Records per page (100 by default)', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
@@ -251,7 +251,7 @@ export const MANAGEMENT_SCHEMAS = {
       seq: { type: 'integer', minimum: 1 },
       time: dateTime,
       actor: { anyOf: [actor, { type: 'null' }], description: 'null: a refused credential (no one could be told)' },
-      via: { enum: ['admin', 'account', 'cli', 'config'] },
+      via: { enum: ['admin', 'account', 'cli', 'config', 'gateway'], description: 'gateway: the gateway itself (a limit alert)' },
       address: { type: ['string', 'null'], description: 'The client address; null for the CLI and reloads' },
       action: { type: 'string', description: '`key.create`, `team.update`, `token.revoke`, `cache.clear`, `config.reload`, `session.sign-in`, …; a refusal names the permission asked for' },
       outcome: { enum: ['ok', 'refused'] },
@@ -259,7 +259,11 @@ export const MANAGEMENT_SCHEMAS = {
         type: 'object',
         required: ['type'],
         additionalProperties: false,
-        properties: { type: { enum: ['key', 'team', 'token', 'cache', 'config', 'session', 'route'] }, id: { type: 'string' }, team: { type: ['string', 'null'] } },
+        properties: {
+          type: { enum: ['key', 'team', 'token', 'cache', 'config', 'session', 'route', 'limit'] },
+          id: { type: 'string' },
+          team: { type: ['string', 'null'] },
+        },
       },
       before: { description: 'The target as the API showed it before the change; null for a creation or a refusal' },
       after: { description: 'The target as the API shows it after the change; null for a deletion or a refusal' },

@@ -10,6 +10,7 @@ import { NATIVE_CHAT_SCHEMA, REQUEST_SCHEMAS } from '../../data-plane/routes/req
 import { requestJsonSchema } from './request-json-schema.ts';
 import { MODEL_ROUTES, ROUTE_TABLE } from '../../core/route-table.ts';
 import { MANAGEMENT_PATHS, MANAGEMENT_SCHEMAS } from './management-paths.ts';
+import { ALERT_PATHS, ALERT_SCHEMAS, ALERT_THRESHOLDS } from './alert-paths.ts';
 import { adminErrors, error, json, ref } from './openapi-parts.ts';
 
 /** The request bodies' components, derived from the routes' yup schemas (the one written form of each shape). */
@@ -65,6 +66,7 @@ const TEAM_SETTINGS = {
     items: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' },
     description: "The configured guardrails (the config file's guardrails:) the team's keys get, unless a key names its own; [] for none; absent: every configured one",
   },
+  alerts: ALERT_THRESHOLDS,
 };
 const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
 const teamName = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' } };
@@ -81,6 +83,7 @@ const KEY_SETTINGS = {
   team: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$', description: 'An existing team whose limits the key shares' },
   cache: { type: 'boolean', description: "false: the key's requests never read or write the response cache; true (kept as set) or absent: the gateway's (and team's) setting applies" },
   guardrails: { ...TEAM_SETTINGS.guardrails, description: "The configured guardrails the key's requests get, over its team's; [] for none; absent: its team's (else every configured one)" },
+  alerts: ALERT_THRESHOLDS,
 };
 const keyName = { type: 'string', minLength: 1, maxLength: 200 };
 const keyId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
@@ -429,6 +432,7 @@ export const OPENAPI_DOCUMENT = {
     ...MANAGEMENT_PATHS,
     ...GUARDRAIL_ACTION_PATHS,
     ...ADMIN_READ_PATHS,
+    ...ALERT_PATHS,
     '/openapi.json': { get: { summary: 'This document', security: [], responses: { '200': { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } } } },
   },
   components: {
@@ -453,6 +457,7 @@ export const OPENAPI_DOCUMENT = {
     schemas: {
       ...REQUEST_COMPONENTS,
       ...MANAGEMENT_SCHEMAS,
+      ...ALERT_SCHEMAS,
       NativeChatResult: {
         type: 'object',
         required: ['id', 'model', 'result', 'usage'],
@@ -480,7 +485,7 @@ export const OPENAPI_DOCUMENT = {
       },
       Team: {
         type: 'object',
-        required: ['name', 'created_at', 'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails'],
+        required: ['name', 'created_at', 'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', 'alerts'],
         properties: {
           name: { type: 'string' },
           created_at: { type: 'string', description: 'ISO 8601 date-time' },
@@ -501,7 +506,7 @@ export const OPENAPI_DOCUMENT = {
       },
       Key: {
         type: 'object',
-        required: ['id', 'name', 'status', 'created_at', 'expires_at', 'revoked', 'models', 'rpm', 'concurrency', 'quota', 'tpm', 'budget', 'team', 'cache', 'guardrails'],
+        required: ['id', 'name', 'status', 'created_at', 'expires_at', 'revoked', 'models', 'rpm', 'concurrency', 'quota', 'tpm', 'budget', 'team', 'cache', 'guardrails', 'alerts'],
         properties: {
           id: { type: 'string', pattern: '^(key|static)_' },
           name: { type: 'string' },

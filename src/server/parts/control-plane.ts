@@ -40,7 +40,7 @@ export interface ControlPlaneParts {
 export async function controlPlaneRoutes(config: GatewayConfig, logger: Logger, parts: ControlPlaneParts): Promise<NonNullable<AppOptions['mount']>> {
   const { configuration, stores, observability, limits, serving, readiness } = parts;
   const { live, registry, endpoints } = configuration;
-  const { redis, keys, teams, usage, ledger, guardrailActions, tokens, audit } = stores;
+  const { redis, keys, teams, usage, ledger, guardrailActions, tokens, audit, alerts } = stores;
   const { responseCache } = serving;
   const settings = () => live.current.config;
   // rate-limit-redis loads only with Redis configured: failed sign-ins per address are then counted across instances.
@@ -58,6 +58,7 @@ export async function controlPlaneRoutes(config: GatewayConfig, logger: Logger, 
     responseCache,
     guardrailSettings: () => settings().guardrails,
     guardrailActions,
+    alerts,
   };
   const admin = adminRouter({ ...managed, token: config.adminToken, throttle: limits.adminThrottle, health, access: { ...access, enabled: config.access.oidc !== undefined } });
   const account = accountRouter({
