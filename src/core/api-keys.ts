@@ -39,7 +39,10 @@ export interface ApiKeyRecord {
   readonly cache?: boolean;
   /** The configured guardrails the key's requests get, over its team's; absent: its team's (else every one). `[]`: none. */
   readonly guardrails?: readonly string[];
-  /** Percents of the key's money budgets and token quotas at which its alerts fire; absent: the gateway's. `[]`: none. */
+  /**
+   * Percents of the key's money budgets and token quotas at which its alerts fire;
+   * absent: the gateway's. `[]`: none.
+   */
   readonly alerts?: readonly number[];
 }
 

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { LimitRefusal } from '../core/gateway-errors.ts';
+import type { Meter } from '../core/limits.ts';
 import { GENAI_BUCKETS, type GenAiMetrics, type GenAiObservation } from './genai-observation.ts';
 
 /** Why the connection caps refused a connection or a request, as `gateway_refusals_total` counts it. */
@@ -250,7 +251,7 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
   }
 
   /** A day's or month's budget or quota as a settlement left it (`used` in the meter's unit, as its `limit`). */
-  limitUse(meter: { scope: string; period: string; kind: string; counter: string; limit: number; resetAt: number }, used: number): void {
+  limitUse(meter: Pick<Meter, 'scope' | 'period' | 'kind' | 'counter' | 'limit' | 'resetAt'>, used: number): void {
     const labels = `${meter.scope} ${meter.period} ${meter.kind}`;
     let uses = this.limitUses.get(labels);
     if (!uses) this.limitUses.set(labels, (uses = new Map()));

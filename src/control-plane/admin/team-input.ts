@@ -4,7 +4,8 @@ import type { TeamInput } from '../../core/limits.ts';
 import { TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import type { TeamChanges } from '../../stores/teams/team-store.ts';
 import {
-  alertList, cacheSetting, definedOnly, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails,
+  alertList, cacheSetting, definedOnly, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota,
+  unknownGuardrails,
 } from './limit-fields.ts';
 
 // The fields a PATCH may set or remove: the limits and the cache setting.
@@ -70,8 +71,8 @@ function validate<T>(schema: yup.Schema<T>, body: unknown, label: FieldLabel = (
 export function parseNewTeam(body: unknown, label?: FieldLabel, knownGuardrails?: readonly string[]): TeamInput {
   const value = validate(newTeamSchema, body, label, knownGuardrails);
   return definedOnly({
-    name: value.name, rpm: value.rpm, tpm: value.tpm, quota: value.quota, budget: value.budget, concurrency: value.concurrency,
-    cache: value.cache, guardrails: value.guardrails, alerts: value.alerts,
+    name: value.name, rpm: value.rpm, tpm: value.tpm, quota: value.quota, budget: value.budget,
+    concurrency: value.concurrency, cache: value.cache, guardrails: value.guardrails, alerts: value.alerts,
   });
 }
 

@@ -10,7 +10,8 @@ import { backoffMs, DELIVERY_HEADER, SIGNATURE_HEADER, signWebhook, TIMESTAMP_HE
 export function firingEntryOf(alert: LimitAlert): AlertFiringEntry {
   const { id, scope, owner, team, kind, period, threshold, used, limit, unit } = alert;
   const window_end = new Date(alert.windowEnd).toISOString();
-  return { id, scope, owner, team, kind, period, threshold, used, limit, unit, window_end, fired_at: new Date(alert.firedAt).toISOString() };
+  const fired_at = new Date(alert.firedAt).toISOString();
+  return { id, scope, owner, team, kind, period, threshold, used, limit, unit, window_end, fired_at };
 }
 
 /** The webhook's JSON body of a firing. */
@@ -20,7 +21,12 @@ export function webhookBody(alert: LimitAlert): string {
 }
 
 /** One attempt's POST: the receiver's status, or a throw (unreachable, timed out). */
-export type AlertPost = (url: string, body: string, headers: Record<string, string>, signal: AbortSignal) => Promise<number>;
+export type AlertPost = (
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+) => Promise<number>;
 
 const post: AlertPost = async (url, body, headers, signal) => {
   const response = await request(url, { method: 'POST', body, headers: { ...headers, 'content-type': 'application/json' }, signal });
@@ -32,7 +38,8 @@ const post: AlertPost = async (url, body, headers, signal) => {
 /** Why an attempt failed without a status, in words that never hold the URL. */
 function failureOf(error: unknown, timedOut: boolean): string {
   if (timedOut) return 'timed out';
-  const code = (error as { code?: unknown; cause?: { code?: unknown } }).code ?? (error as { cause?: { code?: unknown } }).cause?.code;
+  const failure = error as { code?: unknown; cause?: { code?: unknown } };
+  const code = failure.code ?? failure.cause?.code;
   if (code === 'ECONNREFUSED') return 'connection refused';
   if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'connection reset';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
@@ -92,7 +99,11 @@ export function deliverAlerts(options: AlertWebhookOptions): AlertWebhook {
     const kept = { delivery, alert: alert.id, owner: alert.owner, team: alert.team };
     for (let attempt = 1; attempt <= settings.attempts && !stopping.signal.aborted; attempt += 1) {
       const timestamp = Math.floor(now() / 1000);
-      const headers = { [DELIVERY_HEADER]: delivery, [TIMESTAMP_HEADER]: String(timestamp), [SIGNATURE_HEADER]: signWebhook(settings.secret, timestamp, body) };
+      const headers = {
+        [DELIVERY_HEADER]: delivery,
+        [TIMESTAMP_HEADER]: String(timestamp),
+        [SIGNATURE_HEADER]: signWebhook(settings.secret, timestamp, body),
+      };
       const timeout = AbortSignal.timeout(settings.timeoutMs);
       let status: number | null = null;
       let error: string | null = null;
@@ -102,7 +113,8 @@ export function deliverAlerts(options: AlertWebhookOptions): AlertWebhook {
         error = failureOf(failure, timeout.aborted);
       }
       const ok = status !== null && status >= 200 && status < 300;
-      const again = !ok && attempt < settings.attempts && (status === null || retryable(status)) && !stopping.signal.aborted;
+      const again =
+        !ok && attempt < settings.attempts && (status === null || retryable(status)) && !stopping.signal.aborted;
       const delay = again ? backoffMs(attempt, settings.backoffMs, settings.maxBackoffMs) : 0;
       const entry: AlertDeliveryEntry = {
         ...kept, attempt, at: new Date(now()).toISOString(), outcome: ok ? 'delivered' : again ? 'retrying' : 'failed',

@@ -126,7 +126,14 @@ export function watchLimitAlerts(options: LimitAlertWatchOptions): LimitAlertWat
   };
 }
 
-function alertOf(source: EventSource, meter: AlertMeter, team: string | null, threshold: number, used: number, at: number): LimitAlert {
+function alertOf(
+  source: EventSource,
+  meter: AlertMeter,
+  team: string | null,
+  threshold: number,
+  used: number,
+  at: number,
+): LimitAlert {
   const budget = meter.kind === 'budget';
   return {
     source,

@@ -58,7 +58,9 @@ export function startTracing(settings: TracingSettings, counts: SpanCounts, vers
   const kit: TraceKit = { tracer, sampler, ids, propagator: new W3CTraceContextPropagator(), captureContent: settings.captureMessageContent };
   return {
     requests: { startRequest: (start) => startRequestTrace(kit, start) },
-    span: (name, attributes) => tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: attributes as Attributes, root: true }).end(),
+    span: (name, attributes) => {
+      tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: attributes as Attributes, root: true }).end();
+    },
     setSampler: (next) => sampler.update(next),
     flush: () => provider.forceFlush(),
     shutdown: () => provider.shutdown(),

@@ -29,8 +29,11 @@ export function traceExchanges(source: EventSource, tracing: RequestTracing): ()
   return () => off.forEach((unsubscribe) => unsubscribe());
 }
 
-/** Each limit alert this gateway fires as a span of its own (see {@link LIMIT_ALERT_SPAN}); gives back the unsubscribe. */
-export function traceLimitAlerts(source: EventSource, span: (name: string, attributes: TraceAttributes) => void): () => void {
+/** Each limit alert this gateway fires as a span of its own ({@link LIMIT_ALERT_SPAN}); gives back the unsubscribe. */
+export function traceLimitAlerts(
+  source: EventSource,
+  span: (name: string, attributes: TraceAttributes) => void,
+): () => void {
   return EVENTS.limitAlert.subscribe(source, (alert) =>
     span(LIMIT_ALERT_SPAN, {
       [ATTR.alertId]: alert.id,

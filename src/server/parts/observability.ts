@@ -62,7 +62,8 @@ export async function startObservability(config: GatewayConfig, env: NodeJS.Proc
   const auditTrail = startAuditTrail({ source, store: stores.audit, logger, export: auditExport(config.auditExport) });
   const unobserve = observeGateway(source, { logger, accessLogger, metrics, guardrailActions: stores.guardrailActions });
   const traces = await startTraces(config, logger, source, metrics);
-  const alerts = startLimitAlerts({ source, settings: config.alerts, ledger: stores.ledger, log: stores.alerts, logger, metrics });
+  const { ledger, alerts: log } = stores;
+  const alerts = startLimitAlerts({ source, settings: config.alerts, ledger, log, logger, metrics });
   configuration.onResult((result) => metrics.configReload(result));
   configuration.onReload((settings, previous) => {
     logger.level = settings.config.logLevel;

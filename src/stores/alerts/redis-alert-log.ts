@@ -55,9 +55,9 @@ export class RedisAlertLog implements AlertLog {
   }
 
   delivered(entry: AlertDeliveryEntry): void {
-    this.send(() =>
-      this.redis.multi().lpush(ALERT_DELIVERIES_KEY, JSON.stringify(entry)).ltrim(ALERT_DELIVERIES_KEY, 0, this.capacity - 1).exec(),
-    );
+    const text = JSON.stringify(entry);
+    const last = this.capacity - 1;
+    this.send(() => this.redis.multi().lpush(ALERT_DELIVERIES_KEY, text).ltrim(ALERT_DELIVERIES_KEY, 0, last).exec());
   }
 
   async deliveries(limit: number): Promise<AlertDeliveryEntry[]> {

@@ -76,7 +76,8 @@ export async function startAccessFixture(): Promise<AccessFixture> {
   for (const team of ['blue', 'green']) await keys.create({ name: `${team} key`, team });
   const access: AccessOptions = { tokens, audit, source, adminTokenEnabled: () => true };
   const options = {
-    keys, teams, usage, registry: () => registry, guardrailActions: new EmbeddedGuardrailActionLog(), alerts: new EmbeddedAlertLog(), bodyLimitBytes: 1024 * 1024,
+    keys, teams, usage, registry: () => registry, guardrailActions: new EmbeddedGuardrailActionLog(), bodyLimitBytes: 1024 * 1024,
+    alerts: new EmbeddedAlertLog(),
   };
   const admin = adminRouter({ token: ADMIN_TOKEN, ...options, health: async () => ({ readiness: { status: 'ok' }, providers: [], aliases: [] }), access });
   const account = accountRouter({
