@@ -13,8 +13,8 @@ import { CliUsageError, type CliIo } from './cli-io.ts';
 import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
 
-export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME] [--cache true|false] [--guardrails NAME,... ('' for none)]
-keys update KEY_ID [--name NAME] [the limit flags of keys create] [--clear rpm|tpm|quota|budget|concurrency|models|expires-at|team|cache|guardrails|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
+export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME] [--cache true|false] [--guardrails NAME,... ('' for none)] [--alerts PERCENT,... ('' for none)]
+keys update KEY_ID [--name NAME] [the limit flags of keys create] [--clear rpm|tpm|quota|budget|concurrency|models|expires-at|team|cache|guardrails|alerts|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
 keys list
 keys revoke KEY_ID`;
 
@@ -32,6 +32,7 @@ const CREATE_OPTIONS = {
   team: { type: 'string' },
   cache: { type: 'string' },
   guardrails: { type: 'string' },
+  alerts: { type: 'string' },
 } as const;
 
 /** The flag of each limit's field, for the error messages of keys and teams alike. */
@@ -51,6 +52,10 @@ export const numberOf = (value: string | undefined) => (value === undefined ? un
 
 /** A flag's `true` or `false` as a boolean; anything else as given, so that validation names the flag's field. */
 export const booleanOf = (value: string | undefined) => (value === 'true' ? true : value === 'false' ? false : value);
+
+/** Comma-separated percents (`''`: an empty list); a part that is no number stays as given, for validation to name. */
+export const percentsOf = (value: string): unknown[] =>
+  namesOf(value).map((part) => (/^\d+$/.test(part) ? Number(part) : part));
 
 /** A comma-separated list of names (`''`: an empty list). */
 export const namesOf = (value: string) => value.split(',').map((name) => name.trim()).filter(Boolean);
@@ -78,6 +83,7 @@ async function createKey(argv: string[], io: CliIo, { keys: store, teams }: Open
     ...(values.team !== undefined && { team: values.team }),
     ...(values.cache !== undefined && { cache: booleanOf(values.cache) }),
     ...(values.guardrails !== undefined && { guardrails: namesOf(values.guardrails) }),
+    ...(values.alerts !== undefined && { alerts: percentsOf(values.alerts) }),
   };
   const config = models || values.guardrails !== undefined ? loadConfig(env) : undefined;
   const known = config && models ? canonicalModelIds(new ModelRegistry(await loadPlugins(config.manifestPath, config.pluginPath))) : undefined;
@@ -95,7 +101,10 @@ async function teamIdByName(teams: OpenStores['teams'], name: string | undefined
 }
 
 /** What `keys update --clear` takes: a whole field, or one side of `quota` / `budget`. */
-const CLEARABLE = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'models', 'expires-at', 'team', 'cache', 'guardrails', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd'] as const;
+const CLEARABLE = [
+  'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'models', 'expires-at', 'team', 'cache', 'guardrails', 'alerts',
+  'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd',
+] as const;
 /** Each side flag's place in `quota` or `budget`. */
 const SIDES = { 'daily-tokens': ['quota', 'daily'], 'monthly-tokens': ['quota', 'monthly'], 'daily-usd': ['budget', 'daily_usd'], 'monthly-usd': ['budget', 'monthly_usd'] } as const;
 type UpdateValues = Partial<Record<keyof typeof CREATE_OPTIONS, string>>;
@@ -122,6 +131,8 @@ function keyChangesOf(values: UpdateValues, cleared: ReadonlySet<string>, curren
   else if (values.cache !== undefined) body.cache = booleanOf(values.cache);
   if (cleared.has('guardrails')) body.guardrails = null;
   else if (values.guardrails !== undefined) body.guardrails = namesOf(values.guardrails);
+  if (cleared.has('alerts')) body.alerts = null;
+  else if (values.alerts !== undefined) body.alerts = percentsOf(values.alerts);
   for (const field of ['quota', 'budget'] as const) {
     const sides = (Object.keys(SIDES) as (keyof typeof SIDES)[]).filter((flag) => SIDES[flag][0] === field);
     if (!cleared.has(field) && !sides.some((flag) => cleared.has(flag) || values[flag] !== undefined)) continue;
@@ -187,8 +198,10 @@ async function listKeys(argv: string[], io: CliIo, { keys: store }: OpenStores):
     team: record.team ?? '-',
     cache: record.cache ?? 'default',
     guardrails: record.guardrails ? record.guardrails.join(',') || 'none' : 'default',
+    alerts: record.alerts ? record.alerts.join(',') || 'none' : 'default',
   }));
-  io.out(textTable(rows, ['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'cache', 'guardrails']));
+  const columns = ['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'cache', 'guardrails', 'alerts'];
+  io.out(textTable(rows, columns));
   return 0;
 }
 

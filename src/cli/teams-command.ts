@@ -6,15 +6,15 @@ import type { TeamRecord } from '../core/limits.ts';
 import type { OpenStores } from '../stores/open-stores.ts';
 import { withOperatorStores } from './operator-stores.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
-import { booleanOf, LIMIT_FLAGS, namesOf, numberOf } from './keys-command.ts';
+import { booleanOf, LIMIT_FLAGS, namesOf, numberOf, percentsOf } from './keys-command.ts';
 import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
 
-const LIMIT_SYNOPSIS = '[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false] [--guardrails NAME,... (\'\' for none)]';
+const LIMIT_SYNOPSIS = '[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false] [--guardrails NAME,... (\'\' for none)] [--alerts PERCENT,... (\'\' for none)]';
 
 export const TEAMS_SYNOPSIS = `teams create NAME ${LIMIT_SYNOPSIS}
 teams list
-teams update NAME ${LIMIT_SYNOPSIS} [--clear rpm|tpm|quota|budget|concurrency|cache|guardrails|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
+teams update NAME ${LIMIT_SYNOPSIS} [--clear rpm|tpm|quota|budget|concurrency|cache|guardrails|alerts|daily-tokens|monthly-tokens|daily-usd|monthly-usd]...
 teams delete NAME`;
 
 const LIMIT_OPTIONS = {
@@ -30,7 +30,7 @@ const LIMIT_OPTIONS = {
 type LimitFlag = keyof typeof LIMIT_OPTIONS;
 
 /** The limits' flags and `--cache`, the team's response cache setting. */
-const TEAM_OPTIONS = { ...LIMIT_OPTIONS, cache: { type: 'string' }, guardrails: { type: 'string' } } as const;
+const TEAM_OPTIONS = { ...LIMIT_OPTIONS, cache: { type: 'string' }, guardrails: { type: 'string' }, alerts: { type: 'string' } } as const;
 
 /** Each flag's place in a team: a top-level limit, or one side of `quota` / `budget`. */
 const PLACE_OF: Record<LimitFlag, readonly [field: 'rpm' | 'tpm' | 'quota' | 'budget' | 'concurrency', side?: string]> = {
@@ -66,13 +66,15 @@ function limitsOf(values: Partial<Record<LimitFlag, string>>): Record<string, un
  * `quota` or `budget` (`--daily-usd`, `--clear monthly-tokens`) changes that side only, keeping the other
  * as the team has it; a limit left with neither side is removed.
  */
-function changesOf(values: Partial<Record<LimitFlag | 'cache' | 'guardrails', string>>, cleared: ReadonlySet<string>, current: TeamRecord): Record<string, unknown> {
+function changesOf(values: Partial<Record<LimitFlag | 'cache' | 'guardrails' | 'alerts', string>>, cleared: ReadonlySet<string>, current: TeamRecord): Record<string, unknown> {
   const given = limitsOf(values);
   const body: Record<string, unknown> = {};
   if (cleared.has('cache')) body.cache = null;
   else if (values.cache !== undefined) body.cache = booleanOf(values.cache);
   if (cleared.has('guardrails')) body.guardrails = null;
   else if (values.guardrails !== undefined) body.guardrails = namesOf(values.guardrails);
+  if (cleared.has('alerts')) body.alerts = null;
+  else if (values.alerts !== undefined) body.alerts = percentsOf(values.alerts);
   for (const field of ['rpm', 'tpm', 'concurrency'] as const) {
     if (cleared.has(field)) body[field] = null;
     else if (field in given) body[field] = given[field];
@@ -92,7 +94,9 @@ async function createTeam(argv: string[], io: CliIo, { teams }: OpenStores, guar
   const { values, positionals } = parseArgs({ args: argv, options: TEAM_OPTIONS, strict: true, allowPositionals: true });
   const cache = values.cache === undefined ? {} : { cache: booleanOf(values.cache) };
   const named = values.guardrails === undefined ? {} : { guardrails: namesOf(values.guardrails) };
-  const team = await teams.create(parseNewTeam({ name: teamName(positionals, 'create'), ...limitsOf(values), ...cache, ...named }, flagOf, guardrails));
+  const alerts = values.alerts === undefined ? {} : { alerts: percentsOf(values.alerts) };
+  const input = { name: teamName(positionals, 'create'), ...limitsOf(values), ...cache, ...named, ...alerts };
+  const team = await teams.create(parseNewTeam(input, flagOf, guardrails));
   io.out(`Created team ${team.name} (${describeLimits(team)}).\n`);
   return 0;
 }
@@ -116,12 +120,14 @@ async function listTeams(argv: string[], io: CliIo, { teams }: OpenStores): Prom
     concurrency: team.concurrency ?? '-',
     cache: team.cache ?? '-',
     guardrails: team.guardrails ? team.guardrails.join(',') || 'none' : '-',
+    alerts: team.alerts ? team.alerts.join(',') || 'none' : '-',
   }));
-  io.out(textTable(rows, ['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency', 'cache', 'guardrails']));
+  const columns = ['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency', 'cache'];
+  io.out(textTable(rows, [...columns, 'guardrails', 'alerts']));
   return 0;
 }
 
-const CLEARABLE = new Set(['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', ...Object.keys(PLACE_OF)]);
+const CLEARABLE = new Set(['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', 'alerts', ...Object.keys(PLACE_OF)]);
 
 async function updateTeam(argv: string[], io: CliIo, { teams }: OpenStores, guardrails?: readonly string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: { ...TEAM_OPTIONS, clear: { type: 'string', multiple: true } }, strict: true, allowPositionals: true });
@@ -129,7 +135,7 @@ async function updateTeam(argv: string[], io: CliIo, { teams }: OpenStores, guar
   const cleared = new Set(values.clear ?? []);
   for (const field of cleared) {
     if (!CLEARABLE.has(field)) throw new CliUsageError(`--clear takes one of ${[...CLEARABLE].join(', ')}; got '${field}'`);
-    const setToo = field === 'cache' || field === 'guardrails' ? (values[field] !== undefined ? field : undefined) : (Object.keys(PLACE_OF) as LimitFlag[]).find((flag) => values[flag] !== undefined && (flag === field || PLACE_OF[flag][0] === field));
+    const setToo = field === 'cache' || field === 'guardrails' || field === 'alerts' ? (values[field] !== undefined ? field : undefined) : (Object.keys(PLACE_OF) as LimitFlag[]).find((flag) => values[flag] !== undefined && (flag === field || PLACE_OF[flag][0] === field));
     if (setToo) throw new CliUsageError(`--clear ${field} and --${setToo} contradict each other`);
   }
   const current = await teams.get(name);
@@ -172,6 +178,7 @@ function describeLimits(team: TeamRecord): string {
     team.concurrency !== undefined && `at most ${team.concurrency} requests at once`,
     team.cache !== undefined && `cache ${team.cache}`,
     team.guardrails !== undefined && `guardrails ${team.guardrails.join(', ') || 'none'}`,
+    team.alerts !== undefined && `alerts ${team.alerts.length ? `at ${team.alerts.join(', ')} %` : 'none'}`,
   ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'no limits';
 }

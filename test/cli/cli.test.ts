@@ -91,11 +91,11 @@ describe('CLI', function () {
     const listed = await cli(['keys', 'list'], env);
     expect(listed.code).to.equal(0);
     const [header, ...rows] = listed.out.trimEnd().split('\n');
-    expect(header!.split(/\s+/)).to.deep.equal(['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'cache', 'guardrails']);
+    expect(header!.split(/\s+/)).to.deep.equal(['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'cache', 'guardrails', 'alerts']);
     expect(rows).to.have.length(3);
-    expect(rows[0]).to.match(new RegExp(`^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all\\s+-\\s+default\\s+default$`));
-    expect(rows[1]).to.match(/\ssecond\s+active\s.*\strue\s+default$/);
-    expect(rows[2]).to.match(/\sthird\s+active\s.*\sfalse\s+default$/);
+    expect(rows[0]).to.match(new RegExp(`^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all\\s+-\\s+default\\s+default\\s+default$`));
+    expect(rows[1]).to.match(/\ssecond\s+active\s.*\strue\s+default\s+default$/);
+    expect(rows[2]).to.match(/\sthird\s+active\s.*\sfalse\s+default\s+default$/);
     expect(listed.out).not.to.match(/sk-|[0-9a-f]{64}/);
   });
 
@@ -116,8 +116,8 @@ describe('CLI', function () {
       ['trusted', []],
     ]);
     const rows = (await cli(['keys', 'list'], withConfig)).out.trimEnd().split('\n').slice(1);
-    expect(rows[0]).to.match(/\sstrict\s.*\sno-codes,no-emails$/);
-    expect(rows[1]).to.match(/\strusted\s.*\snone$/);
+    expect(rows[0]).to.match(/\sstrict\s.*\sno-codes,no-emails\s+default$/);
+    expect(rows[1]).to.match(/\strusted\s.*\snone\s+default$/);
   });
 
   it('is picked up by a running store instance without a restart', async () => {

@@ -38,9 +38,9 @@ describe('CLI teams and the keys\' budget flags', function () {
     await cli(['teams', 'create', 'bare'], env);
     const listed = await cli(['teams', 'list'], env);
     const [header, ...rows] = listed.out.trimEnd().split('\n');
-    expect(header!.split(/\s+/)).to.deep.equal(['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency', 'cache', 'guardrails']);
-    expect(rows[0]).to.match(/^research\s+\S+\s+60\s+20000\s+5000\s+-\s+-\s+80\.5\s+40\s+false\s+-$/);
-    expect(rows[1]).to.match(/^bare\s+\S+(\s+-){9}$/);
+    expect(header!.split(/\s+/)).to.deep.equal(['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency', 'cache', 'guardrails', 'alerts']);
+    expect(rows[0]).to.match(/^research\s+\S+\s+60\s+20000\s+5000\s+-\s+-\s+80\.5\s+40\s+false\s+-\s+-$/);
+    expect(rows[1]).to.match(/^bare\s+\S+(\s+-){10}$/);
   });
 
   it("sets a team's guardrails (those the configuration holds, or none), changes them, and removes them with --clear guardrails", async () => {
@@ -56,7 +56,7 @@ describe('CLI teams and the keys\' budget flags', function () {
       code: 1,
       err: "Invalid input parameters\n  Field '--guardrails': no guardrail is named 'nope' in the configuration (configured: no-emails, moderation)\n",
     });
-    expect((await cli(['teams', 'list'], withConfig)).out).to.match(/\nsupport\s.*\snone\n$/);
+    expect((await cli(['teams', 'list'], withConfig)).out).to.match(/\nsupport\s.*\snone\s+-\n$/);
     expect(await cli(['teams', 'update', 'support', '--clear', 'guardrails', '--guardrails', 'no-emails'], withConfig)).to.deep.include({ code: 2 });
     expect((await cli(['teams', 'update', 'support', '--clear', 'guardrails'], withConfig)).out).to.contain('Updated team support (no limits)');
     expect(await teams.get('support')).not.to.have.property('guardrails');
@@ -116,7 +116,7 @@ describe('CLI teams and the keys\' budget flags', function () {
     const key = /^(sk-[A-Za-z0-9_-]{43})$/m.exec(made.out)![1]!;
     const record = (await new FileKeyStore(dataDir).findByHash(hashApiKey(key)))!;
     expect(record).to.deep.include({ team: 'busy', tpm: 900, budget: { daily_usd: 1.5, monthly_usd: 30 } });
-    expect((await cli(['keys', 'list'], env)).out).to.match(/\smember\s.*\sbusy\s+default\s+default$/m);
+    expect((await cli(['keys', 'list'], env)).out).to.match(/\smember\s.*\sbusy\s+default\s+default\s+default$/m);
     expect(await cli(['teams', 'delete', 'busy'], env)).to.deep.include({ code: 1, err: "Team 'busy' is named by 1 key that is not revoked; revoke it first\n" });
     await cli(['keys', 'revoke', record.id], env);
     expect(await cli(['teams', 'delete', 'busy'], env)).to.deep.include({ code: 0, out: 'Deleted team busy.\n' });
