@@ -78,7 +78,7 @@ describe('account page: teams, configured guardrails and usage per key and team'
     expect(created.status, created.text).to.equal(201);
     expect(created.json.created_at).to.equal((await teams.get('support'))!.createdAt);
     expect(created.json).to.deep.equal({
-      name: 'support', created_at: created.json.created_at, rpm: 60, tpm: null, quota: null, budget: { daily_usd: 5 }, concurrency: null, cache: false, guardrails: ['no-emails'],
+      name: 'support', created_at: created.json.created_at, rpm: 60, tpm: null, quota: null, budget: { daily_usd: 5 }, concurrency: null, cache: false, guardrails: ['no-emails'], alerts: null,
     });
     expect((await call(app, '/account/api/teams', { method: 'POST', body: { name: 'support' }, cookie, csrf })).status).to.equal(409);
     const invalid = await call(app, '/account/api/teams', { method: 'POST', body: { name: 'other', budget: { daily_usd: -1 }, guardrails: ['no-email'] }, cookie, csrf });
