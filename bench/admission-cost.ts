@@ -17,19 +17,26 @@ import { promptCharacters } from '../src/usage/token-estimate.ts';
  * only makes the response. CPU µs per request, median of rounds: the figure end-to-end runs bury in
  * the machine's noise (±10 µs between rounds here).
  */
-export async function admissionCost(rounds = 7, perRound = 200_000): Promise<{ withLimits: number; without: number; difference: number }> {
+export async function admissionCost(
+  rounds = 7,
+  perRound = 200_000,
+): Promise<{ withLimits: number; without: number; difference: number }> {
   const dir = await mkdtemp(join(tmpdir(), 'admission-cost-'));
   const ledger = await EmbeddedLedger.open(dir, pino({ level: 'silent' }));
   const gate = new BudgetGate({ ledger, logger: pino({ level: 'silent' }) });
   const caller = { id: 'key_bench', tpm: 1e12, quota: { daily: 1e12 }, budget: { daily_usd: 1e6, monthly_usd: 1e6 } };
   const plain = { id: 'key_plain' };
-  const body = { model: 'delta/delta-4.7', messages: [{ role: 'user', content: 'Benchmark message of a realistic length for a chat turn.' }] };
+  const body = {
+    model: 'delta/delta-4.7',
+    messages: [{ role: 'user', content: 'Benchmark message of a realistic length for a chat turn.' }],
+  };
   const pricing = { input: 1.25, cachedInput: 0.125, output: 10 };
   const figures = { totalTokens: 40, chargedTokens: 40, costUsd: 0.0002 };
   const req = new IncomingMessage(new Socket());
   const one = (who: typeof caller | typeof plain) => {
     const res = new ServerResponse(req);
-    const admitted = gate.admit(who, () => estimateRequest(promptCharacters(body), 4096), pricing) as Admitted | undefined;
+    const admitted = gate.admit(who, () => estimateRequest(promptCharacters(body), 4096), pricing) as
+      Admitted | undefined;
     if (!admitted) return;
     if (admitted.tokens) writeRateLimitHeaders(res, 'openai', 'tokens', admitted.tokens, Date.now());
     admitted.reservation.handOver();

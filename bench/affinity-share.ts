@@ -39,23 +39,35 @@ export interface Share {
 const CLIENT_KEY = 'sk-affinity-share-0001-0123456789abcdef';
 const UPSTREAM_KEY = 'affinity-share-upstream';
 const MODEL = 'alpha/gen-5.5';
-// A system prompt of a realistic size (2,700 characters, about 680 tokens as the mock counts them), the same for every session.
+// A system prompt of a realistic size (2,700 characters, about 680 tokens as the mock counts them), the same for every
+// session.
 const SYSTEM_PROMPT = `You are the support assistant of an online shop. ${'Answer from the policy below, cite its section, never invent an order number. '.repeat(34)}`;
 
-/** The Chat Completions body of one turn of one session: the system prompt, the session's first question, and the turns since. */
+/**
+ * The Chat Completions body of one turn of one session: the system prompt, the session's first question, and the turns
+ * since.
+ */
 function turnBody(session: number, turn: number): Record<string, unknown> {
   const messages: { role: string; content: string }[] = [
     { role: 'system', content: SYSTEM_PROMPT },
-    { role: 'user', content: `Customer ${session} asks: where is my parcel, ordered ${session % 28} days ago? ${'It was a gift and it matters. '.repeat(8)}` },
+    {
+      role: 'user',
+      content: `Customer ${session} asks: where is my parcel, ordered ${session % 28} days ago? ${'It was a gift and it matters. '.repeat(8)}`,
+    },
   ];
   for (let earlier = 1; earlier <= turn; earlier += 1) {
-    messages.push({ role: 'assistant', content: `Answer ${earlier} to customer ${session}.` }, { role: 'user', content: `Follow-up ${earlier}: and what about the refund?` });
+    messages.push(
+      { role: 'assistant', content: `Answer ${earlier} to customer ${session}.` },
+      { role: 'user', content: `Follow-up ${earlier}: and what about the refund?` },
+    );
   }
   return { model: MODEL, messages };
 }
 
 async function run(affinity: boolean, sessions: number, turns: number, endpoints: number): Promise<Share> {
-  const upstreams: MockUpstream[] = await Promise.all(Array.from({ length: endpoints }, () => startMockUpstream({ apiKey: UPSTREAM_KEY, promptCache: true })));
+  const upstreams: MockUpstream[] = await Promise.all(
+    Array.from({ length: endpoints }, () => startMockUpstream({ apiKey: UPSTREAM_KEY, promptCache: true })),
+  );
   const dataDir = await mkdtemp(join(tmpdir(), 'affinity-share-'));
   const env: NodeJS.ProcessEnv = {
     PORT: '0',
@@ -88,7 +100,10 @@ async function run(affinity: boolean, sessions: number, turns: number, endpoints
     const cachedTokens = reported.reduce((sum, usage) => sum + usage.cachedTokens, 0);
     const perEndpoint: Record<string, number> = {};
     const { body } = await gateway.metrics.scrape();
-    for (const [, name, value] of body.matchAll(/^gateway_cached_input_tokens_total\{provider="alpha",endpoint="([^"]*)"\} (\d+)$/gm)) perEndpoint[name!] = Number(value);
+    for (const [, name, value] of body.matchAll(
+      /^gateway_cached_input_tokens_total\{provider="alpha",endpoint="([^"]*)"\} (\d+)$/gm,
+    ))
+      perEndpoint[name!] = Number(value);
     return {
       requests: reported.length,
       inputTokens,
@@ -107,21 +122,39 @@ async function run(affinity: boolean, sessions: number, turns: number, endpoints
 /** The cached input share with affinity and with random spreading, over the same traffic. */
 export async function affinityShare(options: ShareOptions = {}): Promise<{ affinity: Share; random: Share }> {
   const { sessions = 40, turns = 8, endpoints = 3 } = options;
-  return { affinity: await run(true, sessions, turns, endpoints), random: await run(false, sessions, turns, endpoints) };
+  return {
+    affinity: await run(true, sessions, turns, endpoints),
+    random: await run(false, sessions, turns, endpoints),
+  };
 }
 
 const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { sessions: { type: 'string', default: '40' }, turns: { type: 'string', default: '8' }, endpoints: { type: 'string', default: '2,3' } } });
+  const { values } = parseArgs({
+    options: {
+      sessions: { type: 'string', default: '40' },
+      turns: { type: 'string', default: '8' },
+      endpoints: { type: 'string', default: '2,3' },
+    },
+  });
   const sessions = Number(values.sessions);
   const turns = Number(values.turns);
   for (const endpoints of values.endpoints.split(',').map(Number)) {
     const { affinity, random } = await affinityShare({ sessions, turns, endpoints });
-    process.stdout.write(`${endpoints} endpoints, ${sessions} sessions x ${turns} turns (${affinity.requests} requests each):\n`);
-    for (const [name, share] of [['affinity', affinity], ['random  ', random]] as const) {
-      const spread = Object.entries(share.perEndpoint).map(([endpoint, tokens]) => `${endpoint}: ${tokens}`).join(', ');
-      process.stdout.write(`  ${name} cached input share ${percent(share.cachedShare)} (${share.cachedTokens} of ${share.inputTokens} tokens), requests with a cache hit ${percent(share.hitRate)}; cached tokens per endpoint ${spread}\n`);
+    process.stdout.write(
+      `${endpoints} endpoints, ${sessions} sessions x ${turns} turns (${affinity.requests} requests each):\n`,
+    );
+    for (const [name, share] of [
+      ['affinity', affinity],
+      ['random  ', random],
+    ] as const) {
+      const spread = Object.entries(share.perEndpoint)
+        .map(([endpoint, tokens]) => `${endpoint}: ${tokens}`)
+        .join(', ');
+      process.stdout.write(
+        `  ${name} cached input share ${percent(share.cachedShare)} (${share.cachedTokens} of ${share.inputTokens} tokens), requests with a cache hit ${percent(share.hitRate)}; cached tokens per endpoint ${spread}\n`,
+      );
     }
   }
 }

@@ -7,7 +7,10 @@ import { Agent } from 'undici';
  * read whole and the answer piped back), no validation, no accounting. The gateway is held to a
  * ratio of this one's throughput, measured side by side in one run.
  */
-export async function startBareProxy(upstreamBaseUrl: string, port = 0): Promise<{ url: string; close(): Promise<void> }> {
+export async function startBareProxy(
+  upstreamBaseUrl: string,
+  port = 0,
+): Promise<{ url: string; close(): Promise<void> }> {
   const upstream = new URL(upstreamBaseUrl);
   const agent = new Agent({ keepAliveTimeout: 30_000 });
   const basePath = upstream.pathname.replace(/\/+$/, '');
@@ -16,8 +19,16 @@ export async function startBareProxy(upstreamBaseUrl: string, port = 0): Promise
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const path = basePath + (req.url ?? '/').replace(/^\/v1/, '');
     try {
-      const response = await agent.request({ origin: upstream.origin, path, method: 'POST', headers: { 'content-type': 'application/json', authorization: req.headers.authorization ?? '' }, body: Buffer.concat(chunks) });
-      res.writeHead(response.statusCode, { 'content-type': String(response.headers['content-type'] ?? 'application/json') });
+      const response = await agent.request({
+        origin: upstream.origin,
+        path,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: req.headers.authorization ?? '' },
+        body: Buffer.concat(chunks),
+      });
+      res.writeHead(response.statusCode, {
+        'content-type': String(response.headers['content-type'] ?? 'application/json'),
+      });
       for await (const chunk of response.body) res.write(chunk);
       res.end();
     } catch {

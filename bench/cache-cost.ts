@@ -1,4 +1,11 @@
-import { AnswerCapture, forwardedHeaderValues, hitHeaders, lookUp, openTicket, type ResponseCaching } from '../src/data-plane/cache/response-caching.ts';
+import {
+  AnswerCapture,
+  forwardedHeaderValues,
+  hitHeaders,
+  lookUp,
+  openTicket,
+  type ResponseCaching,
+} from '../src/data-plane/cache/response-caching.ts';
 import { MemoryResponseCache } from '../src/stores/cache/memory-response-cache.ts';
 
 /**
@@ -9,19 +16,63 @@ import { MemoryResponseCache } from '../src/stores/cache/memory-response-cache.t
  * machine's noise, and what the end-to-end figure adds to it is the garbage collector's work on the
  * entries held.
  */
-export async function cacheCost(rounds = 7, perRound = 50_000, maxBytes = 64 * 1024 * 1024): Promise<{ miss: number; hit: number }> {
-  const caching: ResponseCaching = { store: new MemoryResponseCache(() => maxBytes), settings: () => ({ ttlMs: 3_600_000, maxEntryBytes: 1024 * 1024 }) };
-  const route = { format: 'chat-completions', path: '/chat/completions', forwardHeaders: [], defaultHeaders: {} } as never;
+export async function cacheCost(
+  rounds = 7,
+  perRound = 50_000,
+  maxBytes = 64 * 1024 * 1024,
+): Promise<{ miss: number; hit: number }> {
+  const caching: ResponseCaching = {
+    store: new MemoryResponseCache(() => maxBytes),
+    settings: () => ({ ttlMs: 3_600_000, maxEntryBytes: 1024 * 1024 }),
+  };
+  const route = {
+    format: 'chat-completions',
+    path: '/chat/completions',
+    forwardHeaders: [],
+    defaultHeaders: {},
+  } as never;
   const caller = { id: 'static_0123456789abcdef' };
   const headers = {};
-  const res = { setHeader: () => res } as unknown as Pick<import("node:http").ServerResponse, "setHeader">;
-  const answer = Buffer.from(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'delta-4.7', choices: [{ index: 0, message: { role: 'assistant', content: 'A benchmark answer of a realistic length for a short chat turn, with some words.' }, finish_reason: 'stop' }], usage: { prompt_tokens: 21, completion_tokens: 17, total_tokens: 38 } }));
+  const res = { setHeader: () => res } as unknown as Pick<import('node:http').ServerResponse, 'setHeader'>;
+  const answer = Buffer.from(
+    JSON.stringify({
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      created: 1,
+      model: 'delta-4.7',
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content: 'A benchmark answer of a realistic length for a short chat turn, with some words.',
+          },
+          finish_reason: 'stop',
+        },
+      ],
+      usage: { prompt_tokens: 21, completion_tokens: 17, total_tokens: 38 },
+    }),
+  );
   const usage = { inputTokens: 21, outputTokens: 17, cachedTokens: 0 };
   let serial = 0;
-  const body = (index: number) => Buffer.from(`{"model":"delta-4.7","messages":[{"role":"user","content":"Benchmark message of a realistic length for a chat turn."}],"user":"bench-${index}"}`);
+  const body = (index: number) =>
+    Buffer.from(
+      `{"model":"delta-4.7","messages":[{"role":"user","content":"Benchmark message of a realistic length for a chat turn."}],"user":"bench-${index}"}`,
+    );
   const miss = async () => {
     const forwarded = body((serial += 1));
-    const ticket = openTicket(caching, caller, () => ({ route: 'chat-completions', model: 'delta/delta-4.7', forwarded, headers: forwardedHeaderValues(route, headers) }), headers, res)!;
+    const ticket = openTicket(
+      caching,
+      caller,
+      () => ({
+        route: 'chat-completions',
+        model: 'delta/delta-4.7',
+        forwarded,
+        headers: forwardedHeaderValues(route, headers),
+      }),
+      headers,
+      res,
+    )!;
     if (await lookUp(caching, ticket, res)) throw new Error('a miss found an entry');
     const capture = new AnswerCapture(ticket, caching);
     capture.add(answer);
@@ -29,7 +80,18 @@ export async function cacheCost(rounds = 7, perRound = 50_000, maxBytes = 64 * 1
   };
   const fixed = body(-1);
   const hit = async () => {
-    const ticket = openTicket(caching, caller, () => ({ route: 'chat-completions', model: 'delta/delta-4.7', forwarded: fixed, headers: forwardedHeaderValues(route, headers) }), headers, res)!;
+    const ticket = openTicket(
+      caching,
+      caller,
+      () => ({
+        route: 'chat-completions',
+        model: 'delta/delta-4.7',
+        forwarded: fixed,
+        headers: forwardedHeaderValues(route, headers),
+      }),
+      headers,
+      res,
+    )!;
     const found = await lookUp(caching, ticket, res);
     if (!found) throw new Error('a hit found nothing');
     hitHeaders(found, Date.now());
@@ -43,7 +105,18 @@ export async function cacheCost(rounds = 7, perRound = 50_000, maxBytes = 64 * 1
   // Fill the cache first, so that every miss measured also evicts, as in a cache that has run a while.
   while ((caching.store as MemoryResponseCache).size < maxBytes * 0.99) await miss();
   await miss();
-  const stored = new AnswerCapture({ ...openTicket(caching, caller, () => ({ route: 'chat-completions', model: 'delta/delta-4.7', forwarded: fixed, headers: [] }), headers, res)! }, caching);
+  const stored = new AnswerCapture(
+    {
+      ...openTicket(
+        caching,
+        caller,
+        () => ({ route: 'chat-completions', model: 'delta/delta-4.7', forwarded: fixed, headers: [] }),
+        headers,
+        res,
+      )!,
+    },
+    caching,
+  );
   stored.add(answer);
   stored.store({ contentType: 'application/json', stream: false, model: 'delta/delta-4.7', usage });
   await measure(hit);
@@ -62,4 +135,5 @@ export async function cacheCost(rounds = 7, perRound = 50_000, maxBytes = 64 * 1
   return { miss: median(misses), hit: median(hits) };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) process.stdout.write(`${JSON.stringify(await cacheCost(7, 50_000, Number(process.argv[2] ?? 64) * 1024 * 1024))}\n`);
+if (import.meta.url === `file://${process.argv[1]}`)
+  process.stdout.write(`${JSON.stringify(await cacheCost(7, 50_000, Number(process.argv[2] ?? 64) * 1024 * 1024))}\n`);

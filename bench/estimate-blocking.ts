@@ -15,7 +15,9 @@ const texts: [string, string][] = [
   ['1M of English', 'The quick brown fox jumps over the lazy dog. '.repeat(22_223).slice(0, 1_000_000)],
 ];
 
-async function longestBlock(work: () => Promise<number>): Promise<{ result: number; totalMs: number; longestBlockMs: number }> {
+async function longestBlock(
+  work: () => Promise<number>,
+): Promise<{ result: number; totalMs: number; longestBlockMs: number }> {
   let last = performance.now();
   let longest = 0;
   const probe = setInterval(() => {
@@ -40,7 +42,9 @@ const measured = (text: string) => {
   longestCallCpuMs = Math.max(longestCallCpuMs, (used.user + used.system) / 1000);
   return tokens;
 };
-const whole = process.argv.includes('--whole') ? (await import('gpt-tokenizer/encoding/o200k_base')).countTokens : undefined;
+const whole = process.argv.includes('--whole')
+  ? (await import('gpt-tokenizer/encoding/o200k_base')).countTokens
+  : undefined;
 for (const [name, text] of texts) {
   longestCallCpuMs = 0;
   const bounded = await longestBlock(() => countTokensBounded(measured, text));

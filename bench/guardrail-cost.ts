@@ -21,13 +21,43 @@ import { GuardrailRun } from '../src/data-plane/guardrails/guardrail-run.ts';
 export async function guardrailCost(rounds = 7, perRound = 20_000): Promise<Record<string, number>> {
   const context: TextContext = { phase: 'request', route: 'chat-completions', model: 'delta/delta-4.7' };
   const both = { request: true, response: true };
-  const regex = regexGuardrail({ name: 'no-codes', use: 'regex', on: 'both', action: 'block', patterns: ['PROJECT-[0-9]{4}'], ignoreCase: false }, both);
+  const regex = regexGuardrail(
+    { name: 'no-codes', use: 'regex', on: 'both', action: 'block', patterns: ['PROJECT-[0-9]{4}'], ignoreCase: false },
+    both,
+  );
   // A pattern whose first character is common in the text (so the engine tries it at many positions).
-  const ssn = regexGuardrail({ name: 'no-ssn', use: 'regex', on: 'both', action: 'block', patterns: ['\\b\\d{3}-\\d{2}-\\d{4}\\b', '(?:revenue|churn)\\s+forecast'], ignoreCase: true }, both);
-  const pii = piiGuardrail({ name: 'pii', use: 'pii', on: 'both', action: 'redact', entities: ['email', 'phone', 'card', 'iban', 'ip', 'secret'] }, both);
-  const sentence = 'The quarterly report covers revenue, churn and the roadmap for 2026; reply with a summary of 3 points. ';
+  const ssn = regexGuardrail(
+    {
+      name: 'no-ssn',
+      use: 'regex',
+      on: 'both',
+      action: 'block',
+      patterns: ['\\b\\d{3}-\\d{2}-\\d{4}\\b', '(?:revenue|churn)\\s+forecast'],
+      ignoreCase: true,
+    },
+    both,
+  );
+  const pii = piiGuardrail(
+    {
+      name: 'pii',
+      use: 'pii',
+      on: 'both',
+      action: 'redact',
+      entities: ['email', 'phone', 'card', 'iban', 'ip', 'secret'],
+    },
+    both,
+  );
+  const sentence =
+    'The quarterly report covers revenue, churn and the roadmap for 2026; reply with a summary of 3 points. ';
   const prompt = (length: number) => sentence.repeat(Math.ceil(length / sentence.length)).slice(0, length);
-  const body = { model: 'delta/delta-4.7', messages: [{ role: 'system', content: prompt(400) }, { role: 'user', content: prompt(1000) }, { role: 'user', content: prompt(648) }] };
+  const body = {
+    model: 'delta/delta-4.7',
+    messages: [
+      { role: 'system', content: prompt(400) },
+      { role: 'user', content: prompt(1000) },
+      { role: 'user', content: prompt(648) },
+    ],
+  };
   const text = prompt(2048);
   const withEmail = `${text.slice(0, 1000)} ada@example.com ${text.slice(1017)}`;
   const accented = text.replace(/e/g, 'é');
@@ -48,12 +78,28 @@ export async function guardrailCost(rounds = 7, perRound = 20_000): Promise<Reco
 
   const set = buildGuardrailSet(
     [
-      { name: 'no-codes', use: 'regex', on: 'both', action: 'block', patterns: ['PROJECT-[0-9]{4}'], ignoreCase: false },
-      { name: 'pii', use: 'pii', on: 'both', action: 'redact', entities: ['email', 'phone', 'card', 'iban', 'ip', 'secret'] },
+      {
+        name: 'no-codes',
+        use: 'regex',
+        on: 'both',
+        action: 'block',
+        patterns: ['PROJECT-[0-9]{4}'],
+        ignoreCase: false,
+      },
+      {
+        name: 'pii',
+        use: 'pii',
+        on: 'both',
+        action: 'redact',
+        entities: ['email', 'phone', 'card', 'iban', 'ip', 'secret'],
+      },
     ],
     [],
   )!;
-  const run = new GuardrailRun(set.select(undefined)!, WIRE_FORMATS['chat-completions'], { route: 'chat-completions', model: 'delta/delta-4.7' });
+  const run = new GuardrailRun(set.select(undefined)!, WIRE_FORMATS['chat-completions'], {
+    route: 'chat-completions',
+    model: 'delta/delta-4.7',
+  });
   const requestStage = () => {
     const slots = run.rules.texts.request(body);
     run.checkTexts('request', run.selection.request!, slots, false);

@@ -73,7 +73,8 @@ const signalGroup = (pgid: number, name: NodeJS.Signals) => signal(-pgid, name);
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function ended(pgid: number, withinMs: number): Promise<boolean> {
-  for (const deadline = Date.now() + withinMs; Date.now() < deadline; await pause(50)) if (!groupRuns(pgid)) return true;
+  for (const deadline = Date.now() + withinMs; Date.now() < deadline; await pause(50))
+    if (!groupRuns(pgid)) return true;
   return !groupRuns(pgid);
 }
 
@@ -104,7 +105,10 @@ export function runTracked(command: string, args: readonly string[], options: Sp
     child.once('close', (code, signal) => {
       if (child.pid !== undefined && !groupRuns(child.pid)) groups.delete(child.pid);
       if (code === 0) resolve(output);
-      else reject(new Error(`${command} ${args.join(' ')} failed (${signal ?? `exit code ${code}`}):\n${output.slice(-4000)}`));
+      else
+        reject(
+          new Error(`${command} ${args.join(' ')} failed (${signal ?? `exit code ${code}`}):\n${output.slice(-4000)}`),
+        );
     });
   });
 }
@@ -125,7 +129,9 @@ export async function stopTracked(child: ChildProcess | number, graceMs = 5000):
     if (!(await ended(pgid, Math.min(1000, graceMs)))) {
       signalGroup(pgid, 'SIGTERM');
       if (!(await ended(pgid, Math.max(0, graceMs - 1000)))) {
-        process.stderr.write(`bench: process group ${pgid} (${groupMembers(pgid)?.join(', ') ?? '?'}) still running ${graceMs} ms after SIGTERM: SIGKILL\n`);
+        process.stderr.write(
+          `bench: process group ${pgid} (${groupMembers(pgid)?.join(', ') ?? '?'}) still running ${graceMs} ms after SIGTERM: SIGKILL\n`,
+        );
         for (const pid of groupMembers(pgid) ?? []) if (pid !== pgid) signal(pid, 'SIGKILL');
         if (!(await ended(pgid, 1000))) signalGroup(pgid, 'SIGKILL');
         await ended(pgid, 2000);
@@ -144,7 +150,8 @@ export function onStop(cleanup: () => Promise<unknown>): void {
 export function stopAll(): Promise<void> {
   stopped ??= (async () => {
     await Promise.all([...groups].map((pgid) => stopTracked(pgid)));
-    for (const cleanup of cleanups) await cleanup().catch((error: unknown) => process.stderr.write(`bench: clean-up failed: ${String(error)}\n`));
+    for (const cleanup of cleanups)
+      await cleanup().catch((error: unknown) => process.stderr.write(`bench: clean-up failed: ${String(error)}\n`));
   })();
   return stopped;
 }
@@ -178,7 +185,8 @@ export async function runCleanly(body: () => Promise<number>): Promise<never> {
   }
   process.on('exit', killAllNow);
   const fail = (error: unknown) => {
-    if (!signalled) process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    if (!signalled)
+      process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     void stopAll().finally(() => process.exit(signalled?.code ?? 1));
   };
   process.on('uncaughtException', fail);
@@ -188,7 +196,8 @@ export async function runCleanly(body: () => Promise<number>): Promise<never> {
     code = await body();
   } catch (error) {
     // Once a signal has stopped the processes, the body fails on them: that is no news.
-    if (!signalled) process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    if (!signalled)
+      process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     code = 1;
   }
   await stopAll();

@@ -27,11 +27,17 @@ const { values } = parseArgs({
     tree: { type: 'string', default: '.' },
     /** Also writes the raw profile here (`.cpuprofile`, opens in Chrome DevTools). */
     save: { type: 'string' },
-    /** `static` (the benchmark key), `managed` (a managed key without limits) or `limited` (one with token and money limits). */
+    /**
+     * `static` (the benchmark key), `managed` (a managed key without limits) or `limited` (one with token and money
+     * limits).
+     */
     key: { type: 'string', default: 'static' },
     /** `embedded` (the default) or `redis`: limits, keys and usage on a redis-server of the profile's own. */
     store: { type: 'string', default: 'embedded' },
-    /** Further environment of the gateway, `NAME=value` (repeatable), e.g. `--env GATEWAY_CACHE_TTL_S=3600` to profile cache hits. */
+    /**
+     * Further environment of the gateway, `NAME=value` (repeatable), e.g. `--env GATEWAY_CACHE_TTL_S=3600` to profile
+     * cache hits.
+     */
     env: { type: 'string', multiple: true, default: [] },
     /** Groups the gateway's own time by file (and function) rather than by folder. */
     files: { type: 'boolean', default: false },
@@ -41,14 +47,29 @@ const { values } = parseArgs({
 });
 const KEY = 'sk-bench-key-000000000000-0123456789abcdef';
 const ADMIN = 'bench-admin-token-0123456789abcdef';
-const LIMITS = { tpm: 1_000_000_000_000, quota: { daily: 1_000_000_000_000 }, budget: { daily_usd: 1_000_000, monthly_usd: 1_000_000 } };
+const LIMITS = {
+  tpm: 1_000_000_000_000,
+  quota: { daily: 1_000_000_000_000 },
+  budget: { daily_usd: 1_000_000, monthly_usd: 1_000_000 },
+};
 if (!['embedded', 'redis'].includes(values.store)) throw new Error('--store must be embedded or redis');
 if (!['static', 'managed', 'limited'].includes(values.key)) throw new Error('--key must be static, managed or limited');
 const message = [{ role: 'user', content: 'Benchmark message of a realistic length for a chat turn.' }];
 const scenarios: Record<string, { path: string; body: string }> = {
   json: { path: '/v1/chat/completions', body: JSON.stringify({ model: 'delta/delta-4.7', messages: message }) },
-  stream: { path: '/v1/chat/completions', body: JSON.stringify({ model: 'delta/delta-4.7', stream: true, stream_options: { include_usage: true }, messages: message }) },
-  'messages-stream': { path: '/v1/messages', body: JSON.stringify({ model: 'beta-fable-5-1', max_tokens: 256, stream: true, messages: message }) },
+  stream: {
+    path: '/v1/chat/completions',
+    body: JSON.stringify({
+      model: 'delta/delta-4.7',
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: message,
+    }),
+  },
+  'messages-stream': {
+    path: '/v1/messages',
+    body: JSON.stringify({ model: 'beta-fable-5-1', max_tokens: 256, stream: true, messages: message }),
+  },
 };
 const scenario = scenarios[values.scenario];
 if (!scenario) throw new Error(`--scenario must be one of ${Object.keys(scenarios).join(', ')}`);
@@ -61,8 +82,15 @@ await runCleanly(async () => {
   /** Bytes V8 reported allocated in the gateway so far (summed from its GC trace). */
   let allocatedBytes = 0;
 
-  function start(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise<{ url: string; child: ChildProcess; debuggerUrl: Promise<string> }> {
-    const child = spawnTracked(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  function start(
+    args: string[],
+    env: NodeJS.ProcessEnv,
+    pattern: RegExp,
+  ): Promise<{ url: string; child: ChildProcess; debuggerUrl: Promise<string> }> {
+    const child = spawnTracked(process.execPath, args, {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const debuggerUrl = new Promise<string>((resolve) => {
       let errors = '';
       child.stderr!.on('data', (chunk: Buffer) => {
@@ -93,7 +121,10 @@ await runCleanly(async () => {
         }
       });
       child.once('error', reject);
-      child.once('exit', (code) => code !== 0 && reject(new Error(`${args.join(' ')} exited with ${code}: ${output.slice(-2000)}`)));
+      child.once(
+        'exit',
+        (code) => code !== 0 && reject(new Error(`${args.join(' ')} exited with ${code}: ${output.slice(-2000)}`)),
+      );
     });
   }
 
@@ -101,7 +132,11 @@ await runCleanly(async () => {
   if (values.store === 'redis') {
     const { freePort } = await import('../test/helpers/redis-server.ts');
     const port = await freePort();
-    const redis = spawnTracked('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', work], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const redis = spawnTracked(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', work],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     await new Promise<void>((resolve, reject) => {
       let output = '';
       redis.stdout!.on('data', (chunk: Buffer) => {
@@ -114,11 +149,38 @@ await runCleanly(async () => {
   }
 
   const tree = await compileTree(values.tree, join(work, 'out'));
-  const upstream = await start([...tree.nodeArgs, tree.script('scripts/mock-upstream.ts'), '--port', '0'], {}, /base URL (\S+)/);
-  const vendorEnv = Object.fromEntries(['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, upstream.url]));
+  const upstream = await start(
+    [...tree.nodeArgs, tree.script('scripts/mock-upstream.ts'), '--port', '0'],
+    {},
+    /base URL (\S+)/,
+  );
+  const vendorEnv = Object.fromEntries(
+    ['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, upstream.url]),
+  );
   const gateway = await start(
-    ['--inspect=127.0.0.1:0', '--trace-gc-nvp', ...tree.nodeArgs, tree.script(values.bare ? 'bench/bare-proxy-main.ts' : 'src/main.ts')],
-    { ...vendorEnv, UPSTREAM_URL: upstream.url, PORT: '0', HOST: '127.0.0.1', GATEWAY_API_KEYS: KEY, GATEWAY_ADMIN_TOKEN: ADMIN, RATE_LIMIT_MAX: '100000000', GATEWAY_KEY_CONCURRENCY: '100000', LOG_LEVEL: 'info', GATEWAY_DATA_DIR: join(work, 'data'), GATEWAY_MANIFEST: tree.manifest, REDIS_URL: redisUrl, ...Object.fromEntries(values.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)])) },
+    [
+      '--inspect=127.0.0.1:0',
+      '--trace-gc-nvp',
+      ...tree.nodeArgs,
+      tree.script(values.bare ? 'bench/bare-proxy-main.ts' : 'src/main.ts'),
+    ],
+    {
+      ...vendorEnv,
+      UPSTREAM_URL: upstream.url,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      GATEWAY_API_KEYS: KEY,
+      GATEWAY_ADMIN_TOKEN: ADMIN,
+      RATE_LIMIT_MAX: '100000000',
+      GATEWAY_KEY_CONCURRENCY: '100000',
+      LOG_LEVEL: 'info',
+      GATEWAY_DATA_DIR: join(work, 'data'),
+      GATEWAY_MANIFEST: tree.manifest,
+      REDIS_URL: redisUrl,
+      ...Object.fromEntries(
+        values.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+      ),
+    },
     /"url":"([^"]+)"/,
   );
   let loadKey = KEY;
@@ -134,13 +196,20 @@ await runCleanly(async () => {
     autocannon({
       url: `${gateway.url}${scenario.path}`,
       method: 'POST',
-      headers: { authorization: `Bearer ${loadKey}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      headers: {
+        authorization: `Bearer ${loadKey}`,
+        'content-type': 'application/json',
+        'anthropic-version': '2023-06-01',
+      },
       body: scenario.body,
       connections: Number(values.connections),
       duration,
     });
 
-  /** The DevTools protocol of the gateway process: the profiler runs for the measured load only, not start-up or warm-up. */
+  /**
+   * The DevTools protocol of the gateway process: the profiler runs for the measured load only, not start-up or
+   * warm-up.
+   */
   async function inspector(url: string): Promise<(method: string, params?: object) => Promise<unknown>> {
     const socket = new WebSocket(url);
     await new Promise((resolve, reject) => {
@@ -170,7 +239,8 @@ await runCleanly(async () => {
   const result = await load(Number(values.seconds));
   const { profile: taken } = (await send('Profiler.stop')) as { profile: unknown };
   const allocatedDuring = allocatedBytes - allocatedBefore;
-  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${result.non2xx} non-2xx answers, ${result.errors} errors`);
+  if (result.non2xx > 0 || result.errors > 0)
+    throw new Error(`${result.non2xx} non-2xx answers, ${result.errors} errors`);
 
   interface ProfileNode {
     id: number;
@@ -189,18 +259,48 @@ await runCleanly(async () => {
     const inModule = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path);
     if (inModule) {
       const name = inModule[1]!;
-      if (['express', 'router', 'body-parser', 'finalhandler', 'send', 'serve-static', 'path-to-regexp', 'parseurl', 'qs', 'type-is', 'accepts', 'content-type', 'depd', 'debug'].includes(name)) return 'express & its helpers';
+      if (
+        [
+          'express',
+          'router',
+          'body-parser',
+          'finalhandler',
+          'send',
+          'serve-static',
+          'path-to-regexp',
+          'parseurl',
+          'qs',
+          'type-is',
+          'accepts',
+          'content-type',
+          'depd',
+          'debug',
+        ].includes(name)
+      )
+        return 'express & its helpers';
       if (name === 'express-rate-limit' || name === 'rate-limit-redis') return 'rate limit (express-rate-limit)';
       return name;
     }
     const own = /\/(src|providers)\/([^/]+)/.exec(path);
     if (own && !path.startsWith('node:')) {
-      if (values.files) return `gateway: ${path.slice(path.indexOf(`/${own[1]}/`) + 1)} ${functionName || '(anonymous)'}`;
+      if (values.files)
+        return `gateway: ${path.slice(path.indexOf(`/${own[1]}/`) + 1)} ${functionName || '(anonymous)'}`;
       return own[1] === 'providers' ? 'gateway: providers' : `gateway: src/${own[2]}`;
     }
-    if (path.startsWith('node:internal/http') || /^node:_?http/.test(path) || path.includes('_http_')) return 'node: http';
-    if (path.startsWith('node:internal/streams') || path.startsWith('node:stream') || path.startsWith('node:internal/webstreams')) return 'node: streams';
-    if (path.startsWith('node:net') || path.startsWith('node:internal/net') || path.startsWith('node:internal/stream_base')) return 'node: net';
+    if (path.startsWith('node:internal/http') || /^node:_?http/.test(path) || path.includes('_http_'))
+      return 'node: http';
+    if (
+      path.startsWith('node:internal/streams') ||
+      path.startsWith('node:stream') ||
+      path.startsWith('node:internal/webstreams')
+    )
+      return 'node: streams';
+    if (
+      path.startsWith('node:net') ||
+      path.startsWith('node:internal/net') ||
+      path.startsWith('node:internal/stream_base')
+    )
+      return 'node: net';
     if (path.startsWith('node:internal/deps/undici')) return 'undici';
     if (path.startsWith('wasm://')) return 'undici (llhttp, wasm)';
     if (path.startsWith('node:')) return `node: ${path.replace(/^node:(internal\/)?/, '')}`;
@@ -218,11 +318,15 @@ await runCleanly(async () => {
   const requests = result.requests.total;
   const total = [...selfMicros.values()].reduce((sum, value) => sum + value, 0);
   const rows = [...selfMicros.entries()].sort((a, b) => b[1] - a[1]);
-  process.stdout.write(`\n${values.scenario}: ${requests} requests, ${(result.requests.average).toFixed(0)} req/s, ${(total / requests).toFixed(0)} µs busy per request (profiled), ${(allocatedDuring / requests / 1024).toFixed(0)} KB allocated per request\n`);
+  process.stdout.write(
+    `\n${values.scenario}: ${requests} requests, ${result.requests.average.toFixed(0)} req/s, ${(total / requests).toFixed(0)} µs busy per request (profiled), ${(allocatedDuring / requests / 1024).toFixed(0)} KB allocated per request\n`,
+  );
   process.stdout.write('| group | µs/request | share |\n|---|---:|---:|\n');
   for (const [group, micros] of rows) {
     if (micros / requests < 1) continue;
-    process.stdout.write(`| ${group} | ${(micros / requests).toFixed(1)} | ${((100 * micros) / total).toFixed(1)} % |\n`);
+    process.stdout.write(
+      `| ${group} | ${(micros / requests).toFixed(1)} | ${((100 * micros) / total).toFixed(1)} % |\n`,
+    );
   }
   return 0;
 });

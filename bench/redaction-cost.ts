@@ -1,7 +1,8 @@
 /**
  * The credential matcher's cost on pathological input: 1 MiB and 2 MiB of nested percent escapes and
  * near misses, per case, median of 5 runs. Exits 1 when 2 MiB takes more than 3 times what 1 MiB does
- * (linear work doubles; quadratic would quadruple), for cases where 1 MiB takes over 5 ms. Run: `node --import tsx bench/redaction-cost.ts`.
+ * (linear work doubles; quadratic would quadruple), for cases where 1 MiB takes over 5 ms. Run: `node --import tsx
+ * bench/redaction-cost.ts`.
  */
 import { redactCredential } from '../src/data-plane/upstream/redact-credential.ts';
 import { pathologicalRedactionCases } from '../test/fixtures/pathological-redaction.ts';
@@ -28,6 +29,8 @@ for (const [unit, key] of cases) {
   const twice = timed(fill(unit, 2 * MiB), key);
   const ratio = twice / once;
   if (once > 5 && ratio > 3) failed = true;
-  console.log(`| \`${unit.slice(0, 24)}\` | \`${key.slice(0, 12)}…\` | ${once.toFixed(1)} | ${twice.toFixed(1)} | ${ratio.toFixed(2)}× |`);
+  console.log(
+    `| \`${unit.slice(0, 24)}\` | \`${key.slice(0, 12)}…\` | ${once.toFixed(1)} | ${twice.toFixed(1)} | ${ratio.toFixed(2)}× |`,
+  );
 }
 process.exit(failed ? 1 : 0);

@@ -60,8 +60,15 @@ const folderOf = (path: string) => path.slice(0, path.lastIndexOf('/'));
 export async function requestWalk(features: boolean): Promise<{ files: string[]; returns: number; folders: number }> {
   const dir = await mkdtemp(join(tmpdir(), 'gateway-walk-'));
   const config = join(dir, 'gateway.yaml');
-  await writeFile(config, features ? "cache:\n  ttlSeconds: 60\nguardrails:\n  - { name: no-codes, use: regex, on: response, action: block, patterns: ['PROJECT-[0-9]{4}'] }\n" : 'logLevel: silent\n');
-  const env = features ? { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', LOG_LEVEL: 'silent' } : { LOG_LEVEL: 'silent' };
+  await writeFile(
+    config,
+    features
+      ? "cache:\n  ttlSeconds: 60\nguardrails:\n  - { name: no-codes, use: regex, on: response, action: block, patterns: ['PROJECT-[0-9]{4}'] }\n"
+      : 'logLevel: silent\n',
+  );
+  const env = features
+    ? { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', LOG_LEVEL: 'silent' }
+    : { LOG_LEVEL: 'silent' };
   const test: TestGateway = await startTestGateway({ configFile: config, env });
   const session = new Session();
   session.connect();
@@ -81,7 +88,15 @@ export async function requestWalk(features: boolean): Promise<{ files: string[];
     ranSince(session);
     const stretches: string[][] = [];
     const cut = () => stretches.push(ranSince(session));
-    const off = [EVENTS.exchangeStart, EVENTS.authenticated, EVENTS.attemptStart, EVENTS.attemptHeaders, EVENTS.streamOpened, EVENTS.exchangeRecorded, EVENTS.exchangeEnd].map((event) => event.subscribe(test.gateway.source, cut));
+    const off = [
+      EVENTS.exchangeStart,
+      EVENTS.authenticated,
+      EVENTS.attemptStart,
+      EVENTS.attemptHeaders,
+      EVENTS.streamOpened,
+      EVENTS.exchangeRecorded,
+      EVENTS.exchangeEnd,
+    ].map((event) => event.subscribe(test.gateway.source, cut));
     await ask('the one request walked');
     cut();
     off.forEach((unsubscribe) => unsubscribe());
@@ -89,8 +104,20 @@ export async function requestWalk(features: boolean): Promise<{ files: string[];
     const order: string[] = [];
     for (const stretch of stretches) {
       // Within a stretch: the pipeline's order of floors, top down.
-      const rank = (path: string) => ['src/server', 'src/control-plane', 'src/data-plane', 'src/stores', 'src/usage', 'src/ops', 'src/guardrails', 'src/core', 'src/plugins'].findIndex((floor) => path.startsWith(floor));
-      for (const file of [...stretch].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))) if (!order.includes(file)) order.push(file);
+      const rank = (path: string) =>
+        [
+          'src/server',
+          'src/control-plane',
+          'src/data-plane',
+          'src/stores',
+          'src/usage',
+          'src/ops',
+          'src/guardrails',
+          'src/core',
+          'src/plugins',
+        ].findIndex((floor) => path.startsWith(floor));
+      for (const file of [...stretch].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b)))
+        if (!order.includes(file)) order.push(file);
     }
     const left = new Set<string>();
     let returns = 0;
@@ -113,5 +140,7 @@ export async function requestWalk(features: boolean): Promise<{ files: string[];
 if (import.meta.url === `file://${process.argv[1]}`) {
   const walk = await requestWalk(process.argv.includes('--features'));
   process.stdout.write(`${walk.files.map((file, index) => `${String(index + 1).padStart(2)}. ${file}`).join('\n')}\n`);
-  process.stdout.write(`${walk.files.length} files in ${walk.folders} folders; ${walk.returns} returns to a folder left\n`);
+  process.stdout.write(
+    `${walk.files.length} files in ${walk.folders} folders; ${walk.returns} returns to a folder left\n`,
+  );
 }

@@ -6,23 +6,33 @@ import { WIRE_FORMATS } from '../src/core/formats/index.ts';
 
 /** A collector in a process of its own (its CPU is not the gateway's): answers every export 200. */
 async function startCollector(): Promise<{ url: string; stop(): void }> {
-  const code = "const s=require('node:http').createServer((q,r)=>{q.resume();q.on('end',()=>r.writeHead(200,{'content-type':'application/x-protobuf'}).end())});s.listen(0,'127.0.0.1',()=>process.send(s.address().port));";
+  const code =
+    "const s=require('node:http').createServer((q,r)=>{q.resume();q.on('end',()=>r.writeHead(200,{'content-type':'application/x-protobuf'}).end())});s.listen(0,'127.0.0.1',()=>process.send(s.address().port));";
   const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const port = await new Promise<number>((resolve) => child.once('message', (message) => resolve(message as number)));
   return { url: `http://127.0.0.1:${port}`, stop: () => void child.kill() };
 }
 
-const ANSWER = { id: 'chatcmpl-1', object: 'chat.completion', model: 'delta-4.7', choices: [{ index: 0, message: { role: 'assistant', content: 'Hello there' }, finish_reason: 'stop' }], usage: { prompt_tokens: 21, completion_tokens: 9 } };
+const ANSWER = {
+  id: 'chatcmpl-1',
+  object: 'chat.completion',
+  model: 'delta-4.7',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'Hello there' }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 21, completion_tokens: 9 },
+};
 
 /**
  * What tracing adds to one request, in process: the calls the data plane makes on a traced JSON
  * request (the server span with its attributes, the authentication attributes, one attempt's client
- * span with its `traceparent`, its answer's facts, usage and outcome) and the export (the batch processor and the OTLP/HTTP protobuf exporter, to a collector in another
- * process), against the same loop with tracing off. The GenAI metrics over OTLP cost nothing per
- * request (they are read from the `/metrics` histograms at each export). CPU µs per request, median
- * of rounds: end-to-end runs on these shared 2-core machines bury a figure of this size in their noise.
+ * span with its `traceparent`, its answer's facts, usage and outcome) and the export (the batch processor and the
+ * OTLP/HTTP protobuf exporter, to a collector in another process), against the same loop with tracing off. The GenAI
+ * metrics over OTLP cost nothing per request (they are read from the `/metrics` histograms at each export). CPU µs per
+ * request, median of rounds: end-to-end runs on these shared 2-core machines bury a figure of this size in their noise.
  */
-export async function tracingCost(rounds = 7, perRound = 20_000): Promise<{ off: number; ratio1: number; ratio01: number }> {
+export async function tracingCost(
+  rounds = 7,
+  perRound = 20_000,
+): Promise<{ off: number; ratio1: number; ratio01: number }> {
   const collector = await startCollector();
   const settings = (ratio: number): TracingSettings => ({
     ...DEFAULT_TRACING,
@@ -38,14 +48,37 @@ export async function tracingCost(rounds = 7, perRound = 20_000): Promise<{ off:
   const headers = { host: '127.0.0.1', 'content-type': 'application/json', authorization: 'Bearer sk-…' };
   const one = (on: (typeof contenders)['ratio1'] | undefined, index: number) => {
     if (on === undefined) return;
-    const trace = on.tracing.requests.startRequest({ headers, method: 'POST', route: '/v1/chat/completions', path: '/v1/chat/completions', requestId: `request-${index}` });
+    const trace = on.tracing.requests.startRequest({
+      headers,
+      method: 'POST',
+      route: '/v1/chat/completions',
+      path: '/v1/chat/completions',
+      requestId: `request-${index}`,
+    });
     if (trace.recording) trace.set({ 'gateway.key.id': 'static_0123456789abcdef' });
-    const attempt = trace.attempt({ operation: 'chat', stream: false, provider: 'delta', requestModel: 'delta-4.7', model: 'delta/delta-4.7', endpoint: '0', origin: 'http://127.0.0.1:9000' });
+    const attempt = trace.attempt({
+      operation: 'chat',
+      stream: false,
+      provider: 'delta',
+      requestModel: 'delta-4.7',
+      model: 'delta/delta-4.7',
+      endpoint: '0',
+      origin: 'http://127.0.0.1:9000',
+    });
     attempt.responded(200);
     const facts = trace.recording ? {} : undefined;
     if (facts) WIRE_FORMATS['chat-completions'].genAi.fromBody(ANSWER, facts);
     const usage = { inputTokens: 21, outputTokens: 9, cachedTokens: 0 };
-    trace.recorded({ status: 200, outcome: 'complete', model: 'delta/delta-4.7', usage, costUsd: 0.0001, facts, upstreamStatus: 200, attempts: 1 });
+    trace.recorded({
+      status: 200,
+      outcome: 'complete',
+      model: 'delta/delta-4.7',
+      usage,
+      costUsd: 0.0001,
+      facts,
+      upstreamStatus: 200,
+      attempts: 1,
+    });
     trace.end(200);
   };
   const measure = async (name: keyof typeof contenders) => {
@@ -63,7 +96,8 @@ export async function tracingCost(rounds = 7, perRound = 20_000): Promise<{ off:
   const names = Object.keys(contenders) as (keyof typeof contenders)[];
   for (const name of names) await measure(name);
   const runs: Record<string, number[]> = { off: [], ratio1: [], ratio01: [] };
-  for (let round = 0; round < rounds; round += 1) for (const name of round % 2 === 0 ? names : [...names].reverse()) runs[name]!.push(await measure(name));
+  for (let round = 0; round < rounds; round += 1)
+    for (const name of round % 2 === 0 ? names : [...names].reverse()) runs[name]!.push(await measure(name));
   for (const on of [contenders.ratio1, contenders.ratio01]) await on.tracing.shutdown();
   collector.stop();
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;

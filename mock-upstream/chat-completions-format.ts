@@ -25,20 +25,37 @@ const SEARCH_GROUNDING_TOOL = 'googleSearch';
  */
 function intent(body: Record<string, unknown>): RequestIntent {
   let tools = (Array.isArray(body.tools) ? body.tools : [])
-    .filter((tool) => isObject(tool) && tool.type === 'function' && isObject(tool.function) && typeof tool.function.name === 'string' && tool.function.name !== SEARCH_GROUNDING_TOOL)
+    .filter(
+      (tool) =>
+        isObject(tool) &&
+        tool.type === 'function' &&
+        isObject(tool.function) &&
+        typeof tool.function.name === 'string' &&
+        tool.function.name !== SEARCH_GROUNDING_TOOL,
+    )
     .map((tool) => ({ name: tool.function.name as string, parameters: tool.function.parameters }));
   let choice = body.tool_choice;
   if (tools.length === 0 && Array.isArray(body.functions)) {
-    tools = body.functions.filter((entry) => isObject(entry) && typeof entry.name === 'string').map((entry) => ({ name: entry.name as string, parameters: entry.parameters, legacy: true }));
+    tools = body.functions
+      .filter((entry) => isObject(entry) && typeof entry.name === 'string')
+      .map((entry) => ({ name: entry.name as string, parameters: entry.parameters, legacy: true }));
     choice = isObject(body.function_call) ? { function: body.function_call } : body.function_call;
   }
   const last = Array.isArray(body.messages) ? body.messages.at(-1) : undefined;
   const format = body.response_format;
   return chooseIntent({
     tools,
-    choice: (choice === 'none' || choice === 'required' ? choice : isObject(choice) && isObject(choice.function) && typeof choice.function.name === 'string' ? { name: choice.function.name } : 'auto') as IntentFields['choice'],
-    ...(isObject(last) && (last.role === 'tool' || last.role === 'function') ? { toolResult: resultText(last.content) } : {}),
-    ...(isObject(format) && format.type === 'json_schema' ? { schema: isObject(format.json_schema) ? (format.json_schema.schema ?? {}) : {} } : {}),
+    choice: (choice === 'none' || choice === 'required'
+      ? choice
+      : isObject(choice) && isObject(choice.function) && typeof choice.function.name === 'string'
+        ? { name: choice.function.name }
+        : 'auto') as IntentFields['choice'],
+    ...(isObject(last) && (last.role === 'tool' || last.role === 'function')
+      ? { toolResult: resultText(last.content) }
+      : {}),
+    ...(isObject(format) && format.type === 'json_schema'
+      ? { schema: isObject(format.json_schema) ? (format.json_schema.schema ?? {}) : {} }
+      : {}),
     ...(isObject(format) && format.type === 'json_object' ? { schema: {} } : {}),
   });
 }
@@ -62,11 +79,16 @@ function message(answer: MockAnswer) {
   const call = answer.toolCall;
   const base = { role: 'assistant', content: call ? null : answer.pieces.join(''), refusal: null, annotations: [] };
   if (call?.legacy) return { ...base, function_call: { name: call.name, arguments: call.arguments } };
-  if (call) return { ...base, tool_calls: [{ id: callId(answer), type: 'function', function: { name: call.name, arguments: call.arguments } }] };
+  if (call)
+    return {
+      ...base,
+      tool_calls: [{ id: callId(answer), type: 'function', function: { name: call.name, arguments: call.arguments } }],
+    };
   return base;
 }
 
-const finishReason = (answer: MockAnswer) => (answer.toolCall?.legacy ? 'function_call' : answer.toolCall ? 'tool_calls' : 'stop');
+const finishReason = (answer: MockAnswer) =>
+  answer.toolCall?.legacy ? 'function_call' : answer.toolCall ? 'tool_calls' : 'stop';
 
 function json(answer: MockAnswer, options: AnswerOptions): unknown {
   return {
@@ -82,9 +104,19 @@ function json(answer: MockAnswer, options: AnswerOptions): unknown {
 }
 
 function events(answer: MockAnswer, options: AnswerOptions): MockEvent[] {
-  const base = { id: `chatcmpl-${answer.id}`, object: 'chat.completion.chunk', created: nowSeconds(), model: answer.model, system_fingerprint: 'fp_mock' };
+  const base = {
+    id: `chatcmpl-${answer.id}`,
+    object: 'chat.completion.chunk',
+    created: nowSeconds(),
+    model: answer.model,
+    system_fingerprint: 'fp_mock',
+  };
   const chunk = (delta: Record<string, unknown>, finish: string | null = null, index = 0): MockEvent => ({
-    data: { ...base, choices: [{ index, delta, logprobs: null, finish_reason: finish }], ...(options.includeUsage ? { usage: null } : {}) },
+    data: {
+      ...base,
+      choices: [{ index, delta, logprobs: null, finish_reason: finish }],
+      ...(options.includeUsage ? { usage: null } : {}),
+    },
   });
   const done: MockEvent = { data: '[DONE]' };
   const last = answer.pieces.length - 1;
@@ -100,11 +132,20 @@ function events(answer: MockAnswer, options: AnswerOptions): MockEvent[] {
           chunk({}, 'function_call'),
         ]
       : [
-          chunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: callId(answer), type: 'function', function: { name, arguments: '' } }], refusal: null }),
+          chunk({
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ index: 0, id: callId(answer), type: 'function', function: { name, arguments: '' } }],
+            refusal: null,
+          }),
           ...argumentPieces.map((piece) => chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] })),
           chunk({}, 'tool_calls'),
         ];
-    if (options.includeUsage && options.withUsage) events.push({ data: { ...base, choices: [], usage: usage(answer, answer.outputTokens) }, usage: usageOf(answer) });
+    if (options.includeUsage && options.withUsage)
+      events.push({
+        data: { ...base, choices: [], usage: usage(answer, answer.outputTokens) },
+        usage: usageOf(answer),
+      });
     return [...events, done];
   }
 
@@ -128,7 +169,11 @@ function events(answer: MockAnswer, options: AnswerOptions): MockEvent[] {
   if (options.profile === 'empty-function-call') {
     answer.pieces.forEach((piece) => events.push(chunk({ content: piece })));
     // A real tool call in fragments, matched by index.
-    events.push(chunk({ tool_calls: [{ index: 0, id: 'call_mock', type: 'function', function: { name: 'lookup', arguments: '' } }] }));
+    events.push(
+      chunk({
+        tool_calls: [{ index: 0, id: 'call_mock', type: 'function', function: { name: 'lookup', arguments: '' } }],
+      }),
+    );
     events.push(chunk({ tool_calls: [{ index: 0, function: { arguments: '{"q":"x"}' } }] }));
     // A real legacy function_call in fragments, on a second choice so it does not mask choice 0's tool call.
     events.push(chunk({ role: 'assistant', content: null, function_call: { name: 'lookup', arguments: '' } }, null, 1));
@@ -161,4 +206,10 @@ export function openAiError(status: number, message: string): unknown {
 }
 
 /** OpenAI Chat Completions, `POST /v1/chat/completions`. */
-export const chatCompletionsFormat: WireFormat = { requestIdHeader: 'x-request-id', intent, json, events, error: openAiError };
+export const chatCompletionsFormat: WireFormat = {
+  requestIdHeader: 'x-request-id',
+  intent,
+  json,
+  events,
+  error: openAiError,
+};

@@ -1,4 +1,15 @@
-import { chooseIntent, isObject, resultText, usageOf, type AnswerOptions, type IntentFields, type MockAnswer, type MockEvent, type RequestIntent, type WireFormat } from './mock-answer.ts';
+import {
+  chooseIntent,
+  isObject,
+  resultText,
+  usageOf,
+  type AnswerOptions,
+  type IntentFields,
+  type MockAnswer,
+  type MockEvent,
+  type RequestIntent,
+  type WireFormat,
+} from './mock-answer.ts';
 
 /**
  * Client tools (those with an `input_schema`; server tools such as web search run upstream),
@@ -7,16 +18,35 @@ import { chooseIntent, isObject, resultText, usageOf, type AnswerOptions, type I
  */
 function intent(body: Record<string, unknown>): RequestIntent {
   const tools = (Array.isArray(body.tools) ? body.tools : [])
-    .filter((tool) => isObject(tool) && typeof tool.name === 'string' && isObject(tool.input_schema) && (tool.type === undefined || tool.type === 'custom'))
+    .filter(
+      (tool) =>
+        isObject(tool) &&
+        typeof tool.name === 'string' &&
+        isObject(tool.input_schema) &&
+        (tool.type === undefined || tool.type === 'custom'),
+    )
     .map((tool) => ({ name: tool.name as string, parameters: tool.input_schema }));
   const choice = isObject(body.tool_choice) ? body.tool_choice : {};
   const last = Array.isArray(body.messages) ? body.messages.at(-1) : undefined;
-  const results = isObject(last) && last.role === 'user' && Array.isArray(last.content) ? last.content.filter((block: unknown) => isObject(block) && block.type === 'tool_result') : [];
-  const format = [isObject(body.output_config) ? body.output_config.format : undefined, body.output_format].find((entry) => isObject(entry) && entry.type === 'json_schema') as { schema?: unknown } | undefined;
+  const results =
+    isObject(last) && last.role === 'user' && Array.isArray(last.content)
+      ? last.content.filter((block: unknown) => isObject(block) && block.type === 'tool_result')
+      : [];
+  const format = [isObject(body.output_config) ? body.output_config.format : undefined, body.output_format].find(
+    (entry) => isObject(entry) && entry.type === 'json_schema',
+  ) as { schema?: unknown } | undefined;
   return chooseIntent({
     tools,
-    choice: (choice.type === 'none' ? 'none' : choice.type === 'any' ? 'required' : choice.type === 'tool' && typeof choice.name === 'string' ? { name: choice.name } : 'auto') as IntentFields['choice'],
-    ...(results.length > 0 ? { toolResult: results.map((block: Record<string, unknown>) => resultText(block.content)).join('\n') } : {}),
+    choice: (choice.type === 'none'
+      ? 'none'
+      : choice.type === 'any'
+        ? 'required'
+        : choice.type === 'tool' && typeof choice.name === 'string'
+          ? { name: choice.name }
+          : 'auto') as IntentFields['choice'],
+    ...(results.length > 0
+      ? { toolResult: results.map((block: Record<string, unknown>) => resultText(block.content)).join('\n') }
+      : {}),
     ...(format ? { schema: format.schema ?? {} } : {}),
   });
 }
@@ -36,7 +66,13 @@ function inputParts(answer: MockAnswer) {
   };
 }
 
-function message(answer: MockAnswer, options: AnswerOptions, content: unknown[], stopReason: string | null, outputTokens: number) {
+function message(
+  answer: MockAnswer,
+  options: AnswerOptions,
+  content: unknown[],
+  stopReason: string | null,
+  outputTokens: number,
+) {
   return {
     id: `msg_${answer.id}`,
     type: 'message',
@@ -52,36 +88,59 @@ function message(answer: MockAnswer, options: AnswerOptions, content: unknown[],
 function json(answer: MockAnswer, options: AnswerOptions): unknown {
   const call = answer.toolCall;
   return call
-    ? message(answer, options, [{ type: 'tool_use', id: toolUseId(answer), name: call.name, input: JSON.parse(call.arguments) }], 'tool_use', answer.outputTokens)
+    ? message(
+        answer,
+        options,
+        [{ type: 'tool_use', id: toolUseId(answer), name: call.name, input: JSON.parse(call.arguments) }],
+        'tool_use',
+        answer.outputTokens,
+      )
     : message(answer, options, [{ type: 'text', text: answer.pieces.join('') }], 'end_turn', answer.outputTokens);
 }
 
 function events(answer: MockAnswer, options: AnswerOptions): MockEvent[] {
-  const event = (type: string, fields: Record<string, unknown>): MockEvent => ({ event: type, data: { type, ...fields } });
-  const withUsage = (mock: MockEvent, outputTokens: number): MockEvent => (options.withUsage ? { ...mock, usage: { ...usageOf(answer), outputTokens } } : mock);
+  const event = (type: string, fields: Record<string, unknown>): MockEvent => ({
+    event: type,
+    data: { type, ...fields },
+  });
+  const withUsage = (mock: MockEvent, outputTokens: number): MockEvent =>
+    options.withUsage ? { ...mock, usage: { ...usageOf(answer), outputTokens } } : mock;
   const usage = (fields: Record<string, unknown>) => (options.withUsage ? { usage: fields } : {});
   const half = Math.ceil(answer.outputTokens / 2);
   const call = answer.toolCall;
   // A tool call streams its input as partial JSON, starting with an empty piece as the real API does.
   const block = call
     ? [
-        event('content_block_start', { index: 0, content_block: { type: 'tool_use', id: toolUseId(answer), name: call.name, input: {} } }),
+        event('content_block_start', {
+          index: 0,
+          content_block: { type: 'tool_use', id: toolUseId(answer), name: call.name, input: {} },
+        }),
         event('ping', {}),
-        ...['', ...call.argumentPieces].map((piece) => event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: piece } })),
+        ...['', ...call.argumentPieces].map((piece) =>
+          event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: piece } }),
+        ),
       ]
     : [
         event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
         event('ping', {}),
-        ...answer.pieces.map((piece) => event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: piece } })),
+        ...answer.pieces.map((piece) =>
+          event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: piece } }),
+        ),
       ];
   return [
     withUsage(event('message_start', { message: message(answer, options, [], null, 1) }), 1),
     ...block,
     event('content_block_stop', { index: 0 }),
     // Two message_delta events, both with cumulative totals: a consumer that adds them counts the output twice.
-    withUsage(event('message_delta', { delta: { stop_reason: null, stop_sequence: null }, ...usage({ output_tokens: half }) }), half),
     withUsage(
-      event('message_delta', { delta: { stop_reason: call ? 'tool_use' : 'end_turn', stop_sequence: null }, ...usage({ ...inputParts(answer), output_tokens: answer.outputTokens }) }),
+      event('message_delta', { delta: { stop_reason: null, stop_sequence: null }, ...usage({ output_tokens: half }) }),
+      half,
+    ),
+    withUsage(
+      event('message_delta', {
+        delta: { stop_reason: call ? 'tool_use' : 'end_turn', stop_sequence: null },
+        ...usage({ ...inputParts(answer), output_tokens: answer.outputTokens }),
+      }),
       answer.outputTokens,
     ),
     event('message_stop', {}),
@@ -98,7 +157,11 @@ function error(status: number, message: string, requestId: string): unknown {
     429: 'rate_limit_error',
     529: 'overloaded_error',
   };
-  return { type: 'error', error: { type: types[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error'), message }, request_id: requestId };
+  return {
+    type: 'error',
+    error: { type: types[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error'), message },
+    request_id: requestId,
+  };
 }
 
 /** Anthropic Messages, `POST /v1/messages` (and the error shape of `count_tokens`). */

@@ -110,7 +110,10 @@ export function promptText(body: Body): string {
 /** The text of the last user message (Chat `messages`, Messages `messages`, Responses `input`). */
 export function lastUserText(body: Body): string {
   if (typeof body.input === 'string') return body.input;
-  const items = (Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : []) as { role?: unknown; content?: unknown }[];
+  const items = (Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : []) as {
+    role?: unknown;
+    content?: unknown;
+  }[];
   const last = items.filter((item) => item && (item.role === 'user' || item.role === undefined)).at(-1);
   const content = last?.content;
   if (typeof content === 'string') return content;
@@ -138,16 +141,22 @@ export function promptPrefix(body: Body): Body | undefined {
     head = turns.slice(0, end + 1);
   }
   const prefix = { system: body.system, instructions: body.instructions, head };
-  return prefix.system === undefined && prefix.instructions === undefined && (head === undefined || (Array.isArray(head) && head.length === 0)) ? undefined : prefix;
+  return prefix.system === undefined &&
+    prefix.instructions === undefined &&
+    (head === undefined || (Array.isArray(head) && head.length === 0))
+    ? undefined
+    : prefix;
 }
 
 /** The prompt tokens of a prefix (as {@link countInputTokens} counts them, without the per-request overhead). */
-export const countPrefixTokens = (prefix: Body) => Math.ceil(promptText({ system: prefix.system, instructions: prefix.instructions, messages: prefix.head }).length / 4);
+export const countPrefixTokens = (prefix: Body) =>
+  Math.ceil(promptText({ system: prefix.system, instructions: prefix.instructions, messages: prefix.head }).length / 4);
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
 /** Random letters and digits, as in the providers' call ids. */
-export const randomBase62 = (length: number) => Array.from(randomBytes(length), (byte) => BASE62[byte % BASE62.length]).join('');
+export const randomBase62 = (length: number) =>
+  Array.from(randomBytes(length), (byte) => BASE62[byte % BASE62.length]).join('');
 
 /** Two words a piece, so even a short reply streams in several pieces. */
 function wordPieces(text: string): string[] {
@@ -167,7 +176,10 @@ function jsonPieces(text: string): string[] {
 /** The text of a tool result (a string, or text parts), as the providers' result fields carry it. */
 export function resultText(content: unknown): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((part) => (typeof part === 'string' ? part : typeof part?.text === 'string' ? part.text : '')).join('');
+  if (Array.isArray(content))
+    return content
+      .map((part) => (typeof part === 'string' ? part : typeof part?.text === 'string' ? part.text : ''))
+      .join('');
   return content === undefined || content === null ? '' : JSON.stringify(content);
 }
 
@@ -175,7 +187,11 @@ export function resultText(content: unknown): string {
  * The deterministic answer to a request, following what it asks (`intent`); `reply` (from the mock's
  * headers) replaces a text answer, `cachedTokens` comes from the headers or options.
  */
-export function buildAnswer(body: Body, overrides: { reply?: string; cachedTokens: number }, intent: RequestIntent = { kind: 'text' }): MockAnswer {
+export function buildAnswer(
+  body: Body,
+  overrides: { reply?: string; cachedTokens: number },
+  intent: RequestIntent = { kind: 'text' },
+): MockAnswer {
   const inputTokens = countInputTokens(body);
   const common = {
     id: randomBytes(8).toString('hex'),
@@ -185,7 +201,13 @@ export function buildAnswer(body: Body, overrides: { reply?: string; cachedToken
   };
   if (intent.kind === 'tool-call') {
     const args = JSON.stringify(schemaInstance(intent.tool.parameters ?? { type: 'object', properties: {} }));
-    const toolCall = { name: intent.tool.name, arguments: args, argumentPieces: jsonPieces(args), callId: randomBase62(24), ...(intent.tool.legacy ? { legacy: true } : {}) };
+    const toolCall = {
+      name: intent.tool.name,
+      arguments: args,
+      argumentPieces: jsonPieces(args),
+      callId: randomBase62(24),
+      ...(intent.tool.legacy ? { legacy: true } : {}),
+    };
     return { ...common, pieces: [''], toolCall, outputTokens: Math.ceil((toolCall.name.length + args.length) / 4) + 8 };
   }
   let reply: string;
@@ -226,4 +248,5 @@ export function chooseIntent(fields: IntentFields): RequestIntent {
   return { kind: 'text' };
 }
 
-export const isObject = (value: unknown): value is Record<string, any> => typeof value === 'object' && value !== null && !Array.isArray(value);
+export const isObject = (value: unknown): value is Record<string, any> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -5,7 +5,18 @@ import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { chatCompletionsFormat } from './chat-completions-format.ts';
 import { messagesFormat } from './messages-format.ts';
-import { buildAnswer, countInputTokens, countPrefixTokens, promptPrefix, PROFILES, usageOf, type MockEvent, type Profile, type ReportedUsage, type WireFormat } from './mock-answer.ts';
+import {
+  buildAnswer,
+  countInputTokens,
+  countPrefixTokens,
+  promptPrefix,
+  PROFILES,
+  usageOf,
+  type MockEvent,
+  type Profile,
+  type ReportedUsage,
+  type WireFormat,
+} from './mock-answer.ts';
 import { responsesFormat } from './responses-format.ts';
 
 export type { Profile, ReportedUsage } from './mock-answer.ts';
@@ -20,7 +31,10 @@ export interface MockUpstreamOptions {
    * `x-api-key` on Messages): a header (after a prefix) or a query parameter.
    */
   readonly keyPlaces?: readonly ({ readonly header: string; readonly prefix?: string } | { readonly query: string })[];
-  /** Stream shape; per request also the header `x-mock-profile` or the body field `mock_profile` (which a gateway forwards). */
+  /**
+   * Stream shape; per request also the header `x-mock-profile` or the body field `mock_profile` (which a gateway
+   * forwards).
+   */
   readonly profile?: Profile;
   /** Pause between two stream events. */
   readonly chunkDelayMs?: number;
@@ -159,7 +173,18 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     } catch {
       body = undefined;
     }
-    const record: RecordedRequest = { method: req.method ?? '', path, query, headers: req.headers, body, rawBody, rawBytes, stream: body?.stream === true, status: 0, completed: false };
+    const record: RecordedRequest = {
+      method: req.method ?? '',
+      path,
+      query,
+      headers: req.headers,
+      body,
+      rawBody,
+      rawBytes,
+      stream: body?.stream === true,
+      status: 0,
+      completed: false,
+    };
     if (options.recordRequests !== false) requests.push(record);
 
     const route = req.method === 'POST' ? ROUTES[path] : undefined;
@@ -169,7 +194,12 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     const sendJson = (status: number, payload: unknown, headers: Record<string, string> = {}, dropHalfway = false) => {
       const bytes = Buffer.from(typeof payload === 'string' ? payload : JSON.stringify(payload));
       record.status = status;
-      res.writeHead(status, { 'content-type': 'application/json', 'content-length': bytes.length, ...idHeader, ...headers });
+      res.writeHead(status, {
+        'content-type': 'application/json',
+        'content-length': bytes.length,
+        ...idHeader,
+        ...headers,
+      });
       if (dropHalfway) {
         res.write(bytes.subarray(0, bytes.length >> 1));
         setTimeout(() => req.socket.destroy(), 20);
@@ -185,7 +215,11 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     if (behaviour?.kind === 'delay') await pause(behaviour.ms);
     if (behaviour?.kind === 'status') {
       return behaviour.body === undefined
-        ? sendJson(behaviour.status, format.error(behaviour.status, `mock status ${behaviour.status}`, requestId), behaviour.headers)
+        ? sendJson(
+            behaviour.status,
+            format.error(behaviour.status, `mock status ${behaviour.status}`, requestId),
+            behaviour.headers,
+          )
         : sendJson(behaviour.status, behaviour.body, behaviour.headers);
     }
 
@@ -194,21 +228,35 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
       const bearer = header(req, 'authorization') === `Bearer ${options.apiKey}`;
       const params = new URLSearchParams(query);
       const elsewhere = (options.keyPlaces ?? []).some((place) =>
-        'query' in place ? params.get(place.query) === options.apiKey : header(req, place.header) === `${place.prefix ?? ''}${options.apiKey}`,
+        'query' in place
+          ? params.get(place.query) === options.apiKey
+          : header(req, place.header) === `${place.prefix ?? ''}${options.apiKey}`,
       );
-      if (!bearer && !elsewhere && !(route.apiKeyHeader && header(req, 'x-api-key') === options.apiKey)) return fail(401, 'Incorrect API key provided.');
+      if (!bearer && !elsewhere && !(route.apiKeyHeader && header(req, 'x-api-key') === options.apiKey))
+        return fail(401, 'Incorrect API key provided.');
     }
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) return fail(400, 'The request body is not a JSON object.');
+    if (body === null || typeof body !== 'object' || Array.isArray(body))
+      return fail(400, 'The request body is not a JSON object.');
     if (route.countTokens) return sendJson(200, { input_tokens: countInputTokens(body) });
-    if (route.format === messagesFormat && typeof body.max_tokens !== 'number') return fail(400, 'max_tokens: Field required');
+    if (route.format === messagesFormat && typeof body.max_tokens !== 'number')
+      return fail(400, 'max_tokens: Field required');
     const profile = body.mock_profile ?? header(req, 'x-mock-profile') ?? options.profile ?? 'standard';
     if (!PROFILES.includes(profile)) return fail(400, `Unknown mock profile: ${String(profile)}`);
 
     const cachedHeader = header(req, 'x-mock-cached-tokens');
     const promptCache = options.promptCache === true || header(req, 'x-mock-prompt-cache') === '1';
-    const cachedTokens = cachedHeader !== undefined ? Number(cachedHeader) : promptCache ? cachedPrefixTokens(body) : (options.cachedTokens ?? 0);
+    const cachedTokens =
+      cachedHeader !== undefined
+        ? Number(cachedHeader)
+        : promptCache
+          ? cachedPrefixTokens(body)
+          : (options.cachedTokens ?? 0);
     const answer = buildAnswer(body, { reply: replyHeader(req), cachedTokens }, route.format.intent(body));
-    const answerOptions = { withUsage: behaviour?.kind !== 'no-usage', includeUsage: body.stream_options?.include_usage === true, profile: profile as Profile };
+    const answerOptions = {
+      withUsage: behaviour?.kind !== 'no-usage',
+      includeUsage: body.stream_options?.include_usage === true,
+      profile: profile as Profile,
+    };
     const drop = behaviour?.kind === 'drop-mid-stream' ? behaviour.afterEvents : undefined;
 
     if (!record.stream) {
@@ -247,7 +295,9 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
   const server = createServer((req, res) => {
     handle(req, res).catch(() => {
       if (closing.signal.aborted || res.headersSent) return void res.destroy();
-      res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'mock upstream failure', type: 'server_error' } }));
+      res
+        .writeHead(500, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { message: 'mock upstream failure', type: 'server_error' } }));
     });
   });
   server.keepAliveTimeout = 60_000;

@@ -13,7 +13,10 @@ import {
   type WireFormat,
 } from './mock-answer.ts';
 
-/** Function tools (built-in tools such as web search run upstream), `tool_choice`, a last `function_call_output` item, `text.format`. */
+/**
+ * Function tools (built-in tools such as web search run upstream), `tool_choice`, a last `function_call_output` item,
+ * `text.format`.
+ */
 function intent(body: Record<string, unknown>): RequestIntent {
   const tools = (Array.isArray(body.tools) ? body.tools : [])
     .filter((tool) => isObject(tool) && tool.type === 'function' && typeof tool.name === 'string')
@@ -23,7 +26,11 @@ function intent(body: Record<string, unknown>): RequestIntent {
   const format = isObject(body.text) ? body.text.format : undefined;
   return chooseIntent({
     tools,
-    choice: (choice === 'none' || choice === 'required' ? choice : isObject(choice) && choice.type === 'function' && typeof choice.name === 'string' ? { name: choice.name } : 'auto') as IntentFields['choice'],
+    choice: (choice === 'none' || choice === 'required'
+      ? choice
+      : isObject(choice) && choice.type === 'function' && typeof choice.name === 'string'
+        ? { name: choice.name }
+        : 'auto') as IntentFields['choice'],
     ...(isObject(last) && last.type === 'function_call_output' ? { toolResult: resultText(last.output) } : {}),
     ...(isObject(format) && format.type === 'json_schema' ? { schema: format.schema ?? {} } : {}),
     ...(isObject(format) && format.type === 'json_object' ? { schema: {} } : {}),
@@ -33,7 +40,14 @@ function intent(body: Record<string, unknown>): RequestIntent {
 /** The `function_call` output item of a tool-call answer. */
 function functionCall(answer: MockAnswer, status: 'in_progress' | 'completed') {
   const call = answer.toolCall!;
-  return { type: 'function_call', id: `fc_${answer.id}`, call_id: `call_${call.callId}`, name: call.name, arguments: status === 'completed' ? call.arguments : '', status };
+  return {
+    type: 'function_call',
+    id: `fc_${answer.id}`,
+    call_id: `call_${call.callId}`,
+    name: call.name,
+    arguments: status === 'completed' ? call.arguments : '',
+    status,
+  };
 }
 
 function usage(answer: MockAnswer) {
@@ -50,7 +64,13 @@ const text = (answer: MockAnswer) => answer.pieces.join('');
 const itemId = (answer: MockAnswer) => `msg_${answer.id}`;
 
 function message(answer: MockAnswer) {
-  return { type: 'message', id: itemId(answer), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: text(answer), annotations: [] }] };
+  return {
+    type: 'message',
+    id: itemId(answer),
+    status: 'completed',
+    role: 'assistant',
+    content: [{ type: 'output_text', text: text(answer), annotations: [] }],
+  };
 }
 
 /** The response object; `usage` undefined leaves the field out. */
@@ -69,23 +89,40 @@ function response(answer: MockAnswer, status: string, output: unknown[], respons
 }
 
 function json(answer: MockAnswer, options: AnswerOptions): unknown {
-  return response(answer, 'completed', [answer.toolCall ? functionCall(answer, 'completed') : message(answer)], options.withUsage ? usage(answer) : undefined);
+  return response(
+    answer,
+    'completed',
+    [answer.toolCall ? functionCall(answer, 'completed') : message(answer)],
+    options.withUsage ? usage(answer) : undefined,
+  );
 }
 
 function events(answer: MockAnswer, options: AnswerOptions): MockEvent[] {
   let sequence = 0;
-  const event = (type: string, fields: Record<string, unknown>): MockEvent => ({ event: type, data: { type, sequence_number: sequence++, ...fields } });
+  const event = (type: string, fields: Record<string, unknown>): MockEvent => ({
+    event: type,
+    data: { type, sequence_number: sequence++, ...fields },
+  });
   const at = { item_id: itemId(answer), output_index: 0, content_index: 0 };
   const started = response(answer, 'in_progress', [], null);
-  const opening = [event('response.created', { response: started }), event('response.in_progress', { response: started })];
+  const opening = [
+    event('response.created', { response: started }),
+    event('response.in_progress', { response: started }),
+  ];
   const completed = () => event('response.completed', { response: json(answer, options) });
   if (answer.toolCall) {
     const call = { item_id: `fc_${answer.id}`, output_index: 0 };
     const events = [
       ...opening,
       event('response.output_item.added', { output_index: 0, item: functionCall(answer, 'in_progress') }),
-      ...answer.toolCall.argumentPieces.map((piece) => event('response.function_call_arguments.delta', { ...call, delta: piece })),
-      event('response.function_call_arguments.done', { ...call, name: answer.toolCall.name, arguments: answer.toolCall.arguments }),
+      ...answer.toolCall.argumentPieces.map((piece) =>
+        event('response.function_call_arguments.delta', { ...call, delta: piece }),
+      ),
+      event('response.function_call_arguments.done', {
+        ...call,
+        name: answer.toolCall.name,
+        arguments: answer.toolCall.arguments,
+      }),
       event('response.output_item.done', { output_index: 0, item: functionCall(answer, 'completed') }),
     ];
     const done = completed();
@@ -93,7 +130,10 @@ function events(answer: MockAnswer, options: AnswerOptions): MockEvent[] {
   }
   const events = [
     ...opening,
-    event('response.output_item.added', { output_index: 0, item: { ...message(answer), status: 'in_progress', content: [] } }),
+    event('response.output_item.added', {
+      output_index: 0,
+      item: { ...message(answer), status: 'in_progress', content: [] },
+    }),
     event('response.content_part.added', { ...at, part: { type: 'output_text', text: '', annotations: [] } }),
     ...answer.pieces.map((piece) => event('response.output_text.delta', { ...at, delta: piece, logprobs: [] })),
     event('response.output_text.done', { ...at, text: text(answer), logprobs: [] }),
@@ -106,4 +146,10 @@ function events(answer: MockAnswer, options: AnswerOptions): MockEvent[] {
 }
 
 /** OpenAI Responses, `POST /v1/responses`. */
-export const responsesFormat: WireFormat = { requestIdHeader: 'x-request-id', intent, json, events, error: openAiError };
+export const responsesFormat: WireFormat = {
+  requestIdHeader: 'x-request-id',
+  intent,
+  json,
+  events,
+  error: openAiError,
+};

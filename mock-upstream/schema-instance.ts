@@ -1,6 +1,7 @@
 type Schema = Record<string, unknown>;
 
-const isSchema = (value: unknown): value is Schema => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isSchema = (value: unknown): value is Schema =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The schema a local `$ref` (`#/$defs/x`, `#/definitions/x`, `#`) points to inside the root schema. */
 function resolveRef(ref: string, root: Schema): Schema | undefined {
@@ -14,7 +15,14 @@ function resolveRef(ref: string, root: Schema): Schema | undefined {
 }
 
 function stringOf(schema: Schema): string {
-  const formats: Record<string, string> = { 'date-time': '2026-01-01T00:00:00Z', date: '2026-01-01', time: '00:00:00Z', email: 'mock@example.com', uri: 'https://example.com/', uuid: '00000000-0000-4000-8000-000000000000' };
+  const formats: Record<string, string> = {
+    'date-time': '2026-01-01T00:00:00Z',
+    date: '2026-01-01',
+    time: '00:00:00Z',
+    email: 'mock@example.com',
+    uri: 'https://example.com/',
+    uuid: '00000000-0000-4000-8000-000000000000',
+  };
   const value = (typeof schema.format === 'string' && formats[schema.format]) || 'mock';
   const min = typeof schema.minLength === 'number' ? schema.minLength : 0;
   const max = typeof schema.maxLength === 'number' ? schema.maxLength : Infinity;
@@ -22,8 +30,18 @@ function stringOf(schema: Schema): string {
 }
 
 function numberOf(schema: Schema, integer: boolean): number {
-  const low = typeof schema.minimum === 'number' ? schema.minimum : typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum + (integer ? 1 : 0.5) : undefined;
-  const high = typeof schema.maximum === 'number' ? schema.maximum : typeof schema.exclusiveMaximum === 'number' ? schema.exclusiveMaximum - (integer ? 1 : 0.5) : undefined;
+  const low =
+    typeof schema.minimum === 'number'
+      ? schema.minimum
+      : typeof schema.exclusiveMinimum === 'number'
+        ? schema.exclusiveMinimum + (integer ? 1 : 0.5)
+        : undefined;
+  const high =
+    typeof schema.maximum === 'number'
+      ? schema.maximum
+      : typeof schema.exclusiveMaximum === 'number'
+        ? schema.exclusiveMaximum - (integer ? 1 : 0.5)
+        : undefined;
   // 1 when the bounds allow it (zod's integers carry the safe-integer range as bounds), else the nearest bound.
   const value = Math.min(Math.max(1, low ?? -Infinity), high ?? Infinity);
   return integer ? Math.ceil(value) : value;
@@ -39,7 +57,8 @@ function numberOf(schema: Schema, integer: boolean): number {
 export function schemaInstance(schema: unknown, root: unknown = schema, depth = 0): unknown {
   if (!isSchema(schema) || depth > 16) return {};
   const rootSchema = isSchema(root) ? root : schema;
-  if (typeof schema.$ref === 'string') return schemaInstance(resolveRef(schema.$ref, rootSchema), rootSchema, depth + 1);
+  if (typeof schema.$ref === 'string')
+    return schemaInstance(resolveRef(schema.$ref, rootSchema), rootSchema, depth + 1);
   if ('const' in schema) return schema.const;
   if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
   for (const key of ['anyOf', 'oneOf'] as const) {
@@ -51,12 +70,24 @@ export function schemaInstance(schema: unknown, root: unknown = schema, depth = 
   }
   if (Array.isArray(schema.allOf)) {
     const merged: Schema = { ...schema, allOf: undefined, properties: {} };
-    for (const part of schema.allOf) if (isSchema(part)) Object.assign(merged, part, { properties: { ...(merged.properties as Schema), ...(isSchema(part.properties) ? part.properties : {}) } });
+    for (const part of schema.allOf)
+      if (isSchema(part))
+        Object.assign(merged, part, {
+          properties: { ...(merged.properties as Schema), ...(isSchema(part.properties) ? part.properties : {}) },
+        });
     if (isSchema(schema.properties)) Object.assign(merged.properties as Schema, schema.properties);
     return schemaInstance(merged, rootSchema, depth + 1);
   }
   const types = Array.isArray(schema.type) ? schema.type : [schema.type];
-  const type = types.find((entry) => entry !== 'null') ?? (types.includes('null') ? 'null' : isSchema(schema.properties) ? 'object' : isSchema(schema.items) ? 'array' : 'object');
+  const type =
+    types.find((entry) => entry !== 'null') ??
+    (types.includes('null')
+      ? 'null'
+      : isSchema(schema.properties)
+        ? 'object'
+        : isSchema(schema.items)
+          ? 'array'
+          : 'object');
   switch (type) {
     case 'string':
       return stringOf(schema);
@@ -71,12 +102,17 @@ export function schemaInstance(schema: unknown, root: unknown = schema, depth = 
     case 'array': {
       const max = typeof schema.maxItems === 'number' ? schema.maxItems : Infinity;
       const count = Math.min(max, Math.max(1, typeof schema.minItems === 'number' ? schema.minItems : 1));
-      if (Array.isArray(schema.prefixItems)) return schema.prefixItems.slice(0, Math.max(count, schema.prefixItems.length)).map((item) => schemaInstance(item, rootSchema, depth + 1));
+      if (Array.isArray(schema.prefixItems))
+        return schema.prefixItems
+          .slice(0, Math.max(count, schema.prefixItems.length))
+          .map((item) => schemaInstance(item, rootSchema, depth + 1));
       return Array.from({ length: count }, () => schemaInstance(schema.items ?? {}, rootSchema, depth + 1));
     }
     default: {
       const properties = isSchema(schema.properties) ? schema.properties : {};
-      return Object.fromEntries(Object.entries(properties).map(([name, property]) => [name, schemaInstance(property, rootSchema, depth + 1)]));
+      return Object.fromEntries(
+        Object.entries(properties).map(([name, property]) => [name, schemaInstance(property, rootSchema, depth + 1)]),
+      );
     }
   }
 }

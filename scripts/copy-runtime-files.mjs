@@ -15,5 +15,6 @@ copy('web');
 // The built-in plugins' manifest, and their recorded fixtures (`plugin test` replays them).
 copy('providers/manifest.json');
 for (const entry of readdirSync(join(root, 'providers'), { withFileTypes: true })) {
-  if (entry.isDirectory() && existsSync(join(root, 'providers', entry.name, '__fixtures__'))) copy(join('providers', entry.name, '__fixtures__'));
+  if (entry.isDirectory() && existsSync(join(root, 'providers', entry.name, '__fixtures__')))
+    copy(join('providers', entry.name, '__fixtures__'));
 }

@@ -10,7 +10,10 @@ import { startMockUpstream } from '../mock-upstream/mock-upstream-server.ts';
 // Everything on one machine, no external service: a mock upstream for every provider, the embedded
 // key and usage store under data/demo, a fresh API key and a fresh admin token (unless one is set).
 const upstreamKey = 'demo-upstream-key';
-const env: NodeJS.ProcessEnv = { ...process.env, GATEWAY_DATA_DIR: process.env.GATEWAY_DATA_DIR ?? join('data', 'demo') };
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  GATEWAY_DATA_DIR: process.env.GATEWAY_DATA_DIR ?? join('data', 'demo'),
+};
 const ownToken = Boolean(env.GATEWAY_ADMIN_TOKEN);
 env.GATEWAY_ADMIN_TOKEN ||= randomBytes(32).toString('base64url');
 let config;
@@ -48,7 +51,10 @@ Ctrl-C stops it.
 `);
 
 const stop = () => {
-  void gateway.close().then(() => upstream.close()).then(() => process.exit(0));
+  void gateway
+    .close()
+    .then(() => upstream.close())
+    .then(() => process.exit(0));
 };
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);

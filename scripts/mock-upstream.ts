@@ -32,7 +32,8 @@ if (values.help) {
   process.stdout.write(usage);
   process.exit(0);
 }
-const integer = (name: string, text: string) => (/^\d+$/.test(text) ? Number(text) : fail(`--${name} must be a whole number, got '${text}'`));
+const integer = (name: string, text: string) =>
+  /^\d+$/.test(text) ? Number(text) : fail(`--${name} must be a whole number, got '${text}'`);
 if (!PROFILES.includes(values.profile as Profile)) fail(`--profile must be one of ${PROFILES.join(', ')}`);
 
 const upstream = await startMockUpstream({

@@ -20,38 +20,51 @@ const readJson = (path) => JSON.parse(readFileSync(path, 'utf8'));
 
 const manifest = readJson(join(root, 'package.json'));
 const lock = readJson(join(root, 'package-lock.json'));
-if (!(lock.lockfileVersion >= 2) || !lock.packages) throw new Error('package-lock.json has no "packages" section (lockfileVersion 2 or 3 needed)');
+if (!(lock.lockfileVersion >= 2) || !lock.packages)
+  throw new Error('package-lock.json has no "packages" section (lockfileVersion 2 or 3 needed)');
 
 // A light check that a license string is an SPDX expression of known ids; anything else is kept as a named license.
 const spdxExpressionValidate = (text) => {
   const tokens = text.replace(/[()]/g, ' ').split(/\s+/).filter(Boolean);
   let depth = 0;
-  for (const char of text) if ((depth += char === '(' ? 1 : char === ')' ? -1 : 0) < 0) throw new Error('unbalanced parentheses');
+  for (const char of text)
+    if ((depth += char === '(' ? 1 : char === ')' ? -1 : 0) < 0) throw new Error('unbalanced parentheses');
   if (depth !== 0 || tokens.length === 0) throw new Error('not an SPDX expression');
   tokens.forEach((token, index) => {
     if (['AND', 'OR', 'WITH'].includes(token) || tokens[index - 1] === 'WITH') return;
-    if (!SPDX.isSupportedSpdxId(token.replace(/\+$/, '')) && !/^(DocumentRef-[\w.-]+:)?LicenseRef-[\w.-]+$/.test(token)) throw new Error(`unknown license id ${token}`);
+    if (!SPDX.isSupportedSpdxId(token.replace(/\+$/, '')) && !/^(DocumentRef-[\w.-]+:)?LicenseRef-[\w.-]+$/.test(token))
+      throw new Error(`unknown license id ${token}`);
   });
 };
 const extRefFactory = new Contrib.FromNodePackageJson.Factories.ExternalReferenceFactory();
-const componentBuilder = new Contrib.FromNodePackageJson.Builders.ComponentBuilder(extRefFactory, new Contrib.License.Factories.LicenseFactory(spdxExpressionValidate));
+const componentBuilder = new Contrib.FromNodePackageJson.Builders.ComponentBuilder(
+  extRefFactory,
+  new Contrib.License.Factories.LicenseFactory(spdxExpressionValidate),
+);
 
-// pkg:npm/%40scope/name@version, as https://github.com/package-url/purl-spec/blob/main/types-doc/npm-definition.md has it.
-const purlOf = (name, version) => `pkg:npm/${name.split('/').map(encodeURIComponent).join('/')}@${encodeURIComponent(version)}`;
+// pkg:npm/%40scope/name@version, as https://github.com/package-url/purl-spec/blob/main/types-doc/npm-definition.md has
+// it.
+const purlOf = (name, version) =>
+  `pkg:npm/${name.split('/').map(encodeURIComponent).join('/')}@${encodeURIComponent(version)}`;
 const nameAt = (path) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length);
 
 // The production entries of the lock file, keyed by path.
 const production = new Map();
 for (const [path, entry] of Object.entries(lock.packages)) {
   if (path === '' || entry.dev === true) continue;
-  if (entry.link || !path.startsWith('node_modules/')) throw new Error(`${path}: linked and workspace packages are not supported by scripts/sbom.mjs`);
+  if (entry.link || !path.startsWith('node_modules/'))
+    throw new Error(`${path}: linked and workspace packages are not supported by scripts/sbom.mjs`);
   if (typeof entry.version !== 'string') throw new Error(`${path}: no version in package-lock.json`);
   production.set(path, { path, entry, name: entry.name ?? nameAt(path) });
 }
 
 // Node's resolution over the lock file's paths: the nearest node_modules/<name> from `from` up to the root.
 const resolveFrom = (from, name) => {
-  for (let base = from; ; base = base.includes('/node_modules/') ? base.slice(0, base.lastIndexOf('/node_modules/')) : '') {
+  for (
+    let base = from;
+    ;
+    base = base.includes('/node_modules/') ? base.slice(0, base.lastIndexOf('/node_modules/')) : ''
+  ) {
     const candidate = `${base ? `${base}/` : ''}node_modules/${name}`;
     if (lock.packages[candidate]) return candidate;
     if (base === '') return undefined;
@@ -63,7 +76,9 @@ const resolveFrom = (from, name) => {
 const describe = ({ path, entry, name }) => {
   const installed = join(root, path, 'package.json');
   const data = existsSync(installed) ? readJson(installed) : undefined;
-  return data?.version === entry.version ? { ...data, name } : { name, version: entry.version, license: entry.license, engines: entry.engines };
+  return data?.version === entry.version
+    ? { ...data, name }
+    : { name, version: entry.version, license: entry.license, engines: entry.engines };
 };
 
 // One component per name@version, however many places the lock file puts it.
@@ -103,7 +118,10 @@ for (const [path, component] of componentOfPath) {
     const target = resolveFrom(path, name);
     const dependency = target === undefined ? undefined : componentOfPath.get(target);
     if (dependency) component.dependencies.add(dependency.bomRef);
-    else if (name in required && !(name in optional)) throw new Error(`${path || manifest.name}: dependency ${name} is not a production entry of package-lock.json; run npm install`);
+    else if (name in required && !(name in optional))
+      throw new Error(
+        `${path || manifest.name}: dependency ${name} is not a production entry of package-lock.json; run npm install`,
+      );
   }
 }
 

@@ -9,7 +9,9 @@ import { PluginLoadError } from './plugins/validate-plugin.ts';
 /** Every problem on a line of its own (each names its field or variable, never a secret's value). */
 function refusal(heading: string, error: ConfigError | PluginLoadError): string {
   const { problems } = error;
-  return problems.length === 1 ? `model-gateway: ${heading}: ${problems[0]}\n` : `model-gateway: ${heading}:\n${problems.map((problem) => `  ${problem}\n`).join('')}`;
+  return problems.length === 1
+    ? `model-gateway: ${heading}: ${problems[0]}\n`
+    : `model-gateway: ${heading}:\n${problems.map((problem) => `  ${problem}\n`).join('')}`;
 }
 
 async function main(): Promise<void> {
@@ -42,7 +44,9 @@ async function main(): Promise<void> {
     }
     return;
   }
-  const logger = cluster.isWorker ? createLogger(config.logLevel).child({ worker: cluster.worker!.id }) : createLogger(config.logLevel);
+  const logger = cluster.isWorker
+    ? createLogger(config.logLevel).child({ worker: cluster.worker!.id })
+    : createLogger(config.logLevel);
   let gateway;
   try {
     gateway = await startGateway(config, process.env, logger, { clusterWorker: cluster.isWorker });
@@ -64,7 +68,10 @@ async function main(): Promise<void> {
       return;
     }
     stopping = true;
-    logger.info({ signal, drain_ms: config.drainMs }, 'shutting down: no new connections, finishing requests in flight');
+    logger.info(
+      { signal, drain_ms: config.drainMs },
+      'shutting down: no new connections, finishing requests in flight',
+    );
     // Last resort only: the drain ends open requests itself; this guards against a store that never answers.
     const force = setTimeout(() => {
       logger.error('shutdown did not finish in time; exiting');

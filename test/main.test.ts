@@ -18,7 +18,10 @@ describe('the start-up line', function () {
   });
 
   const listeningLine = (process: GatewayProcess) =>
-    process.logs.join('').split('\n').find((line) => line.includes('model gateway listening on'))!;
+    process.logs
+      .join('')
+      .split('\n')
+      .find((line) => line.includes('model gateway listening on'))!;
 
   it('says the host in force: HOST=0.0.0.0 as every interface, never as 127.0.0.1', async () => {
     gateway = await GatewayProcess.start({ HOST: '0.0.0.0', GATEWAY_DATA_DIR: dir });

@@ -5,7 +5,14 @@ import { alphaNativeChat } from './native-chat.ts';
 const routes = ['chat', 'chat-completions', 'responses'] as const;
 // The most one answer may hold (its own `max_tokens` may not ask for more; reservations assume it when none is sent).
 const MAX_OUTPUT_TOKENS = 32_768;
-const model = (id: string, listed: boolean, pricing: ModelPricing) => ({ id, listed, routes, pricing, webSearch: true, maxOutputTokens: MAX_OUTPUT_TOKENS });
+const model = (id: string, listed: boolean, pricing: ModelPricing) => ({
+  id,
+  listed,
+  routes,
+  pricing,
+  webSearch: true,
+  maxOutputTokens: MAX_OUTPUT_TOKENS,
+});
 
 export default definePlugin({
   contract: 1,

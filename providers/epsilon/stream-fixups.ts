@@ -2,7 +2,8 @@ import type { SseEvent, StreamFixup } from '../../src/plugins/plugin-contract.ts
 
 type Json = Record<string, unknown>;
 
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The placeholder exactly: both fields present and `""`. A null call or a call with a name is real data. */
 const isEmptyCall = (call: unknown) => isObject(call) && call.name === '' && call.arguments === '';

@@ -1,7 +1,9 @@
 import type { SseEvent, TokenUsage, UsageExtractor } from '../../src/plugins/plugin-contract.ts';
 
-const count = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined);
-const field = (value: unknown, key: string): unknown => (typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined);
+const count = (value: unknown) =>
+  typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
+const field = (value: unknown, key: string): unknown =>
+  typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;
 
 /**
  * Normalises one `usage` object of this upstream. It counts thinking tokens only in `total_tokens`

@@ -2,7 +2,11 @@ import type { NativeChatAdapter, NativeChatRequest, UpstreamRoute } from '../../
 import { readChatCompletionText } from './text-readers.ts';
 
 /** The alpha-compatible Chat Completions route every provider exposes. */
-export const chatCompletionsRoute: UpstreamRoute = { path: '/chat/completions', format: 'chat-completions', auth: 'bearer' };
+export const chatCompletionsRoute: UpstreamRoute = {
+  path: '/chat/completions',
+  format: 'chat-completions',
+  auth: 'bearer',
+};
 
 /**
  * A native chat adapter for a Chat Completions upstream: one user message and `reasoning_effort: "low"`

@@ -32,7 +32,8 @@ export async function runAlertsCommand(
   }
   const { values } = parseArgs({ args: rest, options: OPTIONS, strict: true, allowPositionals: false });
   if (action === 'list' && values.limit !== undefined) throw new CliUsageError('alerts list takes no --limit');
-  const limit = action === 'deliveries' ? parseDeliveriesLimit(values.limit === undefined ? {} : { limit: values.limit }) : 0;
+  const limit =
+    action === 'deliveries' ? parseDeliveriesLimit(values.limit === undefined ? {} : { limit: values.limit }) : 0;
   const config = loadConfig(env);
   if (!config.redis) {
     io.err(IN_PROCESS);
@@ -50,10 +51,25 @@ export async function runAlertsCommand(
       return 0;
     }
     const rows = entries as unknown as Record<string, unknown>[];
-    const shown = rows.map((row) => Object.fromEntries(Object.entries(row).map(([field, value]) => [field, value ?? '-'])));
+    const shown = rows.map((row) =>
+      Object.fromEntries(Object.entries(row).map(([field, value]) => [field, value ?? '-'])),
+    );
     const columns =
       action === 'list'
-        ? ['fired_at', 'scope', 'owner', 'team', 'kind', 'period', 'threshold', 'used', 'limit', 'unit', 'window_end', 'id']
+        ? [
+            'fired_at',
+            'scope',
+            'owner',
+            'team',
+            'kind',
+            'period',
+            'threshold',
+            'used',
+            'limit',
+            'unit',
+            'window_end',
+            'id',
+          ]
         : ['at', 'delivery', 'alert', 'owner', 'attempt', 'outcome', 'status', 'error', 'next_attempt_at'];
     io.out(textTable(shown, columns));
     return 0;

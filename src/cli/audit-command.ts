@@ -10,19 +10,44 @@ import { textTable } from './text-table.ts';
 export const AUDIT_SYNOPSIS = `audit list [--action ACTION|FAMILY.] [--actor ID|NAME] [--team NAME] [--target ID] [--outcome ok|refused] [--via admin|account|cli|config] [--from ISO] [--to ISO] [--limit N] [--before SEQ] [--json]
 audit verify`;
 
-const FILTERS = { action: { type: 'string' }, actor: { type: 'string' }, team: { type: 'string' }, target: { type: 'string' }, outcome: { type: 'string' }, via: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' }, limit: { type: 'string' }, before: { type: 'string' }, json: { type: 'boolean' } } as const;
+const FILTERS = {
+  action: { type: 'string' },
+  actor: { type: 'string' },
+  team: { type: 'string' },
+  target: { type: 'string' },
+  outcome: { type: 'string' },
+  via: { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
+  limit: { type: 'string' },
+  before: { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
 
 /**
  * `audit list`: the audit log's records, newest first, with the filters of `GET /admin/audit` (a table,
  * or JSON lines with `--json`). `audit verify`: walks the whole hash chain; exit 0 when intact, 1 naming
  * the first record that was changed, removed or cut.
  */
-export async function runAuditCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function runAuditCommand(
+  argv: string[],
+  io: CliIo,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   const [action, ...rest] = argv;
-  if (action !== 'list' && action !== 'verify') throw new CliUsageError(action === undefined ? 'audit needs an action' : `unknown audit action '${action}'`);
-  const { values } = parseArgs({ args: rest, options: action === 'list' ? FILTERS : {}, strict: true, allowPositionals: false });
+  if (action !== 'list' && action !== 'verify')
+    throw new CliUsageError(action === undefined ? 'audit needs an action' : `unknown audit action '${action}'`);
+  const { values } = parseArgs({
+    args: rest,
+    options: action === 'list' ? FILTERS : {},
+    strict: true,
+    allowPositionals: false,
+  });
   const { json, ...filters } = values as Record<string, string | boolean | undefined>;
-  const query = action === 'list' ? parseAuditQuery(Object.fromEntries(Object.entries(filters).filter(([, value]) => value !== undefined))) : undefined;
+  const query =
+    action === 'list'
+      ? parseAuditQuery(Object.fromEntries(Object.entries(filters).filter(([, value]) => value !== undefined)))
+      : undefined;
   const stores = await openStores(loadConfig(env), { unreachableRedis: 'fail', logger: createLogger('silent') });
   try {
     if (action === 'verify') {
@@ -31,7 +56,9 @@ export async function runAuditCommand(argv: string[], io: CliIo, env: NodeJS.Pro
         io.err(`Audit log broken: ${check.problem!.reason}. Records before ${check.problem!.seq} are intact.\n`);
         return 1;
       }
-      io.out(`Audit log intact: ${check.records} record${check.records === 1 ? '' : 's'}, every hash in the chain checked.\n`);
+      io.out(
+        `Audit log intact: ${check.records} record${check.records === 1 ? '' : 's'}, every hash in the chain checked.\n`,
+      );
       return 0;
     }
     const records = await stores.audit.page((record) => auditMatches(record, query!), query!.limit, query!.before);

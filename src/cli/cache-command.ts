@@ -16,10 +16,17 @@ export const EMBEDDED_CACHE_HINT =
   "Without REDIS_URL the response cache lives in the running gateway's memory, out of this command's reach: empty it with DELETE /admin/cache on the gateway (the admin API), or restart the gateway.\n";
 
 function targetOf(argv: string[]): CacheClearTarget {
-  const { values, positionals } = parseArgs({ args: argv, options: { key: { type: 'string' }, team: { type: 'string' } }, strict: true, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { key: { type: 'string' }, team: { type: 'string' } },
+    strict: true,
+    allowPositionals: true,
+  });
   if (positionals.length > 0) throw new CliUsageError(`cache clear takes no arguments (got '${positionals[0]}')`);
-  if (values.key !== undefined && values.team !== undefined) throw new CliUsageError('cache clear takes --key or --team, not both (neither empties every entry)');
-  if (values.key === '' || values.team === '') throw new CliUsageError(`--${values.key === '' ? 'key' : 'team'} needs a value`);
+  if (values.key !== undefined && values.team !== undefined)
+    throw new CliUsageError('cache clear takes --key or --team, not both (neither empties every entry)');
+  if (values.key === '' || values.team === '')
+    throw new CliUsageError(`--${values.key === '' ? 'key' : 'team'} needs a value`);
   return values.key !== undefined ? { keyId: values.key } : values.team !== undefined ? { team: values.team } : {};
 }
 
@@ -33,7 +40,8 @@ export const entries = (count: number): string => `${count} ${count === 1 ? 'ent
 
 function whose(target: CacheClearTarget, tenant: string | null): string {
   if (tenant === null) return 'of every key and team';
-  if (target.keyId !== undefined && tenant.startsWith('team:')) return `of team ${tenant.slice('team:'.length)}, whose entries key ${target.keyId} shares`;
+  if (target.keyId !== undefined && tenant.startsWith('team:'))
+    return `of team ${tenant.slice('team:'.length)}, whose entries key ${target.keyId} shares`;
   return `of ${tenant.replace(':', ' ')}`;
 }
 
@@ -43,9 +51,14 @@ function whose(target: CacheClearTarget, tenant: string | null): string {
  * team is looked up in the stores. Without Redis the entries are in the server's memory: it says to use
  * `DELETE /admin/cache` and exits 1.
  */
-export async function runCacheCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function runCacheCommand(
+  argv: string[],
+  io: CliIo,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   const [action, ...rest] = argv;
-  if (action !== 'clear') throw new CliUsageError(action === undefined ? 'cache needs an action' : `unknown cache action '${action}'`);
+  if (action !== 'clear')
+    throw new CliUsageError(action === undefined ? 'cache needs an action' : `unknown cache action '${action}'`);
   const target = targetOf(rest);
   const config = loadConfig(env);
   if (!config.redis) {

@@ -5,7 +5,8 @@ import { loadAllPlugins } from '../plugins/load-plugins.ts';
 import { PluginLoadError } from '../plugins/validate-plugin.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 
-export const CONFIG_SYNOPSIS = 'config check [FILE]   (default: GATEWAY_CONFIG, else config/gateway.yaml; exit 0 valid, 1 invalid)';
+export const CONFIG_SYNOPSIS =
+  'config check [FILE]   (default: GATEWAY_CONFIG, else config/gateway.yaml; exit 0 valid, 1 invalid)';
 
 /**
  * `config check [FILE]`: validates a config file as a start or a reload would (schema, environment
@@ -15,7 +16,8 @@ export const CONFIG_SYNOPSIS = 'config check [FILE]   (default: GATEWAY_CONFIG, 
  */
 export async function runConfigCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): Promise<number> {
   const [action, ...rest] = argv;
-  if (action !== 'check') throw new CliUsageError(action ? `Unknown config command '${action}'.` : 'Missing config command.');
+  if (action !== 'check')
+    throw new CliUsageError(action ? `Unknown config command '${action}'.` : 'Missing config command.');
   if (rest.length > 1) throw new CliUsageError('config check takes at most one file.');
   const path = rest[0] ? resolve(rest[0]) : configFilePath(env);
   const inspection = inspectConfig({ ...env, GATEWAY_CONFIG: path });

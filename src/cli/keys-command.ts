@@ -48,7 +48,8 @@ const FLAG_OF: Record<string, string> = { ...LIMIT_FLAGS, expires_at: '--expires
 const flagOf = (path: string) => FLAG_OF[path] ?? `--${path}`;
 
 /** A flag's number as given (`NaN` when it is not one), so that validation names the flag's field. */
-export const numberOf = (value: string | undefined) => (value === undefined ? undefined : value.trim() === '' ? Number.NaN : Number(value));
+export const numberOf = (value: string | undefined) =>
+  value === undefined ? undefined : value.trim() === '' ? Number.NaN : Number(value);
 
 /** A flag's `true` or `false` as a boolean; anything else as given, so that validation names the flag's field. */
 export const booleanOf = (value: string | undefined) => (value === 'true' ? true : value === 'false' ? false : value);
@@ -58,17 +59,35 @@ export const percentsOf = (value: string): unknown[] =>
   namesOf(value).map((part) => (/^\d+$/.test(part) ? Number(part) : part));
 
 /** A comma-separated list of names (`''`: an empty list). */
-export const namesOf = (value: string) => value.split(',').map((name) => name.trim()).filter(Boolean);
+export const namesOf = (value: string) =>
+  value
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
 
 /** `{daily?, monthly?}`-like object of the flags given, or undefined when neither is. */
-export function pairOf<K extends string>(daily: [K, number | undefined], monthly: [K, number | undefined]): Partial<Record<K, number>> | undefined {
+export function pairOf<K extends string>(
+  daily: [K, number | undefined],
+  monthly: [K, number | undefined],
+): Partial<Record<K, number>> | undefined {
   if (daily[1] === undefined && monthly[1] === undefined) return undefined;
-  return { ...(daily[1] !== undefined && { [daily[0]]: daily[1] }), ...(monthly[1] !== undefined && { [monthly[0]]: monthly[1] }) } as Partial<Record<K, number>>;
+  return {
+    ...(daily[1] !== undefined && { [daily[0]]: daily[1] }),
+    ...(monthly[1] !== undefined && { [monthly[0]]: monthly[1] }),
+  } as Partial<Record<K, number>>;
 }
 
-async function createKey(argv: string[], io: CliIo, { keys: store, teams }: OpenStores, env: NodeJS.ProcessEnv): Promise<number> {
+async function createKey(
+  argv: string[],
+  io: CliIo,
+  { keys: store, teams }: OpenStores,
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
   const { values } = parseArgs({ args: argv, options: CREATE_OPTIONS, strict: true, allowPositionals: false });
-  const models = values.models?.split(',').map((model) => model.trim()).filter(Boolean);
+  const models = values.models
+    ?.split(',')
+    .map((model) => model.trim())
+    .filter(Boolean);
   const quota = pairOf(['daily', numberOf(values['daily-tokens'])], ['monthly', numberOf(values['monthly-tokens'])]);
   const budget = pairOf(['daily_usd', numberOf(values['daily-usd'])], ['monthly_usd', numberOf(values['monthly-usd'])]);
   const body = {
@@ -86,10 +105,16 @@ async function createKey(argv: string[], io: CliIo, { keys: store, teams }: Open
     ...(values.alerts !== undefined && { alerts: percentsOf(values.alerts) }),
   };
   const config = models || values.guardrails !== undefined ? loadConfig(env) : undefined;
-  const known = config && models ? canonicalModelIds(new ModelRegistry(await loadPlugins(config.manifestPath, config.pluginPath))) : undefined;
-  const knownGuardrails = config && values.guardrails !== undefined ? config.guardrails.map((entry) => entry.name) : undefined;
+  const known =
+    config && models
+      ? canonicalModelIds(new ModelRegistry(await loadPlugins(config.manifestPath, config.pluginPath)))
+      : undefined;
+  const knownGuardrails =
+    config && values.guardrails !== undefined ? config.guardrails.map((entry) => entry.name) : undefined;
   const knownTeams = await teamIdByName(teams, values.team);
-  const { key, record } = await store.create(parseNewKey(body, { knownModels: known, knownTeams, knownGuardrails, fieldLabel: flagOf }));
+  const { key, record } = await store.create(
+    parseNewKey(body, { knownModels: known, knownTeams, knownGuardrails, fieldLabel: flagOf }),
+  );
   io.out(`Created API key ${record.id} (${record.name}).\nKey, shown this once; store it now:\n${key}\n`);
   return 0;
 }
@@ -102,11 +127,29 @@ async function teamIdByName(teams: OpenStores['teams'], name: string | undefined
 
 /** What `keys update --clear` takes: a whole field, or one side of `quota` / `budget`. */
 const CLEARABLE = [
-  'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'models', 'expires-at', 'team', 'cache', 'guardrails', 'alerts',
-  'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd',
+  'rpm',
+  'tpm',
+  'quota',
+  'budget',
+  'concurrency',
+  'models',
+  'expires-at',
+  'team',
+  'cache',
+  'guardrails',
+  'alerts',
+  'daily-tokens',
+  'monthly-tokens',
+  'daily-usd',
+  'monthly-usd',
 ] as const;
 /** Each side flag's place in `quota` or `budget`. */
-const SIDES = { 'daily-tokens': ['quota', 'daily'], 'monthly-tokens': ['quota', 'monthly'], 'daily-usd': ['budget', 'daily_usd'], 'monthly-usd': ['budget', 'monthly_usd'] } as const;
+const SIDES = {
+  'daily-tokens': ['quota', 'daily'],
+  'monthly-tokens': ['quota', 'monthly'],
+  'daily-usd': ['budget', 'daily_usd'],
+  'monthly-usd': ['budget', 'monthly_usd'],
+} as const;
 type UpdateValues = Partial<Record<keyof typeof CREATE_OPTIONS, string>>;
 
 /**
@@ -114,7 +157,11 @@ type UpdateValues = Partial<Record<keyof typeof CREATE_OPTIONS, string>>;
  * `quota` or `budget` (`--daily-usd`, `--clear monthly-tokens`) changes that side only, keeping the other as
  * the key has it; a limit left with neither side is removed.
  */
-function keyChangesOf(values: UpdateValues, cleared: ReadonlySet<string>, current: ApiKeyRecord): Record<string, unknown> {
+function keyChangesOf(
+  values: UpdateValues,
+  cleared: ReadonlySet<string>,
+  current: ApiKeyRecord,
+): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   if (values.name !== undefined) body.name = values.name;
   for (const field of ['rpm', 'tpm', 'concurrency'] as const) {
@@ -146,14 +193,28 @@ function keyChangesOf(values: UpdateValues, cleared: ReadonlySet<string>, curren
   return body;
 }
 
-async function updateKey(argv: string[], io: CliIo, { keys: store, teams }: OpenStores, env: NodeJS.ProcessEnv): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: { ...CREATE_OPTIONS, clear: { type: 'string', multiple: true } }, strict: true, allowPositionals: true });
+async function updateKey(
+  argv: string[],
+  io: CliIo,
+  { keys: store, teams }: OpenStores,
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { ...CREATE_OPTIONS, clear: { type: 'string', multiple: true } },
+    strict: true,
+    allowPositionals: true,
+  });
   if (positionals.length !== 1) throw new CliUsageError('keys update needs exactly one key id (see keys list)');
   const id = positionals[0]!;
   const cleared = new Set(values.clear ?? []);
   for (const field of cleared) {
-    if (!(CLEARABLE as readonly string[]).includes(field)) throw new CliUsageError(`--clear takes one of ${CLEARABLE.join(', ')}; got '${field}'`);
-    const flags = field === 'quota' || field === 'budget' ? Object.keys(SIDES).filter((flag) => SIDES[flag as keyof typeof SIDES][0] === field) : [field];
+    if (!(CLEARABLE as readonly string[]).includes(field))
+      throw new CliUsageError(`--clear takes one of ${CLEARABLE.join(', ')}; got '${field}'`);
+    const flags =
+      field === 'quota' || field === 'budget'
+        ? Object.keys(SIDES).filter((flag) => SIDES[flag as keyof typeof SIDES][0] === field)
+        : [field];
     const setToo = flags.find((flag) => values[flag as keyof UpdateValues] !== undefined);
     if (setToo) throw new CliUsageError(`--clear ${field} and --${setToo} contradict each other`);
   }
@@ -165,10 +226,17 @@ async function updateKey(argv: string[], io: CliIo, { keys: store, teams }: Open
   const body = keyChangesOf(values, cleared, current);
   const models = Array.isArray(body.models) && body.models.length > 0;
   const config = models || Array.isArray(body.guardrails) ? loadConfig(env) : undefined;
-  const known = config && models ? canonicalModelIds(new ModelRegistry(await loadPlugins(config.manifestPath, config.pluginPath))) : undefined;
-  const knownGuardrails = config && Array.isArray(body.guardrails) ? config.guardrails.map((entry) => entry.name) : undefined;
+  const known =
+    config && models
+      ? canonicalModelIds(new ModelRegistry(await loadPlugins(config.manifestPath, config.pluginPath)))
+      : undefined;
+  const knownGuardrails =
+    config && Array.isArray(body.guardrails) ? config.guardrails.map((entry) => entry.name) : undefined;
   const knownTeams = await teamIdByName(teams, values.team);
-  const updated = await store.update(id, parseKeyChanges(body, { knownModels: known, knownTeams, knownGuardrails, fieldLabel: updateFlagOf }));
+  const updated = await store.update(
+    id,
+    parseKeyChanges(body, { knownModels: known, knownTeams, knownGuardrails, fieldLabel: updateFlagOf }),
+  );
   if (!updated) {
     io.err(`No API key with id '${id}' (see keys list)\n`);
     return 1;
@@ -200,7 +268,20 @@ async function listKeys(argv: string[], io: CliIo, { keys: store }: OpenStores):
     guardrails: record.guardrails ? record.guardrails.join(',') || 'none' : 'default',
     alerts: record.alerts ? record.alerts.join(',') || 'none' : 'default',
   }));
-  const columns = ['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'cache', 'guardrails', 'alerts'];
+  const columns = [
+    'id',
+    'name',
+    'status',
+    'created',
+    'expires',
+    'rpm',
+    'concurrency',
+    'models',
+    'team',
+    'cache',
+    'guardrails',
+    'alerts',
+  ];
   io.out(textTable(rows, columns));
   return 0;
 }
@@ -220,7 +301,10 @@ async function revoke(argv: string[], io: CliIo, { keys: store, redis }: OpenSto
   return 0;
 }
 
-const ACTIONS: Record<string, (argv: string[], io: CliIo, stores: OpenStores, env: NodeJS.ProcessEnv) => Promise<number>> = {
+const ACTIONS: Record<
+  string,
+  (argv: string[], io: CliIo, stores: OpenStores, env: NodeJS.ProcessEnv) => Promise<number>
+> = {
   create: createKey,
   update: updateKey,
   list: listKeys,

@@ -9,14 +9,28 @@ import { textTable } from './text-table.ts';
 export const LIMITS_SYNOPSIS = 'limits [--json]';
 
 const PERIOD = { minute: 'per minute', day: 'today (UTC)', month: 'this month (UTC)' } as const;
-const KIND = { rpm: 'requests', tpm: 'tokens', quota: 'charged tokens', budget: 'USD', concurrency: 'requests at once' } as const;
+const KIND = {
+  rpm: 'requests',
+  tpm: 'tokens',
+  quota: 'charged tokens',
+  budget: 'USD',
+  concurrency: 'requests at once',
+} as const;
 
-/** One row per limit of an owner with its use: its requests per minute (a key's own or the default), then each token and money limit. */
+/**
+ * One row per limit of an owner with its use: its requests per minute (a key's own or the default), then each token and
+ * money limit.
+ */
 function rows(owner: string, use: readonly LimitUse[]): Record<string, unknown>[] {
   const lines: Record<string, unknown>[] = [];
   for (const entry of use) {
     if (entry.used === null) {
-      lines.push({ owner, limit: `${KIND[entry.kind]} ${PERIOD[entry.period]}`, used: 'not counted here', of: entry.limit });
+      lines.push({
+        owner,
+        limit: `${KIND[entry.kind]} ${PERIOD[entry.period]}`,
+        used: 'not counted here',
+        of: entry.limit,
+      });
       continue;
     }
     lines.push({
@@ -38,8 +52,17 @@ function rows(owner: string, use: readonly LimitUse[]): Record<string, unknown>[
  * the server last wrote to the data directory (about half a second behind), and requests and tokens
  * per minute, kept in the server's memory only, show as not counted here.
  */
-export async function runLimitsCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: { json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+export async function runLimitsCommand(
+  argv: string[],
+  io: CliIo,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { json: { type: 'boolean' } },
+    allowPositionals: true,
+    strict: true,
+  });
   if (positionals.length > 0) throw new CliUsageError(`limits takes no arguments (got '${positionals[0]}')`);
   const config = loadConfig(env);
   const logger = createLogger('silent');
@@ -49,7 +72,8 @@ export async function runLimitsCommand(argv: string[], io: CliIo, env: NodeJS.Pr
     const [keys, teams] = await Promise.all([stores.keys.list(), stores.teams.list()]);
     const counted = await limitUseView({ keys, teams, ledger, rate: config.rateLimit, now: Date.now() });
     // Minute counters live in the embedded server's memory only: not known here.
-    const unknownMinutes = (use: readonly LimitUse[]) => use.map((entry) => (redis || entry.period !== 'minute' ? entry : { ...entry, used: null, remaining: null }));
+    const unknownMinutes = (use: readonly LimitUse[]) =>
+      use.map((entry) => (redis || entry.period !== 'minute' ? entry : { ...entry, used: null, remaining: null }));
     const view = {
       ...counted,
       keys: counted.keys.map((key) => ({ ...key, use: unknownMinutes(key.use) })),
@@ -60,10 +84,16 @@ export async function runLimitsCommand(argv: string[], io: CliIo, env: NodeJS.Pr
       return 0;
     }
     const lines = [
-      ...view.keys.flatMap((key) => rows(`key ${key.name} (${key.id})${key.team ? `, team ${key.team}` : ''}`, key.use)),
+      ...view.keys.flatMap((key) =>
+        rows(`key ${key.name} (${key.id})${key.team ? `, team ${key.team}` : ''}`, key.use),
+      ),
       ...view.teams.flatMap((team) => rows(`team ${team.name}`, team.use)),
     ];
-    io.out(lines.length ? textTable(lines, ['owner', 'limit', 'used', 'of', 'left', 'percent', 'resets']) : 'No keys, and no team has a limit.\n');
+    io.out(
+      lines.length
+        ? textTable(lines, ['owner', 'limit', 'used', 'of', 'left', 'percent', 'resets'])
+        : 'No keys, and no team has a limit.\n',
+    );
     return 0;
   } finally {
     await stores.close();

@@ -22,7 +22,8 @@ export interface CliCommand {
   run(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): Promise<number>;
 }
 
-const HEADER = 'model-gateway: operator commands (keys, teams, service tokens, the audit log, limits, limit alerts and usage on the store the server uses: REDIS_URL, else GATEWAY_DATA_DIR, default data/; the response cache on Redis) and plugin authors\' tools';
+const HEADER =
+  "model-gateway: operator commands (keys, teams, service tokens, the audit log, limits, limit alerts and usage on the store the server uses: REDIS_URL, else GATEWAY_DATA_DIR, default data/; the response cache on Redis) and plugin authors' tools";
 
 const commands: Record<string, CliCommand> = {
   keys: { synopsis: KEYS_SYNOPSIS, run: runKeysCommand },
@@ -43,15 +44,23 @@ function helpText(): string {
   return `${HEADER}\n\n${lines.map((line) => `  ${line}`).join('\n')}\n`;
 }
 
-const processIo: CliIo = { out: (text) => void process.stdout.write(text), err: (text) => void process.stderr.write(text) };
+const processIo: CliIo = {
+  out: (text) => void process.stdout.write(text),
+  err: (text) => void process.stderr.write(text),
+};
 
 /**
  * Runs one CLI invocation (`argv` without `node` and the script) and returns its exit code: 0 done,
  * 1 failed (invalid input, unknown key id or team, store unreachable), 2 bad usage.
  */
-export async function runCli(argv: string[], io: CliIo = processIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function runCli(
+  argv: string[],
+  io: CliIo = processIo,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   const [name = 'help', ...rest] = argv;
-  const command = name === '--help' || name === '-h' ? commands.help : Object.hasOwn(commands, name) ? commands[name] : undefined;
+  const command =
+    name === '--help' || name === '-h' ? commands.help : Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!command) {
     io.err(`Unknown command '${name}'.\n\n${helpText()}`);
     return 2;

@@ -32,7 +32,11 @@ async function otlpAuditLogs(config: GatewayConfig, source: object, logger: Logg
  * `cli`, the operating-system user and host) before the stores close. A file export of the log gets the
  * records too, and so does an OTLP logs endpoint; `stdout` does not (the command's own output goes there).
  */
-export async function withOperatorStores<T>(config: GatewayConfig, options: OpenStoresOptions, work: (stores: OpenStores) => Promise<T>): Promise<T> {
+export async function withOperatorStores<T>(
+  config: GatewayConfig,
+  options: OpenStoresOptions,
+  work: (stores: OpenStores) => Promise<T>,
+): Promise<T> {
   const stores = await openStores(config, options);
   const source = {};
   const exportTo = config.auditExport && config.auditExport !== 'stdout' ? { file: config.auditExport } : undefined;
@@ -40,9 +44,14 @@ export async function withOperatorStores<T>(config: GatewayConfig, options: Open
   const trail = startAuditTrail({ source, store: stores.audit, logger, export: exportTo });
   const otlp = config.tracing.logs ? await otlpAuditLogs(config, source, logger) : undefined;
   const user = operator();
-  const scope = { principal: { actor: { kind: 'cli' as const, id: user, name: `${user}@${hostname()}` }, grants: [ADMIN_GRANT] }, source: { source, via: 'cli' as const } };
+  const scope = {
+    principal: { actor: { kind: 'cli' as const, id: user, name: `${user}@${hostname()}` }, grants: [ADMIN_GRANT] },
+    source: { source, via: 'cli' as const },
+  };
   try {
-    return await runInScope(scope, () => work({ ...stores, keys: accessKeyStore(stores.keys, stores.teams), teams: accessTeamStore(stores.teams) }));
+    return await runInScope(scope, () =>
+      work({ ...stores, keys: accessKeyStore(stores.keys, stores.teams), teams: accessTeamStore(stores.teams) }),
+    );
   } finally {
     await trail.close();
     await otlp?.shutdown();

@@ -30,7 +30,8 @@ const REPOSITORY_PLUGINS = join(CHECKOUT, 'providers');
 const CONTRACT_FILE = join(CHECKOUT, 'src', 'plugins', 'plugin-contract.ts');
 
 /** The manifest of the built-in plugins: `GATEWAY_MANIFEST`, else the repository's. */
-const builtInManifest = (env: NodeJS.ProcessEnv) => resolve(env.GATEWAY_MANIFEST ?? join(REPOSITORY_PLUGINS, 'manifest.json'));
+const builtInManifest = (env: NodeJS.ProcessEnv) =>
+  resolve(env.GATEWAY_MANIFEST ?? join(REPOSITORY_PLUGINS, 'manifest.json'));
 
 export async function runPluginCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): Promise<number> {
   const [action, ...rest] = argv;
@@ -52,10 +53,12 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
     allowPositionals: true,
   });
   const guardrail = values.guardrail === true;
-  if (positionals.length !== 1) throw new CliUsageError(`plugin new takes one ${guardrail ? 'guardrail' : 'vendor'} name.`);
+  if (positionals.length !== 1)
+    throw new CliUsageError(`plugin new takes one ${guardrail ? 'guardrail' : 'vendor'} name.`);
   const formatGiven = values.format;
   const adapted = values.adapter === true;
-  if (guardrail && formatGiven !== undefined) throw new CliUsageError('--format is for provider plugins: a guardrail reads every format.');
+  if (guardrail && formatGiven !== undefined)
+    throw new CliUsageError('--format is for provider plugins: a guardrail reads every format.');
   if (guardrail && adapted) {
     throw new CliUsageError('--adapter is for provider plugins: a guardrail reads every format.');
   }
@@ -67,10 +70,13 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
   }
   const vendor = positionals[0]!;
   const format = (values.format ?? 'chat-completions') as ScaffoldFormat;
-  if (!SCAFFOLD_FORMATS.includes(format)) throw new CliUsageError(`--format must be one of ${SCAFFOLD_FORMATS.join(', ')}, got '${values.format}'.`);
+  if (!SCAFFOLD_FORMATS.includes(format))
+    throw new CliUsageError(`--format must be one of ${SCAFFOLD_FORMATS.join(', ')}, got '${values.format}'.`);
   if (!/^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/.test(vendor)) {
     const example = guardrail ? 'acme-tickets' : 'acme or acme-cloud';
-    io.err(`Invalid ${guardrail ? 'guardrail' : 'vendor'} name '${vendor}': use lower case letters, digits and single dashes, starting with a letter (e.g. ${example}).\n`);
+    io.err(
+      `Invalid ${guardrail ? 'guardrail' : 'vendor'} name '${vendor}': use lower case letters, digits and single dashes, starting with a letter (e.g. ${example}).\n`,
+    );
     return 1;
   }
   // Without --dir, beside the gateway's own manifest (GATEWAY_MANIFEST, else the repository's providers/).
@@ -78,7 +84,8 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
   const manifestPath = join(pluginsDir, 'manifest.json');
   const folder = join(pluginsDir, vendor);
   const builtIn = builtInManifest(env);
-  const taken = [manifestPath, builtIn].filter((path, index, all) => all.indexOf(path) === index && existsSync(path))
+  const taken = [manifestPath, builtIn]
+    .filter((path, index, all) => all.indexOf(path) === index && existsSync(path))
     .find((path) => (JSON.parse(readFileSync(path, 'utf8')) as { plugins?: unknown[] }).plugins?.includes(vendor));
   if (taken) {
     io.err(`Vendor '${vendor}' exists already: ${taken} lists it. Pick another name.\n`);
@@ -92,7 +99,9 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
   // Inside the repository a plugin imports the contract by path, as its siblings do; elsewhere by package name.
   const inRepository = pluginsDir === resolve(REPOSITORY_PLUGINS);
   const contractImport = inRepository ? relative(folder, CONTRACT_FILE).split(sep).join('/') : 'model-gateway/plugin';
-  const manifest = existsSync(manifestPath) ? (JSON.parse(readFileSync(manifestPath, 'utf8')) as { plugins?: string[] }) : {};
+  const manifest = existsSync(manifestPath)
+    ? (JSON.parse(readFileSync(manifestPath, 'utf8')) as { plugins?: string[] })
+    : {};
   const files = guardrail
     ? guardrailScaffoldFiles({ name: vendor, contractImport })
     : adapted
@@ -102,28 +111,42 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
     mkdirSync(dirname(join(folder, path)), { recursive: true });
     writeFileSync(join(folder, path), content);
   }
-  writeFileSync(manifestPath, `${JSON.stringify({ ...manifest, plugins: [...(manifest.plugins ?? []), vendor] }, null, 2)}\n`);
+  writeFileSync(
+    manifestPath,
+    `${JSON.stringify({ ...manifest, plugins: [...(manifest.plugins ?? []), vendor] }, null, 2)}\n`,
+  );
   // Outside the gateway's checkout, a plugins directory without a package.json becomes a plugin package (an
   // existing package.json, tsconfig.json… is left as it is): built to dist/ against the installed gateway's
   // contract, never against a path into a checkout, so the compiler writes nothing outside the package.
   const packageJson = join(pluginsDir, 'package.json');
-  const written = !`${realpathSync(pluginsDir)}${sep}`.startsWith(CHECKOUT) && !existsSync(packageJson)
-    ? Object.entries(
-        packageFiles({
-          name: packageName(basename(pluginsDir)),
-          gateway: `file:${relative(pluginsDir, CHECKOUT).split(sep).join('/') || '.'}`,
-          typescript: gatewayTypeScript(),
-          sourceMaps: adapted,
-        }),
-      )
-        .filter(([path]) => !existsSync(join(pluginsDir, path)))
-    : [];
+  const written =
+    !`${realpathSync(pluginsDir)}${sep}`.startsWith(CHECKOUT) && !existsSync(packageJson)
+      ? Object.entries(
+          packageFiles({
+            name: packageName(basename(pluginsDir)),
+            gateway: `file:${relative(pluginsDir, CHECKOUT).split(sep).join('/') || '.'}`,
+            typescript: gatewayTypeScript(),
+            sourceMaps: adapted,
+          }),
+        ).filter(([path]) => !existsSync(join(pluginsDir, path)))
+      : [];
   for (const [path, content] of written) writeFileSync(join(pluginsDir, path), content);
   const packaged = typeof packageScripts(packageJson).build === 'string';
 
   const prefix = envPrefix(vendor);
   if (guardrail) {
-    io.out(guardrailNextSteps(vendor, folder, files, manifestPath, pluginsDir, written.map(([path]) => path), packaged, values.dir !== undefined));
+    io.out(
+      guardrailNextSteps(
+        vendor,
+        folder,
+        files,
+        manifestPath,
+        pluginsDir,
+        written.map(([path]) => path),
+        packaged,
+        values.dir !== undefined,
+      ),
+    );
     return 0;
   }
   const tsconfig = join(pluginsDir, 'tsconfig.json');
@@ -131,16 +154,23 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
   const withoutSourceMaps = adapted && packaged && existsSync(tsconfig) && !mapsSource(tsconfig);
   io.out(
     [
-      `Created ${folder}/ (${adapted ? 'a route adapter: the vendor\'s own format on chat-completions' : format}):`,
+      `Created ${folder}/ (${adapted ? "a route adapter: the vendor's own format on chat-completions" : format}):`,
       ...Object.keys(files).map((path) => `  ${vendor}/${path}`),
       `Added '${vendor}' to ${manifestPath} (last in the catalog).`,
-      ...(written.length ? [`Wrote ${written.map(([path]) => path).join(', ')} in ${pluginsDir}: a plugin package, built to dist/ (docs/plugins.md, "Plugin packages").`] : []),
+      ...(written.length
+        ? [
+            `Wrote ${written.map(([path]) => path).join(', ')} in ${pluginsDir}: a plugin package, built to dist/ (docs/plugins.md, "Plugin packages").`,
+          ]
+        : []),
       ...(written.some(([path]) => path === 'package.json') && !written.some(([path]) => path === 'tsconfig.json')
-        ? [`Kept ${join(pluginsDir, 'tsconfig.json')}: npm run build needs it to compile to dist/ (rootDir ".", outDir "dist", no noEmit, no paths into a checkout).`]
+        ? [
+            `Kept ${join(pluginsDir, 'tsconfig.json')}: npm run build needs it to compile to dist/ (rootDir ".", outDir "dist", no noEmit, no paths into a checkout).`,
+          ]
         : []),
       ...(withoutSourceMaps
         ? [
-            `Add "sourceMap": true to the compilerOptions of ${tsconfig}: ` + "a fault's stack then names your TypeScript lines.",
+            `Add "sourceMap": true to the compilerOptions of ${tsconfig}: ` +
+              "a fault's stack then names your TypeScript lines.",
           ]
         : []),
       '',
@@ -165,7 +195,9 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
             ]
           : []),
         `npx model-gateway plugin test ${folder}`,
-        ...(values.dir ? [`Run the gateway with GATEWAY_PLUGIN_PATH=${packaged ? join(pluginsDir, 'dist') : pluginsDir}`] : []),
+        ...(values.dir
+          ? [`Run the gateway with GATEWAY_PLUGIN_PATH=${packaged ? join(pluginsDir, 'dist') : pluginsDir}`]
+          : []),
         `Point it at the provider: ${prefix}_BASE_URL=https://… (with the version prefix) ${prefix}_API_KEY=…`,
       ].map((step, index) => `  ${index + 1}. ${step}`),
       '',
@@ -175,20 +207,39 @@ function newPlugin(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): number {
 }
 
 /** What `plugin new --guardrail` did, and what to do next. */
-function guardrailNextSteps(name: string, folder: string, files: Record<string, string>, manifestPath: string, pluginsDir: string, written: readonly string[], packaged: boolean, outside: boolean): string {
+function guardrailNextSteps(
+  name: string,
+  folder: string,
+  files: Record<string, string>,
+  manifestPath: string,
+  pluginsDir: string,
+  written: readonly string[],
+  packaged: boolean,
+  outside: boolean,
+): string {
   return [
     `Created ${folder}/ (a guardrail plugin):`,
     ...Object.keys(files).map((path) => `  ${name}/${path}`),
     `Added '${name}' to ${manifestPath}.`,
-    ...(written.length ? [`Wrote ${written.join(', ')} in ${pluginsDir}: a plugin package, built to dist/ (docs/plugins.md, "Plugin packages").`] : []),
+    ...(written.length
+      ? [
+          `Wrote ${written.join(', ')} in ${pluginsDir}: a plugin package, built to dist/ (docs/plugins.md, "Plugin packages").`,
+        ]
+      : []),
     '',
     'Next:',
     ...[
       `Edit ${join(folder, 'index.ts')}: what scan finds, and maxFindingChars (guide: docs/guardrails.md).`,
       `Edit the examples in ${join(folder, '__fixtures__')}/*.guardrail.json: texts and what scan must find in them.`,
-      ...(packaged ? [`npm install in ${pluginsDir}, then npm run typecheck and npm run build: ${join(pluginsDir, 'dist')}/ holds it as JavaScript`] : []),
+      ...(packaged
+        ? [
+            `npm install in ${pluginsDir}, then npm run typecheck and npm run build: ${join(pluginsDir, 'dist')}/ holds it as JavaScript`,
+          ]
+        : []),
       `npx model-gateway plugin test ${folder}`,
-      ...(outside ? [`Run the gateway with GATEWAY_PLUGIN_PATH=${packaged ? join(pluginsDir, 'dist') : pluginsDir}`] : []),
+      ...(outside
+        ? [`Run the gateway with GATEWAY_PLUGIN_PATH=${packaged ? join(pluginsDir, 'dist') : pluginsDir}`]
+        : []),
       `Turn it on in the config file: guardrails: [{ name: ${name}, use: ${name}, on: both, action: block }]`,
     ].map((step, index) => `  ${index + 1}. ${step}`),
     '',
@@ -207,7 +258,9 @@ function packageScripts(path: string): Record<string, unknown> {
 /** The typescript the gateway is built with (its package.json), for a plugin package's devDependencies. */
 function gatewayTypeScript(): string {
   try {
-    const own = JSON.parse(readFileSync(join(CHECKOUT, 'package.json'), 'utf8')) as { devDependencies?: Record<string, string> };
+    const own = JSON.parse(readFileSync(join(CHECKOUT, 'package.json'), 'utf8')) as {
+      devDependencies?: Record<string, string>;
+    };
     return own.devDependencies?.typescript ?? '^5.9.0';
   } catch {
     return '^5.9.0';
@@ -224,16 +277,27 @@ async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): P
   // A compiled plugin's faults then name its TypeScript lines (where its package writes source maps).
   process.setSourceMapsEnabled(true);
   if (positionals.length !== 1) throw new CliUsageError('plugin test takes one directory.');
-  if ((values.upstream === undefined) !== (values.key === undefined)) throw new CliUsageError('--upstream and --key go together: the live vendor\'s base URL and a key for it.');
+  if ((values.upstream === undefined) !== (values.key === undefined))
+    throw new CliUsageError("--upstream and --key go together: the live vendor's base URL and a key for it.");
   const directory = resolve(positionals[0]!);
   const builtIn = builtInManifest(env);
   // The plugins the gateway would load beside it (GATEWAY_PLUGIN_PATH), so that collisions show here, not at start-up.
-  const configured = (env.GATEWAY_PLUGIN_PATH ?? '').split(':').filter(Boolean).map((path) => resolve(path));
+  const configured = (env.GATEWAY_PLUGIN_PATH ?? '')
+    .split(':')
+    .filter(Boolean)
+    .map((path) => resolve(path));
   const withConfigured = (tested: string) => [...configured.filter((path) => path !== tested), tested];
   let options: ConformanceOptions;
   if (existsSync(join(directory, 'manifest.json'))) {
     const manifest = join(directory, 'manifest.json');
-    options = manifest === builtIn ? { manifestPath: builtIn, pluginPath: configured } : { manifestPath: builtIn, pluginPath: withConfigured(directory), vendors: readManifest(manifest).map((folder) => folder.name) };
+    options =
+      manifest === builtIn
+        ? { manifestPath: builtIn, pluginPath: configured }
+        : {
+            manifestPath: builtIn,
+            pluginPath: withConfigured(directory),
+            vendors: readManifest(manifest).map((folder) => folder.name),
+          };
   } else if (PLUGIN_ENTRY_FILES.some((file) => existsSync(join(directory, file)))) {
     const manifest = join(dirname(directory), 'manifest.json');
     const vendor = basename(directory);
@@ -241,7 +305,10 @@ async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): P
       io.err(`No manifest lists '${vendor}': add it to ${manifest} ({"plugins": [..., "${vendor}"]}).\n`);
       return 1;
     }
-    options = manifest === builtIn ? { manifestPath: builtIn, pluginPath: configured, vendors: [vendor] } : { manifestPath: builtIn, pluginPath: withConfigured(dirname(directory)), vendors: [vendor] };
+    options =
+      manifest === builtIn
+        ? { manifestPath: builtIn, pluginPath: configured, vendors: [vendor] }
+        : { manifestPath: builtIn, pluginPath: withConfigured(dirname(directory)), vendors: [vendor] };
   } else {
     io.err(`${directory} holds neither a manifest.json nor a plugin (${PLUGIN_ENTRY_FILES.join(', ')}).\n`);
     return 1;
@@ -249,8 +316,13 @@ async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): P
 
   // Type-check first: a misspelled field or a wrong type is a compile error with a line number.
   if (options.vendors && options.pluginPath?.length) {
-    const tested = pluginFolders(options.manifestPath, options.pluginPath).filter((folder) => options.vendors!.includes(folder.name) && folder.manifestPath !== builtIn);
-    const errors = await typeCheckPlugins(tested.map((folder) => folder.directory), CONTRACT_FILE);
+    const tested = pluginFolders(options.manifestPath, options.pluginPath).filter(
+      (folder) => options.vendors!.includes(folder.name) && folder.manifestPath !== builtIn,
+    );
+    const errors = await typeCheckPlugins(
+      tested.map((folder) => folder.directory),
+      CONTRACT_FILE,
+    );
     if (errors?.length) {
       io.out(`✘ type check: ${errors.length} error(s)\n${errors.map((error) => `    ${error}\n`).join('')}`);
       return 1;
@@ -265,7 +337,9 @@ async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): P
       io.out(`✔ ${plugin.vendor}: ${plugin.checks} checks passed (${plugin.directory})\n`);
       for (const note of plugin.notes) io.out(`    ${note}\n`);
     } else {
-      io.out(`✘ ${plugin.vendor}: ${plugin.failures.length} failure(s) in ${plugin.checks} checks (${plugin.directory})\n`);
+      io.out(
+        `✘ ${plugin.vendor}: ${plugin.failures.length} failure(s) in ${plugin.checks} checks (${plugin.directory})\n`,
+      );
       for (const failure of plugin.failures) io.out(`    ${formatFailure(failure)}\n`);
     }
   }
@@ -276,8 +350,15 @@ async function testPlugins(argv: string[], io: CliIo, env: NodeJS.ProcessEnv): P
 }
 
 /** `--upstream URL --key KEY`: one minimal request per declared route of the tested plugins, to the live vendor. */
-async function checkAgainstVendor(options: ConformanceOptions, baseUrl: string, key: string, io: CliIo): Promise<boolean> {
-  const folders = pluginFolders(options.manifestPath, options.pluginPath ?? []).filter((folder) => (options.vendors ? options.vendors.includes(folder.name) : true));
+async function checkAgainstVendor(
+  options: ConformanceOptions,
+  baseUrl: string,
+  key: string,
+  io: CliIo,
+): Promise<boolean> {
+  const folders = pluginFolders(options.manifestPath, options.pluginPath ?? []).filter((folder) =>
+    options.vendors ? options.vendors.includes(folder.name) : true,
+  );
   const plugins = await Promise.all(folders.map((folder) => loadPluginFolder(folder)));
   const results = await checkLiveVendor(plugins, baseUrl, key);
   for (const result of results) {

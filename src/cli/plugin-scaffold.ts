@@ -1,4 +1,6 @@
-/** The files `model-gateway plugin new` writes for one vendor, per upstream wire format, and around a plugin package. */
+/**
+ * The files `model-gateway plugin new` writes for one vendor, per upstream wire format, and around a plugin package.
+ */
 
 import { pluginPackageCompilerOptions } from './plugin-typecheck.ts';
 
@@ -111,18 +113,47 @@ function streamChunks(format: ScaffoldFormat, model: string): string[] {
   switch (format) {
     case 'chat-completions': {
       const chunk = (delta: object, finish: string | null) =>
-        JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }] });
+        JSON.stringify({
+          id: 'chatcmpl-1',
+          object: 'chat.completion.chunk',
+          created,
+          model,
+          choices: [{ index: 0, delta, finish_reason: finish }],
+        });
       return [
         chunk({ role: 'assistant', content: '' }, null),
         chunk({ content: 'Hello' }, null),
         chunk({ content: ' there.' }, 'stop'),
-        JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created, model, choices: [], usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15, prompt_tokens_details: { cached_tokens: 0 } } }),
+        JSON.stringify({
+          id: 'chatcmpl-1',
+          object: 'chat.completion.chunk',
+          created,
+          model,
+          choices: [],
+          usage: {
+            prompt_tokens: 12,
+            completion_tokens: 3,
+            total_tokens: 15,
+            prompt_tokens_details: { cached_tokens: 0 },
+          },
+        }),
         '[DONE]',
       ];
     }
     case 'messages':
       return [
-        JSON.stringify({ type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model, content: [], stop_reason: null, usage: { input_tokens: 12, output_tokens: 1 } } }),
+        JSON.stringify({
+          type: 'message_start',
+          message: {
+            id: 'msg_1',
+            type: 'message',
+            role: 'assistant',
+            model,
+            content: [],
+            stop_reason: null,
+            usage: { input_tokens: 12, output_tokens: 1 },
+          },
+        }),
         JSON.stringify({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
         JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hello there.' } }),
         JSON.stringify({ type: 'content_block_stop', index: 0 }),
@@ -130,15 +161,38 @@ function streamChunks(format: ScaffoldFormat, model: string): string[] {
         JSON.stringify({ type: 'message_stop' }),
       ];
     case 'responses': {
-      const response = (status: string, extra: object = {}) => ({ id: 'resp_1', object: 'response', created_at: created, status, model, output: [], ...extra });
+      const response = (status: string, extra: object = {}) => ({
+        id: 'resp_1',
+        object: 'response',
+        created_at: created,
+        status,
+        model,
+        output: [],
+        ...extra,
+      });
       return [
         JSON.stringify({ type: 'response.created', sequence_number: 0, response: response('in_progress') }),
-        JSON.stringify({ type: 'response.output_text.delta', sequence_number: 1, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Hello there.' }),
+        JSON.stringify({
+          type: 'response.output_text.delta',
+          sequence_number: 1,
+          item_id: 'msg_1',
+          output_index: 0,
+          content_index: 0,
+          delta: 'Hello there.',
+        }),
         JSON.stringify({
           type: 'response.completed',
           sequence_number: 2,
           response: response('completed', {
-            output: [{ type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello there.', annotations: [] }] }],
+            output: [
+              {
+                type: 'message',
+                id: 'msg_1',
+                role: 'assistant',
+                status: 'completed',
+                content: [{ type: 'output_text', text: 'Hello there.', annotations: [] }],
+              },
+            ],
             usage: { input_tokens: 12, input_tokens_details: { cached_tokens: 0 }, output_tokens: 3, total_tokens: 15 },
           }),
         }),
@@ -189,7 +243,10 @@ ${NATIVE_CHAT[format]}
 export interface PackageInput {
   /** The package name. */
   readonly name: string;
-  /** Whether the build writes source maps (so that a fault's stack names the TypeScript lines): a package begun with an adapter. */
+  /**
+   * Whether the build writes source maps (so that a fault's stack names the TypeScript lines): a package begun with an
+   * adapter.
+   */
   readonly sourceMaps?: boolean;
   /** The devDependency spec of the gateway whose contract the plugins compile against, e.g. `file:../model-gateway`. */
   readonly gateway: string;
@@ -261,7 +318,11 @@ export function packageFiles({ name, gateway, typescript, sourceMaps = false }: 
 
 /** An npm package name made of a directory name: lower case, URL-safe, `gateway-plugins` when nothing is left. */
 export function packageName(directoryName: string): string {
-  const name = directoryName.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+|-+$/g, '').slice(0, 214);
+  const name = directoryName
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, '-')
+    .replace(/^[._-]+|-+$/g, '')
+    .slice(0, 214);
   return name || 'gateway-plugins';
 }
 
@@ -269,7 +330,13 @@ export function packageName(directoryName: string): string {
 export const envPrefix = (vendor: string) => vendor.toUpperCase().replace(/-/g, '_');
 
 /** The files `plugin new NAME --guardrail` writes in the guardrail's folder: the declaration and its examples. */
-export function guardrailScaffoldFiles({ name, contractImport }: { readonly name: string; readonly contractImport: string }): ScaffoldFiles {
+export function guardrailScaffoldFiles({
+  name,
+  contractImport,
+}: {
+  readonly name: string;
+  readonly contractImport: string;
+}): ScaffoldFiles {
   const index = `import { defineGuardrail, type GuardrailFinding } from '${contractImport}';
 
 /** The longest prefix \`options.prefix\` may set: with the six digits, a finding is at most 23 characters. */
@@ -316,7 +383,10 @@ export default defineGuardrail({
       { text: 'Nothing to see here.', finds: [] },
     ],
   };
-  const custom = { options: { prefix: 'OPS' }, examples: [{ text: 'Escalate OPS-424242, not TICKET-424242.', finds: ['OPS-424242'] }] };
+  const custom = {
+    options: { prefix: 'OPS' },
+    examples: [{ text: 'Escalate OPS-424242, not TICKET-424242.', finds: ['OPS-424242'] }],
+  };
   return {
     'index.ts': index,
     '__fixtures__/tickets.guardrail.json': `${JSON.stringify(examples, null, 2)}\n`,
@@ -330,7 +400,13 @@ export default defineGuardrail({
  * (the conformance suite answers with them: the mock upstream speaks only the gateway's formats). The
  * vendor's shapes are placeholders of a typical generation API, to replace with the real one's.
  */
-export function adapterScaffoldFiles({ vendor, contractImport }: { readonly vendor: string; readonly contractImport: string }): ScaffoldFiles {
+export function adapterScaffoldFiles({
+  vendor,
+  contractImport,
+}: {
+  readonly vendor: string;
+  readonly contractImport: string;
+}): ScaffoldFiles {
   const model = `${vendor}-1`;
   const index = `import { definePlugin } from '${contractImport}';
 import { chatCompletionsAdapter, nativeChat } from './chat-completions.ts';
@@ -373,7 +449,8 @@ export default definePlugin({
  * The vendor's own wire format. Placeholders of a typical generation API: replace them with what the
  * vendor's API reference says, then record real answers into __fixtures__ (docs/plugins.md).
  *
- *   POST /generate   {"model": "…", "turns": [{"speaker": "system" | "user" | "assistant", "text": "…"}], "max_output": 256, "stream": true}
+ * POST /generate {"model": "…", "turns": [{"speaker": "system" | "user" | "assistant", "text": "…"}], "max_output":
+ * 256, "stream": true}
  *   → {"output": {"text": "…"}, "usage": {"input": 12, "output": 7}}
  *   → (stream) event: delta {"text": "…"} … event: done {"usage": {…}}; errors {"error": {"code": "…", "message": "…"}}
  */
@@ -514,14 +591,27 @@ export const nativeChat = {
 `;
   const upstreamModel = model;
   const chunkLine = (delta: object, finish: string | null) =>
-    JSON.stringify({ id: "chatcmpl-(the request's id)", object: 'chat.completion.chunk', created: 1763856000, model: upstreamModel, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
+    JSON.stringify({
+      id: "chatcmpl-(the request's id)",
+      object: 'chat.completion.chunk',
+      created: 1763856000,
+      model: upstreamModel,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    });
   const usage = { inputTokens: 12, outputTokens: 3, cachedTokens: 0 };
   const answer = {
     id: "chatcmpl-(the request's id)",
     object: 'chat.completion',
     created: 1763856000,
     model: upstreamModel,
-    choices: [{ index: 0, message: { role: 'assistant', content: 'Hello there.', refusal: null }, logprobs: null, finish_reason: 'stop' }],
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: 'Hello there.', refusal: null },
+        logprobs: null,
+        finish_reason: 'stop',
+      },
+    ],
     usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15, prompt_tokens_details: { cached_tokens: 0 } },
   };
   return {
@@ -532,7 +622,12 @@ export const nativeChat = {
     '__fixtures__/generate.body.json': `${JSON.stringify({ output: { text: 'Hello there.' }, usage: { input: 12, output: 3 } })}\n`,
     '__fixtures__/generate.expected.json': `${JSON.stringify(answer, null, 2)}\n`,
     '__fixtures__/generate-stream.fixture.json': `${JSON.stringify({ route: 'chat-completions', model: `${vendor}/${model}`, usage }, null, 2)}\n`,
-    '__fixtures__/generate-stream.sse': ['event: delta\ndata: {"text":"Hello"}\n', 'event: delta\ndata: {"text":" there."}\n', 'event: done\ndata: {"usage":{"input":12,"output":3}}\n', ''].join('\n'),
+    '__fixtures__/generate-stream.sse': [
+      'event: delta\ndata: {"text":"Hello"}\n',
+      'event: delta\ndata: {"text":" there."}\n',
+      'event: done\ndata: {"usage":{"input":12,"output":3}}\n',
+      '',
+    ].join('\n'),
     '__fixtures__/generate-stream.expected.txt': `${[chunkLine({ role: 'assistant', content: 'Hello' }, null), chunkLine({ content: ' there.' }, null), chunkLine({}, 'stop'), '[DONE]'].join('\n')}\n`,
   };
 }

@@ -2,7 +2,9 @@ import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
-/** What every plugin is compiled with, by `plugin test` and by a plugin package's `tsconfig.json`: strict ES modules. */
+/**
+ * What every plugin is compiled with, by `plugin test` and by a plugin package's `tsconfig.json`: strict ES modules.
+ */
 const PLUGIN_COMPILER_OPTIONS = {
   target: 'ES2022',
   module: 'NodeNext',
@@ -32,13 +34,24 @@ export function pluginCompilerOptions(contractFile: string): Record<string, unkn
  * nothing at all when a file does not type-check.
  */
 export function pluginPackageCompilerOptions(): Record<string, unknown> {
-  return { ...PLUGIN_COMPILER_OPTIONS, rewriteRelativeImportExtensions: true, rootDir: '.', outDir: 'dist', noEmitOnError: true };
+  return {
+    ...PLUGIN_COMPILER_OPTIONS,
+    rewriteRelativeImportExtensions: true,
+    rootDir: '.',
+    outDir: 'dist',
+    noEmitOnError: true,
+  };
 }
 
 /** The TypeScript files of a plugin folder (fixtures aside). */
 function typeScriptFiles(directory: string): string[] {
   return readdirSync(directory, { recursive: true, encoding: 'utf8' })
-    .filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts') && !file.split(/[\\/]/).some((part) => part === 'node_modules' || part === '__fixtures__'))
+    .filter(
+      (file) =>
+        file.endsWith('.ts') &&
+        !file.endsWith('.d.ts') &&
+        !file.split(/[\\/]/).some((part) => part === 'node_modules' || part === '__fixtures__'),
+    )
     .map((file) => join(directory, file));
 }
 
@@ -47,13 +60,16 @@ function typeScriptFiles(directory: string): string[] {
  * gateway resolves. One line per error, `file(line,col): message`; `undefined` when there is nothing to
  * check or no compiler to check it with (a production install without typescript).
  */
-export async function typeCheckPlugins(folders: readonly string[], contractFile: string): Promise<string[] | undefined> {
+export async function typeCheckPlugins(
+  folders: readonly string[],
+  contractFile: string,
+): Promise<string[] | undefined> {
   const files = folders.filter((folder) => existsSync(folder)).flatMap(typeScriptFiles);
   if (files.length === 0) return undefined;
   let ts: typeof import('typescript');
   try {
     ts = (await import(createRequire(import.meta.url).resolve('typescript'))) as typeof import('typescript');
-    ts = ((ts as unknown as { default?: typeof ts }).default ?? ts);
+    ts = (ts as unknown as { default?: typeof ts }).default ?? ts;
   } catch {
     return undefined;
   }

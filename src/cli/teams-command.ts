@@ -10,7 +10,8 @@ import { booleanOf, LIMIT_FLAGS, namesOf, numberOf, percentsOf } from './keys-co
 import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
 
-const LIMIT_SYNOPSIS = '[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false] [--guardrails NAME,... (\'\' for none)] [--alerts PERCENT,... (\'\' for none)]';
+const LIMIT_SYNOPSIS =
+  "[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false] [--guardrails NAME,... ('' for none)] [--alerts PERCENT,... ('' for none)]";
 
 export const TEAMS_SYNOPSIS = `teams create NAME ${LIMIT_SYNOPSIS}
 teams list
@@ -30,23 +31,32 @@ const LIMIT_OPTIONS = {
 type LimitFlag = keyof typeof LIMIT_OPTIONS;
 
 /** The limits' flags and `--cache`, the team's response cache setting. */
-const TEAM_OPTIONS = { ...LIMIT_OPTIONS, cache: { type: 'string' }, guardrails: { type: 'string' }, alerts: { type: 'string' } } as const;
+const TEAM_OPTIONS = {
+  ...LIMIT_OPTIONS,
+  cache: { type: 'string' },
+  guardrails: { type: 'string' },
+  alerts: { type: 'string' },
+} as const;
 
 /** Each flag's place in a team: a top-level limit, or one side of `quota` / `budget`. */
-const PLACE_OF: Record<LimitFlag, readonly [field: 'rpm' | 'tpm' | 'quota' | 'budget' | 'concurrency', side?: string]> = {
-  rpm: ['rpm'],
-  tpm: ['tpm'],
-  concurrency: ['concurrency'],
-  'daily-tokens': ['quota', 'daily'],
-  'monthly-tokens': ['quota', 'monthly'],
-  'daily-usd': ['budget', 'daily_usd'],
-  'monthly-usd': ['budget', 'monthly_usd'],
-};
+const PLACE_OF: Record<LimitFlag, readonly [field: 'rpm' | 'tpm' | 'quota' | 'budget' | 'concurrency', side?: string]> =
+  {
+    rpm: ['rpm'],
+    tpm: ['tpm'],
+    concurrency: ['concurrency'],
+    'daily-tokens': ['quota', 'daily'],
+    'monthly-tokens': ['quota', 'monthly'],
+    'daily-usd': ['budget', 'daily_usd'],
+    'monthly-usd': ['budget', 'monthly_usd'],
+  };
 
-const flagOf = (path: string) => (path === 'name' ? 'NAME' : LIMIT_FLAGS[path] ?? `--${path}`);
+const flagOf = (path: string) => (path === 'name' ? 'NAME' : (LIMIT_FLAGS[path] ?? `--${path}`));
 
 function teamName(positionals: string[], action: string): string {
-  if (positionals.length !== 1) throw new CliUsageError(`teams ${action} needs exactly one team name${action === 'create' ? '' : ' (see teams list)'}`);
+  if (positionals.length !== 1)
+    throw new CliUsageError(
+      `teams ${action} needs exactly one team name${action === 'create' ? '' : ' (see teams list)'}`,
+    );
   return positionals[0]!;
 }
 
@@ -66,7 +76,11 @@ function limitsOf(values: Partial<Record<LimitFlag, string>>): Record<string, un
  * `quota` or `budget` (`--daily-usd`, `--clear monthly-tokens`) changes that side only, keeping the other
  * as the team has it; a limit left with neither side is removed.
  */
-function changesOf(values: Partial<Record<LimitFlag | 'cache' | 'guardrails' | 'alerts', string>>, cleared: ReadonlySet<string>, current: TeamRecord): Record<string, unknown> {
+function changesOf(
+  values: Partial<Record<LimitFlag | 'cache' | 'guardrails' | 'alerts', string>>,
+  cleared: ReadonlySet<string>,
+  current: TeamRecord,
+): Record<string, unknown> {
   const given = limitsOf(values);
   const body: Record<string, unknown> = {};
   if (cleared.has('cache')) body.cache = null;
@@ -90,8 +104,18 @@ function changesOf(values: Partial<Record<LimitFlag | 'cache' | 'guardrails' | '
   return body;
 }
 
-async function createTeam(argv: string[], io: CliIo, { teams }: OpenStores, guardrails?: readonly string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: TEAM_OPTIONS, strict: true, allowPositionals: true });
+async function createTeam(
+  argv: string[],
+  io: CliIo,
+  { teams }: OpenStores,
+  guardrails?: readonly string[],
+): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: TEAM_OPTIONS,
+    strict: true,
+    allowPositionals: true,
+  });
   const cache = values.cache === undefined ? {} : { cache: booleanOf(values.cache) };
   const named = values.guardrails === undefined ? {} : { guardrails: namesOf(values.guardrails) };
   const alerts = values.alerts === undefined ? {} : { alerts: percentsOf(values.alerts) };
@@ -122,20 +146,59 @@ async function listTeams(argv: string[], io: CliIo, { teams }: OpenStores): Prom
     guardrails: team.guardrails ? team.guardrails.join(',') || 'none' : '-',
     alerts: team.alerts ? team.alerts.join(',') || 'none' : '-',
   }));
-  const columns = ['name', 'created', 'rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency', 'cache'];
+  const columns = [
+    'name',
+    'created',
+    'rpm',
+    'tpm',
+    'daily-tokens',
+    'monthly-tokens',
+    'daily-usd',
+    'monthly-usd',
+    'concurrency',
+    'cache',
+  ];
   io.out(textTable(rows, [...columns, 'guardrails', 'alerts']));
   return 0;
 }
 
-const CLEARABLE = new Set(['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', 'alerts', ...Object.keys(PLACE_OF)]);
+const CLEARABLE = new Set([
+  'rpm',
+  'tpm',
+  'quota',
+  'budget',
+  'concurrency',
+  'cache',
+  'guardrails',
+  'alerts',
+  ...Object.keys(PLACE_OF),
+]);
 
-async function updateTeam(argv: string[], io: CliIo, { teams }: OpenStores, guardrails?: readonly string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: { ...TEAM_OPTIONS, clear: { type: 'string', multiple: true } }, strict: true, allowPositionals: true });
+async function updateTeam(
+  argv: string[],
+  io: CliIo,
+  { teams }: OpenStores,
+  guardrails?: readonly string[],
+): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { ...TEAM_OPTIONS, clear: { type: 'string', multiple: true } },
+    strict: true,
+    allowPositionals: true,
+  });
   const name = teamName(positionals, 'update');
   const cleared = new Set(values.clear ?? []);
   for (const field of cleared) {
-    if (!CLEARABLE.has(field)) throw new CliUsageError(`--clear takes one of ${[...CLEARABLE].join(', ')}; got '${field}'`);
-    const setToo = field === 'cache' || field === 'guardrails' || field === 'alerts' ? (values[field] !== undefined ? field : undefined) : (Object.keys(PLACE_OF) as LimitFlag[]).find((flag) => values[flag] !== undefined && (flag === field || PLACE_OF[flag][0] === field));
+    if (!CLEARABLE.has(field))
+      throw new CliUsageError(`--clear takes one of ${[...CLEARABLE].join(', ')}; got '${field}'`);
+    const setToo =
+      field === 'cache' || field === 'guardrails' || field === 'alerts'
+        ? values[field] !== undefined
+          ? field
+          : undefined
+        : (Object.keys(PLACE_OF) as LimitFlag[]).find(
+            (flag) => values[flag] !== undefined && (flag === field || PLACE_OF[flag][0] === field),
+          );
     if (setToo) throw new CliUsageError(`--clear ${field} and --${setToo} contradict each other`);
   }
   const current = await teams.get(name);
@@ -183,19 +246,37 @@ function describeLimits(team: TeamRecord): string {
   return parts.length ? parts.join(', ') : 'no limits';
 }
 
-const ACTIONS: Record<string, (argv: string[], io: CliIo, stores: OpenStores, guardrails?: readonly string[]) => Promise<number>> = {
+const ACTIONS: Record<
+  string,
+  (argv: string[], io: CliIo, stores: OpenStores, guardrails?: readonly string[]) => Promise<number>
+> = {
   create: createTeam,
   list: listTeams,
   update: updateTeam,
   delete: removeTeam,
 };
 
-/** `teams create|list|update|delete` on the stores the server of `env` uses (Redis, else the data directory), as `keys` does. */
-export async function runTeamsCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+/**
+ * `teams create|list|update|delete` on the stores the server of `env` uses (Redis, else the data directory), as `keys`
+ * does.
+ */
+export async function runTeamsCommand(
+  argv: string[],
+  io: CliIo,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   const [action, ...rest] = argv;
   const run = action === undefined ? undefined : ACTIONS[action];
-  if (!run) throw new CliUsageError(action === undefined ? 'teams needs an action' : `unknown teams action '${action}'`);
+  if (!run)
+    throw new CliUsageError(action === undefined ? 'teams needs an action' : `unknown teams action '${action}'`);
   const config = loadConfig(env);
   // A team's guardrails are checked against those the configuration holds.
-  return withOperatorStores(config, { unreachableRedis: 'fail' }, (stores) => run(rest, io, stores, config.guardrails.map((entry) => entry.name)));
+  return withOperatorStores(config, { unreachableRedis: 'fail' }, (stores) =>
+    run(
+      rest,
+      io,
+      stores,
+      config.guardrails.map((entry) => entry.name),
+    ),
+  );
 }

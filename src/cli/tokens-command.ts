@@ -12,30 +12,58 @@ export const TOKENS_SYNOPSIS = `tokens create --name NAME --role admin|team-admi
 tokens list
 tokens revoke TOKEN_ID`;
 
-const CREATE = { name: { type: 'string' }, role: { type: 'string' }, teams: { type: 'string' }, 'expires-at': { type: 'string' } } as const;
+const CREATE = {
+  name: { type: 'string' },
+  role: { type: 'string' },
+  teams: { type: 'string' },
+  'expires-at': { type: 'string' },
+} as const;
 
 /**
  * `tokens create|list|revoke`: service tokens for the admin API (`Authorization: Bearer gwt_…`), each
  * with a role, on the store the server uses. The token is shown once; only its hash is stored.
  */
-export async function runTokensCommand(argv: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function runTokensCommand(
+  argv: string[],
+  io: CliIo,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   const [action, ...rest] = argv;
-  if (!['create', 'list', 'revoke'].includes(action ?? '')) throw new CliUsageError(action === undefined ? 'tokens needs an action' : `unknown tokens action '${action}'`);
+  if (!['create', 'list', 'revoke'].includes(action ?? ''))
+    throw new CliUsageError(action === undefined ? 'tokens needs an action' : `unknown tokens action '${action}'`);
   return withOperatorStores(loadConfig(env), { unreachableRedis: 'fail' }, async ({ tokens }) => {
     if (action === 'create') {
       const { values } = parseArgs({ args: rest, options: CREATE, strict: true, allowPositionals: false });
-      const input = parseNewToken({ name: values.name, role: values.role, ...(values.teams !== undefined && { teams: namesOf(values.teams) }), ...(values['expires-at'] !== undefined && { expires_at: values['expires-at'] }) });
+      const input = parseNewToken({
+        name: values.name,
+        role: values.role,
+        ...(values.teams !== undefined && { teams: namesOf(values.teams) }),
+        ...(values['expires-at'] !== undefined && { expires_at: values['expires-at'] }),
+      });
       const actor = actorOf(currentScope()!.principal);
       const { token, record } = await tokens.create({ ...input, createdBy: `cli:${actor.name}` });
-      changed('token.create', { type: 'token', id: record.id, team: record.grant.teams?.[0] ?? null }, null, tokenView(record));
-      io.out(`Created service token ${record.id} (${record.name}, ${tokenView(record).role}), valid until ${record.expiresAt}.\nToken, shown this once; store it now:\n${token}\n`);
+      changed(
+        'token.create',
+        { type: 'token', id: record.id, team: record.grant.teams?.[0] ?? null },
+        null,
+        tokenView(record),
+      );
+      io.out(
+        `Created service token ${record.id} (${record.name}, ${tokenView(record).role}), valid until ${record.expiresAt}.\nToken, shown this once; store it now:\n${token}\n`,
+      );
       return 0;
     }
     if (action === 'list') {
       parseArgs({ args: rest, options: {}, strict: true, allowPositionals: false });
       const views = (await tokens.list()).map((record) => tokenView(record));
       if (views.length === 0) io.out('No service tokens yet (tokens create --name NAME --role ROLE makes one).\n');
-      else io.out(textTable(views.map((view) => ({ ...view, teams: view.teams?.join(',') ?? 'all' })), ['id', 'name', 'role', 'teams', 'status', 'created_at', 'expires_at', 'created_by']));
+      else
+        io.out(
+          textTable(
+            views.map((view) => ({ ...view, teams: view.teams?.join(',') ?? 'all' })),
+            ['id', 'name', 'role', 'teams', 'status', 'created_at', 'expires_at', 'created_by'],
+          ),
+        );
       return 0;
     }
     const { positionals } = parseArgs({ args: rest, options: {}, strict: true, allowPositionals: true });
@@ -46,7 +74,12 @@ export async function runTokensCommand(argv: string[], io: CliIo, env: NodeJS.Pr
       io.err(`No service token with id '${id}' (see tokens list)\n`);
       return 1;
     }
-    changed('token.revoke', { type: 'token', id, team: record.grant.teams?.[0] ?? null }, tokenView(record), tokenView({ ...record, revoked: true }));
+    changed(
+      'token.revoke',
+      { type: 'token', id, team: record.grant.teams?.[0] ?? null },
+      tokenView(record),
+      tokenView({ ...record, revoked: true }),
+    );
     io.out(`Revoked ${id}; the admin API refuses it at once.\n`);
     return 0;
   });

@@ -9,13 +9,29 @@ import { formatCost } from '../usage/pricing.ts';
 
 export const USAGE_COMMAND_SYNOPSIS = 'usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day|key|team]';
 
-const COUNT_COLUMNS = ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_usd', 'cache_hits', 'saved_usd'] as const;
+const COUNT_COLUMNS = [
+  'requests',
+  'input_tokens',
+  'output_tokens',
+  'cached_tokens',
+  'total_tokens',
+  'charged_tokens',
+  'cost_usd',
+  'cache_hits',
+  'saved_usd',
+] as const;
 
-
-/** Usage rows as an aligned plain-text table: a header line, then one line per row (keys in no team under `(no team)`). */
+/**
+ * Usage rows as an aligned plain-text table: a header line, then one line per row (keys in no team under `(no team)`).
+ */
 export function usageTable(rows: readonly UsageRow[], groupBy: UsageRequest['groupBy']): string {
   const first = groupField(groupBy);
-  const cells = rows.map((row) => ({ ...row, [first]: row[first] ?? (first === 'team' ? '(no team)' : ''), cost_usd: formatCost(row.cost_usd), saved_usd: formatCost(row.saved_usd) }));
+  const cells = rows.map((row) => ({
+    ...row,
+    [first]: row[first] ?? (first === 'team' ? '(no team)' : ''),
+    cost_usd: formatCost(row.cost_usd),
+    saved_usd: formatCost(row.saved_usd),
+  }));
   return textTable(cells, [first, ...COUNT_COLUMNS]);
 }
 
@@ -37,7 +53,12 @@ export async function printUsageReport(
   try {
     values = parseArgs({
       args: argv,
-      options: { key: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' }, 'group-by': { type: 'string' } },
+      options: {
+        key: { type: 'string' },
+        from: { type: 'string' },
+        to: { type: 'string' },
+        'group-by': { type: 'string' },
+      },
       strict: true,
       allowPositionals: false,
     }).values;
@@ -48,13 +69,17 @@ export async function printUsageReport(
   let query;
   try {
     const raw = Object.fromEntries(
-      Object.entries({ key_id: values.key, from: values.from, to: values.to, group_by: values['group-by'] }).filter(([, value]) => value !== undefined),
+      Object.entries({ key_id: values.key, from: values.from, to: values.to, group_by: values['group-by'] }).filter(
+        ([, value]) => value !== undefined,
+      ),
     );
     query = parseUsageQuery(raw, true);
   } catch (error) {
     if (!isGatewayError(error)) throw error;
     const options: Record<string, string> = { key_id: '--key', from: '--from', to: '--to', group_by: '--group-by' };
-    const problems = (error.errors ?? [error.detail]).map((problem) => problem.replace(/^Field 'query\.(\w+)'/, (_, name: string) => options[name] ?? name));
+    const problems = (error.errors ?? [error.detail]).map((problem) =>
+      problem.replace(/^Field 'query\.(\w+)'/, (_, name: string) => options[name] ?? name),
+    );
     io.err(`${problems.join('\n')}\nusage: ${USAGE_COMMAND_SYNOPSIS}\n`);
     return 2;
   }

@@ -14,7 +14,9 @@ export interface OidcSettings {
   readonly groupsClaim: string;
   /** Scopes asked for besides `openid` (default `profile`, `email`; many issuers want `groups` too). */
   readonly scopes: readonly string[];
-  /** Where the issuer sends people back; default: this gateway's `/account/api/sso/callback` as the browser reached it. */
+  /**
+   * Where the issuer sends people back; default: this gateway's `/account/api/sso/callback` as the browser reached it.
+   */
   readonly redirectUri?: string;
 }
 
@@ -27,7 +29,8 @@ export interface AccessSettings {
   readonly roles: readonly RoleMapping[];
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 const GROUPS_CLAIM = /^[A-Za-z0-9_:/.#-]{1,200}$/;
 
 function roleMapping(raw: unknown, problem: Problem): RoleMapping[] {
@@ -39,36 +42,53 @@ function roleMapping(raw: unknown, problem: Problem): RoleMapping[] {
   const entries: RoleMapping[] = [];
   raw.forEach((item: unknown, index) => {
     const at: FieldPath = ['access', 'roles', index];
-    const invalid = (field: string | undefined, text: string) => problem(`${fieldName(field ? [...at, field] : at)} ${text}`, field ? [...at, field] : at);
+    const invalid = (field: string | undefined, text: string) =>
+      problem(`${fieldName(field ? [...at, field] : at)} ${text}`, field ? [...at, field] : at);
     if (!isRecord(item)) return invalid(undefined, 'must be a mapping: { group, role, teams? }');
     const unknown = Object.keys(item).filter((field) => !['group', 'role', 'teams'].includes(field));
     if (unknown.length) return invalid(unknown[0], 'is not a known setting (group, role, teams)');
     const { group, role, teams } = item;
-    if (typeof group !== 'string' || group === '' || group.length > 256) return invalid('group', 'must be the name of a group, 1 to 256 characters');
-    if (typeof role !== 'string' || !ROLES.includes(role as Grant['role'])) return invalid('role', `must be one of ${ROLES.join(', ')}`);
-    if (teams !== undefined && (!Array.isArray(teams) || teams.length === 0 || !teams.every((team) => typeof team === 'string' && TEAM_NAME.test(team)))) {
+    if (typeof group !== 'string' || group === '' || group.length > 256)
+      return invalid('group', 'must be the name of a group, 1 to 256 characters');
+    if (typeof role !== 'string' || !ROLES.includes(role as Grant['role']))
+      return invalid('role', `must be one of ${ROLES.join(', ')}`);
+    if (
+      teams !== undefined &&
+      (!Array.isArray(teams) ||
+        teams.length === 0 ||
+        !teams.every((team) => typeof team === 'string' && TEAM_NAME.test(team)))
+    ) {
       return invalid('teams', 'must be a non-empty list of team names');
     }
-    if (role === 'admin' && teams !== undefined) return invalid('teams', 'must be left out for admin (an admin holds every team)');
-    if (role === 'team-admin' && teams === undefined) return invalid('teams', 'is required for team-admin: the teams it manages');
-    entries.push(teams ? { group, role: role as Grant['role'], teams: teams as string[] } : { group, role: role as Grant['role'] });
+    if (role === 'admin' && teams !== undefined)
+      return invalid('teams', 'must be left out for admin (an admin holds every team)');
+    if (role === 'team-admin' && teams === undefined)
+      return invalid('teams', 'is required for team-admin: the teams it manages');
+    entries.push(
+      teams ? { group, role: role as Grant['role'], teams: teams as string[] } : { group, role: role as Grant['role'] },
+    );
   });
   return entries;
 }
 
 function oidcSettings(env: NodeJS.ProcessEnv, raw: unknown, problem: Problem): OidcSettings | undefined {
   const file = isRecord(raw) ? raw : {};
-  if (raw !== undefined && raw !== null && !isRecord(raw)) problem('access.oidc must be a mapping: { issuer, clientId, groupsClaim, … }', ['access', 'oidc']);
+  if (raw !== undefined && raw !== null && !isRecord(raw))
+    problem('access.oidc must be a mapping: { issuer, clientId, groupsClaim, … }', ['access', 'oidc']);
   for (const field of Object.keys(file)) {
     if (!['issuer', 'clientId', 'groupsClaim', 'scopes', 'redirectUri'].includes(field)) {
-      const text = field === 'clientSecret' ? 'is not read from the file: give it as GATEWAY_OIDC_CLIENT_SECRET (or GATEWAY_OIDC_CLIENT_SECRET_FILE)' : 'is not a known setting (issuer, clientId, groupsClaim, scopes, redirectUri)';
+      const text =
+        field === 'clientSecret'
+          ? 'is not read from the file: give it as GATEWAY_OIDC_CLIENT_SECRET (or GATEWAY_OIDC_CLIENT_SECRET_FILE)'
+          : 'is not a known setting (issuer, clientId, groupsClaim, scopes, redirectUri)';
       problem(`access.oidc.${field} ${text}`, ['access', 'oidc', field]);
     }
   }
   const text = (name: string, field: string): string | undefined => {
     const value = env[name] || file[field];
     if (value === undefined || value === '') return undefined;
-    if (typeof value !== 'string') return void problem(`access.oidc.${field} must be a string`, ['access', 'oidc', field]);
+    if (typeof value !== 'string')
+      return void problem(`access.oidc.${field} must be a string`, ['access', 'oidc', field]);
     return value;
   };
   const issuer = text('GATEWAY_OIDC_ISSUER', 'issuer');
@@ -77,24 +97,54 @@ function oidcSettings(env: NodeJS.ProcessEnv, raw: unknown, problem: Problem): O
   const groupsClaim = text('GATEWAY_OIDC_GROUPS_CLAIM', 'groupsClaim') ?? 'groups';
   const clientSecret = env.GATEWAY_OIDC_CLIENT_SECRET || undefined;
   if (issuer === undefined && clientId === undefined) {
-    if (clientSecret) problem('GATEWAY_OIDC_CLIENT_SECRET is set but no issuer and client id (GATEWAY_OIDC_ISSUER, GATEWAY_OIDC_CLIENT_ID or access.oidc)');
+    if (clientSecret)
+      problem(
+        'GATEWAY_OIDC_CLIENT_SECRET is set but no issuer and client id (GATEWAY_OIDC_ISSUER, GATEWAY_OIDC_CLIENT_ID or access.oidc)',
+      );
     return undefined;
   }
   const where = (name: string, field: string) => (env[name] ? name : `access.oidc.${field}`);
-  if (issuer === undefined) problem('single sign-on needs an issuer: GATEWAY_OIDC_ISSUER or access.oidc.issuer', ['access', 'oidc']);
-  else if (!isHttpUrl(issuer)) problem(`${where('GATEWAY_OIDC_ISSUER', 'issuer')} must be an http:// or https:// URL`, env.GATEWAY_OIDC_ISSUER ? undefined : ['access', 'oidc', 'issuer']);
+  if (issuer === undefined)
+    problem('single sign-on needs an issuer: GATEWAY_OIDC_ISSUER or access.oidc.issuer', ['access', 'oidc']);
+  else if (!isHttpUrl(issuer))
+    problem(
+      `${where('GATEWAY_OIDC_ISSUER', 'issuer')} must be an http:// or https:// URL`,
+      env.GATEWAY_OIDC_ISSUER ? undefined : ['access', 'oidc', 'issuer'],
+    );
   else if (new URL(issuer).protocol === 'http:' && !isLoopback(new URL(issuer).hostname)) {
-    problem(`${where('GATEWAY_OIDC_ISSUER', 'issuer')} must be https:// (plain http is accepted for a loopback issuer only)`, env.GATEWAY_OIDC_ISSUER ? undefined : ['access', 'oidc', 'issuer']);
+    problem(
+      `${where('GATEWAY_OIDC_ISSUER', 'issuer')} must be https:// (plain http is accepted for a loopback issuer only)`,
+      env.GATEWAY_OIDC_ISSUER ? undefined : ['access', 'oidc', 'issuer'],
+    );
   }
-  if (clientId === undefined) problem('single sign-on needs a client id: GATEWAY_OIDC_CLIENT_ID or access.oidc.clientId', ['access', 'oidc']);
-  if (redirectUri !== undefined && !isHttpUrl(redirectUri)) problem(`${where('GATEWAY_OIDC_REDIRECT_URI', 'redirectUri')} must be an http:// or https:// URL`, env.GATEWAY_OIDC_REDIRECT_URI ? undefined : ['access', 'oidc', 'redirectUri']);
-  if (!GROUPS_CLAIM.test(groupsClaim)) problem(`${where('GATEWAY_OIDC_GROUPS_CLAIM', 'groupsClaim')} must be a claim name`, env.GATEWAY_OIDC_GROUPS_CLAIM ? undefined : ['access', 'oidc', 'groupsClaim']);
+  if (clientId === undefined)
+    problem('single sign-on needs a client id: GATEWAY_OIDC_CLIENT_ID or access.oidc.clientId', ['access', 'oidc']);
+  if (redirectUri !== undefined && !isHttpUrl(redirectUri))
+    problem(
+      `${where('GATEWAY_OIDC_REDIRECT_URI', 'redirectUri')} must be an http:// or https:// URL`,
+      env.GATEWAY_OIDC_REDIRECT_URI ? undefined : ['access', 'oidc', 'redirectUri'],
+    );
+  if (!GROUPS_CLAIM.test(groupsClaim))
+    problem(
+      `${where('GATEWAY_OIDC_GROUPS_CLAIM', 'groupsClaim')} must be a claim name`,
+      env.GATEWAY_OIDC_GROUPS_CLAIM ? undefined : ['access', 'oidc', 'groupsClaim'],
+    );
   const scopes = file.scopes ?? ['profile', 'email'];
-  if (!Array.isArray(scopes) || !scopes.every((scope) => typeof scope === 'string' && /^[\x21\x23-\x5B\x5D-\x7E]+$/.test(scope))) {
+  if (
+    !Array.isArray(scopes) ||
+    !scopes.every((scope) => typeof scope === 'string' && /^[\x21\x23-\x5B\x5D-\x7E]+$/.test(scope))
+  ) {
     problem('access.oidc.scopes must be a list of scope names', ['access', 'oidc', 'scopes']);
   }
   if (issuer === undefined || clientId === undefined) return undefined;
-  return { issuer, clientId, clientSecret, groupsClaim, scopes: Array.isArray(scopes) ? (scopes as string[]).filter((scope) => scope !== 'openid') : [], redirectUri };
+  return {
+    issuer,
+    clientId,
+    clientSecret,
+    groupsClaim,
+    scopes: Array.isArray(scopes) ? (scopes as string[]).filter((scope) => scope !== 'openid') : [],
+    redirectUri,
+  };
 }
 
 /** A loopback host name or address (a test or a sidecar issuer may use plain http there). */
@@ -109,9 +159,15 @@ export function isLoopback(hostname: string): boolean {
  */
 export function accessSettings(env: NodeJS.ProcessEnv, raw: unknown, problem: Problem): AccessSettings {
   const file = isRecord(raw) ? raw : {};
-  if (raw !== undefined && raw !== null && !isRecord(raw)) problem('access must be a mapping: { adminToken, oidc, roles }', ['access']);
-  for (const field of Object.keys(file)) if (!['adminToken', 'oidc', 'roles'].includes(field)) problem(`access.${field} is not a known setting (adminToken, oidc, roles)`, ['access', field]);
-  if (file.adminToken !== undefined && typeof file.adminToken !== 'boolean') problem('access.adminToken must be true or false', ['access', 'adminToken']);
-  const adminToken = envFlag(env, 'GATEWAY_ADMIN_TOKEN_ENABLED', problem) ?? (typeof file.adminToken === 'boolean' ? file.adminToken : true);
+  if (raw !== undefined && raw !== null && !isRecord(raw))
+    problem('access must be a mapping: { adminToken, oidc, roles }', ['access']);
+  for (const field of Object.keys(file))
+    if (!['adminToken', 'oidc', 'roles'].includes(field))
+      problem(`access.${field} is not a known setting (adminToken, oidc, roles)`, ['access', field]);
+  if (file.adminToken !== undefined && typeof file.adminToken !== 'boolean')
+    problem('access.adminToken must be true or false', ['access', 'adminToken']);
+  const adminToken =
+    envFlag(env, 'GATEWAY_ADMIN_TOKEN_ENABLED', problem) ??
+    (typeof file.adminToken === 'boolean' ? file.adminToken : true);
   return { adminToken, oidc: oidcSettings(env, file.oidc, problem), roles: roleMapping(file.roles, problem) };
 }

@@ -46,10 +46,14 @@ export function alertSettings(env: NodeJS.ProcessEnv, problem: Problem): AlertSe
     return settings;
   }
   if (!isHttpUrl(url)) problem('GATEWAY_ALERT_WEBHOOK_URL must be an http:// or https:// URL');
-  if (!secret) problem('GATEWAY_ALERT_WEBHOOK_URL needs GATEWAY_ALERT_WEBHOOK_SECRET (or _FILE): alerts are signed with it');
+  if (!secret)
+    problem('GATEWAY_ALERT_WEBHOOK_URL needs GATEWAY_ALERT_WEBHOOK_SECRET (or _FILE): alerts are signed with it');
   else if (secret.length < MIN_WEBHOOK_SECRET) {
-    problem(`GATEWAY_ALERT_WEBHOOK_SECRET must be at least ${MIN_WEBHOOK_SECRET} characters long (generate one with: openssl rand -hex 32)`);
+    problem(
+      `GATEWAY_ALERT_WEBHOOK_SECRET must be at least ${MIN_WEBHOOK_SECRET} characters long (generate one with: openssl rand -hex 32)`,
+    );
   }
-  if (maxBackoffMs < backoffMs) problem('GATEWAY_ALERT_WEBHOOK_MAX_BACKOFF_MS cannot be less than GATEWAY_ALERT_WEBHOOK_BACKOFF_MS');
+  if (maxBackoffMs < backoffMs)
+    problem('GATEWAY_ALERT_WEBHOOK_MAX_BACKOFF_MS cannot be less than GATEWAY_ALERT_WEBHOOK_BACKOFF_MS');
   return { ...settings, webhook: { url, secret: secret ?? '', attempts, backoffMs, maxBackoffMs, timeoutMs } };
 }

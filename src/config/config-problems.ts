@@ -18,11 +18,16 @@ export interface ConfigProblem {
 
 /** `server.port`, `redis.sentinels[0].port`. */
 export function fieldName(path: FieldPath): string {
-  return path.reduce<string>((name, key) => (typeof key === 'number' ? `${name}[${key}]` : name ? `${name}.${key}` : key), '');
+  return path.reduce<string>(
+    (name, key) => (typeof key === 'number' ? `${name}[${key}]` : name ? `${name}.${key}` : key),
+    '',
+  );
 }
 
 function parseFieldName(name: string): FieldPath {
-  return [...name.matchAll(/([^.[\]]+)|\[(\d+)\]/g)].map((match) => (match[2] === undefined ? match[1]! : Number(match[2])));
+  return [...name.matchAll(/([^.[\]]+)|\[(\d+)\]/g)].map((match) =>
+    match[2] === undefined ? match[1]! : Number(match[2]),
+  );
 }
 
 // The parser's own messages may quote the text at the error (a tag, an escape, a token): these never do.
@@ -53,7 +58,10 @@ const YAML_PROBLEMS: Record<ErrorCode, string> = {
 };
 
 export function yamlProblem(error: YAMLError): ConfigProblem {
-  return { text: `not valid YAML: ${YAML_PROBLEMS[error.code] ?? 'the parser cannot read this'} (${error.code})`, offset: error.pos[0] };
+  return {
+    text: `not valid YAML: ${YAML_PROBLEMS[error.code] ?? 'the parser cannot read this'} (${error.code})`,
+    offset: error.pos[0],
+  };
 }
 
 /**
@@ -67,7 +75,9 @@ export function schemaProblems(error: ValidationError): { problems: ConfigProble
   for (const finding of error.inner.length ? error.inner : [error]) {
     const at = parseFieldName(finding.path ?? '');
     if (finding.type === 'noUnknown') {
-      for (const key of String(finding.params?.unknown ?? '').split(', ').filter(Boolean)) {
+      for (const key of String(finding.params?.unknown ?? '')
+        .split(', ')
+        .filter(Boolean)) {
         invalid.push([...at, key]);
         problems.push({ text: `${fieldName([...at, key])} is not a known setting`, at: [...at, key] });
       }
@@ -90,8 +100,11 @@ export function withoutFields(raw: Record<string, unknown>, paths: readonly Fiel
   for (const path of paths) {
     if (path.length === 0) return {};
     let parent: unknown = copy;
-    for (const key of path.slice(0, -1)) parent = parent === null || typeof parent !== 'object' ? undefined : (parent as Record<string | number, unknown>)[key];
-    if (parent !== null && typeof parent === 'object') delete (parent as Record<string | number, unknown>)[path.at(-1)!];
+    for (const key of path.slice(0, -1))
+      parent =
+        parent === null || typeof parent !== 'object' ? undefined : (parent as Record<string | number, unknown>)[key];
+    if (parent !== null && typeof parent === 'object')
+      delete (parent as Record<string | number, unknown>)[path.at(-1)!];
   }
   return copy;
 }

@@ -13,7 +13,10 @@ export function isHttpUrl(value: string): boolean {
   }
 }
 
-/** A `true`/`false` variable (also `1`/`0`); undefined when unset or empty, a problem (never quoting more than the value) otherwise. */
+/**
+ * A `true`/`false` variable (also `1`/`0`); undefined when unset or empty, a problem (never quoting more than the
+ * value) otherwise.
+ */
 export function envFlag(env: NodeJS.ProcessEnv, name: string, problem: Problem): boolean | undefined {
   const value = env[name]?.trim().toLowerCase();
   if (value === undefined || value === '') return undefined;

@@ -15,8 +15,8 @@ const FROM_FILE = /^(?:REDIS_URL|GATEWAY_[A-Z0-9_]+|[A-Z][A-Z0-9_]*_API_KEY|[A-Z
  * (`GATEWAY_ADMIN_TOKEN_FILE=/run/secrets/admin_token`): for each `NAME_FILE`, the file's content,
  * trailing line breaks and spaces removed, becomes `NAME`. Gives back a new environment without the
  * `_FILE` entries, so that processes started from it (workers) see the value once. Setting both `NAME`
- * (not empty: compose passes unset variables as empty) and `NAME_FILE`, a file that cannot be read, or an empty one is refused, naming the variable and the
- * path, never the content.
+ * (not empty: compose passes unset variables as empty) and `NAME_FILE`, a file that cannot be read, or an empty one is
+ * refused, naming the variable and the path, never the content.
  */
 export function resolveEnvFiles(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const resolved: NodeJS.ProcessEnv = { ...env };
@@ -67,7 +67,9 @@ function readEnvDir(
 ): void {
   let names: string[];
   try {
-    names = readdirSync(dir).filter((name) => !name.startsWith('.')).sort();
+    names = readdirSync(dir)
+      .filter((name) => !name.startsWith('.'))
+      .sort();
   } catch (error) {
     problems.push(`${ENV_DIR}: cannot read the directory ${dir} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
     return;

@@ -8,7 +8,15 @@ import type { AuthStyle } from '../plugins/plugin-contract.ts';
 import { authProblems } from '../plugins/validate-auth.ts';
 import { envFlag } from './config-values.ts';
 import { settingName } from './setting-sources.ts';
-import { ConfigProblemReporter, fieldName, schemaProblems, withoutFields, yamlProblem, type ConfigProblem, type FieldPath } from './config-problems.ts';
+import {
+  ConfigProblemReporter,
+  fieldName,
+  schemaProblems,
+  withoutFields,
+  yamlProblem,
+  type ConfigProblem,
+  type FieldPath,
+} from './config-problems.ts';
 import type { GuardrailSettings } from '../guardrails/guardrail-settings.ts';
 import { guardrailSettings } from './guardrail-config.ts';
 import type { TracingSettings } from '../ops/tracing/tracing-settings.ts';
@@ -142,7 +150,10 @@ export interface GatewayConfig {
    * default connections), raised to 8 for small caps but never above a quarter of it (at least 1).
    */
   readonly maxPendingRequestsPerAddress: number;
-  /** Failed credentials per client address and minute before 429: unknown API keys, and wrong admin tokens, a budget each. */
+  /**
+   * Failed credentials per client address and minute before 429: unknown API keys, and wrong admin tokens, a budget
+   * each.
+   */
   readonly authFailuresPerMinute: number;
   /**
    * While Redis (the key store) cannot be read: `closed` refuses a managed key with 503 once its state
@@ -177,7 +188,9 @@ export interface GatewayConfig {
   readonly tracing: TracingSettings;
   /** Single sign-on, the role mapping and the break-glass admin token (`access:`); see docs/access.md. */
   readonly access: AccessSettings;
-  /** Where each audit record also goes as a JSON line: `stdout` or a file (`GATEWAY_AUDIT_EXPORT`); none when absent. */
+  /**
+   * Where each audit record also goes as a JSON line: `stdout` or a file (`GATEWAY_AUDIT_EXPORT`); none when absent.
+   */
   readonly auditExport?: string;
 }
 
@@ -187,7 +200,10 @@ export interface CacheConfig {
   readonly ttlSeconds: number;
   /** Largest answer stored, in bytes (default 1 MiB). */
   readonly maxEntryBytes: number;
-  /** Bytes the embedded store's entries take at most, least recently used dropped first (default 64 MiB; Redis: the operator's `maxmemory`). */
+  /**
+   * Bytes the embedded store's entries take at most, least recently used dropped first (default 64 MiB; Redis: the
+   * operator's `maxmemory`).
+   */
   readonly maxBytes: number;
 }
 
@@ -228,7 +244,8 @@ const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 
 export function parseSize(value: string | number): number {
   if (typeof value === 'number' && Number.isInteger(value) && value > 0) return value;
   const match = /^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?\s*$/i.exec(String(value));
-  if (!match || Number(match[1]) <= 0) throw new ConfigError(`'${value}' is not a size (use e.g. 10mb, 512kb or a byte count)`);
+  if (!match || Number(match[1]) <= 0)
+    throw new ConfigError(`'${value}' is not a size (use e.g. 10mb, 512kb or a byte count)`);
   return Math.floor(Number(match[1]) * SIZE_UNITS[(match[2] ?? 'b').toLowerCase()]!);
 }
 
@@ -242,7 +259,10 @@ function isSize(value: unknown): boolean {
   }
 }
 
-const hostPort = yup.object({ host: yup.string().required(), port: yup.number().integer().min(1).max(65535).required() });
+const hostPort = yup.object({
+  host: yup.string().required(),
+  port: yup.number().integer().min(1).max(65535).required(),
+});
 
 const fileSchema = yup
   .object({
@@ -252,7 +272,9 @@ const fileSchema = yup
         host: yup.string(),
         bodyLimit: yup.mixed<string | number>().test('size', 'server.bodyLimit must be a size such as 10mb', isSize),
         upstreamTimeoutMs: yup.number().integer().positive(),
-        maxSseEventBytes: yup.mixed<string | number>().test('size', 'server.maxSseEventBytes must be a size such as 16mb', isSize),
+        maxSseEventBytes: yup
+          .mixed<string | number>()
+          .test('size', 'server.maxSseEventBytes must be a size such as 16mb', isSize),
         chatDeadlineMs: yup.number().integer().positive(),
         drainMs: yup.number().integer().min(0),
         headersTimeoutMs: yup.number().integer().positive(),
@@ -272,7 +294,10 @@ const fileSchema = yup
       .noUnknown()
       .default(undefined),
     upstream: yup
-      .object({ firstByteTimeoutMs: yup.number().integer().positive(), idleTimeoutMs: yup.number().integer().positive() })
+      .object({
+        firstByteTimeoutMs: yup.number().integer().positive(),
+        idleTimeoutMs: yup.number().integer().positive(),
+      })
       .noUnknown()
       .default(undefined),
     failover: yup
@@ -306,7 +331,9 @@ const fileSchema = yup
     cache: yup
       .object({
         ttlSeconds: yup.number().integer().min(0),
-        maxEntryBytes: yup.mixed<string | number>().test('size', 'cache.maxEntryBytes must be a size such as 1mb', isSize),
+        maxEntryBytes: yup
+          .mixed<string | number>()
+          .test('size', 'cache.maxEntryBytes must be a size such as 1mb', isSize),
         maxBytes: yup.mixed<string | number>().test('size', 'cache.maxBytes must be a size such as 64mb', isSize),
       })
       .noUnknown()
@@ -315,7 +342,10 @@ const fileSchema = yup
     guardrails: yup.mixed(),
 
     // Operations (metrics, reload).
-    metrics: yup.object({ port: yup.number().integer().min(0).max(65535) }).noUnknown().default(undefined),
+    metrics: yup
+      .object({ port: yup.number().integer().min(0).max(65535) })
+      .noUnknown()
+      .default(undefined),
     tracing: tracingFileSchema,
     // Checked field by field (access-config.ts), every problem at its field.
     access: yup.mixed(),
@@ -390,7 +420,8 @@ function stringMap(field: string, value: unknown): Record<string, string> {
 function fallbackMap(value: unknown): Record<string, string[]> {
   const result: Record<string, string[]> = {};
   for (const [model, targets] of Object.entries((value ?? {}) as Record<string, unknown>)) {
-    if (Array.isArray(targets) && targets.every((target) => typeof target === 'string')) result[model] = targets as string[];
+    if (Array.isArray(targets) && targets.every((target) => typeof target === 'string'))
+      result[model] = targets as string[];
     else problem(`fallbacks.${model} must be a list of canonical model IDs`, ['fallbacks', model]);
   }
   return result;
@@ -405,25 +436,31 @@ function providerMap(value: unknown): Record<string, ProviderSettings> {
     const settings = (entry ?? {}) as Record<string, unknown>;
     for (const [field, fieldValue] of Object.entries(settings)) {
       if (field === 'endpoints') continue;
-      if (field !== 'baseUrl' && field !== 'apiKey') invalid(['providers', vendor, field], 'is not a known setting (baseUrl, apiKey, endpoints)');
+      if (field !== 'baseUrl' && field !== 'apiKey')
+        invalid(['providers', vendor, field], 'is not a known setting (baseUrl, apiKey, endpoints)');
       else if (typeof fieldValue !== 'string') invalid(['providers', vendor, field], 'must be a string');
     }
-    if (typeof settings.baseUrl === 'string') checkUrl(`providers.${vendor}.baseUrl`, settings.baseUrl, ['providers', vendor, 'baseUrl']);
+    if (typeof settings.baseUrl === 'string')
+      checkUrl(`providers.${vendor}.baseUrl`, settings.baseUrl, ['providers', vendor, 'baseUrl']);
     let endpoints: EndpointSettings[] | undefined;
     if (settings.endpoints !== undefined) {
-      if (!Array.isArray(settings.endpoints) || settings.endpoints.length === 0) invalid(['providers', vendor, 'endpoints'], 'must be a non-empty list');
+      if (!Array.isArray(settings.endpoints) || settings.endpoints.length === 0)
+        invalid(['providers', vendor, 'endpoints'], 'must be a non-empty list');
       else {
         endpoints = settings.endpoints.map((raw: unknown, index) => {
           const at = ['providers', vendor, 'endpoints', index];
           const item = (raw ?? {}) as Record<string, unknown>;
           for (const field of Object.keys(item)) {
-            if (!['baseUrl', 'apiKey', 'weight', 'name', 'auth'].includes(field)) invalid([...at, field], 'is not a known setting (baseUrl, apiKey, weight, name, auth)');
+            if (!['baseUrl', 'apiKey', 'weight', 'name', 'auth'].includes(field))
+              invalid([...at, field], 'is not a known setting (baseUrl, apiKey, weight, name, auth)');
           }
           if (typeof item.baseUrl !== 'string') invalid([...at, 'baseUrl'], 'must be a string');
           else checkUrl(`${fieldName(at)}.baseUrl`, item.baseUrl, [...at, 'baseUrl']);
-          if (item.apiKey !== undefined && typeof item.apiKey !== 'string') invalid([...at, 'apiKey'], 'must be a string');
+          if (item.apiKey !== undefined && typeof item.apiKey !== 'string')
+            invalid([...at, 'apiKey'], 'must be a string');
           if (item.name !== undefined && typeof item.name !== 'string') invalid([...at, 'name'], 'must be a string');
-          if (item.weight !== undefined && (typeof item.weight !== 'number' || !(item.weight > 0))) invalid([...at, 'weight'], 'must be a positive number');
+          if (item.weight !== undefined && (typeof item.weight !== 'number' || !(item.weight > 0)))
+            invalid([...at, 'weight'], 'must be a positive number');
           const auth = item.auth === undefined ? undefined : endpointAuth(item.auth, [...at, 'auth']);
           return {
             baseUrl: String(item.baseUrl).replace(/\/+$/, ''),
@@ -436,7 +473,11 @@ function providerMap(value: unknown): Record<string, ProviderSettings> {
       }
     }
     if ((collecting?.length ?? 0) > before) continue;
-    result[vendor] = { baseUrl: settings.baseUrl as string | undefined, apiKey: settings.apiKey as string | undefined, ...(endpoints ? { endpoints } : {}) };
+    result[vendor] = {
+      baseUrl: settings.baseUrl as string | undefined,
+      apiKey: settings.apiKey as string | undefined,
+      ...(endpoints ? { endpoints } : {}),
+    };
     if (settings.baseUrl === undefined) delete (result[vendor] as { baseUrl?: string }).baseUrl;
     if (settings.apiKey === undefined) delete (result[vendor] as { apiKey?: string }).apiKey;
   }
@@ -450,13 +491,19 @@ function providerMap(value: unknown): Record<string, ProviderSettings> {
  * field, never quoting the value.
  */
 function endpointAuth(value: unknown, at: FieldPath): AuthStyle | undefined {
-  const auth = typeof value === 'object' && value !== null && !Array.isArray(value) && typeof (value as { header?: unknown }).header === 'string'
-    ? { ...value, header: (value as { header: string }).header.toLowerCase() }
-    : value;
+  const auth =
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    typeof (value as { header?: unknown }).header === 'string'
+      ? { ...value, header: (value as { header: string }).header.toLowerCase() }
+      : value;
   const problems = authProblems(auth);
-  for (const [suffix, text] of problems) problem(`${fieldName(at)}${suffix}: ${text}`, suffix ? [...at, suffix.slice(1)] : at);
+  for (const [suffix, text] of problems)
+    problem(`${fieldName(at)}${suffix}: ${text}`, suffix ? [...at, suffix.slice(1)] : at);
   if (problems.length) return undefined;
-  // One spelling per place, whatever the file's order of fields (it is part of the endpoint's identity across a reload).
+  // One spelling per place, whatever the file's order of fields (it is part of the endpoint's identity across a
+  // reload).
   const valid = auth as AuthStyle;
   if (typeof valid === 'string' || 'query' in valid) return typeof valid === 'string' ? valid : { query: valid.query };
   return valid.prefix === undefined ? { header: valid.header } : { header: valid.header, prefix: valid.prefix };
@@ -502,10 +549,14 @@ export const MIN_SECRET_LENGTH = 32;
  */
 export function parseStaticKeys(value: string | undefined): string[] {
   if (!value) return [];
-  const keys = value.split(',').map((key) => key.trim()).filter(Boolean);
+  const keys = value
+    .split(',')
+    .map((key) => key.trim())
+    .filter(Boolean);
   const bad = keys.flatMap((key, index) => (/^sk-[A-Za-z0-9_-]{32,200}$/.test(key) ? [] : [index + 1]));
   const messages = bad.map(
-    (entry) => `GATEWAY_API_KEYS entry ${entry} is not a valid key: keys start with 'sk-' followed by ${MIN_SECRET_LENGTH} to 200 letters, digits, '-' or '_'`,
+    (entry) =>
+      `GATEWAY_API_KEYS entry ${entry} is not a valid key: keys start with 'sk-' followed by ${MIN_SECRET_LENGTH} to 200 letters, digits, '-' or '_'`,
   );
   if (messages.length && !collecting) throw new ConfigError(messages);
   for (const message of messages) problem(message);
@@ -518,23 +569,37 @@ export function parseStaticKeys(value: string | undefined): string[] {
  */
 function secret(name: string, value: string | undefined): string | undefined {
   if (!value) return undefined;
-  if (value.length < MIN_SECRET_LENGTH) problem(`${name} must be at least ${MIN_SECRET_LENGTH} characters long (generate one with: openssl rand -hex 32)`);
+  if (value.length < MIN_SECRET_LENGTH)
+    problem(`${name} must be at least ${MIN_SECRET_LENGTH} characters long (generate one with: openssl rand -hex 32)`);
   return value;
 }
 
-
-/** `GATEWAY_TRUSTED_PROXIES` (comma-separated) over the file's `server.trustedProxies`, checked as proxy-addr reads them. */
+/**
+ * `GATEWAY_TRUSTED_PROXIES` (comma-separated) over the file's `server.trustedProxies`, checked as proxy-addr reads
+ * them.
+ */
 function trustedProxies(env: NodeJS.ProcessEnv, fromFile: readonly string[] | undefined): string[] {
   const fromEnv = env.GATEWAY_TRUSTED_PROXIES;
-  const list = fromEnv !== undefined && fromEnv !== '' ? fromEnv.split(',').map((entry) => entry.trim()).filter(Boolean) : [...(fromFile ?? [])];
+  const list =
+    fromEnv !== undefined && fromEnv !== ''
+      ? fromEnv
+          .split(',')
+          .map((entry) => entry.trim())
+          .filter(Boolean)
+      : [...(fromFile ?? [])];
   const refusal = checkTrustedProxies(list);
-  if (refusal) problem(`${fromEnv ? 'GATEWAY_TRUSTED_PROXIES' : 'server.trustedProxies'}: ${refusal}`, fromEnv ? undefined : ['server', 'trustedProxies']);
+  if (refusal)
+    problem(
+      `${fromEnv ? 'GATEWAY_TRUSTED_PROXIES' : 'server.trustedProxies'}: ${refusal}`,
+      fromEnv ? undefined : ['server', 'trustedProxies'],
+    );
   return list;
 }
 
 function authFailMode(value: string | undefined): 'open' | 'closed' | undefined {
   if (value === undefined || value === '') return undefined;
-  if (value !== 'open' && value !== 'closed') throw new ConfigError(`GATEWAY_AUTH_FAIL_MODE must be open or closed, got '${value}'`);
+  if (value !== 'open' && value !== 'closed')
+    throw new ConfigError(`GATEWAY_AUTH_FAIL_MODE must be open or closed, got '${value}'`);
   return value;
 }
 
@@ -581,7 +646,11 @@ export function inspectConfig(env: NodeJS.ProcessEnv = process.env, cwd = proces
 function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProblem[]): ConfigInspection {
   const path = resolve(cwd, env.GATEWAY_CONFIG ?? 'config/gateway.yaml');
   const fromCwd = relative(cwd, path);
-  const source = readConfigFile(path, env.GATEWAY_CONFIG !== undefined, fromCwd.startsWith('..') || isAbsolute(fromCwd) ? path : fromCwd);
+  const source = readConfigFile(
+    path,
+    env.GATEWAY_CONFIG !== undefined,
+    fromCwd.startsWith('..') || isAbsolute(fromCwd) ? path : fromCwd,
+  );
   const file = validateFile(source.raw);
   const redisUrl = env.REDIS_URL || file.redis?.url;
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) problem('REDIS_URL must start with redis:// or rediss://');
@@ -596,22 +665,35 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
   }
   const redis: RedisSettings | undefined =
     redisUrl || file.redis?.sentinels?.length || file.redis?.cluster?.length
-      ? { url: redisUrl, sentinels: file.redis?.sentinels, sentinelName: file.redis?.sentinelName, cluster: file.redis?.cluster }
+      ? {
+          url: redisUrl,
+          sentinels: file.redis?.sentinels,
+          sentinelName: file.redis?.sentinelName,
+          cluster: file.redis?.cluster,
+        }
       : undefined;
-  if (redis?.sentinels?.length && !redis.sentinelName) problem('redis.sentinels needs redis.sentinelName', ['redis', 'sentinels']);
+  if (redis?.sentinels?.length && !redis.sentinelName)
+    problem('redis.sentinels needs redis.sentinelName', ['redis', 'sentinels']);
 
   const headersTimeoutMs = envInteger(env, 'GATEWAY_HEADERS_TIMEOUT_MS', 1) ?? file.server?.headersTimeoutMs ?? 15_000;
   const requestTimeoutMs = envInteger(env, 'GATEWAY_REQUEST_TIMEOUT_MS', 1) ?? file.server?.requestTimeoutMs ?? 60_000;
   if (headersTimeoutMs > requestTimeoutMs) {
-    problem(`the headers timeout (${headersTimeoutMs} ms) cannot be longer than the request timeout (${requestTimeoutMs} ms)`);
+    problem(
+      `the headers timeout (${headersTimeoutMs} ms) cannot be longer than the request timeout (${requestTimeoutMs} ms)`,
+    );
   }
 
-  const maxConnections = envInteger(env, 'GATEWAY_MAX_CONNECTIONS', 1) ?? file.server?.maxConnections ?? defaultMaxConnections();
+  const maxConnections =
+    envInteger(env, 'GATEWAY_MAX_CONNECTIONS', 1) ?? file.server?.maxConnections ?? defaultMaxConnections();
   const perAddress = (envName: string, fromFile: number | undefined, fileName: string, fallback: number): number => {
     const fromEnv = envInteger(env, envName, 1);
     const value = fromEnv ?? fromFile ?? Math.max(1, fallback);
     if (value <= maxConnections) return value;
-    if (fromEnv === undefined) problem(`server.${fileName} (${value}) cannot be more than the open connections at most (${maxConnections})`, ['server', fileName]);
+    if (fromEnv === undefined)
+      problem(`server.${fileName} (${value}) cannot be more than the open connections at most (${maxConnections})`, [
+        'server',
+        fileName,
+      ]);
     else problem(`${envName} (${value}) cannot be more than the open connections at most (${maxConnections})`);
     return Math.max(1, fallback);
   };
@@ -623,9 +705,12 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
   const config: GatewayConfig = {
     port: envInteger(env, 'PORT', 0) ?? file.server?.port ?? 8080,
     host: env.HOST || file.server?.host || '0.0.0.0',
-    bodyLimitBytes: env.BODY_LIMIT ? parseEnvSize('BODY_LIMIT', env.BODY_LIMIT) : parseSize(file.server?.bodyLimit ?? '10mb'),
+    bodyLimitBytes: env.BODY_LIMIT
+      ? parseEnvSize('BODY_LIMIT', env.BODY_LIMIT)
+      : parseSize(file.server?.bodyLimit ?? '10mb'),
     upstreamTimeoutMs: envInteger(env, 'UPSTREAM_TIMEOUT_MS', 1) ?? file.server?.upstreamTimeoutMs ?? 300_000,
-    firstByteTimeoutMs: envInteger(env, 'UPSTREAM_FIRST_BYTE_TIMEOUT_MS', 1) ?? file.upstream?.firstByteTimeoutMs ?? 60_000,
+    firstByteTimeoutMs:
+      envInteger(env, 'UPSTREAM_FIRST_BYTE_TIMEOUT_MS', 1) ?? file.upstream?.firstByteTimeoutMs ?? 60_000,
     idleTimeoutMs: envInteger(env, 'UPSTREAM_IDLE_TIMEOUT_MS', 1) ?? file.upstream?.idleTimeoutMs ?? 60_000,
     failover: {
       maxAttempts: atMost(5, envInteger(env, 'FAILOVER_MAX_ATTEMPTS', 1) ?? file.failover?.maxAttempts),
@@ -633,10 +718,16 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
       cooldownMs: envInteger(env, 'FAILOVER_COOLDOWN_MS', 1) ?? file.failover?.cooldownMs ?? 30_000,
     },
     routing: { affinity: envFlag(env, 'GATEWAY_ROUTING_AFFINITY', problem) ?? file.routing?.affinity ?? true },
-    maxSseEventBytes: env.SSE_MAX_EVENT_BYTES ? parseEnvSize('SSE_MAX_EVENT_BYTES', env.SSE_MAX_EVENT_BYTES) : parseSize(file.server?.maxSseEventBytes ?? '16mb'),
+    maxSseEventBytes: env.SSE_MAX_EVENT_BYTES
+      ? parseEnvSize('SSE_MAX_EVENT_BYTES', env.SSE_MAX_EVENT_BYTES)
+      : parseSize(file.server?.maxSseEventBytes ?? '16mb'),
     chatDeadlineMs: envInteger(env, 'CHAT_DEADLINE_MS', 1) ?? file.server?.chatDeadlineMs ?? 600_000,
-    manifestPath: env.GATEWAY_MANIFEST || file.manifest ? resolve(cwd, (env.GATEWAY_MANIFEST || file.manifest)!) : BUNDLED_MANIFEST,
-    pluginPath: (env.GATEWAY_PLUGIN_PATH ?? '').split(':').filter(Boolean).map((directory) => resolve(cwd, directory)),
+    manifestPath:
+      env.GATEWAY_MANIFEST || file.manifest ? resolve(cwd, (env.GATEWAY_MANIFEST || file.manifest)!) : BUNDLED_MANIFEST,
+    pluginPath: (env.GATEWAY_PLUGIN_PATH ?? '')
+      .split(':')
+      .filter(Boolean)
+      .map((directory) => resolve(cwd, directory)),
     providers: providerMap(file.providers),
     aliases: stringMap('aliases', file.aliases),
     fallbacks: fallbackMap(file.fallbacks),
@@ -655,11 +746,23 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,
     headersTimeoutMs,
     requestTimeoutMs,
-    clientWriteTimeoutMs: envInteger(env, 'GATEWAY_CLIENT_WRITE_TIMEOUT_MS', 1) ?? file.server?.clientWriteTimeoutMs ?? 60_000,
+    clientWriteTimeoutMs:
+      envInteger(env, 'GATEWAY_CLIENT_WRITE_TIMEOUT_MS', 1) ?? file.server?.clientWriteTimeoutMs ?? 60_000,
     maxConnections,
-    maxConnectionsPerAddress: perAddress('GATEWAY_MAX_CONNECTIONS_PER_ADDRESS', file.server?.maxConnectionsPerAddress, 'maxConnectionsPerAddress', shareOf(10, 16)),
-    maxPendingRequestsPerAddress: perAddress('GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS', file.server?.maxPendingRequestsPerAddress, 'maxPendingRequestsPerAddress', shareOf(20, 8)),
-    authFailuresPerMinute: envInteger(env, 'GATEWAY_AUTH_FAILURES_PER_MINUTE', 1) ?? file.server?.authFailuresPerMinute ?? 20,
+    maxConnectionsPerAddress: perAddress(
+      'GATEWAY_MAX_CONNECTIONS_PER_ADDRESS',
+      file.server?.maxConnectionsPerAddress,
+      'maxConnectionsPerAddress',
+      shareOf(10, 16),
+    ),
+    maxPendingRequestsPerAddress: perAddress(
+      'GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS',
+      file.server?.maxPendingRequestsPerAddress,
+      'maxPendingRequestsPerAddress',
+      shareOf(20, 8),
+    ),
+    authFailuresPerMinute:
+      envInteger(env, 'GATEWAY_AUTH_FAILURES_PER_MINUTE', 1) ?? file.server?.authFailuresPerMinute ?? 20,
     authFailMode: authFailMode(env.GATEWAY_AUTH_FAIL_MODE) ?? file.server?.authFailMode ?? 'closed',
     authGraceMs: envInteger(env, 'GATEWAY_AUTH_GRACE_MS', 0) ?? file.server?.authGraceMs ?? 30_000,
     keyConcurrency: envInteger(env, 'GATEWAY_KEY_CONCURRENCY', 1) ?? file.server?.keyConcurrency,
@@ -684,12 +787,20 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
  * The response cache's settings: on when a TTL above 0 is set (`GATEWAY_CACHE_TTL_S` over
  * `cache.ttlSeconds`), else undefined.
  */
-function cacheConfig(env: NodeJS.ProcessEnv, file: { ttlSeconds?: number; maxEntryBytes?: string | number; maxBytes?: string | number } | undefined): CacheConfig | undefined {
+function cacheConfig(
+  env: NodeJS.ProcessEnv,
+  file: { ttlSeconds?: number; maxEntryBytes?: string | number; maxBytes?: string | number } | undefined,
+): CacheConfig | undefined {
   const ttlSeconds = envInteger(env, 'GATEWAY_CACHE_TTL_S', 0) ?? file?.ttlSeconds ?? 0;
-  const size = (name: string, fromFile: string | number | undefined, fallback: string) => (env[name] ? parseEnvSize(name, env[name]!) : parseSize(fromFile ?? fallback));
+  const size = (name: string, fromFile: string | number | undefined, fallback: string) =>
+    env[name] ? parseEnvSize(name, env[name]!) : parseSize(fromFile ?? fallback);
   const maxEntryBytes = size('GATEWAY_CACHE_MAX_ENTRY_BYTES', file?.maxEntryBytes, '1mb');
   const maxBytes = size('GATEWAY_CACHE_MAX_BYTES', file?.maxBytes, '64mb');
-  if (maxEntryBytes > maxBytes) problem(`the cache's largest entry (${maxEntryBytes} bytes) cannot be more than its bytes at most (${maxBytes})`, ['cache', 'maxEntryBytes']);
+  if (maxEntryBytes > maxBytes)
+    problem(`the cache's largest entry (${maxEntryBytes} bytes) cannot be more than its bytes at most (${maxBytes})`, [
+      'cache',
+      'maxEntryBytes',
+    ]);
   return ttlSeconds > 0 ? { ttlSeconds, maxEntryBytes, maxBytes } : undefined;
 }
 
@@ -743,9 +854,16 @@ export function providerEndpointSettings(
     const keys = keyList(envKeys, fromFile.endpoints.length, `${envPrefix}_API_KEY`);
     return fromFile.endpoints.map((endpoint, index) => (keys ? { ...endpoint, apiKey: keys[index] } : endpoint));
   }
-  const urls = (envUrls || fromFile.baseUrl || '').split(',').map((url) => url.trim()).filter(Boolean);
+  const urls = (envUrls || fromFile.baseUrl || '')
+    .split(',')
+    .map((url) => url.trim())
+    .filter(Boolean);
   if (urls.length === 0) return [];
-  const keys = keyList(envKeys || fromFile.apiKey, urls.length, envKeys ? `${envPrefix}_API_KEY` : `providers.${vendor}.apiKey`);
+  const keys = keyList(
+    envKeys || fromFile.apiKey,
+    urls.length,
+    envKeys ? `${envPrefix}_API_KEY` : `providers.${vendor}.apiKey`,
+  );
   return urls.map((url, index) => {
     checkUrl(`${envPrefix}_BASE_URL`, url);
     return { baseUrl: url.replace(/\/+$/, ''), apiKey: keys?.[index], weight: 1, name: String(index) };
@@ -757,6 +875,9 @@ function keyList(text: string | undefined, count: number, name: string): (string
   if (!text) return undefined;
   const keys = text.split(',').map((key) => key.trim() || undefined);
   if (keys.length === 1) return Array.from({ length: count }, () => keys[0]);
-  if (keys.length !== count) throw new ConfigError(`${name} lists ${keys.length} keys for ${count} endpoints: give one key, or one per endpoint`);
+  if (keys.length !== count)
+    throw new ConfigError(
+      `${name} lists ${keys.length} keys for ${count} endpoints: give one key, or one per endpoint`,
+    );
   return keys;
 }

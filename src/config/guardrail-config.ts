@@ -1,5 +1,12 @@
 import { patternProblem } from '../guardrails/regex-guardrail.ts';
-import { BUILT_IN_GUARDRAILS, GUARDRAIL_NAME, GUARDRAIL_NAME_RULE, PII_ENTITIES, type GuardrailSettings, type PiiEntity } from '../guardrails/guardrail-settings.ts';
+import {
+  BUILT_IN_GUARDRAILS,
+  GUARDRAIL_NAME,
+  GUARDRAIL_NAME_RULE,
+  PII_ENTITIES,
+  type GuardrailSettings,
+  type PiiEntity,
+} from '../guardrails/guardrail-settings.ts';
 import { fieldName, type FieldPath } from './config-problems.ts';
 import { isHttpUrl } from './config-values.ts';
 
@@ -21,7 +28,8 @@ const SETTINGS_OF: Record<'regex' | 'pii' | 'webhook' | 'external', readonly str
   external: [...TEXT, 'options'],
 };
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * The config file's `guardrails:` list, every entry checked, each problem reported at its field (never
@@ -60,30 +68,45 @@ type Invalid = (field: string | readonly (string | number)[] | undefined, text: 
 
 type GuardrailKind = keyof typeof SETTINGS_OF;
 
-/** The entry's name (unique), `use` and `on` checked, and no setting its kind does not take; its kind, once `use` is readable. */
-function entryKind(item: Record<string, unknown>, index: number, seen: Map<string, number>, invalid: Invalid): GuardrailKind | undefined {
+/**
+ * The entry's name (unique), `use` and `on` checked, and no setting its kind does not take; its kind, once `use` is
+ * readable.
+ */
+function entryKind(
+  item: Record<string, unknown>,
+  index: number,
+  seen: Map<string, number>,
+  invalid: Invalid,
+): GuardrailKind | undefined {
   const { name, use, on } = item;
   if (typeof name !== 'string' || !GUARDRAIL_NAME.test(name)) invalid('name', GUARDRAIL_NAME_RULE);
-  else if (seen.has(name)) invalid('name', `is taken by guardrails[${seen.get(name)}]: each guardrail needs its own name`);
+  else if (seen.has(name))
+    invalid('name', `is taken by guardrails[${seen.get(name)}]: each guardrail needs its own name`);
   else seen.set(name, index);
   let kind: GuardrailKind | undefined;
   if (typeof use !== 'string' || !(BUILT_IN_GUARDRAILS.includes(use as 'regex') || PLUGIN_NAME.test(use))) {
     invalid('use', `must be ${BUILT_IN_GUARDRAILS.join(', ')} or the name of a guardrail plugin`);
   } else kind = BUILT_IN_GUARDRAILS.includes(use as 'regex') ? (use as 'regex' | 'pii' | 'webhook') : 'external';
-  if (on !== undefined && on !== 'request' && on !== 'response' && on !== 'both') invalid('on', 'must be request, response or both');
+  if (on !== undefined && on !== 'request' && on !== 'response' && on !== 'both')
+    invalid('on', 'must be request, response or both');
   if (!kind) return undefined;
   const known = SETTINGS_OF[kind];
   const what = kind === 'external' ? 'a guardrail plugin entry' : `a ${kind} guardrail`;
-  for (const field of Object.keys(item)) if (!known.includes(field)) invalid(field, `is not a setting of ${what} (settings: ${known.join(', ')})`);
+  for (const field of Object.keys(item))
+    if (!known.includes(field)) invalid(field, `is not a setting of ${what} (settings: ${known.join(', ')})`);
   return kind;
 }
 
 /** The settings of a guardrail that finds text itself (regex, pii, plugins): its action, replacement and window. */
 function checkTextSettings(item: Record<string, unknown>, invalid: Invalid): void {
   const { action, replacement, windowChars } = item;
-  if (action !== 'block' && action !== 'redact') invalid('action', action === undefined ? 'is missing: block or redact' : 'must be block or redact');
+  if (action !== 'block' && action !== 'redact')
+    invalid('action', action === undefined ? 'is missing: block or redact' : 'must be block or redact');
   if (replacement !== undefined && typeof replacement !== 'string') invalid('replacement', 'must be a string');
-  if (windowChars !== undefined && !(Number.isInteger(windowChars) && (windowChars as number) >= 1 && (windowChars as number) <= MAX_WINDOW_CHARS)) {
+  if (
+    windowChars !== undefined &&
+    !(Number.isInteger(windowChars) && (windowChars as number) >= 1 && (windowChars as number) <= MAX_WINDOW_CHARS)
+  ) {
     invalid('windowChars', `must be an integer from 1 to ${MAX_WINDOW_CHARS}`);
   }
 }
@@ -92,7 +115,8 @@ function checkTextSettings(item: Record<string, unknown>, invalid: Invalid): voi
 const KIND_CHECKS: Readonly<Record<GuardrailKind, (item: Record<string, unknown>, invalid: Invalid) => void>> = {
   regex({ patterns, ignoreCase }, invalid) {
     if (ignoreCase !== undefined && typeof ignoreCase !== 'boolean') invalid('ignoreCase', 'must be true or false');
-    if (!Array.isArray(patterns) || patterns.length === 0) return invalid('patterns', 'must be a non-empty list of regular expressions');
+    if (!Array.isArray(patterns) || patterns.length === 0)
+      return invalid('patterns', 'must be a non-empty list of regular expressions');
     patterns.forEach((pattern: unknown, position) => {
       if (typeof pattern !== 'string') return invalid(['patterns', position], 'must be a string');
       const why = patternProblem(pattern, ignoreCase === true);
@@ -101,22 +125,32 @@ const KIND_CHECKS: Readonly<Record<GuardrailKind, (item: Record<string, unknown>
   },
   pii({ entities }, invalid) {
     if (entities === undefined) return;
-    if (!Array.isArray(entities) || entities.length === 0) return invalid('entities', `must be a non-empty list of ${PII_ENTITIES.join(', ')}`);
+    if (!Array.isArray(entities) || entities.length === 0)
+      return invalid('entities', `must be a non-empty list of ${PII_ENTITIES.join(', ')}`);
     entities.forEach((entity: unknown, position) => {
-      if (!PII_ENTITIES.includes(entity as PiiEntity)) invalid(['entities', position], `must be one of ${PII_ENTITIES.join(', ')}`);
+      if (!PII_ENTITIES.includes(entity as PiiEntity))
+        invalid(['entities', position], `must be one of ${PII_ENTITIES.join(', ')}`);
     });
   },
   webhook({ url, timeoutMs, failMode, headers }, invalid) {
     if (typeof url !== 'string') invalid('url', 'is missing: the http:// or https:// URL to POST the texts to');
     else if (!isHttpUrl(url)) invalid('url', 'must be an http:// or https:// URL');
-    if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && (timeoutMs as number) >= 1 && (timeoutMs as number) <= MAX_WEBHOOK_TIMEOUT_MS)) {
+    if (
+      timeoutMs !== undefined &&
+      !(Number.isInteger(timeoutMs) && (timeoutMs as number) >= 1 && (timeoutMs as number) <= MAX_WEBHOOK_TIMEOUT_MS)
+    ) {
       invalid('timeoutMs', `must be an integer from 1 to ${MAX_WEBHOOK_TIMEOUT_MS} (ms)`);
     }
     if (failMode !== 'open' && failMode !== 'closed') {
-      const missing = 'is missing: open (let the text pass) or closed (refuse it) when the webhook does not answer in time';
+      const missing =
+        'is missing: open (let the text pass) or closed (refuse it) when the webhook does not answer in time';
       invalid('failMode', failMode === undefined ? missing : 'must be open or closed');
     }
-    if (headers !== undefined && (!isRecord(headers) || Object.values(headers).some((value) => typeof value !== 'string'))) invalid('headers', 'must map header names to strings');
+    if (
+      headers !== undefined &&
+      (!isRecord(headers) || Object.values(headers).some((value) => typeof value !== 'string'))
+    )
+      invalid('headers', 'must map header names to strings');
   },
   external({ options }, invalid) {
     if (options !== undefined && !isRecord(options)) invalid('options', 'must be a mapping');
@@ -141,8 +175,25 @@ function settingsOf(kind: GuardrailKind, item: Record<string, unknown>): Guardra
     ...(item.replacement === undefined ? {} : { replacement: item.replacement as string }),
     ...(item.windowChars === undefined ? {} : { windowChars: item.windowChars as number }),
   };
-  if (kind === 'regex') return { ...common, ...text, use: 'regex', patterns: item.patterns as string[], ignoreCase: item.ignoreCase === true };
-  if (kind === 'pii') return { ...common, ...text, use: 'pii', entities: (item.entities as PiiEntity[] | undefined) ?? [...PII_ENTITIES] };
-  return { ...common, ...text, use: item.use as string, options: (item.options as Record<string, unknown> | undefined) ?? {} };
+  if (kind === 'regex')
+    return {
+      ...common,
+      ...text,
+      use: 'regex',
+      patterns: item.patterns as string[],
+      ignoreCase: item.ignoreCase === true,
+    };
+  if (kind === 'pii')
+    return {
+      ...common,
+      ...text,
+      use: 'pii',
+      entities: (item.entities as PiiEntity[] | undefined) ?? [...PII_ENTITIES],
+    };
+  return {
+    ...common,
+    ...text,
+    use: item.use as string,
+    options: (item.options as Record<string, unknown> | undefined) ?? {},
+  };
 }
-

@@ -1,5 +1,13 @@
 import * as yup from 'yup';
-import { DEFAULT_TRACING, SAMPLER_NAMES, type BatchSettings, type OtlpDestination, type OtlpProtocol, type SamplerName, type TracingSettings } from '../ops/tracing/tracing-settings.ts';
+import {
+  DEFAULT_TRACING,
+  SAMPLER_NAMES,
+  type BatchSettings,
+  type OtlpDestination,
+  type OtlpProtocol,
+  type SamplerName,
+  type TracingSettings,
+} from '../ops/tracing/tracing-settings.ts';
 import { envFlag, isHttpUrl, type Problem } from './config-values.ts';
 
 const positive = () => yup.number().integer().positive();
@@ -12,14 +20,23 @@ export const tracingFileSchema = yup
     tracesEndpoint: yup.string(),
     metricsEndpoint: yup.string(),
     logsEndpoint: yup.string(),
-    protocol: yup.string<OtlpProtocol>().oneOf(['http/protobuf', 'http/json'], 'tracing.protocol must be http/protobuf or http/json'),
+    protocol: yup
+      .string<OtlpProtocol>()
+      .oneOf(['http/protobuf', 'http/json'], 'tracing.protocol must be http/protobuf or http/json'),
     timeoutMs: positive(),
     serviceName: yup.string(),
     resourceAttributes: yup.object(),
-    sampler: yup.string<SamplerName>().oneOf([...SAMPLER_NAMES], `tracing.sampler must be one of ${SAMPLER_NAMES.join(', ')}`),
+    sampler: yup
+      .string<SamplerName>()
+      .oneOf([...SAMPLER_NAMES], `tracing.sampler must be one of ${SAMPLER_NAMES.join(', ')}`),
     samplerArg: yup.number().min(0).max(1),
     batch: yup
-      .object({ scheduleDelayMs: yup.number().integer().min(0), exportTimeoutMs: positive(), maxQueueSize: positive(), maxExportBatchSize: positive() })
+      .object({
+        scheduleDelayMs: yup.number().integer().min(0),
+        exportTimeoutMs: positive(),
+        maxQueueSize: positive(),
+        maxExportBatchSize: positive(),
+      })
       .noUnknown()
       .default(undefined),
     metricExportIntervalMs: positive(),
@@ -40,11 +57,22 @@ export type { Problem } from './config-values.ts';
  * the logs endpoint. Headers come from the environment only (they may carry a collector's credential),
  * and no problem quotes a value.
  */
-export function tracingConfig(env: NodeJS.ProcessEnv, file: TracingFile | undefined, problem: Problem): TracingSettings {
-  const disabled = envFlag(env, 'OTEL_SDK_DISABLED', problem) ?? (file?.enabled === false);
+export function tracingConfig(
+  env: NodeJS.ProcessEnv,
+  file: TracingFile | undefined,
+  problem: Problem,
+): TracingSettings {
+  const disabled = envFlag(env, 'OTEL_SDK_DISABLED', problem) ?? file?.enabled === false;
   const { traces, metrics, logs } = otlpDestinations(env, file, problem);
-  const resourceAttributes = { ...fileAttributes(file?.resourceAttributes, problem), ...envResourceAttributes(env, problem) };
-  const serviceName = trimmed(env, 'OTEL_SERVICE_NAME') ?? resourceAttributes['service.name'] ?? file?.serviceName ?? DEFAULT_TRACING.serviceName;
+  const resourceAttributes = {
+    ...fileAttributes(file?.resourceAttributes, problem),
+    ...envResourceAttributes(env, problem),
+  };
+  const serviceName =
+    trimmed(env, 'OTEL_SERVICE_NAME') ??
+    resourceAttributes['service.name'] ??
+    file?.serviceName ??
+    DEFAULT_TRACING.serviceName;
   delete resourceAttributes['service.name'];
   const batch = batchSettings(env, file, problem);
   return {
@@ -55,13 +83,20 @@ export function tracingConfig(env: NodeJS.ProcessEnv, file: TracingFile | undefi
     resourceAttributes,
     sampler: samplerSettings(env, file, problem),
     batch,
-    metricExportIntervalMs: envInteger(env, 'OTEL_METRIC_EXPORT_INTERVAL', 1, problem) ?? file?.metricExportIntervalMs ?? DEFAULT_TRACING.metricExportIntervalMs,
-    captureMessageContent: envFlag(env, 'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', problem) ?? file?.captureMessageContent ?? false,
+    metricExportIntervalMs:
+      envInteger(env, 'OTEL_METRIC_EXPORT_INTERVAL', 1, problem) ??
+      file?.metricExportIntervalMs ??
+      DEFAULT_TRACING.metricExportIntervalMs,
+    captureMessageContent:
+      envFlag(env, 'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', problem) ??
+      file?.captureMessageContent ??
+      false,
   };
 }
 
 /** An environment variable's value, trimmed; undefined when unset or empty. */
-const trimmed = (env: NodeJS.ProcessEnv, name: string) => (env[name] === undefined || env[name] === '' ? undefined : env[name]!.trim());
+const trimmed = (env: NodeJS.ProcessEnv, name: string) =>
+  env[name] === undefined || env[name] === '' ? undefined : env[name]!.trim();
 
 /** The OTLP signals the gateway sends: spans, the GenAI metrics, the audit log's records. */
 type Signal = 'traces' | 'metrics' | 'logs';
@@ -82,7 +117,9 @@ function otlpDestinations(
     if (value === 'none') return false;
     // Prometheus is served on /metrics whatever this says.
     if (name === 'OTEL_METRICS_EXPORTER' && value === 'prometheus') return false;
-    problem(`${name} must be otlp or none${name === 'OTEL_METRICS_EXPORTER' ? ' (or prometheus: /metrics is always served)' : ''}, got '${value}'`);
+    problem(
+      `${name} must be otlp or none${name === 'OTEL_METRICS_EXPORTER' ? ' (or prometheus: /metrics is always served)' : ''}, got '${value}'`,
+    );
     return false;
   };
   const base = read('OTEL_EXPORTER_OTLP_ENDPOINT') ?? file?.endpoint;
@@ -90,7 +127,11 @@ function otlpDestinations(
   const timeoutMs = envInteger(env, 'OTEL_EXPORTER_OTLP_TIMEOUT', 1, problem) ?? file?.timeoutMs ?? 10_000;
   const protocol = envProtocol(env, 'OTEL_EXPORTER_OTLP_PROTOCOL', problem) ?? file?.protocol ?? 'http/protobuf';
   const headers = envHeaders(env, 'OTEL_EXPORTER_OTLP_HEADERS', problem);
-  const destination = (signal: Signal, own: string | undefined, ownField: `${Signal}Endpoint`): OtlpDestination | undefined => {
+  const destination = (
+    signal: Signal,
+    own: string | undefined,
+    ownField: `${Signal}Endpoint`,
+  ): OtlpDestination | undefined => {
     const upper = signal.toUpperCase();
     const envName = `OTEL_EXPORTER_OTLP_${upper}_ENDPOINT`;
     // A signal's own endpoint is the whole URL; the shared one is a base the signal's path is appended to.
@@ -98,7 +139,10 @@ function otlpDestinations(
     if (url === undefined) return undefined;
     const name = read(envName) ? envName : own !== undefined ? `tracing.${ownField}` : baseName;
     if (!isHttpUrl(url)) {
-      problem(`${name} must be an http:// or https:// URL`, name.startsWith('tracing.') ? ['tracing', name.slice('tracing.'.length)] : undefined);
+      problem(
+        `${name} must be an http:// or https:// URL`,
+        name.startsWith('tracing.') ? ['tracing', name.slice('tracing.'.length)] : undefined,
+      );
       return undefined;
     }
     return {
@@ -108,8 +152,12 @@ function otlpDestinations(
       timeoutMs: envInteger(env, `OTEL_EXPORTER_OTLP_${upper}_TIMEOUT`, 1, problem) ?? timeoutMs,
     };
   };
-  const traces = exporter('OTEL_TRACES_EXPORTER') ? destination('traces', file?.tracesEndpoint, 'tracesEndpoint') : undefined;
-  const metrics = exporter('OTEL_METRICS_EXPORTER') ? destination('metrics', file?.metricsEndpoint, 'metricsEndpoint') : undefined;
+  const traces = exporter('OTEL_TRACES_EXPORTER')
+    ? destination('traces', file?.tracesEndpoint, 'tracesEndpoint')
+    : undefined;
+  const metrics = exporter('OTEL_METRICS_EXPORTER')
+    ? destination('metrics', file?.metricsEndpoint, 'metricsEndpoint')
+    : undefined;
   const logs = exporter('OTEL_LOGS_EXPORTER') ? destination('logs', file?.logsEndpoint, 'logsEndpoint') : undefined;
   return { traces, metrics, logs };
 }
@@ -119,19 +167,32 @@ function batchSettings(env: NodeJS.ProcessEnv, file: TracingFile | undefined, pr
   const fileBatch = file?.batch;
   const defaults = DEFAULT_TRACING.batch;
   const batch: BatchSettings = {
-    scheduleDelayMs: envInteger(env, 'OTEL_BSP_SCHEDULE_DELAY', 0, problem) ?? fileBatch?.scheduleDelayMs ?? defaults.scheduleDelayMs,
-    exportTimeoutMs: envInteger(env, 'OTEL_BSP_EXPORT_TIMEOUT', 1, problem) ?? fileBatch?.exportTimeoutMs ?? defaults.exportTimeoutMs,
-    maxQueueSize: envInteger(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 1, problem) ?? fileBatch?.maxQueueSize ?? defaults.maxQueueSize,
-    maxExportBatchSize: envInteger(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 1, problem) ?? fileBatch?.maxExportBatchSize ?? defaults.maxExportBatchSize,
+    scheduleDelayMs:
+      envInteger(env, 'OTEL_BSP_SCHEDULE_DELAY', 0, problem) ?? fileBatch?.scheduleDelayMs ?? defaults.scheduleDelayMs,
+    exportTimeoutMs:
+      envInteger(env, 'OTEL_BSP_EXPORT_TIMEOUT', 1, problem) ?? fileBatch?.exportTimeoutMs ?? defaults.exportTimeoutMs,
+    maxQueueSize:
+      envInteger(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 1, problem) ?? fileBatch?.maxQueueSize ?? defaults.maxQueueSize,
+    maxExportBatchSize:
+      envInteger(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 1, problem) ??
+      fileBatch?.maxExportBatchSize ??
+      defaults.maxExportBatchSize,
   };
   if (batch.maxExportBatchSize > batch.maxQueueSize) {
     const at = fileBatch?.maxExportBatchSize === undefined ? undefined : ['tracing', 'batch', 'maxExportBatchSize'];
-    problem(`the batch size of span exports (${batch.maxExportBatchSize}) cannot be more than the span queue (${batch.maxQueueSize})`, at);
+    problem(
+      `the batch size of span exports (${batch.maxExportBatchSize}) cannot be more than the span queue (${batch.maxQueueSize})`,
+      at,
+    );
   }
   return batch;
 }
 
-function samplerSettings(env: NodeJS.ProcessEnv, file: TracingFile | undefined, problem: Problem): TracingSettings['sampler'] {
+function samplerSettings(
+  env: NodeJS.ProcessEnv,
+  file: TracingFile | undefined,
+  problem: Problem,
+): TracingSettings['sampler'] {
   const fromEnv = env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() || undefined;
   let name: SamplerName = file?.sampler ?? DEFAULT_TRACING.sampler.name;
   if (fromEnv !== undefined) {
@@ -148,8 +209,6 @@ function samplerSettings(env: NodeJS.ProcessEnv, file: TracingFile | undefined, 
   return { name, ratio };
 }
 
-
-
 function envInteger(env: NodeJS.ProcessEnv, name: string, min: number, problem: Problem): number | undefined {
   const value = env[name]?.trim();
   if (value === undefined || value === '') return undefined;
@@ -162,7 +221,9 @@ function envProtocol(env: NodeJS.ProcessEnv, name: string, problem: Problem): Ot
   const value = env[name]?.trim();
   if (value === undefined || value === '') return undefined;
   if (value === 'http/protobuf' || value === 'http/json') return value;
-  problem(`${name} must be http/protobuf or http/json${value === 'grpc' ? ' (OTLP over gRPC is not supported: point it at the collector\'s HTTP port, 4318)' : ''}, got '${value}'`);
+  problem(
+    `${name} must be http/protobuf or http/json${value === 'grpc' ? " (OTLP over gRPC is not supported: point it at the collector's HTTP port, 4318)" : ''}, got '${value}'`,
+  );
   return undefined;
 }
 
@@ -202,8 +263,14 @@ function envResourceAttributes(env: NodeJS.ProcessEnv, problem: Problem): Record
 function fileAttributes(value: Record<string, unknown> | undefined, problem: Problem): Record<string, string> {
   const attributes: Record<string, string> = {};
   for (const [key, entry] of Object.entries(value ?? {})) {
-    if (typeof entry === 'string' || typeof entry === 'number' || typeof entry === 'boolean') attributes[key] = String(entry);
-    else problem(`tracing.resourceAttributes.${key} must be a string, number or boolean`, ['tracing', 'resourceAttributes', key]);
+    if (typeof entry === 'string' || typeof entry === 'number' || typeof entry === 'boolean')
+      attributes[key] = String(entry);
+    else
+      problem(`tracing.resourceAttributes.${key} must be a string, number or boolean`, [
+        'tracing',
+        'resourceAttributes',
+        key,
+      ]);
   }
   return attributes;
 }

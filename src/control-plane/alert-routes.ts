@@ -10,7 +10,11 @@ const LIMIT_MESSAGE = `must be a whole number from 1 to ${ALERT_DELIVERIES_KEPT}
 const limitSchema = yup
   .string()
   .matches(/^[0-9]{1,7}$/, LIMIT_MESSAGE)
-  .test('range', LIMIT_MESSAGE, (value) => value === undefined || (Number(value) >= 1 && Number(value) <= ALERT_DELIVERIES_KEPT));
+  .test(
+    'range',
+    LIMIT_MESSAGE,
+    (value) => value === undefined || (Number(value) >= 1 && Number(value) <= ALERT_DELIVERIES_KEPT),
+  );
 
 /** `limit` of a query (1 to {@link ALERT_DELIVERIES_KEPT}); any other parameter is a 400. */
 export function parseDeliveriesLimit(query: unknown): number {
@@ -27,13 +31,18 @@ export function parseDeliveriesLimit(query: unknown): number {
 
 /** No query parameter is taken. */
 function noQuery(query: unknown): void {
-  const errors = Object.keys(query as object).map((name) => fieldError(`query.${name}`, 'is not a parameter of this route'));
+  const errors = Object.keys(query as object).map((name) =>
+    fieldError(`query.${name}`, 'is not a parameter of this route'),
+  );
   if (errors.length) throw validationError(errors);
 }
 
 // The message only: an ioredis error object may carry the connection options, password included.
 const unavailable = (error: unknown) =>
-  serviceUnavailable('Limit alerts cannot be read right now (their store is unavailable); please retry shortly', new Error((error as Error).message));
+  serviceUnavailable(
+    'Limit alerts cannot be read right now (their store is unavailable); please retry shortly',
+    new Error((error as Error).message),
+  );
 
 /**
  * `GET /alerts` (each alert's last firing, newest first: an alert is a threshold of an owner's budget or

@@ -38,7 +38,10 @@ export interface AppOptions {
   readonly mount?: (app: Express, add: AddRoute, guard: RequestHandler[]) => void;
   /** Counts the handlers still running, for a graceful shutdown. */
   readonly inFlight?: InFlight;
-  /** Where a request comes from, for every per-address rule (see {@link clientAddressResolver}); default: the socket's peer. */
+  /**
+   * Where a request comes from, for every per-address rule (see {@link clientAddressResolver}); default: the socket's
+   * peer.
+   */
   readonly addressOf?: (req: IncomingMessage) => string;
   /** Caps each client address's requests still sending their body; none: no cap. */
   readonly pendingRequests?: PendingRequests;

@@ -11,7 +11,10 @@ export function catalogRoute(registry: () => ModelRegistry): RequestHandler {
       cachedFor = current;
       payload = JSON.stringify({ object: 'list', data: current.catalog });
     }
-    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(payload) });
+    res.writeHead(200, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(payload),
+    });
     res.end(payload);
   };
 }

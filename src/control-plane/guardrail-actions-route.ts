@@ -1,7 +1,11 @@
 import type { RequestHandler } from 'express';
 import * as yup from 'yup';
 import { fieldError, serviceUnavailable, validationError } from '../core/gateway-errors.ts';
-import { GUARDRAIL_ACTIONS_KEPT, type GuardrailActionEntry, type GuardrailActionLog } from '../stores/guardrail-actions/guardrail-action-log.ts';
+import {
+  GUARDRAIL_ACTIONS_KEPT,
+  type GuardrailActionEntry,
+  type GuardrailActionLog,
+} from '../stores/guardrail-actions/guardrail-action-log.ts';
 
 /** How many actions `data` holds when the query does not say. */
 export const DEFAULT_ACTIONS_LIMIT = 100;
@@ -29,10 +33,17 @@ const querySchema = yup.object({
   limit: yup
     .string()
     .matches(/^[0-9]{1,7}$/, LIMIT_MESSAGE)
-    .test('range', LIMIT_MESSAGE, (value) => value === undefined || (Number(value) >= 1 && Number(value) <= GUARDRAIL_ACTIONS_KEPT)),
+    .test(
+      'range',
+      LIMIT_MESSAGE,
+      (value) => value === undefined || (Number(value) >= 1 && Number(value) <= GUARDRAIL_ACTIONS_KEPT),
+    ),
 });
 
-/** Reads `limit` (1 to {@link GUARDRAIL_ACTIONS_KEPT}, {@link DEFAULT_ACTIONS_LIMIT} when absent) from a query string; any other parameter is a 400. */
+/**
+ * Reads `limit` (1 to {@link GUARDRAIL_ACTIONS_KEPT}, {@link DEFAULT_ACTIONS_LIMIT} when absent) from a query string;
+ * any other parameter is a 400.
+ */
 export function parseActionsLimit(query: unknown): number {
   const raw = { ...(query as Record<string, unknown>) };
   const errors: string[] = [];
@@ -45,7 +56,8 @@ export function parseActionsLimit(query: unknown): number {
     const { limit } = querySchema.validateSync(raw, { abortEarly: false, strict: true });
     return limit === undefined ? DEFAULT_ACTIONS_LIMIT : Number(limit);
   } catch (error) {
-    if (error instanceof yup.ValidationError) throw validationError([fieldError('query.limit', LIMIT_MESSAGE)], 'limit');
+    if (error instanceof yup.ValidationError)
+      throw validationError([fieldError('query.limit', LIMIT_MESSAGE)], 'limit');
     throw error;
   }
 }
@@ -54,17 +66,35 @@ const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** The view of the actions kept (newest first): all of them counted, the newest `limit` listed. */
 export function guardrailActionsView(kept: readonly GuardrailActionEntry[], limit: number): GuardrailActionsView {
-  const counts = new Map<string, { guardrail: string; phase: GuardrailActionEntry['phase']; action: GuardrailActionEntry['action']; count: number; last_at: string }>();
+  const counts = new Map<
+    string,
+    {
+      guardrail: string;
+      phase: GuardrailActionEntry['phase'];
+      action: GuardrailActionEntry['action'];
+      count: number;
+      last_at: string;
+    }
+  >();
   for (const entry of kept) {
     const key = `${entry.guardrail}\u0000${entry.phase}\u0000${entry.action}`;
     const count = counts.get(key);
-    if (!count) counts.set(key, { guardrail: entry.guardrail, phase: entry.phase, action: entry.action, count: 1, last_at: entry.at });
+    if (!count)
+      counts.set(key, {
+        guardrail: entry.guardrail,
+        phase: entry.phase,
+        action: entry.action,
+        count: 1,
+        last_at: entry.at,
+      });
     else {
       count.count += 1;
       if (entry.at > count.last_at) count.last_at = entry.at;
     }
   }
-  const by_guardrail = [...counts.values()].sort((a, b) => byName(a.guardrail, b.guardrail) || byName(a.phase, b.phase) || byName(a.action, b.action));
+  const by_guardrail = [...counts.values()].sort(
+    (a, b) => byName(a.guardrail, b.guardrail) || byName(a.phase, b.phase) || byName(a.action, b.action),
+  );
   return { object: 'list', by_guardrail, data: kept.slice(0, limit) };
 }
 
@@ -81,7 +111,10 @@ export function guardrailActionsRoute(log: Pick<GuardrailActionLog, 'recent'>): 
       kept = await log.recent(GUARDRAIL_ACTIONS_KEPT);
     } catch (error) {
       // The message only: an ioredis error object may carry the connection options, password included.
-      throw serviceUnavailable('Guardrail actions cannot be read right now (their store is unavailable); please retry shortly', new Error((error as Error).message));
+      throw serviceUnavailable(
+        'Guardrail actions cannot be read right now (their store is unavailable); please retry shortly',
+        new Error((error as Error).message),
+      );
     }
     res.json(guardrailActionsView(kept, limit));
   };

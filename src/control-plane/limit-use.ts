@@ -69,7 +69,10 @@ export interface LimitUseInput {
   readonly teams: readonly TeamRecord[];
   /** Where the counters are read; without it no use is shown. */
   readonly ledger?: Pick<LimitLedger, 'peek'>;
-  /** The request limit in force (`config.rateLimit`): a key without an `rpm` of its own has `max`; the gateway's default when absent. */
+  /**
+   * The request limit in force (`config.rateLimit`): a key without an `rpm` of its own has `max`; the gateway's default
+   * when absent.
+   */
   readonly rate?: RateSettings;
   /** Epoch ms. */
   readonly now: number;
@@ -83,7 +86,12 @@ const UNIT = { rpm: 'requests', tpm: 'tokens', quota: 'tokens', budget: 'usd' } 
 const nanoToUsd = (nano: number): number => Math.round(nano) / 1e9;
 
 function settings(limits: Limits): LimitSettings {
-  return { rpm: limits.rpm ?? null, tpm: limits.tpm ?? null, quota: limits.quota ?? null, budget: limits.budget ?? null };
+  return {
+    rpm: limits.rpm ?? null,
+    tpm: limits.tpm ?? null,
+    quota: limits.quota ?? null,
+    budget: limits.budget ?? null,
+  };
 }
 
 function limitUse(meter: Meter, value: number | undefined): LimitUse {
@@ -107,10 +115,15 @@ function limitUse(meter: Meter, value: number | undefined): LimitUse {
  * nano-USD), tokens and requests are integers. Keys come by name, teams by name.
  */
 export async function limitUseView(input: LimitUseInput): Promise<LimitUseView> {
-  const keys = input.keys.filter((key) => !key.revoked).sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+  const keys = input.keys
+    .filter((key) => !key.revoked)
+    .sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
   const teams = [...input.teams].sort((a, b) => a.name.localeCompare(b.name));
   const rate = input.rate ?? DEFAULT_RATE;
-  const keyMeters = keys.map((key) => [requestMeter('key', key.id, key.rpm ?? rate.max, rate.windowMs, input.now), ...metersOfLimits('key', key.id, key, input.now)]);
+  const keyMeters = keys.map((key) => [
+    requestMeter('key', key.id, key.rpm ?? rate.max, rate.windowMs, input.now),
+    ...metersOfLimits('key', key.id, key, input.now),
+  ]);
   const teamMeters = teams.map((team) => [
     ...(team.rpm === undefined ? [] : [requestMeter('team', team.name, team.rpm, rate.windowMs, input.now, team.id)]),
     ...metersOfLimits('team', team.name, team, input.now, team.id),
@@ -118,7 +131,8 @@ export async function limitUseView(input: LimitUseInput): Promise<LimitUseView> 
   const counters = [...keyMeters, ...teamMeters].flat().map((meter) => meter.counter);
   const values = input.ledger && counters.length > 0 ? await input.ledger.peek(counters) : [];
   const valueOf = new Map(counters.map((counter, index) => [counter, values[index]]));
-  const useOf = (meters: Meter[]) => meters.map((meter) => limitUse(meter, input.ledger ? (valueOf.get(meter.counter) ?? 0) : undefined));
+  const useOf = (meters: Meter[]) =>
+    meters.map((meter) => limitUse(meter, input.ledger ? (valueOf.get(meter.counter) ?? 0) : undefined));
   return {
     object: 'limits',
     metered: input.ledger !== undefined,
@@ -162,9 +176,18 @@ export function limitsRoute(options: LimitsRouteOptions): RequestHandler {
     let view: LimitUseView;
     try {
       const [keys, teams] = await Promise.all([options.keys.list(), options.teams?.list() ?? []]);
-      view = await limitUseView({ keys, teams, ledger: options.limits, rate: options.rate?.(), now: (options.now ?? Date.now)() });
+      view = await limitUseView({
+        keys,
+        teams,
+        ledger: options.limits,
+        rate: options.rate?.(),
+        now: (options.now ?? Date.now)(),
+      });
     } catch (error) {
-      throw serviceUnavailable('Limits cannot be read right now (a store or the limit counters are unreachable); please retry shortly', error);
+      throw serviceUnavailable(
+        'Limits cannot be read right now (a store or the limit counters are unreachable); please retry shortly',
+        error,
+      );
     }
     res.json(view);
   };

@@ -12,7 +12,14 @@ import type { TeamStore } from '../stores/teams/team-store.ts';
 import type { TokenStore } from '../stores/tokens/token-store.ts';
 import type { LimitLedger } from '../usage/limit-ledger.ts';
 import type { UsageStore } from '../usage/usage-store.ts';
-import { accessAlertLog, accessGuardrailActions, accessKeyStore, accessResponseCache, accessTeamStore, accessUsageStore } from './access/access-stores.ts';
+import {
+  accessAlertLog,
+  accessGuardrailActions,
+  accessKeyStore,
+  accessResponseCache,
+  accessTeamStore,
+  accessUsageStore,
+} from './access/access-stores.ts';
 import { principalOf } from './access/access-gate.ts';
 import { auditRoute } from './access/audit-route.ts';
 import { PERMISSIONS, scopeOf, type Permission } from './access/permissions.ts';
@@ -33,7 +40,9 @@ export interface ManagementOptions {
   readonly keys: KeyStore;
   /** The teams keys may name; without it there are no team and cache routes, and no teams listed. */
   readonly teams?: TeamStore;
-  /** The current registry, to check that a key's `models` are canonical IDs (and to list them); unchecked when absent. */
+  /**
+   * The current registry, to check that a key's `models` are canonical IDs (and to list them); unchecked when absent.
+   */
   readonly registry?: () => ModelRegistry;
   readonly bodyLimitBytes?: number;
   /** Usage read-back (`/usage`, `/usage.csv`). */
@@ -60,7 +69,13 @@ export interface ManagementOptions {
 }
 
 /** A cache that holds nothing: a clear without a configured cache still checks its target and is recorded. */
-const NO_CACHE: ResponseCache = { get: () => undefined, set: () => {}, delete: () => {}, clear: async () => 0, close: async () => {} };
+const NO_CACHE: ResponseCache = {
+  get: () => undefined,
+  set: () => {},
+  delete: () => {},
+  clear: async () => 0,
+  close: async () => {},
+};
 
 /** `GET /whoami`: who the request acts as, its roles, and where it holds each permission (`all` or team names). */
 const whoami: RequestHandler = (_req, res) => {
@@ -92,7 +107,10 @@ export function managementRouter(options: ManagementOptions): Router {
   router.get('/whoami', whoami);
   if (options.registry) {
     const registry = options.registry;
-    router.get('/models', (_req, res) => void res.json({ object: 'list', data: [...canonicalModelIds(registry())].sort() }));
+    router.get(
+      '/models',
+      (_req, res) => void res.json({ object: 'list', data: [...canonicalModelIds(registry())].sort() }),
+    );
   }
   if (options.health) {
     const health = options.health;
@@ -109,17 +127,29 @@ export function managementRouter(options: ManagementOptions): Router {
   }
   router.get('/limits', limitsRoute({ keys, teams, limits: options.limits, rate: options.rate, now: options.now }));
   if (options.alerts) router.use(alertRoutes(accessAlertLog(options.alerts)));
-  if (options.guardrailActions) router.get('/guardrails/actions', guardrailActionsRoute(accessGuardrailActions(options.guardrailActions)));
+  if (options.guardrailActions)
+    router.get('/guardrails/actions', guardrailActionsRoute(accessGuardrailActions(options.guardrailActions)));
   router.get('/guardrails', guardrailListRoute(options.guardrailSettings ?? (() => [])));
   // A revoked key's and a deleted team's entries are emptied too.
   const responseCache = options.responseCache && accessResponseCache(options.responseCache);
   const usageRoute = usage && adminUsageRoute(usage, keys, teams);
-  router.use(keyRoutes({ keys, teams, registry: options.registry, bodyLimitBytes: options.bodyLimitBytes, usage: usageRoute, guardrails, responseCache }));
+  router.use(
+    keyRoutes({
+      keys,
+      teams,
+      registry: options.registry,
+      bodyLimitBytes: options.bodyLimitBytes,
+      usage: usageRoute,
+      guardrails,
+      responseCache,
+    }),
+  );
   if (teams) {
     router.use(teamRoutes({ keys, teams, bodyLimitBytes: options.bodyLimitBytes, guardrails, responseCache }));
     router.use(cacheRoutes({ keys, teams, responseCache: responseCache ?? accessResponseCache(NO_CACHE) }));
   }
-  if (options.tokens) router.use(tokenRoutes({ tokens: options.tokens, bodyLimitBytes: options.bodyLimitBytes, now: options.now }));
+  if (options.tokens)
+    router.use(tokenRoutes({ tokens: options.tokens, bodyLimitBytes: options.bodyLimitBytes, now: options.now }));
   if (options.audit) router.get('/audit', auditRoute(options.audit));
   return router;
 }

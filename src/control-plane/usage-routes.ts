@@ -15,7 +15,11 @@ export type UsageRequest = Omit<UsageQuery, 'groupBy'> & { readonly groupBy: Usa
 /** The calendar day exists (no 30 February) and the time, if any, is valid. */
 function isRealDate(text: string): boolean {
   const day = new Date(`${text.slice(0, 10)}T00:00:00Z`);
-  return !Number.isNaN(day.getTime()) && day.toISOString().startsWith(text.slice(0, 10)) && !Number.isNaN(utcDate(text).getTime());
+  return (
+    !Number.isNaN(day.getTime()) &&
+    day.toISOString().startsWith(text.slice(0, 10)) &&
+    !Number.isNaN(utcDate(text).getTime())
+  );
 }
 
 const DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
@@ -28,13 +32,15 @@ const date = () =>
 const ownQuerySchema = yup.object({
   from: date(),
   to: date(),
-  group_by: yup
-    .string()
-    .test('own-grouping', "must be 'model' or 'day'", function ownGrouping(value) {
-      if (value === undefined || value === 'model' || value === 'day') return true;
-      // A clearer refusal for the groupings only the admin API and the account page have.
-      return value === 'key' || value === 'team' ? this.createError({ message: `cannot be '${value}' here: a key's own usage is grouped by 'model' or 'day' (per key and per team only on the admin API)` }) : false;
-    }),
+  group_by: yup.string().test('own-grouping', "must be 'model' or 'day'", function ownGrouping(value) {
+    if (value === undefined || value === 'model' || value === 'day') return true;
+    // A clearer refusal for the groupings only the admin API and the account page have.
+    return value === 'key' || value === 'team'
+      ? this.createError({
+          message: `cannot be '${value}' here: a key's own usage is grouped by 'model' or 'day' (per key and per team only on the admin API)`,
+        })
+      : false;
+  }),
 });
 
 const everyKeyQuerySchema = yup.object({
@@ -45,7 +51,8 @@ const everyKeyQuerySchema = yup.object({
 });
 
 /** A date or date-time; one without a zone is read as UTC. */
-const utcDate = (text: string): Date => new Date(text.length === 10 ? `${text}T00:00:00Z` : /(Z|[+-]\d{2}:\d{2})$/.test(text) ? text : `${text}Z`);
+const utcDate = (text: string): Date =>
+  new Date(text.length === 10 ? `${text}T00:00:00Z` : /(Z|[+-]\d{2}:\d{2})$/.test(text) ? text : `${text}Z`);
 
 /**
  * Reads `from`, `to` and `group_by` from a query string; where every key's usage is read (`everyKey`:
@@ -64,22 +71,35 @@ export function parseUsageQuery(query: unknown, everyKey: boolean): UsageRequest
   if (errors.length) throw validationError(errors);
   let value;
   try {
-    value = (everyKey ? everyKeyQuerySchema : ownQuerySchema).validateSync(raw, { abortEarly: false, strict: true }) as { from?: string; to?: string; group_by?: string; key_id?: string };
+    value = (everyKey ? everyKeyQuerySchema : ownQuerySchema).validateSync(raw, {
+      abortEarly: false,
+      strict: true,
+    }) as { from?: string; to?: string; group_by?: string; key_id?: string };
   } catch (error) {
-    if (error instanceof yup.ValidationError) throw validationError(error.inner.map((problem) => fieldError(`query.${problem.path}`, problem.message)));
+    if (error instanceof yup.ValidationError)
+      throw validationError(error.inner.map((problem) => fieldError(`query.${problem.path}`, problem.message)));
     throw error;
   }
   const from = value.from === undefined ? undefined : utcDate(value.from);
   const to = value.to === undefined ? undefined : utcDate(value.to);
-  if (from && to && dayOf(from) > dayOf(to)) throw validationError([fieldError('query.from', "must not be after 'to'")]);
-  return { from, to, groupBy: (value.group_by ?? 'model') as UsageRequest['groupBy'], keyId: everyKey ? value.key_id : undefined };
+  if (from && to && dayOf(from) > dayOf(to))
+    throw validationError([fieldError('query.from', "must not be after 'to'")]);
+  return {
+    from,
+    to,
+    groupBy: (value.group_by ?? 'model') as UsageRequest['groupBy'],
+    keyId: everyKey ? value.key_id : undefined,
+  };
 }
 
 async function rowsOf(store: UsageStore, query: UsageQuery): Promise<UsageRow[]> {
   try {
     return await store.query(query);
   } catch (error) {
-    throw serviceUnavailable('Usage cannot be read right now (the usage store is unreachable); please retry shortly', error);
+    throw serviceUnavailable(
+      'Usage cannot be read right now (the usage store is unreachable); please retry shortly',
+      error,
+    );
   }
 }
 
@@ -106,15 +126,18 @@ export async function readUsage(
  *
  * Query: `from`, `to` (ISO date or date-time; UTC days, inclusive), `group_by=model|day` (default
  * `model`). Answer: `{"object":"list","data":[row...]}`, each row
- * `{model | day, requests, input_tokens, output_tokens, cached_tokens, total_tokens, charged_tokens, cost_usd, cache_hits, saved_usd}`:
- * with `group_by=model` one row per concrete model (carrying `model`), with `group_by=day` one row
- * per UTC day `YYYY-MM-DD` over all models (carrying `day`), sorted by that field.
+ * `{model | day, requests, input_tokens, output_tokens, cached_tokens, total_tokens, charged_tokens, cost_usd,
+ * cache_hits, saved_usd}`: with `group_by=model` one row per concrete model (carrying `model`), with `group_by=day` one
+ * row per UTC day `YYYY-MM-DD` over all models (carrying `day`), sorted by that field.
  */
 export function ownUsageRoute(store: UsageStore): RequestHandler {
   return async function handleOwnUsage(req, res) {
     const caller = res.locals.apiKey as CallerKey | undefined;
     const query = parseUsageQuery(req.query, false);
-    res.json({ object: 'list', data: await readUsage(store, undefined, { ...query, keyId: caller?.id ?? ANONYMOUS_KEY_ID }) });
+    res.json({
+      object: 'list',
+      data: await readUsage(store, undefined, { ...query, keyId: caller?.id ?? ANONYMOUS_KEY_ID }),
+    });
   };
 }
 

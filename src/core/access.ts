@@ -58,6 +58,8 @@ export interface RoleMapping extends Grant {
 export function grantsOfGroups(mapping: readonly RoleMapping[], groups: readonly string[]): Grant[] {
   const member = new Set(groups);
   const grants = new Map<string, Grant>();
-  for (const { group, ...grant } of mapping) if (member.has(group)) grants.set(grantText(grant), grant.teams ? { role: grant.role, teams: grant.teams } : { role: grant.role });
+  for (const { group, ...grant } of mapping)
+    if (member.has(group))
+      grants.set(grantText(grant), grant.teams ? { role: grant.role, teams: grant.teams } : { role: grant.role });
   return [...grants.values()];
 }

@@ -37,7 +37,9 @@ export interface ApiKeyRecord {
    * the gateway's setting (and the key's team's).
    */
   readonly cache?: boolean;
-  /** The configured guardrails the key's requests get, over its team's; absent: its team's (else every one). `[]`: none. */
+  /**
+   * The configured guardrails the key's requests get, over its team's; absent: its team's (else every one). `[]`: none.
+   */
   readonly guardrails?: readonly string[];
   /**
    * Percents of the key's money budgets and token quotas at which its alerts fire;
@@ -48,7 +50,18 @@ export interface ApiKeyRecord {
 
 export type NewKeyInput = Pick<
   ApiKeyRecord,
-  'name' | 'expiresAt' | 'models' | 'rpm' | 'concurrency' | 'quota' | 'tpm' | 'budget' | 'team' | 'teamId' | 'cache' | 'guardrails'
+  | 'name'
+  | 'expiresAt'
+  | 'models'
+  | 'rpm'
+  | 'concurrency'
+  | 'quota'
+  | 'tpm'
+  | 'budget'
+  | 'team'
+  | 'teamId'
+  | 'cache'
+  | 'guardrails'
   | 'alerts'
 >;
 
@@ -85,7 +98,14 @@ export function sameSecret(a: string, b: string): boolean {
 }
 
 export function newKeyRecord(key: string, input: NewKeyInput, now = new Date()): ApiKeyRecord {
-  return { id: generateKeyId(), name: input.name, hash: hashApiKey(key), createdAt: now.toISOString(), revoked: false, ...definedOnly(input) };
+  return {
+    id: generateKeyId(),
+    name: input.name,
+    hash: hashApiKey(key),
+    createdAt: now.toISOString(),
+    revoked: false,
+    ...definedOnly(input),
+  };
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

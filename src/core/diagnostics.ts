@@ -22,7 +22,10 @@ export interface HttpRequestMessage {
   readonly observation: Observation;
 }
 
-/** What the access log and metrics learn of a request answered without a usage record, filled in by the plane answering it. */
+/**
+ * What the access log and metrics learn of a request answered without a usage record, filled in by the plane answering
+ * it.
+ */
 export interface Observation {
   /** The `route` label: a model route's label, an Express route's pattern, or `unmatched` (never the raw path). */
   label: string;
@@ -232,7 +235,10 @@ export interface ControlPlaneEvent extends ChangeSite {
 /** A change made on the control plane: keys, teams, service tokens, cache clears, configuration reloads. */
 export interface ControlPlaneChange extends ControlPlaneEvent {
   readonly actor: Actor;
-  /** `key.create`, `key.update`, `key.revoke`, `team.create`, `team.update`, `team.delete`, `token.create`, `token.revoke`, `cache.clear`, `config.reload`. */
+  /**
+   * `key.create`, `key.update`, `key.revoke`, `team.create`, `team.update`, `team.delete`, `token.create`,
+   * `token.revoke`, `cache.clear`, `config.reload`.
+   */
   readonly action: string;
   readonly target: EventTarget;
   /** The target before and after, as the admin API shows it: never a secret or its hash's input. */
@@ -322,7 +328,9 @@ export const EVENTS = {
   /** A stream's first content event came (time to first token). */
   attemptFirstContent: event<{ readonly exchange: ExchangeView }>('attempt:first-content'),
   /** An attempt failed (`reason` in the gateway's words; `status` the upstream's): another may follow. */
-  attemptError: event<{ readonly exchange: ExchangeView; readonly reason: string; readonly status?: number }>('attempt:error'),
+  attemptError: event<{ readonly exchange: ExchangeView; readonly reason: string; readonly status?: number }>(
+    'attempt:error',
+  ),
   /** An endpoint failed in a way that counts against it (the failover warning). */
   endpointFailed: event<EndpointFailedMessage>('endpoint:failed'),
   /** One upstream call ended (every route, the conformance checks included). */

@@ -2,8 +2,9 @@ import type { ErrorKind, GatewayError } from './gateway-errors.ts';
 
 /**
  * Which error envelope a route answers with beside the spec's `detail`, so that the official SDKs of
- * each wire format show the message: `completions-envelope` routes (Chat Completions, Responses) carry `error:{message,type,param,code}`,
- * `messages-envelope` routes (Messages) carry `type:"error", error:{type,message}`, `plain` routes only `detail`.
+ * each wire format show the message: `completions-envelope` routes (Chat Completions, Responses) carry
+ * `error:{message,type,param,code}`, `messages-envelope` routes (Messages) carry `type:"error", error:{type,message}`,
+ * `plain` routes only `detail`.
  */
 export type ErrorFamily = 'completions-envelope' | 'messages-envelope' | 'plain';
 

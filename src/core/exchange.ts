@@ -3,7 +3,15 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { ResolvedModel } from './model-registry.ts';
 import type { ModelRoute } from './route-table.ts';
 import type { AnswerFacts } from './formats/index.ts';
-import type { AlertSetting, CacheSetting, GuardrailSetting, Limits, MoneyBudget, TeamRecord, TokenQuota } from './limits.ts';
+import type {
+  AlertSetting,
+  CacheSetting,
+  GuardrailSetting,
+  Limits,
+  MoneyBudget,
+  TeamRecord,
+  TokenQuota,
+} from './limits.ts';
 
 /** The caller as the auth middleware leaves it in `res.locals.apiKey` (never the key itself). */
 export interface CallerKey {
@@ -122,7 +130,10 @@ export interface UsageAccounting {
   /** Text deltas of one streamed event (for estimates when a stream ends without usage). */
   streamedText(format: WireFormat, data: string): string;
   /** The derived counters of a usage under the model's pricing (the native chat result shows them). */
-  charge(usage: TokenUsage, resolved: ResolvedModel): { readonly totalTokens: number; readonly chargedTokens: number; readonly costUsd: number };
+  charge(
+    usage: TokenUsage,
+    resolved: ResolvedModel,
+  ): { readonly totalTokens: number; readonly chargedTokens: number; readonly costUsd: number };
   /**
    * Records one exchange. Never throws, never delays the response. Gives back undefined when the record
    * was taken as it is (the usual case), or, when its usage must first be estimated with a tokenizer,
@@ -144,7 +155,8 @@ export interface UsageAccounting {
  * - `plugin_error`: a plugin's hook failed;
  * - `guardrail_blocked`: a guardrail refused the request or the answer (a stream ends early, in band).
  */
-export type UsageOutcome = 'complete' | 'upstream_cut' | 'client_closed' | 'client_stalled' | 'stalled' | 'plugin_error' | 'guardrail_blocked';
+export type UsageOutcome =
+  'complete' | 'upstream_cut' | 'client_closed' | 'client_stalled' | 'stalled' | 'plugin_error' | 'guardrail_blocked';
 
 /** What a stream delivered, for its estimate: its text, or a leading sample of it, and its full length. */
 export interface TextSample {

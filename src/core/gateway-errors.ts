@@ -24,7 +24,9 @@ export interface GatewayErrorOptions {
   /** Extra response headers, e.g. `Allow` or `Retry-After`. */
   readonly headers?: Readonly<Record<string, string>>;
   readonly cause?: unknown;
-  /** The error is logged already, with more than the error middleware knows (a plugin fault): it logs no second line. */
+  /**
+   * The error is logged already, with more than the error middleware knows (a plugin fault): it logs no second line.
+   */
   readonly logged?: boolean;
   /** The limit that refused the request (a 429), for the refusals metric. */
   readonly limit?: LimitRefusal;
@@ -142,22 +144,44 @@ export function methodNotAllowed(method: string, path: string, allowed: readonly
   );
 }
 
-export function rateLimited(detail: string, headers?: Readonly<Record<string, string>>, limit?: LimitRefusal): GatewayError {
+export function rateLimited(
+  detail: string,
+  headers?: Readonly<Record<string, string>>,
+  limit?: LimitRefusal,
+): GatewayError {
   return new GatewayError('GW_ERR_RATE_LIMITED', 429, 'rate_limit', detail, { headers, limit });
 }
 
-export function quotaExceeded(detail: string, headers?: Readonly<Record<string, string>>, limit?: LimitRefusal): GatewayError {
+export function quotaExceeded(
+  detail: string,
+  headers?: Readonly<Record<string, string>>,
+  limit?: LimitRefusal,
+): GatewayError {
   return new GatewayError('GW_ERR_QUOTA_EXCEEDED', 429, 'rate_limit', `Quota exceeded: ${detail}`, { headers, limit });
 }
 
 /** 429: a key's or team's tokens per minute would be exceeded by the request's input. */
-export function tokenRateLimited(detail: string, headers: Readonly<Record<string, string>>, limit: LimitRefusal): GatewayError {
-  return new GatewayError('GW_ERR_TOKEN_RATE_LIMITED', 429, 'rate_limit', `Token rate limit exceeded: ${detail}`, { headers, limit });
+export function tokenRateLimited(
+  detail: string,
+  headers: Readonly<Record<string, string>>,
+  limit: LimitRefusal,
+): GatewayError {
+  return new GatewayError('GW_ERR_TOKEN_RATE_LIMITED', 429, 'rate_limit', `Token rate limit exceeded: ${detail}`, {
+    headers,
+    limit,
+  });
 }
 
 /** 429: a key's or team's money budget for the day or month cannot pay for the request's input. */
-export function budgetExceeded(detail: string, headers: Readonly<Record<string, string>>, limit: LimitRefusal): GatewayError {
-  return new GatewayError('GW_ERR_BUDGET_EXCEEDED', 429, 'rate_limit', `Budget exceeded: ${detail}`, { headers, limit });
+export function budgetExceeded(
+  detail: string,
+  headers: Readonly<Record<string, string>>,
+  limit: LimitRefusal,
+): GatewayError {
+  return new GatewayError('GW_ERR_BUDGET_EXCEEDED', 429, 'rate_limit', `Budget exceeded: ${detail}`, {
+    headers,
+    limit,
+  });
 }
 
 /**
@@ -192,13 +216,9 @@ export function nothingToCancel(responseId: string | undefined): GatewayError {
 
 /** 502: the upstream could not be reached or answered in a way the gateway cannot pass on. */
 export function upstreamFailure(provider: string, reason: string, cause?: unknown): GatewayError {
-  return new GatewayError(
-    'GW_ERR_UPSTREAM',
-    502,
-    'upstream',
-    `Upstream provider '${provider}' failed: ${reason}`,
-    { cause },
-  );
+  return new GatewayError('GW_ERR_UPSTREAM', 502, 'upstream', `Upstream provider '${provider}' failed: ${reason}`, {
+    cause,
+  });
 }
 
 /**
@@ -226,11 +246,22 @@ export function pluginFault(plugin: string, hook: string, cause?: unknown): Gate
 export function guardrailRefusal(guardrail: string, phase: 'request' | 'response', unavailable = false): GatewayError {
   const what = phase === 'request' ? 'the request' : 'the answer';
   if (unavailable) {
-    return new GatewayError('GW_ERR_GUARDRAIL', 503, 'internal', `Guardrail '${guardrail}' could not check ${what} (its service did not answer) and refuses what it cannot check; retry later`, {
-      headers: { 'Retry-After': '1' },
-    });
+    return new GatewayError(
+      'GW_ERR_GUARDRAIL',
+      503,
+      'internal',
+      `Guardrail '${guardrail}' could not check ${what} (its service did not answer) and refuses what it cannot check; retry later`,
+      {
+        headers: { 'Retry-After': '1' },
+      },
+    );
   }
-  return new GatewayError('GW_ERR_GUARDRAIL', 400, 'invalid_request', `Guardrail '${guardrail}' blocked ${what}: it holds content this gateway does not let ${phase === 'request' ? 'reach a model' : 'through'}`);
+  return new GatewayError(
+    'GW_ERR_GUARDRAIL',
+    400,
+    'invalid_request',
+    `Guardrail '${guardrail}' blocked ${what}: it holds content this gateway does not let ${phase === 'request' ? 'reach a model' : 'through'}`,
+  );
 }
 
 /** 502, in band: the upstream streamed one event larger than the gateway relays; the stream is ended. */
@@ -298,13 +329,9 @@ export function serviceUnavailable(detail: string, cause?: unknown): GatewayErro
 }
 
 export function internalError(cause?: unknown): GatewayError {
-  return new GatewayError(
-    'GW_ERR_INTERNAL',
-    500,
-    'internal',
-    'Internal error in the gateway; please retry later',
-    { cause },
-  );
+  return new GatewayError('GW_ERR_INTERNAL', 500, 'internal', 'Internal error in the gateway; please retry later', {
+    cause,
+  });
 }
 
 export function isGatewayError(value: unknown): value is GatewayError {

@@ -68,7 +68,12 @@ export function createAccessLogger(logger: Logger): Logger {
   const shared = (logger as unknown as Record<symbol, pino.DestinationStream>)[symbols.streamSym];
   let destination = shared;
   if (shared !== undefined && stdoutDestinations.has(shared)) {
-    const buffered = pino.destination({ dest: 1, sync: true, minLength: ACCESS_LOG_BUFFER_BYTES, periodicFlush: ACCESS_LOG_FLUSH_MS });
+    const buffered = pino.destination({
+      dest: 1,
+      sync: true,
+      minLength: ACCESS_LOG_BUFFER_BYTES,
+      periodicFlush: ACCESS_LOG_FLUSH_MS,
+    });
     // pino writes buffers out at exit for asynchronous destinations only.
     if (bufferedDestinations.size === 0) process.on('exit', flushAtExit);
     bufferedDestinations.add(buffered);

@@ -12,7 +12,6 @@ import { PluginLoadError, ROUTE_IDS } from '../plugins/validate-plugin.ts';
 import { describePlugin, originOf } from '../plugins/plugin-origin.ts';
 import { routePath } from './route-table.ts';
 
-
 /** What a requested model ID stands for on one route. */
 export interface ResolvedModel {
   /** The ID as the client sent it. */
@@ -25,7 +24,10 @@ export interface ResolvedModel {
   readonly model: ModelDeclaration;
 }
 
-/** The model ID the provider is sent for a resolved model on a route (its route's own, else the model's upstream ID, else its ID). */
+/**
+ * The model ID the provider is sent for a resolved model on a route (its route's own, else the model's upstream ID,
+ * else its ID).
+ */
 export function upstreamModelOf(resolved: ResolvedModel, route: RouteId): string {
   return resolved.model.upstreamModels?.[route] ?? resolved.model.upstreamModel ?? resolved.model.id;
 }
@@ -75,9 +77,11 @@ export class ModelRegistry {
       for (const model of plugin.models) {
         const entry = { plugin, model, canonicalId: `${plugin.vendor}/${model.id}` };
         this.byCanonicalId.set(entry.canonicalId, model);
-        for (const spelling of [model.id, ...(model.alternateIds ?? [])]) models.set(`${plugin.vendor}/${spelling}`, entry);
+        for (const spelling of [model.id, ...(model.alternateIds ?? [])])
+          models.set(`${plugin.vendor}/${spelling}`, entry);
         for (const route of model.routes) {
-          for (const spelling of this.spellings(plugin, model, route)) this.claim(route, spelling, { entry }, plugin, 'models');
+          for (const spelling of this.spellings(plugin, model, route))
+            this.claim(route, spelling, { entry }, plugin, 'models');
         }
       }
     }
@@ -87,10 +91,19 @@ export class ModelRegistry {
         knownAliases.add(alias.id);
         const target = aliasTargets[alias.id] ?? alias.target;
         const entry = models.get(target);
-        if (!entry) throw new PluginLoadError(plugin.vendor, `aliases '${alias.id}'`, `the configured target '${target}' is not a known model`);
+        if (!entry)
+          throw new PluginLoadError(
+            plugin.vendor,
+            `aliases '${alias.id}'`,
+            `the configured target '${target}' is not a known model`,
+          );
         const missing = alias.routes.filter((route) => !entry.model.routes.includes(route));
         if (missing.length) {
-          throw new PluginLoadError(plugin.vendor, `aliases '${alias.id}'`, `the target '${target}' does not serve the alias's route(s) ${missing.join(', ')}`);
+          throw new PluginLoadError(
+            plugin.vendor,
+            `aliases '${alias.id}'`,
+            `the target '${target}' does not serve the alias's route(s) ${missing.join(', ')}`,
+          );
         }
         for (const route of alias.routes) this.claim(route, alias.id, { entry, alias: alias.id }, plugin, 'aliases');
       }
@@ -108,11 +121,13 @@ export class ModelRegistry {
       }
       for (const declaration of plugin.usageExtractors ?? []) {
         const scope = declaration.models ?? plugin.models.map((model) => `${plugin.vendor}/${model.id}`);
-        for (const model of scope) this.extractors.set(`${declaration.route} ${models.get(model)!.canonicalId}`, declaration.extractor);
+        for (const model of scope)
+          this.extractors.set(`${declaration.route} ${models.get(model)!.canonicalId}`, declaration.extractor);
       }
     }
     const unknown = Object.keys(aliasTargets).filter((alias) => !knownAliases.has(alias));
-    if (unknown.length) throw new PluginLoadError('config', 'aliases', `no plugin declares the alias(es) ${unknown.join(', ')}`);
+    if (unknown.length)
+      throw new PluginLoadError('config', 'aliases', `no plugin declares the alias(es) ${unknown.join(', ')}`);
 
     this.catalog = plugins.flatMap((plugin) => {
       const entry = (id: string, routes: readonly RouteId[]) =>
@@ -132,12 +147,22 @@ export class ModelRegistry {
     return forms.flatMap((form) => (form === 'prefixed' ? names.map((name) => `${plugin.vendor}/${name}`) : names));
   }
 
-  private claim(route: RouteId, id: string, value: { entry: ModelEntry; alias?: string }, plugin: ProviderPlugin, field: string): void {
+  private claim(
+    route: RouteId,
+    id: string,
+    value: { entry: ModelEntry; alias?: string },
+    plugin: ProviderPlugin,
+    field: string,
+  ): void {
     const table = this.tables.get(route)!;
     const holder = table.get(id);
     if (holder) {
       const where = originOf(plugin) ? ` (in ${originOf(plugin)})` : '';
-      throw new PluginLoadError(plugin.vendor, field, `'${id}' on route ${route} is already claimed by ${describePlugin(holder.entry.plugin)}${where}`);
+      throw new PluginLoadError(
+        plugin.vendor,
+        field,
+        `'${id}' on route ${route} is already claimed by ${describePlugin(holder.entry.plugin)}${where}`,
+      );
     }
     table.set(id, value);
   }
@@ -162,12 +187,15 @@ export class ModelRegistry {
     const elsewhere = ROUTE_IDS.filter((other) => other !== route && this.tables.get(other)!.has(id));
     if (elsewhere.length) {
       const { entry } = this.tables.get(elsewhere[0]!)!.get(id)!;
-      const spelling = entry.model.routes.includes(route) ? this.spellings(entry.plugin, entry.model, route)[0] : undefined;
+      const spelling = entry.model.routes.includes(route)
+        ? this.spellings(entry.plugin, entry.model, route)[0]
+        : undefined;
       if (spelling) return `'${id}' is not a model ID on ${here}; use '${spelling}'`;
       return `'${id}' is not available on ${here}; it is served on ${elsewhere.map((other) => routePath(other)).join(', ')}`;
     }
     const bare = id.slice(id.indexOf('/') + 1);
-    if (id.includes('/') && this.tables.get(route)!.get(bare)?.alias) return `'${id}' is not a model ID; use the alias '${bare}'`;
+    if (id.includes('/') && this.tables.get(route)!.get(bare)?.alias)
+      return `'${id}' is not a model ID; use the alias '${bare}'`;
     return `unknown model '${id}'; GET /v1/models lists the models`;
   }
 
@@ -181,7 +209,10 @@ export class ModelRegistry {
     return upstreamModelOf(resolved, route);
   }
 
-  /** The fixup declarations a route's streams of a model go through, in declaration order (each stream makes its own states). */
+  /**
+   * The fixup declarations a route's streams of a model go through, in declaration order (each stream makes its own
+   * states).
+   */
   streamFixups(route: UpstreamRouteId, canonicalId: string): readonly StreamFixupDeclaration[] {
     return this.fixups.get(`${route} ${canonicalId}`) ?? [];
   }

@@ -30,14 +30,27 @@ export function rfc3339(epochMs: number): string {
   return new Date(Math.ceil(epochMs / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 }
 
-const NAMES: Readonly<Record<RateLimitHeaderStyle, Readonly<Record<'requests' | 'tokens', readonly [limit: string, remaining: string, reset: string]>>>> = {
+const NAMES: Readonly<
+  Record<
+    RateLimitHeaderStyle,
+    Readonly<Record<'requests' | 'tokens', readonly [limit: string, remaining: string, reset: string]>>
+  >
+> = {
   openai: {
     requests: ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'],
     tokens: ['x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'],
   },
   anthropic: {
-    requests: ['anthropic-ratelimit-requests-limit', 'anthropic-ratelimit-requests-remaining', 'anthropic-ratelimit-requests-reset'],
-    tokens: ['anthropic-ratelimit-tokens-limit', 'anthropic-ratelimit-tokens-remaining', 'anthropic-ratelimit-tokens-reset'],
+    requests: [
+      'anthropic-ratelimit-requests-limit',
+      'anthropic-ratelimit-requests-remaining',
+      'anthropic-ratelimit-requests-reset',
+    ],
+    tokens: [
+      'anthropic-ratelimit-tokens-limit',
+      'anthropic-ratelimit-tokens-remaining',
+      'anthropic-ratelimit-tokens-reset',
+    ],
   },
 };
 
@@ -51,7 +64,13 @@ export interface HeaderTarget {
  * `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, or Anthropic's
  * `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}`.
  */
-export function writeRateLimitHeaders(target: HeaderTarget, style: RateLimitHeaderStyle, unit: 'requests' | 'tokens', state: LimitState, now: number): void {
+export function writeRateLimitHeaders(
+  target: HeaderTarget,
+  style: RateLimitHeaderStyle,
+  unit: 'requests' | 'tokens',
+  state: LimitState,
+  now: number,
+): void {
   const [limit, remaining, reset] = NAMES[style][unit];
   target.setHeader(limit, String(state.limit));
   target.setHeader(remaining, String(Math.max(0, Math.floor(state.remaining))));
@@ -92,7 +111,13 @@ const policies = new Map<string, { name: string; policy: string }>();
  * Sets the IETF draft-8 `RateLimit` and `RateLimit-Policy` headers of a request limit (the per-key and
  * per-address request rates carry them on every route), its policy computed once per owner and limit.
  */
-export function writeDraftRateLimitHeaders(target: HeaderTarget, owner: string, windowMs: number, state: LimitState, now: number): void {
+export function writeDraftRateLimitHeaders(
+  target: HeaderTarget,
+  owner: string,
+  windowMs: number,
+  state: LimitState,
+  now: number,
+): void {
   const cacheKey = `${state.limit}:${windowMs}:${owner}`;
   let policy = policies.get(cacheKey);
   if (policy === undefined) {
@@ -100,7 +125,10 @@ export function writeDraftRateLimitHeaders(target: HeaderTarget, owner: string, 
     policy = policyOf(owner, state.limit, windowMs);
     policies.set(cacheKey, policy);
   }
-  target.setHeader('RateLimit', `${policy.name}; r=${Math.max(0, Math.floor(state.remaining))}; t=${Math.max(0, Math.ceil((state.resetAt - now) / 1e3))}`);
+  target.setHeader(
+    'RateLimit',
+    `${policy.name}; r=${Math.max(0, Math.floor(state.remaining))}; t=${Math.max(0, Math.ceil((state.resetAt - now) / 1e3))}`,
+  );
   target.setHeader('RateLimit-Policy', policy.policy);
 }
 
@@ -114,7 +142,10 @@ const CONCURRENCY_NAMES: Readonly<Record<RateLimitHeaderStyle, readonly [limit: 
  * (`x-ratelimit-{limit,remaining}-concurrency`, or Anthropic's `anthropic-ratelimit-concurrency-*`;
  * the OpenAI spelling on a route without a client format of its own), with `Retry-After: 1`.
  */
-export function concurrencyRefusalHeaders(style: RateLimitHeaderStyle | undefined, limit: number): Record<string, string> {
+export function concurrencyRefusalHeaders(
+  style: RateLimitHeaderStyle | undefined,
+  limit: number,
+): Record<string, string> {
   const [limitName, remainingName] = CONCURRENCY_NAMES[style ?? 'openai'];
   return { [limitName]: String(limit), [remainingName]: '0', 'Retry-After': '1' };
 }

@@ -66,7 +66,14 @@ interface StoredHead {
 /** One entry as the stores keep it (a Redis string, or a Buffer in memory). */
 export function encodeCachedAnswer(answer: CachedAnswer): Buffer {
   const { usage } = answer;
-  const head: StoredHead = { t: answer.storedAt, s: answer.status, c: answer.contentType, x: answer.stream, m: answer.model, u: [usage.inputTokens, usage.outputTokens, usage.cachedTokens] };
+  const head: StoredHead = {
+    t: answer.storedAt,
+    s: answer.status,
+    c: answer.contentType,
+    x: answer.stream,
+    m: answer.model,
+    u: [usage.inputTokens, usage.outputTokens, usage.cachedTokens],
+  };
   const headBytes = Buffer.from(JSON.stringify(head), 'utf8');
   const out = Buffer.allocUnsafe(4 + headBytes.length + answer.body.length);
   out.writeUInt32BE(headBytes.length, 0);
@@ -82,14 +89,25 @@ export function decodeCachedAnswer(stored: Buffer): CachedAnswer | undefined {
   if (4 + headLength > stored.length) return undefined;
   try {
     const head = JSON.parse(stored.toString('utf8', 4, 4 + headLength)) as StoredHead;
-    if (typeof head.t !== 'number' || typeof head.s !== 'number' || typeof head.c !== 'string' || typeof head.m !== 'string' || !Array.isArray(head.u)) return undefined;
+    if (
+      typeof head.t !== 'number' ||
+      typeof head.s !== 'number' ||
+      typeof head.c !== 'string' ||
+      typeof head.m !== 'string' ||
+      !Array.isArray(head.u)
+    )
+      return undefined;
     return {
       storedAt: head.t,
       status: head.s,
       contentType: head.c,
       stream: head.x === true,
       model: head.m,
-      usage: { inputTokens: Number(head.u[0]) || 0, outputTokens: Number(head.u[1]) || 0, cachedTokens: Number(head.u[2]) || 0 },
+      usage: {
+        inputTokens: Number(head.u[0]) || 0,
+        outputTokens: Number(head.u[1]) || 0,
+        cachedTokens: Number(head.u[2]) || 0,
+      },
       body: stored.subarray(4 + headLength),
     };
   } catch {

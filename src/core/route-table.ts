@@ -117,7 +117,8 @@ export const ROUTE_TABLE: Readonly<Record<RouteId, ModelRoute>> = {
     genAiOperation: 'chat',
     outputCapFields: ['max_output_tokens'],
     streams: false,
-    summary: 'Native text chat: plain text in, plain text out, never streamed; retries and timeouts handled by the gateway',
+    summary:
+      'Native text chat: plain text in, plain text out, never streamed; retries and timeouts handled by the gateway',
     requestSchema: 'NativeChatRequest',
   },
 };
@@ -148,7 +149,8 @@ export function errorFamilyOf(path: string): ErrorFamily {
   const route = modelRouteAt(path);
   if (route) return route.family;
   if (OWN_USAGE.test(path)) return 'completions-envelope';
-  for (const candidate of BY_PREFIX) if (candidate.family !== 'plain' && path.startsWith(candidate.path)) return candidate.family;
+  for (const candidate of BY_PREFIX)
+    if (candidate.family !== 'plain' && path.startsWith(candidate.path)) return candidate.family;
   return 'plain';
 }
 
@@ -156,7 +158,10 @@ const escape = (path: string) => path.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 // As Express 5 (router 2, path-to-regexp 8, not strict, not case sensitive) matches a route's path.
 const SHORTEST = Math.min(...MODEL_ROUTES.map((route) => route.path.length));
 const LONGEST = Math.max(...MODEL_ROUTES.map((route) => route.path.length));
-const MATCHERS: readonly (readonly [RegExp, ModelRoute])[] = MODEL_ROUTES.map((route) => [new RegExp(`^(?:${escape(route.path)})(?:\\/$)?$`, 'i'), route]);
+const MATCHERS: readonly (readonly [RegExp, ModelRoute])[] = MODEL_ROUTES.map((route) => [
+  new RegExp(`^(?:${escape(route.path)})(?:\\/$)?$`, 'i'),
+  route,
+]);
 
 /**
  * The model route a pathname (no query) names, in every spelling the gateway has always accepted:
@@ -182,7 +187,16 @@ export function pathnameOf(url: string): string | undefined {
       const code = url.charCodeAt(index);
       if (code === 0x3f) {
         if (end === url.length) end = index;
-      } else if (code === 0x09 || code === 0x0a || code === 0x0c || code === 0x0d || code === 0x20 || code === 0x23 || code === 0xa0 || code === 0xfeff) {
+      } else if (
+        code === 0x09 ||
+        code === 0x0a ||
+        code === 0x0c ||
+        code === 0x0d ||
+        code === 0x20 ||
+        code === 0x23 ||
+        code === 0xa0 ||
+        code === 0xfeff
+      ) {
         return legacyPathname(url);
       }
     }

@@ -24,5 +24,7 @@ export function staticKeyId(key: string, secret?: string): string {
 /** The id of a static key, computed on libuv's thread pool (the scrypt derivation does not block the event loop). */
 export function staticKeyIdAsync(key: string, secret?: string): Promise<string> {
   if (secret) return Promise.resolve(staticKeyId(key, secret));
-  return new Promise((resolve, reject) => scrypt(key, SALT, ID_BYTES, SCRYPT, (error, digest) => (error ? reject(error) : resolve(idOf(digest)))));
+  return new Promise((resolve, reject) =>
+    scrypt(key, SALT, ID_BYTES, SCRYPT, (error, digest) => (error ? reject(error) : resolve(idOf(digest)))),
+  );
 }

@@ -10,7 +10,10 @@ export const Agent = createRequire(import.meta.url)('undici/lib/dispatcher/agent
 let shared: UndiciAgent | undefined;
 
 /** One request through a shared agent, as undici's `request` makes it through its global dispatcher. */
-export function request(url: string, options: Omit<Dispatcher.RequestOptions, 'origin' | 'path'>): Promise<Dispatcher.ResponseData> {
+export function request(
+  url: string,
+  options: Omit<Dispatcher.RequestOptions, 'origin' | 'path'>,
+): Promise<Dispatcher.ResponseData> {
   const target = new URL(url);
   shared ??= new Agent();
   return shared.request({ ...options, origin: target.origin, path: `${target.pathname}${target.search}` });

@@ -16,8 +16,16 @@ export function errorMiddleware(familyOf: (req: Request) => ErrorFamily, logger:
   };
 }
 
-/** What {@link errorMiddleware} does with an error, for a request handled outside Express (`path` without the query). */
-export function answerError(cause: unknown, path: string, res: ClientResponse, family: ErrorFamily, logger: Logger): void {
+/**
+ * What {@link errorMiddleware} does with an error, for a request handled outside Express (`path` without the query).
+ */
+export function answerError(
+  cause: unknown,
+  path: string,
+  res: ClientResponse,
+  family: ErrorFamily,
+  logger: Logger,
+): void {
   const error: GatewayError = isGatewayError(cause) ? cause : (clientErrorOf(cause) ?? internalError(cause));
   if (error.status >= 500 && !error.logged) {
     logger.error({ err: error.cause ?? cause, code: error.code, path }, error.detail);
@@ -57,5 +65,10 @@ export function rawErrorResponse(error: GatewayError): string {
     'X-Content-Type-Options': 'nosniff',
     Connection: 'close',
   };
-  return [`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`), '', payload].join('\r\n');
+  return [
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}`,
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+    '',
+    payload,
+  ].join('\r\n');
 }

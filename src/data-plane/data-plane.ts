@@ -10,7 +10,10 @@ import type { Exchange } from './pipeline/exchange.ts';
 import type { Next } from './pipeline/stage.ts';
 
 export interface DataPlaneOptions {
-  /** The pipeline of each model route served, as the configuration in force built it; a route without one is left to the control plane (404). */
+  /**
+   * The pipeline of each model route served, as the configuration in force built it; a route without one is left to the
+   * control plane (404).
+   */
   readonly routes: () => ReadonlyMap<RouteId, Next>;
   /** Counts the requests still running, for a graceful shutdown. */
   readonly inFlight?: InFlight;
@@ -48,7 +51,12 @@ export function createDataPlane(options: DataPlaneOptions): DataPlane {
       answerError(error, exchange.path, res, route.family, logger);
     } finally {
       if (EVENTS.exchangeEnd.active) {
-        EVENTS.exchangeEnd.publish({ exchange, status: res.statusCode, errorCode: exchange.errorCode, limit: exchange.refusedBy });
+        EVENTS.exchangeEnd.publish({
+          exchange,
+          status: res.statusCode,
+          errorCode: exchange.errorCode,
+          limit: exchange.refusedBy,
+        });
       }
     }
   }

@@ -51,7 +51,10 @@ export interface ModelRouteParts {
   readonly nativeChat?: RetryPolicy;
 }
 
-/** What the configuration in force turns on: the response cache (while it has a TTL) and the guardrails (while any is configured). */
+/**
+ * What the configuration in force turns on: the response cache (while it has a TTL) and the guardrails (while any is
+ * configured).
+ */
 export interface ModelRouteSettings {
   readonly caching?: ResponseCaching;
   readonly guardrails?: GuardrailSet;
@@ -110,7 +113,12 @@ export function stageLists(parts: ModelRouteParts, settings: ModelRouteSettings)
       record(usage),
       ...(set ? [guardRequest({ guardrails, format: nativeFormat, texts: nativeInput })] : []),
       reserving,
-      attemptChatStage({ registry, upstream: parts.upstream, policy: parts.nativeChat, bodyLimitBytes: bounds.bodyLimitBytes }),
+      attemptChatStage({
+        registry,
+        upstream: parts.upstream,
+        policy: parts.nativeChat,
+        bodyLimitBytes: bounds.bodyLimitBytes,
+      }),
       answerChat({ usage, clientWriteTimeoutMs }),
     ]);
   }
@@ -131,4 +139,5 @@ const nativeFormat = (exchange: Exchange) => {
 };
 
 /** The native route's one text the model reads: its `input`. */
-const nativeInput = (body: Record<string, unknown>) => (typeof body.input === 'string' && body.input !== '' ? [{ path: ['input'], text: body.input }] : []);
+const nativeInput = (body: Record<string, unknown>) =>
+  typeof body.input === 'string' && body.input !== '' ? [{ path: ['input'], text: body.input }] : [];

@@ -16,7 +16,10 @@ export interface WayInOptions {
   readonly dataPlane: DataPlane;
   /** Everything else: the Express app (catalog, usage, admin, account, health, metrics, OpenAPI, 404). */
   readonly control: (req: IncomingMessage, res: ServerResponse) => void;
-  /** Where a request comes from, for every per-address rule (see {@link clientAddressResolver}); default: the socket's peer. */
+  /**
+   * Where a request comes from, for every per-address rule (see {@link clientAddressResolver}); default: the socket's
+   * peer.
+   */
   readonly addressOf?: (req: IncomingMessage) => string;
   /** Caps each client address's requests still sending their body; none: no cap. */
   readonly pendingRequests?: PendingRequests;
@@ -60,7 +63,8 @@ export function createWayIn(options: WayInOptions): WayIn {
         control(req, res);
       };
     }
-    if (pendingRequests) pendingRequests.admit(req, serve, (error) => sendError(res, error, errorFamilyOf(pathname ?? '')));
+    if (pendingRequests)
+      pendingRequests.admit(req, serve, (error) => sendError(res, error, errorFamilyOf(pathname ?? '')));
     else serve();
   };
 }

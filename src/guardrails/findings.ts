@@ -76,7 +76,10 @@ export function checkText(
  * every segment it covers: the segments' new texts. `segments` are consecutive stretches of one text
  * (`[start, end)` in its coordinates, each with its own text), `merged` sorted findings within them.
  */
-export function redactAcross(segments: readonly { readonly start: number; readonly end: number; readonly text: string }[], merged: readonly Finding[]): string[] {
+export function redactAcross(
+  segments: readonly { readonly start: number; readonly end: number; readonly text: string }[],
+  merged: readonly Finding[],
+): string[] {
   const out: string[] = [];
   let next = 0;
   for (const { start, end, text } of segments) {

@@ -1,13 +1,23 @@
 import { createHash } from 'node:crypto';
 import type { GuardrailPlugin } from '../plugins/plugin-contract.ts';
 import type { Guardrail, Phases, TextGuardrail, WebhookGuardrail } from './guardrail.ts';
-import { readsPhase, type ExternalSettings, type GuardrailSettings, type PiiSettings, type RegexSettings, type WebhookSettings } from './guardrail-settings.ts';
+import {
+  readsPhase,
+  type ExternalSettings,
+  type GuardrailSettings,
+  type PiiSettings,
+  type RegexSettings,
+  type WebhookSettings,
+} from './guardrail-settings.ts';
 import { piiGuardrail } from './pii-guardrail.ts';
 import { pluginGuardrail } from './plugin-guardrail.ts';
 import { regexGuardrail } from './regex-guardrail.ts';
 import { webhookGuardrail, type WebhookPost } from './webhook-guardrail.ts';
 
-/** The guardrails of one phase, as they run: the text ones (synchronous), then the webhooks, each in configuration order. */
+/**
+ * The guardrails of one phase, as they run: the text ones (synchronous), then the webhooks, each in configuration
+ * order.
+ */
 export interface PhaseGuardrails {
   readonly text: readonly TextGuardrail[];
   readonly webhooks: readonly WebhookGuardrail[];
@@ -25,7 +35,10 @@ export interface GuardrailSelection {
   readonly responseFingerprint: string | undefined;
 }
 
-/** Entries of {@link GuardrailSet.select}'s memo before it is emptied (each distinct list of names keys or teams name is one). */
+/**
+ * Entries of {@link GuardrailSet.select}'s memo before it is emptied (each distinct list of names keys or teams name is
+ * one).
+ */
 const MAX_SELECTIONS = 1024;
 
 /**
@@ -53,18 +66,33 @@ export class GuardrailSet {
   select(named: readonly string[] | undefined): GuardrailSelection | undefined {
     const memo = named === undefined ? '' : `\u0000${named.join('\u0000')}`;
     if (this.selections.has(memo)) return this.selections.get(memo);
-    const chosen = named === undefined ? this.guardrails.map((_, index) => index) : this.guardrails.flatMap((guardrail, index) => (named.includes(guardrail.name) ? [index] : []));
+    const chosen =
+      named === undefined
+        ? this.guardrails.map((_, index) => index)
+        : this.guardrails.flatMap((guardrail, index) => (named.includes(guardrail.name) ? [index] : []));
     const phase = (which: 'request' | 'response'): PhaseGuardrails | undefined => {
       const picked = chosen.map((index) => this.guardrails[index]!).filter((guardrail) => guardrail.phases[which]);
       if (picked.length === 0) return undefined;
-      return { text: picked.filter((guardrail): guardrail is TextGuardrail => guardrail.kind === 'text'), webhooks: picked.filter((guardrail): guardrail is WebhookGuardrail => guardrail.kind === 'webhook') };
+      return {
+        text: picked.filter((guardrail): guardrail is TextGuardrail => guardrail.kind === 'text'),
+        webhooks: picked.filter((guardrail): guardrail is WebhookGuardrail => guardrail.kind === 'webhook'),
+      };
     };
     const request = phase('request');
     const response = phase('response');
-    const responseSettings = chosen.filter((index) => this.guardrails[index]!.phases.response).map((index) => this.settings[index]);
-    const selection = request || response
-      ? { request, response, responseFingerprint: response ? createHash('sha256').update(JSON.stringify(responseSettings)).digest('hex').slice(0, 32) : undefined }
-      : undefined;
+    const responseSettings = chosen
+      .filter((index) => this.guardrails[index]!.phases.response)
+      .map((index) => this.settings[index]);
+    const selection =
+      request || response
+        ? {
+            request,
+            response,
+            responseFingerprint: response
+              ? createHash('sha256').update(JSON.stringify(responseSettings)).digest('hex').slice(0, 32)
+              : undefined,
+          }
+        : undefined;
     if (this.selections.size >= MAX_SELECTIONS) this.selections.clear();
     this.selections.set(memo, selection);
     return selection;
@@ -76,7 +104,11 @@ export class GuardrailSet {
  * regex, pii and webhook names one of `plugins`); undefined when there are none, so that a gateway
  * without guardrails does nothing for them per request.
  */
-export function buildGuardrailSet(settings: readonly GuardrailSettings[], plugins: readonly GuardrailPlugin[], post?: WebhookPost): GuardrailSet | undefined {
+export function buildGuardrailSet(
+  settings: readonly GuardrailSettings[],
+  plugins: readonly GuardrailPlugin[],
+  post?: WebhookPost,
+): GuardrailSet | undefined {
   if (settings.length === 0) return undefined;
   const guardrails = settings.map((entry): Guardrail => {
     const phases: Phases = { request: readsPhase(entry.on, 'request'), response: readsPhase(entry.on, 'response') };
@@ -100,7 +132,10 @@ export interface GuardrailProblem {
  * What the config's guardrail entries must pass against the loaded guardrail plugins: each `use` that is
  * not built in names one, and the plugin's `checkOptions` accepts the entry's `options`.
  */
-export function guardrailPluginProblems(settings: readonly GuardrailSettings[], plugins: readonly GuardrailPlugin[]): GuardrailProblem[] {
+export function guardrailPluginProblems(
+  settings: readonly GuardrailSettings[],
+  plugins: readonly GuardrailPlugin[],
+): GuardrailProblem[] {
   const problems: GuardrailProblem[] = [];
   settings.forEach((entry, index) => {
     if (entry.use === 'regex' || entry.use === 'pii' || entry.use === 'webhook') return;
@@ -117,9 +152,12 @@ export function guardrailPluginProblems(settings: readonly GuardrailSettings[], 
     try {
       found = plugin.checkOptions?.((entry as ExternalSettings).options);
     } catch (error) {
-      found = [`the guardrail plugin '${plugin.guardrail}' failed in its hook 'checkOptions': ${(error as Error).message}`];
+      found = [
+        `the guardrail plugin '${plugin.guardrail}' failed in its hook 'checkOptions': ${(error as Error).message}`,
+      ];
     }
-    for (const text of found ?? []) problems.push({ text: `guardrails[${index}].options: ${text}`, at: ['guardrails', index, 'options'] });
+    for (const text of found ?? [])
+      problems.push({ text: `guardrails[${index}].options: ${text}`, at: ['guardrails', index, 'options'] });
   });
   return problems;
 }

@@ -2,7 +2,8 @@
 
 /** What a guardrail's name may be: letters, digits, `.`, `_` and `-`, 1 to 64, starting with a letter or digit. */
 export const GUARDRAIL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-export const GUARDRAIL_NAME_RULE = 'must be a name of 1 to 64 letters, digits, ., _ or -, starting with a letter or digit';
+export const GUARDRAIL_NAME_RULE =
+  'must be a name of 1 to 64 letters, digits, ., _ or -, starting with a letter or digit';
 
 /** Which side of an exchange a guardrail reads: the request, the answer, or both. */
 export type GuardrailOn = 'request' | 'response' | 'both';
@@ -10,7 +11,10 @@ export type GuardrailOn = 'request' | 'response' | 'both';
 /** What a text guardrail (regex, pii, an external one) does with a finding: refuse, or replace it. */
 export type GuardrailAction = 'block' | 'redact';
 
-/** What a webhook guardrail does when its service does not answer in time (or answers nonsense): let the text pass, or refuse it. */
+/**
+ * What a webhook guardrail does when its service does not answer in time (or answers nonsense): let the text pass, or
+ * refuse it.
+ */
 export type WebhookFailMode = 'open' | 'closed';
 
 /** The personal data and secrets the `pii` guardrail finds. */

@@ -38,7 +38,9 @@ export interface TextGuardrail {
   readonly action: GuardrailAction;
   /** The longest text one finding may span: what a stream holds back (minus one character) per channel. */
   readonly window: number;
-  /** The findings in `text`, in any order, possibly overlapping. A guardrail plugin's fault throws its `PluginFault`. */
+  /**
+   * The findings in `text`, in any order, possibly overlapping. A guardrail plugin's fault throws its `PluginFault`.
+   */
   find(text: string, context: TextContext): readonly Finding[];
 }
 
@@ -64,8 +66,14 @@ export interface WebhookGuardrail {
   readonly name: string;
   readonly phases: Phases;
   readonly failMode: WebhookFailMode;
-  /** Asks about `texts`; never rejects (a failure is `unavailable`). `preceding`: text of each channel already delivered, for a stream's batches. */
-  check(texts: readonly string[], context: TextContext & CallerContext & { readonly stream: boolean; readonly preceding?: readonly string[] }): Promise<WebhookVerdict>;
+  /**
+   * Asks about `texts`; never rejects (a failure is `unavailable`). `preceding`: text of each channel already
+   * delivered, for a stream's batches.
+   */
+  check(
+    texts: readonly string[],
+    context: TextContext & CallerContext & { readonly stream: boolean; readonly preceding?: readonly string[] },
+  ): Promise<WebhookVerdict>;
 }
 
 export type Guardrail = TextGuardrail | WebhookGuardrail;

@@ -109,7 +109,8 @@ const DETECTORS: Readonly<Record<PiiEntity, Detector>> = {
   },
   // International (+ and a country code) or North American (three, three and four digits).
   phone: {
-    pattern: /(?<![\w+])(?:\+\d{1,3}(?:[ .-]?\(?\d{1,4}\)?)(?:[ .-]?\d{2,4}){2,4}|(?:\(\d{3}\) ?|\d{3}[ .-])\d{3}[ .-]\d{4})(?!\w)/g,
+    pattern:
+      /(?<![\w+])(?:\+\d{1,3}(?:[ .-]?\(?\d{1,4}\)?)(?:[ .-]?\d{2,4}){2,4}|(?:\(\d{3}\) ?|\d{3}[ .-])\d{3}[ .-]\d{4})(?!\w)/g,
     replacement: '[PHONE]',
     mayHold: (text) => HAS_DIGIT.test(text),
     validate: (match) => {
@@ -133,14 +134,17 @@ const DETECTORS: Readonly<Record<PiiEntity, Detector>> = {
   },
   // IPv4 dotted quads, and IPv6 addresses (full or compressed) that Node's parser accepts.
   ip: {
-    pattern: /(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?!\.?\d)|(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])/g,
+    pattern:
+      /(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?!\.?\d)|(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])/g,
     replacement: '[IP]',
     mayHold: (text) => IPV4_MARK.test(text) || IPV6_MARK.test(text),
-    validate: (match) => (match.includes(':') ? HEX_DIGIT.test(match) && isIPv6(match) : octets(match)) ? [0, match.length] : undefined,
+    validate: (match) =>
+      (match.includes(':') ? HEX_DIGIT.test(match) && isIPv6(match) : octets(match)) ? [0, match.length] : undefined,
   },
   // Provider API keys (sk-…), AWS access key ids, GitHub, Google and Slack tokens, PEM private keys.
   secret: {
-    pattern: /\bsk-[A-Za-z0-9_-]{16,180}|\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b|\bgh[pousr]_[A-Za-z0-9]{36,80}\b|\bAIza[0-9A-Za-z_-]{35}|\bxox[abprs]-[A-Za-z0-9-]{10,80}|-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----/g,
+    pattern:
+      /\bsk-[A-Za-z0-9_-]{16,180}|\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b|\bgh[pousr]_[A-Za-z0-9]{36,80}\b|\bAIza[0-9A-Za-z_-]{35}|\bxox[abprs]-[A-Za-z0-9-]{10,80}|-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----/g,
     replacement: '[SECRET]',
     mayHold: (text) => text.includes('sk-') || SECRET_MARKS.test(text),
   },
@@ -170,7 +174,10 @@ function findEntity(detector: Detector, text: string, replacement: string, into:
  * the longest candidate of the chosen entities, or `windowChars`.
  */
 export function piiGuardrail(settings: PiiSettings, phases: Phases): TextGuardrail {
-  const detectors = settings.entities.map((entity) => ({ detector: DETECTORS[entity], replacement: settings.replacement ?? DETECTORS[entity].replacement }));
+  const detectors = settings.entities.map((entity) => ({
+    detector: DETECTORS[entity],
+    replacement: settings.replacement ?? DETECTORS[entity].replacement,
+  }));
   return {
     kind: 'text',
     name: settings.name,

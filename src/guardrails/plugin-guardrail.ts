@@ -1,5 +1,11 @@
 import type { GuardrailPlugin } from '../plugins/plugin-contract.ts';
-import { DEFAULT_REPLACEMENT, DEFAULT_WINDOW_CHARS, type Finding, type Phases, type TextGuardrail } from './guardrail.ts';
+import {
+  DEFAULT_REPLACEMENT,
+  DEFAULT_WINDOW_CHARS,
+  type Finding,
+  type Phases,
+  type TextGuardrail,
+} from './guardrail.ts';
 import type { ExternalSettings } from './guardrail-settings.ts';
 
 /**
@@ -20,7 +26,11 @@ export function pluginGuardrail(plugin: GuardrailPlugin, settings: ExternalSetti
     find(text, context) {
       const found = plugin.scan(text, { phase: context.phase, route: context.route, model: context.model, options });
       if (!found || found.length === 0) return [];
-      return found.map((finding): Finding => ({ start: finding.start, end: finding.end, replacement: finding.replacement ?? replacement }));
+      return found.map((finding): Finding => ({
+        start: finding.start,
+        end: finding.end,
+        replacement: finding.replacement ?? replacement,
+      }));
     },
   };
 }

@@ -1,11 +1,20 @@
-import { DEFAULT_REPLACEMENT, DEFAULT_WINDOW_CHARS, type Finding, type Phases, type TextGuardrail } from './guardrail.ts';
+import {
+  DEFAULT_REPLACEMENT,
+  DEFAULT_WINDOW_CHARS,
+  type Finding,
+  type Phases,
+  type TextGuardrail,
+} from './guardrail.ts';
 import type { RegexSettings } from './guardrail-settings.ts';
 import { longestMatch } from './regex-length.ts';
 
 /** The flags a pattern is compiled with. */
 export const regexFlags = (ignoreCase: boolean): string => (ignoreCase ? 'gi' : 'g');
 
-/** Why `new RegExp` refuses a pattern, without quoting it (a config problem never quotes the file); undefined when it compiles. */
+/**
+ * Why `new RegExp` refuses a pattern, without quoting it (a config problem never quotes the file); undefined when it
+ * compiles.
+ */
 export function patternProblem(pattern: string, ignoreCase = false): string | undefined {
   try {
     new RegExp(pattern, regexFlags(ignoreCase));

@@ -73,7 +73,8 @@ class PatternReader {
     this.at++;
     if (this.source[this.at] === '^') this.at++;
     // A `]` right after `[` (or `[^`) closes an empty class in JavaScript.
-    while (this.at < this.source.length && this.source[this.at] !== ']') this.at += this.source[this.at] === '\\' ? 2 : 1;
+    while (this.at < this.source.length && this.source[this.at] !== ']')
+      this.at += this.source[this.at] === '\\' ? 2 : 1;
     this.at++;
     return 1;
   }

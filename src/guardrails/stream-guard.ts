@@ -122,7 +122,8 @@ export class StreamGuard<T extends StreamItem> {
     }
     this.queue.push(entry);
     const ended: string[] = [];
-    for (const group of item.closes) for (const name of this.channels.keys()) if (name.startsWith(`${group}|`)) ended.push(name);
+    for (const group of item.closes)
+      for (const name of this.channels.keys()) if (name.startsWith(`${group}|`)) ended.push(name);
     for (const name of ended) if (!touched.includes(name)) touched.push(name);
     for (const name of touched) {
       const blocked = this.judge(name, ended.includes(name));
@@ -189,7 +190,11 @@ export class StreamGuard<T extends StreamItem> {
     const released = held.slice(0, count);
     const applied = merged.filter((finding) => finding.end <= release);
     if (applied.length > 0) {
-      const segments = released.map((delta, index) => ({ start: bounds[index]!, end: bounds[index + 1]!, text: delta.text }));
+      const segments = released.map((delta, index) => ({
+        start: bounds[index]!,
+        end: bounds[index + 1]!,
+        text: delta.text,
+      }));
       const texts = redactAcross(segments, applied);
       released.forEach((delta, index) => {
         if (texts[index] !== delta.text) delta.piece.set(texts[index]!);
@@ -253,7 +258,13 @@ interface HeldFindings {
 }
 
 /** The release point: at most `settle`, never inside a finding, and on a boundary between deltas. */
-function releasePoint(settle: number, merged: readonly Finding[], unsettled: readonly Finding[], bounds: readonly number[], base: number): number {
+function releasePoint(
+  settle: number,
+  merged: readonly Finding[],
+  unsettled: readonly Finding[],
+  bounds: readonly number[],
+  base: number,
+): number {
   let release = settle;
   for (;;) {
     for (const finding of merged) if (finding.start < release && finding.end > release) release = finding.start;

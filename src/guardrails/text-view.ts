@@ -30,7 +30,14 @@ const ESCAPES = /\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))/g;
 /** An escape cut off at the end of unfinished text. */
 const CUT_ESCAPE = /\\(?:u[0-9a-fA-F]{0,3})?$/;
 const ESCAPED: Readonly<Record<string, string>> = {
-  '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t',
+  '"': '"',
+  '\\': '\\',
+  '/': '/',
+  b: '\b',
+  f: '\f',
+  n: '\n',
+  r: '\r',
+  t: '\t',
 };
 /** Normalised pieces of about this many characters are checked whole first (most come out unchanged). */
 const PIECE_CHARS = 64;
@@ -207,7 +214,7 @@ function normalise(text: string): Mapped | undefined {
   const built = new Built(text.length);
   // Segments repeat (a text made of a few odd characters): each is normalised once.
   const seen = new Map<string, string>();
-  for (let at = 0; at < text.length; ) {
+  for (let at = 0; at < text.length;) {
     const end = pieceEnd(text, at);
     const piece = text.slice(at, end);
     const normal = piece.normalize('NFKC');

@@ -6,7 +6,12 @@ import type { WebhookSettings } from './guardrail-settings.ts';
 export const MAX_WEBHOOK_ANSWER_BYTES = 4 * 1024 * 1024;
 
 /** One POST to a webhook: its status and body, or a throw (unreachable, timed out, answer too large). */
-export type WebhookPost = (url: string, body: string, headers: Readonly<Record<string, string>>, timeoutMs: number) => Promise<{ readonly status: number; readonly body: string }>;
+export type WebhookPost = (
+  url: string,
+  body: string,
+  headers: Readonly<Record<string, string>>,
+  timeoutMs: number,
+) => Promise<{ readonly status: number; readonly body: string }>;
 
 /** The default {@link WebhookPost}: undici, the whole exchange (headers and body) bounded by the timeout. */
 export const postWebhook: WebhookPost = async (url, body, headers, timeoutMs) => {
@@ -42,20 +47,28 @@ export function readVerdict(status: number, body: string, sent: number): Webhook
   if (action === 'allow') return { kind: 'allow' };
   if (action === 'block') return { kind: 'block' };
   if (action === 'rewrite') {
-    if (Array.isArray(texts) && texts.length === sent && texts.every((text) => typeof text === 'string')) return { kind: 'rewrite', texts: texts as string[] };
-    return { kind: 'unavailable', reason: `answered rewrite without texts: a list of ${sent} string(s), one for each text sent` };
+    if (Array.isArray(texts) && texts.length === sent && texts.every((text) => typeof text === 'string'))
+      return { kind: 'rewrite', texts: texts as string[] };
+    return {
+      kind: 'unavailable',
+      reason: `answered rewrite without texts: a list of ${sent} string(s), one for each text sent`,
+    };
   }
   return { kind: 'unavailable', reason: "answered without an action ('allow', 'block' or 'rewrite')" };
 }
 
 /**
  * The `webhook` guardrail: POSTs the texts of a request or answer with their context as JSON,
- * `{"guardrail", "phase", "texts": [...], "context": {"route", "model", "key_id", "team", "request_id", "stream", "preceding"?}}`,
- * and takes `{"action": "allow"}`, `{"action": "block"}` or `{"action": "rewrite", "texts": [...]}`. A
- * call that fails, answers anything else or takes longer than `timeoutMs` is `unavailable`: the route
- * follows the entry's `failMode`.
+ * `{"guardrail", "phase", "texts": [...], "context": {"route", "model", "key_id", "team", "request_id", "stream",
+ * "preceding"?}}`, and takes `{"action": "allow"}`, `{"action": "block"}` or `{"action": "rewrite", "texts": [...]}`. A
+ * call that fails, answers anything else or takes longer than `timeoutMs` is `unavailable`: the route follows the
+ * entry's `failMode`.
  */
-export function webhookGuardrail(settings: WebhookSettings, phases: Phases, post: WebhookPost = postWebhook): WebhookGuardrail {
+export function webhookGuardrail(
+  settings: WebhookSettings,
+  phases: Phases,
+  post: WebhookPost = postWebhook,
+): WebhookGuardrail {
   return {
     kind: 'webhook',
     name: settings.name,
@@ -81,7 +94,13 @@ export function webhookGuardrail(settings: WebhookSettings, phases: Phases, post
         return readVerdict(answer.status, answer.body, texts.length);
       } catch (error) {
         const name = (error as { name?: string } | null)?.name;
-        return { kind: 'unavailable', reason: name === 'TimeoutError' || name === 'AbortError' ? `no answer within ${settings.timeoutMs} ms` : 'could not be reached' };
+        return {
+          kind: 'unavailable',
+          reason:
+            name === 'TimeoutError' || name === 'AbortError'
+              ? `no answer within ${settings.timeoutMs} ms`
+              : 'could not be reached',
+        };
       }
     },
   };

@@ -19,12 +19,30 @@ const SCRAPE = 'gateway:metrics-scrape';
 
 type WorkerFigures = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
 
-interface FiguresRequest { readonly type: typeof FIGURES_REQUEST; readonly id: number }
-interface FiguresAnswer { readonly type: typeof FIGURES; readonly id: number; readonly figures?: WorkerFigures; readonly error?: string }
-interface ScrapeRequest { readonly type: typeof SCRAPE_REQUEST; readonly id: number }
-interface ScrapeAnswer { readonly type: typeof SCRAPE; readonly id: number; readonly contentType?: string; readonly body?: string; readonly error?: string }
+interface FiguresRequest {
+  readonly type: typeof FIGURES_REQUEST;
+  readonly id: number;
+}
+interface FiguresAnswer {
+  readonly type: typeof FIGURES;
+  readonly id: number;
+  readonly figures?: WorkerFigures;
+  readonly error?: string;
+}
+interface ScrapeRequest {
+  readonly type: typeof SCRAPE_REQUEST;
+  readonly id: number;
+}
+interface ScrapeAnswer {
+  readonly type: typeof SCRAPE;
+  readonly id: number;
+  readonly contentType?: string;
+  readonly body?: string;
+  readonly error?: string;
+}
 
-const unavailable = (reason: string) => serviceUnavailable(`The gateway's metrics could not be gathered from every worker (${reason}); retry the scrape`);
+const unavailable = (reason: string) =>
+  serviceUnavailable(`The gateway's metrics could not be gathered from every worker (${reason}); retry the scrape`);
 
 const isMessage = <T extends { type: string }>(message: unknown, type: T['type']): message is T =>
   typeof message === 'object' && message !== null && (message as { type?: unknown }).type === type;
@@ -40,7 +58,10 @@ const isMessage = <T extends { type: string }>(message: unknown, type: T['type']
  */
 export class ClusterMetrics implements MetricsSource {
   private readonly listening = new Set<Worker>();
-  private readonly pending = new Map<number, { readonly answer: (figures: WorkerFigures) => void; readonly fail: (error: Error) => void }>();
+  private readonly pending = new Map<
+    number,
+    { readonly answer: (figures: WorkerFigures) => void; readonly fail: (error: Error) => void }
+  >();
   private nextId = 0;
 
   constructor() {
@@ -53,8 +74,10 @@ export class ClusterMetrics implements MetricsSource {
         else waiting?.fail(new Error(`worker ${worker.id}: ${message.error ?? 'no figures'}`));
       } else if (isMessage<ScrapeRequest>(message, SCRAPE_REQUEST)) {
         this.scrape().then(
-          ({ contentType, body }) => sendTo(worker, { type: SCRAPE, id: message.id, contentType, body } satisfies ScrapeAnswer),
-          (error: Error) => sendTo(worker, { type: SCRAPE, id: message.id, error: error.message } satisfies ScrapeAnswer),
+          ({ contentType, body }) =>
+            sendTo(worker, { type: SCRAPE, id: message.id, contentType, body } satisfies ScrapeAnswer),
+          (error: Error) =>
+            sendTo(worker, { type: SCRAPE, id: message.id, error: error.message } satisfies ScrapeAnswer),
         );
       }
     });
@@ -72,13 +95,20 @@ export class ClusterMetrics implements MetricsSource {
   private figuresOf(worker: Worker): Promise<WorkerFigures> {
     const id = this.nextId++;
     return new Promise<WorkerFigures>((resolve, reject) => {
-      const timer = setTimeout(() => settle(() => reject(new Error(`worker ${worker.id} did not send its metrics within ${WORKER_ANSWER_MS} ms`))), WORKER_ANSWER_MS);
+      const timer = setTimeout(
+        () =>
+          settle(() => reject(new Error(`worker ${worker.id} did not send its metrics within ${WORKER_ANSWER_MS} ms`))),
+        WORKER_ANSWER_MS,
+      );
       const settle = (then: () => void) => {
         clearTimeout(timer);
         this.pending.delete(id);
         then();
       };
-      this.pending.set(id, { answer: (figures) => settle(() => resolve(figures)), fail: (error) => settle(() => reject(error)) });
+      this.pending.set(id, {
+        answer: (figures) => settle(() => resolve(figures)),
+        fail: (error) => settle(() => reject(error)),
+      });
       sendTo(worker, { type: FIGURES_REQUEST, id } satisfies FiguresRequest);
     });
   }
@@ -138,12 +168,17 @@ export class PrimaryScrape implements MetricsSource {
         done();
         reject(unavailable(reason));
       };
-      const timer = setTimeout(() => fail(`the cluster primary did not answer within ${PRIMARY_ANSWER_MS} ms`), PRIMARY_ANSWER_MS);
+      const timer = setTimeout(
+        () => fail(`the cluster primary did not answer within ${PRIMARY_ANSWER_MS} ms`),
+        PRIMARY_ANSWER_MS,
+      );
       this.pending.set(id, (answer) => {
         done();
-        if (answer.body !== undefined && answer.contentType !== undefined) resolve({ contentType: answer.contentType, body: answer.body });
+        if (answer.body !== undefined && answer.contentType !== undefined)
+          resolve({ contentType: answer.contentType, body: answer.body });
         // The primary's refusal is already worded for the client.
-        else reject(serviceUnavailable(answer.error ?? 'The gateway\'s metrics could not be gathered; retry the scrape'));
+        else
+          reject(serviceUnavailable(answer.error ?? "The gateway's metrics could not be gathered; retry the scrape"));
       });
       const unreachable = () => fail('the cluster primary cannot be reached');
       if (!sendToPrimary({ type: SCRAPE_REQUEST, id } satisfies ScrapeRequest, unreachable)) unreachable();

@@ -30,7 +30,9 @@ export function observeGateway(source: EventSource, parts: ObserverParts): () =>
     EVENTS.exchangeRecorded.subscribe(source, ({ exchange, record, recorded }) => {
       requests.exchange(record, recorded, exchange);
     }),
-    EVENTS.upstreamCall.subscribe(source, ({ provider, origin, outcome }) => metrics.upstreamAttempt(provider, origin, outcome)),
+    EVENTS.upstreamCall.subscribe(source, ({ provider, origin, outcome }) =>
+      metrics.upstreamAttempt(provider, origin, outcome),
+    ),
     EVENTS.cache.subscribe(source, ({ result }) => metrics.cacheResult(result)),
     EVENTS.streamOpened.subscribe(source, () => metrics.streamOpened()),
     EVENTS.streamClosed.subscribe(source, () => metrics.streamClosed()),
@@ -40,14 +42,26 @@ export function observeGateway(source: EventSource, parts: ObserverParts): () =>
     EVENTS.endpointFailed.subscribe(source, (failed) => {
       const what = failed.status === undefined ? failed.reason : `answered ${failed.status}`;
       logger.warn(
-        { provider: failed.provider, endpoint: failed.endpoint, status: failed.status, request_id: failed.exchange.requestId },
+        {
+          provider: failed.provider,
+          endpoint: failed.endpoint,
+          status: failed.status,
+          request_id: failed.exchange.requestId,
+        },
         `upstream endpoint '${failed.endpoint}' of provider '${failed.provider}' ${what}`,
       );
     }),
     EVENTS.pluginFault.subscribe(source, (fault) => {
       metrics.pluginError(fault.plugin, fault.hook);
       logger.error(
-        { plugin: fault.plugin, hook: fault.hook, route: fault.route, model: fault.model, request_id: fault.requestId, err: fault.cause },
+        {
+          plugin: fault.plugin,
+          hook: fault.hook,
+          route: fault.route,
+          model: fault.model,
+          request_id: fault.requestId,
+          err: fault.cause,
+        },
         `gateway plugin '${fault.plugin}' failed in its hook '${fault.hook}'`,
       );
     }),

@@ -10,7 +10,12 @@ import type { GuardrailActionLog } from '../stores/guardrail-actions/guardrail-a
  * logged at debug only (they may come on every request). Each action is also kept in `actions` (the
  * newest, for `GET /admin/guardrails/actions`), without the webhook's detail.
  */
-export function guardrailReporter(metrics: Pick<GatewayMetrics, 'guardrailAction'>, logger: Logger, actions?: Pick<GuardrailActionLog, 'record'>, now: () => Date = () => new Date()): (acted: GuardrailActed) => void {
+export function guardrailReporter(
+  metrics: Pick<GatewayMetrics, 'guardrailAction'>,
+  logger: Logger,
+  actions?: Pick<GuardrailActionLog, 'record'>,
+  now: () => Date = () => new Date(),
+): (acted: GuardrailActed) => void {
   return (acted) => {
     metrics.guardrailAction(acted.guardrail, acted.phase, acted.action);
     actions?.record({
@@ -25,13 +30,29 @@ export function guardrailReporter(metrics: Pick<GatewayMetrics, 'guardrailAction
       team: acted.team ?? null,
       request_id: acted.requestId ?? null,
     });
-    const fields = { guardrail: acted.guardrail, phase: acted.phase, action: acted.action, cause: acted.cause, route: acted.route, model: acted.model, request_id: acted.requestId, key_id: acted.keyId, team: acted.team };
+    const fields = {
+      guardrail: acted.guardrail,
+      phase: acted.phase,
+      action: acted.action,
+      cause: acted.cause,
+      route: acted.route,
+      model: acted.model,
+      request_id: acted.requestId,
+      key_id: acted.keyId,
+      team: acted.team,
+    };
     const what = acted.phase === 'request' ? 'a request' : 'an answer';
     if (acted.action === 'block') {
-      const why = acted.cause === 'unavailable' ? ` it could not check (its webhook ${acted.detail ?? 'did not answer'}; it fails closed)` : '';
+      const why =
+        acted.cause === 'unavailable'
+          ? ` it could not check (its webhook ${acted.detail ?? 'did not answer'}; it fails closed)`
+          : '';
       logger.warn(fields, `guardrail '${acted.guardrail}' blocked ${what}${why}`);
     } else if (acted.action === 'fail_open') {
-      logger.warn(fields, `guardrail '${acted.guardrail}' let ${what} pass unchecked: its webhook ${acted.detail ?? 'did not answer'} (it fails open)`);
+      logger.warn(
+        fields,
+        `guardrail '${acted.guardrail}' let ${what} pass unchecked: its webhook ${acted.detail ?? 'did not answer'} (it fails open)`,
+      );
     } else if (logger.isLevelEnabled('debug')) logger.debug(fields, `guardrail '${acted.guardrail}' redacted ${what}`);
   };
 }

@@ -85,9 +85,13 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
   private readonly cacheStoredBytes: Counter;
   private readonly cacheEvictedBytes: Counter;
   private readonly cacheSavedUsd: Counter;
-  private readonly genAiTokens: Histogram<'gen_ai_operation_name' | 'gen_ai_provider_name' | 'gen_ai_request_model' | 'gen_ai_token_type'>;
+  private readonly genAiTokens: Histogram<
+    'gen_ai_operation_name' | 'gen_ai_provider_name' | 'gen_ai_request_model' | 'gen_ai_token_type'
+  >;
   private readonly genAiDuration: Histogram<'gen_ai_operation_name' | 'gen_ai_provider_name' | 'gen_ai_request_model'>;
-  private readonly genAiFirstChunk: Histogram<'gen_ai_operation_name' | 'gen_ai_provider_name' | 'gen_ai_request_model'>;
+  private readonly genAiFirstChunk: Histogram<
+    'gen_ai_operation_name' | 'gen_ai_provider_name' | 'gen_ai_request_model'
+  >;
   private readonly genAiPerChunk: Histogram<'gen_ai_operation_name' | 'gen_ai_provider_name' | 'gen_ai_request_model'>;
   private readonly genAiChildren = new Map<string, GenAiChildren>();
   private readonly spansExported: Counter;
@@ -111,37 +115,102 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
   constructor(sources: { usageQueueDepth?: () => number; configStale?: () => boolean; build?: BuildInfo } = {}) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
-    this.requests = new Counter({ name: 'gateway_requests_total', help: 'Requests answered, by route, canonical model and status', labelNames: ['route', 'model', 'status'], registers });
-    this.duration = new Histogram({ name: 'gateway_request_duration_seconds', help: 'Time from the request to the end of its answer', labelNames: ['route'], buckets: ROUTE_BUCKETS, registers });
-    this.overhead = new Histogram({ name: 'gateway_overhead_seconds', help: 'Time the gateway itself added: the duration minus the time waiting on the upstream', labelNames: ['route'], buckets: OVERHEAD_BUCKETS, registers });
-    this.firstByte = new Histogram({ name: 'gateway_time_to_first_byte_seconds', help: 'Time from the request to the answer status and headers', labelNames: ['route'], buckets: ROUTE_BUCKETS, registers });
-    this.tokens = new Counter({ name: 'gateway_tokens_total', help: 'Tokens the upstreams reported, by canonical model and type', labelNames: ['model', 'type'], registers });
+    this.requests = new Counter({
+      name: 'gateway_requests_total',
+      help: 'Requests answered, by route, canonical model and status',
+      labelNames: ['route', 'model', 'status'],
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'gateway_request_duration_seconds',
+      help: 'Time from the request to the end of its answer',
+      labelNames: ['route'],
+      buckets: ROUTE_BUCKETS,
+      registers,
+    });
+    this.overhead = new Histogram({
+      name: 'gateway_overhead_seconds',
+      help: 'Time the gateway itself added: the duration minus the time waiting on the upstream',
+      labelNames: ['route'],
+      buckets: OVERHEAD_BUCKETS,
+      registers,
+    });
+    this.firstByte = new Histogram({
+      name: 'gateway_time_to_first_byte_seconds',
+      help: 'Time from the request to the answer status and headers',
+      labelNames: ['route'],
+      buckets: ROUTE_BUCKETS,
+      registers,
+    });
+    this.tokens = new Counter({
+      name: 'gateway_tokens_total',
+      help: 'Tokens the upstreams reported, by canonical model and type',
+      labelNames: ['model', 'type'],
+      registers,
+    });
     this.cachedInput = new Counter({
       name: 'gateway_cached_input_tokens_total',
       help: "Input tokens the upstreams reported as read from their prompt cache, by provider and endpoint (its configured name), to see prompt-cache-aware routing's effect",
       labelNames: ['provider', 'endpoint'],
       registers,
     });
-    this.upstreamRequests = new Counter({ name: 'gateway_upstream_requests_total', help: 'Upstream attempts by provider, endpoint and outcome', labelNames: ['provider', 'endpoint', 'outcome'], registers });
-    this.rateLimited = new Counter({ name: 'gateway_rate_limited_total', help: 'Requests answered 429, by reason', labelNames: ['reason'], registers });
+    this.upstreamRequests = new Counter({
+      name: 'gateway_upstream_requests_total',
+      help: 'Upstream attempts by provider, endpoint and outcome',
+      labelNames: ['provider', 'endpoint', 'outcome'],
+      registers,
+    });
+    this.rateLimited = new Counter({
+      name: 'gateway_rate_limited_total',
+      help: 'Requests answered 429, by reason',
+      labelNames: ['reason'],
+      registers,
+    });
     this.limitRefusals = new Counter({
       name: 'gateway_limit_refusals_total',
-      help: "Requests refused by a limit, by what it counts (rpm, tpm, quota, budget, concurrency) and whose it is (key, team, address)",
+      help: 'Requests refused by a limit, by what it counts (rpm, tpm, quota, budget, concurrency) and whose it is (key, team, address)',
       labelNames: ['kind', 'scope'],
       registers,
     });
-    this.configReloads = new Counter({ name: 'gateway_config_reloads_total', help: 'Configuration reloads by result', labelNames: ['result'], registers });
-    this.pluginErrors = new Counter({ name: 'gateway_plugin_errors_total', help: 'Plugin hooks that threw or returned a wrong shape (the answer ended with a plugin fault), by plugin and hook', labelNames: ['plugin', 'hook'], registers });
+    this.configReloads = new Counter({
+      name: 'gateway_config_reloads_total',
+      help: 'Configuration reloads by result',
+      labelNames: ['result'],
+      registers,
+    });
+    this.pluginErrors = new Counter({
+      name: 'gateway_plugin_errors_total',
+      help: 'Plugin hooks that threw or returned a wrong shape (the answer ended with a plugin fault), by plugin and hook',
+      labelNames: ['plugin', 'hook'],
+      registers,
+    });
     this.guardrailActions = new Counter({
       name: 'gateway_guardrail_actions_total',
       help: 'What guardrails did, by guardrail (its configured name), phase (request, response) and action (block, redact, fail_open: a webhook that did not answer let the text pass)',
       labelNames: ['guardrail', 'phase', 'action'],
       registers,
     });
-    this.cacheResults = new Counter({ name: 'gateway_cache_requests_total', help: 'Requests the response cache was asked about, by result (hit, miss, bypass)', labelNames: ['result'], registers });
-    this.cacheStoredBytes = new Counter({ name: 'gateway_cache_stored_bytes_total', help: 'Bytes of answers written to the response cache', registers });
-    this.cacheEvictedBytes = new Counter({ name: 'gateway_cache_evicted_bytes_total', help: 'Bytes of entries the embedded response cache dropped to stay within cache.maxBytes', registers });
-    this.cacheSavedUsd = new Counter({ name: 'gateway_cache_saved_usd_total', help: 'What the answers served from the response cache would have cost upstream, in USD', registers });
+    this.cacheResults = new Counter({
+      name: 'gateway_cache_requests_total',
+      help: 'Requests the response cache was asked about, by result (hit, miss, bypass)',
+      labelNames: ['result'],
+      registers,
+    });
+    this.cacheStoredBytes = new Counter({
+      name: 'gateway_cache_stored_bytes_total',
+      help: 'Bytes of answers written to the response cache',
+      registers,
+    });
+    this.cacheEvictedBytes = new Counter({
+      name: 'gateway_cache_evicted_bytes_total',
+      help: 'Bytes of entries the embedded response cache dropped to stay within cache.maxBytes',
+      registers,
+    });
+    this.cacheSavedUsd = new Counter({
+      name: 'gateway_cache_saved_usd_total',
+      help: 'What the answers served from the response cache would have cost upstream, in USD',
+      registers,
+    });
     const genAiLabels = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'] as const;
     this.genAiTokens = new Histogram({
       name: 'gen_ai_client_token_usage',
@@ -150,13 +219,45 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
       buckets: [...GENAI_BUCKETS.tokens],
       registers,
     });
-    this.genAiDuration = new Histogram({ name: 'gen_ai_client_operation_duration_seconds', help: 'gen_ai.client.operation.duration: from the first upstream attempt to the end of the answer', labelNames: genAiLabels, buckets: [...GENAI_BUCKETS.duration], registers });
-    this.genAiFirstChunk = new Histogram({ name: 'gen_ai_client_operation_time_to_first_chunk_seconds', help: 'gen_ai.client.operation.time_to_first_chunk: from the serving attempt to its first content event (streams)', labelNames: genAiLabels, buckets: [...GENAI_BUCKETS.duration], registers });
-    this.genAiPerChunk = new Histogram({ name: 'gen_ai_client_operation_time_per_output_chunk_seconds', help: 'gen_ai.client.operation.time_per_output_chunk: the mean time between the content events after the first, one observation per stream', labelNames: genAiLabels, buckets: [...GENAI_BUCKETS.perChunk], registers });
-    this.spansExported = new Counter({ name: 'gateway_trace_spans_exported_total', help: 'Spans the OTLP exporter delivered to the collector', registers });
-    this.spansDropped = new Counter({ name: 'gateway_trace_spans_dropped_total', help: 'Spans lost, by reason: queue_full (the export queue was full: the collector is slow or down), export_failed (an export failed after its retries)', labelNames: ['reason'], registers });
+    this.genAiDuration = new Histogram({
+      name: 'gen_ai_client_operation_duration_seconds',
+      help: 'gen_ai.client.operation.duration: from the first upstream attempt to the end of the answer',
+      labelNames: genAiLabels,
+      buckets: [...GENAI_BUCKETS.duration],
+      registers,
+    });
+    this.genAiFirstChunk = new Histogram({
+      name: 'gen_ai_client_operation_time_to_first_chunk_seconds',
+      help: 'gen_ai.client.operation.time_to_first_chunk: from the serving attempt to its first content event (streams)',
+      labelNames: genAiLabels,
+      buckets: [...GENAI_BUCKETS.duration],
+      registers,
+    });
+    this.genAiPerChunk = new Histogram({
+      name: 'gen_ai_client_operation_time_per_output_chunk_seconds',
+      help: 'gen_ai.client.operation.time_per_output_chunk: the mean time between the content events after the first, one observation per stream',
+      labelNames: genAiLabels,
+      buckets: [...GENAI_BUCKETS.perChunk],
+      registers,
+    });
+    this.spansExported = new Counter({
+      name: 'gateway_trace_spans_exported_total',
+      help: 'Spans the OTLP exporter delivered to the collector',
+      registers,
+    });
+    this.spansDropped = new Counter({
+      name: 'gateway_trace_spans_dropped_total',
+      help: 'Spans lost, by reason: queue_full (the export queue was full: the collector is slow or down), export_failed (an export failed after its retries)',
+      labelNames: ['reason'],
+      registers,
+    });
     for (const reason of ['queue_full', 'export_failed']) this.spansDropped.labels(reason).inc(0);
-    this.refusals = new Counter({ name: 'gateway_refusals_total', help: 'Connections and requests refused by the connection caps, by reason', labelNames: ['reason'], registers });
+    this.refusals = new Counter({
+      name: 'gateway_refusals_total',
+      help: 'Connections and requests refused by the connection caps, by reason',
+      labelNames: ['reason'],
+      registers,
+    });
     const self = this;
     new Gauge({
       name: 'gateway_endpoint_up',
@@ -167,7 +268,8 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
       aggregator: 'min',
       collect() {
         this.reset();
-        for (const state of self.endpointStates()) this.set({ provider: state.provider, endpoint: state.endpoint }, state.up ? 1 : 0);
+        for (const state of self.endpointStates())
+          this.set({ provider: state.provider, endpoint: state.endpoint }, state.up ? 1 : 0);
       },
     });
     const build = new Gauge({
@@ -180,8 +282,24 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
     });
     const { version = 'unknown', revision = 'unknown' } = sources.build ?? {};
     build.labels(version, revision, process.versions.node).set(1);
-    new Gauge({ name: 'gateway_open_streams', help: 'Streamed answers being relayed now', registers, aggregator: 'sum', collect() { this.set(self.openStreams); } });
-    new Gauge({ name: 'gateway_usage_queue_depth', help: 'Usage records taken but not yet stored', registers, aggregator: 'sum', collect() { this.set(sources.usageQueueDepth?.() ?? 0); } });
+    new Gauge({
+      name: 'gateway_open_streams',
+      help: 'Streamed answers being relayed now',
+      registers,
+      aggregator: 'sum',
+      collect() {
+        this.set(self.openStreams);
+      },
+    });
+    new Gauge({
+      name: 'gateway_usage_queue_depth',
+      help: 'Usage records taken but not yet stored',
+      registers,
+      aggregator: 'sum',
+      collect() {
+        this.set(sources.usageQueueDepth?.() ?? 0);
+      },
+    });
     new Gauge({
       name: 'gateway_config_stale',
       help: 'Whether the last config reload was refused, so an older configuration serves (1) or not (0)',
@@ -193,10 +311,12 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
     });
     // Shown at 0 from the start, so a rate or an alert on them has a series before the first event.
     for (const reason of ['rate_limit', 'quota']) this.rateLimited.labels(reason).inc(0);
-    for (const kind of ['rpm', 'tpm', 'quota', 'budget']) for (const scope of ['key', 'team']) this.limitRefusals.labels(kind, scope).inc(0);
+    for (const kind of ['rpm', 'tpm', 'quota', 'budget'])
+      for (const scope of ['key', 'team']) this.limitRefusals.labels(kind, scope).inc(0);
     for (const result of ['applied', 'rejected']) this.configReloads.labels(result).inc(0);
     for (const result of ['hit', 'miss', 'bypass']) this.cacheResults.labels(result).inc(0);
-    for (const reason of ['max_connections', 'connections_per_address', 'pending_requests_per_address']) this.refusals.labels(reason).inc(0);
+    for (const reason of ['max_connections', 'connections_per_address', 'pending_requests_per_address'])
+      this.refusals.labels(reason).inc(0);
     new Gauge({
       name: 'gateway_websocket_connections',
       help: 'Responses WebSockets open now',
@@ -292,8 +412,18 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
     return children;
   }
 
-  /** One answered request. Times in ms; `upstreamMs` is the time spent waiting on the upstream, `firstByteMs` undefined when unknown. */
-  request(route: string, model: string, status: number, durationMs: number, upstreamMs: number, firstByteMs: number | undefined): void {
+  /**
+   * One answered request. Times in ms; `upstreamMs` is the time spent waiting on the upstream, `firstByteMs` undefined
+   * when unknown.
+   */
+  request(
+    route: string,
+    model: string,
+    status: number,
+    durationMs: number,
+    upstreamMs: number,
+    firstByteMs: number | undefined,
+  ): void {
     const children = this.route(route);
     let byStatus = children.requests.get(model);
     if (byStatus === undefined) children.requests.set(model, (byStatus = new Map()));
@@ -370,7 +500,11 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
   tokensUsed(model: string, input: number, output: number, cached: number): void {
     let children = this.tokenChildren.get(model);
     if (children === undefined) {
-      children = [this.tokens.labels(model, 'input'), this.tokens.labels(model, 'output'), this.tokens.labels(model, 'cached')];
+      children = [
+        this.tokens.labels(model, 'input'),
+        this.tokens.labels(model, 'output'),
+        this.tokens.labels(model, 'cached'),
+      ];
       this.tokenChildren.set(model, children);
     }
     if (input > 0) children[0].inc(input);
@@ -421,7 +555,8 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
     // The child per label set, found by one Map lookup rather than prom-client's label hashing per attempt.
     const childKey = `${key}\u0000${outcome}`;
     let child = this.attemptChildren.get(childKey);
-    if (child === undefined) this.attemptChildren.set(childKey, (child = this.upstreamRequests.labels(provider, endpoint, outcome)));
+    if (child === undefined)
+      this.attemptChildren.set(childKey, (child = this.upstreamRequests.labels(provider, endpoint, outcome)));
     child.inc();
     const up = outcome !== 'transport_error' && outcome !== 'timeout';
     if (this.lastOutcome.get(key)?.up !== up) this.lastOutcome.set(key, { provider, endpoint, up });

@@ -66,7 +66,8 @@ export class RequestObserver {
     // A cache hit's tokens were not used upstream again: it shows as what it saved.
     if (exchange.cacheHit) this.metrics.cacheSaved(exchange.cacheHit.savedUsd);
     else if (usage) this.metrics.tokensUsed(model, usage.inputTokens, usage.outputTokens, usage.cachedTokens);
-    if (usage && !exchange.cacheHit && exchange.endpoint !== undefined) this.metrics.cachedInputTokens(resolved.plugin.vendor, exchange.endpoint, usage.cachedTokens);
+    if (usage && !exchange.cacheHit && exchange.endpoint !== undefined)
+      this.metrics.cachedInputTokens(resolved.plugin.vendor, exchange.endpoint, usage.cachedTokens);
     if (exchange.status === 429) this.metrics.limited('rate_limit');
     // A GenAI operation is an answer that went upstream: not a cache hit, not a refusal before any attempt.
     if (!exchange.cacheHit && (exchange.attempts ?? 0) > 0) this.genAi(exchange);
@@ -92,7 +93,8 @@ export class RequestObserver {
       outputTokens: usage?.outputTokens,
       durationS: (exchange.upstreamMs ?? 0) / 1000,
       timeToFirstChunkS: exchange.timeToFirstChunkMs === undefined ? undefined : exchange.timeToFirstChunkMs / 1000,
-      timePerOutputChunkS: exchange.timePerOutputChunkMs === undefined ? undefined : exchange.timePerOutputChunkMs / 1000,
+      timePerOutputChunkS:
+        exchange.timePerOutputChunkMs === undefined ? undefined : exchange.timePerOutputChunkMs / 1000,
     });
   }
 
@@ -162,7 +164,10 @@ export class RequestObserver {
     requester: Requester,
   ): void {
     this.metrics.request(route, NO_MODEL, status, durationMs, 0, undefined);
-    if (status === 429) this.metrics.limited(errorCode === 'GW_ERR_QUOTA_EXCEEDED' || errorCode === 'GW_ERR_BUDGET_EXCEEDED' ? 'quota' : 'rate_limit');
+    if (status === 429)
+      this.metrics.limited(
+        errorCode === 'GW_ERR_QUOTA_EXCEEDED' || errorCode === 'GW_ERR_BUDGET_EXCEEDED' ? 'quota' : 'rate_limit',
+      );
     this.logger.info(
       {
         request_id: requestIdOf(req),

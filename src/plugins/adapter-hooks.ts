@@ -21,7 +21,7 @@ import { credentialHeaderNames } from './validate-auth.ts';
 export const ADAPTER_SHAPES = {
   checkRequest: 'checkRequest returns undefined or a list of { field: string, message: string }',
   buildRequest:
-    "buildRequest returns { body, path?, method?, headers? }: body an object JSON.stringify can write, path starting " +
+    'buildRequest returns { body, path?, method?, headers? }: body an object JSON.stringify can write, path starting ' +
     "with '/', method 'POST' or 'PUT', headers lower case names to strings (no credential, host, content-length, " +
     'transfer-encoding or connection)',
   mapAnswer: "mapAnswer returns the route's answer, an object (not a list) that JSON.stringify can write",

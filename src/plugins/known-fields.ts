@@ -17,21 +17,64 @@ const fieldsOf = <T>(fields: Record<keyof T, true>): readonly string[] => Object
 
 /** The fields the contract knows, per kind of object of a declaration (and of a manifest). */
 export const KNOWN_FIELDS = {
-  plugin: fieldsOf<ProviderPlugin>({ contract: true, vendor: true, envPrefix: true, routes: true, models: true, aliases: true, streamFixups: true, usageExtractors: true, nativeChat: true }),
+  plugin: fieldsOf<ProviderPlugin>({
+    contract: true,
+    vendor: true,
+    envPrefix: true,
+    routes: true,
+    models: true,
+    aliases: true,
+    streamFixups: true,
+    usageExtractors: true,
+    nativeChat: true,
+  }),
   route: fieldsOf<UpstreamRoute>({
-    path: true, format: true, auth: true, modelIds: true, forwardHeaders: true, defaultHeaders: true, adapter: true,
+    path: true,
+    format: true,
+    auth: true,
+    modelIds: true,
+    forwardHeaders: true,
+    defaultHeaders: true,
+    adapter: true,
   }),
   adapter: fieldsOf<RouteAdapter>({
-    checkRequest: true, buildRequest: true, mapAnswer: true, stream: true, mapError: true, usage: true,
+    checkRequest: true,
+    buildRequest: true,
+    mapAnswer: true,
+    stream: true,
+    mapError: true,
+    usage: true,
   }),
   streamMapping: fieldsOf<StreamMapping>({ terminal: true, error: true, createState: true, map: true }),
-  model: fieldsOf<ModelDeclaration>({ id: true, upstreamModel: true, upstreamModels: true, alternateIds: true, listed: true, routes: true, pricing: true, webSearch: true, maxOutputTokens: true }),
+  model: fieldsOf<ModelDeclaration>({
+    id: true,
+    upstreamModel: true,
+    upstreamModels: true,
+    alternateIds: true,
+    listed: true,
+    routes: true,
+    pricing: true,
+    webSearch: true,
+    maxOutputTokens: true,
+  }),
   pricing: fieldsOf<ModelPricing>({ input: true, cachedInput: true, output: true }),
   alias: fieldsOf<AliasDeclaration>({ id: true, target: true, routes: true, listed: true }),
-  streamFixup: fieldsOf<StreamFixupDeclaration>({ name: true, route: true, models: true, fixup: true, createState: true }),
+  streamFixup: fieldsOf<StreamFixupDeclaration>({
+    name: true,
+    route: true,
+    models: true,
+    fixup: true,
+    createState: true,
+  }),
   usageExtractor: fieldsOf<UsageExtractorDeclaration>({ route: true, models: true, extractor: true }),
   nativeChat: fieldsOf<NativeChatAdapter>({ route: true, buildRequest: true, readText: true }),
-  guardrail: fieldsOf<GuardrailPlugin>({ contract: true, guardrail: true, maxFindingChars: true, checkOptions: true, scan: true }),
+  guardrail: fieldsOf<GuardrailPlugin>({
+    contract: true,
+    guardrail: true,
+    maxFindingChars: true,
+    checkOptions: true,
+    scan: true,
+  }),
   manifest: ['plugins'],
 } as const;
 
@@ -48,11 +91,16 @@ export function editDistance(a: string, b: string): number {
   return previous[b.length]!;
 }
 
-/** The known name closest to `name`, when one is close enough to be what was meant (case aside, or two edits at most). */
+/**
+ * The known name closest to `name`, when one is close enough to be what was meant (case aside, or two edits at most).
+ */
 export function closestName(name: string, known: readonly string[]): string | undefined {
   const lower = name.toLowerCase();
   const ranked = known
-    .map((candidate) => ({ candidate, distance: candidate.toLowerCase() === lower ? 0 : editDistance(lower, candidate.toLowerCase()) }))
+    .map((candidate) => ({
+      candidate,
+      distance: candidate.toLowerCase() === lower ? 0 : editDistance(lower, candidate.toLowerCase()),
+    }))
     .sort((a, b) => a.distance - b.distance);
   const best = ranked[0];
   return best && best.distance <= Math.min(2, Math.max(1, Math.floor(name.length / 3))) ? best.candidate : undefined;
@@ -63,11 +111,17 @@ export function closestName(name: string, known: readonly string[]): string | un
  * report: `unknown field`, with `did you mean '<field>'?` when a known one is close. Empty when every
  * field is known.
  */
-export function unknownFields(value: Record<string, unknown>, known: readonly string[]): { field: string; problem: string }[] {
+export function unknownFields(
+  value: Record<string, unknown>,
+  known: readonly string[],
+): { field: string; problem: string }[] {
   return Object.keys(value)
     .filter((key) => !known.includes(key))
     .map((field) => {
       const meant = closestName(field, known);
-      return { field, problem: meant ? `unknown field: did you mean '${meant}'?` : `unknown field (known: ${known.join(', ')})` };
+      return {
+        field,
+        problem: meant ? `unknown field: did you mean '${meant}'?` : `unknown field (known: ${known.join(', ')})`,
+      };
     });
 }

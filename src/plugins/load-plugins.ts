@@ -29,23 +29,38 @@ interface FolderInspection {
 
 /** Reads one manifest as {@link readManifest} does, keeping every problem instead of throwing the first. */
 function inspectManifest(manifestPath: string): FolderInspection {
-  const refused = (field: string, problem: string): FolderInspection => ({ folders: [], problems: [new ManifestError(manifestPath, field, problem)] });
+  const refused = (field: string, problem: string): FolderInspection => ({
+    folders: [],
+    problems: [new ManifestError(manifestPath, field, problem)],
+  });
   let manifest: unknown;
   try {
     manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
   } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message.replace(/\s*\n\s*/g, ' ');
+    const reason =
+      (error as NodeJS.ErrnoException).code === 'ENOENT'
+        ? 'no such file'
+        : (error as Error).message.replace(/\s*\n\s*/g, ' ');
     return refused('file', `cannot be read as JSON: ${reason}`);
   }
   if (manifest === null || typeof manifest !== 'object' || Array.isArray(manifest)) {
     return refused('file', 'must be an object: {"plugins": ["<vendor>", ...]}');
   }
   const unknowns = unknownFields(manifest as Record<string, unknown>, KNOWN_FIELDS.manifest);
-  const problems: PluginLoadError[] = unknowns.map((unknown) => new ManifestError(manifestPath, unknown.field, unknown.problem));
+  const problems: PluginLoadError[] = unknowns.map(
+    (unknown) => new ManifestError(manifestPath, unknown.field, unknown.problem),
+  );
   const names = (manifest as { plugins?: unknown }).plugins;
   if (names === undefined) {
     // A misspelled `plugins` key is named above: that `plugins` is then missing is the same mistake.
-    if (!unknowns.some((unknown) => closestName(unknown.field, KNOWN_FIELDS.manifest) === 'plugins')) problems.push(new ManifestError(manifestPath, 'plugins', 'missing: list the plugin folder names, {"plugins": ["<vendor>", ...]}'));
+    if (!unknowns.some((unknown) => closestName(unknown.field, KNOWN_FIELDS.manifest) === 'plugins'))
+      problems.push(
+        new ManifestError(
+          manifestPath,
+          'plugins',
+          'missing: list the plugin folder names, {"plugins": ["<vendor>", ...]}',
+        ),
+      );
     return { folders: [], problems };
   }
   if (!Array.isArray(names) || names.length === 0 || names.some((name) => typeof name !== 'string')) {
@@ -53,11 +68,18 @@ function inspectManifest(manifestPath: string): FolderInspection {
     return { folders: [], problems };
   }
   const duplicates = new Set((names as string[]).filter((name, index) => names.indexOf(name) !== index));
-  for (const duplicate of duplicates) problems.push(new ManifestError(manifestPath, 'plugins', `'${duplicate}' is listed twice`));
+  for (const duplicate of duplicates)
+    problems.push(new ManifestError(manifestPath, 'plugins', `'${duplicate}' is listed twice`));
   const folders: PluginFolder[] = [];
   (names as string[]).forEach((name, index) => {
     if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) {
-      problems.push(new ManifestError(manifestPath, `plugins[${index}]`, `'${name}' must be a folder name (lower case letters, digits, dashes)`));
+      problems.push(
+        new ManifestError(
+          manifestPath,
+          `plugins[${index}]`,
+          `'${name}' must be a folder name (lower case letters, digits, dashes)`,
+        ),
+      );
     } else if (names.indexOf(name) === index) {
       folders.push({ name, directory: join(dirname(manifestPath), name), manifestPath });
     }
@@ -79,14 +101,25 @@ export function readManifest(manifestPath: string): PluginFolder[] {
   return foldersOrRefusal(inspectManifest(manifestPath));
 }
 
-/** Lists the plugin folders as {@link pluginFolders} does, keeping every problem (of every manifest) instead of throwing. */
+/**
+ * Lists the plugin folders as {@link pluginFolders} does, keeping every problem (of every manifest) instead of
+ * throwing.
+ */
 function inspectPluginFolders(manifestPath: string, pluginPath: readonly string[]): FolderInspection {
   const problems: PluginLoadError[] = [];
   const manifests = [resolve(manifestPath)];
   for (const directory of pluginPath) {
     const path = resolve(directory, 'manifest.json');
     if (!existsSync(path)) {
-      problems.push(new ManifestError(path, 'GATEWAY_PLUGIN_PATH', existsSync(directory) ? `the directory ${resolve(directory)} holds no manifest.json` : `the directory ${resolve(directory)} does not exist`));
+      problems.push(
+        new ManifestError(
+          path,
+          'GATEWAY_PLUGIN_PATH',
+          existsSync(directory)
+            ? `the directory ${resolve(directory)} holds no manifest.json`
+            : `the directory ${resolve(directory)} does not exist`,
+        ),
+      );
     } else if (!manifests.includes(path)) manifests.push(path);
   }
   const folders: PluginFolder[] = [];
@@ -95,7 +128,10 @@ function inspectPluginFolders(manifestPath: string, pluginPath: readonly string[
     problems.push(...inspection.problems);
     for (const folder of inspection.folders) {
       const holder = folders.find((other) => other.name === folder.name);
-      if (holder) problems.push(new PluginLoadError(folder.name, 'vendor', `claimed twice, by ${holder.directory} and ${folder.directory}`));
+      if (holder)
+        problems.push(
+          new PluginLoadError(folder.name, 'vendor', `claimed twice, by ${holder.directory} and ${folder.directory}`),
+        );
       else folders.push(folder);
     }
   }
@@ -125,7 +161,9 @@ function ensureTypeScriptLoader(): Promise<void> {
   typeScriptLoader ??= import('tsx/esm/api').then(
     ({ register }) => void register(),
     () => {
-      throw new Error('a TypeScript plugin needs tsx (a development dependency) to load in the compiled gateway: compile the plugin to JavaScript (index.js), or install tsx beside the gateway');
+      throw new Error(
+        'a TypeScript plugin needs tsx (a development dependency) to load in the compiled gateway: compile the plugin to JavaScript (index.js), or install tsx beside the gateway',
+      );
     },
   );
   return typeScriptLoader;
@@ -152,7 +190,9 @@ let contractResolver = false;
 // The plugins shipped with this code: `providers/` of the checkout, or `dist/providers/` when compiled.
 const SHIPPED_PLUGINS = fileURLToPath(new URL('../../providers/', import.meta.url));
 
-/** Registers {@link RESOLVE_HOOK} once, pointing at this gateway's contract (source or compiled, as this module runs). */
+/**
+ * Registers {@link RESOLVE_HOOK} once, pointing at this gateway's contract (source or compiled, as this module runs).
+ */
 export function ensureContractResolver(): void {
   if (contractResolver) return;
   contractResolver = true;
@@ -161,7 +201,9 @@ export function ensureContractResolver(): void {
 }
 
 /** What a plugin folder declares: a provider, or a guardrail. */
-export type LoadedFolder = { readonly kind: 'provider'; readonly plugin: ProviderPlugin } | { readonly kind: 'guardrail'; readonly guardrail: GuardrailPlugin };
+export type LoadedFolder =
+  | { readonly kind: 'provider'; readonly plugin: ProviderPlugin }
+  | { readonly kind: 'guardrail'; readonly guardrail: GuardrailPlugin };
 
 /**
  * Imports one plugin folder's module and checks the declaration whole: throws one {@link PluginLoadError}
@@ -181,26 +223,45 @@ export async function loadPluginFolder(folder: PluginFolder): Promise<ProviderPl
  */
 export async function loadFolder(folder: PluginFolder): Promise<LoadedFolder> {
   if (!existsSync(folder.directory)) {
-    throw new PluginLoadError(folder.name, 'folder', `${folder.directory} does not exist (${folder.manifestPath} lists '${folder.name}': create the folder, or remove the entry)`);
+    throw new PluginLoadError(
+      folder.name,
+      'folder',
+      `${folder.directory} does not exist (${folder.manifestPath} lists '${folder.name}': create the folder, or remove the entry)`,
+    );
   }
   const entry = PLUGIN_ENTRY_FILES.map((file) => join(folder.directory, file)).find((file) => existsSync(file));
   if (!entry) {
-    throw new PluginLoadError(folder.name, 'module', `the folder holds no plugin module: write index.ts (or compiled index.js / index.mjs) there`, folder.directory);
+    throw new PluginLoadError(
+      folder.name,
+      'module',
+      `the folder holds no plugin module: write index.ts (or compiled index.js / index.mjs) there`,
+      folder.directory,
+    );
   }
   let module: { default?: unknown };
   try {
     if (!RUNNING_TYPESCRIPT && entry.endsWith('.ts')) await ensureTypeScriptLoader();
-    // The shipped plugins import the contract by path; only a plugin from elsewhere needs the hook (and its loader thread).
+    // The shipped plugins import the contract by path; only a plugin from elsewhere needs the hook (and its loader
+    // thread).
     if (!folder.directory.startsWith(SHIPPED_PLUGINS)) ensureContractResolver();
     module = (await import(pathToFileURL(entry).href)) as { default?: unknown };
   } catch (error) {
     const message = (error as Error).message;
     const hints = [
-      ...(/require\(|Require stack/.test(message) ? ['plugins are ES modules: give their directory a package.json with {"type": "module"}'] : []),
-      ...(/Cannot find (package|module) 'model-gateway\//.test(message) ? [`plugins import the contract as '${CONTRACT_SPECIFIER}' (no other path of the gateway)`] : []),
+      ...(/require\(|Require stack/.test(message)
+        ? ['plugins are ES modules: give their directory a package.json with {"type": "module"}']
+        : []),
+      ...(/Cannot find (package|module) 'model-gateway\//.test(message)
+        ? [`plugins import the contract as '${CONTRACT_SPECIFIER}' (no other path of the gateway)`]
+        : []),
     ];
     const hint = hints.length ? ` (${hints.join('; ')})` : '';
-    throw new PluginLoadError(folder.name, entry.slice(folder.directory.length + 1), `cannot be loaded: ${message.split('\n')[0]}${hint}`, entry);
+    throw new PluginLoadError(
+      folder.name,
+      entry.slice(folder.directory.length + 1),
+      `cannot be loaded: ${message.split('\n')[0]}${hint}`,
+      entry,
+    );
   }
   try {
     if (declaresGuardrail(module.default)) {
@@ -227,8 +288,14 @@ export async function loadPlugins(manifestPath: string, pluginPath: readonly str
   return (await loadAllPlugins(manifestPath, pluginPath)).providers;
 }
 
-/** Every plugin the manifests list, as {@link loadPlugins} loads them: the providers (in catalog order) and the guardrails. */
-export async function loadAllPlugins(manifestPath: string, pluginPath: readonly string[] = []): Promise<{ providers: ProviderPlugin[]; guardrails: GuardrailPlugin[] }> {
+/**
+ * Every plugin the manifests list, as {@link loadPlugins} loads them: the providers (in catalog order) and the
+ * guardrails.
+ */
+export async function loadAllPlugins(
+  manifestPath: string,
+  pluginPath: readonly string[] = [],
+): Promise<{ providers: ProviderPlugin[]; guardrails: GuardrailPlugin[] }> {
   const { folders, problems } = inspectPluginFolders(manifestPath, pluginPath);
   const providers: ProviderPlugin[] = [];
   const guardrails: GuardrailPlugin[] = [];

@@ -93,7 +93,9 @@ export interface UpstreamRoute {
   readonly auth: AuthStyle;
   /** ID spellings a client may use on this route. Default: `['prefixed']`. */
   readonly modelIds?: readonly ModelIdForm[];
-  /** Client request headers passed through to the upstream (lower case), e.g. a version header such as `x-api-version`. */
+  /**
+   * Client request headers passed through to the upstream (lower case), e.g. a version header such as `x-api-version`.
+   */
   readonly forwardHeaders?: readonly string[];
   /**
    * Headers sent when the client did not send them (lower case names), e.g. a default version header.
@@ -210,7 +212,10 @@ export type StreamFixup = (event: SseEvent) => SseEvent | null | undefined;
  * };
  * ```
  */
-export type StatefulStreamFixup<State = undefined> = (event: SseEvent, state: State) => SseEvent | readonly SseEvent[] | null | undefined;
+export type StatefulStreamFixup<State = undefined> = (
+  event: SseEvent,
+  state: State,
+) => SseEvent | readonly SseEvent[] | null | undefined;
 
 /** A stream fixup and the route and models it applies to. */
 export interface StreamFixupDeclaration<State = any> {
@@ -277,8 +282,8 @@ export interface UsageExtractor {
    * // {"choices": [...], "meta": {"billed": {"in": 12, "out": 7}}}
    * fromBody: (body) => {
    *   const billed = (body as { meta?: { billed?: { in?: number; out?: number } } } | null)?.meta?.billed;
-   *   return typeof billed?.in === 'number' ? { inputTokens: billed.in, outputTokens: billed.out ?? 0, cachedTokens: 0 } : undefined;
-   * },
+   * return typeof billed?.in === 'number' ? { inputTokens: billed.in, outputTokens: billed.out ?? 0, cachedTokens: 0 }
+   * : undefined; },
    * ```
    */
   readonly fromBody: (body: unknown) => TokenUsage | undefined;
@@ -300,7 +305,8 @@ export interface UsageExtractor {
    *   if (!event.data.includes('"billed"')) return seen; // cheap test first: it sees every event
    *   try {
    *     const billed = JSON.parse(event.data).meta?.billed;
-   *     return typeof billed?.in === 'number' ? { inputTokens: billed.in, outputTokens: billed.out ?? 0, cachedTokens: 0 } : seen;
+   * return typeof billed?.in === 'number' ? { inputTokens: billed.in, outputTokens: billed.out ?? 0, cachedTokens: 0 }
+   * : seen;
    *   } catch {
    *     return seen;
    *   }
@@ -367,7 +373,8 @@ export interface NativeChatAdapter {
    * @example
    * ```ts
    * readText: (body) => {
-   *   const content = (body as { choices?: { message?: { content?: unknown } }[] } | null)?.choices?.[0]?.message?.content;
+   * const content = (body as { choices?: { message?: { content?: unknown } }[] } |
+   * null)?.choices?.[0]?.message?.content;
    *   return typeof content === 'string' ? content : undefined;
    * },
    * ```
@@ -612,7 +619,9 @@ export type Exact<Shape, Actual> = Actual extends (...args: never[]) => unknown
  * Declares a provider plugin. The identity function that lets the compiler check the declaration,
  * exactly: a field the contract does not know is a compile error (and is refused at load as well).
  */
-export function definePlugin<const Plugin extends ProviderPlugin>(plugin: Plugin & Exact<ProviderPlugin, Plugin>): Plugin {
+export function definePlugin<const Plugin extends ProviderPlugin>(
+  plugin: Plugin & Exact<ProviderPlugin, Plugin>,
+): Plugin {
   return plugin;
 }
 
@@ -675,8 +684,8 @@ export interface GuardrailFinding {
  *   contract: 1,
  *   guardrail: 'acme-codes',
  *   maxFindingChars: 16,
- *   scan: (text) => [...text.matchAll(/ACME-\d{6}/g)].map((match) => ({ start: match.index, end: match.index + match[0].length })),
- * });
+ * scan: (text) => [...text.matchAll(/ACME-\d{6}/g)].map((match) => ({ start: match.index, end: match.index +
+ * match[0].length })), });
  * ```
  */
 export interface GuardrailPlugin {
@@ -703,7 +712,8 @@ export interface GuardrailPlugin {
    *
    * @example
    * ```ts
-   * checkOptions: (options) => (options.prefix === undefined || typeof options.prefix === 'string' ? [] : ['prefix must be a string']),
+   * checkOptions: (options) => (options.prefix === undefined || typeof options.prefix === 'string' ? [] : ['prefix must
+   * be a string']),
    * ```
    */
   readonly checkOptions?: (options: Readonly<Record<string, unknown>>) => readonly string[] | undefined;
@@ -735,6 +745,8 @@ export interface GuardrailPlugin {
  * Declares a guardrail plugin. The identity function, like {@link definePlugin}: the compiler checks the
  * declaration exactly (a field the contract does not know is a compile error, and is refused at load).
  */
-export function defineGuardrail<const Guardrail extends GuardrailPlugin>(guardrail: Guardrail & Exact<GuardrailPlugin, Guardrail>): Guardrail {
+export function defineGuardrail<const Guardrail extends GuardrailPlugin>(
+  guardrail: Guardrail & Exact<GuardrailPlugin, Guardrail>,
+): Guardrail {
   return guardrail;
 }

@@ -1,4 +1,12 @@
-import type { NativeChatAdapter, ProviderPlugin, SseEvent, StreamFixupDeclaration, TokenUsage, UsageExtractor, UsageExtractorDeclaration } from './plugin-contract.ts';
+import type {
+  NativeChatAdapter,
+  ProviderPlugin,
+  SseEvent,
+  StreamFixupDeclaration,
+  TokenUsage,
+  UsageExtractor,
+  UsageExtractorDeclaration,
+} from './plugin-contract.ts';
 
 /**
  * A plugin's hook threw, or returned what the contract does not allow: the fault is the plugin's, not
@@ -33,9 +41,12 @@ export function thrown(plugin: string, hook: string, error: unknown): PluginFaul
 
 /** What each hook may return, for the fault's message. */
 const SHAPES = {
-  fixup: 'a stream fixup returns undefined, null, an event ({ data: string, event?: string, id?: string }) or a list of events',
-  usage: 'a usage extractor returns undefined or { inputTokens, outputTokens, cachedTokens }, each a finite number, not negative',
-  buildRequest: 'nativeChat.buildRequest returns the upstream JSON body, an object (not a list) that JSON.stringify can write',
+  fixup:
+    'a stream fixup returns undefined, null, an event ({ data: string, event?: string, id?: string }) or a list of events',
+  usage:
+    'a usage extractor returns undefined or { inputTokens, outputTokens, cachedTokens }, each a finite number, not negative',
+  buildRequest:
+    'nativeChat.buildRequest returns the upstream JSON body, an object (not a list) that JSON.stringify can write',
   readText: 'nativeChat.readText returns a string or undefined',
 } as const;
 
@@ -54,7 +65,14 @@ export function shapeFault(plugin: string, hook: string, value: unknown, shape: 
 
 /** A short description of a returned value for logs (only ever built on the fault path). */
 function describe(value: unknown, depth = 0): string {
-  if (value === null || value === undefined || typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (
+    value === null ||
+    value === undefined ||
+    typeof value === 'number' ||
+    typeof value === 'boolean' ||
+    typeof value === 'bigint'
+  )
+    return String(value);
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   if (typeof value === 'function' || typeof value === 'symbol') return `a ${typeof value}`;
   if (Array.isArray(value)) {
@@ -65,7 +83,10 @@ function describe(value: unknown, depth = 0): string {
   if (depth > 0) return 'an object';
   const fields = Object.entries(value as Record<string, unknown>)
     .slice(0, 4)
-    .map(([key, field]) => `${key}: ${typeof field === 'object' && field !== null ? (Array.isArray(field) ? 'a list' : 'an object') : describe(field, depth + 1)}`);
+    .map(
+      ([key, field]) =>
+        `${key}: ${typeof field === 'object' && field !== null ? (Array.isArray(field) ? 'a list' : 'an object') : describe(field, depth + 1)}`,
+    );
   if (fields.length === 0) return '{}';
   return `{ ${fields.join(', ')}${Object.keys(value).length > 4 ? ', …' : ''} }`;
 }
@@ -74,7 +95,11 @@ function describe(value: unknown, depth = 0): string {
 export function isEvent(value: unknown): value is SseEvent {
   if (typeof value !== 'object' || value === null) return false;
   const { data, event, id } = value as { data?: unknown; event?: unknown; id?: unknown };
-  return typeof data === 'string' && (event === undefined || typeof event === 'string') && (id === undefined || typeof id === 'string');
+  return (
+    typeof data === 'string' &&
+    (event === undefined || typeof event === 'string') &&
+    (id === undefined || typeof id === 'string')
+  );
 }
 
 /** Every item of a fixup's list an event. */
@@ -98,7 +123,11 @@ export function isUsage(value: unknown): value is TokenUsage {
 // The wrappers below sit on the per-event path: fixed arity (no rest arguments), no allocation, the
 // result checked with typeof / Array.isArray only, after the common answers (undefined, the same value).
 
-function guardFixup(plugin: string, hook: string, fixup: StreamFixupDeclaration['fixup']): StreamFixupDeclaration['fixup'] {
+function guardFixup(
+  plugin: string,
+  hook: string,
+  fixup: StreamFixupDeclaration['fixup'],
+): StreamFixupDeclaration['fixup'] {
   return function guardedFixup(event: SseEvent, state: unknown) {
     let result;
     try {
@@ -106,7 +135,14 @@ function guardFixup(plugin: string, hook: string, fixup: StreamFixupDeclaration[
     } catch (error) {
       throw thrown(plugin, hook, error);
     }
-    if (result === undefined || result === null || result === event || isEvent(result) || (Array.isArray(result) && allEvents(result))) return result;
+    if (
+      result === undefined ||
+      result === null ||
+      result === event ||
+      isEvent(result) ||
+      (Array.isArray(result) && allEvents(result))
+    )
+      return result;
     throw wrongShape(plugin, hook, result, 'fixup');
   };
 }
@@ -212,7 +248,15 @@ export function guardHooks(plugin: ProviderPlugin): ProviderPlugin {
   const streamFixups = plugin.streamFixups?.map((declaration): StreamFixupDeclaration => ({
     ...declaration,
     fixup: guardFixup(vendor, `streamFixups.${declaration.name}`, declaration.fixup),
-    ...(declaration.createState ? { createState: guardCreateState(vendor, `streamFixups.${declaration.name}.createState`, declaration.createState) } : {}),
+    ...(declaration.createState
+      ? {
+          createState: guardCreateState(
+            vendor,
+            `streamFixups.${declaration.name}.createState`,
+            declaration.createState,
+          ),
+        }
+      : {}),
   }));
   const usageExtractors = plugin.usageExtractors?.map((declaration, index): UsageExtractorDeclaration => ({
     ...declaration,

@@ -3,12 +3,21 @@ import type { AuthStyle } from './plugin-contract.ts';
 /** The two named auth styles. */
 const NAMED_STYLES: readonly string[] = ['bearer', 'x-api-key'];
 /** Headers the gateway sets itself on every upstream request: no credential may take their place. */
-const GATEWAY_HEADERS: readonly string[] = ['host', 'content-type', 'content-length', 'accept', 'connection', 'transfer-encoding', 'x-request-id'];
+const GATEWAY_HEADERS: readonly string[] = [
+  'host',
+  'content-type',
+  'content-length',
+  'accept',
+  'connection',
+  'transfer-encoding',
+  'x-request-id',
+];
 /** Names that carry a credential whatever the route's auth: never a default header. */
 const CREDENTIAL_NAMES: readonly string[] = ['authorization', 'x-api-key'];
 const HEADER_NAME = /^[a-z0-9!#$%&'*+.^_`|~-]+$/;
 const QUERY_NAME = /^[A-Za-z0-9._~-]+$/;
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * Everything wrong with a route's `auth`, each as `[field suffix, problem]`; empty when it fits. A check
@@ -16,7 +25,8 @@ const isRecord = (value: unknown): value is Record<string, unknown> => typeof va
  * skipped when that one fails, so one mistake is one problem.
  */
 export function authProblems(auth: unknown): [string, string][] {
-  const expected = "must be 'bearer', 'x-api-key', { header: '<lower case name>', prefix?: '<text before the key>' } or { query: '<parameter>' }";
+  const expected =
+    "must be 'bearer', 'x-api-key', { header: '<lower case name>', prefix?: '<text before the key>' } or { query: '<parameter>' }";
   if (typeof auth === 'string') return NAMED_STYLES.includes(auth) ? [] : [['', expected]];
   if (!isRecord(auth)) return [['', expected]];
   const problems: [string, string][] = Object.keys(auth)
@@ -24,17 +34,22 @@ export function authProblems(auth: unknown): [string, string][] {
     .map((key) => [`.${key}`, `unknown field (${expected})`]);
   if ('header' in auth === 'query' in auth) {
     // Neither, beside an unknown field: that field is the mistake (a misspelled header or query), already named.
-    if ('header' in auth || problems.length === 0) problems.push(['', `give exactly one of header or query (${expected})`]);
+    if ('header' in auth || problems.length === 0)
+      problems.push(['', `give exactly one of header or query (${expected})`]);
     return problems;
   }
   if ('query' in auth) {
     if ('prefix' in auth) problems.push(['.prefix', 'only a header credential takes a prefix']);
-    if (!(typeof auth.query === 'string' && QUERY_NAME.test(auth.query))) problems.push(['.query', 'must be a query parameter name (letters, digits, . _ ~ -)']);
+    if (!(typeof auth.query === 'string' && QUERY_NAME.test(auth.query)))
+      problems.push(['.query', 'must be a query parameter name (letters, digits, . _ ~ -)']);
     return problems;
   }
-  if (typeof auth.header !== 'string' || !HEADER_NAME.test(auth.header)) problems.push(['.header', 'must be a lower case header name']);
-  else if (GATEWAY_HEADERS.includes(auth.header)) problems.push(['.header', `'${auth.header}' is set by the gateway itself; name the vendor's credential header`]);
-  if (auth.prefix !== undefined && (typeof auth.prefix !== 'string' || /[\r\n\0]/.test(auth.prefix))) problems.push(['.prefix', 'must be text without line breaks']);
+  if (typeof auth.header !== 'string' || !HEADER_NAME.test(auth.header))
+    problems.push(['.header', 'must be a lower case header name']);
+  else if (GATEWAY_HEADERS.includes(auth.header))
+    problems.push(['.header', `'${auth.header}' is set by the gateway itself; name the vendor's credential header`]);
+  if (auth.prefix !== undefined && (typeof auth.prefix !== 'string' || /[\r\n\0]/.test(auth.prefix)))
+    problems.push(['.prefix', 'must be text without line breaks']);
   return problems;
 }
 

@@ -6,7 +6,8 @@ import { PluginLoadError } from './validate-plugin.ts';
 /** Largest `maxFindingChars` a guardrail may declare: more would hold a stream's text for very long. */
 export const MAX_FINDING_CHARS = 65_536;
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Whether a module's default export declares a guardrail (it names one) rather than a provider (a vendor). */
 export function declaresGuardrail(candidate: unknown): boolean {
@@ -20,7 +21,8 @@ const SHAPES = {
 } as const;
 
 function describe(value: unknown): string {
-  if (value === null || value === undefined || typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (value === null || value === undefined || typeof value === 'number' || typeof value === 'boolean')
+    return String(value);
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   if (Array.isArray(value)) return `a list of ${value.length}`;
   if (typeof value === 'object') return `{ ${Object.keys(value).slice(0, 4).join(', ')} }`;
@@ -31,10 +33,17 @@ function describe(value: unknown): string {
 function badFinding(finding: unknown, length: number): string | undefined {
   if (!isRecord(finding)) return `an item that is ${describe(finding)}`;
   const { start, end, replacement } = finding as Partial<Record<keyof GuardrailFinding, unknown>>;
-  if (!Number.isInteger(start) || !Number.isInteger(end) || (start as number) < 0 || (start as number) >= (end as number) || (end as number) > length) {
+  if (
+    !Number.isInteger(start) ||
+    !Number.isInteger(end) ||
+    (start as number) < 0 ||
+    (start as number) >= (end as number) ||
+    (end as number) > length
+  ) {
     return `a finding { start: ${describe(start)}, end: ${describe(end)} } for a text of ${length} characters`;
   }
-  if (replacement !== undefined && typeof replacement !== 'string') return `a finding whose replacement is ${describe(replacement)}`;
+  if (replacement !== undefined && typeof replacement !== 'string')
+    return `a finding whose replacement is ${describe(replacement)}`;
   return undefined;
 }
 
@@ -48,7 +57,8 @@ function guardScan(name: string, scan: GuardrailPlugin['scan']): GuardrailPlugin
       throw error instanceof PluginFault ? error : new PluginFault(name, 'scan', error);
     }
     if (result === undefined) return result;
-    if (!Array.isArray(result)) throw new PluginFault(name, 'scan', new TypeError(`returned ${describe(result)}; ${SHAPES.scan}`), 'returned');
+    if (!Array.isArray(result))
+      throw new PluginFault(name, 'scan', new TypeError(`returned ${describe(result)}; ${SHAPES.scan}`), 'returned');
     for (const finding of result) {
       const bad = badFinding(finding, text.length);
       if (bad) throw new PluginFault(name, 'scan', new TypeError(`returned ${bad}; ${SHAPES.scan}`), 'returned');
@@ -57,7 +67,10 @@ function guardScan(name: string, scan: GuardrailPlugin['scan']): GuardrailPlugin
   };
 }
 
-function guardCheckOptions(name: string, checkOptions: NonNullable<GuardrailPlugin['checkOptions']>): GuardrailPlugin['checkOptions'] {
+function guardCheckOptions(
+  name: string,
+  checkOptions: NonNullable<GuardrailPlugin['checkOptions']>,
+): GuardrailPlugin['checkOptions'] {
   return function guardedCheckOptions(options) {
     let result;
     try {
@@ -65,8 +78,14 @@ function guardCheckOptions(name: string, checkOptions: NonNullable<GuardrailPlug
     } catch (error) {
       throw new PluginFault(name, 'checkOptions', error);
     }
-    if (result === undefined || (Array.isArray(result) && result.every((problem) => typeof problem === 'string'))) return result;
-    throw new PluginFault(name, 'checkOptions', new TypeError(`returned ${describe(result)}; ${SHAPES.checkOptions}`), 'returned');
+    if (result === undefined || (Array.isArray(result) && result.every((problem) => typeof problem === 'string')))
+      return result;
+    throw new PluginFault(
+      name,
+      'checkOptions',
+      new TypeError(`returned ${describe(result)}; ${SHAPES.checkOptions}`),
+      'returned',
+    );
   };
 }
 
@@ -76,21 +95,42 @@ function guardCheckOptions(name: string, checkOptions: NonNullable<GuardrailPlug
  * a {@link PluginLoadError} carrying every bad field.
  */
 export function validateGuardrail(name: string, candidate: unknown): GuardrailPlugin {
-  if (!isRecord(candidate)) throw new PluginLoadError(name, 'default export', 'must be the object made by defineGuardrail({...})');
+  if (!isRecord(candidate))
+    throw new PluginLoadError(name, 'default export', 'must be the object made by defineGuardrail({...})');
   const problems: PluginLoadError[] = [];
   const fail = (field: string, problem: string) => problems.push(new PluginLoadError(name, field, problem));
   for (const unknown of unknownFields(candidate, KNOWN_FIELDS.guardrail)) fail(unknown.field, unknown.problem);
   const supported = SUPPORTED_CONTRACT_VERSIONS.join(', ');
-  if (candidate.contract === undefined) fail('contract', `missing: declare the contract version the guardrail is written for (this gateway supports ${supported})`);
-  else if (!(SUPPORTED_CONTRACT_VERSIONS as readonly unknown[]).includes(candidate.contract)) fail('contract', `version ${JSON.stringify(candidate.contract)} is not supported (this gateway supports ${supported})`);
-  if (candidate.guardrail !== name) fail('guardrail', `must equal the guardrail's folder and manifest name '${name}', got ${JSON.stringify(candidate.guardrail)}`);
+  if (candidate.contract === undefined)
+    fail(
+      'contract',
+      `missing: declare the contract version the guardrail is written for (this gateway supports ${supported})`,
+    );
+  else if (!(SUPPORTED_CONTRACT_VERSIONS as readonly unknown[]).includes(candidate.contract))
+    fail(
+      'contract',
+      `version ${JSON.stringify(candidate.contract)} is not supported (this gateway supports ${supported})`,
+    );
+  if (candidate.guardrail !== name)
+    fail(
+      'guardrail',
+      `must equal the guardrail's folder and manifest name '${name}', got ${JSON.stringify(candidate.guardrail)}`,
+    );
   if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) fail('guardrail', 'must be lower case letters, digits and dashes');
   const { maxFindingChars } = candidate;
-  if (maxFindingChars !== undefined && !(Number.isInteger(maxFindingChars) && (maxFindingChars as number) >= 1 && (maxFindingChars as number) <= MAX_FINDING_CHARS)) {
+  if (
+    maxFindingChars !== undefined &&
+    !(
+      Number.isInteger(maxFindingChars) &&
+      (maxFindingChars as number) >= 1 &&
+      (maxFindingChars as number) <= MAX_FINDING_CHARS
+    )
+  ) {
     fail('maxFindingChars', `must be a whole number from 1 to ${MAX_FINDING_CHARS}`);
   }
   if (typeof candidate.scan !== 'function') fail('scan', 'must be a function (text, context) => findings');
-  if (candidate.checkOptions !== undefined && typeof candidate.checkOptions !== 'function') fail('checkOptions', 'must be a function (options) => problems');
+  if (candidate.checkOptions !== undefined && typeof candidate.checkOptions !== 'function')
+    fail('checkOptions', 'must be a function (options) => problems');
   if (problems.length) throw PluginLoadError.combine(problems);
   const declared = candidate as unknown as GuardrailPlugin;
   return {

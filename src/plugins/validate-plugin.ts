@@ -1,5 +1,11 @@
 import { closestName, KNOWN_FIELDS, unknownFields } from './known-fields.ts';
-import { SUPPORTED_CONTRACT_VERSIONS, type AuthStyle, type ProviderPlugin, type RouteId, type UpstreamRouteId } from './plugin-contract.ts';
+import {
+  SUPPORTED_CONTRACT_VERSIONS,
+  type AuthStyle,
+  type ProviderPlugin,
+  type RouteId,
+  type UpstreamRouteId,
+} from './plugin-contract.ts';
 import { guardAdapters } from './adapter-hooks.ts';
 import { adapterProblems } from './validate-adapter.ts';
 import { authProblems, credentialHeaderNames } from './validate-auth.ts';
@@ -77,7 +83,10 @@ export class ManifestError extends PluginLoadError {
   }
 }
 
-/** The wire formats each upstream route key may speak (today one each, the route's own): a route's `format` must be one of them. */
+/**
+ * The wire formats each upstream route key may speak (today one each, the route's own): a route's `format` must be one
+ * of them.
+ */
 const FORMATS_OF_ROUTE: Readonly<Record<UpstreamRouteId, readonly string[]>> = {
   'chat-completions': ['chat-completions'],
   messages: ['messages'],
@@ -87,7 +96,8 @@ const FORMATS_OF_ROUTE: Readonly<Record<UpstreamRouteId, readonly string[]>> = {
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
-const isName = (value: unknown): value is string => typeof value === 'string' && /^[A-Za-z0-9][A-Za-z0-9._:-]*$/.test(value);
+const isName = (value: unknown): value is string =>
+  typeof value === 'string' && /^[A-Za-z0-9][A-Za-z0-9._:-]*$/.test(value);
 
 /**
  * Checks one plugin whole, as it came from its module (so nothing about it is trusted), and throws a
@@ -101,21 +111,34 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
   const fail = (field: string, problem: string): void => {
     problems.push(new PluginLoadError(name, field, problem));
   };
-  if (!isRecord(candidate)) throw new PluginLoadError(name, 'default export', 'must be the object made by definePlugin({...})');
+  if (!isRecord(candidate))
+    throw new PluginLoadError(name, 'default export', 'must be the object made by definePlugin({...})');
   const plugin = candidate;
   /** Refuses each field the contract does not know, under `at` (`''` for the plugin's top level). */
   const exact = (value: Record<string, unknown>, known: readonly string[], at: string) => {
-    for (const unknown of unknownFields(value, known)) fail(at ? `${at}.${unknown.field}` : unknown.field, unknown.problem);
+    for (const unknown of unknownFields(value, known))
+      fail(at ? `${at}.${unknown.field}` : unknown.field, unknown.problem);
   };
   exact(plugin, KNOWN_FIELDS.plugin, '');
   const supported = SUPPORTED_CONTRACT_VERSIONS.join(', ');
-  if (plugin.contract === undefined) fail('contract', `missing: declare the contract version the plugin is written for (this gateway supports ${supported})`);
+  if (plugin.contract === undefined)
+    fail(
+      'contract',
+      `missing: declare the contract version the plugin is written for (this gateway supports ${supported})`,
+    );
   else if (!(SUPPORTED_CONTRACT_VERSIONS as readonly unknown[]).includes(plugin.contract)) {
-    fail('contract', `version ${JSON.stringify(plugin.contract)} is not supported (this gateway supports ${supported})`);
+    fail(
+      'contract',
+      `version ${JSON.stringify(plugin.contract)} is not supported (this gateway supports ${supported})`,
+    );
   }
-  if (plugin.vendor !== name) fail('vendor', `must equal the plugin's folder and manifest name '${name}', got ${JSON.stringify(plugin.vendor)}`);
+  if (plugin.vendor !== name)
+    fail('vendor', `must equal the plugin's folder and manifest name '${name}', got ${JSON.stringify(plugin.vendor)}`);
   if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) fail('vendor', 'must be lower case letters, digits and dashes');
-  if (plugin.envPrefix !== undefined && !(typeof plugin.envPrefix === 'string' && /^[A-Z][A-Z0-9_]*$/.test(plugin.envPrefix))) {
+  if (
+    plugin.envPrefix !== undefined &&
+    !(typeof plugin.envPrefix === 'string' && /^[A-Z][A-Z0-9_]*$/.test(plugin.envPrefix))
+  ) {
     fail('envPrefix', 'must be upper case letters, digits and underscores');
   }
 
@@ -132,42 +155,69 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
       if (!knownRoute) {
         const meant = closestName(routeId, UPSTREAM_ROUTE_IDS);
         if (meant) declaredRoutes.add(meant);
-        fail(field, meant ? `unknown route: did you mean '${meant}'?` : `unknown route (known: ${UPSTREAM_ROUTE_IDS.join(', ')})`);
+        fail(
+          field,
+          meant ? `unknown route: did you mean '${meant}'?` : `unknown route (known: ${UPSTREAM_ROUTE_IDS.join(', ')})`,
+        );
       }
       if (!isRecord(route)) {
         fail(field, 'must be an object');
         continue;
       }
       exact(route, KNOWN_FIELDS.route, field);
-      if (typeof route.path !== 'string' || !route.path.startsWith('/')) fail(`${field}.path`, "must be a path starting with '/'");
-      if (!WIRE_FORMATS.includes(route.format as string)) fail(`${field}.format`, `must be one of ${WIRE_FORMATS.join(', ')}`);
+      if (typeof route.path !== 'string' || !route.path.startsWith('/'))
+        fail(`${field}.path`, "must be a path starting with '/'");
+      if (!WIRE_FORMATS.includes(route.format as string))
+        fail(`${field}.format`, `must be one of ${WIRE_FORMATS.join(', ')}`);
       else if (knownRoute && !FORMATS_OF_ROUTE[routeId as UpstreamRouteId].includes(route.format as string)) {
         const keyFormat = FORMATS_OF_ROUTE[routeId as UpstreamRouteId].join("' or '");
-        fail(`${field}.format`, `is '${String(route.format)}', but the route '${routeId}' speaks '${keyFormat}': declare format '${keyFormat}', or declare this upstream under routes.${String(route.format)}`);
+        fail(
+          `${field}.format`,
+          `is '${String(route.format)}', but the route '${routeId}' speaks '${keyFormat}': declare format '${keyFormat}', or declare this upstream under routes.${String(route.format)}`,
+        );
       }
       const badAuth = authProblems(route.auth);
       for (const [suffix, problem] of badAuth) fail(`${field}.auth${suffix}`, problem);
       // With a bad auth, the names that carry a credential whatever the auth are still checked.
       const credentialNames = credentialHeaderNames(badAuth.length ? undefined : (route.auth as AuthStyle));
       if (route.modelIds !== undefined) {
-        if (!Array.isArray(route.modelIds) || route.modelIds.length === 0 || route.modelIds.some((form) => !ID_FORMS.includes(form))) {
+        if (
+          !Array.isArray(route.modelIds) ||
+          route.modelIds.length === 0 ||
+          route.modelIds.some((form) => !ID_FORMS.includes(form))
+        ) {
           fail(`${field}.modelIds`, `must be a non-empty list of ${ID_FORMS.join(', ')}`);
         }
       }
       for (const key of ['forwardHeaders'] as const) {
         const headers = route[key];
-        if (headers !== undefined && (!Array.isArray(headers) || headers.some((header) => typeof header !== 'string' || header !== header.toLowerCase()))) {
+        if (
+          headers !== undefined &&
+          (!Array.isArray(headers) ||
+            headers.some((header) => typeof header !== 'string' || header !== header.toLowerCase()))
+        ) {
           fail(`${field}.${key}`, 'must be a list of lower case header names');
         } else if (headers?.some((header) => credentialNames.includes(header))) {
-          fail(`${field}.${key}`, `must not name ${credentialNames.join(' or ')}: the client's gateway key never goes upstream, only the declared credential does`);
+          fail(
+            `${field}.${key}`,
+            `must not name ${credentialNames.join(' or ')}: the client's gateway key never goes upstream, only the declared credential does`,
+          );
         }
       }
-      if (route.defaultHeaders !== undefined && (!isRecord(route.defaultHeaders) || Object.values(route.defaultHeaders).some((v) => typeof v !== 'string'))) {
+      if (
+        route.defaultHeaders !== undefined &&
+        (!isRecord(route.defaultHeaders) || Object.values(route.defaultHeaders).some((v) => typeof v !== 'string'))
+      ) {
         fail(`${field}.defaultHeaders`, 'must map header names to strings');
       } else {
-        const credentialDefault = Object.keys(route.defaultHeaders ?? {}).find((header) => credentialNames.includes(header.toLowerCase()));
+        const credentialDefault = Object.keys(route.defaultHeaders ?? {}).find((header) =>
+          credentialNames.includes(header.toLowerCase()),
+        );
         if (credentialDefault) {
-          fail(`${field}.defaultHeaders`, `must not set '${credentialDefault}': credentials come from the endpoint's configured key, sent as the route's auth declares`);
+          fail(
+            `${field}.defaultHeaders`,
+            `must not set '${credentialDefault}': credentials come from the endpoint's configured key, sent as the route's auth declares`,
+          );
         }
       }
       if (route.adapter !== undefined) {
@@ -177,14 +227,16 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
     }
   }
   /** Whether `route` names a route the plugin declares; `undefined` when that cannot be told (`routes` is refused). */
-  const declares = (route: unknown): boolean | undefined => (declaredRoutes ? typeof route === 'string' && declaredRoutes.has(route) : undefined);
+  const declares = (route: unknown): boolean | undefined =>
+    declaredRoutes ? typeof route === 'string' && declaredRoutes.has(route) : undefined;
 
   if (plugin.nativeChat !== undefined) {
     const adapter = plugin.nativeChat;
     if (!isRecord(adapter)) fail('nativeChat', 'must be an object');
     else {
       exact(adapter, KNOWN_FIELDS.nativeChat, 'nativeChat');
-      if (declares(adapter.route) === false) fail('nativeChat.route', `'${String(adapter.route)}' is not one of the plugin's routes`);
+      if (declares(adapter.route) === false)
+        fail('nativeChat.route', `'${String(adapter.route)}' is not one of the plugin's routes`);
       if (typeof adapter.buildRequest !== 'function') fail('nativeChat.buildRequest', 'must be a function');
       if (typeof adapter.readText !== 'function') fail('nativeChat.readText', 'must be a function');
     }
@@ -225,36 +277,54 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
       }
       if (typeof model.listed !== 'boolean') fail(`${field}.listed`, 'must be true or false');
       let routes: string[] | undefined;
-      if (!Array.isArray(model.routes) || model.routes.length === 0) fail(`${field}.routes`, 'must be a non-empty list');
+      if (!Array.isArray(model.routes) || model.routes.length === 0)
+        fail(`${field}.routes`, 'must be a non-empty list');
       else {
         // A route it cannot be told is meant (a misspelling) leaves the model's routes unknown to what names the model.
-        routes = model.routes.every((route) => ROUTE_IDS.includes(route as RouteId)) ? (model.routes as string[]) : undefined;
+        routes = model.routes.every((route) => ROUTE_IDS.includes(route as RouteId))
+          ? (model.routes as string[])
+          : undefined;
         model.routes.forEach((route: unknown, routeIndex: number) => {
           const routeField = `${field}.routes[${routeIndex}]`;
-          if (!ROUTE_IDS.includes(route as RouteId)) fail(routeField, `unknown route '${String(route)}' (known: ${ROUTE_IDS.join(', ')})`);
+          if (!ROUTE_IDS.includes(route as RouteId))
+            fail(routeField, `unknown route '${String(route)}' (known: ${ROUTE_IDS.join(', ')})`);
           else if (route === 'chat') {
-            if (plugin.nativeChat === undefined) fail(routeField, "the model serves 'chat' but the plugin declares no nativeChat adapter");
-          } else if (declares(route) === false) fail(routeField, `route '${String(route)}' is not declared in the plugin's routes`);
+            if (plugin.nativeChat === undefined)
+              fail(routeField, "the model serves 'chat' but the plugin declares no nativeChat adapter");
+          } else if (declares(route) === false)
+            fail(routeField, `route '${String(route)}' is not declared in the plugin's routes`);
         });
       }
       for (const spelling of spellings) modelRoutes.set(`${name}/${spelling}`, routes);
       const pricing = model.pricing;
-      if (!isRecord(pricing)) fail(`${field}.pricing`, 'missing: give input, cachedInput and output as USD per 1M tokens (numbers >= 0)');
+      if (!isRecord(pricing))
+        fail(`${field}.pricing`, 'missing: give input, cachedInput and output as USD per 1M tokens (numbers >= 0)');
       else {
         exact(pricing, KNOWN_FIELDS.pricing, `${field}.pricing`);
         for (const key of KNOWN_FIELDS.pricing) {
           if (pricing[key] === undefined) fail(`${field}.pricing.${key}`, 'missing: USD per 1M tokens (a number >= 0)');
-          else if (!(typeof pricing[key] === 'number' && pricing[key] >= 0)) fail(`${field}.pricing.${key}`, `must be USD per 1M tokens (a number >= 0), got ${JSON.stringify(pricing[key])}`);
+          else if (!(typeof pricing[key] === 'number' && pricing[key] >= 0))
+            fail(
+              `${field}.pricing.${key}`,
+              `must be USD per 1M tokens (a number >= 0), got ${JSON.stringify(pricing[key])}`,
+            );
         }
       }
-      if (model.webSearch !== undefined && typeof model.webSearch !== 'boolean') fail(`${field}.webSearch`, 'must be true or false');
-      if (model.maxOutputTokens !== undefined && !(Number.isSafeInteger(model.maxOutputTokens) && (model.maxOutputTokens as number) > 0)) fail(`${field}.maxOutputTokens`, 'must be a positive integer');
-      if (model.upstreamModel !== undefined && typeof model.upstreamModel !== 'string') fail(`${field}.upstreamModel`, 'must be a string');
+      if (model.webSearch !== undefined && typeof model.webSearch !== 'boolean')
+        fail(`${field}.webSearch`, 'must be true or false');
+      if (
+        model.maxOutputTokens !== undefined &&
+        !(Number.isSafeInteger(model.maxOutputTokens) && (model.maxOutputTokens as number) > 0)
+      )
+        fail(`${field}.maxOutputTokens`, 'must be a positive integer');
+      if (model.upstreamModel !== undefined && typeof model.upstreamModel !== 'string')
+        fail(`${field}.upstreamModel`, 'must be a string');
       if (model.upstreamModels !== undefined) {
         if (!isRecord(model.upstreamModels)) fail(`${field}.upstreamModels`, 'must map routes to names');
         else {
           for (const [route, upstreamName] of Object.entries(model.upstreamModels)) {
-            if (!ROUTE_IDS.includes(route as RouteId) || typeof upstreamName !== 'string') fail(`${field}.upstreamModels.${route}`, 'must map a known route to a name');
+            if (!ROUTE_IDS.includes(route as RouteId) || typeof upstreamName !== 'string')
+              fail(`${field}.upstreamModels.${route}`, 'must map a known route to a name');
           }
         }
       }
@@ -284,18 +354,23 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
         aliasIds.push(alias.id);
       }
       let routes: string[] | undefined;
-      if (!Array.isArray(alias.routes) || alias.routes.length === 0) fail(`${field}.routes`, 'must be a non-empty list');
+      if (!Array.isArray(alias.routes) || alias.routes.length === 0)
+        fail(`${field}.routes`, 'must be a non-empty list');
       else {
-        for (const route of alias.routes) if (!ROUTE_IDS.includes(route)) fail(`${field}.routes`, `unknown route '${String(route)}'`);
+        for (const route of alias.routes)
+          if (!ROUTE_IDS.includes(route)) fail(`${field}.routes`, `unknown route '${String(route)}'`);
         routes = (alias.routes as unknown[]).filter((route): route is string => ROUTE_IDS.includes(route as RouteId));
       }
       if (typeof alias.target !== 'string' || !modelRoutes.has(alias.target)) {
-        if (modelsComplete) fail(`${field}.target`, `'${String(alias.target)}' is not one of the plugin's models (use the prefixed ID)`);
+        if (modelsComplete)
+          fail(`${field}.target`, `'${String(alias.target)}' is not one of the plugin's models (use the prefixed ID)`);
       } else if (routes) {
         const missing = routes.filter((route) => servesModel(alias.target, route) === false);
-        if (missing.length) fail(`${field}.target`, `'${alias.target}' does not serve the alias's route(s) ${missing.join(', ')}`);
+        if (missing.length)
+          fail(`${field}.target`, `'${alias.target}' does not serve the alias's route(s) ${missing.join(', ')}`);
       }
-      if (alias.listed !== undefined && typeof alias.listed !== 'boolean') fail(`${field}.listed`, 'must be true or false');
+      if (alias.listed !== undefined && typeof alias.listed !== 'boolean')
+        fail(`${field}.listed`, 'must be true or false');
     });
     const duplicateAliases = new Set(aliasIds.filter((id, index) => aliasIds.indexOf(id) !== index));
     for (const duplicate of duplicateAliases) fail('aliases', `duplicate alias '${duplicate}'`);
@@ -312,19 +387,31 @@ export function validatePlugin(name: string, candidate: unknown): ProviderPlugin
       if (onRoute === false) fail(`${field}.route`, `'${String(entry.route)}' is not one of the plugin's routes`);
       const models = entry.models;
       if (models !== undefined || key === 'streamFixups') {
-        if (!Array.isArray(models) || (key === 'streamFixups' && models.length === 0)) fail(`${field}.models`, 'must be a list of the plugin\'s model IDs');
+        if (!Array.isArray(models) || (key === 'streamFixups' && models.length === 0))
+          fail(`${field}.models`, "must be a list of the plugin's model IDs");
         else if (onRoute) {
           for (const model of models) {
             if (servesModel(model, entry.route as string) === false) {
-              fail(`${field}.models`, `'${String(model)}' is not a model of the plugin on route '${String(entry.route)}' (use the prefixed ID)`);
+              fail(
+                `${field}.models`,
+                `'${String(model)}' is not a model of the plugin on route '${String(entry.route)}' (use the prefixed ID)`,
+              );
             }
           }
         }
       }
       const fn = entry[functionField];
-      const ok = functionField === 'fixup' ? typeof fn === 'function' : isRecord(fn) && typeof fn.fromBody === 'function' && typeof fn.fromStreamEvent === 'function';
-      if (!ok) fail(`${field}.${functionField}`, functionField === 'fixup' ? 'must be a function' : 'must have fromBody and fromStreamEvent functions');
-      if (key === 'streamFixups' && entry.createState !== undefined && typeof entry.createState !== 'function') fail(`${field}.createState`, 'must be a function');
+      const ok =
+        functionField === 'fixup'
+          ? typeof fn === 'function'
+          : isRecord(fn) && typeof fn.fromBody === 'function' && typeof fn.fromStreamEvent === 'function';
+      if (!ok)
+        fail(
+          `${field}.${functionField}`,
+          functionField === 'fixup' ? 'must be a function' : 'must have fromBody and fromStreamEvent functions',
+        );
+      if (key === 'streamFixups' && entry.createState !== undefined && typeof entry.createState !== 'function')
+        fail(`${field}.createState`, 'must be a function');
     });
   };
   scoped('streamFixups', 'fixup');

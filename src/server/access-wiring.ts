@@ -6,7 +6,9 @@ import type { LiveSettings } from './live-config.ts';
 export function accessSummary(access: AccessSettings) {
   return {
     admin_token: access.adminToken,
-    oidc: access.oidc ? { issuer: access.oidc.issuer, client_id: access.oidc.clientId, groups_claim: access.oidc.groupsClaim } : null,
+    oidc: access.oidc
+      ? { issuer: access.oidc.issuer, client_id: access.oidc.clientId, groups_claim: access.oidc.groupsClaim }
+      : null,
     roles: access.roles,
   };
 }

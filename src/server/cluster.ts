@@ -9,7 +9,8 @@ import { boundUrlOf, serveMetrics } from '../control-plane/metrics-route.ts';
 export function workerCount(value: string | undefined, cores = availableParallelism()): number {
   if (value === undefined || value === '') return 1;
   if (value.trim() === 'auto') return Math.max(1, cores);
-  if (!/^\d+$/.test(value.trim()) || Number(value) < 1) throw new ConfigError(`GATEWAY_WORKERS must be a whole number >= 1 or 'auto', got '${value}'`);
+  if (!/^\d+$/.test(value.trim()) || Number(value) < 1)
+    throw new ConfigError(`GATEWAY_WORKERS must be a whole number >= 1 or 'auto', got '${value}'`);
   return Number(value);
 }
 

@@ -31,9 +31,13 @@ export interface ConnectionCaps {
  */
 export function capConnections(server: Server, caps: ConnectionCaps, logger: Logger): { readonly open: () => number } {
   const { max, maxPerAddress, uncapped = () => false, lingerBytes = 20 * 1024 * 1024, onRefused } = caps;
-  const overall = rawErrorResponse(serviceUnavailable('The gateway has too many open connections; please retry shortly'));
+  const overall = rawErrorResponse(
+    serviceUnavailable('The gateway has too many open connections; please retry shortly'),
+  );
   const ofAddress = rawErrorResponse(
-    rateLimited(`This address has too many open connections (at most ${maxPerAddress}); please retry shortly`, { 'Retry-After': '1' }),
+    rateLimited(`This address has too many open connections (at most ${maxPerAddress}); please retry shortly`, {
+      'Retry-After': '1',
+    }),
   );
   // Refusals come when descriptors are scarce: beyond this many lingering at once, a refusal is closed
   // as soon as it is written.
@@ -71,7 +75,10 @@ export function capConnections(server: Server, caps: ConnectionCaps, logger: Log
     if (entry && entry.open >= maxPerAddress) {
       if (!entry.refusing) {
         entry.refusing = true;
-        logger.warn({ address: key, max_connections_per_address: maxPerAddress }, 'per-address connection cap reached: refusing this address new connections with 429');
+        logger.warn(
+          { address: key, max_connections_per_address: maxPerAddress },
+          'per-address connection cap reached: refusing this address new connections with 429',
+        );
       }
       onRefused?.('connections_per_address');
       refuse(socket, ofAddress);

@@ -28,10 +28,16 @@ export interface Gateway {
   /** Where it listens, as bound (`http://0.0.0.0:8080`), and whether that is every interface. */
   readonly listening: { readonly url: string; readonly wildcard: boolean };
   readonly server: Server;
-  /** `http://host:port` of the separate metrics listener (`METRICS_PORT`); undefined when `/metrics` is on the main port or the cluster primary serves it. */
+  /**
+   * `http://host:port` of the separate metrics listener (`METRICS_PORT`); undefined when `/metrics` is on the main port
+   * or the cluster primary serves it.
+   */
   readonly metricsUrl?: string;
   readonly metrics: GatewayMetrics;
-  /** Whose events (`EVENTS` of `core/diagnostics.ts`) this gateway's are: subscribe with it to observe its requests only. */
+  /**
+   * Whose events (`EVENTS` of `core/diagnostics.ts`) this gateway's are: subscribe with it to observe its requests
+   * only.
+   */
   readonly source: EventSource;
   readonly keys: KeyStore;
   readonly usage: UsageStore;
@@ -72,14 +78,27 @@ export interface StartOptions {
  * observability, limits, model serving, control plane, listener, shutdown), starts listening, and gives
  * back a handle that closes it all.
  */
-export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv, logger: Logger, options: StartOptions = {}): Promise<Gateway> {
+export async function startGateway(
+  config: GatewayConfig,
+  env: NodeJS.ProcessEnv,
+  logger: Logger,
+  options: StartOptions = {},
+): Promise<Gateway> {
   const configuration = await startConfiguration(config, env, logger);
   const stores = await openStores(config, { unreachableRedis: 'degrade', usage: true, limits: 'serve', logger });
   const observability = await startObservability(config, env, logger, configuration, stores);
   const limits = startLimits(config, logger, configuration, stores);
   const serving = startModelServing(config, logger, configuration, stores, observability, limits);
   const ready = readiness(stores, configuration);
-  const parts = { configuration, stores, observability, limits, serving, readiness: ready, clusterWorker: options.clusterWorker };
+  const parts = {
+    configuration,
+    stores,
+    observability,
+    limits,
+    serving,
+    readiness: ready,
+    clusterWorker: options.clusterWorker,
+  };
   const wayIn = createApp({
     source: observability.source,
     routes: serving.routes,
@@ -90,7 +109,9 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     catalogRateLimit: limits.rates.perAddress,
     inFlight: serving.inFlight,
     addressOf: clientAddressResolver(config.trustedProxies),
-    pendingRequests: new PendingRequests(config.maxPendingRequestsPerAddress, logger, () => observability.metrics.refused('pending_requests_per_address')),
+    pendingRequests: new PendingRequests(config.maxPendingRequestsPerAddress, logger, () =>
+      observability.metrics.refused('pending_requests_per_address'),
+    ),
     mount: await controlPlaneRoutes(config, logger, parts),
   });
   const webSockets = startWebSockets(config, logger, observability, limits, serving);
@@ -102,7 +123,12 @@ export async function startGateway(config: GatewayConfig, env: NodeJS.ProcessEnv
     inFlight: serving.inFlight,
     stopAccepting: () => (ready.draining(), configuration.live.close(), webSockets.drain()),
     cut: () => webSockets.terminate(),
-    closeInOrder: [() => serving.accounting.flush(), () => serving.close(), () => observability.close(), () => stores.close()],
+    closeInOrder: [
+      () => serving.accounting.flush(),
+      () => serving.close(),
+      () => observability.close(),
+      () => stores.close(),
+    ],
   });
   return {
     url: urlOf(listener.server),

@@ -44,7 +44,10 @@ export interface LiveSettings {
  * Every problem of the aliases of a config (each target exists and serves every route its alias is
  * used on, §2.1), as `aliases.<id>: <why>`; empty when the table builds.
  */
-export function aliasProblems(plugins: readonly ProviderPlugin[], aliases: Readonly<Record<string, string>>): ConfigProblem[] {
+export function aliasProblems(
+  plugins: readonly ProviderPlugin[],
+  aliases: Readonly<Record<string, string>>,
+): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   for (const [alias, target] of Object.entries(aliases)) {
     try {
@@ -66,7 +69,10 @@ export function aliasProblems(plugins: readonly ProviderPlugin[], aliases: Reado
 }
 
 /** Every problem of the fallbacks of a config: each source, then each of its targets, checked alone. */
-export function fallbackProblems(plugins: readonly ProviderPlugin[], fallbacks: Readonly<Record<string, readonly string[]>>): ConfigProblem[] {
+export function fallbackProblems(
+  plugins: readonly ProviderPlugin[],
+  fallbacks: Readonly<Record<string, readonly string[]>>,
+): ConfigProblem[] {
   // Fallbacks name canonical models, which alias overrides do not change.
   const registry = new ModelRegistry(plugins);
   const problems: ConfigProblem[] = [];
@@ -89,10 +95,19 @@ export function fallbackProblems(plugins: readonly ProviderPlugin[], fallbacks: 
 
 /**
  * What a config must pass against the loaded plugins besides its own checks: aliases and fallbacks, and
- * (given the guardrail plugins) that each guardrail entry's `use` is built in or loaded, with options its plugin accepts.
+ * (given the guardrail plugins) that each guardrail entry's `use` is built in or loaded, with options its plugin
+ * accepts.
  */
-export function modelTableProblems(plugins: readonly ProviderPlugin[], config: GatewayConfig, guardrailPlugins: readonly GuardrailPlugin[] = []): ConfigProblem[] {
-  return [...aliasProblems(plugins, config.aliases), ...fallbackProblems(plugins, config.fallbacks), ...guardrailPluginProblems(config.guardrails, guardrailPlugins)];
+export function modelTableProblems(
+  plugins: readonly ProviderPlugin[],
+  config: GatewayConfig,
+  guardrailPlugins: readonly GuardrailPlugin[] = [],
+): ConfigProblem[] {
+  return [
+    ...aliasProblems(plugins, config.aliases),
+    ...fallbackProblems(plugins, config.fallbacks),
+    ...guardrailPluginProblems(config.guardrails, guardrailPlugins),
+  ];
 }
 
 /** Settings that only a restart can change, each with the name an operator knows it by. */
@@ -186,10 +201,14 @@ export class LiveConfig {
     try {
       const inspection = inspectConfig(this.options.env, this.options.cwd);
       const { config } = inspection;
-      const problems = [...inspection.problems, ...inspection.describe(modelTableProblems(this.options.plugins, config, this.options.guardrailPlugins))];
+      const problems = [
+        ...inspection.problems,
+        ...inspection.describe(modelTableProblems(this.options.plugins, config, this.options.guardrailPlugins)),
+      ];
       if (problems.length) throw new ConfigError(problems);
       const restart = restartOnlyChanges(this.current.config, config);
-      if (restart.length) throw new ConfigError(`${restart.join(', ')} changed: these need a restart, nothing was applied`);
+      if (restart.length)
+        throw new ConfigError(`${restart.join(', ')} changed: these need a restart, nothing was applied`);
       const next = this.settingsFor(version, config);
       const previous = this.current;
       this.current = next;
@@ -235,7 +254,10 @@ export class LiveConfig {
     this.watcher = undefined;
     if (this.polling) return;
     this.polling = true;
-    this.options.logger.warn({ err: reason, path: this.path }, 'cannot watch the config file; polling it every second instead');
+    this.options.logger.warn(
+      { err: reason, path: this.path },
+      'cannot watch the config file; polling it every second instead',
+    );
     watchFile(this.path, { interval: 1000, persistent: false }, () => this.changed());
   }
 

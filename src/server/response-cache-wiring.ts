@@ -15,8 +15,16 @@ const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
  * this process's memory, bounded by the `cache.maxBytes` in force. It exists whether or not the cache
  * is on, so that a reload can turn it on or off.
  */
-export function openResponseCache(redis: RedisConnection | undefined, config: () => GatewayConfig, metrics: GatewayMetrics, logger: Logger): ResponseCache {
-  const events = { stored: (bytes: number) => metrics.cacheStored(bytes), evicted: (bytes: number) => metrics.cacheEvicted(bytes) };
+export function openResponseCache(
+  redis: RedisConnection | undefined,
+  config: () => GatewayConfig,
+  metrics: GatewayMetrics,
+  logger: Logger,
+): ResponseCache {
+  const events = {
+    stored: (bytes: number) => metrics.cacheStored(bytes),
+    evicted: (bytes: number) => metrics.cacheEvicted(bytes),
+  };
   if (redis) return new RedisResponseCache(redis, { logger, events });
   return new MemoryResponseCache(() => config().cache?.maxBytes ?? DEFAULT_MAX_BYTES, events);
 }

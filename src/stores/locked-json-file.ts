@@ -105,7 +105,10 @@ export class LockedJsonFile<R> {
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
-      const age = await stat(this.lockPath).then((info) => Date.now() - info.mtimeMs, () => 0);
+      const age = await stat(this.lockPath).then(
+        (info) => Date.now() - info.mtimeMs,
+        () => 0,
+      );
       if (age > STALE_LOCK_MS) await rm(this.lockPath, { force: true });
       else if (Date.now() > deadline) throw new Error(`${this.lockPath} is held by another writer; try again`);
       else await sleep(20);

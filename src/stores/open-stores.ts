@@ -31,7 +31,10 @@ import { EmbeddedAlertLog } from './alerts/embedded-alert-log.ts';
 import { RedisAlertLog } from './alerts/redis-alert-log.ts';
 
 /** The stores a process works on, with what they hold open (a Redis connection), closed together. */
-export interface OpenStores<Usage extends UsageStore | undefined = UsageStore | undefined, Ledger extends LimitLedger | undefined = LimitLedger | undefined> {
+export interface OpenStores<
+  Usage extends UsageStore | undefined = UsageStore | undefined,
+  Ledger extends LimitLedger | undefined = LimitLedger | undefined,
+> {
   /** The Redis connection they use, when the config names one. */
   readonly redis?: RedisConnection;
   readonly keys: KeyStore;
@@ -71,18 +74,33 @@ export interface OpenStoresOptions {
   readonly logger?: Logger;
 }
 
-type StoresConfig = Pick<GatewayConfig, 'redis' | 'dataDir' | 'authFailMode' | 'authGraceMs' | 'apiKeys' | 'keyIdSecret'>;
+type StoresConfig = Pick<
+  GatewayConfig,
+  'redis' | 'dataDir' | 'authFailMode' | 'authGraceMs' | 'apiKeys' | 'keyIdSecret'
+>;
 
 /**
  * The key and team stores, the guardrail action log, service tokens, the audit log and (when asked) the
- * usage store and the limit counters of a config, for the server and the CLI alike: in Redis when `redis` is set, else the embedded files under the data
- * directory (the action log in process). Usage read back for a static
- * key also sums what was recorded under its id of the previous scheme.
+ * usage store and the limit counters of a config, for the server and the CLI alike: in Redis when `redis` is set, else
+ * the embedded files under the data directory (the action log in process). Usage read back for a static key also sums
+ * what was recorded under its id of the previous scheme.
  */
-export async function openStores(config: StoresConfig, options: OpenStoresOptions & { usage: true; limits: 'serve' | 'read' }): Promise<OpenStores<UsageStore, LimitLedger>>;
-export async function openStores(config: StoresConfig, options: OpenStoresOptions & { usage: true }): Promise<OpenStores<UsageStore, undefined>>;
-export async function openStores(config: StoresConfig, options: OpenStoresOptions & { limits: 'serve' | 'read' }): Promise<OpenStores<undefined, LimitLedger>>;
-export async function openStores(config: StoresConfig, options: OpenStoresOptions): Promise<OpenStores<undefined, undefined>>;
+export async function openStores(
+  config: StoresConfig,
+  options: OpenStoresOptions & { usage: true; limits: 'serve' | 'read' },
+): Promise<OpenStores<UsageStore, LimitLedger>>;
+export async function openStores(
+  config: StoresConfig,
+  options: OpenStoresOptions & { usage: true },
+): Promise<OpenStores<UsageStore, undefined>>;
+export async function openStores(
+  config: StoresConfig,
+  options: OpenStoresOptions & { limits: 'serve' | 'read' },
+): Promise<OpenStores<undefined, LimitLedger>>;
+export async function openStores(
+  config: StoresConfig,
+  options: OpenStoresOptions,
+): Promise<OpenStores<undefined, undefined>>;
 export async function openStores(config: StoresConfig, options: OpenStoresOptions): Promise<OpenStores> {
   const logger = options.logger ?? pino({ level: 'silent' });
   let redis: RedisConnection | undefined;
@@ -97,20 +115,32 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
       logger.warn('redis: not reachable at start; serving degraded until it is');
     }
   }
-  const keys: KeyStore = redis ? new RedisKeyStore(redis, { failMode: config.authFailMode, graceMs: config.authGraceMs }) : new FileKeyStore(config.dataDir);
+  const keys: KeyStore = redis
+    ? new RedisKeyStore(redis, { failMode: config.authFailMode, graceMs: config.authGraceMs })
+    : new FileKeyStore(config.dataDir);
   const teams: TeamStore = redis ? new RedisTeamStore(redis) : new FileTeamStore(config.dataDir);
-  const guardrailActions: GuardrailActionLog = redis ? new RedisGuardrailActionLog(redis, { logger }) : new EmbeddedGuardrailActionLog();
+  const guardrailActions: GuardrailActionLog = redis
+    ? new RedisGuardrailActionLog(redis, { logger })
+    : new EmbeddedGuardrailActionLog();
   const tokens: TokenStore = redis ? new RedisTokenStore(redis) : new FileTokenStore(config.dataDir);
   const audit: AuditStore = redis ? new RedisAuditStore(redis) : new FileAuditStore(config.dataDir);
   const alerts: AlertLog = redis ? new RedisAlertLog(redis, logger) : new EmbeddedAlertLog();
   let usage: UsageStore | undefined;
   if (options.usage) {
-    const inner = redis ? await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger }) : await EmbeddedUsageStore.open(config.dataDir, logger);
-    usage = config.apiKeys.length ? new KeyIdAliases(inner, () => legacyAliases(config.apiKeys, config.keyIdSecret, { redis, dataDir: config.dataDir })) : inner;
+    const inner = redis
+      ? await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger })
+      : await EmbeddedUsageStore.open(config.dataDir, logger);
+    usage = config.apiKeys.length
+      ? new KeyIdAliases(inner, () =>
+          legacyAliases(config.apiKeys, config.keyIdSecret, { redis, dataDir: config.dataDir }),
+        )
+      : inner;
   }
   let ledger: LimitLedger | undefined;
-  if (options.limits === 'serve') ledger = redis ? new FallbackLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);
-  else if (options.limits === 'read') ledger = redis ? new RedisLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);
+  if (options.limits === 'serve')
+    ledger = redis ? new FallbackLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);
+  else if (options.limits === 'read')
+    ledger = redis ? new RedisLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);
   return {
     redis,
     keys,
@@ -138,9 +168,17 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
 }
 
 /** Each static key's current id → its id under the previous scheme, where this installation had one. */
-async function legacyAliases(staticKeys: readonly string[], keyIdSecret: string | undefined, source: LegacySecretSource): Promise<KeyIdAliasMap> {
+async function legacyAliases(
+  staticKeys: readonly string[],
+  keyIdSecret: string | undefined,
+  source: LegacySecretSource,
+): Promise<KeyIdAliasMap> {
   const secret = await readLegacySecret(source);
   if (!secret) return new Map();
-  const pairs = await Promise.all(staticKeys.map(async (key) => [await staticKeyIdAsync(key, keyIdSecret), [legacyStaticKeyId(key, secret)]] as const));
+  const pairs = await Promise.all(
+    staticKeys.map(
+      async (key) => [await staticKeyIdAsync(key, keyIdSecret), [legacyStaticKeyId(key, secret)]] as const,
+    ),
+  );
   return new Map(pairs);
 }

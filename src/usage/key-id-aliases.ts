@@ -91,8 +91,13 @@ export function sumRows(rows: readonly UsageRow[], groupBy: UsageQuery['groupBy'
       if (typeof value !== 'number') continue;
       const before = (sum[name] as number | undefined) ?? 0;
       // Money is summed in whole nano-USD, as the stores keep it, so no binary fraction creeps in.
-      sum[name] = name === 'cost_usd' || name === 'saved_usd' ? (Math.round(before * 1e9) + Math.round(value * 1e9)) / 1e9 : before + value;
+      sum[name] =
+        name === 'cost_usd' || name === 'saved_usd'
+          ? (Math.round(before * 1e9) + Math.round(value * 1e9)) / 1e9
+          : before + value;
     }
   }
-  return [...groups.entries()].sort(([a], [b]) => (a === b ? 0 : a === null ? 1 : b === null ? -1 : a < b ? -1 : 1)).map(([, row]) => row as UsageRow);
+  return [...groups.entries()]
+    .sort(([a], [b]) => (a === b ? 0 : a === null ? 1 : b === null ? -1 : a < b ? -1 : 1))
+    .map(([, row]) => row as UsageRow);
 }

@@ -26,7 +26,6 @@ export function windowOf(period: LimitPeriod, now: number): { tag: string; reset
   return { tag: `mo:${date.toISOString().slice(0, 7)}`, resetAt: Date.UTC(year, month + 1, 1) };
 }
 
-
 /**
  * The token and money meters of one owner's limits at `now` (rpm: see {@link requestMeter}), counted under
  * `id` (a team's id; the owner itself by default).

@@ -37,8 +37,10 @@ export function charge(usage: TokenUsage, pricing: ModelPricing): Charge {
   const uncached = usage.inputTokens - cached;
   const inputPrice = nanoUsd(pricing.input);
   const cachedPrice = nanoUsd(pricing.cachedInput);
-  const cachedCharged = inputPrice === 0n || cachedPrice >= inputPrice ? BigInt(cached) : ceilDiv(BigInt(cached) * cachedPrice, inputPrice);
-  const costUsd = (uncached * pricing.input + cached * pricing.cachedInput + usage.outputTokens * pricing.output) / 1_000_000;
+  const cachedCharged =
+    inputPrice === 0n || cachedPrice >= inputPrice ? BigInt(cached) : ceilDiv(BigInt(cached) * cachedPrice, inputPrice);
+  const costUsd =
+    (uncached * pricing.input + cached * pricing.cachedInput + usage.outputTokens * pricing.output) / 1_000_000;
   return {
     totalTokens: usage.inputTokens + usage.outputTokens,
     chargedTokens: uncached + usage.outputTokens + Number(cachedCharged),

@@ -26,23 +26,35 @@ export const PROMPT_FRAMING_TOKENS = 8;
  * provider's figures.
  */
 export function estimateRequest(promptChars: number, outputCap: number, choices = 1): RequestEstimate {
-  return { inputTokens: Math.ceil(promptChars / 4) + PROMPT_FRAMING_TOKENS, outputTokens: Math.max(0, Math.floor(outputCap)) * Math.max(1, Math.floor(choices)) };
+  return {
+    inputTokens: Math.ceil(promptChars / 4) + PROMPT_FRAMING_TOKENS,
+    outputTokens: Math.max(0, Math.floor(outputCap)) * Math.max(1, Math.floor(choices)),
+  };
 }
 
 /** The highest of each price over the models a request may be served by (the requested one and its fallbacks). */
 export function highestPricing(pricings: readonly ModelPricing[]): ModelPricing {
-  return pricings.reduce((high, pricing) => ({ input: Math.max(high.input, pricing.input), cachedInput: Math.max(high.cachedInput, pricing.cachedInput), output: Math.max(high.output, pricing.output) }));
+  return pricings.reduce((high, pricing) => ({
+    input: Math.max(high.input, pricing.input),
+    cachedInput: Math.max(high.cachedInput, pricing.cachedInput),
+    output: Math.max(high.output, pricing.output),
+  }));
 }
 
 // USD per 1M tokens to nano-USD per token is a factor of 1000.
-const nanoFor = (tokens: number, pricePerMillion: number): number => Math.ceil(tokens * Math.max(0, pricePerMillion) * 1000);
+const nanoFor = (tokens: number, pricePerMillion: number): number =>
+  Math.ceil(tokens * Math.max(0, pricePerMillion) * 1000);
 
 /**
  * What a request asks of each meter: the whole estimate (input + output cap; for money, their price at
  * the highest prices it may be served at), all of which must be left, else it is refused: a
  * reservation never exceeds what remains, so what a limit serves stays within the documented bound.
  */
-export function demandsFor(meters: readonly Meter[], estimate: RequestEstimate, pricing: ModelPricing): CounterDemand[] {
+export function demandsFor(
+  meters: readonly Meter[],
+  estimate: RequestEstimate,
+  pricing: ModelPricing,
+): CounterDemand[] {
   const tokens = estimate.inputTokens + estimate.outputTokens;
   const wholeNano = nanoFor(estimate.inputTokens, pricing.input) + nanoFor(estimate.outputTokens, pricing.output);
   return meters.map((meter) => {
@@ -81,7 +93,13 @@ export class Reservation implements Settlement {
     const changes: CounterChange[] = [];
     const costNano = figures ? costNanoUsd(figures.costUsd) : 0;
     this.meters.forEach((meter, index) => {
-      const real = !figures ? 0 : meter.kind === 'tpm' ? figures.totalTokens : meter.kind === 'quota' ? figures.chargedTokens : costNano;
+      const real = !figures
+        ? 0
+        : meter.kind === 'tpm'
+          ? figures.totalTokens
+          : meter.kind === 'quota'
+            ? figures.chargedTokens
+            : costNano;
       const delta = real - this.reserved[index]!;
       if (delta !== 0) changes.push({ counter: meter.counter, delta, resetAt: meter.resetAt });
     });

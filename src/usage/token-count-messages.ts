@@ -5,4 +5,5 @@ export interface CountRequest {
   readonly chars: number;
 }
 
-export type CountReply = { readonly id: number; readonly tokens: number } | { readonly id: number; readonly error: string };
+export type CountReply =
+  { readonly id: number; readonly tokens: number } | { readonly id: number; readonly error: string };

@@ -11,7 +11,11 @@ if (port) {
       .then((count) => countTokensBounded(count, request.text, request.chars))
       .then(
         (tokens) => port.postMessage({ id: request.id, tokens } satisfies CountReply),
-        (error: unknown) => port.postMessage({ id: request.id, error: error instanceof Error ? error.message : String(error) } satisfies CountReply),
+        (error: unknown) =>
+          port.postMessage({
+            id: request.id,
+            error: error instanceof Error ? error.message : String(error),
+          } satisfies CountReply),
       );
   });
 }

@@ -21,7 +21,10 @@ export function loadTokenizer(): Promise<Counter> {
 
 /** How much tokenizer work one count may do, and how it is spread over the event loop. */
 export interface CountBudget {
-  /** Characters handed to the tokenizer at once (give or take the 32 it may move back to a whitespace). BPE is superlinear on degenerate text (one character repeated), so slices stay short. */
+  /**
+   * Characters handed to the tokenizer at once (give or take the 32 it may move back to a whitespace). BPE is
+   * superlinear on degenerate text (one character repeated), so slices stay short.
+   */
   readonly sliceChars: number;
   /** Tokenizer time after which the count yields to the event loop. */
   readonly tickMs: number;
@@ -32,11 +35,20 @@ export interface CountBudget {
   readonly now: () => number;
 }
 
-export const DEFAULT_COUNT_BUDGET: CountBudget = { sliceChars: 512, tickMs: 4, totalMs: 40, maxSlices: 256, now: () => performance.now() };
+export const DEFAULT_COUNT_BUDGET: CountBudget = {
+  sliceChars: 512,
+  tickMs: 4,
+  totalMs: 40,
+  maxSlices: 256,
+  now: () => performance.now(),
+};
 
 const WHITESPACE = /\s/;
 
-/** A slice boundary near `position`: before a whitespace (where a token starts anyway) and never inside a surrogate pair. */
+/**
+ * A slice boundary near `position`: before a whitespace (where a token starts anyway) and never inside a surrogate
+ * pair.
+ */
 function cutAt(text: string, position: number): number {
   if (position >= text.length) return text.length;
   for (let back = 0; back < 32 && position - back > 0; back += 1) {
@@ -55,7 +67,12 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resol
  * boundaries when the text is counted whole. `totalChars` (default: the text's length) scales the
  * result when `text` is only a sample of a longer text.
  */
-export async function countTokensBounded(count: Counter, text: string, totalChars = text.length, budget: CountBudget = DEFAULT_COUNT_BUDGET): Promise<number> {
+export async function countTokensBounded(
+  count: Counter,
+  text: string,
+  totalChars = text.length,
+  budget: CountBudget = DEFAULT_COUNT_BUDGET,
+): Promise<number> {
   if (!text) return 0;
   const scale = totalChars / text.length;
   if (text.length <= budget.sliceChars) return Math.round(count(text) * scale);

@@ -8,7 +8,21 @@ export { countTokensBounded, DEFAULT_COUNT_BUDGET, loadTokenizer, type CountBudg
 /** The request fields that carry prompt text, in every wire format. */
 const PROMPT_FIELDS = ['system', 'instructions', 'messages', 'input', 'prompt', 'tools'];
 /** Fields inside them that are not prompt text (identifiers, markers, opaque or binary payloads). */
-const SKIPPED_KEYS = new Set(['role', 'type', 'id', 'call_id', 'tool_call_id', 'tool_use_id', 'cache_control', 'model', 'signature', 'encrypted_content', 'data', 'media_type', 'detail']);
+const SKIPPED_KEYS = new Set([
+  'role',
+  'type',
+  'id',
+  'call_id',
+  'tool_call_id',
+  'tool_use_id',
+  'cache_control',
+  'model',
+  'signature',
+  'encrypted_content',
+  'data',
+  'media_type',
+  'detail',
+]);
 
 /**
  * Every string a prompt carries: message contents (strings and text parts), system, instructions,
@@ -37,7 +51,21 @@ export const IMAGE_PART_TOKENS = 1600;
 /** Content parts that carry an image, in the three wire formats. */
 const IMAGE_PARTS = new Set(['image_url', 'image', 'input_image']);
 /** Fields of a prompt a provider does not bill as input (identifiers, markers, signatures). */
-const UNBILLED_KEYS = new Set(['role', 'type', 'id', 'call_id', 'tool_call_id', 'tool_use_id', 'cache_control', 'model', 'signature', 'media_type', 'detail', 'file_id', 'filename']);
+const UNBILLED_KEYS = new Set([
+  'role',
+  'type',
+  'id',
+  'call_id',
+  'tool_call_id',
+  'tool_use_id',
+  'cache_control',
+  'model',
+  'signature',
+  'media_type',
+  'detail',
+  'file_id',
+  'filename',
+]);
 
 /**
  * The characters a reservation's input estimate is made from, before the request is sent, without a
@@ -85,6 +113,13 @@ export async function estimateOutputTokens(responseText: string | TextSample): P
  * The record made from it is flagged `estimated: true`. The work is bounded and done on the tokenizer
  * thread, so no text, however degenerate, holds other requests up.
  */
-export async function estimateUsage(requestBody: Record<string, unknown>, responseText: string | TextSample): Promise<TokenUsage> {
-  return { inputTokens: await estimateInputTokens(requestBody), outputTokens: await estimateOutputTokens(responseText), cachedTokens: 0 };
+export async function estimateUsage(
+  requestBody: Record<string, unknown>,
+  responseText: string | TextSample,
+): Promise<TokenUsage> {
+  return {
+    inputTokens: await estimateInputTokens(requestBody),
+    outputTokens: await estimateOutputTokens(responseText),
+    cachedTokens: 0,
+  };
 }

@@ -90,6 +90,13 @@ function spawnWorker(): Worker {
   const entry = new URL(typeScript ? './token-count-worker.ts' : './token-count-worker.js', import.meta.url);
   if (!typeScript) return new Worker(entry);
   // tsx's ESM API sits beside its CommonJS build (`import.meta.resolve` is not there under tsx's transform).
-  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
-  return new Worker(`import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); });`, { eval: true });
+  const tsx = pathToFileURL(
+    createRequire(import.meta.url)
+      .resolve('tsx/esm/api')
+      .replace(/\.cjs$/, '.mjs'),
+  ).href;
+  return new Worker(
+    `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); });`,
+    { eval: true },
+  );
 }

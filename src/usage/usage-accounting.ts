@@ -79,7 +79,8 @@ export class GatewayUsageAccounting implements UsageAccounting {
       };
       const reported = exchange.usage;
       // A plugin fault leaves the answer's usage unread or partly read, as a cut stream does.
-      // So does a stream a guardrail ended: the upstream was dropped mid-answer (a blocked JSON answer came whole, its usage with it).
+      // So does a stream a guardrail ended: the upstream was dropped mid-answer (a blocked JSON answer came whole, its
+      // usage with it).
       const cutShort = (exchange.stream && exchange.outcome !== 'complete') || exchange.outcome === 'plugin_error';
       const counts = exchange.route !== 'count-tokens';
       const needsEstimate = counts && exchange.consumed && (!reported || cutShort);
@@ -94,7 +95,13 @@ export class GatewayUsageAccounting implements UsageAccounting {
         finish(usage, estimated);
         return { usage, estimated };
       };
-      const counting = needsEstimate ? estimateUsage(exchange.requestBody(), exchange.responseText()) : estimateInputTokens(exchange.requestBody()).then((inputTokens): TokenUsage => ({ inputTokens, outputTokens: 0, cachedTokens: 0 }));
+      const counting = needsEstimate
+        ? estimateUsage(exchange.requestBody(), exchange.responseText())
+        : estimateInputTokens(exchange.requestBody()).then((inputTokens): TokenUsage => ({
+            inputTokens,
+            outputTokens: 0,
+            cachedTokens: 0,
+          }));
       const estimate = counting.then(
         (counted) => {
           let usage = reported;
@@ -107,13 +114,19 @@ export class GatewayUsageAccounting implements UsageAccounting {
             usage = { ...reported, outputTokens: Math.max(reported.outputTokens, counted.outputTokens) };
           }
           if (unreported > 0) {
-            usage = { ...(usage ?? { outputTokens: 0, cachedTokens: 0 }), inputTokens: (usage?.inputTokens ?? 0) + counted.inputTokens * unreported };
+            usage = {
+              ...(usage ?? { outputTokens: 0, cachedTokens: 0 }),
+              inputTokens: (usage?.inputTokens ?? 0) + counted.inputTokens * unreported,
+            };
             estimated = true;
           }
           return settle(usage, estimated);
         },
         (error: unknown) => {
-          this.logger.error({ err: error }, 'usage estimate failed; recording the reported usage (or zero) flagged as estimated');
+          this.logger.error(
+            { err: error },
+            'usage estimate failed; recording the reported usage (or zero) flagged as estimated',
+          );
           return settle(reported, true);
         },
       );

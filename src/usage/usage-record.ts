@@ -53,8 +53,20 @@ export interface UsageRecord {
 }
 
 /** What a request knows when it is done, for {@link buildUsageRecord}. */
-export interface UsageRecordInput
-  extends Pick<UsageRecord, 'keyId' | 'route' | 'requestedModel' | 'model' | 'upstream' | 'status' | 'stream' | 'latencyMs' | 'endpoint' | 'attempts' | 'requestId'> {
+export interface UsageRecordInput extends Pick<
+  UsageRecord,
+  | 'keyId'
+  | 'route'
+  | 'requestedModel'
+  | 'model'
+  | 'upstream'
+  | 'status'
+  | 'stream'
+  | 'latencyMs'
+  | 'endpoint'
+  | 'attempts'
+  | 'requestId'
+> {
   /**
    * The usage to record: what the upstream reported, or an estimate (then set `estimated`).
    * `undefined` records zero tokens: an upstream error, or a route without usage (count_tokens).
@@ -142,10 +154,30 @@ export interface UsageTotals {
   saved_nano_usd: number;
 }
 
-export const TOTAL_FIELDS = ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_nano_usd', 'cache_hits', 'saved_nano_usd'] as const;
+export const TOTAL_FIELDS = [
+  'requests',
+  'input_tokens',
+  'output_tokens',
+  'cached_tokens',
+  'total_tokens',
+  'charged_tokens',
+  'cost_nano_usd',
+  'cache_hits',
+  'saved_nano_usd',
+] as const;
 
 export function emptyTotals(): UsageTotals {
-  return { requests: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, total_tokens: 0, charged_tokens: 0, cost_nano_usd: 0, cache_hits: 0, saved_nano_usd: 0 };
+  return {
+    requests: 0,
+    input_tokens: 0,
+    output_tokens: 0,
+    cached_tokens: 0,
+    total_tokens: 0,
+    charged_tokens: 0,
+    cost_nano_usd: 0,
+    cache_hits: 0,
+    saved_nano_usd: 0,
+  };
 }
 
 /** What one record adds to its group's totals. */
@@ -175,4 +207,3 @@ export function dayOf(time: string | Date): string {
   const date = typeof time === 'string' ? new Date(time) : time;
   return Number.isNaN(date.getTime()) ? String(time).slice(0, 10) : date.toISOString().slice(0, 10);
 }
-

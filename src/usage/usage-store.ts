@@ -27,7 +27,14 @@ export function groupField(groupBy: UsageQuery['groupBy'] | 'team'): UsageGroupF
  * One row of the read-back: the sums over a model (`model` set), over a UTC day (`day` set, all
  * models together), over a key (`key_id` set) or over a team (`team` set, null for keys in none), in the query's range.
  */
-export type UsageRow = { model?: string; day?: string; key_id?: string; team?: string | null; cost_usd: number; saved_usd: number } & Omit<UsageTotals, 'cost_nano_usd' | 'saved_nano_usd'>;
+export type UsageRow = {
+  model?: string;
+  day?: string;
+  key_id?: string;
+  team?: string | null;
+  cost_usd: number;
+  saved_usd: number;
+} & Omit<UsageTotals, 'cost_nano_usd' | 'saved_nano_usd'>;
 
 /** Daily totals of one key and model: the unit both stores keep and sum from. */
 export interface UsageCell {
@@ -76,7 +83,13 @@ export function groupCells(cells: Iterable<UsageCell>, query: UsageQuery): Usage
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([group, totals]) => {
       const { cost_nano_usd: nano, saved_nano_usd: saved, cache_hits: hits, ...counts } = totals;
-      return { [groupField(query.groupBy)]: group, ...counts, cost_usd: nano / 1e9, cache_hits: hits, saved_usd: saved / 1e9 } as UsageRow;
+      return {
+        [groupField(query.groupBy)]: group,
+        ...counts,
+        cost_usd: nano / 1e9,
+        cache_hits: hits,
+        saved_usd: saved / 1e9,
+      } as UsageRow;
     });
 }
 

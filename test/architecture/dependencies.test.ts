@@ -6,10 +6,18 @@ import { cruise, type ICruiseResult } from 'dependency-cruiser';
  * dependency-cruiser, type-only imports included.
  */
 async function importGraph(): Promise<{ from: string; to: string; circular: boolean }[]> {
-  const result = await cruise(['src', 'providers', 'tools'], { tsPreCompilationDeps: true, moduleSystems: ['es6'], doNotFollow: { path: 'node_modules' } });
+  const result = await cruise(['src', 'providers', 'tools'], {
+    tsPreCompilationDeps: true,
+    moduleSystems: ['es6'],
+    doNotFollow: { path: 'node_modules' },
+  });
   const output = result.output as ICruiseResult;
   return output.modules.flatMap((module) =>
-    module.dependencies.filter((dependency) => !dependency.coreModule && !dependency.couldNotResolve && !/node_modules/.test(dependency.resolved))
+    module.dependencies
+      .filter(
+        (dependency) =>
+          !dependency.coreModule && !dependency.couldNotResolve && !/node_modules/.test(dependency.resolved),
+      )
       .map((dependency) => ({ from: module.source, to: dependency.resolved, circular: dependency.circular })),
   );
 }
@@ -30,7 +38,9 @@ describe('architecture: imports run one way', function () {
 
   it('reads a graph of the whole tree', () => {
     expect(edges.length).to.be.greaterThan(200);
-    expect(edges.some((edge) => edge.from.startsWith('src/data-plane/') && edge.to.startsWith('src/core/'))).to.equal(true);
+    expect(edges.some((edge) => edge.from.startsWith('src/data-plane/') && edge.to.startsWith('src/core/'))).to.equal(
+      true,
+    );
   });
 
   it('has no import cycle', () => {
@@ -47,12 +57,20 @@ describe('architecture: imports run one way', function () {
       const [a, b] = key.split(' -> ');
       return a! < b! && between.has(`${b} -> ${a}`);
     });
-    expect(both.map((key) => `${key}: ${between.get(key)!.join(', ')} | back: ${between.get(key.split(' -> ').reverse().join(' -> '))!.join(', ')}`)).to.deep.equal([]);
+    expect(
+      both.map(
+        (key) =>
+          `${key}: ${between.get(key)!.join(', ')} | back: ${between.get(key.split(' -> ').reverse().join(' -> '))!.join(', ')}`,
+      ),
+    ).to.deep.equal([]);
   });
 
   it('keeps runtime code away from the tests and the mock upstream (only tools/ may use the mock)', () => {
-    const runtime = (path: string) => (path.startsWith('src/') || path.startsWith('providers/')) && !path.startsWith('src/cli/');
-    const offending = edges.filter(({ from, to }) => runtime(from) && /^(test|mock-upstream|tools|bench|scripts)\//.test(to));
+    const runtime = (path: string) =>
+      (path.startsWith('src/') || path.startsWith('providers/')) && !path.startsWith('src/cli/');
+    const offending = edges.filter(
+      ({ from, to }) => runtime(from) && /^(test|mock-upstream|tools|bench|scripts)\//.test(to),
+    );
     expect(offending.map((edge) => `${edge.from} -> ${edge.to}`)).to.deep.equal([]);
   });
 });
@@ -67,7 +85,10 @@ describe('architecture: the stages of the model request', function () {
     const edges = await importGraph();
     const stage = (path: string) => path.startsWith(STAGES) && !SHARED.has(path.slice(STAGES.length));
     const between = edges.filter(({ from, to }) => stage(from) && stage(to));
-    expect(edges.some(({ from }) => stage(from)), 'the stages are in the graph').to.equal(true);
+    expect(
+      edges.some(({ from }) => stage(from)),
+      'the stages are in the graph',
+    ).to.equal(true);
     expect(between.map((edge) => `${edge.from} -> ${edge.to}`)).to.deep.equal([]);
   });
 

@@ -34,11 +34,16 @@ describe('architecture: docs/design.md draws the stage lists the code builds', (
 
   it('with everything configured, and with nothing configured (the bracketed stages out)', async () => {
     const drawn = await diagram();
-    for (const [settings, keep] of [[configured, (stage: string) => stage.replace(/[[\]]/g, '')], [{}, undefined]] as const) {
+    for (const [settings, keep] of [
+      [configured, (stage: string) => stage.replace(/[[\]]/g, '')],
+      [{}, undefined],
+    ] as const) {
       const built = stageLists(parts, settings);
       expect([...built.keys()].sort()).to.deep.equal([...drawn.keys()].sort());
       for (const [route, stages] of built) {
-        const expected = drawn.get(route)!.flatMap((stage) => (keep ? [keep(stage)] : stage.startsWith('[') ? [] : [stage]));
+        const expected = drawn
+          .get(route)!
+          .flatMap((stage) => (keep ? [keep(stage)] : stage.startsWith('[') ? [] : [stage]));
         expect(stageNames(stages), route).to.deep.equal(expected);
       }
     }

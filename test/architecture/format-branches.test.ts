@@ -22,7 +22,9 @@ function withoutComments(source: string): string {
 function formatBranches(path: string, source: string): string[] {
   return withoutComments(source)
     .split('\n')
-    .flatMap((line, index) => (BRANCH.some((pattern) => pattern.test(line)) ? [`${path}:${index + 1}: ${line.trim()}`] : []));
+    .flatMap((line, index) =>
+      BRANCH.some((pattern) => pattern.test(line)) ? [`${path}:${index + 1}: ${line.trim()}`] : [],
+    );
 }
 
 function sources(directory: string): string[] {
@@ -35,7 +37,9 @@ function sources(directory: string): string[] {
 
 describe('architecture: wire formats', () => {
   it('branches on a wire format only in its module under src/core/formats/ (elsewhere: WIRE_FORMATS[format].rule)', () => {
-    const found = sources(SRC).flatMap((path) => formatBranches(relative(ROOT, path).split(sep).join('/'), readFileSync(path, 'utf8')));
+    const found = sources(SRC).flatMap((path) =>
+      formatBranches(relative(ROOT, path).split(sep).join('/'), readFileSync(path, 'utf8')),
+    );
     expect(found, `format branches outside src/core/formats/:\n${found.join('\n')}`).to.deep.equal([]);
   });
 

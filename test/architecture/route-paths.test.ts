@@ -21,7 +21,12 @@ function literals(text: string): { line: number; text: string }[] {
   const found: { line: number; text: string }[] = [];
   const source = ts.createSourceFile('file.ts', text, ts.ScriptTarget.ES2022);
   const visit = (node: ts.Node): void => {
-    if (ts.isStringLiteralLike(node) || ts.isTemplateHead(node) || ts.isTemplateMiddle(node) || ts.isTemplateTail(node)) {
+    if (
+      ts.isStringLiteralLike(node) ||
+      ts.isTemplateHead(node) ||
+      ts.isTemplateMiddle(node) ||
+      ts.isTemplateTail(node)
+    ) {
       found.push({ line: source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1, text: node.text });
     }
     node.forEachChild(visit);
@@ -30,12 +35,16 @@ function literals(text: string): { line: number; text: string }[] {
   return found.filter((literal) => literal.text !== '');
 }
 
-/** Literals naming a model route's path (`/v1/chat/completions`, or a prefix a path is built from, like `/v1/messages`). */
+/**
+ * Literals naming a model route's path (`/v1/chat/completions`, or a prefix a path is built from, like `/v1/messages`).
+ */
 function modelPathLiterals(files: string[]): string[] {
   const paths = MODEL_ROUTES.map((route) => route.path);
   return files.flatMap((file) =>
     literals(readFileSync(join(ROOT, file), 'utf8'))
-      .filter(({ text }) => paths.some((path) => text === path || text.startsWith(`${path}/`) || text.startsWith(`${path}?`)))
+      .filter(({ text }) =>
+        paths.some((path) => text === path || text.startsWith(`${path}/`) || text.startsWith(`${path}?`)),
+      )
       .map(({ line, text }) => `${relative(ROOT, join(ROOT, file))}:${line}: '${text}'`),
   );
 }

@@ -18,12 +18,30 @@ async function cli(argv: string[], env: NodeJS.ProcessEnv): Promise<{ code: numb
 }
 
 const firing = {
-  id: 'alrt_0123456789abcdef', scope: 'key' as const, owner: 'key_ab', team: 'eng', kind: 'budget' as const, period: 'day' as const,
-  threshold: 80, used: 8.5, limit: 10, unit: 'usd' as const, window_end: '2026-01-02T00:00:00.000Z', fired_at: '2026-01-01T12:00:00.000Z',
+  id: 'alrt_0123456789abcdef',
+  scope: 'key' as const,
+  owner: 'key_ab',
+  team: 'eng',
+  kind: 'budget' as const,
+  period: 'day' as const,
+  threshold: 80,
+  used: 8.5,
+  limit: 10,
+  unit: 'usd' as const,
+  window_end: '2026-01-02T00:00:00.000Z',
+  fired_at: '2026-01-01T12:00:00.000Z',
 };
 const attempt = (number: number, outcome: 'retrying' | 'failed') => ({
-  delivery: 'dlv_0123456789abcdef', alert: firing.id, owner: 'key_ab', team: 'eng', attempt: number, at: `2026-01-01T12:00:0${number}.000Z`,
-  outcome, status: null, error: 'connection refused', next_attempt_at: outcome === 'retrying' ? '2026-01-01T12:00:09.000Z' : null,
+  delivery: 'dlv_0123456789abcdef',
+  alert: firing.id,
+  owner: 'key_ab',
+  team: 'eng',
+  attempt: number,
+  at: `2026-01-01T12:00:0${number}.000Z`,
+  outcome,
+  status: null,
+  error: 'connection refused',
+  next_attempt_at: outcome === 'retrying' ? '2026-01-01T12:00:09.000Z' : null,
 });
 
 describe('CLI alerts and the --alerts flags', function () {
@@ -50,13 +68,37 @@ describe('CLI alerts and the --alerts flags', function () {
       const listed = await cli(['alerts', 'list'], env);
       expect(listed.code).to.equal(0);
       const [header, row] = listed.out.trimEnd().split('\n');
-      expect(header!.split(/\s+/)).to.deep.equal(['fired_at', 'scope', 'owner', 'team', 'kind', 'period', 'threshold', 'used', 'limit', 'unit', 'window_end', 'id']);
+      expect(header!.split(/\s+/)).to.deep.equal([
+        'fired_at',
+        'scope',
+        'owner',
+        'team',
+        'kind',
+        'period',
+        'threshold',
+        'used',
+        'limit',
+        'unit',
+        'window_end',
+        'id',
+      ]);
       expect(row).to.match(/^2026-01-01T12:00:00.000Z\s+key\s+key_ab\s+eng\s+budget\s+day\s+80\s+8\.5\s+10\s+usd\s/);
       expect((await cli(['alerts', 'list', '--json'], env)).out).to.equal(`${JSON.stringify(firing)}\n`);
       const newest = await cli(['alerts', 'deliveries', '--limit', '1', '--json'], env);
-      expect(newest.out.trimEnd().split('\n').map((line) => JSON.parse(line).outcome)).to.deep.equal(['failed']);
+      expect(
+        newest.out
+          .trimEnd()
+          .split('\n')
+          .map((line) => JSON.parse(line).outcome),
+      ).to.deep.equal(['failed']);
       const both = await cli(['alerts', 'deliveries'], env);
-      expect(both.out.trimEnd().split('\n').slice(1).map((line) => line.split(/\s+/)[5])).to.deep.equal(['failed', 'retrying']);
+      expect(
+        both.out
+          .trimEnd()
+          .split('\n')
+          .slice(1)
+          .map((line) => line.split(/\s+/)[5]),
+      ).to.deep.equal(['failed', 'retrying']);
       expect(await cli(['alerts', 'deliveries', '--limit', '0'], env)).to.deep.include({ code: 1 });
       expect(await cli(['alerts', 'list', '--limit', '3'], env)).to.deep.include({ code: 2 });
       expect(await cli(['alerts', 'forget'], env)).to.deep.include({ code: 2 });
@@ -80,13 +122,16 @@ describe('CLI alerts and the --alerts flags', function () {
     expect(key!.alerts).to.deep.equal([25, 75]);
     const refused = await cli(['keys', 'update', key!.id, '--alerts', '75,25'], env);
     expect(refused).to.deep.include({ code: 1 });
-    expect(refused.err).to.contain("Field '--alerts': must be a list of whole percents from 1 to 100 in ascending order");
+    expect(refused.err).to.contain(
+      "Field '--alerts': must be a list of whole percents from 1 to 100 in ascending order",
+    );
     expect((await cli(['keys', 'update', key!.id, '--alerts', ''], env)).code).to.equal(0);
     expect((await new FileKeyStore(dataDir).list())[0]!.alerts).to.deep.equal([]);
     expect((await cli(['keys', 'update', key!.id, '--clear', 'alerts'], env)).code).to.equal(0);
     expect((await new FileKeyStore(dataDir).list())[0]!.alerts).to.equal(undefined);
     expect(await cli(['teams', 'create', 'eng', '--monthly-usd', '100', '--alerts', '90'], env)).to.deep.include({
-      code: 0, out: 'Created team eng ($100 a month, alerts at 90 %).\n',
+      code: 0,
+      out: 'Created team eng ($100 a month, alerts at 90 %).\n',
     });
     expect((await cli(['teams', 'update', 'eng', '--alerts', 'x'], env)).err).to.contain("Field '--alerts[0]'");
     expect((await cli(['teams', 'update', 'eng', '--clear', 'alerts'], env)).code).to.equal(0);

@@ -44,12 +44,21 @@ describe('CLI cache clear', function () {
   it('says the embedded cache is out of its reach without REDIS_URL (exit 1), and refuses bad usage (exit 2)', async () => {
     expect(await cli(['cache', 'clear'], env)).to.deep.include({ code: 1, out: '', err: EMBEDDED_CACHE_HINT });
     expect(EMBEDDED_CACHE_HINT).to.contain('DELETE /admin/cache');
-    for (const argv of [['cache'], ['cache', 'purge'], ['cache', 'clear', '--key', 'key_a', '--team', 'ops'], ['cache', 'clear', 'everything'], ['cache', 'clear', '--tenant', 'x'], ['cache', 'clear', '--team=']]) {
+    for (const argv of [
+      ['cache'],
+      ['cache', 'purge'],
+      ['cache', 'clear', '--key', 'key_a', '--team', 'ops'],
+      ['cache', 'clear', 'everything'],
+      ['cache', 'clear', '--tenant', 'x'],
+      ['cache', 'clear', '--team='],
+    ]) {
       const refused = await cli(argv, env);
       expect(refused.code, argv.join(' ')).to.equal(2);
       expect(refused.err, argv.join(' ')).to.contain('Usage:\n  cache clear [--key KEY_ID | --team NAME]');
     }
-    expect((await cli(['cache', 'clear', '--key', 'key_a', '--team', 'ops'], env)).err).to.match(/^cache clear takes --key or --team, not both/);
+    expect((await cli(['cache', 'clear', '--key', 'key_a', '--team', 'ops'], env)).err).to.match(
+      /^cache clear takes --key or --team, not both/,
+    );
   });
 
   describe('on Redis', () => {
@@ -74,7 +83,10 @@ describe('CLI cache clear', function () {
     /** Stores `count` entries for the tenant and waits until they can be read (a set is fire and forget). */
     async function store(tenant: CacheTenant, count: number): Promise<void> {
       for (let index = 0; index < count; index += 1) cache.set(tenant, `${'0'.repeat(63)}${index}`, ANSWER, 60_000);
-      await eventually(async () => (await cache.get(tenant, `${'0'.repeat(63)}${count - 1}`)) !== undefined, `${tenant}'s entries`);
+      await eventually(
+        async () => (await cache.get(tenant, `${'0'.repeat(63)}${count - 1}`)) !== undefined,
+        `${tenant}'s entries`,
+      );
     }
 
     it("empties a key's tenant (its team's when it names one), a team's, then every entry, and says whose", async () => {
@@ -94,10 +106,19 @@ describe('CLI cache clear', function () {
       });
       expect(await cache.get(`team:${research}`, `${'0'.repeat(63)}0`)).to.equal(undefined);
       expect(await cache.get(`key:${loner}`, `${'0'.repeat(63)}0`)).not.to.equal(undefined);
-      expect(await cli(['cache', 'clear', '--team', 'research'], redisEnv)).to.deep.include({ code: 0, out: 'Deleted 0 response cache entries of team research.\n' });
-      expect(await cli(['cache', 'clear', '--key', loner], redisEnv)).to.deep.include({ code: 0, out: `Deleted 2 response cache entries of key ${loner}.\n` });
+      expect(await cli(['cache', 'clear', '--team', 'research'], redisEnv)).to.deep.include({
+        code: 0,
+        out: 'Deleted 0 response cache entries of team research.\n',
+      });
+      expect(await cli(['cache', 'clear', '--key', loner], redisEnv)).to.deep.include({
+        code: 0,
+        out: `Deleted 2 response cache entries of key ${loner}.\n`,
+      });
       expect(await cache.get('key:key_static', `${'0'.repeat(63)}0`)).not.to.equal(undefined);
-      expect(await cli(['cache', 'clear'], redisEnv)).to.deep.include({ code: 0, out: 'Deleted 1 response cache entry of every key and team.\n' });
+      expect(await cli(['cache', 'clear'], redisEnv)).to.deep.include({
+        code: 0,
+        out: 'Deleted 1 response cache entry of every key and team.\n',
+      });
       expect(await cache.get('key:key_static', `${'0'.repeat(63)}0`)).to.equal(undefined);
       // The stores are untouched.
       expect((await keys.list()).map((record) => record.id)).to.have.members([loner, member]);
@@ -115,12 +136,17 @@ describe('CLI cache clear', function () {
       await store('key:key_static', 1);
       expect(await cli(['keys', 'revoke', loner], redisEnv)).to.deep.include({
         code: 0,
-        out: `Revoked ${loner}; every gateway instance refuses it within a second ` + '(1 entry of its response cache emptied).\n',
+        out:
+          `Revoked ${loner}; every gateway instance refuses it within a second ` +
+          '(1 entry of its response cache emptied).\n',
       });
       const revoked = await cli(['keys', 'revoke', member], redisEnv);
       expect(revoked.out).to.contain('(0 entries of its response cache emptied)');
       const deleted = await cli(['teams', 'delete', 'gone'], redisEnv);
-      expect(deleted).to.deep.include({ code: 0, out: 'Deleted team gone (2 entries of its response cache emptied).\n' });
+      expect(deleted).to.deep.include({
+        code: 0,
+        out: 'Deleted team gone (2 entries of its response cache emptied).\n',
+      });
       expect(await cache.get(`team:${team.id}`, `${'0'.repeat(63)}0`)).to.equal(undefined);
       // What a request still in flight at the delete stored afterwards.
       await store(`team:${team.id}`, 1);
@@ -132,8 +158,16 @@ describe('CLI cache clear', function () {
 
     it('fails (exit 1) for an unknown key id or team, emptying nothing', async () => {
       await store('team:research', 1);
-      expect(await cli(['cache', 'clear', '--key', 'key_nobody'], redisEnv)).to.deep.include({ code: 1, out: '', err: "No API key with id 'key_nobody'\n" });
-      expect(await cli(['cache', 'clear', '--team', 'research'], redisEnv)).to.deep.include({ code: 1, out: '', err: "No team named 'research'\n" });
+      expect(await cli(['cache', 'clear', '--key', 'key_nobody'], redisEnv)).to.deep.include({
+        code: 1,
+        out: '',
+        err: "No API key with id 'key_nobody'\n",
+      });
+      expect(await cli(['cache', 'clear', '--team', 'research'], redisEnv)).to.deep.include({
+        code: 1,
+        out: '',
+        err: "No team named 'research'\n",
+      });
       expect(await cache.get('team:research', `${'0'.repeat(63)}0`)).not.to.equal(undefined);
     });
   });

@@ -28,7 +28,10 @@ async function cli(argv: string[], env: NodeJS.ProcessEnv): Promise<{ code: numb
  * runs): how many fired, and whether the event loop turned (an immediate queued as the last one fired
  * ran) before the action settled. Not turned: the action answered as that timer ended its wait.
  */
-async function watchingTimersOf<T>(delayMs: number, action: () => Promise<T>): Promise<{ value: T; fired: number; turnedSince: boolean }> {
+async function watchingTimersOf<T>(
+  delayMs: number,
+  action: () => Promise<T>,
+): Promise<{ value: T; fired: number; turnedSince: boolean }> {
   const original = globalThis.setTimeout;
   let fired = 0;
   let turnedSince = false;
@@ -68,15 +71,41 @@ describe('CLI', function () {
   });
   afterEach(async () => rm(dataDir, { recursive: true, force: true }));
 
-  it('creates a key, printing it once with its id, on the data directory\'s file store', async () => {
-    const created = await cli(['keys', 'create', '--name', 'ci', '--rpm', '20', '--concurrency', '8', '--models', 'alpha/gen-5.5, beta/beta-fable-5-1', '--expires-at', '2031-01-31T00:00:00Z', '--cache', 'false'], env);
+  it("creates a key, printing it once with its id, on the data directory's file store", async () => {
+    const created = await cli(
+      [
+        'keys',
+        'create',
+        '--name',
+        'ci',
+        '--rpm',
+        '20',
+        '--concurrency',
+        '8',
+        '--models',
+        'alpha/gen-5.5, beta/beta-fable-5-1',
+        '--expires-at',
+        '2031-01-31T00:00:00Z',
+        '--cache',
+        'false',
+      ],
+      env,
+    );
     expect(created.code).to.equal(0);
     const key = createdKey(created.out)!;
     const id = createdId(created.out)!;
     expect(key).to.be.a('string');
     expect(created.out.split(key)).to.have.length(2);
     const record = await new FileKeyStore(dataDir).findByHash(hashApiKey(key));
-    expect(record).to.deep.include({ id, name: 'ci', rpm: 20, concurrency: 8, models: ['alpha/gen-5.5', 'beta/beta-fable-5-1'], expiresAt: '2031-01-31T00:00:00.000Z', cache: false });
+    expect(record).to.deep.include({
+      id,
+      name: 'ci',
+      rpm: 20,
+      concurrency: 8,
+      models: ['alpha/gen-5.5', 'beta/beta-fable-5-1'],
+      expiresAt: '2031-01-31T00:00:00.000Z',
+      cache: false,
+    });
     expect(await readFile(join(dataDir, 'keys.json'), 'utf8')).not.to.contain(key);
   });
 
@@ -91,9 +120,26 @@ describe('CLI', function () {
     const listed = await cli(['keys', 'list'], env);
     expect(listed.code).to.equal(0);
     const [header, ...rows] = listed.out.trimEnd().split('\n');
-    expect(header!.split(/\s+/)).to.deep.equal(['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'cache', 'guardrails', 'alerts']);
+    expect(header!.split(/\s+/)).to.deep.equal([
+      'id',
+      'name',
+      'status',
+      'created',
+      'expires',
+      'rpm',
+      'concurrency',
+      'models',
+      'team',
+      'cache',
+      'guardrails',
+      'alerts',
+    ]);
     expect(rows).to.have.length(3);
-    expect(rows[0]).to.match(new RegExp(`^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all\\s+-\\s+default\\s+default\\s+default$`));
+    expect(rows[0]).to.match(
+      new RegExp(
+        `^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all\\s+-\\s+default\\s+default\\s+default$`,
+      ),
+    );
     expect(rows[1]).to.match(/\ssecond\s+active\s.*\strue\s+default\s+default$/);
     expect(rows[2]).to.match(/\sthird\s+active\s.*\sfalse\s+default\s+default$/);
     expect(listed.out).not.to.match(/sk-|[0-9a-f]{64}/);
@@ -102,10 +148,18 @@ describe('CLI', function () {
   it('creates keys naming guardrails of the configuration (or none), and refuses a name it does not hold', async () => {
     const config = join(dataDir, 'gateway.yaml');
     const { writeFile } = await import('node:fs/promises');
-    await writeFile(config, "guardrails:\n  - { name: no-emails, use: pii, on: request, action: redact, entities: [email] }\n  - { name: no-codes, use: regex, on: response, action: block, patterns: ['X-[0-9]+'] }\n");
+    await writeFile(
+      config,
+      "guardrails:\n  - { name: no-emails, use: pii, on: request, action: redact, entities: [email] }\n  - { name: no-codes, use: regex, on: response, action: block, patterns: ['X-[0-9]+'] }\n",
+    );
     const withConfig = { ...env, GATEWAY_CONFIG: config };
-    expect(await cli(['keys', 'create', '--name', 'strict', '--guardrails', 'no-codes, no-emails'], withConfig)).to.deep.include({ code: 0, err: '' });
-    expect(await cli(['keys', 'create', '--name', 'trusted', '--guardrails', ''], withConfig)).to.deep.include({ code: 0, err: '' });
+    expect(
+      await cli(['keys', 'create', '--name', 'strict', '--guardrails', 'no-codes, no-emails'], withConfig),
+    ).to.deep.include({ code: 0, err: '' });
+    expect(await cli(['keys', 'create', '--name', 'trusted', '--guardrails', ''], withConfig)).to.deep.include({
+      code: 0,
+      err: '',
+    });
     expect(await cli(['keys', 'create', '--name', 'typo', '--guardrails', 'no-email'], withConfig)).to.deep.include({
       code: 1,
       err: "Invalid input parameters\n  Field '--guardrails': no guardrail is named 'no-email' in the configuration (configured: no-emails, no-codes)\n",
@@ -130,7 +184,10 @@ describe('CLI', function () {
   });
 
   it('reports bad input (exit 1) and bad usage (exit 2) clearly', async () => {
-    const invalid = await cli(['keys', 'create', '--name', 'x', '--rpm', 'many', '--models', 'alpha-latest', '--expires-at', '2020-01-01'], env);
+    const invalid = await cli(
+      ['keys', 'create', '--name', 'x', '--rpm', 'many', '--models', 'alpha-latest', '--expires-at', '2020-01-01'],
+      env,
+    );
     expect(invalid).to.deep.include({ code: 1, out: '' });
     expect(invalid.err).to.equal(
       [
@@ -141,27 +198,48 @@ describe('CLI', function () {
         '',
       ].join('\n'),
     );
-    expect(await cli(['keys', 'create'], env)).to.deep.include({ code: 1, err: "Invalid input parameters\n  Field '--name': is required\n" });
+    expect(await cli(['keys', 'create'], env)).to.deep.include({
+      code: 1,
+      err: "Invalid input parameters\n  Field '--name': is required\n",
+    });
     for (const value of ['no', 'FALSE', '0', '']) {
-      expect(await cli(['keys', 'create', '--name', 'x', `--cache=${value}`], env), value).to.deep.include({ code: 1, err: "Invalid input parameters\n  Field '--cache': must be true or false\n" });
+      expect(await cli(['keys', 'create', '--name', 'x', `--cache=${value}`], env), value).to.deep.include({
+        code: 1,
+        err: "Invalid input parameters\n  Field '--cache': must be true or false\n",
+      });
     }
-    expect(await cli(['keys', 'revoke', 'key_unknown'], env)).to.deep.include({ code: 1, err: "No API key with id 'key_unknown' (see keys list)\n" });
+    expect(await cli(['keys', 'revoke', 'key_unknown'], env)).to.deep.include({
+      code: 1,
+      err: "No API key with id 'key_unknown' (see keys list)\n",
+    });
     const noId = await cli(['keys', 'revoke'], env);
     expect(noId.code).to.equal(2);
-    expect(noId.err).to.match(/^keys revoke needs exactly one key id \(see keys list\)\n\nUsage:\n {2}keys create --name NAME/);
+    expect(noId.err).to.match(
+      /^keys revoke needs exactly one key id \(see keys list\)\n\nUsage:\n {2}keys create --name NAME/,
+    );
     expect((await cli(['keys', 'create', '--nmae', 'x'], env)).err).to.match(/^Unknown option '--nmae'/);
     expect((await cli(['keys', 'rotate'], env)).code).to.equal(2);
     const unknown = await cli(['deploy'], env);
     expect(unknown.code).to.equal(2);
     expect(unknown.err).to.match(/^Unknown command 'deploy'\.\n\nmodel-gateway: operator commands/);
-    expect(await cli(['keys', 'list'], { ...env, RATE_LIMIT_MAX: 'lots' })).to.deep.include({ code: 1, err: "Invalid configuration: RATE_LIMIT_MAX must be an integer >= 1, got 'lots'\n" });
+    expect(await cli(['keys', 'list'], { ...env, RATE_LIMIT_MAX: 'lots' })).to.deep.include({
+      code: 1,
+      err: "Invalid configuration: RATE_LIMIT_MAX must be an integer >= 1, got 'lots'\n",
+    });
   });
 
   it('prints help listing every command', async () => {
     for (const argv of [[], ['help'], ['--help']]) {
       const help = await cli(argv, env);
       expect(help.code).to.equal(0);
-      expect(help.out).to.contain('keys create --name NAME').and.to.contain('keys list').and.to.contain('keys revoke KEY_ID').and.to.contain('usage [--key KEY_ID]').and.to.contain('teams create NAME').and.to.contain('teams update NAME').and.to.contain('cache clear [--key KEY_ID | --team NAME]');
+      expect(help.out)
+        .to.contain('keys create --name NAME')
+        .and.to.contain('keys list')
+        .and.to.contain('keys revoke KEY_ID')
+        .and.to.contain('usage [--key KEY_ID]')
+        .and.to.contain('teams create NAME')
+        .and.to.contain('teams update NAME')
+        .and.to.contain('cache clear [--key KEY_ID | --team NAME]');
     }
   });
 
@@ -172,14 +250,20 @@ describe('CLI', function () {
       const created = await cli(['keys', 'create', '--name', 'on redis'], { ...env, REDIS_URL: server.url });
       expect(created.code).to.equal(0);
       expect(await waitUntilReady(client, 5000)).to.equal(true);
-      expect((await new RedisKeyStore(client).findByHash(hashApiKey(createdKey(created.out)!)))?.name).to.equal('on redis');
+      expect((await new RedisKeyStore(client).findByHash(hashApiKey(createdKey(created.out)!)))?.name).to.equal(
+        'on redis',
+      );
       expect((await cli(['keys', 'list'], { ...env, REDIS_URL: server.url })).out).to.contain(createdId(created.out)!);
     } finally {
       client.disconnect();
       await server.close();
     }
     const url = `redis://127.0.0.1:${await freePort()}`;
-    const { value: away, fired, turnedSince } = await watchingTimersOf(3000, () => cli(['keys', 'list'], { ...env, REDIS_URL: url }));
+    const {
+      value: away,
+      fired,
+      turnedSince,
+    } = await watchingTimersOf(3000, () => cli(['keys', 'list'], { ...env, REDIS_URL: url }));
     expect(away).to.deep.include({ code: 1, err: 'Redis is not reachable (waited 3000 ms); the keys live there\n' });
     // It waited its 3 s once, and answered as that wait ended, waiting for nothing more (a reconnect, a close).
     expect(fired).to.equal(1);
@@ -190,12 +274,18 @@ describe('CLI', function () {
     const store = new FileKeyStore(dataDir);
     const { key, record } = await store.create({ name: 'spawned' });
     const run = promisify(execFile);
-    const { stdout, stderr } = await run(process.execPath, ['bin/model-gateway.js', 'keys', 'list'], { cwd: ROOT, env: { PATH: process.env.PATH, GATEWAY_DATA_DIR: dataDir } });
+    const { stdout, stderr } = await run(process.execPath, ['bin/model-gateway.js', 'keys', 'list'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, GATEWAY_DATA_DIR: dataDir },
+    });
     expect(stderr).to.equal('');
     expect(stdout).to.contain(record.id).and.to.contain('spawned');
     expect(stdout).not.to.contain(key);
     expect(stdout).not.to.contain(record.hash);
-    const failed = await run(process.execPath, ['bin/model-gateway.js', 'keys', 'revoke', 'key_unknown'], { cwd: ROOT, env: { PATH: process.env.PATH, GATEWAY_DATA_DIR: dataDir } }).catch((error: { code: number; stderr: string }) => error);
+    const failed = await run(process.execPath, ['bin/model-gateway.js', 'keys', 'revoke', 'key_unknown'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, GATEWAY_DATA_DIR: dataDir },
+    }).catch((error: { code: number; stderr: string }) => error);
     expect(failed).to.deep.include({ code: 1, stderr: "No API key with id 'key_unknown' (see keys list)\n" });
   });
 });

@@ -23,7 +23,11 @@ describe('model-gateway config check', () => {
     expect(result.err).to.equal('');
     expect(result.code).to.equal(0);
     expect(result.out.trimEnd().split('\n')).to.have.length(1);
-    expect(result.out).to.contain('valid').and.to.contain('1 alias override').and.to.contain('rate limit 50 per 30000 ms').and.to.match(/version [0-9a-f]{12}/);
+    expect(result.out)
+      .to.contain('valid')
+      .and.to.contain('1 alias override')
+      .and.to.contain('rate limit 50 per 30000 ms')
+      .and.to.match(/version [0-9a-f]{12}/);
   });
 
   it('checks the checkout’s own config/gateway.yaml when no file is named', async () => {
@@ -34,12 +38,18 @@ describe('model-gateway config check', () => {
 
   it('exits 1 listing every schema problem with its field path', async () => {
     const file = join(dir, 'bad.yaml');
-    await writeFile(file, 'server:\n  port: -1\n  bodyLimit: lots\n  colour: red\nlogLevel: loud\nrateLimit:\n  max: 0\nnonsense: 1\n');
+    await writeFile(
+      file,
+      'server:\n  port: -1\n  bodyLimit: lots\n  colour: red\nlogLevel: loud\nrateLimit:\n  max: 0\nnonsense: 1\n',
+    );
     const result = await run(['config', 'check', file]);
     expect(result.code).to.equal(1);
     expect(result.out).to.equal('');
-    for (const field of ['server.port', 'server.bodyLimit', 'logLevel', 'rateLimit.max']) expect(result.err, field).to.contain(field);
-    expect(result.err).to.contain('server.colour is not a known setting').and.to.contain('nonsense is not a known setting');
+    for (const field of ['server.port', 'server.bodyLimit', 'logLevel', 'rateLimit.max'])
+      expect(result.err, field).to.contain(field);
+    expect(result.err)
+      .to.contain('server.colour is not a known setting')
+      .and.to.contain('nonsense is not a known setting');
   });
 
   it('exits 1 listing every alias whose target is unknown or does not serve its routes', async () => {
@@ -52,7 +62,10 @@ describe('model-gateway config check', () => {
 
   it('exits 1 listing a schema problem, an unknown alias target and a target that does not serve its alias’s routes, each by line and field', async () => {
     const file = join(dir, 'three.yaml');
-    await writeFile(file, 'rateLimit:\n  max: -1\naliases:\n  beta-latest: beta/no-such-model\n  alpha-latest: beta/beta-opus-5\nfallbacks:\n  alpha/gen-6-astra: [nope/model]\n');
+    await writeFile(
+      file,
+      'rateLimit:\n  max: -1\naliases:\n  beta-latest: beta/no-such-model\n  alpha-latest: beta/beta-opus-5\nfallbacks:\n  alpha/gen-6-astra: [nope/model]\n',
+    );
     const result = await run(['config', 'check', file]);
     expect(result.code).to.equal(1);
     expect(result.out).to.equal('');
@@ -60,9 +73,17 @@ describe('model-gateway config check', () => {
     expect(lines[0]).to.equal(`${file}: invalid`);
     expect(lines.slice(1)).to.have.length(4);
     expect(lines[1]).to.equal(`  ${file} line 2, column 3: rateLimit.max must be a positive number`);
-    expect(lines[2]).to.match(new RegExp(`^  ${file} line 4, column 3: aliases\\.beta-latest: .*'beta/no-such-model' is not a known model`));
-    expect(lines[3]).to.match(new RegExp(`^  ${file} line 5, column 3: aliases\\.alpha-latest: .*does not serve the alias's route\\(s\\) responses`));
-    expect(lines[4]).to.match(new RegExp(`^  ${file} line 7, column 23: fallbacks: .*'nope/model' is not a canonical model ID`));
+    expect(lines[2]).to.match(
+      new RegExp(`^  ${file} line 4, column 3: aliases\\.beta-latest: .*'beta/no-such-model' is not a known model`),
+    );
+    expect(lines[3]).to.match(
+      new RegExp(
+        `^  ${file} line 5, column 3: aliases\\.alpha-latest: .*does not serve the alias's route\\(s\\) responses`,
+      ),
+    );
+    expect(lines[4]).to.match(
+      new RegExp(`^  ${file} line 7, column 23: fallbacks: .*'nope/model' is not a canonical model ID`),
+    );
   });
 
   it("exits 1 naming an endpoint's bad auth by its field path, without quoting the file", async () => {
@@ -87,7 +108,10 @@ describe('model-gateway config check', () => {
     const result = await run(['config', 'check', file]);
     expect(result.code).to.equal(1);
     expect(result.out).to.equal('');
-    expect(result.err.trimEnd().split('\n')).to.deep.equal([`${file}: invalid`, `  ${file} line 11, column 29: providers.kappa.endpoints[1].auth.prefix: only a header credential takes a prefix`]);
+    expect(result.err.trimEnd().split('\n')).to.deep.equal([
+      `${file}: invalid`,
+      `  ${file} line 11, column 29: providers.kappa.endpoints[1].auth.prefix: only a header credential takes a prefix`,
+    ]);
     expect(result.err).not.to.contain('TOPSECRET');
     await writeFile(file, (await readFile(file, 'utf8')).replace(', prefix: sk-upstream-TOPSECRET-2', ''));
     const fixed = await run(['config', 'check', file]);
@@ -100,7 +124,10 @@ describe('model-gateway config check', () => {
     await writeFile(file, 'rateLimit:\n  max: 0\n');
     const result = await run(['config', 'check', file], { PORT: 'eighty', REDIS_URL: 'http://cache' });
     expect(result.code).to.equal(1);
-    expect(result.err).to.contain('rateLimit.max').and.to.contain("PORT must be an integer >= 0, got 'eighty'").and.to.contain('REDIS_URL must start with redis://');
+    expect(result.err)
+      .to.contain('rateLimit.max')
+      .and.to.contain("PORT must be an integer >= 0, got 'eighty'")
+      .and.to.contain('REDIS_URL must start with redis://');
   });
 
   it('exits 1 for a file that is missing or not YAML', async () => {

@@ -24,9 +24,23 @@ async function cli(argv: string[], env: NodeJS.ProcessEnv): Promise<{ code: numb
 }
 
 /** Uses `amount` of each of an owner's limits, as admitted requests would. */
-async function use(ledger: LimitLedger, scope: 'key' | 'team', owner: string, limits: Limits, amounts: number[]): Promise<void> {
+async function use(
+  ledger: LimitLedger,
+  scope: 'key' | 'team',
+  owner: string,
+  limits: Limits,
+  amounts: number[],
+): Promise<void> {
   const meters = metersOfLimits(scope, owner, limits, Date.now());
-  await ledger.reserve(meters.map((meter, index) => ({ counter: meter.counter, limit: meter.limit, want: amounts[index]!, need: 0, resetAt: meter.resetAt })));
+  await ledger.reserve(
+    meters.map((meter, index) => ({
+      counter: meter.counter,
+      limit: meter.limit,
+      want: amounts[index]!,
+      need: 0,
+      resetAt: meter.resetAt,
+    })),
+  );
   await ledger.flush();
 }
 
@@ -34,13 +48,19 @@ describe('CLI: limits', function () {
   this.timeout(30_000);
   const logger = createLogger('silent');
 
-  it('prints every key\'s and team\'s limits and use from the data directory, requests and tokens per minute left to the server', async () => {
+  it("prints every key's and team's limits and use from the data directory, requests and tokens per minute left to the server", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'gateway-cli-limits-'));
     try {
       const teams = new FileTeamStore(dataDir);
       const research = await teams.create({ name: 'research', budget: { daily_usd: 2 } });
       const keys = new FileKeyStore(dataDir);
-      const { record } = await keys.create({ name: 'svc', tpm: 5000, quota: { daily: 1000 }, team: 'research', rpm: 30 });
+      const { record } = await keys.create({
+        name: 'svc',
+        tpm: 5000,
+        quota: { daily: 1000 },
+        team: 'research',
+        rpm: 30,
+      });
       await keys.create({ name: 'plain' });
       const ledger = await EmbeddedLedger.open(dataDir, logger);
       await use(ledger, 'key', record.id, { tpm: 5000, quota: { daily: 1000 } }, [100, 250]);
@@ -51,12 +71,20 @@ describe('CLI: limits', function () {
       expect(table.code, table.err).to.equal(0);
       const lines = table.out.split('\n');
       expect(lines[0]).to.match(/^owner\s+limit\s+used\s+of\s+left\s+percent\s+resets$/);
-      expect(lines.find((line) => line.startsWith('key svc') && line.includes('requests per minute'))).to.match(/key svc \(key_[0-9a-f]{16}\), team research\s+requests per minute\s+not counted here\s+30$/);
+      expect(lines.find((line) => line.startsWith('key svc') && line.includes('requests per minute'))).to.match(
+        /key svc \(key_[0-9a-f]{16}\), team research\s+requests per minute\s+not counted here\s+30$/,
+      );
       // A key without an rpm of its own has the gateway's default (RATE_LIMIT_MAX).
-      expect(lines.find((line) => line.startsWith('key plain'))).to.match(/key plain \(key_[0-9a-f]{16}\)\s+requests per minute\s+not counted here\s+100$/);
+      expect(lines.find((line) => line.startsWith('key plain'))).to.match(
+        /key plain \(key_[0-9a-f]{16}\)\s+requests per minute\s+not counted here\s+100$/,
+      );
       expect(lines.find((line) => line.includes('tokens per minute'))).to.include('not counted here');
-      expect(lines.find((line) => line.includes('charged tokens today'))).to.match(/charged tokens today \(UTC\)\s+250\s+1000\s+750\s+25 %\s+\d{4}-\d{2}-\d{2}T00:00:00\.000Z/);
-      expect(lines.find((line) => line.startsWith('team research'))).to.match(/USD today \(UTC\)\s+0\.5\s+2\s+1\.5\s+25 %/);
+      expect(lines.find((line) => line.includes('charged tokens today'))).to.match(
+        /charged tokens today \(UTC\)\s+250\s+1000\s+750\s+25 %\s+\d{4}-\d{2}-\d{2}T00:00:00\.000Z/,
+      );
+      expect(lines.find((line) => line.startsWith('team research'))).to.match(
+        /USD today \(UTC\)\s+0\.5\s+2\s+1\.5\s+25 %/,
+      );
       expect(lines.filter((line) => line.includes('plain'))).to.have.length(1);
 
       const json = await cli(['limits', '--json'], { GATEWAY_DATA_DIR: dataDir });
@@ -83,7 +111,8 @@ describe('CLI: limits', function () {
       await use(ledger, 'team', ops.id, { tpm: 900 }, [300]);
       // Three requests counted by the rate limiter on the key's request counter, against the default of 40.
       const rpm = requestMeter('key', record.id, 40, 60_000, Date.now());
-      for (let i = 0; i < 3; i++) await ledger.reserve([{ counter: rpm.counter, limit: rpm.limit, want: 1, need: 1, resetAt: rpm.resetAt }]);
+      for (let i = 0; i < 3; i++)
+        await ledger.reserve([{ counter: rpm.counter, limit: rpm.limit, want: 1, need: 1, resetAt: rpm.resetAt }]);
       const table = await cli(['limits'], { REDIS_URL: server.url, GATEWAY_DATA_DIR: dataDir, RATE_LIMIT_MAX: '40' });
       expect(table.code, table.err).to.equal(0);
       expect(table.out).to.match(/key svc \(key_[0-9a-f]{16}\), team ops\s+tokens per minute\s+100\s+400\s+300\s+25 %/);

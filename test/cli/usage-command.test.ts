@@ -44,7 +44,11 @@ describe('CLI usage', () => {
   async function usage(argv: string[]) {
     let out = '';
     let err = '';
-    const code = await runCli(['usage', ...argv], { out: (text) => (out += text), err: (text) => (err += text) }, { GATEWAY_DATA_DIR: dataDir });
+    const code = await runCli(
+      ['usage', ...argv],
+      { out: (text) => (out += text), err: (text) => (err += text) },
+      { GATEWAY_DATA_DIR: dataDir },
+    );
     return { code, out, err };
   }
 
@@ -58,7 +62,9 @@ describe('CLI usage', () => {
       '',
     ]);
     const one = await usage(['--key', 'key_b', '--group-by', 'day']);
-    expect(one.out.split('\n')[1]).to.equal('2026-11-20  1         10            5              2              15            14              0.25      0           0');
+    expect(one.out.split('\n')[1]).to.equal(
+      '2026-11-20  1         10            5              2              15            14              0.25      0           0',
+    );
   });
 
   it('filters by days and refuses a bad grouping', async () => {
@@ -76,10 +82,23 @@ describe('CLI usage', () => {
     store.record(record({ keyId: member.id }));
     store.record(record({ keyId: member.id }));
     await store.close();
-    const firstColumns = (out: string) => out.trimEnd().split('\n').map((line) => line.split(/  +/).slice(0, 2).join('|'));
+    const firstColumns = (out: string) =>
+      out
+        .trimEnd()
+        .split('\n')
+        .map((line) => line.split(/  +/).slice(0, 2).join('|'));
     const perKey = await usage(['--group-by', 'key']);
     expect(perKey.code).to.equal(0);
-    expect(firstColumns(perKey.out)).to.deep.equal(['key_id|requests', ...[['key_a', 2], ['key_b', 1], [member.id, 2]].sort(([a], [b]) => (String(a) < String(b) ? -1 : 1)).map(([id, count]) => `${id}|${count}`)]);
+    expect(firstColumns(perKey.out)).to.deep.equal([
+      'key_id|requests',
+      ...[
+        ['key_a', 2],
+        ['key_b', 1],
+        [member.id, 2],
+      ]
+        .sort(([a], [b]) => (String(a) < String(b) ? -1 : 1))
+        .map(([id, count]) => `${id}|${count}`),
+    ]);
     const perTeam = await usage(['--group-by', 'team']);
     expect(perTeam.code).to.equal(0);
     expect(firstColumns(perTeam.out)).to.deep.equal(['team|requests', 'red|2', '(no team)|3']);

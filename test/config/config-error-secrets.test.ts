@@ -28,7 +28,9 @@ describe('a config file that does not parse, next to an upstream key', function 
     await writeFile(file, broken);
     const { code, output } = await startupFailure({ GATEWAY_CONFIG: file, GATEWAY_DATA_DIR: dir });
     expect(code).to.equal(1);
-    expect(output).to.match(/model-gateway: invalid configuration: .*gateway\.yaml line \d+, column \d+: not valid YAML/);
+    expect(output).to.match(
+      /model-gateway: invalid configuration: .*gateway\.yaml line \d+, column \d+: not valid YAML/,
+    );
     expect(output).not.to.contain(SECRET);
   });
 
@@ -36,7 +38,11 @@ describe('a config file that does not parse, next to an upstream key', function 
     await writeFile(file, broken);
     let out = '';
     let err = '';
-    const code = await runCli(['config', 'check', file], { out: (text) => (out += text), err: (text) => (err += text) }, {});
+    const code = await runCli(
+      ['config', 'check', file],
+      { out: (text) => (out += text), err: (text) => (err += text) },
+      {},
+    );
     expect(code).to.equal(1);
     expect(err).to.match(/gateway\.yaml line \d+, column \d+: not valid YAML/);
     expect(out + err).not.to.contain(SECRET);
@@ -54,7 +60,9 @@ describe('a config file that does not parse, next to an upstream key', function 
       test = await startTestGateway({ configFile: file, env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN }, logTo: log });
       const fresh = await fetch(`${test.url}/readyz`);
       expect(fresh.status).to.equal(200);
-      expect(await fresh.json()).to.include({ config_stale: false }).and.not.to.have.property('config_error');
+      expect(await fresh.json())
+        .to.include({ config_stale: false })
+        .and.not.to.have.property('config_error');
 
       await writeFile(file, broken);
       expect(test.gateway.reloadConfig('test')).to.include({ applied: false });
@@ -67,13 +75,20 @@ describe('a config file that does not parse, next to an upstream key', function 
       expect(ready.config_error).to.match(/gateway\.yaml line 5, column \d+: not valid YAML: .+ \([A-Z_]+\)$/);
       expect(readyText).not.to.contain(SECRET);
 
-      const signedIn = await fetch(`${test.url}/account/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: ADMIN_TOKEN }) });
+      const signedIn = await fetch(`${test.url}/account/api/session`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ token: ADMIN_TOKEN }),
+      });
       expect(signedIn.status).to.equal(201);
       const cookie = signedIn.headers.get('set-cookie')!.split(';')[0]!;
       const health = await fetch(`${test.url}/account/api/health`, { headers: { cookie } });
       const healthText = await health.text();
       expect(health.status).to.equal(200);
-      expect((JSON.parse(healthText) as { readiness: Record<string, unknown> }).readiness).to.include({ config_stale: true, config_error: ready.config_error });
+      expect((JSON.parse(healthText) as { readiness: Record<string, unknown> }).readiness).to.include({
+        config_stale: true,
+        config_error: ready.config_error,
+      });
       expect(healthText).not.to.contain(SECRET);
 
       const metrics = await (await fetch(`${test.url}/metrics`)).text();
@@ -119,7 +134,9 @@ describe('a Redis URL that does not parse (a password holding # or /)', function
     await writeFile(secret, `${url}\n`);
     const { code, output } = await startupFailure({ REDIS_URL_FILE: secret, GATEWAY_DATA_DIR: dir });
     expect(code).to.equal(1);
-    expect(output).to.contain(`invalid configuration: REDIS_URL (read from REDIS_URL_FILE, ${secret}) is not a valid URL`);
+    expect(output).to.contain(
+      `invalid configuration: REDIS_URL (read from REDIS_URL_FILE, ${secret}) is not a valid URL`,
+    );
     refusesCleanly(output);
   });
 

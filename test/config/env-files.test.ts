@@ -24,7 +24,12 @@ describe('settings from files (NAME_FILE)', () => {
       ALPHA_API_KEY_FILE: file('alpha', 'upstream secret'),
       PORT: '8080',
     });
-    expect(env).to.deep.equal({ GATEWAY_ADMIN_TOKEN: 'a'.repeat(40), REDIS_URL: 'redis://redis:6379', ALPHA_API_KEY: 'upstream secret', PORT: '8080' });
+    expect(env).to.deep.equal({
+      GATEWAY_ADMIN_TOKEN: 'a'.repeat(40),
+      REDIS_URL: 'redis://redis:6379',
+      ALPHA_API_KEY: 'upstream secret',
+      PORT: '8080',
+    });
   });
 
   it('leaves other _FILE variables of the environment alone', () => {

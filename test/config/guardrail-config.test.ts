@@ -30,11 +30,42 @@ describe('config: guardrails', () => {
 `);
     expect(loadConfig({ GATEWAY_CONFIG: path }).guardrails).to.deep.equal([
       { name: 'no-emails', on: 'request', action: 'redact', use: 'pii', entities: ['email', 'phone', 'card'] },
-      { name: 'no-codes', on: 'response', action: 'block', use: 'regex', patterns: ['PROJECT-[0-9]{4}'], ignoreCase: false },
-      { name: 'moderation', on: 'both', use: 'webhook', url: 'http://127.0.0.1:9000/check', timeoutMs: 500, failMode: 'open', headers: {} },
-      { name: 'all-pii', on: 'both', action: 'redact', replacement: '***', windowChars: 64, use: 'pii', entities: [...PII_ENTITIES] },
+      {
+        name: 'no-codes',
+        on: 'response',
+        action: 'block',
+        use: 'regex',
+        patterns: ['PROJECT-[0-9]{4}'],
+        ignoreCase: false,
+      },
+      {
+        name: 'moderation',
+        on: 'both',
+        use: 'webhook',
+        url: 'http://127.0.0.1:9000/check',
+        timeoutMs: 500,
+        failMode: 'open',
+        headers: {},
+      },
+      {
+        name: 'all-pii',
+        on: 'both',
+        action: 'redact',
+        replacement: '***',
+        windowChars: 64,
+        use: 'pii',
+        entities: [...PII_ENTITIES],
+      },
       { name: 'custom', on: 'both', action: 'block', use: 'acme-tickets', options: { prefix: 'OPS' } },
-      { name: 'shout', on: 'both', use: 'webhook', url: 'https://hooks.example/x', timeoutMs: 1000, failMode: 'closed', headers: { authorization: 'Bearer t' } },
+      {
+        name: 'shout',
+        on: 'both',
+        use: 'webhook',
+        url: 'https://hooks.example/x',
+        timeoutMs: 1000,
+        failMode: 'closed',
+        headers: { authorization: 'Bearer t' },
+      },
       { name: 'cased', on: 'both', action: 'redact', use: 'regex', patterns: ['secret'], ignoreCase: true },
     ]);
   });
@@ -82,13 +113,19 @@ describe('config: guardrails', () => {
     expect(problems[0]).to.match(/line 1, column 1: guardrails must be a list of guardrail entries/);
   });
 
-  it('config check names a use that is neither built in nor a loaded guardrail plugin, after the file\'s own problems', async () => {
+  it("config check names a use that is neither built in nor a loaded guardrail plugin, after the file's own problems", async () => {
     const path = await configFile('guardrails:\n  - { name: ext, use: not-loaded, action: block }\n');
     let out = '';
     let err = '';
-    const code = await runCli(['config', 'check', path], { out: (text) => (out += text), err: (text) => (err += text) }, {});
+    const code = await runCli(
+      ['config', 'check', path],
+      { out: (text) => (out += text), err: (text) => (err += text) },
+      {},
+    );
     expect(code).to.equal(1);
     expect(out).to.equal('');
-    expect(err).to.contain(`line 2, column 18: guardrails[0].use: 'not-loaded' is neither a built-in guardrail (regex, pii, webhook) nor a loaded guardrail plugin (none is loaded)`);
+    expect(err).to.contain(
+      `line 2, column 18: guardrails[0].use: 'not-loaded' is neither a built-in guardrail (regex, pii, webhook) nor a loaded guardrail plugin (none is loaded)`,
+    );
   });
 });

@@ -12,24 +12,43 @@ async function configFile(text: string): Promise<string> {
   return path;
 }
 
-describe('tracing config: the OpenTelemetry variables over the file\'s tracing section', () => {
+describe("tracing config: the OpenTelemetry variables over the file's tracing section", () => {
   let empty: string;
   before(async () => (empty = await configFile('')));
   const tracing = (env: NodeJS.ProcessEnv, file = empty) => loadConfig({ GATEWAY_CONFIG: file, ...env }).tracing;
 
-  it('is off without an endpoint, with the SDK\'s defaults for the rest', () => {
+  it("is off without an endpoint, with the SDK's defaults for the rest", () => {
     expect(tracing({})).to.deep.equal(DEFAULT_TRACING);
-    expect(DEFAULT_TRACING).to.deep.include({ serviceName: 'model-gateway', sampler: { name: 'parentbased_always_on', ratio: 1 }, captureMessageContent: false });
-    expect(DEFAULT_TRACING.batch).to.deep.equal({ scheduleDelayMs: 5000, exportTimeoutMs: 30_000, maxQueueSize: 2048, maxExportBatchSize: 512 });
+    expect(DEFAULT_TRACING).to.deep.include({
+      serviceName: 'model-gateway',
+      sampler: { name: 'parentbased_always_on', ratio: 1 },
+      captureMessageContent: false,
+    });
+    expect(DEFAULT_TRACING.batch).to.deep.equal({
+      scheduleDelayMs: 5000,
+      exportTimeoutMs: 30_000,
+      maxQueueSize: 2048,
+      maxExportBatchSize: 512,
+    });
   });
 
   it('sends traces and metrics under OTEL_EXPORTER_OTLP_ENDPOINT, as protobuf unless told otherwise', () => {
     const settings = tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' });
-    expect(settings.traces).to.deep.equal({ url: 'http://collector:4318/v1/traces', protocol: 'http/protobuf', headers: {}, timeoutMs: 10_000 });
-    expect(settings.metrics).to.deep.equal({ url: 'http://collector:4318/v1/metrics', protocol: 'http/protobuf', headers: {}, timeoutMs: 10_000 });
+    expect(settings.traces).to.deep.equal({
+      url: 'http://collector:4318/v1/traces',
+      protocol: 'http/protobuf',
+      headers: {},
+      timeoutMs: 10_000,
+    });
+    expect(settings.metrics).to.deep.equal({
+      url: 'http://collector:4318/v1/metrics',
+      protocol: 'http/protobuf',
+      headers: {},
+      timeoutMs: 10_000,
+    });
   });
 
-  it('takes a signal\'s own endpoint whole, and its own protocol, headers and timeout over the shared ones', () => {
+  it("takes a signal's own endpoint whole, and its own protocol, headers and timeout over the shared ones", () => {
     const settings = tracing({
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/otlp/spans',
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
@@ -37,7 +56,12 @@ describe('tracing config: the OpenTelemetry variables over the file\'s tracing s
       OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'X-Team=traces',
       OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '2500',
     });
-    expect(settings.traces).to.deep.equal({ url: 'https://traces.example/otlp/spans', protocol: 'http/json', headers: { 'x-team': 'traces', authorization: 'Bearer abc' }, timeoutMs: 2500 });
+    expect(settings.traces).to.deep.equal({
+      url: 'https://traces.example/otlp/spans',
+      protocol: 'http/json',
+      headers: { 'x-team': 'traces', authorization: 'Bearer abc' },
+      timeoutMs: 2500,
+    });
     expect(settings.metrics).to.equal(undefined);
     expect(tracing({ OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'http://m:4318/v1/metrics' }).traces).to.equal(undefined);
   });
@@ -56,18 +80,28 @@ describe('tracing config: the OpenTelemetry variables over the file\'s tracing s
     expect(tracing({ OTEL_SDK_DISABLED: 'false' }, disabled).traces).to.not.equal(undefined);
   });
 
-  it('sends the audit log\'s records as OTLP logs alike: the shared endpoint, their own, OTEL_LOGS_EXPORTER, the file', async () => {
+  it("sends the audit log's records as OTLP logs alike: the shared endpoint, their own, OTEL_LOGS_EXPORTER, the file", async () => {
     const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
     const shared = tracing({ ...endpoint, OTEL_EXPORTER_OTLP_HEADERS: 'x-team=ops' });
     const url = 'http://collector:4318/v1/logs';
-    expect(shared.logs).to.deep.equal({ url, protocol: 'http/protobuf', headers: { 'x-team': 'ops' }, timeoutMs: 10_000 });
+    expect(shared.logs).to.deep.equal({
+      url,
+      protocol: 'http/protobuf',
+      headers: { 'x-team': 'ops' },
+      timeoutMs: 10_000,
+    });
     const own = tracing({
       OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: 'https://siem.example/otlp/logs',
       OTEL_EXPORTER_OTLP_LOGS_PROTOCOL: 'http/json',
       OTEL_EXPORTER_OTLP_LOGS_HEADERS: 'authorization=Bearer%20siem',
       OTEL_EXPORTER_OTLP_LOGS_TIMEOUT: '3000',
     });
-    const siem = { url: 'https://siem.example/otlp/logs', protocol: 'http/json', headers: { authorization: 'Bearer siem' }, timeoutMs: 3000 };
+    const siem = {
+      url: 'https://siem.example/otlp/logs',
+      protocol: 'http/json',
+      headers: { authorization: 'Bearer siem' },
+      timeoutMs: 3000,
+    };
     expect(own.logs).to.deep.equal(siem);
     expect([own.traces, own.metrics]).to.deep.equal([undefined, undefined]);
     expect(tracing({ ...endpoint, OTEL_LOGS_EXPORTER: 'none' }).logs).to.equal(undefined);
@@ -77,12 +111,21 @@ describe('tracing config: the OpenTelemetry variables over the file\'s tracing s
     expect(tracing({}, file).logs).to.deep.include({ url: 'http://siem:4318/v1/logs' });
     const disabled = await configFile('tracing:\n  enabled: false\n  logsEndpoint: http://siem:4318/v1/logs\n');
     expect(tracing({}, disabled).logs).to.equal(undefined);
-    const { problems } = inspectConfig({ GATEWAY_CONFIG: empty, OTEL_LOGS_EXPORTER: 'console', OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: 'siem:4318' });
+    const { problems } = inspectConfig({
+      GATEWAY_CONFIG: empty,
+      OTEL_LOGS_EXPORTER: 'console',
+      OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: 'siem:4318',
+    });
     expect(problems).to.include.members(["OTEL_LOGS_EXPORTER must be otlp or none, got 'console'"]);
-    const { problems: notUrl } = inspectConfig({ GATEWAY_CONFIG: empty, OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: 'siem:4318' });
+    const { problems: notUrl } = inspectConfig({
+      GATEWAY_CONFIG: empty,
+      OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: 'siem:4318',
+    });
     expect(notUrl).to.include.members(['OTEL_EXPORTER_OTLP_LOGS_ENDPOINT must be an http:// or https:// URL']);
     const bad = await configFile('tracing:\n  logsEndpoint: siem:4318\n');
-    expect(inspectConfig({ GATEWAY_CONFIG: bad }).problems.join('\n')).to.match(/tracing\.logsEndpoint must be an http:\/\/ or https:\/\/ URL/);
+    expect(inspectConfig({ GATEWAY_CONFIG: bad }).problems.join('\n')).to.match(
+      /tracing\.logsEndpoint must be an http:\/\/ or https:\/\/ URL/,
+    );
   });
 
   it('reads the service name, resource attributes, sampler, batch and capture settings from the standard variables', () => {
@@ -107,10 +150,12 @@ describe('tracing config: the OpenTelemetry variables over the file\'s tracing s
       metricExportIntervalMs: 15_000,
       captureMessageContent: true,
     });
-    expect(tracing({ OTEL_RESOURCE_ATTRIBUTES: 'service.name=from-attributes' }).serviceName).to.equal('from-attributes');
+    expect(tracing({ OTEL_RESOURCE_ATTRIBUTES: 'service.name=from-attributes' }).serviceName).to.equal(
+      'from-attributes',
+    );
   });
 
-  it('reads the file\'s tracing section, the variables winning', async () => {
+  it("reads the file's tracing section, the variables winning", async () => {
     const file = await configFile(
       [
         'tracing:',
@@ -126,9 +171,26 @@ describe('tracing config: the OpenTelemetry variables over the file\'s tracing s
     );
     const settings = tracing({}, file);
     expect(settings.traces).to.deep.include({ url: 'http://collector:4318/v1/traces', protocol: 'http/json' });
-    expect(settings).to.deep.include({ serviceName: 'gw-file', resourceAttributes: { region: 'eu', shard: '3' }, sampler: { name: 'traceidratio', ratio: 0.25 }, captureMessageContent: true });
-    expect(settings.batch).to.deep.equal({ scheduleDelayMs: 100, exportTimeoutMs: 30_000, maxQueueSize: 100, maxExportBatchSize: 10 });
-    const overridden = tracing({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_TRACES_SAMPLER_ARG: '1', OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'false' }, file);
+    expect(settings).to.deep.include({
+      serviceName: 'gw-file',
+      resourceAttributes: { region: 'eu', shard: '3' },
+      sampler: { name: 'traceidratio', ratio: 0.25 },
+      captureMessageContent: true,
+    });
+    expect(settings.batch).to.deep.equal({
+      scheduleDelayMs: 100,
+      exportTimeoutMs: 30_000,
+      maxQueueSize: 100,
+      maxExportBatchSize: 10,
+    });
+    const overridden = tracing(
+      {
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+        OTEL_TRACES_SAMPLER_ARG: '1',
+        OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'false',
+      },
+      file,
+    );
     expect(overridden.traces!.protocol).to.equal('http/protobuf');
     expect(overridden).to.deep.include({ sampler: { name: 'traceidratio', ratio: 1 }, captureMessageContent: false });
   });
@@ -157,7 +219,9 @@ describe('tracing config: the OpenTelemetry variables over the file\'s tracing s
   });
 
   it('names a bad field of the file by line and column, like every other setting', async () => {
-    const file = await configFile('tracing:\n  sampler: sometimes\n  samplerArg: 3\n  batch:\n    maxQueueSize: 10\n    maxExportBatchSize: 20\n  colour: blue\n');
+    const file = await configFile(
+      'tracing:\n  sampler: sometimes\n  samplerArg: 3\n  batch:\n    maxQueueSize: 10\n    maxExportBatchSize: 20\n  colour: blue\n',
+    );
     const error = (() => {
       try {
         loadConfig({ GATEWAY_CONFIG: file });
@@ -170,7 +234,9 @@ describe('tracing config: the OpenTelemetry variables over the file\'s tracing s
     const text = error.problems.join('\n');
     expect(text).to.match(/line 2, column \d+: tracing\.sampler must be one of always_on/);
     expect(text).to.match(/line 3, column \d+: tracing\.samplerArg/);
-    expect(text).to.match(/line 6, column \d+: the batch size of span exports \(20\) cannot be more than the span queue \(10\)/);
+    expect(text).to.match(
+      /line 6, column \d+: the batch size of span exports \(20\) cannot be more than the span queue \(10\)/,
+    );
     expect(text).to.match(/tracing.*colour/);
   });
 });

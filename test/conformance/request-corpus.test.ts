@@ -27,13 +27,36 @@ const UPSTREAM_NAMES: Record<string, string> = {
 };
 
 const ROUTES = [
-  { path: '/v1/chat/completions', upstreamPath: '/chat/completions', corpus: CHAT_COMPLETIONS_CORPUS, sdk: ['openai', 'resources/chat/completions/completions.d.ts', 'ChatCompletionCreateParamsBase'] },
-  { path: '/v1/responses', upstreamPath: '/responses', corpus: RESPONSES_CORPUS, sdk: ['openai', 'resources/responses/responses.d.ts', 'ResponseCreateParamsBase'] },
-  { path: '/v1/messages', upstreamPath: '/messages', corpus: MESSAGES_CORPUS, sdk: ['@anthropic-ai/sdk', 'resources/messages/messages.d.ts', 'MessageCreateParamsBase'] },
-  { path: '/v1/messages/count_tokens', upstreamPath: '/messages/count_tokens', corpus: COUNT_TOKENS_CORPUS, sdk: ['@anthropic-ai/sdk', 'resources/messages/messages.d.ts', 'MessageCountTokensParams'] },
+  {
+    path: '/v1/chat/completions',
+    upstreamPath: '/chat/completions',
+    corpus: CHAT_COMPLETIONS_CORPUS,
+    sdk: ['openai', 'resources/chat/completions/completions.d.ts', 'ChatCompletionCreateParamsBase'],
+  },
+  {
+    path: '/v1/responses',
+    upstreamPath: '/responses',
+    corpus: RESPONSES_CORPUS,
+    sdk: ['openai', 'resources/responses/responses.d.ts', 'ResponseCreateParamsBase'],
+  },
+  {
+    path: '/v1/messages',
+    upstreamPath: '/messages',
+    corpus: MESSAGES_CORPUS,
+    sdk: ['@anthropic-ai/sdk', 'resources/messages/messages.d.ts', 'MessageCreateParamsBase'],
+  },
+  {
+    path: '/v1/messages/count_tokens',
+    upstreamPath: '/messages/count_tokens',
+    corpus: COUNT_TOKENS_CORPUS,
+    sdk: ['@anthropic-ai/sdk', 'resources/messages/messages.d.ts', 'MessageCountTokensParams'],
+  },
 ] as const;
 
-/** What the upstream must receive: the entry's own expectation, or its body with only the top-level model value replaced. */
+/**
+ * What the upstream must receive: the entry's own expectation, or its body with only the top-level model value
+ * replaced.
+ */
 function expectedUpstream(entry: CorpusEntry): string {
   if (entry.upstream) return entry.upstream;
   const model = (JSON.parse(entry.body) as { model: string }).model;
@@ -104,8 +127,14 @@ describe('request conformance corpus through the running gateway', function () {
       const bodies = route.corpus.map((entry) => JSON.parse(entry.body) as Record<string, unknown>);
       const sent = new Set(bodies.flatMap((body) => Object.keys(body)));
       const sentNull = new Set(bodies.flatMap((body) => Object.keys(body).filter((key) => body[key] === null)));
-      expect(all.filter((field) => !sent.has(field)), 'fields never sent').to.deep.equal([]);
-      expect(nullable.filter((field) => !sentNull.has(field)), 'nullable fields never sent as null').to.deep.equal([]);
+      expect(
+        all.filter((field) => !sent.has(field)),
+        'fields never sent',
+      ).to.deep.equal([]);
+      expect(
+        nullable.filter((field) => !sentNull.has(field)),
+        'nullable fields never sent as null',
+      ).to.deep.equal([]);
       expect(all.length).to.be.above(10);
     });
 
@@ -116,10 +145,15 @@ describe('request conformance corpus through the running gateway', function () {
           for (const vendor of Object.values(gateway.upstreams)) vendor.reset();
           const anthropic = route.path.startsWith('/v1/messages');
           // Messages clients send the key as x-api-key (the format's own header); every other entry a bearer token.
-          const auth = anthropic && index % 2 === 0 ? { 'x-api-key': TEST_KEY } : { authorization: `Bearer ${TEST_KEY}` };
+          const auth =
+            anthropic && index % 2 === 0 ? { 'x-api-key': TEST_KEY } : { authorization: `Bearer ${TEST_KEY}` };
           const response = await request(`${gateway.url}${route.path}`, {
             method: 'POST',
-            headers: { 'content-type': 'application/json', ...auth, ...(anthropic ? { 'anthropic-version': '2023-06-01' } : {}) },
+            headers: {
+              'content-type': 'application/json',
+              ...auth,
+              ...(anthropic ? { 'anthropic-version': '2023-06-01' } : {}),
+            },
             body: Buffer.from(entry.body, 'utf8'),
           });
           const answer = await response.body.text();
@@ -127,7 +161,10 @@ describe('request conformance corpus through the running gateway', function () {
           const seen = gateway.allRequests();
           expect(seen, 'upstream requests').to.have.length(1);
           expect(seen[0]!.path).to.equal(`/v1${route.upstreamPath}`);
-          expect(seen[0]!.rawBytes.equals(expected), `upstream received:\n${seen[0]!.rawBody}\nexpected:\n${expected.toString('utf8')}`).to.equal(true);
+          expect(
+            seen[0]!.rawBytes.equals(expected),
+            `upstream received:\n${seen[0]!.rawBody}\nexpected:\n${expected.toString('utf8')}`,
+          ).to.equal(true);
           const headers = seen[0]!.headers;
           if (anthropic) {
             expect(headers['x-api-key']).to.equal(UPSTREAM_KEY);

@@ -5,7 +5,10 @@ import { join } from 'node:path';
 import { adminRouter } from '../../src/control-plane/admin/admin-routes.ts';
 import { guardrailActionsView, parseActionsLimit } from '../../src/control-plane/guardrail-actions-route.ts';
 import { EmbeddedGuardrailActionLog } from '../../src/stores/guardrail-actions/embedded-guardrail-action-log.ts';
-import type { GuardrailActionEntry, GuardrailActionLog } from '../../src/stores/guardrail-actions/guardrail-action-log.ts';
+import type {
+  GuardrailActionEntry,
+  GuardrailActionLog,
+} from '../../src/stores/guardrail-actions/guardrail-action-log.ts';
 import { FileKeyStore } from '../../src/stores/keys/file-key-store.ts';
 import { FileTeamStore } from '../../src/stores/teams/file-team-store.ts';
 import { captureLogs, send, startGuardedApp, type GuardedApp } from '../data-plane/auth/guarded-app.ts';
@@ -16,7 +19,8 @@ const admin = { authorization: `Bearer ${TOKEN}` };
 const LIMIT_ERROR = "Field 'query.limit': must be a whole number from 1 to 1000";
 
 /** The action at second `n`, by a key of team research. */
-const action = (n: number, changes: Partial<GuardrailActionEntry> = {}): GuardrailActionEntry => guardrailAction(n, { team: 'research', ...changes });
+const action = (n: number, changes: Partial<GuardrailActionEntry> = {}): GuardrailActionEntry =>
+  guardrailAction(n, { team: 'research', ...changes });
 
 describe('GET /guardrails/actions', () => {
   describe('its limit', () => {
@@ -61,7 +65,15 @@ describe('GET /guardrails/actions', () => {
       const kept = [
         action(9, { guardrail: 'pii', phase: 'request', action: 'redact' }),
         action(8),
-        action(7, { guardrail: 'moderation', phase: 'request', action: 'fail_open', cause: 'unavailable', key_id: null, team: null, request_id: null }),
+        action(7, {
+          guardrail: 'moderation',
+          phase: 'request',
+          action: 'fail_open',
+          cause: 'unavailable',
+          key_id: null,
+          team: null,
+          request_id: null,
+        }),
         action(6, { guardrail: 'pii', phase: 'request', action: 'redact' }),
         action(5, { guardrail: 'no-codes', phase: 'request' }),
         action(4),
@@ -92,8 +104,21 @@ describe('GET /guardrails/actions', () => {
       dataDir = await mkdtemp(join(tmpdir(), 'gateway-guardrail-actions-'));
       log = new EmbeddedGuardrailActionLog();
       failing = false;
-      const reader: Pick<GuardrailActionLog, 'recent'> = { recent: (limit) => (failing ? Promise.reject(new Error('connect ECONNREFUSED redis://:secret@10.0.0.9')) : log.recent(limit)) };
-      app = await startGuardedApp({ routers: { '/admin': adminRouter({ token: TOKEN, keys: new FileKeyStore(dataDir), teams: new FileTeamStore(dataDir), guardrailActions: reader }) }, logger: logs.logger });
+      const reader: Pick<GuardrailActionLog, 'recent'> = {
+        recent: (limit) =>
+          failing ? Promise.reject(new Error('connect ECONNREFUSED redis://:secret@10.0.0.9')) : log.recent(limit),
+      };
+      app = await startGuardedApp({
+        routers: {
+          '/admin': adminRouter({
+            token: TOKEN,
+            keys: new FileKeyStore(dataDir),
+            teams: new FileTeamStore(dataDir),
+            guardrailActions: reader,
+          }),
+        },
+        logger: logs.logger,
+      });
     });
     afterEach(async () => {
       await app.close();
@@ -105,7 +130,8 @@ describe('GET /guardrails/actions', () => {
     });
 
     it('answers the newest actions, 100 by default, every one kept counted', async () => {
-      for (let second = 0; second < 150; second += 1) log.record(action(second, second % 3 === 0 ? { guardrail: 'pii', phase: 'request', action: 'redact' } : {}));
+      for (let second = 0; second < 150; second += 1)
+        log.record(action(second, second % 3 === 0 ? { guardrail: 'pii', phase: 'request', action: 'redact' } : {}));
       const all = await send(app.url, '/admin/guardrails/actions', { method: 'GET', ...admin });
       expect(all.status).to.equal(200);
       expect(all.body.object).to.equal('list');
@@ -116,7 +142,11 @@ describe('GET /guardrails/actions', () => {
         { guardrail: 'pii', phase: 'request', action: 'redact', count: 50, last_at: action(147).at },
       ]);
       const three = await send(app.url, '/admin/guardrails/actions?limit=3', { method: 'GET', ...admin });
-      expect(three.body.data.map((entry: GuardrailActionEntry) => entry.request_id)).to.deep.equal(['req-149', 'req-148', 'req-147']);
+      expect(three.body.data.map((entry: GuardrailActionEntry) => entry.request_id)).to.deep.equal([
+        'req-149',
+        'req-148',
+        'req-147',
+      ]);
       expect(three.body.by_guardrail).to.deep.equal(all.body.by_guardrail);
     });
 
@@ -131,7 +161,9 @@ describe('GET /guardrails/actions', () => {
       failing = true;
       const answer = await send(app.url, '/admin/guardrails/actions', { method: 'GET', ...admin });
       expect(answer.status).to.equal(503);
-      expect(answer.body.detail).to.equal('Guardrail actions cannot be read right now (their store is unavailable); please retry shortly');
+      expect(answer.body.detail).to.equal(
+        'Guardrail actions cannot be read right now (their store is unavailable); please retry shortly',
+      );
       expect(JSON.stringify(answer.body)).not.to.contain('secret');
     });
   });

@@ -32,7 +32,7 @@ describe('GET /v1/usage on a running gateway', function () {
     expect(rows.reduce((sum, row) => sum + row.requests, 0)).to.equal(limit);
   });
 
-  it('answers errors in the OpenAI-compatible routes\' envelope, which the official client reads', async () => {
+  it("answers errors in the OpenAI-compatible routes' envelope, which the official client reads", async () => {
     const invalid = await client.get('/usage', { query: { group_by: 'key' } }).catch((error: unknown) => error);
     expect(invalid).to.be.instanceOf(OpenAI.BadRequestError);
     const bad = invalid as InstanceType<typeof OpenAI.BadRequestError>;

@@ -17,7 +17,13 @@ const row = (keyId: string, requests: number, cost: number): UsageRow => ({
 
 describe('usage per team', () => {
   it("sums each key's row under the team its record names, sorted by team with the keys in no team last", () => {
-    const rows = [row('key_a', 1, 0.1), row('key_b', 2, 0.2), row('key_c', 4, 0.4), row('key_static', 8, 0.8), row('key_d', 16, 1.6)];
+    const rows = [
+      row('key_a', 1, 0.1),
+      row('key_b', 2, 0.2),
+      row('key_c', 4, 0.4),
+      row('key_static', 8, 0.8),
+      row('key_d', 16, 1.6),
+    ];
     const keys = [
       { id: 'key_a', team: 'red' },
       { id: 'key_b', team: 'red' },
@@ -25,15 +31,50 @@ describe('usage per team', () => {
       { id: 'key_d', team: undefined },
     ];
     expect(usageByTeam(rows, keys)).to.deep.equal([
-      { team: 'blue', requests: 4, input_tokens: 40, output_tokens: 4, cached_tokens: 0, total_tokens: 44, charged_tokens: 44, cost_usd: 0.4, cache_hits: 0, saved_usd: 0 },
-      { team: 'red', requests: 3, input_tokens: 30, output_tokens: 3, cached_tokens: 0, total_tokens: 33, charged_tokens: 33, cost_usd: 0.3, cache_hits: 0, saved_usd: 0 },
+      {
+        team: 'blue',
+        requests: 4,
+        input_tokens: 40,
+        output_tokens: 4,
+        cached_tokens: 0,
+        total_tokens: 44,
+        charged_tokens: 44,
+        cost_usd: 0.4,
+        cache_hits: 0,
+        saved_usd: 0,
+      },
+      {
+        team: 'red',
+        requests: 3,
+        input_tokens: 30,
+        output_tokens: 3,
+        cached_tokens: 0,
+        total_tokens: 33,
+        charged_tokens: 33,
+        cost_usd: 0.3,
+        cache_hits: 0,
+        saved_usd: 0,
+      },
       // key_d is in no team; key_static has no record (a static key): both under null.
-      { team: null, requests: 24, input_tokens: 240, output_tokens: 24, cached_tokens: 0, total_tokens: 264, charged_tokens: 264, cost_usd: 2.4, cache_hits: 0, saved_usd: 0 },
+      {
+        team: null,
+        requests: 24,
+        input_tokens: 240,
+        output_tokens: 24,
+        cached_tokens: 0,
+        total_tokens: 264,
+        charged_tokens: 264,
+        cost_usd: 2.4,
+        cache_hits: 0,
+        saved_usd: 0,
+      },
     ]);
   });
 
   it('follows the team a key names now, and answers no rows for no usage', () => {
-    expect(usageByTeam([row('key_a', 1, 0.1)], [{ id: 'key_a', team: 'green' }]).map((sum) => sum.team)).to.deep.equal(['green']);
+    expect(usageByTeam([row('key_a', 1, 0.1)], [{ id: 'key_a', team: 'green' }]).map((sum) => sum.team)).to.deep.equal([
+      'green',
+    ]);
     expect(usageByTeam([], [{ id: 'key_a', team: 'green' }])).to.deep.equal([]);
   });
 

@@ -54,10 +54,14 @@ describe('usage read-back', () => {
     store.record(recordOf('key_b', 'acme/model-1', '2026-11-21T10:00:00Z', 400));
     keyRecords = [{ id: 'key_a', team: 'red' }, { id: 'key_b' }];
     const app = express();
-    app.get('/v1/usage', (_req, res, next) => {
-      res.locals.apiKey = { id: 'key_a' };
-      next();
-    }, ownUsageRoute(store));
+    app.get(
+      '/v1/usage',
+      (_req, res, next) => {
+        res.locals.apiKey = { id: 'key_a' };
+        next();
+      },
+      ownUsageRoute(store),
+    );
     app.get('/admin/usage', adminUsageRoute(store, keys));
     app.use(errorMiddleware(() => 'plain', logger));
     server = await new Promise((resolve) => {
@@ -76,15 +80,38 @@ describe('usage read-back', () => {
     return { status: response.status, body: (await response.json()) as Record<string, any> };
   };
 
-  it('answers the caller\'s own usage per model by default, with every counter', async () => {
-    // Each record: 10 output, 4 cached; charged = (input − 4) + 10 + ⌈4 × 0.25⌉; cost = ((input − 4) × 2 + 4 × 0.5 + 10 × 8) / 1M.
+  it("answers the caller's own usage per model by default, with every counter", async () => {
+    // Each record: 10 output, 4 cached; charged = (input − 4) + 10 + ⌈4 × 0.25⌉; cost = ((input − 4) × 2 + 4 × 0.5 + 10
+    // × 8) / 1M.
     expect(await get('/v1/usage')).to.deep.equal({
       status: 200,
       body: {
         object: 'list',
         data: [
-          { model: 'acme/model-1', requests: 2, input_tokens: 400, output_tokens: 20, cached_tokens: 8, total_tokens: 420, charged_tokens: 414, cost_usd: 0.000948, cache_hits: 0, saved_usd: 0 },
-          { model: 'acme/model-2', requests: 1, input_tokens: 200, output_tokens: 10, cached_tokens: 4, total_tokens: 210, charged_tokens: 207, cost_usd: 0.000474, cache_hits: 0, saved_usd: 0 },
+          {
+            model: 'acme/model-1',
+            requests: 2,
+            input_tokens: 400,
+            output_tokens: 20,
+            cached_tokens: 8,
+            total_tokens: 420,
+            charged_tokens: 414,
+            cost_usd: 0.000948,
+            cache_hits: 0,
+            saved_usd: 0,
+          },
+          {
+            model: 'acme/model-2',
+            requests: 1,
+            input_tokens: 200,
+            output_tokens: 10,
+            cached_tokens: 4,
+            total_tokens: 210,
+            charged_tokens: 207,
+            cost_usd: 0.000474,
+            cache_hits: 0,
+            saved_usd: 0,
+          },
         ],
       },
     });
@@ -92,9 +119,15 @@ describe('usage read-back', () => {
 
   it('groups by UTC day and filters by date or date-time', async () => {
     const { body } = await get('/v1/usage?group_by=day&from=2026-11-21');
-    expect(body.data.map((row: Record<string, unknown>) => [row.day, row.model, row.requests])).to.deep.equal([['2026-11-21', undefined, 2]]);
+    expect(body.data.map((row: Record<string, unknown>) => [row.day, row.model, row.requests])).to.deep.equal([
+      ['2026-11-21', undefined, 2],
+    ]);
     // 2026-11-21T23:30Z is 2026-11-22 in UTC+01:00: the offset is honoured, the UTC day of the time is used.
-    expect((await get('/v1/usage?to=2026-11-21T00:30:00%2B01:00')).body.data.map((row: Record<string, unknown>) => row.requests)).to.deep.equal([1]);
+    expect(
+      (await get('/v1/usage?to=2026-11-21T00:30:00%2B01:00')).body.data.map(
+        (row: Record<string, unknown>) => row.requests,
+      ),
+    ).to.deep.equal([1]);
     expect((await get('/v1/usage?from=2026-11-22')).body.data).to.deep.equal([]);
   });
 
@@ -107,14 +140,30 @@ describe('usage read-back', () => {
       "Field 'query.to': is not a real date",
       "Field 'query.group_by': must be 'model' or 'day'",
     ]);
-    expect((await get('/v1/usage?key_id=key_b')).body.errors).to.deep.equal(["Field 'query.key_id': is not a parameter of this route"]);
-    expect((await get('/v1/usage?from=2026-11-21&from=2026-11-22')).body.errors).to.deep.equal(["Field 'query.from': must be given once"]);
-    expect((await get('/v1/usage?from=2026-11-22&to=2026-11-21')).body.errors).to.deep.equal(["Field 'query.from': must not be after 'to'"]);
+    expect((await get('/v1/usage?key_id=key_b')).body.errors).to.deep.equal([
+      "Field 'query.key_id': is not a parameter of this route",
+    ]);
+    expect((await get('/v1/usage?from=2026-11-21&from=2026-11-22')).body.errors).to.deep.equal([
+      "Field 'query.from': must be given once",
+    ]);
+    expect((await get('/v1/usage?from=2026-11-22&to=2026-11-21')).body.errors).to.deep.equal([
+      "Field 'query.from': must not be after 'to'",
+    ]);
   });
 
-  it('answers every key\'s usage on the admin route, or one key\'s with key_id', async () => {
-    expect((await get('/admin/usage')).body.data.map((row: Record<string, unknown>) => [row.model, row.requests])).to.deep.equal([['acme/model-1', 3], ['acme/model-2', 1]]);
-    expect((await get('/admin/usage?key_id=key_b&group_by=day')).body.data.map((row: Record<string, unknown>) => [row.day, row.input_tokens])).to.deep.equal([['2026-11-21', 400]]);
+  it("answers every key's usage on the admin route, or one key's with key_id", async () => {
+    expect(
+      (await get('/admin/usage')).body.data.map((row: Record<string, unknown>) => [row.model, row.requests]),
+    ).to.deep.equal([
+      ['acme/model-1', 3],
+      ['acme/model-2', 1],
+    ]);
+    expect(
+      (await get('/admin/usage?key_id=key_b&group_by=day')).body.data.map((row: Record<string, unknown>) => [
+        row.day,
+        row.input_tokens,
+      ]),
+    ).to.deep.equal([['2026-11-21', 400]]);
   });
 
   it('answers per key id and per team on the admin route, teams as the keys name them now', async () => {
@@ -123,17 +172,46 @@ describe('usage read-back', () => {
       body: {
         object: 'list',
         data: [
-          { key_id: 'key_a', requests: 3, input_tokens: 600, output_tokens: 30, cached_tokens: 12, total_tokens: 630, charged_tokens: 621, cost_usd: 0.001422, cache_hits: 0, saved_usd: 0 },
-          { key_id: 'key_b', requests: 1, input_tokens: 400, output_tokens: 10, cached_tokens: 4, total_tokens: 410, charged_tokens: 407, cost_usd: 0.000874, cache_hits: 0, saved_usd: 0 },
+          {
+            key_id: 'key_a',
+            requests: 3,
+            input_tokens: 600,
+            output_tokens: 30,
+            cached_tokens: 12,
+            total_tokens: 630,
+            charged_tokens: 621,
+            cost_usd: 0.001422,
+            cache_hits: 0,
+            saved_usd: 0,
+          },
+          {
+            key_id: 'key_b',
+            requests: 1,
+            input_tokens: 400,
+            output_tokens: 10,
+            cached_tokens: 4,
+            total_tokens: 410,
+            charged_tokens: 407,
+            cost_usd: 0.000874,
+            cache_hits: 0,
+            saved_usd: 0,
+          },
         ],
       },
     });
-    expect((await get('/admin/usage?group_by=key&key_id=key_b')).body.data.map((row: Record<string, unknown>) => [row.key_id, row.requests])).to.deep.equal([['key_b', 1]]);
+    expect(
+      (await get('/admin/usage?group_by=key&key_id=key_b')).body.data.map((row: Record<string, unknown>) => [
+        row.key_id,
+        row.requests,
+      ]),
+    ).to.deep.equal([['key_b', 1]]);
     store.record(recordOf('key_c', 'acme/model-2', '2026-11-22T10:00:00Z', 50));
     keyRecords.push({ id: 'key_c', team: 'blue' });
     const teams = await get('/admin/usage?group_by=team');
     expect(teams.status).to.equal(200);
-    expect(teams.body.data.map((row: Record<string, unknown>) => [row.team, row.requests, row.input_tokens])).to.deep.equal([
+    expect(
+      teams.body.data.map((row: Record<string, unknown>) => [row.team, row.requests, row.input_tokens]),
+    ).to.deep.equal([
       ['blue', 1, 50],
       ['red', 3, 600],
       [null, 1, 400],
@@ -141,14 +219,20 @@ describe('usage read-back', () => {
     expect(teams.body.data[2]).not.to.have.property('key_id');
     // key_b joins red: its usage so far counts there.
     keyRecords[1] = { id: 'key_b', team: 'red' };
-    expect((await get('/admin/usage?group_by=team&from=2026-11-21&to=2026-11-21')).body.data.map((row: Record<string, unknown>) => [row.team, row.requests])).to.deep.equal([['red', 3]]);
+    expect(
+      (await get('/admin/usage?group_by=team&from=2026-11-21&to=2026-11-21')).body.data.map(
+        (row: Record<string, unknown>) => [row.team, row.requests],
+      ),
+    ).to.deep.equal([['red', 3]]);
   });
 
   it("refuses group_by=key and group_by=team on a key's own route with a clear 400, and a bad grouping on the admin route", async () => {
     for (const grouping of ['key', 'team']) {
       const refused = await get(`/v1/usage?group_by=${grouping}`);
       expect(refused.status).to.equal(400);
-      expect(refused.body.errors).to.deep.equal([`Field 'query.group_by': cannot be '${grouping}' here: a key's own usage is grouped by 'model' or 'day' (per key and per team only on the admin API)`]);
+      expect(refused.body.errors).to.deep.equal([
+        `Field 'query.group_by': cannot be '${grouping}' here: a key's own usage is grouped by 'model' or 'day' (per key and per team only on the admin API)`,
+      ]);
     }
     const bad = await get('/admin/usage?group_by=week');
     expect(bad.status).to.equal(400);
@@ -156,8 +240,10 @@ describe('usage read-back', () => {
   });
 
   it('parses the groupings each kind of route allows', () => {
-    for (const grouping of ['model', 'day', 'key', 'team'] as const) expect(parseUsageQuery({ group_by: grouping }, true)).to.include({ groupBy: grouping });
-    for (const grouping of ['model', 'day'] as const) expect(parseUsageQuery({ group_by: grouping }, false)).to.include({ groupBy: grouping });
+    for (const grouping of ['model', 'day', 'key', 'team'] as const)
+      expect(parseUsageQuery({ group_by: grouping }, true)).to.include({ groupBy: grouping });
+    for (const grouping of ['model', 'day'] as const)
+      expect(parseUsageQuery({ group_by: grouping }, false)).to.include({ groupBy: grouping });
     expect(parseUsageQuery({}, true)).to.include({ groupBy: 'model' });
     const errorsOf = (query: Record<string, string>, everyKey: boolean): string[] => {
       try {
@@ -169,9 +255,13 @@ describe('usage read-back', () => {
       return [];
     };
     expect(errorsOf({ group_by: 'key' }, false)).to.have.length(1);
-    expect(errorsOf({ group_by: 'team', key_id: 'key_a' }, false)).to.deep.equal(["Field 'query.key_id': is not a parameter of this route"]);
+    expect(errorsOf({ group_by: 'team', key_id: 'key_a' }, false)).to.deep.equal([
+      "Field 'query.key_id': is not a parameter of this route",
+    ]);
     expect(errorsOf({ group_by: 'team', key_id: 'key_a' }, true)).to.deep.equal([]);
-    expect(errorsOf({ group_by: 'Key' }, true)).to.deep.equal(["Field 'query.group_by': must be 'model', 'day', 'key' or 'team'"]);
+    expect(errorsOf({ group_by: 'Key' }, true)).to.deep.equal([
+      "Field 'query.group_by': must be 'model', 'day', 'key' or 'team'",
+    ]);
   });
 
   it('prints the same totals as a table from the usage command', async () => {
@@ -186,10 +276,17 @@ describe('usage read-back', () => {
       '',
     ]);
     out = '';
-    expect(await printUsageReport(['--group-by', 'day', '--from', '2026-11-21', '--to', '2026-11-21'], io, store)).to.equal(0);
-    expect(out.split('\n').slice(1)).to.deep.equal(['2026-11-21  3         900           30             12             930           921             0.002022  0           0', '']);
+    expect(
+      await printUsageReport(['--group-by', 'day', '--from', '2026-11-21', '--to', '2026-11-21'], io, store),
+    ).to.equal(0);
+    expect(out.split('\n').slice(1)).to.deep.equal([
+      '2026-11-21  3         900           30             12             930           921             0.002022  0           0',
+      '',
+    ]);
     expect(await printUsageReport(['--group-by', 'week', '--from', 'soon'], io, store)).to.equal(2);
-    expect(err).to.contain("--group-by: must be 'model', 'day', 'key' or 'team'").and.to.contain('--from: must be an ISO date');
+    expect(err)
+      .to.contain("--group-by: must be 'model', 'day', 'key' or 'team'")
+      .and.to.contain('--from: must be an ISO date');
     err = '';
     expect(await printUsageReport(['--bogus'], io, store)).to.equal(2);
     expect(err).to.contain('--bogus').and.to.contain('usage: usage [--key KEY_ID]');
@@ -199,10 +296,20 @@ describe('usage read-back', () => {
     let out = '';
     const io = { out: (text: string) => (out += text), err: () => {} };
     expect(await printUsageReport(['--group-by', 'key'], io, store, keys)).to.equal(0);
-    expect(out.split('\n').map((line) => line.split(/ +/).slice(0, 2).join(' '))).to.deep.equal(['key_id requests', 'key_a 3', 'key_b 1', '']);
+    expect(out.split('\n').map((line) => line.split(/ +/).slice(0, 2).join(' '))).to.deep.equal([
+      'key_id requests',
+      'key_a 3',
+      'key_b 1',
+      '',
+    ]);
     out = '';
     expect(await printUsageReport(['--group-by', 'team'], io, store, keys)).to.equal(0);
-    expect(out.split('\n').map((line) => line.split(/  +/).slice(0, 2).join('|'))).to.deep.equal(['team|requests', 'red|3', '(no team)|1', '']);
+    expect(out.split('\n').map((line) => line.split(/  +/).slice(0, 2).join('|'))).to.deep.equal([
+      'team|requests',
+      'red|3',
+      '(no team)|1',
+      '',
+    ]);
   });
 });
 
@@ -227,7 +334,10 @@ describe('usage accounting of exchanges', () => {
     usage: undefined,
     consumed: true,
     outcome: 'complete',
-    requestBody: () => ({ model: 'model-1', messages: [{ role: 'user', content: 'Tell me a story about a lighthouse keeper.' }] }),
+    requestBody: () => ({
+      model: 'model-1',
+      messages: [{ role: 'user', content: 'Tell me a story about a lighthouse keeper.' }],
+    }),
     responseText: () => 'Once upon a time, a keeper lived alone on a rock.',
     ...overrides,
   });
@@ -235,7 +345,12 @@ describe('usage accounting of exchanges', () => {
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'usage-accounting-'));
     store = await EmbeddedUsageStore.open(dir, logger);
-    accounting = new GatewayUsageAccounting(store, () => ({ usageExtractor: () => undefined }) as unknown as ModelRegistry, logger, () => new Date('2026-11-20T12:00:00Z'));
+    accounting = new GatewayUsageAccounting(
+      store,
+      () => ({ usageExtractor: () => undefined }) as unknown as ModelRegistry,
+      logger,
+      () => new Date('2026-11-20T12:00:00Z'),
+    );
   });
   afterEach(async () => {
     await store.close();
@@ -244,7 +359,10 @@ describe('usage accounting of exchanges', () => {
 
   const records = async (): Promise<UsageRecord[]> => {
     await accounting.flush();
-    return (await readFile(join(dir, 'usage.jsonl'), 'utf8')).trimEnd().split('\n').map((line) => JSON.parse(line) as UsageRecord);
+    return (await readFile(join(dir, 'usage.jsonl'), 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as UsageRecord);
   };
 
   it('records reported usage exactly, upstream errors with zero tokens, and estimates missing usage', async () => {
@@ -252,32 +370,82 @@ describe('usage accounting of exchanges', () => {
     accounting.record(exchange({ status: 500, stream: false, consumed: false }));
     accounting.record(exchange({}));
     const [reported, failed, estimated] = await records();
-    expect(reported).to.deep.include({ keyId: 'key_a', model: 'acme/model-1', requestedModel: 'acme-latest', upstream: 'acme', inputTokens: 50, outputTokens: 7, cachedTokens: 20, chargedTokens: 42, estimated: false, time: '2026-11-20T12:00:00.000Z' });
-    expect(failed).to.deep.include({ status: 500, inputTokens: 0, outputTokens: 0, chargedTokens: 0, costUsd: 0, estimated: false });
+    expect(reported).to.deep.include({
+      keyId: 'key_a',
+      model: 'acme/model-1',
+      requestedModel: 'acme-latest',
+      upstream: 'acme',
+      inputTokens: 50,
+      outputTokens: 7,
+      cachedTokens: 20,
+      chargedTokens: 42,
+      estimated: false,
+      time: '2026-11-20T12:00:00.000Z',
+    });
+    expect(failed).to.deep.include({
+      status: 500,
+      inputTokens: 0,
+      outputTokens: 0,
+      chargedTokens: 0,
+      costUsd: 0,
+      estimated: false,
+    });
     expect(estimated).to.deep.include({ estimated: true, cachedTokens: 0 });
     expect(estimated!.inputTokens).to.be.within(8, 14);
     expect(estimated!.outputTokens).to.be.within(10, 16);
   });
 
   it('keeps reported input and counts the streamed output when the client went away mid-stream', async () => {
-    accounting.record(exchange({ status: 499, outcome: 'client_closed', usage: { inputTokens: 1200, outputTokens: 1, cachedTokens: 1000 } }));
-    accounting.record(exchange({ status: 499, outcome: 'client_closed', usage: { inputTokens: 1200, outputTokens: 500, cachedTokens: 1000 } }));
+    accounting.record(
+      exchange({
+        status: 499,
+        outcome: 'client_closed',
+        usage: { inputTokens: 1200, outputTokens: 1, cachedTokens: 1000 },
+      }),
+    );
+    accounting.record(
+      exchange({
+        status: 499,
+        outcome: 'client_closed',
+        usage: { inputTokens: 1200, outputTokens: 500, cachedTokens: 1000 },
+      }),
+    );
     const [cut, complete] = await records();
-    expect(cut).to.deep.include({ status: 499, inputTokens: 1200, cachedTokens: 1000, estimated: true, outcome: 'client_closed' });
+    expect(cut).to.deep.include({
+      status: 499,
+      inputTokens: 1200,
+      cachedTokens: 1000,
+      estimated: true,
+      outcome: 'client_closed',
+    });
     expect(cut!.outputTokens).to.be.within(10, 16);
     expect(complete).to.deep.include({ inputTokens: 1200, outputTokens: 500, estimated: false });
   });
 
   it('records a stream the upstream cut as upstream_cut, never as a plain complete 200, and estimates what it lacks', async () => {
-    accounting.record(exchange({ status: 200, outcome: 'upstream_cut', usage: { inputTokens: 1200, outputTokens: 1, cachedTokens: 1000 } }));
+    accounting.record(
+      exchange({
+        status: 200,
+        outcome: 'upstream_cut',
+        usage: { inputTokens: 1200, outputTokens: 1, cachedTokens: 1000 },
+      }),
+    );
     accounting.record(exchange({ status: 200, outcome: 'upstream_cut', usage: undefined }));
-    accounting.record(exchange({ status: 200, outcome: 'complete', usage: { inputTokens: 1200, outputTokens: 1, cachedTokens: 1000 } }));
+    accounting.record(
+      exchange({ status: 200, outcome: 'complete', usage: { inputTokens: 1200, outputTokens: 1, cachedTokens: 1000 } }),
+    );
     // Estimates finish after the record that needs none.
     const stored = await records();
     const partial = stored.find((record) => record.outcome === 'upstream_cut' && record.inputTokens === 1200);
     const none = stored.find((record) => record.outcome === 'upstream_cut' && record.inputTokens !== 1200);
     const complete = stored.find((record) => record.outcome === 'complete');
-    expect(partial).to.deep.include({ status: 200, outcome: 'upstream_cut', inputTokens: 1200, cachedTokens: 1000, estimated: true });
+    expect(partial).to.deep.include({
+      status: 200,
+      outcome: 'upstream_cut',
+      inputTokens: 1200,
+      cachedTokens: 1000,
+      estimated: true,
+    });
     expect(partial!.outputTokens).to.be.within(10, 16);
     expect(none).to.deep.include({ outcome: 'upstream_cut', estimated: true });
     expect(none!.inputTokens).to.be.within(8, 14);
@@ -286,13 +454,15 @@ describe('usage accounting of exchanges', () => {
 
   it('estimates from a bounded sample of a long stream, scaled to its full length', async () => {
     const sentence = 'Once upon a time, a keeper lived alone on a rock. ';
-    accounting.record(exchange({ responseText: () => ({ text: sentence.repeat(100), chars: sentence.length * 10_000 }) }));
+    accounting.record(
+      exchange({ responseText: () => ({ text: sentence.repeat(100), chars: sentence.length * 10_000 }) }),
+    );
     const [estimated] = await records();
     expect(estimated).to.deep.include({ estimated: true, outcome: 'complete' });
     expect(estimated!.outputTokens).to.be.within(110_000, 150_000);
   });
 
-  it('settles an exchange\'s reservation to the figures its record stores, estimated ones included', async () => {
+  it("settles an exchange's reservation to the figures its record stores, estimated ones included", async () => {
     const settled: SettledFigures[] = [];
     const settlement = { settle: (figures: SettledFigures | undefined) => void settled.push(figures!) };
     accounting.record(exchange({ usage: { inputTokens: 50, outputTokens: 7, cachedTokens: 20 }, settlement }));

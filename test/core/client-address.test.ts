@@ -1,6 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 import { expect } from 'chai';
-import { checkTrustedProxies, clientAddress, clientAddressResolver, stampClientAddress } from '../../src/core/client-address.ts';
+import {
+  checkTrustedProxies,
+  clientAddress,
+  clientAddressResolver,
+  stampClientAddress,
+} from '../../src/core/client-address.ts';
 import { loadConfig } from '../../src/config/gateway-config.ts';
 
 function request(peer: string, forwardedFor?: string, headers: Record<string, string> = {}): IncomingMessage {
@@ -127,16 +132,22 @@ describe('client address', () => {
     expect(resolved('198.51.100.1', trusted, '::ffff:192.0.2.44')).to.equal('192.0.2.44');
   });
 
-  it('does not read the Forwarded header: a proxy that appends X-Forwarded-For passes a client\'s own Forwarded on', () => {
+  it("does not read the Forwarded header: a proxy that appends X-Forwarded-For passes a client's own Forwarded on", () => {
     const resolve = clientAddressResolver(['loopback']);
     expect(resolve(request('127.0.0.1', undefined, { forwarded: 'for=192.0.2.60;proto=http' }))).to.equal('127.0.0.1');
-    expect(resolve(request('127.0.0.1', '203.0.113.9:4711', { forwarded: 'for="[2001:db8::1]:4711"' }))).to.equal('203.0.113.9');
+    expect(resolve(request('127.0.0.1', '203.0.113.9:4711', { forwarded: 'for="[2001:db8::1]:4711"' }))).to.equal(
+      '203.0.113.9',
+    );
   });
 
   it('reads GATEWAY_TRUSTED_PROXIES and refuses an entry it cannot read, naming it', () => {
-    expect(loadConfig({ GATEWAY_TRUSTED_PROXIES: '10.0.0.0/8, loopback' }, '/nonexistent').trustedProxies).to.deep.equal(['10.0.0.0/8', 'loopback']);
+    expect(
+      loadConfig({ GATEWAY_TRUSTED_PROXIES: '10.0.0.0/8, loopback' }, '/nonexistent').trustedProxies,
+    ).to.deep.equal(['10.0.0.0/8', 'loopback']);
     expect(loadConfig({}, '/nonexistent').trustedProxies).to.deep.equal([]);
-    expect(() => loadConfig({ GATEWAY_TRUSTED_PROXIES: 'not-an-address' }, '/nonexistent')).to.throw(/GATEWAY_TRUSTED_PROXIES: .*not-an-address/);
+    expect(() => loadConfig({ GATEWAY_TRUSTED_PROXIES: 'not-an-address' }, '/nonexistent')).to.throw(
+      /GATEWAY_TRUSTED_PROXIES: .*not-an-address/,
+    );
     expect(checkTrustedProxies(['192.168.0.0/16'])).to.equal(undefined);
   });
 });

@@ -4,7 +4,10 @@ import { fieldError, quotaExceeded, upstreamFailure, validationError } from '../
 
 describe('errorBody', () => {
   it('gives a ValidationError every field and the Chat Completions envelope beside it', () => {
-    const error = validationError([fieldError('body.model', 'is required'), fieldError('body.messages', 'is required')], 'model');
+    const error = validationError(
+      [fieldError('body.model', 'is required'), fieldError('body.messages', 'is required')],
+      'model',
+    );
     const body = errorBody(error, 'completions-envelope');
     expect(body.detail).to.equal('Invalid input parameters');
     expect(body.errors).to.deep.equal(["Field 'body.model': is required", "Field 'body.messages': is required"]);
@@ -22,6 +25,8 @@ describe('errorBody', () => {
   });
 
   it('answers plain routes with detail only', () => {
-    expect(errorBody(quotaExceeded('1000 tokens per day'), 'plain')).to.deep.equal({ detail: 'Quota exceeded: 1000 tokens per day' });
+    expect(errorBody(quotaExceeded('1000 tokens per day'), 'plain')).to.deep.equal({
+      detail: 'Quota exceeded: 1000 tokens per day',
+    });
   });
 });

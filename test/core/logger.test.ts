@@ -12,18 +12,32 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** Starts a script with the gateway's loggers on standard output. */
 function start(script: string, stdio: StdioOptions, env?: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `import { createAccessLogger, createLogger } from '../src/core/logger.ts';\n${script}`], {
-    cwd: ROOT,
-    stdio,
-    env: env === undefined ? undefined : { ...process.env, ...env },
-  });
+  return spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '--input-type=module',
+      '-e',
+      `import { createAccessLogger, createLogger } from '../src/core/logger.ts';\n${script}`,
+    ],
+    {
+      cwd: ROOT,
+      stdio,
+      env: env === undefined ? undefined : { ...process.env, ...env },
+    },
+  );
 }
 
 /**
  * Runs a script with the gateway's loggers on standard output; gives back its output, one entry per
  * chunk read. `onChunk` sees each chunk as it comes, with the child's standard input to answer on.
  */
-function run(script: string, onChunk?: (text: string, stdin: Writable) => void, env?: NodeJS.ProcessEnv): Promise<{ stdout: string; chunks: string[] }> {
+function run(
+  script: string,
+  onChunk?: (text: string, stdin: Writable) => void,
+  env?: NodeJS.ProcessEnv,
+): Promise<{ stdout: string; chunks: string[] }> {
   const child = start(script, [onChunk ? 'pipe' : 'ignore', 'pipe', 'inherit'], env);
   const chunks: string[] = [];
   child.stdout!.on('data', (chunk: Buffer) => {

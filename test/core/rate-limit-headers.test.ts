@@ -1,9 +1,20 @@
 import { expect } from 'chai';
-import { openAiDuration, rfc3339, tighter, writeRateLimitHeaders, type LimitState } from '../../src/core/rate-limit-headers.ts';
+import {
+  openAiDuration,
+  rfc3339,
+  tighter,
+  writeRateLimitHeaders,
+  type LimitState,
+} from '../../src/core/rate-limit-headers.ts';
 import type { RateLimitHeaderStyle } from '../../src/core/route-table.ts';
 
 /** The headers written, as name and value pairs in order. */
-function rateLimitHeaders(style: RateLimitHeaderStyle, unit: 'requests' | 'tokens', state: LimitState, now: number): [string, string][] {
+function rateLimitHeaders(
+  style: RateLimitHeaderStyle,
+  unit: 'requests' | 'tokens',
+  state: LimitState,
+  now: number,
+): [string, string][] {
   const pairs: [string, string][] = [];
   writeRateLimitHeaders({ setHeader: (name, value) => pairs.push([name, value]) }, style, unit, state, now);
   return pairs;
@@ -33,14 +44,16 @@ describe('rate-limit headers', () => {
       ['x-ratelimit-remaining-tokens', '0'],
       ['x-ratelimit-reset-tokens', '30s'],
     ]);
-    expect(rateLimitHeaders('anthropic', 'requests', { limit: 7, remaining: 6, resetAt: now + 30_000 }, now)).to.deep.equal([
+    expect(
+      rateLimitHeaders('anthropic', 'requests', { limit: 7, remaining: 6, resetAt: now + 30_000 }, now),
+    ).to.deep.equal([
       ['anthropic-ratelimit-requests-limit', '7'],
       ['anthropic-ratelimit-requests-remaining', '6'],
       ['anthropic-ratelimit-requests-reset', '2026-11-25T20:01:00Z'],
     ]);
   });
 
-  it('shows the tighter of a key\'s and a team\'s limit', () => {
+  it("shows the tighter of a key's and a team's limit", () => {
     const key = { limit: 100, remaining: 50, resetAt: 1 };
     const team = { limit: 1000, remaining: 20, resetAt: 2 };
     expect(tighter(key, team)).to.equal(team);

@@ -16,7 +16,7 @@ describe('team identity', () => {
     expect(withTeamId(team)).to.equal(team);
   });
 
-  it("puts a key in the team whose id it carries, never in a later team of the same name", () => {
+  it('puts a key in the team whose id it carries, never in a later team of the same name', () => {
     expect(keyInTeam({ team: 'red', teamId: team.id }, team)).to.equal(true);
     expect(keyInTeam({ team: 'red', teamId: 'team_ffffffffffffffff' }, team)).to.equal(false);
     expect(keyInTeam({ team: 'blue', teamId: team.id }, team)).to.equal(false);

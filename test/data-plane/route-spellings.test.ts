@@ -15,10 +15,22 @@ const MODEL: Record<RouteId, string> = {
   chat: 'alpha-latest',
 };
 
-/** Every spelling of a model path the gateway has always accepted (Express's matching): case, one trailing slash, any query. */
+/**
+ * Every spelling of a model path the gateway has always accepted (Express's matching): case, one trailing slash, any
+ * query.
+ */
 function spellings(path: string): string[] {
   const mixed = path.replace(/(^|\/)([a-z])/g, (_match, slash: string, letter: string) => slash + letter.toUpperCase());
-  return [path, `${path}/`, path.toUpperCase(), mixed, `${mixed}/`, `${path}?trace=1`, `${path}/?a=b&c=d`, `${path.toUpperCase()}/?x=`];
+  return [
+    path,
+    `${path}/`,
+    path.toUpperCase(),
+    mixed,
+    `${mixed}/`,
+    `${path}?trace=1`,
+    `${path}/?a=b&c=d`,
+    `${path.toUpperCase()}/?x=`,
+  ];
 }
 
 interface Answer {
@@ -28,16 +40,31 @@ interface Answer {
 }
 
 /** One request through node:http (so a target in absolute form can be sent too). */
-function send(url: string, target: string, options: { method?: string; headers?: Record<string, string>; body?: unknown } = {}): Promise<Answer> {
+function send(
+  url: string,
+  target: string,
+  options: { method?: string; headers?: Record<string, string>; body?: unknown } = {},
+): Promise<Answer> {
   const { hostname, port } = new URL(url);
   const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: hostname, port, method: options.method ?? 'POST', path: target, headers: { 'content-type': 'application/json', ...options.headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
+    const req = httpRequest(
+      {
+        host: hostname,
+        port,
+        method: options.method ?? 'POST',
+        path: target,
+        headers: { 'content-type': 'application/json', ...options.headers },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(payload);
   });
@@ -45,7 +72,10 @@ function send(url: string, target: string, options: { method?: string; headers?:
 
 const bearer = { authorization: `Bearer ${TEST_KEY}` };
 
-/** What must be equal between two answers: status, error body (whole), success body (its top-level fields), and the headers the way in sets. */
+/**
+ * What must be equal between two answers: status, error body (whole), success body (its top-level fields), and the
+ * headers the way in sets.
+ */
 function comparable(answer: Answer): unknown {
   const body = answer.text === '' ? undefined : (JSON.parse(answer.text) as Record<string, unknown>);
   return {
@@ -89,14 +119,20 @@ describe('every model route in every accepted spelling', function () {
           expect(comparable(await send(test.url, spelling, options)), `${name}: ${spelling}`).to.deep.equal(canonical);
         }
         // A request target in absolute form names the same path (Express read it so too).
-        expect(comparable(await send(test.url, `${test.url}${route.path}`, options)), `${name}: absolute form`).to.deep.equal(canonical);
+        expect(
+          comparable(await send(test.url, `${test.url}${route.path}`, options)),
+          `${name}: absolute form`,
+        ).to.deep.equal(canonical);
       }
     });
   }
 
   it('answers the canonical paths as the API always did: 200, 401 in the envelope of the route, 405 naming POST', async () => {
     for (const route of MODEL_ROUTES) {
-      const ok = await send(test.url, route.path, { headers: bearer, body: clientRequest(route.id, MODEL[route.id], false) });
+      const ok = await send(test.url, route.path, {
+        headers: bearer,
+        body: clientRequest(route.id, MODEL[route.id], false),
+      });
       expect(ok.status, route.path).to.equal(200);
       const refused = await send(test.url, route.path, { body: {} });
       expect(refused.status).to.equal(401);
@@ -108,15 +144,33 @@ describe('every model route in every accepted spelling', function () {
       const wrong = await send(test.url, route.path, { method: 'GET', headers: bearer });
       expect(wrong.status).to.equal(405);
       expect(wrong.headers.allow).to.equal('POST');
-      expect((JSON.parse(wrong.text) as { detail: string }).detail).to.equal(`Method GET is not allowed on ${route.path}; use POST`);
-      expect((await send(test.url, route.path, { headers: { 'x-api-key': TEST_KEY }, body: clientRequest(route.id, MODEL[route.id], false) })).status).to.equal(route.keyHeaders.includes('x-api-key') ? 200 : 401);
+      expect((JSON.parse(wrong.text) as { detail: string }).detail).to.equal(
+        `Method GET is not allowed on ${route.path}; use POST`,
+      );
+      expect(
+        (
+          await send(test.url, route.path, {
+            headers: { 'x-api-key': TEST_KEY },
+            body: clientRequest(route.id, MODEL[route.id], false),
+          })
+        ).status,
+      ).to.equal(route.keyHeaders.includes('x-api-key') ? 200 : 401);
     }
   });
 
   it('leaves other spellings to the control plane: 404 (two trailing slashes, escapes, a doubled slash, a longer path)', async () => {
     for (const route of MODEL_ROUTES) {
-      for (const target of [`${route.path}//`, `${route.path.replace('v1', 'v%31')}`, `/${route.path}`, `${route.path}/x`, `${route.path}x`]) {
-        const answer = await send(test.url, target, { headers: bearer, body: clientRequest(route.id, MODEL[route.id], false) });
+      for (const target of [
+        `${route.path}//`,
+        `${route.path.replace('v1', 'v%31')}`,
+        `/${route.path}`,
+        `${route.path}/x`,
+        `${route.path}x`,
+      ]) {
+        const answer = await send(test.url, target, {
+          headers: bearer,
+          body: clientRequest(route.id, MODEL[route.id], false),
+        });
         expect(answer.status, target).to.equal(404);
       }
     }
@@ -126,8 +180,15 @@ describe('every model route in every accepted spelling', function () {
     const before = test.allRequests().length;
     for (const route of MODEL_ROUTES) {
       for (const spelling of spellings(route.path)) {
-        for (const headers of [{}, { authorization: 'Bearer sk-not-a-known-key-0000000000000000000' }, { authorization: 'Basic abc' }] as Record<string, string>[]) {
-          expect((await send(test.url, spelling, { headers, body: clientRequest(route.id, MODEL[route.id], false) })).status, spelling).to.equal(401);
+        for (const headers of [
+          {},
+          { authorization: 'Bearer sk-not-a-known-key-0000000000000000000' },
+          { authorization: 'Basic abc' },
+        ] as Record<string, string>[]) {
+          expect(
+            (await send(test.url, spelling, { headers, body: clientRequest(route.id, MODEL[route.id], false) })).status,
+            spelling,
+          ).to.equal(401);
         }
       }
     }
@@ -148,13 +209,19 @@ describe('the rate limit on every spelling of the model routes', function () {
     const targets = MODEL_ROUTES.flatMap((route) => spellings(route.path).map((spelling) => ({ route, spelling })));
     await withinOneWindow(20_000);
     for (const { route, spelling } of targets.slice(0, 12)) {
-      const answer = await send(test.url, spelling, { headers: bearer, body: clientRequest(route.id, MODEL[route.id], false) });
+      const answer = await send(test.url, spelling, {
+        headers: bearer,
+        body: clientRequest(route.id, MODEL[route.id], false),
+      });
       expect(answer.status, spelling).to.equal(200);
       expect(answer.headers.ratelimit).to.match(/^"12-in-1min"; r=\d+; t=\d+$/);
     }
     const upstreamCalls = test.allRequests().length;
     for (const { route, spelling } of targets) {
-      const refused = await send(test.url, spelling, { headers: bearer, body: clientRequest(route.id, MODEL[route.id], false) });
+      const refused = await send(test.url, spelling, {
+        headers: bearer,
+        body: clientRequest(route.id, MODEL[route.id], false),
+      });
       expect(refused.status, spelling).to.equal(429);
       expect(refused.headers.ratelimit).to.match(/; r=0; t=\d+$/);
       expect(Number(refused.headers['retry-after'])).to.be.within(1, 60);

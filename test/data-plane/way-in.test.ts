@@ -45,7 +45,11 @@ function wayIn(options: WayInTestOptions) {
     routes.set(route, pipeline(stages));
   }
   const dataPlane = createDataPlane({ routes: () => routes, logger: options.logger });
-  return createWayIn({ source: {}, dataPlane, control: (_req, res) => void res.writeHead(299, { 'content-type': 'text/plain' }).end('not dispatched') });
+  return createWayIn({
+    source: {},
+    dataPlane,
+    control: (_req, res) => void res.writeHead(299, { 'content-type': 'text/plain' }).end('not dispatched'),
+  });
 }
 
 describe('the way in: the data plane', () => {
@@ -54,7 +58,8 @@ describe('the way in: the data plane', () => {
   const logs = captureLogs();
   const limiters = createRateLimiters({ max: 2 });
   const handlers: WayInTestOptions['handlers'] = {
-    'chat-completions': (_req, res, context) => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ caller: context.caller })),
+    'chat-completions': (_req, res, context) =>
+      void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ caller: context.caller })),
     messages: () => {
       throw upstreamTimeout('vendor');
     },
@@ -69,7 +74,7 @@ describe('the way in: the data plane', () => {
   };
   const dispatch = wayIn({
     handlers,
-    authenticate: createAuthenticator({ store: emptyStore, staticKeys: [KEY]}),
+    authenticate: createAuthenticator({ store: emptyStore, staticKeys: [KEY] }),
     rateLimit: limiters.perKey,
     logger: logs.logger,
   });
@@ -84,20 +89,36 @@ describe('the way in: the data plane', () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
-  const post = (path: string, key = KEY, method = 'POST') => fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${key}` }, body: method === 'POST' ? '{}' : undefined });
+  const post = (path: string, key = KEY, method = 'POST') =>
+    fetch(`${url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}` },
+      body: method === 'POST' ? '{}' : undefined,
+    });
 
   it('takes every method on the model paths in every accepted spelling (any query), and leaves every other path to the control plane', async () => {
     expect((await post('/v1/chat/completions?trace=1')).status).to.equal(200);
     const limited = createRateLimiters({ max: 1000 });
     const other = createServer(wayIn({ handlers, rateLimit: limited.perKey, logger: logs.logger }));
     await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
-    const send = (path: string, method = 'POST') => fetch(`http://127.0.0.1:${(other.address() as AddressInfo).port}${path}`, { method, body: method === 'POST' ? '{}' : undefined });
+    const send = (path: string, method = 'POST') =>
+      fetch(`http://127.0.0.1:${(other.address() as AddressInfo).port}${path}`, {
+        method,
+        body: method === 'POST' ? '{}' : undefined,
+      });
     try {
-      for (const path of ['/v1/chat/completions/', '/V1/Chat/Completions', '/v1/chat/completions/?x=1']) expect((await send(path)).status, path).to.equal(200);
+      for (const path of ['/v1/chat/completions/', '/V1/Chat/Completions', '/v1/chat/completions/?x=1'])
+        expect((await send(path)).status, path).to.equal(200);
       const wrongMethod = await send('/v1/chat/completions', 'GET');
       expect(wrongMethod.status).to.equal(405);
       expect(wrongMethod.headers.get('allow')).to.equal('POST');
-      for (const [path, method] of [['/v1/chat/completions//', 'POST'], ['/v1/chat/completion', 'POST'], ['/v1/count_tokens', 'POST'], ['/v1/models', 'POST'], ['/v1/messages/count_tokens', 'POST']] as const) {
+      for (const [path, method] of [
+        ['/v1/chat/completions//', 'POST'],
+        ['/v1/chat/completion', 'POST'],
+        ['/v1/count_tokens', 'POST'],
+        ['/v1/models', 'POST'],
+        ['/v1/messages/count_tokens', 'POST'],
+      ] as const) {
         const answer = await send(path, method);
         expect(answer.status, `${method} ${path}`).to.equal(299);
         expect(await answer.text()).to.equal('not dispatched');
@@ -118,7 +139,11 @@ describe('the way in: the data plane', () => {
   it('answers a refused key in the envelope of the route, before the handler runs', async () => {
     const answer = await post('/v1/messages', 'sk-not-a-known-key-000');
     expect(answer.status).to.equal(401);
-    expect(await answer.json()).to.deep.equal({ detail: 'Invalid API key', type: 'error', error: { type: 'authentication_error', message: 'Invalid API key' } });
+    expect(await answer.json()).to.deep.equal({
+      detail: 'Invalid API key',
+      type: 'error',
+      error: { type: 'authentication_error', message: 'Invalid API key' },
+    });
   });
 
   it("answers a handler's gateway error in the route's envelope, and anything else with a generic 500 that is logged", async () => {
@@ -147,7 +172,10 @@ describe('the way in: the data plane', () => {
     const other = createServer(wayIn({ handlers, rateLimit: limited.perKey, logger: logs.logger }));
     await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
     try {
-      const answer = await fetch(`http://127.0.0.1:${(other.address() as AddressInfo).port}/v1/responses`, { method: 'POST', body: '{}' });
+      const answer = await fetch(`http://127.0.0.1:${(other.address() as AddressInfo).port}/v1/responses`, {
+        method: 'POST',
+        body: '{}',
+      });
       expect(answer.status).to.equal(200);
       let caught: unknown;
       await answer.text().catch((error: unknown) => (caught = error));

@@ -74,14 +74,21 @@ describe('container image (Dockerfile, podman)', function () {
     // npm inside the build trusts what this machine trusts (its egress may need an extra authority),
     // passed as a build secret. A marker line in it lets the test prove it is in no layer.
     marker = `build-secret-marker-${randomBytes(12).toString('hex')}`;
-    const authorities = process.env.NODE_EXTRA_CA_CERTS && existsSync(process.env.NODE_EXTRA_CA_CERTS) ? process.env.NODE_EXTRA_CA_CERTS : '/etc/ssl/certs/ca-certificates.crt';
+    const authorities =
+      process.env.NODE_EXTRA_CA_CERTS && existsSync(process.env.NODE_EXTRA_CA_CERTS)
+        ? process.env.NODE_EXTRA_CA_CERTS
+        : '/etc/ssl/certs/ca-certificates.crt';
     const secret = join(work, 'npm-ca.pem');
     writeFileSync(secret, `${existsSync(authorities) ? readFileSync(authorities, 'utf8') : ''}\n# ${marker}\n`);
     started = Date.now();
-    await podman.must(['build', '--pull=never', '--secret', `id=npm_ca,src=${secret}`, '-t', IMAGE, ROOT], { timeoutMs: 20 * 60_000 });
+    await podman.must(['build', '--pull=never', '--secret', `id=npm_ca,src=${secret}`, '-t', IMAGE, ROOT], {
+      timeoutMs: 20 * 60_000,
+    });
     timings.push(`gateway image ${Math.round((Date.now() - started) / 1000)} s`);
     started = Date.now();
-    await podman.must(['build', '--pull=never', '-t', REDIS_IMAGE, join(ROOT, 'deploy', 'redis')], { timeoutMs: 10 * 60_000 });
+    await podman.must(['build', '--pull=never', '-t', REDIS_IMAGE, join(ROOT, 'deploy', 'redis')], {
+      timeoutMs: 10 * 60_000,
+    });
     timings.push(`redis image ${Math.round((Date.now() - started) / 1000)} s`);
     started = Date.now();
     await podman.must(['build', '--pull=never', '-t', PROMETHEUS_IMAGE, join(ROOT, 'deploy', 'prometheus')], {
@@ -101,7 +108,15 @@ describe('container image (Dockerfile, podman)', function () {
     this.timeout(120_000);
     const user = (await podman.must(['image', 'inspect', '--format', '{{.Config.User}}', IMAGE])).trim();
     expect(user).to.equal('10001:10001');
-    const probe = await podman.run(['run', '--rm', '--read-only', IMAGE, 'sh', '-c', 'id -u; touch /app/written 2>/dev/null && echo root-writable; touch /data/written && echo data-writable']);
+    const probe = await podman.run([
+      'run',
+      '--rm',
+      '--read-only',
+      IMAGE,
+      'sh',
+      '-c',
+      'id -u; touch /app/written 2>/dev/null && echo root-writable; touch /data/written && echo data-writable',
+    ]);
     expect(probe.code, probe.stderr).to.equal(0);
     expect(probe.stdout.trim().split('\n')).to.deep.equal(['10001', 'data-writable']);
   });
@@ -190,12 +205,52 @@ describe('container image (Dockerfile, podman)', function () {
       if (unsupported) this.skip();
       this.timeout(180_000);
       await podman.must(['network', 'create', network]);
-      await podman.must(['run', '-d', '--read-only', '--name', upstream, '--network', network, '--network-alias', 'mock-upstream', IMAGE,
-        'node', 'dist/scripts/mock-upstream.js', '--host', '0.0.0.0', '--port', '9000', '--api-key', UPSTREAM_KEY, '--chunk-delay-ms', '250']);
+      await podman.must([
+        'run',
+        '-d',
+        '--read-only',
+        '--name',
+        upstream,
+        '--network',
+        network,
+        '--network-alias',
+        'mock-upstream',
+        IMAGE,
+        'node',
+        'dist/scripts/mock-upstream.js',
+        '--host',
+        '0.0.0.0',
+        '--port',
+        '9000',
+        '--api-key',
+        UPSTREAM_KEY,
+        '--chunk-delay-ms',
+        '250',
+      ]);
       const port = await freePort();
-      const providers = ['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].flatMap((vendor) => ['-e', `${vendor}_BASE_URL=http://mock-upstream:9000/v1`, '-e', `${vendor}_API_KEY=${UPSTREAM_KEY}`]);
-      await podman.must(['run', '-d', '--read-only', '--name', gateway, '--network', network, '-p', `127.0.0.1:${port}:8080`,
-        '-e', `GATEWAY_API_KEYS=${STATIC_KEY}`, '-e', 'GATEWAY_DRAIN_MS=20000', ...providers, IMAGE]);
+      const providers = ['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].flatMap((vendor) => [
+        '-e',
+        `${vendor}_BASE_URL=http://mock-upstream:9000/v1`,
+        '-e',
+        `${vendor}_API_KEY=${UPSTREAM_KEY}`,
+      ]);
+      await podman.must([
+        'run',
+        '-d',
+        '--read-only',
+        '--name',
+        gateway,
+        '--network',
+        network,
+        '-p',
+        `127.0.0.1:${port}:8080`,
+        '-e',
+        `GATEWAY_API_KEYS=${STATIC_KEY}`,
+        '-e',
+        'GATEWAY_DRAIN_MS=20000',
+        ...providers,
+        IMAGE,
+      ]);
       url = `http://127.0.0.1:${port}`;
       await eventually(() => ready(url), 'the gateway container to be ready', 60_000);
     });
@@ -222,10 +277,18 @@ describe('container image (Dockerfile, podman)', function () {
     it('serves a JSON and a streamed chat completion to the official client, and records both', async function () {
       this.timeout(60_000);
       const client = new OpenAI({ apiKey: STATIC_KEY, baseURL: `${url}/v1`, maxRetries: 0 });
-      const answer = await client.chat.completions.create({ model: 'alpha-latest', messages: [{ role: 'user', content: 'Hello from a container test' }] });
+      const answer = await client.chat.completions.create({
+        model: 'alpha-latest',
+        messages: [{ role: 'user', content: 'Hello from a container test' }],
+      });
       expect(answer.choices[0]!.message.content).to.be.a('string').and.not.equal('');
       expect(answer.usage!.prompt_tokens).to.be.greaterThan(0);
-      const stream = await client.chat.completions.create({ model: 'alpha-latest', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Stream please' }] });
+      const stream = await client.chat.completions.create({
+        model: 'alpha-latest',
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: 'Stream please' }],
+      });
       let text = '';
       let usage: OpenAI.CompletionUsage | undefined | null;
       for await (const chunk of stream) {
@@ -245,7 +308,11 @@ describe('container image (Dockerfile, podman)', function () {
     it('drains a stream in flight on SIGTERM, records it, and exits 0', async function () {
       this.timeout(120_000);
       const client = new OpenAI({ apiKey: STATIC_KEY, baseURL: `${url}/v1`, maxRetries: 0 });
-      const stream = await client.chat.completions.create({ model: 'alpha-latest', stream: true, messages: [{ role: 'user', content: 'A stream that outlives the stop signal' }] });
+      const stream = await client.chat.completions.create({
+        model: 'alpha-latest',
+        stream: true,
+        messages: [{ role: 'user', content: 'A stream that outlives the stop signal' }],
+      });
       const chunks: OpenAI.ChatCompletionChunk[] = [];
       let signalled = false;
       for await (const chunk of stream) {
@@ -263,7 +330,10 @@ describe('container image (Dockerfile, podman)', function () {
       const exit = (await podman.must(['wait', gateway], { timeoutMs: 60_000 })).trim();
       expect(exit).to.equal('0');
       const logs = await podman.run(['logs', gateway]);
-      const lines = logs.stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
+      const lines = logs.stdout
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
       expect(lines.some((line) => line.msg === 'shut down: every usage record stored')).to.equal(true);
       const streamed = lines.filter((line) => line.msg === 'request' && line.stream === true);
       expect(streamed.at(-1)).to.deep.include({ status: 200, outcome: 'complete' });
@@ -346,8 +416,15 @@ describe('container image (Dockerfile, podman)', function () {
         OTEL_METRIC_EXPORT_INTERVAL: '1000',
       };
       await podman.must([
-        'run', '-d', '--read-only', '--name', gateway, '--network', 'host',
-        '-v', `${configDir}:/etc/model-gateway:ro`,
+        'run',
+        '-d',
+        '--read-only',
+        '--name',
+        gateway,
+        '--network',
+        'host',
+        '-v',
+        `${configDir}:/etc/model-gateway:ro`,
         ...Object.entries(settings).flatMap(([name, value]) => ['-e', `${name}=${value}`]),
         ...providers,
         IMAGE,
@@ -368,7 +445,16 @@ describe('container image (Dockerfile, podman)', function () {
       this.timeout(60_000);
       const readiness = await json(`${url}/readyz`);
       expect(readiness.body).to.deep.include({ status: 'ok', redis: 'ready' });
-      const created = await podman.must(['exec', gateway, 'node', 'bin/model-gateway.js', 'keys', 'create', '--name', 'cli']);
+      const created = await podman.must([
+        'exec',
+        gateway,
+        'node',
+        'bin/model-gateway.js',
+        'keys',
+        'create',
+        '--name',
+        'cli',
+      ]);
       const key = /^sk-\S+$/m.exec(created)?.[0];
       expect(key, created).to.be.a('string');
       const models = await fetch(`${url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
@@ -389,7 +475,9 @@ describe('container image (Dockerfile, podman)', function () {
       expect(second.headers.get('x-gateway-cache')).to.equal('hit');
       await second.arrayBuffer();
       // The pii guardrail redacted the address before the request went upstream.
-      expect(JSON.stringify(upstream.requests.at(-1)!.body)).to.include('[EMAIL]').and.not.include('alice@example.com');
+      expect(JSON.stringify(upstream.requests.at(-1)!.body))
+        .to.include('[EMAIL]')
+        .and.not.include('alice@example.com');
       const blocked = await chat({ messages: [{ role: 'user', content: 'Read PROJECT-1234 aloud' }] });
       expect(blocked.status).to.equal(400);
       expect(((await blocked.json()) as { error: { code: string } }).error.code).to.equal('GW_ERR_GUARDRAIL');
@@ -553,15 +641,22 @@ describe('container image (Dockerfile, podman)', function () {
     after(async function () {
       this.timeout(180_000);
       if (!podman || !env) return;
-      await podman.run(['-p', project, ...files, 'down', '-v', '-t', '1'], { command: 'podman-compose', env, cwd: ROOT, timeoutMs: 150_000 });
-      const left = (await podman.run(['ps', '-aq', '--filter', `label=io.podman.compose.project=${project}`])).stdout.split('\n').filter(Boolean);
+      await podman.run(['-p', project, ...files, 'down', '-v', '-t', '1'], {
+        command: 'podman-compose',
+        env,
+        cwd: ROOT,
+        timeoutMs: 150_000,
+      });
+      const left = (await podman.run(['ps', '-aq', '--filter', `label=io.podman.compose.project=${project}`])).stdout
+        .split('\n')
+        .filter(Boolean);
       if (left.length) await podman.run(['rm', '-f', '-v', '-t', '0', ...left]);
       await podman.run(['network', 'rm', '-f', `${project}_default`]);
       for (const volume of ['redis-data', 'gateway-1-data', 'gateway-2-data', 'prometheus-data'])
         await podman.run(['volume', 'rm', '-f', `${project}_${volume}`]);
     });
 
-    it('holds one key\'s rpm exactly across the two replicas, and both read the same usage', async function () {
+    it("holds one key's rpm exactly across the two replicas, and both read the same usage", async function () {
       this.timeout(180_000);
       const sent = limit + 4;
       await withinOneWindow(30_000);
@@ -578,10 +673,14 @@ describe('container image (Dockerfile, podman)', function () {
       expect(statuses).to.deep.equal([...Array<number>(limit).fill(200), ...Array<number>(sent - limit).fill(429)]);
       // The key itself is limited now (its /v1/usage too): read its usage with the admin token instead.
       for (const url of replicas) {
-        await eventually(async () => {
-          const usage = await json(`${url}/admin/usage`, { headers: { authorization: `Bearer ${adminToken}` } });
-          return (usage.body.data as { requests: number }[]).reduce((sum, row) => sum + row.requests, 0) === limit;
-        }, `replica ${url} to read ${limit} requests`, 10_000);
+        await eventually(
+          async () => {
+            const usage = await json(`${url}/admin/usage`, { headers: { authorization: `Bearer ${adminToken}` } });
+            return (usage.body.data as { requests: number }[]).reduce((sum, row) => sum + row.requests, 0) === limit;
+          },
+          `replica ${url} to read ${limit} requests`,
+          10_000,
+        );
       }
     });
 
@@ -589,9 +688,20 @@ describe('container image (Dockerfile, podman)', function () {
       for (const url of replicas) {
         const keys = await json(`${url}/admin/keys`, { headers: { authorization: `Bearer ${adminToken}` } });
         expect(keys.status).to.equal(200);
-        expect((await json(`${url}/admin/keys`, { headers: { authorization: 'Bearer wrong-token-wrong-token-wrong-token' } })).status).to.equal(401);
+        expect(
+          (
+            await json(`${url}/admin/keys`, {
+              headers: { authorization: 'Bearer wrong-token-wrong-token-wrong-token' },
+            })
+          ).status,
+        ).to.equal(401);
       }
-      const inspected = await podman.must(['inspect', '--format', '{{range .Config.Env}}{{println .}}{{end}}', `${project}_gateway-1_1`]);
+      const inspected = await podman.must([
+        'inspect',
+        '--format',
+        '{{range .Config.Env}}{{println .}}{{end}}',
+        `${project}_gateway-1_1`,
+      ]);
       expect(inspected).to.include('GATEWAY_ADMIN_TOKEN_FILE=/run/secrets/admin_token');
       expect(inspected).not.to.include(adminToken);
       expect(inspected).not.to.include(STATIC_KEY);

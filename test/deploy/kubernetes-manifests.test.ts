@@ -127,10 +127,12 @@ function validateObject(object: K8sObject): void {
   if (object.kind === 'Deployment') {
     const template = object.spec.template;
     for (const container of [...(template.spec.initContainers ?? []), ...template.spec.containers]) {
-      if (typeof container.image !== 'string' || container.image.trim() === '') throw new Error(`${id}: container ${container.name}: image is required`);
+      if (typeof container.image !== 'string' || container.image.trim() === '')
+        throw new Error(`${id}: container ${container.name}: image is required`);
     }
     for (const [label, value] of Object.entries(object.spec.selector.matchLabels ?? {})) {
-      if (template.metadata?.labels?.[label] !== value) throw new Error(`${id}: spec.selector label ${label}=${String(value)} does not select the pod template`);
+      if (template.metadata?.labels?.[label] !== value)
+        throw new Error(`${id}: spec.selector label ${label}=${String(value)} does not select the pod template`);
     }
   }
 }
@@ -174,7 +176,11 @@ const gatewayContainer = (deployment: K8sObject) => {
 };
 /** The container's variables with a literal value (those from the Secret have none here). */
 const literalEnv = (container: K8sObject): Record<string, string> =>
-  Object.fromEntries((container.env as K8sObject[]).filter((entry) => typeof entry.value === 'string').map((entry) => [entry.name, entry.value]));
+  Object.fromEntries(
+    (container.env as K8sObject[])
+      .filter((entry) => typeof entry.value === 'string')
+      .map((entry) => [entry.name, entry.value]),
+  );
 const selects = (selector: Record<string, string>, labels: Record<string, string>) =>
   Object.keys(selector).length > 0 && Object.entries(selector).every(([label, value]) => labels[label] === value);
 
@@ -211,17 +217,27 @@ describe('Kubernetes manifests: files (deploy/kubernetes)', () => {
     };
 
     it('a mistyped field: replicas "two"', () => {
-      expect(broken((copy) => (copy.spec.replicas = 'two'))).to.throw(/^Deployment model-gateway: .*spec\/replicas must be integer/);
+      expect(broken((copy) => (copy.spec.replicas = 'two'))).to.throw(
+        /^Deployment model-gateway: .*spec\/replicas must be integer/,
+      );
     });
 
     it('a mistyped field: a probe port that is neither a number nor a name', () => {
-      expect(broken((copy) => (copy.spec.template.spec.containers[0].readinessProbe.httpGet.port = {}))).to.throw(/readinessProbe\/httpGet\/port must be/);
+      expect(broken((copy) => (copy.spec.template.spec.containers[0].readinessProbe.httpGet.port = {}))).to.throw(
+        /readinessProbe\/httpGet\/port must be/,
+      );
     });
 
     it('a required field missing: the container name (schema), the container image, the selected labels (API server rules)', () => {
-      expect(broken((copy) => delete copy.spec.template.spec.containers[0].name)).to.throw(/containers\/0 must have required property name/);
-      expect(broken((copy) => delete copy.spec.template.spec.containers[0].image)).to.throw(/container gateway: image is required/);
-      expect(broken((copy) => delete copy.spec.template.metadata.labels['app.kubernetes.io/component'])).to.throw(/does not select the pod template/);
+      expect(broken((copy) => delete copy.spec.template.spec.containers[0].name)).to.throw(
+        /containers\/0 must have required property name/,
+      );
+      expect(broken((copy) => delete copy.spec.template.spec.containers[0].image)).to.throw(
+        /container gateway: image is required/,
+      );
+      expect(broken((copy) => delete copy.spec.template.metadata.labels['app.kubernetes.io/component'])).to.throw(
+        /does not select the pod template/,
+      );
       expect(broken((copy) => delete copy.metadata.name)).to.throw(/metadata\.name is required/);
     });
 
@@ -253,11 +269,13 @@ describe('Kubernetes manifests: files (deploy/kubernetes)', () => {
     });
 
     it('an object of a kind it has no schema for', () => {
-      expect(() => validateObject({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' } })).to.throw(/no schema known for apiVersion v1, kind Pod/);
+      expect(() => validateObject({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' } })).to.throw(
+        /no schema known for apiVersion v1, kind Pod/,
+      );
     });
   });
 
-  it('alerts the same in compose: deploy/prometheus/alerts.yml holds the PrometheusRule\'s groups', async () => {
+  it("alerts the same in compose: deploy/prometheus/alerts.yml holds the PrometheusRule's groups", async () => {
     const rule = await readObject('components/alerts/prometheusrule.yaml');
     const file = parse(await readFile(join(ROOT, 'deploy', 'prometheus', 'alerts.yml'), 'utf8')) as K8sObject;
     expect(file).to.deep.equal(rule.spec);
@@ -265,7 +283,11 @@ describe('Kubernetes manifests: files (deploy/kubernetes)', () => {
 
   it('gives a config file that the gateway accepts, as `config check` and start-up read it', async () => {
     const lines: string[] = [];
-    const code = await runConfigCommand(['check', join(KUBERNETES, 'base', 'gateway.yaml')], { out: (text) => lines.push(text), err: (text) => lines.push(text) }, {});
+    const code = await runConfigCommand(
+      ['check', join(KUBERNETES, 'base', 'gateway.yaml')],
+      { out: (text) => lines.push(text), err: (text) => lines.push(text) },
+      {},
+    );
     expect(lines.join(''), 'config check').to.match(/: valid \(/);
     expect(code).to.equal(0);
   });
@@ -274,11 +296,15 @@ describe('Kubernetes manifests: files (deploy/kubernetes)', () => {
     const secret = await readObject('secret.example.yaml');
     expect(secret.metadata.name).to.equal('model-gateway');
     const values = secret.stringData as Record<string, string>;
-    expect(values).to.have.property('REDIS_URL').that.matches(/^rediss?:\/\//);
+    expect(values)
+      .to.have.property('REDIS_URL')
+      .that.matches(/^rediss?:\/\//);
     // envFrom turns each key into a variable: a key that is not a variable name would be dropped.
     for (const key of Object.keys(values)) expect(key).to.match(/^[A-Z_][A-Z0-9_]*$/);
     const { problems } = inspectConfig({ GATEWAY_CONFIG: join(KUBERNETES, 'base', 'gateway.yaml'), ...values });
-    expect(problems.join('\n')).to.contain('GATEWAY_ADMIN_TOKEN must be at least 32 characters').and.to.contain('GATEWAY_API_KEYS entry 1 is not a valid key');
+    expect(problems.join('\n'))
+      .to.contain('GATEWAY_ADMIN_TOKEN must be at least 32 characters')
+      .and.to.contain('GATEWAY_API_KEYS entry 1 is not a valid key');
   });
 });
 
@@ -293,7 +319,10 @@ describe('Kubernetes manifests: rendered by kustomize', function () {
     try {
       await run('kubectl', ['version', '--client']);
     } catch (error) {
-      const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'kubectl is not on PATH' : `kubectl does not run (${(error as Error).message})`;
+      const reason =
+        (error as NodeJS.ErrnoException).code === 'ENOENT'
+          ? 'kubectl is not on PATH'
+          : `kubectl does not run (${(error as Error).message})`;
       console.log(`      skipped: ${reason}; install kubectl to render and check deploy/kubernetes with kustomize`);
       this.skip();
     }
@@ -304,10 +333,25 @@ describe('Kubernetes manifests: rendered by kustomize', function () {
   });
 
   it('renders the base and the autoscaled overlay, and every object passes the Kubernetes schema', () => {
-    expect(base.map((object) => object.kind).sort()).to.deep.equal(['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Service']);
-    expect(autoscaled.map((object) => object.kind).sort()).to.deep.equal(['ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'Service']);
+    expect(base.map((object) => object.kind).sort()).to.deep.equal([
+      'ConfigMap',
+      'Deployment',
+      'PodDisruptionBudget',
+      'Service',
+    ]);
+    expect(autoscaled.map((object) => object.kind).sort()).to.deep.equal([
+      'ConfigMap',
+      'Deployment',
+      'HorizontalPodAutoscaler',
+      'PodDisruptionBudget',
+      'Service',
+    ]);
     for (const object of [...base, ...autoscaled]) validateObject(object);
-    for (const object of base) expect(object.metadata.labels).to.include({ 'app.kubernetes.io/name': 'model-gateway', 'app.kubernetes.io/part-of': 'model-gateway' });
+    for (const object of base)
+      expect(object.metadata.labels).to.include({
+        'app.kubernetes.io/name': 'model-gateway',
+        'app.kubernetes.io/part-of': 'model-gateway',
+      });
   });
 
   it('runs two replicas of the image as uid 10001 on a read-only root, without privileges', () => {
@@ -318,17 +362,28 @@ describe('Kubernetes manifests: rendered by kustomize', function () {
     expect(container.image).to.equal('model-gateway:latest');
     expect(pod.securityContext).to.deep.include({ runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001 });
     expect(pod.securityContext.seccompProfile).to.deep.equal({ type: 'RuntimeDefault' });
-    expect(container.securityContext).to.deep.include({ runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
+    expect(container.securityContext).to.deep.include({
+      runAsNonRoot: true,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+    });
     expect(container.securityContext.capabilities).to.deep.equal({ drop: ['ALL'] });
     expect(pod.automountServiceAccountToken).to.equal(false);
     // A Service named `metrics` would otherwise set METRICS_PORT=tcp://…, which stops the gateway's start.
     expect(pod.enableServiceLinks).to.equal(false);
     // Writable places on the read-only root: /tmp, and the data directory (usage spills there while Redis is away).
-    const emptyDirs = new Set((pod.volumes as K8sObject[]).filter((volume) => volume.emptyDir).map((volume) => volume.name));
-    const mounts = Object.fromEntries((container.volumeMounts as K8sObject[]).map((mount) => [mount.mountPath, mount.name]));
+    const emptyDirs = new Set(
+      (pod.volumes as K8sObject[]).filter((volume) => volume.emptyDir).map((volume) => volume.name),
+    );
+    const mounts = Object.fromEntries(
+      (container.volumeMounts as K8sObject[]).map((mount) => [mount.mountPath, mount.name]),
+    );
     expect(emptyDirs.has(mounts['/tmp'])).to.equal(true);
     expect(emptyDirs.has(mounts[literalEnv(container).GATEWAY_DATA_DIR!])).to.equal(true);
-    expect(container.resources).to.deep.equal({ requests: { cpu: '250m', memory: '256Mi' }, limits: { cpu: '1', memory: '512Mi' } });
+    expect(container.resources).to.deep.equal({
+      requests: { cpu: '250m', memory: '256Mi' },
+      limits: { cpu: '1', memory: '512Mi' },
+    });
   });
 
   it('probes /readyz?degraded=ready for readiness and /healthz for liveness on the http port, which the Service and the gateway use', () => {
@@ -361,7 +416,9 @@ describe('Kubernetes manifests: rendered by kustomize', function () {
     expect([sleep, rest]).to.deep.equal(['/bin/sleep', []]);
     const drainMs = Number(literalEnv(container).GATEWAY_DRAIN_MS);
     expect(drainMs).to.be.a('number').and.above(0);
-    expect(deployment.spec.template.spec.terminationGracePeriodSeconds).to.be.at.least(Number(seconds) + drainMs / 1000 + 5);
+    expect(deployment.spec.template.spec.terminationGracePeriodSeconds).to.be.at.least(
+      Number(seconds) + drainMs / 1000 + 5,
+    );
   });
 
   it('takes every secret as a file: no Secret value reaches an environment variable', async () => {
@@ -565,7 +622,7 @@ describe('Kubernetes manifests: rendered by kustomize', function () {
     ]);
   });
 
-  it('mounts the ConfigMap (fixed name, no subPath) where GATEWAY_CONFIG points, with a file the gateway accepts with the Deployment\'s environment', async () => {
+  it("mounts the ConfigMap (fixed name, no subPath) where GATEWAY_CONFIG points, with a file the gateway accepts with the Deployment's environment", async () => {
     const deployment = find(base, 'Deployment');
     const container = gatewayContainer(deployment);
     const configMap = find(base, 'ConfigMap');
@@ -585,7 +642,11 @@ describe('Kubernetes manifests: rendered by kustomize', function () {
       await writeFile(file, configMap.data['gateway.yaml'] as string);
       const gatewayEnv = { ...env, GATEWAY_CONFIG: file, REDIS_URL: 'redis://redis.example:6379' };
       const lines: string[] = [];
-      const code = await runConfigCommand(['check', file], { out: (text) => lines.push(text), err: (text) => lines.push(text) }, gatewayEnv);
+      const code = await runConfigCommand(
+        ['check', file],
+        { out: (text) => lines.push(text), err: (text) => lines.push(text) },
+        gatewayEnv,
+      );
       expect(lines.join(''), 'config check').to.match(/: valid \(/);
       expect(code).to.equal(0);
       const config = loadConfig(gatewayEnv);
@@ -600,22 +661,31 @@ describe('Kubernetes manifests: rendered by kustomize', function () {
   it('autoscaled: scales the Deployment on CPU (70%) from 2 replicas, and leaves the replica count to the autoscaler', () => {
     const autoscaler = find(autoscaled, 'HorizontalPodAutoscaler');
     expect(autoscaler.apiVersion).to.equal('autoscaling/v2');
-    expect(autoscaler.spec.scaleTargetRef).to.deep.equal({ apiVersion: 'apps/v1', kind: 'Deployment', name: find(autoscaled, 'Deployment').metadata.name });
+    expect(autoscaler.spec.scaleTargetRef).to.deep.equal({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      name: find(autoscaled, 'Deployment').metadata.name,
+    });
     expect(autoscaler.spec.minReplicas).to.equal(2);
-    expect(autoscaler.spec.metrics).to.deep.equal([{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 70 } } }]);
+    expect(autoscaler.spec.metrics).to.deep.equal([
+      { type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 70 } } },
+    ]);
     expect(find(autoscaled, 'Deployment').spec).not.to.have.property('replicas');
     // Otherwise the same objects as the base.
     const { replicas: _replicas, ...baseSpec } = find(base, 'Deployment').spec as K8sObject;
     expect(find(autoscaled, 'Deployment').spec).to.deep.equal(baseSpec);
   });
 
-  it('fails with kubectl\'s message when a kustomization is broken', async () => {
+  it("fails with kubectl's message when a kustomization is broken", async () => {
     const dir = await mkdtemp(join(tmpdir(), 'k8s-broken-'));
     try {
       await cp(join(KUBERNETES, 'base'), dir, { recursive: true });
       const kustomization = await readFile(join(dir, 'kustomization.yaml'), 'utf8');
       expect(kustomization).to.contain('  - service.yaml\n');
-      await writeFile(join(dir, 'kustomization.yaml'), kustomization.replace('  - service.yaml\n', '  - service.yaml\n  - no-such-file.yaml\n'));
+      await writeFile(
+        join(dir, 'kustomization.yaml'),
+        kustomization.replace('  - service.yaml\n', '  - service.yaml\n  - no-such-file.yaml\n'),
+      );
       let failure: Error | undefined;
       await render(dir).catch((error: Error) => (failure = error));
       expect(failure?.message).to.match(/^kubectl kustomize .* failed: .*no-such-file\.yaml/s);

@@ -30,13 +30,17 @@ export async function callModel(url: string, key: string, model = 'alpha/gen-5.5
 
 /** The requests the usage read-back holds for a key, asked with that key. */
 async function requestsRecorded(url: string, key: string): Promise<number> {
-  const body = (await (await fetch(`${url}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: { requests: number }[] };
+  const body = (await (await fetch(`${url}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+    data: { requests: number }[];
+  };
   return body.data.reduce((sum, row) => sum + row.requests, 0);
 }
 
 /** The managed keys by name, through the admin API. */
 async function adminKeys(target: AccountTarget): Promise<Record<string, { id: string; revoked: boolean }>> {
-  const response = await fetch(`${target.url}/admin/keys`, { headers: { authorization: `Bearer ${target.adminToken}` } });
+  const response = await fetch(`${target.url}/admin/keys`, {
+    headers: { authorization: `Bearer ${target.adminToken}` },
+  });
   const body = (await response.json()) as { data: { id: string; name: string; revoked: boolean }[] };
   return Object.fromEntries(body.data.map((key) => [key.name, key]));
 }
@@ -46,7 +50,16 @@ async function adminKeys(target: AccountTarget): Promise<Record<string, { id: st
  * document (`text`), or as rendered, a list's items on lines of their own (`rendered`, trimmed).
  */
 export async function rowCells(row: Locator, as: 'text' | 'rendered' = 'text'): Promise<Record<string, string>> {
-  return row.evaluate((tr, rendered) => Object.fromEntries([...(tr as HTMLTableRowElement).cells].map((cell) => [cell.dataset.label ?? '', rendered ? cell.innerText.trim() : cell.textContent!])), as === 'rendered');
+  return row.evaluate(
+    (tr, rendered) =>
+      Object.fromEntries(
+        [...(tr as HTMLTableRowElement).cells].map((cell) => [
+          cell.dataset.label ?? '',
+          rendered ? cell.innerText.trim() : cell.textContent!,
+        ]),
+      ),
+    as === 'rendered',
+  );
 }
 
 /** Opens a view of the signed-in page by its link and waits for its heading and its reads. */
@@ -56,13 +69,30 @@ export async function openView(page: Page, link: string, heading: string): Promi
   await page.waitForLoadState('networkidle');
 }
 
-/** axe-core's WCAG 2 A/AA violations on the page as it is now (run through the debugger, so the page's CSP does not apply). */
+/**
+ * axe-core's WCAG 2 A/AA violations on the page as it is now (run through the debugger, so the page's CSP does not
+ * apply).
+ */
 export async function accessibilityViolations(page: Page): Promise<string[]> {
   await page.evaluate(await AXE_SOURCE);
   const violations = await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(context: unknown, options: unknown): Promise<{ violations: { id: string; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
-    const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-    return result.violations.map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.map((node) => node.target.join(' ')).join(', ')})`);
+    const axe = (
+      globalThis as unknown as {
+        axe: {
+          run(
+            context: unknown,
+            options: unknown,
+          ): Promise<{ violations: { id: string; help: string; nodes: { target: string[] }[] }[] }>;
+        };
+      }
+    ).axe;
+    const result = await axe.run(document, {
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] },
+    });
+    return result.violations.map(
+      (violation) =>
+        `${violation.id}: ${violation.help} (${violation.nodes.map((node) => node.target.join(' ')).join(', ')})`,
+    );
   });
   return violations;
 }
@@ -86,9 +116,14 @@ export async function accountJourney(target: AccountTarget, browser: HeadlessBro
   // A wrong token is refused and leaves no session.
   await page.getByLabel('Admin token').fill('not-the-admin-token');
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await expect(await page.getByRole('alert').filter({ hasText: 'Invalid admin token' }).textContent()).to.include('Invalid admin token');
+  await expect(await page.getByRole('alert').filter({ hasText: 'Invalid admin token' }).textContent()).to.include(
+    'Invalid admin token',
+  );
   expect(await sessionCookie(browser, target.url)).to.equal(undefined);
-  expect(browser.problems.every((problem) => problem.includes('status of 401'))).to.equal(true, browser.problems.join('\n'));
+  expect(browser.problems.every((problem) => problem.includes('status of 401'))).to.equal(
+    true,
+    browser.problems.join('\n'),
+  );
   browser.problems.length = 0;
 
   // Sign in with the keyboard: type the token, press Enter.
@@ -132,10 +167,20 @@ export async function accountJourney(target: AccountTarget, browser: HeadlessBro
   await page.getByText('Copied to the clipboard.').waitFor();
   expect(await page.evaluate(() => navigator.clipboard.readText())).to.equal(key);
   const keyRow = page.getByRole('row', { name: /e2e browser key/ });
-  expect(await keyRow.textContent()).to.include('active').and.include('50');
+  expect(await keyRow.textContent())
+    .to.include('active')
+    .and.include('50');
   expect(await keyRow.locator('[data-label="Cache"]').textContent()).to.equal('off');
-  expect(await page.getByRole('row', { name: /kept browser key/ }).locator('[data-label="Cache"]').textContent()).to.equal('default');
-  expect(await keyForm.getByLabel('Response cache').inputValue(), 'the form is reset to the gateway\'s setting').to.equal('');
+  expect(
+    await page
+      .getByRole('row', { name: /kept browser key/ })
+      .locator('[data-label="Cache"]')
+      .textContent(),
+  ).to.equal('default');
+  expect(
+    await keyForm.getByLabel('Response cache').inputValue(),
+    "the form is reset to the gateway's setting",
+  ).to.equal('');
   expect(await accessibilityViolations(page)).to.deep.equal([]);
   await screenshot(page, 'account-keys');
 
@@ -148,12 +193,19 @@ export async function accountJourney(target: AccountTarget, browser: HeadlessBro
   await page.getByRole('heading', { name: 'Usage', level: 1 }).waitFor();
   await page.getByLabel('Key', { exact: true }).selectOption(keyId);
   await page.getByRole('button', { name: 'Show usage' }).click();
-  await eventually(async () => ((await page.locator('#totals-table tbody').textContent()) ?? '').includes('alpha/gen-5.5'), 'the usage row of the call');
+  await eventually(
+    async () => ((await page.locator('#totals-table tbody').textContent()) ?? '').includes('alpha/gen-5.5'),
+    'the usage row of the call',
+  );
   const usageRow = page.locator('#totals-table tbody tr').first();
   expect(await usageRow.locator('td').first().textContent()).to.equal('1');
-  expect(await page.locator('#day-chart').evaluate((canvas) => (canvas as HTMLCanvasElement).width)).to.be.greaterThan(0);
+  expect(await page.locator('#day-chart').evaluate((canvas) => (canvas as HTMLCanvasElement).width)).to.be.greaterThan(
+    0,
+  );
   expect(await page.evaluate(() => Boolean((globalThis as unknown as { Chart?: unknown }).Chart))).to.equal(true);
-  expect(await page.locator('#model-chart-summary').textContent()).to.include('alpha/gen-5.5').and.include('delta/delta-4.6');
+  expect(await page.locator('#model-chart-summary').textContent())
+    .to.include('alpha/gen-5.5')
+    .and.include('delta/delta-4.6');
   expect(await page.locator('#totals-table tfoot').textContent()).to.match(/^All models3/);
   const csvHref = await page.locator('#csv-model').getAttribute('href');
   const csv = await page.evaluate(async (href) => (await fetch(href!)).text(), csvHref);
@@ -166,7 +218,8 @@ export async function accountJourney(target: AccountTarget, browser: HeadlessBro
   await page.getByRole('heading', { name: 'Limits', level: 1 }).waitFor();
   const limitsRow = page.locator('#limit-keys-table tbody tr', { hasText: 'e2e browser key' });
   await limitsRow.waitFor();
-  // Its requests per minute: the use counted in the window open now (whatever minute the journey's requests fell in) of its 50.
+  // Its requests per minute: the use counted in the window open now (whatever minute the journey's requests fell in) of
+  // its 50.
   expect(await limitsRow.locator('td').nth(1).textContent()).to.match(/^\d+ \/ 50\d+% · resets \d\d:\d\d UTC$/);
   expect(await page.locator('#limit-keys-table tbody tr', { hasText: 'kept browser key' }).count()).to.equal(1);
   expect(await accessibilityViolations(page)).to.deep.equal([]);
@@ -174,7 +227,10 @@ export async function accountJourney(target: AccountTarget, browser: HeadlessBro
   // Health: readiness, every provider's endpoint, the alias table.
   await page.getByRole('link', { name: 'Health' }).click();
   await page.getByRole('heading', { name: 'Health', level: 1 }).waitFor();
-  await eventually(async () => (await page.locator('#providers-table tbody tr').count()) === target.providers, `${target.providers} provider rows`);
+  await eventually(
+    async () => (await page.locator('#providers-table tbody tr').count()) === target.providers,
+    `${target.providers} provider rows`,
+  );
   expect(await page.locator('#aliases-table').textContent()).to.include('alpha-latest');
   expect(await page.locator('#readiness').textContent()).to.include('not configured');
   expect(await page.content()).not.to.include(target.upstreamKey);
@@ -187,7 +243,9 @@ export async function accountJourney(target: AccountTarget, browser: HeadlessBro
     await page.getByRole('link', { name: view[0]!.toUpperCase() + view.slice(1) }).click();
     await page.locator(`#${view}-view`).waitFor();
     await page.waitForLoadState('networkidle');
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    const overflow = await page.evaluate(
+      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    );
     expect(overflow, `${view} scrolls sideways`).to.be.at.most(0);
     await screenshot(page, `account-${view}-narrow`);
   }
@@ -201,7 +259,10 @@ export async function accountJourney(target: AccountTarget, browser: HeadlessBro
   expect(await page.getByRole('row', { name: /e2e browser key/ }).textContent()).to.include('active');
   await page.getByRole('button', { name: 'Revoke key e2e browser key' }).click();
   await page.getByRole('dialog').getByRole('button', { name: 'Revoke e2e browser key' }).click();
-  await eventually(async () => ((await page.getByRole('row', { name: /e2e browser key/ }).textContent()) ?? '').includes('revoked'), 'the key shown revoked');
+  await eventually(
+    async () => ((await page.getByRole('row', { name: /e2e browser key/ }).textContent()) ?? '').includes('revoked'),
+    'the key shown revoked',
+  );
   expect(await callModel(target.url, key)).to.equal(403);
   // After a confirmed revocation, Escape on the next dialog still cancels.
   await page.getByRole('button', { name: 'Revoke key kept browser key' }).click();
@@ -217,7 +278,9 @@ export async function accountJourney(target: AccountTarget, browser: HeadlessBro
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
   expect(await sessionCookie(browser, target.url)).to.equal(undefined);
   expect(await page.locator('#keys-table tbody tr').count()).to.equal(0);
-  const replay = await fetch(`${target.url}/account/api/keys`, { headers: { cookie: `gw_account_session=${cookie!.value}` } });
+  const replay = await fetch(`${target.url}/account/api/keys`, {
+    headers: { cookie: `gw_account_session=${cookie!.value}` },
+  });
   expect(replay.status).to.equal(401);
   expect(browser.problems).to.deep.equal([]);
 }

@@ -22,7 +22,12 @@ import { MemoryTeamStore } from '../helpers/memory-team-store.ts';
 import { accessibilityViolations, rowCells } from './account-journey.ts';
 
 const ADMIN_TOKEN = 'account-limits-page-admin-token-0123456789abcdef';
-const CAPPED: Limits = { rpm: 60, tpm: 10_000, quota: { daily: 100_000, monthly: 2_000_000 }, budget: { daily_usd: 5, monthly_usd: 50 } };
+const CAPPED: Limits = {
+  rpm: 60,
+  tpm: 10_000,
+  quota: { daily: 100_000, monthly: 2_000_000 },
+  budget: { daily_usd: 5, monthly_usd: 50 },
+};
 const RESEARCH: Limits = { rpm: 600, tpm: 50_000, budget: { monthly_usd: 100 } };
 
 describe('account page limits view in headless Chromium', function () {
@@ -46,7 +51,8 @@ describe('account page limits view in headless Chromium', function () {
   /** Counts `count` requests on an owner's request counter open now, as the rate limiter does. */
   function requests(scope: LimitScope, owner: string, limit: number, count: number): void {
     const meter = requestMeter(scope, owner, limit, 60_000, Date.now());
-    for (let i = 0; i < count; i++) ledger.reserve([{ counter: meter.counter, limit, want: 1, need: 1, resetAt: meter.resetAt }]);
+    for (let i = 0; i < count; i++)
+      ledger.reserve([{ counter: meter.counter, limit, want: 1, need: 1, resetAt: meter.resetAt }]);
   }
 
   before(async () => {
@@ -55,13 +61,24 @@ describe('account page limits view in headless Chromium', function () {
     usage = await EmbeddedUsageStore.open(dataDir, createLogger('silent'));
     ledger = new MemoryLedger();
     alerts = new EmbeddedAlertLog();
-    const teams = new MemoryTeamStore([{ name: 'research', ...RESEARCH, cache: false }, { name: 'idle', quota: { daily: 1000 } }]);
+    const teams = new MemoryTeamStore([
+      { name: 'research', ...RESEARCH, cache: false },
+      { name: 'idle', quota: { daily: 1000 } },
+    ]);
     const registry = new ModelRegistry(await loadPlugins(resolve('providers/manifest.json')));
     app = await startGuardedApp({
       routers: {
         '/account': accountRouter({
-          token: ADMIN_TOKEN, keys, usage, registry: () => registry, endpoints: endpointsOf(new Map()), readiness: async () => ({ status: 'ok' }),
-          sessions: new MemorySessionStore(), teams, limits: ledger, alerts,
+          token: ADMIN_TOKEN,
+          keys,
+          usage,
+          registry: () => registry,
+          endpoints: endpointsOf(new Map()),
+          readiness: async () => ({ status: 'ok' }),
+          sessions: new MemorySessionStore(),
+          teams,
+          limits: ledger,
+          alerts,
         }),
       },
     });
@@ -90,11 +107,35 @@ describe('account page limits view in headless Chromium', function () {
     requests('key', capped.id, 60, 3);
     requests('team', 'research', 600, 3);
     const windowEnd = new Date(Date.now() + 3_600_000).toISOString();
-    const firing = { team: 'research', unit: 'usd', window_end: windowEnd, fired_at: '2026-11-23T14:05:00.000Z' } as const;
-    alerts.fired({ ...firing, id: 'alrt_1', scope: 'key', owner: capped.id, kind: 'budget', period: 'day', threshold: 80, used: 4.1, limit: 5 });
+    const firing = {
+      team: 'research',
+      unit: 'usd',
+      window_end: windowEnd,
+      fired_at: '2026-11-23T14:05:00.000Z',
+    } as const;
     alerts.fired({
-      ...firing, id: 'alrt_2', scope: 'team', owner: 'research', kind: 'quota', period: 'month', threshold: 50, used: 60_000, limit: 100_000,
-      unit: 'tokens', fired_at: '2026-11-22T09:30:00.000Z',
+      ...firing,
+      id: 'alrt_1',
+      scope: 'key',
+      owner: capped.id,
+      kind: 'budget',
+      period: 'day',
+      threshold: 80,
+      used: 4.1,
+      limit: 5,
+    });
+    alerts.fired({
+      ...firing,
+      id: 'alrt_2',
+      scope: 'team',
+      owner: 'research',
+      kind: 'quota',
+      period: 'month',
+      threshold: 50,
+      used: 60_000,
+      limit: 100_000,
+      unit: 'tokens',
+      fired_at: '2026-11-22T09:30:00.000Z',
     });
 
     await page.goto(`${app.url}/account#limits`);
@@ -109,15 +150,21 @@ describe('account page limits view in headless Chromium', function () {
     expect(shown.Key).to.equal(`capped key${capped.id}`);
     expect(shown).to.deep.include({ Team: 'research' });
     expect(shown['Requests per minute']).to.match(/^3 \/ 605% · resets \d\d:\d\d UTC$/);
-    expect(await page.getByRole('meter', { name: 'Requests per minute of key capped key: 5% used, 57 left' }).count()).to.equal(1);
+    expect(
+      await page.getByRole('meter', { name: 'Requests per minute of key capped key: 5% used, 57 left' }).count(),
+    ).to.equal(1);
     expect(shown['Tokens per minute']).to.match(/^2,500 \/ 10,00025% · resets \d\d:\d\d UTC$/);
     expect(shown['Daily quota']).to.match(/^42,000 \/ 100,00042% · resets [A-Z][a-z]{2} \d\d?, 00:00 UTC$/);
     expect(shown['Monthly quota']).to.match(/^1,234,567 \/ 2,000,00062% · resets [A-Z][a-z]{2} 1, 00:00 UTC$/);
     expect(shown['Daily budget']).to.match(/^\$1\.25 \/ \$5\.0025% · resets/);
     expect(shown['Monthly budget']).to.match(/^\$48\.50 \/ \$50\.0097% · resets/);
     const bar = page.getByRole('meter', { name: 'Monthly budget of key capped key: 97% used, $1.50 left' });
-    expect(await bar.evaluate((meter) => [(meter as HTMLMeterElement).value, (meter as HTMLMeterElement).max])).to.deep.equal([48.5, 50]);
-    expect(await page.getByRole('meter', { name: /^Tokens per minute of key capped key: 25% used/ }).count()).to.equal(1);
+    expect(
+      await bar.evaluate((meter) => [(meter as HTMLMeterElement).value, (meter as HTMLMeterElement).max]),
+    ).to.deep.equal([48.5, 50]);
+    expect(await page.getByRole('meter', { name: /^Tokens per minute of key capped key: 25% used/ }).count()).to.equal(
+      1,
+    );
 
     const open = await rowCells(page.locator('#limit-keys-table tbody tr', { hasText: 'open key' }));
     expect(open).to.deep.include({ Team: '—', 'Tokens per minute': '—', 'Daily quota': '—', 'Monthly budget': '—' });
@@ -142,10 +189,18 @@ describe('account page limits view in headless Chromium', function () {
     const fired = page.locator('#limit-alerts-table tbody tr');
     expect(await fired.count()).to.equal(2);
     expect(await rowCells(fired.nth(0))).to.deep.equal({
-      Owner: `capped key${capped.id}`, Limit: 'Daily budget', Threshold: '80%', 'Used when fired': '$4.10 / $5.00', 'Last fired': '2026-11-23 14:05 UTC',
+      Owner: `capped key${capped.id}`,
+      Limit: 'Daily budget',
+      Threshold: '80%',
+      'Used when fired': '$4.10 / $5.00',
+      'Last fired': '2026-11-23 14:05 UTC',
     });
     expect(await rowCells(fired.nth(1))).to.deep.equal({
-      Owner: 'team research', Limit: 'Monthly quota', Threshold: '50%', 'Used when fired': '60,000 / 100,000', 'Last fired': '2026-11-22 09:30 UTC',
+      Owner: 'team research',
+      Limit: 'Monthly quota',
+      Threshold: '50%',
+      'Used when fired': '60,000 / 100,000',
+      'Last fired': '2026-11-22 09:30 UTC',
     });
     expect(await page.locator('#limit-alerts-empty').isVisible()).to.equal(false);
     expect(await accessibilityViolations(page)).to.deep.equal([]);
@@ -165,7 +220,9 @@ describe('account page limits view in headless Chromium', function () {
     // Narrow screen: one card per row, nothing scrolls sideways.
     await page.setViewportSize({ width: 390, height: 844 });
     await page.waitForLoadState('networkidle');
-    expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).to.be.at.most(0);
+    expect(
+      await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth),
+    ).to.be.at.most(0);
     expect(await accessibilityViolations(page)).to.deep.equal([]);
     await screenshot(page, 'account-limits-narrow');
 

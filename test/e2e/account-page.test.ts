@@ -24,7 +24,11 @@ describe('account page in headless Chromium', function () {
   });
 
   it('signs in, creates a key that works, shows its usage, revokes it (next call 403) and signs out', async () => {
-    await accountJourney({ url: test.url, adminToken: ADMIN_TOKEN, providers: VENDORS.length, upstreamKey: UPSTREAM_KEY }, browser, page);
+    await accountJourney(
+      { url: test.url, adminToken: ADMIN_TOKEN, providers: VENDORS.length, upstreamKey: UPSTREAM_KEY },
+      browser,
+      page,
+    );
   });
 });
 

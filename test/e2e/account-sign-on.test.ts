@@ -51,11 +51,24 @@ describe('single sign-on through a real OpenID provider: three people, three rol
     await writeFile(join(configDir, 'gateway.yaml'), CONFIG);
     test = await startTestGateway({
       configFile: join(configDir, 'gateway.yaml'),
-      env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN, GATEWAY_OIDC_ISSUER: issuer.url, GATEWAY_OIDC_CLIENT_ID: 'model-gateway', GATEWAY_OIDC_CLIENT_SECRET: CLIENT_SECRET },
+      env: {
+        GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN,
+        GATEWAY_OIDC_ISSUER: issuer.url,
+        GATEWAY_OIDC_CLIENT_ID: 'model-gateway',
+        GATEWAY_OIDC_CLIENT_SECRET: CLIENT_SECRET,
+      },
     });
-    issuer.register({ clientId: 'model-gateway', clientSecret: CLIENT_SECRET, redirectUri: `${test.url}/account/api/sso/callback` });
+    issuer.register({
+      clientId: 'model-gateway',
+      clientSecret: CLIENT_SECRET,
+      redirectUri: `${test.url}/account/api/sso/callback`,
+    });
     for (const team of [{ name: 'blue', rpm: 100, budget: { daily_usd: 5 } }, { name: 'green' }]) {
-      const created = await fetch(`${test.url}/admin/teams`, { method: 'POST', headers: admin, body: JSON.stringify(team) });
+      const created = await fetch(`${test.url}/admin/teams`, {
+        method: 'POST',
+        headers: admin,
+        body: JSON.stringify(team),
+      });
       expect(created.status).to.equal(201);
     }
   });
@@ -76,19 +89,31 @@ describe('single sign-on through a real OpenID provider: three people, three rol
     await page.getByRole('button', { name: 'Sign-in' }).click();
     await page.getByRole('button', { name: 'Continue' }).click();
     await page.waitForURL(`${test.url}/account**`);
-    // The provider's development pages load fonts from the internet, which cannot be reached here: not the gateway's problems.
+    // The provider's development pages load fonts from the internet, which cannot be reached here: not the gateway's
+    // problems.
     browser.problems.length = 0;
     await page.locator('#who').filter({ hasText: USERS[login].email }).waitFor();
     await page.waitForLoadState('networkidle');
     return page;
   }
 
-  /** A call of the account API from the signed-in page, as its own scripts make them (cookie, CSRF token, this origin). */
-  async function pageCall(page: Page, method: string, path: string, body?: unknown): Promise<{ status: number; json: Record<string, any> }> {
+  /**
+   * A call of the account API from the signed-in page, as its own scripts make them (cookie, CSRF token, this origin).
+   */
+  async function pageCall(
+    page: Page,
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; json: Record<string, any> }> {
     return page.evaluate(
       async ({ method, path, body }) => {
         const { csrf_token: csrf } = await (await fetch('/account/api/session')).json();
-        const response = await fetch(`/account/api${path}`, { method, headers: { 'content-type': 'application/json', 'x-csrf-token': csrf }, body: body === undefined ? undefined : JSON.stringify(body) });
+        const response = await fetch(`/account/api${path}`, {
+          method,
+          headers: { 'content-type': 'application/json', 'x-csrf-token': csrf },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
         return { status: response.status, json: await response.json().catch(() => ({})) };
       },
       { method, path, body },
@@ -109,7 +134,8 @@ describe('single sign-on through a real OpenID provider: three people, three rol
     try {
       const page = await signOn(browser, 'alice');
       expect(await page.locator('#who').textContent()).to.equal('Signed in as alice@example.com · admin');
-      for (const view of ['Keys', 'Teams', 'Usage', 'Limits', 'Health', 'Audit']) expect(await page.getByRole('link', { name: view, exact: true }).isVisible(), view).to.equal(true);
+      for (const view of ['Keys', 'Teams', 'Usage', 'Limits', 'Health', 'Audit'])
+        expect(await page.getByRole('link', { name: view, exact: true }).isVisible(), view).to.equal(true);
       const form = page.locator('#create-key-form');
       await form.getByLabel('Name').fill('green service');
       await form.getByLabel('Team', { exact: true }).selectOption('green');
@@ -129,7 +155,7 @@ describe('single sign-on through a real OpenID provider: three people, three rol
     }
   });
 
-  it('lets the team admin of blue make a key in blue through the page, and refuses green\'s keys, a limit above blue\'s and a token with admin (403)', async () => {
+  it("lets the team admin of blue make a key in blue through the page, and refuses green's keys, a limit above blue's and a token with admin (403)", async () => {
     const browser = await launchBrowser();
     try {
       const page = await signOn(browser, 'bob');
@@ -137,7 +163,9 @@ describe('single sign-on through a real OpenID provider: three people, three rol
       expect(await page.locator('#create-team-form').isVisible()).to.equal(false);
       expect(await page.getByRole('row', { name: /green service/ }).count()).to.equal(0);
       const form = page.locator('#create-key-form');
-      expect(await form.getByLabel('Team', { exact: true }).locator('option').allTextContents()).to.include('blue').and.not.include('green');
+      expect(await form.getByLabel('Team', { exact: true }).locator('option').allTextContents())
+        .to.include('blue')
+        .and.not.include('green');
       await form.getByLabel('Name').fill('blue worker');
       await form.getByLabel('Team', { exact: true }).selectOption('blue');
       await form.getByLabel(/Requests per minute/).fill('50');
@@ -145,15 +173,21 @@ describe('single sign-on through a real OpenID provider: three people, three rol
       await page.getByRole('heading', { name: 'New key “blue worker”' }).waitFor();
       const row = await rowCells(page.getByRole('row', { name: /blue worker/ }));
       expect(row.Team).to.equal('blue');
-      blueKey = (await pageCall(page, 'GET', '/keys')).json.data.find((key: { name: string }) => key.name === 'blue worker').id;
+      blueKey = (await pageCall(page, 'GET', '/keys')).json.data.find(
+        (key: { name: string }) => key.name === 'blue worker',
+      ).id;
 
       const onGreen = await pageCall(page, 'PATCH', `/keys/${greenKey}`, { rpm: 1 });
       expect(onGreen.status).to.equal(403);
-      expect(onGreen.json.detail).to.equal("Your role may not create, change and revoke keys of team 'green' (keys.write)");
+      expect(onGreen.json.detail).to.equal(
+        "Your role may not create, change and revoke keys of team 'green' (keys.write)",
+      );
       expect((await pageCall(page, 'POST', `/keys/${greenKey}/revoke`)).status).to.equal(403);
       const above = await pageCall(page, 'POST', '/keys', { name: 'too fast', team: 'blue', rpm: 500 });
       expect(above.status).to.equal(403);
-      expect(above.json.detail).to.equal("A key's limits may not exceed its team's: rpm 500 is above team 'blue''s 100");
+      expect(above.json.detail).to.equal(
+        "A key's limits may not exceed its team's: rpm 500 is above team 'blue''s 100",
+      );
       const intoGreen = await pageCall(page, 'POST', '/keys', { name: 'sneaky', team: 'green' });
       expect(intoGreen.status).to.equal(403);
       const token = await pageCall(page, 'POST', '/tokens', { name: 'root please', role: 'admin' });
@@ -162,8 +196,12 @@ describe('single sign-on through a real OpenID provider: three people, three rol
       const ownToken = await pageCall(page, 'POST', '/tokens', { name: 'blue ci', role: 'viewer', teams: ['blue'] });
       expect(ownToken.status).to.equal(201);
       expect(ownToken.json.token).to.match(/^gwt_/);
-      const scoped = await fetch(`${test.url}/admin/keys`, { headers: { authorization: `Bearer ${ownToken.json.token}` } });
-      expect(((await scoped.json()) as { data: { team: string }[] }).data.map((key) => key.team)).to.deep.equal(['blue']);
+      const scoped = await fetch(`${test.url}/admin/keys`, {
+        headers: { authorization: `Bearer ${ownToken.json.token}` },
+      });
+      expect(((await scoped.json()) as { data: { team: string }[] }).data.map((key) => key.team)).to.deep.equal([
+        'blue',
+      ]);
       expect(browser.problems.every((problem) => problem.includes('403'))).to.equal(true, browser.problems.join('\n'));
     } finally {
       await browser.close();
@@ -198,7 +236,8 @@ describe('single sign-on through a real OpenID provider: three people, three rol
       return records.filter((record) => record.action === 'session.sign-in').length === 3;
     }, 'three sign-ins');
     const changes = records.filter((record) => record.outcome === 'ok' && !record.action.startsWith('session.'));
-    const named = (action: string, id: string | undefined) => changes.filter((record) => record.action === action && record.target.id === id);
+    const named = (action: string, id: string | undefined) =>
+      changes.filter((record) => record.action === action && record.target.id === id);
     expect(named('team.create', 'blue')).to.have.length(1);
     expect(named('team.create', 'green')).to.have.length(1);
     const made = named('key.create', greenKey);
@@ -216,7 +255,11 @@ describe('single sign-on through a real OpenID provider: three people, three rol
     expect(blue[0]!.after).to.deep.include({ team: 'blue', rpm: 50 });
     expect(changes.filter((record) => record.action === 'token.create')).to.have.length(1);
     for (const record of changes) expect(record.after ?? record.before, record.action).to.not.equal(null);
-    expect(JSON.stringify(records)).not.to.include('gwt_').and.not.include('sk-').and.not.include(CLIENT_SECRET).and.not.include(ADMIN_TOKEN);
+    expect(JSON.stringify(records))
+      .not.to.include('gwt_')
+      .and.not.include('sk-')
+      .and.not.include(CLIENT_SECRET)
+      .and.not.include(ADMIN_TOKEN);
 
     const refused = records.filter((record) => record.outcome === 'refused');
     const bobs = refused.filter((record) => record.actor?.name === 'bob@example.com');
@@ -241,6 +284,8 @@ describe('single sign-on through a real OpenID provider: three people, three rol
     await writeFile(path, lines.join('\n'));
     out.length = 0;
     expect(await runCli(['audit', 'verify'], io, env)).to.equal(1);
-    expect(out.join('')).to.equal(`Audit log broken: record ${at + 1} was changed (its content does not give its hash). Records before ${at + 1} are intact.\n`);
+    expect(out.join('')).to.equal(
+      `Audit log broken: record ${at + 1} was changed (its content does not give its hash). Records before ${at + 1} are intact.\n`,
+    );
   });
 });

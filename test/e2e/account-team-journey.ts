@@ -16,13 +16,21 @@ function dollars(text: string): number {
 }
 
 async function admin<T>(target: AccountTarget, path: string): Promise<T> {
-  const response = await fetch(`${target.url}/admin${path}`, { headers: { authorization: `Bearer ${target.adminToken}` } });
+  const response = await fetch(`${target.url}/admin${path}`, {
+    headers: { authorization: `Bearer ${target.adminToken}` },
+  });
   expect(response.status, path).to.equal(200);
   return (await response.json()) as T;
 }
 
-/** A chat call with the key; `max_tokens` keeps its reservation (input + output cap) inside the key's tokens per minute. */
-async function chat(target: AccountTarget, key: string, content: string): Promise<{ status: number; body: { error?: { message: string } } }> {
+/**
+ * A chat call with the key; `max_tokens` keeps its reservation (input + output cap) inside the key's tokens per minute.
+ */
+async function chat(
+  target: AccountTarget,
+  key: string,
+  content: string,
+): Promise<{ status: number; body: { error?: { message: string } } }> {
   const response = await fetch(`${target.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -66,7 +74,9 @@ export async function teamBudgetJourney(target: AccountTarget, browser: Headless
   await page.getByRole('button', { name: 'Done' }).click();
 
   // The admin API reports the same limits and team for that key.
-  const { data: keys } = await admin<{ data: { id: string; name: string; tpm: number | null; team: string | null; rpm: number | null; budget: unknown }[] }>(target, '/keys');
+  const { data: keys } = await admin<{
+    data: { id: string; name: string; tpm: number | null; team: string | null; rpm: number | null; budget: unknown }[];
+  }>(target, '/keys');
   const record = keys.find((entry) => entry.name === 'platform service')!;
   expect(record).to.deep.include({ tpm: 20000, team: 'platform', rpm: null, budget: null });
 
@@ -85,20 +95,30 @@ export async function teamBudgetJourney(target: AccountTarget, browser: Headless
   }, 'the three calls in the usage read-back');
   if (!keyUsage) throw new Error('unreachable');
   expect(keyUsage.cost_usd).to.be.greaterThan(0.000001);
-  const teamUsage = (await admin<{ data: UsageRow[] }>(target, '/usage?group_by=team')).data.find((row) => row.team === 'platform')!;
+  const teamUsage = (await admin<{ data: UsageRow[] }>(target, '/usage?group_by=team')).data.find(
+    (row) => row.team === 'platform',
+  )!;
   expect(teamUsage).to.deep.include({ requests: 3, cost_usd: keyUsage.cost_usd });
 
-  // Limits: the key's tokens per minute and the team's daily budget, each used against its limit, as the API counts them.
+  // Limits: the key's tokens per minute and the team's daily budget, each used against its limit, as the API counts
+  // them.
   type Use = { kind: string; period: string; used: number | null; limit: number };
-  const limits = await admin<{ keys: { id: string; use: Use[] }[]; teams: { name: string; use: Use[] }[] }>(target, '/limits');
+  const limits = await admin<{ keys: { id: string; use: Use[] }[]; teams: { name: string; use: Use[] }[] }>(
+    target,
+    '/limits',
+  );
   const keyTpm = limits.keys.find((entry) => entry.id === record.id)!.use.find((use) => use.kind === 'tpm')!;
-  const teamBudget = limits.teams.find((entry) => entry.name === 'platform')!.use.find((use) => use.kind === 'budget' && use.period === 'day')!;
+  const teamBudget = limits.teams
+    .find((entry) => entry.name === 'platform')!
+    .use.find((use) => use.kind === 'budget' && use.period === 'day')!;
   expect(keyTpm.used).to.equal(keyUsage.total_tokens);
   expect(teamBudget.used).to.be.closeTo(keyUsage.cost_usd, 1e-9);
   await openView(page, 'Limits', 'Limits');
   const keyLimits = await rowCells(page.locator('#limit-keys-table tbody tr', { hasText: 'platform service' }));
   expect(keyLimits['Team']).to.equal('platform');
-  expect(keyLimits['Tokens per minute']).to.match(new RegExp(`^${keyUsage.total_tokens.toLocaleString('en-US')} / 20,000`));
+  expect(keyLimits['Tokens per minute']).to.match(
+    new RegExp(`^${keyUsage.total_tokens.toLocaleString('en-US')} / 20,000`),
+  );
   const teamLimits = await rowCells(page.locator('#limit-teams-table tbody tr', { hasText: 'platform' }));
   expect(teamLimits['Keys']).to.equal('platform service');
   expect(teamLimits['Daily budget']).to.include('/ $5.00');
@@ -138,13 +158,28 @@ export async function teamBudgetJourney(target: AccountTarget, browser: Headless
   await page.getByRole('dialog', { name: 'Delete team?' }).getByRole('button', { name: 'Delete platform' }).click();
   const alert = page.locator('#teams-error');
   await alert.filter({ hasText: 'revoke it first' }).waitFor();
-  expect(await alert.textContent()).to.equal("Could not delete team platform: Team 'platform' is named by 1 key that is not revoked; revoke it first");
-  expect(await admin<{ name: string; budget: unknown }>(target, '/teams/platform')).to.deep.include({ name: 'platform', budget: { daily_usd: 0.000001 } });
-  expect((await admin<{ data: { id: string; team: string | null }[] }>(target, '/keys')).data.find((entry) => entry.id === record.id)!.team).to.equal('platform');
+  expect(await alert.textContent()).to.equal(
+    "Could not delete team platform: Team 'platform' is named by 1 key that is not revoked; revoke it first",
+  );
+  expect(await admin<{ name: string; budget: unknown }>(target, '/teams/platform')).to.deep.include({
+    name: 'platform',
+    budget: { daily_usd: 0.000001 },
+  });
+  expect(
+    (await admin<{ data: { id: string; team: string | null }[] }>(target, '/keys')).data.find(
+      (entry) => entry.id === record.id,
+    )!.team,
+  ).to.equal('platform');
   expect(await page.locator('#teams-table tbody tr', { hasText: 'platform' }).count()).to.equal(1);
 
   // No accessibility violation on any view, keys and teams present.
-  for (const [link, heading] of [['Keys', 'API keys'], ['Teams', 'Teams'], ['Usage', 'Usage'], ['Limits', 'Limits'], ['Health', 'Health']] as const) {
+  for (const [link, heading] of [
+    ['Keys', 'API keys'],
+    ['Teams', 'Teams'],
+    ['Usage', 'Usage'],
+    ['Limits', 'Limits'],
+    ['Health', 'Health'],
+  ] as const) {
     await openView(page, link, heading);
     expect(await accessibilityViolations(page), link).to.deep.equal([]);
   }

@@ -17,7 +17,10 @@ const GUARDRAILS = `guardrails:
 async function fieldState(control: Locator): Promise<{ invalid: boolean; described: string[] }> {
   return control.evaluate((node) => ({
     invalid: node.getAttribute('aria-invalid') === 'true',
-    described: (node.getAttribute('aria-describedby') ?? '').split(/\s+/).filter(Boolean).map((id) => document.getElementById(id)?.textContent ?? `missing #${id}`),
+    described: (node.getAttribute('aria-describedby') ?? '')
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((id) => document.getElementById(id)?.textContent ?? `missing #${id}`),
   }));
 }
 
@@ -29,10 +32,16 @@ describe('account page teams view and key limits in headless Chromium', function
   let browser: HeadlessBrowser;
   let page: Page;
 
-  async function admin<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<{ status: number; body: T }> {
+  async function admin<T>(
+    path: string,
+    init: { method?: string; body?: unknown } = {},
+  ): Promise<{ status: number; body: T }> {
     const response = await fetch(`${test.url}/admin${path}`, {
       method: init.method ?? 'GET',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(init.body !== undefined && { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${ADMIN_TOKEN}`,
+        ...(init.body !== undefined && { 'content-type': 'application/json' }),
+      },
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
     });
     return { status: response.status, body: (await response.json()) as T };
@@ -70,7 +79,13 @@ describe('account page teams view and key limits in headless Chromium', function
     await teamForm.getByRole('button', { name: 'Create team' }).click();
     const teamRow = page.locator('#teams-table tbody tr', { hasText: 'research' });
     await teamRow.waitFor();
-    expect(await rowCells(teamRow, 'rendered')).to.deep.include({ Name: 'research', Limits: 'Budget: $2.50 / day', Keys: 'none', Guardrails: 'default', Cache: 'default' });
+    expect(await rowCells(teamRow, 'rendered')).to.deep.include({
+      Name: 'research',
+      Limits: 'Budget: $2.50 / day',
+      Keys: 'none',
+      Guardrails: 'default',
+      Cache: 'default',
+    });
     const team = await admin<Record<string, unknown>>('/teams/research');
     expect(team.body).to.deep.include({ name: 'research', budget: { daily_usd: 2.5 }, rpm: null, guardrails: null });
     expect(await teamForm.getByLabel('Name').inputValue(), 'the form is reset').to.equal('');
@@ -78,41 +93,73 @@ describe('account page teams view and key limits in headless Chromium', function
     await openView(page, 'Keys', 'API keys');
     const keyForm = page.locator('#create-key-form');
     const guardrails = keyForm.getByLabel('Guardrails');
-    expect(await keyForm.locator('label[for="key-guardrails"]').textContent()).to.equal("Guardrails (none selected: the team's guardrails, else every configured one)");
-    expect(await guardrails.locator('option').allTextContents()).to.deep.equal(['None: no guardrail at all', 'no-emails (request, redact)', 'no-codes (response, block)']);
-    expect(await keyForm.getByLabel('Team', { exact: true }).locator('option').allTextContents()).to.deep.equal(['No team', 'research']);
+    expect(await keyForm.locator('label[for="key-guardrails"]').textContent()).to.equal(
+      "Guardrails (none selected: the team's guardrails, else every configured one)",
+    );
+    expect(await guardrails.locator('option').allTextContents()).to.deep.equal([
+      'None: no guardrail at all',
+      'no-emails (request, redact)',
+      'no-codes (response, block)',
+    ]);
+    expect(await keyForm.getByLabel('Team', { exact: true }).locator('option').allTextContents()).to.deep.equal([
+      'No team',
+      'research',
+    ]);
     await keyForm.getByLabel('Name').fill('research key');
     await keyForm.getByLabel('Tokens per minute').fill('5000');
     await keyForm.getByLabel('Team', { exact: true }).selectOption('research');
     await guardrails.selectOption('no-codes');
     await keyForm.getByRole('button', { name: 'Create key' }).click();
     await page.getByRole('heading', { name: 'New key “research key”' }).waitFor();
-    expect(await adminKey('research key')).to.deep.include({ tpm: 5000, team: 'research', guardrails: ['no-codes'], budget: null, rpm: null });
+    expect(await adminKey('research key')).to.deep.include({
+      tpm: 5000,
+      team: 'research',
+      guardrails: ['no-codes'],
+      budget: null,
+      rpm: null,
+    });
     const keyRow = page.locator('#keys-table tbody tr', { hasText: 'research key' });
     await keyRow.waitFor();
-    expect(await rowCells(keyRow, 'rendered')).to.deep.include({ Limits: 'Requests per minute: default\nTokens per minute: 5,000', Team: 'research', Guardrails: 'no-codes', Status: 'active' });
-    expect(await guardrails.evaluate((select) => (select as HTMLSelectElement).selectedOptions.length), 'the form is reset').to.equal(0);
+    expect(await rowCells(keyRow, 'rendered')).to.deep.include({
+      Limits: 'Requests per minute: default\nTokens per minute: 5,000',
+      Team: 'research',
+      Guardrails: 'no-codes',
+      Status: 'active',
+    });
+    expect(
+      await guardrails.evaluate((select) => (select as HTMLSelectElement).selectedOptions.length),
+      'the form is reset',
+    ).to.equal(0);
 
     // None selected: not sent, so the team's (or every configured) guardrail applies.
     await keyForm.getByLabel('Name').fill('plain key');
     await keyForm.getByLabel('Monthly budget (USD)').fill('12.345678');
     await keyForm.getByRole('button', { name: 'Create key' }).click();
     await page.getByRole('heading', { name: 'New key “plain key”' }).waitFor();
-    expect(await adminKey('plain key')).to.deep.include({ guardrails: null, team: null, budget: { monthly_usd: 12.345678 } });
+    expect(await adminKey('plain key')).to.deep.include({
+      guardrails: null,
+      team: null,
+      budget: { monthly_usd: 12.345678 },
+    });
     await page.getByRole('button', { name: 'Done' }).click();
 
-    // "None" sends an empty list (no guardrail runs); with a guardrail beside it, the page says to choose one or the other.
+    // "None" sends an empty list (no guardrail runs); with a guardrail beside it, the page says to choose one or the
+    // other.
     await keyForm.getByLabel('Name').fill('unguarded key');
     await guardrails.selectOption([':none', 'no-codes']);
     await keyForm.getByRole('button', { name: 'Create key' }).click();
     await keyForm.locator('.field-error').filter({ hasText: 'Guardrails:' }).waitFor();
-    expect(await keyForm.locator('.field-error').allTextContents()).to.deep.equal(['Guardrails: choose "None" alone, or the guardrails to run']);
+    expect(await keyForm.locator('.field-error').allTextContents()).to.deep.equal([
+      'Guardrails: choose "None" alone, or the guardrails to run',
+    ]);
     expect(await adminKey('unguarded key')).to.equal(undefined);
     await guardrails.selectOption(':none');
     await keyForm.getByRole('button', { name: 'Create key' }).click();
     await page.getByRole('heading', { name: 'New key “unguarded key”' }).waitFor();
     expect(await adminKey('unguarded key')).to.deep.include({ guardrails: [] });
-    expect(await rowCells(page.locator('#keys-table tbody tr', { hasText: 'unguarded key' }), 'rendered')).to.deep.include({ Guardrails: 'none' });
+    expect(
+      await rowCells(page.locator('#keys-table tbody tr', { hasText: 'unguarded key' }), 'rendered'),
+    ).to.deep.include({ Guardrails: 'none' });
     await page.getByRole('button', { name: 'Done' }).click();
   });
 
@@ -125,24 +172,49 @@ describe('account page teams view and key limits in headless Chromium', function
     const summary = page.locator('#create-key-error');
     await summary.filter({ hasText: 'Daily budget (USD)' }).waitFor();
     // The same body on the admin API: the page shows its messages, with its own labels in place of the paths.
-    const { status, body } = await admin<{ errors: string[] }>('/keys', { method: 'POST', body: { name: 'bad key', rpm: 0, budget: { daily_usd: 0.0000001 } } });
+    const { status, body } = await admin<{ errors: string[] }>('/keys', {
+      method: 'POST',
+      body: { name: 'bad key', rpm: 0, budget: { daily_usd: 0.0000001 } },
+    });
     expect(status).to.equal(400);
-    expect(body.errors).to.deep.equal(["Field 'rpm': must be a positive integer", "Field 'budget.daily_usd': must have at most 6 decimals"]);
-    expect(await fieldState(keyForm.getByLabel(/Requests per minute/))).to.deep.equal({ invalid: true, described: ['Requests per minute: must be a positive integer'] });
-    expect(await fieldState(keyForm.getByLabel('Daily budget (USD)'))).to.deep.equal({ invalid: true, described: ['Daily budget (USD): must have at most 6 decimals'] });
+    expect(body.errors).to.deep.equal([
+      "Field 'rpm': must be a positive integer",
+      "Field 'budget.daily_usd': must have at most 6 decimals",
+    ]);
+    expect(await fieldState(keyForm.getByLabel(/Requests per minute/))).to.deep.equal({
+      invalid: true,
+      described: ['Requests per minute: must be a positive integer'],
+    });
+    expect(await fieldState(keyForm.getByLabel('Daily budget (USD)'))).to.deep.equal({
+      invalid: true,
+      described: ['Daily budget (USD): must have at most 6 decimals'],
+    });
     expect(await fieldState(keyForm.getByLabel('Tokens per minute'))).to.deep.equal({ invalid: false, described: [] });
     expect(await summary.getAttribute('role')).to.equal('alert');
-    expect(await summary.textContent()).to.include('Requests per minute: must be a positive integer').and.include('Daily budget (USD): must have at most 6 decimals');
-    expect(await page.evaluate(() => document.activeElement?.id), 'the first field in error is focused').to.equal('key-rpm');
+    expect(await summary.textContent())
+      .to.include('Requests per minute: must be a positive integer')
+      .and.include('Daily budget (USD): must have at most 6 decimals');
+    expect(await page.evaluate(() => document.activeElement?.id), 'the first field in error is focused').to.equal(
+      'key-rpm',
+    );
     expect(await adminKey('bad key')).to.equal(undefined);
     await screenshot(page, 'account-key-errors');
 
     // Fixed rpm, same budget: only the budget's error is left.
     await keyForm.getByLabel(/Requests per minute/).fill('10');
     await keyForm.getByRole('button', { name: 'Create key' }).click();
-    await page.waitForFunction(() => document.getElementById('key-rpm')?.getAttribute('aria-invalid') === null && document.getElementById('key-daily-usd')?.getAttribute('aria-invalid') === 'true');
-    expect(await fieldState(keyForm.getByLabel(/Requests per minute/))).to.deep.equal({ invalid: false, described: [] });
-    expect(await keyForm.locator('.field-error').allTextContents()).to.deep.equal(['Daily budget (USD): must have at most 6 decimals']);
+    await page.waitForFunction(
+      () =>
+        document.getElementById('key-rpm')?.getAttribute('aria-invalid') === null &&
+        document.getElementById('key-daily-usd')?.getAttribute('aria-invalid') === 'true',
+    );
+    expect(await fieldState(keyForm.getByLabel(/Requests per minute/))).to.deep.equal({
+      invalid: false,
+      described: [],
+    });
+    expect(await keyForm.locator('.field-error').allTextContents()).to.deep.equal([
+      'Daily budget (USD): must have at most 6 decimals',
+    ]);
     await keyForm.getByLabel('Daily budget (USD)').fill('');
     await keyForm.getByRole('button', { name: 'Create key' }).click();
     await page.getByRole('heading', { name: 'New key “bad key”' }).waitFor();
@@ -157,8 +229,14 @@ describe('account page teams view and key limits in headless Chromium', function
     await teamForm.getByLabel('Concurrency').fill('0');
     await teamForm.getByRole('button', { name: 'Create team' }).click();
     await page.locator('#create-team-error').filter({ hasText: 'Name:' }).waitFor();
-    expect(await fieldState(teamForm.getByLabel('Name'))).to.deep.equal({ invalid: true, described: ['Name: must be 1 to 64 characters of letters, digits, ., _ and -'] });
-    expect(await fieldState(teamForm.getByLabel('Concurrency'))).to.deep.equal({ invalid: true, described: ['Concurrency: must be a positive integer'] });
+    expect(await fieldState(teamForm.getByLabel('Name'))).to.deep.equal({
+      invalid: true,
+      described: ['Name: must be 1 to 64 characters of letters, digits, ., _ and -'],
+    });
+    expect(await fieldState(teamForm.getByLabel('Concurrency'))).to.deep.equal({
+      invalid: true,
+      described: ['Concurrency: must be a positive integer'],
+    });
     await teamForm.getByLabel('Name').fill('');
     await teamForm.getByLabel('Concurrency').fill('');
   });
@@ -172,14 +250,20 @@ describe('account page teams view and key limits in headless Chromium', function
     expect(await dialog.getByLabel('Tokens per minute').inputValue()).to.equal('5000');
     expect(await dialog.getByLabel('Name').inputValue()).to.equal('research key');
     expect(await dialog.getByLabel('Team', { exact: true }).inputValue()).to.equal('research');
-    expect(await dialog.getByLabel('Guardrails').evaluate((select) => [...(select as HTMLSelectElement).selectedOptions].map((option) => option.value))).to.deep.equal(['no-codes']);
+    expect(
+      await dialog
+        .getByLabel('Guardrails')
+        .evaluate((select) => [...(select as HTMLSelectElement).selectedOptions].map((option) => option.value)),
+    ).to.deep.equal(['no-codes']);
     expect(await accessibilityViolations(page)).to.deep.equal([]);
 
     // Escape closes it, nothing sent, focus back on Edit.
     await dialog.getByLabel('Tokens per minute').fill('1');
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'hidden' });
-    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).to.equal('Edit key research key');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).to.equal(
+      'Edit key research key',
+    );
     expect(await adminKey('research key')).to.deep.include({ tpm: 5000 });
 
     // A bad value: the API's message by the field, in the dialog, which stays open.
@@ -187,7 +271,10 @@ describe('account page teams view and key limits in headless Chromium', function
     await dialog.getByLabel('Tokens per minute').fill('0');
     await dialog.getByRole('button', { name: 'Save' }).click();
     await dialog.locator('.field-error').waitFor();
-    expect(await fieldState(dialog.getByLabel('Tokens per minute'))).to.deep.equal({ invalid: true, described: ['Tokens per minute: must be a positive integer'] });
+    expect(await fieldState(dialog.getByLabel('Tokens per minute'))).to.deep.equal({
+      invalid: true,
+      described: ['Tokens per minute: must be a positive integer'],
+    });
     expect(await dialog.getByRole('alert').textContent()).to.include('Tokens per minute: must be a positive integer');
 
     // The tpm changed and the guardrails emptied: only those two are sent, the emptied one as null.
@@ -198,8 +285,15 @@ describe('account page teams view and key limits in headless Chromium', function
     expect((await patch).postDataJSON()).to.deep.equal({ tpm: 8000, guardrails: null });
     await dialog.waitFor({ state: 'hidden' });
     await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Edit key research key');
-    expect(await adminKey('research key')).to.deep.include({ tpm: 8000, guardrails: null, team: 'research', name: 'research key' });
-    expect(await rowCells(page.locator('#keys-table tbody tr', { hasText: 'research key' }), 'rendered')).to.deep.include({ Limits: 'Requests per minute: default\nTokens per minute: 8,000', Guardrails: 'default' });
+    expect(await adminKey('research key')).to.deep.include({
+      tpm: 8000,
+      guardrails: null,
+      team: 'research',
+      name: 'research key',
+    });
+    expect(
+      await rowCells(page.locator('#keys-table tbody tr', { hasText: 'research key' }), 'rendered'),
+    ).to.deep.include({ Limits: 'Requests per minute: default\nTokens per minute: 8,000', Guardrails: 'default' });
     expect(await page.getByRole('button', { name: 'Edit key bad key' }).count()).to.equal(1);
 
     // A revoked key has no Edit.
@@ -221,9 +315,13 @@ describe('account page teams view and key limits in headless Chromium', function
     await teamDialog.getByRole('button', { name: 'Save' }).click();
     expect((await teamPatch).postDataJSON()).to.deep.equal({ budget: { daily_usd: 4.75 } });
     await teamDialog.waitFor({ state: 'hidden' });
-    expect((await admin<Record<string, unknown>>('/teams/research')).body).to.deep.include({ budget: { daily_usd: 4.75 } });
+    expect((await admin<Record<string, unknown>>('/teams/research')).body).to.deep.include({
+      budget: { daily_usd: 4.75 },
+    });
     expect(await rowCells(teamRow, 'rendered')).to.deep.include({ Limits: 'Budget: $4.75 / day' });
-    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).to.equal('Edit team research');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).to.equal(
+      'Edit team research',
+    );
   });
 
   it('refuses to delete a team that a key names, showing why and changing nothing; deletes one no key names', async () => {
@@ -234,8 +332,12 @@ describe('account page teams view and key limits in headless Chromium', function
     const alert = page.locator('#teams-error');
     await alert.filter({ hasText: 'revoke it first' }).waitFor();
     expect(await alert.getAttribute('role')).to.equal('alert');
-    expect(await alert.textContent()).to.equal("Could not delete team research: Team 'research' is named by 1 key that is not revoked; revoke it first");
-    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).to.equal('Delete team research');
+    expect(await alert.textContent()).to.equal(
+      "Could not delete team research: Team 'research' is named by 1 key that is not revoked; revoke it first",
+    );
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).to.equal(
+      'Delete team research',
+    );
     expect((await admin('/teams/research')).status).to.equal(200);
     expect(await page.locator('#teams-table tbody tr', { hasText: 'research' }).count()).to.equal(1);
 
@@ -258,15 +360,24 @@ describe('account page teams view and key limits in headless Chromium', function
   it('has no accessibility violation on the Keys and Teams views, also 390 px wide without sideways scrolling', async () => {
     for (const width of [1280, 390]) {
       await page.setViewportSize({ width, height: 844 });
-      for (const [view, heading] of [['Keys', 'API keys'], ['Teams', 'Teams']] as const) {
+      for (const [view, heading] of [
+        ['Keys', 'API keys'],
+        ['Teams', 'Teams'],
+      ] as const) {
         await openView(page, view, heading);
         expect(await page.locator(`#${view.toLowerCase()}-table tbody tr`).count()).to.be.greaterThan(0);
         expect(await accessibilityViolations(page), `${view} at ${width} px`).to.deep.equal([]);
-        expect(await page.evaluate(() => document.documentElement.scrollWidth), `${view} at ${width} px`).to.be.at.most(width);
-        // At desktop width the table shows every column without scrolling sideways (its region would otherwise hide some).
+        expect(await page.evaluate(() => document.documentElement.scrollWidth), `${view} at ${width} px`).to.be.at.most(
+          width,
+        );
+        // At desktop width the table shows every column without scrolling sideways (its region would otherwise hide
+        // some).
         if (width === 1280) {
           const region = page.locator(`#${view.toLowerCase()}-table`).locator('xpath=..');
-          expect(await region.evaluate((node) => node.scrollWidth - node.clientWidth), `${view} table at ${width} px`).to.be.at.most(0);
+          expect(
+            await region.evaluate((node) => node.scrollWidth - node.clientWidth),
+            `${view} table at ${width} px`,
+          ).to.be.at.most(0);
         }
         await screenshot(page, `account-${view.toLowerCase()}-limits${width === 390 ? '-narrow' : ''}`);
       }
@@ -280,7 +391,9 @@ describe('account page teams view and key limits in headless Chromium', function
     await screenshot(page, 'account-team-edit-narrow');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await dialog.waitFor({ state: 'hidden' });
-    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).to.equal('Edit team research');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).to.equal(
+      'Edit team research',
+    );
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 

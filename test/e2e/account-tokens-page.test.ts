@@ -37,10 +37,23 @@ describe('account page tokens view in headless Chromium: each role sees and does
     await writeFile(join(configDir, 'gateway.yaml'), CONFIG);
     test = await startTestGateway({
       configFile: join(configDir, 'gateway.yaml'),
-      env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN, GATEWAY_OIDC_ISSUER: issuer.url, GATEWAY_OIDC_CLIENT_ID: 'model-gateway', GATEWAY_OIDC_CLIENT_SECRET: CLIENT_SECRET },
+      env: {
+        GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN,
+        GATEWAY_OIDC_ISSUER: issuer.url,
+        GATEWAY_OIDC_CLIENT_ID: 'model-gateway',
+        GATEWAY_OIDC_CLIENT_SECRET: CLIENT_SECRET,
+      },
     });
-    issuer.register({ clientId: 'model-gateway', clientSecret: CLIENT_SECRET, redirectUri: `${test.url}/account/api/sso/callback` });
-    for (const name of ['blue', 'green']) expect((await fetch(`${test.url}/admin/teams`, { method: 'POST', headers: admin, body: JSON.stringify({ name }) })).status).to.equal(201);
+    issuer.register({
+      clientId: 'model-gateway',
+      clientSecret: CLIENT_SECRET,
+      redirectUri: `${test.url}/account/api/sso/callback`,
+    });
+    for (const name of ['blue', 'green'])
+      expect(
+        (await fetch(`${test.url}/admin/teams`, { method: 'POST', headers: admin, body: JSON.stringify({ name }) }))
+          .status,
+      ).to.equal(201);
   });
   after(async () => {
     await test?.close();
@@ -75,7 +88,10 @@ describe('account page tokens view in headless Chromium: each role sees and does
 
   const field = (page: Page, label: string | RegExp) => page.locator('#create-token-form').getByLabel(label);
   const roleChoices = (page: Page) => field(page, 'Role').locator('option').allTextContents();
-  const teamChoices = (page: Page) => field(page, /^Teams/).locator('option').allTextContents();
+  const teamChoices = (page: Page) =>
+    field(page, /^Teams/)
+      .locator('option')
+      .allTextContents();
   /** A time in a month, as a datetime-local field takes it (this machine's time zone, the browser's too). */
   const inAMonth = () => {
     const date = new Date(Date.now() + 30 * 86_400_000);
@@ -88,8 +104,14 @@ describe('account page tokens view in headless Chromium: each role sees and does
     const browser = await launchBrowser({ permissions: ['clipboard-read', 'clipboard-write'] });
     try {
       const page = await tokensViewAs(browser, 'alice');
-      expect(await page.getByRole('link', { name: 'Tokens', exact: true }).getAttribute('aria-current')).to.equal('page');
-      expect(await roleChoices(page)).to.deep.equal(['admin: everything', "team-admin: the chosen teams' keys, budgets, cache and tokens", 'viewer: read only']);
+      expect(await page.getByRole('link', { name: 'Tokens', exact: true }).getAttribute('aria-current')).to.equal(
+        'page',
+      );
+      expect(await roleChoices(page)).to.deep.equal([
+        'admin: everything',
+        "team-admin: the chosen teams' keys, budgets, cache and tokens",
+        'viewer: read only',
+      ]);
       expect(await teamChoices(page)).to.deep.equal(['blue', 'green']);
       // The least power is offered first.
       expect(await field(page, 'Role').inputValue()).to.equal('viewer');
@@ -106,10 +128,14 @@ describe('account page tokens view in headless Chromium: each role sees and does
       const teams = field(page, /^Teams/);
       await page.locator('#token-teams-error').waitFor();
       expect(await teams.getAttribute('aria-invalid')).to.equal('true');
-      expect(await page.locator('#token-teams-error').textContent()).to.equal('Teams: is required for team-admin: the teams it manages');
+      expect(await page.locator('#token-teams-error').textContent()).to.equal(
+        'Teams: is required for team-admin: the teams it manages',
+      );
       expect(await page.locator('#create-token-error').textContent()).to.contain('Invalid input parameters');
       // The browser notes the refused request, and nothing else.
-      expect(browser.problems).to.deep.equal(['console: Failed to load resource: the server responded with a status of 400 (Bad Request)']);
+      expect(browser.problems).to.deep.equal([
+        'console: Failed to load resource: the server responded with a status of 400 (Bad Request)',
+      ]);
       browser.problems.length = 0;
 
       await teams.selectOption(['green']);
@@ -142,7 +168,9 @@ describe('account page tokens view in headless Chromium: each role sees and does
       await field(page, /^Expires/).fill(expires);
       await page.getByRole('button', { name: 'Create token' }).click();
       await page.getByRole('heading', { name: 'New token “finance reader”' }).waitFor();
-      expect(await whoami((await page.locator('#new-token-value').textContent())!)).to.deep.include({ roles: ['viewer'] });
+      expect(await whoami((await page.locator('#new-token-value').textContent())!)).to.deep.include({
+        roles: ['viewer'],
+      });
       const reader = await rowCells(page.getByRole('row', { name: /finance reader/ }));
       expect(reader).to.deep.include({ Teams: 'every team', Expires: shownTime(new Date(expires).toISOString()) });
       expect(await accessibilityViolations(page)).to.deep.equal([]);
@@ -172,11 +200,14 @@ describe('account page tokens view in headless Chromium: each role sees and does
     }
   });
 
-  it("offers the team admin only its own teams and roles, lists only the tokens within them, and lets it make and revoke those", async () => {
+  it('offers the team admin only its own teams and roles, lists only the tokens within them, and lets it make and revoke those', async () => {
     const browser = await launchBrowser();
     try {
       const page = await tokensViewAs(browser, 'bob');
-      expect(await roleChoices(page)).to.deep.equal(["team-admin: the chosen teams' keys, budgets, cache and tokens", 'viewer: read only']);
+      expect(await roleChoices(page)).to.deep.equal([
+        "team-admin: the chosen teams' keys, budgets, cache and tokens",
+        'viewer: read only',
+      ]);
       expect(await teamChoices(page)).to.deep.equal(['blue']);
       // Neither the admin's team admin of green nor its viewer of every team is within blue.
       expect(await page.locator('#tokens-table tbody tr').count()).to.equal(0);
@@ -188,8 +219,14 @@ describe('account page tokens view in headless Chromium: each role sees and does
       await field(page, /^Teams/).selectOption(['blue']);
       await page.getByRole('button', { name: 'Create token' }).click();
       await page.getByRole('heading', { name: 'New token “blue dashboards”' }).waitFor();
-      expect(await whoami((await page.locator('#new-token-value').textContent())!)).to.deep.include({ roles: ['viewer:blue'] });
-      expect(await rowCells(page.getByRole('row', { name: /blue dashboards/ }))).to.deep.include({ Role: 'viewer', Teams: 'blue', Status: 'active' });
+      expect(await whoami((await page.locator('#new-token-value').textContent())!)).to.deep.include({
+        roles: ['viewer:blue'],
+      });
+      expect(await rowCells(page.getByRole('row', { name: /blue dashboards/ }))).to.deep.include({
+        Role: 'viewer',
+        Teams: 'blue',
+        Status: 'active',
+      });
       expect(await page.getByRole('button', { name: 'Revoke token blue dashboards' }).isVisible()).to.equal(true);
       expect(await accessibilityViolations(page)).to.deep.equal([]);
       expect(browser.problems).to.deep.equal([]);
@@ -206,7 +243,10 @@ describe('account page tokens view in headless Chromium: each role sees and does
       // A viewer of every team covers the viewers: the finance reader and blue's dashboards, not a team admin.
       await page.getByRole('row', { name: /blue dashboards/ }).waitFor();
       const names = await page.locator('#tokens-table tbody th').allTextContents();
-      expect(names.map((name) => name.replace(/tok_[0-9a-f]{16}$/, '')).sort()).to.deep.equal(['blue dashboards', 'finance reader']);
+      expect(names.map((name) => name.replace(/tok_[0-9a-f]{16}$/, '')).sort()).to.deep.equal([
+        'blue dashboards',
+        'finance reader',
+      ]);
       expect(await page.getByRole('button', { name: /^Revoke token/ }).count()).to.equal(0);
       // Narrow screen: one card per token, nothing scrolls sideways.
       const sideways = await page.evaluate(() => {

@@ -25,8 +25,18 @@ interface UsageRow {
   readonly saved_usd: number;
 }
 
-const dollars = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 2 });
-const cents = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 6 });
+const dollars = new Intl.NumberFormat('en-US', {
+  style: 'currency',
+  currency: 'USD',
+  minimumFractionDigits: 2,
+  maximumFractionDigits: 2,
+});
+const cents = new Intl.NumberFormat('en-US', {
+  style: 'currency',
+  currency: 'USD',
+  minimumFractionDigits: 2,
+  maximumFractionDigits: 6,
+});
 /** Money as the page shows it: cents from a dollar up, up to six decimals below. */
 const usd = (value: number) => (value >= 1 ? dollars : cents).format(value);
 const count = (value: number) => value.toLocaleString('en-US');
@@ -46,7 +56,10 @@ function groupCells(row: UsageRow): Record<string, string> {
 async function admin<T>(test: TestGateway, path: string, body?: unknown): Promise<T> {
   const response = await fetch(`${test.url}/admin${path}`, {
     method: body === undefined ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${ADMIN_TOKEN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   expect(response.ok, `${path}: ${response.status}`).to.equal(true);
@@ -81,7 +94,10 @@ describe('account page usage view in headless Chromium', function () {
     dir = await mkdtemp(join(tmpdir(), 'gateway-account-usage-page-'));
     const configFile = join(dir, 'gateway.yaml');
     await writeFile(configFile, GUARDRAILS);
-    test = await startTestGateway({ configFile, env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN, GATEWAY_CACHE_TTL_S: '60', LOG_LEVEL: 'silent' } });
+    test = await startTestGateway({
+      configFile,
+      env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN, GATEWAY_CACHE_TTL_S: '60', LOG_LEVEL: 'silent' },
+    });
     browser = await launchBrowser();
     page = await browser.newPage();
     page.setDefaultTimeout(10_000);
@@ -96,8 +112,12 @@ describe('account page usage view in headless Chromium', function () {
     await admin(test, '/teams', { name: 'research' });
     const teamKey = await admin<{ id: string; key: string }>(test, '/keys', { name: 'team key', team: 'research' });
     const soloKey = await admin<{ id: string; key: string }>(test, '/keys', { name: 'solo key' });
-    expect((await chat(test, teamKey.key, 'Say something worth keeping.')).headers.get('x-gateway-cache')).to.equal('miss');
-    expect((await chat(test, teamKey.key, 'Say something worth keeping.')).headers.get('x-gateway-cache')).to.equal('hit');
+    expect((await chat(test, teamKey.key, 'Say something worth keeping.')).headers.get('x-gateway-cache')).to.equal(
+      'miss',
+    );
+    expect((await chat(test, teamKey.key, 'Say something worth keeping.')).headers.get('x-gateway-cache')).to.equal(
+      'hit',
+    );
     expect((await chat(test, soloKey.key, 'Something else.')).status).to.equal(200);
     expect((await chat(test, soloKey.key, BLOCKED_TEXT)).status).to.equal(400);
     await test.gateway.flushUsage();
@@ -118,8 +138,14 @@ describe('account page usage view in headless Chromium', function () {
 
     // Totals per model: cost, cache hits and savings, summed in the footer.
     const totals = await rowCells(page.locator('#totals-table tfoot tr'));
-    const sum = (field: 'cost_usd' | 'saved_usd' | 'cache_hits') => byModel.reduce((total, row) => total + row[field], 0);
-    expect(totals).to.deep.include({ Model: 'All models', 'Cost (USD)': usd(sum('cost_usd')), 'Cache hits': '1', 'Saved (USD)': usd(sum('saved_usd')) });
+    const sum = (field: 'cost_usd' | 'saved_usd' | 'cache_hits') =>
+      byModel.reduce((total, row) => total + row[field], 0);
+    expect(totals).to.deep.include({
+      Model: 'All models',
+      'Cost (USD)': usd(sum('cost_usd')),
+      'Cache hits': '1',
+      'Saved (USD)': usd(sum('saved_usd')),
+    });
     expect(totals['Cost (USD)']).to.match(/^\$0\.\d{2,6}$/);
 
     // Per key: each key by name and id, with the figures GET /admin/usage?group_by=key gives.
@@ -127,15 +153,27 @@ describe('account page usage view in headless Chromium', function () {
     expect(await rowCells(teamKeyRow)).to.deep.equal({ Key: `team key${teamKey.id}`, ...groupCells(teamUsage) });
     expect((await rowCells(teamKeyRow))['Cache hit rate']).to.equal('50%');
     const soloUsage = byKey.find((row) => row.key_id === soloKey.id)!;
-    expect(await rowCells(page.locator('#key-usage-table tbody tr', { hasText: 'solo key' }))).to.deep.equal({ Key: `solo key${soloKey.id}`, ...groupCells(soloUsage) });
+    expect(await rowCells(page.locator('#key-usage-table tbody tr', { hasText: 'solo key' }))).to.deep.equal({
+      Key: `solo key${soloKey.id}`,
+      ...groupCells(soloUsage),
+    });
 
     // Per team: the team's row, and the keys in no team.
     expect(await page.locator('#team-usage-table tbody tr').count()).to.equal(byTeam.length);
-    expect(await rowCells(page.locator('#team-usage-table tbody tr', { hasText: 'research' }))).to.deep.equal({ Team: 'research', ...groupCells(byTeam.find((row) => row.team === 'research')!) });
-    expect(await rowCells(page.locator('#team-usage-table tbody tr', { hasText: 'No team' }))).to.deep.equal({ Team: 'No team', ...groupCells(byTeam.find((row) => row.team === null)!) });
+    expect(await rowCells(page.locator('#team-usage-table tbody tr', { hasText: 'research' }))).to.deep.equal({
+      Team: 'research',
+      ...groupCells(byTeam.find((row) => row.team === 'research')!),
+    });
+    expect(await rowCells(page.locator('#team-usage-table tbody tr', { hasText: 'No team' }))).to.deep.equal({
+      Team: 'No team',
+      ...groupCells(byTeam.find((row) => row.team === null)!),
+    });
 
     // The CSV links per key and per team.
-    for (const [link, header] of [['#csv-key', 'key_id,'], ['#csv-team', 'team,']] as const) {
+    for (const [link, header] of [
+      ['#csv-key', 'key_id,'],
+      ['#csv-team', 'team,'],
+    ] as const) {
       const href = (await page.locator(link).getAttribute('href'))!;
       expect(href).to.include(`from=`).and.include(`to=${day}`);
       const csv = await page.evaluate(async (url) => (await fetch(url)).text(), href);
@@ -143,9 +181,21 @@ describe('account page usage view in headless Chromium', function () {
     }
 
     // Guardrail actions: the block, by guardrail and in the recent list, and none of the blocked text anywhere.
-    expect(await rowCells(page.locator('#guardrail-summary-table tbody tr'))).to.deep.include({ Guardrail: 'no-project-codes', Phase: 'request', Action: 'block', Count: '1' });
+    expect(await rowCells(page.locator('#guardrail-summary-table tbody tr'))).to.deep.include({
+      Guardrail: 'no-project-codes',
+      Phase: 'request',
+      Action: 'block',
+      Count: '1',
+    });
     const action = await rowCells(page.locator('#guardrail-recent-table tbody tr'));
-    expect(action).to.deep.include({ Guardrail: 'no-project-codes', Phase: 'request', Action: 'block', Cause: 'finding', Key: `solo key${soloKey.id}`, Team: '—' });
+    expect(action).to.deep.include({
+      Guardrail: 'no-project-codes',
+      Phase: 'request',
+      Action: 'block',
+      Cause: 'finding',
+      Key: `solo key${soloKey.id}`,
+      Team: '—',
+    });
     expect(action.Time).to.match(/^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
     expect(action['Request id']).to.not.equal('');
     expect(await page.locator('#guardrail-actions-empty').isVisible()).to.equal(false);
@@ -166,14 +216,22 @@ describe('account page usage view in headless Chromium', function () {
     // Narrow screen: one card per row, nothing scrolls sideways.
     await page.setViewportSize({ width: 390, height: 844 });
     await page.waitForLoadState('networkidle');
-    expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).to.be.at.most(0);
+    expect(
+      await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth),
+    ).to.be.at.most(0);
     expect(await accessibilityViolations(page)).to.deep.equal([]);
     await screenshot(page, 'account-usage-groups-narrow');
 
     // Signing out drops every figure from the page.
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
-    for (const table of ['totals-table', 'key-usage-table', 'team-usage-table', 'guardrail-summary-table', 'guardrail-recent-table']) {
+    for (const table of [
+      'totals-table',
+      'key-usage-table',
+      'team-usage-table',
+      'guardrail-summary-table',
+      'guardrail-recent-table',
+    ]) {
       expect(await page.locator(`#${table} tbody tr`).count(), table).to.equal(0);
     }
     expect(browser.problems).to.deep.equal([]);

@@ -131,10 +131,18 @@ describe('route adapter hooks that fail, and adapters on the Messages and Respon
     const log = new PassThrough();
     log.on('data', (data: Buffer) => (logText += data.toString('utf8')));
     // Fallbacks between adapted models: to one that serves, and to one whose request cannot be built.
-    await writeFile(join(dir, 'gateway.yaml'), "fallbacks:\n  wonky/fine: [wonky/fine-too]\n  wonky/to-broken: [wonky/build-shape]\n");
+    await writeFile(
+      join(dir, 'gateway.yaml'),
+      'fallbacks:\n  wonky/fine: [wonky/fine-too]\n  wonky/to-broken: [wonky/build-shape]\n',
+    );
     test = await startTestGateway({
       configFile: join(dir, 'gateway.yaml'),
-      env: { GATEWAY_PLUGIN_PATH: join(dir, 'plugins'), WONKY_BASE_URL: vendor.baseUrl, WONKY_API_KEY: KEY, LOG_LEVEL: 'info' },
+      env: {
+        GATEWAY_PLUGIN_PATH: join(dir, 'plugins'),
+        WONKY_BASE_URL: vendor.baseUrl,
+        WONKY_API_KEY: KEY,
+        LOG_LEVEL: 'info',
+      },
       logTo: log,
     });
   });
@@ -153,7 +161,11 @@ describe('route adapter hooks that fail, and adapters on the Messages and Respon
       headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: `wonky/${model}`, stream, messages: [{ role: 'user', content: 'Hello Parley' }] }),
     });
-    return { status: response.statusCode, requestId: String(response.headers['x-request-id']), text: await response.body.text() };
+    return {
+      status: response.statusCode,
+      requestId: String(response.headers['x-request-id']),
+      text: await response.body.text(),
+    };
   }
 
   async function usageRecord(requestId: string): Promise<Record<string, any>> {
@@ -161,7 +173,11 @@ describe('route adapter hooks that fail, and adapters on the Messages and Respon
     await eventually(async () => {
       await test.gateway.flushUsage();
       const journal = await readFile(join(test.dataDir, 'usage.jsonl'), 'utf8').catch(() => '');
-      found = journal.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>).find((record) => record.requestId === requestId);
+      found = journal
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, any>)
+        .find((record) => record.requestId === requestId);
       return found !== undefined;
     }, `the usage record of ${requestId}`);
     return found!;
@@ -169,10 +185,23 @@ describe('route adapter hooks that fail, and adapters on the Messages and Respon
 
   /** The one error line of a plugin fault, naming the plugin, the hook, the route and the model. */
   async function faultLine(answer: Answer, hook: string, model: string): Promise<Record<string, any>> {
-    await eventually(() => logText.includes(`"request_id":"${answer.requestId}"`) && logText.includes(hook), 'the fault log line');
-    const lines = logText.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>).filter((line) => line.level === 50 && line.request_id === answer.requestId);
+    await eventually(
+      () => logText.includes(`"request_id":"${answer.requestId}"`) && logText.includes(hook),
+      'the fault log line',
+    );
+    const lines = logText
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, any>)
+      .filter((line) => line.level === 50 && line.request_id === answer.requestId);
     expect(lines).to.have.length(1);
-    expect(lines[0]).to.include({ plugin: 'wonky', hook, route: 'chat-completions', model: `wonky/${model}`, msg: `gateway plugin 'wonky' failed in its hook '${hook}'` });
+    expect(lines[0]).to.include({
+      plugin: 'wonky',
+      hook,
+      route: 'chat-completions',
+      model: `wonky/${model}`,
+      msg: `gateway plugin 'wonky' failed in its hook '${hook}'`,
+    });
     return lines[0]!;
   }
 
@@ -204,7 +233,12 @@ describe('route adapter hooks that fail, and adapters on the Messages and Respon
       expect502(answer, hook);
       expect(vendor.requests.length).to.equal(sent);
       await faultLine(answer, hook, model);
-      expect(await usageRecord(answer.requestId)).to.include({ outcome: 'plugin_error', status: 502, inputTokens: 0, outputTokens: 0 });
+      expect(await usageRecord(answer.requestId)).to.include({
+        outcome: 'plugin_error',
+        status: 502,
+        inputTokens: 0,
+        outputTokens: 0,
+      });
     });
   }
 
@@ -213,7 +247,12 @@ describe('route adapter hooks that fail, and adapters on the Messages and Respon
     const hook = 'routes.chat-completions.adapter.mapAnswer';
     expect502(answer, hook);
     expect((await faultLine(answer, hook, 'answer-throws')).err.message).to.contain('cannot map this answer');
-    expect(await usageRecord(answer.requestId)).to.include({ outcome: 'plugin_error', inputTokens: 2, outputTokens: 3, estimated: false });
+    expect(await usageRecord(answer.requestId)).to.include({
+      outcome: 'plugin_error',
+      inputTokens: 2,
+      outputTokens: 3,
+      estimated: false,
+    });
   });
 
   it('stream.createState throws: a 502 before any byte of the stream', async () => {
@@ -256,7 +295,11 @@ describe('route adapter hooks that fail, and adapters on the Messages and Respon
     const answer = (await response.body.json()) as { model: string; choices: { message: { content: string } }[] };
     expect(answer).to.deep.include({ model: 'fine-too' });
     expect(vendor.requests.slice(-2).map((seen) => JSON.parse(seen.body).engine)).to.deep.equal(['fine', 'fine-too']);
-    expect(await usageRecord(String(response.headers['x-request-id']))).to.include({ model: 'wonky/fine-too', requestedModel: 'wonky/fine', outcome: 'complete' });
+    expect(await usageRecord(String(response.headers['x-request-id']))).to.include({
+      model: 'wonky/fine-too',
+      requestedModel: 'wonky/fine',
+      outcome: 'complete',
+    });
   });
 
   it("names the fallback's adapter when it cannot build the fallback's request: a 502, the plugin fault recorded", async () => {
@@ -265,7 +308,11 @@ describe('route adapter hooks that fail, and adapters on the Messages and Respon
     const hook = 'routes.chat-completions.adapter.buildRequest';
     expect502(answer, hook);
     expect((await faultLine(answer, hook, 'build-shape')).err.message).to.contain('returned { body: "not an object" }');
-    expect(await usageRecord(answer.requestId)).to.include({ outcome: 'plugin_error', status: 502, model: 'wonky/build-shape' });
+    expect(await usageRecord(answer.requestId)).to.include({
+      outcome: 'plugin_error',
+      status: 502,
+      model: 'wonky/build-shape',
+    });
   });
 
   it("mapError throws on Parley's error: a 502 naming the hook, not Parley's error", async () => {
@@ -277,12 +324,22 @@ describe('route adapter hooks that fail, and adapters on the Messages and Respon
 
   it('an adapter on /v1/responses without a stream mapping: JSON through the openai client, a stream refused with a 400', async () => {
     const openai = new OpenAI({ baseURL: `${test.url}/v1`, apiKey: TEST_KEY, maxRetries: 0 });
-    const { data: answer, response } = await openai.responses.create({ model: 'wonky/wonky-r', input: 'Hello Parley' }).withResponse();
+    const { data: answer, response } = await openai.responses
+      .create({ model: 'wonky/wonky-r', input: 'Hello Parley' })
+      .withResponse();
     expect(answer.output_text).to.equal('Parley says hello.');
     expect(answer.usage).to.include({ input_tokens: 2, output_tokens: 3, total_tokens: 5 });
-    expect(await usageRecord(response.headers.get('x-request-id')!)).to.include({ route: 'responses', inputTokens: 2, outputTokens: 3, outcome: 'complete' });
+    expect(await usageRecord(response.headers.get('x-request-id')!)).to.include({
+      route: 'responses',
+      inputTokens: 2,
+      outputTokens: 3,
+      outcome: 'complete',
+    });
     const sent = vendor.requests.length;
-    const refused = await openai.responses.create({ model: 'wonky/wonky-r', input: 'Hello Parley', stream: true }).then(() => undefined, (caught: unknown) => caught);
+    const refused = await openai.responses.create({ model: 'wonky/wonky-r', input: 'Hello Parley', stream: true }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     expect(refused).to.be.instanceOf(OpenAI.BadRequestError);
     expect((refused as Error).message).to.contain("Field 'stream': 'wonky/wonky-r' answers whole, never as a stream");
     expect(vendor.requests.length).to.equal(sent);
@@ -293,21 +350,49 @@ describe('route adapter hooks that fail, and adapters on the Messages and Respon
 
     it('a JSON answer: text, usage from the tally (Messages counts), recorded exactly', async () => {
       const { data: message, response } = await anthropic()
-        .messages.create({ model: 'wonky-m', max_tokens: 64, system: 'Be kind.', messages: [{ role: 'user', content: 'Hello Parley' }] })
+        .messages.create({
+          model: 'wonky-m',
+          max_tokens: 64,
+          system: 'Be kind.',
+          messages: [{ role: 'user', content: 'Hello Parley' }],
+        })
         .withResponse();
       expect(message.content).to.deep.equal([{ type: 'text', text: 'Parley says hello.' }]);
       expect(message.usage).to.include({ input_tokens: 4, output_tokens: 3, cache_read_input_tokens: 0 });
-      expect(JSON.parse(vendor.requests.at(-1)!.body)).to.deep.equal({ engine: 'wonky-m', dialog: [{ from: 'system', say: 'Be kind.' }, { from: 'human', say: 'Hello Parley' }], limits: { max_words: 64 } });
-      expect(await usageRecord(response.headers.get('x-request-id')!)).to.include({ route: 'messages', model: 'wonky/wonky-m', inputTokens: 4, outputTokens: 3, outcome: 'complete' });
+      expect(JSON.parse(vendor.requests.at(-1)!.body)).to.deep.equal({
+        engine: 'wonky-m',
+        dialog: [
+          { from: 'system', say: 'Be kind.' },
+          { from: 'human', say: 'Hello Parley' },
+        ],
+        limits: { max_words: 64 },
+      });
+      expect(await usageRecord(response.headers.get('x-request-id')!)).to.include({
+        route: 'messages',
+        model: 'wonky/wonky-m',
+        inputTokens: 4,
+        outputTokens: 3,
+        outcome: 'complete',
+      });
     });
 
     it('a stream: the SDK assembles the message, message_stop written by the gateway, recorded complete', async () => {
-      const stream = anthropic().messages.stream({ model: 'wonky-m', max_tokens: 64, messages: [{ role: 'user', content: 'Hello Parley' }] });
+      const stream = anthropic().messages.stream({
+        model: 'wonky-m',
+        max_tokens: 64,
+        messages: [{ role: 'user', content: 'Hello Parley' }],
+      });
       const message = await stream.finalMessage();
       expect(message.content).to.deep.equal([{ type: 'text', text: 'Parley says hello.' }]);
       expect(message.usage).to.include({ input_tokens: 2, output_tokens: 3 });
       const requestId = (await stream.withResponse()).response.headers.get('x-request-id')!;
-      expect(await usageRecord(requestId)).to.include({ route: 'messages', inputTokens: 2, outputTokens: 3, outcome: 'complete', stream: true });
+      expect(await usageRecord(requestId)).to.include({
+        route: 'messages',
+        inputTokens: 2,
+        outputTokens: 3,
+        outcome: 'complete',
+        stream: true,
+      });
     });
   });
 });

@@ -11,7 +11,13 @@ type Vendor = keyof TestGateway['upstreams'];
 
 // Each provider configured as its own docs say: base URL with /v1 and the gateway key as `apiKey`.
 // `structured` names where each sends a structured-output request's schema.
-const clients: { name: string; vendor: Vendor; path: string; model: (test: TestGateway) => LanguageModel; structured: (body: any) => unknown }[] = [
+const clients: {
+  name: string;
+  vendor: Vendor;
+  path: string;
+  model: (test: TestGateway) => LanguageModel;
+  structured: (body: any) => unknown;
+}[] = [
   {
     name: '@ai-sdk/openai chat',
     vendor: 'delta',
@@ -32,13 +38,21 @@ const clients: { name: string; vendor: Vendor; path: string; model: (test: TestG
     vendor: 'beta',
     path: '/v1/messages',
     model: (test) => createAnthropic({ baseURL: `${test.url}/v1`, apiKey: TEST_KEY })('beta-latest'),
-    structured: (body) => body.tool_choice.type === 'any' && body.tools[0].name === 'json' && body.tools[0].input_schema,
+    structured: (body) =>
+      body.tool_choice.type === 'any' && body.tools[0].name === 'json' && body.tools[0].input_schema,
   },
   {
     name: '@ai-sdk/openai-compatible',
     vendor: 'zeta',
     path: '/v1/chat/completions',
-    model: (test) => createOpenAICompatible({ name: 'gateway', baseURL: `${test.url}/v1`, apiKey: TEST_KEY, includeUsage: true, supportsStructuredOutputs: true }).chatModel('zeta/zeta-k3'),
+    model: (test) =>
+      createOpenAICompatible({
+        name: 'gateway',
+        baseURL: `${test.url}/v1`,
+        apiKey: TEST_KEY,
+        includeUsage: true,
+        supportsStructuredOutputs: true,
+      }).chatModel('zeta/zeta-k3'),
     structured: (body) => body.response_format.type === 'json_schema' && body.response_format.json_schema.schema,
   },
 ];
@@ -56,7 +70,13 @@ function weatherTool(calls: unknown[]) {
 }
 
 // No numeric bounds: the Anthropic provider drops them from a native structured-output schema.
-const forecast = z.object({ city: z.string(), days: z.number().int(), unit: z.enum(['celsius', 'fahrenheit']), tags: z.array(z.string()), windy: z.boolean() });
+const forecast = z.object({
+  city: z.string(),
+  days: z.number().int(),
+  unit: z.enum(['celsius', 'fahrenheit']),
+  tags: z.array(z.string()),
+  windy: z.boolean(),
+});
 const expectedForecast = { city: 'mock', days: 1, unit: 'celsius', tags: ['mock'], windy: true };
 
 describe('end to end: the Vercel AI SDK providers against the running gateway', function () {
@@ -79,7 +99,11 @@ describe('end to end: the Vercel AI SDK providers against the running gateway', 
       const upstream = () => test.upstreams[client.vendor];
 
       it('generates text', async () => {
-        const result = await generateText({ model: client.model(test), prompt: 'Hello from the AI SDK', maxRetries: 0 });
+        const result = await generateText({
+          model: client.model(test),
+          prompt: 'Hello from the AI SDK',
+          maxRetries: 0,
+        });
         expect(result.text).to.equal('Mock reply to: Hello from the AI SDK');
         expect(upstream().requests).to.have.length(1);
         expect(upstream().requests[0]!.path).to.equal(client.path);
@@ -99,7 +123,13 @@ describe('end to end: the Vercel AI SDK providers against the running gateway', 
 
       it('runs a tool-calling round trip with generateText', async () => {
         const calls: unknown[] = [];
-        const result = await generateText({ model: client.model(test), prompt: 'What is the weather in Paris?', tools: { weather: weatherTool(calls) }, stopWhen: stepCountIs(3), maxRetries: 0 });
+        const result = await generateText({
+          model: client.model(test),
+          prompt: 'What is the weather in Paris?',
+          tools: { weather: weatherTool(calls) },
+          stopWhen: stepCountIs(3),
+          maxRetries: 0,
+        });
         expect(calls).to.deep.equal([{ city: 'mock' }]);
         expect(result.steps).to.have.length(2);
         expect(result.steps[0]!.finishReason).to.equal('tool-calls');
@@ -111,7 +141,13 @@ describe('end to end: the Vercel AI SDK providers against the running gateway', 
 
       it('runs a tool-calling round trip with streamText', async () => {
         const calls: unknown[] = [];
-        const result = streamText({ model: client.model(test), prompt: 'Weather in Oslo, streamed?', tools: { weather: weatherTool(calls) }, stopWhen: stepCountIs(3), maxRetries: 0 });
+        const result = streamText({
+          model: client.model(test),
+          prompt: 'Weather in Oslo, streamed?',
+          tools: { weather: weatherTool(calls) },
+          stopWhen: stepCountIs(3),
+          maxRetries: 0,
+        });
         let text = '';
         for await (const piece of result.textStream) text += piece;
         expect(calls).to.deep.equal([{ city: 'mock' }]);
@@ -124,14 +160,27 @@ describe('end to end: the Vercel AI SDK providers against the running gateway', 
       });
 
       it('answers structured output that matches the schema', async () => {
-        const result = await generateText({ model: client.model(test), prompt: 'A forecast, as JSON', output: Output.object({ schema: forecast }), maxRetries: 0 });
+        const result = await generateText({
+          model: client.model(test),
+          prompt: 'A forecast, as JSON',
+          output: Output.object({ schema: forecast }),
+          maxRetries: 0,
+        });
         expect(result.output).to.deep.equal(expectedForecast);
         expect(upstream().requests).to.have.length(1);
-        expect(client.structured(upstream().requests[0]!.body)).to.deep.include({ type: 'object', required: ['city', 'days', 'unit', 'tags', 'windy'] });
+        expect(client.structured(upstream().requests[0]!.body)).to.deep.include({
+          type: 'object',
+          required: ['city', 'days', 'unit', 'tags', 'windy'],
+        });
       });
 
       it('streams structured output', async () => {
-        const result = streamText({ model: client.model(test), prompt: 'A forecast, streamed as JSON', output: Output.object({ schema: forecast }), maxRetries: 0 });
+        const result = streamText({
+          model: client.model(test),
+          prompt: 'A forecast, streamed as JSON',
+          output: Output.object({ schema: forecast }),
+          maxRetries: 0,
+        });
         const partials: unknown[] = [];
         for await (const partial of result.partialOutputStream) partials.push(partial);
         expect(await result.output).to.deep.equal(expectedForecast);
@@ -144,18 +193,40 @@ describe('end to end: the Vercel AI SDK providers against the running gateway', 
     const totals = async () => {
       await test.gateway.flushUsage();
       const response = await request(`${test.url}/v1/usage`, { headers: { authorization: `Bearer ${TEST_KEY}` } });
-      const rows = ((await response.body.json()) as { data: { requests: number; input_tokens: number; output_tokens: number }[] }).data;
-      return rows.reduce((sum, row) => ({ requests: sum.requests + row.requests, input: sum.input + row.input_tokens, output: sum.output + row.output_tokens }), { requests: 0, input: 0, output: 0 });
+      const rows = (
+        (await response.body.json()) as { data: { requests: number; input_tokens: number; output_tokens: number }[] }
+      ).data;
+      return rows.reduce(
+        (sum, row) => ({
+          requests: sum.requests + row.requests,
+          input: sum.input + row.input_tokens,
+          output: sum.output + row.output_tokens,
+        }),
+        { requests: 0, input: 0, output: 0 },
+      );
     };
     for (const client of clients) {
       test.upstreams[client.vendor].reset();
       const before = await totals();
-      const result = streamText({ model: client.model(test), prompt: 'Weather, counted?', tools: { weather: weatherTool([]) }, stopWhen: stepCountIs(3), maxRetries: 0 });
+      const result = streamText({
+        model: client.model(test),
+        prompt: 'Weather, counted?',
+        tools: { weather: weatherTool([]) },
+        stopWhen: stepCountIs(3),
+        maxRetries: 0,
+      });
       await result.consumeStream();
       const reported = test.upstreams[client.vendor].requests.map((entry) => entry.reportedUsage!);
       expect(reported, client.name).to.have.length(2);
       const after = await totals();
-      expect({ requests: after.requests - before.requests, input: after.input - before.input, output: after.output - before.output }, client.name).to.deep.equal({
+      expect(
+        {
+          requests: after.requests - before.requests,
+          input: after.input - before.input,
+          output: after.output - before.output,
+        },
+        client.name,
+      ).to.deep.equal({
         requests: 2,
         input: reported[0]!.inputTokens + reported[1]!.inputTokens,
         output: reported[0]!.outputTokens + reported[1]!.outputTokens,
@@ -165,10 +236,19 @@ describe('end to end: the Vercel AI SDK providers against the running gateway', 
 
   it('@ai-sdk/openai chat sends the assistant tool-call turn back with content null, and the gateway forwards it', async () => {
     const model = clients[0]!.model(test);
-    await generateText({ model, prompt: 'Weather?', tools: { weather: weatherTool([]) }, stopWhen: stepCountIs(3), maxRetries: 0 });
+    await generateText({
+      model,
+      prompt: 'Weather?',
+      tools: { weather: weatherTool([]) },
+      stopWhen: stepCountIs(3),
+      maxRetries: 0,
+    });
     const [assistant, toolTurn] = test.upstreams.delta.requests[1]!.body.messages.slice(-2);
     expect(assistant).to.deep.include({ role: 'assistant', content: null });
-    expect(assistant.tool_calls[0]).to.deep.include({ type: 'function', function: { name: 'weather', arguments: '{"city":"mock"}' } });
+    expect(assistant.tool_calls[0]).to.deep.include({
+      type: 'function',
+      function: { name: 'weather', arguments: '{"city":"mock"}' },
+    });
     expect(toolTurn).to.deep.include({ role: 'tool', tool_call_id: assistant.tool_calls[0].id });
   });
 

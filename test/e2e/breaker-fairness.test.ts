@@ -9,7 +9,11 @@ interface Answer {
 }
 
 async function post(url: string, path: string, key: string, body: unknown): Promise<Answer> {
-  const answer = await fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const answer = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: answer.status, text: await answer.text() };
 }
 
@@ -20,7 +24,7 @@ const completions = { model: 'zeta/zeta-k3', messages: [{ role: 'user', content:
  * Only an endpoint's own faults count against it: a caller's own deadline, a slow answer the caller
  * asked for, or one key's burst of failures cannot rest a provider for everyone else.
  */
-describe('the circuit breaker counts only the endpoint\'s own faults', function () {
+describe("the circuit breaker counts only the endpoint's own faults", function () {
   this.timeout(60_000);
   let redis: TestRedisServer;
   let zeta: MockUpstream;
@@ -50,7 +54,9 @@ describe('the circuit breaker counts only the endpoint\'s own faults', function 
     }
     // Five attempts of one request, each ended by the caller's timeout (more retries only add backoff waits).
     for (let index = 0; index < 5; index += 1) zeta.enqueue({ kind: 'delay', ms: 200 });
-    expect((await post(instances[0]!.url, '/v1/chat', abuser, nativeChat({ timeout: 0.001, max_retries: 4 }))).status).to.equal(504);
+    expect(
+      (await post(instances[0]!.url, '/v1/chat', abuser, nativeChat({ timeout: 0.001, max_retries: 4 }))).status,
+    ).to.equal(504);
     zeta.reset();
     for (const instance of instances) {
       const served = await post(instance.url, '/v1/chat', other, nativeChat());
@@ -66,17 +72,22 @@ describe('the circuit breaker counts only the endpoint\'s own faults', function 
       const answer = await post(instances[0]!.url, '/v1/chat/completions', patient, completions);
       expect(answer.status, answer.text).to.equal(200);
     }
-    for (const instance of instances) expect((await post(instance.url, '/v1/chat/completions', other, completions)).status).to.equal(200);
+    for (const instance of instances)
+      expect((await post(instance.url, '/v1/chat/completions', other, completions)).status).to.equal(200);
   });
 
-  it('one key\'s burst of real failures counts once; the same failures from several keys rest zeta on every instance, as before', async () => {
+  it("one key's burst of real failures counts once; the same failures from several keys rest zeta on every instance, as before", async () => {
     const lone = await keyFor('lone');
     for (let index = 0; index < 5; index += 1) {
       zeta.enqueue({ kind: 'status', status: 500, body: { error: { message: 'boom' } } });
       expect((await post(instances[0]!.url, '/v1/chat/completions', lone, completions)).status).to.equal(500);
     }
     const bystander = await keyFor('bystander');
-    for (const instance of instances) expect((await post(instance.url, '/v1/chat/completions', bystander, completions)).status, 'one key cannot rest it').to.equal(200);
+    for (const instance of instances)
+      expect(
+        (await post(instance.url, '/v1/chat/completions', bystander, completions)).status,
+        'one key cannot rest it',
+      ).to.equal(200);
     const many = await Promise.all(Array.from({ length: 5 }, (_, index) => keyFor(`caller ${index}`)));
     for (const key of many) {
       zeta.enqueue({ kind: 'status', status: 500, body: { error: { message: 'boom' } } });

@@ -26,12 +26,20 @@ interface Answer {
 }
 
 async function post(url: string, path: string, key: string, body: unknown): Promise<Answer> {
-  const response = await request(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await request(`${url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const text = await response.body.text();
   return { status: response.statusCode, headers: response.headers, json: text ? JSON.parse(text) : undefined };
 }
 
-const chat = (extra: Record<string, unknown> = {}) => ({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'Count to three' }], ...extra });
+const chat = (extra: Record<string, unknown> = {}) => ({
+  model: 'zeta/zeta-k3',
+  messages: [{ role: 'user', content: 'Count to three' }],
+  ...extra,
+});
 
 /** zeta/zeta-k3's prices (USD per million input and output tokens), as its plugin declares them. */
 const ZETA_PRICING = { input: 0.65, cachedInput: 0.065, output: 2.7 };
@@ -42,15 +50,34 @@ const ZETA_PRICING = { input: 0.65, cachedInput: 0.065, output: 2.7 };
  * at the model's prices), and after it less than that is.
  */
 function budgetServing(served: number, each: number, body: Record<string, unknown>): number {
-  const reserved = demandsFor([{ counter: 'x', limit: Number.MAX_SAFE_INTEGER, kind: 'budget', scope: 'key', owner: 'x', period: 'day', resetAt: Date.now() + 1000 }], estimateRequest(promptCharacters(body), body.max_tokens as number), ZETA_PRICING)[0]!.want;
+  const reserved = demandsFor(
+    [
+      {
+        counter: 'x',
+        limit: Number.MAX_SAFE_INTEGER,
+        kind: 'budget',
+        scope: 'key',
+        owner: 'x',
+        period: 'day',
+        resetAt: Date.now() + 1000,
+      },
+    ],
+    estimateRequest(promptCharacters(body), body.max_tokens as number),
+    ZETA_PRICING,
+  )[0]!.want;
   expect(reserved / 1e9, 'a reservation covers at least what one request costs').to.be.at.least(each);
   return Math.ceil(((served - 1) * each + reserved / 1e9) * 1e6) / 1e6;
 }
 
-async function usageOf(test: TestGateway, keyId: string): Promise<{ requests: number; charged_tokens: number; cost_usd: string; output_tokens: number }> {
+async function usageOf(
+  test: TestGateway,
+  keyId: string,
+): Promise<{ requests: number; charged_tokens: number; cost_usd: string; output_tokens: number }> {
   type Sum = { requests: number; charged_tokens: number; cost_usd: string; output_tokens: number };
   await test.gateway.flushUsage();
-  const response = await request(`${test.url}/admin/usage?key_id=${keyId}`, { headers: { authorization: `Bearer ${ADMIN}` } });
+  const response = await request(`${test.url}/admin/usage?key_id=${keyId}`, {
+    headers: { authorization: `Bearer ${ADMIN}` },
+  });
   const rows = ((await response.body.json()) as { data: Record<string, any>[] }).data;
   return rows.reduce<Sum>(
     (sum, row) => ({
@@ -64,7 +91,12 @@ async function usageOf(test: TestGateway, keyId: string): Promise<{ requests: nu
 }
 
 /** The current values of an owner's token and money counters, by `<kind>:<period>`. */
-async function counters(test: TestGateway, scope: 'key' | 'team', owner: string, limits: Limits): Promise<Record<string, number>> {
+async function counters(
+  test: TestGateway,
+  scope: 'key' | 'team',
+  owner: string,
+  limits: Limits,
+): Promise<Record<string, number>> {
   await test.gateway.flushUsage();
   const meters = metersOfLimits(scope, owner, limits, Date.now());
   const values = await test.gateway.limits.peek(meters.map((meter) => meter.counter));
@@ -95,7 +127,10 @@ function expectRetryUntilMidnight(retryAfter: unknown, before: number, after: nu
           [secondsToMidnight(after) - 1, 86_400 + 1],
         ];
   const fits = ranges.some(([low, high]) => seconds >= low && seconds <= high);
-  expect(fits, `Retry-After ${String(retryAfter)} within ${ranges.map(([low, high]) => `[${low}, ${high}]`).join(' or ')}`).to.equal(true);
+  expect(
+    fits,
+    `Retry-After ${String(retryAfter)} within ${ranges.map(([low, high]) => `[${low}, ${high}]`).join(' or ')}`,
+  ).to.equal(true);
 }
 
 /** Where the UTC minute window holding `at` (epoch ms) ends. */
@@ -109,7 +144,9 @@ for (const store of ['embedded', 'redis'] as const) {
 
     beforeEach(async () => {
       redis = store === 'redis' ? await TestRedisServer.start() : undefined;
-      test = await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: ADMIN, ...(redis ? { REDIS_URL: redis.url } : {}) } });
+      test = await startTestGateway({
+        env: { GATEWAY_ADMIN_TOKEN: ADMIN, ...(redis ? { REDIS_URL: redis.url } : {}) },
+      });
     });
     afterEach(async () => {
       await test.close();
@@ -121,7 +158,9 @@ for (const store of ['embedded', 'redis'] as const) {
       const { key } = await test.gateway.keys.create({ name: 'tpm', tpm: 1120 });
       await freshMinute();
       test.upstreams.zeta.enqueue(...Array.from({ length: 50 }, () => ({ kind: 'delay' as const, ms: 1000 })));
-      const answers = await Promise.all(Array.from({ length: 50 }, () => post(test.url, '/v1/chat/completions', key, chat({ max_tokens: 100 }))));
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, () => post(test.url, '/v1/chat/completions', key, chat({ max_tokens: 100 }))),
+      );
       const refused = answers.filter((answer) => answer.status === 429);
       expect(answers.filter((answer) => answer.status === 200)).to.have.length(10);
       expect(refused).to.have.length(40);
@@ -129,7 +168,9 @@ for (const store of ['embedded', 'redis'] as const) {
       for (const answer of refused) {
         expect(Number(answer.headers['retry-after'])).to.be.within(1, 60);
         expect(answer.json.error.code).to.equal('GW_ERR_TOKEN_RATE_LIMITED');
-        expect(answer.json.error.message).to.match(/^Token rate limit exceeded: 1120 tokens per 1 minute; \d+ left this minute, this request reserves 112$/);
+        expect(answer.json.error.message).to.match(
+          /^Token rate limit exceeded: 1120 tokens per 1 minute; \d+ left this minute, this request reserves 112$/,
+        );
       }
       const metrics = await (await request(`${test.url}/metrics`)).body.text();
       expect(metrics).to.include('gateway_limit_refusals_total{kind="tpm",scope="key"} 40');
@@ -143,7 +184,9 @@ for (const store of ['embedded', 'redis'] as const) {
 
     it('keeps a daily quota of 30 charged tokens within its bound under 20 requests at once, then refuses until the next UTC day', async () => {
       const { key, record } = await test.gateway.keys.create({ name: 'daily 30', quota: { daily: 30 } });
-      const answers = await Promise.all(Array.from({ length: 20 }, () => post(test.url, '/v1/chat/completions', key, chat({ max_tokens: 4 }))));
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => post(test.url, '/v1/chat/completions', key, chat({ max_tokens: 4 }))),
+      );
       const served = answers.filter((answer) => answer.status === 200).length;
       const used = await usageOf(test, record.id);
       expect(used.requests).to.equal(served);
@@ -156,7 +199,9 @@ for (const store of ['embedded', 'redis'] as const) {
       expect(after.status).to.equal(429);
       expect(after.json.error.code).to.equal('GW_ERR_QUOTA_EXCEEDED');
       expectRetryUntilMidnight(after.headers['retry-after'], sentAt, answeredAt);
-      expect((await counters(test, 'key', record.id, { quota: { daily: 30 } }))['quota:day']).to.equal(used.charged_tokens);
+      expect((await counters(test, 'key', record.id, { quota: { daily: 30 } }))['quota:day']).to.equal(
+        used.charged_tokens,
+      );
     });
 
     it('serves the N requests a daily money budget fits, then 429; the usage cost equals what was served', async () => {
@@ -197,7 +242,11 @@ for (const store of ['embedded', 'redis'] as const) {
       expect(await counters(test, 'key', record.id, limits)).to.deep.include({ 'quota:day': real.charged_tokens });
 
       test.upstreams.zeta.enqueue({ kind: 'drop-mid-stream', afterEvents: 2 });
-      const cut = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: JSON.stringify(chat({ stream: true })) });
+      const cut = await request(`${test.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+        body: JSON.stringify(chat({ stream: true })),
+      });
       await cut.body.text().catch(() => '');
       await test.gateway.flushUsage();
       const afterCut = await usageOf(test, record.id);
@@ -210,12 +259,20 @@ for (const store of ['embedded', 'redis'] as const) {
 
       // A retried attempt (the native route retries a 503) holds the one reservation made at admission.
       test.upstreams.zeta.enqueue({ kind: 'status', status: 503 });
-      const retried = await post(test.url, '/v1/chat', key, { model: 'zeta/zeta-k3', input: 'Count to three', max_output_tokens: 1 });
+      const retried = await post(test.url, '/v1/chat', key, {
+        model: 'zeta/zeta-k3',
+        input: 'Count to three',
+        max_output_tokens: 1,
+      });
       expect(retried.status).to.equal(200);
       const afterRetry = await usageOf(test, record.id);
       expect(afterRetry.requests).to.equal(4);
-      expect(test.upstreams.zeta.requests.filter((entry) => entry.path.endsWith('/chat/completions')).length).to.equal(5);
-      expect(await counters(test, 'key', record.id, limits)).to.deep.include({ 'quota:day': afterRetry.charged_tokens });
+      expect(test.upstreams.zeta.requests.filter((entry) => entry.path.endsWith('/chat/completions')).length).to.equal(
+        5,
+      );
+      expect(await counters(test, 'key', record.id, limits)).to.deep.include({
+        'quota:day': afterRetry.charged_tokens,
+      });
     });
 
     it('gives the openai SDK its x-ratelimit-* headers, and its retry waits out the 429 Retry-After', async () => {
@@ -229,7 +286,10 @@ for (const store of ['embedded', 'redis'] as const) {
       expect(Number(response.headers.get('x-ratelimit-remaining-tokens'))).to.be.below(100_000);
       const refused = await client.chat.completions.create(chat() as never).catch((error: unknown) => error);
       expect(refused).to.be.instanceOf(OpenAI.RateLimitError);
-      expect(Number((refused as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after'))).to.be.within(1, 60);
+      expect(Number((refused as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after'))).to.be.within(
+        1,
+        60,
+      );
     });
   });
 }
@@ -244,7 +304,8 @@ describe('budgets: the openai SDK retry honours Retry-After', function () {
 
   it('waits the seconds the 429 names, then succeeds', async () => {
     const { key } = await test.gateway.keys.create({ name: 'retry', rpm: 1 });
-    // One retry: only a wait for Retry-After (up to the 3 s window's end) gets it through; the SDK's own backoff (0.5 s) would not.
+    // One retry: only a wait for Retry-After (up to the 3 s window's end) gets it through; the SDK's own backoff (0.5
+    // s) would not.
     const client = new OpenAI({ apiKey: key, baseURL: `${test.url}/v1`, maxRetries: 1 });
     // Both requests in one 3 s window (aligned on the epoch): the second is refused until it ends.
     await withinOneWindow(2500, 3000);
@@ -258,7 +319,7 @@ describe('budgets: the openai SDK retry honours Retry-After', function () {
   });
 });
 
-describe('budgets: rate-limit headers are the caller\'s, in each format\'s own style', function () {
+describe("budgets: rate-limit headers are the caller's, in each format's own style", function () {
   this.timeout(60_000);
   let test: TestGateway;
   before(async () => {
@@ -270,7 +331,9 @@ describe('budgets: rate-limit headers are the caller\'s, in each format\'s own s
     const { key } = await test.gateway.keys.create({ name: 'messages', rpm: 7, tpm: 5000 });
     const client = new Anthropic({ apiKey: key, baseURL: test.url, maxRetries: 0 });
     const sentAt = Date.now();
-    const { response } = await client.messages.create({ model: 'beta-opus-4-8', max_tokens: 20, messages: [{ role: 'user', content: 'Count to three' }] }).withResponse();
+    const { response } = await client.messages
+      .create({ model: 'beta-opus-4-8', max_tokens: 20, messages: [{ role: 'user', content: 'Count to three' }] })
+      .withResponse();
     const answeredAt = Date.now();
     expect(response.headers.get('anthropic-ratelimit-requests-limit')).to.equal('7');
     expect(response.headers.get('anthropic-ratelimit-requests-remaining')).to.equal('6');
@@ -280,11 +343,14 @@ describe('budgets: rate-limit headers are the caller\'s, in each format\'s own s
     // The end of the UTC minute the request was admitted in (RFC 3339, whole seconds): of the minute
     // when it was sent, or of the next one if a minute ended before it was answered.
     const reset = Date.parse(response.headers.get('anthropic-ratelimit-tokens-reset')!);
-    expect(reset, response.headers.get('anthropic-ratelimit-tokens-reset')!).to.be.within(minuteEnd(sentAt), minuteEnd(answeredAt));
+    expect(reset, response.headers.get('anthropic-ratelimit-tokens-reset')!).to.be.within(
+      minuteEnd(sentAt),
+      minuteEnd(answeredAt),
+    );
     expect(response.headers.get('x-ratelimit-limit-requests')).to.equal(null);
   });
 
-  it('never passes the upstream\'s own rate-limit headers on as the caller\'s', async () => {
+  it("never passes the upstream's own rate-limit headers on as the caller's", async () => {
     const upstreamLimits = {
       'x-ratelimit-limit-requests': '5000',
       'x-ratelimit-remaining-requests': '4999',
@@ -319,7 +385,8 @@ describe('budgets: exact across gateway instances on one Redis', function () {
   before(async () => {
     redis = await TestRedisServer.start();
     instances = [];
-    for (let index = 0; index < 3; index += 1) instances.push(await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: ADMIN, REDIS_URL: redis.url } }));
+    for (let index = 0; index < 3; index += 1)
+      instances.push(await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: ADMIN, REDIS_URL: redis.url } }));
   });
   after(async () => {
     await Promise.all(instances.map((instance) => instance.close()));
@@ -329,10 +396,15 @@ describe('budgets: exact across gateway instances on one Redis', function () {
   it('lets exactly the 10 requests a tpm fits through three instances sharing 50 (17/17/16)', async () => {
     const { key } = await instances[0]!.gateway.keys.create({ name: 'shared tpm', tpm: 1120 });
     await freshMinute();
-    for (const instance of instances) instance.upstreams.zeta.enqueue(...Array.from({ length: 17 }, () => ({ kind: 'delay' as const, ms: 1000 })));
+    for (const instance of instances)
+      instance.upstreams.zeta.enqueue(...Array.from({ length: 17 }, () => ({ kind: 'delay' as const, ms: 1000 })));
     const shares = [17, 17, 16];
     const answers = await Promise.all(
-      shares.flatMap((count, index) => Array.from({ length: count }, () => post(instances[index]!.url, '/v1/chat/completions', key, chat({ max_tokens: 100 })))),
+      shares.flatMap((count, index) =>
+        Array.from({ length: count }, () =>
+          post(instances[index]!.url, '/v1/chat/completions', key, chat({ max_tokens: 100 })),
+        ),
+      ),
     );
     expect(answers.filter((answer) => answer.status === 200)).to.have.length(10);
     const refused = answers.filter((answer) => answer.status === 429);
@@ -349,7 +421,10 @@ describe('budgets: exact across gateway instances on one Redis', function () {
     const created = await request(`${first.url}/admin/teams`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'research', budget: { daily_usd: budgetServing(3, each, chat({ max_tokens: 50 })) } }),
+      body: JSON.stringify({
+        name: 'research',
+        budget: { daily_usd: budgetServing(3, each, chat({ max_tokens: 50 })) },
+      }),
     });
     expect(created.statusCode).to.equal(201);
     await created.body.dump();

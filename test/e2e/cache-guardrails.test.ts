@@ -38,7 +38,11 @@ class Moderation {
   }
 }
 
-const body = (stream: boolean) => ({ model: 'alpha-latest', messages: [{ role: 'user', content: 'Tell me the plan.' }], stream });
+const body = (stream: boolean) => ({
+  model: 'alpha-latest',
+  messages: [{ role: 'user', content: 'Tell me the plan.' }],
+  stream,
+});
 
 for (const store of ['embedded', 'redis'] as const) {
   describe(`the response cache keeps only answers every guardrail passed (${store} store)`, function () {
@@ -54,7 +58,11 @@ for (const store of ['embedded', 'redis'] as const) {
         headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json', ...headers },
         body: JSON.stringify(body(stream)),
       });
-      return { status: response.statusCode, cache: response.headers['x-gateway-cache'], text: await response.body.text() };
+      return {
+        status: response.statusCode,
+        cache: response.headers['x-gateway-cache'],
+        text: await response.body.text(),
+      };
     };
 
     beforeEach(async () => {
@@ -62,7 +70,10 @@ for (const store of ['embedded', 'redis'] as const) {
       moderation = await Moderation.start();
       dir = await mkdtemp(join(tmpdir(), 'gateway-cache-guardrails-'));
       const config = join(dir, 'gateway.yaml');
-      await writeFile(config, `cache:\n  ttlSeconds: 60\nguardrails:\n  - { name: moderation, use: webhook, on: response, url: '${moderation.url}', timeoutMs: 500, failMode: open }\n`);
+      await writeFile(
+        config,
+        `cache:\n  ttlSeconds: 60\nguardrails:\n  - { name: moderation, use: webhook, on: response, url: '${moderation.url}', timeoutMs: 500, failMode: open }\n`,
+      );
       test = await startTestGateway({ configFile: config, env: redis ? { REDIS_URL: redis.url } : {} });
     });
     afterEach(async () => {
@@ -81,7 +92,10 @@ for (const store of ['embedded', 'redis'] as const) {
         moderation.verdict = 'block';
         const second = await ask(stream);
         expect(second.cache, 'nothing was stored: the request went upstream again').to.equal('miss');
-        expect(second.status === 400 || second.text.includes('GW_ERR_GUARDRAIL'), 'the webhook, up again, blocked it').to.equal(true);
+        expect(
+          second.status === 400 || second.text.includes('GW_ERR_GUARDRAIL'),
+          'the webhook, up again, blocked it',
+        ).to.equal(true);
         expect(test.upstreams.alpha.requests).to.have.length(2);
       });
 

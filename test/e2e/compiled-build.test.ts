@@ -38,7 +38,13 @@ async function accountAssets(base: string): Promise<Map<string, { status: number
       ...text.matchAll(/<(?:script|link)\b[^>]*?\b(?:src|href)="(\/[^"]+)"/g),
       ...text.matchAll(/\bimport\s[^'"]*?['"](\.{1,2}\/[^'"]+)['"]/g),
       ...text.matchAll(/url\(['"]?(\/[^'")]+)['"]?\)/g),
-    ].map((match) => new URL(match[1]!, `${base}${path.endsWith('/') || path === '/account' ? `${path.replace(/\/?$/, '/')}` : path}`).pathname);
+    ].map(
+      (match) =>
+        new URL(
+          match[1]!,
+          `${base}${path.endsWith('/') || path === '/account' ? `${path.replace(/\/?$/, '/')}` : path}`,
+        ).pathname,
+    );
     pending.push(...references);
   }
   return seen;
@@ -61,7 +67,12 @@ describe('the compiled build, run as npm start runs it (node dist/src/main.js)',
         GATEWAY_API_KEYS: CLIENT_KEY,
         GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN,
         GATEWAY_DATA_DIR: join(outside, 'data'),
-        ...Object.fromEntries([...VENDORS, 'sigma'].flatMap((vendor) => [[`${vendor.toUpperCase()}_BASE_URL`, upstream.url], [`${vendor.toUpperCase()}_API_KEY`, UPSTREAM_KEY]])),
+        ...Object.fromEntries(
+          [...VENDORS, 'sigma'].flatMap((vendor) => [
+            [`${vendor.toUpperCase()}_BASE_URL`, upstream.url],
+            [`${vendor.toUpperCase()}_API_KEY`, UPSTREAM_KEY],
+          ]),
+        ),
       },
       'compiled',
     );
@@ -83,7 +94,12 @@ describe('the compiled build, run as npm start runs it (node dist/src/main.js)',
 
   it('serves /account and every file it loads with 200 and the right content type', async () => {
     const assets = await accountAssets(gateway.url);
-    expect([...assets.keys()]).to.include.members(['/account', '/account/account.css', '/account/app.js', '/account/vendor/chart.umd.min.js']);
+    expect([...assets.keys()]).to.include.members([
+      '/account',
+      '/account/account.css',
+      '/account/app.js',
+      '/account/vendor/chart.umd.min.js',
+    ]);
     expect(assets.size).to.be.greaterThan(5);
     for (const [path, { status, type }] of assets) {
       expect(status, path).to.equal(200);
@@ -104,19 +120,35 @@ describe('the compiled build, run as npm start runs it (node dist/src/main.js)',
   });
 
   it('answers chat in JSON and SSE, serves the external plugin, and reads the usage back', async () => {
-    const answer = await client().chat.completions.create({ model: 'alpha-latest', messages: [{ role: 'user', content: 'Hello compiled' }] });
+    const answer = await client().chat.completions.create({
+      model: 'alpha-latest',
+      messages: [{ role: 'user', content: 'Hello compiled' }],
+    });
     expect(answer.choices[0]!.message.content).to.equal('Mock reply to: Hello compiled');
-    const stream = await client().chat.completions.create({ model: 'alpha-latest', messages: [{ role: 'user', content: 'Stream' }], stream: true, stream_options: { include_usage: true } });
+    const stream = await client().chat.completions.create({
+      model: 'alpha-latest',
+      messages: [{ role: 'user', content: 'Stream' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
     expect(text).to.equal('Mock reply to: Stream');
-    const external = await client().chat.completions.create({ model: 'sigma/sigma-2', messages: [{ role: 'user', content: 'Hello sigma' }] });
+    const external = await client().chat.completions.create({
+      model: 'sigma/sigma-2',
+      messages: [{ role: 'user', content: 'Hello sigma' }],
+    });
     expect(external.choices[0]!.message.content).to.equal('Mock reply to: Hello sigma');
     expect(upstream.requests.map((sent) => sent.body.model).slice(-1)).to.deep.equal(['sigma-2-2026']);
     await eventually(async () => {
-      const usage = (await (await fetch(`${gateway.url}/v1/usage`, { headers: { authorization: `Bearer ${CLIENT_KEY}` } })).json()) as { data: { model: string; requests: number }[] };
+      const usage = (await (
+        await fetch(`${gateway.url}/v1/usage`, { headers: { authorization: `Bearer ${CLIENT_KEY}` } })
+      ).json()) as { data: { model: string; requests: number }[] };
       const byModel = Object.fromEntries(usage.data.map((row) => [row.model, row.requests]));
-      return byModel['sigma/sigma-2'] === 1 && Object.entries(byModel).some(([model, requests]) => model.startsWith('alpha/') && requests === 2);
+      return (
+        byModel['sigma/sigma-2'] === 1 &&
+        Object.entries(byModel).some(([model, requests]) => model.startsWith('alpha/') && requests === 2)
+      );
     }, 'the usage of the three calls');
   });
 
@@ -124,13 +156,21 @@ describe('the compiled build, run as npm start runs it (node dist/src/main.js)',
     browser = await launchBrowser({ permissions: ['clipboard-read', 'clipboard-write'] });
     const page: Page = await browser.newPage();
     page.setDefaultTimeout(10_000);
-    await accountJourney({ url: gateway.url, adminToken: ADMIN_TOKEN, providers: VENDORS.length + 1, upstreamKey: UPSTREAM_KEY }, browser, page);
+    await accountJourney(
+      { url: gateway.url, adminToken: ADMIN_TOKEN, providers: VENDORS.length + 1, upstreamKey: UPSTREAM_KEY },
+      browser,
+      page,
+    );
   });
 
   it('runs a team on the account page: budget, key in it, use and cost on Limits and Usage, budget change enforced, 409 on delete', async () => {
     browser ??= await launchBrowser();
     const page: Page = await browser.newPage();
     page.setDefaultTimeout(10_000);
-    await teamBudgetJourney({ url: gateway.url, adminToken: ADMIN_TOKEN, providers: VENDORS.length + 1, upstreamKey: UPSTREAM_KEY }, browser, page);
+    await teamBudgetJourney(
+      { url: gateway.url, adminToken: ADMIN_TOKEN, providers: VENDORS.length + 1, upstreamKey: UPSTREAM_KEY },
+      browser,
+      page,
+    );
   });
 });

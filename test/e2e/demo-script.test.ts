@@ -71,10 +71,16 @@ describe('npm run demo', function () {
     const page = await fetch(`${url}/account`);
     expect(page.status).to.equal(200);
     expect(await (await fetch(`${url}/account/api/session`)).json()).to.include({ enabled: true, signed_in: false });
-    const signedIn = await fetch(`${url}/account/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+    const signedIn = await fetch(`${url}/account/api/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token }),
+    });
     expect(signedIn.status).to.equal(201);
     const cookie = signedIn.headers.get('set-cookie')!.split(';')[0]!;
-    const keys = (await (await fetch(`${url}/account/api/keys`, { headers: { cookie } })).json()) as { data: { name: string }[] };
+    const keys = (await (await fetch(`${url}/account/api/keys`, { headers: { cookie } })).json()) as {
+      data: { name: string }[];
+    };
     expect(keys.data.map((entry) => entry.name)).to.deep.equal(['demo']);
     const admin = await fetch(`${url}/admin/keys`, { headers: { authorization: `Bearer ${token}` } });
     expect(admin.status).to.equal(200);

@@ -49,9 +49,16 @@ describe('plugins from outside the repository (GATEWAY_PLUGIN_PATH), in a gatewa
   });
 
   it('serves the TypeScript plugin on its routes: the alias, JSON and stream, and native chat', async () => {
-    const answer = await client().chat.completions.create({ model: 'omega-latest', messages: [{ role: 'user', content: 'Hello omega' }] });
+    const answer = await client().chat.completions.create({
+      model: 'omega-latest',
+      messages: [{ role: 'user', content: 'Hello omega' }],
+    });
     expect(answer.choices[0]!.message.content).to.equal('Mock reply to: Hello omega');
-    const stream = await client().chat.completions.create({ model: 'omega/omega-1', messages: [{ role: 'user', content: 'Hi' }], stream: true });
+    const stream = await client().chat.completions.create({
+      model: 'omega/omega-1',
+      messages: [{ role: 'user', content: 'Hi' }],
+      stream: true,
+    });
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
     expect(text).to.equal('Mock reply to: Hi');
@@ -69,7 +76,10 @@ describe('plugins from outside the repository (GATEWAY_PLUGIN_PATH), in a gatewa
   });
 
   it('serves the compiled JavaScript plugin, sending its upstream model name', async () => {
-    const answer = await client().chat.completions.create({ model: 'sigma/sigma-2', messages: [{ role: 'user', content: 'Hello sigma' }] });
+    const answer = await client().chat.completions.create({
+      model: 'sigma/sigma-2',
+      messages: [{ role: 'user', content: 'Hello sigma' }],
+    });
     expect(answer.choices[0]!.message.content).to.equal('Mock reply to: Hello sigma');
     expect(upstream.requests.map((sent) => sent.body.model)).to.deep.equal(['sigma-2-2026']);
   });
@@ -78,9 +88,14 @@ describe('plugins from outside the repository (GATEWAY_PLUGIN_PATH), in a gatewa
     const clash = join(outside, 'clash');
     await mkdir(join(clash, 'alpha'), { recursive: true });
     await writeFile(join(clash, 'manifest.json'), JSON.stringify({ plugins: ['alpha'] }));
-    const { code, output } = await startupFailure({ GATEWAY_PLUGIN_PATH: clash, GATEWAY_DATA_DIR: join(outside, 'data-clash') });
+    const { code, output } = await startupFailure({
+      GATEWAY_PLUGIN_PATH: clash,
+      GATEWAY_DATA_DIR: join(outside, 'data-clash'),
+    });
     expect(code).to.equal(1);
-    expect(output).to.contain(`cannot start: plugin 'alpha': vendor: claimed twice, by ${join(ROOT, 'providers', 'alpha')} and ${join(clash, 'alpha')}`);
+    expect(output).to.contain(
+      `cannot start: plugin 'alpha': vendor: claimed twice, by ${join(ROOT, 'providers', 'alpha')} and ${join(clash, 'alpha')}`,
+    );
   });
 });
 
@@ -91,9 +106,16 @@ describe('broken external plugins refuse start-up with one line naming the file,
   after(async () => rm(outside, { recursive: true, force: true }));
 
   const route = "'chat-completions': { path: '/chat/completions', format: 'chat-completions', auth: 'bearer' }";
-  const model = "{ id: 'kappa-1', listed: true, routes: ['chat-completions'], pricing: { input: 1, cachedInput: 0.1, output: 4 } }";
-  /** A plugins directory holding one plugin `kappa` (index.js, no node_modules) with the given routes, model and extra fields. */
-  async function variant(name: string, { routes = route, models = model, extra = '', manifest = '{"plugins": ["kappa"]}', vendor = 'kappa' } = {}): Promise<string> {
+  const model =
+    "{ id: 'kappa-1', listed: true, routes: ['chat-completions'], pricing: { input: 1, cachedInput: 0.1, output: 4 } }";
+  /**
+   * A plugins directory holding one plugin `kappa` (index.js, no node_modules) with the given routes, model and extra
+   * fields.
+   */
+  async function variant(
+    name: string,
+    { routes = route, models = model, extra = '', manifest = '{"plugins": ["kappa"]}', vendor = 'kappa' } = {},
+  ): Promise<string> {
     const directory = join(outside, name);
     await mkdir(join(directory, vendor), { recursive: true });
     await writeFile(join(directory, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
@@ -105,7 +127,10 @@ describe('broken external plugins refuse start-up with one line naming the file,
     return directory;
   }
   const refusal = async (pluginPath: string) => {
-    const { code, output } = await startupFailure({ GATEWAY_PLUGIN_PATH: pluginPath, GATEWAY_DATA_DIR: join(outside, 'data') });
+    const { code, output } = await startupFailure({
+      GATEWAY_PLUGIN_PATH: pluginPath,
+      GATEWAY_DATA_DIR: join(outside, 'data'),
+    });
     expect(code, output).to.equal(1);
     const lines = output.trim().split('\n');
     expect(lines, output).to.have.length(1);
@@ -113,7 +138,9 @@ describe('broken external plugins refuse start-up with one line naming the file,
   };
 
   it('an unknown (misspelled) field', async () => {
-    const directory = await variant('unknown-field', { routes: route.replace("auth: 'bearer'", "auth: 'bearer', defaultHeader: { 'x-v': '1' }") });
+    const directory = await variant('unknown-field', {
+      routes: route.replace("auth: 'bearer'", "auth: 'bearer', defaultHeader: { 'x-v': '1' }"),
+    });
     expect(await refusal(directory)).to.equal(
       `model-gateway: cannot start: plugin 'kappa': routes.chat-completions.defaultHeader: unknown field: did you mean 'defaultHeaders'? (in ${join(directory, 'kappa', 'index.js')})`,
     );
@@ -121,7 +148,9 @@ describe('broken external plugins refuse start-up with one line naming the file,
 
   it('a manifest typo', async () => {
     const directory = await variant('manifest-typo', { manifest: '{"plugns": ["kappa"]}' });
-    expect(await refusal(directory)).to.equal(`model-gateway: cannot start: manifest ${join(directory, 'manifest.json')}: plugns: unknown field: did you mean 'plugins'?`);
+    expect(await refusal(directory)).to.equal(
+      `model-gateway: cannot start: manifest ${join(directory, 'manifest.json')}: plugns: unknown field: did you mean 'plugins'?`,
+    );
   });
 
   it('a folder the manifest lists that is missing', async () => {
@@ -132,14 +161,18 @@ describe('broken external plugins refuse start-up with one line naming the file,
   });
 
   it("a route whose format is not its key's", async () => {
-    const directory = await variant('route-format', { routes: route.replace("format: 'chat-completions'", "format: 'messages'") });
+    const directory = await variant('route-format', {
+      routes: route.replace("format: 'chat-completions'", "format: 'messages'"),
+    });
     expect(await refusal(directory)).to.equal(
       `model-gateway: cannot start: plugin 'kappa': routes.chat-completions.format: is 'messages', but the route 'chat-completions' speaks 'chat-completions': declare format 'chat-completions', or declare this upstream under routes.messages (in ${join(directory, 'kappa', 'index.js')})`,
     );
   });
 
   it('an alias colliding with another external plugin', async () => {
-    const directory = await variant('alias-collision', { extra: ", aliases: [{ id: 'omega-latest', target: 'kappa/kappa-1', routes: ['chat-completions'] }]" });
+    const directory = await variant('alias-collision', {
+      extra: ", aliases: [{ id: 'omega-latest', target: 'kappa/kappa-1', routes: ['chat-completions'] }]",
+    });
     expect(await refusal(`${OMEGA_DIR}:${directory}`)).to.equal(
       `model-gateway: cannot start: plugin 'kappa': aliases: 'omega-latest' on route chat-completions is already claimed by plugin 'omega' (${join(OMEGA_DIR, 'omega')}) (in ${join(directory, 'kappa')})`,
     );
@@ -154,7 +187,11 @@ describe('broken external plugins refuse start-up with one line naming the file,
 
   it('a good one starts, logging each plugin with its directory and model count, and warns for a base URL without a key', async () => {
     const directory = await variant('good');
-    const gateway = await GatewayProcess.start({ GATEWAY_PLUGIN_PATH: directory, GATEWAY_DATA_DIR: join(outside, 'data-good'), KAPPA_BASE_URL: 'http://127.0.0.1:9/v1' });
+    const gateway = await GatewayProcess.start({
+      GATEWAY_PLUGIN_PATH: directory,
+      GATEWAY_DATA_DIR: join(outside, 'data-good'),
+      KAPPA_BASE_URL: 'http://127.0.0.1:9/v1',
+    });
     try {
       const logs = gateway.logs.join('');
       expect(logs).to.contain(`plugin 'kappa' loaded from ${join(directory, 'kappa')}: 1 model(s)`);

@@ -41,7 +41,11 @@ describe('graceful shutdown', function () {
   let env: NodeJS.ProcessEnv;
   let gateway: GatewayProcess | undefined;
 
-  async function setUp(chunkDelayMs: number, extra: NodeJS.ProcessEnv = {}, command: StartCommand = 'source'): Promise<GatewayProcess> {
+  async function setUp(
+    chunkDelayMs: number,
+    extra: NodeJS.ProcessEnv = {},
+    command: StartCommand = 'source',
+  ): Promise<GatewayProcess> {
     upstream = await startMockUpstream({ chunkDelayMs });
     const dataDir = await mkdtemp(join(tmpdir(), 'gateway-shutdown-'));
     env = { ZETA_BASE_URL: upstream.url, GATEWAY_API_KEYS: KEY, GATEWAY_DATA_DIR: dataDir, ...extra };

@@ -36,7 +36,10 @@ for (const store of ['embedded', 'Redis'] as const) {
       dir = await mkdtemp(join(tmpdir(), 'gateway-guardrail-actions-'));
       const configFile = join(dir, 'gateway.yaml');
       await writeFile(configFile, `logLevel: silent\n${GUARDRAILS}`);
-      test = await startTestGateway({ configFile, env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN, ...(redis ? { REDIS_URL: redis.url } : {}) } });
+      test = await startTestGateway({
+        configFile,
+        env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN, ...(redis ? { REDIS_URL: redis.url } : {}) },
+      });
     });
     after(async () => {
       await test?.close();
@@ -45,7 +48,11 @@ for (const store of ['embedded', 'Redis'] as const) {
     });
 
     async function call(method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<Reply> {
-      const response = await request(`${test.url}${path}`, { method: method as 'GET', headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const response = await request(`${test.url}${path}`, {
+        method: method as 'GET',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       return { status: response.statusCode, headers: response.headers, text: await response.body.text() };
     }
 
@@ -56,24 +63,62 @@ for (const store of ['embedded', 'Redis'] as const) {
       const { key, id } = JSON.parse(created.text) as { key: string; id: string };
       const caller = { authorization: `Bearer ${key}` };
 
-      const blocked = await call('POST', '/v1/chat/completions', caller, { model: 'zeta/zeta-k3', messages: [{ role: 'user', content: `My code is ${CODE}, mail ${EMAIL}` }] });
+      const blocked = await call('POST', '/v1/chat/completions', caller, {
+        model: 'zeta/zeta-k3',
+        messages: [{ role: 'user', content: `My code is ${CODE}, mail ${EMAIL}` }],
+      });
       expect(blocked.status, blocked.text).to.equal(400);
       expect(blocked.text).to.contain("Guardrail 'no-codes' blocked the request");
-      const redacted = await call('POST', '/v1/chat/completions', caller, { model: 'zeta/zeta-k3', messages: [{ role: 'user', content: `Mail ${EMAIL}` }] });
+      const redacted = await call('POST', '/v1/chat/completions', caller, {
+        model: 'zeta/zeta-k3',
+        messages: [{ role: 'user', content: `Mail ${EMAIL}` }],
+      });
       expect(redacted.status, redacted.text).to.equal(200);
 
       const read = () => call('GET', '/admin/guardrails/actions', admin);
       // Recording never waits for the store: with Redis, the write lands a moment after the answer.
-      await eventually(async () => (JSON.parse((await read()).text) as { data: unknown[] }).data.length === 2, 'both actions kept');
+      await eventually(
+        async () => (JSON.parse((await read()).text) as { data: unknown[] }).data.length === 2,
+        'both actions kept',
+      );
       const answer = await read();
       expect(answer.status).to.equal(200);
-      const body = JSON.parse(answer.text) as { object: string; by_guardrail: Record<string, unknown>[]; data: Record<string, unknown>[] };
+      const body = JSON.parse(answer.text) as {
+        object: string;
+        by_guardrail: Record<string, unknown>[];
+        data: Record<string, unknown>[];
+      };
       expect(body.object).to.equal('list');
       const where = { route: 'chat-completions', model: 'zeta/zeta-k3', key_id: id, team: 'research' };
-      expect(body.data[0]).to.deep.include({ guardrail: 'no-emails', phase: 'request', action: 'redact', cause: 'finding', ...where, request_id: redacted.headers['x-request-id'] });
-      expect(body.data[1]).to.deep.include({ guardrail: 'no-codes', phase: 'request', action: 'block', cause: 'finding', ...where, request_id: blocked.headers['x-request-id'] });
+      expect(body.data[0]).to.deep.include({
+        guardrail: 'no-emails',
+        phase: 'request',
+        action: 'redact',
+        cause: 'finding',
+        ...where,
+        request_id: redacted.headers['x-request-id'],
+      });
+      expect(body.data[1]).to.deep.include({
+        guardrail: 'no-codes',
+        phase: 'request',
+        action: 'block',
+        cause: 'finding',
+        ...where,
+        request_id: blocked.headers['x-request-id'],
+      });
       for (const entry of body.data) {
-        expect(Object.keys(entry).sort()).to.deep.equal(['action', 'at', 'cause', 'guardrail', 'key_id', 'model', 'phase', 'request_id', 'route', 'team']);
+        expect(Object.keys(entry).sort()).to.deep.equal([
+          'action',
+          'at',
+          'cause',
+          'guardrail',
+          'key_id',
+          'model',
+          'phase',
+          'request_id',
+          'route',
+          'team',
+        ]);
         expect(Date.parse(entry.at as string)).to.be.closeTo(Date.now(), 60_000);
       }
       expect(body.by_guardrail).to.deep.equal([
@@ -82,10 +127,14 @@ for (const store of ['embedded', 'Redis'] as const) {
       ]);
       for (const text of [CODE, 'PROJECT', EMAIL, 'ada@']) expect(answer.text).not.to.contain(text);
 
-      expect(JSON.parse((await call('GET', '/admin/guardrails/actions?limit=1', admin)).text).data).to.deep.equal([body.data[0]]);
+      expect(JSON.parse((await call('GET', '/admin/guardrails/actions?limit=1', admin)).text).data).to.deep.equal([
+        body.data[0],
+      ]);
       const refused = await call('GET', '/admin/guardrails/actions?limit=0', admin);
       expect(refused.status).to.equal(400);
-      expect(JSON.parse(refused.text).errors).to.deep.equal(["Field 'query.limit': must be a whole number from 1 to 1000"]);
+      expect(JSON.parse(refused.text).errors).to.deep.equal([
+        "Field 'query.limit': must be a whole number from 1 to 1000",
+      ]);
       expect((await call('GET', '/admin/guardrails/actions', {})).status).to.equal(401);
 
       // The account page's API answers the same behind its session.

@@ -42,7 +42,10 @@ describe("guardrails read what the client gets: a stream as the plugin's fixups 
       join(dir, 'gateway.yaml'),
       `guardrails:\n  - name: no-codes\n    use: regex\n    on: response\n    action: ${action}\n    patterns: ['PROJECT-[0-9]{4}']\n`,
     );
-    test = await startTestGateway({ configFile: join(dir, 'gateway.yaml'), env: { GATEWAY_PLUGIN_PATH: join(dir, 'plugins'), SIGMA_BASE_URL: upstream.url, SIGMA_API_KEY: 'sigma-key' } });
+    test = await startTestGateway({
+      configFile: join(dir, 'gateway.yaml'),
+      env: { GATEWAY_PLUGIN_PATH: join(dir, 'plugins'), SIGMA_BASE_URL: upstream.url, SIGMA_API_KEY: 'sigma-key' },
+    });
   };
   const ask = async (content = 'my code?', stream = true) => {
     const response = await fetch(`${test.url}/v1/chat/completions`, {
@@ -65,12 +68,23 @@ describe("guardrails read what the client gets: a stream as the plugin's fixups 
       // A vendor answering in a shape Chat Completions does not have: its text is in no place the format reads.
       if (request.messages[0]!.content === 'odd shape') {
         if (!request.stream) {
-          const odd = { result: { say: 'Your code is PROJECT-1234.' }, usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 } };
+          const odd = {
+            result: { say: 'Your code is PROJECT-1234.' },
+            usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 },
+          };
           return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(odd));
         }
-        return res.writeHead(200, { 'content-type': 'text/event-stream' }).end(chunk({ role: 'assistant', content: '' }) + `data: ${JSON.stringify({ say: 'Your code is PROJECT-1234.' })}\n\n` + 'data: [DONE]\n\n');
+        return res
+          .writeHead(200, { 'content-type': 'text/event-stream' })
+          .end(
+            chunk({ role: 'assistant', content: '' }) +
+              `data: ${JSON.stringify({ say: 'Your code is PROJECT-1234.' })}\n\n` +
+              'data: [DONE]\n\n',
+          );
       }
-      res.writeHead(200, { 'content-type': 'text/event-stream' }).end(stream(['Your code is ', '{{code}}', ', keep it safe.']));
+      res
+        .writeHead(200, { 'content-type': 'text/event-stream' })
+        .end(stream(['Your code is ', '{{code}}', ', keep it safe.']));
     };
   });
   afterEach(async () => {

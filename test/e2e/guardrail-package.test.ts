@@ -37,7 +37,8 @@ describe('a guardrail plugin package made by plugin new --guardrail, enforced by
   let gateway: GatewayProcess | undefined;
 
   before(async () => {
-    if (!existsSync(COMPILED_MAIN)) throw new Error(`${COMPILED_MAIN} is missing: run npm run build first (npm test does)`);
+    if (!existsSync(COMPILED_MAIN))
+      throw new Error(`${COMPILED_MAIN} is missing: run npm run build first (npm test does)`);
     outside = await mkdtemp(join(tmpdir(), 'gateway-guardrail-package-'));
     plugins = join(outside, 'guards');
   });
@@ -57,7 +58,11 @@ describe('a guardrail plugin package made by plugin new --guardrail, enforced by
     await mkdir(join(plugins, 'node_modules'));
     await symlink(ROOT, join(plugins, 'node_modules', 'model-gateway'), 'dir');
     await promisify(execFile)(process.execPath, ['prepare-dist.mjs'], { cwd: plugins });
-    await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: plugins });
+    await promisify(execFile)(
+      process.execPath,
+      [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+      { cwd: plugins },
+    );
     expect((await readdir(join(plugins, 'dist'), { recursive: true })).sort()).to.deep.equal([
       'acme-tickets',
       'acme-tickets/__fixtures__',
@@ -86,10 +91,19 @@ describe('a guardrail plugin package made by plugin new --guardrail, enforced by
     );
     upstream = await startMockUpstream({ apiKey: UPSTREAM_KEY });
     gateway = await GatewayProcess.start(
-      { GATEWAY_PLUGIN_PATH: join(plugins, 'dist'), GATEWAY_CONFIG: config, GATEWAY_API_KEYS: CLIENT_KEY, GATEWAY_DATA_DIR: join(outside, 'data'), DELTA_BASE_URL: upstream.url, DELTA_API_KEY: UPSTREAM_KEY },
+      {
+        GATEWAY_PLUGIN_PATH: join(plugins, 'dist'),
+        GATEWAY_CONFIG: config,
+        GATEWAY_API_KEYS: CLIENT_KEY,
+        GATEWAY_DATA_DIR: join(outside, 'data'),
+        DELTA_BASE_URL: upstream.url,
+        DELTA_API_KEY: UPSTREAM_KEY,
+      },
       'compiled',
     );
-    expect(gateway.logs.join('')).to.contain(`guardrail plugin 'acme-tickets' loaded from ${join(plugins, 'dist', 'acme-tickets')}`);
+    expect(gateway.logs.join('')).to.contain(
+      `guardrail plugin 'acme-tickets' loaded from ${join(plugins, 'dist', 'acme-tickets')}`,
+    );
     const post = async (content: string, stream = false) => {
       const response = await request(`${gateway!.url}/v1/chat/completions`, {
         method: 'POST',
@@ -106,7 +120,10 @@ describe('a guardrail plugin package made by plugin new --guardrail, enforced by
     // The mock upstream repeats the prompt in its answer: the response entry (prefix OPS) refuses it.
     const blocked = await post('Escalate OPS-424242 now');
     expect(blocked.status).to.equal(400);
-    expect(JSON.parse(blocked.text).error).to.include({ code: 'GW_ERR_GUARDRAIL', message: "Guardrail 'ops-out' blocked the answer: it holds content this gateway does not let through" });
+    expect(JSON.parse(blocked.text).error).to.include({
+      code: 'GW_ERR_GUARDRAIL',
+      message: "Guardrail 'ops-out' blocked the answer: it holds content this gateway does not let through",
+    });
     const stream = await post('Escalate OPS-424242 now', true);
     expect(stream.status).to.equal(200);
     expect(stream.text).not.to.contain('OPS-424242');

@@ -7,7 +7,10 @@ import { request } from 'undici';
 import { ConfigError } from '../../src/config/gateway-config.ts';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';
 
-/** A guardrail plugin (JavaScript, importing the contract by package name) that finds `forbidden`, throws on `boom` and answers nonsense on `nonsense`. */
+/**
+ * A guardrail plugin (JavaScript, importing the contract by package name) that finds `forbidden`, throws on `boom` and
+ * answers nonsense on `nonsense`.
+ */
 const FLAKY = `import { defineGuardrail } from 'model-gateway/plugin';
 export default defineGuardrail({
   contract: 1,
@@ -37,7 +40,10 @@ describe('guardrail plugins in a gateway: enforced, their faults attributed, the
     await writeFile(join(dir, 'plugins', 'manifest.json'), JSON.stringify({ plugins: ['flaky'] }));
     await writeFile(join(dir, 'plugins', 'flaky', 'index.js'), FLAKY);
     configFile = join(dir, 'gateway.yaml');
-    await writeFile(configFile, 'logLevel: info\nguardrails:\n  - { name: flaky-both, use: flaky, on: both, action: block, options: { mood: calm } }\n');
+    await writeFile(
+      configFile,
+      'logLevel: info\nguardrails:\n  - { name: flaky-both, use: flaky, on: both, action: block, options: { mood: calm } }\n',
+    );
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
         logs.push(chunk.toString());
@@ -70,11 +76,21 @@ describe('guardrail plugins in a gateway: enforced, their faults attributed, the
   });
 
   it("answers a scan that throws or returns nonsense as the plugin's fault (502 before anything went upstream), logged and counted", async () => {
-    for (const [content, told] of [['boom', 'the scanner exploded'], ['nonsense', 'returned a finding']] as const) {
+    for (const [content, told] of [
+      ['boom', 'the scanner exploded'],
+      ['nonsense', 'returned a finding'],
+    ] as const) {
       const answer = await post(content);
       expect(answer.status, content).to.equal(502);
-      expect(JSON.parse(answer.text).error).to.include({ code: 'GW_ERR_PLUGIN_FAULT', message: "Gateway plugin 'flaky' failed in its hook 'scan' (a fault of this gateway's plugin, not of the upstream provider)" });
-      const line = logs.join('').split('\n').find((entry) => entry.includes("gateway plugin 'flaky' failed in its hook 'scan'") && entry.includes(told));
+      expect(JSON.parse(answer.text).error).to.include({
+        code: 'GW_ERR_PLUGIN_FAULT',
+        message:
+          "Gateway plugin 'flaky' failed in its hook 'scan' (a fault of this gateway's plugin, not of the upstream provider)",
+      });
+      const line = logs
+        .join('')
+        .split('\n')
+        .find((entry) => entry.includes("gateway plugin 'flaky' failed in its hook 'scan'") && entry.includes(told));
       expect(line, told).to.be.a('string');
     }
     const metrics = await (await request(`${test.url}/metrics`)).body.text();
@@ -82,7 +98,10 @@ describe('guardrail plugins in a gateway: enforced, their faults attributed, the
   });
 
   it('ends a stream in band when the scan fails on the answer (the mock repeats the prompt in it)', async () => {
-    await writeFile(configFile, 'logLevel: info\nguardrails:\n  - { name: flaky-out, use: flaky, on: response, action: block }\n');
+    await writeFile(
+      configFile,
+      'logLevel: info\nguardrails:\n  - { name: flaky-out, use: flaky, on: response, action: block }\n',
+    );
     expect(test.gateway.reloadConfig('test').applied).to.equal(true);
     const answer = await post('say boom please', true);
     expect(answer.status).to.equal(200);
@@ -90,10 +109,17 @@ describe('guardrail plugins in a gateway: enforced, their faults attributed, the
   });
 
   it('refuses a configuration whose options the plugin refuses, or whose use no plugin is, at reload (kept stale) and at start', async () => {
-    await writeFile(configFile, 'guardrails:\n  - { name: flaky-both, use: flaky, on: both, action: block, options: { mood: angry } }\n  - { name: other, use: missing-guard, action: redact }\n');
+    await writeFile(
+      configFile,
+      'guardrails:\n  - { name: flaky-both, use: flaky, on: both, action: block, options: { mood: angry } }\n  - { name: other, use: missing-guard, action: redact }\n',
+    );
     const result = test.gateway.reloadConfig('test');
     expect(result.applied).to.equal(false);
-    expect(result.error).to.contain('guardrails[0].options: mood must be calm').and.to.contain("guardrails[1].use: 'missing-guard' is neither a built-in guardrail (regex, pii, webhook) nor a loaded guardrail plugin (loaded: flaky)");
+    expect(result.error)
+      .to.contain('guardrails[0].options: mood must be calm')
+      .and.to.contain(
+        "guardrails[1].use: 'missing-guard' is neither a built-in guardrail (regex, pii, webhook) nor a loaded guardrail plugin (loaded: flaky)",
+      );
     // The configuration in force is the last one applied.
     const answer = await post('say boom please', true);
     expect(answer.text).to.contain('"code":"GW_ERR_PLUGIN_FAULT"');

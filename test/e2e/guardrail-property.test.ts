@@ -34,8 +34,7 @@ class Holes {
   text = (): string => this.take('text');
   key = (): string => this.take('key');
   /** A call's arguments: JSON text with two texts in it, characters escaped (`\uXXXX`) where `escape` says. */
-  args = (): string =>
-    `{"query": ${this.argument()}, "notes": [${this.argument()}], "n": 1}`;
+  args = (): string => `{"query": ${this.argument()}, "notes": [${this.argument()}], "n": 1}`;
   private argument = (): string => jsonString(this.take('arg'), this.escape);
   /** A JSON schema whose description, property name and enum value are texts. */
   schema = (): object => {
@@ -67,11 +66,10 @@ function serialise(value: unknown, escape: (char: string) => boolean, spaced: bo
   if (typeof value === 'object' && value !== null) {
     // The model is never escaped: the gateway rewrites it (its bytes are compared apart).
     return `{${space}${Object.entries(value)
-      .map(
-        ([key, item]) =>
-          key === 'model'
-            ? `"model":${space}${JSON.stringify(item)}`
-            : `${jsonString(key, escape)}:${space}${serialise(item, escape, spaced)}`,
+      .map(([key, item]) =>
+        key === 'model'
+          ? `"model":${space}${JSON.stringify(item)}`
+          : `${jsonString(key, escape)}:${space}${serialise(item, escape, spaced)}`,
       )
       .join(`,${space}`)}${space}}`;
   }

@@ -20,24 +20,60 @@ const ROUTES: Record<Format, { path: string; model: string; vendor: 'alpha' | 'b
 const requestBody = (format: Format, text: string, stream: boolean) =>
   format === 'responses'
     ? { model: ROUTES[format].model, input: text, stream }
-    : { model: ROUTES[format].model, ...(format === 'messages' ? { max_tokens: 64 } : {}), messages: [{ role: 'user', content: text }], stream };
+    : {
+        model: ROUTES[format].model,
+        ...(format === 'messages' ? { max_tokens: 64 } : {}),
+        messages: [{ role: 'user', content: text }],
+        stream,
+      };
 
 /** A JSON answer of the format whose text is `text`. */
 function jsonAnswer(format: Format, text: string): string {
   if (format === 'chat-completions') {
-    return JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gen-5.5', choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 } });
+    return JSON.stringify({
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      created: 1,
+      model: 'gen-5.5',
+      choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 },
+    });
   }
   if (format === 'messages') {
-    return JSON.stringify({ id: 'msg_1', type: 'message', role: 'assistant', model: 'beta-fable-5-1', content: [{ type: 'text', text }], stop_reason: 'end_turn', usage: { input_tokens: 11, output_tokens: 7 } });
+    return JSON.stringify({
+      id: 'msg_1',
+      type: 'message',
+      role: 'assistant',
+      model: 'beta-fable-5-1',
+      content: [{ type: 'text', text }],
+      stop_reason: 'end_turn',
+      usage: { input_tokens: 11, output_tokens: 7 },
+    });
   }
-  return JSON.stringify({ id: 'resp_1', object: 'response', status: 'completed', model: 'gen-5.5', output: [{ type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] }], usage: { input_tokens: 11, output_tokens: 7, total_tokens: 18 } });
+  return JSON.stringify({
+    id: 'resp_1',
+    object: 'response',
+    status: 'completed',
+    model: 'gen-5.5',
+    output: [
+      {
+        type: 'message',
+        id: 'msg_1',
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'output_text', text, annotations: [] }],
+      },
+    ],
+    usage: { input_tokens: 11, output_tokens: 7, total_tokens: 18 },
+  });
 }
 
 /** A stream of the format whose text comes in `deltas`, as the upstream sends it (one string per event). */
 function streamEvents(format: Format, deltas: readonly string[]): string[] {
   const text = deltas.join('');
   if (format === 'chat-completions') {
-    const chunk = (delta: object, finish: string | null) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gen-5.5', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const chunk = (delta: object, finish: string | null) =>
+      `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gen-5.5', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
     return [
       chunk({ role: 'assistant', content: '' }, null),
       ...deltas.map((delta) => chunk({ content: delta }, null)),
@@ -49,20 +85,61 @@ function streamEvents(format: Format, deltas: readonly string[]): string[] {
   const named = (payload: { type: string }) => `event: ${payload.type}\ndata: ${JSON.stringify(payload)}\n\n`;
   if (format === 'messages') {
     return [
-      named({ type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'beta-fable-5-1', content: [], stop_reason: null, usage: { input_tokens: 11, output_tokens: 1 } } } as { type: string }),
+      named({
+        type: 'message_start',
+        message: {
+          id: 'msg_1',
+          type: 'message',
+          role: 'assistant',
+          model: 'beta-fable-5-1',
+          content: [],
+          stop_reason: null,
+          usage: { input_tokens: 11, output_tokens: 1 },
+        },
+      } as { type: string }),
       named({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } } as { type: string }),
-      ...deltas.map((delta) => named({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: delta } } as { type: string })),
+      ...deltas.map((delta) =>
+        named({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: delta } } as {
+          type: string;
+        }),
+      ),
       named({ type: 'content_block_stop', index: 0 } as { type: string }),
-      named({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 7 } } as { type: string }),
+      named({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 7 } } as {
+        type: string;
+      }),
       named({ type: 'message_stop' }),
     ];
   }
-  const item = { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] };
+  const item = {
+    type: 'message',
+    id: 'msg_1',
+    role: 'assistant',
+    status: 'completed',
+    content: [{ type: 'output_text', text, annotations: [] }],
+  };
   return [
-    named({ type: 'response.created', response: { id: 'resp_1', object: 'response', status: 'in_progress', output: [] } } as { type: string }),
-    ...deltas.map((delta) => named({ type: 'response.output_text.delta', item_id: 'msg_1', output_index: 0, content_index: 0, delta } as { type: string })),
-    named({ type: 'response.output_text.done', item_id: 'msg_1', output_index: 0, content_index: 0, text } as { type: string }),
-    named({ type: 'response.completed', response: { id: 'resp_1', object: 'response', status: 'completed', output: [item], usage: { input_tokens: 11, output_tokens: 7, total_tokens: 18 } } } as { type: string }),
+    named({
+      type: 'response.created',
+      response: { id: 'resp_1', object: 'response', status: 'in_progress', output: [] },
+    } as { type: string }),
+    ...deltas.map((delta) =>
+      named({ type: 'response.output_text.delta', item_id: 'msg_1', output_index: 0, content_index: 0, delta } as {
+        type: string;
+      }),
+    ),
+    named({ type: 'response.output_text.done', item_id: 'msg_1', output_index: 0, content_index: 0, text } as {
+      type: string;
+    }),
+    named({
+      type: 'response.completed',
+      response: {
+        id: 'resp_1',
+        object: 'response',
+        status: 'completed',
+        output: [item],
+        usage: { input_tokens: 11, output_tokens: 7, total_tokens: 18 },
+      },
+    } as { type: string }),
   ];
 }
 
@@ -108,7 +185,11 @@ describe('guardrails end to end: prompts and answers, exact across stream events
         done();
       },
     });
-    test = await startTestGateway({ configFile, logTo: sink, env: { ALPHA_BASE_URL: upstream.url, BETA_BASE_URL: upstream.url } });
+    test = await startTestGateway({
+      configFile,
+      logTo: sink,
+      env: { ALPHA_BASE_URL: upstream.url, BETA_BASE_URL: upstream.url },
+    });
   });
   after(async () => {
     await test?.close();
@@ -121,7 +202,11 @@ describe('guardrails end to end: prompts and answers, exact across stream events
   async function post(path: string, body: string | object): Promise<Answer> {
     const response = await request(`${test.url}${path}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      headers: {
+        authorization: `Bearer ${TEST_KEY}`,
+        'content-type': 'application/json',
+        'anthropic-version': '2023-06-01',
+      },
       body: typeof body === 'string' ? body : JSON.stringify(body),
     });
     return { status: response.statusCode, text: await response.body.text() };
@@ -130,7 +215,10 @@ describe('guardrails end to end: prompts and answers, exact across stream events
   async function records(): Promise<Record<string, unknown>[]> {
     await test.gateway.flushUsage();
     const journal = await readFile(join(test.dataDir, 'usage.jsonl'), 'utf8').catch(() => '');
-    return journal.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+    return journal
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
   }
 
   it('sends a prompt to the upstream without its e-mail address, every other byte as the client sent it', async () => {
@@ -145,11 +233,17 @@ describe('guardrails end to end: prompts and answers, exact across stream events
       .replace('"alpha/gen-5.5"', '"gen-5.5"')
       .replace('"Reply to ada@example.com never."', '"Reply to [EMAIL] never."')
       .replace('"ada@example.com?"', '"[EMAIL]?"')
-      .replace(`"${content}"`, JSON.stringify(decoded.replace('ada@example.com', '[EMAIL]').replace('+44 20 7946 0958', '[PHONE]')));
+      .replace(
+        `"${content}"`,
+        JSON.stringify(decoded.replace('ada@example.com', '[EMAIL]').replace('+44 20 7946 0958', '[PHONE]')),
+      );
     // The assistant's earlier turn too: on a stateless route the client writes the whole history.
     expect(received).to.equal(expected);
     const [record] = (await records()).slice(-1);
-    expect(record).to.deep.include({ status: 200, guardrails: [{ name: 'no-emails', phase: 'request', action: 'redact' }] });
+    expect(record).to.deep.include({
+      status: 200,
+      guardrails: [{ name: 'no-emails', phase: 'request', action: 'redact' }],
+    });
   });
 
   it('redacts the prompt of every route: Messages (system, tool results), Responses (instructions, input items) and /v1/chat', async () => {
@@ -158,15 +252,38 @@ describe('guardrails end to end: prompts and answers, exact across stream events
       model: 'beta-latest',
       max_tokens: 16,
       system: [{ type: 'text', text: 'Owner: bob@example.org' }],
-      messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'found carl@example.net' }, { type: 'text', text: 'card 4111 1111 1111 1111' }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 't1', content: 'found carl@example.net' },
+            { type: 'text', text: 'card 4111 1111 1111 1111' },
+          ],
+        },
+      ],
     });
     expect(upstream.lastBody()).to.deep.include({
       system: [{ type: 'text', text: 'Owner: [EMAIL]' }],
-      messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'found [EMAIL]' }, { type: 'text', text: 'card [CARD]' }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 't1', content: 'found [EMAIL]' },
+            { type: 'text', text: 'card [CARD]' },
+          ],
+        },
+      ],
     });
     next = { kind: 'json', body: jsonAnswer('responses', 'Noted.') };
-    await post('/v1/responses', { model: 'alpha/gen-5.5', instructions: 'Write to dora@example.com', input: [{ role: 'user', content: [{ type: 'input_text', text: 'and eve@example.com' }] }] });
-    expect(upstream.lastBody()).to.deep.include({ instructions: 'Write to [EMAIL]', input: [{ role: 'user', content: [{ type: 'input_text', text: 'and [EMAIL]' }] }] });
+    await post('/v1/responses', {
+      model: 'alpha/gen-5.5',
+      instructions: 'Write to dora@example.com',
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'and eve@example.com' }] }],
+    });
+    expect(upstream.lastBody()).to.deep.include({
+      instructions: 'Write to [EMAIL]',
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'and [EMAIL]' }] }],
+    });
     next = { kind: 'json', body: jsonAnswer('responses', 'Noted.') };
     const chat = await post('/v1/chat', { model: 'alpha/gen-5.5', input: 'Hello fay@example.com' });
     expect(chat.status, chat.text).to.equal(200);
@@ -181,12 +298,22 @@ describe('guardrails end to end: prompts and answers, exact across stream events
       const answer = await post(path, requestBody(format, 'What is my code?', false));
       expect(answer.status).to.equal(400);
       expect(answer.text).not.to.contain('PROJECT-1234');
-      const body = JSON.parse(answer.text) as { detail: string; error: { code?: string; type: string; message: string } };
+      const body = JSON.parse(answer.text) as {
+        detail: string;
+        error: { code?: string; type: string; message: string };
+      };
       expect(body.detail).to.contain("Guardrail 'no-codes' blocked the answer");
-      if (format === 'messages') expect(body).to.deep.include({ type: 'error' }) && expect(body.error.type).to.equal('invalid_request_error');
+      if (format === 'messages')
+        expect(body).to.deep.include({ type: 'error' }) && expect(body.error.type).to.equal('invalid_request_error');
       else expect(body.error.code).to.equal('GW_ERR_GUARDRAIL');
       const [record] = (await records()).slice(-1);
-      expect(record).to.deep.include({ status: 400, outcome: 'guardrail_blocked', inputTokens: 11, outputTokens: 7, guardrails: [{ name: 'no-codes', phase: 'response', action: 'block' }] });
+      expect(record).to.deep.include({
+        status: 400,
+        outcome: 'guardrail_blocked',
+        inputTokens: 11,
+        outputTokens: 7,
+        guardrails: [{ name: 'no-codes', phase: 'response', action: 'block' }],
+      });
     });
 
     it(`${format}: a stream whose pattern spans three events never delivers any of it and ends with an in-band GW_ERR_GUARDRAIL error`, async () => {
@@ -198,12 +325,19 @@ describe('guardrails end to end: prompts and answers, exact across stream events
       const last = events.at(-1)!;
       expect(last).to.contain("Guardrail 'no-codes' blocked the answer");
       // The Messages error event carries a type and a message (as Anthropic's do); the others the code too.
-      if (format === 'messages') expect(JSON.parse(last.slice(last.indexOf('data: ') + 6)).error).to.deep.include({ type: 'invalid_request_error' });
+      if (format === 'messages')
+        expect(JSON.parse(last.slice(last.indexOf('data: ') + 6)).error).to.deep.include({
+          type: 'invalid_request_error',
+        });
       else expect(last).to.contain('"code":"GW_ERR_GUARDRAIL"');
       if (format !== 'chat-completions') expect(last).to.match(/^event: error\n/);
       expect(answer.text).not.to.contain('[DONE]');
       const [record] = (await records()).slice(-1);
-      expect(record).to.deep.include({ status: 200, outcome: 'guardrail_blocked', guardrails: [{ name: 'no-codes', phase: 'response', action: 'block' }] });
+      expect(record).to.deep.include({
+        status: 200,
+        outcome: 'guardrail_blocked',
+        guardrails: [{ name: 'no-codes', phase: 'response', action: 'block' }],
+      });
     });
 
     it(`${format}: a clean stream reaches the client byte for byte as the upstream sent it`, async () => {
@@ -220,28 +354,58 @@ describe('guardrails end to end: prompts and answers, exact across stream events
       const answer = await post(path, requestBody(format, 'Which key?', true));
       expect(answer.status).to.equal(200);
       expect(answer.text).not.to.contain('abcdefgh').and.not.to.contain('qrstuv');
-      const payloads = answer.text.split(/\n\n/).filter(Boolean).map((event) => event.split('\n').find((line) => line.startsWith('data: '))!.slice(6)).filter((data) => data !== '[DONE]');
+      const payloads = answer.text
+        .split(/\n\n/)
+        .filter(Boolean)
+        .map((event) =>
+          event
+            .split('\n')
+            .find((line) => line.startsWith('data: '))!
+            .slice(6),
+        )
+        .filter((data) => data !== '[DONE]');
       const parsed = payloads.map((data) => JSON.parse(data) as Record<string, any>);
       const text = parsed
-        .map((chunk) => chunk.choices?.[0]?.delta?.content ?? (chunk.type === 'content_block_delta' ? chunk.delta.text : chunk.type === 'response.output_text.delta' ? chunk.delta : ''))
+        .map(
+          (chunk) =>
+            chunk.choices?.[0]?.delta?.content ??
+            (chunk.type === 'content_block_delta'
+              ? chunk.delta.text
+              : chunk.type === 'response.output_text.delta'
+                ? chunk.delta
+                : ''),
+        )
         .join('');
       expect(text).to.equal('Use [SECRET] now.');
       if (format === 'responses') {
         // The text repeated whole as its part ends, and in the finished response: redacted there too.
         expect(parsed.find((event) => event.type === 'response.output_text.done')!.text).to.equal('Use [SECRET] now.');
         expect(parsed.at(-1)!.response.output[0].content[0].text).to.equal('Use [SECRET] now.');
-      } else expect(answer.text.endsWith(events.at(-1)!), 'the events after the text are the upstream\'s own bytes').to.equal(true);
+      } else
+        expect(answer.text.endsWith(events.at(-1)!), "the events after the text are the upstream's own bytes").to.equal(
+          true,
+        );
     });
   }
 
   it('counts each action in gateway_guardrail_actions_total and logs each block without the text', async () => {
     const metrics = await (await request(`${test.url}/metrics`)).body.text();
-    expect(metrics).to.match(/^gateway_guardrail_actions_total\{guardrail="no-emails",phase="request",action="redact"\} \d+$/m);
-    expect(metrics).to.match(/^gateway_guardrail_actions_total\{guardrail="no-codes",phase="response",action="block"\} 6$/m);
-    expect(metrics).to.match(/^gateway_guardrail_actions_total\{guardrail="no-secrets",phase="response",action="redact"\} 3$/m);
-    const blocks = logs.join('').split('\n').filter((line) => line.includes("guardrail 'no-codes' blocked"));
+    expect(metrics).to.match(
+      /^gateway_guardrail_actions_total\{guardrail="no-emails",phase="request",action="redact"\} \d+$/m,
+    );
+    expect(metrics).to.match(
+      /^gateway_guardrail_actions_total\{guardrail="no-codes",phase="response",action="block"\} 6$/m,
+    );
+    expect(metrics).to.match(
+      /^gateway_guardrail_actions_total\{guardrail="no-secrets",phase="response",action="redact"\} 3$/m,
+    );
+    const blocks = logs
+      .join('')
+      .split('\n')
+      .filter((line) => line.includes("guardrail 'no-codes' blocked"));
     expect(blocks).to.have.length(6);
-    for (const line of blocks) expect(JSON.parse(line)).to.include({ guardrail: 'no-codes', phase: 'response', action: 'block' });
+    for (const line of blocks)
+      expect(JSON.parse(line)).to.include({ guardrail: 'no-codes', phase: 'response', action: 'block' });
     const all = logs.join('');
     for (const text of ['PROJECT-1234', 'ada@example.com', 'abcdefgh']) expect(all).not.to.contain(text);
   });
@@ -251,13 +415,19 @@ describe('guardrails end to end: prompts and answers, exact across stream events
     const as = async (key: string, format: Format, text: string, stream = false) => {
       const response = await request(`${test.url}${ROUTES[format].path}`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          'anthropic-version': '2023-06-01',
+        },
         body: JSON.stringify(requestBody(format, text, stream)),
       });
       return { status: response.statusCode, text: await response.body.text() };
     };
     const trusted = (await gateway.keys.create({ name: 'trusted', guardrails: [] })).key;
-    const answersOnly = (await gateway.keys.create({ name: 'answers only', guardrails: ['no-codes', 'not-configured'] })).key;
+    const answersOnly = (
+      await gateway.keys.create({ name: 'answers only', guardrails: ['no-codes', 'not-configured'] })
+    ).key;
     next = { kind: 'json', body: jsonAnswer('chat-completions', 'Your code is PROJECT-1234.') };
     expect((await as(trusted, 'chat-completions', 'Mail ada@example.com')).status).to.equal(200);
     expect(upstream.lastBody().messages).to.deep.equal([{ role: 'user', content: 'Mail ada@example.com' }]);
@@ -280,8 +450,12 @@ describe('guardrails end to end: prompts and answers, exact across stream events
           const payload = JSON.parse(body) as { texts: string[] };
           asked.push(payload);
           if (req.url === '/silent') return; // never answers
-          if (req.url === '/block') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"action":"block"}');
-          if (req.url === '/rewrite') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ action: 'rewrite', texts: payload.texts.map((text) => text.toUpperCase()) }));
+          if (req.url === '/block')
+            return res.writeHead(200, { 'content-type': 'application/json' }).end('{"action":"block"}');
+          if (req.url === '/rewrite')
+            return res
+              .writeHead(200, { 'content-type': 'application/json' })
+              .end(JSON.stringify({ action: 'rewrite', texts: payload.texts.map((text) => text.toUpperCase()) }));
           res.writeHead(200, { 'content-type': 'application/json' }).end('{"action":"allow"}');
         });
       });
@@ -301,21 +475,39 @@ describe('guardrails end to end: prompts and answers, exact across stream events
     }
 
     it('one that times out lets the text through when it fails open', async () => {
-      await use(`  - { name: moderation, use: webhook, on: request, url: ${hookUrl}/silent, timeoutMs: 50, failMode: open }\n`);
+      await use(
+        `  - { name: moderation, use: webhook, on: request, url: ${hookUrl}/silent, timeoutMs: 50, failMode: open }\n`,
+      );
       next = { kind: 'json', body: jsonAnswer('chat-completions', 'Fine.') };
       const answer = await post('/v1/chat/completions', requestBody('chat-completions', 'Is this fine?', false));
       expect(answer.status, answer.text).to.equal(200);
       expect(upstream.requests).to.have.length(1);
       expect(asked[0]).to.deep.include({ guardrail: 'moderation', phase: 'request', texts: ['Is this fine?'] });
-      expect((asked[0]!.context as Record<string, unknown>)).to.include({ route: 'chat-completions', model: 'alpha/gen-5.5', stream: false });
-      expect(logs.join('')).to.contain("guardrail 'moderation' let a request pass unchecked: its webhook no answer within 50 ms (it fails open)");
+      expect(asked[0]!.context as Record<string, unknown>).to.include({
+        route: 'chat-completions',
+        model: 'alpha/gen-5.5',
+        stream: false,
+      });
+      expect(logs.join('')).to.contain(
+        "guardrail 'moderation' let a request pass unchecked: its webhook no answer within 50 ms (it fails open)",
+      );
     });
 
     it('one that times out refuses the request (503 GW_ERR_GUARDRAIL) when it fails closed, before anything went upstream', async () => {
-      await use(`  - { name: moderation, use: webhook, on: request, url: ${hookUrl}/silent, timeoutMs: 50, failMode: closed }\n`);
+      await use(
+        `  - { name: moderation, use: webhook, on: request, url: ${hookUrl}/silent, timeoutMs: 50, failMode: closed }\n`,
+      );
       const answer = await post('/v1/chat/completions', requestBody('chat-completions', 'Is this fine?', false));
       expect(answer.status).to.equal(503);
-      expect(JSON.parse(answer.text)).to.deep.include({ error: { message: "Guardrail 'moderation' could not check the request (its service did not answer) and refuses what it cannot check; retry later", type: 'server_error', param: null, code: 'GW_ERR_GUARDRAIL' } });
+      expect(JSON.parse(answer.text)).to.deep.include({
+        error: {
+          message:
+            "Guardrail 'moderation' could not check the request (its service did not answer) and refuses what it cannot check; retry later",
+          type: 'server_error',
+          param: null,
+          code: 'GW_ERR_GUARDRAIL',
+        },
+      });
       expect(upstream.requests).to.have.length(0);
     });
 
@@ -323,7 +515,14 @@ describe('guardrails end to end: prompts and answers, exact across stream events
       await use(`  - { name: moderation, use: webhook, on: both, url: ${hookUrl}/block, failMode: open }\n`);
       const refused = await post('/v1/messages', requestBody('messages', 'Anything', false));
       expect(refused.status).to.equal(400);
-      expect(JSON.parse(refused.text)).to.deep.include({ type: 'error', error: { type: 'invalid_request_error', message: "Guardrail 'moderation' blocked the request: it holds content this gateway does not let reach a model" } });
+      expect(JSON.parse(refused.text)).to.deep.include({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message:
+            "Guardrail 'moderation' blocked the request: it holds content this gateway does not let reach a model",
+        },
+      });
       expect(upstream.requests).to.have.length(0);
 
       await use(`  - { name: moderation, use: webhook, on: response, url: ${hookUrl}/block, failMode: open }\n`);
@@ -341,7 +540,9 @@ describe('guardrails end to end: prompts and answers, exact across stream events
       const answer = await post('/v1/chat/completions', requestBody('chat-completions', 'quiet please', false));
       expect(answer.status, answer.text).to.equal(200);
       expect((upstream.lastBody().messages as { content: string }[])[0]!.content).to.equal('QUIET PLEASE');
-      expect((JSON.parse(answer.text) as { choices: { message: { content: string } }[] }).choices[0]!.message.content).to.equal('QUIET ANSWER');
+      expect(
+        (JSON.parse(answer.text) as { choices: { message: { content: string } }[] }).choices[0]!.message.content,
+      ).to.equal('QUIET ANSWER');
     });
   });
 });

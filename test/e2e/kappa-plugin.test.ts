@@ -41,7 +41,12 @@ describe('the compiled kappa plugins from GATEWAY_PLUGIN_PATH, in the compiled g
     JSON.stringify({
       routing: { affinity: false },
       providers: {
-        kappa: { endpoints: [{ name: 'a', baseUrl: a.url, apiKey: keyA }, { name: 'b', baseUrl: b.url, apiKey: KEY_B }] },
+        kappa: {
+          endpoints: [
+            { name: 'a', baseUrl: a.url, apiKey: keyA },
+            { name: 'b', baseUrl: b.url, apiKey: KEY_B },
+          ],
+        },
         kappaq: { baseUrl: q.url, apiKey: QUERY_KEY },
       },
     });
@@ -58,13 +63,22 @@ describe('the compiled kappa plugins from GATEWAY_PLUGIN_PATH, in the compiled g
     // The query upstream echoes the URL it was called with in its error, as some vendors do.
     q.script = (req, res) => {
       res.writeHead(400, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: `bad request to ${req.url} (key ${QUERY_KEY})`, type: 'invalid_request_error' } }));
+      res.end(
+        JSON.stringify({
+          error: { message: `bad request to ${req.url} (key ${QUERY_KEY})`, type: 'invalid_request_error' },
+        }),
+      );
     };
     dir = await mkdtemp(join(tmpdir(), 'gateway-kappa-'));
     configPath = join(dir, 'gateway.json');
     await writeFile(configPath, config(KEY_A));
     gateway = await GatewayProcess.start(
-      { GATEWAY_PLUGIN_PATH: KAPPA_DIR, GATEWAY_API_KEYS: CLIENT_KEY, GATEWAY_DATA_DIR: join(dir, 'data'), GATEWAY_CONFIG: configPath },
+      {
+        GATEWAY_PLUGIN_PATH: KAPPA_DIR,
+        GATEWAY_API_KEYS: CLIENT_KEY,
+        GATEWAY_DATA_DIR: join(dir, 'data'),
+        GATEWAY_CONFIG: configPath,
+      },
       'compiled',
     );
   });
@@ -76,7 +90,11 @@ describe('the compiled kappa plugins from GATEWAY_PLUGIN_PATH, in the compiled g
 
   const client = () => new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: CLIENT_KEY, maxRetries: 0 });
   const streamed = async (model: string, content: string) => {
-    const stream = await client().chat.completions.create({ model, messages: [{ role: 'user', content }], stream: true });
+    const stream = await client().chat.completions.create({
+      model,
+      messages: [{ role: 'user', content }],
+      stream: true,
+    });
     let text = '';
     let finish: string | null | undefined;
     for await (const chunk of stream) {
@@ -90,11 +108,17 @@ describe('the compiled kappa plugins from GATEWAY_PLUGIN_PATH, in the compiled g
     // The pool picks at random, weighted: six requests all went to one endpoint once in about 30 runs.
     // Sent until both have served (at most 40: both unused after that is a chance of 2 in 10^12).
     for (let index = 0; index < 40 && (index < 6 || a.requests.length === 0 || b.requests.length === 0); index++) {
-      expect(await streamed('kappa/kappa-1', `hello ${index}`)).to.deep.equal({ text: `hello ${index}!`, finish: 'stop' });
+      expect(await streamed('kappa/kappa-1', `hello ${index}`)).to.deep.equal({
+        text: `hello ${index}!`,
+        finish: 'stop',
+      });
     }
     expect(a.requests.length).to.be.greaterThan(0);
     expect(b.requests.length).to.be.greaterThan(0);
-    for (const [upstream, key] of [[a, KEY_A], [b, KEY_B]] as const) {
+    for (const [upstream, key] of [
+      [a, KEY_A],
+      [b, KEY_B],
+    ] as const) {
       for (const seen of upstream.requests) {
         expect(seen.headers['x-kappa-key']).to.equal(key);
         expect(seen.headers).not.to.have.property('authorization');
@@ -135,20 +159,36 @@ describe('the compiled kappa plugins from GATEWAY_PLUGIN_PATH, in the compiled g
     } catch (error) {
       caught = error;
     }
-    expect(String((caught as Error | undefined)?.message)).to.contain("Gateway plugin 'kappa' failed in its hook 'streamFixups.fragile'");
-    const faultLines = () => gateway.logs.join('').split('\n').filter((line) => line.includes('"hook":"streamFixups.fragile"'));
+    expect(String((caught as Error | undefined)?.message)).to.contain(
+      "Gateway plugin 'kappa' failed in its hook 'streamFixups.fragile'",
+    );
+    const faultLines = () =>
+      gateway.logs
+        .join('')
+        .split('\n')
+        .filter((line) => line.includes('"hook":"streamFixups.fragile"'));
     await eventually(() => faultLines().length > 0, 'the plugin fault log line');
     {
       const lines = faultLines();
       expect(lines).to.have.length(1);
       const line = JSON.parse(lines[0]!) as Record<string, unknown>;
-      expect(line).to.include({ level: 50, plugin: 'kappa', hook: 'streamFixups.fragile', route: 'chat-completions', model: 'kappa/kappa-fragile' });
+      expect(line).to.include({
+        level: 50,
+        plugin: 'kappa',
+        hook: 'streamFixups.fragile',
+        route: 'chat-completions',
+        model: 'kappa/kappa-fragile',
+      });
       expect(line.request_id).to.be.a('string');
       expect(JSON.stringify(line.err)).to.contain('kappa fragile fixup: third event');
       // Its usage record says whose fault it was, estimated as a cut stream's.
       const recordOf = async () => {
         const journal = await readFile(join(dir, 'data', 'usage.jsonl'), 'utf8').catch(() => '');
-        return journal.split('\n').filter(Boolean).map((entry) => JSON.parse(entry) as Record<string, unknown>).find((entry) => entry.requestId === line.request_id);
+        return journal
+          .split('\n')
+          .filter(Boolean)
+          .map((entry) => JSON.parse(entry) as Record<string, unknown>)
+          .find((entry) => entry.requestId === line.request_id);
       };
       await eventually(async () => (await recordOf()) !== undefined, 'the usage record of the faulted stream');
       expect(await recordOf()).to.include({ outcome: 'plugin_error', model: 'kappa/kappa-fragile', estimated: true });
@@ -159,6 +199,7 @@ describe('the compiled kappa plugins from GATEWAY_PLUGIN_PATH, in the compiled g
 
   it('never logs a key, raw or encoded', () => {
     const logs = gateway.logs.join('');
-    for (const key of [KEY_A, KEY_B, KEY_A2, QUERY_KEY, encodeURIComponent(QUERY_KEY)]) expect(logs).not.to.contain(key);
+    for (const key of [KEY_A, KEY_B, KEY_A2, QUERY_KEY, encodeURIComponent(QUERY_KEY)])
+      expect(logs).not.to.contain(key);
   });
 });

@@ -20,17 +20,29 @@ describe('a key changed with PATCH /admin/keys/{id}, end to end', function () {
   after(async () => test.close());
 
   const chat = async (key: string) => {
-    const response = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'hi' }] }) });
+    const response = await request(`${test.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'hi' }] }),
+    });
     await response.body.text();
     return response.statusCode;
   };
   const patch = async (id: string, body: unknown) => {
-    const response = await request(`${test.url}/admin/keys/${id}`, { method: 'PATCH', headers: admin, body: JSON.stringify(body) });
+    const response = await request(`${test.url}/admin/keys/${id}`, {
+      method: 'PATCH',
+      headers: admin,
+      body: JSON.stringify(body),
+    });
     return { status: response.statusCode, body: (await response.body.json()) as Record<string, unknown> };
   };
 
   it('enforces a lowered rpm once the trust time has passed, and a removed one no more', async () => {
-    const created = await request(`${test.url}/admin/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'lowered', rpm: 10 }) });
+    const created = await request(`${test.url}/admin/keys`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ name: 'lowered', rpm: 10 }),
+    });
     const { id, key } = (await created.body.json()) as { id: string; key: string };
     await withinOneWindow(20_000);
     for (let sent = 0; sent < 3; sent += 1) expect(await chat(key), `request ${sent + 1} under rpm 10`).to.equal(200);

@@ -11,26 +11,46 @@ type Vendor = keyof TestGateway['upstreams'];
 
 // Each model configured as its own docs say: ChatOpenAI with `configuration.baseURL`, ChatAnthropic
 // with `anthropicApiUrl` (its client sends the key as x-api-key).
-const clients: { name: string; vendor: Vendor; path: string; model: (test: TestGateway) => ChatOpenAI | ChatAnthropic; methods: ('jsonSchema' | 'functionCalling')[] }[] = [
+const clients: {
+  name: string;
+  vendor: Vendor;
+  path: string;
+  model: (test: TestGateway) => ChatOpenAI | ChatAnthropic;
+  methods: ('jsonSchema' | 'functionCalling')[];
+}[] = [
   {
     name: '@langchain/openai ChatOpenAI',
     vendor: 'epsilon',
     path: '/v1/chat/completions',
-    model: (test) => new ChatOpenAI({ model: 'epsilon/epsilon-5.2', apiKey: TEST_KEY, configuration: { baseURL: `${test.url}/v1` }, maxRetries: 0 }),
+    model: (test) =>
+      new ChatOpenAI({
+        model: 'epsilon/epsilon-5.2',
+        apiKey: TEST_KEY,
+        configuration: { baseURL: `${test.url}/v1` },
+        maxRetries: 0,
+      }),
     methods: ['jsonSchema', 'functionCalling'],
   },
   {
     name: '@langchain/openai ChatOpenAI with useResponsesApi',
     vendor: 'alpha',
     path: '/v1/responses',
-    model: (test) => new ChatOpenAI({ model: 'gen-6-astra', apiKey: TEST_KEY, configuration: { baseURL: `${test.url}/v1` }, useResponsesApi: true, maxRetries: 0 }),
+    model: (test) =>
+      new ChatOpenAI({
+        model: 'gen-6-astra',
+        apiKey: TEST_KEY,
+        configuration: { baseURL: `${test.url}/v1` },
+        useResponsesApi: true,
+        maxRetries: 0,
+      }),
     methods: ['jsonSchema', 'functionCalling'],
   },
   {
     name: '@langchain/anthropic ChatAnthropic',
     vendor: 'beta',
     path: '/v1/messages',
-    model: (test) => new ChatAnthropic({ model: 'beta-latest', apiKey: TEST_KEY, anthropicApiUrl: test.url, maxRetries: 0 }),
+    model: (test) =>
+      new ChatAnthropic({ model: 'beta-latest', apiKey: TEST_KEY, anthropicApiUrl: test.url, maxRetries: 0 }),
     methods: ['jsonSchema', 'functionCalling'],
   },
 ];
@@ -41,7 +61,11 @@ const weather = tool(
     weatherCalls.push(input);
     return `21 degrees and sunny in ${input.city}`;
   },
-  { name: 'weather', description: 'The current weather in a city', schema: z.object({ city: z.string().describe('City name') }) },
+  {
+    name: 'weather',
+    description: 'The current weather in a city',
+    schema: z.object({ city: z.string().describe('City name') }),
+  },
 );
 
 // No enum: ChatAnthropic's jsonSchema method moves `enum` into the property's description, which a
@@ -50,9 +74,15 @@ const forecast = z.object({ city: z.string(), days: z.number().int(), tags: z.ar
 const expectedForecast = { city: 'mock', days: 1, tags: ['mock'], windy: true };
 
 /** The text of a LangChain message, whether its content is a string or content blocks. */
-const textOf = (message: BaseMessage) => (typeof message.content === 'string' ? message.content : message.content.map((block) => ('text' in block && typeof block.text === 'string' ? block.text : '')).join(''));
+const textOf = (message: BaseMessage) =>
+  typeof message.content === 'string'
+    ? message.content
+    : message.content.map((block) => ('text' in block && typeof block.text === 'string' ? block.text : '')).join('');
 
-async function streamed(model: { stream(input: BaseMessage[]): Promise<AsyncIterable<AIMessageChunk>> }, messages: BaseMessage[]): Promise<{ message: AIMessageChunk; chunks: number }> {
+async function streamed(
+  model: { stream(input: BaseMessage[]): Promise<AsyncIterable<AIMessageChunk>> },
+  messages: BaseMessage[],
+): Promise<{ message: AIMessageChunk; chunks: number }> {
   let message: AIMessageChunk | undefined;
   let chunks = 0;
   for await (const chunk of await model.stream(messages)) {
@@ -80,7 +110,9 @@ describe('end to end: LangChain JS chat models against the running gateway', fun
       it('invokes', async () => {
         const answer = await client.model(test).invoke('Hello from LangChain');
         expect(textOf(answer)).to.equal('Mock reply to: Hello from LangChain');
-        expect(upstream().requests.map((request) => [request.path, request.status])).to.deep.equal([[client.path, 200]]);
+        expect(upstream().requests.map((request) => [request.path, request.status])).to.deep.equal([
+          [client.path, 200],
+        ]);
         expect(answer.usage_metadata?.output_tokens).to.equal(upstream().requests[0]!.reportedUsage!.outputTokens);
       });
 
@@ -97,7 +129,8 @@ describe('end to end: LangChain JS chat models against the running gateway', fun
         it(`runs a tool-calling round trip (${mode})`, async () => {
           const model = client.model(test).bindTools([weather]);
           const messages: BaseMessage[] = [new HumanMessage('What is the weather in Paris?')];
-          const ask = async (): Promise<AIMessage> => (mode === 'invoke' ? model.invoke(messages) : (await streamed(model, messages)).message);
+          const ask = async (): Promise<AIMessage> =>
+            mode === 'invoke' ? model.invoke(messages) : (await streamed(model, messages)).message;
           const call = await ask();
           expect(call.tool_calls).to.have.length(1);
           expect(call.tool_calls![0]).to.deep.include({ name: 'weather', args: { city: 'mock' } });
@@ -112,11 +145,17 @@ describe('end to end: LangChain JS chat models against the running gateway', fun
 
       for (const method of client.methods) {
         it(`answers structured output (withStructuredOutput, ${method})`, async () => {
-          const model = (client.model(test) as BaseChatModel).withStructuredOutput(forecast, { method, name: 'forecast' });
+          const model = (client.model(test) as BaseChatModel).withStructuredOutput(forecast, {
+            method,
+            name: 'forecast',
+          });
           expect(await model.invoke('A forecast, please')).to.deep.equal(expectedForecast);
           const body = upstream().requests[0]!.body;
           if (method === 'functionCalling') expect(JSON.stringify(body.tool_choice)).to.contain('forecast');
-          else expect(body.response_format ?? body.text?.format ?? body.output_config?.format).to.deep.include({ type: 'json_schema' });
+          else
+            expect(body.response_format ?? body.text?.format ?? body.output_config?.format).to.deep.include({
+              type: 'json_schema',
+            });
         });
       }
     });

@@ -55,7 +55,9 @@ async function startReceiver(options: { statuses?: number[]; hold?: boolean } = 
 /** A receiver's own check, written out apart from the gateway's code: HMAC-SHA256 of `<timestamp>.<body>`. */
 function signatureHolds(received: Received): boolean {
   const timestamp = String(received.headers['x-gateway-timestamp']);
-  const expected = Buffer.from(`sha256=${createHmac('sha256', SECRET).update(`${timestamp}.${received.body}`).digest('hex')}`);
+  const expected = Buffer.from(
+    `sha256=${createHmac('sha256', SECRET).update(`${timestamp}.${received.body}`).digest('hex')}`,
+  );
   const given = Buffer.from(String(received.headers['x-gateway-signature']));
   const fresh = Math.abs(Date.now() / 1000 - Number(timestamp)) <= 300;
   return fresh && given.length === expected.length && timingSafeEqual(given, expected);
@@ -114,7 +116,15 @@ describe('limit alerts: a budget crossing 50, 80 and 100 % across three instance
     // Ten such requests make the budget (whole micro-USD, rounded down): 5, 8 and 10 of them reach 50, 80 and 100 %.
     const daily = Math.floor(each * 10 * 1e6) / 1e6;
     const body = { model: 'zeta/zeta-k3', messages: MESSAGES, max_tokens: 1 };
-    const meter = { counter: 'x', limit: Number.MAX_SAFE_INTEGER, kind: 'budget', scope: 'key', owner: 'x', period: 'day', resetAt: Date.now() + 1000 } as const;
+    const meter = {
+      counter: 'x',
+      limit: Number.MAX_SAFE_INTEGER,
+      kind: 'budget',
+      scope: 'key',
+      owner: 'x',
+      period: 'day',
+      resetAt: Date.now() + 1000,
+    } as const;
     const reserves = demandsFor([meter], estimateRequest(promptCharacters(body), 1), ZETA_PRICING)[0]!.want / 1e9;
     expect(reserves, 'the tenth request has room for its reservation').to.be.below(daily - 9 * each);
 
@@ -144,29 +154,65 @@ describe('limit alerts: a budget crossing 50, 80 and 100 % across three instance
     expect(bodies.map((sent) => sent.threshold)).to.have.members([50, 80, 100]);
     expect(bodies.map((sent) => sent.id)).to.have.members(collected.alerts.map((alert) => alert.id));
     for (const sent of bodies) {
-      expect(sent).to.include({ type: 'limit.threshold', scope: 'key', owner: record.id, kind: 'budget', period: 'day', unit: 'usd', limit: daily });
-      expect(Object.keys(sent)).to.have.members(['id', 'type', 'scope', 'owner', 'kind', 'period', 'threshold', 'used', 'limit', 'unit', 'window_end', 'fired_at']);
+      expect(sent).to.include({
+        type: 'limit.threshold',
+        scope: 'key',
+        owner: record.id,
+        kind: 'budget',
+        period: 'day',
+        unit: 'usd',
+        limit: daily,
+      });
+      expect(Object.keys(sent)).to.have.members([
+        'id',
+        'type',
+        'scope',
+        'owner',
+        'kind',
+        'period',
+        'threshold',
+        'used',
+        'limit',
+        'unit',
+        'window_end',
+        'fired_at',
+      ]);
       expect((sent.used as number) * 100).to.be.at.least(daily * (sent.threshold as number));
     }
     const deliveryIds = new Set(receiver.received.map((received) => received.headers['x-gateway-delivery']));
     expect(deliveryIds.size).to.equal(3);
     // A signature made with another secret, or over another body, does not hold.
-    const forged = { ...receiver.received[0]!, body: receiver.received[0]!.body.replace('"threshold":', '"threshold":1') };
+    const forged = {
+      ...receiver.received[0]!,
+      body: receiver.received[0]!.body.replace('"threshold":', '"threshold":1'),
+    };
     expect(signatureHolds(forged)).to.equal(false);
 
     // Every instance reads the same firings (Redis), and the delivery log the three deliveries.
     const firings = (await adminGet(instances[2]!.url, '/admin/alerts')).data as { threshold: number; owner: string }[];
     const thresholds = firings.filter((firing) => firing.owner === record.id).map((firing) => firing.threshold);
     expect(thresholds.sort((a, b) => a - b)).to.deep.equal([50, 80, 100]);
-    const deliveries = (await adminGet(instances[1]!.url, '/admin/alerts/deliveries')).data as { outcome: string; attempt: number; delivery: string }[];
-    expect(deliveries.map((entry) => [entry.outcome, entry.attempt])).to.deep.equal([['delivered', 1], ['delivered', 1], ['delivered', 1]]);
+    const deliveries = (await adminGet(instances[1]!.url, '/admin/alerts/deliveries')).data as {
+      outcome: string;
+      attempt: number;
+      delivery: string;
+    }[];
+    expect(deliveries.map((entry) => [entry.outcome, entry.attempt])).to.deep.equal([
+      ['delivered', 1],
+      ['delivered', 1],
+      ['delivered', 1],
+    ]);
     expect(new Set(deliveries.map((entry) => entry.delivery))).to.deep.equal(deliveryIds);
   });
 });
 
 describe('limit alerts: webhook retries and the delivery log', function () {
   this.timeout(60_000);
-  const retries = { GATEWAY_ALERT_WEBHOOK_ATTEMPTS: '3', GATEWAY_ALERT_WEBHOOK_BACKOFF_MS: '20', GATEWAY_ALERT_WEBHOOK_MAX_BACKOFF_MS: '40' };
+  const retries = {
+    GATEWAY_ALERT_WEBHOOK_ATTEMPTS: '3',
+    GATEWAY_ALERT_WEBHOOK_BACKOFF_MS: '20',
+    GATEWAY_ALERT_WEBHOOK_MAX_BACKOFF_MS: '40',
+  };
 
   /** One request of a key whose first request reaches its only threshold (1 % of a 1000-token daily quota). */
   async function fireOnce(test: TestGateway): Promise<void> {
@@ -223,15 +269,23 @@ describe('limit alerts: webhook retries and the delivery log', function () {
 
   it('answers every request while a receiver holds the webhooks unanswered', async () => {
     const receiver = await startReceiver({ hold: true });
-    const test = await startTestGateway({ env: webhookEnv(receiver.url, { GATEWAY_ALERT_WEBHOOK_TIMEOUT_MS: '600000' }) });
+    const test = await startTestGateway({
+      env: webhookEnv(receiver.url, { GATEWAY_ALERT_WEBHOOK_TIMEOUT_MS: '600000' }),
+    });
     try {
       // What one request charges (a probe key's), so that each of three requests reaches the next threshold.
       const probe = await test.gateway.keys.create({ name: 'probe' });
       const probeClient = new OpenAI({ apiKey: probe.key, baseURL: `${test.url}/v1`, maxRetries: 0 });
       await probeClient.chat.completions.create({ model: 'zeta/zeta-k3', messages: MESSAGES, max_tokens: 20 });
       await test.gateway.flushUsage();
-      const charged = ((await adminGet(test.url, `/admin/usage?key_id=${probe.record.id}`)).data as { charged_tokens: number }[])[0]!.charged_tokens;
-      const { key } = await test.gateway.keys.create({ name: 'held', quota: { daily: charged * 10 }, alerts: [10, 20, 30] });
+      const charged = (
+        (await adminGet(test.url, `/admin/usage?key_id=${probe.record.id}`)).data as { charged_tokens: number }[]
+      )[0]!.charged_tokens;
+      const { key } = await test.gateway.keys.create({
+        name: 'held',
+        quota: { daily: charged * 10 },
+        alerts: [10, 20, 30],
+      });
       const client = new OpenAI({ apiKey: key, baseURL: `${test.url}/v1`, maxRetries: 0 });
       const ask = () => client.chat.completions.create({ model: 'zeta/zeta-k3', messages: MESSAGES, max_tokens: 20 });
       await ask();

@@ -3,18 +3,67 @@ import { request } from 'undici';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';
 
 async function chat(test: TestGateway, body: unknown) {
-  const response = await request(`${test.url}/v1/chat`, { method: 'POST', headers: { authorization: `Bearer ${TEST_KEY}` }, body: JSON.stringify(body) });
+  const response = await request(`${test.url}/v1/chat`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TEST_KEY}` },
+    body: JSON.stringify(body),
+  });
   return { status: response.statusCode, body: (await response.body.json()) as Record<string, any> };
 }
 
 // Per plugin: the model asked for, the upstream it reaches, the path and what the body must hold.
 const cases = [
-  { model: 'alpha-latest', vendor: 'alpha', canonical: 'alpha/gen-6-astra', path: '/v1/responses', preset: { reasoning: { effort: 'low' } }, tokens: 'max_output_tokens', search: { tools: [{ type: 'web_search' }] } },
-  { model: 'beta-latest', vendor: 'beta', canonical: 'beta/beta-fable-5-1', path: '/v1/messages', preset: { output_config: { effort: 'low' } }, tokens: 'max_tokens', search: { tools: [{ type: 'web_search_20250305', name: 'web_search' }] } },
-  { model: 'gamma/gamma-3.8-flash', vendor: 'gamma', canonical: 'gamma/gamma-3.8-flash', path: '/v1/chat/completions', preset: { reasoning_effort: 'low' }, tokens: 'max_tokens', search: { tools: [{ type: 'function', function: { name: 'googleSearch' } }] } },
-  { model: 'delta/delta-4.5', vendor: 'delta', canonical: 'delta/delta-4.5', path: '/v1/chat/completions', preset: { reasoning_effort: 'low' }, tokens: 'max_tokens' },
-  { model: 'epsilon/epsilon-5.2', vendor: 'epsilon', canonical: 'epsilon/epsilon-5.2', path: '/v1/chat/completions', preset: { reasoning_effort: 'low' }, tokens: 'max_tokens' },
-  { model: 'zeta/zeta-k3', vendor: 'zeta', canonical: 'zeta/zeta-k3', path: '/v1/chat/completions', preset: { reasoning_effort: 'low' }, tokens: 'max_tokens' },
+  {
+    model: 'alpha-latest',
+    vendor: 'alpha',
+    canonical: 'alpha/gen-6-astra',
+    path: '/v1/responses',
+    preset: { reasoning: { effort: 'low' } },
+    tokens: 'max_output_tokens',
+    search: { tools: [{ type: 'web_search' }] },
+  },
+  {
+    model: 'beta-latest',
+    vendor: 'beta',
+    canonical: 'beta/beta-fable-5-1',
+    path: '/v1/messages',
+    preset: { output_config: { effort: 'low' } },
+    tokens: 'max_tokens',
+    search: { tools: [{ type: 'web_search_20250305', name: 'web_search' }] },
+  },
+  {
+    model: 'gamma/gamma-3.8-flash',
+    vendor: 'gamma',
+    canonical: 'gamma/gamma-3.8-flash',
+    path: '/v1/chat/completions',
+    preset: { reasoning_effort: 'low' },
+    tokens: 'max_tokens',
+    search: { tools: [{ type: 'function', function: { name: 'googleSearch' } }] },
+  },
+  {
+    model: 'delta/delta-4.5',
+    vendor: 'delta',
+    canonical: 'delta/delta-4.5',
+    path: '/v1/chat/completions',
+    preset: { reasoning_effort: 'low' },
+    tokens: 'max_tokens',
+  },
+  {
+    model: 'epsilon/epsilon-5.2',
+    vendor: 'epsilon',
+    canonical: 'epsilon/epsilon-5.2',
+    path: '/v1/chat/completions',
+    preset: { reasoning_effort: 'low' },
+    tokens: 'max_tokens',
+  },
+  {
+    model: 'zeta/zeta-k3',
+    vendor: 'zeta',
+    canonical: 'zeta/zeta-k3',
+    path: '/v1/chat/completions',
+    preset: { reasoning_effort: 'low' },
+    tokens: 'max_tokens',
+  },
 ] as const;
 
 describe('POST /v1/chat end to end, per plugin', function () {
@@ -27,7 +76,13 @@ describe('POST /v1/chat end to end, per plugin', function () {
   for (const entry of cases) {
     it(`${entry.vendor}: sends its own format with the low preset, and maps the answer and usage`, async () => {
       const webSearch = 'search' in entry;
-      const response = await chat(test, { model: entry.model, input: 'What changed today?', temperature: 0.2, max_output_tokens: 64, ...(webSearch ? { web_search: true } : {}) });
+      const response = await chat(test, {
+        model: entry.model,
+        input: 'What changed today?',
+        temperature: 0.2,
+        max_output_tokens: 64,
+        ...(webSearch ? { web_search: true } : {}),
+      });
       expect(response.status, JSON.stringify(response.body)).to.equal(200);
       const upstream = test.upstreams[entry.vendor];
       expect(upstream.requests).to.have.length(1);
@@ -50,7 +105,9 @@ describe('POST /v1/chat end to end, per plugin', function () {
       });
       expect(response.body.usage.charged_tokens).to.equal(reported.inputTokens - 2 + reported.outputTokens + 1);
       await test.gateway.flushUsage();
-      const usage = (await (await request(`${test.url}/v1/usage`, { headers: { authorization: `Bearer ${TEST_KEY}` } })).body.json()) as { data: { model: string }[] };
+      const usage = (await (
+        await request(`${test.url}/v1/usage`, { headers: { authorization: `Bearer ${TEST_KEY}` } })
+      ).body.json()) as { data: { model: string }[] };
       expect(usage.data.map((row) => row.model)).to.include(entry.canonical);
     });
   }
@@ -58,7 +115,9 @@ describe('POST /v1/chat end to end, per plugin', function () {
   it('refuses web_search for a model whose plugin has no search tool', async () => {
     const response = await chat(test, { model: 'zeta/zeta-k3', input: 'x', web_search: true });
     expect(response.status).to.equal(400);
-    expect(response.body.errors).to.deep.equal(["Field 'web_search': the model 'zeta/zeta-k3' has no web search tool; drop the field or pick a model that has one"]);
+    expect(response.body.errors).to.deep.equal([
+      "Field 'web_search': the model 'zeta/zeta-k3' has no web search tool; drop the field or pick a model that has one",
+    ]);
   });
 
   it('points a web chat preset to beta-latest and the concrete IDs', async () => {
@@ -67,8 +126,12 @@ describe('POST /v1/chat end to end, per plugin', function () {
     expect(response.body.errors[0]).to.contain("use 'beta-latest' or a concrete ID such as 'beta/beta-fable-5-1'");
   });
 
-  it('retries the mock upstream\'s scripted failures and answers once, as one usage record', async () => {
-    test.upstreams.delta.enqueue({ kind: 'status', status: 503 }, { kind: 'reset' }, { kind: 'status', status: 429, headers: { 'retry-after-ms': '10' } });
+  it("retries the mock upstream's scripted failures and answers once, as one usage record", async () => {
+    test.upstreams.delta.enqueue(
+      { kind: 'status', status: 503 },
+      { kind: 'reset' },
+      { kind: 'status', status: 429, headers: { 'retry-after-ms': '10' } },
+    );
     const response = await chat(test, { model: 'delta/delta-4.7', input: 'retry me', max_retries: 3 });
     expect(response.status).to.equal(200);
     expect(test.upstreams.delta.requests).to.have.length(4);

@@ -70,9 +70,20 @@ function script(upstream: ScriptedUpstream): void {
     const body = JSON.parse(text) as { model: string; stream?: boolean };
     if (req.url === '/v1/messages') {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const event = (name: string, data: object) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
+      const event = (name: string, data: object) =>
+        `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
       res.end(
-        event('message_start', { message: { id: 'm1', type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, usage: { input_tokens: 11, output_tokens: 1 } } }) +
+        event('message_start', {
+          message: {
+            id: 'm1',
+            type: 'message',
+            role: 'assistant',
+            model: body.model,
+            content: [],
+            stop_reason: null,
+            usage: { input_tokens: 11, output_tokens: 1 },
+          },
+        }) +
           event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }) +
           event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Hello' } }) +
           event('content_block_stop', { index: 0 }) +
@@ -83,7 +94,16 @@ function script(upstream: ScriptedUpstream): void {
     }
     if (!body.stream) {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: body.model, choices: [{ index: 0, message: { role: 'assistant', content: 'Hello there' }, finish_reason: 'stop' }], usage: USAGE }));
+      res.end(
+        JSON.stringify({
+          id: 'c1',
+          object: 'chat.completion',
+          created: 1,
+          model: body.model,
+          choices: [{ index: 0, message: { role: 'assistant', content: 'Hello there' }, finish_reason: 'stop' }],
+          usage: USAGE,
+        }),
+      );
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -123,7 +143,12 @@ describe('a plugin hook that returns a wrong shape (or throws), through the gate
     const log = new PassThrough();
     log.on('data', (data: Buffer) => (logText += data.toString('utf8')));
     test = await startTestGateway({
-      env: { GATEWAY_PLUGIN_PATH: join(dir, 'plugins'), HOOKY_BASE_URL: upstream.url, HOOKY_API_KEY: 'hooky-upstream-key', LOG_LEVEL: 'info' },
+      env: {
+        GATEWAY_PLUGIN_PATH: join(dir, 'plugins'),
+        HOOKY_BASE_URL: upstream.url,
+        HOOKY_API_KEY: 'hooky-upstream-key',
+        LOG_LEVEL: 'info',
+      },
       logTo: log,
     });
   });
@@ -136,12 +161,22 @@ describe('a plugin hook that returns a wrong shape (or throws), through the gate
   async function post(path: string, body: Record<string, unknown>): Promise<Answer> {
     const response = await fetch(`${test.url}${path}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      headers: {
+        authorization: `Bearer ${TEST_KEY}`,
+        'content-type': 'application/json',
+        'anthropic-version': '2023-06-01',
+      },
       body: JSON.stringify(body),
     });
-    return { status: response.status, contentType: response.headers.get('content-type') ?? '', requestId: response.headers.get('x-request-id')!, text: await response.text() };
+    return {
+      status: response.status,
+      contentType: response.headers.get('content-type') ?? '',
+      requestId: response.headers.get('x-request-id')!,
+      text: await response.text(),
+    };
   }
-  const completions = (model: string, stream: boolean) => post('/v1/chat/completions', { model: `hooky/${model}`, stream, messages: [{ role: 'user', content: 'hi' }] });
+  const completions = (model: string, stream: boolean) =>
+    post('/v1/chat/completions', { model: `hooky/${model}`, stream, messages: [{ role: 'user', content: 'hi' }] });
   const nativeChat = (model: string) => post('/v1/chat', { model: `hooky/${model}`, input: 'hi', max_retries: 0 });
 
   const logLines = () =>
@@ -153,7 +188,9 @@ describe('a plugin hook that returns a wrong shape (or throws), through the gate
   async function metric(name: string, labels: Record<string, string>): Promise<number> {
     const text = await (await fetch(`${test.url}/metrics`)).text();
     const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
-    const line = text.split('\n').find((candidate) => candidate.startsWith(`${name}{`) && wanted.every((label) => candidate.includes(label)));
+    const line = text
+      .split('\n')
+      .find((candidate) => candidate.startsWith(`${name}{`) && wanted.every((label) => candidate.includes(label)));
     return line ? Number(line.split(' ').at(-1)) : 0;
   }
 
@@ -176,19 +213,35 @@ describe('a plugin hook that returns a wrong shape (or throws), through the gate
    * model and the request id; the metric up by one; the usage record with outcome plugin_error; the
    * access log line and the request metric with the status the client got.
    */
-  async function expectFault(answer: Answer, expected: { hook: string; model: string; route: string; status: number; countedBefore: number; cause: string }) {
+  async function expectFault(
+    answer: Answer,
+    expected: { hook: string; model: string; route: string; status: number; countedBefore: number; cause: string },
+  ) {
     const model = `hooky/${expected.model}`;
-    await eventually(() => logLines().some((line) => line.msg === 'request' && line.request_id === answer.requestId), 'the access log line');
+    await eventually(
+      () => logLines().some((line) => line.msg === 'request' && line.request_id === answer.requestId),
+      'the access log line',
+    );
     const faults = logLines().filter((line) => line.level === 50 && line.request_id === answer.requestId);
     expect(faults, 'error lines of the request').to.have.length(1);
-    expect(faults[0]).to.include({ plugin: 'hooky', hook: expected.hook, route: expected.route, model, msg: `gateway plugin 'hooky' failed in its hook '${expected.hook}'` });
+    expect(faults[0]).to.include({
+      plugin: 'hooky',
+      hook: expected.hook,
+      route: expected.route,
+      model,
+      msg: `gateway plugin 'hooky' failed in its hook '${expected.hook}'`,
+    });
     expect(faults[0]!.err.message).to.contain(expected.cause);
-    expect(await metric('gateway_plugin_errors_total', { plugin: 'hooky', hook: expected.hook })).to.equal(expected.countedBefore + 1);
+    expect(await metric('gateway_plugin_errors_total', { plugin: 'hooky', hook: expected.hook })).to.equal(
+      expected.countedBefore + 1,
+    );
     const record = await usageRecord(answer.requestId);
     expect(record).to.include({ outcome: 'plugin_error', model, status: expected.status, route: expected.route });
     const access = logLines().find((line) => line.msg === 'request' && line.request_id === answer.requestId)!;
     expect(access).to.include({ status: expected.status, outcome: 'plugin_error', model });
-    expect(await metric('gateway_requests_total', { route: expected.route, model, status: String(expected.status) })).to.be.greaterThan(0);
+    expect(
+      await metric('gateway_requests_total', { route: expected.route, model, status: String(expected.status) }),
+    ).to.be.greaterThan(0);
   }
 
   /** The 502 answered in place of a stream (or a JSON answer): the route's envelope, the plugin and the hook named. */
@@ -204,7 +257,9 @@ describe('a plugin hook that returns a wrong shape (or throws), through the gate
   function expectPlain502(answer: Answer, hook: string) {
     expect(answer.status, answer.text).to.equal(502);
     const body = JSON.parse(answer.text) as { detail: string };
-    expect(body.detail).to.equal(`Gateway plugin 'hooky' failed in its hook '${hook}' (a fault of this gateway's plugin, not of the upstream provider)`);
+    expect(body.detail).to.equal(
+      `Gateway plugin 'hooky' failed in its hook '${hook}' (a fault of this gateway's plugin, not of the upstream provider)`,
+    );
   }
 
   /** A stream that was relayed, then ended with the in-band plugin fault (and nothing after it). */
@@ -228,54 +283,108 @@ describe('a plugin hook that returns a wrong shape (or throws), through the gate
       const answer = await completions('fixup-first', true);
       expect502(answer, hook);
       expect(answer.text).not.to.contain('GW_ERR_UPSTREAM');
-      await expectFault(answer, { hook, model: 'fixup-first', route: 'chat-completions', status: 502, countedBefore: before, cause: 'returned 42;' });
+      await expectFault(answer, {
+        hook,
+        model: 'fixup-first',
+        route: 'chat-completions',
+        status: 502,
+        countedBefore: before,
+        cause: 'returned 42;',
+      });
     });
 
     it('returning 42 after some events were relayed: the in-band fault, status 200 kept', async () => {
       const hook = 'streamFixups.late-forty-two';
       const answer = await completions('fixup-later', true);
       expectInBand(answer, hook);
-      await expectFault(answer, { hook, model: 'fixup-later', route: 'chat-completions', status: 200, countedBefore: 0, cause: 'returned 42;' });
+      await expectFault(answer, {
+        hook,
+        model: 'fixup-later',
+        route: 'chat-completions',
+        status: 200,
+        countedBefore: 0,
+        cause: 'returned 42;',
+      });
     });
 
     it('returning a list with an item that is no event: the fault of that fixup', async () => {
       const hook = 'streamFixups.bad-list';
       const answer = await completions('fixup-list', true);
       expect502(answer, hook);
-      await expectFault(answer, { hook, model: 'fixup-list', route: 'chat-completions', status: 502, countedBefore: 0, cause: 'returned a list whose item 1 is 7;' });
+      await expectFault(answer, {
+        hook,
+        model: 'fixup-list',
+        route: 'chat-completions',
+        status: 502,
+        countedBefore: 0,
+        cause: 'returned a list whose item 1 is 7;',
+      });
     });
 
     it('throwing on the very first event: a 502, not 200 with an in-band error', async () => {
       const hook = 'streamFixups.boom';
       const answer = await completions('throw-first', true);
       expect502(answer, hook);
-      await expectFault(answer, { hook, model: 'throw-first', route: 'chat-completions', status: 502, countedBefore: 0, cause: 'boom on the first event' });
+      await expectFault(answer, {
+        hook,
+        model: 'throw-first',
+        route: 'chat-completions',
+        status: 502,
+        countedBefore: 0,
+        cause: 'boom on the first event',
+      });
     });
 
     it('throwing after some events were relayed: the in-band fault, as before', async () => {
       const hook = 'streamFixups.late-boom';
       const answer = await completions('throw-later', true);
       expectInBand(answer, hook);
-      await expectFault(answer, { hook, model: 'throw-later', route: 'chat-completions', status: 200, countedBefore: 0, cause: 'boom on a later event' });
+      await expectFault(answer, {
+        hook,
+        model: 'throw-later',
+        route: 'chat-completions',
+        status: 200,
+        countedBefore: 0,
+        cause: 'boom on a later event',
+      });
     });
 
     it("on a Messages stream: the 502 in the Messages route's envelope", async () => {
       const hook = 'streamFixups.messages-forty-two';
-      const answer = await post('/v1/messages', { model: 'hooky/messages-first', stream: true, max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
+      const answer = await post('/v1/messages', {
+        model: 'hooky/messages-first',
+        stream: true,
+        max_tokens: 64,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       expect(answer.status, answer.text).to.equal(502);
       const body = JSON.parse(answer.text) as { type: string; error: { type: string; message: string } };
       expect(body.type).to.equal('error');
       expect(body.error.message).to.contain(`Gateway plugin 'hooky' failed in its hook '${hook}'`);
-      await expectFault(answer, { hook, model: 'messages-first', route: 'messages', status: 502, countedBefore: 0, cause: 'returned 42;' });
+      await expectFault(answer, {
+        hook,
+        model: 'messages-first',
+        route: 'messages',
+        status: 502,
+        countedBefore: 0,
+        cause: 'returned 42;',
+      });
     });
   });
 
   describe('a usage extractor', () => {
-    it("returning a string from fromStreamEvent on the first event: a 502", async () => {
+    it('returning a string from fromStreamEvent on the first event: a 502', async () => {
       const hook = 'usageExtractors[0].fromStreamEvent';
       const answer = await completions('usage-string', true);
       expect502(answer, hook);
-      await expectFault(answer, { hook, model: 'usage-string', route: 'chat-completions', status: 502, countedBefore: 0, cause: 'returned "many";' });
+      await expectFault(answer, {
+        hook,
+        model: 'usage-string',
+        route: 'chat-completions',
+        status: 502,
+        countedBefore: 0,
+        cause: 'returned "many";',
+      });
     });
 
     it('returning {input_tokens: "many"} on the usage event, after some events were relayed: the in-band fault', async () => {
@@ -285,7 +394,14 @@ describe('a plugin hook that returns a wrong shape (or throws), through the gate
       const events = answer.text.split('\n\n').filter(Boolean);
       expect(events.at(-1)).to.contain('GW_ERR_PLUGIN_FAULT').and.to.contain(`failed in its hook '${hook}'`);
       expect(answer.text).to.contain('LATE');
-      await expectFault(answer, { hook, model: 'usage-shape', route: 'chat-completions', status: 200, countedBefore: 0, cause: 'returned { input_tokens: "many" };' });
+      await expectFault(answer, {
+        hook,
+        model: 'usage-shape',
+        route: 'chat-completions',
+        status: 200,
+        countedBefore: 0,
+        cause: 'returned { input_tokens: "many" };',
+      });
     });
 
     it('returning a string from fromBody on a JSON answer: a 502', async () => {
@@ -293,14 +409,28 @@ describe('a plugin hook that returns a wrong shape (or throws), through the gate
       const before = await metric('gateway_plugin_errors_total', { plugin: 'hooky', hook });
       const answer = await completions('usage-string', false);
       expect502(answer, hook);
-      await expectFault(answer, { hook, model: 'usage-string', route: 'chat-completions', status: 502, countedBefore: before, cause: 'returned "many";' });
+      await expectFault(answer, {
+        hook,
+        model: 'usage-string',
+        route: 'chat-completions',
+        status: 502,
+        countedBefore: before,
+        cause: 'returned "many";',
+      });
     });
 
     it('returning {input_tokens: "many"} from fromBody on /v1/chat: a 502', async () => {
       const hook = 'usageExtractors[1].fromBody';
       const answer = await nativeChat('usage-shape');
       expectPlain502(answer, hook);
-      await expectFault(answer, { hook, model: 'usage-shape', route: 'chat', status: 502, countedBefore: 0, cause: 'returned { input_tokens: "many" };' });
+      await expectFault(answer, {
+        hook,
+        model: 'usage-shape',
+        route: 'chat',
+        status: 502,
+        countedBefore: 0,
+        cause: 'returned { input_tokens: "many" };',
+      });
     });
   });
 
@@ -334,7 +464,14 @@ describe('a plugin hook that returns a wrong shape (or throws), through the gate
       const answer = await nativeChat('chat-build');
       expectPlain502(answer, hook);
       expect(upstream.requests.length).to.equal(sent);
-      await expectFault(answer, { hook, model: 'chat-build', route: 'chat', status: 502, countedBefore: before, cause: 'returned "not an object";' });
+      await expectFault(answer, {
+        hook,
+        model: 'chat-build',
+        route: 'chat',
+        status: 502,
+        countedBefore: before,
+        cause: 'returned "not an object";',
+      });
       expect(await usageRecord(answer.requestId)).to.include({ inputTokens: 0, outputTokens: 0, estimated: false });
     });
 
@@ -343,14 +480,28 @@ describe('a plugin hook that returns a wrong shape (or throws), through the gate
       const before = await metric('gateway_plugin_errors_total', { plugin: 'hooky', hook });
       const answer = await nativeChat('chat-bigint');
       expectPlain502(answer, hook);
-      await expectFault(answer, { hook, model: 'chat-bigint', route: 'chat', status: 502, countedBefore: before, cause: 'returned a body JSON.stringify cannot write' });
+      await expectFault(answer, {
+        hook,
+        model: 'chat-bigint',
+        route: 'chat',
+        status: 502,
+        countedBefore: before,
+        cause: 'returned a body JSON.stringify cannot write',
+      });
     });
 
     it('readText returning 42: a 502, the usage recorded', async () => {
       const hook = 'nativeChat.readText';
       const answer = await nativeChat('chat-read');
       expectPlain502(answer, hook);
-      await expectFault(answer, { hook, model: 'chat-read', route: 'chat', status: 502, countedBefore: 0, cause: 'returned 42;' });
+      await expectFault(answer, {
+        hook,
+        model: 'chat-read',
+        route: 'chat',
+        status: 502,
+        countedBefore: 0,
+        cause: 'returned 42;',
+      });
       expect((await usageRecord(answer.requestId)).inputTokens).to.be.greaterThan(0);
     });
 

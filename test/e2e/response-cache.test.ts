@@ -14,9 +14,22 @@ interface Answer {
   readonly bytes: Buffer;
 }
 
-async function post(test: TestGateway, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-  const response = await request(`${test.url}${path}`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
-  return { status: response.statusCode, headers: response.headers, bytes: Buffer.from(await response.body.arrayBuffer()) };
+async function post(
+  test: TestGateway,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
+  const response = await request(`${test.url}${path}`, {
+    method: 'POST',
+    headers: { ...auth(), 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    bytes: Buffer.from(await response.body.arrayBuffer()),
+  };
 }
 
 async function usageRows(test: TestGateway, key = TEST_KEY) {
@@ -26,15 +39,28 @@ async function usageRows(test: TestGateway, key = TEST_KEY) {
 }
 
 async function newKey(test: TestGateway, fields: Record<string, unknown> = {}): Promise<{ key: string; id: string }> {
-  const response = await request(`${test.url}/admin/keys`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: `cache-${Math.random()}`, ...fields }) });
+  const response = await request(`${test.url}/admin/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: `cache-${Math.random()}`, ...fields }),
+  });
   expect(response.statusCode).to.equal(201);
   return (await response.body.json()) as { key: string; id: string };
 }
 
-const chat = (extra: Record<string, unknown> = {}) => ({ model: 'alpha-latest', messages: [{ role: 'user', content: 'Say something worth keeping.' }], ...extra });
+const chat = (extra: Record<string, unknown> = {}) => ({
+  model: 'alpha-latest',
+  messages: [{ role: 'user', content: 'Say something worth keeping.' }],
+  ...extra,
+});
 const CASES: readonly [string, string, (stream: boolean) => unknown, 'alpha' | 'beta'][] = [
   ['Chat Completions', '/v1/chat/completions', (stream) => chat({ stream }), 'alpha'],
-  ['Messages', '/v1/messages', (stream) => ({ model: 'beta-latest', max_tokens: 64, messages: [{ role: 'user', content: 'Keep me' }], stream }), 'beta'],
+  [
+    'Messages',
+    '/v1/messages',
+    (stream) => ({ model: 'beta-latest', max_tokens: 64, messages: [{ role: 'user', content: 'Keep me' }], stream }),
+    'beta',
+  ],
   ['Responses', '/v1/responses', (stream) => ({ model: 'alpha-latest', input: 'Keep me too', stream }), 'alpha'],
 ];
 
@@ -44,7 +70,14 @@ for (const store of ['embedded', 'redis'] as const) {
     let redis: TestRedisServer | undefined;
     let test: TestGateway;
     const start = (env: NodeJS.ProcessEnv = {}) =>
-      startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: ADMIN, GATEWAY_CACHE_TTL_S: '60', ...(redis ? { REDIS_URL: redis.url } : {}), ...env } });
+      startTestGateway({
+        env: {
+          GATEWAY_ADMIN_TOKEN: ADMIN,
+          GATEWAY_CACHE_TTL_S: '60',
+          ...(redis ? { REDIS_URL: redis.url } : {}),
+          ...env,
+        },
+      });
 
     beforeEach(async () => {
       redis = store === 'redis' ? await TestRedisServer.start() : undefined;
@@ -99,7 +132,9 @@ for (const store of ['embedded', 'redis'] as const) {
       expect(first.headers['x-gateway-cache']).to.equal('miss');
       const limits = async () => {
         await test.gateway.flushUsage();
-        const view = (await (await request(`${test.url}/admin/limits`, { headers: { authorization: `Bearer ${ADMIN}` } })).body.json()) as { keys: { id: string; use: { kind: string; period: string; used: number }[] }[] };
+        const view = (await (
+          await request(`${test.url}/admin/limits`, { headers: { authorization: `Bearer ${ADMIN}` } })
+        ).body.json()) as { keys: { id: string; use: { kind: string; period: string; used: number }[] }[] };
         return view.keys.find((entry) => entry.id === id)!.use;
       };
       await waitForSettled(limits);
@@ -108,7 +143,9 @@ for (const store of ['embedded', 'redis'] as const) {
       expect(second.headers['x-gateway-cache']).to.equal('hit');
       const after = await limits();
       for (const kind of ['tpm', 'budget']) {
-        expect(after.find((use) => use.kind === kind)!.used, kind).to.equal(before.find((use) => use.kind === kind)!.used);
+        expect(after.find((use) => use.kind === kind)!.used, kind).to.equal(
+          before.find((use) => use.kind === kind)!.used,
+        );
       }
       expect(after.find((use) => use.kind === 'tpm')!.used).to.be.greaterThan(0);
       // The draft-8 header of the key's request limit: 50 - 2 requests.
@@ -124,10 +161,23 @@ for (const store of ['embedded', 'redis'] as const) {
     });
 
     it('misses when one field of the body differs, or one forwarded header does', async () => {
-      await post(test, '/v1/messages', { model: 'beta-latest', max_tokens: 64, messages: [{ role: 'user', content: 'Keep me' }] });
-      const changed = await post(test, '/v1/messages', { model: 'beta-latest', max_tokens: 65, messages: [{ role: 'user', content: 'Keep me' }] });
+      await post(test, '/v1/messages', {
+        model: 'beta-latest',
+        max_tokens: 64,
+        messages: [{ role: 'user', content: 'Keep me' }],
+      });
+      const changed = await post(test, '/v1/messages', {
+        model: 'beta-latest',
+        max_tokens: 65,
+        messages: [{ role: 'user', content: 'Keep me' }],
+      });
       expect(changed.headers['x-gateway-cache']).to.equal('miss');
-      const otherVersion = await post(test, '/v1/messages', { model: 'beta-latest', max_tokens: 64, messages: [{ role: 'user', content: 'Keep me' }] }, { 'anthropic-beta': 'some-feature-2026-01-01' });
+      const otherVersion = await post(
+        test,
+        '/v1/messages',
+        { model: 'beta-latest', max_tokens: 64, messages: [{ role: 'user', content: 'Keep me' }] },
+        { 'anthropic-beta': 'some-feature-2026-01-01' },
+      );
       expect(otherVersion.headers['x-gateway-cache']).to.equal('miss');
       expect(test.upstreams.beta.requests).to.have.length(3);
     });
@@ -165,8 +215,16 @@ for (const store of ['embedded', 'redis'] as const) {
         expect(again.headers['x-gateway-cache'], JSON.stringify(body)).to.equal('miss');
       };
       await twice(chat({ seed: 1 }), () => test.upstreams.alpha.enqueue({ kind: 'status', status: 500 }));
-      await twice(chat({ seed: 2 }), () => test.upstreams.alpha.enqueue({ kind: 'status', status: 200, body: { error: { message: 'overloaded', type: 'server_error' } } }));
-      await twice(chat({ seed: 3, stream: true }), () => test.upstreams.alpha.enqueue({ kind: 'drop-mid-stream', afterEvents: 2 }));
+      await twice(chat({ seed: 2 }), () =>
+        test.upstreams.alpha.enqueue({
+          kind: 'status',
+          status: 200,
+          body: { error: { message: 'overloaded', type: 'server_error' } },
+        }),
+      );
+      await twice(chat({ seed: 3, stream: true }), () =>
+        test.upstreams.alpha.enqueue({ kind: 'drop-mid-stream', afterEvents: 2 }),
+      );
       expect(test.upstreams.alpha.requests).to.have.length(6);
     });
 
@@ -197,23 +255,35 @@ for (const store of ['embedded', 'redis'] as const) {
         const upstream = await ScriptedUpstream.start();
         try {
           other = await start({ ALPHA_BASE_URL: upstream.url });
-          const chunk = (content: string) => `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gen-5.5","choices":[{"index":0,"delta":{"content":"${content}"},"finish_reason":null}]}\n\n`;
-          const usage = 'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gen-5.5","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}\n\n';
+          const chunk = (content: string) =>
+            `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gen-5.5","choices":[{"index":0,"delta":{"content":"${content}"},"finish_reason":null}]}\n\n`;
+          const usage =
+            'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gen-5.5","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}\n\n';
           const streams: Record<string, string> = {
             // Ends cleanly, usage and all, but never says [DONE].
             unterminated: chunk('Hel') + chunk('lo') + usage,
-            erred: chunk('Hel') + 'data: {"error":{"message":"overloaded","type":"server_error"}}\n\n' + usage + 'data: [DONE]\n\n',
+            erred:
+              chunk('Hel') +
+              'data: {"error":{"message":"overloaded","type":"server_error"}}\n\n' +
+              usage +
+              'data: [DONE]\n\n',
             whole: chunk('Hel') + chunk('lo') + usage + 'data: [DONE]\n\n',
           };
           upstream.script = (_req, res, body) => {
             res.writeHead(200, { 'content-type': 'text/event-stream' });
             res.end(streams[(JSON.parse(body) as { user: string }).user]);
           };
-          for (const [name, expected] of [['unterminated', 'miss'], ['erred', 'miss'], ['whole', 'hit']] as const) {
+          for (const [name, expected] of [
+            ['unterminated', 'miss'],
+            ['erred', 'miss'],
+            ['whole', 'hit'],
+          ] as const) {
             const body = chat({ stream: true, user: name });
             const first = await post(other, '/v1/chat/completions', body);
             expect(first.status, name).to.equal(200);
-            expect((await post(other, '/v1/chat/completions', body)).headers['x-gateway-cache'], name).to.equal(expected);
+            expect((await post(other, '/v1/chat/completions', body)).headers['x-gateway-cache'], name).to.equal(
+              expected,
+            );
           }
           expect(upstream.requests).to.have.length(5);
         } finally {
@@ -255,7 +325,8 @@ for (const store of ['embedded', 'redis'] as const) {
           // The write is not awaited by the first request: wait until it landed, then ask the second instance once.
           const client = new Redis(redis!.url);
           try {
-            for (let tries = 0; tries < 100 && (await client.keys('gw-cache:*')).length === 0; tries++) await new Promise((resolve) => setTimeout(resolve, 20));
+            for (let tries = 0; tries < 100 && (await client.keys('gw-cache:*')).length === 0; tries++)
+              await new Promise((resolve) => setTimeout(resolve, 20));
           } finally {
             client.disconnect();
           }

@@ -51,7 +51,10 @@ function plain(url: string, options: PlainRequest, body = '') {
 async function records(test: TestGateway): Promise<UsageRecord[]> {
   await test.gateway.flushUsage();
   const text = await readFile(join(test.dataDir, 'usage.jsonl'), 'utf8').catch(() => '');
-  return text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as UsageRecord);
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as UsageRecord);
 }
 
 /** The value of a metric series in the gateway's `/metrics` (0 when absent). */
@@ -239,7 +242,7 @@ describe('Responses over WebSocket, with the official SDK (ResponsesWS)', functi
     expect(JSON.parse(answer.text).output[0].content[0].text).to.equal('Mock reply to: over h2c');
   });
 
-  it("holds 500 sockets of one key on default settings: each answers, responses count on its rpm", async () => {
+  it('holds 500 sockets of one key on default settings: each answers, responses count on its rpm', async () => {
     await withinOneWindow(40_000);
     const { key } = await test.gateway.keys.create({ name: 'five hundred sockets' });
     const many = Array.from({ length: 500 }, () => open(key));

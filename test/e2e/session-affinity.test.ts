@@ -11,8 +11,17 @@ import { startTestGateway, TEST_KEY, UPSTREAM_KEY, type TestGateway } from '../h
 const COOLDOWN_MS = 400;
 const SYSTEM = `You are a patient tutor. ${'Explain each step, and check the learner followed it. '.repeat(20)}`;
 
-async function post(test: TestGateway, path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
-  const response = await request(`${test.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+async function post(
+  test: TestGateway,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string }> {
+  const response = await request(`${test.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: response.statusCode, text: await response.body.text() };
 }
 
@@ -22,20 +31,29 @@ const conversation = (first: string, turn: number) => ({
   messages: [
     { role: 'system', content: SYSTEM },
     { role: 'user', content: first },
-    ...Array.from({ length: turn }, (_, index) => [{ role: 'assistant', content: `Step ${index + 1}.` }, { role: 'user', content: `Next ${index + 1}?` }]).flat(),
+    ...Array.from({ length: turn }, (_, index) => [
+      { role: 'assistant', content: `Step ${index + 1}.` },
+      { role: 'user', content: `Next ${index + 1}?` },
+    ]).flat(),
   ],
 });
 
 async function records(test: TestGateway): Promise<UsageRecord[]> {
   await test.gateway.flushUsage();
   const text = await readFile(join(test.dataDir, 'usage.jsonl'), 'utf8');
-  return text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as UsageRecord);
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as UsageRecord);
 }
 
 async function cachedTokensMetric(test: TestGateway, provider: string): Promise<Record<string, number>> {
   const { body } = await test.gateway.metrics.scrape();
   const found: Record<string, number> = {};
-  for (const [, endpoint, value] of body.matchAll(new RegExp(`^gateway_cached_input_tokens_total\\{provider="${provider}",endpoint="([^"]*)"\\} (\\d+)$`, 'gm'))) found[endpoint!] = Number(value);
+  for (const [, endpoint, value] of body.matchAll(
+    new RegExp(`^gateway_cached_input_tokens_total\\{provider="${provider}",endpoint="([^"]*)"\\} (\\d+)$`, 'gm'),
+  ))
+    found[endpoint!] = Number(value);
   return found;
 }
 
@@ -69,7 +87,9 @@ describe('prompt-cache-aware routing, end to end on real sockets', function () {
   it('sends 12 requests with one x-session-id to one endpoint of a two-endpoint pool, whatever their bodies', async () => {
     for (let index = 0; index < 12; index += 1) {
       // Each body has another first message (another prefix): the header alone keeps them together.
-      const answer = await post(test, '/v1/chat/completions', conversation(`Question ${index}`, index % 3), { 'x-session-id': 'tutoring-7' });
+      const answer = await post(test, '/v1/chat/completions', conversation(`Question ${index}`, index % 3), {
+        'x-session-id': 'tutoring-7',
+      });
       expect(answer.status, answer.text).to.equal(200);
     }
     expect(served(alpha).sort()).to.deep.equal([0, 12]);
@@ -77,7 +97,10 @@ describe('prompt-cache-aware routing, end to end on real sockets', function () {
 
   it('keeps a conversation without a session id on one endpoint by its system prompt and first message; records and metrics show the cached input per endpoint', async () => {
     const before = await cachedTokensMetric(test, 'alpha');
-    for (let turn = 0; turn < 6; turn += 1) expect((await post(test, '/v1/chat/completions', conversation('What is a derivative?', turn))).status).to.equal(200);
+    for (let turn = 0; turn < 6; turn += 1)
+      expect((await post(test, '/v1/chat/completions', conversation('What is a derivative?', turn))).status).to.equal(
+        200,
+      );
     const home = alpha.findIndex((upstream) => upstream.requests.length > 0);
     expect(served(alpha)[home]).to.equal(6);
     const cached = alpha[home]!.requests.map((seen) => seen.reportedUsage!.cachedTokens);
@@ -98,11 +121,28 @@ describe('prompt-cache-aware routing, end to end on real sockets', function () {
       max_tokens: 20,
       stream: true,
       system: SYSTEM,
-      messages: [{ role: 'user', content: 'Integrals, please.' }, ...Array.from({ length: turn }, () => [{ role: 'assistant', content: 'Sure.' }, { role: 'user', content: 'More.' }]).flat()],
+      messages: [
+        { role: 'user', content: 'Integrals, please.' },
+        ...Array.from({ length: turn }, () => [
+          { role: 'assistant', content: 'Sure.' },
+          { role: 'user', content: 'More.' },
+        ]).flat(),
+      ],
     });
-    const responses = (turn: number) => ({ model: 'alpha/gen-5.5', stream: true, instructions: SYSTEM, input: [{ role: 'user', content: 'Limits, please.' }, ...Array.from({ length: turn }, () => ({ role: 'user', content: 'And?' }))] });
+    const responses = (turn: number) => ({
+      model: 'alpha/gen-5.5',
+      stream: true,
+      instructions: SYSTEM,
+      input: [
+        { role: 'user', content: 'Limits, please.' },
+        ...Array.from({ length: turn }, () => ({ role: 'user', content: 'And?' })),
+      ],
+    });
     for (let turn = 0; turn < 4; turn += 1) {
-      for (const [path, body] of [['/v1/messages', messages(turn)], ['/v1/responses', responses(turn)]] as const) {
+      for (const [path, body] of [
+        ['/v1/messages', messages(turn)],
+        ['/v1/responses', responses(turn)],
+      ] as const) {
         const answer = await post(test, path, body);
         expect(answer.status, answer.text).to.equal(200);
       }
@@ -117,20 +157,37 @@ describe('prompt-cache-aware routing, end to end on real sockets', function () {
   });
 
   it('keeps /v1/chat requests of one session (x-session-id, else the same input) on one endpoint', async () => {
-    for (let index = 0; index < 6; index += 1) expect((await post(test, '/v1/chat', { model: 'alpha/gen-5.5', input: `Question ${index}` }, { 'x-session-id': 'native-1' })).status).to.equal(200);
+    for (let index = 0; index < 6; index += 1)
+      expect(
+        (
+          await post(
+            test,
+            '/v1/chat',
+            { model: 'alpha/gen-5.5', input: `Question ${index}` },
+            { 'x-session-id': 'native-1' },
+          )
+        ).status,
+      ).to.equal(200);
     expect(served(alpha).sort()).to.deep.equal([0, 6]);
     reset();
-    for (let index = 0; index < 6; index += 1) expect((await post(test, '/v1/chat', { model: 'alpha/gen-5.5', input: 'The same question' })).status).to.equal(200);
+    for (let index = 0; index < 6; index += 1)
+      expect((await post(test, '/v1/chat', { model: 'alpha/gen-5.5', input: 'The same question' })).status).to.equal(
+        200,
+      );
     expect(served(alpha).sort()).to.deep.equal([0, 6]);
   });
 
   it('fails a session over to the other endpoint while its own rests, and brings it back once the rest is over', async () => {
     const ask = async () => {
       const counts = served(alpha);
-      const answer = await post(test, '/v1/chat/completions', conversation('anything', 0), { 'x-session-id': 'resilient' });
+      const answer = await post(test, '/v1/chat/completions', conversation('anything', 0), {
+        'x-session-id': 'resilient',
+      });
       expect(answer.status, answer.text).to.equal(200);
       // The endpoint that answered: a new request there, answered 200 (a failed-over one answered 500 first).
-      return alpha.findIndex((upstream, index) => upstream.requests.length > counts[index]! && upstream.requests.at(-1)!.status === 200);
+      return alpha.findIndex(
+        (upstream, index) => upstream.requests.length > counts[index]! && upstream.requests.at(-1)!.status === 200,
+      );
     };
     const home = await ask();
     const other = 1 - home;
@@ -145,13 +202,23 @@ describe('prompt-cache-aware routing, end to end on real sockets', function () {
   });
 
   it('turns off with GATEWAY_ROUTING_AFFINITY=false: one session id is spread at random again', async () => {
-    const spread = await startTestGateway({ env: { ALPHA_BASE_URL: alpha.map((upstream) => upstream.url).join(','), GATEWAY_ROUTING_AFFINITY: 'false', RATE_LIMIT_MAX: '100000' } });
+    const spread = await startTestGateway({
+      env: {
+        ALPHA_BASE_URL: alpha.map((upstream) => upstream.url).join(','),
+        GATEWAY_ROUTING_AFFINITY: 'false',
+        RATE_LIMIT_MAX: '100000',
+      },
+    });
     try {
       // Both used after at most 40 random picks but for a chance of 2 in 10^12.
       for (let index = 0; index < 40 && (index < 6 || served(alpha).includes(0)); index += 1) {
         const request = await fetch(`${spread.url}/v1/chat/completions`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json', 'x-session-id': 'pinned?' },
+          headers: {
+            authorization: `Bearer ${TEST_KEY}`,
+            'content-type': 'application/json',
+            'x-session-id': 'pinned?',
+          },
           body: JSON.stringify(conversation('same', 0)),
         });
         expect(request.status).to.equal(200);

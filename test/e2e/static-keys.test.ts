@@ -6,7 +6,11 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { Redis } from 'ioredis';
 import { staticKeyId } from '../../src/core/static-key-id.ts';
-import { legacyStaticKeyId, LEGACY_SECRET_FILE, LEGACY_SECRET_REDIS_KEY } from '../../src/stores/keys/legacy-key-ids.ts';
+import {
+  legacyStaticKeyId,
+  LEGACY_SECRET_FILE,
+  LEGACY_SECRET_REDIS_KEY,
+} from '../../src/stores/keys/legacy-key-ids.ts';
 import { EmbeddedUsageStore } from '../../src/stores/usage/embedded-usage-store.ts';
 import { buildUsageRecord } from '../../src/usage/usage-record.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -70,7 +74,11 @@ describe('static keys need nothing but their configuration', function () {
     expect(whileAbsent).to.deep.equal(Array(20).fill(200));
     await redis.restart();
     // Back on a Redis that answers the gateway's own connection, before that Redis is stopped.
-    await eventually(async () => ((await (await fetch(`${gateway.url}/readyz`)).json()) as { redis: string }).redis === 'ready', 'the gateway to reach Redis', 60_000);
+    await eventually(
+      async () => ((await (await fetch(`${gateway.url}/readyz`)).json()) as { redis: string }).redis === 'ready',
+      'the gateway to reach Redis',
+      60_000,
+    );
     expect(await chat(gateway.url)).to.equal(200);
     redis.pause();
     const whileStopped = await Promise.all(Array.from({ length: 20 }, () => chat(gateway.url)));
@@ -88,7 +96,12 @@ describe('static keys need nothing but their configuration', function () {
     await redis.restart();
     const c = await loggedGateway({ REDIS_URL: redis.url });
     gateways.push(c);
-    for (const gateway of [a, b]) await eventually(async () => (await chat(gateway.url)) === 200 && !gateway.gateway.limits.degraded(), 'the instance back on Redis', 30_000);
+    for (const gateway of [a, b])
+      await eventually(
+        async () => (await chat(gateway.url)) === 200 && !gateway.gateway.limits.degraded(),
+        'the instance back on Redis',
+        30_000,
+      );
     expect(await chat(c.url)).to.equal(200);
     await Promise.all([a, b, c].map((gateway) => gateway.gateway.flushUsage()));
     const raw = new Redis(redis.url);
@@ -106,15 +119,21 @@ describe('static keys need nothing but their configuration', function () {
 
   it('derives ids under GATEWAY_KEY_ID_SECRET when it is set, the same on every instance', async () => {
     const secret = randomBytes(32).toString('hex');
-    const [a, b] = [await loggedGateway({ REDIS_URL: redis.url, GATEWAY_KEY_ID_SECRET: secret }), await loggedGateway({ GATEWAY_KEY_ID_SECRET: secret })];
+    const [a, b] = [
+      await loggedGateway({ REDIS_URL: redis.url, GATEWAY_KEY_ID_SECRET: secret }),
+      await loggedGateway({ GATEWAY_KEY_ID_SECRET: secret }),
+    ];
     gateways.push(a, b);
     expect([await chat(a.url), await chat(b.url)]).to.deep.equal([200, 200]);
     await eventually(() => a.keyIds().length === 1 && b.keyIds().length === 1, 'the access-log lines');
-    expect([...a.keyIds(), ...b.keyIds()]).to.deep.equal([staticKeyId(TEST_KEY, secret), staticKeyId(TEST_KEY, secret)]);
+    expect([...a.keyIds(), ...b.keyIds()]).to.deep.equal([
+      staticKeyId(TEST_KEY, secret),
+      staticKeyId(TEST_KEY, secret),
+    ]);
     expect(a.keyIds()[0]).not.to.equal(staticKeyId(TEST_KEY));
   });
 
-  it('reads usage recorded under the previous scheme\'s id (Redis) back under the new one', async () => {
+  it("reads usage recorded under the previous scheme's id (Redis) back under the new one", async () => {
     const secret = randomBytes(32);
     const raw = new Redis(redis.url);
     await raw.set(LEGACY_SECRET_REDIS_KEY, secret.toString('base64url'));

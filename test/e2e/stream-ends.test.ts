@@ -53,7 +53,10 @@ describe('a stream the upstream ends after it started', function () {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(chunk('Half'), () => setTimeout(() => res.destroy(), 20));
     };
-    const failure = await read().then(() => undefined, (error: Error) => error);
+    const failure = await read().then(
+      () => undefined,
+      (error: Error) => error,
+    );
     expect(failure).to.be.instanceOf(OpenAI.APIError);
     expect(failure!.message).to.contain('the stream broke off');
   });

@@ -114,8 +114,8 @@ for (const store of ['embedded', 'redis'] as const) {
       const old = await newKey(test, 'old member', 'tA');
       const plan = question('What is our confidential Q3 plan?');
       expect((await ask(test, old.key, plan)).cache).to.equal('miss');
-      await eventually(async () => (await ask(test, old.key, plan)).cache === 'hit', 'the old team\'s answer, cached');
-      await eventually(async () => (await quotaUsed(test, 'tA')) > 0, 'the old team\'s use counted');
+      await eventually(async () => (await ask(test, old.key, plan)).cache === 'hit', "the old team's answer, cached");
+      await eventually(async () => (await quotaUsed(test, 'tA')) > 0, "the old team's use counted");
       expect((await admin(test, 'POST', `/keys/${old.id}/revoke`)).status).to.equal(200);
       expect((await admin(test, 'DELETE', '/teams/tA')).body).to.deep.equal({ name: 'tA', deleted: true });
 
@@ -147,7 +147,11 @@ for (const store of ['embedded', 'redis'] as const) {
       const member = await newKey(test, 'member', 'tB');
       const loner = await newKey(test, 'loner');
       const other = await newKey(test, 'other');
-      for (const [key, text] of [[member.key, 'team'], [loner.key, 'loner'], [other.key, 'other']] as const) {
+      for (const [key, text] of [
+        [member.key, 'team'],
+        [loner.key, 'loner'],
+        [other.key, 'other'],
+      ] as const) {
         await ask(test, key, question(`Remember the ${text}.`));
         const cached = async () => (await ask(test, key, question(`Remember the ${text}.`))).cache === 'hit';
         await eventually(cached, `the ${text}'s answer, cached`);
@@ -175,7 +179,7 @@ for (const store of ['embedded', 'redis'] as const) {
         expect(cleared.status, JSON.stringify(cleared.body)).to.equal(200);
         expect(cleared.body.tenant).to.equal('team:tB');
         return cleared.body.deleted === 1;
-      }, 'the late answer emptied by the deleted team\'s name');
+      }, "the late answer emptied by the deleted team's name");
       expect(await emptyAll(test), "only the other key's entry was left").to.equal(1);
     });
 

@@ -10,7 +10,11 @@ import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-ga
 const auth = { authorization: `Bearer ${TEST_KEY}` };
 
 async function post(test: TestGateway, path: string, body: unknown, headers: Record<string, string> = {}) {
-  const response = await request(`${test.url}${path}`, { method: 'POST', headers: { ...auth, ...headers }, body: JSON.stringify(body) });
+  const response = await request(`${test.url}${path}`, {
+    method: 'POST',
+    headers: { ...auth, ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: response.statusCode, text: await response.body.text() };
 }
 
@@ -35,8 +39,17 @@ function sumReported(test: TestGateway): ReportedUsage & { requests: number } {
   );
 }
 
-const chat = (model: string, extra: Record<string, unknown> = {}) => ({ model, messages: [{ role: 'user', content: 'How many tokens is this?' }], ...extra });
-const messages = (model: string, extra: Record<string, unknown> = {}) => ({ model, max_tokens: 50, messages: [{ role: 'user', content: 'Count me' }], ...extra });
+const chat = (model: string, extra: Record<string, unknown> = {}) => ({
+  model,
+  messages: [{ role: 'user', content: 'How many tokens is this?' }],
+  ...extra,
+});
+const messages = (model: string, extra: Record<string, unknown> = {}) => ({
+  model,
+  max_tokens: 50,
+  messages: [{ role: 'user', content: 'Count me' }],
+  ...extra,
+});
 
 for (const store of ['redis', 'embedded'] as const) {
   describe(`usage accounting end to end (${store} store)`, function () {
@@ -46,7 +59,10 @@ for (const store of ['redis', 'embedded'] as const) {
 
     beforeEach(async () => {
       redis = store === 'redis' ? await TestRedisServer.start() : undefined;
-      test = await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: 'admin-token-0001-0123456789abcdef', ...(redis ? { REDIS_URL: redis.url } : {}) }, mock: { cachedTokens: 3 } });
+      test = await startTestGateway({
+        env: { GATEWAY_ADMIN_TOKEN: 'admin-token-0001-0123456789abcdef', ...(redis ? { REDIS_URL: redis.url } : {}) },
+        mock: { cachedTokens: 3 },
+      });
     });
     afterEach(async () => {
       await test.close();
@@ -92,13 +108,16 @@ for (const store of ['redis', 'embedded'] as const) {
       await post(test, '/v1/messages', messages('beta-fable-5-1', { stream: true }));
       await post(test, '/v1/chat/completions', chat('beta/beta-fable-5-1'));
       const rows = await usageRows(test);
-      expect(rows.map((row) => [row.model, row.requests])).to.deep.equal([['alpha/gen-6-astra', 4], ['beta/beta-fable-5-1', 3]]);
+      expect(rows.map((row) => [row.model, row.requests])).to.deep.equal([
+        ['alpha/gen-6-astra', 4],
+        ['beta/beta-fable-5-1', 3],
+      ]);
       const reported = sumReported(test);
       expect(rows.reduce((sum, row) => sum + row.output_tokens, 0)).to.equal(reported.outputTokens);
       expect(rows.reduce((sum, row) => sum + row.input_tokens, 0)).to.equal(reported.inputTokens);
     });
 
-    it('takes the gamma upstream\'s last running total instead of summing its chunks', async () => {
+    it("takes the gamma upstream's last running total instead of summing its chunks", async () => {
       await post(test, '/v1/chat/completions', chat('gamma-latest', { stream: true, mock_profile: 'running-usage' }));
       const [row] = await usageRows(test);
       expect(row!.output_tokens).to.equal(sumReported(test).outputTokens);
@@ -107,7 +126,10 @@ for (const store of ['redis', 'embedded'] as const) {
     it('records upstream errors and count_tokens with zero tokens, and estimates a stream that broke off', async () => {
       test.upstreams.delta.enqueue({ kind: 'status', status: 500 });
       expect((await post(test, '/v1/chat/completions', chat('delta/delta-4.7'))).status).to.equal(500);
-      await post(test, '/v1/messages/count_tokens', { model: 'beta-latest', messages: [{ role: 'user', content: 'x' }] });
+      await post(test, '/v1/messages/count_tokens', {
+        model: 'beta-latest',
+        messages: [{ role: 'user', content: 'x' }],
+      });
       test.upstreams.zeta.enqueue({ kind: 'drop-mid-stream', afterEvents: 2 });
       await post(test, '/v1/chat/completions', chat('zeta/zeta-k3', { stream: true })).catch(() => undefined);
       const rows = await usageRows(test);
@@ -128,7 +150,9 @@ for (const store of ['redis', 'embedded'] as const) {
     it('groups by day and refuses a bad query with a 400 listing every field', async () => {
       await post(test, '/v1/chat/completions', chat('zeta/zeta-k3'));
       const today = new Date().toISOString().slice(0, 10);
-      expect((await usageRows(test, `?group_by=day&from=${today}&to=${today}`)).map((row) => [row.day, row.requests])).to.deep.equal([[today, 1]]);
+      expect(
+        (await usageRows(test, `?group_by=day&from=${today}&to=${today}`)).map((row) => [row.day, row.requests]),
+      ).to.deep.equal([[today, 1]]);
       expect(await usageRows(test, '?to=2000-01-01')).to.deep.equal([]);
       const bad = await request(`${test.url}/v1/usage?group_by=week&from=yesterday&x=1`, { headers: auth });
       expect(bad.statusCode).to.equal(400);
@@ -142,30 +166,43 @@ for (const store of ['redis', 'embedded'] as const) {
       ]);
     });
 
-    it('shows every key\'s usage, or one key\'s, on the admin API only', async () => {
+    it("shows every key's usage, or one key's, on the admin API only", async () => {
       const { key, record } = await test.gateway.keys.create({ name: 'other' });
       await post(test, '/v1/chat/completions', chat('zeta/zeta-k3'));
       await post(test, '/v1/chat/completions', chat('delta/delta-4.5'), { authorization: `Bearer ${key}` });
       await test.gateway.flushUsage();
       const admin = async (query: string) => {
-        const response = await request(`${test.url}/admin/usage${query}`, { headers: { authorization: 'Bearer admin-token-0001-0123456789abcdef' } });
-        return ((await response.body.json()) as { data: Record<string, any>[] }).data.map((row) => [row.model, row.requests]);
+        const response = await request(`${test.url}/admin/usage${query}`, {
+          headers: { authorization: 'Bearer admin-token-0001-0123456789abcdef' },
+        });
+        return ((await response.body.json()) as { data: Record<string, any>[] }).data.map((row) => [
+          row.model,
+          row.requests,
+        ]);
       };
-      expect(await admin('')).to.deep.equal([['delta/delta-4.5', 1], ['zeta/zeta-k3', 1]]);
+      expect(await admin('')).to.deep.equal([
+        ['delta/delta-4.5', 1],
+        ['zeta/zeta-k3', 1],
+      ]);
       expect(await admin(`?key_id=${record.id}`)).to.deep.equal([['delta/delta-4.5', 1]]);
       expect((await usageRows(test)).map((row) => row.model)).to.deep.equal(['zeta/zeta-k3']);
       expect((await request(`${test.url}/admin/usage`, { headers: auth })).statusCode).to.equal(401);
     });
 
     it('refuses a key over its daily quota with 429 before dispatch', async () => {
-      // Room for the first request's whole reservation (24 characters / 4 + 8 = 14 input, 6 output), not for a second one.
+      // Room for the first request's whole reservation (24 characters / 4 + 8 = 14 input, 6 output), not for a second
+      // one.
       const { key } = await test.gateway.keys.create({ name: 'quota', quota: { daily: 20 } });
       const headers = { authorization: `Bearer ${key}` };
-      expect((await post(test, '/v1/chat/completions', chat('zeta/zeta-k3', { max_tokens: 6 }), headers)).status).to.equal(200);
+      expect(
+        (await post(test, '/v1/chat/completions', chat('zeta/zeta-k3', { max_tokens: 6 }), headers)).status,
+      ).to.equal(200);
       await test.gateway.flushUsage();
       const refused = await post(test, '/v1/chat/completions', chat('zeta/zeta-k3', { max_tokens: 6 }), headers);
       expect(refused.status).to.equal(429);
-      expect(JSON.parse(refused.text).detail).to.match(/^Quota exceeded: \d+ of 20 charged tokens used today \(UTC\), this request reserves 20$/);
+      expect(JSON.parse(refused.text).detail).to.match(
+        /^Quota exceeded: \d+ of 20 charged tokens used today \(UTC\), this request reserves 20$/,
+      );
       expect(test.upstreams.zeta.requests).to.have.length(1);
     });
   });
@@ -178,12 +215,18 @@ describe('usage through gateway restarts and Redis outages', function () {
     const dataDir = await mkdtemp(join(tmpdir(), 'usage-restart-'));
     try {
       const first = await startTestGateway({ dataDir });
-      for (let index = 0; index < 5; index += 1) await post(first, '/v1/chat/completions', chat('delta/delta-4.6', { stream: index % 2 === 0 }));
+      for (let index = 0; index < 5; index += 1)
+        await post(first, '/v1/chat/completions', chat('delta/delta-4.6', { stream: index % 2 === 0 }));
       const reported = sumReported(first);
       await first.close();
       const second = await startTestGateway({ dataDir });
       const [row] = await usageRows(second);
-      expect(row).to.deep.include({ model: 'delta/delta-4.6', requests: 5, input_tokens: reported.inputTokens, output_tokens: reported.outputTokens });
+      expect(row).to.deep.include({
+        model: 'delta/delta-4.6',
+        requests: 5,
+        input_tokens: reported.inputTokens,
+        output_tokens: reported.outputTokens,
+      });
       await second.close();
     } finally {
       await rm(dataDir, { recursive: true, force: true });
@@ -192,7 +235,10 @@ describe('usage through gateway restarts and Redis outages', function () {
 
   it('under load, with redis-server killed and restarted mid-run, totals equal what the upstreams reported', async () => {
     const redis = await TestRedisServer.start({ args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
-    const test = await startTestGateway({ env: { REDIS_URL: redis.url, RATE_LIMIT_MAX: '100000' }, mock: { chunkDelayMs: 3 } });
+    const test = await startTestGateway({
+      env: { REDIS_URL: redis.url, RATE_LIMIT_MAX: '100000' },
+      mock: { chunkDelayMs: 3 },
+    });
     try {
       const models = ['alpha-latest', 'beta/beta-sonnet-4-6', 'gamma/gamma-3.8-flash', 'epsilon/epsilon-5.3-flash'];
       let sent = 0;

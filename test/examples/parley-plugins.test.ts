@@ -93,7 +93,9 @@ describe('the example package parley-plugins: a vendor with its own wire format,
   const sent = () => [...a.requests, ...b.requests];
   /** The vendor that got the latest request, and that request. */
   const latest = () => {
-    const all = [a, b].flatMap((vendor) => vendor.requests.map((seen, index) => ({ seen, vendor, at: vendor.times[index]! })));
+    const all = [a, b].flatMap((vendor) =>
+      vendor.requests.map((seen, index) => ({ seen, vendor, at: vendor.times[index]! })),
+    );
     return all.sort((x, y) => x.at - y.at).at(-1)!;
   };
   let counter = 0;
@@ -105,7 +107,11 @@ describe('the example package parley-plugins: a vendor with its own wire format,
     await eventually(async () => {
       await test.gateway.flushUsage();
       const journal = await readFile(join(test.dataDir, 'usage.jsonl'), 'utf8').catch(() => '');
-      found = journal.split('\n').filter(Boolean).map((line) => JSON.parse(line) as UsageRecord).find((record) => record.requestId === requestId);
+      found = journal
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as UsageRecord)
+        .find((record) => record.requestId === requestId);
       return found !== undefined;
     }, `the usage record of ${requestId}`);
     return found!;
@@ -117,7 +123,12 @@ describe('the example package parley-plugins: a vendor with its own wire format,
       headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json', ...headers },
       body: JSON.stringify(body),
     });
-    return { status: response.statusCode, headers: response.headers, requestId: String(response.headers['x-request-id']), text: await response.body.text() };
+    return {
+      status: response.statusCode,
+      headers: response.headers,
+      requestId: String(response.headers['x-request-id']),
+      text: await response.body.text(),
+    };
   }
 
   const costOf = (prompt: number, reply: number) => (prompt * PRICES.input + reply * PRICES.output) / 1e6;
@@ -126,8 +137,13 @@ describe('the example package parley-plugins: a vendor with its own wire format,
     const models = (await (await fetch(`${test.url}/v1/models`)).json()) as { data: Record<string, unknown>[] };
     const parley = models.data.filter((entry) => entry.owned_by === 'parley');
     expect(parley.map((entry) => entry.id)).to.deep.equal(['parley-latest', 'parley/quill-2', 'parley/quill-2-mini']);
-    for (const entry of parley) expect(entry.routes).to.deep.equal({ '/v1/chat': 'native', '/v1/chat/completions': 'adapted' });
-    expect(models.data.find((entry) => entry.id === 'alpha/gen-5.5')).to.deep.equal({ id: 'alpha/gen-5.5', object: 'model', owned_by: 'alpha' });
+    for (const entry of parley)
+      expect(entry.routes).to.deep.equal({ '/v1/chat': 'native', '/v1/chat/completions': 'adapted' });
+    expect(models.data.find((entry) => entry.id === 'alpha/gen-5.5')).to.deep.equal({
+      id: 'alpha/gen-5.5',
+      object: 'model',
+      owned_by: 'alpha',
+    });
   });
 
   it("answers the openai client's JSON request from Parley's answer, with the tally as usage and exact cost", async () => {
@@ -163,9 +179,22 @@ describe('the example package parley-plugins: a vendor with its own wire format,
       limits: { max_words: 30 },
     });
     const tally = ParleyVendor.tally(JSON.parse(seen.body).dialog, 'Parley says hello.');
-    expect(answer.usage).to.deep.equal({ prompt_tokens: tally.prompt, completion_tokens: tally.reply, total_tokens: tally.prompt + tally.reply, prompt_tokens_details: { cached_tokens: 0 } });
+    expect(answer.usage).to.deep.equal({
+      prompt_tokens: tally.prompt,
+      completion_tokens: tally.reply,
+      total_tokens: tally.prompt + tally.reply,
+      prompt_tokens_details: { cached_tokens: 0 },
+    });
     const record = await usageRecord(response.headers.get('x-request-id')!);
-    expect(record).to.include({ route: 'chat-completions', requestedModel: 'parley-latest', model: 'parley/quill-2', upstream: 'parley', status: 200, outcome: 'complete', estimated: false });
+    expect(record).to.include({
+      route: 'chat-completions',
+      requestedModel: 'parley-latest',
+      model: 'parley/quill-2',
+      upstream: 'parley',
+      status: 200,
+      outcome: 'complete',
+      estimated: false,
+    });
     expect(record).to.include({ inputTokens: tally.prompt, outputTokens: tally.reply, cachedTokens: 0 });
     expect(record.costUsd).to.be.closeTo(costOf(tally.prompt, tally.reply), 1e-12);
   });
@@ -174,7 +203,12 @@ describe('the example package parley-plugins: a vendor with its own wire format,
     a.chunks = b.chunks = ['It ', 'is ', 'sunny ', 'and ', 'warm.'];
     const prompt = fresh();
     const { data: stream, response } = await client()
-      .chat.completions.create({ model: 'parley/quill-2', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: prompt }] })
+      .chat.completions.create({
+        model: 'parley/quill-2',
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: prompt }],
+      })
       .withResponse();
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
@@ -184,10 +218,26 @@ describe('the example package parley-plugins: a vendor with its own wire format,
     expect(chunks.at(-2)!.choices[0]!.finish_reason).to.equal('stop');
     const tally = ParleyVendor.tally([{ say: prompt }], text);
     expect(chunks.at(-1)!.choices).to.deep.equal([]);
-    expect(chunks.at(-1)!.usage).to.deep.equal({ prompt_tokens: tally.prompt, completion_tokens: tally.reply, total_tokens: tally.prompt + tally.reply, prompt_tokens_details: { cached_tokens: 0 } });
-    expect(JSON.parse(latest().seen.body)).to.deep.equal({ engine: 'quill-2-0925', dialog: [{ from: 'human', say: prompt }], stream: true });
+    expect(chunks.at(-1)!.usage).to.deep.equal({
+      prompt_tokens: tally.prompt,
+      completion_tokens: tally.reply,
+      total_tokens: tally.prompt + tally.reply,
+      prompt_tokens_details: { cached_tokens: 0 },
+    });
+    expect(JSON.parse(latest().seen.body)).to.deep.equal({
+      engine: 'quill-2-0925',
+      dialog: [{ from: 'human', say: prompt }],
+      stream: true,
+    });
     const record = await usageRecord(response.headers.get('x-request-id')!);
-    expect(record).to.include({ outcome: 'complete', status: 200, stream: true, inputTokens: tally.prompt, outputTokens: tally.reply, estimated: false });
+    expect(record).to.include({
+      outcome: 'complete',
+      status: 200,
+      stream: true,
+      inputTokens: tally.prompt,
+      outputTokens: tally.reply,
+      estimated: false,
+    });
     expect(record.costUsd).to.be.closeTo(costOf(tally.prompt, tally.reply), 1e-12);
   });
 
@@ -201,7 +251,11 @@ describe('the example package parley-plugins: a vendor with its own wire format,
     expect(answer.text).not.to.contain('event:').and.not.to.contain('"usage"').and.not.to.contain('tally');
     expect(events.at(-1)).to.equal('data: [DONE]');
     const tally = ParleyVendor.tally([{ say: prompt }], 'Parley says hello.');
-    expect(await usageRecord(answer.requestId)).to.include({ outcome: 'complete', inputTokens: tally.prompt, outputTokens: tally.reply });
+    expect(await usageRecord(answer.requestId)).to.include({
+      outcome: 'complete',
+      inputTokens: tally.prompt,
+      outputTokens: tally.reply,
+    });
   });
 
   it('serves /v1/chat on the same Parley route, with the tally as usage', async () => {
@@ -214,7 +268,11 @@ describe('the example package parley-plugins: a vendor with its own wire format,
     const answer = (await response.body.json()) as { result: { text: string }; usage: Record<string, number> };
     expect(response.statusCode).to.equal(200);
     expect(answer.result.text).to.equal('Parley says hello.');
-    expect(JSON.parse(latest().seen.body)).to.deep.equal({ engine: 'quill-2-0925', dialog: [{ from: 'human', say: prompt }], limits: { max_words: 15 } });
+    expect(JSON.parse(latest().seen.body)).to.deep.equal({
+      engine: 'quill-2-0925',
+      dialog: [{ from: 'human', say: prompt }],
+      limits: { max_words: 15 },
+    });
     const tally = ParleyVendor.tally([{ say: prompt }], 'Parley says hello.');
     expect(answer.usage).to.include({ input_tokens: tally.prompt, output_tokens: tally.reply });
   });
@@ -225,23 +283,40 @@ describe('the example package parley-plugins: a vendor with its own wire format,
       .chat.completions.create({
         model: 'parley-latest',
         messages: [{ role: 'user', content: fresh('What is the weather in Paris') }],
-        tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+        tools: [
+          {
+            type: 'function',
+            function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+          },
+        ],
         tool_choice: 'auto',
       })
-      .then(() => undefined, (caught: unknown) => caught);
+      .then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
     expect(error).to.be.instanceOf(OpenAI.BadRequestError);
     const refused = error as InstanceType<typeof OpenAI.BadRequestError>;
     expect(refused.status).to.equal(400);
-    expect(refused.message).to.contain("Field 'tools': Parley has no tool calling").and.to.contain("Field 'tool_choice'");
+    expect(refused.message)
+      .to.contain("Field 'tools': Parley has no tool calling")
+      .and.to.contain("Field 'tool_choice'");
     expect(refused.param).to.equal('tools');
     expect(sent().length).to.equal(before);
   });
 
   it("tells a Parley error in the Chat Completions envelope: a 400 fault is the openai client's BadRequestError with Parley's words", async () => {
-    shared.push({ kind: 'fault', status: 400, fault: { kind: 'dialog_too_long', text: 'The dialog is longer than Parley can follow' } });
+    shared.push({
+      kind: 'fault',
+      status: 400,
+      fault: { kind: 'dialog_too_long', text: 'The dialog is longer than Parley can follow' },
+    });
     const error = await client()
       .chat.completions.create({ model: 'parley-latest', messages: [{ role: 'user', content: fresh() }] })
-      .then(() => undefined, (caught: unknown) => caught);
+      .then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
     expect(error).to.be.instanceOf(OpenAI.BadRequestError);
     const refused = error as InstanceType<typeof OpenAI.BadRequestError>;
     expect(refused.message).to.contain('The dialog is longer than Parley can follow');
@@ -252,11 +327,16 @@ describe('the example package parley-plugins: a vendor with its own wire format,
 
   it("ends a stream with the in-band error when Parley reports a fault mid-answer (the client's SDK raises it); recorded as cut", async () => {
     shared.push({ kind: 'fault-event', afterChunks: 2 });
-    const { data: stream, response } = await client().chat.completions.create({ model: 'parley-latest', stream: true, messages: [{ role: 'user', content: fresh() }] }).withResponse();
+    const { data: stream, response } = await client()
+      .chat.completions.create({ model: 'parley-latest', stream: true, messages: [{ role: 'user', content: fresh() }] })
+      .withResponse();
     let text = '';
     const error = await (async () => {
       for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
-    })().then(() => undefined, (caught: unknown) => caught);
+    })().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     expect(text).to.equal('Parley says ');
     expect(error).to.be.instanceOf(OpenAI.APIError);
     expect((error as Error).message).to.contain('Parley lost its train of thought');
@@ -277,19 +357,33 @@ describe('the example package parley-plugins: a vendor with its own wire format,
     // The endpoint that answered 503 first is the one not named in the record; it rests (failureThreshold 1).
     const failed = record.endpoint === 'a' ? b : a;
     const metrics = await (await fetch(`${test.url}/metrics`)).text();
-    const up = (vendor: ParleyVendor) => metrics.split('\n').find((line) => line.startsWith('gateway_endpoint_up{') && line.includes(`provider="parley"`) && line.includes(new URL(vendor.baseUrl).origin));
+    const up = (vendor: ParleyVendor) =>
+      metrics
+        .split('\n')
+        .find(
+          (line) =>
+            line.startsWith('gateway_endpoint_up{') &&
+            line.includes(`provider="parley"`) &&
+            line.includes(new URL(vendor.baseUrl).origin),
+        );
     expect(up(failed), 'the resting endpoint').to.match(/ 0$/);
     expect(up(failed === a ? b : a), 'the serving endpoint').to.match(/ 1$/);
     // While it rests, requests go to the other one only.
     const restingBefore = failed.requests.length;
-    for (let index = 0; index < 4; index += 1) await client().chat.completions.create({ model: 'parley-latest', messages: [{ role: 'user', content: fresh() }] });
+    for (let index = 0; index < 4; index += 1)
+      await client().chat.completions.create({
+        model: 'parley-latest',
+        messages: [{ role: 'user', content: fresh() }],
+      });
     expect(failed.requests.length).to.equal(restingBefore);
     await sleep(1600);
   });
 
   it('fails a stream over when the first endpoint is cut before any event', async () => {
     shared.push({ kind: 'reset' });
-    const { data: stream, response } = await client().chat.completions.create({ model: 'parley-latest', stream: true, messages: [{ role: 'user', content: fresh() }] }).withResponse();
+    const { data: stream, response } = await client()
+      .chat.completions.create({ model: 'parley-latest', stream: true, messages: [{ role: 'user', content: fresh() }] })
+      .withResponse();
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
     expect(text).to.equal('Parley says hello.');
@@ -300,11 +394,20 @@ describe('the example package parley-plugins: a vendor with its own wire format,
   it('blocks a finding split across chunk events, before any of it goes out (the guardrail reads the mapped text)', async () => {
     a.chunks = b.chunks = ['Your code is PROJ', 'ECT-12', '34, keep it safe.'];
     // The official client: what it read before the block, then the refusal it raises.
-    const { data: stream, response } = await client().chat.completions.create({ model: 'parley-latest', stream: true, messages: [{ role: 'user', content: fresh('What is my code') }] }).withResponse();
+    const { data: stream, response } = await client()
+      .chat.completions.create({
+        model: 'parley-latest',
+        stream: true,
+        messages: [{ role: 'user', content: fresh('What is my code') }],
+      })
+      .withResponse();
     let text = '';
     const error = await (async () => {
       for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
-    })().then(() => undefined, (caught: unknown) => caught);
+    })().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     expect(text).not.to.contain('PROJ');
     expect(text.length).to.be.lessThan('Your code is '.length + 1);
     expect(error).to.be.instanceOf(OpenAI.APIError);
@@ -312,14 +415,34 @@ describe('the example package parley-plugins: a vendor with its own wire format,
     expect((error as Error).message).to.contain('no-codes');
     expect(await usageRecord(response.headers.get('x-request-id')!)).to.include({ outcome: 'guardrail_blocked' });
     // On the wire: nothing of the finding, the refusal last, no [DONE].
-    const raw = await post({ model: 'parley-latest', stream: true, messages: [{ role: 'user', content: fresh('What is my code') }] });
+    const raw = await post({
+      model: 'parley-latest',
+      stream: true,
+      messages: [{ role: 'user', content: fresh('What is my code') }],
+    });
     expect(raw.status).to.equal(200);
     expect(raw.text).not.to.contain('PROJECT').and.not.to.contain('ECT-12').and.not.to.contain('[DONE]');
-    expect((JSON.parse(raw.text.split('\n\n').filter(Boolean).at(-1)!.replace(/^data: /, '')) as { error: { code: string } }).error.code).to.equal('GW_ERR_GUARDRAIL');
+    expect(
+      (
+        JSON.parse(
+          raw.text
+            .split('\n\n')
+            .filter(Boolean)
+            .at(-1)!
+            .replace(/^data: /, ''),
+        ) as { error: { code: string } }
+      ).error.code,
+    ).to.equal('GW_ERR_GUARDRAIL');
     // The JSON answer is blocked whole.
     const json = await client()
-      .chat.completions.create({ model: 'parley-latest', messages: [{ role: 'user', content: fresh('What is my code') }] })
-      .then(() => undefined, (caught: unknown) => caught);
+      .chat.completions.create({
+        model: 'parley-latest',
+        messages: [{ role: 'user', content: fresh('What is my code') }],
+      })
+      .then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
     expect(json).to.be.instanceOf(OpenAI.BadRequestError);
     expect((json as InstanceType<typeof OpenAI.BadRequestError>).code).to.equal('GW_ERR_GUARDRAIL');
     expect(JSON.stringify((json as InstanceType<typeof OpenAI.BadRequestError>).error)).not.to.contain(SECRET);
@@ -327,23 +450,43 @@ describe('the example package parley-plugins: a vendor with its own wire format,
 
   for (const stream of [false, true]) {
     it(`answers a repeated ${stream ? 'stream' : 'JSON'} request from the response cache, byte for byte, with Parley asked once`, async () => {
-      const body = { model: 'parley/quill-2-mini', stream, messages: [{ role: 'user' as const, content: fresh('Cache me') }] };
+      const body = {
+        model: 'parley/quill-2-mini',
+        stream,
+        messages: [{ role: 'user' as const, content: fresh('Cache me') }],
+      };
       // The first answer on the wire, then the official client's from the cache, then the wire's again.
       const read = async () => {
         if (!stream) {
-          const { data, response } = await client().chat.completions.create({ ...body, stream: false }).withResponse();
-          return { cache: response.headers.get('x-gateway-cache'), requestId: response.headers.get('x-request-id')!, text: data.choices[0]!.message.content };
+          const { data, response } = await client()
+            .chat.completions.create({ ...body, stream: false })
+            .withResponse();
+          return {
+            cache: response.headers.get('x-gateway-cache'),
+            requestId: response.headers.get('x-request-id')!,
+            text: data.choices[0]!.message.content,
+          };
         }
-        const { data, response } = await client().chat.completions.create({ ...body, stream: true }).withResponse();
+        const { data, response } = await client()
+          .chat.completions.create({ ...body, stream: true })
+          .withResponse();
         let text = '';
         for await (const chunk of data) text += chunk.choices[0]?.delta.content ?? '';
-        return { cache: response.headers.get('x-gateway-cache'), requestId: response.headers.get('x-request-id')!, text };
+        return {
+          cache: response.headers.get('x-gateway-cache'),
+          requestId: response.headers.get('x-request-id')!,
+          text,
+        };
       };
       const first = await post(body);
       const count = sent().length;
       const second = await read();
       const third = await post(body);
-      expect([first.headers['x-gateway-cache'], second.cache, third.headers['x-gateway-cache']]).to.deep.equal(['miss', 'hit', 'hit']);
+      expect([first.headers['x-gateway-cache'], second.cache, third.headers['x-gateway-cache']]).to.deep.equal([
+        'miss',
+        'hit',
+        'hit',
+      ]);
       expect(second.text).to.equal('Parley says hello.');
       expect(third.text).to.equal(first.text);
       expect(sent().length).to.equal(count);
@@ -352,38 +495,70 @@ describe('the example package parley-plugins: a vendor with its own wire format,
   }
 
   it("reserves on a key's token limit from the client's request (nothing sent when it does not fit), and settles to Parley's tally", async () => {
-    const created = await request(`${test.url}/admin/keys`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'parley-tpm', tpm: 200 }) });
+    const created = await request(`${test.url}/admin/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'parley-tpm', tpm: 200 }),
+    });
     const { key, id } = (await created.body.json()) as { key: string; id: string };
     const before = sent().length;
     const refused = await client(key)
-      .chat.completions.create({ model: 'parley-latest', max_tokens: 500, messages: [{ role: 'user', content: fresh() }] })
-      .then(() => undefined, (caught: unknown) => caught);
+      .chat.completions.create({
+        model: 'parley-latest',
+        max_tokens: 500,
+        messages: [{ role: 'user', content: fresh() }],
+      })
+      .then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
     expect(refused).to.be.instanceOf(OpenAI.RateLimitError);
     expect((refused as InstanceType<typeof OpenAI.RateLimitError>).code).to.equal('GW_ERR_TOKEN_RATE_LIMITED');
     expect(sent().length).to.equal(before);
     const prompt = fresh();
-    const { response } = await client(key).chat.completions.create({ model: 'parley-latest', max_tokens: 50, messages: [{ role: 'user', content: prompt }] }).withResponse();
+    const { response } = await client(key)
+      .chat.completions.create({
+        model: 'parley-latest',
+        max_tokens: 50,
+        messages: [{ role: 'user', content: prompt }],
+      })
+      .withResponse();
     expect(response.headers.get('x-ratelimit-limit-tokens')).to.equal('200');
     await usageRecord(response.headers.get('x-request-id')!);
     const tally = ParleyVendor.tally([{ say: prompt }], 'Parley says hello.');
     const used = async () => {
-      const view = (await (await request(`${test.url}/admin/limits`, { headers: { authorization: `Bearer ${ADMIN}` } })).body.json()) as { keys: { id: string; use: { kind: string; used: number }[] }[] };
+      const view = (await (
+        await request(`${test.url}/admin/limits`, { headers: { authorization: `Bearer ${ADMIN}` } })
+      ).body.json()) as { keys: { id: string; use: { kind: string; used: number }[] }[] };
       return view.keys.find((entry) => entry.id === id)!.use.find((use) => use.kind === 'tpm')!.used;
     };
     // The reservation (the prompt's estimate and 50 tokens of output) settles to what Parley billed.
-    await eventually(async () => (await used()) === tally.prompt + tally.reply, `tpm used settling to ${tally.prompt + tally.reply}`);
+    await eventually(
+      async () => (await used()) === tally.prompt + tally.reply,
+      `tpm used settling to ${tally.prompt + tally.reply}`,
+    );
   });
 
   it("exports the exchange's trace: the server span and Parley's attempt span with the tally, the engine and the finish", async () => {
     const prompt = fresh();
-    const { data: stream, response } = await client().chat.completions.create({ model: 'parley-latest', stream: true, messages: [{ role: 'user', content: prompt }] }).withResponse();
+    const { data: stream, response } = await client()
+      .chat.completions.create({ model: 'parley-latest', stream: true, messages: [{ role: 'user', content: prompt }] })
+      .withResponse();
     for await (const _chunk of stream);
     const requestId = response.headers.get('x-request-id')!;
     let server: ReceivedSpan | undefined;
-    await eventually(() => (server = receiver.spans.find((span) => span.attributes['gateway.request_id'] === requestId)) !== undefined, 'the server span', 20_000);
+    await eventually(
+      () => (server = receiver.spans.find((span) => span.attributes['gateway.request_id'] === requestId)) !== undefined,
+      'the server span',
+      20_000,
+    );
     const attempt = () => receiver.spans.find((span) => span.parentSpanId === server!.spanId && span.kind === 3);
     await eventually(() => attempt() !== undefined, 'the attempt span');
-    expect(server!.attributes).to.include({ 'gateway.model': 'parley/quill-2', 'gateway.outcome': 'complete', 'http.response.status_code': 200 });
+    expect(server!.attributes).to.include({
+      'gateway.model': 'parley/quill-2',
+      'gateway.outcome': 'complete',
+      'http.response.status_code': 200,
+    });
     const tally = ParleyVendor.tally([{ say: prompt }], 'Parley says hello.');
     expect(attempt()!.attributes).to.include({
       'gen_ai.provider.name': 'parley',
@@ -410,13 +585,20 @@ describe('the example package parley-plugins: a vendor with its own wire format,
     const answerBytes = `{"id":"c1","object":"chat.completion","created":1,"model":"gen-5.5","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4},"x_vendor":  {"kept": 1e400}}`;
     alpha.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(answerBytes);
     const body = `{ "model": "alpha/gen-5.5",  "messages": [{"role":"user","content":"${fresh('hi')}"}], "n": 1, "x_extra": 12345678901234567890 }`;
-    const response = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' }, body });
+    const response = await request(`${test.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
+      body,
+    });
     expect(await response.body.text()).to.equal(answerBytes);
     expect(alpha.requests.at(-1)!.body).to.equal(body.replace('"alpha/gen-5.5"', '"gen-5.5"'));
   });
 
   it('logs no plugin fault for any of it', () => {
-    const lines = logText.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = logText
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines.filter((line) => line.msg === 'request').length).to.be.greaterThan(10);
     expect(lines.filter((line) => (line.level as number) >= 50)).to.deep.equal([]);
   });

@@ -25,18 +25,28 @@ describe('guardrails: the longest match of a regular expression', () => {
   });
 
   it('is unbounded for *, +, open ranges and backreferences', () => {
-    for (const pattern of ['a*', 'b+', 'c{2,}', '(a)\\1', '(?<n>a)\\k<n>', 'x(?:y|z+)']) expect(longestMatch(pattern), pattern).to.equal(Infinity);
+    for (const pattern of ['a*', 'b+', 'c{2,}', '(a)\\1', '(?<n>a)\\k<n>', 'x(?:y|z+)'])
+      expect(longestMatch(pattern), pattern).to.equal(Infinity);
   });
 
   it('is never shorter than a match found (bounded patterns over random texts)', () => {
     const atoms = fc.constantFrom('a', 'b', '[ab]', '.', '\\d', '(?:a|bb)', 'c');
     const quantifier = fc.constantFrom('', '?', '{2}', '{1,3}', '{0,2}');
-    const pattern = fc.array(fc.tuple(atoms, quantifier).map(([atom, q]) => atom + q), { minLength: 1, maxLength: 6 }).map((parts) => parts.join(''));
+    const pattern = fc
+      .array(
+        fc.tuple(atoms, quantifier).map(([atom, q]) => atom + q),
+        { minLength: 1, maxLength: 6 },
+      )
+      .map((parts) => parts.join(''));
     fc.assert(
-      fc.property(pattern, fc.string({ unit: fc.constantFrom('a', 'b', 'c', '1', ' '), maxLength: 40 }), (source, text) => {
-        const longest = longestMatch(source);
-        for (const match of text.matchAll(new RegExp(source, 'g'))) expect(match[0].length).to.be.at.most(longest);
-      }),
+      fc.property(
+        pattern,
+        fc.string({ unit: fc.constantFrom('a', 'b', 'c', '1', ' '), maxLength: 40 }),
+        (source, text) => {
+          const longest = longestMatch(source);
+          for (const match of text.matchAll(new RegExp(source, 'g'))) expect(match[0].length).to.be.at.most(longest);
+        },
+      ),
       { numRuns: 500 },
     );
   });

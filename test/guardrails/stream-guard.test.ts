@@ -67,8 +67,12 @@ function cut(text: string, points: readonly number[]): string[] {
 }
 
 const codes = (action: 'block' | 'redact') =>
-  regexGuardrail({ name: 'no-codes', use: 'regex', on: 'response', action, patterns: ['PROJECT-[0-9]{4}'], ignoreCase: false }, BOTH);
-const pii = (action: 'block' | 'redact') => piiGuardrail({ name: 'pii', use: 'pii', on: 'both', action, entities: ['email', 'card', 'secret'] }, BOTH);
+  regexGuardrail(
+    { name: 'no-codes', use: 'regex', on: 'response', action, patterns: ['PROJECT-[0-9]{4}'], ignoreCase: false },
+    BOTH,
+  );
+const pii = (action: 'block' | 'redact') =>
+  piiGuardrail({ name: 'pii', use: 'pii', on: 'both', action, entities: ['email', 'card', 'secret'] }, BOTH);
 
 /** Text near the pattern: its letters, digits and separators, so that near misses are common. */
 const noise = fc.string({ unit: fc.constantFrom(...'PROJECT-0123456789 abc@.x'.split('')), maxLength: 60 });
@@ -76,16 +80,23 @@ const noise = fc.string({ unit: fc.constantFrom(...'PROJECT-0123456789 abc@.x'.s
 describe('guardrails: the stream guard, exact across events', () => {
   it('catches a planted match however the text is cut into events, and lets none of it out', () => {
     fc.assert(
-      fc.property(noise, fc.integer({ min: 0, max: 9999 }), noise, fc.array(fc.nat(200), { maxLength: 20 }), fc.boolean(), (before, code, after, points, close) => {
-        const match = `PROJECT-${String(code).padStart(4, '0')}`;
-        const text = `${before}${match}${after}`;
-        const first = /PROJECT-[0-9]{4}/.exec(text)!.index;
-        const result = stream([codes('block')], cut(text, points), close);
-        expect(result.blocked).to.equal('no-codes');
-        // Nothing of the first match reached the client.
-        expect(result.text.length).to.be.at.most(first);
-        expect(text.startsWith(result.text)).to.equal(true);
-      }),
+      fc.property(
+        noise,
+        fc.integer({ min: 0, max: 9999 }),
+        noise,
+        fc.array(fc.nat(200), { maxLength: 20 }),
+        fc.boolean(),
+        (before, code, after, points, close) => {
+          const match = `PROJECT-${String(code).padStart(4, '0')}`;
+          const text = `${before}${match}${after}`;
+          const first = /PROJECT-[0-9]{4}/.exec(text)!.index;
+          const result = stream([codes('block')], cut(text, points), close);
+          expect(result.blocked).to.equal('no-codes');
+          // Nothing of the first match reached the client.
+          expect(result.text.length).to.be.at.most(first);
+          expect(text.startsWith(result.text)).to.equal(true);
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -107,13 +118,20 @@ describe('guardrails: the stream guard, exact across events', () => {
   it('redacts a stream exactly as the whole text would be redacted, however it is cut', () => {
     for (const guardrail of [codes('redact'), pii('redact')]) {
       fc.assert(
-        fc.property(noise, fc.constantFrom('PROJECT-1234', 'ada@example.com', '4111 1111 1111 1111', 'sk-abcdefghijklmnopqrstuvwx', ''), noise, fc.array(fc.nat(200), { maxLength: 20 }), fc.boolean(), (before, planted, after, points, close) => {
-          const text = `${before}${planted}${after}`;
-          const whole = checkText(text, [guardrail], CONTEXT);
-          const result = stream([guardrail], cut(text, points), close);
-          expect(result.blocked).to.equal(undefined);
-          expect(result.text).to.equal(whole.kind === 'redact' ? whole.text : text);
-        }),
+        fc.property(
+          noise,
+          fc.constantFrom('PROJECT-1234', 'ada@example.com', '4111 1111 1111 1111', 'sk-abcdefghijklmnopqrstuvwx', ''),
+          noise,
+          fc.array(fc.nat(200), { maxLength: 20 }),
+          fc.boolean(),
+          (before, planted, after, points, close) => {
+            const text = `${before}${planted}${after}`;
+            const whole = checkText(text, [guardrail], CONTEXT);
+            const result = stream([guardrail], cut(text, points), close);
+            expect(result.blocked).to.equal(undefined);
+            expect(result.text).to.equal(whole.kind === 'redact' ? whole.text : text);
+          },
+        ),
         { numRuns: 300 },
       );
     }
@@ -121,13 +139,19 @@ describe('guardrails: the stream guard, exact across events', () => {
 
   it('blocks a stream exactly when the whole text would be blocked, with pii', () => {
     fc.assert(
-      fc.property(noise, fc.constantFrom('ada@example.com', '4111-1111-1111-1111', 'sk-proj-abcdefghijklmnop1234', ''), noise, fc.array(fc.nat(200), { maxLength: 20 }), (before, planted, after, points) => {
-        const text = `${before} ${planted} ${after}`;
-        const whole = checkText(text, [pii('block')], CONTEXT);
-        const result = stream([pii('block')], cut(text, points), false);
-        expect(result.blocked).to.equal(whole.kind === 'block' ? 'pii' : undefined);
-        if (!result.blocked) expect(result.text).to.equal(text);
-      }),
+      fc.property(
+        noise,
+        fc.constantFrom('ada@example.com', '4111-1111-1111-1111', 'sk-proj-abcdefghijklmnop1234', ''),
+        noise,
+        fc.array(fc.nat(200), { maxLength: 20 }),
+        (before, planted, after, points) => {
+          const text = `${before} ${planted} ${after}`;
+          const whole = checkText(text, [pii('block')], CONTEXT);
+          const result = stream([pii('block')], cut(text, points), false);
+          expect(result.blocked).to.equal(whole.kind === 'block' ? 'pii' : undefined);
+          if (!result.blocked) expect(result.text).to.equal(text);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -142,7 +166,10 @@ describe('guardrails: the stream guard, exact across events', () => {
     const next = guard.push(new Event('c'));
     expect(next.released.map((event) => event.text)).to.deep.equal(['a'.repeat(30)]);
     expect(guard.held).to.equal(11);
-    expect(guard.push(new Event('d'.repeat(11))).released.map((event) => event.text)).to.deep.equal(['b'.repeat(10), 'c']);
+    expect(guard.push(new Event('d'.repeat(11))).released.map((event) => event.text)).to.deep.equal([
+      'b'.repeat(10),
+      'c',
+    ]);
     expect(guard.end().released.map((event) => event.text)).to.deep.equal(['d'.repeat(11)]);
   });
 

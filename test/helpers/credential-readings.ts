@@ -19,7 +19,11 @@ export function revealsSecret(text: string, secret: string): boolean {
 }
 
 /** A provider key of realistic shape. */
-export const realisticKey = fc.string({ unit: fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-'), minLength: 20, maxLength: 64 });
+export const realisticKey = fc.string({
+  unit: fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-'),
+  minLength: 20,
+  maxLength: 64,
+});
 
 /** How one character is written. */
 export type CharEncoding = 'raw' | 'json' | 'json-upper' | 'json-nested' | 'percent' | 'percent-lower';
@@ -49,7 +53,14 @@ export function encodeKey(key: string, encodings: readonly CharEncoding[]): stri
   return Array.from(key, (char, index) => encodeChar(char, encodings[index % encodings.length]!)).join('');
 }
 
-const charEncoding = fc.constantFrom<CharEncoding>('raw', 'json', 'json-upper', 'json-nested', 'percent', 'percent-lower');
+const charEncoding = fc.constantFrom<CharEncoding>(
+  'raw',
+  'json',
+  'json-upper',
+  'json-nested',
+  'percent',
+  'percent-lower',
+);
 
 /** Per-character encodings for a key of `length`: a random mix, or one way for every character. */
 export const keyEncodings = (length: number) =>
@@ -59,4 +70,6 @@ export const keyEncodings = (length: number) =>
   );
 
 /** A realistic key and one written form of it. */
-export const encodedKey = realisticKey.chain((key) => keyEncodings(key.length).map((encodings) => ({ key, encoded: encodeKey(key, encodings) })));
+export const encodedKey = realisticKey.chain((key) =>
+  keyEncodings(key.length).map((encodings) => ({ key, encoded: encodeKey(key, encodings) })),
+);

@@ -5,7 +5,11 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
  * A check that throws counts as "not yet" (a store or Redis may still be coming back); the last error
  * is reported if time runs out.
  */
-export async function eventually(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 5000): Promise<number> {
+export async function eventually(
+  check: () => Promise<boolean> | boolean,
+  what: string,
+  timeoutMs = 5000,
+): Promise<number> {
   const started = Date.now();
   let lastError: unknown;
   for (;;) {
@@ -15,7 +19,9 @@ export async function eventually(check: () => Promise<boolean> | boolean, what: 
       lastError = error;
     }
     if (Date.now() - started > timeoutMs) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${String(lastError)})` : ''}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${String(lastError)})` : ''}`,
+      );
     }
     await sleep(25);
   }

@@ -4,7 +4,10 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** A compiled (JavaScript) plugin in a directory outside the repository, importing the contract by package name, with no install step. */
+/**
+ * A compiled (JavaScript) plugin in a directory outside the repository, importing the contract by package name, with no
+ * install step.
+ */
 export async function writeJavaScriptPlugin(directory: string): Promise<void> {
   await mkdir(join(directory, 'sigma'), { recursive: true });
   // No node_modules: the gateway maps model-gateway/plugin to its own contract when it loads the plugin.
@@ -23,6 +26,8 @@ export default definePlugin({
   );
 }
 
-
-/** The kappa fixture plugins (compiled JavaScript, outside providers/): kappa (`auth: { header: 'x-kappa-key' }`) and kappaq (`auth: { query: 'key' }`). */
+/**
+ * The kappa fixture plugins (compiled JavaScript, outside providers/): kappa (`auth: { header: 'x-kappa-key' }`) and
+ * kappaq (`auth: { query: 'key' }`).
+ */
 export const KAPPA_DIR = join(ROOT, 'test/fixtures/kappa-plugin');

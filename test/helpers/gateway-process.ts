@@ -53,7 +53,8 @@ export class GatewayProcess {
   ) {}
 
   static async start(env: NodeJS.ProcessEnv, command: StartCommand = 'source'): Promise<GatewayProcess> {
-    if (command === 'compiled' && !existsSync(COMPILED_MAIN)) throw new Error(`${COMPILED_MAIN} is missing: run npm run build first (npm test does)`);
+    if (command === 'compiled' && !existsSync(COMPILED_MAIN))
+      throw new Error(`${COMPILED_MAIN} is missing: run npm run build first (npm test does)`);
     const [file, args] = COMMANDS[command];
     const child = spawn(file, args, {
       cwd: ROOT,
@@ -116,7 +117,10 @@ export class GatewayProcess {
  * Runs the gateway's entry point expecting it to refuse to start; returns what it printed and its exit
  * code. One that starts after all is killed after `timeoutMs` (code null), so no gateway outlives the test.
  */
-export async function startupFailure(env: NodeJS.ProcessEnv, timeoutMs = 15_000): Promise<{ code: number | null; output: string }> {
+export async function startupFailure(
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 15_000,
+): Promise<{ code: number | null; output: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', ...env },

@@ -16,5 +16,14 @@ export const guardrailAction = (n: number, changes: Partial<GuardrailActionEntry
   ...changes,
 });
 
-/** A configured guardrail of that name (one that redacts e-mail addresses from requests), for routes that check names against the configuration. */
-export const piiGuardrail = (name: string): GuardrailSettings => ({ name, use: 'pii', on: 'request', action: 'redact', entities: ['email'] });
+/**
+ * A configured guardrail of that name (one that redacts e-mail addresses from requests), for routes that check names
+ * against the configuration.
+ */
+export const piiGuardrail = (name: string): GuardrailSettings => ({
+  name,
+  use: 'pii',
+  on: 'request',
+  action: 'redact',
+  entities: ['email'],
+});

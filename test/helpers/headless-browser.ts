@@ -30,8 +30,13 @@ export interface HeadlessBrowser {
 }
 
 /** Headless Chromium with a fresh user-data directory, collecting every console error of its pages. */
-export async function launchBrowser(options: { viewport?: { width: number; height: number }; permissions?: string[] } = {}): Promise<HeadlessBrowser> {
-  if (!existsSync(CHROMIUM_PATH)) throw new Error(`${CHROMIUM_PATH} is missing: install Debian's chromium package (apt-get install -y chromium), as .ci/run does`);
+export async function launchBrowser(
+  options: { viewport?: { width: number; height: number }; permissions?: string[] } = {},
+): Promise<HeadlessBrowser> {
+  if (!existsSync(CHROMIUM_PATH))
+    throw new Error(
+      `${CHROMIUM_PATH} is missing: install Debian's chromium package (apt-get install -y chromium), as .ci/run does`,
+    );
   const userDataDir = await mkdtemp(join(tmpdir(), 'gateway-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM_PATH,

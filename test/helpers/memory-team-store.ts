@@ -14,7 +14,10 @@ export class MemoryTeamStore implements TeamStore {
   /** Makes `list` reject, as an unreachable store would. */
   failing = false;
 
-  constructor(teams: readonly TeamInput[] = [], private readonly now = () => Date.now()) {
+  constructor(
+    teams: readonly TeamInput[] = [],
+    private readonly now = () => Date.now(),
+  ) {
     for (const team of teams) this.teams.set(team.name, { ...team, createdAt: new Date(this.now()).toISOString() });
   }
 

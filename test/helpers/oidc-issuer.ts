@@ -34,14 +34,25 @@ export async function startOidcIssuer(users: Readonly<Record<string, IssuerUser>
     url,
     register({ clientId, clientSecret, redirectUri }) {
       const provider = new Provider(url, {
-        clients: [{ client_id: clientId, client_secret: clientSecret, redirect_uris: [redirectUri], grant_types: ['authorization_code'], response_types: ['code'] }],
+        clients: [
+          {
+            client_id: clientId,
+            client_secret: clientSecret,
+            redirect_uris: [redirectUri],
+            grant_types: ['authorization_code'],
+            response_types: ['code'],
+          },
+        ],
         scopes: ['openid', 'email', 'profile', 'groups'],
         claims: { openid: ['sub'], email: ['email'], profile: ['name'], groups: ['groups'] },
         cookies: { keys: ['issuer-cookie-key-for-tests-0123456789'] },
         findAccount: async (_ctx, id) => {
           const user = users[id];
           if (!user) return undefined;
-          return { accountId: id, claims: async () => ({ sub: id, email: user.email, name: user.name, groups: [...user.groups] }) };
+          return {
+            accountId: id,
+            claims: async () => ({ sub: id, email: user.email, name: user.name, groups: [...user.groups] }),
+          };
         },
       });
       listener = provider.callback();

@@ -10,7 +10,10 @@ function loadOtlp(): { traces: protobuf.Type; metrics: protobuf.Type; logs: prot
   const root = new protobuf.Root();
   root.resolvePath = (_origin, target) => (target.startsWith('/') ? target : `${PROTOS}${target}`);
   const services = ['trace/v1/trace_service.proto', 'metrics/v1/metrics_service.proto', 'logs/v1/logs_service.proto'];
-  root.loadSync(services.map((file) => `opentelemetry/proto/collector/${file}`), { keepCase: false });
+  root.loadSync(
+    services.map((file) => `opentelemetry/proto/collector/${file}`),
+    { keepCase: false },
+  );
   return {
     traces: root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest'),
     metrics: root.lookupType('opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest'),
@@ -50,7 +53,11 @@ export interface ReceivedSpan {
 export interface ReceivedMetric {
   readonly name: string;
   readonly unit: string;
-  readonly points: readonly { readonly attributes: Record<string, AttributeValue>; readonly count?: number; readonly sum?: number }[];
+  readonly points: readonly {
+    readonly attributes: Record<string, AttributeValue>;
+    readonly count?: number;
+    readonly sum?: number;
+  }[];
 }
 
 /** One log record as exported, with its scope and resource. */
@@ -91,8 +98,10 @@ const hex = (base64: string | undefined) => Buffer.from(base64 ?? '', 'base64').
  */
 function jsonIdsToBytes(value: unknown, key = ''): unknown {
   if (Array.isArray(value)) return value.map((item) => jsonIdsToBytes(item));
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, jsonIdsToBytes(item, name)]));
-  if (typeof value === 'string' && (key === 'traceId' || key === 'spanId' || key === 'parentSpanId')) return Buffer.from(value, 'hex');
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, jsonIdsToBytes(item, name)]));
+  if (typeof value === 'string' && (key === 'traceId' || key === 'spanId' || key === 'parentSpanId'))
+    return Buffer.from(value, 'hex');
   return value;
 }
 
@@ -123,8 +132,15 @@ function spansOf(request: Json): ReceivedSpan[] {
         startTimeUnixNano: BigInt(span.startTimeUnixNano ?? 0),
         endTimeUnixNano: BigInt(span.endTimeUnixNano ?? 0),
         attributes: attributes(span.attributes),
-        events: ((span.events ?? []) as Json[]).map((event) => ({ name: event.name as string, timeUnixNano: BigInt(event.timeUnixNano ?? 0), attributes: attributes(event.attributes) })),
-        status: { code: (span.status?.code as number | undefined) ?? 0, message: (span.status?.message as string | undefined) ?? '' },
+        events: ((span.events ?? []) as Json[]).map((event) => ({
+          name: event.name as string,
+          timeUnixNano: BigInt(event.timeUnixNano ?? 0),
+          attributes: attributes(event.attributes),
+        })),
+        status: {
+          code: (span.status?.code as number | undefined) ?? 0,
+          message: (span.status?.message as string | undefined) ?? '',
+        },
         resource,
       })),
     );
@@ -139,7 +155,11 @@ function metricsOf(request: Json): ReceivedMetric[] {
         return {
           name: metric.name as string,
           unit: (metric.unit as string | undefined) ?? '',
-          points: ((data.dataPoints ?? []) as Json[]).map((point) => ({ attributes: attributes(point.attributes), count: point.count === undefined ? undefined : Number(point.count), sum: point.sum })),
+          points: ((data.dataPoints ?? []) as Json[]).map((point) => ({
+            attributes: attributes(point.attributes),
+            count: point.count === undefined ? undefined : Number(point.count),
+            sum: point.sum,
+          })),
         };
       }),
     ),
@@ -193,16 +213,21 @@ export class OtlpReceiver {
       const contentType = req.headers['content-type'] ?? '';
       receiver.contentTypes.push(contentType);
       try {
-        if (req.url === '/v1/traces') receiver.spans.push(...spansOf(decode(OTLP.traces, contentType, Buffer.concat(chunks))));
-        else if (req.url === '/v1/metrics') receiver.metrics.push(...metricsOf(decode(OTLP.metrics, contentType, Buffer.concat(chunks))));
-        else if (req.url === '/v1/logs') receiver.logs.push(...logsOf(decode(OTLP.logs, contentType, Buffer.concat(chunks))));
+        if (req.url === '/v1/traces')
+          receiver.spans.push(...spansOf(decode(OTLP.traces, contentType, Buffer.concat(chunks))));
+        else if (req.url === '/v1/metrics')
+          receiver.metrics.push(...metricsOf(decode(OTLP.metrics, contentType, Buffer.concat(chunks))));
+        else if (req.url === '/v1/logs')
+          receiver.logs.push(...logsOf(decode(OTLP.logs, contentType, Buffer.concat(chunks))));
         else return void res.writeHead(404).end();
       } catch (error) {
         receiver.problems.push(String(error));
         return void res.writeHead(400).end();
       }
       const json = contentType.startsWith('application/json');
-      res.writeHead(200, { 'content-type': json ? 'application/json' : 'application/x-protobuf' }).end(json ? '{}' : Buffer.alloc(0));
+      res
+        .writeHead(200, { 'content-type': json ? 'application/json' : 'application/x-protobuf' })
+        .end(json ? '{}' : Buffer.alloc(0));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return receiver;

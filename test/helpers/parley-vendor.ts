@@ -4,7 +4,12 @@ import { ScriptedUpstream } from './scripted-upstream.ts';
 
 /** What a scripted Parley answers next, beside its normal answer. */
 export type ParleyBehaviour =
-  | { readonly kind: 'fault'; readonly status: number; readonly fault: { kind: string; text: string }; readonly headers?: Record<string, string> }
+  | {
+      readonly kind: 'fault';
+      readonly status: number;
+      readonly fault: { kind: string; text: string };
+      readonly headers?: Record<string, string>;
+    }
   | { readonly kind: 'fault-event'; readonly afterChunks: number }
   | { readonly kind: 'cut'; readonly afterChunks: number }
   | { readonly kind: 'reset' };
@@ -59,13 +64,22 @@ export class ParleyVendor {
     return this.upstream.close();
   }
 
-  private fault(res: ServerResponse, status: number, kind: string, text: string, headers: Record<string, string> = {}): void {
-    res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify({ fault: { kind, text } }));
+  private fault(
+    res: ServerResponse,
+    status: number,
+    kind: string,
+    text: string,
+    headers: Record<string, string> = {},
+  ): void {
+    res
+      .writeHead(status, { 'content-type': 'application/json', ...headers })
+      .end(JSON.stringify({ fault: { kind, text } }));
   }
 
   private async answer(req: IncomingMessage, res: ServerResponse, text: string): Promise<void> {
     this.times.push(performance.now());
-    if (req.method !== 'POST' || req.url !== '/v2/generate') return this.fault(res, 404, 'no_such_path', `No ${req.method} ${req.url}`);
+    if (req.method !== 'POST' || req.url !== '/v2/generate')
+      return this.fault(res, 404, 'no_such_path', `No ${req.method} ${req.url}`);
     if (req.headers.authorization !== `Token ${this.key}`) return this.fault(res, 401, 'bad_token', 'Unknown token');
     let body: { engine?: unknown; dialog?: unknown; limits?: { max_words?: unknown }; stream?: unknown };
     try {
@@ -75,14 +89,27 @@ export class ParleyVendor {
     }
     const dialog = body.dialog as { from?: unknown; say?: unknown }[];
     const known = Object.keys(body).every((key) => ['engine', 'dialog', 'limits', 'stream'].includes(key));
-    const turns = Array.isArray(dialog) && dialog.length > 0 && dialog.every((turn) => ['system', 'human', 'assistant'].includes(turn.from as string) && typeof turn.say === 'string');
-    const limits = body.limits === undefined || (Number.isInteger(body.limits.max_words) && (body.limits.max_words as number) > 0);
-    if (!known || typeof body.engine !== 'string' || !turns || !limits || (body.stream !== undefined && body.stream !== true)) {
+    const turns =
+      Array.isArray(dialog) &&
+      dialog.length > 0 &&
+      dialog.every(
+        (turn) => ['system', 'human', 'assistant'].includes(turn.from as string) && typeof turn.say === 'string',
+      );
+    const limits =
+      body.limits === undefined || (Number.isInteger(body.limits.max_words) && (body.limits.max_words as number) > 0);
+    if (
+      !known ||
+      typeof body.engine !== 'string' ||
+      !turns ||
+      !limits ||
+      (body.stream !== undefined && body.stream !== true)
+    ) {
       return this.fault(res, 400, 'bad_dialog', `Parley cannot read this request: ${text.slice(0, 200)}`);
     }
     const behaviour = this.shared?.shift() ?? this.queue.shift();
     if (behaviour?.kind === 'reset') return void req.socket.destroy();
-    if (behaviour?.kind === 'fault') return this.fault(res, behaviour.status, behaviour.fault.kind, behaviour.fault.text, behaviour.headers);
+    if (behaviour?.kind === 'fault')
+      return this.fault(res, behaviour.status, behaviour.fault.kind, behaviour.fault.text, behaviour.headers);
     const reply = this.chunks.join('');
     const tally = ParleyVendor.tally(dialog as { say: string }[], reply);
     if (body.stream !== true) {
@@ -94,7 +121,9 @@ export class ParleyVendor {
     for (const [index, say] of this.chunks.entries()) {
       if (behaviour?.kind === 'cut' && index === behaviour.afterChunks) return void res.socket?.destroy();
       if (behaviour?.kind === 'fault-event' && index === behaviour.afterChunks) {
-        res.end(`event: fault\ndata: ${JSON.stringify({ kind: 'overloaded', text: 'Parley lost its train of thought' })}\n\n`);
+        res.end(
+          `event: fault\ndata: ${JSON.stringify({ kind: 'overloaded', text: 'Parley lost its train of thought' })}\n\n`,
+        );
         return;
       }
       res.write(`event: chunk\ndata: ${JSON.stringify({ say })}\n\n`);

@@ -9,7 +9,8 @@ export function containerSupport(): string | undefined {
   if (process.platform !== 'linux') return `containers need Linux, this is ${process.platform}`;
   if (process.getuid?.() !== 0) return 'containers are built with rootful podman: run npm test as root';
   for (const tool of ['podman', 'podman-compose', 'debootstrap', 'runc']) {
-    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) return `${tool} is not installed (npm test as root installs it: scripts/test-setup.sh)`;
+    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0)
+      return `${tool} is not installed (npm test as root installs it: scripts/test-setup.sh)`;
   }
   return undefined;
 }
@@ -55,14 +56,27 @@ export class Podman {
   }
 
   /** Runs `command` (podman by default) and gives back its outcome, whatever the exit code. */
-  run(args: readonly string[], options: { command?: string; env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {}): Promise<Outcome> {
+  run(
+    args: readonly string[],
+    options: { command?: string; env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {},
+  ): Promise<Outcome> {
     return new Promise((resolve) => {
       execFile(
         options.command ?? 'podman',
         args,
-        { env: { ...this.env, ...options.env }, cwd: options.cwd, timeout: options.timeoutMs ?? 600_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
+        {
+          env: { ...this.env, ...options.env },
+          cwd: options.cwd,
+          timeout: options.timeoutMs ?? 600_000,
+          maxBuffer: 64 * 1024 * 1024,
+          encoding: 'utf8',
+        },
         (error, stdout, stderr) => {
-          const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : 1) : 0;
+          const code = error
+            ? typeof (error as { code?: unknown }).code === 'number'
+              ? (error as { code: number }).code
+              : 1
+            : 0;
           resolve({ code, stdout, stderr });
         },
       );
@@ -73,7 +87,9 @@ export class Podman {
   async must(args: readonly string[], options: Parameters<Podman['run']>[1] = {}): Promise<string> {
     const outcome = await this.run(args, options);
     if (outcome.code !== 0) {
-      throw new Error(`${options.command ?? 'podman'} ${args.join(' ')} exited ${outcome.code}:\n${outcome.stderr.slice(-4000)}${outcome.stdout.slice(-2000)}`);
+      throw new Error(
+        `${options.command ?? 'podman'} ${args.join(' ')} exited ${outcome.code}:\n${outcome.stderr.slice(-4000)}${outcome.stdout.slice(-2000)}`,
+      );
     }
     return outcome.stdout;
   }

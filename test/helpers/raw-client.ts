@@ -20,7 +20,12 @@ export class RawClient {
    */
   static async open(url: string, options: { allowHalfOpen?: boolean; localAddress?: string } = {}): Promise<RawClient> {
     const { hostname, port } = new URL(url);
-    const socket = connect({ port: Number(port), host: hostname, allowHalfOpen: options.allowHalfOpen ?? false, localAddress: options.localAddress });
+    const socket = connect({
+      port: Number(port),
+      host: hostname,
+      allowHalfOpen: options.allowHalfOpen ?? false,
+      localAddress: options.localAddress,
+    });
     await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
     return new RawClient(socket);
   }
@@ -42,5 +47,14 @@ export class RawClient {
 
 /** The head of a `POST` with a JSON body of `contentLength` bytes, and any further header lines. */
 export function postHead(path: string, key: string, contentLength: number, ...headers: string[]): string {
-  return [`POST ${path} HTTP/1.1`, 'Host: gateway', `Authorization: Bearer ${key}`, 'Content-Type: application/json', `Content-Length: ${contentLength}`, ...headers, '', ''].join('\r\n');
+  return [
+    `POST ${path} HTTP/1.1`,
+    'Host: gateway',
+    `Authorization: Bearer ${key}`,
+    'Content-Type: application/json',
+    `Content-Length: ${contentLength}`,
+    ...headers,
+    '',
+    '',
+  ].join('\r\n');
 }

@@ -26,7 +26,11 @@ describe('test helper: redis-server', () => {
       await Promise.all(['a', 'b', 'c', 'd', 'e'].map((key) => client.set(key, key)));
       expect(await client.get('e')).to.equal('e');
       const masters = await client.cluster('NODES');
-      expect(String(masters).split('\n').filter((line) => line.includes('master')).length).to.equal(3);
+      expect(
+        String(masters)
+          .split('\n')
+          .filter((line) => line.includes('master')).length,
+      ).to.equal(3);
     } finally {
       client.disconnect();
       await cluster.close();

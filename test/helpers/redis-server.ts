@@ -16,7 +16,9 @@ export async function freePort(): Promise<number> {
     server.on('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -24,7 +26,13 @@ export async function freePort(): Promise<number> {
 async function waitForPing(port: number, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const client = new Redis({
+      port,
+      host: '127.0.0.1',
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     client.on('error', () => {});
     try {
       await client.connect();
@@ -44,7 +52,9 @@ export async function commandCalls(port: number, pattern: RegExp): Promise<numbe
   const client = new Redis({ port, host: '127.0.0.1' });
   try {
     const info = await client.info('commandstats');
-    return [...info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)].filter((match) => pattern.test(match[1]!)).reduce((sum, match) => sum + Number(match[2]), 0);
+    return [...info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)]
+      .filter((match) => pattern.test(match[1]!))
+      .reduce((sum, match) => sum + Number(match[2]), 0);
   } finally {
     client.disconnect();
   }
@@ -78,7 +88,19 @@ export class TestRedisServer {
   private async startProcess(): Promise<void> {
     const child = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, ...this.extraArgs],
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        this.dir,
+        ...this.extraArgs,
+      ],
       { stdio: 'ignore' },
     );
     this.process = child;
@@ -127,9 +149,20 @@ export class TestRedisCluster {
   static async start(): Promise<TestRedisCluster> {
     const nodes: TestRedisServer[] = [];
     for (let index = 0; index < 3; index += 1) {
-      nodes.push(await TestRedisServer.start({ args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${index}.conf`] }));
+      nodes.push(
+        await TestRedisServer.start({
+          args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${index}.conf`],
+        }),
+      );
     }
-    await run('redis-cli', ['--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', '0', '--cluster-yes']);
+    await run('redis-cli', [
+      '--cluster',
+      'create',
+      ...nodes.map((node) => `127.0.0.1:${node.port}`),
+      '--cluster-replicas',
+      '0',
+      '--cluster-yes',
+    ]);
     const cluster = new TestRedisCluster(nodes);
     await cluster.waitUntilReady();
     return cluster;

@@ -73,7 +73,9 @@ export class SdkSocket {
     await eventually(() => seen().some(last) || this.closed !== undefined, 'the awaited event', timeoutMs);
     const end = seen().findIndex(last);
     if (end < 0) {
-      const got = seen().map((event) => event.type).join(', ');
+      const got = seen()
+        .map((event) => event.type)
+        .join(', ');
       throw new Error(`socket closed (${JSON.stringify(this.closed)}) before the awaited event; got ${got}`);
     }
     return this.events.slice(from, from + end + 1);

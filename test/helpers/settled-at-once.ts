@@ -1,4 +1,7 @@
-export type AtOnce<T> = { readonly settled: 'fulfilled'; readonly value: T } | { readonly settled: 'rejected'; readonly reason: unknown } | { readonly settled: 'pending' };
+export type AtOnce<T> =
+  | { readonly settled: 'fulfilled'; readonly value: T }
+  | { readonly settled: 'rejected'; readonly reason: unknown }
+  | { readonly settled: 'pending' };
 
 /**
  * How `promise` settled without waiting for anything: 'pending' unless it settled within the

@@ -4,7 +4,11 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/gateway-config.ts';
 import { startGateway, type Gateway } from '../../src/server/gateway.ts';
 import { createLogger } from '../../src/core/logger.ts';
-import { startMockUpstream, type MockUpstream, type MockUpstreamOptions } from '../../mock-upstream/mock-upstream-server.ts';
+import {
+  startMockUpstream,
+  type MockUpstream,
+  type MockUpstreamOptions,
+} from '../../mock-upstream/mock-upstream-server.ts';
 
 export const VENDORS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta'] as const;
 export const TEST_KEY = 'sk-test-gateway-key-0001-0123456789abcdef';
@@ -41,12 +45,21 @@ export async function startTestGateway(
     GATEWAY_DATA_DIR: dataDir,
     GATEWAY_API_KEYS: TEST_KEY,
     GATEWAY_CONFIG: join(dataDir, 'no-config.yaml'),
-    ...Object.fromEntries(VENDORS.flatMap((vendor) => [[`${vendor.toUpperCase()}_BASE_URL`, upstreams[vendor].url], [`${vendor.toUpperCase()}_API_KEY`, UPSTREAM_KEY]])),
+    ...Object.fromEntries(
+      VENDORS.flatMap((vendor) => [
+        [`${vendor.toUpperCase()}_BASE_URL`, upstreams[vendor].url],
+        [`${vendor.toUpperCase()}_API_KEY`, UPSTREAM_KEY],
+      ]),
+    ),
     ...options.env,
   };
   if (options.configFile) env.GATEWAY_CONFIG = options.configFile;
   const config = { ...loadConfig({ ...env, GATEWAY_CONFIG: options.configFile }, process.cwd()), dataDir };
-  const gateway = await startGateway(config, env, createLogger(env.LOG_LEVEL ?? (options.configFile ? config.logLevel : 'silent'), options.logTo));
+  const gateway = await startGateway(
+    config,
+    env,
+    createLogger(env.LOG_LEVEL ?? (options.configFile ? config.logLevel : 'silent'), options.logTo),
+  );
   return {
     gateway,
     url: gateway.url,

@@ -38,10 +38,15 @@ const CHUNK_BYTES = 1024 * 1024;
  */
 export function runUploads(plan: UploadPlan): Promise<UploadOutcome[]> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--import', 'tsx', SELF, JSON.stringify(plan)], { maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`the upload client failed: ${error.message}\n${stderr}`));
-      else resolve(JSON.parse(stdout) as UploadOutcome[]);
-    });
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', SELF, JSON.stringify(plan)],
+      { maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`the upload client failed: ${error.message}\n${stderr}`));
+        else resolve(JSON.parse(stdout) as UploadOutcome[]);
+      },
+    );
   });
 }
 
@@ -66,7 +71,10 @@ function rawUpload(plan: UploadPlan): Promise<UploadOutcome> {
   const { hostname, port } = new URL(plan.url);
   const body = jsonPrefix(plan.bytes);
   return new Promise((resolve) => {
-    const headers: Record<string, string | number> = { authorization: `Bearer ${plan.key}`, 'content-type': 'application/json' };
+    const headers: Record<string, string | number> = {
+      authorization: `Bearer ${plan.key}`,
+      'content-type': 'application/json',
+    };
     if (!plan.chunked) headers['content-length'] = plan.bytes;
     const req = request({ host: hostname, port, method: 'POST', path: '/v1/chat/completions', headers });
     let responded = false;
@@ -126,14 +134,26 @@ const streamingFetch: typeof fetch = (input, init) => {
 
 /** The official SDK, with its default retries (2): a connection error would be retried, sending the body again. */
 async function sdkUpload(plan: UploadPlan, content: string): Promise<UploadOutcome> {
-  const client = new OpenAI({ baseURL: `${plan.url}/v1`, apiKey: plan.key, maxRetries: 2, timeout: 60_000, ...(plan.chunked ? { fetch: streamingFetch } : {}) });
+  const client = new OpenAI({
+    baseURL: `${plan.url}/v1`,
+    apiKey: plan.key,
+    maxRetries: 2,
+    timeout: 60_000,
+    ...(plan.chunked ? { fetch: streamingFetch } : {}),
+  });
   try {
     await client.chat.completions.create({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content }] });
     return { failure: 'the request succeeded' };
   } catch (error) {
     if (!(error instanceof Error)) return { failure: String(error) };
     const apiError = error instanceof APIError;
-    return { errorClass: error.constructor.name, apiError, status: apiError ? error.status : undefined, body: apiError ? error.error : undefined, failure: error.message };
+    return {
+      errorClass: error.constructor.name,
+      apiError,
+      status: apiError ? error.status : undefined,
+      body: apiError ? error.error : undefined,
+      failure: error.message,
+    };
   }
 }
 
@@ -141,7 +161,8 @@ async function main(plan: UploadPlan): Promise<void> {
   // The SDK sends JSON: a message that makes the body `plan.bytes` long.
   const content = plan.client === 'openai' ? 'a'.repeat(plan.bytes - 80) : '';
   const outcomes: UploadOutcome[] = [];
-  for (let run = 0; run < plan.runs; run += 1) outcomes.push(plan.client === 'http' ? await rawUpload(plan) : await sdkUpload(plan, content));
+  for (let run = 0; run < plan.runs; run += 1)
+    outcomes.push(plan.client === 'http' ? await rawUpload(plan) : await sdkUpload(plan, content));
   process.stdout.write(JSON.stringify(outcomes));
 }
 

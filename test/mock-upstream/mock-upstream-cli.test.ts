@@ -23,16 +23,33 @@ describe('mock upstream CLI', function () {
   this.timeout(20_000);
 
   it('prints the base URL, serves the chosen profile with its options, and exits 0 on SIGTERM', async () => {
-    const child = run(['--port', '0', '--api-key', 'cli-key', '--profile', 'running-usage', '--crlf', '--cached-tokens', '2']);
+    const child = run([
+      '--port',
+      '0',
+      '--api-key',
+      'cli-key',
+      '--profile',
+      'running-usage',
+      '--crlf',
+      '--cached-tokens',
+      '2',
+    ]);
     try {
       const [, url] = await output(child, /base URL (http:\/\/127\.0\.0\.1:\d+\/v1)\n/);
       const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'Hello there' }], stream: true });
       const refused = await fetch(`${url}/chat/completions`, { method: 'POST', body });
       expect(refused.status).to.equal(401);
-      const response = await fetch(`${url}/chat/completions`, { method: 'POST', headers: { authorization: 'Bearer cli-key' }, body });
+      const response = await fetch(`${url}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer cli-key' },
+        body,
+      });
       const text = await response.text();
       expect(text).to.contain('\r\n\r\n');
-      const chunks = text.split('\r\n\r\n').filter((event) => event.startsWith('data: {')).map((event) => JSON.parse(event.slice(6)));
+      const chunks = text
+        .split('\r\n\r\n')
+        .filter((event) => event.startsWith('data: {'))
+        .map((event) => JSON.parse(event.slice(6)));
       expect(chunks.length).to.be.greaterThan(1);
       expect(chunks.every((chunk) => chunk.usage?.prompt_tokens_details.cached_tokens === 2)).to.equal(true);
     } finally {

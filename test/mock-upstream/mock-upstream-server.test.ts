@@ -2,7 +2,11 @@ import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
 import { request, type IncomingHttpHeaders } from 'node:http';
 import OpenAI from 'openai';
-import { startMockUpstream, type MockUpstream, type MockUpstreamOptions } from '../../mock-upstream/mock-upstream-server.ts';
+import {
+  startMockUpstream,
+  type MockUpstream,
+  type MockUpstreamOptions,
+} from '../../mock-upstream/mock-upstream-server.ts';
 
 const KEY = 'mock-key-0001';
 const hello = [{ role: 'user' as const, content: 'Hello there' }];
@@ -21,7 +25,13 @@ interface RawAnswer {
 }
 
 /** A POST on a real socket that keeps every read apart, and reports a broken connection instead of throwing. */
-function raw(upstream: MockUpstream, path: string, body: unknown, headers: Record<string, string> = {}, method = 'POST'): Promise<RawAnswer> {
+function raw(
+  upstream: MockUpstream,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+  method = 'POST',
+): Promise<RawAnswer> {
   const started = Date.now();
   return new Promise((resolve) => {
     const answer: RawAnswer = { status: 0, headers: {}, chunks: [], text: '' };
@@ -30,14 +40,18 @@ function raw(upstream: MockUpstream, path: string, body: unknown, headers: Recor
       resolve(error ? { ...answer, error } : answer);
     };
     const payload = typeof body === 'string' ? body : JSON.stringify(body);
-    const req = request(`${upstream.url}${path}`, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...headers } }, (res) => {
-      answer.status = res.statusCode ?? 0;
-      answer.headers = res.headers;
-      res.on('data', (bytes: Buffer) => answer.chunks.push({ bytes, at: Date.now() - started }));
-      res.on('end', () => done());
-      res.on('error', done);
-      res.on('aborted', () => done(new Error('aborted')));
-    });
+    const req = request(
+      `${upstream.url}${path}`,
+      { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...headers } },
+      (res) => {
+        answer.status = res.statusCode ?? 0;
+        answer.headers = res.headers;
+        res.on('data', (bytes: Buffer) => answer.chunks.push({ bytes, at: Date.now() - started }));
+        res.on('end', () => done());
+        res.on('error', done);
+        res.on('aborted', () => done(new Error('aborted')));
+      },
+    );
     req.on('error', done);
     req.end(method === 'POST' ? payload : undefined);
   });
@@ -59,9 +73,15 @@ function sse(text: string): SseEvent[] {
     });
 }
 
-const jsonData = (events: SseEvent[]) => events.filter((event) => event.data !== '[DONE]').map((event) => JSON.parse(event.data) as Record<string, any>);
+const jsonData = (events: SseEvent[]) =>
+  events.filter((event) => event.data !== '[DONE]').map((event) => JSON.parse(event.data) as Record<string, any>);
 const chatBody = (extra: Record<string, unknown> = {}) => ({ model: 'gen-test', messages: hello, ...extra });
-const messagesBody = (extra: Record<string, unknown> = {}) => ({ model: 'beta-test', max_tokens: 100, messages: hello, ...extra });
+const messagesBody = (extra: Record<string, unknown> = {}) => ({
+  model: 'beta-test',
+  max_tokens: 100,
+  messages: hello,
+  ...extra,
+});
 
 describe('mock upstream', function () {
   let upstream: MockUpstream;
@@ -87,26 +107,47 @@ describe('mock upstream', function () {
 
   describe('Chat Completions', () => {
     it('answers JSON the SDK parses, echoing the model, with deterministic usage and a request id', async () => {
-      const { data, response } = await openai.chat.completions.create({ model: 'gen-test', messages: hello }).withResponse();
+      const { data, response } = await openai.chat.completions
+        .create({ model: 'gen-test', messages: hello })
+        .withResponse();
       expect(data.object).to.equal('chat.completion');
       expect(data.model).to.equal('gen-test');
       expect(data.choices[0]).to.deep.include({ index: 0, finish_reason: 'stop', logprobs: null });
       expect(data.choices[0]!.message).to.deep.include({ role: 'assistant', content: 'Mock reply to: Hello there' });
-      expect(data.usage).to.deep.include({ prompt_tokens: HELLO_INPUT, completion_tokens: HELLO_OUTPUT, total_tokens: HELLO_INPUT + HELLO_OUTPUT });
+      expect(data.usage).to.deep.include({
+        prompt_tokens: HELLO_INPUT,
+        completion_tokens: HELLO_OUTPUT,
+        total_tokens: HELLO_INPUT + HELLO_OUTPUT,
+      });
       expect(data.usage!.prompt_tokens_details).to.deep.include({ cached_tokens: 0 });
       expect(data.usage!.completion_tokens_details).to.deep.include({ reasoning_tokens: 0 });
       expect(response.headers.get('content-type')).to.equal('application/json');
       expect(response.headers.get('x-request-id')).to.match(/^req_[0-9a-f]{16}$/);
       const [seen] = upstream.requests;
-      expect(seen).to.deep.include({ method: 'POST', path: '/v1/chat/completions', stream: false, status: 200, completed: true });
+      expect(seen).to.deep.include({
+        method: 'POST',
+        path: '/v1/chat/completions',
+        stream: false,
+        status: 200,
+        completed: true,
+      });
       expect(seen!.body).to.deep.equal({ model: 'gen-test', messages: hello });
       expect(JSON.parse(seen!.rawBody)).to.deep.equal(seen!.body);
       expect(seen!.headers.authorization).to.equal(`Bearer ${KEY}`);
-      expect(seen!.reportedUsage).to.deep.equal({ inputTokens: HELLO_INPUT, outputTokens: HELLO_OUTPUT, cachedTokens: 0 });
+      expect(seen!.reportedUsage).to.deep.equal({
+        inputTokens: HELLO_INPUT,
+        outputTokens: HELLO_OUTPUT,
+        cachedTokens: 0,
+      });
     });
 
     it('counts more input tokens for a longer prompt, the same for the same prompt, and answers the last user message', async () => {
-      const long = [{ role: 'system' as const, content: 'x'.repeat(400) }, { role: 'user' as const, content: 'first' }, { role: 'assistant' as const, content: 'ok' }, { role: 'user' as const, content: 'second question' }];
+      const long = [
+        { role: 'system' as const, content: 'x'.repeat(400) },
+        { role: 'user' as const, content: 'first' },
+        { role: 'assistant' as const, content: 'ok' },
+        { role: 'user' as const, content: 'second question' },
+      ];
       const first = await openai.chat.completions.create({ model: 'm', messages: long });
       const second = await openai.chat.completions.create({ model: 'm', messages: long });
       expect(first.usage).to.deep.equal(second.usage);
@@ -118,10 +159,19 @@ describe('mock upstream', function () {
     it('takes the reply from x-mock-reply (percent-encoded for non-ASCII) and the cached tokens from the option or x-mock-cached-tokens', async () => {
       const cached = await another({ cachedTokens: 3 });
       const client = new OpenAI({ baseURL: cached.url, apiKey: KEY, maxRetries: 0 });
-      const byOption = await client.chat.completions.create(chatBody() as OpenAI.ChatCompletionCreateParamsNonStreaming);
+      const byOption = await client.chat.completions.create(
+        chatBody() as OpenAI.ChatCompletionCreateParamsNonStreaming,
+      );
       expect(byOption.usage!.prompt_tokens_details!.cached_tokens).to.equal(3);
-      expect(cached.requests[0]!.reportedUsage).to.deep.equal({ inputTokens: HELLO_INPUT, outputTokens: HELLO_OUTPUT, cachedTokens: 3 });
-      const byHeader = await client.chat.completions.create(chatBody() as OpenAI.ChatCompletionCreateParamsNonStreaming, { headers: { 'x-mock-cached-tokens': '6', 'x-mock-reply': encodeURIComponent('Grüße ✓') } });
+      expect(cached.requests[0]!.reportedUsage).to.deep.equal({
+        inputTokens: HELLO_INPUT,
+        outputTokens: HELLO_OUTPUT,
+        cachedTokens: 3,
+      });
+      const byHeader = await client.chat.completions.create(
+        chatBody() as OpenAI.ChatCompletionCreateParamsNonStreaming,
+        { headers: { 'x-mock-cached-tokens': '6', 'x-mock-reply': encodeURIComponent('Grüße ✓') } },
+      );
       expect(byHeader.usage!.prompt_tokens_details!.cached_tokens).to.equal(6);
       expect(byHeader.choices[0]!.message.content).to.equal('Grüße ✓');
       expect(byHeader.usage!.completion_tokens).to.equal(Math.ceil('Grüße ✓'.length / 4) + 1);
@@ -131,11 +181,21 @@ describe('mock upstream', function () {
       const stream = await openai.chat.completions.create({ model: 'gen-test', messages: hello, stream: true });
       const chunks: OpenAI.ChatCompletionChunk[] = [];
       for await (const chunk of stream) chunks.push(chunk);
-      expect(chunks.map((chunk) => chunk.choices[0]!.delta.content ?? '').join('')).to.equal('Mock reply to: Hello there');
+      expect(chunks.map((chunk) => chunk.choices[0]!.delta.content ?? '').join('')).to.equal(
+        'Mock reply to: Hello there',
+      );
       expect(chunks.length).to.be.greaterThan(3);
       expect(chunks[0]!.choices[0]!.delta.role).to.equal('assistant');
-      expect(chunks.every((chunk) => chunk.object === 'chat.completion.chunk' && chunk.id === chunks[0]!.id && chunk.model === 'gen-test')).to.equal(true);
-      expect(chunks.map((chunk) => chunk.choices[0]!.finish_reason)).to.deep.equal([...chunks.slice(1).map(() => null), 'stop']);
+      expect(
+        chunks.every(
+          (chunk) =>
+            chunk.object === 'chat.completion.chunk' && chunk.id === chunks[0]!.id && chunk.model === 'gen-test',
+        ),
+      ).to.equal(true);
+      expect(chunks.map((chunk) => chunk.choices[0]!.finish_reason)).to.deep.equal([
+        ...chunks.slice(1).map(() => null),
+        'stop',
+      ]);
       expect(chunks.at(-1)!.choices[0]!.delta.content).to.not.equal('');
       expect(chunks.some((chunk) => 'usage' in chunk)).to.equal(false);
       expect(upstream.requests[0]).to.deep.include({ stream: true, status: 200, completed: true });
@@ -143,7 +203,11 @@ describe('mock upstream', function () {
     });
 
     it('with include_usage: usage null on every chunk, then a choices:[] usage chunk before [DONE]', async () => {
-      const answer = await raw(upstream, '/chat/completions', chatBody({ stream: true, stream_options: { include_usage: true } }));
+      const answer = await raw(
+        upstream,
+        '/chat/completions',
+        chatBody({ stream: true, stream_options: { include_usage: true } }),
+      );
       expect(answer.headers['content-type']).to.equal('text/event-stream');
       expect(answer.headers['x-request-id']).to.match(/^req_/);
       const events = sse(answer.text);
@@ -152,10 +216,23 @@ describe('mock upstream', function () {
       const chunks = jsonData(events);
       expect(chunks.slice(0, -1).every((chunk) => chunk.usage === null && chunk.choices.length === 1)).to.equal(true);
       expect(chunks.at(-1)).to.deep.include({ choices: [] });
-      expect(chunks.at(-1)!.usage).to.deep.include({ prompt_tokens: HELLO_INPUT, completion_tokens: HELLO_OUTPUT, total_tokens: HELLO_INPUT + HELLO_OUTPUT });
-      expect(upstream.requests[0]!.reportedUsage).to.deep.equal({ inputTokens: HELLO_INPUT, outputTokens: HELLO_OUTPUT, cachedTokens: 0 });
+      expect(chunks.at(-1)!.usage).to.deep.include({
+        prompt_tokens: HELLO_INPUT,
+        completion_tokens: HELLO_OUTPUT,
+        total_tokens: HELLO_INPUT + HELLO_OUTPUT,
+      });
+      expect(upstream.requests[0]!.reportedUsage).to.deep.equal({
+        inputTokens: HELLO_INPUT,
+        outputTokens: HELLO_OUTPUT,
+        cachedTokens: 0,
+      });
 
-      const stream = await openai.chat.completions.create({ model: 'gen-test', messages: hello, stream: true, stream_options: { include_usage: true } });
+      const stream = await openai.chat.completions.create({
+        model: 'gen-test',
+        messages: hello,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       let usage: OpenAI.CompletionUsage | null | undefined;
       for await (const chunk of stream) usage = chunk.usage ?? usage;
       expect(usage?.completion_tokens).to.equal(HELLO_OUTPUT);
@@ -164,8 +241,15 @@ describe('mock upstream', function () {
 
   describe('Responses', () => {
     it('answers a response object the SDK parses', async () => {
-      const { data, response } = await openai.responses.create({ model: 'gen-5.5', input: 'Hello there' }).withResponse();
-      expect(data).to.deep.include({ object: 'response', status: 'completed', model: 'gen-5.5', output_text: 'Mock reply to: Hello there' });
+      const { data, response } = await openai.responses
+        .create({ model: 'gen-5.5', input: 'Hello there' })
+        .withResponse();
+      expect(data).to.deep.include({
+        object: 'response',
+        status: 'completed',
+        model: 'gen-5.5',
+        output_text: 'Mock reply to: Hello there',
+      });
       expect(data.output[0]).to.deep.include({ type: 'message', role: 'assistant', status: 'completed' });
       expect(data.usage).to.deep.equal({
         input_tokens: HELLO_INPUT,
@@ -175,7 +259,11 @@ describe('mock upstream', function () {
         total_tokens: HELLO_INPUT + HELLO_OUTPUT,
       });
       expect(response.headers.get('x-request-id')).to.match(/^req_/);
-      expect(upstream.requests[0]!.reportedUsage).to.deep.equal({ inputTokens: HELLO_INPUT, outputTokens: HELLO_OUTPUT, cachedTokens: 0 });
+      expect(upstream.requests[0]!.reportedUsage).to.deep.equal({
+        inputTokens: HELLO_INPUT,
+        outputTokens: HELLO_OUTPUT,
+        cachedTokens: 0,
+      });
     });
 
     it('answers the last user item of an input list', async () => {
@@ -200,7 +288,9 @@ describe('mock upstream', function () {
         'response.completed',
       ]);
       const data = jsonData(events);
-      expect(data.map((event) => [event.type, event.sequence_number])).to.deep.equal(events.map((event, index) => [event.event, index]));
+      expect(data.map((event) => [event.type, event.sequence_number])).to.deep.equal(
+        events.map((event, index) => [event.event, index]),
+      );
       expect(data.slice(0, -1).some((event) => event.response?.usage)).to.equal(false);
       expect(data.at(-1)!.response.usage).to.deep.include({ input_tokens: HELLO_INPUT, output_tokens: HELLO_OUTPUT });
       expect(answer.text).to.not.contain('[DONE]');
@@ -213,11 +303,24 @@ describe('mock upstream', function () {
 
   describe('Messages', () => {
     it('answers JSON the SDK parses, records anthropic-version, and sums the three input parts into inputTokens', async () => {
-      const { data, response } = await anthropic.messages.create({ model: 'beta-test', max_tokens: 100, messages: hello }).withResponse();
-      expect(data).to.deep.include({ type: 'message', role: 'assistant', model: 'beta-test', stop_reason: 'end_turn', stop_sequence: null });
+      const { data, response } = await anthropic.messages
+        .create({ model: 'beta-test', max_tokens: 100, messages: hello })
+        .withResponse();
+      expect(data).to.deep.include({
+        type: 'message',
+        role: 'assistant',
+        model: 'beta-test',
+        stop_reason: 'end_turn',
+        stop_sequence: null,
+      });
       expect(data.content).to.deep.equal([{ type: 'text', text: 'Mock reply to: Hello there' }]);
       // Without cache reads a few tokens are written to the cache: 6 + 4 + 0 = 10.
-      expect(data.usage).to.deep.include({ input_tokens: HELLO_INPUT - 4, cache_creation_input_tokens: 4, cache_read_input_tokens: 0, output_tokens: HELLO_OUTPUT });
+      expect(data.usage).to.deep.include({
+        input_tokens: HELLO_INPUT - 4,
+        cache_creation_input_tokens: 4,
+        cache_read_input_tokens: 0,
+        output_tokens: HELLO_OUTPUT,
+      });
       expect(response.headers.get('request-id')).to.match(/^req_/);
       expect(response.headers.get('x-request-id')).to.equal(null);
       const [seen] = upstream.requests;
@@ -225,11 +328,26 @@ describe('mock upstream', function () {
       // This SDK version sends its key as a bearer token, and its own version date.
       expect(seen!.headers.authorization).to.equal(`Bearer ${KEY}`);
       expect(seen!.headers['anthropic-version']).to.match(/^\d{4}-\d{2}-\d{2}$/);
-      expect(seen!.reportedUsage).to.deep.equal({ inputTokens: HELLO_INPUT, outputTokens: HELLO_OUTPUT, cachedTokens: 0 });
+      expect(seen!.reportedUsage).to.deep.equal({
+        inputTokens: HELLO_INPUT,
+        outputTokens: HELLO_OUTPUT,
+        cachedTokens: 0,
+      });
 
-      const cached = await anthropic.messages.create({ model: 'beta-test', max_tokens: 100, messages: hello }, { headers: { 'x-mock-cached-tokens': '7' } });
-      expect(cached.usage).to.deep.include({ input_tokens: HELLO_INPUT - 7, cache_creation_input_tokens: 0, cache_read_input_tokens: 7 });
-      expect(upstream.requests[1]!.reportedUsage).to.deep.equal({ inputTokens: HELLO_INPUT, outputTokens: HELLO_OUTPUT, cachedTokens: 7 });
+      const cached = await anthropic.messages.create(
+        { model: 'beta-test', max_tokens: 100, messages: hello },
+        { headers: { 'x-mock-cached-tokens': '7' } },
+      );
+      expect(cached.usage).to.deep.include({
+        input_tokens: HELLO_INPUT - 7,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 7,
+      });
+      expect(upstream.requests[1]!.reportedUsage).to.deep.equal({
+        inputTokens: HELLO_INPUT,
+        outputTokens: HELLO_OUTPUT,
+        cachedTokens: 7,
+      });
     });
 
     it('streams the named events with two cumulative message_delta events; the SDK ends with the final counts', async () => {
@@ -250,13 +368,24 @@ describe('mock upstream', function () {
       ]);
       const data = jsonData(events);
       expect(data.map((event) => event.type)).to.deep.equal(events.map((event) => event.event));
-      expect(data[0]!.message.usage).to.deep.equal({ input_tokens: HELLO_INPUT - 4, cache_creation_input_tokens: 4, cache_read_input_tokens: 0, output_tokens: 1 });
+      expect(data[0]!.message.usage).to.deep.equal({
+        input_tokens: HELLO_INPUT - 4,
+        cache_creation_input_tokens: 4,
+        cache_read_input_tokens: 0,
+        output_tokens: 1,
+      });
       const outputs = data.filter((event) => event.type === 'message_delta').map((event) => event.usage.output_tokens);
       expect(outputs).to.deep.equal([Math.ceil(HELLO_OUTPUT / 2), HELLO_OUTPUT]);
       expect(outputs[0] + outputs[1]).to.be.greaterThan(HELLO_OUTPUT);
-      expect(upstream.requests[0]!.reportedUsage).to.deep.equal({ inputTokens: HELLO_INPUT, outputTokens: HELLO_OUTPUT, cachedTokens: 0 });
+      expect(upstream.requests[0]!.reportedUsage).to.deep.equal({
+        inputTokens: HELLO_INPUT,
+        outputTokens: HELLO_OUTPUT,
+        cachedTokens: 0,
+      });
 
-      const final = await anthropic.messages.stream(messagesBody() as Anthropic.MessageCreateParamsNonStreaming).finalMessage();
+      const final = await anthropic.messages
+        .stream(messagesBody() as Anthropic.MessageCreateParamsNonStreaming)
+        .finalMessage();
       expect(final.content[0]).to.deep.include({ type: 'text', text: 'Mock reply to: Hello there' });
       expect(final.usage).to.deep.include({ input_tokens: HELLO_INPUT - 4, output_tokens: HELLO_OUTPUT });
     });
@@ -282,39 +411,75 @@ describe('mock upstream', function () {
   describe('auth and routes', () => {
     it('answers a wrong or missing key with 401 in the OpenAI shape on chat and responses', async () => {
       const wrong = new OpenAI({ baseURL: upstream.url, apiKey: 'wrong', maxRetries: 0 });
-      const error = await wrong.chat.completions.create({ model: 'm', messages: hello }).catch((caught: unknown) => caught);
+      const error = await wrong.chat.completions
+        .create({ model: 'm', messages: hello })
+        .catch((caught: unknown) => caught);
       expect(error).to.be.instanceOf(OpenAI.AuthenticationError);
-      expect((error as InstanceType<typeof OpenAI.AuthenticationError>).error).to.deep.equal({ message: 'Incorrect API key provided.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' });
-      expect(await wrong.responses.create({ model: 'm', input: 'x' }).catch((caught: unknown) => caught)).to.be.instanceOf(OpenAI.AuthenticationError);
+      expect((error as InstanceType<typeof OpenAI.AuthenticationError>).error).to.deep.equal({
+        message: 'Incorrect API key provided.',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'invalid_api_key',
+      });
+      expect(
+        await wrong.responses.create({ model: 'm', input: 'x' }).catch((caught: unknown) => caught),
+      ).to.be.instanceOf(OpenAI.AuthenticationError);
       const missing = await raw(upstream, '/chat/completions', chatBody(), { authorization: '' });
       expect(missing.status).to.equal(401);
       // x-api-key is a Messages header only.
-      expect((await raw(upstream, '/chat/completions', chatBody(), { authorization: '', 'x-api-key': KEY })).status).to.equal(401);
-      expect(upstream.requests.map((entry) => [entry.status, entry.reportedUsage])).to.deep.equal(Array(4).fill([401, undefined]));
+      expect(
+        (await raw(upstream, '/chat/completions', chatBody(), { authorization: '', 'x-api-key': KEY })).status,
+      ).to.equal(401);
+      expect(upstream.requests.map((entry) => [entry.status, entry.reportedUsage])).to.deep.equal(
+        Array(4).fill([401, undefined]),
+      );
     });
 
     it('takes x-api-key or a bearer token on the Messages routes, and refuses others in the Anthropic shape', async () => {
-      const byHeader = await raw(upstream, '/messages', messagesBody(), { authorization: '', 'x-api-key': KEY, 'anthropic-version': '2023-06-01' });
+      const byHeader = await raw(upstream, '/messages', messagesBody(), {
+        authorization: '',
+        'x-api-key': KEY,
+        'anthropic-version': '2023-06-01',
+      });
       expect(byHeader.status).to.equal(200);
       expect(byHeader.headers['request-id']).to.match(/^req_/);
       expect(upstream.requests[0]!.headers).to.deep.include({ 'x-api-key': KEY, 'anthropic-version': '2023-06-01' });
-      expect((await raw(upstream, '/messages/count_tokens', messagesBody(), { authorization: '', 'x-api-key': KEY })).status).to.equal(200);
-      const bearer = new Anthropic({ baseURL: upstream.url.replace(/\/v1$/, ''), apiKey: null, authToken: KEY, maxRetries: 0 });
-      expect((await bearer.messages.create(messagesBody() as Anthropic.MessageCreateParamsNonStreaming)).content).to.have.length(1);
+      expect(
+        (await raw(upstream, '/messages/count_tokens', messagesBody(), { authorization: '', 'x-api-key': KEY })).status,
+      ).to.equal(200);
+      const bearer = new Anthropic({
+        baseURL: upstream.url.replace(/\/v1$/, ''),
+        apiKey: null,
+        authToken: KEY,
+        maxRetries: 0,
+      });
+      expect(
+        (await bearer.messages.create(messagesBody() as Anthropic.MessageCreateParamsNonStreaming)).content,
+      ).to.have.length(1);
       expect(upstream.requests[2]!.headers.authorization).to.equal(`Bearer ${KEY}`);
       const wrongHeader = await raw(upstream, '/messages', messagesBody(), { authorization: '', 'x-api-key': 'wrong' });
       expect(wrongHeader.status).to.equal(401);
       const wrong = new Anthropic({ baseURL: upstream.url.replace(/\/v1$/, ''), apiKey: 'wrong', maxRetries: 0 });
-      const error = await wrong.messages.countTokens({ model: 'm', messages: hello }).catch((caught: unknown) => caught);
+      const error = await wrong.messages
+        .countTokens({ model: 'm', messages: hello })
+        .catch((caught: unknown) => caught);
       expect(error).to.be.instanceOf(Anthropic.AuthenticationError);
-      const body = (error as InstanceType<typeof Anthropic.AuthenticationError>).error as { type: string; error: { type: string }; request_id: string };
+      const body = (error as InstanceType<typeof Anthropic.AuthenticationError>).error as {
+        type: string;
+        error: { type: string };
+        request_id: string;
+      };
       expect(body.type).to.equal('error');
       expect(body.error.type).to.equal('authentication_error');
       expect(body.request_id).to.match(/^req_/);
     });
 
     it('answers an unknown path or method with a 404 JSON body, and a body that is not JSON with a 400', async () => {
-      for (const [method, path] of [['POST', '/embeddings'], ['GET', '/models'], ['GET', '/chat/completions']] as const) {
+      for (const [method, path] of [
+        ['POST', '/embeddings'],
+        ['GET', '/models'],
+        ['GET', '/chat/completions'],
+      ] as const) {
         const answer = await raw(upstream, path, {}, {}, method);
         expect(answer.status, path).to.equal(404);
         expect(answer.headers['content-type']).to.equal('application/json');
@@ -339,10 +504,18 @@ describe('mock upstream', function () {
 
   describe('profiles and stream framing', () => {
     it('running-usage: every chunk carries growing running totals, total above prompt + completion, even without include_usage', async () => {
-      const selections: { headers: Record<string, string>; body: Record<string, string> }[] = [{ headers: { 'x-mock-profile': 'running-usage' }, body: {} }, { headers: {}, body: { mock_profile: 'running-usage' } }];
+      const selections: { headers: Record<string, string>; body: Record<string, string> }[] = [
+        { headers: { 'x-mock-profile': 'running-usage' }, body: {} },
+        { headers: {}, body: { mock_profile: 'running-usage' } },
+      ];
       for (const select of selections) {
         upstream.reset();
-        const answer = await raw(upstream, '/chat/completions', chatBody({ stream: true, ...select.body }), select.headers);
+        const answer = await raw(
+          upstream,
+          '/chat/completions',
+          chatBody({ stream: true, ...select.body }),
+          select.headers,
+        );
         const chunks = jsonData(sse(answer.text));
         expect(sse(answer.text).at(-1)!.data).to.equal('[DONE]');
         expect(chunks.length).to.be.greaterThan(2);
@@ -355,7 +528,11 @@ describe('mock upstream', function () {
         expect(last.total_tokens).to.be.greaterThan(last.prompt_tokens + last.completion_tokens);
         expect(chunks.at(-1)!.choices[0].finish_reason).to.equal('stop');
         // The thinking tokens (total - prompt - completion) count as output.
-        expect(upstream.requests[0]!.reportedUsage).to.deep.equal({ inputTokens: HELLO_INPUT, outputTokens: last.total_tokens - last.prompt_tokens, cachedTokens: 0 });
+        expect(upstream.requests[0]!.reportedUsage).to.deep.equal({
+          inputTokens: HELLO_INPUT,
+          outputTokens: last.total_tokens - last.prompt_tokens,
+          cachedTokens: 0,
+        });
       }
     });
 
@@ -370,34 +547,61 @@ describe('mock upstream', function () {
       expect(final.delta).to.not.have.property('tool_calls');
       expect(final.finish_reason).to.equal('tool_calls');
       const calls = chunks.flatMap((chunk) => chunk.choices).filter((choice) => choice.delta.tool_calls);
-      expect(calls[0].delta.tool_calls[0]).to.deep.include({ index: 0, id: 'call_mock', type: 'function', function: { name: 'lookup', arguments: '' } });
-      const legacy = chunks.flatMap((chunk) => chunk.choices).filter((choice) => choice.delta.function_call && choice !== final);
-      expect(legacy.map((choice) => choice.delta.function_call)).to.deep.equal([{ name: 'lookup', arguments: '' }, { arguments: '{"q":"y"}' }]);
+      expect(calls[0].delta.tool_calls[0]).to.deep.include({
+        index: 0,
+        id: 'call_mock',
+        type: 'function',
+        function: { name: 'lookup', arguments: '' },
+      });
+      const legacy = chunks
+        .flatMap((chunk) => chunk.choices)
+        .filter((choice) => choice.delta.function_call && choice !== final);
+      expect(legacy.map((choice) => choice.delta.function_call)).to.deep.equal([
+        { name: 'lookup', arguments: '' },
+        { arguments: '{"q":"y"}' },
+      ]);
 
       // The raw iterator takes it; the SDK's stream helper trips over the placeholder, as it does on real relays.
       const client = new OpenAI({ baseURL: profiled.url, apiKey: KEY, maxRetries: 0 });
       let text = '';
-      for await (const chunk of await client.chat.completions.create({ model: 'm', messages: hello, stream: true })) text += chunk.choices[0]?.delta.content ?? '';
+      for await (const chunk of await client.chat.completions.create({ model: 'm', messages: hello, stream: true }))
+        text += chunk.choices[0]?.delta.content ?? '';
       expect(text).to.equal('Mock reply to: Hello there');
-      const error = await client.chat.completions.stream({ model: 'm', messages: hello }).finalChatCompletion().catch((caught: Error) => caught);
+      const error = await client.chat.completions
+        .stream({ model: 'm', messages: hello })
+        .finalChatCompletion()
+        .catch((caught: Error) => caught);
       expect((error as Error).message).to.contain('missing function_call.name for choice 0');
     });
 
     it('an unknown profile is a 400', async () => {
-      expect((await raw(upstream, '/chat/completions', chatBody({ stream: true }), { 'x-mock-profile': 'nope' })).status).to.equal(400);
+      expect(
+        (await raw(upstream, '/chat/completions', chatBody({ stream: true }), { 'x-mock-profile': 'nope' })).status,
+      ).to.equal(400);
     });
 
     it('lineEnding \\r\\n frames every format with CRLF, and the SDKs still parse it', async () => {
       const crlf = await another({ lineEnding: '\r\n' });
-      for (const [path, body] of [['/chat/completions', chatBody({ stream: true })], ['/responses', { model: 'm', input: 'Hello there', stream: true }], ['/messages', messagesBody({ stream: true })]] as const) {
+      for (const [path, body] of [
+        ['/chat/completions', chatBody({ stream: true })],
+        ['/responses', { model: 'm', input: 'Hello there', stream: true }],
+        ['/messages', messagesBody({ stream: true })],
+      ] as const) {
         const answer = await raw(crlf, path, body);
         expect(answer.text, path).to.contain('\r\n\r\n');
         expect(/(?<!\r)\n/.test(answer.text), path).to.equal(false);
       }
-      const final = await new Anthropic({ baseURL: crlf.url.replace(/\/v1$/, ''), apiKey: KEY, maxRetries: 0 }).messages.stream(messagesBody() as Anthropic.MessageCreateParamsNonStreaming).finalMessage();
+      const final = await new Anthropic({ baseURL: crlf.url.replace(/\/v1$/, ''), apiKey: KEY, maxRetries: 0 }).messages
+        .stream(messagesBody() as Anthropic.MessageCreateParamsNonStreaming)
+        .finalMessage();
       expect(final.usage.output_tokens).to.equal(HELLO_OUTPUT);
       let text = '';
-      for await (const chunk of await new OpenAI({ baseURL: crlf.url, apiKey: KEY, maxRetries: 0 }).chat.completions.create({ model: 'm', messages: hello, stream: true })) text += chunk.choices[0]?.delta.content ?? '';
+      for await (const chunk of await new OpenAI({
+        baseURL: crlf.url,
+        apiKey: KEY,
+        maxRetries: 0,
+      }).chat.completions.create({ model: 'm', messages: hello, stream: true }))
+        text += chunk.choices[0]?.delta.content ?? '';
       expect(text).to.equal('Mock reply to: Hello there');
     });
 
@@ -409,7 +613,9 @@ describe('mock upstream', function () {
       expect(events.length).to.be.greaterThan(5);
       // Reads that end mid-event (a loaded machine may merge a few halves, so not all of them).
       expect(answer.chunks.length).to.be.greaterThan(events.length);
-      expect(answer.chunks.filter((chunk) => !chunk.bytes.toString('latin1').endsWith('\n\n')).length).to.be.at.least(events.length / 2);
+      expect(answer.chunks.filter((chunk) => !chunk.bytes.toString('latin1').endsWith('\n\n')).length).to.be.at.least(
+        events.length / 2,
+      );
       // Some reads end inside a UTF-8 sequence, so they are not valid UTF-8 on their own.
       const strict = new TextDecoder('utf-8', { fatal: true });
       const valid = (bytes: Buffer) => {
@@ -421,10 +627,16 @@ describe('mock upstream', function () {
         }
       };
       expect(answer.chunks.some((chunk) => !valid(chunk.bytes))).to.equal(true);
-      const final = await anthropic.messages.stream(messagesBody() as Anthropic.MessageCreateParamsNonStreaming, { headers }).finalMessage();
+      const final = await anthropic.messages
+        .stream(messagesBody() as Anthropic.MessageCreateParamsNonStreaming, { headers })
+        .finalMessage();
       expect((final.content[0] as Anthropic.TextBlock).text).to.equal(reply);
       let text = '';
-      for await (const chunk of await openai.chat.completions.create({ model: 'm', messages: hello, stream: true }, { headers })) text += chunk.choices[0]?.delta.content ?? '';
+      for await (const chunk of await openai.chat.completions.create(
+        { model: 'm', messages: hello, stream: true },
+        { headers },
+      ))
+        text += chunk.choices[0]?.delta.content ?? '';
       expect(text).to.equal(reply);
     });
 
@@ -433,7 +645,9 @@ describe('mock upstream', function () {
       const answer = await raw(slow, '/chat/completions', chatBody({ stream: true }));
       const events = sse(answer.text);
       expect(answer.chunks.length).to.be.at.least(events.length - 1);
-      expect(answer.chunks.filter((chunk) => sse(chunk.bytes.toString()).length === 1).length).to.be.at.least(events.length - 2);
+      expect(answer.chunks.filter((chunk) => sse(chunk.bytes.toString()).length === 1).length).to.be.at.least(
+        events.length - 2,
+      );
       expect(answer.chunks.at(-1)!.at - answer.chunks[0]!.at).to.be.at.least(25 * (events.length - 1));
     });
   });
@@ -441,28 +655,46 @@ describe('mock upstream', function () {
   describe('behaviours', () => {
     it('status: answers the given status, body and headers, one per request in order, then normally', async () => {
       upstream.enqueue(
-        { kind: 'status', status: 429, body: { error: { message: 'slow down', type: 'requests', param: null, code: 'rate_limit_exceeded' } }, headers: { 'retry-after': '1' } },
+        {
+          kind: 'status',
+          status: 429,
+          body: { error: { message: 'slow down', type: 'requests', param: null, code: 'rate_limit_exceeded' } },
+          headers: { 'retry-after': '1' },
+        },
         { kind: 'status', status: 500 },
         { kind: 'status', status: 529 },
       );
-      const limited = await openai.chat.completions.create({ model: 'm', messages: hello }).catch((caught: unknown) => caught);
+      const limited = await openai.chat.completions
+        .create({ model: 'm', messages: hello })
+        .catch((caught: unknown) => caught);
       expect(limited).to.be.instanceOf(OpenAI.RateLimitError);
       expect((limited as InstanceType<typeof OpenAI.RateLimitError>).headers.get('retry-after')).to.equal('1');
       expect((limited as InstanceType<typeof OpenAI.RateLimitError>).message).to.contain('slow down');
       const failed = await raw(upstream, '/responses', { model: 'm', input: 'x' });
       expect([failed.status, JSON.parse(failed.text).error.type]).to.deep.equal([500, 'server_error']);
-      const overloaded = await anthropic.messages.create(messagesBody() as Anthropic.MessageCreateParamsNonStreaming).catch((caught: unknown) => caught);
+      const overloaded = await anthropic.messages
+        .create(messagesBody() as Anthropic.MessageCreateParamsNonStreaming)
+        .catch((caught: unknown) => caught);
       expect((overloaded as InstanceType<typeof Anthropic.APIError>).status).to.equal(529);
-      expect(((overloaded as InstanceType<typeof Anthropic.APIError>).error as { error: { type: string } }).error.type).to.equal('overloaded_error');
+      expect(
+        ((overloaded as InstanceType<typeof Anthropic.APIError>).error as { error: { type: string } }).error.type,
+      ).to.equal('overloaded_error');
       expect((await openai.chat.completions.create({ model: 'm', messages: hello })).choices).to.have.length(1);
-      expect(upstream.requests.map((entry) => [entry.status, entry.reportedUsage === undefined])).to.deep.equal([[429, true], [500, true], [529, true], [200, false]]);
+      expect(upstream.requests.map((entry) => [entry.status, entry.reportedUsage === undefined])).to.deep.equal([
+        [429, true],
+        [500, true],
+        [529, true],
+        [200, false],
+      ]);
     });
 
     it('hang: accepts and never answers; close() ends it', async () => {
       const hanging = await another({});
       hanging.enqueue({ kind: 'hang' });
       const client = new OpenAI({ baseURL: hanging.url, apiKey: KEY, maxRetries: 0, timeout: 300 });
-      expect(await client.chat.completions.create({ model: 'm', messages: hello }).catch((caught: unknown) => caught)).to.be.instanceOf(OpenAI.APIConnectionTimeoutError);
+      expect(
+        await client.chat.completions.create({ model: 'm', messages: hello }).catch((caught: unknown) => caught),
+      ).to.be.instanceOf(OpenAI.APIConnectionTimeoutError);
       expect(hanging.requests[0]).to.deep.include({ status: 0, completed: false });
       hanging.enqueue({ kind: 'hang' });
       let ended = false;
@@ -484,8 +716,13 @@ describe('mock upstream', function () {
       expect(answer.error).to.be.instanceOf(Error);
       expect(answer.status).to.equal(0);
       upstream.enqueue({ kind: 'reset' });
-      expect(await openai.chat.completions.create({ model: 'm', messages: hello }).catch((caught: unknown) => caught)).to.be.instanceOf(OpenAI.APIConnectionError);
-      expect(upstream.requests.map((entry) => [entry.status, entry.completed])).to.deep.equal([[0, false], [0, false]]);
+      expect(
+        await openai.chat.completions.create({ model: 'm', messages: hello }).catch((caught: unknown) => caught),
+      ).to.be.instanceOf(OpenAI.APIConnectionError);
+      expect(upstream.requests.map((entry) => [entry.status, entry.completed])).to.deep.equal([
+        [0, false],
+        [0, false],
+      ]);
     });
 
     it('delay: answers normally after the pause', async () => {
@@ -494,7 +731,11 @@ describe('mock upstream', function () {
       const completion = await openai.chat.completions.create({ model: 'm', messages: hello });
       expect(Date.now() - started).to.be.at.least(145);
       expect(completion.usage!.prompt_tokens).to.equal(HELLO_INPUT);
-      expect(upstream.requests[0]!.reportedUsage).to.deep.equal({ inputTokens: HELLO_INPUT, outputTokens: HELLO_OUTPUT, cachedTokens: 0 });
+      expect(upstream.requests[0]!.reportedUsage).to.deep.equal({
+        inputTokens: HELLO_INPUT,
+        outputTokens: HELLO_OUTPUT,
+        cachedTokens: 0,
+      });
     });
 
     it('no-usage: JSON without a usage field and streams without any usage, in every format', async () => {
@@ -513,12 +754,18 @@ describe('mock upstream', function () {
         expect(answer.text, path).to.contain('Mock reply');
         expect(answer.text, path).to.not.match(/"usage":\{|_tokens/);
       }
-      expect(upstream.requests.map((entry) => [entry.completed, entry.reportedUsage])).to.deep.equal(cases.map(() => [true, undefined]));
+      expect(upstream.requests.map((entry) => [entry.completed, entry.reportedUsage])).to.deep.equal(
+        cases.map(() => [true, undefined]),
+      );
     });
 
     it('drop-mid-stream: streams the given number of events, then breaks the connection', async () => {
       upstream.enqueue({ kind: 'drop-mid-stream', afterEvents: 2 });
-      const answer = await raw(upstream, '/chat/completions', chatBody({ stream: true, stream_options: { include_usage: true } }));
+      const answer = await raw(
+        upstream,
+        '/chat/completions',
+        chatBody({ stream: true, stream_options: { include_usage: true } }),
+      );
       expect(answer.status).to.equal(200);
       expect(answer.error).to.be.instanceOf(Error);
       expect(sse(answer.text)).to.have.length(2);
@@ -538,7 +785,11 @@ describe('mock upstream', function () {
       upstream.enqueue({ kind: 'drop-mid-stream', afterEvents: 1 });
       const messages = await raw(upstream, '/messages', messagesBody({ stream: true }));
       expect(sse(messages.text).map((event) => event.event)).to.deep.equal(['message_start']);
-      expect(upstream.requests[2]!.reportedUsage).to.deep.equal({ inputTokens: HELLO_INPUT, outputTokens: 1, cachedTokens: 0 });
+      expect(upstream.requests[2]!.reportedUsage).to.deep.equal({
+        inputTokens: HELLO_INPUT,
+        outputTokens: 1,
+        cachedTokens: 0,
+      });
 
       // A JSON answer breaks off halfway through its body.
       upstream.enqueue({ kind: 'drop-mid-stream', afterEvents: 1 });
@@ -566,25 +817,50 @@ describe('mock upstream', function () {
     const turns = (...later: string[]) => [
       { role: 'system', content: SYSTEM },
       { role: 'user', content: 'first' },
-      ...later.flatMap((text) => [{ role: 'assistant', content: 'ok' }, { role: 'user', content: text }]),
+      ...later.flatMap((text) => [
+        { role: 'assistant', content: 'ok' },
+        { role: 'user', content: text },
+      ]),
     ];
-    const lastUsage = (text: string) => jsonData(sse(text)).filter((data) => data.usage || data.response?.usage || data.message?.usage);
+    const lastUsage = (text: string) =>
+      jsonData(sse(text)).filter((data) => data.usage || data.response?.usage || data.message?.usage);
 
     it('reports the prefix tokens of a repeated system prompt and first message as cached, per instance, in Chat Completions JSON and SSE', async () => {
       const caching = await another({ promptCache: true });
       const first = JSON.parse((await raw(caching, '/chat/completions', { model: 'm', messages: turns() })).text);
       expect(first.usage.prompt_tokens_details.cached_tokens).to.equal(0);
-      const second = JSON.parse((await raw(caching, '/chat/completions', { model: 'm', messages: turns('second') })).text);
+      const second = JSON.parse(
+        (await raw(caching, '/chat/completions', { model: 'm', messages: turns('second') })).text,
+      );
       expect(second.usage.prompt_tokens_details.cached_tokens).to.equal(PREFIX_TOKENS);
       expect(caching.requests[1]!.reportedUsage!.cachedTokens).to.equal(PREFIX_TOKENS);
-      const streamed = await raw(caching, '/chat/completions', { model: 'm', messages: turns('second', 'third'), stream: true, stream_options: { include_usage: true } });
+      const streamed = await raw(caching, '/chat/completions', {
+        model: 'm',
+        messages: turns('second', 'third'),
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       expect(lastUsage(streamed.text).at(-1)!.usage.prompt_tokens_details.cached_tokens).to.equal(PREFIX_TOKENS);
-      const otherFirst = JSON.parse((await raw(caching, '/chat/completions', { model: 'm', messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: 'other' }] })).text);
-      expect(otherFirst.usage.prompt_tokens_details.cached_tokens, 'another first message is another prefix').to.equal(0);
+      const otherFirst = JSON.parse(
+        (
+          await raw(caching, '/chat/completions', {
+            model: 'm',
+            messages: [
+              { role: 'system', content: SYSTEM },
+              { role: 'user', content: 'other' },
+            ],
+          })
+        ).text,
+      );
+      expect(otherFirst.usage.prompt_tokens_details.cached_tokens, 'another first message is another prefix').to.equal(
+        0,
+      );
       expect(caching.cachedPrefixes).to.equal(2);
 
       const elsewhere = await another({ promptCache: true });
-      const cold = JSON.parse((await raw(elsewhere, '/chat/completions', { model: 'm', messages: turns('second') })).text);
+      const cold = JSON.parse(
+        (await raw(elsewhere, '/chat/completions', { model: 'm', messages: turns('second') })).text,
+      );
       expect(cold.usage.prompt_tokens_details.cached_tokens, 'another instance has not seen it').to.equal(0);
       caching.reset();
       expect(caching.cachedPrefixes).to.equal(0);
@@ -592,29 +868,64 @@ describe('mock upstream', function () {
 
     it('reports them in Messages (cache_read_input_tokens) and Responses (input_tokens_details.cached_tokens), JSON and SSE', async () => {
       const caching = await another({ promptCache: true });
-      const messages = (stream: boolean, ...later: string[]) => ({ model: 'm', max_tokens: 10, system: SYSTEM, messages: turns(...later).slice(1), stream });
-      expect(JSON.parse((await raw(caching, '/messages', messages(false))).text).usage.cache_read_input_tokens).to.equal(0);
-      expect(JSON.parse((await raw(caching, '/messages', messages(false, 'again'))).text).usage).to.include({ cache_read_input_tokens: PREFIX_TOKENS, cache_creation_input_tokens: 0 });
-      const start = jsonData(sse((await raw(caching, '/messages', messages(true, 'again', 'more'))).text)).find((data) => data.type === 'message_start')!;
+      const messages = (stream: boolean, ...later: string[]) => ({
+        model: 'm',
+        max_tokens: 10,
+        system: SYSTEM,
+        messages: turns(...later).slice(1),
+        stream,
+      });
+      expect(
+        JSON.parse((await raw(caching, '/messages', messages(false))).text).usage.cache_read_input_tokens,
+      ).to.equal(0);
+      expect(JSON.parse((await raw(caching, '/messages', messages(false, 'again'))).text).usage).to.include({
+        cache_read_input_tokens: PREFIX_TOKENS,
+        cache_creation_input_tokens: 0,
+      });
+      const start = jsonData(sse((await raw(caching, '/messages', messages(true, 'again', 'more'))).text)).find(
+        (data) => data.type === 'message_start',
+      )!;
       expect(start.message.usage.cache_read_input_tokens).to.equal(PREFIX_TOKENS);
 
-      const responses = (stream: boolean, ...later: string[]) => ({ model: 'm', instructions: SYSTEM, input: turns(...later).slice(1), stream });
-      expect(JSON.parse((await raw(caching, '/responses', responses(false))).text).usage.input_tokens_details.cached_tokens).to.equal(0);
-      expect(JSON.parse((await raw(caching, '/responses', responses(false, 'again'))).text).usage.input_tokens_details.cached_tokens).to.equal(PREFIX_TOKENS);
+      const responses = (stream: boolean, ...later: string[]) => ({
+        model: 'm',
+        instructions: SYSTEM,
+        input: turns(...later).slice(1),
+        stream,
+      });
+      expect(
+        JSON.parse((await raw(caching, '/responses', responses(false))).text).usage.input_tokens_details.cached_tokens,
+      ).to.equal(0);
+      expect(
+        JSON.parse((await raw(caching, '/responses', responses(false, 'again'))).text).usage.input_tokens_details
+          .cached_tokens,
+      ).to.equal(PREFIX_TOKENS);
       const completed = jsonData(sse((await raw(caching, '/responses', responses(true, 'again'))).text)).at(-1)!;
       expect(completed.response.usage.input_tokens_details.cached_tokens).to.equal(PREFIX_TOKENS);
       const text = (input: string, stream: boolean) => ({ model: 'm', input, stream });
       await raw(caching, '/responses', text('a plain string input', false));
-      expect(JSON.parse((await raw(caching, '/responses', text('a plain string input', false))).text).usage.input_tokens_details.cached_tokens).to.equal(Math.ceil('a plain string input'.length / 4));
+      expect(
+        JSON.parse((await raw(caching, '/responses', text('a plain string input', false))).text).usage
+          .input_tokens_details.cached_tokens,
+      ).to.equal(Math.ceil('a plain string input'.length / 4));
     });
 
     it('turns on per request with x-mock-prompt-cache: 1; x-mock-cached-tokens wins', async () => {
       const body = { model: 'm', messages: turns() };
       const header = { 'x-mock-prompt-cache': '1' };
       await raw(upstream, '/chat/completions', body, header);
-      expect(JSON.parse((await raw(upstream, '/chat/completions', body, header)).text).usage.prompt_tokens_details.cached_tokens).to.equal(PREFIX_TOKENS);
-      expect(JSON.parse((await raw(upstream, '/chat/completions', body)).text).usage.prompt_tokens_details.cached_tokens, 'off without the header').to.equal(0);
-      expect(JSON.parse((await raw(upstream, '/chat/completions', body, { ...header, 'x-mock-cached-tokens': '3' })).text).usage.prompt_tokens_details.cached_tokens).to.equal(3);
+      expect(
+        JSON.parse((await raw(upstream, '/chat/completions', body, header)).text).usage.prompt_tokens_details
+          .cached_tokens,
+      ).to.equal(PREFIX_TOKENS);
+      expect(
+        JSON.parse((await raw(upstream, '/chat/completions', body)).text).usage.prompt_tokens_details.cached_tokens,
+        'off without the header',
+      ).to.equal(0);
+      expect(
+        JSON.parse((await raw(upstream, '/chat/completions', body, { ...header, 'x-mock-cached-tokens': '3' })).text)
+          .usage.prompt_tokens_details.cached_tokens,
+      ).to.equal(3);
     });
   });
 });

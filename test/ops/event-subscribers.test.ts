@@ -32,10 +32,16 @@ const chunk = (delta: object, finish: string | null = null) =>
 function answer(upstream: ScriptedUpstream): void {
   upstream.script = (_req, res, text) => {
     const prompt = (JSON.parse(text) as { messages: { content: string }[] }).messages[0]!.content;
-    if (prompt === 'fail') return res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"down"}}');
+    if (prompt === 'fail')
+      return res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"down"}}');
     const usage = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'tau-1', choices: [], usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 } })}\n\n`;
-    const words = prompt.split(' ').map((word) => chunk({ content: `${word} ` })).join('');
-    res.writeHead(200, { 'content-type': 'text/event-stream' }).end(chunk({ role: 'assistant', content: '' }) + words + chunk({}, 'stop') + usage + 'data: [DONE]\n\n');
+    const words = prompt
+      .split(' ')
+      .map((word) => chunk({ content: `${word} ` }))
+      .join('');
+    res
+      .writeHead(200, { 'content-type': 'text/event-stream' })
+      .end(chunk({ role: 'assistant', content: '' }) + words + chunk({}, 'stop') + usage + 'data: [DONE]\n\n');
   };
 }
 
@@ -51,12 +57,21 @@ describe('observing the gateway from outside: a subscriber to its events, and no
     await writeFile(join(dir, 'plugins', 'package.json'), JSON.stringify({ type: 'module' }));
     await writeFile(join(dir, 'plugins', 'manifest.json'), JSON.stringify({ plugins: ['tau'] }));
     await writeFile(join(dir, 'plugins', 'tau', 'index.js'), PLUGIN);
-    await writeFile(join(dir, 'gateway.yaml'), "cache:\n  ttlSeconds: 60\nguardrails:\n  - { name: no-plans, use: regex, on: response, action: redact, patterns: ['plan'] }\n");
+    await writeFile(
+      join(dir, 'gateway.yaml'),
+      "cache:\n  ttlSeconds: 60\nguardrails:\n  - { name: no-plans, use: regex, on: response, action: redact, patterns: ['plan'] }\n",
+    );
     upstream = await ScriptedUpstream.start();
     answer(upstream);
     test = await startTestGateway({
       configFile: join(dir, 'gateway.yaml'),
-      env: { GATEWAY_PLUGIN_PATH: join(dir, 'plugins'), TAU_BASE_URL: upstream.url, TAU_API_KEY: 'tau-key', GATEWAY_ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'silent' },
+      env: {
+        GATEWAY_PLUGIN_PATH: join(dir, 'plugins'),
+        TAU_BASE_URL: upstream.url,
+        TAU_API_KEY: 'tau-key',
+        GATEWAY_ADMIN_TOKEN: ADMIN,
+        LOG_LEVEL: 'silent',
+      },
     });
   });
   after(async () => {
@@ -71,7 +86,11 @@ describe('observing the gateway from outside: a subscriber to its events, and no
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'tau/tau-1', stream: true, messages: [{ role: 'user', content: prompt }] }),
     });
-    return { status: response.statusCode, cache: response.headers['x-gateway-cache'], text: await response.body.text() };
+    return {
+      status: response.statusCode,
+      cache: response.headers['x-gateway-cache'],
+      text: await response.body.text(),
+    };
   };
 
   it("counts the cache's hits, and sees every event the gateway publishes, with nothing but a subscription", async () => {
@@ -82,7 +101,9 @@ describe('observing the gateway from outside: a subscriber to its events, and no
       EVENTS.cache.subscribe(source, ({ result }) => {
         if (result === 'hit') hits += 1;
       }),
-      ...Object.values(EVENTS).map((event) => event.subscribe(source, () => seen.set(event.name, (seen.get(event.name) ?? 0) + 1))),
+      ...Object.values(EVENTS).map((event) =>
+        event.subscribe(source, () => seen.set(event.name, (seen.get(event.name) ?? 0) + 1)),
+      ),
     ];
     try {
       const created = await request(`${test.url}/admin/keys`, {
@@ -92,7 +113,9 @@ describe('observing the gateway from outside: a subscriber to its events, and no
       });
       expect(created.statusCode).to.equal(201);
       const { key } = (await created.body.json()) as { key: string };
-      const refused = await request(`${test.url}/admin/keys`, { headers: { authorization: 'Bearer not-the-admin-token-0123456789abcdef' } });
+      const refused = await request(`${test.url}/admin/keys`, {
+        headers: { authorization: 'Bearer not-the-admin-token-0123456789abcdef' },
+      });
       await refused.body.text();
       const signedIn = await request(`${test.url}/account/api/session`, {
         method: 'POST',
@@ -128,7 +151,11 @@ describe('observing the gateway from outside: a subscriber to its events, and no
       await test.gateway.flushAlerts();
 
       await eventually(() => Object.values(EVENTS).every((event) => seen.has(event.name)), 'every event seen');
-      expect([...seen.keys()].sort()).to.deep.equal(Object.values(EVENTS).map((event) => event.name).sort());
+      expect([...seen.keys()].sort()).to.deep.equal(
+        Object.values(EVENTS)
+          .map((event) => event.name)
+          .sort(),
+      );
       expect(seen.get(EVENTS.exchangeRecorded.name)).to.equal(5);
       expect(seen.get(EVENTS.limitAlert.name)).to.equal(1);
     } finally {
@@ -140,7 +167,10 @@ describe('observing the gateway from outside: a subscriber to its events, and no
     const other = await startTestGateway();
     let mine = 0;
     let theirs = 0;
-    const off = [EVENTS.exchangeStart.subscribe(test.gateway.source, () => (mine += 1)), EVENTS.exchangeStart.subscribe(other.gateway.source, () => (theirs += 1))];
+    const off = [
+      EVENTS.exchangeStart.subscribe(test.gateway.source, () => (mine += 1)),
+      EVENTS.exchangeStart.subscribe(other.gateway.source, () => (theirs += 1)),
+    ];
     try {
       const response = await request(`${other.url}/v1/chat/completions`, {
         method: 'POST',

@@ -16,7 +16,10 @@ class CapturedLog {
     this.stream.on('data', (chunk: Buffer) => (this.text += chunk.toString('utf8')));
   }
   lines(): Record<string, any>[] {
-    return this.text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>);
+    return this.text
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, any>);
   }
   accessLines(): Record<string, any>[] {
     return this.lines().filter((line) => line.msg === 'request');
@@ -32,7 +35,11 @@ async function post(test: TestGateway, path: string, body: unknown, headers: Rec
   return { status: response.statusCode, headers: response.headers, text: await response.body.text() };
 }
 
-const chat = (model: string, extra: Record<string, unknown> = {}) => ({ model, messages: [{ role: 'user', content: 'hello there' }], ...extra });
+const chat = (model: string, extra: Record<string, unknown> = {}) => ({
+  model,
+  messages: [{ role: 'user', content: 'hello there' }],
+  ...extra,
+});
 
 /** The value of one sample of the exposition text, or undefined when absent. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -64,7 +71,11 @@ describe('access log, request ids and metrics through the gateway', function () 
 
   beforeEach(async () => {
     log = new CapturedLog();
-    test = await startTestGateway({ env: { LOG_LEVEL: 'info', RATE_LIMIT_MAX: '6' }, mock: { cachedTokens: 2 }, logTo: log.stream });
+    test = await startTestGateway({
+      env: { LOG_LEVEL: 'info', RATE_LIMIT_MAX: '6' },
+      mock: { cachedTokens: 2 },
+      logTo: log.stream,
+    });
   });
   afterEach(async () => test.close());
 
@@ -77,19 +88,34 @@ describe('access log, request ids and metrics through the gateway', function () 
     await eventually(() => log.accessLines().some((line) => line.request_id === 'trace-42.a:b'), 'the access-log line');
     await test.gateway.flushUsage();
     const journal = await readFile(join(test.dataDir, 'usage.jsonl'), 'utf8');
-    expect(journal.split('\n').filter(Boolean).map((line) => JSON.parse(line).requestId)).to.include('trace-42.a:b');
+    expect(
+      journal
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line).requestId),
+    ).to.include('trace-42.a:b');
   });
 
   it('replaces an unacceptable id and answers every path with one, Express routes and errors included', async () => {
-    const bad = await post(test, '/v1/chat/completions', chat('zeta/zeta-k3'), { 'x-request-id': 'bad id with spaces' });
+    const bad = await post(test, '/v1/chat/completions', chat('zeta/zeta-k3'), {
+      'x-request-id': 'bad id with spaces',
+    });
     expect(bad.headers['x-request-id']).to.match(/^[0-9a-f-]{36}$/);
     expect(test.upstreams.zeta.requests[0]!.headers['x-request-id']).to.equal(bad.headers['x-request-id']);
     const native = await post(test, '/v1/chat', { model: 'zeta/zeta-k3', input: 'hi' }, { 'x-request-id': 'native-1' });
     expect(native.status, native.text).to.equal(200);
     expect(native.headers['x-request-id']).to.equal('native-1');
     expect(test.upstreams.zeta.requests[1]!.headers['x-request-id']).to.equal('native-1');
-    for (const [method, path] of [['GET', '/v1/models'], ['GET', '/healthz'], ['GET', '/nowhere'], ['POST', '/v1/messages']] as const) {
-      const response = await request(`${test.url}${path}`, { method, headers: { 'x-request-id': `id-${path.length}` } });
+    for (const [method, path] of [
+      ['GET', '/v1/models'],
+      ['GET', '/healthz'],
+      ['GET', '/nowhere'],
+      ['POST', '/v1/messages'],
+    ] as const) {
+      const response = await request(`${test.url}${path}`, {
+        method,
+        headers: { 'x-request-id': `id-${path.length}` },
+      });
       await response.body.dump();
       expect(response.headers['x-request-id'], path).to.equal(`id-${path.length}`);
     }
@@ -98,15 +124,34 @@ describe('access log, request ids and metrics through the gateway', function () 
   it('logs one JSON line per request with ids, models, status, timings and tokens, and never a credential', async () => {
     await post(test, '/v1/chat/completions', chat('zeta/zeta-k3'), { 'x-request-id': 'json-1' });
     await post(test, '/v1/chat/completions', chat('zeta/zeta-k3', { stream: true }), { 'x-request-id': 'stream-1' });
-    await post(test, '/v1/messages', { model: 'beta-latest', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }, { 'x-request-id': 'alias-1' });
-    const refused = await post(test, '/v1/chat/completions', chat('zeta/zeta-k3'), { authorization: 'Bearer sk-not-a-known-key-123', 'x-request-id': 'refused-1' });
+    await post(
+      test,
+      '/v1/messages',
+      { model: 'beta-latest', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] },
+      { 'x-request-id': 'alias-1' },
+    );
+    const refused = await post(test, '/v1/chat/completions', chat('zeta/zeta-k3'), {
+      authorization: 'Bearer sk-not-a-known-key-123',
+      'x-request-id': 'refused-1',
+    });
     expect(refused.status).to.equal(401);
-    await request(`${test.url}/v1/models`, { headers: { 'x-request-id': 'catalog-1', 'x-api-key': 'sk-secret-in-x-api-key' } }).then((r) => r.body.dump());
+    await request(`${test.url}/v1/models`, {
+      headers: { 'x-request-id': 'catalog-1', 'x-api-key': 'sk-secret-in-x-api-key' },
+    }).then((r) => r.body.dump());
     await eventually(() => log.accessLines().length >= 5, 'five access-log lines');
     expect(log.accessLines()).to.have.length(5);
     const byId = Object.fromEntries(log.accessLines().map((line) => [line.request_id, line]));
-    expect(byId['json-1']).to.include({ level: 30, route: 'chat-completions', requested_model: 'zeta/zeta-k3', model: 'zeta/zeta-k3', status: 200, outcome: 'complete', stream: false });
-    for (const field of ['duration_ms', 'overhead_ms', 'ttfb_ms', 'input_tokens', 'output_tokens']) expect(byId['json-1'], field).to.have.property(field).that.is.a('number');
+    expect(byId['json-1']).to.include({
+      level: 30,
+      route: 'chat-completions',
+      requested_model: 'zeta/zeta-k3',
+      model: 'zeta/zeta-k3',
+      status: 200,
+      outcome: 'complete',
+      stream: false,
+    });
+    for (const field of ['duration_ms', 'overhead_ms', 'ttfb_ms', 'input_tokens', 'output_tokens'])
+      expect(byId['json-1'], field).to.have.property(field).that.is.a('number');
     expect(byId['json-1']!.overhead_ms).to.be.at.most(byId['json-1']!.duration_ms);
     expect(byId['json-1']!.cached_tokens).to.equal(2);
     expect(byId['json-1']!.key_id).to.be.a('string').and.not.to.contain(TEST_KEY);
@@ -114,43 +159,83 @@ describe('access log, request ids and metrics through the gateway', function () 
     expect(byId['stream-1']!.output_tokens).to.be.above(0);
     expect(byId['alias-1']).to.include({ route: 'messages', requested_model: 'beta-latest', status: 200 });
     expect(byId['alias-1']!.model).to.match(/^beta\//);
-    expect(byId['refused-1']).to.include({ route: 'chat-completions', status: 401, error_code: 'GW_ERR_UNAUTHENTICATED' });
+    expect(byId['refused-1']).to.include({
+      route: 'chat-completions',
+      status: 401,
+      error_code: 'GW_ERR_UNAUTHENTICATED',
+    });
     expect(byId['catalog-1']).to.include({ route: '/v1/models', status: 200 });
-    for (const secret of [TEST_KEY, UPSTREAM_KEY, 'sk-not-a-known-key-123', 'sk-secret-in-x-api-key', 'Bearer', 'authorization']) {
+    for (const secret of [
+      TEST_KEY,
+      UPSTREAM_KEY,
+      'sk-not-a-known-key-123',
+      'sk-secret-in-x-api-key',
+      'Bearer',
+      'authorization',
+    ]) {
       expect(log.text, secret).not.to.contain(secret);
     }
   });
 
   it('serves every metric, counting requests, tokens, overhead, upstream attempts and rate-limit rejections', async () => {
     await withinOneWindow(15_000);
-    for (let i = 0; i < 3; i += 1) expect((await post(test, '/v1/chat/completions', chat('zeta/zeta-k3'))).status).to.equal(200);
+    for (let i = 0; i < 3; i += 1)
+      expect((await post(test, '/v1/chat/completions', chat('zeta/zeta-k3'))).status).to.equal(200);
     expect((await post(test, '/v1/chat/completions', chat('zeta/zeta-k3', { stream: true }))).status).to.equal(200);
     let limited = 0;
-    for (let i = 0; i < 6; i += 1) if ((await post(test, '/v1/chat/completions', chat('zeta/zeta-k3'))).status === 429) limited += 1;
+    for (let i = 0; i < 6; i += 1)
+      if ((await post(test, '/v1/chat/completions', chat('zeta/zeta-k3'))).status === 429) limited += 1;
     expect(limited).to.be.above(0);
     const response = await request(`${test.url}/metrics`);
     expect(response.statusCode).to.equal(200);
     expect(response.headers['content-type']).to.contain('text/plain');
     const text = await response.body.text();
     for (const name of [
-      'gateway_requests_total', 'gateway_request_duration_seconds_bucket', 'gateway_overhead_seconds_bucket', 'gateway_time_to_first_byte_seconds_bucket',
-      'gateway_tokens_total', 'gateway_upstream_requests_total', 'gateway_endpoint_up', 'gateway_rate_limited_total', 'gateway_open_streams',
-      'gateway_usage_queue_depth', 'gateway_config_reloads_total', 'gateway_cached_input_tokens_total', 'process_cpu_seconds_total', 'nodejs_eventloop_lag_seconds',
+      'gateway_requests_total',
+      'gateway_request_duration_seconds_bucket',
+      'gateway_overhead_seconds_bucket',
+      'gateway_time_to_first_byte_seconds_bucket',
+      'gateway_tokens_total',
+      'gateway_upstream_requests_total',
+      'gateway_endpoint_up',
+      'gateway_rate_limited_total',
+      'gateway_open_streams',
+      'gateway_usage_queue_depth',
+      'gateway_config_reloads_total',
+      'gateway_cached_input_tokens_total',
+      'process_cpu_seconds_total',
+      'nodejs_eventloop_lag_seconds',
     ]) {
       expect(text, name).to.match(new RegExp(`^${name}`, 'm'));
     }
-    expect(sample(text, 'gateway_requests_total', { route: 'chat-completions', model: 'zeta/zeta-k3', status: '200' })).to.equal(10 - limited);
-    expect(sample(text, 'gateway_requests_total', { route: 'chat-completions', model: 'none', status: '429' })).to.equal(limited);
+    expect(
+      sample(text, 'gateway_requests_total', { route: 'chat-completions', model: 'zeta/zeta-k3', status: '200' }),
+    ).to.equal(10 - limited);
+    expect(
+      sample(text, 'gateway_requests_total', { route: 'chat-completions', model: 'none', status: '429' }),
+    ).to.equal(limited);
     expect(sample(text, 'gateway_rate_limited_total', { reason: 'rate_limit' })).to.equal(limited);
     expect(sample(text, 'gateway_request_duration_seconds_count', { route: 'chat-completions' })).to.equal(10);
     expect(sample(text, 'gateway_overhead_seconds_count', { route: 'chat-completions' })).to.equal(10);
-    expect(sample(text, 'gateway_time_to_first_byte_seconds_count', { route: 'chat-completions' })).to.equal(10 - limited);
+    expect(sample(text, 'gateway_time_to_first_byte_seconds_count', { route: 'chat-completions' })).to.equal(
+      10 - limited,
+    );
     expect(sample(text, 'gateway_tokens_total', { model: 'zeta/zeta-k3', type: 'input' })).to.be.above(0);
     expect(sample(text, 'gateway_tokens_total', { model: 'zeta/zeta-k3', type: 'output' })).to.be.above(0);
-    expect(sample(text, 'gateway_tokens_total', { model: 'zeta/zeta-k3', type: 'cached' })).to.equal(2 * (10 - limited));
+    expect(sample(text, 'gateway_tokens_total', { model: 'zeta/zeta-k3', type: 'cached' })).to.equal(
+      2 * (10 - limited),
+    );
     // Per endpoint, by its configured name (the index of a single ZETA_BASE_URL).
-    expect(sample(text, 'gateway_cached_input_tokens_total', { provider: 'zeta', endpoint: '0' })).to.equal(2 * (10 - limited));
-    expect(sample(text, 'gateway_upstream_requests_total', { provider: 'zeta', endpoint: test.upstreams.zeta.url.replace(/\/v1$/, ''), outcome: 'ok' })).to.equal(10 - limited);
+    expect(sample(text, 'gateway_cached_input_tokens_total', { provider: 'zeta', endpoint: '0' })).to.equal(
+      2 * (10 - limited),
+    );
+    expect(
+      sample(text, 'gateway_upstream_requests_total', {
+        provider: 'zeta',
+        endpoint: test.upstreams.zeta.url.replace(/\/v1$/, ''),
+        outcome: 'ok',
+      }),
+    ).to.equal(10 - limited);
     expect(sample(text, 'gateway_endpoint_up', { provider: 'zeta' })).to.equal(1);
     expect(sample(text, 'gateway_endpoint_up', { provider: 'alpha' })).to.equal(1);
     expect(sample(text, 'gateway_open_streams')).to.equal(0);
@@ -225,7 +310,15 @@ describe('access log, request ids and metrics through the gateway', function () 
   });
 
   it('labels a model by its canonical id, never the alias or the string the client sent', async () => {
-    expect((await post(test, '/v1/messages', { model: 'beta-latest', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] })).status).to.equal(200);
+    expect(
+      (
+        await post(test, '/v1/messages', {
+          model: 'beta-latest',
+          max_tokens: 16,
+          messages: [{ role: 'user', content: 'hi' }],
+        })
+      ).status,
+    ).to.equal(200);
     expect((await post(test, '/v1/chat/completions', chat('no-such-model-from-client'))).status).to.equal(400);
     const text = await (await request(`${test.url}/metrics`)).body.text();
     expect(text).not.to.contain('beta-latest');
@@ -262,14 +355,27 @@ describe('the access line of a request whose usage is estimated after the client
   const usageRecords = async () => {
     await test.gateway.flushUsage();
     const journal = await readFile(join(test.dataDir, 'usage.jsonl'), 'utf8');
-    return Object.fromEntries(journal.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>).map((record) => [record.requestId, record]));
+    return Object.fromEntries(
+      journal
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, any>)
+        .map((record) => [record.requestId, record]),
+    );
   };
 
   it('carries the tokens its usage record stores, in its one line', async () => {
     await leaveMidStream('/v1/chat/completions', chat('zeta/zeta-k3', { stream: true }), 'left-chat');
     // Messages streams report their input at the start: the output is estimated beside it.
-    await leaveMidStream('/v1/messages', { model: 'beta-latest', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'hello there' }] }, 'left-messages');
-    await eventually(() => log.accessLines().filter((line) => line.request_id?.startsWith('left-')).length === 2, 'both access lines');
+    await leaveMidStream(
+      '/v1/messages',
+      { model: 'beta-latest', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'hello there' }] },
+      'left-messages',
+    );
+    await eventually(
+      () => log.accessLines().filter((line) => line.request_id?.startsWith('left-')).length === 2,
+      'both access lines',
+    );
     const records = await usageRecords();
     expect(records['left-chat']!.estimated, 'no usage reported before the client left').to.equal(true);
     for (const id of ['left-chat', 'left-messages']) {
@@ -295,7 +401,11 @@ describe('the access line of a request whose usage is estimated after the client
     const record = (await usageRecords()).whole!;
     expect(record.estimated).to.equal(false);
     expect(line).not.to.have.property('tokens_estimated');
-    expect(line).to.include({ input_tokens: record.inputTokens, output_tokens: record.outputTokens, cached_tokens: record.cachedTokens });
+    expect(line).to.include({
+      input_tokens: record.inputTokens,
+      output_tokens: record.outputTokens,
+      cached_tokens: record.cachedTokens,
+    });
   });
 });
 

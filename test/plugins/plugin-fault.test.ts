@@ -1,5 +1,11 @@
 import { expect } from 'chai';
-import type { NativeChatAdapter, ProviderPlugin, SseEvent, StreamFixupDeclaration, UsageExtractor } from '../../src/plugins/plugin-contract.ts';
+import type {
+  NativeChatAdapter,
+  ProviderPlugin,
+  SseEvent,
+  StreamFixupDeclaration,
+  UsageExtractor,
+} from '../../src/plugins/plugin-contract.ts';
 import { guardHooks, isPluginFault, PluginFault, upstreamJson } from '../../src/plugins/plugin-fault.ts';
 
 /** A plugin (as JavaScript could write it: no types) whose hooks all return what `answer` gives. */
@@ -9,7 +15,14 @@ function pluginReturning(answer: () => unknown): ProviderPlugin {
     contract: 1,
     vendor: 'shape',
     routes: { 'chat-completions': { path: '/chat/completions', format: 'chat-completions', auth: 'bearer' } },
-    models: [{ id: 'shape-1', listed: true, routes: ['chat-completions', 'chat'], pricing: { input: 1, cachedInput: 0, output: 1 } }],
+    models: [
+      {
+        id: 'shape-1',
+        listed: true,
+        routes: ['chat-completions', 'chat'],
+        pricing: { input: 1, cachedInput: 0, output: 1 },
+      },
+    ],
     streamFixups: [{ name: 'fix', route: 'chat-completions', models: ['shape/shape-1'], fixup: hook }],
     usageExtractors: [{ route: 'chat-completions', extractor: { fromBody: hook, fromStreamEvent: hook } }],
     nativeChat: { route: 'chat-completions', buildRequest: hook, readText: hook },
@@ -18,9 +31,17 @@ function pluginReturning(answer: () => unknown): ProviderPlugin {
 
 const EVENT: SseEvent = { data: '{"a":1}' };
 
-function hooks(answer: () => unknown): { fixup: StreamFixupDeclaration['fixup']; extractor: UsageExtractor; adapter: NativeChatAdapter } {
+function hooks(answer: () => unknown): {
+  fixup: StreamFixupDeclaration['fixup'];
+  extractor: UsageExtractor;
+  adapter: NativeChatAdapter;
+} {
   const guarded = guardHooks(pluginReturning(answer));
-  return { fixup: guarded.streamFixups![0]!.fixup, extractor: guarded.usageExtractors![0]!.extractor, adapter: guarded.nativeChat! };
+  return {
+    fixup: guarded.streamFixups![0]!.fixup,
+    extractor: guarded.usageExtractors![0]!.extractor,
+    adapter: guarded.nativeChat!,
+  };
 }
 
 /** The fault a call raised, or a failure when it raised none. */
@@ -39,7 +60,16 @@ describe('guardHooks: every hook result checked where the hook returns it', () =
     it('accept undefined, null, the same event, a new event and a list of events (empty included)', () => {
       const same = hooks(() => EVENT).fixup;
       expect(same(EVENT, undefined)).to.equal(EVENT);
-      for (const legal of [undefined, null, { data: 'x' }, { data: '', event: 'delta', id: '7' }, { data: 'x', event: undefined }, [], [{ data: 'a' }, EVENT], { data: 'x', extra: 1 }]) {
+      for (const legal of [
+        undefined,
+        null,
+        { data: 'x' },
+        { data: '', event: 'delta', id: '7' },
+        { data: 'x', event: undefined },
+        [],
+        [{ data: 'a' }, EVENT],
+        { data: 'x', extra: 1 },
+      ]) {
         expect(hooks(() => legal).fixup(EVENT, undefined), JSON.stringify(legal)).to.equal(legal);
       }
     });
@@ -60,7 +90,9 @@ describe('guardHooks: every hook result checked where the hook returns it', () =
       for (const [value, message] of cases) {
         const fault = faultOf(() => hooks(() => value).fixup(EVENT, undefined));
         expect(fault, String(value)).to.include({ plugin: 'shape', hook: 'streamFixups.fix', failure: 'returned' });
-        expect((fault.cause as Error).message).to.contain(message).and.to.contain('a stream fixup returns undefined, null, an event');
+        expect((fault.cause as Error).message)
+          .to.contain(message)
+          .and.to.contain('a stream fixup returns undefined, null, an event');
         expect(fault.message).to.equal(`plugin 'shape', hook 'streamFixups.fix' ${(fault.cause as Error).message}`);
       }
     });
@@ -82,7 +114,12 @@ describe('guardHooks: every hook result checked where the hook returns it', () =
     it('accept undefined, the value seen, and three token counts (further fields ignored)', () => {
       const seen = { inputTokens: Number.NaN, outputTokens: 0, cachedTokens: 0 };
       expect(hooks(() => seen).extractor.fromStreamEvent(seen, EVENT)).to.equal(seen);
-      for (const legal of [undefined, usage, { ...usage, reasoningTokens: 2 }, { inputTokens: 0, outputTokens: 0.5, cachedTokens: 0 }]) {
+      for (const legal of [
+        undefined,
+        usage,
+        { ...usage, reasoningTokens: 2 },
+        { inputTokens: 0, outputTokens: 0.5, cachedTokens: 0 },
+      ]) {
         const { extractor } = hooks(() => legal);
         expect(extractor.fromBody({}), JSON.stringify(legal)).to.equal(legal);
         expect(extractor.fromStreamEvent(undefined, EVENT), JSON.stringify(legal)).to.equal(legal);
@@ -109,7 +146,9 @@ describe('guardHooks: every hook result checked where the hook returns it', () =
         ] as const) {
           const fault = faultOf(call);
           expect(fault, `${hook} ${JSON.stringify(value)}`).to.include({ plugin: 'shape', hook, failure: 'returned' });
-          expect((fault.cause as Error).message).to.contain(message).and.to.contain('a usage extractor returns undefined or { inputTokens, outputTokens, cachedTokens }');
+          expect((fault.cause as Error).message)
+            .to.contain(message)
+            .and.to.contain('a usage extractor returns undefined or { inputTokens, outputTokens, cachedTokens }');
         }
       }
     });
@@ -123,7 +162,11 @@ describe('guardHooks: every hook result checked where the hook returns it', () =
       expect(hooks(() => body).adapter.buildRequest(request)).to.equal(body);
       for (const value of ['{"model":"x"}', null, undefined, [body], 42]) {
         const fault = faultOf(() => hooks(() => value).adapter.buildRequest(request));
-        expect(fault, String(value)).to.include({ plugin: 'shape', hook: 'nativeChat.buildRequest', failure: 'returned' });
+        expect(fault, String(value)).to.include({
+          plugin: 'shape',
+          hook: 'nativeChat.buildRequest',
+          failure: 'returned',
+        });
       }
     });
 
@@ -148,8 +191,19 @@ describe('guardHooks: every hook result checked where the hook returns it', () =
     });
   });
 
-  it('leaves createState alone: the state is the plugin\'s own, whatever it is', () => {
-    const guarded = guardHooks({ ...pluginReturning(() => undefined), streamFixups: [{ name: 'fix', route: 'chat-completions', models: ['shape/shape-1'], createState: () => 42, fixup: () => undefined }] });
+  it("leaves createState alone: the state is the plugin's own, whatever it is", () => {
+    const guarded = guardHooks({
+      ...pluginReturning(() => undefined),
+      streamFixups: [
+        {
+          name: 'fix',
+          route: 'chat-completions',
+          models: ['shape/shape-1'],
+          createState: () => 42,
+          fixup: () => undefined,
+        },
+      ],
+    });
     expect(guarded.streamFixups![0]!.createState!()).to.equal(42);
   });
 });

@@ -12,7 +12,14 @@ const declaration = (vendor: string) => ({
   contract: 1,
   vendor,
   routes: { 'chat-completions': { path: '/chat/completions', format: 'chat-completions', auth: 'bearer' } },
-  models: [{ id: `${vendor}-1`, listed: true, routes: ['chat-completions'], pricing: { input: 1, cachedInput: 0.1, output: 2 } }],
+  models: [
+    {
+      id: `${vendor}-1`,
+      listed: true,
+      routes: ['chat-completions'],
+      pricing: { input: 1, cachedInput: 0.1, output: 2 },
+    },
+  ],
   aliases: [{ id: `${vendor}-latest`, target: `${vendor}/${vendor}-1`, routes: ['chat-completions'] }],
 });
 
@@ -52,7 +59,11 @@ describe('plugin problems, all reported at once', function () {
   it('start-up refuses a plugin folder with two independent mistakes, naming both, each on its own line, and exits 1', async () => {
     const directory = await pluginsDir(join(root, 'plugins'), { acme: twoMistakes('acme') });
     const file = join(directory, 'acme', 'index.js');
-    const { code, output } = await startupFailure({ GATEWAY_PLUGIN_PATH: directory, GATEWAY_CONFIG: config, GATEWAY_DATA_DIR: root });
+    const { code, output } = await startupFailure({
+      GATEWAY_PLUGIN_PATH: directory,
+      GATEWAY_CONFIG: config,
+      GATEWAY_DATA_DIR: root,
+    });
     expect(code).to.equal(1);
     // Nothing else: the alias to the model with the misspelled route is not refused for it as well.
     expect(output).to.equal(
@@ -68,7 +79,11 @@ describe('plugin problems, all reported at once', function () {
       fine: `export default ${JSON.stringify(declaration('fine'))};\n`,
       broken: "throw new Error('the module fails as it is imported');\n",
     });
-    const { code, output } = await startupFailure({ GATEWAY_PLUGIN_PATH: directory, GATEWAY_CONFIG: config, GATEWAY_DATA_DIR: root });
+    const { code, output } = await startupFailure({
+      GATEWAY_PLUGIN_PATH: directory,
+      GATEWAY_CONFIG: config,
+      GATEWAY_DATA_DIR: root,
+    });
     expect(code).to.equal(1);
     const lines = output.trimEnd().split('\n');
     expect(lines[0]).to.equal('model-gateway: cannot start:');
@@ -81,10 +96,16 @@ describe('plugin problems, all reported at once', function () {
 
   it('config check lists every problem of every plugin, and exits 1', async () => {
     const first = await pluginsDir(join(root, 'first'), { acme: twoMistakes('acme') });
-    const second = await pluginsDir(join(root, 'second'), { bolt: `export default ${JSON.stringify({ ...declaration('bolt'), vendor: 'volt' })};\n` });
+    const second = await pluginsDir(join(root, 'second'), {
+      bolt: `export default ${JSON.stringify({ ...declaration('bolt'), vendor: 'volt' })};\n`,
+    });
     let out = '';
     let err = '';
-    const code = await runCli(['config', 'check', config], { out: (text) => (out += text), err: (text) => (err += text) }, { GATEWAY_PLUGIN_PATH: `${first}:${second}` });
+    const code = await runCli(
+      ['config', 'check', config],
+      { out: (text) => (out += text), err: (text) => (err += text) },
+      { GATEWAY_PLUGIN_PATH: `${first}:${second}` },
+    );
     expect(code).to.equal(1);
     expect(out).to.equal('');
     expect(err.trimEnd().split('\n')).to.deep.equal([
@@ -98,10 +119,17 @@ describe('plugin problems, all reported at once', function () {
   it('a valid plugin set still starts, with the outside plugin in its catalog', async () => {
     const directory = join(root, 'good');
     await writeJavaScriptPlugin(directory);
-    const gateway = await GatewayProcess.start({ GATEWAY_PLUGIN_PATH: directory, GATEWAY_CONFIG: config, GATEWAY_DATA_DIR: root, GATEWAY_API_KEYS: TEST_KEY });
+    const gateway = await GatewayProcess.start({
+      GATEWAY_PLUGIN_PATH: directory,
+      GATEWAY_CONFIG: config,
+      GATEWAY_DATA_DIR: root,
+      GATEWAY_API_KEYS: TEST_KEY,
+    });
     try {
       expect(gateway.logs.join('')).to.contain(`plugin 'sigma' loaded from ${join(directory, 'sigma')}`);
-      const models = (await (await fetch(`${gateway.url}/v1/models`, { headers: { authorization: `Bearer ${TEST_KEY}` } })).json()) as { data: { id: string }[] };
+      const models = (await (
+        await fetch(`${gateway.url}/v1/models`, { headers: { authorization: `Bearer ${TEST_KEY}` } })
+      ).json()) as { data: { id: string }[] };
       expect(models.data.map((model) => model.id)).to.include('sigma/sigma-2');
     } finally {
       expect(await gateway.stop()).to.equal(0);

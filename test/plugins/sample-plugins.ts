@@ -15,7 +15,13 @@ export function samplePlugins(): ProviderPlugin[] {
     models: [
       { id: 'one', listed: true, routes: ['chat', 'chat-completions', 'responses'], pricing, webSearch: true },
       { id: 'hidden', listed: false, routes: ['chat-completions'], pricing, upstreamModel: 'hidden-2026' },
-      { id: 'two', listed: true, routes: ['chat', 'chat-completions', 'responses'], pricing, upstreamModels: { responses: 'two-r' } },
+      {
+        id: 'two',
+        listed: true,
+        routes: ['chat', 'chat-completions', 'responses'],
+        pricing,
+        upstreamModels: { responses: 'two-r' },
+      },
     ],
     aliases: [{ id: 'acme-latest', target: 'acme/one', routes: ['chat', 'chat-completions', 'responses'] }],
     nativeChat: {

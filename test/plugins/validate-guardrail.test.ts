@@ -28,7 +28,8 @@ describe('guardrail plugins: the declaration, its checks and its faults', () => 
     guardrail: 'codes',
     maxFindingChars: 12,
     checkOptions: (options) => (options.level === undefined || options.level === 'high' ? [] : ['level must be high']),
-    scan: (text) => [...text.matchAll(/CODE-\d{4}/g)].map((match) => ({ start: match.index, end: match.index + match[0].length })),
+    scan: (text) =>
+      [...text.matchAll(/CODE-\d{4}/g)].map((match) => ({ start: match.index, end: match.index + match[0].length })),
   });
 
   it('accepts a declaration made with defineGuardrail, its hooks guarded but behaving as declared', () => {
@@ -41,7 +42,13 @@ describe('guardrail plugins: the declaration, its checks and its faults', () => 
   it('refuses every bad field at once, naming the one probably meant', () => {
     let error: PluginLoadError | undefined;
     try {
-      validateGuardrail('codes', { guardrail: 'other', maxFindingChars: 0, scann: () => [], checkOptions: 'no', scan: 'no' });
+      validateGuardrail('codes', {
+        guardrail: 'other',
+        maxFindingChars: 0,
+        scann: () => [],
+        checkOptions: 'no',
+        scan: 'no',
+      });
     } catch (caught) {
       error = caught as PluginLoadError;
     }
@@ -59,7 +66,14 @@ describe('guardrail plugins: the declaration, its checks and its faults', () => 
 
   it("attributes a throw or a wrong result of scan or checkOptions to the guardrail's hook", () => {
     const returning = (result: unknown) => validateGuardrail('codes', { ...valid, scan: () => result });
-    const thrown = faultOf(() => validateGuardrail('codes', { ...valid, scan: () => { throw new Error('boom'); } }).scan('x', CONTEXT));
+    const thrown = faultOf(() =>
+      validateGuardrail('codes', {
+        ...valid,
+        scan: () => {
+          throw new Error('boom');
+        },
+      }).scan('x', CONTEXT),
+    );
     expect(thrown).to.include({ plugin: 'codes', hook: 'scan', failure: 'threw' });
     expect(thrown.message).to.equal("plugin 'codes', hook 'scan' threw: boom");
     for (const [result, told] of [
@@ -75,8 +89,19 @@ describe('guardrail plugins: the declaration, its checks and its faults', () => 
       expect(fault.message).to.contain(told);
     }
     expect(returning(undefined).scan('abc', CONTEXT)).to.equal(undefined);
-    expect(faultOf(() => validateGuardrail('codes', { ...valid, checkOptions: () => { throw new Error('bad'); } }).checkOptions!({}))).to.include({ hook: 'checkOptions', failure: 'threw' });
-    expect(faultOf(() => validateGuardrail('codes', { ...valid, checkOptions: () => 'fine' }).checkOptions!({})).message).to.contain("returned \"fine\"; a guardrail's checkOptions returns");
+    expect(
+      faultOf(() =>
+        validateGuardrail('codes', {
+          ...valid,
+          checkOptions: () => {
+            throw new Error('bad');
+          },
+        }).checkOptions!({}),
+      ),
+    ).to.include({ hook: 'checkOptions', failure: 'threw' });
+    expect(
+      faultOf(() => validateGuardrail('codes', { ...valid, checkOptions: () => 'fine' }).checkOptions!({})).message,
+    ).to.contain('returned "fine"; a guardrail\'s checkOptions returns');
   });
 
   describe('loaded from a plugins directory beside provider plugins', () => {
@@ -97,13 +122,17 @@ describe('guardrail plugins: the declaration, its checks and its faults', () => 
       const { providers, guardrails } = await loadAllPlugins(BUILT_IN, [root]);
       expect(guardrails.map((guardrail) => guardrail.guardrail)).to.deep.equal(['codes']);
       expect(guardrails[0]!.scan('aXb', CONTEXT)).to.deep.equal([{ start: 1, end: 2 }]);
-      expect(providers.map((plugin) => plugin.vendor)).to.deep.equal((await loadPlugins(BUILT_IN)).map((plugin) => plugin.vendor));
+      expect(providers.map((plugin) => plugin.vendor)).to.deep.equal(
+        (await loadPlugins(BUILT_IN)).map((plugin) => plugin.vendor),
+      );
       const folder = pluginFolders(BUILT_IN, [root]).find((candidate) => candidate.name === 'codes')!;
       try {
         await loadPluginFolder(folder);
         expect.fail('a guardrail was loaded as a provider');
       } catch (error) {
-        expect((error as Error).message).to.equal(`plugin 'codes': guardrail: is a guardrail plugin, not a provider plugin (in ${join(root, 'codes')})`);
+        expect((error as Error).message).to.equal(
+          `plugin 'codes': guardrail: is a guardrail plugin, not a provider plugin (in ${join(root, 'codes')})`,
+        );
       }
     });
   });

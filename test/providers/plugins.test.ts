@@ -8,27 +8,91 @@ const manifest = fileURLToPath(new URL('../../providers/manifest.json', import.m
 
 // The sets exactly as the API specification lists them (§2.1–2.3).
 const SET_C = [
-  'alpha-latest', 'alpha/gen-6-astra', 'alpha/gen-6.1-sol', 'alpha/gen-6-sol', 'alpha/gen-6-luna', 'alpha/gen-5.6-terra', 'alpha/gen-5.6-luna', 'alpha/gen-5.5',
-  'beta-latest', 'beta/beta-fable-5-1', 'beta/beta-opus-5-5', 'beta/beta-fable-5', 'beta/beta-opus-5', 'beta/beta-opus-4-8', 'beta/beta-opus-4-7', 'beta/beta-opus-4-6', 'beta/beta-sonnet-4-6',
-  'gamma-latest', 'gamma/gamma-3.1-pro-preview', 'gamma/gamma-3.8-flash',
-  'delta/delta-4.7', 'delta/delta-4.6', 'delta/delta-4.5', 'epsilon/epsilon-5.3-flash', 'epsilon/epsilon-5.2', 'zeta/zeta-k3',
+  'alpha-latest',
+  'alpha/gen-6-astra',
+  'alpha/gen-6.1-sol',
+  'alpha/gen-6-sol',
+  'alpha/gen-6-luna',
+  'alpha/gen-5.6-terra',
+  'alpha/gen-5.6-luna',
+  'alpha/gen-5.5',
+  'beta-latest',
+  'beta/beta-fable-5-1',
+  'beta/beta-opus-5-5',
+  'beta/beta-fable-5',
+  'beta/beta-opus-5',
+  'beta/beta-opus-4-8',
+  'beta/beta-opus-4-7',
+  'beta/beta-opus-4-6',
+  'beta/beta-sonnet-4-6',
+  'gamma-latest',
+  'gamma/gamma-3.1-pro-preview',
+  'gamma/gamma-3.8-flash',
+  'delta/delta-4.7',
+  'delta/delta-4.6',
+  'delta/delta-4.5',
+  'epsilon/epsilon-5.3-flash',
+  'epsilon/epsilon-5.2',
+  'zeta/zeta-k3',
 ];
-const SET_M = ['beta-latest', 'beta-fable-5-1', 'beta-opus-5-5', 'beta-fable-5', 'beta-opus-5', 'beta-opus-4-8', 'beta-opus-4-7', 'beta-opus-4-6', 'beta-sonnet-4-6'];
+const SET_M = [
+  'beta-latest',
+  'beta-fable-5-1',
+  'beta-opus-5-5',
+  'beta-fable-5',
+  'beta-opus-5',
+  'beta-opus-4-8',
+  'beta-opus-4-7',
+  'beta-opus-4-6',
+  'beta-sonnet-4-6',
+];
 const SET_R = [
-  'alpha-latest', 'alpha/gen-6-astra', 'alpha/gen-6.1-sol', 'alpha/gen-6-sol', 'alpha/gen-6-luna', 'alpha/gen-5.6-terra', 'alpha/gen-5.6-luna', 'alpha/gen-5.5',
-  'gen-6-astra', 'gen-6.1-sol', 'gen-6-sol', 'gen-6-luna', 'gen-5.6-terra', 'gen-5.6-luna', 'gen-5.5',
+  'alpha-latest',
+  'alpha/gen-6-astra',
+  'alpha/gen-6.1-sol',
+  'alpha/gen-6-sol',
+  'alpha/gen-6-luna',
+  'alpha/gen-5.6-terra',
+  'alpha/gen-5.6-luna',
+  'alpha/gen-5.5',
+  'gen-6-astra',
+  'gen-6.1-sol',
+  'gen-6-sol',
+  'gen-6-luna',
+  'gen-5.6-terra',
+  'gen-5.6-luna',
+  'gen-5.5',
 ];
 const CATALOG = [
-  'alpha-latest', 'alpha/gen-6-astra', 'alpha/gen-5.6-terra', 'alpha/gen-5.6-luna', 'alpha/gen-5.5',
-  'beta-latest', 'beta/beta-fable-5-1', 'beta/beta-fable-5', 'beta/beta-opus-5', 'beta/beta-opus-4-8', 'beta/beta-opus-4-7', 'beta/beta-opus-4-6', 'beta/beta-sonnet-4-6',
-  'gamma-latest', 'gamma/gamma-3.1-pro-preview', 'gamma/gamma-3.8-flash',
-  'delta/delta-4.7', 'delta/delta-4.6', 'delta/delta-4.5', 'epsilon/epsilon-5.3-flash', 'epsilon/epsilon-5.2', 'zeta/zeta-k3',
+  'alpha-latest',
+  'alpha/gen-6-astra',
+  'alpha/gen-5.6-terra',
+  'alpha/gen-5.6-luna',
+  'alpha/gen-5.5',
+  'beta-latest',
+  'beta/beta-fable-5-1',
+  'beta/beta-fable-5',
+  'beta/beta-opus-5',
+  'beta/beta-opus-4-8',
+  'beta/beta-opus-4-7',
+  'beta/beta-opus-4-6',
+  'beta/beta-sonnet-4-6',
+  'gamma-latest',
+  'gamma/gamma-3.1-pro-preview',
+  'gamma/gamma-3.8-flash',
+  'delta/delta-4.7',
+  'delta/delta-4.6',
+  'delta/delta-4.5',
+  'epsilon/epsilon-5.3-flash',
+  'epsilon/epsilon-5.2',
+  'zeta/zeta-k3',
 ];
 
 /** The IDs a route accepts, computed from the declarations alone: aliases, then each model in its route's spellings. */
 function declaredIds(plugins: readonly ProviderPlugin[], route: RouteId): string[] {
   return plugins.flatMap((plugin) => {
-    const forms: readonly ModelIdForm[] = route === 'chat' ? ['prefixed'] : (plugin.routes[route]?.modelIds ?? ['prefixed']);
+    const forms: readonly ModelIdForm[] =
+      route === 'chat' ? ['prefixed'] : (plugin.routes[route]?.modelIds ?? ['prefixed']);
     const aliases = (plugin.aliases ?? []).filter((alias) => alias.routes.includes(route)).map((alias) => alias.id);
     const models = plugin.models
       .filter((model) => model.routes.includes(route))
@@ -55,7 +119,14 @@ describe('the six provider plugins', () => {
   const pluginOf = (vendor: string) => plugins.find((plugin) => plugin.vendor === vendor)!;
 
   it('load from the manifest in catalog order', () => {
-    expect(plugins.map((plugin) => plugin.vendor)).to.deep.equal(['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta']);
+    expect(plugins.map((plugin) => plugin.vendor)).to.deep.equal([
+      'alpha',
+      'beta',
+      'gamma',
+      'delta',
+      'epsilon',
+      'zeta',
+    ]);
   });
 
   describe('declare exactly the spec sets', () => {
@@ -75,7 +146,9 @@ describe('the six provider plugins', () => {
 
     it('the catalog, in its order, hidden IDs left out', () => {
       expect(declaredCatalog(plugins)).to.deep.equal(CATALOG);
-      const hidden = plugins.flatMap((plugin) => plugin.models.filter((model) => !model.listed).map((model) => `${plugin.vendor}/${model.id}`));
+      const hidden = plugins.flatMap((plugin) =>
+        plugin.models.filter((model) => !model.listed).map((model) => `${plugin.vendor}/${model.id}`),
+      );
       expect(hidden).to.deep.equal(['alpha/gen-6.1-sol', 'alpha/gen-6-sol', 'alpha/gen-6-luna', 'beta/beta-opus-5-5']);
     });
   });
@@ -125,12 +198,31 @@ describe('the six provider plugins', () => {
   it('declare the upstream paths, formats and auth of each route', () => {
     const bearerChat = { path: '/chat/completions', format: 'chat-completions', auth: 'bearer' };
     for (const plugin of plugins) expect(plugin.routes['chat-completions'], plugin.vendor).to.deep.equal(bearerChat);
-    expect(pluginOf('alpha').routes.responses).to.deep.equal({ path: '/responses', format: 'responses', auth: 'bearer', modelIds: ['prefixed', 'native'] });
-    const messagesLike = { auth: 'x-api-key', modelIds: ['native'], forwardHeaders: ['anthropic-version', 'anthropic-beta'], defaultHeaders: { 'anthropic-version': '2023-06-01' } };
+    expect(pluginOf('alpha').routes.responses).to.deep.equal({
+      path: '/responses',
+      format: 'responses',
+      auth: 'bearer',
+      modelIds: ['prefixed', 'native'],
+    });
+    const messagesLike = {
+      auth: 'x-api-key',
+      modelIds: ['native'],
+      forwardHeaders: ['anthropic-version', 'anthropic-beta'],
+      defaultHeaders: { 'anthropic-version': '2023-06-01' },
+    };
     expect(pluginOf('beta').routes.messages).to.deep.equal({ path: '/messages', format: 'messages', ...messagesLike });
-    expect(pluginOf('beta').routes['count-tokens']).to.deep.equal({ path: '/messages/count_tokens', format: 'count-tokens', ...messagesLike });
+    expect(pluginOf('beta').routes['count-tokens']).to.deep.equal({
+      path: '/messages/count_tokens',
+      format: 'count-tokens',
+      ...messagesLike,
+    });
     expect(plugins.map((plugin) => Object.keys(plugin.routes).sort().join(','))).to.deep.equal([
-      'chat-completions,responses', 'chat-completions,count-tokens,messages', 'chat-completions', 'chat-completions', 'chat-completions', 'chat-completions',
+      'chat-completions,responses',
+      'chat-completions,count-tokens,messages',
+      'chat-completions',
+      'chat-completions',
+      'chat-completions',
+      'chat-completions',
     ]);
   });
 
@@ -138,7 +230,10 @@ describe('the six provider plugins', () => {
     for (const plugin of plugins) {
       for (const model of plugin.models) {
         for (const route of model.routes) {
-          const resolved = registry.resolve(route, route === 'messages' || route === 'count-tokens' ? model.id : `${plugin.vendor}/${model.id}`);
+          const resolved = registry.resolve(
+            route,
+            route === 'messages' || route === 'count-tokens' ? model.id : `${plugin.vendor}/${model.id}`,
+          );
           expect(registry.upstreamModel(resolved, route), `${model.id} on ${route}`).to.equal(model.id);
         }
       }
@@ -153,75 +248,128 @@ describe('the six provider plugins', () => {
       const flagship = plugin.aliases?.[0]?.target;
       if (!flagship) continue;
       const target = plugin.models.find((model) => `${plugin.vendor}/${model.id}` === flagship)!;
-      expect(plugin.models.every((model) => model.pricing.output <= target.pricing.output), plugin.vendor).to.equal(true);
+      expect(
+        plugin.models.every((model) => model.pricing.output <= target.pricing.output),
+        plugin.vendor,
+      ).to.equal(true);
     }
   });
 
   it('declare the epsilon fixup for streaming epsilon-5.3-flash on Chat Completions only', () => {
     expect(registry.streamFixups('chat-completions', 'epsilon/epsilon-5.3-flash')).to.have.length(1);
     expect(registry.streamFixups('chat-completions', 'epsilon/epsilon-5.2')).to.have.length(0);
-    expect(plugins.filter((plugin) => plugin.streamFixups?.length).map((plugin) => plugin.vendor)).to.deep.equal(['epsilon']);
+    expect(plugins.filter((plugin) => plugin.streamFixups?.length).map((plugin) => plugin.vendor)).to.deep.equal([
+      'epsilon',
+    ]);
   });
 
   it('declare the running-usage extractor on gamma Chat Completions only', () => {
-    expect(plugins.filter((plugin) => plugin.usageExtractors?.length).map((plugin) => plugin.vendor)).to.deep.equal(['gamma']);
-    expect(pluginOf('gamma').usageExtractors).to.have.length(1).and.to.have.nested.property('[0].route', 'chat-completions');
+    expect(plugins.filter((plugin) => plugin.usageExtractors?.length).map((plugin) => plugin.vendor)).to.deep.equal([
+      'gamma',
+    ]);
+    expect(pluginOf('gamma').usageExtractors)
+      .to.have.length(1)
+      .and.to.have.nested.property('[0].route', 'chat-completions');
   });
 
   it('declare web search on alpha, beta and gamma models only', () => {
     for (const plugin of plugins) {
       const expected = ['alpha', 'beta', 'gamma'].includes(plugin.vendor);
-      for (const model of plugin.models) expect(Boolean(model.webSearch), `${plugin.vendor}/${model.id}`).to.equal(expected);
+      for (const model of plugin.models)
+        expect(Boolean(model.webSearch), `${plugin.vendor}/${model.id}`).to.equal(expected);
     }
   });
 
   describe('native chat adapters', () => {
-    const request: NativeChatRequest = { upstreamModel: 'm-1', input: 'What is new?', temperature: 0.4, maxOutputTokens: 200, webSearch: true };
+    const request: NativeChatRequest = {
+      upstreamModel: 'm-1',
+      input: 'What is new?',
+      temperature: 0.4,
+      maxOutputTokens: 200,
+      webSearch: true,
+    };
     const bare: NativeChatRequest = { upstreamModel: 'm-1', input: 'What is new?', webSearch: false };
     const adapterOf = (vendor: string) => pluginOf(vendor).nativeChat!;
 
     it('alpha: Responses with the low reasoning preset and the web search tool', () => {
       expect(adapterOf('alpha').route).to.equal('responses');
       expect(adapterOf('alpha').buildRequest(request)).to.deep.equal({
-        model: 'm-1', input: 'What is new?', reasoning: { effort: 'low' }, temperature: 0.4, max_output_tokens: 200, tools: [{ type: 'web_search' }], stream: false,
+        model: 'm-1',
+        input: 'What is new?',
+        reasoning: { effort: 'low' },
+        temperature: 0.4,
+        max_output_tokens: 200,
+        tools: [{ type: 'web_search' }],
+        stream: false,
       });
-      expect(adapterOf('alpha').buildRequest(bare)).to.deep.equal({ model: 'm-1', input: 'What is new?', reasoning: { effort: 'low' }, stream: false });
+      expect(adapterOf('alpha').buildRequest(bare)).to.deep.equal({
+        model: 'm-1',
+        input: 'What is new?',
+        reasoning: { effort: 'low' },
+        stream: false,
+      });
       const answer = {
-        id: 'resp_1', object: 'response', status: 'completed', model: 'gen-6-astra',
+        id: 'resp_1',
+        object: 'response',
+        status: 'completed',
+        model: 'gen-6-astra',
         output: [
           { type: 'reasoning', id: 'rs_1', summary: [] },
           { type: 'web_search_call', id: 'ws_1', status: 'completed', action: { type: 'search', query: 'news' } },
-          { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [
-            { type: 'output_text', text: 'Hello ', annotations: [] }, { type: 'output_text', text: 'world', annotations: [] },
-          ] },
+          {
+            type: 'message',
+            id: 'msg_1',
+            role: 'assistant',
+            status: 'completed',
+            content: [
+              { type: 'output_text', text: 'Hello ', annotations: [] },
+              { type: 'output_text', text: 'world', annotations: [] },
+            ],
+          },
         ],
         usage: { input_tokens: 12, output_tokens: 30, total_tokens: 42 },
       };
       expect(adapterOf('alpha').readText(answer)).to.equal('Hello world');
-      expect(adapterOf('alpha').readText({ output: [{ type: 'message', content: [{ type: 'refusal', refusal: 'No.' }] }] })).to.equal(undefined);
+      expect(
+        adapterOf('alpha').readText({ output: [{ type: 'message', content: [{ type: 'refusal', refusal: 'No.' }] }] }),
+      ).to.equal(undefined);
       expect(adapterOf('alpha').readText(null)).to.equal(undefined);
     });
 
     it('beta: Messages with the low effort preset, max_tokens and the web search tool', () => {
       expect(adapterOf('beta').route).to.equal('messages');
       expect(adapterOf('beta').buildRequest(request)).to.deep.equal({
-        model: 'm-1', max_tokens: 200, messages: [{ role: 'user', content: 'What is new?' }], output_config: { effort: 'low' }, temperature: 0.4,
+        model: 'm-1',
+        max_tokens: 200,
+        messages: [{ role: 'user', content: 'What is new?' }],
+        output_config: { effort: 'low' },
+        temperature: 0.4,
         tools: [{ type: 'web_search_20250305', name: 'web_search' }],
       });
       expect(adapterOf('beta').buildRequest(bare)).to.deep.equal({
-        model: 'm-1', max_tokens: 1024, messages: [{ role: 'user', content: 'What is new?' }], output_config: { effort: 'low' },
+        model: 'm-1',
+        max_tokens: 1024,
+        messages: [{ role: 'user', content: 'What is new?' }],
+        output_config: { effort: 'low' },
       });
       const answer = {
-        id: 'msg_1', type: 'message', role: 'assistant', model: 'beta-fable-5-1', stop_reason: 'end_turn',
+        id: 'msg_1',
+        type: 'message',
+        role: 'assistant',
+        model: 'beta-fable-5-1',
+        stop_reason: 'end_turn',
         content: [
           { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: 'news' } },
           { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [] },
-          { type: 'text', text: 'Hi, ' }, { type: 'text', text: 'here is the news.', citations: [] },
+          { type: 'text', text: 'Hi, ' },
+          { type: 'text', text: 'here is the news.', citations: [] },
         ],
         usage: { input_tokens: 10, output_tokens: 8 },
       };
       expect(adapterOf('beta').readText(answer)).to.equal('Hi, here is the news.');
-      expect(adapterOf('beta').readText({ content: [{ type: 'tool_use', id: 't', name: 'x', input: {} }] })).to.equal(undefined);
+      expect(adapterOf('beta').readText({ content: [{ type: 'tool_use', id: 't', name: 'x', input: {} }] })).to.equal(
+        undefined,
+      );
     });
 
     for (const vendor of ['gamma', 'delta', 'epsilon', 'zeta']) {
@@ -230,16 +378,41 @@ describe('the six provider plugins', () => {
         const body = adapterOf(vendor).buildRequest(request);
         const search = vendor === 'gamma' ? { tools: [{ type: 'function', function: { name: 'googleSearch' } }] } : {};
         expect(body).to.deep.equal({
-          model: 'm-1', messages: [{ role: 'user', content: 'What is new?' }], reasoning_effort: 'low', temperature: 0.4, max_tokens: 200, ...search, stream: false,
+          model: 'm-1',
+          messages: [{ role: 'user', content: 'What is new?' }],
+          reasoning_effort: 'low',
+          temperature: 0.4,
+          max_tokens: 200,
+          ...search,
+          stream: false,
         });
-        expect(adapterOf(vendor).buildRequest(bare)).to.deep.equal({ model: 'm-1', messages: [{ role: 'user', content: 'What is new?' }], reasoning_effort: 'low', stream: false });
+        expect(adapterOf(vendor).buildRequest(bare)).to.deep.equal({
+          model: 'm-1',
+          messages: [{ role: 'user', content: 'What is new?' }],
+          reasoning_effort: 'low',
+          stream: false,
+        });
         const answer = {
-          id: 'chatcmpl-1', object: 'chat.completion', created: 1763856000, model: 'm-1',
-          choices: [{ index: 0, message: { role: 'assistant', content: 'Yes', refusal: null }, finish_reason: 'stop', logprobs: null }],
+          id: 'chatcmpl-1',
+          object: 'chat.completion',
+          created: 1763856000,
+          model: 'm-1',
+          choices: [
+            {
+              index: 0,
+              message: { role: 'assistant', content: 'Yes', refusal: null },
+              finish_reason: 'stop',
+              logprobs: null,
+            },
+          ],
           usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 },
         };
         expect(adapterOf(vendor).readText(answer)).to.equal('Yes');
-        expect(adapterOf(vendor).readText({ choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [] } }] })).to.equal(undefined);
+        expect(
+          adapterOf(vendor).readText({
+            choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [] } }],
+          }),
+        ).to.equal(undefined);
         expect(adapterOf(vendor).readText({ choices: [] })).to.equal(undefined);
       });
     }

@@ -18,7 +18,8 @@ describe('GATEWAY_WORKERS', () => {
     expect(workerCount(undefined)).to.equal(1);
     expect(workerCount('3')).to.equal(3);
     expect(workerCount('auto', 6)).to.equal(6);
-    for (const bad of ['0', '-1', 'two', '1.5']) expect(() => workerCount(bad), bad).to.throw(ConfigError, 'GATEWAY_WORKERS');
+    for (const bad of ['0', '-1', 'two', '1.5'])
+      expect(() => workerCount(bad), bad).to.throw(ConfigError, 'GATEWAY_WORKERS');
   });
 
   it('refuses more than one worker without Redis, saying why', () => {
@@ -59,7 +60,10 @@ describe('a gateway with two workers', function () {
     await response.body.dump();
     return response.statusCode;
   };
-  const started = () => [...gateway!.logs.join('').matchAll(/"worker":(\d+),"pid":(\d+),"msg":"worker started"/g)].map((match) => Number(match[2]));
+  const started = () =>
+    [...gateway!.logs.join('').matchAll(/"worker":(\d+),"pid":(\d+),"msg":"worker started"/g)].map((match) =>
+      Number(match[2]),
+    );
 
   it('refuses to start two workers without Redis', async () => {
     let failure = '';
@@ -71,9 +75,19 @@ describe('a gateway with two workers', function () {
   });
 
   it('shares one rate limit through Redis, and replaces a killed worker', async () => {
-    gateway = await GatewayProcess.start({ GATEWAY_WORKERS: '2', REDIS_URL: redis.url, RATE_LIMIT_MAX: '4', ZETA_BASE_URL: upstream.url, GATEWAY_API_KEYS: KEY, GATEWAY_DATA_DIR: dataDir });
+    gateway = await GatewayProcess.start({
+      GATEWAY_WORKERS: '2',
+      REDIS_URL: redis.url,
+      RATE_LIMIT_MAX: '4',
+      ZETA_BASE_URL: upstream.url,
+      GATEWAY_API_KEYS: KEY,
+      GATEWAY_DATA_DIR: dataDir,
+    });
     await eventually(() => started().length === 2, 'two workers');
-    await eventually(() => (gateway!.logs.join('').match(/listening on/g) ?? []).length === 2, 'both workers listening');
+    await eventually(
+      () => (gateway!.logs.join('').match(/listening on/g) ?? []).length === 2,
+      'both workers listening',
+    );
     const statuses: number[] = [];
     // The last request below must fall in the window of these: the replacement takes a few seconds.
     await withinOneWindow(40_000);
@@ -81,14 +95,18 @@ describe('a gateway with two workers', function () {
     expect(statuses.filter((status) => status === 200)).to.have.length(4);
     expect(statuses.filter((status) => status === 429)).to.have.length(4);
     // Both workers served: the limit was shared, not counted per worker.
-    const servedBy = () => new Set([...gateway!.logs.join('').matchAll(/"worker":(\d+),"request_id"/g)].map((match) => match[1]));
+    const servedBy = () =>
+      new Set([...gateway!.logs.join('').matchAll(/"worker":(\d+),"request_id"/g)].map((match) => match[1]));
     await eventually(() => servedBy().size === 2, 'access-log lines of both workers');
 
     const [victim] = started();
     process.kill(victim!, 'SIGKILL');
     await eventually(() => started().length === 3, 'a replacement worker');
     expect(started()[2]).not.to.equal(victim);
-    await eventually(() => (gateway!.logs.join('').match(/listening on/g) ?? []).length === 3, 'the replacement listening');
+    await eventually(
+      () => (gateway!.logs.join('').match(/listening on/g) ?? []).length === 3,
+      'the replacement listening',
+    );
     expect(gateway.logs.join('')).to.contain('worker died; starting a replacement');
     // Still served, and still over the shared limit.
     expect(await ask(gateway.url)).to.equal(429);
@@ -108,12 +126,32 @@ describe('a gateway with two workers', function () {
     return body;
   };
   /** Worker ids of the access-log lines of one route. */
-  const workersOf = (route: string) => new Set([...gateway!.logs.join('').matchAll(new RegExp(`"worker":(\\d+),"request_id":"[^"]+","route":"${route.replace(/\//g, '\\/')}"`, 'g'))].map((match) => match[1]));
+  const workersOf = (route: string) =>
+    new Set(
+      [
+        ...gateway!.logs
+          .join('')
+          .matchAll(new RegExp(`"worker":(\\d+),"request_id":"[^"]+","route":"${route.replace(/\//g, '\\/')}"`, 'g')),
+      ].map((match) => match[1]),
+    );
   const startTwoWorkers = async (env: NodeJS.ProcessEnv = {}) => {
     // A 20 s drain (the default is 120 s, as long as this suite's timeout): a shutdown held by a connection
     // still open ends within the test, and stop() still has to exit 0.
-    gateway = await GatewayProcess.start({ GATEWAY_WORKERS: '2', GATEWAY_DRAIN_MS: '20000', REDIS_URL: redis.url, RATE_LIMIT_MAX: '1000', ZETA_BASE_URL: upstream.url, GATEWAY_API_KEYS: KEY, GATEWAY_DATA_DIR: dataDir, ...env });
-    await eventually(() => (gateway!.logs.join('').match(/listening on/g) ?? []).length === 2, 'both workers listening', 30_000);
+    gateway = await GatewayProcess.start({
+      GATEWAY_WORKERS: '2',
+      GATEWAY_DRAIN_MS: '20000',
+      REDIS_URL: redis.url,
+      RATE_LIMIT_MAX: '1000',
+      ZETA_BASE_URL: upstream.url,
+      GATEWAY_API_KEYS: KEY,
+      GATEWAY_DATA_DIR: dataDir,
+      ...env,
+    });
+    await eventually(
+      () => (gateway!.logs.join('').match(/listening on/g) ?? []).length === 2,
+      'both workers listening',
+      30_000,
+    );
   };
   const SENT = 9;
 
@@ -155,7 +193,9 @@ describe('a gateway with two workers', function () {
       const body = (await refused.body.json()) as { detail: string };
       expect(refused.statusCode).to.equal(503);
       expect(refused.headers['retry-after']).to.equal('1');
-      expect(body.detail).to.match(/metrics could not be gathered from every worker \(worker \d+ did not send its metrics within 3000 ms\)/);
+      expect(body.detail).to.match(
+        /metrics could not be gathered from every worker \(worker \d+ did not send its metrics within 3000 ms\)/,
+      );
     } finally {
       process.kill(frozen!, 'SIGCONT');
     }

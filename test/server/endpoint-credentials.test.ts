@@ -20,7 +20,12 @@ const MAIN_KEY = 'kappa-main-key-0001-abcdefgh';
 const REGION_KEY = 'kq-region/0002+abc=def&x';
 const KEYS = [MAIN_KEY, REGION_KEY];
 /** Every way a key could be written out: raw, percent-encoded (as in the URL), JSON-escaped. */
-const writtenForms = (key: string) => [key, encodeURIComponent(key), JSON.stringify(key).slice(1, -1), key.replace(/\//g, '\\/')];
+const writtenForms = (key: string) => [
+  key,
+  encodeURIComponent(key),
+  JSON.stringify(key).slice(1, -1),
+  key.replace(/\//g, '\\/'),
+];
 
 /**
  * A plugin whose one route declares `bearer`: every endpoint of the config file below says where its
@@ -40,7 +45,12 @@ type Place = { header: string; prefix?: string } | { query: string };
  * The config file: a main endpoint and a region endpoint of one vendor, each with its own key and credential
  * place. Affinity off: the tests send one same body until both endpoints took requests (random spread).
  */
-const configText = (main: string, region: string, places: { main: Place; region: Place }, failover = { failureThreshold: 1000 }) =>
+const configText = (
+  main: string,
+  region: string,
+  places: { main: Place; region: Place },
+  failover = { failureThreshold: 1000 },
+) =>
   JSON.stringify({
     logLevel: 'info',
     failover,
@@ -58,21 +68,29 @@ const configText = (main: string, region: string, places: { main: Place; region:
 const FIRST_PLACES = { main: { header: 'X-Kappa-Key', prefix: '' }, region: { query: 'key' } };
 const SWAPPED_PLACES = { main: { query: 'api_key' }, region: { header: 'x-region-key', prefix: 'Key ' } };
 
-const answer = (from: string): Script => (_req, res) =>
-  res.writeHead(200, { 'content-type': 'application/json' }).end(
-    JSON.stringify({
-      id: `from-${from}`,
-      object: 'chat.completion',
-      created: 1,
-      model: 'kappa-1',
-      choices: [{ index: 0, message: { role: 'assistant', content: `hello from ${from}` }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
-    }),
-  );
+const answer =
+  (from: string): Script =>
+  (_req, res) =>
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        id: `from-${from}`,
+        object: 'chat.completion',
+        created: 1,
+        model: 'kappa-1',
+        choices: [{ index: 0, message: { role: 'assistant', content: `hello from ${from}` }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+      }),
+    );
 
 /** A 503 that echoes what the upstream got (its URL, its headers): some vendors quote the request in their errors. */
 const busyEcho: Script = (req, res) =>
-  res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `overloaded: ${req.url} ${JSON.stringify(req.headers)}`, type: 'overloaded' } }));
+  res
+    .writeHead(503, { 'content-type': 'application/json' })
+    .end(
+      JSON.stringify({
+        error: { message: `overloaded: ${req.url} ${JSON.stringify(req.headers)}`, type: 'overloaded' },
+      }),
+    );
 
 /** Asserts the key went exactly where `place` says, and nowhere else in the request: no other header, no query. */
 function expectKeyOnlyAt(seen: SeenRequest, key: string, place: Place): void {
@@ -90,7 +108,9 @@ function expectKeyOnlyAt(seen: SeenRequest, key: string, place: Place): void {
     expect(seen.path).not.to.contain('key=');
     const name = place.header.toLowerCase();
     expect(seen.headers[name]).to.equal(`${place.prefix ?? ''}${key}`);
-    const elsewhere = Object.entries(seen.headers).filter(([header, value]) => header !== name && String(value).includes(key));
+    const elsewhere = Object.entries(seen.headers).filter(
+      ([header, value]) => header !== name && String(value).includes(key),
+    );
     expect(elsewhere).to.deep.equal([]);
   }
 }
@@ -114,9 +134,14 @@ describe('per-endpoint credentials: one vendor, one pool, endpoints that take th
     });
     return { status: response.statusCode, text: await response.body.text(), requestId };
   };
-  const logLines = () => logs.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+  const logLines = () =>
+    logs
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
   const expectNoKeyIn = (text: string, where: string) => {
-    for (const key of KEYS) for (const form of writtenForms(key)) expect(text, `${where} holds a form of a key`).not.to.contain(form);
+    for (const key of KEYS)
+      for (const form of writtenForms(key)) expect(text, `${where} holds a form of a key`).not.to.contain(form);
   };
   const reset = () => {
     main.requests.length = 0;
@@ -161,7 +186,11 @@ describe('per-endpoint credentials: one vendor, one pool, endpoints that take th
     main.script = answer('main');
     region.script = answer('region');
     // The pool picks by weight at random: sent until both have served (both unused after 40 is a chance of 2 in 10^12).
-    for (let index = 0; index < 40 && (index < 6 || main.requests.length === 0 || region.requests.length === 0); index++) {
+    for (
+      let index = 0;
+      index < 40 && (index < 6 || main.requests.length === 0 || region.requests.length === 0);
+      index++
+    ) {
       const response = await chat();
       expect(response.status, response.text).to.equal(200);
     }
@@ -186,7 +215,12 @@ describe('per-endpoint credentials: one vendor, one pool, endpoints that take th
     expectKeyOnlyAt(region.requests[0]!, REGION_KEY, FIRST_PLACES.region);
     for (const seen of main.requests) expectKeyOnlyAt(seen, MAIN_KEY, FIRST_PLACES.main);
     const warning = logLines().find((line) => line.endpoint === 'region' && line.status === 503);
-    expect(warning, 'the failover warning').to.include({ level: 40, provider: 'kappa', msg: "upstream endpoint 'region' of provider 'kappa' answered 503", request_id: served.at(-1) });
+    expect(warning, 'the failover warning').to.include({
+      level: 40,
+      provider: 'kappa',
+      msg: "upstream endpoint 'region' of provider 'kappa' answered 503",
+      request_id: served.at(-1),
+    });
     expectNoKeyIn(JSON.stringify(warning), 'the failover warning');
     expect(JSON.stringify(warning)).not.to.contain(region.url.replace(/\/v1$/, ''));
   });
@@ -213,7 +247,8 @@ describe('per-endpoint credentials: one vendor, one pool, endpoints that take th
     region.script = answer('region');
     const both = async (places: typeof FIRST_PLACES | typeof SWAPPED_PLACES) => {
       reset();
-      for (let index = 0; index < 40 && (main.requests.length === 0 || region.requests.length === 0); index++) expect((await chat()).status).to.equal(200);
+      for (let index = 0; index < 40 && (main.requests.length === 0 || region.requests.length === 0); index++)
+        expect((await chat()).status).to.equal(200);
       for (const seen of main.requests) expectKeyOnlyAt(seen, MAIN_KEY, places.main);
       for (const seen of region.requests) expectKeyOnlyAt(seen, REGION_KEY, places.region);
     };
@@ -231,7 +266,9 @@ describe('per-endpoint credentials: one vendor, one pool, endpoints that take th
     await writeFile(configPath, good.replace('{"query":"api_key"}', `{"query":"api_key","prefix":"${MAIN_KEY}"}`));
     const result = gateway.reloadConfig('test');
     expect(result.applied).to.equal(false);
-    expect(result.error).to.contain('providers.kappa.endpoints[0].auth.prefix: only a header credential takes a prefix');
+    expect(result.error).to.contain(
+      'providers.kappa.endpoints[0].auth.prefix: only a header credential takes a prefix',
+    );
     expectNoKeyIn(result.error!, 'the reload error');
     const ready = await request(`${gateway.url}/readyz`);
     const readiness = await ready.body.text();
@@ -265,7 +302,9 @@ describe('per-endpoint credentials: one vendor, one pool, endpoints that take th
   it('never writes a key into a log line, a metric or the health view', async () => {
     const lines = logLines();
     expect(lines.filter((line) => line.msg === 'request').length).to.be.greaterThan(10);
-    expect(lines.filter((line) => typeof line.msg === 'string' && line.msg.startsWith("upstream endpoint '")).length).to.be.greaterThan(2);
+    expect(
+      lines.filter((line) => typeof line.msg === 'string' && line.msg.startsWith("upstream endpoint '")).length,
+    ).to.be.greaterThan(2);
     expectNoKeyIn(logs, 'the log');
     const metrics = await (await request(`${gateway.url}/metrics`)).body.text();
     expect(metrics).to.contain('gateway_upstream_requests_total');
@@ -279,15 +318,34 @@ describe('per-endpoint credentials in the health view', () => {
       contract: 1,
       vendor: 'kappa',
       routes: { 'chat-completions': { path: '/chat/completions', format: 'chat-completions', auth: 'bearer' } },
-      models: [{ id: 'kappa-1', listed: true, routes: ['chat-completions'], pricing: { input: 1, cachedInput: 0.1, output: 2 } }],
+      models: [
+        {
+          id: 'kappa-1',
+          listed: true,
+          routes: ['chat-completions'],
+          pricing: { input: 1, cachedInput: 0.1, output: 2 },
+        },
+      ],
     };
     const config = {
       ...loadConfig({ GATEWAY_CONFIG: '/dev/null' }),
       providers: {
         kappa: {
           endpoints: [
-            { name: 'main', baseUrl: 'https://kappa.example/v1', apiKey: MAIN_KEY, weight: 1, auth: { header: 'x-kappa-key' } },
-            { name: 'region', baseUrl: 'https://eu.kappa.example/v1', apiKey: REGION_KEY, weight: 1, auth: { query: 'key' } },
+            {
+              name: 'main',
+              baseUrl: 'https://kappa.example/v1',
+              apiKey: MAIN_KEY,
+              weight: 1,
+              auth: { header: 'x-kappa-key' },
+            },
+            {
+              name: 'region',
+              baseUrl: 'https://eu.kappa.example/v1',
+              apiKey: REGION_KEY,
+              weight: 1,
+              auth: { query: 'key' },
+            },
           ],
         },
       },

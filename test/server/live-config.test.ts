@@ -16,7 +16,8 @@ import { GatewayProcess } from '../helpers/gateway-process.ts';
 import { startTestGateway, TEST_KEY, UPSTREAM_KEY, type TestGateway } from '../helpers/test-gateway.ts';
 
 // A limit the load below cannot reach, however slowly a loaded machine applies the change.
-const aliasFile = (target: string, extra = 'logLevel: silent\nrateLimit:\n  max: 1000000\n') => `aliases:\n  beta-latest: ${target}\n${extra}`;
+const aliasFile = (target: string, extra = 'logLevel: silent\nrateLimit:\n  max: 1000000\n') =>
+  `aliases:\n  beta-latest: ${target}\n${extra}`;
 
 async function ask(url: string, key = TEST_KEY) {
   const response = await request(`${url}/v1/messages`, {
@@ -36,9 +37,19 @@ async function readyz(url: string): Promise<Record<string, string>> {
 describe('alias problems of a config', () => {
   it('lists every alias whose target is unknown or does not serve its routes, and none for a good table', async () => {
     const plugins = await loadPlugins(loadConfig({ GATEWAY_CONFIG: undefined }).manifestPath, []);
-    expect(aliasProblems(plugins, { 'beta-latest': 'beta/beta-opus-5', 'alpha-latest': 'alpha/gen-6-astra' })).to.deep.equal([]);
-    const found = aliasProblems(plugins, { 'beta-latest': 'beta/no-such-model', 'no-such-alias': 'beta/beta-opus-5', 'alpha-latest': 'beta/beta-opus-5' });
-    expect(found.map((problem) => problem.at)).to.deep.equal([['aliases', 'beta-latest'], ['aliases', 'no-such-alias'], ['aliases', 'alpha-latest']]);
+    expect(
+      aliasProblems(plugins, { 'beta-latest': 'beta/beta-opus-5', 'alpha-latest': 'alpha/gen-6-astra' }),
+    ).to.deep.equal([]);
+    const found = aliasProblems(plugins, {
+      'beta-latest': 'beta/no-such-model',
+      'no-such-alias': 'beta/beta-opus-5',
+      'alpha-latest': 'beta/beta-opus-5',
+    });
+    expect(found.map((problem) => problem.at)).to.deep.equal([
+      ['aliases', 'beta-latest'],
+      ['aliases', 'no-such-alias'],
+      ['aliases', 'alpha-latest'],
+    ]);
     const problems = found.map((problem) => problem.text);
     expect(problems).to.have.length(3);
     expect(problems[0]).to.match(/^aliases\.beta-latest: .*beta\/no-such-model/);
@@ -51,8 +62,15 @@ describe('fallback problems of a config', () => {
   it('lists every bad source and every bad target, and none for a good table', async () => {
     const plugins = await loadPlugins(loadConfig({ GATEWAY_CONFIG: undefined }).manifestPath, []);
     expect(fallbackProblems(plugins, { 'alpha/gen-6-astra': ['alpha/gen-6-sol'] })).to.deep.equal([]);
-    const problems = fallbackProblems(plugins, { 'nope/model': ['alpha/gen-6-sol'], 'alpha/gen-6-astra': ['alpha/gen-6-astra', 'alpha/gen-6-sol', 'nope/other'] });
-    expect(problems.map((problem) => problem.at)).to.deep.equal([['fallbacks', 'nope/model'], ['fallbacks', 'alpha/gen-6-astra', 0], ['fallbacks', 'alpha/gen-6-astra', 2]]);
+    const problems = fallbackProblems(plugins, {
+      'nope/model': ['alpha/gen-6-sol'],
+      'alpha/gen-6-astra': ['alpha/gen-6-astra', 'alpha/gen-6-sol', 'nope/other'],
+    });
+    expect(problems.map((problem) => problem.at)).to.deep.equal([
+      ['fallbacks', 'nope/model'],
+      ['fallbacks', 'alpha/gen-6-astra', 0],
+      ['fallbacks', 'alpha/gen-6-astra', 2],
+    ]);
     expect(problems[1]!.text).to.contain('cannot fall back to itself');
   });
 });
@@ -86,7 +104,11 @@ describe('live configuration reload', function () {
       }),
     );
     await writeFile(file, aliasFile('beta/beta-sonnet-4-6'));
-    await eventually(() => test.upstreams.beta.requests.some((seen) => seen.body?.model === 'beta-sonnet-4-6'), 'a request on the new target', 20_000);
+    await eventually(
+      () => test.upstreams.beta.requests.some((seen) => seen.body?.model === 'beta-sonnet-4-6'),
+      'a request on the new target',
+      20_000,
+    );
     stop = true;
     await load;
     expect(statuses.length).to.be.above(0);
@@ -94,9 +116,15 @@ describe('live configuration reload', function () {
     // Once applied, every request takes the new target.
     test.upstreams.beta.reset();
     for (let i = 0; i < 3; i += 1) expect((await ask(test.url)).status).to.equal(200);
-    expect(test.upstreams.beta.requests.map((seen) => seen.body?.model)).to.deep.equal(['beta-sonnet-4-6', 'beta-sonnet-4-6', 'beta-sonnet-4-6']);
+    expect(test.upstreams.beta.requests.map((seen) => seen.body?.model)).to.deep.equal([
+      'beta-sonnet-4-6',
+      'beta-sonnet-4-6',
+      'beta-sonnet-4-6',
+    ]);
     const after = await readyz(test.url);
-    expect(after.config_version).to.match(/^[0-9a-f]{12}$/).and.not.equal(before.config_version);
+    expect(after.config_version)
+      .to.match(/^[0-9a-f]{12}$/)
+      .and.not.equal(before.config_version);
     expect(after).not.to.have.property('config_error');
     const metrics = await (await request(`${test.url}/metrics`)).body.text();
     expect(metrics).to.match(/^gateway_config_reloads_total\{result="applied"\} [1-9]/m);
@@ -105,9 +133,15 @@ describe('live configuration reload', function () {
   it('keeps the previous table when the file is invalid, shows why in /readyz, and recovers with a good file', async () => {
     const before = await readyz(test.url);
     await writeFile(file, aliasFile('beta/no-such-model'));
-    await eventually(async () => (await readyz(test.url)).config_error !== undefined, 'the reload error in /readyz', 20_000);
+    await eventually(
+      async () => (await readyz(test.url)).config_error !== undefined,
+      'the reload error in /readyz',
+      20_000,
+    );
     const refused = await readyz(test.url);
-    expect(refused.config_error).to.match(/gateway\.yaml line 2, column 3: aliases\.beta-latest: .*beta\/no-such-model/);
+    expect(refused.config_error).to.match(
+      /gateway\.yaml line 2, column 3: aliases\.beta-latest: .*beta\/no-such-model/,
+    );
     expect(refused.config_version).to.equal(before.config_version);
     expect(refused).to.include({ status: 'ok', config_stale: true });
     test.upstreams.beta.reset();
@@ -118,8 +152,14 @@ describe('live configuration reload', function () {
 
     // A schema problem and an alias problem: one refusal names both.
     await writeFile(file, aliasFile('beta/no-such-model', 'logLevel: loud\n'));
-    await eventually(async () => ((await readyz(test.url)).config_error ?? '').includes('logLevel'), 'the schema error in /readyz', 20_000);
-    expect((await readyz(test.url)).config_error).to.match(/line 3, column 1: logLevel must be one of .*; .*line 2, column 3: aliases\.beta-latest: /);
+    await eventually(
+      async () => ((await readyz(test.url)).config_error ?? '').includes('logLevel'),
+      'the schema error in /readyz',
+      20_000,
+    );
+    expect((await readyz(test.url)).config_error).to.match(
+      /line 3, column 1: logLevel must be one of .*; .*line 2, column 3: aliases\.beta-latest: /,
+    );
 
     await writeFile(file, aliasFile('beta/beta-fable-5'));
     await eventually(async () => (await readyz(test.url)).config_error === undefined, 'the error cleared', 20_000);
@@ -195,7 +235,15 @@ describe('polling the config file where it cannot be watched', function () {
     const config = loadConfig(env);
     const plugins = await loadPlugins(config.manifestPath, []);
     const log = new PassThrough().on('data', (chunk: Buffer) => (logged += chunk.toString()));
-    live = new LiveConfig({ plugins, env, config, buildEndpoints: () => endpointsOf(new Map()), logger: createLogger('info', log), debounceMs: 20, watchDirectory });
+    live = new LiveConfig({
+      plugins,
+      env,
+      config,
+      buildEndpoints: () => endpointsOf(new Map()),
+      logger: createLogger('info', log),
+      debounceMs: 20,
+      watchDirectory,
+    });
     live.watch();
     return live;
   };
@@ -215,7 +263,9 @@ describe('polling the config file where it cannot be watched', function () {
   it('falls back to polling when a running watch fails, and applies a change', async () => {
     let watcher: FSWatcher | undefined;
     let dead = false;
-    const config = await start((directory, onChange) => (watcher = watch(directory, (event, name) => dead || onChange(event, name))));
+    const config = await start(
+      (directory, onChange) => (watcher = watch(directory, (event, name) => dead || onChange(event, name))),
+    );
     // The watch dies (as on an unmounted volume) and reports no event after: only polling can see the change.
     dead = true;
     watcher!.emit('error', Object.assign(new Error('EPERM: watch failed'), { code: 'EPERM' }));
@@ -233,7 +283,10 @@ describe('polling the config file where it cannot be watched', function () {
  */
 class ConfigMapVolume {
   private current: string | undefined;
-  constructor(readonly dir: string, readonly key: string) {}
+  constructor(
+    readonly dir: string,
+    readonly key: string,
+  ) {}
 
   get file(): string {
     return join(this.dir, this.key);
@@ -241,7 +294,10 @@ class ConfigMapVolume {
 
   /** Kubelet's timestamped directory name (`..2006_01_02_15_04_05.` and a random suffix). */
   private static stamp(): string {
-    const now = new Date().toISOString().replace(/[-T:]/g, '_').replace(/\.\d+Z$/, '');
+    const now = new Date()
+      .toISOString()
+      .replace(/[-T:]/g, '_')
+      .replace(/\.\d+Z$/, '');
     return `..${now}.${Math.floor(Math.random() * 1e9)}`;
   }
 
@@ -282,7 +338,15 @@ describe('a Kubernetes ConfigMap update (the symlink swap of kubelet)', function
     const env = { GATEWAY_CONFIG: volume.file };
     const config = loadConfig(env);
     const plugins = await loadPlugins(config.manifestPath, []);
-    live = new LiveConfig({ plugins, env, config, buildEndpoints: () => endpointsOf(new Map()), logger: createLogger('silent'), debounceMs: 20, watchDirectory });
+    live = new LiveConfig({
+      plugins,
+      env,
+      config,
+      buildEndpoints: () => endpointsOf(new Map()),
+      logger: createLogger('silent'),
+      debounceMs: 20,
+      watchDirectory,
+    });
     live.watch();
     return live;
   };
@@ -303,7 +367,11 @@ describe('a Kubernetes ConfigMap update (the symlink swap of kubelet)', function
       throw Object.assign(new Error('ENOSPC: System limit for number of file watchers reached'), { code: 'ENOSPC' });
     });
     await volume.write(aliasFile('beta/beta-sonnet-4-6'));
-    await eventually(() => target(config) === 'beta/beta-sonnet-4-6', 'the ConfigMap update applied by polling', 10_000);
+    await eventually(
+      () => target(config) === 'beta/beta-sonnet-4-6',
+      'the ConfigMap update applied by polling',
+      10_000,
+    );
   });
 });
 
@@ -316,7 +384,11 @@ describe('breaker state across a reload', function () {
   let test: TestGateway;
   // One failure rests an endpoint for ten minutes: longer than the test. Affinity off: the test sends one
   // same body until the failing endpoint took a request (random spread).
-  const breakerFile = (target: string) => aliasFile(target, 'logLevel: silent\nrateLimit:\n  max: 1000000\nfailover:\n  failureThreshold: 1\n  cooldownMs: 600000\nrouting:\n  affinity: false\n');
+  const breakerFile = (target: string) =>
+    aliasFile(
+      target,
+      'logLevel: silent\nrateLimit:\n  max: 1000000\nfailover:\n  failureThreshold: 1\n  cooldownMs: 600000\nrouting:\n  affinity: false\n',
+    );
 
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gateway-breaker-reload-'));
@@ -344,7 +416,9 @@ describe('breaker state across a reload', function () {
   const endpointUp = async (upstream: MockUpstream) => {
     const { body } = await test.gateway.metrics.scrape();
     const origin = new URL(upstream.url).origin;
-    const line = body.split('\n').find((entry) => entry.startsWith(`gateway_endpoint_up{provider="zeta",endpoint="${origin}"}`));
+    const line = body
+      .split('\n')
+      .find((entry) => entry.startsWith(`gateway_endpoint_up{provider="zeta",endpoint="${origin}"}`));
     return line === undefined ? undefined : Number(line.split(' ').pop());
   };
 
@@ -386,12 +460,20 @@ describe('SIGHUP reload of a running gateway', function () {
     const real = join(root, 'real', 'gateway.yaml');
     await writeFile(real, aliasFile('beta/beta-opus-5'));
     await symlink(real, join(root, 'config', 'gateway.yaml'));
-    gateway = await GatewayProcess.start({ BETA_BASE_URL: upstream.url, GATEWAY_API_KEYS: TEST_KEY, GATEWAY_DATA_DIR: join(root, 'data'), GATEWAY_CONFIG: join(root, 'config', 'gateway.yaml') });
+    gateway = await GatewayProcess.start({
+      BETA_BASE_URL: upstream.url,
+      GATEWAY_API_KEYS: TEST_KEY,
+      GATEWAY_DATA_DIR: join(root, 'data'),
+      GATEWAY_CONFIG: join(root, 'config', 'gateway.yaml'),
+    });
     expect((await ask(gateway.url)).body.model).to.equal('beta-opus-5');
     await writeFile(real, aliasFile('beta/beta-sonnet-4-6'));
     expect((await ask(gateway.url)).body.model).to.equal('beta-opus-5');
     gateway.signal('SIGHUP');
-    await eventually(async () => (await ask(gateway!.url)).body.model === 'beta-sonnet-4-6', 'the new target after SIGHUP');
+    await eventually(
+      async () => (await ask(gateway!.url)).body.model === 'beta-sonnet-4-6',
+      'the new target after SIGHUP',
+    );
     // The log line reaches this process through a pipe, possibly after the answer that showed the change.
     await eventually(() => gateway!.logs.join('').includes('"trigger":"SIGHUP"'), 'the SIGHUP reload log line');
     expect(await gateway.stop()).to.equal(0);

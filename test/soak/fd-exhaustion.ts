@@ -51,25 +51,27 @@ let cut = 0;
 let failed = false;
 try {
   await Promise.all(
-    Array.from({ length: IDLE }, () =>
-      new Promise<void>((resolve) => {
-        const socket = connect(Number(port), hostname);
-        sockets.push(socket);
-        let text = '';
-        socket.on('data', (chunk: Buffer) => {
-          text += chunk.toString();
-          if (text.startsWith('HTTP/1.1 503')) refused += 1;
-        });
-        let connected = false;
-        socket.once('close', () => {
-          if (connected && !text.startsWith('HTTP/1.1 503')) cut += 1;
-        });
-        socket.on('error', () => resolve());
-        socket.once('connect', () => {
-          connected = true;
-          resolve();
-        });
-      }),
+    Array.from(
+      { length: IDLE },
+      () =>
+        new Promise<void>((resolve) => {
+          const socket = connect(Number(port), hostname);
+          sockets.push(socket);
+          let text = '';
+          socket.on('data', (chunk: Buffer) => {
+            text += chunk.toString();
+            if (text.startsWith('HTTP/1.1 503')) refused += 1;
+          });
+          let connected = false;
+          socket.once('close', () => {
+            if (connected && !text.startsWith('HTTP/1.1 503')) cut += 1;
+          });
+          socket.on('error', () => resolve());
+          socket.once('connect', () => {
+            connected = true;
+            resolve();
+          });
+        }),
     ),
   );
   const [during, duringMs] = await timed(() => health(gateway.url));
@@ -78,10 +80,13 @@ try {
   let recovered = 0;
   const [, recoveryMs] = await timed(async () => {
     const deadline = Date.now() + 30_000;
-    while (Date.now() < deadline && (recovered = await health(gateway.url)) !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
+    while (Date.now() < deadline && (recovered = await health(gateway.url)) !== 200)
+      await new Promise((resolve) => setTimeout(resolve, 100));
   });
   console.log(`fd limit ${FD_LIMIT}, ${IDLE} idle connections opened, ${refused} refused at once with 503`);
-  console.log(`new request while they are held: ${during} in ${duringMs} ms, ${cutBefore} idle connections cut by then`);
+  console.log(
+    `new request while they are held: ${during} in ${duringMs} ms, ${cutBefore} idle connections cut by then`,
+  );
   console.log(`200 again after ${recoveryMs} ms (headers timeout ${HEADERS_TIMEOUT_MS} ms): ${recovered === 200}`);
   failed = during === 0 || cutBefore !== 0 || recovered !== 200;
 } finally {

@@ -14,8 +14,18 @@ const run = promisify(execFile);
 const RECORDS = Number(process.env.RECORDS ?? 300_000);
 
 async function openOnce(dir: string, compactEvery?: number) {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'test/soak/open-usage-store.ts', dir, ...(compactEvery ? [String(compactEvery)] : [])], { maxBuffer: 1 << 24 });
-  return JSON.parse(stdout.trim()) as { openMs: number; withCompactionMs: number; rssMb: number; requests: number; rows: unknown[] };
+  const { stdout } = await run(
+    process.execPath,
+    ['--import', 'tsx', 'test/soak/open-usage-store.ts', dir, ...(compactEvery ? [String(compactEvery)] : [])],
+    { maxBuffer: 1 << 24 },
+  );
+  return JSON.parse(stdout.trim()) as {
+    openMs: number;
+    withCompactionMs: number;
+    rssMb: number;
+    requests: number;
+    rows: unknown[];
+  };
 }
 
 async function writeJournal(path: string): Promise<void> {
@@ -34,7 +44,8 @@ async function writeJournal(path: string): Promise<void> {
       pricing: { input: 1, cachedInput: 0.1, output: 2 },
       time: new Date(Date.UTC(2026, 9, 1) + (index % 60) * 86_400_000),
     });
-    if (!out.write(`${JSON.stringify(record)}\n`)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
+    if (!out.write(`${JSON.stringify(record)}\n`))
+      await new Promise<void>((resolve) => out.once('drain', () => resolve()));
   }
   await new Promise<void>((resolve) => out.end(() => resolve()));
 }
@@ -48,10 +59,14 @@ try {
   const after = await openOnce(dir);
   const snapshotKb = (await stat(join(dir, 'usage.snapshot.json'))).size / 1024;
   const lost = [whole, first, after].map((result) => RECORDS - result.requests);
-  const same = JSON.stringify(whole.rows) === JSON.stringify(first.rows) && JSON.stringify(first.rows) === JSON.stringify(after.rows);
+  const same =
+    JSON.stringify(whole.rows) === JSON.stringify(first.rows) &&
+    JSON.stringify(first.rows) === JSON.stringify(after.rows);
   console.log(`records ${RECORDS}, journal ${journalMb.toFixed(1)} MB, snapshot ${snapshotKb.toFixed(0)} KB`);
   console.log(`read whole (no snapshot):  open ${whole.openMs} ms, RSS ${whole.rssMb} MB`);
-  console.log(`first start (compacts):    open ${first.openMs} ms, with compaction ${first.withCompactionMs} ms, RSS ${first.rssMb} MB`);
+  console.log(
+    `first start (compacts):    open ${first.openMs} ms, with compaction ${first.withCompactionMs} ms, RSS ${first.rssMb} MB`,
+  );
   console.log(`after compaction:          open ${after.openMs} ms, RSS ${after.rssMb} MB`);
   console.log(`records lost: ${lost.join(' / ')}; totals identical across runs: ${same}`);
   if (lost.some((count) => count !== 0) || !same) process.exitCode = 1;

@@ -5,7 +5,9 @@ import { EmbeddedUsageStore } from '../../src/stores/usage/embedded-usage-store.
 
 const [dir, compactEvery] = process.argv.slice(2);
 const started = performance.now();
-const store = await EmbeddedUsageStore.open(dir!, pino({ level: 'silent' }), { compactEvery: compactEvery ? Number(compactEvery) : undefined });
+const store = await EmbeddedUsageStore.open(dir!, pino({ level: 'silent' }), {
+  compactEvery: compactEvery ? Number(compactEvery) : undefined,
+});
 const openMs = performance.now() - started;
 const rows = await store.query({ groupBy: 'model' });
 await store.close();

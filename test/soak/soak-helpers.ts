@@ -17,7 +17,10 @@ export interface SoakGateway {
  * Starts the gateway from source as its own process on loopback, optionally under a lower open-file
  * limit (`ulimit -n`), and waits for its listening line.
  */
-export async function startSoakGateway(env: NodeJS.ProcessEnv, options: { fdLimit?: number } = {}): Promise<SoakGateway> {
+export async function startSoakGateway(
+  env: NodeJS.ProcessEnv,
+  options: { fdLimit?: number } = {},
+): Promise<SoakGateway> {
   const command = `${options.fdLimit ? `ulimit -n ${options.fdLimit} && ` : ''}exec "${process.execPath}" --import tsx src/main.ts`;
   const child = spawn('bash', ['-c', command], {
     cwd: ROOT,

@@ -37,7 +37,11 @@ const started = Date.now();
 let stop = false;
 
 function body(stream: boolean, index: number) {
-  return JSON.stringify({ model: 'alpha/gen-5.5', stream, messages: [{ role: 'user', content: `soak request ${index}` }] });
+  return JSON.stringify({
+    model: 'alpha/gen-5.5',
+    stream,
+    messages: [{ role: 'user', content: `soak request ${index}` }],
+  });
 }
 
 async function client(worker: number): Promise<void> {
@@ -78,9 +82,14 @@ const long = Array.from({ length: 10 }, (_, index) =>
   request(`${gateway.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${KEY}` },
-    body: JSON.stringify({ model: 'zeta/zeta-k3', stream: true, messages: [{ role: 'user', content: `long stream ${index} `.repeat(1 + index * 3) }] }),
+    body: JSON.stringify({
+      model: 'zeta/zeta-k3',
+      stream: true,
+      messages: [{ role: 'user', content: `long stream ${index} `.repeat(1 + index * 3) }],
+    }),
   }).then(
-    async (response) => ((await response.body.text().catch(() => '')).includes('[DONE]') ? 'finished' : 'ended by the drain'),
+    async (response) =>
+      (await response.body.text().catch(() => '')).includes('[DONE]') ? 'finished' : 'ended by the drain',
     () => 'refused',
   ),
 );
@@ -99,9 +108,15 @@ await restarted.exited;
 
 const warm = samples.filter(([minutes]) => minutes * 60 >= Math.min(10, SECONDS / 3));
 const requests = [...statuses.values()].reduce((sum, value) => sum + value, 0);
-console.log(`${SECONDS} s, ${CONCURRENCY} clients: ${requests} requests (${(requests / SECONDS).toFixed(0)}/s) ${JSON.stringify(Object.fromEntries(statuses))}`);
-console.log(`gateway RSS ${samples[0]?.[1].toFixed(0)} → ${samples.at(-1)?.[1].toFixed(0)} MB, max ${Math.max(...samples.map(([, mb]) => mb)).toFixed(0)} MB, slope after warm-up ${slope(warm).toFixed(2)} MB/min`);
-console.log(`SIGTERM with 10 long streams in flight (drain 2 s): ${JSON.stringify(longOutcomes.reduce<Record<string, number>>((acc, outcome) => ({ ...acc, [outcome]: (acc[outcome] ?? 0) + 1 }), {}))}, exit code ${exitCode}`);
+console.log(
+  `${SECONDS} s, ${CONCURRENCY} clients: ${requests} requests (${(requests / SECONDS).toFixed(0)}/s) ${JSON.stringify(Object.fromEntries(statuses))}`,
+);
+console.log(
+  `gateway RSS ${samples[0]?.[1].toFixed(0)} → ${samples.at(-1)?.[1].toFixed(0)} MB, max ${Math.max(...samples.map(([, mb]) => mb)).toFixed(0)} MB, slope after warm-up ${slope(warm).toFixed(2)} MB/min`,
+);
+console.log(
+  `SIGTERM with 10 long streams in flight (drain 2 s): ${JSON.stringify(longOutcomes.reduce<Record<string, number>>((acc, outcome) => ({ ...acc, [outcome]: (acc[outcome] ?? 0) + 1 }), {}))}, exit code ${exitCode}`,
+);
 console.log(`upstream calls ${upstreamCalls}, usage records ${recorded}, records lost ${upstreamCalls - recorded}`);
 await fast.close();
 await slow.close();

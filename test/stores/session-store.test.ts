@@ -57,7 +57,10 @@ describe('account session stores', () => {
       const store = new RedisSessionStore(client, 'test-session:');
       await redis.stop();
       try {
-        const failure = await store.get('hash-2').then(() => undefined, (error: unknown) => error);
+        const failure = await store.get('hash-2').then(
+          () => undefined,
+          (error: unknown) => error,
+        );
         expect(isGatewayError(failure) && failure.status).to.equal(503);
       } finally {
         await redis.restart();
@@ -85,12 +88,23 @@ describe('account session stores', () => {
     });
 
     it('a session made on one works on the other, and signing out on either ends it', async () => {
-      const signedIn = await fetch(`${first.url}/account/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: 'shared-admin-token-0001-0123456789abcdef' }) });
+      const signedIn = await fetch(`${first.url}/account/api/session`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ token: 'shared-admin-token-0001-0123456789abcdef' }),
+      });
       expect(signedIn.status).to.equal(201);
       const cookie = signedIn.headers.get('set-cookie')!.split(';')[0]!;
       const { csrf_token: csrf } = (await signedIn.json()) as { csrf_token: string };
       expect((await fetch(`${second.url}/account/api/keys`, { headers: { cookie } })).status).to.equal(200);
-      expect((await fetch(`${second.url}/account/api/session`, { method: 'DELETE', headers: { cookie, 'x-csrf-token': csrf } })).status).to.equal(204);
+      expect(
+        (
+          await fetch(`${second.url}/account/api/session`, {
+            method: 'DELETE',
+            headers: { cookie, 'x-csrf-token': csrf },
+          })
+        ).status,
+      ).to.equal(204);
       expect((await fetch(`${first.url}/account/api/keys`, { headers: { cookie } })).status).to.equal(401);
     });
   });

@@ -4,10 +4,18 @@ import type { SseEvent, TokenUsage, UsageExtractor, WireFormat } from '../../src
 import { SseSplitter } from '../../src/data-plane/sse/sse-splitter.ts';
 import { hasUsageObject } from '../../src/core/formats/event-data.ts';
 import { WIRE_FORMATS } from '../../src/core/formats/index.ts';
-import { estimateInputTokens, estimateOutputTokens, estimateUsage, promptText } from '../../src/usage/token-estimate.ts';
+import {
+  estimateInputTokens,
+  estimateOutputTokens,
+  estimateUsage,
+  promptText,
+} from '../../src/usage/token-estimate.ts';
 
-const standardExtractors = Object.fromEntries(Object.entries(WIRE_FORMATS).map(([format, rules]) => [format, rules.usage])) as Record<WireFormat, UsageExtractor>;
-const streamedText = (format: WireFormat, event: SseEvent | string) => WIRE_FORMATS[format].textOf(typeof event === 'string' ? event : event.data);
+const standardExtractors = Object.fromEntries(
+  Object.entries(WIRE_FORMATS).map(([format, rules]) => [format, rules.usage]),
+) as Record<WireFormat, UsageExtractor>;
+const streamedText = (format: WireFormat, event: SseEvent | string) =>
+  WIRE_FORMATS[format].textOf(typeof event === 'string' ? event : event.data);
 
 const fixture = (name: string) => readFileSync(new URL(`./__fixtures__/${name}`, import.meta.url), 'utf8');
 const json = (name: string): unknown => JSON.parse(fixture(name));
@@ -27,11 +35,17 @@ function eventsOf(name: string): SseEvent[] {
 const fold = (extractor: UsageExtractor, name: string): TokenUsage | undefined =>
   eventsOf(name).reduce<TokenUsage | undefined>((seen, event) => extractor.fromStreamEvent(seen, event), undefined);
 
-const usage = (inputTokens: number, outputTokens: number, cachedTokens: number): TokenUsage => ({ inputTokens, outputTokens, cachedTokens });
+const usage = (inputTokens: number, outputTokens: number, cachedTokens: number): TokenUsage => ({
+  inputTokens,
+  outputTokens,
+  cachedTokens,
+});
 
 describe('standard usage extractors', () => {
   it('has one extractor per wire format', () => {
-    expect(Object.keys(standardExtractors).sort()).to.deep.equal((['chat-completions', 'count-tokens', 'messages', 'responses'] satisfies WireFormat[]).sort());
+    expect(Object.keys(standardExtractors).sort()).to.deep.equal(
+      (['chat-completions', 'count-tokens', 'messages', 'responses'] satisfies WireFormat[]).sort(),
+    );
   });
 
   describe('chat-completions', () => {
@@ -67,7 +81,12 @@ describe('standard usage extractors', () => {
 
     it('keeps what it saw across [DONE], non-JSON data and a usage chunk without counts', () => {
       const seen = usage(1, 2, 0);
-      for (const data of ['[DONE]', 'not json {"usage":{', '{"usage":{"note":"no counts"}}', '{"choices":[],"usage":null}']) {
+      for (const data of [
+        '[DONE]',
+        'not json {"usage":{',
+        '{"usage":{"note":"no counts"}}',
+        '{"choices":[],"usage":null}',
+      ]) {
         expect(extractor.fromStreamEvent(seen, { data })).to.equal(seen);
       }
     });
@@ -100,7 +119,10 @@ describe('standard usage extractors', () => {
     });
 
     it('ignores usage outside the terminal events', () => {
-      const data = JSON.stringify({ type: 'response.in_progress', response: { usage: { input_tokens: 9, output_tokens: 9 } } });
+      const data = JSON.stringify({
+        type: 'response.in_progress',
+        response: { usage: { input_tokens: 9, output_tokens: 9 } },
+      });
       expect(extractor.fromStreamEvent(undefined, { event: 'response.in_progress', data })).to.equal(undefined);
       expect(extractor.fromStreamEvent(undefined, { data })).to.equal(undefined);
     });
@@ -127,15 +149,27 @@ describe('standard usage extractors', () => {
     });
 
     it('lets a message_delta overwrite only the input counts it carries', () => {
-      const start = { type: 'message_start', message: { usage: { input_tokens: 12, cache_creation_input_tokens: 5, cache_read_input_tokens: 30, output_tokens: 1 } } };
-      const delta = { type: 'message_delta', usage: { input_tokens: 15, cache_read_input_tokens: null, output_tokens: 9 } };
+      const start = {
+        type: 'message_start',
+        message: {
+          usage: { input_tokens: 12, cache_creation_input_tokens: 5, cache_read_input_tokens: 30, output_tokens: 1 },
+        },
+      };
+      const delta = {
+        type: 'message_delta',
+        usage: { input_tokens: 15, cache_read_input_tokens: null, output_tokens: 9 },
+      };
       const seen = extractor.fromStreamEvent(undefined, { event: 'message_start', data: JSON.stringify(start) });
-      expect(extractor.fromStreamEvent(seen, { event: 'message_delta', data: JSON.stringify(delta) })).to.deep.equal(usage(50, 9, 30));
+      expect(extractor.fromStreamEvent(seen, { event: 'message_delta', data: JSON.stringify(delta) })).to.deep.equal(
+        usage(50, 9, 30),
+      );
     });
 
     it('keeps the input counts when a delta follows usage it did not produce', () => {
       const delta = JSON.stringify({ type: 'message_delta', usage: { output_tokens: 7 } });
-      expect(extractor.fromStreamEvent(usage(130, 1, 100), { event: 'message_delta', data: delta })).to.deep.equal(usage(130, 7, 100));
+      expect(extractor.fromStreamEvent(usage(130, 1, 100), { event: 'message_delta', data: delta })).to.deep.equal(
+        usage(130, 7, 100),
+      );
     });
 
     it('has message_start counts for a stream cut off before any message_delta', () => {
@@ -146,27 +180,38 @@ describe('standard usage extractors', () => {
   describe('count-tokens', () => {
     it('reports no usage: the request is recorded with zero tokens', () => {
       expect(standardExtractors['count-tokens'].fromBody(json('count-tokens.json'))).to.equal(undefined);
-      expect(standardExtractors['count-tokens'].fromStreamEvent(undefined, { data: '{"input_tokens":3}' })).to.equal(undefined);
+      expect(standardExtractors['count-tokens'].fromStreamEvent(undefined, { data: '{"input_tokens":3}' })).to.equal(
+        undefined,
+      );
     });
   });
 });
 
 describe('streamed text and estimates', () => {
-  const textOf = (format: WireFormat, name: string) => eventsOf(name).map((event) => streamedText(format, event)).join('');
+  const textOf = (format: WireFormat, name: string) =>
+    eventsOf(name)
+      .map((event) => streamedText(format, event))
+      .join('');
 
   it('collects the generated text of each format from its stream', () => {
     expect(textOf('chat-completions', 'chat-completions.running-totals.sse')).to.equal('The sky is blue.');
     expect(textOf('responses', 'responses.stream.sse')).to.equal('Two plus two is four.');
     expect(textOf('messages', 'messages.stream.sse')).to.equal('Hello! How can I help you today?');
-    expect(textOf('messages', 'messages.tool-use.sse')).to.equal('The user wants the weather.{"location": "San Francisco, CA"}');
+    expect(textOf('messages', 'messages.tool-use.sse')).to.equal(
+      'The user wants the weather.{"location": "San Francisco, CA"}',
+    );
     expect(textOf('count-tokens', 'messages.stream.sse')).to.equal('');
   });
 
   it('counts tool call names and arguments, and skips what is not text', () => {
-    const chunk = { choices: [{ delta: { content: 'Hel', tool_calls: [{ index: 0, function: { name: 'f', arguments: '{"a"' } }] } }] };
+    const chunk = {
+      choices: [{ delta: { content: 'Hel', tool_calls: [{ index: 0, function: { name: 'f', arguments: '{"a"' } }] } }],
+    };
     expect(streamedText('chat-completions', JSON.stringify(chunk))).to.equal('Helf{"a"');
     expect(streamedText('chat-completions', '[DONE]')).to.equal('');
-    expect(streamedText('responses', JSON.stringify({ type: 'response.function_call_arguments.delta', delta: '{"x":1}' }))).to.equal('{"x":1}');
+    expect(
+      streamedText('responses', JSON.stringify({ type: 'response.function_call_arguments.delta', delta: '{"x":1}' })),
+    ).to.equal('{"x":1}');
     expect(streamedText('responses', JSON.stringify({ type: 'response.audio.delta', delta: 'UklGRg==' }))).to.equal('');
   });
 
@@ -175,7 +220,13 @@ describe('streamed text and estimates', () => {
       model: 'acme/model-1',
       system: 'Be brief.',
       messages: [
-        { role: 'user', content: [{ type: 'text', text: 'What is in the picture?' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is in the picture?' },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+          ],
+        },
         { role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }] },
       ],
     };
@@ -184,7 +235,11 @@ describe('streamed text and estimates', () => {
   });
 
   it('counts tokens with a real tokenizer, special-token text included', async () => {
-    const body = { model: 'x', system: 'Be brief.', messages: [{ role: 'user', content: 'What is the capital of France?' }] };
+    const body = {
+      model: 'x',
+      system: 'Be brief.',
+      messages: [{ role: 'user', content: 'What is the capital of France?' }],
+    };
     const estimate = await estimateUsage(body, 'The capital of France is Paris.');
     expect(estimate.inputTokens).to.equal(await estimateInputTokens(body));
     expect(estimate.inputTokens).to.be.within(8, 14);

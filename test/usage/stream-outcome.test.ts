@@ -24,9 +24,18 @@ describe('isTerminalEvent', () => {
 
   it('finds none in a stream the upstream cut', () => {
     expect(ends('messages', 'messages.cut-short.sse')).to.equal(false);
-    expect(isTerminalEvent('chat-completions', { data: '{"choices":[{"delta":{"content":"hi"},"finish_reason":null}]}' })).to.equal(false);
-    expect(isTerminalEvent('chat-completions', { data: '{"choices":[{"delta":{},"finish_reason": "stop"}]}' })).to.equal(true);
-    expect(isTerminalEvent('responses', { event: 'response.output_text.delta', data: '{"type":"response.output_text.delta","delta":"response.completed"}' })).to.equal(false);
+    expect(
+      isTerminalEvent('chat-completions', { data: '{"choices":[{"delta":{"content":"hi"},"finish_reason":null}]}' }),
+    ).to.equal(false);
+    expect(
+      isTerminalEvent('chat-completions', { data: '{"choices":[{"delta":{},"finish_reason": "stop"}]}' }),
+    ).to.equal(true);
+    expect(
+      isTerminalEvent('responses', {
+        event: 'response.output_text.delta',
+        data: '{"type":"response.output_text.delta","delta":"response.completed"}',
+      }),
+    ).to.equal(false);
     expect(isTerminalEvent('count-tokens', { data: '[DONE]' })).to.equal(false);
   });
 });

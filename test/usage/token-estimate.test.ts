@@ -1,5 +1,10 @@
 import { expect } from 'chai';
-import { countTokensBounded, DEFAULT_COUNT_BUDGET, estimateOutputTokens, type CountBudget } from '../../src/usage/token-estimate.ts';
+import {
+  countTokensBounded,
+  DEFAULT_COUNT_BUDGET,
+  estimateOutputTokens,
+  type CountBudget,
+} from '../../src/usage/token-estimate.ts';
 
 describe('bounded token counts', () => {
   /** A clock that only the fake tokenizer moves: each call "takes" `costMs`. */
@@ -20,7 +25,9 @@ describe('bounded token counts', () => {
     const budget: CountBudget = { ...DEFAULT_COUNT_BUDGET, now: tokenizer.now };
     expect(await countTokensBounded(tokenizer.count, text, text.length, budget)).to.equal(text.length);
     // Slices end before a whitespace within 32 characters of their nominal end.
-    expect(Math.max(...tokenizer.slices.map((slice) => slice.length))).to.be.at.most(DEFAULT_COUNT_BUDGET.sliceChars + 32);
+    expect(Math.max(...tokenizer.slices.map((slice) => slice.length))).to.be.at.most(
+      DEFAULT_COUNT_BUDGET.sliceChars + 32,
+    );
     expect(tokenizer.slices.join('')).to.equal(text);
   });
 
@@ -51,7 +58,12 @@ describe('bounded token counts', () => {
       return text.length;
     };
     setImmediate(() => order.push('other request'));
-    await countTokensBounded(count, 'y'.repeat(10_000), 10_000, { ...DEFAULT_COUNT_BUDGET, sliceChars: 1000, tickMs: 4, now: () => clock });
+    await countTokensBounded(count, 'y'.repeat(10_000), 10_000, {
+      ...DEFAULT_COUNT_BUDGET,
+      sliceChars: 1000,
+      tickMs: 4,
+      now: () => clock,
+    });
     expect(order.indexOf('other request')).to.be.greaterThan(0);
     expect(order.indexOf('other request')).to.be.lessThan(order.length - 1);
   });
@@ -60,7 +72,10 @@ describe('bounded token counts', () => {
     // Whole, this text takes the tokenizer about 25 s on one core; bounded, a few tens of ms.
     const estimate = await estimateOutputTokens('a'.repeat(200_000));
     expect(estimate).to.be.within(22_500, 27_500);
-    const sample = await estimateOutputTokens({ text: 'The quick brown fox jumps over the lazy dog. '.repeat(100), chars: 4_500_000 });
+    const sample = await estimateOutputTokens({
+      text: 'The quick brown fox jumps over the lazy dog. '.repeat(100),
+      chars: 4_500_000,
+    });
     expect(sample).to.be.within(900_000, 1_100_000);
   });
 });

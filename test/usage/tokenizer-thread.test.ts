@@ -21,7 +21,9 @@ describe('tokenizer thread', () => {
     const counted = await tokenizer.count(text);
     expect(tokenizer.running).to.equal(true);
     expect(counted).to.equal(await countTokensBounded(await loadTokenizer(), text));
-    expect(await tokenizer.count(text.slice(0, 100), 1000)).to.equal(await countTokensBounded(await loadTokenizer(), text.slice(0, 100), 1000));
+    expect(await tokenizer.count(text.slice(0, 100), 1000)).to.equal(
+      await countTokensBounded(await loadTokenizer(), text.slice(0, 100), 1000),
+    );
   });
 
   it('answers counts made at once, each its own', async () => {

@@ -1,7 +1,13 @@
 import { expect } from 'chai';
 import { KeyIdAliases, sumRows } from '../../src/usage/key-id-aliases.ts';
 import { emptyTotals, type UsageTotals } from '../../src/usage/usage-record.ts';
-import { groupCells, type UsageCell, type UsageQuery, type UsageRow, type UsageStore } from '../../src/usage/usage-store.ts';
+import {
+  groupCells,
+  type UsageCell,
+  type UsageQuery,
+  type UsageRow,
+  type UsageStore,
+} from '../../src/usage/usage-store.ts';
 
 const totals = (requests: number, costNano: number, savedNano = 0): UsageTotals => ({
   ...emptyTotals(),
@@ -11,7 +17,12 @@ const totals = (requests: number, costNano: number, savedNano = 0): UsageTotals 
   cost_nano_usd: costNano,
   saved_nano_usd: savedNano,
 });
-const cell = (keyId: string, day: string, model: string, requests: number, costNano = requests * 1000): UsageCell => ({ keyId, day, model, totals: totals(requests, costNano) });
+const cell = (keyId: string, day: string, model: string, requests: number, costNano = requests * 1000): UsageCell => ({
+  keyId,
+  day,
+  model,
+  totals: totals(requests, costNano),
+});
 
 const CELLS = [
   cell('key_b', '2026-11-20', 'acme/one', 1),
@@ -45,11 +56,19 @@ describe('usage grouping', () => {
         ['key_old', 5, 50, 0.000005],
       ]);
       expect(rows[0]).not.to.have.any.keys('model', 'day', 'team');
-      expect(groupCells(CELLS, { groupBy: 'key', from: new Date('2026-11-21T00:00:00Z'), to: new Date('2026-11-21T23:00:00Z') }).map((row) => [row.key_id, row.requests])).to.deep.equal([
+      expect(
+        groupCells(CELLS, {
+          groupBy: 'key',
+          from: new Date('2026-11-21T00:00:00Z'),
+          to: new Date('2026-11-21T23:00:00Z'),
+        }).map((row) => [row.key_id, row.requests]),
+      ).to.deep.equal([
         ['key_a', 3],
         ['key_old', 5],
       ]);
-      expect(groupCells(CELLS, { groupBy: 'key', keyId: 'key_b' }).map((row) => [row.key_id, row.requests])).to.deep.equal([['key_b', 5]]);
+      expect(
+        groupCells(CELLS, { groupBy: 'key', keyId: 'key_b' }).map((row) => [row.key_id, row.requests]),
+      ).to.deep.equal([['key_b', 5]]);
     });
 
     it('still groups per model and per day as before', () => {
@@ -79,7 +98,16 @@ describe('usage grouping', () => {
         cache_hits: 0,
         saved_usd: saved,
       });
-      const rows = sumRows([row(null, 1, 0.1, 0.1), row('red', 2, 0.2, 0.2), row('blue', 1, 0.1, 0), row('red', 1, 0.1, 0.1), row(null, 1, 0.2, 0.2)], 'team');
+      const rows = sumRows(
+        [
+          row(null, 1, 0.1, 0.1),
+          row('red', 2, 0.2, 0.2),
+          row('blue', 1, 0.1, 0),
+          row('red', 1, 0.1, 0.1),
+          row(null, 1, 0.2, 0.2),
+        ],
+        'team',
+      );
       expect(rows.map((sum) => [sum.team, sum.requests, sum.cost_usd, sum.saved_usd])).to.deep.equal([
         ['blue', 1, 0.1, 0],
         ['red', 3, 0.3, 0.3],
@@ -103,16 +131,24 @@ describe('usage grouping', () => {
     it("answers one key's row with key_id, its older ids' usage included, under its current id", async () => {
       const inner = new CellStore(CELLS);
       const store = new KeyIdAliases(inner, async () => aliases);
-      expect((await store.query({ groupBy: 'key', keyId: 'key_a' })).map((row) => [row.key_id, row.requests])).to.deep.equal([['key_a', 10]]);
+      expect(
+        (await store.query({ groupBy: 'key', keyId: 'key_a' })).map((row) => [row.key_id, row.requests]),
+      ).to.deep.equal([['key_a', 10]]);
       expect(inner.queries.map((query) => query.keyId)).to.deep.equal(['key_a', 'key_old']);
-      expect((await store.query({ groupBy: 'key', keyId: 'key_b' })).map((row) => [row.key_id, row.requests])).to.deep.equal([['key_b', 5]]);
+      expect(
+        (await store.query({ groupBy: 'key', keyId: 'key_b' })).map((row) => [row.key_id, row.requests]),
+      ).to.deep.equal([['key_b', 5]]);
     });
 
     it('leaves the rows as they are when the aliases cannot be found', async () => {
       const store = new KeyIdAliases(new CellStore(CELLS), async () => {
         throw new Error('legacy secret unreadable');
       });
-      expect((await store.query({ groupBy: 'key' })).map((row) => row.key_id)).to.deep.equal(['key_a', 'key_b', 'key_old']);
+      expect((await store.query({ groupBy: 'key' })).map((row) => row.key_id)).to.deep.equal([
+        'key_a',
+        'key_b',
+        'key_old',
+      ]);
     });
   });
 });

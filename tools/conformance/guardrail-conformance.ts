@@ -29,14 +29,17 @@ interface Report {
 }
 
 const SUFFIX = '.guardrail.json';
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The guardrail's example fixtures; each malformed one is named in `malformed` and left out. */
 export function readGuardrailFixtures(directory: string, malformed: string[]): GuardrailFixture[] {
   const folder = join(directory, '__fixtures__');
   if (!existsSync(folder)) return [];
   const fixtures: GuardrailFixture[] = [];
-  for (const file of readdirSync(folder).filter((entry) => entry.endsWith(SUFFIX)).sort()) {
+  for (const file of readdirSync(folder)
+    .filter((entry) => entry.endsWith(SUFFIX))
+    .sort()) {
     const name = file.slice(0, -SUFFIX.length);
     let parsed: unknown;
     try {
@@ -46,12 +49,28 @@ export function readGuardrailFixtures(directory: string, malformed: string[]): G
       continue;
     }
     const { options, examples } = (isRecord(parsed) ? parsed : {}) as { options?: unknown; examples?: unknown };
-    const fits = (example: unknown) => isRecord(example) && typeof example.text === 'string' && Array.isArray(example.finds) && example.finds.every((found) => typeof found === 'string');
-    if (!isRecord(parsed) || (options !== undefined && !isRecord(options)) || !Array.isArray(examples) || examples.length === 0 || !examples.every(fits)) {
-      malformed.push(`fixture '${name}': ${file} must be {"options"?: {...}, "examples": [{"text": "...", "finds": ["...", ...]}, ...]} with at least one example`);
+    const fits = (example: unknown) =>
+      isRecord(example) &&
+      typeof example.text === 'string' &&
+      Array.isArray(example.finds) &&
+      example.finds.every((found) => typeof found === 'string');
+    if (
+      !isRecord(parsed) ||
+      (options !== undefined && !isRecord(options)) ||
+      !Array.isArray(examples) ||
+      examples.length === 0 ||
+      !examples.every(fits)
+    ) {
+      malformed.push(
+        `fixture '${name}': ${file} must be {"options"?: {...}, "examples": [{"text": "...", "finds": ["...", ...]}, ...]} with at least one example`,
+      );
       continue;
     }
-    fixtures.push({ name, options: (options as Record<string, unknown> | undefined) ?? {}, examples: examples as GuardrailExample[] });
+    fixtures.push({
+      name,
+      options: (options as Record<string, unknown> | undefined) ?? {},
+      examples: examples as GuardrailExample[],
+    });
   }
   return fixtures;
 }
@@ -70,7 +89,11 @@ class Delta implements StreamItem {
 }
 
 /** What a stream of `pieces` brings the client under `guardrail`: its text, or the block. */
-function streamed(guardrail: TextGuardrail, context: TextContext, pieces: readonly string[]): { text: string; blocked: boolean } {
+function streamed(
+  guardrail: TextGuardrail,
+  context: TextContext,
+  pieces: readonly string[],
+): { text: string; blocked: boolean } {
   const guard = new StreamGuard<Delta>([guardrail], context);
   let text = '';
   for (const piece of pieces) {
@@ -100,7 +123,11 @@ function cuts(text: string, finds: readonly string[]): number[][] {
   return all;
 }
 
-const pieces = (text: string, at: readonly number[]) => [0, ...at, text.length].slice(1).map((end, index, ends) => text.slice(index === 0 ? 0 : ends[index - 1], end)).filter(Boolean);
+const pieces = (text: string, at: readonly number[]) =>
+  [0, ...at, text.length]
+    .slice(1)
+    .map((end, index, ends) => text.slice(index === 0 ? 0 : ends[index - 1], end))
+    .filter(Boolean);
 
 /**
  * The checks of `plugin test` for a guardrail plugin (it loaded and validated already): its example
@@ -116,7 +143,8 @@ export function checkGuardrail(guardrail: GuardrailPlugin, report: Report): void
   const fixtures = readGuardrailFixtures(report.directory, malformed);
   report.checks += 1;
   for (const message of malformed) fail('fixture', message);
-  if (fixtures.length === 0 && malformed.length === 0) fail('fixture', `no examples: add __fixtures__/<name>${SUFFIX} with texts and what scan must find in them`);
+  if (fixtures.length === 0 && malformed.length === 0)
+    fail('fixture', `no examples: add __fixtures__/<name>${SUFFIX} with texts and what scan must find in them`);
   try {
     for (const fixture of fixtures) {
       report.checks += 1;
@@ -126,10 +154,24 @@ export function checkGuardrail(guardrail: GuardrailPlugin, report: Report): void
         continue;
       }
       const entry = (action: 'block' | 'redact') =>
-        pluginGuardrail(guardrail, { name: guardrail.guardrail, use: guardrail.guardrail, on: 'both', action, options: fixture.options, replacement: '[FOUND]' }, { request: true, response: true });
+        pluginGuardrail(
+          guardrail,
+          {
+            name: guardrail.guardrail,
+            use: guardrail.guardrail,
+            on: 'both',
+            action,
+            options: fixture.options,
+            replacement: '[FOUND]',
+          },
+          { request: true, response: true },
+        );
       const blocking = entry('block');
       const redacting = entry('redact');
-      const longest = Math.max(0, ...fixtures.flatMap((each) => each.examples.flatMap((example) => example.finds.map((text) => text.length))));
+      const longest = Math.max(
+        0,
+        ...fixtures.flatMap((each) => each.examples.flatMap((example) => example.finds.map((text) => text.length))),
+      );
       fixture.examples.forEach((example, index) => {
         const what = `fixture '${fixture.name}', example ${index + 1}`;
         for (const phase of ['request', 'response'] as const) {
@@ -140,7 +182,10 @@ export function checkGuardrail(guardrail: GuardrailPlugin, report: Report): void
           const merged = mergeFindings(findIn(redacting, view, context));
           const found = merged.map((finding) => example.text.slice(finding.start, finding.end));
           if (JSON.stringify(found) !== JSON.stringify(example.finds)) {
-            fail('finds', `${what} (${phase}): scan found ${JSON.stringify(found)}, the example says ${JSON.stringify(example.finds)}`);
+            fail(
+              'finds',
+              `${what} (${phase}): scan found ${JSON.stringify(found)}, the example says ${JSON.stringify(example.finds)}`,
+            );
             continue;
           }
           if (phase === 'request') continue;
@@ -151,14 +196,27 @@ export function checkGuardrail(guardrail: GuardrailPlugin, report: Report): void
             const cut = pieces(example.text, at);
             const blocked = streamed(blocking, context, cut);
             const found = example.finds.length > 0;
-            const wrong = !blocked.blocked && found ? 'let the finding through' : blocked.blocked && !found ? 'blocked a text with no finding' : blocked.blocked && blocked.text.length > example.text.indexOf(example.finds[0]!) ? 'let part of a finding out before blocking it' : undefined;
+            const wrong =
+              !blocked.blocked && found
+                ? 'let the finding through'
+                : blocked.blocked && !found
+                  ? 'blocked a text with no finding'
+                  : blocked.blocked && blocked.text.length > example.text.indexOf(example.finds[0]!)
+                    ? 'let part of a finding out before blocking it'
+                    : undefined;
             if (wrong) {
-              fail('stream', `${what}: cut into ${JSON.stringify(cut)}, a stream ${wrong}; maxFindingChars (${guardrail.maxFindingChars ?? 256}) must be at least the longest finding (${longest} characters) and cover what scan looks at around it`);
+              fail(
+                'stream',
+                `${what}: cut into ${JSON.stringify(cut)}, a stream ${wrong}; maxFindingChars (${guardrail.maxFindingChars ?? 256}) must be at least the longest finding (${longest} characters) and cover what scan looks at around it`,
+              );
               return;
             }
             const redacted = streamed(redacting, context, cut);
             if (redacted.text !== expected) {
-              fail('stream', `${what}: cut into ${JSON.stringify(cut)}, a redacting stream gave ${JSON.stringify(redacted.text)}, the whole text ${JSON.stringify(expected)}; maxFindingChars (${guardrail.maxFindingChars ?? 256}) must be at least the longest finding (${longest} characters) and cover what scan looks at around it`);
+              fail(
+                'stream',
+                `${what}: cut into ${JSON.stringify(cut)}, a redacting stream gave ${JSON.stringify(redacted.text)}, the whole text ${JSON.stringify(expected)}; maxFindingChars (${guardrail.maxFindingChars ?? 256}) must be at least the longest finding (${longest} characters) and cover what scan looks at around it`,
+              );
               return;
             }
           }

@@ -3,7 +3,13 @@ import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { WIRE_FORMATS } from '../../src/core/formats/index.ts';
 import { SseSplitter } from '../../src/data-plane/sse/sse-splitter.ts';
-import type { SseEvent, StreamFixupDeclaration, TokenUsage, UpstreamRouteId, WireFormat } from '../../src/plugins/plugin-contract.ts';
+import type {
+  SseEvent,
+  StreamFixupDeclaration,
+  TokenUsage,
+  UpstreamRouteId,
+  WireFormat,
+} from '../../src/plugins/plugin-contract.ts';
 import { FixupChain } from '../../src/data-plane/sse/fixup-chain.ts';
 
 /**
@@ -87,10 +93,15 @@ function readFixture(folder: string, file: string): RecordedFixture {
     throw new Error(`${path}: cannot be read as JSON: ${(error as Error).message}`);
   }
   if (typeof meta.route !== 'string') throw new Error(`${path}: route: must name the route the answer was recorded on`);
-  if (typeof meta.model !== 'string' || !meta.model.includes('/')) throw new Error(`${path}: model: must be the canonical ID (vendor/model) it was recorded from`);
-  if (meta.stream !== undefined && typeof meta.stream !== 'boolean') throw new Error(`${path}: stream: must be true (a stream, the default) or false (a JSON answer)`);
+  if (typeof meta.model !== 'string' || !meta.model.includes('/'))
+    throw new Error(`${path}: model: must be the canonical ID (vendor/model) it was recorded from`);
+  if (meta.stream !== undefined && typeof meta.stream !== 'boolean')
+    throw new Error(`${path}: stream: must be true (a stream, the default) or false (a JSON answer)`);
   const usage = meta.usage as Record<string, unknown> | undefined;
-  if (usage !== undefined && !['inputTokens', 'outputTokens', 'cachedTokens'].every((key) => typeof usage[key] === 'number')) {
+  if (
+    usage !== undefined &&
+    !['inputTokens', 'outputTokens', 'cachedTokens'].every((key) => typeof usage[key] === 'number')
+  ) {
     throw new Error(`${path}: usage: must give inputTokens, outputTokens and cachedTokens`);
   }
   const chunksPath = join(folder, `${name}.chunks.txt`);
@@ -100,11 +111,15 @@ function readFixture(folder: string, file: string): RecordedFixture {
   const expectedBodyPath = join(folder, `${name}.expected.json`);
   const base = { name, route: meta.route as UpstreamRouteId, model: meta.model };
   if (meta.stream === false) {
-    if (!existsSync(bodyPath)) throw new Error(`${path}: ${name}.body.json is missing beside it ("stream": false: a recorded JSON answer)`);
+    if (!existsSync(bodyPath))
+      throw new Error(`${path}: ${name}.body.json is missing beside it ("stream": false: a recorded JSON answer)`);
     if (existsSync(chunksPath) || existsSync(ssePath) || existsSync(expectedPath)) {
-      throw new Error(`${path}: "stream": false, yet ${name}.chunks.txt, ${name}.sse or ${name}.expected.txt is beside it (a JSON answer is ${name}.body.json)`);
+      throw new Error(
+        `${path}: "stream": false, yet ${name}.chunks.txt, ${name}.sse or ${name}.expected.txt is beside it (a JSON answer is ${name}.body.json)`,
+      );
     }
-    if (usage === undefined) throw new Error(`${path}: usage: a recorded JSON answer must give the usage the plugin must read from it`);
+    if (usage === undefined)
+      throw new Error(`${path}: usage: a recorded JSON answer must give the usage the plugin must read from it`);
     const body = readFileSync(bodyPath, 'utf8');
     const json = (file: string, text: string) => {
       try {
@@ -114,8 +129,16 @@ function readFixture(folder: string, file: string): RecordedFixture {
       }
     };
     json(bodyPath, body);
-    const expected = existsSync(expectedBodyPath) ? json(expectedBodyPath, readFileSync(expectedBodyPath, 'utf8')) : undefined;
-    return { ...base, stream: false, body, usage: usage as unknown as TokenUsage, ...(expected === undefined ? {} : { expected }) };
+    const expected = existsSync(expectedBodyPath)
+      ? json(expectedBodyPath, readFileSync(expectedBodyPath, 'utf8'))
+      : undefined;
+    return {
+      ...base,
+      stream: false,
+      body,
+      usage: usage as unknown as TokenUsage,
+      ...(expected === undefined ? {} : { expected }),
+    };
   }
   if (existsSync(chunksPath) === existsSync(ssePath)) {
     throw new Error(
@@ -124,7 +147,10 @@ function readFixture(folder: string, file: string): RecordedFixture {
         : `${path}: ${name}.chunks.txt (or ${name}.sse, the stream's bytes with its event names) is missing beside it (for a recorded JSON answer: "stream": false and ${name}.body.json)`,
     );
   }
-  if (existsSync(bodyPath)) throw new Error(`${path}: ${name}.body.json is beside a stream fixture (set "stream": false for a recorded JSON answer)`);
+  if (existsSync(bodyPath))
+    throw new Error(
+      `${path}: ${name}.body.json is beside a stream fixture (set "stream": false for a recorded JSON answer)`,
+    );
   const sse = existsSync(ssePath) ? readFileSync(ssePath, 'utf8') : undefined;
   return {
     ...base,
@@ -152,7 +178,9 @@ export function fixtureEvents(chunks: readonly string[], format: WireFormat): Ss
 
 /** The events as SSE bytes. */
 export function encodeSse(events: readonly SseEvent[]): string {
-  return events.map((event) => `${event.event === undefined ? '' : `event: ${event.event}\n`}data: ${event.data}\n\n`).join('');
+  return events
+    .map((event) => `${event.event === undefined ? '' : `event: ${event.event}\n`}data: ${event.data}\n\n`)
+    .join('');
 }
 
 /** The `data` of every event of an SSE body. */
@@ -175,22 +203,39 @@ export function applyFixups(events: readonly SseEvent[], fixups: readonly Stream
  * A line diff of two event data lists, for a failure message: each differing event (up to `limit`) as
  * `event N` then `- expected` and `+ received` lines (`(none)` where one list is shorter).
  */
-export function eventDiff(expected: readonly string[], received: readonly string[], limit = 5, instances = false): string {
+export function eventDiff(
+  expected: readonly string[],
+  received: readonly string[],
+  limit = 5,
+  instances = false,
+): string {
   const lines: string[] = [];
   let shown = 0;
   let differing = 0;
   for (let index = 0; index < Math.max(expected.length, received.length); index += 1) {
-    if (sameEvents([received[index] ?? ''], [expected[index] ?? ''], instances).same && expected[index] !== undefined && received[index] !== undefined) continue;
+    if (
+      sameEvents([received[index] ?? ''], [expected[index] ?? ''], instances).same &&
+      expected[index] !== undefined &&
+      received[index] !== undefined
+    )
+      continue;
     differing += 1;
     if (shown === limit) continue;
     shown += 1;
-    lines.push(`event ${index + 1}:`, `  - expected: ${expected[index] ?? '(none)'}`, `  + received: ${received[index] ?? '(none)'}`);
+    lines.push(
+      `event ${index + 1}:`,
+      `  - expected: ${expected[index] ?? '(none)'}`,
+      `  + received: ${received[index] ?? '(none)'}`,
+    );
   }
   if (differing > shown) lines.push(`(${differing - shown} more differing event(s))`);
   return lines.join('\n');
 }
 
-/** Top-level fields of an answer or event that name one answer (an id, a creation time): compared by presence only, when asked. */
+/**
+ * Top-level fields of an answer or event that name one answer (an id, a creation time): compared by presence only, when
+ * asked.
+ */
 const INSTANCE_FIELDS = ['id', 'created', 'created_at'];
 
 /**
@@ -201,7 +246,8 @@ export function withoutInstanceFields(value: unknown): unknown {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
   const copy: Record<string, unknown> = { ...(value as Record<string, unknown>) };
   for (const field of INSTANCE_FIELDS) if (field in copy) copy[field] = true;
-  for (const inner of ['message', 'response']) if (typeof copy[inner] === 'object') copy[inner] = withoutInstanceFields(copy[inner]);
+  for (const inner of ['message', 'response'])
+    if (typeof copy[inner] === 'object') copy[inner] = withoutInstanceFields(copy[inner]);
   return copy;
 }
 
@@ -209,7 +255,11 @@ export function withoutInstanceFields(value: unknown): unknown {
  * Whether two event data lists hold the same events: JSON compared by value (by presence only for
  * instance fields, with `instances`), anything else as text.
  */
-export function sameEvents(actual: readonly string[], expected: readonly string[], instances = false): { same: true } | { same: false; index: number } {
+export function sameEvents(
+  actual: readonly string[],
+  expected: readonly string[],
+  instances = false,
+): { same: true } | { same: false; index: number } {
   const parse = (data: string): unknown => {
     try {
       const value = JSON.parse(data) as unknown;
@@ -219,7 +269,11 @@ export function sameEvents(actual: readonly string[], expected: readonly string[
     }
   };
   for (let index = 0; index < Math.max(actual.length, expected.length); index += 1) {
-    if (actual[index] === undefined || expected[index] === undefined || !isDeepStrictEqual(parse(actual[index]!), parse(expected[index]!))) {
+    if (
+      actual[index] === undefined ||
+      expected[index] === undefined ||
+      !isDeepStrictEqual(parse(actual[index]!), parse(expected[index]!))
+    ) {
       return { same: false, index };
     }
   }

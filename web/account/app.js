@@ -1,4 +1,5 @@
-// The account page: sign-in, then the keys, teams, usage, limits, health, audit and tokens views behind the hash (#keys, #teams, …).
+// The account page: sign-in, then the keys, teams, usage, limits, health, audit and tokens views behind the hash
+// (#keys, #teams, …).
 import { api, ApiError, setCsrfToken } from './api.js';
 import { announce, byId } from './dom.js';
 import { initEditDialog } from './edit-dialog.js';
@@ -11,15 +12,35 @@ import { clearAudit, initAudit, showAudit } from './audit-view.js';
 import { can, setPermissions } from './permissions.js';
 import { clearTokens, forgetNewToken, initTokens, showTokens } from './tokens-view.js';
 
-const VIEWS = { keys: showKeys, teams: showTeams, usage: () => showUsage({ reloadKeys: true }), limits: showLimits, health: showHealth, audit: showAudit, tokens: showTokens };
-const ALL_SECTIONS = ['disabled-view', 'sign-in-view', 'keys-view', 'teams-view', 'usage-view', 'limits-view', 'health-view', 'audit-view', 'tokens-view'];
+const VIEWS = {
+  keys: showKeys,
+  teams: showTeams,
+  usage: () => showUsage({ reloadKeys: true }),
+  limits: showLimits,
+  health: showHealth,
+  audit: showAudit,
+  tokens: showTokens,
+};
+const ALL_SECTIONS = [
+  'disabled-view',
+  'sign-in-view',
+  'keys-view',
+  'teams-view',
+  'usage-view',
+  'limits-view',
+  'health-view',
+  'audit-view',
+  'tokens-view',
+];
 // Why a single sign-on came back without a session (`/account?sso_error=…`).
 const SSO_ERRORS = {
   expired: 'The sign-in took too long or was started elsewhere: try again.',
   denied: 'The identity provider did not sign you in.',
-  failed: 'The identity provider\'s answer could not be checked: try again, or ask an administrator to look at the gateway\'s log.',
+  failed:
+    "The identity provider's answer could not be checked: try again, or ask an administrator to look at the gateway's log.",
   unavailable: 'The identity provider cannot be reached right now: try again shortly.',
-  no_role: 'You are signed in at the identity provider, but none of your groups has a role on this gateway: ask an administrator.',
+  no_role:
+    'You are signed in at the identity provider, but none of your groups has a role on this gateway: ask an administrator.',
 };
 let signedIn = false;
 let expiryTimer;
@@ -37,13 +58,23 @@ function applyPermissions(session) {
   byId('create-team-form').hidden = !can('teams.write');
   byId('create-token-form').hidden = !can('tokens.write');
   for (const link of byId('nav').querySelectorAll('a')) {
-    const needs = { keys: 'keys.read', teams: 'teams.read', usage: 'usage.read', limits: 'limits.read', health: 'health.read', audit: 'audit.read', tokens: 'tokens.read' }[link.dataset.view];
+    const needs = {
+      keys: 'keys.read',
+      teams: 'teams.read',
+      usage: 'usage.read',
+      limits: 'limits.read',
+      health: 'health.read',
+      audit: 'audit.read',
+      tokens: 'tokens.read',
+    }[link.dataset.view];
     link.parentElement.hidden = !can(needs);
     link.hidden = false;
   }
   const who = byId('who');
   who.hidden = !session?.signed_in;
-  who.textContent = session?.signed_in ? `Signed in as ${session.actor.name ?? session.actor.id} · ${session.roles.join(', ')}` : '';
+  who.textContent = session?.signed_in
+    ? `Signed in as ${session.actor.name ?? session.actor.id} · ${session.roles.join(', ')}`
+    : '';
 }
 
 function setSignedIn(session) {
@@ -56,7 +87,8 @@ function setSignedIn(session) {
   if (signedIn) {
     // Return to the sign-in form when the session runs out, rather than failing on the next click.
     const left = Date.parse(session.expires_at) - Date.now();
-    if (left > 0 && left < 2 ** 31 - 1) expiryTimer = setTimeout(() => signedOut('Your session expired: sign in again.'), left);
+    if (left > 0 && left < 2 ** 31 - 1)
+      expiryTimer = setTimeout(() => signedOut('Your session expired: sign in again.'), left);
   }
 }
 
@@ -85,7 +117,9 @@ function showSignInMethods(session) {
 
 async function route() {
   if (!signedIn) return;
-  const readable = Object.keys(VIEWS).filter((view) => !byId('nav').querySelector(`a[data-view="${view}"]`).parentElement.hidden);
+  const readable = Object.keys(VIEWS).filter(
+    (view) => !byId('nav').querySelector(`a[data-view="${view}"]`).parentElement.hidden,
+  );
   const name = readable.includes(location.hash.slice(1)) ? location.hash.slice(1) : (readable[0] ?? 'keys');
   for (const link of byId('nav').querySelectorAll('a')) {
     if (link.dataset.view === name) link.setAttribute('aria-current', 'page');
@@ -99,7 +133,8 @@ async function route() {
     document.title = `${byId(`${name}-title`).textContent} · model gateway account`;
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) signedOut('Your session expired: sign in again.');
-    else if (error instanceof ApiError && error.status === 403) announce(`Your role may not see this: ${error.message}`);
+    else if (error instanceof ApiError && error.status === 403)
+      announce(`Your role may not see this: ${error.message}`);
     else announce(error.message);
   }
 }

@@ -36,7 +36,8 @@ function auditRow(record) {
 async function load(append) {
   const form = byId('audit-filter');
   const query = new URLSearchParams({ limit: '50' });
-  for (const name of ['action', 'team']) if (form.elements[name].value.trim()) query.set(name, form.elements[name].value.trim());
+  for (const name of ['action', 'team'])
+    if (form.elements[name].value.trim()) query.set(name, form.elements[name].value.trim());
   if (append && nextBefore !== null) query.set('before', String(nextBefore));
   const { data, next_before: next } = await api(`/audit?${query}`);
   nextBefore = next;

@@ -13,12 +13,23 @@ export async function listOf(path) {
   }
 }
 
-/** `{teams, guardrails, models}`: every team (as GET /teams shows it), the configured guardrails, the gateway's model IDs (read once). */
+/**
+ * `{teams, guardrails, models}`: every team (as GET /teams shows it), the configured guardrails, the gateway's model
+ * IDs (read once).
+ */
 export async function loadChoices() {
-  const [teams, guardrails, models] = await Promise.all([listOf('/teams'), listOf('/guardrails'), modelIds ?? api('/models').then(({ data }) => data)]);
+  const [teams, guardrails, models] = await Promise.all([
+    listOf('/teams'),
+    listOf('/guardrails'),
+    modelIds ?? api('/models').then(({ data }) => data),
+  ]);
   modelIds = models;
   return { teams, guardrails, models };
 }
 
 /** The choices as setChoices takes them (team names). */
-export const choiceNames = ({ teams, guardrails, models }) => ({ teams: teams.map((team) => team.name), guardrails, models });
+export const choiceNames = ({ teams, guardrails, models }) => ({
+  teams: teams.map((team) => team.name),
+  guardrails,
+  models,
+});

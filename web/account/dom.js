@@ -63,8 +63,18 @@ export function announce(message) {
 const numberFormat = new Intl.NumberFormat('en-US');
 export const formatNumber = (value) => numberFormat.format(value);
 
-const dollars = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 2 });
-const cents = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 6 });
+const dollars = new Intl.NumberFormat('en-US', {
+  style: 'currency',
+  currency: 'USD',
+  minimumFractionDigits: 2,
+  maximumFractionDigits: 2,
+});
+const cents = new Intl.NumberFormat('en-US', {
+  style: 'currency',
+  currency: 'USD',
+  minimumFractionDigits: 2,
+  maximumFractionDigits: 6,
+});
 /** `$1,234.50` from a dollar up; below, up to six decimals (`$0.0042`), so small spend does not show as $0.00. */
 export function formatUsd(value) {
   if (value > 0 && value < 0.000001) return '< $0.000001';

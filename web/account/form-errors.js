@@ -23,13 +23,18 @@ export const FIELD_LABELS = {
 
 const FIELD_ERROR = /^Field '([^']*)': ([\s\S]*)$/;
 
-/** `{path, message}` of one API field error, the path without list indexes (`guardrails[0]` is `guardrails`); undefined for other text. */
+/**
+ * `{path, message}` of one API field error, the path without list indexes (`guardrails[0]` is `guardrails`); undefined
+ * for other text.
+ */
 export function parseFieldError(text) {
   const match = FIELD_ERROR.exec(text);
   return match ? { path: match[1].replace(/\[\d+\].*$/, ''), message: match[2] } : undefined;
 }
 
-/** The shown controls a path's error belongs to: the control sending that path, or every control inside an object path. */
+/**
+ * The shown controls a path's error belongs to: the control sending that path, or every control inside an object path.
+ */
 function controlsOf(form, path) {
   const shown = [...form.querySelectorAll('[data-path]')].filter((control) => !control.closest('.field')?.hidden);
   const exact = shown.filter((control) => control.dataset.path === path);
@@ -51,7 +56,8 @@ function attach(controls, text) {
   }
   for (const control of controls) {
     control.setAttribute('aria-invalid', 'true');
-    if (!control.hasAttribute('data-described-by')) control.setAttribute('data-described-by', control.getAttribute('aria-describedby') ?? '');
+    if (!control.hasAttribute('data-described-by'))
+      control.setAttribute('data-described-by', control.getAttribute('aria-describedby') ?? '');
     const ids = new Set(control.getAttribute('aria-describedby')?.split(/\s+/).filter(Boolean));
     ids.add(id);
     control.setAttribute('aria-describedby', [...ids].join(' '));

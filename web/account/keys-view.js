@@ -1,4 +1,5 @@
-// Keys: list with every limit, create (the key shown once, with a copy button), edit limits in a dialog, revoke after confirmation.
+// Keys: list with every limit, create (the key shown once, with a copy button), edit limits in a dialog, revoke after
+// confirmation.
 import { api } from './api.js';
 import { choiceNames, loadChoices } from './choices.js';
 import { announce, badge, byId, cacheText, element, formatTime, nameWithId, row, stackTable } from './dom.js';
@@ -32,12 +33,20 @@ function actionsOf(key) {
   if (!can('keys.write')) return actions;
   // A revoked key cannot change (the API answers 409); an expired one can, e.g. to give it a later expiry.
   if (key.status !== 'revoked') {
-    const edit = element('button', { text: 'Edit', className: 'secondary small', attrs: { type: 'button', 'aria-label': `Edit key ${key.name}`, 'data-edit': key.id } });
+    const edit = element('button', {
+      text: 'Edit',
+      className: 'secondary small',
+      attrs: { type: 'button', 'aria-label': `Edit key ${key.name}`, 'data-edit': key.id },
+    });
     edit.addEventListener('click', () => editKey(key));
     actions.append(edit);
   }
   if (key.status === 'active') {
-    const revoke = element('button', { text: 'Revoke', className: 'danger small', attrs: { type: 'button', 'aria-label': `Revoke key ${key.name}` } });
+    const revoke = element('button', {
+      text: 'Revoke',
+      className: 'danger small',
+      attrs: { type: 'button', 'aria-label': `Revoke key ${key.name}` },
+    });
     revoke.addEventListener('click', () => confirmRevoke(key, revoke));
     actions.append(revoke);
   }
@@ -47,7 +56,13 @@ function actionsOf(key) {
 /** When the key was created, and when it expires. */
 function datesCell(key) {
   const cell = element('div', { className: 'owner' });
-  cell.append(element('span', { text: formatTime(key.created_at) }), element('span', { className: 'hint', text: key.expires_at ? `expires ${formatTime(key.expires_at)}` : 'never expires' }));
+  cell.append(
+    element('span', { text: formatTime(key.created_at) }),
+    element('span', {
+      className: 'hint',
+      text: key.expires_at ? `expires ${formatTime(key.expires_at)}` : 'never expires',
+    }),
+  );
   return cell;
 }
 
@@ -152,7 +167,8 @@ export function forgetNewKey() {
 /** Drops everything shown after sign-in, so nothing stays in the page once signed out. */
 export function clearSignedInData() {
   forgetNewKey();
-  for (const id of ['keys-table', 'totals-table', 'providers-table', 'aliases-table']) byId(id).tBodies[0].replaceChildren();
+  for (const id of ['keys-table', 'totals-table', 'providers-table', 'aliases-table'])
+    byId(id).tBodies[0].replaceChildren();
   byId('totals-table').tFoot.replaceChildren();
   byId('readiness').replaceChildren();
 }

@@ -37,7 +37,9 @@ function controlOf(spec, kind) {
   const attrs = { 'data-path': spec.path, 'data-control': spec.control };
   switch (spec.control) {
     case 'text':
-      return element('input', { attrs: { ...attrs, required: '', autocomplete: 'off', ...(kind === 'key' && { maxlength: '200' }) } });
+      return element('input', {
+        attrs: { ...attrs, required: '', autocomplete: 'off', ...(kind === 'key' && { maxlength: '200' }) },
+      });
     case 'count':
       return element('input', { attrs: { ...attrs, ...COUNT } });
     case 'usd':
@@ -52,7 +54,10 @@ function controlOf(spec, kind) {
     case 'cache': {
       // `cache: true` is stored as given but means the gateway's setting, so it shows (and stays) as that.
       const select = element('select', { attrs });
-      select.append(element('option', { text: "The gateway's setting", attrs: { value: '' } }), element('option', { text: `Off for this ${kind}`, attrs: { value: 'false' } }));
+      select.append(
+        element('option', { text: "The gateway's setting", attrs: { value: '' } }),
+        element('option', { text: `Off for this ${kind}`, attrs: { value: 'false' } }),
+      );
       return select;
     }
     default:
@@ -65,7 +70,11 @@ function controlOf(spec, kind) {
  * is not editable), each control with id `<prefix>-<field>`, its label and hint.
  */
 export function renderLimitFields(grid, { prefix, kind, mode }) {
-  const fields = FIELDS.filter((spec) => (!spec.kinds || spec.kinds.includes(kind)) && (!spec.modes || spec.modes.includes(mode) || spec.modes.includes(`${kind}-${mode}`)));
+  const fields = FIELDS.filter(
+    (spec) =>
+      (!spec.kinds || spec.kinds.includes(kind)) &&
+      (!spec.modes || spec.modes.includes(mode) || spec.modes.includes(`${kind}-${mode}`)),
+  );
   grid.replaceChildren(
     ...fields.map((spec) => {
       const control = controlOf(spec, kind);
@@ -85,7 +94,10 @@ function setOptions(select, values, labelOf = (value) => value) {
   if (!select) return;
   const chosen = new Set([...select.selectedOptions].map((option) => option.value));
   const keep = select.dataset.control === 'team' ? [select.options[0]] : [];
-  select.replaceChildren(...keep, ...values.map((value) => element('option', { text: labelOf(value), attrs: { value } })));
+  select.replaceChildren(
+    ...keep,
+    ...values.map((value) => element('option', { text: labelOf(value), attrs: { value } })),
+  );
   for (const option of select.options) option.selected = chosen.has(option.value) && option.value !== '';
   if (select.dataset.control === 'team' && select.selectedIndex < 0) select.selectedIndex = 0;
 }

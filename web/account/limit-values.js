@@ -7,7 +7,9 @@ const controlsOf = (grid) => [...grid.querySelectorAll('[data-path]')];
 const groupOf = (control) => control.dataset.path.split('.')[0];
 
 function viewValue(view, path) {
-  return path.split('.').reduce((value, part) => (value === null || value === undefined ? undefined : value[part]), view);
+  return path
+    .split('.')
+    .reduce((value, part) => (value === null || value === undefined ? undefined : value[part]), view);
 }
 
 /** `2030-01-31T09:30` in local time, what a datetime-local input holds. */
@@ -24,13 +26,18 @@ export function fillLimitFields(grid, view) {
     const kind = control.dataset.control;
     if (kind === 'multi') {
       // An empty guardrails list (none run) is its own choice; unset selects nothing.
-      const chosen = new Set(Array.isArray(value) && value.length === 0 && control.dataset.path === 'guardrails' ? [NO_GUARDRAILS] : value ?? []);
+      const chosen = new Set(
+        Array.isArray(value) && value.length === 0 && control.dataset.path === 'guardrails'
+          ? [NO_GUARDRAILS]
+          : (value ?? []),
+      );
       for (const option of control.options) option.selected = chosen.has(option.value);
     } else if (kind === 'cache') control.value = value === false ? 'false' : '';
     else if (kind === 'datetime') control.value = value ? localDateTime(value) : '';
     else if (kind === 'team') {
       // A team not offered (gone from the list meanwhile) stays selectable, so saving other fields keeps it.
-      if (value && ![...control.options].some((option) => option.value === value)) control.append(element('option', { text: value, attrs: { value } }));
+      if (value && ![...control.options].some((option) => option.value === value))
+        control.append(element('option', { text: value, attrs: { value } }));
       control.value = value ?? '';
     } else control.value = value ?? '';
   }
@@ -38,7 +45,9 @@ export function fillLimitFields(grid, view) {
 
 /** What a control holds, for comparing before and after: its value, or its selected values. */
 function rawValue(control) {
-  return control.dataset.control === 'multi' ? [...control.selectedOptions].map((option) => option.value).join('\n') : control.value;
+  return control.dataset.control === 'multi'
+    ? [...control.selectedOptions].map((option) => option.value).join('\n')
+    : control.value;
 }
 
 /** The controls' values by body field, to see later which fields were changed. */
@@ -54,7 +63,8 @@ function bodyValue(control, problems) {
   if (kind === 'multi') {
     const values = [...control.selectedOptions].map((option) => option.value);
     if (values.includes(NO_GUARDRAILS)) {
-      if (values.length > 1) problems.push(`Field '${control.dataset.path}': choose "None" alone, or the guardrails to run`);
+      if (values.length > 1)
+        problems.push(`Field '${control.dataset.path}': choose "None" alone, or the guardrails to run`);
       return [];
     }
     return values.length ? values : null;
@@ -99,5 +109,8 @@ export function createBody(grid) {
 export function changesBody(grid, snapshot) {
   const { body, problems } = readLimitFields(grid);
   const now = snapshotFields(grid);
-  return { body: Object.fromEntries(Object.entries(body).filter(([group]) => now[group] !== snapshot[group])), problems };
+  return {
+    body: Object.fromEntries(Object.entries(body).filter(([group]) => now[group] !== snapshot[group])),
+    problems,
+  };
 }

@@ -16,7 +16,11 @@ const teamPath = (name) => `/teams/${encodeURIComponent(name)}`;
 const actionButton = (action, name) => byId('teams-table').querySelector(`[data-${action}="${CSS.escape(name)}"]`);
 
 function button(text, className, action, team) {
-  return element('button', { text, className: `${className} small`, attrs: { type: 'button', 'aria-label': `${text} team ${team.name}`, [`data-${action}`]: team.name } });
+  return element('button', {
+    text,
+    className: `${className} small`,
+    attrs: { type: 'button', 'aria-label': `${text} team ${team.name}`, [`data-${action}`]: team.name },
+  });
 }
 
 /** The keys that are not revoked naming the team (an expired one still names it, and blocks deleting it). */
@@ -29,7 +33,15 @@ function teamRow(team, keys) {
   const actions = element('span', { className: 'actions' });
   const edit = button('Edit', 'secondary', 'edit', team);
   edit.addEventListener('click', () =>
-    openEditDialog({ kind: 'team', name: team.name, view: team, path: teamPath(team.name), choices, onSaved: showTeams, focusAfter: () => actionButton('edit', team.name) }),
+    openEditDialog({
+      kind: 'team',
+      name: team.name,
+      view: team,
+      path: teamPath(team.name),
+      choices,
+      onSaved: showTeams,
+      focusAfter: () => actionButton('edit', team.name),
+    }),
   );
   const remove = button('Delete', 'danger', 'delete', team);
   remove.addEventListener('click', () => confirmDelete(team, remove));
@@ -60,7 +72,8 @@ export async function showTeams() {
 function confirmDelete(team, opener) {
   pendingDelete = { team, opener };
   byId('teams-error').textContent = '';
-  byId('delete-team-text').textContent = `Team “${team.name}” and its limits are removed. A team that keys name cannot be deleted: revoke those keys first.`;
+  byId('delete-team-text').textContent =
+    `Team “${team.name}” and its limits are removed. A team that keys name cannot be deleted: revoke those keys first.`;
   byId('delete-team-confirm').textContent = `Delete ${team.name}`;
   const dialog = byId('delete-team-dialog');
   dialog.returnValue = '';

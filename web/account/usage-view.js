@@ -8,30 +8,56 @@ const METRICS = {
   tokens: {
     label: 'Tokens',
     datasets: (rows) => [
-      { label: 'Input tokens', data: rows.map((r) => r.input_tokens), backgroundColor: COLORS.input, maxBarThickness: 40 },
-      { label: 'Output tokens', data: rows.map((r) => r.output_tokens), backgroundColor: COLORS.output, maxBarThickness: 40 },
+      {
+        label: 'Input tokens',
+        data: rows.map((r) => r.input_tokens),
+        backgroundColor: COLORS.input,
+        maxBarThickness: 40,
+      },
+      {
+        label: 'Output tokens',
+        data: rows.map((r) => r.output_tokens),
+        backgroundColor: COLORS.output,
+        maxBarThickness: 40,
+      },
     ],
     summary: (r) => `${formatNumber(r.input_tokens)} input and ${formatNumber(r.output_tokens)} output tokens`,
   },
   requests: {
     label: 'Requests',
-    datasets: (rows) => [{ label: 'Requests', data: rows.map((r) => r.requests), backgroundColor: COLORS.single, maxBarThickness: 40 }],
+    datasets: (rows) => [
+      { label: 'Requests', data: rows.map((r) => r.requests), backgroundColor: COLORS.single, maxBarThickness: 40 },
+    ],
     summary: (r) => `${formatNumber(r.requests)} requests`,
   },
   cost: {
     label: 'Cost (USD)',
-    datasets: (rows) => [{ label: 'Cost (USD)', data: rows.map((r) => r.cost_usd), backgroundColor: COLORS.single, maxBarThickness: 40 }],
+    datasets: (rows) => [
+      { label: 'Cost (USD)', data: rows.map((r) => r.cost_usd), backgroundColor: COLORS.single, maxBarThickness: 40 },
+    ],
     summary: (r) => formatUsd(r.cost_usd),
     tick: formatUsd,
   },
   cache_hits: {
     label: 'Cache hits',
-    datasets: (rows) => [{ label: 'Cache hits', data: rows.map((r) => r.cache_hits), backgroundColor: COLORS.single, maxBarThickness: 40 }],
+    datasets: (rows) => [
+      { label: 'Cache hits', data: rows.map((r) => r.cache_hits), backgroundColor: COLORS.single, maxBarThickness: 40 },
+    ],
     summary: (r) => `${formatNumber(r.cache_hits)} cache hits`,
   },
 };
 /** The counters of a usage row, each summed in a table's footer. */
-const COUNTERS = ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_usd', 'cache_hits', 'saved_usd'];
+const COUNTERS = [
+  'requests',
+  'input_tokens',
+  'output_tokens',
+  'cached_tokens',
+  'total_tokens',
+  'charged_tokens',
+  'cost_usd',
+  'cache_hits',
+  'saved_usd',
+];
 const charts = {};
 let last = { byDay: [], byModel: [] };
 let keysLoaded = false;
@@ -44,7 +70,11 @@ const zeros = () => Object.fromEntries(COUNTERS.map((field) => [field, 0]));
 function everyDay(rows, from, to) {
   const byDay = new Map(rows.map((r) => [r.day, r]));
   const days = [];
-  for (let day = new Date(`${from}T00:00:00Z`); day <= new Date(`${to}T00:00:00Z`) && days.length < 400; day = new Date(day.getTime() + 86_400_000)) {
+  for (
+    let day = new Date(`${from}T00:00:00Z`);
+    day <= new Date(`${to}T00:00:00Z`) && days.length < 400;
+    day = new Date(day.getTime() + 86_400_000)
+  ) {
     const name = day.toISOString().slice(0, 10);
     days.push(byDay.get(name) ?? { day: name, ...zeros() });
   }
@@ -62,7 +92,9 @@ function filterQuery(extra = {}, { allKeys = false } = {}) {
 function drawChart(id, rows, labelOf, metricName, horizontal) {
   const metric = METRICS[metricName];
   const data = { labels: rows.map(labelOf), datasets: metric.datasets(rows) };
-  const summary = rows.length ? rows.map((r) => `${labelOf(r)}: ${metric.summary(r)}`).join('; ') : 'No usage in this range.';
+  const summary = rows.length
+    ? rows.map((r) => `${labelOf(r)}: ${metric.summary(r)}`).join('; ')
+    : 'No usage in this range.';
   byId(`${id}-summary`).textContent = `${metric.label}. ${summary}`;
   const ChartJs = globalThis.Chart;
   if (!ChartJs) return;
@@ -80,7 +112,10 @@ function drawChart(id, rows, labelOf, metricName, horizontal) {
         x: { stacked: true, ticks: horizontal ? valueTicks : ticks, grid: { color: '#e1e5ea' } },
         y: { stacked: true, beginAtZero: true, ticks: horizontal ? ticks : valueTicks, grid: { color: '#e1e5ea' } },
       },
-      plugins: { legend: { display: metricName === 'tokens', labels: { color: '#1b1f24' } }, title: { display: false } },
+      plugins: {
+        legend: { display: metricName === 'tokens', labels: { color: '#1b1f24' } },
+        title: { display: false },
+      },
     },
   });
 }
@@ -97,7 +132,10 @@ const percent = new Intl.NumberFormat('en-US', { style: 'percent', maximumFracti
 const hitRate = (r) => (r.requests > 0 ? percent.format(r.cache_hits / r.requests) : '—');
 
 function drawTotals(rows) {
-  const cells = (r) => [r.requests, r.input_tokens, r.output_tokens, r.cached_tokens, r.total_tokens, r.charged_tokens].map(formatNumber).concat(formatUsd(r.cost_usd), formatNumber(r.cache_hits), formatUsd(r.saved_usd));
+  const cells = (r) =>
+    [r.requests, r.input_tokens, r.output_tokens, r.cached_tokens, r.total_tokens, r.charged_tokens]
+      .map(formatNumber)
+      .concat(formatUsd(r.cost_usd), formatNumber(r.cache_hits), formatUsd(r.saved_usd));
   const table = byId('totals-table');
   table.tBodies[0].replaceChildren(...rows.map((r) => row([r.model, ...cells(r)], { header: true })));
   const total = rows.reduce((sum, r) => {
@@ -110,7 +148,14 @@ function drawTotals(rows) {
 }
 
 /** Requests, tokens, cost, hits, hit rate and savings: the counted columns of the per-key and per-team tables. */
-const groupCells = (r) => [formatNumber(r.requests), formatNumber(r.total_tokens), formatUsd(r.cost_usd), formatNumber(r.cache_hits), hitRate(r), formatUsd(r.saved_usd)];
+const groupCells = (r) => [
+  formatNumber(r.requests),
+  formatNumber(r.total_tokens),
+  formatUsd(r.cost_usd),
+  formatNumber(r.cache_hits),
+  hitRate(r),
+  formatUsd(r.saved_usd),
+];
 
 /** A key by its name and id; an id alone when it is not a managed key (a static key, or none). */
 function keyCell(id) {
@@ -144,12 +189,27 @@ async function showGuardrailActions() {
     return;
   }
   const summary = byId('guardrail-summary-table');
-  summary.tBodies[0].replaceChildren(...view.by_guardrail.map((g) => row([g.guardrail, g.phase, g.action, formatNumber(g.count), formatTime(g.last_at)], { header: true, wrap: [0] })));
+  summary.tBodies[0].replaceChildren(
+    ...view.by_guardrail.map((g) =>
+      row([g.guardrail, g.phase, g.action, formatNumber(g.count), formatTime(g.last_at)], { header: true, wrap: [0] }),
+    ),
+  );
   const recent = byId('guardrail-recent-table');
   recent.tBodies[0].replaceChildren(
     ...view.data.map((a) =>
       row(
-        [formatTime(a.at), a.guardrail, a.phase, a.action, a.cause, a.route, a.model, actionKey(a.key_id), a.team ?? '—', a.request_id === null ? '—' : element('code', { text: a.request_id })],
+        [
+          formatTime(a.at),
+          a.guardrail,
+          a.phase,
+          a.action,
+          a.cause,
+          a.route,
+          a.model,
+          actionKey(a.key_id),
+          a.team ?? '—',
+          a.request_id === null ? '—' : element('code', { text: a.request_id }),
+        ],
         { header: true, wrap: [0, 1, 5, 6, 7, 8, 9] },
       ),
     ),
@@ -165,7 +225,10 @@ async function loadKeys() {
   const { data } = await api('/keys');
   keysById = new Map(data.map((key) => [key.id, key]));
   const select = byId('usage-key');
-  select.replaceChildren(element('option', { text: 'All keys', attrs: { value: '' } }), ...data.map((key) => element('option', { text: `${key.name} (${key.id})`, attrs: { value: key.id } })));
+  select.replaceChildren(
+    element('option', { text: 'All keys', attrs: { value: '' } }),
+    ...data.map((key) => element('option', { text: `${key.name} (${key.id})`, attrs: { value: key.id } })),
+  );
   keysLoaded = true;
 }
 
@@ -190,7 +253,9 @@ export async function showUsage({ reloadKeys = false } = {}) {
   for (const [group, query] of Object.entries(queries)) byId(`csv-${group}`).href = `/account/api/usage.csv?${query}`;
   const usage = (async () => {
     try {
-      const [byDay, byModel, byKey, byTeam] = await Promise.all(Object.values(queries).map((query) => api(`/usage?${query}`)));
+      const [byDay, byModel, byKey, byTeam] = await Promise.all(
+        Object.values(queries).map((query) => api(`/usage?${query}`)),
+      );
       last = { byDay: everyDay(byDay.data, form.elements.from.value, form.elements.to.value), byModel: byModel.data };
       drawCharts();
       drawTotals(byModel.data);
@@ -205,7 +270,14 @@ export async function showUsage({ reloadKeys = false } = {}) {
 
 /** Drops the usage and guardrail actions shown, on sign-out. */
 export function clearUsage() {
-  for (const id of ['totals-table', 'key-usage-table', 'team-usage-table', 'guardrail-summary-table', 'guardrail-recent-table']) byId(id).tBodies[0].replaceChildren();
+  for (const id of [
+    'totals-table',
+    'key-usage-table',
+    'team-usage-table',
+    'guardrail-summary-table',
+    'guardrail-recent-table',
+  ])
+    byId(id).tBodies[0].replaceChildren();
   byId('totals-table').tFoot.replaceChildren();
   keysById = new Map();
   keysLoaded = false;

@@ -31,7 +31,11 @@ interface Matched {
   readonly params: readonly string[];
 }
 
-function match(rules: readonly { method: string; path: string }[], method: string, path: string): { index: number; params: string[] } | undefined {
+function match(
+  rules: readonly { method: string; path: string }[],
+  method: string,
+  path: string,
+): { index: number; params: string[] } | undefined {
   for (const [index, rule] of rules.entries()) {
     if (rule.method !== method) continue;
     const found = pathPattern(rule.path).exec(path);
@@ -41,7 +45,11 @@ function match(rules: readonly { method: string; path: string }[], method: strin
 }
 
 /** The team a route's target belongs to: a name, null (no team: every team's, or unknown), or undefined (no target). */
-async function targetOf(matched: Matched, req: Request, keys: Pick<KeyStore, 'list'>): Promise<EventTarget | undefined> {
+async function targetOf(
+  matched: Matched,
+  req: Request,
+  keys: Pick<KeyStore, 'list'>,
+): Promise<EventTarget | undefined> {
   const keyTeam = async (id: string) => (await keys.list()).find((record) => record.id === id)?.team ?? null;
   const param = () => decodeURIComponent(matched.params[0]!);
   const query = req.query as Record<string, unknown>;
@@ -53,10 +61,14 @@ async function targetOf(matched: Matched, req: Request, keys: Pick<KeyStore, 'li
     case 'team':
       return { type: 'team', id: param(), team: param() };
     case 'usage':
-      return typeof query.key_id === 'string' ? { type: 'key', id: query.key_id, team: await keyTeam(query.key_id) } : undefined;
+      return typeof query.key_id === 'string'
+        ? { type: 'key', id: query.key_id, team: await keyTeam(query.key_id) }
+        : undefined;
     case 'cache':
-      if (typeof query.team === 'string' && query.key_id === undefined) return { type: 'cache', id: `team:${query.team}`, team: query.team };
-      if (typeof query.key_id === 'string' && query.team === undefined) return { type: 'cache', id: `key:${query.key_id}`, team: await keyTeam(query.key_id) };
+      if (typeof query.team === 'string' && query.key_id === undefined)
+        return { type: 'cache', id: `team:${query.team}`, team: query.team };
+      if (typeof query.key_id === 'string' && query.team === undefined)
+        return { type: 'cache', id: `key:${query.key_id}`, team: await keyTeam(query.key_id) };
       return { type: 'cache', id: '*', team: null };
     default:
       return undefined;
@@ -73,14 +85,24 @@ async function targetOf(matched: Matched, req: Request, keys: Pick<KeyStore, 'li
 export function accessGate(options: AccessGateOptions): RequestHandler {
   return async function guardAccess(req, res, next) {
     const principal = principalOf(res);
-    const scope: RequestScope = { principal, source: { source: options.source ?? NO_SOURCE, via: options.via, address: clientAddress(req) } };
+    const scope: RequestScope = {
+      principal,
+      source: { source: options.source ?? NO_SOURCE, via: options.via, address: clientAddress(req) },
+    };
     const method = req.method === 'HEAD' ? 'GET' : req.method;
     const declared = match(options.rules, method, req.path);
     if (!declared) {
       // Read now, not once: a route added after the first request is refused too.
       if (!match(options.routes(), method, req.path)) return next();
       const route = `${method} ${req.baseUrl}${req.path}`;
-      return next(refused(scope, 'route', { type: 'route', id: route }, `No permission is declared for ${route}: it is refused to everyone`));
+      return next(
+        refused(
+          scope,
+          'route',
+          { type: 'route', id: route },
+          `No permission is declared for ${route}: it is refused to everyone`,
+        ),
+      );
     }
     const rule = options.rules[declared.index]!;
     let target: EventTarget | undefined;
@@ -94,8 +116,17 @@ export function accessGate(options: AccessGateOptions): RequestHandler {
     const held = scopeOf(principal, rule.permission);
     const where = target?.team ? ` of team '${target.team}'` : target ? ' of every team' : '';
     const may = `Your role may not ${PERMISSIONS[rule.permission]}`;
-    if (!held) return next(refused(scope, rule.permission, target ?? { type: 'route', id: `${method} ${req.baseUrl}${rule.path}` }, `${may} (${rule.permission})`));
-    if (target && !covers(held, target.team)) return next(refused(scope, rule.permission, target, `${may}${where} (${rule.permission})`));
+    if (!held)
+      return next(
+        refused(
+          scope,
+          rule.permission,
+          target ?? { type: 'route', id: `${method} ${req.baseUrl}${rule.path}` },
+          `${may} (${rule.permission})`,
+        ),
+      );
+    if (target && !covers(held, target.team))
+      return next(refused(scope, rule.permission, target, `${may}${where} (${rule.permission})`));
     runInScope(scope, () => next());
   };
 }

@@ -30,7 +30,9 @@ function limitsAbove(key: Limits, team: TeamRecord): [string, number, number][] 
     ['budget.daily_usd', key.budget?.daily_usd, team.budget?.daily_usd],
     ['budget.monthly_usd', key.budget?.monthly_usd, team.budget?.monthly_usd],
   ];
-  return pairs.filter((pair): pair is [string, number, number] => pair[1] !== undefined && pair[2] !== undefined && pair[1] > pair[2]);
+  return pairs.filter(
+    (pair): pair is [string, number, number] => pair[1] !== undefined && pair[2] !== undefined && pair[1] > pair[2],
+  );
 }
 
 /**
@@ -65,13 +67,23 @@ export function accessKeyStore(inner: KeyStore, teams: Pick<TeamStore, 'get'> | 
     async list() {
       const { scope } = scopeNow('keys.read');
       const records = await inner.list();
-      return scope === 'all' ? records : ofTeamsNow(records.filter((record) => covers(scope, record.team)), teams);
+      return scope === 'all'
+        ? records
+        : ofTeamsNow(
+            records.filter((record) => covers(scope, record.team)),
+            teams,
+          );
     },
     async create(input: NewKeyInput) {
       const { scope, request } = scopeNow('keys.write');
       if (request) await checkTeamKey(request, scope, 'key.create', input);
       const created = await inner.create(input);
-      changed('key.create', { type: 'key', id: created.record.id, team: created.record.team ?? null }, null, keyView(created.record));
+      changed(
+        'key.create',
+        { type: 'key', id: created.record.id, team: created.record.team ?? null },
+        null,
+        keyView(created.record),
+      );
       return created;
     },
     async update(id: string, changes: KeyChanges) {
@@ -79,13 +91,20 @@ export function accessKeyStore(inner: KeyStore, teams: Pick<TeamStore, 'get'> | 
       const before = (await inner.list()).find((record) => record.id === id);
       if (request && before) await checkTeamKey(request, scope, 'key.update', changedKey(before, changes), id);
       const after = await inner.update(id, changes);
-      if (after) changed('key.update', { type: 'key', id, team: after.team ?? null }, before && keyView(before), keyView(after));
+      if (after)
+        changed('key.update', { type: 'key', id, team: after.team ?? null }, before && keyView(before), keyView(after));
       return after;
     },
     async revoke(id: string) {
       const before = (await inner.list()).find((record) => record.id === id);
       const done = await inner.revoke(id);
-      if (done && before) changed('key.revoke', { type: 'key', id, team: before.team ?? null }, keyView(before), keyView({ ...before, revoked: true }));
+      if (done && before)
+        changed(
+          'key.revoke',
+          { type: 'key', id, team: before.team ?? null },
+          keyView(before),
+          keyView({ ...before, revoked: true }),
+        );
       return done;
     },
     findByHash: (hash) => inner.findByHash(hash),
@@ -93,29 +112,51 @@ export function accessKeyStore(inner: KeyStore, teams: Pick<TeamStore, 'get'> | 
   };
 }
 
-/** A key as a change would leave it (a field given null removed, one absent kept), its guardrails as the change sets them. */
+/**
+ * A key as a change would leave it (a field given null removed, one absent kept), its guardrails as the change sets
+ * them.
+ */
 function changedKey(before: ApiKeyRecord, changes: KeyChanges): Partial<ApiKeyRecord> {
   const next = { ...before } as Record<string, unknown>;
   for (const [field, value] of Object.entries(changes)) {
     if (value === null) delete next[field];
     else if (value !== undefined) next[field] = value;
   }
-  return { ...(next as Partial<ApiKeyRecord>), guardrails: changes.guardrails === undefined ? undefined : (changes.guardrails ?? []) };
+  return {
+    ...(next as Partial<ApiKeyRecord>),
+    guardrails: changes.guardrails === undefined ? undefined : (changes.guardrails ?? []),
+  };
 }
 
 /** A team admin's key stays in its teams and under their limits, and leaves its guardrails to an admin. */
 function teamKeyCheck(teams: Pick<TeamStore, 'get'> | undefined) {
-  return async (request: RequestScope, scope: TeamScope, action: string, key: Partial<ApiKeyRecord>, id?: string): Promise<void> => {
+  return async (
+    request: RequestScope,
+    scope: TeamScope,
+    action: string,
+    key: Partial<ApiKeyRecord>,
+    id?: string,
+  ): Promise<void> => {
     if (scope === 'all') return;
     const target = { type: 'key' as const, id, team: key.team ?? null };
     if (!covers(scope, key.team)) {
-      throw refused(request, action, target, key.team ? `Your role may not manage keys of team '${key.team}'` : 'Your role may manage only keys in its teams: name one of them in team');
+      throw refused(
+        request,
+        action,
+        target,
+        key.team
+          ? `Your role may not manage keys of team '${key.team}'`
+          : 'Your role may manage only keys in its teams: name one of them in team',
+      );
     }
-    if (key.guardrails !== undefined) throw refused(request, action, target, "Only an admin may set a key's guardrails");
+    if (key.guardrails !== undefined)
+      throw refused(request, action, target, "Only an admin may set a key's guardrails");
     const team = await teams?.get(key.team!);
     const above = team ? limitsAbove(key, team) : [];
     if (above.length > 0) {
-      const listed = above.map(([field, value, limit]) => `${field} ${value} is above team '${key.team}''s ${limit}`).join('; ');
+      const listed = above
+        .map(([field, value, limit]) => `${field} ${value} is above team '${key.team}''s ${limit}`)
+        .join('; ');
       throw refused(request, action, target, `A key's limits may not exceed its team's: ${listed}`);
     }
   };
@@ -142,7 +183,8 @@ export function accessTeamStore(inner: TeamStore): TeamStore {
     async update(name: string, changes: TeamChanges) {
       const before = await inner.get(name);
       const after = await inner.update(name, changes);
-      if (after) changed('team.update', { type: 'team', id: name, team: name }, before && teamView(before), teamView(after));
+      if (after)
+        changed('team.update', { type: 'team', id: name, team: name }, before && teamView(before), teamView(after));
       return after;
     },
     async remove(name: string) {
@@ -163,7 +205,9 @@ function sumRows(rows: UsageRow[], field: 'model' | 'day'): UsageRow[] {
     const group = String(row[field]);
     const sum = groups.get(group);
     if (!sum) groups.set(group, { ...row });
-    else for (const [name, value] of Object.entries(row)) if (typeof value === 'number') sum[name] = (sum[name] as number) + value;
+    else
+      for (const [name, value] of Object.entries(row))
+        if (typeof value === 'number') sum[name] = (sum[name] as number) + value;
   }
   return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row as UsageRow);
 }
@@ -206,7 +250,9 @@ export function accessGuardrailActions(inner: Pick<GuardrailActionLog, 'recent'>
 }
 
 /** The alert log as the management routes read it: a team role sees the alerts of its teams' keys and teams only. */
-export function accessAlertLog(inner: Pick<AlertLog, 'lastFirings' | 'deliveries'>): Pick<AlertLog, 'lastFirings' | 'deliveries'> {
+export function accessAlertLog(
+  inner: Pick<AlertLog, 'lastFirings' | 'deliveries'>,
+): Pick<AlertLog, 'lastFirings' | 'deliveries'> {
   const visible = <T extends { readonly team: string | null }>(entries: T[]): T[] => {
     const { scope } = scopeNow('limits.read');
     return scope === 'all' ? entries : entries.filter((entry) => covers(scope, entry.team));

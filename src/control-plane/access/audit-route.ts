@@ -34,7 +34,8 @@ export function parseAuditQuery(query: Record<string, unknown>): AuditQuery {
   const values: Record<string, string> = {};
   for (const [name, value] of Object.entries(query)) {
     if (!known.has(name)) errors.push(fieldError(`query.${name}`, 'is not a parameter of this route'));
-    else if (typeof value !== 'string' || value === '') errors.push(fieldError(`query.${name}`, 'must be given once, with a value'));
+    else if (typeof value !== 'string' || value === '')
+      errors.push(fieldError(`query.${name}`, 'must be given once, with a value'));
     else values[name] = value;
   }
   const time = (name: 'from' | 'to') => {
@@ -46,17 +47,28 @@ export function parseAuditQuery(query: Record<string, unknown>): AuditQuery {
   const whole = (name: 'limit' | 'before', max: number) => {
     if (values[name] === undefined) return undefined;
     const parsed = /^[0-9]{1,15}$/.test(values[name]!) ? Number(values[name]) : Number.NaN;
-    if (!(parsed >= 1 && parsed <= max)) errors.push(fieldError(`query.${name}`, `must be a whole number from 1 to ${max}`));
+    if (!(parsed >= 1 && parsed <= max))
+      errors.push(fieldError(`query.${name}`, `must be a whole number from 1 to ${max}`));
     return parsed;
   };
-  const result = { ...Object.fromEntries(TEXT_FILTERS.map((name) => [name, values[name]])), from: time('from'), to: time('to'), limit: whole('limit', MAX_LIMIT) ?? DEFAULT_LIMIT, before: whole('before', Number.MAX_SAFE_INTEGER) };
+  const result = {
+    ...Object.fromEntries(TEXT_FILTERS.map((name) => [name, values[name]])),
+    from: time('from'),
+    to: time('to'),
+    limit: whole('limit', MAX_LIMIT) ?? DEFAULT_LIMIT,
+    before: whole('before', Number.MAX_SAFE_INTEGER),
+  };
   if (errors.length) throw validationError(errors);
   return result as AuditQuery;
 }
 
 /** Whether a record passes a query's filters. */
 export function auditMatches(record: AuditRecord, query: AuditQuery): boolean {
-  if (query.action !== undefined && !(query.action.endsWith('.') ? record.action.startsWith(query.action) : record.action === query.action)) return false;
+  if (
+    query.action !== undefined &&
+    !(query.action.endsWith('.') ? record.action.startsWith(query.action) : record.action === query.action)
+  )
+    return false;
   if (query.actor !== undefined && record.actor?.id !== query.actor && record.actor?.name !== query.actor) return false;
   if (query.outcome !== undefined && record.outcome !== query.outcome) return false;
   if (query.team !== undefined && record.target.team !== query.team) return false;
@@ -78,7 +90,11 @@ export function auditRoute(store: Pick<AuditStore, 'page'>): RequestHandler {
     const query = parseAuditQuery(req.query as Record<string, unknown>);
     const scope = currentScope();
     const held = scope ? scopeOf(scope.principal, 'audit.read') : 'all';
-    const data = await store.page((record) => covers(held, record.target.team ?? null) && auditMatches(record, query), query.limit, query.before);
+    const data = await store.page(
+      (record) => covers(held, record.target.team ?? null) && auditMatches(record, query),
+      query.limit,
+      query.before,
+    );
     res.json({ object: 'list', data, next_before: data.length === query.limit ? data[data.length - 1]!.seq : null });
   };
 }

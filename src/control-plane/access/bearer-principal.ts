@@ -8,7 +8,10 @@ import type { FailedAuthThrottle } from '../../data-plane/auth/failed-auth-throt
 import { looksLikeServiceToken, tokenStatus, type TokenStore } from '../../stores/tokens/token-store.ts';
 
 /** The admin token's principal: the break-glass admin. */
-export const ADMIN_TOKEN_PRINCIPAL: Principal = { actor: { kind: 'admin-token', id: 'admin-token' }, grants: [ADMIN_GRANT] };
+export const ADMIN_TOKEN_PRINCIPAL: Principal = {
+  actor: { kind: 'admin-token', id: 'admin-token' },
+  grants: [ADMIN_GRANT],
+};
 
 export interface BearerOptions {
   /** `GATEWAY_ADMIN_TOKEN`; none: only service tokens sign in. */
@@ -23,7 +26,12 @@ export interface BearerOptions {
 }
 
 /** Publishes a refused credential (no actor: no one could be told) for the audit log. */
-export function refusedCredential(req: Request, source: object | undefined, via: ChangeSite['via'], reason: string): void {
+export function refusedCredential(
+  req: Request,
+  source: object | undefined,
+  via: ChangeSite['via'],
+  reason: string,
+): void {
   if (!source) return;
   publish(EVENTS.controlPlaneRefusal, () => ({
     source,
@@ -54,17 +62,27 @@ export function bearerPrincipal(options: BearerOptions): RequestHandler {
       next(options.throttle?.failed(address) ?? error);
     };
     const header = req.headers.authorization?.trim() ?? '';
-    if (header === '') return next(unauthenticated('Missing admin token: send Authorization: Bearer <GATEWAY_ADMIN_TOKEN>'));
+    if (header === '')
+      return next(unauthenticated('Missing admin token: send Authorization: Bearer <GATEWAY_ADMIN_TOKEN>'));
     const value = /^Bearer[ \t]+(\S+)$/i.exec(header)?.[1];
     if (value && options.tokens && looksLikeServiceToken(value)) {
       const record = await options.tokens.findByHash(hashApiKey(value));
-      if (!record || tokenStatus(record, now()) !== 'active') return fail(unauthenticated('Invalid, expired or revoked service token'));
-      res.locals.principal = { actor: { kind: 'service-token', id: record.id, name: record.name }, grants: [record.grant] } satisfies Principal;
+      if (!record || tokenStatus(record, now()) !== 'active')
+        return fail(unauthenticated('Invalid, expired or revoked service token'));
+      res.locals.principal = {
+        actor: { kind: 'service-token', id: record.id, name: record.name },
+        grants: [record.grant],
+      } satisfies Principal;
       return next();
     }
-    if (!value || !options.adminToken || !sameSecret(value, options.adminToken)) return fail(unauthenticated('Invalid admin token'));
+    if (!value || !options.adminToken || !sameSecret(value, options.adminToken))
+      return fail(unauthenticated('Invalid admin token'));
     if (options.adminTokenEnabled && !options.adminTokenEnabled()) {
-      return fail(unauthenticated('The admin token is switched off on this gateway (access.adminToken: false): use a service token'));
+      return fail(
+        unauthenticated(
+          'The admin token is switched off on this gateway (access.adminToken: false): use a service token',
+        ),
+      );
     }
     res.locals.principal = ADMIN_TOKEN_PRINCIPAL;
     next();

@@ -23,11 +23,23 @@ export const PERMISSIONS = {
 } as const;
 export type Permission = keyof typeof PERMISSIONS;
 
-const READ: readonly Permission[] = ['keys.read', 'teams.read', 'limits.read', 'usage.read', 'guardrails.read', 'models.read', 'health.read', 'tokens.read', 'audit.read'];
+const READ: readonly Permission[] = [
+  'keys.read',
+  'teams.read',
+  'limits.read',
+  'usage.read',
+  'guardrails.read',
+  'models.read',
+  'health.read',
+  'tokens.read',
+  'audit.read',
+];
 
 /** The permissions of each role; `team-admin` and a `viewer` of named teams hold theirs over those teams only. */
 export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
-  admin: (Object.keys(PERMISSIONS) as Permission[]).filter((permission) => permission !== 'public' && permission !== 'signed-in'),
+  admin: (Object.keys(PERMISSIONS) as Permission[]).filter(
+    (permission) => permission !== 'public' && permission !== 'signed-in',
+  ),
   'team-admin': [...READ, 'keys.write', 'cache.clear', 'tokens.write'],
   viewer: READ,
 };

@@ -41,19 +41,47 @@ export function tokenView(record: ServiceTokenRecord, now = Date.now()): TokenVi
 
 const schema = yup
   .object({
-    name: yup.string().strict().typeError('must be a string').required('is required').max(200, 'must be at most 200 characters'),
-    role: yup.string().strict().required('is required').oneOf([...ROLES], `must be one of ${ROLES.join(', ')}`),
+    name: yup
+      .string()
+      .strict()
+      .typeError('must be a string')
+      .required('is required')
+      .max(200, 'must be at most 200 characters'),
+    role: yup
+      .string()
+      .strict()
+      .required('is required')
+      .oneOf([...ROLES], `must be one of ${ROLES.join(', ')}`),
     teams: yup
-      .array(yup.string().strict().typeError('must be a team name').required('must be a team name').matches(TEAM_NAME, TEAM_NAME_RULE))
+      .array(
+        yup
+          .string()
+          .strict()
+          .typeError('must be a team name')
+          .required('must be a team name')
+          .matches(TEAM_NAME, TEAM_NAME_RULE),
+      )
       .typeError('must be a list of team names')
       .min(1, 'must name at least one team (leave it out for every team)'),
     expires_at: yup
       .string()
       .strict()
       .typeError('must be an ISO 8601 date-time')
-      .test('date-time', 'must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z', (value) => value === undefined || !Number.isNaN(Date.parse(value)))
-      .test('future', 'must be in the future', (value) => value === undefined || Number.isNaN(Date.parse(value)) || Date.parse(value) > Date.now())
-      .test('bounded', `must be at most ${MAX_DAYS} days ahead`, (value) => value === undefined || !(Date.parse(value) > Date.now() + MAX_DAYS * DAY_MS)),
+      .test(
+        'date-time',
+        'must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z',
+        (value) => value === undefined || !Number.isNaN(Date.parse(value)),
+      )
+      .test(
+        'future',
+        'must be in the future',
+        (value) => value === undefined || Number.isNaN(Date.parse(value)) || Date.parse(value) > Date.now(),
+      )
+      .test(
+        'bounded',
+        `must be at most ${MAX_DAYS} days ahead`,
+        (value) => value === undefined || !(Date.parse(value) > Date.now() + MAX_DAYS * DAY_MS),
+      ),
   })
   .strict()
   .noUnknown('has unknown fields (name, role, teams, expires_at)');
@@ -64,13 +92,18 @@ export function parseNewToken(body: unknown, now = Date.now()): { name: string; 
   try {
     value = schema.validateSync(body, { abortEarly: false });
   } catch (error) {
-    if (error instanceof yup.ValidationError) throw validationError(error.inner.map((problem) => fieldError(problem.path || 'body', problem.message)));
+    if (error instanceof yup.ValidationError)
+      throw validationError(error.inner.map((problem) => fieldError(problem.path || 'body', problem.message)));
     throw error;
   }
   const role = value.role as Grant['role'];
-  if (role === 'admin' && value.teams) throw validationError([fieldError('teams', 'must be left out for admin (an admin holds every team)')]);
-  if (role === 'team-admin' && !value.teams) throw validationError([fieldError('teams', 'is required for team-admin: the teams it manages')]);
-  const expiresAt = new Date(value.expires_at === undefined ? now + DEFAULT_DAYS * DAY_MS : Date.parse(value.expires_at)).toISOString();
+  if (role === 'admin' && value.teams)
+    throw validationError([fieldError('teams', 'must be left out for admin (an admin holds every team)')]);
+  if (role === 'team-admin' && !value.teams)
+    throw validationError([fieldError('teams', 'is required for team-admin: the teams it manages')]);
+  const expiresAt = new Date(
+    value.expires_at === undefined ? now + DEFAULT_DAYS * DAY_MS : Date.parse(value.expires_at),
+  ).toISOString();
   return { name: value.name, grant: value.teams ? { role, teams: [...new Set(value.teams)] } : { role }, expiresAt };
 }
 
@@ -97,10 +130,18 @@ export function tokenRoutes(options: TokenRoutesOptions): Router {
     const input = parseNewToken(await readJsonObject(req, options.bodyLimitBytes ?? 1024 * 1024), now());
     const scope = currentScope();
     if (scope && !grantCovered(scope.principal.grants, input.grant)) {
-      throw refused(scope, 'token.create', { type: 'token', team: input.grant.teams?.[0] ?? null }, 'A token may not hold more than its maker: your role does not cover the role asked for');
+      throw refused(
+        scope,
+        'token.create',
+        { type: 'token', team: input.grant.teams?.[0] ?? null },
+        'A token may not hold more than its maker: your role does not cover the role asked for',
+      );
     }
     const actor = scope ? actorOf(scope.principal) : undefined;
-    const { token, record } = await options.tokens.create({ ...input, createdBy: actor ? `${actor.kind}:${actor.name ?? actor.id}` : 'unknown' });
+    const { token, record } = await options.tokens.create({
+      ...input,
+      createdBy: actor ? `${actor.kind}:${actor.name ?? actor.id}` : 'unknown',
+    });
     const view = tokenView(record, now());
     changed('token.create', { type: 'token', id: record.id, team: record.grant.teams?.[0] ?? null }, null, view);
     res.status(201).json({ ...view, token });
@@ -110,10 +151,20 @@ export function tokenRoutes(options: TokenRoutesOptions): Router {
     const record = (await options.tokens.list()).find((each) => each.id === id);
     const scope = currentScope();
     if (record && scope && !grantCovered(scope.principal.grants, record.grant)) {
-      throw refused(scope, 'token.revoke', { type: 'token', id, team: record.grant.teams?.[0] ?? null }, 'Your role does not cover this token: it may not revoke it');
+      throw refused(
+        scope,
+        'token.revoke',
+        { type: 'token', id, team: record.grant.teams?.[0] ?? null },
+        'Your role does not cover this token: it may not revoke it',
+      );
     }
     if (!record || !(await options.tokens.revoke(id))) throw tokenNotFound(id);
-    changed('token.revoke', { type: 'token', id, team: record.grant.teams?.[0] ?? null }, tokenView(record, now()), tokenView({ ...record, revoked: true }, now()));
+    changed(
+      'token.revoke',
+      { type: 'token', id, team: record.grant.teams?.[0] ?? null },
+      tokenView(record, now()),
+      tokenView({ ...record, revoked: true }, now()),
+    );
     res.json({ id, revoked: true });
   });
   return router;

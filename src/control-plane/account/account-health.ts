@@ -42,7 +42,18 @@ export function providerHealth(registry: ModelRegistry, endpoints: ProviderEndpo
     const vendor = plugin.vendor;
     const env_prefix = endpoints.envPrefix(vendor);
     const pool = endpoints.pool(vendor);
-    if (!pool) return [{ vendor, env_prefix, name: null, endpoint: null, status: 'not configured', consecutive_failures: 0, resting_until: null }];
+    if (!pool)
+      return [
+        {
+          vendor,
+          env_prefix,
+          name: null,
+          endpoint: null,
+          status: 'not configured',
+          consecutive_failures: 0,
+          resting_until: null,
+        },
+      ];
     const states = pool.state();
     return pool.endpoints.map(({ endpoint }, index) => {
       const state = states[index]!;
@@ -64,7 +75,12 @@ export function aliasTable(registry: ModelRegistry): AliasEntry[] {
   return registry.plugins.flatMap((plugin) =>
     (plugin.aliases ?? []).map((alias) => {
       const route = alias.routes[0];
-      return { alias: alias.id, vendor: plugin.vendor, target: route ? registry.resolve(route, alias.id).canonicalId : alias.target, routes: alias.routes };
+      return {
+        alias: alias.id,
+        vendor: plugin.vendor,
+        target: route ? registry.resolve(route, alias.id).canonicalId : alias.target,
+        routes: alias.routes,
+      };
     }),
   );
 }

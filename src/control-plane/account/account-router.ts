@@ -67,7 +67,10 @@ export interface AccountRouterOptions {
   readonly teams?: TeamStore;
   /** Where `GET /limits` reads request, token and money use; without it the limits are listed with no use figures. */
   readonly limits?: Pick<LimitLedger, 'peek'>;
-  /** The request limit in force (`config.rateLimit`, read per request), for `GET /limits`; the gateway's default when absent. */
+  /**
+   * The request limit in force (`config.rateLimit`, read per request), for `GET /limits`; the gateway's default when
+   * absent.
+   */
   readonly rate?: () => RateSettings;
   /**
    * The guardrails the configuration in force holds (`config.guardrails`, read per request): listed by
@@ -131,7 +134,15 @@ export function accountRouter(options: AccountRouterOptions): Router {
   api.get('/session', sessions.state);
   if (signOn) {
     const { sessions: store, logger, now } = options;
-    const sso = singleSignOn({ settings: signOn, store, storeKey: sessions.storeKey, startSession: sessions.startSession, hasRole: sessions.hasRole, logger, now });
+    const sso = singleSignOn({
+      settings: signOn,
+      store,
+      storeKey: sessions.storeKey,
+      startSession: sessions.startSession,
+      hasRole: sessions.hasRole,
+      logger,
+      now,
+    });
     api.get('/sso', sso.start);
     api.get('/sso/callback', sso.callback);
   }
@@ -139,10 +150,22 @@ export function accountRouter(options: AccountRouterOptions): Router {
   api.delete('/session', sessions.signOut);
   const health = async (): Promise<HealthView> => {
     const registry = options.registry();
-    return { readiness: await options.readiness(), providers: providerHealth(registry, options.endpoints), aliases: aliasTable(registry) };
+    return {
+      readiness: await options.readiness(),
+      providers: providerHealth(registry, options.endpoints),
+      aliases: aliasTable(registry),
+    };
   };
   const management = managementRouter({ ...options, health, tokens: access.tokens, audit: access.audit });
-  api.use(accessGate({ rules: MANAGEMENT_ROUTES, routes: () => routesOf(management), keys: options.keys, via: 'account', source: access.source }));
+  api.use(
+    accessGate({
+      rules: MANAGEMENT_ROUTES,
+      routes: () => routesOf(management),
+      keys: options.keys,
+      via: 'account',
+      source: access.source,
+    }),
+  );
   api.use(management);
   return router;
 }
@@ -157,7 +180,9 @@ function servePage(router: Router): void {
     res.setHeader('Cache-Control', 'no-cache');
     res.sendFile(CHART_SCRIPT, { headers: { 'Content-Type': 'text/javascript; charset=utf-8' } });
   });
-  router.use(express.static(ACCOUNT_WEB_DIR, { index: false, redirect: false, dotfiles: 'deny', cacheControl: true, maxAge: 0 }));
+  router.use(
+    express.static(ACCOUNT_WEB_DIR, { index: false, redirect: false, dotfiles: 'deny', cacheControl: true, maxAge: 0 }),
+  );
 }
 
 /** The page's sessions: signed in with the admin token, or with single sign-on when configured. */

@@ -4,7 +4,14 @@ import { MemoryStore, rateLimit, type Store } from 'express-rate-limit';
 import { sameSecret } from '../../core/api-keys.ts';
 import { actorOf, grantsOfGroups, type Principal, type RoleMapping } from '../../core/access.ts';
 import { EVENTS, publish } from '../../core/diagnostics.ts';
-import { fieldError, forbidden, rateLimited, unauthenticated, validationError, type GatewayError } from '../../core/gateway-errors.ts';
+import {
+  fieldError,
+  forbidden,
+  rateLimited,
+  unauthenticated,
+  validationError,
+  type GatewayError,
+} from '../../core/gateway-errors.ts';
 import { readJsonObject } from '../../data-plane/http/json-body.ts';
 import { describeWindow } from '../../data-plane/limits/rate-limiter.ts';
 import type { AccountSession, SessionStore, SessionUser } from '../../stores/session-store.ts';
@@ -51,7 +58,10 @@ export function sessionOf(res: Response): AccountSession {
 
 /** Whether the client reached the gateway over TLS, directly or through a proxy that says so. */
 export function cameOverTls(req: Request): boolean {
-  const forwarded = String(req.headers['x-forwarded-proto'] ?? '').split(',')[0]!.trim().toLowerCase();
+  const forwarded = String(req.headers['x-forwarded-proto'] ?? '')
+    .split(',')[0]!
+    .trim()
+    .toLowerCase();
   return req.secure || forwarded === 'https';
 }
 
@@ -117,13 +127,25 @@ export class AccountSessions {
     if (this.options.source) {
       const target = { type: 'session' as const, id: actor?.actor.kind === 'user' ? 'oidc' : 'admin-token' };
       const status = error.status as 401 | 403;
-      publish(EVENTS.controlPlaneRefusal, () => ({ ...this.site(req), actor: actor && actorOf(actor), action: 'session.sign-in', target, status, reason: error.detail }));
+      publish(EVENTS.controlPlaneRefusal, () => ({
+        ...this.site(req),
+        actor: actor && actorOf(actor),
+        action: 'session.sign-in',
+        target,
+        status,
+        reason: error.detail,
+      }));
     }
     return error;
   }
 
   /** A sign-in or sign-out, published (the audit log). */
-  private signedIn(req: Request, principal: Principal, action: 'session.sign-in' | 'session.sign-out', session: AccountSession): void {
+  private signedIn(
+    req: Request,
+    principal: Principal,
+    action: 'session.sign-in' | 'session.sign-out',
+    session: AccountSession,
+  ): void {
     if (!this.options.source) return;
     const method = session.user ? ('oidc' as const) : ('admin-token' as const);
     publish(EVENTS.signIn, () => ({ ...this.site(req), actor: actorOf(principal), action, method }));
@@ -133,12 +155,16 @@ export class AccountSessions {
   private principalOf(session: AccountSession): Principal | GatewayError {
     if (!session.user) {
       if (this.adminTokenOn()) return ADMIN_TOKEN_PRINCIPAL;
-      return unauthenticated('Signing in with the admin token is switched off on this gateway: sign in again with single sign-on');
+      return unauthenticated(
+        'Signing in with the admin token is switched off on this gateway: sign in again with single sign-on',
+      );
     }
     const grants = grantsOfGroups(this.options.roles?.() ?? [], session.user.groups);
     const principal = userPrincipal(session.user, grants);
     if (grants.length > 0) return principal;
-    return forbidden(`${principal.actor.name ?? principal.actor.id} holds no role on this gateway (none of their groups is in the role mapping)`);
+    return forbidden(
+      `${principal.actor.name ?? principal.actor.id} holds no role on this gateway (none of their groups is in the role mapping)`,
+    );
   }
 
   private async current(req: Request): Promise<{ id: string; session: AccountSession } | undefined> {
@@ -149,15 +175,28 @@ export class AccountSessions {
   }
 
   private setCookie(req: Request, res: Response, value: string, maxAgeMs: number): void {
-    res.cookie(SESSION_COOKIE, value, { httpOnly: true, sameSite: 'strict', secure: cameOverTls(req), path: COOKIE_PATH, maxAge: maxAgeMs });
+    res.cookie(SESSION_COOKIE, value, {
+      httpOnly: true,
+      sameSite: 'strict',
+      secure: cameOverTls(req),
+      path: COOKIE_PATH,
+      maxAge: maxAgeMs,
+    });
   }
 
-  /** Starts a session for a principal (the admin token's, or a person's from single sign-on), replacing the request's own. */
+  /**
+   * Starts a session for a principal (the admin token's, or a person's from single sign-on), replacing the request's
+   * own.
+   */
   readonly startSession = async (req: Request, res: Response, user?: SessionUser): Promise<AccountSession> => {
     const previous = await this.current(req);
     if (previous) await this.options.store.delete(this.storeKey(previous.id));
     const id = randomBytes(32).toString('base64url');
-    const session: AccountSession = { csrfToken: randomBytes(32).toString('base64url'), expiresAt: this.now() + this.ttlMs, ...(user && { user }) };
+    const session: AccountSession = {
+      csrfToken: randomBytes(32).toString('base64url'),
+      expiresAt: this.now() + this.ttlMs,
+      ...(user && { user }),
+    };
     await this.options.store.put(this.storeKey(id), session);
     this.setCookie(req, res, id, this.ttlMs);
     this.signedIn(req, this.principalOf(session) as Principal, 'session.sign-in', session);
@@ -166,11 +205,18 @@ export class AccountSessions {
 
   readonly signIn: RequestHandler = async (req, res) => {
     const body = await readJsonObject(req, SIGN_IN_BODY_LIMIT);
-    if (typeof body.token !== 'string' || body.token === '') throw validationError([fieldError('token', 'is required: the admin token (GATEWAY_ADMIN_TOKEN)')]);
+    if (typeof body.token !== 'string' || body.token === '')
+      throw validationError([fieldError('token', 'is required: the admin token (GATEWAY_ADMIN_TOKEN)')]);
     const { token } = this.options;
-    if (token === undefined || !sameSecret(body.token, token)) throw this.refuse(req, unauthenticated('Invalid admin token'));
+    if (token === undefined || !sameSecret(body.token, token))
+      throw this.refuse(req, unauthenticated('Invalid admin token'));
     if (!this.adminTokenOn()) {
-      throw this.refuse(req, unauthenticated('Signing in with the admin token is switched off on this gateway (access.adminToken: false): use single sign-on'));
+      throw this.refuse(
+        req,
+        unauthenticated(
+          'Signing in with the admin token is switched off on this gateway (access.adminToken: false): use single sign-on',
+        ),
+      );
     }
     const session = await this.startSession(req, res);
     res.status(201).json(sessionBody(session, ADMIN_TOKEN_PRINCIPAL));
@@ -179,13 +225,17 @@ export class AccountSessions {
   readonly state: RequestHandler = async (req, res) => {
     const found = await this.current(req);
     const principal = found && this.principalOf(found.session);
-    if (found && principal && !(principal instanceof Error)) return void res.json(sessionBody(found.session, principal));
+    if (found && principal && !(principal instanceof Error))
+      return void res.json(sessionBody(found.session, principal));
     res.json({ enabled: true, signed_in: false, ...this.signInMethods() });
   };
 
   /** How one may sign in, when it is not the default (the admin token only). */
   private signInMethods(): Record<string, unknown> {
-    return { ...(this.options.signOn && { sso: { start: '/account/api/sso' } }), ...(!this.adminTokenOn() && { admin_token: false }) };
+    return {
+      ...(this.options.signOn && { sso: { start: '/account/api/sso' } }),
+      ...(!this.adminTokenOn() && { admin_token: false }),
+    };
   }
 
   readonly signOut: RequestHandler = async (req, res) => {
@@ -211,7 +261,9 @@ export class AccountSessions {
     sameOriginOnly(req, res, (error?: unknown) => {
       if (error) return next(error);
       if (!sameSecret(String(req.headers[CSRF_HEADER] ?? ''), found.session.csrfToken)) {
-        return next(forbidden(`Missing or wrong CSRF token: send the session's csrf_token in the ${CSRF_HEADER} header`));
+        return next(
+          forbidden(`Missing or wrong CSRF token: send the session's csrf_token in the ${CSRF_HEADER} header`),
+        );
       }
       next();
     });
@@ -227,7 +279,10 @@ export class AccountSessions {
 }
 
 /** Failed sign-ins per client address: past the limit, 429 until the window ends (successful ones are not counted). */
-function signInThrottle(limit: { readonly max: number; readonly windowMs: number }, store: AccountSessionOptions['signInStore']): RequestHandler {
+function signInThrottle(
+  limit: { readonly max: number; readonly windowMs: number },
+  store: AccountSessionOptions['signInStore'],
+): RequestHandler {
   return rateLimit({
     windowMs: limit.windowMs,
     limit: limit.max,
@@ -253,9 +308,14 @@ function signInThrottle(limit: { readonly max: number; readonly windowMs: number
 /** Stands for the gateway in events when none was given (a router built alone, in tests). */
 const NO_SOURCE = Object.freeze({});
 
-/** A person's principal: their subject at the issuer, named by e-mail (else name), with the grants their groups give. */
+/**
+ * A person's principal: their subject at the issuer, named by e-mail (else name), with the grants their groups give.
+ */
 export function userPrincipal(user: SessionUser, grants: Principal['grants']): Principal {
-  return { actor: { kind: 'user', id: `${user.issuer}#${user.subject}`, name: user.email ?? user.name ?? user.subject }, grants };
+  return {
+    actor: { kind: 'user', id: `${user.issuer}#${user.subject}`, name: user.email ?? user.name ?? user.subject },
+    grants,
+  };
 }
 
 /** What the page learns of its session: who is signed in, the roles, and where each permission is held. */

@@ -68,18 +68,31 @@ export function singleSignOn(options: SignOnOptions): { start: RequestHandler; c
     } catch (error) {
       return fail(res, 'unavailable', `the issuer's discovery document could not be read: ${(error as Error).message}`);
     }
-    const redirectUri = settings.redirectUri ?? `${cameOverTls(req) ? 'https' : 'http'}://${req.headers.host}${SIGN_ON_PATH}/callback`;
-    const pending = { state: oidc.randomState(), nonce: oidc.randomNonce(), verifier: oidc.randomPKCECodeVerifier(), redirectUri };
+    const redirectUri =
+      settings.redirectUri ?? `${cameOverTls(req) ? 'https' : 'http'}://${req.headers.host}${SIGN_ON_PATH}/callback`;
+    const pending = {
+      state: oidc.randomState(),
+      nonce: oidc.randomNonce(),
+      verifier: oidc.randomPKCECodeVerifier(),
+      redirectUri,
+    };
     const id = oidc.randomState();
     await options.store.put(options.storeKey(`sso:${id}`), { csrfToken: '', expiresAt: now() + PENDING_MS, pending });
-    res.cookie(SIGN_ON_COOKIE, id, { httpOnly: true, sameSite: 'lax', secure: cameOverTls(req), path: SIGN_ON_PATH, maxAge: PENDING_MS });
+    res.cookie(SIGN_ON_COOKIE, id, {
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: cameOverTls(req),
+      path: SIGN_ON_PATH,
+      maxAge: PENDING_MS,
+    });
     res.redirect(303, (await authorizationUrl(config, settings, pending)).href);
   };
 
   const callback: RequestHandler = async (req, res) => {
     const id = cookieValue(req, SIGN_ON_COOKIE);
     res.clearCookie(SIGN_ON_COOKIE, { httpOnly: true, sameSite: 'lax', secure: cameOverTls(req), path: SIGN_ON_PATH });
-    const entry = id && /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await options.store.get(options.storeKey(`sso:${id}`)) : undefined;
+    const entry =
+      id && /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await options.store.get(options.storeKey(`sso:${id}`)) : undefined;
     if (id && entry) await options.store.delete(options.storeKey(`sso:${id}`));
     const pending = entry?.pending;
     if (!pending) return fail(res, 'expired');
@@ -101,7 +114,11 @@ export function singleSignOn(options: SignOnOptions): { start: RequestHandler; c
 }
 
 /** Where the browser signs in: the issuer's authorization endpoint with the PKCE challenge, `state` and `nonce`. */
-async function authorizationUrl(config: OpenIdClient.Configuration, settings: OidcSettings, pending: NonNullable<AccountSession['pending']>): Promise<URL> {
+async function authorizationUrl(
+  config: OpenIdClient.Configuration,
+  settings: OidcSettings,
+  pending: NonNullable<AccountSession['pending']>,
+): Promise<URL> {
   return oidc.buildAuthorizationUrl(config, {
     redirect_uri: pending.redirectUri,
     scope: ['openid', ...settings.scopes].join(' '),
@@ -118,7 +135,8 @@ async function authorizationUrl(config: OpenIdClient.Configuration, settings: Oi
  */
 let oidc: typeof OpenIdClient;
 let loading: Promise<typeof OpenIdClient> | undefined;
-const openIdClient = (): Promise<typeof OpenIdClient> => (loading ??= import('openid-client').then((client) => (oidc = client)));
+const openIdClient = (): Promise<typeof OpenIdClient> =>
+  (loading ??= import('openid-client').then((client) => (oidc = client)));
 
 /** The issuer's configuration, discovered once per settings (again after a failure or a reload that changes them). */
 function issuerDiscovery(): (settings: OidcSettings) => Promise<OpenIdClient.Configuration> {
@@ -145,10 +163,20 @@ function issuerDiscovery(): (settings: OidcSettings) => Promise<OpenIdClient.Con
  * The person the issuer's answer signs in: the code exchanged (state, nonce and PKCE checked), the ID
  * token's claims, the groups from its claim, else from userinfo.
  */
-async function signedInUser(config: OpenIdClient.Configuration, settings: OidcSettings, pending: NonNullable<AccountSession['pending']>, originalUrl: string): Promise<SessionUser> {
+async function signedInUser(
+  config: OpenIdClient.Configuration,
+  settings: OidcSettings,
+  pending: NonNullable<AccountSession['pending']>,
+  originalUrl: string,
+): Promise<SessionUser> {
   const answered = new URL(pending.redirectUri);
   answered.search = new URL(originalUrl, 'http://callback').search;
-  const checks = { pkceCodeVerifier: pending.verifier, expectedState: pending.state, expectedNonce: pending.nonce, idTokenExpected: true };
+  const checks = {
+    pkceCodeVerifier: pending.verifier,
+    expectedState: pending.state,
+    expectedNonce: pending.nonce,
+    idTokenExpected: true,
+  };
   const tokens = await oidc.authorizationCodeGrant(config, answered, checks);
   const claims = tokens.claims()!;
   let groups = groupsIn(claims[settings.groupsClaim]);
@@ -157,6 +185,11 @@ async function signedInUser(config: OpenIdClient.Configuration, settings: OidcSe
     profile = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
     groups = groupsIn(profile[settings.groupsClaim]) ?? [];
   }
-  const text = (name: string) => (typeof profile[name] === 'string' ? (profile[name] as string) : typeof claims[name] === 'string' ? (claims[name] as string) : undefined);
+  const text = (name: string) =>
+    typeof profile[name] === 'string'
+      ? (profile[name] as string)
+      : typeof claims[name] === 'string'
+        ? (claims[name] as string)
+        : undefined;
   return { issuer: claims.iss, subject: claims.sub, name: text('name'), email: text('email'), groups };
 }

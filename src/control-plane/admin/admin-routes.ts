@@ -49,15 +49,21 @@ export interface AdminRouterOptions {
   readonly usage?: UsageStore;
   /** Counts wrong admin tokens per client address (429 past the limit); a budget of its own, not the API keys'. */
   readonly throttle?: FailedAuthThrottle;
-  /** Where `GET /admin/limits` reads request, token and money use; without it the limits are listed with no use figures. */
+  /**
+   * Where `GET /admin/limits` reads request, token and money use; without it the limits are listed with no use figures.
+   */
   readonly limits?: Pick<LimitLedger, 'peek'>;
-  /** The request limit in force (`config.rateLimit`, read per request), for `GET /admin/limits`; the gateway's default when absent. */
+  /**
+   * The request limit in force (`config.rateLimit`, read per request), for `GET /admin/limits`; the gateway's default
+   * when absent.
+   */
   readonly rate?: () => RateSettings;
   /** The response cache `DELETE /admin/cache` empties; without one (no cache configured) it deletes nothing. */
   readonly responseCache?: ResponseCache;
   /**
    * The guardrails the configuration in force holds (`config.guardrails`, read per request): listed by
-   * `GET /admin/guardrails`, and what `guardrails` of keys and teams are checked against; none listed and unchecked when absent.
+   * `GET /admin/guardrails`, and what `guardrails` of keys and teams are checked against; none listed and unchecked
+   * when absent.
    */
   readonly guardrailSettings?: () => readonly GuardrailSettings[];
   /** The newest guardrail actions, for `GET /admin/guardrails/actions`; that path answers 404 without it. */
@@ -83,9 +89,25 @@ export function adminRouter(options: AdminRouterOptions): Router {
     router.use((req, _res, next) => next(routeNotFound(req.method, req.originalUrl.split('?')[0]!)));
     return router;
   }
-  router.use(bearerPrincipal({ adminToken: options.token, adminTokenEnabled: access.adminTokenEnabled, tokens: access.tokens, throttle: options.throttle, source: access.source }));
+  router.use(
+    bearerPrincipal({
+      adminToken: options.token,
+      adminTokenEnabled: access.adminTokenEnabled,
+      tokens: access.tokens,
+      throttle: options.throttle,
+      source: access.source,
+    }),
+  );
   const management = managementRouter({ ...options, tokens: access.tokens, audit: access.audit });
-  router.use(accessGate({ rules: MANAGEMENT_ROUTES, routes: () => routesOf(management), keys: options.keys, via: 'admin', source: access.source }));
+  router.use(
+    accessGate({
+      rules: MANAGEMENT_ROUTES,
+      routes: () => routesOf(management),
+      keys: options.keys,
+      via: 'admin',
+      source: access.source,
+    }),
+  );
   router.use(management);
   return router;
 }

@@ -1,5 +1,11 @@
 import { Router, type Request } from 'express';
-import { badRequest, isGatewayError, keyNotFound, serviceUnavailable, teamNotFound } from '../../core/gateway-errors.ts';
+import {
+  badRequest,
+  isGatewayError,
+  keyNotFound,
+  serviceUnavailable,
+  teamNotFound,
+} from '../../core/gateway-errors.ts';
 import { cacheTenant, type CacheTenant, type ResponseCache } from '../../core/response-cache.ts';
 import { keyInTeam } from '../../core/team-identity.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
@@ -102,17 +108,23 @@ const PARAMETERS = new Set(['key_id', 'team']);
 function single(query: Request['query'], name: string): string | undefined {
   const value = query[name];
   if (value === undefined) return undefined;
-  if (typeof value !== 'string' || value === '') throw badRequest(`The query parameter '${name}' must be given once, with a value`, name);
+  if (typeof value !== 'string' || value === '')
+    throw badRequest(`The query parameter '${name}' must be given once, with a value`, name);
   return value;
 }
 
 /** The target of `DELETE /cache` from its query; an unknown parameter is a 400, never an accidental "everything". */
 export function cacheClearQuery(query: Request['query']): CacheClearTarget {
   const unknown = Object.keys(query).filter((name) => !PARAMETERS.has(name));
-  if (unknown.length > 0) throw badRequest(`Unknown query parameter '${unknown[0]}': give key_id=KEY_ID or team=NAME, or neither to empty every entry`, unknown[0]);
+  if (unknown.length > 0)
+    throw badRequest(
+      `Unknown query parameter '${unknown[0]}': give key_id=KEY_ID or team=NAME, or neither to empty every entry`,
+      unknown[0],
+    );
   const keyId = single(query, 'key_id');
   const team = single(query, 'team');
-  if (keyId !== undefined && team !== undefined) throw badRequest('Give key_id or team, not both (neither empties every entry)');
+  if (keyId !== undefined && team !== undefined)
+    throw badRequest('Give key_id or team, not both (neither empties every entry)');
   return keyId !== undefined ? { keyId } : team !== undefined ? { team } : {};
 }
 

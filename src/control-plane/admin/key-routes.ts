@@ -81,26 +81,29 @@ export async function revokeKey(
  * The key and usage operations behind whatever guard mounts them: the admin API (admin token) and the
  * account page (session cookie + CSRF token) answer alike. Without `teams`, a new key cannot name a team.
  */
-export function keyRoutes(
-  options: {
-    readonly keys: KeyStore;
-    readonly registry?: () => ModelRegistry;
-    readonly bodyLimitBytes?: number;
-    /** `GET /usage`, when the usage module provides it. */
-    readonly usage?: RequestHandler;
-    readonly teams?: TeamStore;
-    /** The names of the configured guardrails, to check a key's `guardrails` against; unchecked when absent. */
-    readonly guardrails?: () => readonly string[];
-    /** The response cache a revoked key's own entries are emptied from; none when absent. */
-    readonly responseCache?: ResponseCache;
-  },
-): Router {
+export function keyRoutes(options: {
+  readonly keys: KeyStore;
+  readonly registry?: () => ModelRegistry;
+  readonly bodyLimitBytes?: number;
+  /** `GET /usage`, when the usage module provides it. */
+  readonly usage?: RequestHandler;
+  readonly teams?: TeamStore;
+  /** The names of the configured guardrails, to check a key's `guardrails` against; unchecked when absent. */
+  readonly guardrails?: () => readonly string[];
+  /** The response cache a revoked key's own entries are emptied from; none when absent. */
+  readonly responseCache?: ResponseCache;
+}): Router {
   const router = Router();
-  // What a key's body is checked against: the gateway's models, the team it names (looked up), the configured guardrails.
+  // What a key's body is checked against: the gateway's models, the team it names (looked up), the configured
+  // guardrails.
   const checksOf = async (body: Record<string, unknown>): Promise<NewKeyCheck> => {
     const team = isTeamName(body.team) ? await options.teams?.get(body.team) : undefined;
     const knownTeams = options.teams && new Map(team ? [[team.name, team.id]] : []);
-    return { knownModels: options.registry && canonicalModelIds(options.registry()), knownTeams, knownGuardrails: options.guardrails?.() };
+    return {
+      knownModels: options.registry && canonicalModelIds(options.registry()),
+      knownTeams,
+      knownGuardrails: options.guardrails?.(),
+    };
   };
   router.post('/keys', async (req, res) => {
     const body = await readJsonObject(req, options.bodyLimitBytes ?? 1024 * 1024);

@@ -11,8 +11,10 @@ export const positiveInteger = () =>
     .number()
     .strict()
     .typeError('must be a positive integer')
-    .test('positive-integer', 'must be a positive integer', (value) =>
-      value == null || (Number.isSafeInteger(value) && value >= 1),
+    .test(
+      'positive-integer',
+      'must be a positive integer',
+      (value) => value == null || (Number.isSafeInteger(value) && value >= 1),
     );
 
 /**
@@ -43,7 +45,11 @@ export const usdAmount = () =>
     .typeError('must be a positive number of USD')
     .moreThan(0, 'must be a positive number of USD')
     .max(MAX_USD, `must be at most ${MAX_USD} USD`)
-    .test('decimals', 'must have at most 6 decimals', (value) => value === undefined || !(value > 0 && value <= MAX_USD) || /^\d+(\.\d{1,6})?$/.test(String(value)));
+    .test(
+      'decimals',
+      'must have at most 6 decimals',
+      (value) => value === undefined || !(value > 0 && value <= MAX_USD) || /^\d+(\.\d{1,6})?$/.test(String(value)),
+    );
 
 /** `quota`: charged tokens per UTC day and/or month. */
 export const tokenQuota = () =>
@@ -64,16 +70,32 @@ export const moneyBudget = () =>
       .typeError('must be an object with daily_usd and/or monthly_usd'),
     ['daily_usd', 'monthly_usd'],
   )
-    .test('some', 'must give daily_usd and/or monthly_usd', (value) => value === undefined || value === null || value.daily_usd !== undefined || value.monthly_usd !== undefined)
+    .test(
+      'some',
+      'must give daily_usd and/or monthly_usd',
+      (value) =>
+        value === undefined || value === null || value.daily_usd !== undefined || value.monthly_usd !== undefined,
+    )
     .default(undefined);
 
-/** `cache`: `false` keeps the owner's requests out of the response cache; `true` is kept as given (the gateway's setting applies). */
-export const cacheSetting = () => yup.boolean().strict().typeError('must be true or false').nonNullable('must be true or false');
+/**
+ * `cache`: `false` keeps the owner's requests out of the response cache; `true` is kept as given (the gateway's setting
+ * applies).
+ */
+export const cacheSetting = () =>
+  yup.boolean().strict().typeError('must be true or false').nonNullable('must be true or false');
 
 /** `guardrails`: the names of configured guardrails the owner's requests get; `[]`: none. */
 export const guardrailList = () =>
   yup
-    .array(yup.string().strict().typeError(GUARDRAIL_NAME_RULE).required(GUARDRAIL_NAME_RULE).matches(GUARDRAIL_NAME, GUARDRAIL_NAME_RULE))
+    .array(
+      yup
+        .string()
+        .strict()
+        .typeError(GUARDRAIL_NAME_RULE)
+        .required(GUARDRAIL_NAME_RULE)
+        .matches(GUARDRAIL_NAME, GUARDRAIL_NAME_RULE),
+    )
     .strict()
     .typeError('must be a list of guardrail names ([] for none)')
     .default(undefined);
@@ -88,7 +110,11 @@ export const alertList = () =>
     .array(percent().min(1, ALERT_RULE).max(100, ALERT_RULE))
     .strict()
     .typeError(ALERT_RULE)
-    .test('ascending', ALERT_RULE, (value) => !value || value.every((each, index) => index === 0 || each > value[index - 1]!))
+    .test(
+      'ascending',
+      ALERT_RULE,
+      (value) => !value || value.every((each, index) => index === 0 || each > value[index - 1]!),
+    )
     .default(undefined);
 
 /**
@@ -97,8 +123,19 @@ export const alertList = () =>
  */
 export function unknownGuardrails(value: unknown, known: readonly string[] | undefined, label: string): string[] {
   if (!known || !Array.isArray(value)) return [];
-  const missing = [...new Set(value.filter((name): name is string => typeof name === 'string' && GUARDRAIL_NAME.test(name) && !known.includes(name)))];
-  return missing.map((name) => fieldError(label, `no guardrail is named '${name}' in the configuration (configured: ${known.length ? known.join(', ') : 'none'})`));
+  const missing = [
+    ...new Set(
+      value.filter(
+        (name): name is string => typeof name === 'string' && GUARDRAIL_NAME.test(name) && !known.includes(name),
+      ),
+    ),
+  ];
+  return missing.map((name) =>
+    fieldError(
+      label,
+      `no guardrail is named '${name}' in the configuration (configured: ${known.length ? known.join(', ') : 'none'})`,
+    ),
+  );
 }
 
 /** The value without its undefined members (so stored records carry only the limits set). */

@@ -4,7 +4,14 @@ import type { NewKeyInput } from '../../core/api-keys.ts';
 import type { KeyChanges } from '../../stores/keys/key-store.ts';
 import { isTeamName, TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import {
-  alertList, cacheSetting, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota, unknownGuardrails,
+  alertList,
+  cacheSetting,
+  guardrailList,
+  knownFields,
+  moneyBudget,
+  positiveInteger,
+  tokenQuota,
+  unknownGuardrails,
 } from './limit-fields.ts';
 
 // Each field of a key, as a new key gives it; a change may give each but `name` as null (removed).
@@ -19,8 +26,16 @@ const KEY_FIELDS = {
     .string()
     .strict()
     .typeError('must be an ISO 8601 date-time')
-    .test('date-time', 'must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z', (value) => value === undefined || value === null || isDateTime(value))
-    .test('future', 'must be in the future', (value) => value === undefined || value === null || !isDateTime(value) || Date.parse(value) > Date.now()),
+    .test(
+      'date-time',
+      'must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z',
+      (value) => value === undefined || value === null || isDateTime(value),
+    )
+    .test(
+      'future',
+      'must be in the future',
+      (value) => value === undefined || value === null || !isDateTime(value) || Date.parse(value) > Date.now(),
+    ),
   quota: tokenQuota(),
   tpm: positiveInteger(),
   budget: moneyBudget(),
@@ -32,28 +47,44 @@ const KEY_FIELDS = {
 
 const keyName = () => yup.string().strict().typeError('must be a string').max(200, 'must be at most 200 characters');
 
-const newKeySchema = knownFields(
-  yup.object({ name: keyName().required('is required'), ...KEY_FIELDS }).strict(),
-  ['name', ...Object.keys(KEY_FIELDS)],
-);
+const newKeySchema = knownFields(yup.object({ name: keyName().required('is required'), ...KEY_FIELDS }).strict(), [
+  'name',
+  ...Object.keys(KEY_FIELDS),
+]);
 
 /** The fields a PATCH of a key may give (each but `name` may be null: removed). */
 export const KEY_CHANGE_FIELDS = [
-  'name', 'rpm', 'concurrency', 'models', 'expires_at', 'quota', 'tpm', 'budget', 'team', 'cache', 'guardrails', 'alerts',
+  'name',
+  'rpm',
+  'concurrency',
+  'models',
+  'expires_at',
+  'quota',
+  'tpm',
+  'budget',
+  'team',
+  'cache',
+  'guardrails',
+  'alerts',
 ] as const;
 
 const keyChangesSchema = knownFields(
   yup
     .object({
       name: keyName().min(1, 'must not be empty').nonNullable('must be a string (a key keeps a name)'),
-      ...(Object.fromEntries(Object.entries(KEY_FIELDS).map(([field, schema]) => [field, schema.nullable()])) as { [K in keyof typeof KEY_FIELDS]: ReturnType<(typeof KEY_FIELDS)[K]['nullable']> }),
+      ...(Object.fromEntries(Object.entries(KEY_FIELDS).map(([field, schema]) => [field, schema.nullable()])) as {
+        [K in keyof typeof KEY_FIELDS]: ReturnType<(typeof KEY_FIELDS)[K]['nullable']>;
+      }),
     })
     .strict(),
   KEY_CHANGE_FIELDS,
 );
 
 function isDateTime(value: string): boolean {
-  return /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) && !Number.isNaN(Date.parse(value));
+  return (
+    /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) &&
+    !Number.isNaN(Date.parse(value))
+  );
 }
 
 export interface NewKeyCheck {
@@ -74,8 +105,8 @@ export interface NewKeyCheck {
  * A new key's settings from the admin API's body (or the CLI's flags): `name`, and optionally `rpm`,
  * `concurrency`, `models` (canonical IDs), `expires_at` (ISO date-time in the future) and `quota` (`daily`,
  * `monthly`), `tpm`, `budget` (`daily_usd`, `monthly_usd`), `team` (an existing team's name), `cache` (a boolean;
- * `false` keeps the key's requests out of the response cache) and `guardrails` (names of configured guardrails the key's
- * requests get, over its team's; `[]`: none) and `alerts` (ascending percents of its budgets and quotas at which
+ * `false` keeps the key's requests out of the response cache) and `guardrails` (names of configured guardrails the
+ * key's requests get, over its team's; `[]`: none) and `alerts` (ascending percents of its budgets and quotas at which
  * alerts fire; `[]`: none). Throws the 400 ValidationError listing every bad field.
  */
 export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput {
@@ -99,14 +130,19 @@ export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput
 
 /**
  * A PATCH of a key: `name`, and each of `rpm`, `concurrency`, `models`, `expires_at`, `quota`, `tpm`, `budget`, `team`,
- * `cache` and `guardrails` set (checked as {@link parseNewKey} checks it; an object replaces the whole limit), `null` to
- * remove it, or absent to keep it. Throws the 400 ValidationError listing every bad field; a body changing
- * nothing is one of them.
+ * `cache` and `guardrails` set (checked as {@link parseNewKey} checks it; an object replaces the whole limit), `null`
+ * to remove it, or absent to keep it. Throws the 400 ValidationError listing every bad field; a body changing nothing
+ * is one of them.
  */
 export function parseKeyChanges(body: unknown, check: NewKeyCheck = {}): KeyChanges {
   const label = check.fieldLabel ?? ((path: string) => path);
   const empty = body !== null && typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0;
-  const value = validate(keyChangesSchema, body, check, empty ? [fieldError(label('body'), `must change at least one of ${KEY_CHANGE_FIELDS.join(', ')}`)] : []);
+  const value = validate(
+    keyChangesSchema,
+    body,
+    check,
+    empty ? [fieldError(label('body'), `must change at least one of ${KEY_CHANGE_FIELDS.join(', ')}`)] : [],
+  );
   const given = body as Record<string, unknown>;
   const changes: Record<string, unknown> = {};
   for (const field of KEY_CHANGE_FIELDS) {
@@ -136,14 +172,30 @@ function validate<T>(schema: yup.Schema<T>, body: unknown, check: NewKeyCheck, e
   if (check.knownModels && Array.isArray(models)) {
     for (const model of models) {
       if (typeof model === 'string' && !check.knownModels.has(model)) {
-        errors.push(fieldError(label('models'), `'${model}' is not a canonical model ID of this gateway (name concrete models such as vendor/model, not aliases)`));
+        errors.push(
+          fieldError(
+            label('models'),
+            `'${model}' is not a canonical model ID of this gateway (name concrete models such as vendor/model, not aliases)`,
+          ),
+        );
       }
     }
   }
-  errors.push(...unknownGuardrails((body as { guardrails?: unknown } | null)?.guardrails, check.knownGuardrails, label('guardrails')));
+  errors.push(
+    ...unknownGuardrails(
+      (body as { guardrails?: unknown } | null)?.guardrails,
+      check.knownGuardrails,
+      label('guardrails'),
+    ),
+  );
   const team = (body as { team?: unknown } | null)?.team;
   if (isTeamName(team) && !check.knownTeams?.has(team)) {
-    errors.push(fieldError(label('team'), check.knownTeams ? `no team is named '${team}' (create it first)` : 'cannot be set here'));
+    errors.push(
+      fieldError(
+        label('team'),
+        check.knownTeams ? `no team is named '${team}' (create it first)` : 'cannot be set here',
+      ),
+    );
   }
   if (errors.length > 0 || value === undefined) throw validationError(errors);
   return value;

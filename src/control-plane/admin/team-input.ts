@@ -4,7 +4,14 @@ import type { TeamInput } from '../../core/limits.ts';
 import { TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import type { TeamChanges } from '../../stores/teams/team-store.ts';
 import {
-  alertList, cacheSetting, definedOnly, guardrailList, knownFields, moneyBudget, positiveInteger, tokenQuota,
+  alertList,
+  cacheSetting,
+  definedOnly,
+  guardrailList,
+  knownFields,
+  moneyBudget,
+  positiveInteger,
+  tokenQuota,
   unknownGuardrails,
 } from './limit-fields.ts';
 
@@ -14,7 +21,12 @@ const CHANGEABLE_FIELDS = ['rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cach
 const newTeamSchema = knownFields(
   yup
     .object({
-      name: yup.string().strict().typeError('must be a string').required('is required').matches(TEAM_NAME, TEAM_NAME_RULE),
+      name: yup
+        .string()
+        .strict()
+        .typeError('must be a string')
+        .required('is required')
+        .matches(TEAM_NAME, TEAM_NAME_RULE),
       rpm: positiveInteger(),
       tpm: positiveInteger(),
       quota: tokenQuota(),
@@ -48,9 +60,21 @@ const teamChangesSchema = knownFields(
 /** How an error names a field (the CLI names its flags); the body's field path by default. */
 export type FieldLabel = (path: string) => string;
 
-/** The body through the schema, and its `guardrails` against the configured ones (when known): one 400 listing every problem. */
-function validate<T>(schema: yup.Schema<T>, body: unknown, label: FieldLabel = (path) => path, knownGuardrails?: readonly string[]): T {
-  const errors = unknownGuardrails((body as { guardrails?: unknown } | null)?.guardrails, knownGuardrails, label('guardrails'));
+/**
+ * The body through the schema, and its `guardrails` against the configured ones (when known): one 400 listing every
+ * problem.
+ */
+function validate<T>(
+  schema: yup.Schema<T>,
+  body: unknown,
+  label: FieldLabel = (path) => path,
+  knownGuardrails?: readonly string[],
+): T {
+  const errors = unknownGuardrails(
+    (body as { guardrails?: unknown } | null)?.guardrails,
+    knownGuardrails,
+    label('guardrails'),
+  );
   let value: T | undefined;
   try {
     value = schema.validateSync(body, { abortEarly: false });
@@ -71,18 +95,27 @@ function validate<T>(schema: yup.Schema<T>, body: unknown, label: FieldLabel = (
 export function parseNewTeam(body: unknown, label?: FieldLabel, knownGuardrails?: readonly string[]): TeamInput {
   const value = validate(newTeamSchema, body, label, knownGuardrails);
   return definedOnly({
-    name: value.name, rpm: value.rpm, tpm: value.tpm, quota: value.quota, budget: value.budget,
-    concurrency: value.concurrency, cache: value.cache, guardrails: value.guardrails, alerts: value.alerts,
+    name: value.name,
+    rpm: value.rpm,
+    tpm: value.tpm,
+    quota: value.quota,
+    budget: value.budget,
+    concurrency: value.concurrency,
+    cache: value.cache,
+    guardrails: value.guardrails,
+    alerts: value.alerts,
   });
 }
 
 /**
- * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency`, `cache` and `guardrails` set (an object replaces
- * the whole limit), `null` to remove it (`cache: null`: the gateway's setting again), or absent to keep it. Throws
- * the 400 listing every bad field.
+ * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency`, `cache` and `guardrails` set (an object
+ * replaces the whole limit), `null` to remove it (`cache: null`: the gateway's setting again), or absent to keep it.
+ * Throws the 400 listing every bad field.
  */
 export function parseTeamChanges(body: unknown, label?: FieldLabel, knownGuardrails?: readonly string[]): TeamChanges {
   validate(teamChangesSchema, body, label, knownGuardrails);
   const given = body as Record<string, unknown>;
-  return Object.fromEntries(CHANGEABLE_FIELDS.filter((field) => Object.hasOwn(given, field)).map((field) => [field, given[field]])) as TeamChanges;
+  return Object.fromEntries(
+    CHANGEABLE_FIELDS.filter((field) => Object.hasOwn(given, field)).map((field) => [field, given[field]]),
+  ) as TeamChanges;
 }

@@ -48,7 +48,9 @@ export async function keysNamingTeam(keys: Pick<KeyStore, 'list'>, team: TeamRec
 
 /** 409: keys that are not revoked still name the team. */
 export function teamInUse(name: string, naming: number): GatewayError {
-  return conflict(`Team '${name}' is named by ${naming} key${naming === 1 ? '' : 's'} that ${naming === 1 ? 'is' : 'are'} not revoked; revoke ${naming === 1 ? 'it' : 'them'} first`);
+  return conflict(
+    `Team '${name}' is named by ${naming} key${naming === 1 ? '' : 's'} that ${naming === 1 ? 'is' : 'are'} not revoked; revoke ${naming === 1 ? 'it' : 'them'} first`,
+  );
 }
 
 /**
@@ -79,7 +81,10 @@ export interface TeamRoutesOptions {
   /** The response cache a deleted team's entries are emptied from; none when absent. */
   readonly responseCache?: ResponseCache;
   readonly bodyLimitBytes?: number;
-  /** The names of the guardrails the configuration in force holds, to check a team's `guardrails` against; unchecked when absent. */
+  /**
+   * The names of the guardrails the configuration in force holds, to check a team's `guardrails` against; unchecked
+   * when absent.
+   */
   readonly guardrails?: () => readonly string[];
 }
 

@@ -11,8 +11,13 @@ import { adminErrors, error, json, ref } from './openapi-parts.ts';
 const security = [{ adminToken: [] }];
 const teamNameSchema = { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' };
 const dateTime = { type: 'string', format: 'date-time' };
-const list = (items: object) => ({ type: 'object', required: ['object', 'data'], properties: { object: { const: 'list' }, data: { type: 'array', items } } });
-const storeDown = (what: string) => error(`${what} cannot be read or written right now (Redis is unreachable)`, 'Plain');
+const list = (items: object) => ({
+  type: 'object',
+  required: ['object', 'data'],
+  properties: { object: { const: 'list' }, data: { type: 'array', items } },
+});
+const storeDown = (what: string) =>
+  error(`${what} cannot be read or written right now (Redis is unreachable)`, 'Plain');
 
 /** How a principal proved who it is, as the audit log and `whoami` name it. */
 const ACTOR_KINDS = ['user', 'service-token', 'admin-token', 'cli', 'config', 'gateway'];
@@ -23,11 +28,17 @@ const SERVICE_TOKEN_PROPERTIES = {
   id: { type: 'string', pattern: '^tok_[0-9a-f]{16}$', description: 'Public id, safe to show and log' },
   name: { type: 'string' },
   role: { enum: [...ROLES] },
-  teams: { anyOf: [{ type: 'array', minItems: 1, items: teamNameSchema }, { type: 'null' }], description: "The role's teams; null: every team" },
+  teams: {
+    anyOf: [{ type: 'array', minItems: 1, items: teamNameSchema }, { type: 'null' }],
+    description: "The role's teams; null: every team",
+  },
   status: { enum: ['active', 'revoked', 'expired'] },
   created_at: dateTime,
   expires_at: dateTime,
-  created_by: { type: 'string', description: "Who made it: the actor's kind and name or id (`user:alice@example.com`, `admin-token:admin-token`)" },
+  created_by: {
+    type: 'string',
+    description: "Who made it: the actor's kind and name or id (`user:alice@example.com`, `admin-token:admin-token`)",
+  },
 };
 const SERVICE_TOKEN_REQUIRED = Object.keys(SERVICE_TOKEN_PROPERTIES);
 
@@ -37,9 +48,16 @@ const usageQuery = [
   { name: 'group_by', in: 'query', schema: { type: 'string', enum: ['model', 'day', 'key', 'team'] } },
   { name: 'key_id', in: 'query', schema: { type: 'string' } },
 ];
-const CSV_COLUMNS = 'requests,input_tokens,output_tokens,cached_tokens,total_tokens,charged_tokens,cost_usd,cache_hits,saved_usd';
+const CSV_COLUMNS =
+  'requests,input_tokens,output_tokens,cached_tokens,total_tokens,charged_tokens,cost_usd,cache_hits,saved_usd';
 
-const textFilter = (name: string, description: string) => ({ name, in: 'query', required: false, description, schema: { type: 'string', minLength: 1 } });
+const textFilter = (name: string, description: string) => ({
+  name,
+  in: 'query',
+  required: false,
+  description,
+  schema: { type: 'string', minLength: 1 },
+});
 const AUDIT_QUERY = [
   textFilter('action', 'An action (`key.create`), or a family ending in a dot (`key.`: every key action)'),
   textFilter('actor', "An actor's id or name"),
@@ -47,17 +65,42 @@ const AUDIT_QUERY = [
   textFilter('team', 'Records whose target belongs to this team'),
   textFilter('target', "A target's id: a key's or token's id, a team's name"),
   { name: 'via', in: 'query', required: false, schema: { enum: ['admin', 'account', 'cli', 'config', 'gateway'] } },
-  { name: 'from', in: 'query', required: false, description: 'ISO 8601 date or date-time: records at or after it', schema: { type: 'string' } },
-  { name: 'to', in: 'query', required: false, description: 'ISO 8601 date or date-time: records at or before it', schema: { type: 'string' } },
-  { name: 'limit', in: 'query', required: false, description: 'Records per page (100 by default)', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
-  { name: 'before', in: 'query', required: false, description: "Records older than this `seq`: the previous page's `next_before`", schema: { type: 'integer', minimum: 1 } },
+  {
+    name: 'from',
+    in: 'query',
+    required: false,
+    description: 'ISO 8601 date or date-time: records at or after it',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'to',
+    in: 'query',
+    required: false,
+    description: 'ISO 8601 date or date-time: records at or before it',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'limit',
+    in: 'query',
+    required: false,
+    description: 'Records per page (100 by default)',
+    schema: { type: 'integer', minimum: 1, maximum: 1000 },
+  },
+  {
+    name: 'before',
+    in: 'query',
+    required: false,
+    description: "Records older than this `seq`: the previous page's `next_before`",
+    schema: { type: 'integer', minimum: 1 },
+  },
 ];
 
 /** `/admin/whoami`, `/admin/models`, `/admin/health`, `/admin/usage.csv`, `/admin/tokens`, `/admin/audit`. */
 export const MANAGEMENT_PATHS = {
   '/admin/whoami': {
     get: {
-      summary: 'Who the credential acts as, its roles, and where it holds each permission (every team, or the teams named)',
+      summary:
+        'Who the credential acts as, its roles, and where it holds each permission (every team, or the teams named)',
       security,
       responses: { '200': { description: 'The principal', content: json(ref('Principal')) }, ...adminErrors },
     },
@@ -74,21 +117,28 @@ export const MANAGEMENT_PATHS = {
   },
   '/admin/health': {
     get: {
-      summary: "Readiness (as /readyz), each provider's upstream endpoints with their breakers (never a credential), and the aliases in force",
+      summary:
+        "Readiness (as /readyz), each provider's upstream endpoints with their breakers (never a credential), and the aliases in force",
       security,
       responses: { '200': { description: 'Health', content: json(ref('Health')) }, ...adminErrors },
     },
   },
   '/admin/usage.csv': {
     get: {
-      summary: 'Usage as CSV (RFC 4180, CRLF line ends), grouped as GET /admin/usage groups it; keys in no team have an empty team',
+      summary:
+        'Usage as CSV (RFC 4180, CRLF line ends), grouped as GET /admin/usage groups it; keys in no team have an empty team',
       security,
       parameters: usageQuery,
       responses: {
         '200': {
-          description: 'A header line (the group, then the counters) and one line per group, as a download named for the query',
-          headers: { 'content-disposition': { schema: { type: 'string', pattern: '^attachment; filename="usage-by-' } } },
-          content: { 'text/csv': { schema: { type: 'string', pattern: `^(model|day|key_id|team),${CSV_COLUMNS}\r\n` } } },
+          description:
+            'A header line (the group, then the counters) and one line per group, as a download named for the query',
+          headers: {
+            'content-disposition': { schema: { type: 'string', pattern: '^attachment; filename="usage-by-' } },
+          },
+          content: {
+            'text/csv': { schema: { type: 'string', pattern: `^(model|day|key_id|team),${CSV_COLUMNS}\r\n` } },
+          },
         },
         '400': error('Invalid query', 'Plain'),
         '503': error('The usage store is unreachable', 'Plain'),
@@ -100,7 +150,11 @@ export const MANAGEMENT_PATHS = {
     get: {
       summary: "The service tokens within the caller's role (never a token or its hash)",
       security,
-      responses: { '200': { description: 'The tokens', content: json(list(ref('ServiceToken'))) }, '503': storeDown('Service tokens'), ...adminErrors },
+      responses: {
+        '200': { description: 'The tokens', content: json(list(ref('ServiceToken'))) },
+        '503': storeDown('Service tokens'),
+        ...adminErrors,
+      },
     },
     post: {
       summary: 'Makes a service token: the token itself is in this answer only, never stored (only its SHA-256)',
@@ -111,7 +165,10 @@ export const MANAGEMENT_PATHS = {
         '400': error('Invalid body: every bad field listed', 'Plain'),
         '503': storeDown('Service tokens'),
         ...adminErrors,
-        '403': error("The caller's role may not make tokens, or not this role over these teams (a token never holds more than its maker)", 'Plain'),
+        '403': error(
+          "The caller's role may not make tokens, or not this role over these teams (a token never holds more than its maker)",
+          'Plain',
+        ),
       },
     },
   },
@@ -121,11 +178,21 @@ export const MANAGEMENT_PATHS = {
       security,
       parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
       responses: {
-        '200': { description: 'Revoked', content: json({ type: 'object', required: ['id', 'revoked'], properties: { id: { type: 'string' }, revoked: { const: true } } }) },
+        '200': {
+          description: 'Revoked',
+          content: json({
+            type: 'object',
+            required: ['id', 'revoked'],
+            properties: { id: { type: 'string' }, revoked: { const: true } },
+          }),
+        },
         '404': error('No token with that id', 'Plain'),
         '503': storeDown('Service tokens'),
         ...adminErrors,
-        '403': error("The caller's role may not revoke tokens, or not this one (its role is beyond the caller's)", 'Plain'),
+        '403': error(
+          "The caller's role may not revoke tokens, or not this one (its role is beyond the caller's)",
+          'Plain',
+        ),
       },
     },
   },
@@ -141,10 +208,17 @@ export const MANAGEMENT_PATHS = {
             type: 'object',
             required: ['object', 'data', 'next_before'],
             additionalProperties: false,
-            properties: { object: { const: 'list' }, data: { type: 'array', maxItems: 1000, items: ref('AuditRecord') }, next_before: { type: ['integer', 'null'], minimum: 1 } },
+            properties: {
+              object: { const: 'list' },
+              data: { type: 'array', maxItems: 1000, items: ref('AuditRecord') },
+              next_before: { type: ['integer', 'null'], minimum: 1 },
+            },
           }),
         },
-        '400': error('An unknown parameter, one given twice or empty, a date that does not parse, limit or before out of range: every problem listed', 'Plain'),
+        '400': error(
+          'An unknown parameter, one given twice or empty, a date that does not parse, limit or before out of range: every problem listed',
+          'Plain',
+        ),
         '503': storeDown('The audit log'),
         ...adminErrors,
       },
@@ -158,9 +232,16 @@ const actor = {
   additionalProperties: false,
   properties: {
     kind: { enum: ACTOR_KINDS },
-    id: { type: 'string', description: "A user's issuer and subject, a token's id, `admin-token`, the CLI's user and host, `config`" },
+    id: {
+      type: 'string',
+      description: "A user's issuer and subject, a token's id, `admin-token`, the CLI's user and host, `config`",
+    },
     name: { type: 'string', description: "A person's e-mail or name, a token's name" },
-    roles: { type: 'array', items: { type: 'string' }, description: 'The roles held then: `admin`, `team-admin:blue,green`, `viewer`' },
+    roles: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'The roles held then: `admin`, `team-admin:blue,green`, `viewer`',
+    },
   },
 };
 const hash = { type: 'string', pattern: '^[0-9a-f]{64}$' };
@@ -200,9 +281,15 @@ export const MANAGEMENT_SCHEMAS = {
           additionalProperties: false,
           properties: {
             vendor: { type: 'string' },
-            env_prefix: { type: 'string', description: 'What an operator sets: `<PREFIX>_BASE_URL`, `<PREFIX>_API_KEY`' },
+            env_prefix: {
+              type: 'string',
+              description: 'What an operator sets: `<PREFIX>_BASE_URL`, `<PREFIX>_API_KEY`',
+            },
             name: { type: ['string', 'null'] },
-            endpoint: { type: ['string', 'null'], description: "The upstream's origin and version prefix; never its credential" },
+            endpoint: {
+              type: ['string', 'null'],
+              description: "The upstream's origin and version prefix; never its credential",
+            },
             status: { enum: ['up', 'resting', 'trial', 'not configured'] },
             consecutive_failures: { type: 'integer', minimum: 0 },
             resting_until: { anyOf: [dateTime, { type: 'null' }] },
@@ -215,7 +302,12 @@ export const MANAGEMENT_SCHEMAS = {
           type: 'object',
           required: ['alias', 'vendor', 'target', 'routes'],
           additionalProperties: false,
-          properties: { alias: { type: 'string' }, vendor: { type: 'string' }, target: { type: 'string' }, routes: { type: 'array', items: { type: 'string' } } },
+          properties: {
+            alias: { type: 'string' },
+            vendor: { type: 'string' },
+            target: { type: 'string' },
+            routes: { type: 'array', items: { type: 'string' } },
+          },
         },
       },
     },
@@ -227,7 +319,12 @@ export const MANAGEMENT_SCHEMAS = {
     properties: {
       name: { type: 'string', minLength: 1, maxLength: 200 },
       role: { enum: [...ROLES] },
-      teams: { type: 'array', minItems: 1, items: teamNameSchema, description: 'The teams of a team-admin (required) or a viewer (absent: every team); never for admin' },
+      teams: {
+        type: 'array',
+        minItems: 1,
+        items: teamNameSchema,
+        description: 'The teams of a team-admin (required) or a viewer (absent: every team); never for admin',
+      },
       expires_at: { ...dateTime, description: 'In the future, at most 366 days ahead; absent: 90 days from now' },
     },
     allOf: [
@@ -235,25 +332,54 @@ export const MANAGEMENT_SCHEMAS = {
       { if: { required: ['role'], properties: { role: { const: 'team-admin' } } }, then: { required: ['teams'] } },
     ],
   },
-  ServiceToken: { type: 'object', required: SERVICE_TOKEN_REQUIRED, additionalProperties: false, properties: SERVICE_TOKEN_PROPERTIES },
+  ServiceToken: {
+    type: 'object',
+    required: SERVICE_TOKEN_REQUIRED,
+    additionalProperties: false,
+    properties: SERVICE_TOKEN_PROPERTIES,
+  },
   CreatedServiceToken: {
     type: 'object',
     required: [...SERVICE_TOKEN_REQUIRED, 'token'],
     additionalProperties: false,
-    properties: { ...SERVICE_TOKEN_PROPERTIES, token: { type: 'string', pattern: '^gwt_[A-Za-z0-9_-]{43}$', description: 'The token itself, shown this once' } },
+    properties: {
+      ...SERVICE_TOKEN_PROPERTIES,
+      token: { type: 'string', pattern: '^gwt_[A-Za-z0-9_-]{43}$', description: 'The token itself, shown this once' },
+    },
   },
   AuditRecord: {
     type: 'object',
     description: "One thing done on the control plane: ids, names and the API's views, never a secret or a hash of one",
-    required: ['seq', 'time', 'actor', 'via', 'address', 'action', 'outcome', 'target', 'before', 'after', 'reason', 'prev', 'hash'],
+    required: [
+      'seq',
+      'time',
+      'actor',
+      'via',
+      'address',
+      'action',
+      'outcome',
+      'target',
+      'before',
+      'after',
+      'reason',
+      'prev',
+      'hash',
+    ],
     additionalProperties: false,
     properties: {
       seq: { type: 'integer', minimum: 1 },
       time: dateTime,
       actor: { anyOf: [actor, { type: 'null' }], description: 'null: a refused credential (no one could be told)' },
-      via: { enum: ['admin', 'account', 'cli', 'config', 'gateway'], description: 'gateway: the gateway itself (a limit alert)' },
+      via: {
+        enum: ['admin', 'account', 'cli', 'config', 'gateway'],
+        description: 'gateway: the gateway itself (a limit alert)',
+      },
       address: { type: ['string', 'null'], description: 'The client address; null for the CLI and reloads' },
-      action: { type: 'string', description: '`key.create`, `team.update`, `token.revoke`, `cache.clear`, `config.reload`, `session.sign-in`, …; a refusal names the permission asked for' },
+      action: {
+        type: 'string',
+        description:
+          '`key.create`, `team.update`, `token.revoke`, `cache.clear`, `config.reload`, `session.sign-in`, …; a refusal names the permission asked for',
+      },
       outcome: { enum: ['ok', 'refused'] },
       target: {
         type: 'object',

@@ -33,15 +33,27 @@ function modelRoute(summary: string, body: string, envelope: 'Completions' | 'Me
         '200': {
           description: "The upstream's answer, returned unchanged apart from the model's declared stream fixups",
           headers: { 'x-request-id': { $ref: '#/components/headers/RequestId' } },
-          content: { ...json({ type: 'object' }), ...(streams ? { 'text/event-stream': { schema: { type: 'string' } } } : {}) },
+          content: {
+            ...json({ type: 'object' }),
+            ...(streams ? { 'text/event-stream': { schema: { type: 'string' } } } : {}),
+          },
         },
-        '400': error('Invalid body: every bad field listed; or a guardrail blocked the request or the answer (GW_ERR_GUARDRAIL; in band once a stream started)', envelope),
+        '400': error(
+          'Invalid body: every bad field listed; or a guardrail blocked the request or the answer (GW_ERR_GUARDRAIL; in band once a stream started)',
+          envelope,
+        ),
         '401': error('Missing or unknown API key', envelope),
         '403': error('The key may not use this model', envelope),
         '413': error('Body larger than the limit', envelope),
-        '429': error('A request, token, quota, budget or concurrency limit of the key or its team reached (Retry-After until it has room)', envelope),
+        '429': error(
+          'A request, token, quota, budget or concurrency limit of the key or its team reached (Retry-After until it has room)',
+          envelope,
+        ),
         '502': error('The upstream failed or is not configured', envelope),
-        '503': error('A store the gateway needs is unavailable, or a webhook guardrail that fails closed could not check the text (GW_ERR_GUARDRAIL)', envelope),
+        '503': error(
+          'A store the gateway needs is unavailable, or a webhook guardrail that fails closed could not check the text (GW_ERR_GUARDRAIL)',
+          envelope,
+        ),
         '504': error('The upstream did not answer in time', envelope),
       },
     },
@@ -53,23 +65,45 @@ const usd = { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000_000, descr
 const TEAM_LIMITS = {
   rpm: positiveInteger,
   tpm: positiveInteger,
-  quota: { type: 'object', additionalProperties: false, properties: { daily: positiveInteger, monthly: positiveInteger } },
-  budget: { type: 'object', additionalProperties: false, minProperties: 1, properties: { daily_usd: usd, monthly_usd: usd } },
-  concurrency: { ...positiveInteger, description: 'Requests of the team\'s keys in flight at once, per gateway instance' },
+  quota: {
+    type: 'object',
+    additionalProperties: false,
+    properties: { daily: positiveInteger, monthly: positiveInteger },
+  },
+  budget: {
+    type: 'object',
+    additionalProperties: false,
+    minProperties: 1,
+    properties: { daily_usd: usd, monthly_usd: usd },
+  },
+  concurrency: {
+    ...positiveInteger,
+    description: "Requests of the team's keys in flight at once, per gateway instance",
+  },
 };
 /** A team's limits, its response cache setting and its guardrails (not limits: nothing is counted). */
 const TEAM_SETTINGS = {
   ...TEAM_LIMITS,
-  cache: { type: 'boolean', description: "false: the team's keys never read or write the response cache; true (kept as set) or absent: the gateway's setting applies" },
+  cache: {
+    type: 'boolean',
+    description:
+      "false: the team's keys never read or write the response cache; true (kept as set) or absent: the gateway's setting applies",
+  },
   guardrails: {
     type: 'array',
     items: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' },
-    description: "The configured guardrails (the config file's guardrails:) the team's keys get, unless a key names its own; [] for none; absent: every configured one",
+    description:
+      "The configured guardrails (the config file's guardrails:) the team's keys get, unless a key names its own; [] for none; absent: every configured one",
   },
   alerts: ALERT_THRESHOLDS,
 };
 const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
-const teamName = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' } };
+const teamName = {
+  name: 'name',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' },
+};
 
 /** A key's settings besides its name: the team's, and the models it may use, its expiry and its team. */
 const KEY_SETTINGS = {
@@ -77,17 +111,47 @@ const KEY_SETTINGS = {
   tpm: TEAM_LIMITS.tpm,
   quota: TEAM_LIMITS.quota,
   budget: TEAM_LIMITS.budget,
-  concurrency: { ...positiveInteger, description: "Requests of the key in flight at once, per gateway instance, instead of the gateway's" },
-  models: { type: 'array', minItems: 1, items: { type: 'string' }, description: 'Canonical model IDs (vendor/model) the key may use; absent: every model' },
-  expires_at: { type: 'string', description: 'ISO 8601 date-time in the future after which the key is refused; absent: never' },
-  team: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$', description: 'An existing team whose limits the key shares' },
-  cache: { type: 'boolean', description: "false: the key's requests never read or write the response cache; true (kept as set) or absent: the gateway's (and team's) setting applies" },
-  guardrails: { ...TEAM_SETTINGS.guardrails, description: "The configured guardrails the key's requests get, over its team's; [] for none; absent: its team's (else every configured one)" },
+  concurrency: {
+    ...positiveInteger,
+    description: "Requests of the key in flight at once, per gateway instance, instead of the gateway's",
+  },
+  models: {
+    type: 'array',
+    minItems: 1,
+    items: { type: 'string' },
+    description: 'Canonical model IDs (vendor/model) the key may use; absent: every model',
+  },
+  expires_at: {
+    type: 'string',
+    description: 'ISO 8601 date-time in the future after which the key is refused; absent: never',
+  },
+  team: {
+    type: 'string',
+    pattern: '^[A-Za-z0-9._-]{1,64}$',
+    description: 'An existing team whose limits the key shares',
+  },
+  cache: {
+    type: 'boolean',
+    description:
+      "false: the key's requests never read or write the response cache; true (kept as set) or absent: the gateway's (and team's) setting applies",
+  },
+  guardrails: {
+    ...TEAM_SETTINGS.guardrails,
+    description:
+      "The configured guardrails the key's requests get, over its team's; [] for none; absent: its team's (else every configured one)",
+  },
   alerts: ALERT_THRESHOLDS,
 };
 const keyName = { type: 'string', minLength: 1, maxLength: 200 };
 const keyId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
-const revoked = { description: 'Revoked', content: json({ type: 'object', required: ['id', 'revoked'], properties: { id: { type: 'string' }, revoked: { const: true } } }) };
+const revoked = {
+  description: 'Revoked',
+  content: json({
+    type: 'object',
+    required: ['id', 'revoked'],
+    properties: { id: { type: 'string' }, revoked: { const: true } },
+  }),
+};
 
 /** The admin API's key routes (`/admin/keys`), behind the admin token. */
 const KEY_PATHS = {
@@ -96,17 +160,32 @@ const KEY_PATHS = {
       summary: 'Creates a key: the key itself is in this answer only, never stored (only its hash)',
       security: [{ adminToken: [] }],
       requestBody: { required: true, content: json(ref('NewKey')) },
-      responses: { '201': { description: 'The key, with `key` shown this once', content: json(ref('CreatedKey')) }, '400': error('Invalid body, an unknown team, model or guardrail: every bad field listed', 'Plain'), ...adminErrors },
+      responses: {
+        '201': { description: 'The key, with `key` shown this once', content: json(ref('CreatedKey')) },
+        '400': error('Invalid body, an unknown team, model or guardrail: every bad field listed', 'Plain'),
+        ...adminErrors,
+      },
     },
     get: {
       summary: 'Every managed key (never the key itself nor its hash)',
       security: [{ adminToken: [] }],
-      responses: { '200': { description: 'The keys', content: json({ type: 'object', required: ['object', 'data'], properties: { object: { const: 'list' }, data: { type: 'array', items: ref('Key') } } }) }, ...adminErrors },
+      responses: {
+        '200': {
+          description: 'The keys',
+          content: json({
+            type: 'object',
+            required: ['object', 'data'],
+            properties: { object: { const: 'list' }, data: { type: 'array', items: ref('Key') } },
+          }),
+        },
+        ...adminErrors,
+      },
     },
   },
   '/admin/keys/{id}': {
     patch: {
-      summary: "Changes a key's name, limits and settings: each set (an object replaces the whole limit), null to remove it, absent to keep it; reaches admission on every instance within a second",
+      summary:
+        "Changes a key's name, limits and settings: each set (an object replaces the whole limit), null to remove it, absent to keep it; reaches admission on every instance within a second",
       security: [{ adminToken: [] }],
       parameters: [keyId],
       requestBody: { required: true, content: json(ref('KeyChanges')) },
@@ -152,12 +231,23 @@ const TEAM_PATHS = {
     get: {
       summary: 'Every team',
       security: [{ adminToken: [] }],
-      responses: { '200': { description: 'The teams', content: json({ type: 'object', required: ['object', 'data'], properties: { object: { const: 'list' }, data: { type: 'array', items: ref('Team') } } }) }, ...adminErrors },
+      responses: {
+        '200': {
+          description: 'The teams',
+          content: json({
+            type: 'object',
+            required: ['object', 'data'],
+            properties: { object: { const: 'list' }, data: { type: 'array', items: ref('Team') } },
+          }),
+        },
+        ...adminErrors,
+      },
     },
   },
   '/admin/limits': {
     get: {
-      summary: "Every key's and team's limits and their use in the windows open now (tokens per minute, quotas, money budgets)",
+      summary:
+        "Every key's and team's limits and their use in the windows open now (tokens per minute, quotas, money budgets)",
       security: [{ adminToken: [] }],
       responses: {
         '200': {
@@ -184,21 +274,38 @@ const TEAM_PATHS = {
       summary: 'One team',
       security: [{ adminToken: [] }],
       parameters: [teamName],
-      responses: { '200': { description: 'The team', content: json(ref('Team')) }, '404': error('No team of that name', 'Plain'), ...adminErrors },
+      responses: {
+        '200': { description: 'The team', content: json(ref('Team')) },
+        '404': error('No team of that name', 'Plain'),
+        ...adminErrors,
+      },
     },
     patch: {
-      summary: "Changes a team's limits and cache setting: each set (an object replaces the whole limit), null to remove it, absent to keep it",
+      summary:
+        "Changes a team's limits and cache setting: each set (an object replaces the whole limit), null to remove it, absent to keep it",
       security: [{ adminToken: [] }],
       parameters: [teamName],
       requestBody: { required: true, content: json(ref('TeamChanges')) },
-      responses: { '200': { description: 'The team as changed', content: json(ref('Team')) }, '400': error('Invalid body: every bad field listed', 'Plain'), '404': error('No team of that name', 'Plain'), ...adminErrors },
+      responses: {
+        '200': { description: 'The team as changed', content: json(ref('Team')) },
+        '400': error('Invalid body: every bad field listed', 'Plain'),
+        '404': error('No team of that name', 'Plain'),
+        ...adminErrors,
+      },
     },
     delete: {
       summary: 'Deletes a team no key names any more',
       security: [{ adminToken: [] }],
       parameters: [teamName],
       responses: {
-        '200': { description: 'Deleted', content: json({ type: 'object', required: ['name', 'deleted'], properties: { name: { type: 'string' }, deleted: { const: true } } }) },
+        '200': {
+          description: 'Deleted',
+          content: json({
+            type: 'object',
+            required: ['name', 'deleted'],
+            properties: { name: { type: 'string' }, deleted: { const: true } },
+          }),
+        },
         '404': error('No team of that name', 'Plain'),
         '409': error('Keys that are not revoked name the team; the detail says how many', 'Plain'),
         ...adminErrors,
@@ -211,7 +318,8 @@ const TEAM_PATHS = {
 const ADMIN_READ_PATHS = {
   '/admin/usage': {
     get: {
-      summary: "Every key's usage summed per group (one key's with key_id): per model, UTC day, key id, or team (each key's usage under the team it names now; team null for keys in none, listed last)",
+      summary:
+        "Every key's usage summed per group (one key's with key_id): per model, UTC day, key id, or team (each key's usage under the team it names now; team null for keys in none, listed last)",
       security: [{ adminToken: [] }],
       parameters: [
         { name: 'from', in: 'query', schema: { type: 'string', format: 'date' } },
@@ -219,12 +327,17 @@ const ADMIN_READ_PATHS = {
         { name: 'group_by', in: 'query', schema: { type: 'string', enum: ['model', 'day', 'key', 'team'] } },
         { name: 'key_id', in: 'query', schema: { type: 'string' } },
       ],
-      responses: { '200': { description: 'Usage rows, sorted by their group', content: json(ref('UsageList')) }, '400': error('Invalid query', 'Plain'), '503': error('The usage store is unreachable', 'Plain'), ...adminErrors },
+      responses: {
+        '200': { description: 'Usage rows, sorted by their group', content: json(ref('UsageList')) },
+        '400': error('Invalid query', 'Plain'),
+        '503': error('The usage store is unreachable', 'Plain'),
+        ...adminErrors,
+      },
     },
   },
   '/admin/guardrails': {
     get: {
-      summary: 'The guardrails the configuration in force holds, in its order (never a webhook\'s url or headers)',
+      summary: "The guardrails the configuration in force holds, in its order (never a webhook's url or headers)",
       security: [{ adminToken: [] }],
       responses: {
         '200': {
@@ -242,9 +355,12 @@ const ADMIN_READ_PATHS = {
                   additionalProperties: false,
                   properties: {
                     name: { type: 'string' },
-                    use: { type: 'string', description: '`regex`, `pii`, `webhook` or a guardrail plugin\'s name' },
+                    use: { type: 'string', description: "`regex`, `pii`, `webhook` or a guardrail plugin's name" },
                     on: { enum: ['request', 'response', 'both'] },
-                    action: { enum: ['block', 'redact', null], description: 'null for a webhook (its service decides)' },
+                    action: {
+                      enum: ['block', 'redact', null],
+                      description: 'null for a webhook (its service decides)',
+                    },
                   },
                 },
               },
@@ -257,16 +373,29 @@ const ADMIN_READ_PATHS = {
   },
 };
 
-/** `GET /admin/guardrails/actions`, behind the admin token (the account page's `/account/api/guardrails/actions` answers alike). */
+/**
+ * `GET /admin/guardrails/actions`, behind the admin token (the account page's `/account/api/guardrails/actions` answers
+ * alike).
+ */
 const GUARDRAIL_ACTION_PATHS = {
   '/admin/guardrails/actions': {
     get: {
-      summary: 'The newest guardrail actions (blocks, redactions, webhooks that let a text pass unchecked), newest first, and every action kept (the newest 1000) counted by guardrail: who and where, never the text or what was found in it',
+      summary:
+        'The newest guardrail actions (blocks, redactions, webhooks that let a text pass unchecked), newest first, and every action kept (the newest 1000) counted by guardrail: who and where, never the text or what was found in it',
       security: [{ adminToken: [] }],
-      parameters: [{ name: 'limit', in: 'query', required: false, description: 'How many actions `data` lists (100 by default)', schema: { type: 'integer', minimum: 1, maximum: 1000 } }],
+      parameters: [
+        {
+          name: 'limit',
+          in: 'query',
+          required: false,
+          description: 'How many actions `data` lists (100 by default)',
+          schema: { type: 'integer', minimum: 1, maximum: 1000 },
+        },
+      ],
       responses: {
         '200': {
-          description: 'The actions kept, counted (`by_guardrail`, sorted by guardrail, phase and action) and the newest listed (`data`)',
+          description:
+            'The actions kept, counted (`by_guardrail`, sorted by guardrail, phase and action) and the newest listed (`data`)',
           content: json({
             type: 'object',
             required: ['object', 'by_guardrail', 'data'],
@@ -292,14 +421,31 @@ const GUARDRAIL_ACTION_PATHS = {
                 maxItems: 1000,
                 items: {
                   type: 'object',
-                  required: ['at', 'guardrail', 'phase', 'action', 'cause', 'route', 'model', 'key_id', 'team', 'request_id'],
+                  required: [
+                    'at',
+                    'guardrail',
+                    'phase',
+                    'action',
+                    'cause',
+                    'route',
+                    'model',
+                    'key_id',
+                    'team',
+                    'request_id',
+                  ],
                   additionalProperties: false,
                   properties: {
                     at: { type: 'string', format: 'date-time' },
                     guardrail: { type: 'string' },
                     phase: { enum: ['request', 'response'] },
-                    action: { enum: ['block', 'redact', 'fail_open'], description: 'fail_open: a webhook that did not answer let the text pass unchecked' },
-                    cause: { enum: ['finding', 'webhook', 'unavailable'], description: "The guardrail's own finding, a webhook's verdict, or a webhook that did not answer" },
+                    action: {
+                      enum: ['block', 'redact', 'fail_open'],
+                      description: 'fail_open: a webhook that did not answer let the text pass unchecked',
+                    },
+                    cause: {
+                      enum: ['finding', 'webhook', 'unavailable'],
+                      description: "The guardrail's own finding, a webhook's verdict, or a webhook that did not answer",
+                    },
                     route: { type: 'string', description: 'The client route, e.g. chat-completions or messages' },
                     model: { type: 'string', description: 'The canonical model id (vendor/model)' },
                     key_id: { type: ['string', 'null'] },
@@ -311,7 +457,10 @@ const GUARDRAIL_ACTION_PATHS = {
             },
           }),
         },
-        '400': error('limit is not a whole number from 1 to 1000, is given twice, or another parameter is given', 'Plain'),
+        '400': error(
+          'limit is not a whole number from 1 to 1000, is given twice, or another parameter is given',
+          'Plain',
+        ),
         '503': error('The action log (Redis) cannot be read', 'Plain'),
         ...adminErrors,
       },
@@ -323,25 +472,37 @@ const GUARDRAIL_ACTION_PATHS = {
 const CACHE_PATHS = {
   '/admin/cache': {
     delete: {
-      summary: "Empties the response cache: every entry, or those of one key (its team's when the key has one) or of one team",
+      summary:
+        "Empties the response cache: every entry, or those of one key (its team's when the key has one) or of one team",
       security: [{ adminToken: [] }],
       parameters: [
-        { name: 'key_id', in: 'query', required: false, description: "A managed key's id: empties its tenant (the team's when the key names a team)", schema: { type: 'string', minLength: 1 } },
+        {
+          name: 'key_id',
+          in: 'query',
+          required: false,
+          description: "A managed key's id: empties its tenant (the team's when the key names a team)",
+          schema: { type: 'string', minLength: 1 },
+        },
         {
           name: 'team',
           in: 'query',
           required: false,
-          description: "A team's name: empties the entries its keys share; for a name no team has now, those the last deleted team of that name left",
+          description:
+            "A team's name: empties the entries its keys share; for a name no team has now, those the last deleted team of that name left",
           schema: teamName.schema,
         },
       ],
       responses: {
         '200': {
-          description: 'How many entries were deleted (0 when no cache is configured), and whose: `team:<name>`, `key:<id>`, or null for every entry',
+          description:
+            'How many entries were deleted (0 when no cache is configured), and whose: `team:<name>`, `key:<id>`, or null for every entry',
           content: json({
             type: 'object',
             required: ['deleted', 'tenant'],
-            properties: { deleted: { type: 'integer', minimum: 0 }, tenant: { type: ['string', 'null'], pattern: '^(team|key):.+$' } },
+            properties: {
+              deleted: { type: 'integer', minimum: 0 },
+              tenant: { type: ['string', 'null'], pattern: '^(team|key):.+$' },
+            },
           }),
         },
         '400': error(
@@ -366,12 +527,23 @@ export const OPENAPI_DOCUMENT = {
   info: {
     title: 'model gateway',
     version: '1.0.0',
-    description: 'One HTTP service in front of several upstream model providers: OpenAI-compatible Chat Completions and Responses, Anthropic-compatible Messages, and a native text route.',
+    description:
+      'One HTTP service in front of several upstream model providers: OpenAI-compatible Chat Completions and Responses, Anthropic-compatible Messages, and a native text route.',
   },
   jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
   paths: {
     // The model routes, from the route table (the native route answers with its own body).
-    ...Object.fromEntries(MODEL_ROUTES.filter((route) => route !== ROUTE_TABLE.chat).map((route) => [route.path, modelRoute(route.summary, route.requestSchema, route.family === 'messages-envelope' ? 'Messages' : 'Completions', route.streams)])),
+    ...Object.fromEntries(
+      MODEL_ROUTES.filter((route) => route !== ROUTE_TABLE.chat).map((route) => [
+        route.path,
+        modelRoute(
+          route.summary,
+          route.requestSchema,
+          route.family === 'messages-envelope' ? 'Messages' : 'Completions',
+          route.streams,
+        ),
+      ]),
+    ),
     [ROUTE_TABLE.chat.path]: {
       post: {
         summary: ROUTE_TABLE.chat.summary,
@@ -379,11 +551,21 @@ export const OPENAPI_DOCUMENT = {
         parameters: [{ $ref: '#/components/parameters/RequestId' }],
         requestBody: { required: true, content: json(ref(ROUTE_TABLE.chat.requestSchema)) },
         responses: {
-          '200': { description: 'The generated text and its usage', headers: { 'x-request-id': { $ref: '#/components/headers/RequestId' } }, content: json(ref('NativeChatResult')) },
-          '400': error('Invalid body: every bad field listed; or a guardrail blocked the request or the answer (GW_ERR_GUARDRAIL)', 'Plain'),
+          '200': {
+            description: 'The generated text and its usage',
+            headers: { 'x-request-id': { $ref: '#/components/headers/RequestId' } },
+            content: json(ref('NativeChatResult')),
+          },
+          '400': error(
+            'Invalid body: every bad field listed; or a guardrail blocked the request or the answer (GW_ERR_GUARDRAIL)',
+            'Plain',
+          ),
           '401': error('Missing or unknown API key', 'Plain'),
           '403': error('The key may not use this model', 'Plain'),
-          '429': error('A request, token, quota or budget limit of the key or its team reached (Retry-After until it has room)', 'Plain'),
+          '429': error(
+            'A request, token, quota or budget limit of the key or its team reached (Retry-After until it has room)',
+            'Plain',
+          ),
           '502': error('The upstream failed or is not configured', 'Plain'),
           '504': error('The upstream did not answer in time', 'Plain'),
         },
@@ -391,16 +573,19 @@ export const OPENAPI_DOCUMENT = {
     },
     '/v1/models': {
       get: {
-        summary: 'The model catalog: each provider\'s latest alias ahead of its concrete model ids',
+        summary: "The model catalog: each provider's latest alias ahead of its concrete model ids",
         security: [],
-        responses: { '200': { description: 'The catalog', content: json(ref('ModelList')) }, '429': error('Rate limit reached', 'Plain') },
+        responses: {
+          '200': { description: 'The catalog', content: json(ref('ModelList')) },
+          '429': error('Rate limit reached', 'Plain'),
+        },
       },
     },
     '/v1/usage': {
       get: {
         summary:
-          'The caller\'s own usage, summed per group (errors in the Chat Completions envelope; '
-          + 'limited per client address, not counted against the key\'s rpm)',
+          "The caller's own usage, summed per group (errors in the Chat Completions envelope; " +
+          "limited per client address, not counted against the key's rpm)",
         security: [{ bearer: [] }, { apiKey: [] }],
         parameters: [
           { name: 'from', in: 'query', schema: { type: 'string', format: 'date' } },
@@ -416,16 +601,47 @@ export const OPENAPI_DOCUMENT = {
         },
       },
     },
-    '/healthz': { get: { summary: 'Liveness', security: [], responses: { '200': { description: 'The process answers', content: json({ type: 'object', required: ['status'], properties: { status: { const: 'ok' } } }) } } } },
+    '/healthz': {
+      get: {
+        summary: 'Liveness',
+        security: [],
+        responses: {
+          '200': {
+            description: 'The process answers',
+            content: json({ type: 'object', required: ['status'], properties: { status: { const: 'ok' } } }),
+          },
+        },
+      },
+    },
     '/readyz': {
       get: {
         summary: 'Readiness: 503 while anything runs degraded or the gateway drains',
         security: [],
-        parameters: [{ name: 'degraded', in: 'query', required: false, description: '`ready`: 200 while degraded too (503 only while draining), for orchestrators that take unready replicas out of service', schema: { type: 'string', enum: ['ready'] } }],
-        responses: { '200': { description: 'Ready', content: json(ref('Readiness')) }, '503': { description: 'Degraded or shutting down', content: json(ref('Readiness')) } },
+        parameters: [
+          {
+            name: 'degraded',
+            in: 'query',
+            required: false,
+            description:
+              '`ready`: 200 while degraded too (503 only while draining), for orchestrators that take unready replicas out of service',
+            schema: { type: 'string', enum: ['ready'] },
+          },
+        ],
+        responses: {
+          '200': { description: 'Ready', content: json(ref('Readiness')) },
+          '503': { description: 'Degraded or shutting down', content: json(ref('Readiness')) },
+        },
       },
     },
-    '/metrics': { get: { summary: 'Prometheus metrics (unless METRICS_PORT serves them elsewhere)', security: [], responses: { '200': { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } } } },
+    '/metrics': {
+      get: {
+        summary: 'Prometheus metrics (unless METRICS_PORT serves them elsewhere)',
+        security: [],
+        responses: {
+          '200': { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } },
+        },
+      },
+    },
     ...KEY_PATHS,
     ...TEAM_PATHS,
     ...CACHE_PATHS,
@@ -433,26 +649,46 @@ export const OPENAPI_DOCUMENT = {
     ...GUARDRAIL_ACTION_PATHS,
     ...ADMIN_READ_PATHS,
     ...ALERT_PATHS,
-    '/openapi.json': { get: { summary: 'This document', security: [], responses: { '200': { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } } } },
+    '/openapi.json': {
+      get: {
+        summary: 'This document',
+        security: [],
+        responses: { '200': { description: 'OpenAPI 3.1', content: json({ type: 'object' }) } },
+      },
+    },
   },
   components: {
     securitySchemes: {
       bearer: { type: 'http', scheme: 'bearer', description: 'A gateway API key (`sk-…`)' },
-      apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'A gateway API key, as Anthropic-style clients send it' },
+      apiKey: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'x-api-key',
+        description: 'A gateway API key, as Anthropic-style clients send it',
+      },
       adminToken: {
         type: 'http',
         scheme: 'bearer',
         description:
-          'GATEWAY_ADMIN_TOKEN (the break-glass admin, unless access.adminToken is false) or a service token (`gwt_…`) acting with its role. '
-          + 'The admin API answers 404 with neither the admin token nor single sign-on configured. The account page\'s API serves '
-          + 'the same /admin routes at /account/api, behind its session cookie and CSRF token',
+          'GATEWAY_ADMIN_TOKEN (the break-glass admin, unless access.adminToken is false) or a service token (`gwt_…`) acting with its role. ' +
+          "The admin API answers 404 with neither the admin token nor single sign-on configured. The account page's API serves " +
+          'the same /admin routes at /account/api, behind its session cookie and CSRF token',
       },
     },
     parameters: {
-      RequestId: { name: 'x-request-id', in: 'header', required: false, description: 'Kept when 1–128 characters of [A-Za-z0-9._:-]; otherwise one is generated', schema: { type: 'string' } },
+      RequestId: {
+        name: 'x-request-id',
+        in: 'header',
+        required: false,
+        description: 'Kept when 1–128 characters of [A-Za-z0-9._:-]; otherwise one is generated',
+        schema: { type: 'string' },
+      },
     },
     headers: {
-      RequestId: { description: 'The request id, on every answer', schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' } },
+      RequestId: {
+        description: 'The request id, on every answer',
+        schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+      },
     },
     schemas: {
       ...REQUEST_COMPONENTS,
@@ -468,7 +704,12 @@ export const OPENAPI_DOCUMENT = {
           usage: {
             type: 'object',
             required: ['input_tokens', 'output_tokens', 'total_tokens', 'cached_tokens', 'charged_tokens'],
-            properties: Object.fromEntries(['input_tokens', 'output_tokens', 'total_tokens', 'cached_tokens', 'charged_tokens'].map((name) => [name, { type: 'integer', minimum: 0 }])),
+            properties: Object.fromEntries(
+              ['input_tokens', 'output_tokens', 'total_tokens', 'cached_tokens', 'charged_tokens'].map((name) => [
+                name,
+                { type: 'integer', minimum: 0 },
+              ]),
+            ),
           },
         },
       },
@@ -481,11 +722,24 @@ export const OPENAPI_DOCUMENT = {
       TeamChanges: {
         type: 'object',
         additionalProperties: false,
-        properties: Object.fromEntries(Object.entries(TEAM_SETTINGS).map(([field, schema]) => [field, nullable(schema)])),
+        properties: Object.fromEntries(
+          Object.entries(TEAM_SETTINGS).map(([field, schema]) => [field, nullable(schema)]),
+        ),
       },
       Team: {
         type: 'object',
-        required: ['name', 'created_at', 'rpm', 'tpm', 'quota', 'budget', 'concurrency', 'cache', 'guardrails', 'alerts'],
+        required: [
+          'name',
+          'created_at',
+          'rpm',
+          'tpm',
+          'quota',
+          'budget',
+          'concurrency',
+          'cache',
+          'guardrails',
+          'alerts',
+        ],
         properties: {
           name: { type: 'string' },
           created_at: { type: 'string', description: 'ISO 8601 date-time' },
@@ -502,11 +756,31 @@ export const OPENAPI_DOCUMENT = {
         type: 'object',
         minProperties: 1,
         additionalProperties: false,
-        properties: { name: keyName, ...Object.fromEntries(Object.entries(KEY_SETTINGS).map(([field, schema]) => [field, nullable(schema)])) },
+        properties: {
+          name: keyName,
+          ...Object.fromEntries(Object.entries(KEY_SETTINGS).map(([field, schema]) => [field, nullable(schema)])),
+        },
       },
       Key: {
         type: 'object',
-        required: ['id', 'name', 'status', 'created_at', 'expires_at', 'revoked', 'models', 'rpm', 'concurrency', 'quota', 'tpm', 'budget', 'team', 'cache', 'guardrails', 'alerts'],
+        required: [
+          'id',
+          'name',
+          'status',
+          'created_at',
+          'expires_at',
+          'revoked',
+          'models',
+          'rpm',
+          'concurrency',
+          'quota',
+          'tpm',
+          'budget',
+          'team',
+          'cache',
+          'guardrails',
+          'alerts',
+        ],
         properties: {
           id: { type: 'string', pattern: '^(key|static)_' },
           name: { type: 'string' },
@@ -517,11 +791,19 @@ export const OPENAPI_DOCUMENT = {
         },
       },
       CreatedKey: {
-        allOf: [ref('Key'), { type: 'object', required: ['key'], properties: { key: { type: 'string', pattern: '^sk-', description: 'The key itself, shown this once' } } }],
+        allOf: [
+          ref('Key'),
+          {
+            type: 'object',
+            required: ['key'],
+            properties: { key: { type: 'string', pattern: '^sk-', description: 'The key itself, shown this once' } },
+          },
+        ],
       },
       LimitOwner: {
         type: 'object',
-        description: 'A key (`id`, `name`, `status`, `team`) or a team (`name`, `key_ids`, `cache`): its limits as configured, and `use`, one entry per request, token or money limit (a key always has a request limit: its own `rpm` or the gateway\'s default; a team only when it has an `rpm`)',
+        description:
+          "A key (`id`, `name`, `status`, `team`) or a team (`name`, `key_ids`, `cache`): its limits as configured, and `use`, one entry per request, token or money limit (a key always has a request limit: its own `rpm` or the gateway's default; a team only when it has an `rpm`)",
         required: ['name', 'rpm', 'tpm', 'quota', 'budget', 'use'],
         properties: {
           name: { type: 'string' },
@@ -574,15 +856,36 @@ export const OPENAPI_DOCUMENT = {
         properties: { object: { const: 'list' }, data: { type: 'array', items: ref('UsageRow') } },
       },
       UsageRow: {
-        description: 'The sums of one group: its field is `model`, `day`, `key_id` or `team` (null: keys in no team), as group_by asks',
+        description:
+          'The sums of one group: its field is `model`, `day`, `key_id` or `team` (null: keys in no team), as group_by asks',
         type: 'object',
-        required: ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cost_usd', 'cache_hits', 'saved_usd'],
+        required: [
+          'requests',
+          'input_tokens',
+          'output_tokens',
+          'cached_tokens',
+          'total_tokens',
+          'charged_tokens',
+          'cost_usd',
+          'cache_hits',
+          'saved_usd',
+        ],
         properties: {
           model: { type: 'string' },
           day: { type: 'string', format: 'date' },
           key_id: { type: 'string' },
           team: { type: ['string', 'null'] },
-          ...Object.fromEntries(['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'total_tokens', 'charged_tokens', 'cache_hits'].map((name) => [name, { type: 'integer', minimum: 0 }])),
+          ...Object.fromEntries(
+            [
+              'requests',
+              'input_tokens',
+              'output_tokens',
+              'cached_tokens',
+              'total_tokens',
+              'charged_tokens',
+              'cache_hits',
+            ].map((name) => [name, { type: 'integer', minimum: 0 }]),
+          ),
           cost_usd: { type: 'number', minimum: 0 },
           saved_usd: { type: 'number', minimum: 0 },
         },
@@ -596,7 +899,10 @@ export const OPENAPI_DOCUMENT = {
           rate_limits: { type: 'string' },
           usage: { type: 'string' },
           config_version: { type: 'string', pattern: '^[0-9a-f]{12}$' },
-          config_error: { type: 'string', description: 'Why the last reload was refused; absent once a reload succeeds' },
+          config_error: {
+            type: 'string',
+            description: 'Why the last reload was refused; absent once a reload succeeds',
+          },
         },
       },
       PlainError: {
@@ -606,7 +912,7 @@ export const OPENAPI_DOCUMENT = {
         properties: { detail: { type: 'string' }, errors: { type: 'array', items: { type: 'string' } } },
       },
       CompletionsError: {
-        description: 'The OpenAI-style envelope the OpenAI SDKs read, with the gateway\'s detail beside it',
+        description: "The OpenAI-style envelope the OpenAI SDKs read, with the gateway's detail beside it",
         type: 'object',
         required: ['detail', 'error'],
         properties: {
@@ -615,19 +921,28 @@ export const OPENAPI_DOCUMENT = {
           error: {
             type: 'object',
             required: ['message', 'type', 'param', 'code'],
-            properties: { message: { type: 'string' }, type: { type: 'string' }, param: { type: ['string', 'null'] }, code: { type: 'string' } },
+            properties: {
+              message: { type: 'string' },
+              type: { type: 'string' },
+              param: { type: ['string', 'null'] },
+              code: { type: 'string' },
+            },
           },
         },
       },
       MessagesError: {
-        description: 'The Anthropic-style envelope the Anthropic SDKs read, with the gateway\'s detail beside it',
+        description: "The Anthropic-style envelope the Anthropic SDKs read, with the gateway's detail beside it",
         type: 'object',
         required: ['detail', 'type', 'error'],
         properties: {
           detail: { type: 'string' },
           errors: { type: 'array', items: { type: 'string' } },
           type: { const: 'error' },
-          error: { type: 'object', required: ['type', 'message'], properties: { type: { type: 'string' }, message: { type: 'string' } } },
+          error: {
+            type: 'object',
+            required: ['type', 'message'],
+            properties: { type: { type: 'string' }, message: { type: 'string' } },
+          },
         },
       },
     },

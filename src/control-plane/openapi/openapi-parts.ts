@@ -15,6 +15,9 @@ export const error = (description: string, envelope: 'Completions' | 'Messages' 
  */
 export const adminErrors = {
   '401': error('Missing, wrong, expired or revoked admin or service token', 'Plain'),
-  '403': error("The credential's role may not do this, or not on this target's team (the detail names the permission); kept in the audit log", 'Plain'),
+  '403': error(
+    "The credential's role may not do this, or not on this target's team (the detail names the permission); kept in the audit log",
+    'Plain',
+  ),
   '429': error('Too many wrong credentials from this address', 'Plain'),
 };

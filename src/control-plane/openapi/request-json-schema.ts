@@ -26,7 +26,9 @@ export function jsonSchemaOfShape(shape: Shape): JsonSchema {
       break;
     case 'number': {
       const { minimum, exclusiveMinimum, maximum, exclusiveMaximum } = shape;
-      const bounds = Object.entries({ minimum, exclusiveMinimum, maximum, exclusiveMaximum }).filter(([, bound]) => bound !== undefined);
+      const bounds = Object.entries({ minimum, exclusiveMinimum, maximum, exclusiveMaximum }).filter(
+        ([, bound]) => bound !== undefined,
+      );
       schema = { ...type(shape.integer ? 'integer' : 'number'), ...Object.fromEntries(bounds) };
       break;
     }
@@ -42,12 +44,16 @@ export function jsonSchemaOfShape(shape: Shape): JsonSchema {
       };
       break;
     case 'object': {
-      const required = Object.entries(shape.fields).filter(([, field]) => !field.optional).map(([key]) => key);
+      const required = Object.entries(shape.fields)
+        .filter(([, field]) => !field.optional)
+        .map(([key]) => key);
       schema = {
         ...type('object'),
         ...(required.length ? { required } : {}),
         ...(shape.closed ? { additionalProperties: false } : {}),
-        properties: Object.fromEntries(Object.entries(shape.fields).map(([key, field]) => [key, jsonSchemaOfShape(field)])),
+        properties: Object.fromEntries(
+          Object.entries(shape.fields).map(([key, field]) => [key, jsonSchemaOfShape(field)]),
+        ),
       };
       break;
     }
@@ -58,4 +64,5 @@ export function jsonSchemaOfShape(shape: Shape): JsonSchema {
 }
 
 /** The OpenAPI request body schema derived from a route's yup schema. */
-export const requestJsonSchema = (schema: yup.AnyObjectSchema, name: string): JsonSchema => jsonSchemaOfShape(readShape(schema, name));
+export const requestJsonSchema = (schema: yup.AnyObjectSchema, name: string): JsonSchema =>
+  jsonSchemaOfShape(readShape(schema, name));

@@ -1,6 +1,14 @@
 import type { Json } from './event-data.ts';
 import { requestTextReader, type RequestField } from './request-fields.ts';
-import { addText, itemsOf, NO_EVENT_TEXTS, type DeltaSlot, type EventTexts, type TextRules, type TextSlot } from './text-slots.ts';
+import {
+  addText,
+  itemsOf,
+  NO_EVENT_TEXTS,
+  type DeltaSlot,
+  type EventTexts,
+  type TextRules,
+  type TextSlot,
+} from './text-slots.ts';
 
 /**
  * Every field of a Chat Completions request (OpenAI's `CreateChatCompletionRequest`), and whether the model
@@ -68,8 +76,16 @@ export const CHAT_COMPLETIONS_REQUEST_FIELDS: readonly RequestField[] = [
 /** Text fields of a message or a delta. */
 const MESSAGE_FIELDS = ['content', 'refusal', 'reasoning_content', 'reasoning'] as const;
 
-/** Text, refusal, reasoning and tool-call arguments of a message (an answer's) or a delta (a chunk's), each with a channel name. */
-function messageTexts(message: unknown, path: readonly (string | number)[], into: (TextSlot & { channel: string })[], group: string): void {
+/**
+ * Text, refusal, reasoning and tool-call arguments of a message (an answer's) or a delta (a chunk's), each with a
+ * channel name.
+ */
+function messageTexts(
+  message: unknown,
+  path: readonly (string | number)[],
+  into: (TextSlot & { channel: string })[],
+  group: string,
+): void {
   if (typeof message !== 'object' || message === null) return;
   const fields = message as Json;
   const push = (container: unknown, at: readonly (string | number)[], key: string, what: string, json = false) => {
@@ -89,11 +105,16 @@ const request = requestTextReader(CHAT_COMPLETIONS_REQUEST_FIELDS);
 
 function answer(body: unknown): TextSlot[] {
   const slots: (TextSlot & { channel: string })[] = [];
-  itemsOf((body as Json | null)?.choices).forEach((choice, index) => messageTexts((choice as Json | null)?.message, ['choices', index, 'message'], slots, `choice ${index}`));
+  itemsOf((body as Json | null)?.choices).forEach((choice, index) =>
+    messageTexts((choice as Json | null)?.message, ['choices', index, 'message'], slots, `choice ${index}`),
+  );
   return slots;
 }
 
-/** Deltas per choice and field (content, refusal, reasoning, each tool call's arguments); a choice with a `finish_reason` ends its group. */
+/**
+ * Deltas per choice and field (content, refusal, reasoning, each tool call's arguments); a choice with a
+ * `finish_reason` ends its group.
+ */
 function event(payload: Json): EventTexts {
   if (!Array.isArray(payload.choices)) return NO_EVENT_TEXTS;
   const deltas: DeltaSlot[] = [];
@@ -108,8 +129,8 @@ function event(payload: Json): EventTexts {
 }
 
 /** An answer or a chunk of Chat Completions: its `choices` (a usage-only chunk has none in them), or an error. */
-const knows = (value: unknown): boolean => Array.isArray((value as Json | null)?.choices) || (value as Json | null)?.error !== undefined;
+const knows = (value: unknown): boolean =>
+  Array.isArray((value as Json | null)?.choices) || (value as Json | null)?.error !== undefined;
 
 /** Chat Completions: the request fields the model reads; `choices[].message` and `.delta` (arguments as JSON text). */
 export const chatCompletionsTexts: TextRules = { request, answer, event, knows };
-

@@ -28,7 +28,9 @@ function judgeEarlyEvent(event: SseEvent): EarlyEvent {
   const opening = chunk.choices.every(
     (choice) =>
       choice.finish_reason == null &&
-      Object.entries(choice.delta ?? {}).every(([key, value]) => ROLE_ONLY_KEYS.has(key) && (key === 'role' || value === null || value === '')),
+      Object.entries(choice.delta ?? {}).every(
+        ([key, value]) => ROLE_ONLY_KEYS.has(key) && (key === 'role' || value === null || value === ''),
+      ),
   );
   return opening ? 'opening' : 'content';
 }
@@ -37,7 +39,11 @@ function judgeEarlyEvent(event: SseEvent): EarlyEvent {
 export function chatCompletionsTokens(usage: Counts): TokenUsage | undefined {
   if (!isObject(usage) || typeof usage.prompt_tokens !== 'number') return undefined;
   const details = usage.prompt_tokens_details as Counts;
-  return { inputTokens: count(usage.prompt_tokens), outputTokens: count(usage.completion_tokens), cachedTokens: count(details?.cached_tokens) };
+  return {
+    inputTokens: count(usage.prompt_tokens),
+    outputTokens: count(usage.completion_tokens),
+    cachedTokens: count(details?.cached_tokens),
+  };
 }
 
 /**
@@ -60,8 +66,15 @@ function textOf(data: string): string {
   let out = '';
   for (const choice of Array.isArray(payload.choices) ? (payload.choices as Json[]) : []) {
     const delta = (choice?.delta ?? {}) as Json;
-    out += text(delta.content) + text(delta.reasoning_content) + text(delta.reasoning) + text(delta.refusal) + text(delta.function_call?.name) + text(delta.function_call?.arguments);
-    for (const call of Array.isArray(delta.tool_calls) ? (delta.tool_calls as Json[]) : []) out += text(call?.function?.name) + text(call?.function?.arguments);
+    out +=
+      text(delta.content) +
+      text(delta.reasoning_content) +
+      text(delta.reasoning) +
+      text(delta.refusal) +
+      text(delta.function_call?.name) +
+      text(delta.function_call?.arguments);
+    for (const call of Array.isArray(delta.tool_calls) ? (delta.tool_calls as Json[]) : [])
+      out += text(call?.function?.name) + text(call?.function?.arguments);
   }
   return out;
 }
@@ -73,7 +86,8 @@ function stablePrefix(body: Record<string, unknown>): readonly unknown[] {
   const messages = body.messages;
   if (!Array.isArray(messages)) return [];
   let end = 0;
-  while (end < messages.length && SYSTEM_ROLES.has((messages[end] as { role?: unknown } | null)?.role as string)) end += 1;
+  while (end < messages.length && SYSTEM_ROLES.has((messages[end] as { role?: unknown } | null)?.role as string))
+    end += 1;
   return messages.slice(0, end + 1);
 }
 
@@ -86,7 +100,8 @@ export function completionsErrorChunk(error: GatewayError): Buffer {
 }
 
 function noteChoices(facts: AnswerFacts, payload: Json): void {
-  for (const choice of Array.isArray(payload.choices) ? (payload.choices as Json[]) : []) noteFinish(facts, choice?.finish_reason);
+  for (const choice of Array.isArray(payload.choices) ? (payload.choices as Json[]) : [])
+    noteFinish(facts, choice?.finish_reason);
 }
 
 /** Every chunk names the model: the first is parsed for it, then only the chunks that finish a choice. */
@@ -106,7 +121,9 @@ const genAi: GenAiRules = {
   },
   answerText: (body) => {
     if (!isObject(body) || !Array.isArray(body.choices)) return '';
-    return (body.choices as Json[]).map((choice) => text(choice?.message?.content) + text(choice?.message?.refusal)).join('');
+    return (body.choices as Json[])
+      .map((choice) => text(choice?.message?.content) + text(choice?.message?.refusal))
+      .join('');
   },
   inputMessages: (body) => {
     const all = roleMessages(body.messages);

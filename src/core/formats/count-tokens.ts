@@ -32,5 +32,10 @@ export const countTokens: WireFormatRules = {
   // A count reads the same request as Messages; its answer is a number.
   texts: { request: messagesTexts.request, answer: () => [], event: () => NO_EVENT_TEXTS, knows: () => true },
   // A count names no model and has no end; its request is a Messages request.
-  genAi: { fromBody: () => {}, fromStreamEvent: () => {}, answerText: () => '', inputMessages: messagesGenAi.inputMessages },
+  genAi: {
+    fromBody: () => {},
+    fromStreamEvent: () => {},
+    answerText: () => '',
+    inputMessages: messagesGenAi.inputMessages,
+  },
 };

@@ -2,7 +2,8 @@
 
 export type Json = Record<string, any>;
 
-export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
+export const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null;
 
 /** The JSON object (or array) in `data`, or `undefined` when it is not JSON or not an object. */
 export function parseObject(data: string): Json | undefined {
@@ -15,7 +16,8 @@ export function parseObject(data: string): Json | undefined {
 }
 
 /** A token count as recorded: a finite positive number, rounded; anything else is 0. */
-export const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value) : 0);
+export const count = (value: unknown): number =>
+  typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value) : 0;
 
 /** A string value, or `''`. */
 export const text = (value: unknown): string => (typeof value === 'string' ? value : '');

@@ -27,7 +27,10 @@ export interface GenAiRules {
   /** The generated text of a whole JSON answer. */
   readonly answerText: (body: unknown) => string;
   /** The request's system instructions and messages. */
-  readonly inputMessages: (body: Record<string, unknown>) => { readonly system?: readonly Record<string, unknown>[]; readonly messages: readonly GenAiMessage[] };
+  readonly inputMessages: (body: Record<string, unknown>) => {
+    readonly system?: readonly Record<string, unknown>[];
+    readonly messages: readonly GenAiMessage[];
+  };
 }
 
 /** Sets the answer's model and id once (the first event that names them). */
@@ -54,7 +57,8 @@ export function contentParts(content: unknown): Record<string, unknown>[] {
   return content.map((part: unknown) => {
     if (!isObject(part)) return { type: 'unknown' };
     const type = text(part.type) || 'unknown';
-    if (type === 'text' || type === 'input_text' || type === 'output_text') return { type: 'text', content: text(part.text) };
+    if (type === 'text' || type === 'input_text' || type === 'output_text')
+      return { type: 'text', content: text(part.text) };
     if (type === 'tool_use') return { type: 'tool_call', id: part.id, name: part.name, arguments: part.input };
     if (type === 'tool_result') return { type: 'tool_call_response', id: part.tool_use_id, response: part.content };
     return { type };

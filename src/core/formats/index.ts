@@ -8,7 +8,10 @@ import type { WireFormatRules } from './wire-format.ts';
 export type { EarlyEvent, WireFormatRules } from './wire-format.ts';
 export type { AnswerFacts, GenAiMessage, GenAiRules } from './genai-facts.ts';
 
-/** The rules of each wire format (in the order plugin validation lists them). Callers look a format up here instead of branching on it. */
+/**
+ * The rules of each wire format (in the order plugin validation lists them). Callers look a format up here instead of
+ * branching on it.
+ */
 export const WIRE_FORMATS: Readonly<Record<WireFormat, WireFormatRules>> = {
   'chat-completions': chatCompletions,
   responses,

@@ -1,6 +1,15 @@
 import type { Json } from './event-data.ts';
 import { requestTextReader, type RequestField } from './request-fields.ts';
-import { addText, itemsOf, NO_EVENT_TEXTS, stringLeaves, type DeltaSlot, type EventTexts, type TextRules, type TextSlot } from './text-slots.ts';
+import {
+  addText,
+  itemsOf,
+  NO_EVENT_TEXTS,
+  stringLeaves,
+  type DeltaSlot,
+  type EventTexts,
+  type TextRules,
+  type TextSlot,
+} from './text-slots.ts';
 
 /** A text block at `at`: the text, and the citations of one sent back (quotes and titles, not where they point). */
 const textBlock = (at: string): RequestField[] => [
@@ -146,13 +155,18 @@ function event(payload: Json): EventTexts {
     addText(found, payload.content_block, ['content_block'], 'text');
     addText(found, payload.content_block, ['content_block'], 'thinking');
     const wholes: TextSlot[] = [];
-    if ((payload.content_block as Json | null)?.input !== undefined) stringLeaves((payload.content_block as Json).input, ['content_block', 'input'], wholes);
-    return found.length || wholes.length ? { deltas: found.map((slot) => ({ ...slot, channel: `${group}|text` })), wholes, closes: [] } : NO_EVENT_TEXTS;
+    if ((payload.content_block as Json | null)?.input !== undefined)
+      stringLeaves((payload.content_block as Json).input, ['content_block', 'input'], wholes);
+    return found.length || wholes.length
+      ? { deltas: found.map((slot) => ({ ...slot, channel: `${group}|text` })), wholes, closes: [] }
+      : NO_EVENT_TEXTS;
   }
   if (payload.type === 'content_block_stop') return { deltas: [], wholes: [], closes: [group] };
   if (payload.type === 'message_start') {
     const wholes: TextSlot[] = [];
-    itemsOf((payload.message as Json | null)?.content).forEach((block, index) => contentBlock(block, ['message', 'content', index], wholes));
+    itemsOf((payload.message as Json | null)?.content).forEach((block, index) =>
+      contentBlock(block, ['message', 'content', index], wholes),
+    );
     return wholes.length ? { deltas: [], wholes, closes: [] } : NO_EVENT_TEXTS;
   }
   return NO_EVENT_TEXTS;

@@ -58,7 +58,11 @@ function messagesStreamEvent(seen: TokenUsage | undefined, event: SseEvent): Tok
   if (payload?.type === 'message_start') usage = (payload.message as { usage?: Counts } | undefined)?.usage;
   else if (payload?.type === 'message_delta') usage = payload.usage as Counts;
   if (!isObject(usage)) return seen;
-  const before = (seen && inputPartsOf.get(seen)) ?? (seen ? { input: seen.inputTokens - seen.cachedTokens, creation: 0, read: seen.cachedTokens } : { input: 0, creation: 0, read: 0 });
+  const before =
+    (seen && inputPartsOf.get(seen)) ??
+    (seen
+      ? { input: seen.inputTokens - seen.cachedTokens, creation: 0, read: seen.cachedTokens }
+      : { input: 0, creation: 0, read: 0 });
   const pick = (value: unknown, previous: number) => (value == null ? previous : count(value));
   const parts = {
     input: pick(usage.input_tokens, before.input),
@@ -88,7 +92,8 @@ export const messagesGenAi: GenAiRules = {
   },
   fromStreamEvent: (event, facts) => {
     const type = event.event;
-    if (type !== undefined ? type !== 'message_start' && type !== 'message_delta' : !event.data.includes('"message_')) return;
+    if (type !== undefined ? type !== 'message_start' && type !== 'message_delta' : !event.data.includes('"message_'))
+      return;
     const payload = parseObject(event.data);
     if (payload?.type === 'message_start') noteModel(facts, payload.message as Json | undefined);
     else if (payload?.type === 'message_delta') noteFinish(facts, (payload.delta as Json | undefined)?.stop_reason);
@@ -97,7 +102,10 @@ export const messagesGenAi: GenAiRules = {
     if (!isObject(body) || !Array.isArray(body.content)) return '';
     return (body.content as Json[]).map((block) => (block?.type === 'text' ? text(block.text) : '')).join('');
   },
-  inputMessages: (body) => ({ system: body.system === undefined ? undefined : contentParts(body.system), messages: roleMessages(body.messages) }),
+  inputMessages: (body) => ({
+    system: body.system === undefined ? undefined : contentParts(body.system),
+    messages: roleMessages(body.messages),
+  }),
 };
 
 /** Messages (`POST /v1/messages`). */
@@ -116,7 +124,8 @@ export const messages: WireFormatRules = {
     const delta = (payload.delta ?? {}) as Json;
     return text(delta.text) + text(delta.partial_json) + text(delta.thinking);
   },
-  // `event: error` + `{"type":"error","error":{type,message}}`, as Anthropic sends mid-stream, with the gateway's `detail`.
+  // `event: error` + `{"type":"error","error":{type,message}}`, as Anthropic sends mid-stream, with the gateway's
+  // `detail`.
   inBandError: (error) => sseEvent('error', errorBody(error, 'messages-envelope')),
   errorEnvelope: 'messages-envelope',
   asksForStreamUsage: false,

@@ -18,8 +18,7 @@ export type FieldReading = 'text' | 'json' | 'tree';
  * (`messages[].content[].source{type=text}.data`). A skipped path leaves out everything below it.
  */
 export type RequestField =
-  | readonly [path: string, reading: FieldReading, note?: string]
-  | readonly [path: string, skip: 'skip', why: string];
+  readonly [path: string, reading: FieldReading, note?: string] | readonly [path: string, skip: 'skip', why: string];
 
 /** One step of a path: a member (or every member), each item of it when a list, only objects of one `type`. */
 export interface FieldStep {

@@ -157,7 +157,9 @@ export const RESPONSES_REQUEST_FIELDS: readonly RequestField[] = [
 
 const request = requestTextReader(RESPONSES_REQUEST_FIELDS);
 
-/** An output item's texts: a message's output text and refusals, a tool call's arguments or input, a reasoning summary. */
+/**
+ * An output item's texts: a message's output text and refusals, a tool call's arguments or input, a reasoning summary.
+ */
 function itemTexts(item: unknown, path: readonly (string | number)[], into: TextSlot[]): void {
   const fields = item as Json | null;
   if (!fields || typeof fields !== 'object') return;
@@ -179,7 +181,8 @@ function answer(body: unknown): TextSlot[] {
 }
 
 /** A delta's or done event's group: its kind, item and part (`response.output_text msg_1 0`). */
-const groupOf = (kind: string, payload: Json): string => `${kind} ${String(payload.item_id ?? payload.output_index)} ${String(payload.content_index ?? payload.summary_index ?? '')}`;
+const groupOf = (kind: string, payload: Json): string =>
+  `${kind} ${String(payload.item_id ?? payload.output_index)} ${String(payload.content_index ?? payload.summary_index ?? '')}`;
 
 /**
  * `*.delta` events with a string `delta` (output text, arguments, reasoning summaries; not audio), one
@@ -205,13 +208,16 @@ function event(payload: Json): EventTexts {
     addText(wholes, payload.part, ['part'], 'refusal');
   }
   if (payload.item !== undefined) itemTexts(payload.item, ['item'], wholes);
-  itemsOf((payload.response as Json | null)?.output).forEach((item, index) => itemTexts(item, ['response', 'output', index], wholes));
+  itemsOf((payload.response as Json | null)?.output).forEach((item, index) =>
+    itemTexts(item, ['response', 'output', index], wholes),
+  );
   const closes = type.endsWith('.done') ? [groupOf(type.slice(0, -'.done'.length), payload)] : [];
   return wholes.length || closes.length ? { deltas: [], wholes, closes } : NO_EVENT_TEXTS;
 }
 
 /** Responses: its request fields the model reads; output items and their streamed deltas (arguments as JSON text). */
 /** A response or an event of Responses: a response names its `object`, an event its `type`. */
-const knows = (value: unknown): boolean => typeof (value as Json | null)?.type === 'string' || (value as Json | null)?.object === 'response';
+const knows = (value: unknown): boolean =>
+  typeof (value as Json | null)?.type === 'string' || (value as Json | null)?.object === 'response';
 
 export const responsesTexts: TextRules = { request, answer, event, knows };

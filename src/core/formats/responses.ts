@@ -19,7 +19,11 @@ const NOT_TEXT = new Set(['response.audio.delta']);
 export function responsesTokens(usage: Counts): TokenUsage | undefined {
   if (!isObject(usage) || typeof usage.input_tokens !== 'number') return undefined;
   const details = usage.input_tokens_details as Counts;
-  return { inputTokens: count(usage.input_tokens), outputTokens: count(usage.output_tokens), cachedTokens: count(details?.cached_tokens) };
+  return {
+    inputTokens: count(usage.input_tokens),
+    outputTokens: count(usage.output_tokens),
+    cachedTokens: count(details?.cached_tokens),
+  };
 }
 
 /** Only the terminal events (`response.completed`, `.incomplete`, `.failed`) carry `response.usage`. */
@@ -28,7 +32,12 @@ const usage: UsageExtractor = {
   fromStreamEvent: (seen, event) => {
     const type = event.event;
     // Named events are judged by name; data-only frames (some relays) by a substring scan.
-    if (type?.startsWith('response.') ? !TERMINAL_RESPONSE_EVENTS.includes(type) : !TERMINAL_RESPONSE_EVENTS.some((name) => event.data.includes(`"${name}"`))) return seen;
+    if (
+      type?.startsWith('response.')
+        ? !TERMINAL_RESPONSE_EVENTS.includes(type)
+        : !TERMINAL_RESPONSE_EVENTS.some((name) => event.data.includes(`"${name}"`))
+    )
+      return seen;
     const payload = parseObject(event.data);
     if (!payload || !TERMINAL_RESPONSE_EVENTS.includes(payload.type as string)) return seen;
     return responsesTokens((payload.response as { usage?: Counts } | undefined)?.usage) ?? seen;
@@ -40,7 +49,10 @@ const usage: UsageExtractor = {
  * `error:{…}` so that openai-node throws it rather than yielding it, and the gateway's `detail`.
  */
 function inBandError(error: GatewayError): Buffer {
-  const completions = errorBody(error, 'completions-envelope') as { detail: string; error: { message: string; param: unknown; code: string } };
+  const completions = errorBody(error, 'completions-envelope') as {
+    detail: string;
+    error: { message: string; param: unknown; code: string };
+  };
   const { message, param, code } = completions.error;
   return sseEvent('error', { type: 'error', code, message, param, ...completions });
 }
@@ -67,18 +79,24 @@ const genAi: GenAiRules = {
   fromBody: (body, facts) => noteResponse(facts, isObject(body) ? (body as Json) : undefined),
   fromStreamEvent: (event, facts) => {
     const type = event.event;
-    const wanted = type !== undefined ? type === 'response.created' || END_EVENTS.has(type) : event.data.includes('"response.');
+    const wanted =
+      type !== undefined ? type === 'response.created' || END_EVENTS.has(type) : event.data.includes('"response.');
     if (!wanted) return;
     const payload = parseObject(event.data);
-    if (payload && (payload.type === 'response.created' || END_EVENTS.has(payload.type as string))) noteResponse(facts, payload.response as Json | undefined);
+    if (payload && (payload.type === 'response.created' || END_EVENTS.has(payload.type as string)))
+      noteResponse(facts, payload.response as Json | undefined);
   },
   answerText: (body) => {
     if (!isObject(body) || !Array.isArray(body.output)) return '';
-    return (body.output as Json[]).flatMap((item) => (Array.isArray(item?.content) ? (item.content as Json[]) : [])).map((part) => (part?.type === 'output_text' ? text(part.text) : '')).join('');
+    return (body.output as Json[])
+      .flatMap((item) => (Array.isArray(item?.content) ? (item.content as Json[]) : []))
+      .map((part) => (part?.type === 'output_text' ? text(part.text) : ''))
+      .join('');
   },
   inputMessages: (body) => ({
     system: body.instructions === undefined ? undefined : contentParts(body.instructions),
-    messages: typeof body.input === 'string' ? [{ role: 'user', parts: contentParts(body.input) }] : roleMessages(body.input),
+    messages:
+      typeof body.input === 'string' ? [{ role: 'user', parts: contentParts(body.input) }] : roleMessages(body.input),
   }),
 };
 
@@ -99,7 +117,9 @@ export const responses: WireFormatRules = {
   textOf: (data) => {
     const payload = parseObject(data);
     if (!payload) return '';
-    return typeof payload.type === 'string' && payload.type.endsWith('.delta') && !NOT_TEXT.has(payload.type) ? text(payload.delta) : '';
+    return typeof payload.type === 'string' && payload.type.endsWith('.delta') && !NOT_TEXT.has(payload.type)
+      ? text(payload.delta)
+      : '';
   },
   inBandError,
   errorEnvelope: 'completions-envelope',

@@ -18,7 +18,10 @@ export interface TextSlot {
   readonly key?: boolean;
 }
 
-/** One text delta of a stream event, continuing its channel's text (`<group>|<what>`: a choice's content, a content block, an output part). */
+/**
+ * One text delta of a stream event, continuing its channel's text (`<group>|<what>`: a choice's content, a content
+ * block, an output part).
+ */
 export interface DeltaSlot extends TextSlot {
   readonly channel: string;
 }
@@ -27,7 +30,9 @@ export interface DeltaSlot extends TextSlot {
 export interface EventTexts {
   /** Text deltas, each continuing its channel's text. */
   readonly deltas: readonly DeltaSlot[];
-  /** Whole texts: a part's or an item's full text, sent again as it ends (Responses' `*.done`, `response.completed`). */
+  /**
+   * Whole texts: a part's or an item's full text, sent again as it ends (Responses' `*.done`, `response.completed`).
+   */
   readonly wholes: readonly TextSlot[];
   /** The groups whose channels the event ends (every channel named `<group>|…`). */
   readonly closes: readonly string[];
@@ -88,7 +93,11 @@ export function setTextAt(root: unknown, slot: Pick<TextSlot, 'path' | 'key'>, t
 
 /** Adds a slot for `container[key]` when it is a non-empty string. */
 export function addText(into: TextSlot[], container: unknown, path: JsonPath, key: string | number): void {
-  if (isJson(container) && typeof (container as Record<string | number, unknown>)[key] === 'string' && (container as Record<string | number, unknown>)[key] !== '') {
+  if (
+    isJson(container) &&
+    typeof (container as Record<string | number, unknown>)[key] === 'string' &&
+    (container as Record<string | number, unknown>)[key] !== ''
+  ) {
     into.push({ path: [...path, key], text: (container as Record<string | number, string>)[key]! });
   }
 }
@@ -124,7 +133,10 @@ export function answerTexts(rules: TextRules, body: unknown): TextSlot[] {
   return all;
 }
 
-/** The texts of one event: where the format keeps them, or every string in it (whole) when the format does not know its shape. */
+/**
+ * The texts of one event: where the format keeps them, or every string in it (whole) when the format does not know its
+ * shape.
+ */
 export function eventTexts(rules: TextRules, payload: Json): EventTexts {
   const texts = rules.event(payload);
   if (texts.deltas.length > 0 || texts.wholes.length > 0 || rules.knows(payload)) return texts;

@@ -4,7 +4,10 @@ import type { SseEvent, UsageExtractor, WireFormat } from '../../plugins/plugin-
 import type { TextRules } from './text-slots.ts';
 import type { GenAiRules } from './genai-facts.ts';
 
-/** What an event before any content is: one that only opens the stream, the first content, or not an event of the format at all. */
+/**
+ * What an event before any content is: one that only opens the stream, the first content, or not an event of the format
+ * at all.
+ */
 export type EarlyEvent = 'opening' | 'content' | 'malformed';
 
 /**
@@ -37,7 +40,9 @@ export interface WireFormatRules {
   readonly inBandError: (error: GatewayError) => Buffer;
   /** The error envelope of gateway-made errors on the client route that speaks this format. */
   readonly errorEnvelope: ErrorFamily;
-  /** Whether a streamed request is forwarded with `stream_options.include_usage` set, so that the stream reports usage. */
+  /**
+   * Whether a streamed request is forwarded with `stream_options.include_usage` set, so that the stream reports usage.
+   */
   readonly asksForStreamUsage: boolean;
   /** Whether a successful JSON answer must carry usage: one without is refused (502) rather than recorded as free. */
   readonly usageRequired: boolean;

@@ -24,9 +24,17 @@ const NOT_BEARER = "The Authorization header must use the Bearer scheme: 'Author
 const MALFORMED = "Invalid API key: keys start with 'sk-' followed by letters, digits, '-' or '_'";
 const UNKNOWN = 'Invalid API key';
 
-/** A static key's record (its id from {@link staticKeyId}): never revoked, never expiring, with the gateway's limits. */
+/**
+ * A static key's record (its id from {@link staticKeyId}): never revoked, never expiring, with the gateway's limits.
+ */
 export function staticKeyRecord(key: string, index: number, id: string): ApiKeyRecord {
-  return { id, name: `static key ${index + 1}`, hash: hashApiKey(key), createdAt: new Date(0).toISOString(), revoked: false };
+  return {
+    id,
+    name: `static key ${index + 1}`,
+    hash: hashApiKey(key),
+    createdAt: new Date(0).toISOString(),
+    revoked: false,
+  };
 }
 
 /**
@@ -97,7 +105,9 @@ function bearerToken(header: string | undefined): string {
 
 const BEARER_ONLY: readonly KeyHeader[] = ['authorization'];
 
-/** The headers a key may be presented in at a path: its model route's (see the route table), else Authorization only. */
+/**
+ * The headers a key may be presented in at a path: its model route's (see the route table), else Authorization only.
+ */
 export function keyHeadersAt(path: string): readonly KeyHeader[] {
   return modelRouteAt(path)?.keyHeaders ?? BEARER_ONLY;
 }
@@ -111,7 +121,13 @@ export function presentedKey(headers: IncomingHttpHeaders, where: string | reado
   const authorization = headers.authorization;
   const apiKey = headers['x-api-key'];
   const noAuthorization = authorization === undefined || authorization.trim() === '';
-  if (noAuthorization && typeof apiKey === 'string' && apiKey.trim() !== '' && (typeof where === 'string' ? keyHeadersAt(where) : where).includes('x-api-key')) return apiKey.trim();
+  if (
+    noAuthorization &&
+    typeof apiKey === 'string' &&
+    apiKey.trim() !== '' &&
+    (typeof where === 'string' ? keyHeadersAt(where) : where).includes('x-api-key')
+  )
+    return apiKey.trim();
   return bearerToken(authorization);
 }
 
@@ -160,8 +176,14 @@ export interface KeyAuthenticator extends RequestHandler {
    * against the client address, and an address past the throttle's limit is answered 429 without its
    * key being looked up.
    */
-  check(headers: IncomingHttpHeaders, where: string | readonly KeyHeader[], addressOf?: () => string): AuthenticatedKey | Promise<AuthenticatedKey>;
-  /** Settles once every static key's id is derived (started at once; a static key presented earlier waits for its own). */
+  check(
+    headers: IncomingHttpHeaders,
+    where: string | readonly KeyHeader[],
+    addressOf?: () => string,
+  ): AuthenticatedKey | Promise<AuthenticatedKey>;
+  /**
+   * Settles once every static key's id is derived (started at once; a static key presented earlier waits for its own).
+   */
   readonly ready: Promise<void>;
 }
 
@@ -181,11 +203,18 @@ export function createAuthenticator(options: AuthenticatorOptions): KeyAuthentic
   });
   const admit = callerOf(teamJoiner(options.teams, options.teamTrustMs ?? 5000, logger));
   // A key presented and refused counts against the client address; past its limit the answer is 429.
-  const refuse = (addressOf: (() => string) | undefined) => (error: unknown): never => {
-    if (addressOf && options.throttle && isGatewayError(error) && error.status === 401) throw options.throttle.failed(addressOf()) ?? error;
-    throw error;
-  };
-  const check = (headers: IncomingHttpHeaders, where: string | readonly KeyHeader[], addressOf?: () => string): AuthenticatedKey | Promise<AuthenticatedKey> => {
+  const refuse =
+    (addressOf: (() => string) | undefined) =>
+    (error: unknown): never => {
+      if (addressOf && options.throttle && isGatewayError(error) && error.status === 401)
+        throw options.throttle.failed(addressOf()) ?? error;
+      throw error;
+    };
+  const check = (
+    headers: IncomingHttpHeaders,
+    where: string | readonly KeyHeader[],
+    addressOf?: () => string,
+  ): AuthenticatedKey | Promise<AuthenticatedKey> => {
     // A missing header or another scheme is no attempt at a key: it is answered 401 but not counted.
     const key = presentedKey(headers, where);
     const { throttle } = options;
@@ -223,7 +252,11 @@ class StaticKeys {
   constructor(keys: readonly string[], secret: string | undefined) {
     keys.forEach((key, index) => {
       const hash = hashApiKey(key);
-      if (!this.records.has(hash)) this.records.set(hash, staticKeyIdAsync(key, secret).then((id) => staticKeyRecord(key, index, id)));
+      if (!this.records.has(hash))
+        this.records.set(
+          hash,
+          staticKeyIdAsync(key, secret).then((id) => staticKeyRecord(key, index, id)),
+        );
     });
     this.ready = Promise.all(this.records.values()).then(() => undefined);
   }
@@ -234,8 +267,15 @@ class StaticKeys {
   }
 }
 
-/** Reads a presented key's record: a static key's (never asking the store), else the store's; 503 while the store cannot be read. */
-function recordFinder(statics: StaticKeys, store: KeyStore, logger: Logger): (key: string) => Promise<ApiKeyRecord | undefined> {
+/**
+ * Reads a presented key's record: a static key's (never asking the store), else the store's; 503 while the store cannot
+ * be read.
+ */
+function recordFinder(
+  statics: StaticKeys,
+  store: KeyStore,
+  logger: Logger,
+): (key: string) => Promise<ApiKeyRecord | undefined> {
   return async (key) => {
     const hash = hashApiKey(key);
     const record = (await statics.find(hash)) ?? (await findInStore(store, hash, logger));
@@ -252,7 +292,9 @@ type TeamJoiner = (caller: AuthenticatedKey, record: TeamKeyRecord) => Authentic
  * The caller of a record: one object per record read, reused while the record is trusted (its status is
  * checked each time), joined with its team's limits (synchronously while the team is cached).
  */
-function callerOf(joinTeam: TeamJoiner): (record: ApiKeyRecord | undefined) => AuthenticatedKey | Promise<AuthenticatedKey> {
+function callerOf(
+  joinTeam: TeamJoiner,
+): (record: ApiKeyRecord | undefined) => AuthenticatedKey | Promise<AuthenticatedKey> {
   const callers = new WeakMap<ApiKeyRecord, AuthenticatedKey>();
   return (record) => {
     if (!record) throw unauthenticated(UNKNOWN);
@@ -272,13 +314,19 @@ function callerOf(joinTeam: TeamJoiner): (record: ApiKeyRecord | undefined) => A
  * its own limits, with one warning per team name; a team store that cannot be read for a team never seen answers 503.
  */
 function teamJoiner(store: TeamStore | undefined, trustMs: number, logger: Logger): TeamJoiner {
-  const cache = store && new TrustedCache((name) => store.get(name), {
-    trustMs,
-    maxEntries: 10_000,
-    revision: () => store.revision,
-    rememberMisses: true,
-    onStale: (name, error) => logger.warn({ team: name, reason: (error as Error).message }, 'team store unavailable: using the team limits last read'),
-  });
+  const cache =
+    store &&
+    new TrustedCache((name) => store.get(name), {
+      trustMs,
+      maxEntries: 10_000,
+      revision: () => store.revision,
+      rememberMisses: true,
+      onStale: (name, error) =>
+        logger.warn(
+          { team: name, reason: (error as Error).message },
+          'team store unavailable: using the team limits last read',
+        ),
+    });
   const joined = new WeakMap<AuthenticatedKey, { readonly team: TeamRecord; readonly caller: AuthenticatedKey }>();
   const warned = new Set<string>();
   const join = (caller: AuthenticatedKey, record: TeamKeyRecord, found: TeamRecord | undefined): AuthenticatedKey => {
@@ -308,7 +356,10 @@ function teamJoiner(store: TeamStore | undefined, trustMs: number, logger: Logge
       return unavailableTeams(error, logger);
     }
     if (!(team instanceof Promise)) return join(caller, record, team);
-    return team.then((found) => join(caller, record, found), (error: unknown) => unavailableTeams(error, logger));
+    return team.then(
+      (found) => join(caller, record, found),
+      (error: unknown) => unavailableTeams(error, logger),
+    );
   };
 }
 

@@ -42,7 +42,10 @@ export class TrustedCache<V> {
     this.now = options.now ?? Date.now;
   }
 
-  /** The value (synchronously while trusted), a promise of it when the store must be read, undefined when the store has none. */
+  /**
+   * The value (synchronously while trusted), a promise of it when the store must be read, undefined when the store has
+   * none.
+   */
   get(name: string): V | undefined | Promise<V | undefined> {
     const entry = this.entries.get(name);
     if (entry && entry.revision === this.options.revision?.()) {

@@ -35,12 +35,14 @@ export type CacheDirective = 'use' | 'refresh' | 'skip';
  */
 export function cacheDirective(headers: IncomingHttpHeaders): CacheDirective {
   const control = headers['cache-control'];
-  if (control === undefined) return /(?:^|,)\s*no-cache\s*(?:,|$)/i.test(String(headers.pragma ?? '')) ? 'refresh' : 'use';
+  if (control === undefined)
+    return /(?:^|,)\s*no-cache\s*(?:,|$)/i.test(String(headers.pragma ?? '')) ? 'refresh' : 'use';
   let directive: CacheDirective = 'use';
   for (const part of control.toLowerCase().split(',')) {
     const token = part.trim();
     if (token === 'no-store') return 'skip';
-    if (token === 'no-cache' || token.startsWith('no-cache=') || /^max-age\s*=\s*"?0+"?$/.test(token)) directive = 'refresh';
+    if (token === 'no-cache' || token.startsWith('no-cache=') || /^max-age\s*=\s*"?0+"?$/.test(token))
+      directive = 'refresh';
   }
   return directive;
 }
@@ -85,10 +87,17 @@ const part = (text: string): string => `${Buffer.byteLength(text)}:${text}`;
 const headerNames = new WeakMap<UpstreamRoute, readonly string[]>();
 
 /** The headers of `route` that reach the upstream, with their values for this request. */
-export function forwardedHeaderValues(route: UpstreamRoute, clientHeaders: IncomingHttpHeaders): [string, string | undefined][] {
+export function forwardedHeaderValues(
+  route: UpstreamRoute,
+  clientHeaders: IncomingHttpHeaders,
+): [string, string | undefined][] {
   let names = headerNames.get(route);
   if (names === undefined) {
-    names = [...new Set([...(route.forwardHeaders ?? []), ...Object.keys(route.defaultHeaders ?? {})].map((name) => name.toLowerCase()))].sort();
+    names = [
+      ...new Set(
+        [...(route.forwardHeaders ?? []), ...Object.keys(route.defaultHeaders ?? {})].map((name) => name.toLowerCase()),
+      ),
+    ].sort();
     headerNames.set(route, names);
   }
   return names.map((name) => {
@@ -131,7 +140,11 @@ export function openTicket(
 }
 
 /** The entry of a ticket that may read, or undefined (a miss, counted and said in `x-gateway-cache`). */
-export async function lookUp(caching: ResponseCaching, ticket: CacheTicket, res: Pick<ClientResponse, 'setHeader'>): Promise<CachedAnswer | undefined> {
+export async function lookUp(
+  caching: ResponseCaching,
+  ticket: CacheTicket,
+  res: Pick<ClientResponse, 'setHeader'>,
+): Promise<CachedAnswer | undefined> {
   if (!ticket.read) return undefined;
   const found = await caching.store.get(ticket.tenant, ticket.key);
   const result = found && found.status === 200 ? 'hit' : 'miss';
@@ -144,7 +157,12 @@ export function hitHeaders(answer: CachedAnswer, now: number): Record<string, st
   const age = String(Math.max(0, Math.floor((now - answer.storedAt) / 1000)));
   return answer.stream
     ? { 'content-type': answer.contentType, ...STREAM_HEADERS, 'x-gateway-cache': 'hit', age }
-    : { 'content-type': answer.contentType, 'content-length': String(answer.body.length), 'x-gateway-cache': 'hit', age };
+    : {
+        'content-type': answer.contentType,
+        'content-length': String(answer.body.length),
+        'x-gateway-cache': 'hit',
+        age,
+      };
 }
 
 /**
@@ -176,12 +194,22 @@ export class AnswerCapture {
   }
 
   /** Stores what was collected as the ticket's entry, unless it was spoiled. */
-  store(answer: { readonly contentType: string; readonly stream: boolean; readonly model: string; readonly usage: TokenUsage }): void {
+  store(answer: {
+    readonly contentType: string;
+    readonly stream: boolean;
+    readonly model: string;
+    readonly usage: TokenUsage;
+  }): void {
     if (this.spoiled) return;
     this.spoiled = true;
     const body = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts);
     this.parts.length = 0;
-    this.caching.store.set(this.ticket.tenant, this.ticket.key, { storedAt: Date.now(), status: 200, body, ...answer }, this.ticket.settings.ttlMs);
+    this.caching.store.set(
+      this.ticket.tenant,
+      this.ticket.key,
+      { storedAt: Date.now(), status: 200, body, ...answer },
+      this.ticket.settings.ttlMs,
+    );
   }
 }
 

@@ -15,9 +15,15 @@ type Passed = Extract<TextsOutcome, { readonly texts: unknown }>;
  * (the usage read from it: the answer came whole) and thrown; a guardrail plugin's fault likewise, as
  * `plugin_error`.
  */
-function check(exchange: Exchange, run: GuardrailRun, texts: CheckedText[], usage?: TokenUsage): Passed | Promise<Passed> {
+function check(
+  exchange: Exchange,
+  run: GuardrailRun,
+  texts: CheckedText[],
+  usage?: TokenUsage,
+): Passed | Promise<Passed> {
   const failed = (error: unknown): never => {
-    if (isPluginFault(error)) throw exchange.fail(faultOf(exchange, error, exchange.model!.canonicalId), true, usage, 'plugin_error');
+    if (isPluginFault(error))
+      throw exchange.fail(faultOf(exchange, error, exchange.model!.canonicalId), true, usage, 'plugin_error');
     throw error;
   };
   const blocked = (outcome: TextsOutcome): Passed => {
@@ -39,7 +45,12 @@ function check(exchange: Exchange, run: GuardrailRun, texts: CheckedText[], usag
  * is asked), else with those strings rewritten and every other byte kept. `body` is the answer parsed
  * (undefined when it is not JSON: nothing to read).
  */
-export function guardAnswer(exchange: Exchange, bytes: Buffer, body: unknown, usage: TokenUsage | undefined): Buffer | Promise<Buffer> {
+export function guardAnswer(
+  exchange: Exchange,
+  bytes: Buffer,
+  body: unknown,
+  usage: TokenUsage | undefined,
+): Buffer | Promise<Buffer> {
   const run = exchange.guardrails;
   if (!run?.selection.response || body === undefined) return bytes;
   const slots = answerTexts(run.rules.texts, body);

@@ -118,7 +118,11 @@ export class GuardedBody implements UpstreamBody {
 
   attach(sink: BodySink): void {
     this.sink = sink;
-    this.inner.attach({ data: (chunk) => this.data(chunk), end: () => this.end(), error: (error) => this.failed(error) });
+    this.inner.attach({
+      data: (chunk) => this.data(chunk),
+      end: () => this.end(),
+      error: (error) => this.failed(error),
+    });
   }
 
   pause(): void {
@@ -177,7 +181,10 @@ export class GuardedBody implements UpstreamBody {
     });
   }
 
-  /** The upstream broke off: what was held is judged as it stands and let out (or blocked), then the relay hears of the break. */
+  /**
+   * The upstream broke off: what was held is judged as it stands and let out (or blocked), then the relay hears of the
+   * break.
+   */
   private failed(error: unknown): void {
     if (this.stopped) return;
     const out: GuardedEvent[] = [];
@@ -218,7 +225,12 @@ export class GuardedBody implements UpstreamBody {
     // Held bytes outlive the chunk they came in: a copy.
     const raw = Buffer.from(block.raw);
     const payload = block.event ? parseObject(block.event.data) : undefined;
-    return new GuardedEvent(raw, payload, payload && !Array.isArray(payload) ? eventTexts(this.run.rules.texts, payload) : undefined, block.event?.data);
+    return new GuardedEvent(
+      raw,
+      payload,
+      payload && !Array.isArray(payload) ? eventTexts(this.run.rules.texts, payload) : undefined,
+      block.event?.data,
+    );
   }
 
   /** Collects a step's events; false (and the stream ended) when it blocked. */
@@ -303,7 +315,14 @@ export class GuardedBody implements UpstreamBody {
     for (const webhook of this.guardrails.webhooks) {
       const { keyId, team, requestId } = this.run.site;
       const preceding = units.map((unit) => this.delivered.get(unit.channel) ?? '');
-      const verdict = await webhook.check(texts, { ...this.run.context('response'), keyId, team, requestId, stream: true, preceding });
+      const verdict = await webhook.check(texts, {
+        ...this.run.context('response'),
+        keyId,
+        team,
+        requestId,
+        stream: true,
+        preceding,
+      });
       const refusal = this.run.webhookVerdict(webhook.name, webhook.failMode, 'response', verdict);
       if (refusal) return new GuardrailStreamBlock(refusal);
       if (verdict.kind === 'rewrite') {
@@ -315,7 +334,11 @@ export class GuardedBody implements UpstreamBody {
       }
     }
     units.forEach((unit, index) => {
-      if (unit.channel !== '') this.delivered.set(unit.channel, `${this.delivered.get(unit.channel) ?? ''}${texts[index]}`.slice(-PRECEDING_CHARS));
+      if (unit.channel !== '')
+        this.delivered.set(
+          unit.channel,
+          `${this.delivered.get(unit.channel) ?? ''}${texts[index]}`.slice(-PRECEDING_CHARS),
+        );
     });
     return undefined;
   }
@@ -325,6 +348,11 @@ export class GuardedBody implements UpstreamBody {
  * The stream's body behind the request's response guardrails, which read each event as the plugin's
  * stream fixups leave it: the tap and the fixups are then applied here, not by the relay.
  */
-export function guardStream(run: GuardrailRun, body: UpstreamBody, maxEventBytes: number, hooks: GuardHooks): UpstreamBody {
+export function guardStream(
+  run: GuardrailRun,
+  body: UpstreamBody,
+  maxEventBytes: number,
+  hooks: GuardHooks,
+): UpstreamBody {
   return new GuardedBody(body, run, run.selection.response!, maxEventBytes, hooks);
 }

@@ -10,7 +10,10 @@ import type { GuardrailPhase, RouteId } from '../../plugins/plugin-contract.ts';
 export type { GuardrailActed };
 
 /** The guardrails a caller gets: its key's list, else its team's, else every configured one; none when it gets none. */
-export function selectionFor(set: GuardrailSet | undefined, caller: CallerKey | undefined): GuardrailSelection | undefined {
+export function selectionFor(
+  set: GuardrailSet | undefined,
+  caller: CallerKey | undefined,
+): GuardrailSelection | undefined {
   return set?.select(caller?.guardrails ?? caller?.team?.guardrails);
 }
 
@@ -24,7 +27,9 @@ export interface GuardrailSite {
 }
 
 /** What the guardrails made of a list of texts: refused, or each text to use (undefined where unchanged). */
-export type TextsOutcome = { readonly blocked: GatewayError } | { readonly blocked?: undefined; readonly texts: readonly (string | undefined)[] };
+export type TextsOutcome =
+  | { readonly blocked: GatewayError }
+  | { readonly blocked?: undefined; readonly texts: readonly (string | undefined)[] };
 
 /**
  * The guardrails one request runs under, once its model is resolved: those its caller gets (by phase),
@@ -33,7 +38,10 @@ export type TextsOutcome = { readonly blocked: GatewayError } | { readonly block
  */
 export class GuardrailRun {
   readonly marks: GuardrailMark[] = [];
-  /** A webhook that did not answer let a text pass unchecked (`fail_open`): the answer is not one every guardrail passed. */
+  /**
+   * A webhook that did not answer let a text pass unchecked (`fail_open`): the answer is not one every guardrail
+   * passed.
+   */
   unchecked = false;
   private readonly reported = new Set<string>();
 
@@ -51,13 +59,30 @@ export class GuardrailRun {
   }
 
   /** Notes what a guardrail did: marked for the usage record and reported, once per guardrail, phase and action. */
-  acted(guardrail: string, phase: GuardrailPhase, action: GuardrailActed['action'], cause: GuardrailActed['cause'], detail?: string): void {
+  acted(
+    guardrail: string,
+    phase: GuardrailPhase,
+    action: GuardrailActed['action'],
+    cause: GuardrailActed['cause'],
+    detail?: string,
+  ): void {
     if (action === 'fail_open') this.unchecked = true;
     const key = `${guardrail}\u0000${phase}\u0000${action}`;
     if (this.reported.has(key)) return;
     this.reported.add(key);
     if (action !== 'fail_open') this.marks.push({ name: guardrail, phase, action });
-    this.report?.({ guardrail, phase, action, cause, ...(detail === undefined ? {} : { detail }), route: this.site.route, model: this.site.model, requestId: this.site.requestId, keyId: this.site.keyId, team: this.site.team });
+    this.report?.({
+      guardrail,
+      phase,
+      action,
+      cause,
+      ...(detail === undefined ? {} : { detail }),
+      route: this.site.route,
+      model: this.site.model,
+      requestId: this.site.requestId,
+      keyId: this.site.keyId,
+      team: this.site.team,
+    });
   }
 
   /**
@@ -92,7 +117,13 @@ export class GuardrailRun {
     return this.askWebhooks(phase, guardrails, current, changed, stream);
   }
 
-  private async askWebhooks(phase: GuardrailPhase, guardrails: PhaseGuardrails, current: string[], changed: (string | undefined)[], stream: boolean): Promise<TextsOutcome> {
+  private async askWebhooks(
+    phase: GuardrailPhase,
+    guardrails: PhaseGuardrails,
+    current: string[],
+    changed: (string | undefined)[],
+    stream: boolean,
+  ): Promise<TextsOutcome> {
     const { keyId, team, requestId } = this.site;
     for (const webhook of guardrails.webhooks) {
       const verdict = await webhook.check(current, { ...this.context(phase), keyId, team, requestId, stream });
@@ -111,7 +142,12 @@ export class GuardrailRun {
    * Notes a webhook's verdict: the refusal to answer with (a block, or an unavailable webhook that
    * fails closed), else undefined (allowed; a rewrite noted as a redaction; unavailable and open).
    */
-  webhookVerdict(name: string, failMode: 'open' | 'closed', phase: GuardrailPhase, verdict: Awaited<ReturnType<PhaseGuardrails['webhooks'][number]['check']>>): GatewayError | undefined {
+  webhookVerdict(
+    name: string,
+    failMode: 'open' | 'closed',
+    phase: GuardrailPhase,
+    verdict: Awaited<ReturnType<PhaseGuardrails['webhooks'][number]['check']>>,
+  ): GatewayError | undefined {
     if (verdict.kind === 'block') {
       this.acted(name, phase, 'block', 'webhook');
       return guardrailRefusal(name, phase);

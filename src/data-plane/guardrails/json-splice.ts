@@ -66,7 +66,9 @@ class Reader {
     if (this.bytes[at] === 0x7d) return at + 1;
     for (;;) {
       const keyEnd = this.stringEnd(at);
-      const key = JSON.parse(Buffer.from(this.bytes.buffer, this.bytes.byteOffset + at, keyEnd - at).toString('utf8')) as string;
+      const key = JSON.parse(
+        Buffer.from(this.bytes.buffer, this.bytes.byteOffset + at, keyEnd - at).toString('utf8'),
+      ) as string;
       const child = node.children.get(key);
       if (child?.keyIndex !== undefined) this.found[child.keyIndex] = [at, keyEnd];
       at = this.skipSpace(this.skipSpace(keyEnd) + 1);
@@ -106,7 +108,8 @@ class Reader {
     const first = bytes[at];
     if (first === QUOTE) return this.stringEnd(at);
     if (first !== 0x7b && first !== 0x5b) {
-      while (at < bytes.length && !isSpace(bytes[at]) && bytes[at] !== 0x2c && bytes[at] !== 0x7d && bytes[at] !== 0x5d) at++;
+      while (at < bytes.length && !isSpace(bytes[at]) && bytes[at] !== 0x2c && bytes[at] !== 0x7d && bytes[at] !== 0x5d)
+        at++;
       return at;
     }
     let depth = 0;
@@ -127,7 +130,10 @@ class Reader {
 }
 
 /** `bytes` with each `[start, end)` replaced by its text's UTF-8 (ranges not overlapping). */
-export function spliceBytes(bytes: Buffer, replacements: readonly { readonly start: number; readonly end: number; readonly text: string }[]): Buffer {
+export function spliceBytes(
+  bytes: Buffer,
+  replacements: readonly { readonly start: number; readonly end: number; readonly text: string }[],
+): Buffer {
   const sorted = [...replacements].sort((a, b) => a.start - b.start);
   const parts: Buffer[] = [];
   let at = 0;
@@ -149,7 +155,11 @@ export function replaceStrings(
   changes: readonly { readonly path: JsonPath; readonly text: string; readonly key?: boolean }[],
 ): Buffer {
   if (changes.length === 0) return bytes;
-  const spans = locateValues(bytes, changes.map((change) => change.path), changes.map((change) => change.key));
+  const spans = locateValues(
+    bytes,
+    changes.map((change) => change.path),
+    changes.map((change) => change.key),
+  );
   const replacements = changes.flatMap((change, index) => {
     const span = spans[index];
     return span ? [{ start: span[0], end: span[1], text: JSON.stringify(change.text) }] : [];

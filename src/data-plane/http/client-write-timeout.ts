@@ -13,7 +13,11 @@ export type ClientRead = 'taken' | 'closed' | 'stalled';
  * hold the connection (and whatever feeds it) for ever; its response is destroyed. No timeout when
  * `timeoutMs` is undefined.
  */
-export function awaitClientRead(res: ClientResponse, event: 'drain' | 'finish', timeoutMs: number | undefined): Promise<ClientRead> {
+export function awaitClientRead(
+  res: ClientResponse,
+  event: 'drain' | 'finish',
+  timeoutMs: number | undefined,
+): Promise<ClientRead> {
   if (event === 'finish' && res.writableFinished) return Promise.resolve('taken');
   if (res.destroyed) return Promise.resolve('closed');
   return new Promise((resolve) => {
@@ -46,7 +50,11 @@ const PIECE_BYTES = 64 * 1024;
  * timeout measures a client that stopped reading, not a slow one: taking a piece per `timeoutMs` is
  * enough. The usual answer, taken by the socket at once, resolves without a timer.
  */
-export async function endForClient(res: ClientResponse, body: Buffer | undefined, timeoutMs: number | undefined): Promise<ClientRead> {
+export async function endForClient(
+  res: ClientResponse,
+  body: Buffer | undefined,
+  timeoutMs: number | undefined,
+): Promise<ClientRead> {
   let at = 0;
   if (body) {
     for (; body.length - at > PIECE_BYTES; at += PIECE_BYTES) {

@@ -10,7 +10,9 @@ export class InFlight {
     return this.running;
   }
 
-  /** Wraps a handler (a data-plane handler or an Express one) so that its run, until its promise settles, is counted. */
+  /**
+   * Wraps a handler (a data-plane handler or an Express one) so that its run, until its promise settles, is counted.
+   */
   track<A extends unknown[], R>(handler: (...args: A) => R): (...args: A) => R {
     return (...args: A): R => {
       this.running += 1;

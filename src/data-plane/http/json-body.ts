@@ -30,7 +30,11 @@ function describe(value: unknown): string {
  * {@link JSON_BODY_LIMITS}, and parses it as one JSON object. Any content type is read as JSON
  * (`curl -d` sends a form type); a declared length over the limit is refused before reading.
  */
-export async function readJsonRequestBody(req: IncomingMessage, limitBytes: number, limits: JsonLimits = JSON_BODY_LIMITS): Promise<JsonRequestBody> {
+export async function readJsonRequestBody(
+  req: IncomingMessage,
+  limitBytes: number,
+  limits: JsonLimits = JSON_BODY_LIMITS,
+): Promise<JsonRequestBody> {
   const declared = Number(req.headers['content-length']);
   if (declared > limitBytes) throw payloadTooLarge(limitBytes);
   const bytes = await readLimited(req, limitBytes, () => payloadTooLarge(limitBytes));

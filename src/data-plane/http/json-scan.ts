@@ -16,7 +16,11 @@ export interface JsonLimits {
 }
 
 export type ObjectScan =
-  | { readonly kind: 'object'; readonly members: readonly JsonMember[]; /** One past the closing brace. */ readonly end: number }
+  | {
+      readonly kind: 'object';
+      readonly members: readonly JsonMember[];
+      /** One past the closing brace. */ readonly end: number;
+    }
   /** Not an object, or not well-formed as far as the scan can tell: `JSON.parse` gives the precise message. */
   | { readonly kind: 'malformed' }
   | { readonly kind: 'too-deep' }
@@ -105,7 +109,13 @@ class ObjectScanner {
       const byte = bytes[this.index]!;
       if (isSpace(byte)) continue;
       const end =
-        byte === CLOSE_BRACE || byte === CLOSE_BRACKET ? this.close(byte) : byte === COMMA ? this.comma() : byte === COLON ? this.colon() : this.token(byte);
+        byte === CLOSE_BRACE || byte === CLOSE_BRACKET
+          ? this.close(byte)
+          : byte === COMMA
+            ? this.comma()
+            : byte === COLON
+              ? this.colon()
+              : this.token(byte);
       if (end !== undefined) return end;
     }
     return MALFORMED;

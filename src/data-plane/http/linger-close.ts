@@ -69,7 +69,10 @@ export function lingerAfterAnswer(req: IncomingMessage): void {
   drain(req, socket, (req as IncomingMessage & { [LIMITS]?: LingerLimits })[LIMITS] ?? DEFAULT_LIMITS);
 }
 
-/** Sends `answer` on a socket whose requests are never read (the connection caps), then closes it as {@link lingerAfterAnswer} does. */
+/**
+ * Sends `answer` on a socket whose requests are never read (the connection caps), then closes it as {@link
+ * lingerAfterAnswer} does.
+ */
 export function answerAndLinger(socket: Socket, answer: string, limits: LingerLimits): void {
   socket.on('error', ignore);
   socket.end(answer);

@@ -35,11 +35,19 @@ export class PendingRequests {
       this.track(address, req);
       if (!this.refusing.has(address)) {
         this.refusing.add(address);
-        this.logger.warn({ address, max_pending_requests_per_address: this.max }, 'per-address cap of half-sent requests reached: refusing this address new requests with 429');
+        this.logger.warn(
+          { address, max_pending_requests_per_address: this.max },
+          'per-address cap of half-sent requests reached: refusing this address new requests with 429',
+        );
       }
       this.onRefused?.();
       lingerAsRefusal(req);
-      refuse(rateLimited(`This address has too many requests still sending their body (at most ${this.max}); please retry shortly`, { 'Retry-After': '1' }));
+      refuse(
+        rateLimited(
+          `This address has too many requests still sending their body (at most ${this.max}); please retry shortly`,
+          { 'Retry-After': '1' },
+        ),
+      );
     });
   }
 
@@ -47,7 +55,8 @@ export class PendingRequests {
   private halfSent(address: string): number {
     const requests = this.byAddress.get(address);
     if (requests === undefined) return 0;
-    for (const req of requests) if (!bodyStillArriving(req) || req.destroyed || req.socket.destroyed) requests.delete(req);
+    for (const req of requests)
+      if (!bodyStillArriving(req) || req.destroyed || req.socket.destroyed) requests.delete(req);
     return requests.size;
   }
 

@@ -1,6 +1,13 @@
 import type { Logger } from 'pino';
 import type { CallerKey } from '../../core/exchange.ts';
-import { budgetExceeded, fieldError, quotaExceeded, tokenRateLimited, validationError, type GatewayError } from '../../core/gateway-errors.ts';
+import {
+  budgetExceeded,
+  fieldError,
+  quotaExceeded,
+  tokenRateLimited,
+  validationError,
+  type GatewayError,
+} from '../../core/gateway-errors.ts';
 import type { Meter } from '../../core/limits.ts';
 import type { ModelPricing } from '../../plugins/plugin-contract.ts';
 import type { LimitState } from '../../core/rate-limit-headers.ts';
@@ -48,7 +55,12 @@ export class BudgetGate {
    * Reserves for one request (undefined when no limit applies); throws or rejects with the 429 of the
    * limit that refused. The estimate is asked for only when a limit applies.
    */
-  admit(caller: CallerKey | undefined, estimate: () => RequestEstimate, pricing: ModelPricing, unbounded?: string): Admitted | undefined | Promise<Admitted | undefined> {
+  admit(
+    caller: CallerKey | undefined,
+    estimate: () => RequestEstimate,
+    pricing: ModelPricing,
+    unbounded?: string,
+  ): Admitted | undefined | Promise<Admitted | undefined> {
     const now = this.now();
     const meters = metersOf(caller, now);
     if (meters.length === 0) return undefined;
@@ -59,13 +71,23 @@ export class BudgetGate {
     return this.decide(meters, demands, result, now);
   }
 
-  private decide(meters: readonly Meter[], demands: readonly CounterDemand[], result: ReserveResult, now: number): Admitted {
-    if (result.refused !== undefined) throw refusal(meters[result.refused]!, result.used[result.refused]!, demands[result.refused]!.need, now);
+  private decide(
+    meters: readonly Meter[],
+    demands: readonly CounterDemand[],
+    result: ReserveResult,
+    now: number,
+  ): Admitted {
+    if (result.refused !== undefined)
+      throw refusal(meters[result.refused]!, result.used[result.refused]!, demands[result.refused]!.need, now);
     // The tightest tokens-per-minute limit (the key's or its team's) is the one the headers show.
     let tightest = -1;
     for (let index = 0; index < meters.length; index += 1) {
       const meter = meters[index]!;
-      if (meter.kind === 'tpm' && (tightest < 0 || meter.limit - result.used[index]! < meters[tightest]!.limit - result.used[tightest]!)) tightest = index;
+      if (
+        meter.kind === 'tpm' &&
+        (tightest < 0 || meter.limit - result.used[index]! < meters[tightest]!.limit - result.used[tightest]!)
+      )
+        tightest = index;
     }
     const tpm = meters[tightest];
     const tokens = tpm && { limit: tpm.limit, remaining: tpm.limit - result.used[tightest]!, resetAt: tpm.resetAt };
@@ -85,15 +107,34 @@ function refusal(meter: Meter, used: number, need: number, now: number): Gateway
   const limit = { kind: meter.kind, scope: meter.scope } as const;
   const whose = meter.scope === 'team' ? ` (team '${meter.owner}')` : '';
   const tooLarge = need > meter.limit ? '; that is more than the whole limit: lower the output cap (max_tokens)' : '';
-  if (meter.kind === 'tpm') return tokenRateLimited(`${meter.limit} tokens ${PERIOD_TEXT.minute}${whose}; ${Math.max(0, meter.limit - used)} left this minute, this request reserves ${need}${tooLarge}`, headers, limit);
-  if (meter.kind === 'quota') return quotaExceeded(`${used} of ${meter.limit} charged tokens used ${PERIOD_TEXT[meter.period]}${whose}, this request reserves ${need}${tooLarge}`, headers, limit);
-  return budgetExceeded(`$${usd(used)} of $${usd(meter.limit)} used ${PERIOD_TEXT[meter.period]}${whose}, this request reserves up to $${usd(need)}${tooLarge}`, headers, limit);
+  if (meter.kind === 'tpm')
+    return tokenRateLimited(
+      `${meter.limit} tokens ${PERIOD_TEXT.minute}${whose}; ${Math.max(0, meter.limit - used)} left this minute, this request reserves ${need}${tooLarge}`,
+      headers,
+      limit,
+    );
+  if (meter.kind === 'quota')
+    return quotaExceeded(
+      `${used} of ${meter.limit} charged tokens used ${PERIOD_TEXT[meter.period]}${whose}, this request reserves ${need}${tooLarge}`,
+      headers,
+      limit,
+    );
+  return budgetExceeded(
+    `$${usd(used)} of $${usd(meter.limit)} used ${PERIOD_TEXT[meter.period]}${whose}, this request reserves up to $${usd(need)}${tooLarge}`,
+    headers,
+    limit,
+  );
 }
 
 /** The 400 of a request whose upstream work the gateway cannot bound, from a key with token or money limits. */
 function unboundedRefusal(field: string): GatewayError {
   return validationError(
-    [fieldError(field, 'cannot be used by a key with token or money limits: the gateway cannot bound what it makes the upstream read or do (an operator may allow it with GATEWAY_LIMITS_ALLOW_UNBOUNDED=true)')],
+    [
+      fieldError(
+        field,
+        'cannot be used by a key with token or money limits: the gateway cannot bound what it makes the upstream read or do (an operator may allow it with GATEWAY_LIMITS_ALLOW_UNBOUNDED=true)',
+      ),
+    ],
     field,
   );
 }

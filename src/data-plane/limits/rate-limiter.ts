@@ -4,7 +4,12 @@ import { rateLimited } from '../../core/gateway-errors.ts';
 import type { CallerKey } from '../../core/exchange.ts';
 import type { Meter, RateSettings } from '../../core/limits.ts';
 import { clientAddress } from '../../core/client-address.ts';
-import { tighter, writeDraftRateLimitHeaders, type HeaderTarget, type LimitState } from '../../core/rate-limit-headers.ts';
+import {
+  tighter,
+  writeDraftRateLimitHeaders,
+  type HeaderTarget,
+  type LimitState,
+} from '../../core/rate-limit-headers.ts';
 import type { CounterDemand, LimitLedger, ReserveResult } from '../../usage/limit-ledger.ts';
 import { requestMeter } from '../../usage/limit-meters.ts';
 import { MemoryLedger } from '../../stores/limits/memory-ledger.ts';
@@ -89,7 +94,13 @@ interface Measured {
   readonly until: number;
 }
 
-const ONE_REQUEST = (meter: Meter): CounterDemand => ({ counter: meter.counter, limit: meter.limit, want: 1, need: 1, resetAt: meter.resetAt });
+const ONE_REQUEST = (meter: Meter): CounterDemand => ({
+  counter: meter.counter,
+  limit: meter.limit,
+  want: 1,
+  need: 1,
+  resetAt: meter.resetAt,
+});
 
 /**
  * Request rates as meters of the limit ledger, in fixed windows aligned on the epoch (the UTC minute
@@ -113,7 +124,9 @@ export function createRateLimiters(options: RateLimiterOptions = {}): RateLimite
     const holder = caller ?? anonymous;
     const known = measured.get(holder);
     if (known && now < known.until && known.settings === settings) return known;
-    const meters = [requestMeter('key', caller?.id ?? 'anonymous', caller?.rpm ?? settings.max, settings.windowMs, now)];
+    const meters = [
+      requestMeter('key', caller?.id ?? 'anonymous', caller?.rpm ?? settings.max, settings.windowMs, now),
+    ];
     const team = caller?.team;
     // Counted under the team's id: a team created later under the same name starts at zero.
     if (team?.rpm !== undefined) {
@@ -124,7 +137,13 @@ export function createRateLimiters(options: RateLimiterOptions = {}): RateLimite
     return fresh;
   };
 
-  const counted = (meters: readonly Meter[], windowMs: number, result: ReserveResult, res: HeaderTarget, now: number): CountedRequest => {
+  const counted = (
+    meters: readonly Meter[],
+    windowMs: number,
+    result: ReserveResult,
+    res: HeaderTarget,
+    now: number,
+  ): CountedRequest => {
     const state = decide(meters, windowMs, result, res, now);
     let held = true;
     return {
@@ -141,7 +160,8 @@ export function createRateLimiters(options: RateLimiterOptions = {}): RateLimite
     const now = Date.now();
     const { settings, meters, demands } = measure(caller, now);
     const result = ledger.reserve(demands);
-    if (result instanceof Promise) return result.then((settled) => counted(meters, settings.windowMs, settled, res, now));
+    if (result instanceof Promise)
+      return result.then((settled) => counted(meters, settings.windowMs, settled, res, now));
     return counted(meters, settings.windowMs, result, res, now);
   };
 
@@ -155,7 +175,8 @@ export function createRateLimiters(options: RateLimiterOptions = {}): RateLimite
       return result instanceof Promise ? result.then(pass) : pass(result);
     }, next);
 
-  const perKey: RequestHandler = (_req, res, next) => proceed(() => count(res.locals.apiKey as CallerKey | undefined, res), next);
+  const perKey: RequestHandler = (_req, res, next) =>
+    proceed(() => count(res.locals.apiKey as CallerKey | undefined, res), next);
 
   return { perKey: Object.assign(perKey, { count }), perAddress, degraded: () => ledger.degraded() };
 }
@@ -172,15 +193,29 @@ function proceed(decision: () => unknown, next: (error?: unknown) => void): void
 }
 
 /** The headers of the first meter (the key's or the address's), and the 429 of the one refused. */
-function decide(meters: readonly Meter[], windowMs: number, result: ReserveResult, res: HeaderTarget, now: number): LimitState {
-  const states = meters.map((meter, index) => ({ limit: meter.limit, remaining: Math.max(0, meter.limit - result.used[index]!), resetAt: meter.resetAt }));
+function decide(
+  meters: readonly Meter[],
+  windowMs: number,
+  result: ReserveResult,
+  res: HeaderTarget,
+  now: number,
+): LimitState {
+  const states = meters.map((meter, index) => ({
+    limit: meter.limit,
+    remaining: Math.max(0, meter.limit - result.used[index]!),
+    resetAt: meter.resetAt,
+  }));
   const own = meters[0]!;
   writeDraftRateLimitHeaders(res, own.owner, windowMs, states[0]!, now);
   if (result.refused !== undefined) {
     const meter = meters[result.refused]!;
     const retryAfter = String(Math.max(1, Math.ceil((meter.resetAt - now) / 1e3)));
     res.setHeader('Retry-After', retryAfter);
-    throw rateLimited(`${rateLimitText(meter.limit, windowMs)}${meter.scope === 'team' ? ' (team)' : ''}`, { 'Retry-After': retryAfter }, { kind: 'rpm', scope: meter.scope });
+    throw rateLimited(
+      `${rateLimitText(meter.limit, windowMs)}${meter.scope === 'team' ? ' (team)' : ''}`,
+      { 'Retry-After': retryAfter },
+      { kind: 'rpm', scope: meter.scope },
+    );
   }
   return states.length === 1 ? states[0]! : tighter(states[0], states[1])!;
 }

@@ -35,7 +35,10 @@ export function adapt(parts: AdaptParts): Stage {
       throw faulted(exchange, error);
     }
     if (problems.length > 0) {
-      throw validationError(problems.map((problem) => fieldError(problem.field, problem.message)), problems[0]!.field);
+      throw validationError(
+        problems.map((problem) => fieldError(problem.field, problem.message)),
+        problems[0]!.field,
+      );
     }
     try {
       await adapted(exchange);

@@ -25,7 +25,8 @@ export function admit(parts: AdmitParts): Stage {
     if (rateLimit) {
       const counting = rateLimit.count(exchange.caller, res);
       counted = counting instanceof Promise ? await counting : counting;
-      if (route.rateLimitHeaders) writeRateLimitHeaders(res, route.rateLimitHeaders, 'requests', counted.state, Date.now());
+      if (route.rateLimitHeaders)
+        writeRateLimitHeaders(res, route.rateLimitHeaders, 'requests', counted.state, Date.now());
     }
     try {
       await next(exchange);

@@ -36,16 +36,28 @@ export function attemptChatStage(parts: ChatAttemptParts): Stage {
     const resolved = exchange.requested!;
     const pool = exchange.pool!;
     const body = exchange.body!.body;
-    const session = pool.affinity && pool.endpoints.length > 1 ? requestSession(exchange.headers, body, nativePrefix) : undefined;
+    const session =
+      pool.affinity && pool.endpoints.length > 1 ? requestSession(exchange.headers, body, nativePrefix) : undefined;
     const call = built(exchange, () =>
-      chatCall(parts.registry(), resolved, body, { requestId: exchange.requestId, startedAt: exchange.startedAt, caller: exchange.caller?.id }, parts.policy, parts.upstream.timeoutMs, session, endpointFailed(exchange)),
+      chatCall(
+        parts.registry(),
+        resolved,
+        body,
+        { requestId: exchange.requestId, startedAt: exchange.startedAt, caller: exchange.caller?.id },
+        parts.policy,
+        parts.upstream.timeoutMs,
+        session,
+        endpointFailed(exchange),
+      ),
     );
     exchange.estimateBody = () => call.upstreamBody;
     exchange.upstream.spentMs = 0;
     const side = attemptStart(exchange, false, nativeMessages);
     const client = (exchange.client = new ClientWatch(exchange.res));
     const { tally } = exchange.upstream;
-    const outcome = await attemptUpstream(pool, call.plan, client, tally, (member, signal) => attemptChat(parts.upstream, parts.bodyLimitBytes, call, member, signal, exchange, side));
+    const outcome = await attemptUpstream(pool, call.plan, client, tally, (member, signal) =>
+      attemptChat(parts.upstream, parts.bodyLimitBytes, call, member, signal, exchange, side),
+    );
     // A client that left while an attempt ran: the upstream had the prompt (its input is estimated).
     if (outcome.kind === 'client-gone') return exchange.end(499, undefined, tally.abandoned);
     if (outcome.kind === 'resting') throw exchange.fail(upstreamResting(call.provider, pool.retryAfterMs()));
@@ -56,12 +68,16 @@ export function attemptChatStage(parts: ChatAttemptParts): Stage {
   };
 }
 
-/** The adapter's request; its `buildRequest` failing (a throw, or a body of a shape the contract does not allow) ends the exchange. */
+/**
+ * The adapter's request; its `buildRequest` failing (a throw, or a body of a shape the contract does not allow) ends
+ * the exchange.
+ */
 function built(exchange: Exchange, build: () => ChatCall): ChatCall {
   try {
     return build();
   } catch (error) {
-    if (isPluginFault(error)) throw exchange.fail(faultOf(exchange, error, exchange.requested!.canonicalId), false, undefined, 'plugin_error');
+    if (isPluginFault(error))
+      throw exchange.fail(faultOf(exchange, error, exchange.requested!.canonicalId), false, undefined, 'plugin_error');
     throw error;
   }
 }

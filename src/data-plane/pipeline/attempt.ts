@@ -39,8 +39,15 @@ export function attempt(parts: AttemptParts): Stage {
     let last: CompatibleFailure | undefined;
     let restingMs: number | undefined;
     for (;;) {
-      const plan: FailoverPlan = { maxAttempts: pool.maxAttempts, caller: exchange.caller?.id, session, onFailure: endpointFailed(exchange) };
-      const outcome = await attemptUpstream(pool, plan, client, exchange.upstream.tally, (member, signal) => attemptOnce(parts, exchange, call, member, signal, side));
+      const plan: FailoverPlan = {
+        maxAttempts: pool.maxAttempts,
+        caller: exchange.caller?.id,
+        session,
+        onFailure: endpointFailed(exchange),
+      };
+      const outcome = await attemptUpstream(pool, plan, client, exchange.upstream.tally, (member, signal) =>
+        attemptOnce(parts, exchange, call, member, signal, side),
+      );
       if (outcome.kind === 'answer') {
         exchange.answer = outcome;
         return next(exchange);
@@ -54,7 +61,8 @@ export function attempt(parts: AttemptParts): Stage {
       exchange.model = call.model;
       pool = parts.endpoints.pool(call.model.plugin.vendor)!;
     }
-    if (last === undefined) throw exchange.fail(upstreamResting(call.model.plugin.vendor, restingMs ?? pool.retryAfterMs()));
+    if (last === undefined)
+      throw exchange.fail(upstreamResting(call.model.plugin.vendor, restingMs ?? pool.retryAfterMs()));
     if (isGatewayError(last)) throw exchange.fail(last);
     exchange.answer = { kind: 'upstream-error', answer: last };
     return next(exchange);
@@ -106,7 +114,11 @@ async function attemptOnce(
   } catch (error) {
     if (error instanceof UpstreamTransportError) {
       attemptError(exchange, error.reason);
-      return { kind: 'retry', failure: upstreamFailure(endpoint.provider, error.reason, error), reached: error.timedOut };
+      return {
+        kind: 'retry',
+        failure: upstreamFailure(endpoint.provider, error.reason, error),
+        reached: error.timedOut,
+      };
     }
     throw error;
   }
@@ -126,7 +138,11 @@ async function attemptOnce(
     bytes = await response.whole(bounds.bodyLimitBytes);
   } catch (error) {
     attemptError(exchange, 'the answer broke off or was too large');
-    return { kind: 'retry', failure: upstreamFailure(endpoint.provider, 'the answer broke off or was too large', error), reached: true };
+    return {
+      kind: 'retry',
+      failure: upstreamFailure(endpoint.provider, 'the answer broke off or was too large', error),
+      reached: true,
+    };
   }
   const answer = { kind: 'json', status, headers, bytes, apiKey: endpoint.apiKey } as const;
   if (isRetryableStatus(status)) {
@@ -152,10 +168,23 @@ async function streamStart(
   if (start.kind === 'content') {
     exchange.upstream.firstContentAt = performance.now();
     if (EVENTS.attemptFirstContent.active) EVENTS.attemptFirstContent.publish({ exchange });
-    return { kind: 'answer', answer: { kind: 'stream', status: response.status, headers: response.headers, body: start.body, apiKey: endpoint.apiKey } };
+    return {
+      kind: 'answer',
+      answer: {
+        kind: 'stream',
+        status: response.status,
+        headers: response.headers,
+        body: start.body,
+        apiKey: endpoint.apiKey,
+      },
+    };
   }
   const reason =
-    start.kind === 'error' ? start.reason : signal.aborted ? `no content within ${bounds.firstByteTimeoutMs} ms` : 'the stream broke off before any content';
+    start.kind === 'error'
+      ? start.reason
+      : signal.aborted
+        ? `no content within ${bounds.firstByteTimeoutMs} ms`
+        : 'the stream broke off before any content';
   attemptError(exchange, reason);
   // The upstream began a stream: it had the request, whatever came of it.
   return { kind: 'retry', failure: upstreamFailure(endpoint.provider, reason), reached: true };

@@ -2,13 +2,23 @@ import { EVENTS } from '../../core/diagnostics.ts';
 import type { UsageAccounting } from '../../core/exchange.ts';
 import type { CachedAnswer } from '../../core/response-cache.ts';
 import type { ResolvedModel } from '../../core/model-registry.ts';
-import { AnswerCapture, forwardedHeaderValues, hitHeaders, lookUp, openTicket, type CacheTicket, type ResponseCaching } from '../cache/response-caching.ts';
+import {
+  AnswerCapture,
+  forwardedHeaderValues,
+  hitHeaders,
+  lookUp,
+  openTicket,
+  type CacheTicket,
+  type ResponseCaching,
+} from '../cache/response-caching.ts';
 import { endForClient } from '../http/client-write-timeout.ts';
 import type { CompatibleCall } from '../routes/compatible-call.ts';
 import type { Exchange } from './exchange.ts';
 import type { Stage } from './stage.ts';
 
-/** What the cache stage uses: the cache and its settings in force, prices for what a hit saved, the client write bound. */
+/**
+ * What the cache stage uses: the cache and its settings in force, prices for what a hit saved, the client write bound.
+ */
 export interface CacheParts {
   readonly caching: ResponseCaching;
   readonly usage: Pick<UsageAccounting, 'charge'>;
@@ -60,8 +70,14 @@ function settle(exchange: Exchange, ticket: CacheTicket, capture: AnswerCapture,
     if (!ticket.read) parts.caching.store.delete(ticket.tenant, ticket.key);
     return;
   }
-  if (ending?.outcome !== 'complete' || ending.status !== 200 || !ending.usage || exchange.guardrails?.unchecked) return;
-  capture.store({ contentType: capture.contentType, stream: exchange.call!.stream, model: exchange.model!.canonicalId, usage: ending.usage });
+  if (ending?.outcome !== 'complete' || ending.status !== 200 || !ending.usage || exchange.guardrails?.unchecked)
+    return;
+  capture.store({
+    contentType: capture.contentType,
+    stream: exchange.call!.stream,
+    model: exchange.model!.canonicalId,
+    usage: ending.usage,
+  });
 }
 
 /**

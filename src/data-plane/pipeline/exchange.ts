@@ -22,7 +22,12 @@ import type { StreamedText } from '../routes/streamed-text.ts';
 
 /** What the attempts came to, for the relay: an endpoint's answer, or the last endpoint's own error as it came. */
 export type AttemptedAnswer =
-  | { readonly kind: 'answer'; readonly answer: CompatibleAnswer; readonly endpoint: PooledEndpoint; readonly pool: EndpointPool }
+  | {
+      readonly kind: 'answer';
+      readonly answer: CompatibleAnswer;
+      readonly endpoint: PooledEndpoint;
+      readonly pool: EndpointPool;
+    }
   | { readonly kind: 'upstream-error'; readonly answer: Extract<CompatibleFailure, { kind: 'json' }> };
 
 /** How an exchange ended, as its usage record tells it: set once, by the stage that ended it. */
@@ -137,7 +142,12 @@ export class Exchange implements ExchangeView, Observation {
   }
 
   /** Ends the exchange with an answer (the usage record is taken once the pipeline unwinds). */
-  end(status: number, usage: TokenUsage | undefined, consumed: boolean, outcome: UsageOutcome = status === 499 ? 'client_closed' : 'complete'): void {
+  end(
+    status: number,
+    usage: TokenUsage | undefined,
+    consumed: boolean,
+    outcome: UsageOutcome = status === 499 ? 'client_closed' : 'complete',
+  ): void {
     this.ending ??= { status, usage, consumed, outcome };
   }
 
@@ -145,14 +155,25 @@ export class Exchange implements ExchangeView, Observation {
    * Ends the exchange as the client took its answer: a client that left is a 499, one that stopped
    * reading is `client_stalled` (the status it was sent is kept).
    */
-  endAsRead(read: ClientRead, status: number, usage: TokenUsage | undefined, consumed: boolean, outcome?: UsageOutcome): void {
+  endAsRead(
+    read: ClientRead,
+    status: number,
+    usage: TokenUsage | undefined,
+    consumed: boolean,
+    outcome?: UsageOutcome,
+  ): void {
     if (read === 'taken') this.end(status, usage, consumed, outcome);
     else if (read === 'closed') this.end(499, usage, consumed);
     else this.end(status, usage, consumed, 'client_stalled');
   }
 
   /** Ends the exchange with the gateway's error and gives the error back, for the caller to throw. */
-  fail<E extends { readonly status: number }>(error: E, consumed = false, usage?: TokenUsage, outcome?: UsageOutcome): E {
+  fail<E extends { readonly status: number }>(
+    error: E,
+    consumed = false,
+    usage?: TokenUsage,
+    outcome?: UsageOutcome,
+  ): E {
     this.end(error.status, usage, consumed, outcome);
     return error;
   }

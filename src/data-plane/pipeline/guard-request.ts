@@ -13,7 +13,9 @@ import { faultOf } from '../routes/plugin-faults.ts';
 import type { Exchange } from './exchange.ts';
 import type { Stage } from './stage.ts';
 
-/** What the guard stage uses: the guardrails in force, and where the route's requests keep the texts the model reads. */
+/**
+ * What the guard stage uses: the guardrails in force, and where the route's requests keep the texts the model reads.
+ */
 export interface GuardParts {
   readonly guardrails: () => GuardrailSet | undefined;
   /** The wire format whose rules read the exchange's texts (the answer's too). */
@@ -60,7 +62,13 @@ function open(parts: GuardParts, exchange: Exchange): GuardrailRun | undefined {
   const selection = selectionFor(parts.guardrails(), caller);
   if (!selection) return undefined;
   const model = exchange.requested!.canonicalId;
-  const site = { route: exchange.route.id, model, requestId: exchange.requestId, keyId: caller?.id, team: caller?.team?.name };
+  const site = {
+    route: exchange.route.id,
+    model,
+    requestId: exchange.requestId,
+    keyId: caller?.id,
+    team: caller?.team?.name,
+  };
   const report = (acted: GuardrailActed) => {
     if (EVENTS.guardrail.active) EVENTS.guardrail.publish({ exchange, acted });
   };
@@ -69,12 +77,17 @@ function open(parts: GuardParts, exchange: Exchange): GuardrailRun | undefined {
 
 /** A guardrail plugin's fault (502, `plugin_error`), or a webhook that failed closed, ending the exchange. */
 function refusal(exchange: Exchange, error: unknown): unknown {
-  if (isPluginFault(error)) return exchange.fail(faultOf(exchange, error, exchange.requested!.canonicalId), false, undefined, 'plugin_error');
+  if (isPluginFault(error))
+    return exchange.fail(faultOf(exchange, error, exchange.requested!.canonicalId), false, undefined, 'plugin_error');
   return exchange.fail(error as GatewayError, false, undefined, 'guardrail_blocked');
 }
 
 /** The body with the texts the guardrails changed; as read when none changed. */
-function rewritten(read: JsonRequestBody, slots: readonly TextSlot[], texts: readonly (string | undefined)[]): JsonRequestBody {
+function rewritten(
+  read: JsonRequestBody,
+  slots: readonly TextSlot[],
+  texts: readonly (string | undefined)[],
+): JsonRequestBody {
   const changes = slots.flatMap((slot, index) => {
     const text = texts[index];
     return text === undefined ? [] : [{ path: slot.path, key: slot.key, text }];

@@ -43,11 +43,15 @@ function hand(usage: UsageAccounting, exchange: Exchange): void {
     endpoint: tally.endpoint?.name,
     attempts: tally.count,
     unreportedAttempts: tally.unreported,
-    requestBody: exchange.estimateBody ?? (() => JSON.parse(exchange.body!.bytes.toString('utf8')) as Record<string, unknown>),
+    requestBody:
+      exchange.estimateBody ?? (() => JSON.parse(exchange.body!.bytes.toString('utf8')) as Record<string, unknown>),
     responseText: () => exchange.streamed?.value() ?? '',
     settlement: reservation && EVENTS.settled.active ? told(exchange, reservation) : reservation,
     ...(upstream.firstContentAt > 0 && { timeToFirstChunkMs: upstream.firstContentAt - upstream.attemptAt }),
-    ...(upstream.firstContentAt > 0 && exchange.streamEvents > 1 && { timePerOutputChunkMs: (end - upstream.firstContentAt) / (exchange.streamEvents - 1) }),
+    ...(upstream.firstContentAt > 0 &&
+      exchange.streamEvents > 1 && {
+        timePerOutputChunkMs: (end - upstream.firstContentAt) / (exchange.streamEvents - 1),
+      }),
     ...(exchange.cacheHit && { cacheHit: exchange.cacheHit }),
     ...(exchange.guardrails?.marks.length ? { guardrails: exchange.guardrails.marks } : {}),
   };

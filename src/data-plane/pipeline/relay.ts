@@ -67,16 +67,19 @@ async function relayJson(parts: RelayParts, exchange: Exchange, answer: JsonAnsw
       const fault = faultOf(exchange, error, call.model.canonicalId);
       throw exchange.fail(fault, true, standardBodyUsage(call.format, body), 'plugin_error');
     }
-    if (usage === undefined && WIRE_FORMATS[call.format].usageRequired) throw exchange.fail(usageMissing(call.model.plugin.vendor), true);
+    if (usage === undefined && WIRE_FORMATS[call.format].usageRequired)
+      throw exchange.fail(usageMissing(call.model.plugin.vendor), true);
   }
-  // Response guardrails on a success's texts: a block ends the exchange (billed as the upstream billed it) and is thrown.
+  // Response guardrails on a success's texts: a block ends the exchange (billed as the upstream billed it) and is
+  // thrown.
   const guarding = ok ? guardAnswer(exchange, answer.bytes, body, usage) : answer.bytes;
   const guarded = guarding instanceof Promise ? await guarding : guarding;
   const relayed = redactCredential(guarded, answer.apiKey);
   // The text the client got (after the guardrails, the credential redacted), for a trace that captures content.
   if (ok && exchange.watch.content) {
     // Redacted as text too: parsing decodes any JSON escapes of the endpoint's key.
-    exchange.outputText = () => redactCredentialText(WIRE_FORMATS[call.format].genAi.answerText(parsed(relayed)), answer.apiKey);
+    exchange.outputText = () =>
+      redactCredentialText(WIRE_FORMATS[call.format].genAi.answerText(parsed(relayed)), answer.apiKey);
   }
   const headers = relayedHeaders(answer.headers, answer.apiKey);
   exchange.firstByteAt = performance.now();
@@ -96,7 +99,13 @@ async function relayJson(parts: RelayParts, exchange: Exchange, answer: JsonAnsw
  * status goes out with the first bytes, at the latest once the held opening events went through the
  * fixups and the usage tap, so that a plugin fault on them can still be answered as a 502.
  */
-async function relayStream(parts: RelayParts, exchange: Exchange, answer: StreamAnswer, endpoint: PooledEndpoint, pool: EndpointPool): Promise<void> {
+async function relayStream(
+  parts: RelayParts,
+  exchange: Exchange,
+  answer: StreamAnswer,
+  endpoint: PooledEndpoint,
+  pool: EndpointPool,
+): Promise<void> {
   const call = exchange.call!;
   const { res, capture } = exchange;
   const { format, extractor } = call;
@@ -114,8 +123,12 @@ async function relayStream(parts: RelayParts, exchange: Exchange, answer: Stream
   // Read only while a subscriber asked: the model, id and finish reasons the events carry.
   const facts = exchange.watch.answer ? (exchange.facts = {}) : undefined;
   // The text the client gets: the tap's (as the upstream sent it) unless guardrails may change it.
-  const shown = exchange.watch.content && exchange.guardrails?.selection.response ? new StreamedText((data) => parts.usage.streamedText(format, data)) : undefined;
-  if (exchange.watch.content) exchange.outputText = () => redactCredentialText((shown ?? streamed).value().text, answer.apiKey);
+  const shown =
+    exchange.watch.content && exchange.guardrails?.selection.response
+      ? new StreamedText((data) => parts.usage.streamedText(format, data))
+      : undefined;
+  if (exchange.watch.content)
+    exchange.outputText = () => redactCredentialText((shown ?? streamed).value().text, answer.apiKey);
   // The credential whole in an event, and split across the text deltas of several (events held meanwhile).
   const redactor = new StreamRedactor(answer.apiKey);
   if (capture) capture.contentType = headers['content-type'] ?? 'text/event-stream';
@@ -138,7 +151,9 @@ async function relayStream(parts: RelayParts, exchange: Exchange, answer: Stream
   };
   // Response guardrails read each event as the fixups leave it (what the client gets): both then run before them.
   const run = exchange.guardrails?.selection.response ? exchange.guardrails : undefined;
-  const body = run ? guardStream(run, answer.body, maxSseEventBytes, { tap, fixups: fixups.empty ? undefined : fixups }) : answer.body;
+  const body = run
+    ? guardStream(run, answer.body, maxSseEventBytes, { tap, fixups: fixups.empty ? undefined : fixups })
+    : answer.body;
   try {
     const outcome = await relaySse(body, res, {
       fixups: run ? undefined : fixups,
@@ -174,13 +189,23 @@ async function relayStream(parts: RelayParts, exchange: Exchange, answer: Stream
 }
 
 /** A stream that broke after its status went out: the client learns of it in the stream's own format. */
-async function streamBroke(parts: RelayParts, exchange: Exchange, error: unknown, status: number, usage: TokenUsage | undefined, endpoint: PooledEndpoint, pool: EndpointPool): Promise<void> {
+async function streamBroke(
+  parts: RelayParts,
+  exchange: Exchange,
+  error: unknown,
+  status: number,
+  usage: TokenUsage | undefined,
+  endpoint: PooledEndpoint,
+  pool: EndpointPool,
+): Promise<void> {
   if (exchange.client!.gone) return exchange.end(499, usage, true);
   // The stream ends without the terminal event that would make it look complete.
   pool.failed(endpoint);
   const stalled = isStall(error);
   const reason = stalled ? `the stream stalled (no data for ${parts.bounds.idleTimeoutMs} ms)` : 'the stream broke off';
-  const inBand = WIRE_FORMATS[exchange.call!.format].inBandError(upstreamFailure(endpoint.endpoint.provider, reason, error));
+  const inBand = WIRE_FORMATS[exchange.call!.format].inBandError(
+    upstreamFailure(endpoint.endpoint.provider, reason, error),
+  );
   const read = await endForClient(exchange.res, inBand, parts.clientWriteTimeoutMs);
   exchange.endAsRead(read, status, usage, true, stalled ? 'stalled' : 'upstream_cut');
 }
@@ -192,11 +217,21 @@ async function streamBroke(parts: RelayParts, exchange: Exchange, error: unknown
  * route's envelope; after it, the client's stream ends with the in-band error naming the plugin fault.
  * Either way the usage is recorded as for a cut stream, with outcome `plugin_error`.
  */
-async function pluginFaultInStream(parts: RelayParts, exchange: Exchange, fault: PluginFault, status: number, usage: TokenUsage | undefined): Promise<void> {
+async function pluginFaultInStream(
+  parts: RelayParts,
+  exchange: Exchange,
+  fault: PluginFault,
+  status: number,
+  usage: TokenUsage | undefined,
+): Promise<void> {
   const error = faultOf(exchange, fault, exchange.call!.model.canonicalId);
   if (exchange.client!.gone) return exchange.end(499, usage, true);
   if (!exchange.res.headersSent) throw exchange.fail(error, true, usage, 'plugin_error');
-  const read = await endForClient(exchange.res, WIRE_FORMATS[exchange.call!.format].inBandError(error), parts.clientWriteTimeoutMs);
+  const read = await endForClient(
+    exchange.res,
+    WIRE_FORMATS[exchange.call!.format].inBandError(error),
+    parts.clientWriteTimeoutMs,
+  );
   exchange.endAsRead(read, status, usage, true, 'plugin_error');
 }
 
@@ -205,14 +240,25 @@ async function pluginFaultInStream(parts: RelayParts, exchange: Exchange, fault:
  * then the refusal in the stream's format, and nothing after. The upstream answered (and was dropped):
  * its usage so far is recorded, estimated where it reported none, with outcome `guardrail_blocked`.
  */
-async function blockedStream(parts: RelayParts, exchange: Exchange, block: GuardrailStreamBlock, status: number, usage: TokenUsage | undefined): Promise<void> {
+async function blockedStream(
+  parts: RelayParts,
+  exchange: Exchange,
+  block: GuardrailStreamBlock,
+  status: number,
+  usage: TokenUsage | undefined,
+): Promise<void> {
   if (exchange.client!.gone) return exchange.end(499, usage, true);
-  const read = await endForClient(exchange.res, WIRE_FORMATS[exchange.call!.format].inBandError(block.refusal), parts.clientWriteTimeoutMs);
+  const read = await endForClient(
+    exchange.res,
+    WIRE_FORMATS[exchange.call!.format].inBandError(block.refusal),
+    parts.clientWriteTimeoutMs,
+  );
   exchange.endAsRead(read, status, usage, true, 'guardrail_blocked');
 }
 
 function isStall(error: unknown): boolean {
-  const code = (error as { code?: string } | null)?.code ?? (error as { cause?: { code?: string } } | null)?.cause?.code;
+  const code =
+    (error as { code?: string } | null)?.code ?? (error as { cause?: { code?: string } } | null)?.cause?.code;
   return code === 'UND_ERR_BODY_TIMEOUT';
 }
 

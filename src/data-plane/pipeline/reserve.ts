@@ -33,7 +33,12 @@ export function reserve(parts: ReserveParts): Stage {
     checkOutputCaps(body, fields, resolved);
     const { budgets } = parts;
     if (budgets) {
-      const estimate = () => estimateRequest(promptCharacters(body), outputCapOf(body, fields) ?? resolved.model.maxOutputTokens ?? DEFAULT_OUTPUT_CAP, choicesOf(body));
+      const estimate = () =>
+        estimateRequest(
+          promptCharacters(body),
+          outputCapOf(body, fields) ?? resolved.model.maxOutputTokens ?? DEFAULT_OUTPUT_CAP,
+          choicesOf(body),
+        );
       const admitting = budgets.admit(exchange.caller, estimate, pricingOf(parts, resolved), unboundedField(body));
       hold(exchange, admitting instanceof Promise ? await admitting : admitting);
     }
@@ -58,7 +63,10 @@ function hold(exchange: Exchange, admitted: Admitted | undefined): void {
   if (!admitted) return;
   exchange.reservation = admitted.reservation;
   if (EVENTS.reserved.active) {
-    EVENTS.reserved.publish({ exchange, meters: admitted.reservation.meters.map((meter) => `${meter.scope}:${meter.kind}:${meter.period}`) });
+    EVENTS.reserved.publish({
+      exchange,
+      meters: admitted.reservation.meters.map((meter) => `${meter.scope}:${meter.kind}:${meter.period}`),
+    });
   }
   const style = exchange.route.rateLimitHeaders;
   if (style && admitted.tokens) writeRateLimitHeaders(exchange.res, style, 'tokens', admitted.tokens, Date.now());

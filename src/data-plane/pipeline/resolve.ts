@@ -52,7 +52,12 @@ export function resolve(parts: ResolveParts): Stage {
     exchange.requested = exchange.model = resolved;
     exchange.pool = pool;
     if (forward) {
-      const catalog = { registry, fallbacks: forward.fallbacks(), usage: forward.usage, served: (name: string) => endpoints.pool(name) !== undefined };
+      const catalog = {
+        registry,
+        fallbacks: forward.fallbacks(),
+        usage: forward.usage,
+        served: (name: string) => endpoints.pool(name) !== undefined,
+      };
       const route = exchange.route.id as UpstreamRouteId;
       const client = () => exchange.body!;
       const stream = body.stream === true;

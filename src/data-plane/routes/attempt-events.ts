@@ -5,9 +5,14 @@ import type { FailoverPlan } from '../upstream/failover/attempt-upstream.ts';
 import { outputCapOf } from './output-caps.ts';
 
 /** Opens one attempt's event: the endpoint, the model sent and the serving model; gives the message back. */
-export type AttemptSide = (member: PooledEndpoint, requestModel: string, model: string) => AttemptStartMessage | undefined;
+export type AttemptSide = (
+  member: PooledEndpoint,
+  requestModel: string,
+  model: string,
+) => AttemptStartMessage | undefined;
 
-const numberOf = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) ? value : undefined);
+const numberOf = (value: unknown): number | undefined =>
+  typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 
 type Messages = NonNullable<AttemptStartMessage['inputMessages']>;
 
@@ -35,7 +40,15 @@ export function attemptStart(
   };
   return (member, requestModel, model) => {
     const { endpoint } = member;
-    const message: AttemptStartMessage = { exchange, ...request, provider: endpoint.provider, requestModel, model, endpoint: member.name, origin: endpoint.origin };
+    const message: AttemptStartMessage = {
+      exchange,
+      ...request,
+      provider: endpoint.provider,
+      requestModel,
+      model,
+      endpoint: member.name,
+      origin: endpoint.origin,
+    };
     EVENTS.attemptStart.publish(message);
     return message;
   };

@@ -54,7 +54,16 @@ export function chatCall(
     upstreamBody,
     payload: upstreamJson(resolved.plugin.vendor, upstreamBody),
     requestId,
-    attemptTimeoutMs: body.timeout === undefined ? gatewayTimeoutMs : Math.min(gatewayTimeoutMs, Math.ceil((body.timeout as number) * 1000)),
-    plan: { maxAttempts: maxRetries + 1, retry: { policy, deadline: startedAt + policy.deadlineMs }, caller, session, onFailure },
+    attemptTimeoutMs:
+      body.timeout === undefined
+        ? gatewayTimeoutMs
+        : Math.min(gatewayTimeoutMs, Math.ceil((body.timeout as number) * 1000)),
+    plan: {
+      maxAttempts: maxRetries + 1,
+      retry: { policy, deadline: startedAt + policy.deadlineMs },
+      caller,
+      session,
+      onFailure,
+    },
   };
 }

@@ -6,11 +6,26 @@ type Headers = Dispatcher.ResponseData['headers'];
 
 /** An upstream's answer as read so far, with the credential of the endpoint it came from (to redact). */
 export type CompatibleAnswer =
-  | { readonly kind: 'stream'; readonly status: number; readonly headers: Headers; readonly body: UpstreamBody; readonly apiKey?: string }
-  | { readonly kind: 'json'; readonly status: number; readonly headers: Headers; readonly bytes: Buffer; readonly apiKey?: string }
+  | {
+      readonly kind: 'stream';
+      readonly status: number;
+      readonly headers: Headers;
+      readonly body: UpstreamBody;
+      readonly apiKey?: string;
+    }
+  | {
+      readonly kind: 'json';
+      readonly status: number;
+      readonly headers: Headers;
+      readonly bytes: Buffer;
+      readonly apiKey?: string;
+    }
   | { readonly kind: 'auth-rejected'; readonly status: number; readonly provider: string };
 
-/** A failed attempt: the upstream's own retryable answer (returned as it came if it is the last), or the gateway's error. */
+/**
+ * A failed attempt: the upstream's own retryable answer (returned as it came if it is the last), or the gateway's
+ * error.
+ */
 export type CompatibleFailure = Extract<CompatibleAnswer, { kind: 'json' }> | GatewayError;
 
 /** The bounds of every upstream wait and read, fixed at start. */

@@ -46,7 +46,10 @@ function canonical(registry: ModelRegistry, id: string, what: string): ResolvedM
  * falls back to itself, and each target serves at least one of its source's routes in the same wire
  * format (a request on a route the target does not serve that way skips it).
  */
-export function fallbackTable(registry: ModelRegistry, fallbacks: Readonly<Record<string, readonly string[]>>): FallbackTable {
+export function fallbackTable(
+  registry: ModelRegistry,
+  fallbacks: Readonly<Record<string, readonly string[]>>,
+): FallbackTable {
   const table = new Map<string, readonly string[]>();
   for (const [source, targets] of Object.entries(fallbacks)) {
     const from = canonical(registry, source, 'model');
@@ -57,7 +60,7 @@ export function fallbackTable(registry: ModelRegistry, fallbacks: Readonly<Recor
         (route) => to.model.routes.includes(route) && servedAlike(to.plugin.routes[route], from.plugin.routes[route]),
       );
       if (shared.length === 0) {
-        const alike = 'in the same wire format (both forwarded, or both through a plugin\'s adapter)';
+        const alike = "in the same wire format (both forwarded, or both through a plugin's adapter)";
         throw new ConfigError(`fallbacks: '${target}' serves none of the routes of '${source}' ${alike}`);
       }
     }

@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { upstreamAuthRejected, upstreamFailure, upstreamTimeout, usageMissing, type GatewayError } from '../../core/gateway-errors.ts';
+import {
+  upstreamAuthRejected,
+  upstreamFailure,
+  upstreamTimeout,
+  usageMissing,
+  type GatewayError,
+} from '../../core/gateway-errors.ts';
 import type { ResolvedModel } from '../../core/model-registry.ts';
 import type { TokenUsage } from '../../plugins/plugin-contract.ts';
 import type { AttemptSignal } from '../upstream/attempt-signal.ts';
@@ -45,14 +51,26 @@ export async function attemptChat(
   };
   try {
     const traceparent = started?.traceparent;
-    const response = await upstream.open({ endpoint: member.endpoint, route: call.upstreamRoute, body: call.payload, requestId: call.requestId, signal, timeoutMs, traceparent });
+    const response = await upstream.open({
+      endpoint: member.endpoint,
+      route: call.upstreamRoute,
+      body: call.payload,
+      requestId: call.requestId,
+      signal,
+      timeoutMs,
+      traceparent,
+    });
     if (EVENTS.attemptHeaders.active) EVENTS.attemptHeaders.publish({ exchange, status: response.status });
     times.status = response.status;
     const bytes = await response.whole(bodyLimitBytes);
     const status = response.status;
     if (status >= 200 && status < 300) return { kind: 'answer', answer: { body: bytes } };
-    if (status === 401 || status === 403) return { kind: 'answer', answer: { failure: upstreamAuthRejected(provider, status) } };
-    const failure = upstreamFailure(provider, `upstream answered ${status}${upstreamMessage(bytes, member.endpoint.apiKey)}`);
+    if (status === 401 || status === 403)
+      return { kind: 'answer', answer: { failure: upstreamAuthRejected(provider, status) } };
+    const failure = upstreamFailure(
+      provider,
+      `upstream answered ${status}${upstreamMessage(bytes, member.endpoint.apiKey)}`,
+    );
     if (isRetryableStatus(status)) {
       failed(`answered ${status}`, status);
       return { kind: 'retry', failure, status, waitMs: retryAfterMs(response.headers) };
@@ -62,9 +80,12 @@ export async function attemptChat(
     // The client's leaving also pulls the signal: the failover layer tells the two apart.
     // The upstream had the request (a timeout, or an answer that broke off): it may have worked on it.
     let result: AttemptResult<ChatAnswer, GatewayError>;
-    if (signal.aborted) result = { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound, reached: true };
+    if (signal.aborted)
+      result = { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound, reached: true };
     else if (error instanceof UpstreamTransportError) {
-      result = error.timedOut ? { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound, reached: true } : { kind: 'retry', failure: upstreamFailure(provider, error.reason, error) };
+      result = error.timedOut
+        ? { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound, reached: true }
+        : { kind: 'retry', failure: upstreamFailure(provider, error.reason, error) };
     } else result = { kind: 'retry', failure: upstreamFailure(provider, 'the answer broke off', error), reached: true };
     failed(result.kind === 'retry' && isGatewayErrorLike(result.failure) ? result.failure.detail : 'failed');
     return result;
@@ -74,7 +95,8 @@ export async function attemptChat(
   }
 }
 
-const isGatewayErrorLike = (failure: unknown): failure is { detail: string } => typeof (failure as { detail?: unknown } | null)?.detail === 'string';
+const isGatewayErrorLike = (failure: unknown): failure is { detail: string } =>
+  typeof (failure as { detail?: unknown } | null)?.detail === 'string';
 
 /**
  * The upstream's error message, for the `detail` (which the error log repeats). Redacted once parsed:
@@ -91,7 +113,14 @@ function upstreamMessage(body: Buffer, apiKey: string | undefined): string {
 }
 
 /** The route's answer from the upstream's 2xx body; throws (recorded) when it holds no JSON, usage or text. */
-export function chatResult(usageAccounting: UsageAccounting, call: ChatCall, resolved: ResolvedModel, body: Buffer, apiKey: string | undefined, exchange: Exchange): { payload: Buffer; usage: TokenUsage } {
+export function chatResult(
+  usageAccounting: UsageAccounting,
+  call: ChatCall,
+  resolved: ResolvedModel,
+  body: Buffer,
+  apiKey: string | undefined,
+  exchange: Exchange,
+): { payload: Buffer; usage: TokenUsage } {
   let answer: unknown;
   try {
     answer = JSON.parse(body.toString('utf8'));
@@ -110,7 +139,8 @@ export function chatResult(usageAccounting: UsageAccounting, call: ChatCall, res
     const read = usage ?? standardBodyUsage(call.upstreamRoute.format, answer);
     throw exchange.fail(faultOf(exchange, error, resolved.canonicalId), true, read, 'plugin_error');
   }
-  if (answerText === undefined) throw exchange.fail(upstreamFailure(call.provider, 'the answer held no text'), true, usage);
+  if (answerText === undefined)
+    throw exchange.fail(upstreamFailure(call.provider, 'the answer held no text'), true, usage);
   // Redacted as text: parsing has decoded any JSON escapes of the key.
   const text = redactCredentialText(answerText, apiKey);
   if (exchange.watch.answer) {
@@ -122,7 +152,13 @@ export function chatResult(usageAccounting: UsageAccounting, call: ChatCall, res
     id: `chat-${randomUUID()}`,
     model: resolved.canonicalId,
     result: { text },
-    usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens, total_tokens: totalTokens, cached_tokens: usage.cachedTokens, charged_tokens: chargedTokens },
+    usage: {
+      input_tokens: usage.inputTokens,
+      output_tokens: usage.outputTokens,
+      total_tokens: totalTokens,
+      cached_tokens: usage.cachedTokens,
+      charged_tokens: chargedTokens,
+    },
   };
   return { payload: Buffer.from(JSON.stringify(result)), usage };
 }

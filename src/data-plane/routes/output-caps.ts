@@ -6,15 +6,21 @@ import type { ResolvedModel } from '../../core/model-registry.ts';
  * model's `maxOutputTokens` (when its plugin declares one), else the 400 names the field. A cap beyond
  * either is never a request the upstream serves, and would make a reservation meaningless.
  */
-export function checkOutputCaps(body: Readonly<Record<string, unknown>>, fields: readonly string[], resolved: ResolvedModel): void {
+export function checkOutputCaps(
+  body: Readonly<Record<string, unknown>>,
+  fields: readonly string[],
+  resolved: ResolvedModel,
+): void {
   const problems: string[] = [];
   let first: string | undefined;
   const most = resolved.model.maxOutputTokens;
   for (const field of fields) {
     const value = body[field];
     if (typeof value !== 'number') continue;
-    if (!Number.isSafeInteger(value)) problems.push(fieldError(field, 'must be a safe integer (at most 9007199254740991)'));
-    else if (most !== undefined && value > most) problems.push(fieldError(field, `must be at most ${most}, the most '${resolved.canonicalId}' writes`));
+    if (!Number.isSafeInteger(value))
+      problems.push(fieldError(field, 'must be a safe integer (at most 9007199254740991)'));
+    else if (most !== undefined && value > most)
+      problems.push(fieldError(field, `must be at most ${most}, the most '${resolved.canonicalId}' writes`));
     else continue;
     first ??= field;
   }

@@ -11,7 +11,15 @@ import type { PluginFault } from '../../plugins/plugin-fault.ts';
 export function faultOf(exchange: ExchangeView, fault: PluginFault, model: string): GatewayError {
   if (EVENTS.pluginFault.active) {
     const { plugin, hook, cause } = fault;
-    EVENTS.pluginFault.publish({ exchange, plugin, hook, cause, route: exchange.route.id, model, requestId: exchange.requestId });
+    EVENTS.pluginFault.publish({
+      exchange,
+      plugin,
+      hook,
+      cause,
+      route: exchange.route.id,
+      model,
+      requestId: exchange.requestId,
+    });
   }
   return pluginFault(fault.plugin, fault.hook, fault);
 }

@@ -12,16 +12,21 @@ export type RequestCheck = (registry: ModelRegistry, body: Record<string, unknow
 export function compatibleCheck(route: UpstreamRouteId): RequestCheck {
   return function checkCompatibleRequest(registry, body) {
     let resolved: ResolvedModel | undefined;
-    validateRequest(REQUEST_SCHEMAS[route], body, () => {
-      if (typeof body.model !== 'string') return undefined;
-      try {
-        resolved = registry.resolve(route, body.model);
-        return undefined;
-      } catch (error) {
-        if (isGatewayError(error)) return error;
-        throw error;
-      }
-    }, FAST_CHECKS[route]);
+    validateRequest(
+      REQUEST_SCHEMAS[route],
+      body,
+      () => {
+        if (typeof body.model !== 'string') return undefined;
+        try {
+          resolved = registry.resolve(route, body.model);
+          return undefined;
+        } catch (error) {
+          if (isGatewayError(error)) return error;
+          throw error;
+        }
+      },
+      FAST_CHECKS[route],
+    );
     return resolved!;
   };
 }
@@ -46,13 +51,26 @@ function modelProblem(registry: ModelRegistry, id: string): GatewayError | undef
     } catch {
       return error;
     }
-    const aliases = (base.plugin.aliases ?? []).filter((alias) => alias.routes.includes('chat')).map((alias) => `'${alias.id}'`);
+    const aliases = (base.plugin.aliases ?? [])
+      .filter((alias) => alias.routes.includes('chat'))
+      .map((alias) => `'${alias.id}'`);
     const use = [...aliases, `a concrete ID such as '${base.canonicalId}'`].join(' or ');
-    return validationError([fieldError('model', `'${id}' is a web chat preset, not a model ID; use ${use} (this route always uses the low reasoning preset)`)], 'model');
+    return validationError(
+      [
+        fieldError(
+          'model',
+          `'${id}' is a web chat preset, not a model ID; use ${use} (this route always uses the low reasoning preset)`,
+        ),
+      ],
+      'model',
+    );
   }
 }
 
-/** The check of `POST /v1/chat`: its fields only, a web chat preset named as such, web search only where the model has it. */
+/**
+ * The check of `POST /v1/chat`: its fields only, a web chat preset named as such, web search only where the model has
+ * it.
+ */
 export function checkNativeChat(registry: ModelRegistry, body: Record<string, unknown>): ResolvedModel {
   const unknown = Object.keys(body).filter((key) => !FIELDS.includes(key));
   validateRequest(NATIVE_CHAT_SCHEMA, body, () => {
@@ -65,7 +83,13 @@ export function checkNativeChat(registry: ModelRegistry, body: Record<string, un
     errors.push(...(model?.errors ?? []));
     if (body.web_search === true && typeof body.model === 'string' && !model) {
       const resolved = registry.resolve('chat', body.model);
-      if (!resolved.model.webSearch) errors.push(fieldError('web_search', `the model '${resolved.canonicalId}' has no web search tool; drop the field or pick a model that has one`));
+      if (!resolved.model.webSearch)
+        errors.push(
+          fieldError(
+            'web_search',
+            `the model '${resolved.canonicalId}' has no web search tool; drop the field or pick a model that has one`,
+          ),
+        );
     }
     return errors.length ? validationError(errors) : undefined;
   });

@@ -50,7 +50,12 @@ export const REQUEST_SCHEMAS: Readonly<Record<UpstreamRouteId, yup.AnyObjectSche
   messages: yup.object({
     model: model(),
     messages: objects().required(REQUIRED).min(1, 'must hold at least one message'),
-    max_tokens: yup.number().typeError('must be an integer').integer('must be an integer').min(1, 'must be at least 1').required(REQUIRED),
+    max_tokens: yup
+      .number()
+      .typeError('must be an integer')
+      .integer('must be an integer')
+      .min(1, 'must be at least 1')
+      .required(REQUIRED),
     system: jsonTypes('must be a string or an array of text blocks', 'string', 'array'),
     tools: objects(),
     thinking: object(),
@@ -74,7 +79,10 @@ export const REQUEST_SCHEMAS: Readonly<Record<UpstreamRouteId, yup.AnyObjectSche
   }),
 };
 
-/** Per route, the accept check derived from its schema: a body it accepts is valid; one it refuses goes through yup, which names every bad field. */
+/**
+ * Per route, the accept check derived from its schema: a body it accepts is valid; one it refuses goes through yup,
+ * which names every bad field.
+ */
 export const FAST_CHECKS: Readonly<Record<UpstreamRouteId, FastCheck>> = Object.fromEntries(
   Object.entries(REQUEST_SCHEMAS).map(([route, schema]) => [route, fastCheckOf(schema, route)]),
 ) as Record<UpstreamRouteId, FastCheck>;
@@ -87,14 +95,23 @@ const number = (message: string) => yup.number().typeError(message);
 export const NATIVE_CHAT_SCHEMA = yup
   .object({
     model: yup.string().typeError('must be a string').required('is required'),
-    input: yup.string().typeError('must be a string').nonNullable('must be a string').defined('is required').min(1, 'must not be empty'),
+    input: yup
+      .string()
+      .typeError('must be a string')
+      .nonNullable('must be a string')
+      .defined('is required')
+      .min(1, 'must not be empty'),
     web_search: yup.boolean().typeError('must be true or false'),
     temperature: number('must be a number').min(0, 'must be >= 0'),
-    max_output_tokens: number('must be a positive integer').integer('must be a positive integer').min(1, 'must be a positive integer'),
+    max_output_tokens: number('must be a positive integer')
+      .integer('must be a positive integer')
+      .min(1, 'must be a positive integer'),
     max_retries: number('must be an integer >= 0')
       .integer('must be an integer >= 0')
       .min(0, 'must be an integer >= 0')
       .max(MAX_RETRIES_CAP, `must be at most ${MAX_RETRIES_CAP}`),
-    timeout: number('must be a number of seconds > 0').moreThan(0, 'must be a number of seconds > 0').meta(shapeMeta({ description: 'Seconds' })),
+    timeout: number('must be a number of seconds > 0')
+      .moreThan(0, 'must be a number of seconds > 0')
+      .meta(shapeMeta({ description: 'Seconds' })),
   })
   .meta(shapeMeta({ closed: true }));

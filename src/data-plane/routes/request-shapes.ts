@@ -1,5 +1,7 @@
-
-/** A check that accepts exactly what the schema accepts, and the same per item of its array fields (derived from the schema: {@link fastCheckOf}). */
+/**
+ * A check that accepts exactly what the schema accepts, and the same per item of its array fields (derived from the
+ * schema: {@link fastCheckOf}).
+ */
 export interface FastCheck {
   readonly accepts: (body: Record<string, unknown>) => boolean;
   /** Per top-level array field the schema checks item by item (`yup.array(item)`), the item check. */
@@ -42,7 +44,14 @@ export type Shape = {
   | { readonly kind: 'any' }
   | { readonly kind: 'types'; readonly types: readonly JsonType[] }
   | { readonly kind: 'string'; readonly minLength: number }
-  | { readonly kind: 'number'; readonly integer: boolean; readonly minimum?: number; readonly exclusiveMinimum?: number; readonly maximum?: number; readonly exclusiveMaximum?: number }
+  | {
+      readonly kind: 'number';
+      readonly integer: boolean;
+      readonly minimum?: number;
+      readonly exclusiveMinimum?: number;
+      readonly maximum?: number;
+      readonly exclusiveMaximum?: number;
+    }
   | { readonly kind: 'boolean' }
   | { readonly kind: 'array'; readonly items?: Shape; readonly minItems: number; readonly maxItems?: number }
   | { readonly kind: 'object'; readonly fields: Readonly<Record<string, Shape>> }
@@ -65,7 +74,12 @@ export function jsonTypes(message: string, ...types: JsonType[]) {
   return yup
     .mixed()
     .meta({ jsonTypes: types } satisfies ShapeMeta)
-    .test({ name: JSON_TYPES_TEST, message, skipAbsent: true, test: (value) => types.some((type) => IS_JSON_TYPE[type](value)) });
+    .test({
+      name: JSON_TYPES_TEST,
+      message,
+      skipAbsent: true,
+      test: (value) => types.some((type) => IS_JSON_TYPE[type](value)),
+    });
 }
 
 /** Metadata for the derived forms only, typed (yup's `.meta()` takes any record). */
@@ -90,25 +104,40 @@ type ShapeCommon = Pick<Shape, 'optional' | 'nullable' | 'enum' | 'closed' | 'de
 /** Reads a yup schema into a {@link Shape}; throws, naming the field, on any rule it cannot carry over exactly. */
 export function readShape(schema: yup.Schema, path = 'body'): Shape {
   const fail = (what: string): never => {
-    throw new Error(`request shape ${path}: ${what} has no derived form (src/data-plane/routes/request-shapes.ts reads only the rules it can carry over exactly)`);
+    throw new Error(
+      `request shape ${path}: ${what} has no derived form (src/data-plane/routes/request-shapes.ts reads only the rules it can carry over exactly)`,
+    );
   };
   const description = schema.describe() as Description;
   const meta = (description.meta ?? {}) as ShapeMeta;
   for (const key of Object.keys(meta)) if (!META_KEYS.has(key)) fail(`meta '${key}'`);
   // describe() lists one test per name; two tests sharing a name would hide one.
-  if ((schema as unknown as { tests: unknown[] }).tests.length !== description.tests.length) fail('two tests of one name');
+  if ((schema as unknown as { tests: unknown[] }).tests.length !== description.tests.length)
+    fail('two tests of one name');
   if (description.notOneOf.length) fail('notOneOf');
-  if (description.oneOf.length && !['string', 'number', 'boolean'].includes(description.type)) fail(`oneOf on yup.${description.type}()`);
+  if (description.oneOf.length && !['string', 'number', 'boolean'].includes(description.type))
+    fail(`oneOf on yup.${description.type}()`);
   if (meta.jsonTypes && description.type !== 'mixed') fail('meta jsonTypes outside yup.mixed()');
   if (meta.closed && description.type !== 'object') fail('meta closed outside yup.object()');
   const common: ShapeCommon = {
     optional: description.optional,
     nullable: description.nullable,
-    ...(description.oneOf.length ? { enum: description.oneOf.map((value) => (['string', 'number', 'boolean'].includes(typeof value) ? (value as string | number | boolean) : fail(`oneOf value ${String(value)}`))) } : {}),
+    ...(description.oneOf.length
+      ? {
+          enum: description.oneOf.map((value) =>
+            ['string', 'number', 'boolean'].includes(typeof value)
+              ? (value as string | number | boolean)
+              : fail(`oneOf value ${String(value)}`),
+          ),
+        }
+      : {}),
     ...(meta.closed ? { closed: true } : {}),
     ...(meta.description !== undefined ? { description: meta.description } : {}),
   };
-  const tests = description.tests.map((test) => ({ name: test.name ?? '', params: (test.params ?? {}) as Record<string, unknown> }));
+  const tests = description.tests.map((test) => ({
+    name: test.name ?? '',
+    params: (test.params ?? {}) as Record<string, unknown>,
+  }));
   const param = (params: Record<string, unknown>, key: string): number => {
     const value = params[key];
     return typeof value === 'number' && Number.isFinite(value) ? value : fail(`a non-numeric '${key}'`);
@@ -153,11 +182,22 @@ const KIND_READERS: Readonly<Record<string, (reading: Reading) => Shape>> = {
       else fail(`array test '${name}'`);
     }
     const inner = (schema as yup.ArraySchema<unknown[], yup.AnyObject>).innerType as yup.Schema | undefined;
-    return { ...common, kind: 'array', minItems, ...(maxItems !== undefined ? { maxItems } : {}), ...(inner ? { items: readShape(inner, `${path}[]`) } : {}) };
+    return {
+      ...common,
+      kind: 'array',
+      minItems,
+      ...(maxItems !== undefined ? { maxItems } : {}),
+      ...(inner ? { items: readShape(inner, `${path}[]`) } : {}),
+    };
   },
   object({ schema, path, tests, common, fail }) {
     for (const { name } of tests) fail(`object test '${name}'`);
-    const fields = Object.fromEntries(Object.entries((schema as yup.AnyObjectSchema).fields).map(([key, field]) => [key, readShape(field as yup.Schema, `${path}.${key}`)]));
+    const fields = Object.fromEntries(
+      Object.entries((schema as yup.AnyObjectSchema).fields).map(([key, field]) => [
+        key,
+        readShape(field as yup.Schema, `${path}.${key}`),
+      ]),
+    );
     return { ...common, kind: 'object', fields };
   },
   mixed({ meta, tests, common, fail }) {
@@ -187,27 +227,46 @@ const TYPE_TEST: Readonly<Record<JsonType, (v: string) => string>> = {
  */
 export function compileAccepts(shape: Shape, name = 'accepts'): (value: unknown) => boolean {
   let counter = 0;
-  const literal = (value: string | number | boolean) => (typeof value === 'string' ? JSON.stringify(value) : String(value));
+  const literal = (value: string | number | boolean) =>
+    typeof value === 'string' ? JSON.stringify(value) : String(value);
   function statements(node: Shape, v: string): string[] {
     const body: string[] = refusals(node, v).map((condition) => `if (${condition}) return false;`);
     if (node.kind === 'array' && node.items) {
       const index = `i${counter++}`;
       const item = `v${counter++}`;
-      body.push(`for (let ${index} = 0; ${index} < ${v}.length; ${index}++) {`, `const ${item} = ${v}[${index}];`, ...statements(node.items, item), '}');
+      body.push(
+        `for (let ${index} = 0; ${index} < ${v}.length; ${index}++) {`,
+        `const ${item} = ${v}[${index}];`,
+        ...statements(node.items, item),
+        '}',
+      );
     } else if (node.kind === 'object') {
       for (const [key, field] of Object.entries(node.fields)) {
         const value = `v${counter++}`;
         body.push(`const ${value} = ${v}[${JSON.stringify(key)}];`, ...statements(field, value));
       }
     }
-    if (node.enum) body.push(`if (!(${node.enum.map((value) => `${v} === ${literal(value)}`).join(' || ')})) return false;`);
+    if (node.enum)
+      body.push(`if (!(${node.enum.map((value) => `${v} === ${literal(value)}`).join(' || ')})) return false;`);
     if (node.kind === 'any') return body;
     // Every type check refuses undefined and null; the guard lets through the ones the schema allows.
-    const guard = node.optional && node.nullable ? `${v} != null` : node.optional ? `${v} !== undefined` : node.nullable ? `${v} !== null` : undefined;
+    const guard =
+      node.optional && node.nullable
+        ? `${v} != null`
+        : node.optional
+          ? `${v} !== undefined`
+          : node.nullable
+            ? `${v} !== null`
+            : undefined;
     return guard ? [`if (${guard}) {`, ...body, '}'] : body;
   }
   const root = `v${counter++}`;
-  const source = [`'use strict';`, ...statements(shape, root), 'return true;', `//# sourceURL=request-shape:${name.replace(/[^\w.:-]/g, '_')}`].join('\n');
+  const source = [
+    `'use strict';`,
+    ...statements(shape, root),
+    'return true;',
+    `//# sourceURL=request-shape:${name.replace(/[^\w.:-]/g, '_')}`,
+  ].join('\n');
   return new Function(root, source) as (value: unknown) => boolean;
 }
 
@@ -232,7 +291,9 @@ function refusals(node: Shape, v: string): string[] {
     case 'boolean':
       return [`typeof ${v} !== 'boolean'`];
     case 'array':
-      return [`!Array.isArray(${v})${node.minItems ? ` || ${v}.length < ${node.minItems}` : ''}${node.maxItems !== undefined ? ` || ${v}.length > ${node.maxItems}` : ''}`];
+      return [
+        `!Array.isArray(${v})${node.minItems ? ` || ${v}.length < ${node.minItems}` : ''}${node.maxItems !== undefined ? ` || ${v}.length > ${node.maxItems}` : ''}`,
+      ];
     case 'object':
       return [`typeof ${v} !== 'object' || ${v} === null || Array.isArray(${v})`];
   }
@@ -250,7 +311,8 @@ export function fastCheckOf(schema: yup.AnyObjectSchema, name = 'body'): FastChe
   const shape = readShape(schema, name);
   if (shape.kind !== 'object') throw new Error(`request shape ${name}: a request schema is a yup.object()`);
   const items: Record<string, (item: unknown) => boolean> = {};
-  for (const [key, field] of Object.entries(shape.fields)) if (field.kind === 'array' && field.items) items[key] = compileAccepts(field.items, `${name}.${key}[]`);
+  for (const [key, field] of Object.entries(shape.fields))
+    if (field.kind === 'array' && field.items) items[key] = compileAccepts(field.items, `${name}.${key}[]`);
   check = { accepts: compileAccepts(shape, name) as (body: Record<string, unknown>) => boolean, items };
   FAST_CHECK_CACHE.set(schema, check);
   return check;

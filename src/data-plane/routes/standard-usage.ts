@@ -15,7 +15,11 @@ export function standardBodyUsage(format: WireFormat, body: unknown): TokenUsage
 }
 
 /** {@link standardBodyUsage} for one stream event, over what was read before it. */
-export function standardEventUsage(format: WireFormat, seen: TokenUsage | undefined, event: SseEvent): TokenUsage | undefined {
+export function standardEventUsage(
+  format: WireFormat,
+  seen: TokenUsage | undefined,
+  event: SseEvent,
+): TokenUsage | undefined {
   try {
     return WIRE_FORMATS[format].usage.fromStreamEvent(seen, event) ?? seen;
   } catch {

@@ -41,7 +41,8 @@ function includeUsage(bytes: Buffer, members: readonly JsonMember[], objectEnd: 
     const at = last ? last.valueEnd : objectEnd - 1;
     return [{ start: at, end: at, text: `${last ? ',' : ''}"stream_options":{${INCLUDE_USAGE}}` }];
   }
-  if (bytes[options.valueStart] !== 0x7b) return [{ start: options.valueStart, end: options.valueEnd, text: `{${INCLUDE_USAGE}}` }];
+  if (bytes[options.valueStart] !== 0x7b)
+    return [{ start: options.valueStart, end: options.valueEnd, text: `{${INCLUDE_USAGE}}` }];
   const scan = scanObject(bytes, options.valueStart, JSON_BODY_LIMITS);
   // The whole body passed the same scan and JSON.parse, so its parts do too.
   if (scan.kind !== 'object') throw new Error('stream_options could not be located in the request body');

@@ -10,8 +10,8 @@ function location(path: string | undefined): string {
 /** Most bad items of one array a ValidationError lists; yup builds each error slowly, so more are only counted. */
 export const LISTED_BAD_ITEMS = 50;
 
-
-const joinPath = (prefix: string, path: string | undefined) => (!path ? prefix : !prefix || path.startsWith('[') ? prefix + path : `${prefix}.${path}`);
+const joinPath = (prefix: string, path: string | undefined) =>
+  !path ? prefix : !prefix || path.startsWith('[') ? prefix + path : `${prefix}.${path}`;
 
 // Adds each of yup's problems as a field error; returns the first one's location.
 function collect(error: unknown, errors: string[], prefix = ''): string {
@@ -26,7 +26,12 @@ function collect(error: unknown, errors: string[], prefix = ''): string {
  * long array: the array's head goes through the schema with the rest of the body, and further bad
  * items (found by the item check) through the item schema, until the cap; the others are counted.
  */
-function schemaErrors(schema: yup.AnyObjectSchema, body: Record<string, unknown>, fast: FastCheck | undefined, errors: string[]): string | undefined {
+function schemaErrors(
+  schema: yup.AnyObjectSchema,
+  body: Record<string, unknown>,
+  fast: FastCheck | undefined,
+  errors: string[],
+): string | undefined {
   const head: Record<string, unknown> = { ...body };
   const beyondHead: { key: string; items: unknown[]; ok: (item: unknown) => boolean }[] = [];
   for (const [key, ok] of Object.entries(fast?.items ?? {})) {
@@ -59,7 +64,10 @@ function schemaErrors(schema: yup.AnyObjectSchema, body: Record<string, unknown>
         param ??= first;
       }
     }
-    if (unlisted) errors.push(fieldError(key, `${unlisted} more items are invalid (only the first ${LISTED_BAD_ITEMS} are listed)`));
+    if (unlisted)
+      errors.push(
+        fieldError(key, `${unlisted} more items are invalid (only the first ${LISTED_BAD_ITEMS} are listed)`),
+      );
   }
   return param;
 }

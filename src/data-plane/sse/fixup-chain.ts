@@ -60,7 +60,10 @@ export class FixupChain implements BlockRewrite {
     if (events.length === 0) return [];
     const [first, ...rest] = events;
     const newline = /\r\n|\r|\n/.exec(block.raw.toString('latin1'))?.[0] ?? '\n';
-    return [{ raw: replaceBlockData(block.raw, first!.data), event: first }, ...rest.map((event) => ({ raw: Buffer.from(encodeEvent(event, newline), 'utf8'), event }))];
+    return [
+      { raw: replaceBlockData(block.raw, first!.data), event: first },
+      ...rest.map((event) => ({ raw: Buffer.from(encodeEvent(event, newline), 'utf8'), event })),
+    ];
   }
 }
 

@@ -5,7 +5,11 @@ export function hasEnded(readable: Readable): boolean {
   // `readableEnded` turns true only with the 'end' event, a tick after the last read. The stream's state
   // knows sooner, and acting on it lets the caller end its own answer in the same tick as the last write
   // (one socket write for both rather than two).
-  return readable.readableEnded || ((readable as unknown as { _readableState?: { ended?: boolean } })._readableState?.ended === true && readable.readableLength === 0);
+  return (
+    readable.readableEnded ||
+    ((readable as unknown as { _readableState?: { ended?: boolean } })._readableState?.ended === true &&
+      readable.readableLength === 0)
+  );
 }
 
 /**
@@ -34,7 +38,10 @@ export async function* readableBatches(readable: Readable): AsyncGenerator<Buffe
       }
       if (readable.errored) throw readable.errored;
       if (hasEnded(readable)) return;
-      if (readable.destroyed) throw Object.assign(new Error('the upstream body closed before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+      if (readable.destroyed)
+        throw Object.assign(new Error('the upstream body closed before its end'), {
+          code: 'ERR_STREAM_PREMATURE_CLOSE',
+        });
       await new Promise<void>((resolve) => (wake = resolve));
     }
   } finally {
@@ -55,5 +62,7 @@ export function discard(readable: Readable): void {
 /** Whether an async iterable of bytes is a node byte stream (which {@link readableBatches} can read). */
 export function isByteReadable(upstream: AsyncIterable<Uint8Array>): upstream is Readable {
   const candidate = upstream as Partial<Readable>;
-  return typeof candidate.read === 'function' && typeof candidate.on === 'function' && candidate.readableObjectMode === false;
+  return (
+    typeof candidate.read === 'function' && typeof candidate.on === 'function' && candidate.readableObjectMode === false
+  );
 }

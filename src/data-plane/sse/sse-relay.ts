@@ -79,7 +79,11 @@ export interface RelayOutcome {
  * read); a write the client's buffer refuses pauses it until `drain`. The client leaving, stalling or
  * an event over the cap drops the rest of the body.
  */
-export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res: ClientResponse, options: RelayOptions): Promise<RelayOutcome> {
+export function relaySse(
+  upstream: AsyncIterable<Uint8Array> | UpstreamBody,
+  res: ClientResponse,
+  options: RelayOptions,
+): Promise<RelayOutcome> {
   const body = isUpstreamBody(upstream) ? upstream : iterableBody(upstream);
   const splitter = new SseSplitter(options.maxEventBytes);
   const { onEvent, clientWriteTimeoutMs } = options;
@@ -108,7 +112,8 @@ export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res
       if ('error' in outcome) reject(outcome.error);
       else resolve(outcome);
     };
-    const stopped = () => settle({ completed: false, clientClosed: clientClosed && !clientStalled, eventTooLarge: false, clientStalled });
+    const stopped = () =>
+      settle({ completed: false, clientClosed: clientClosed && !clientStalled, eventTooLarge: false, clientStalled });
     const onClose = () => {
       if (res.writableFinished || settled) return;
       clientClosed = true;
@@ -186,7 +191,12 @@ export function relaySse(upstream: AsyncIterable<Uint8Array> | UpstreamBody, res
         write(splitter.rest(), true);
         whenDrained(() => {
           if (options.endOnComplete && !clientClosed && !clientStalled) res.end();
-          settle({ completed: !clientClosed && !clientStalled, clientClosed: clientClosed && !clientStalled, eventTooLarge: false, clientStalled });
+          settle({
+            completed: !clientClosed && !clientStalled,
+            clientClosed: clientClosed && !clientStalled,
+            eventTooLarge: false,
+            clientStalled,
+          });
         });
       },
       error(error) {

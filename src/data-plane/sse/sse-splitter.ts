@@ -148,7 +148,8 @@ export class SseSplitter {
     if (buffer[valueStart] === SPACE && valueStart < end) valueStart += 1;
     const nameLength = nameEnd - start;
     if (nameLength === 4 && isName(buffer, start, DATA)) this.data.push(buffer.toString('utf8', valueStart, end));
-    else if (nameLength === 5 && isName(buffer, start, EVENT)) this.eventName = buffer.toString('utf8', valueStart, end);
+    else if (nameLength === 5 && isName(buffer, start, EVENT))
+      this.eventName = buffer.toString('utf8', valueStart, end);
     else if (nameLength === 2 && isName(buffer, start, ID)) this.eventId = buffer.toString('utf8', valueStart, end);
   }
 
@@ -159,7 +160,9 @@ export class SseSplitter {
     this.eventName = undefined;
     this.eventId = undefined;
     if (data.length === 0) return undefined;
-    const event: { data: string; event?: string; id?: string } = { data: data.length === 1 ? data[0]! : data.join('\n') };
+    const event: { data: string; event?: string; id?: string } = {
+      data: data.length === 1 ? data[0]! : data.join('\n'),
+    };
     if (eventName !== undefined) event.event = eventName;
     if (eventId !== undefined) event.id = eventId;
     return event;
@@ -181,7 +184,13 @@ export function replaceBlockData(raw: Buffer, data: string): Buffer {
     const terminator = lines[index + 1] ?? '';
     if (/^data(:|$)/.test(line)) {
       if (!dataWritten) {
-        out.push(data.split('\n').map((part) => `data: ${part}`).join(newline), terminator);
+        out.push(
+          data
+            .split('\n')
+            .map((part) => `data: ${part}`)
+            .join(newline),
+          terminator,
+        );
         dataWritten = true;
       }
       continue;

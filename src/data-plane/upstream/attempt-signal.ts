@@ -18,7 +18,8 @@ export class AttemptSignal extends EventEmitter implements UpstreamAbortSignal {
   abort(reason?: unknown): void {
     if (this.aborted) return;
     this.aborted = true;
-    this.reason = reason ?? Object.assign(new Error('This operation was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
+    this.reason =
+      reason ?? Object.assign(new Error('This operation was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
     this.emit('abort');
   }
 }

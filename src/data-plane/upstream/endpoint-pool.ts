@@ -95,7 +95,8 @@ export class EndpointPool {
     }
     if (session !== undefined && this.affinity) return this.pickFor(session, tried);
     let total = 0;
-    for (const candidate of endpoints) if (!tried?.includes(candidate) && this.available(candidate)) total += candidate.weight;
+    for (const candidate of endpoints)
+      if (!tried?.includes(candidate) && this.available(candidate)) total += candidate.weight;
     if (total === 0) return undefined;
     let point = this.random() * total;
     let last: PooledEndpoint | undefined;
@@ -149,7 +150,8 @@ export class EndpointPool {
       endpoint.restingUntil = Math.max(endpoint.restingUntil, now + this.breaker.cooldownMs);
     }
     endpoint.trialInFlight = false;
-    if (retryAfterMs !== undefined && retryAfterMs > 0) endpoint.restingUntil = Math.max(endpoint.restingUntil, now + retryAfterMs);
+    if (retryAfterMs !== undefined && retryAfterMs > 0)
+      endpoint.restingUntil = Math.max(endpoint.restingUntil, now + retryAfterMs);
     if (endpoint.restingUntil !== before && endpoint.restingUntil > now) this.onRest?.(endpoint, endpoint.restingUntil);
   }
 

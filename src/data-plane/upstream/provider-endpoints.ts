@@ -40,19 +40,35 @@ export function providerEndpoints(
     if (settings.length > 0) {
       const keyless = settings.filter((entry) => !entry.apiKey);
       if (keyless.length) {
-        logger.warn({ provider: plugin.vendor }, `provider '${plugin.vendor}' has a base URL but no key: set ${prefix}_API_KEY (its upstream will refuse the requests)`);
+        logger.warn(
+          { provider: plugin.vendor },
+          `provider '${plugin.vendor}' has a base URL but no key: set ${prefix}_API_KEY (its upstream will refuse the requests)`,
+        );
       }
-      const endpoints = settings.map((entry) => new PooledEndpoint(upstreamEndpoint(plugin.vendor, entry.baseUrl, entry.apiKey, entry.auth), entry.name, entry.weight));
+      const endpoints = settings.map(
+        (entry) =>
+          new PooledEndpoint(
+            upstreamEndpoint(plugin.vendor, entry.baseUrl, entry.apiKey, entry.auth),
+            entry.name,
+            entry.weight,
+          ),
+      );
       pools.set(plugin.vendor, new EndpointPool(endpoints, { ...config.failover, affinity: config.routing.affinity }));
     } else {
-      logger.warn({ provider: plugin.vendor }, `provider '${plugin.vendor}' is not configured: set ${prefix}_BASE_URL (its models answer 502 until then)`);
+      logger.warn(
+        { provider: plugin.vendor },
+        `provider '${plugin.vendor}' is not configured: set ${prefix}_BASE_URL (its models answer 502 until then)`,
+      );
     }
   }
   return endpointsOf(pools, prefixes);
 }
 
 /** The {@link ProviderEndpoints} view of built pools. */
-export function endpointsOf(pools: ReadonlyMap<string, EndpointPool>, prefixes: ReadonlyMap<string, string> = new Map()): ProviderEndpoints {
+export function endpointsOf(
+  pools: ReadonlyMap<string, EndpointPool>,
+  prefixes: ReadonlyMap<string, string> = new Map(),
+): ProviderEndpoints {
   return {
     get: (vendor) => pools.get(vendor)?.endpoints[0]!.endpoint,
     pool: (vendor) => pools.get(vendor),

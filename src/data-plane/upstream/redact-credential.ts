@@ -23,7 +23,9 @@ const JSON_U00 = Buffer.from('\\u00');
 
 /** The letter of each short JSON escape, by the character it stands for. */
 const SHORT_ESCAPES: ReadonlyMap<string, number> = new Map(
-  Object.entries({ '"': '"', '\\': '\\', '/': '/', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't' }).map(([char, letter]) => [char, letter.charCodeAt(0)]),
+  Object.entries({ '"': '"', '\\': '\\', '/': '/', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't' }).map(
+    ([char, letter]) => [char, letter.charCodeAt(0)],
+  ),
 );
 
 /** One character of the secret and what it may be written as. */
@@ -140,7 +142,12 @@ function charEnds(bytes: Uint8Array, at: number, char: SecretChar, ends: Int32Ar
     if (end !== -1) ends[count++] = end;
     // `%` itself: `%25` is whole, or the first level of `%2525`, `%252525`.
     if (utf8.length === 1 && utf8[0] === PERCENT) {
-      for (let pair = at + 3, depth = 2; depth <= MAX_PERCENT_DEPTH && end !== -1 && hexAt(bytes, pair, 2) === PERCENT; pair += 2, depth++) ends[count++] = pair + 2;
+      for (
+        let pair = at + 3, depth = 2;
+        depth <= MAX_PERCENT_DEPTH && end !== -1 && hexAt(bytes, pair, 2) === PERCENT;
+        pair += 2, depth++
+      )
+        ends[count++] = pair + 2;
     }
   }
   return count;
@@ -232,10 +239,10 @@ const WALK_BYTES = 64;
 
 /**
  * The escapes in `bytes` (a `%`, or the first of a run of backslashes) that could stand for a character
- * of the secret (a `%` at any percent depth), in order. Native searches hop to the next `%` and the next `\u00` (each searched again
- * only once passed, so the whole walk stays linear); the bytes after a hop are walked, since such
- * escapes come in runs (every accent of a text written `\u00e9`) where a native search costs more than
- * the few bytes between them.
+ * of the secret (a `%` at any percent depth), in order. Native searches hop to the next `%` and the next `\u00` (each
+ * searched again only once passed, so the whole walk stays linear); the bytes after a hop are walked, since such
+ * escapes come in runs (every accent of a text written `\u00e9`) where a native search costs more than the few bytes
+ * between them.
  */
 function candidateEscapes(bytes: Buffer, pattern: SecretPattern, first: Found): (from: number) => number {
   const length = bytes.length;
@@ -291,7 +298,8 @@ function alignedStart(bytes: Uint8Array, start: number): number {
 function findSpans(bytes: Buffer, pattern: SecretPattern, first: Found): [number, number][] {
   const spans: [number, number][] = [];
   const { raw, chars } = pattern;
-  for (let found = first.raw; found !== -1; found = bytes.indexOf(raw, found + 1)) spans.push([found, found + raw.length]);
+  for (let found = first.raw; found !== -1; found = bytes.indexOf(raw, found + 1))
+    spans.push([found, found + raw.length]);
 
   // A written form with any escape has a first one, standing for a secret character, with at most the
   // rest of the secret's bytes written plainly before it: only there are starts tried.
@@ -334,7 +342,11 @@ function findSpans(bytes: Buffer, pattern: SecretPattern, first: Found): [number
 export function redactCredential(bytes: Buffer, secret: string | undefined): Buffer {
   if (!secret || secret.length < MIN_REDACTED_LENGTH) return bytes;
   const pattern = patternOf(secret);
-  const first: Found = { escape: bytes.indexOf(pattern.escapeNeedle), percent: bytes.indexOf(PERCENT), raw: bytes.indexOf(pattern.raw) };
+  const first: Found = {
+    escape: bytes.indexOf(pattern.escapeNeedle),
+    percent: bytes.indexOf(PERCENT),
+    raw: bytes.indexOf(pattern.raw),
+  };
   if (first.escape === -1 && first.percent === -1 && first.raw === -1) return bytes;
   const spans = findSpans(bytes, pattern, first);
   if (spans.length === 0) return bytes;
@@ -366,7 +378,10 @@ export function redactCredentialText(text: string, secret: string | undefined): 
  * redacted if it follows.
  */
 export const HOLD_MIN_CHARS = 4;
-/** Most events, and bytes, held back at once: past either, they go out and only the rest of a secret that follows is redacted. */
+/**
+ * Most events, and bytes, held back at once: past either, they go out and only the rest of a secret that follows is
+ * redacted.
+ */
 export const MAX_HELD_EVENTS = 256;
 export const MAX_HELD_BYTES = 256 * 1024;
 
@@ -375,7 +390,8 @@ const COLON = 0x3a;
 const EMPTY = Buffer.alloc(0);
 
 type Json = Record<string, unknown>;
-const isJsonObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isJsonObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** An event as the stream redactor saw it: its bytes, and its data's object when that was read. */
 interface StreamBlock {
@@ -408,7 +424,8 @@ const MESSAGES_FIELDS = ['text', 'partial_json', 'thinking'] as const;
 /** Channels end with `|` + what they carry, so that a group closes with its prefix. */
 const channelOf = (group: string, what: string): string => `${group}|${what}`;
 /** A Responses delta's group: its kind, item and part (`response.output_text` of `msg_1`, part 0). */
-const responsesGroup = (kind: string, payload: Json): string => `${kind} ${String(payload.item_id ?? payload.output_index)} ${String(payload.content_index ?? payload.summary_index ?? '')}`;
+const responsesGroup = (kind: string, payload: Json): string =>
+  `${kind} ${String(payload.item_id ?? payload.output_index)} ${String(payload.content_index ?? payload.summary_index ?? '')}`;
 
 /**
  * The text deltas of an event's data, by their shape (the three wire formats' streamed text): Chat
@@ -420,7 +437,8 @@ const responsesGroup = (kind: string, payload: Json): string => `${kind} ${Strin
 function textPieces(payload: Json): TextPiece[] {
   const pieces: TextPiece[] = [];
   const add = (group: string, what: string, container: unknown, field: string) => {
-    if (isJsonObject(container) && typeof container[field] === 'string' && container[field] !== '') pieces.push({ channel: channelOf(group, what), container, field });
+    if (isJsonObject(container) && typeof container[field] === 'string' && container[field] !== '')
+      pieces.push({ channel: channelOf(group, what), container, field });
   };
   if (Array.isArray(payload.choices)) {
     payload.choices.forEach((choice: unknown, position) => {
@@ -437,23 +455,32 @@ function textPieces(payload: Json): TextPiece[] {
     });
   } else if (payload.type === 'content_block_delta') {
     for (const field of MESSAGES_FIELDS) add(`block ${String(payload.index)}`, 'text', payload.delta, field);
-  } else if (typeof payload.type === 'string' && payload.type.endsWith('.delta') && payload.type !== 'response.audio.delta') {
+  } else if (
+    typeof payload.type === 'string' &&
+    payload.type.endsWith('.delta') &&
+    payload.type !== 'response.audio.delta'
+  ) {
     add(responsesGroup(payload.type.slice(0, -'.delta'.length), payload), 'text', payload, 'delta');
   }
   return pieces;
 }
 
-/** The groups of channels whose text an event ends: a choice's `finish_reason`, `content_block_stop`, a Responses `*.done`. */
+/**
+ * The groups of channels whose text an event ends: a choice's `finish_reason`, `content_block_stop`, a Responses
+ * `*.done`.
+ */
 function closedGroups(payload: Json): string[] {
   if (Array.isArray(payload.choices)) {
     const groups: string[] = [];
     payload.choices.forEach((choice: unknown, position) => {
-      if (isJsonObject(choice) && typeof choice.finish_reason === 'string') groups.push(`choice ${String(choice.index ?? position)}`);
+      if (isJsonObject(choice) && typeof choice.finish_reason === 'string')
+        groups.push(`choice ${String(choice.index ?? position)}`);
     });
     return groups;
   }
   if (payload.type === 'content_block_stop') return [`block ${String(payload.index)}`];
-  if (typeof payload.type === 'string' && payload.type.endsWith('.done')) return [responsesGroup(payload.type.slice(0, -'.done'.length), payload)];
+  if (typeof payload.type === 'string' && payload.type.endsWith('.done'))
+    return [responsesGroup(payload.type.slice(0, -'.done'.length), payload)];
   return [];
 }
 
@@ -515,11 +542,17 @@ const SENT_PIECE: TextPiece = { channel: '', container: {}, field: '' };
 export class StreamRedactor {
   private readonly secret: string;
   private readonly raw: Buffer;
-  /** What an escape of one of the secret's characters contains: `\u00`, and `\/` and the like for characters with a short escape. */
+  /**
+   * What an escape of one of the secret's characters contains: `\u00`, and `\/` and the like for characters with a
+   * short escape.
+   */
   private readonly escapeNeedles: readonly Buffer[];
   /** The byte checks of {@link mayMatter} assume one byte per character; other secrets have every event read. */
   private readonly ascii: boolean;
-  /** KMP failure function of the secret (by UTF-16 unit): the longest proper start that is also an end of its first i+1 units. */
+  /**
+   * KMP failure function of the secret (by UTF-16 unit): the longest proper start that is also an end of its first i+1
+   * units.
+   */
   private readonly failure: Int32Array;
   /** `"` and the secret's character at each index (a text starting there). */
   private readonly continuations: Buffer[];
@@ -542,14 +575,18 @@ export class StreamRedactor {
     this.escapeNeedles = [JSON_U00, ...[...shorts].map((letter) => Buffer.from([BACKSLASH, letter]))];
     this.failure = new Int32Array(length);
     for (let index = 1, matched = 0; index < length; index++) {
-      while (matched > 0 && this.secret.charCodeAt(index) !== this.secret.charCodeAt(matched)) matched = this.failure[matched - 1]!;
+      while (matched > 0 && this.secret.charCodeAt(index) !== this.secret.charCodeAt(matched))
+        matched = this.failure[matched - 1]!;
       if (this.secret.charCodeAt(index) === this.secret.charCodeAt(matched)) matched++;
       this.failure[index] = matched;
     }
     this.continuations = Array.from({ length }, (_unused, index) => Buffer.from([QUOTE, this.raw[index] ?? 0]));
   }
 
-  /** Events (or an unfinished one at the end of the stream) to write: what to write now, maybe less (held) or more (released). */
+  /**
+   * Events (or an unfinished one at the end of the stream) to write: what to write now, maybe less (held) or more
+   * (released).
+   */
   rewrite(bytes: Buffer): Buffer {
     if (!this.secret) return bytes;
     const redacted = redactCredential(bytes, this.secret);
@@ -566,7 +603,10 @@ export class StreamRedactor {
     return out.length === 1 ? out[0]! : Buffer.concat(out);
   }
 
-  /** What is held back, to write when the stream stops (it ended, broke off or was cut by the relay); nothing is held after. */
+  /**
+   * What is held back, to write when the stream stops (it ended, broke off or was cut by the relay); nothing is held
+   * after.
+   */
   flush(): Buffer {
     const out: Buffer[] = [];
     this.release(out);
@@ -609,7 +649,10 @@ export class StreamRedactor {
     return false;
   }
 
-  /** Whether a JSON string value in `bytes` begins with what continues a start of the secret that some channel's text (or some text not read) ends with. */
+  /**
+   * Whether a JSON string value in `bytes` begins with what continues a start of the secret that some channel's text
+   * (or some text not read) ends with.
+   */
   private continues(bytes: Buffer): boolean {
     if (this.loose !== 0 && this.continuesLoose(bytes, this.loose)) return true;
     for (const channel of this.channels.values()) {
@@ -631,7 +674,8 @@ export class StreamRedactor {
   private opensValue(bytes: Buffer, needle: Buffer): boolean {
     for (let at = bytes.indexOf(needle); at !== -1; at = bytes.indexOf(needle, at + 1)) {
       let before = at - 1;
-      while (bytes[before] === 0x20 || bytes[before] === 0x09 || bytes[before] === 0x0a || bytes[before] === 0x0d) before--;
+      while (bytes[before] === 0x20 || bytes[before] === 0x09 || bytes[before] === 0x0a || bytes[before] === 0x0d)
+        before--;
       if (bytes[before] === COLON) return true;
     }
     return false;

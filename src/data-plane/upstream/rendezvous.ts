@@ -16,7 +16,10 @@ export function endpointSeed(name: string): EndpointSeed {
   return { hi: digest.readUInt32BE(0), lo: digest.readUInt32BE(4) };
 }
 
-/** MurmurHash3's 32-bit finalizer: a bijection in which every input bit flips each output bit with probability about 1/2. */
+/**
+ * MurmurHash3's 32-bit finalizer: a bijection in which every input bit flips each output bit with probability about
+ * 1/2.
+ */
 function fmix32(value: number): number {
   let h = value;
   h ^= h >>> 16;
@@ -40,7 +43,8 @@ export function unitHash(session: RoutingSession, seed: EndpointSeed): number {
   const low = fmix32(session.lo ^ seed.lo);
   const high = fmix32(session.hi ^ seed.hi ^ Math.imul(low, 0x9e3779b1));
   const top = fmix32(low ^ high);
-  // 52 bits (32 from `top`, 20 from `high`) + 0.5, exact in a double: strictly between 0 and 1, so ln is finite and negative.
+  // 52 bits (32 from `top`, 20 from `high`) + 0.5, exact in a double: strictly between 0 and 1, so ln is finite and
+  // negative.
   return (top * TWO_POW_20 + (high >>> 12) + 0.5) / TWO_POW_52;
 }
 

@@ -11,7 +11,10 @@ export interface RoutingSession {
   readonly lo: number;
 }
 
-/** Where a session came from, for tests and logs: the header, the body's `prompt_cache_key`, or the prompt's stable prefix. */
+/**
+ * Where a session came from, for tests and logs: the header, the body's `prompt_cache_key`, or the prompt's stable
+ * prefix.
+ */
 export type SessionSource = 'header' | 'prompt_cache_key' | 'prefix';
 
 /** The header a client names its session in. */

@@ -15,7 +15,8 @@ const KEY_PREFIX = 'gw:{upstream-rest}:';
 export class SharedBreakerState {
   private timer: NodeJS.Timeout | undefined;
   private reading = false;
-  private members: readonly { readonly pool: EndpointPool; readonly endpoint: PooledEndpoint; readonly key: string }[] = [];
+  private members: readonly { readonly pool: EndpointPool; readonly endpoint: PooledEndpoint; readonly key: string }[] =
+    [];
 
   constructor(
     private readonly redis: RedisConnection,
@@ -30,7 +31,8 @@ export class SharedBreakerState {
   attach(pools: ReadonlyMap<string, EndpointPool>): void {
     const members: { pool: EndpointPool; endpoint: PooledEndpoint; key: string }[] = [];
     for (const [vendor, pool] of pools) {
-      for (const endpoint of pool.endpoints) members.push({ pool, endpoint, key: `${KEY_PREFIX}${vendor}:${endpoint.name}` });
+      for (const endpoint of pool.endpoints)
+        members.push({ pool, endpoint, key: `${KEY_PREFIX}${vendor}:${endpoint.name}` });
       pool.onRest = (endpoint, restingUntil) => this.publish(`${KEY_PREFIX}${vendor}:${endpoint.name}`, restingUntil);
     }
     this.members = members;

@@ -47,9 +47,11 @@ class OpeningJudge {
     for (const block of this.splitter.push(chunk)) {
       const event = block.event;
       if (!event) continue;
-      if (this.rules.isErrorEvent(event)) return { kind: 'error', reason: 'the upstream sent an error event before any content' };
+      if (this.rules.isErrorEvent(event))
+        return { kind: 'error', reason: 'the upstream sent an error event before any content' };
       const judged = this.rules.judgeEarlyEvent(event);
-      if (judged === 'malformed') return { kind: 'broken', error: new Error('the upstream sent a malformed event before any content') };
+      if (judged === 'malformed')
+        return { kind: 'broken', error: new Error('the upstream sent a malformed event before any content') };
       if (judged === 'content') return CONTENT;
     }
     return this.heldBytes > this.maxHeldBytes ? CONTENT : undefined;

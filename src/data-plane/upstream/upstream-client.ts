@@ -29,9 +29,19 @@ export interface UpstreamEndpoint {
   readonly authHeader?: string;
 }
 
-export function upstreamEndpoint(provider: string, baseUrl: string, apiKey?: string, auth?: AuthStyle): UpstreamEndpoint {
+export function upstreamEndpoint(
+  provider: string,
+  baseUrl: string,
+  apiKey?: string,
+  auth?: AuthStyle,
+): UpstreamEndpoint {
   const url = new URL(baseUrl);
-  const endpoint: UpstreamEndpoint = { provider, origin: url.origin, basePath: url.pathname.replace(/\/+$/, ''), apiKey };
+  const endpoint: UpstreamEndpoint = {
+    provider,
+    origin: url.origin,
+    basePath: url.pathname.replace(/\/+$/, ''),
+    apiKey,
+  };
   if (auth === undefined) return endpoint;
   const authHeader = credentialHeader(auth);
   return { ...endpoint, auth, ...(authHeader ? { authHeader } : {}) };
@@ -71,7 +81,12 @@ export class UpstreamTransportError extends Error {
   }
 }
 
-const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ETIMEDOUT',
+]);
 const REASONS: Record<string, string> = {
   ECONNREFUSED: 'connection refused',
   ECONNRESET: 'connection reset',
@@ -89,7 +104,9 @@ export function transportError(provider: string, error: unknown, timeoutMs: numb
     const limit = timeoutMs % 1000 === 0 ? `${timeoutMs / 1000} s` : `${timeoutMs} ms`;
     return new UpstreamTransportError(provider, `no response within ${limit}`, true, { cause: error });
   }
-  return new UpstreamTransportError(provider, REASONS[code] ?? 'the request could not be completed', false, { cause: error });
+  return new UpstreamTransportError(provider, REASONS[code] ?? 'the request could not be completed', false, {
+    cause: error,
+  });
 }
 
 /**
@@ -109,7 +126,8 @@ export class UpstreamClient {
     this.timeoutMs = options.timeoutMs;
     this.source = options.source ?? this;
     this.dispatcher =
-      options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connect: { timeout: 10_000 } });
+      options.dispatcher ??
+      new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connect: { timeout: 10_000 } });
   }
 
   /**
@@ -118,7 +136,10 @@ export class UpstreamClient {
    */
   open(request: UpstreamRequest): Promise<UpstreamResponse> {
     const { endpoint, route } = request;
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    };
     for (const name of route.forwardHeaders ?? []) {
       const value = request.clientHeaders?.[name];
       if (typeof value === 'string') headers[name] = value;
@@ -166,7 +187,13 @@ export class UpstreamClient {
   }
 
   private called(endpoint: UpstreamEndpoint, outcome: UpstreamCallMessage['outcome']): void {
-    if (EVENTS.upstreamCall.active) EVENTS.upstreamCall.publish({ source: this.source, provider: endpoint.provider, origin: endpoint.origin, outcome });
+    if (EVENTS.upstreamCall.active)
+      EVENTS.upstreamCall.publish({
+        source: this.source,
+        provider: endpoint.provider,
+        origin: endpoint.origin,
+        outcome,
+      });
   }
 
   async close(): Promise<void> {
@@ -175,7 +202,14 @@ export class UpstreamClient {
 }
 
 /** Upstream response headers passed on to the client: the body's type and what SDKs read for retries. */
-export const RELAYED_RESPONSE_HEADERS = ['content-type', 'retry-after', 'retry-after-ms', 'x-should-retry', 'x-request-id', 'request-id'] as const;
+export const RELAYED_RESPONSE_HEADERS = [
+  'content-type',
+  'retry-after',
+  'retry-after-ms',
+  'x-should-retry',
+  'x-request-id',
+  'request-id',
+] as const;
 
 type Signal = NonNullable<UpstreamRequest['signal']>;
 
@@ -317,7 +351,12 @@ export class UpstreamResponse implements Dispatcher.DispatchHandler, UpstreamBod
           }
           chunks.push(chunk);
         },
-        end: () => resolve(chunks.length === 1 ? Buffer.from(chunks[0]!.buffer, chunks[0]!.byteOffset, chunks[0]!.byteLength) : Buffer.concat(chunks, size)),
+        end: () =>
+          resolve(
+            chunks.length === 1
+              ? Buffer.from(chunks[0]!.buffer, chunks[0]!.byteOffset, chunks[0]!.byteLength)
+              : Buffer.concat(chunks, size),
+          ),
         error: reject,
       });
     });
@@ -362,5 +401,7 @@ export class UpstreamResponse implements Dispatcher.DispatchHandler, UpstreamBod
 }
 
 function abortReason(reason: unknown): Error {
-  return reason instanceof Error ? reason : Object.assign(new Error('This operation was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
+  return reason instanceof Error
+    ? reason
+    : Object.assign(new Error('This operation was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
 }

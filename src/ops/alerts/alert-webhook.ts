@@ -17,7 +17,20 @@ export function firingEntryOf(alert: LimitAlert): AlertFiringEntry {
 /** The webhook's JSON body of a firing. */
 export function webhookBody(alert: LimitAlert): string {
   const { id, scope, owner, kind, period, threshold, used, limit, unit, window_end, fired_at } = firingEntryOf(alert);
-  return JSON.stringify({ id, type: 'limit.threshold', scope, owner, kind, period, threshold, used, limit, unit, window_end, fired_at });
+  return JSON.stringify({
+    id,
+    type: 'limit.threshold',
+    scope,
+    owner,
+    kind,
+    period,
+    threshold,
+    used,
+    limit,
+    unit,
+    window_end,
+    fired_at,
+  });
 }
 
 /** One attempt's POST: the receiver's status, or a throw (unreachable, timed out). */
@@ -29,7 +42,12 @@ export type AlertPost = (
 ) => Promise<number>;
 
 const post: AlertPost = async (url, body, headers, signal) => {
-  const response = await request(url, { method: 'POST', body, headers: { ...headers, 'content-type': 'application/json' }, signal });
+  const response = await request(url, {
+    method: 'POST',
+    body,
+    headers: { ...headers, 'content-type': 'application/json' },
+    signal,
+  });
   // The answer's body is not read: only its status counts.
   await response.body.dump();
   return response.statusCode;
@@ -117,8 +135,13 @@ export function deliverAlerts(options: AlertWebhookOptions): AlertWebhook {
         !ok && attempt < settings.attempts && (status === null || retryable(status)) && !stopping.signal.aborted;
       const delay = again ? backoffMs(attempt, settings.backoffMs, settings.maxBackoffMs) : 0;
       const entry: AlertDeliveryEntry = {
-        ...kept, attempt, at: new Date(now()).toISOString(), outcome: ok ? 'delivered' : again ? 'retrying' : 'failed',
-        status, error, next_attempt_at: again ? new Date(now() + delay).toISOString() : null,
+        ...kept,
+        attempt,
+        at: new Date(now()).toISOString(),
+        outcome: ok ? 'delivered' : again ? 'retrying' : 'failed',
+        status,
+        error,
+        next_attempt_at: again ? new Date(now() + delay).toISOString() : null,
       };
       options.log.delivered(entry);
       if (ok) return;
@@ -130,7 +153,9 @@ export function deliverAlerts(options: AlertWebhookOptions): AlertWebhook {
   };
 
   const off = EVENTS.limitAlert.subscribe(options.source, (alert) => {
-    const running = deliver(alert).catch((error: unknown) => logger.error({ alert: alert.id, reason: (error as Error).message }, 'limit alert webhook failed'));
+    const running = deliver(alert).catch((error: unknown) =>
+      logger.error({ alert: alert.id, reason: (error as Error).message }, 'limit alert webhook failed'),
+    );
     deliveries.add(running);
     void running.finally(() => deliveries.delete(running));
   });

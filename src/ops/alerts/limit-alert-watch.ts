@@ -70,7 +70,8 @@ export function watchLimitAlerts(options: LimitAlertWatchOptions): LimitAlertWat
   const take = ({ exchange, meters }: SettledMessage) => {
     for (const meter of meters) {
       if (!alerting(meter) || pending.has(meter.counter)) continue;
-      const team = meter.scope === 'team' ? meter.owner : meter.scope === 'key' ? (exchange.caller?.team?.name ?? null) : null;
+      const team =
+        meter.scope === 'team' ? meter.owner : meter.scope === 'key' ? (exchange.caller?.team?.name ?? null) : null;
       pending.set(meter.counter, { meter, team });
     }
     if (scheduled || pending.size === 0) return;
@@ -112,7 +113,10 @@ export function watchLimitAlerts(options: LimitAlertWatchOptions): LimitAlertWat
     if (warned) return;
     warned = true;
     // The message only: an ioredis error object may carry the connection options, password included.
-    options.logger.warn({ reason: (error as Error).message }, 'limit alerts: the counters or claims cannot be read; tried again at the next settlement');
+    options.logger.warn(
+      { reason: (error as Error).message },
+      'limit alerts: the counters or claims cannot be read; tried again at the next settlement',
+    );
     setTimeout(() => (warned = false), 60_000).unref();
   };
 

@@ -1,7 +1,12 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import type { Logger } from 'pino';
 import {
-  EVENTS, type ControlPlaneChange, type ControlPlaneRefusal, type EventSource, type LimitAlert, type SignInEvent,
+  EVENTS,
+  type ControlPlaneChange,
+  type ControlPlaneRefusal,
+  type EventSource,
+  type LimitAlert,
+  type SignInEvent,
 } from '../../core/diagnostics.ts';
 import type { AuditEntry, AuditRecord, AuditStore } from '../../stores/audit/audit-store.ts';
 
@@ -27,15 +32,48 @@ export interface AuditTrail {
 const timeOf = (event: { readonly at: number }) => new Date(event.at).toISOString();
 
 function changeEntry(event: ControlPlaneChange): AuditEntry {
-  return { time: timeOf(event), actor: event.actor, via: event.via, address: event.address ?? null, action: event.action, outcome: 'ok', target: event.target, before: event.before, after: event.after, reason: null };
+  return {
+    time: timeOf(event),
+    actor: event.actor,
+    via: event.via,
+    address: event.address ?? null,
+    action: event.action,
+    outcome: 'ok',
+    target: event.target,
+    before: event.before,
+    after: event.after,
+    reason: null,
+  };
 }
 
 function refusalEntry(event: ControlPlaneRefusal): AuditEntry {
-  return { time: timeOf(event), actor: event.actor ?? null, via: event.via, address: event.address ?? null, action: event.action, outcome: 'refused', target: event.target, before: null, after: null, reason: event.reason };
+  return {
+    time: timeOf(event),
+    actor: event.actor ?? null,
+    via: event.via,
+    address: event.address ?? null,
+    action: event.action,
+    outcome: 'refused',
+    target: event.target,
+    before: null,
+    after: null,
+    reason: event.reason,
+  };
 }
 
 function signInEntry(event: SignInEvent): AuditEntry {
-  return { time: timeOf(event), actor: event.actor, via: event.via, address: event.address ?? null, action: event.action, outcome: 'ok', target: { type: 'session', id: event.method }, before: null, after: null, reason: null };
+  return {
+    time: timeOf(event),
+    actor: event.actor,
+    via: event.via,
+    address: event.address ?? null,
+    action: event.action,
+    outcome: 'ok',
+    target: { type: 'session', id: event.method },
+    before: null,
+    after: null,
+    reason: null,
+  };
 }
 
 /** A limit alert as the gateway's own record: which threshold of whose limit, and the use when it fired. */
@@ -80,7 +118,11 @@ export function onAuditEntries(source: EventSource, keep: (entry: AuditEntry) =>
  */
 export function startAuditTrail(options: AuditTrailOptions): AuditTrail {
   const out: WriteStream | NodeJS.WriteStream | undefined =
-    options.export === undefined ? undefined : options.export === 'stdout' ? process.stdout : createWriteStream(options.export.file, { flags: 'a', mode: 0o600 });
+    options.export === undefined
+      ? undefined
+      : options.export === 'stdout'
+        ? process.stdout
+        : createWriteStream(options.export.file, { flags: 'a', mode: 0o600 });
   let queue: Promise<unknown> = Promise.resolve();
   const keep = (entry: AuditEntry) => {
     queue = queue.then(async () => {
@@ -88,7 +130,10 @@ export function startAuditTrail(options: AuditTrailOptions): AuditTrail {
       try {
         record = await options.store.append(entry);
       } catch (error) {
-        options.logger.error({ action: entry.action, target: entry.target, err: (error as Error).message }, 'audit record could not be stored');
+        options.logger.error(
+          { action: entry.action, target: entry.target, err: (error as Error).message },
+          'audit record could not be stored',
+        );
         return;
       }
       out?.write(`${JSON.stringify(record)}\n`);

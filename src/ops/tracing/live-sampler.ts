@@ -1,5 +1,12 @@
 import type { Attributes, Context, Link, SpanKind } from '@opentelemetry/api';
-import { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler, type Sampler, type SamplingResult } from '@opentelemetry/sdk-trace-base';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  type Sampler,
+  type SamplingResult,
+} from '@opentelemetry/sdk-trace-base';
 import type { SamplerSettings } from './tracing-settings.ts';
 
 /** The SDK's sampler for `OTEL_TRACES_SAMPLER` and its argument. */
@@ -38,7 +45,14 @@ export class LiveSampler implements Sampler {
     return true;
   }
 
-  shouldSample(context: Context, traceId: string, spanName: string, spanKind: SpanKind, attributes: Attributes, links: Link[]): SamplingResult {
+  shouldSample(
+    context: Context,
+    traceId: string,
+    spanName: string,
+    spanKind: SpanKind,
+    attributes: Attributes,
+    links: Link[],
+  ): SamplingResult {
     return this.current.shouldSample(context, traceId, spanName, spanKind, attributes, links);
   }
 

@@ -1,12 +1,31 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type TextMapPropagator, type Tracer } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type TextMapPropagator,
+  type Tracer,
+} from '@opentelemetry/api';
 import type { LimitRefusal } from '../../core/gateway-errors.ts';
 import type { SettledFigures, UsageOutcome } from '../../core/exchange.ts';
 import { SamplingDecision, type Sampler } from '@opentelemetry/sdk-trace-base';
-import type { AttemptStart, AttemptTrace, RecordedAnswer, RequestStart, RequestTrace, TraceAttributes } from './request-trace.ts';
+import type {
+  AttemptStart,
+  AttemptTrace,
+  RecordedAnswer,
+  RequestStart,
+  RequestTrace,
+  TraceAttributes,
+} from './request-trace.ts';
 import type { TraceIds } from './trace-ids.ts';
 import { ATTR, EVENT } from './span-names.ts';
 
-/** What every request's trace shares: the tracer, its sampler and ids, the propagator, whether message text is captured. */
+/**
+ * What every request's trace shares: the tracer, its sampler and ids, the propagator, whether message text is captured.
+ */
 export interface TraceKit {
   readonly tracer: Tracer;
   /** The tracer's own sampler, asked once per request before any span is made. */
@@ -80,7 +99,10 @@ class OtelAttempt implements AttemptTrace {
 
   failed(reason: string, status?: number): void {
     this.failure = { reason, status, at: performance.now() };
-    this.span.setAttributes({ [ATTR.errorType]: status === undefined ? 'transport' : String(status), [ATTR.httpStatus]: status });
+    this.span.setAttributes({
+      [ATTR.errorType]: status === undefined ? 'transport' : String(status),
+      [ATTR.httpStatus]: status,
+    });
     this.span.setStatus({ code: SpanStatusCode.ERROR, message: reason });
   }
 
@@ -88,7 +110,11 @@ class OtelAttempt implements AttemptTrace {
   closeFailed(next: string | undefined): void {
     const failure = this.failure!;
     if (next !== undefined) {
-      this.span.addEvent(EVENT.failover, { [ATTR.failoverReason]: failure.reason, [ATTR.failoverNext]: next }, failure.at);
+      this.span.addEvent(
+        EVENT.failover,
+        { [ATTR.failoverReason]: failure.reason, [ATTR.failoverNext]: next },
+        failure.at,
+      );
     }
     this.span.setAttribute(ATTR.attemptOutcome, next === undefined ? 'failed' : 'failed_over');
     this.end(failure.at);
@@ -148,7 +174,11 @@ export class OtelRequestTrace implements RequestTrace {
     this.span.setAttributes({ [ATTR.errorCode]: code, [ATTR.errorType]: code });
     if (limit) {
       this.span.setAttributes({ [ATTR.limitKind]: limit.kind, [ATTR.limitScope]: limit.scope });
-      this.span.addEvent(EVENT.refused, { [ATTR.limitKind]: limit.kind, [ATTR.limitScope]: limit.scope, [ATTR.errorCode]: code });
+      this.span.addEvent(EVENT.refused, {
+        [ATTR.limitKind]: limit.kind,
+        [ATTR.limitScope]: limit.scope,
+        [ATTR.errorCode]: code,
+      });
     }
   }
 
@@ -178,20 +208,33 @@ export class OtelRequestTrace implements RequestTrace {
       attributes[ATTR.inputMessages] = JSON.stringify(messages);
       if (system !== undefined) attributes[ATTR.systemInstructions] = JSON.stringify(system);
     }
-    const span = this.kit.tracer.startSpan(`${start.operation} ${start.requestModel}`, { kind: SpanKind.CLIENT, attributes: attributes as Attributes }, this.context);
+    const span = this.kit.tracer.startSpan(
+      `${start.operation} ${start.requestModel}`,
+      { kind: SpanKind.CLIENT, attributes: attributes as Attributes },
+      this.context,
+    );
     this.current = new OtelAttempt(span, start.endpoint);
     return this.current;
   }
 
   pluginFault(plugin: string, hook: string): void {
     const target = this.current && !this.current.ended ? this.current.span : this.span;
-    target.addEvent(hook.startsWith('streamFixups') ? EVENT.fixupFault : EVENT.pluginFault, { [ATTR.plugin]: plugin, [ATTR.pluginHook]: hook });
+    target.addEvent(hook.startsWith('streamFixups') ? EVENT.fixupFault : EVENT.pluginFault, {
+      [ATTR.plugin]: plugin,
+      [ATTR.pluginHook]: hook,
+    });
   }
 
   settled(figures: SettledFigures | undefined): void {
     this.span.addEvent(
       EVENT.settle,
-      figures ? { [ATTR.settledTokens]: figures.totalTokens, [ATTR.settledChargedTokens]: figures.chargedTokens, [ATTR.settledCostUsd]: figures.costUsd } : { [ATTR.settledTokens]: 0 },
+      figures
+        ? {
+            [ATTR.settledTokens]: figures.totalTokens,
+            [ATTR.settledChargedTokens]: figures.chargedTokens,
+            [ATTR.settledCostUsd]: figures.costUsd,
+          }
+        : { [ATTR.settledTokens]: 0 },
     );
   }
 
@@ -226,11 +269,16 @@ export class OtelRequestTrace implements RequestTrace {
       [ATTR.cacheReadTokens]: usage?.cachedTokens,
     });
     if (this.capturesContent && answer.outputText) {
-      const message = { role: 'assistant', parts: [{ type: 'text', content: answer.outputText() }], finish_reason: facts?.finishReasons?.[0] ?? '' };
+      const message = {
+        role: 'assistant',
+        parts: [{ type: 'text', content: answer.outputText() }],
+        finish_reason: facts?.finishReasons?.[0] ?? '',
+      };
       span.setAttribute(ATTR.outputMessages, JSON.stringify([message]));
     }
     const upstreamStatus = attempt.status ?? answer.upstreamStatus;
-    if (FAILED_OUTCOMES.has(answer.outcome)) span.setStatus({ code: SpanStatusCode.ERROR, message: ATTEMPT_OUTCOMES[answer.outcome] });
+    if (FAILED_OUTCOMES.has(answer.outcome))
+      span.setStatus({ code: SpanStatusCode.ERROR, message: ATTEMPT_OUTCOMES[answer.outcome] });
     else if (upstreamStatus !== undefined && upstreamStatus >= 400) {
       span.setAttribute(ATTR.errorType, String(upstreamStatus));
       span.setStatus({ code: SpanStatusCode.ERROR });
@@ -242,7 +290,11 @@ export class OtelRequestTrace implements RequestTrace {
     if (this.ended) return;
     this.ended = true;
     const settling = this.settling;
-    if (settling) void settling.then(() => this.close(status), () => this.close(status));
+    if (settling)
+      void settling.then(
+        () => this.close(status),
+        () => this.close(status),
+      );
     else this.close(status);
   }
 
@@ -297,10 +349,18 @@ export class UnsampledRequestTrace implements RequestTrace {
  * its server span, under the client's trace context when it sent one.
  */
 export function startRequestTrace(kit: TraceKit, start: RequestStart): RequestTrace {
-  const parent = start.headers.traceparent === undefined ? ROOT_CONTEXT : withoutTraceState(kit.propagator.extract(ROOT_CONTEXT, start.headers, headerGetter));
+  const parent =
+    start.headers.traceparent === undefined
+      ? ROOT_CONTEXT
+      : withoutTraceState(kit.propagator.extract(ROOT_CONTEXT, start.headers, headerGetter));
   const traceId = trace.getSpanContext(parent)?.traceId ?? kit.ids.traceId();
   const name = `${start.method} ${start.route}`;
-  const attributes = { [ATTR.httpMethod]: start.method, [ATTR.httpRoute]: start.route, [ATTR.urlPath]: start.path, [ATTR.requestId]: start.requestId };
+  const attributes = {
+    [ATTR.httpMethod]: start.method,
+    [ATTR.httpRoute]: start.route,
+    [ATTR.urlPath]: start.path,
+    [ATTR.requestId]: start.requestId,
+  };
   const { decision } = kit.sampler.shouldSample(parent, traceId, name, SpanKind.SERVER, attributes, []);
   if (decision === SamplingDecision.NOT_RECORD) return new UnsampledRequestTrace(kit.ids, traceId);
   if (parent === ROOT_CONTEXT) kit.ids.useNext(traceId);
@@ -311,7 +371,9 @@ export function startRequestTrace(kit: TraceKit, start: RequestStart): RequestTr
 /** The client's trace context without its `tracestate`: the gateway passes a client's entries on to no one. */
 function withoutTraceState(context: Context): Context {
   const client = trace.getSpanContext(context);
-  return client?.traceState === undefined ? context : trace.setSpanContext(context, { ...client, traceState: undefined });
+  return client?.traceState === undefined
+    ? context
+    : trace.setSpanContext(context, { ...client, traceState: undefined });
 }
 
 const origins = new Map<string, { hostname: string; port: number | undefined }>();

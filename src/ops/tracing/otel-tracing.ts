@@ -33,8 +33,16 @@ const INSTANCE_ID = randomUUID();
  * The resource of every span and metric: `service.name`, the gateway's version, this process's
  * `service.instance.id` and the operator's attributes (which may name the instance themselves).
  */
-export function gatewayResource(settings: Pick<TracingSettings, 'serviceName' | 'resourceAttributes'>, version: string): Resource {
-  return resourceFromAttributes({ [ATTR_SERVICE_VERSION]: version, 'service.instance.id': INSTANCE_ID, ...settings.resourceAttributes, [ATTR_SERVICE_NAME]: settings.serviceName });
+export function gatewayResource(
+  settings: Pick<TracingSettings, 'serviceName' | 'resourceAttributes'>,
+  version: string,
+): Resource {
+  return resourceFromAttributes({
+    [ATTR_SERVICE_VERSION]: version,
+    'service.instance.id': INSTANCE_ID,
+    ...settings.resourceAttributes,
+    [ATTR_SERVICE_NAME]: settings.serviceName,
+  });
 }
 
 function traceExporter(destination: OtlpDestination): SpanExporter {
@@ -48,14 +56,29 @@ function traceExporter(destination: OtlpDestination): SpanExporter {
  * and no context manager is installed: the data plane passes each request's trace along itself.
  * Undefined when no traces endpoint is configured: the data plane then makes no span at all.
  */
-export function startTracing(settings: TracingSettings, counts: SpanCounts, version: string): GatewayTracing | undefined {
+export function startTracing(
+  settings: TracingSettings,
+  counts: SpanCounts,
+  version: string,
+): GatewayTracing | undefined {
   if (!settings.traces) return undefined;
   const sampler = new LiveSampler(settings.sampler);
   const processor = new CountedBatchProcessor(traceExporter(settings.traces), settings.batch, counts);
   const ids = new TraceIds();
-  const provider = new BasicTracerProvider({ resource: gatewayResource(settings, version), sampler, idGenerator: ids, spanProcessors: [processor] });
+  const provider = new BasicTracerProvider({
+    resource: gatewayResource(settings, version),
+    sampler,
+    idGenerator: ids,
+    spanProcessors: [processor],
+  });
   const tracer = provider.getTracer('model-gateway', version);
-  const kit: TraceKit = { tracer, sampler, ids, propagator: new W3CTraceContextPropagator(), captureContent: settings.captureMessageContent };
+  const kit: TraceKit = {
+    tracer,
+    sampler,
+    ids,
+    propagator: new W3CTraceContextPropagator(),
+    captureContent: settings.captureMessageContent,
+  };
   return {
     requests: { startRequest: (start) => startRequestTrace(kit, start) },
     span: (name, attributes) => {

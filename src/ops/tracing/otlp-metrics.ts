@@ -26,10 +26,34 @@ export interface OtlpGenAiMetrics {
 
 /** Each GenAI histogram of `/metrics` under its GenAI conventions' name and unit, with its buckets. */
 const HISTOGRAMS = [
-  { prometheus: 'gen_ai_client_token_usage', name: 'gen_ai.client.token.usage', unit: '{token}', description: 'Tokens used per upstream operation, by token type', boundaries: GENAI_BUCKETS.tokens },
-  { prometheus: 'gen_ai_client_operation_duration_seconds', name: 'gen_ai.client.operation.duration', unit: 's', description: 'GenAI operation duration', boundaries: GENAI_BUCKETS.duration },
-  { prometheus: 'gen_ai_client_operation_time_to_first_chunk_seconds', name: 'gen_ai.client.operation.time_to_first_chunk', unit: 's', description: 'Time to the first chunk of a streamed answer', boundaries: GENAI_BUCKETS.duration },
-  { prometheus: 'gen_ai_client_operation_time_per_output_chunk_seconds', name: 'gen_ai.client.operation.time_per_output_chunk', unit: 's', description: 'Mean time per output chunk after the first, per stream', boundaries: GENAI_BUCKETS.perChunk },
+  {
+    prometheus: 'gen_ai_client_token_usage',
+    name: 'gen_ai.client.token.usage',
+    unit: '{token}',
+    description: 'Tokens used per upstream operation, by token type',
+    boundaries: GENAI_BUCKETS.tokens,
+  },
+  {
+    prometheus: 'gen_ai_client_operation_duration_seconds',
+    name: 'gen_ai.client.operation.duration',
+    unit: 's',
+    description: 'GenAI operation duration',
+    boundaries: GENAI_BUCKETS.duration,
+  },
+  {
+    prometheus: 'gen_ai_client_operation_time_to_first_chunk_seconds',
+    name: 'gen_ai.client.operation.time_to_first_chunk',
+    unit: 's',
+    description: 'Time to the first chunk of a streamed answer',
+    boundaries: GENAI_BUCKETS.duration,
+  },
+  {
+    prometheus: 'gen_ai_client_operation_time_per_output_chunk_seconds',
+    name: 'gen_ai.client.operation.time_per_output_chunk',
+    unit: 's',
+    description: 'Mean time per output chunk after the first, per stream',
+    boundaries: GENAI_BUCKETS.perChunk,
+  },
 ] as const;
 
 /** The Prometheus labels of the GenAI histograms and the attributes they stand for. */
@@ -50,14 +74,21 @@ interface PromValue {
  * One prom-client histogram's series as OTLP histogram data points: its cumulative `le` buckets
  * turned into the per-bucket counts OTLP carries, its `_sum` and `_count`.
  */
-export function histogramPoints(values: readonly PromValue[], boundaries: readonly number[], startTime: HrTime, endTime: HrTime): DataPoint<Histogram>[] {
+export function histogramPoints(
+  values: readonly PromValue[],
+  boundaries: readonly number[],
+  startTime: HrTime,
+  endTime: HrTime,
+): DataPoint<Histogram>[] {
   const series = new Map<string, { attributes: Attributes; cumulative: number[]; sum: number; count: number }>();
   for (const { value, labels, metricName } of values) {
     const attributes: Attributes = {};
-    for (const [label, labelValue] of Object.entries(labels)) if (label !== 'le' && labelValue !== undefined) attributes[ATTRIBUTES[label] ?? label] = labelValue;
+    for (const [label, labelValue] of Object.entries(labels))
+      if (label !== 'le' && labelValue !== undefined) attributes[ATTRIBUTES[label] ?? label] = labelValue;
     const key = JSON.stringify(attributes);
     let entry = series.get(key);
-    if (entry === undefined) series.set(key, (entry = { attributes, cumulative: boundaries.map(() => 0), sum: 0, count: 0 }));
+    if (entry === undefined)
+      series.set(key, (entry = { attributes, cumulative: boundaries.map(() => 0), sum: 0, count: 0 }));
     if (metricName?.endsWith('_sum')) entry.sum = value;
     else if (metricName?.endsWith('_count')) entry.count = value;
     else if (labels.le !== '+Inf') {
@@ -86,17 +117,30 @@ export function genAiMetricProducer(registry: Registry): MetricProducer {
         const found = registry.getSingleMetric(histogram.prometheus);
         if (!found) continue;
         const { values } = (await found.get()) as { values: PromValue[] };
-        const dataPoints = histogramPoints(values, histogram.boundaries, startTime, endTime).filter((point) => point.value.count > 0);
+        const dataPoints = histogramPoints(values, histogram.boundaries, startTime, endTime).filter(
+          (point) => point.value.count > 0,
+        );
         if (dataPoints.length === 0) continue;
         metrics.push({
-          descriptor: { name: histogram.name, unit: histogram.unit, description: histogram.description, valueType: ValueType.DOUBLE },
+          descriptor: {
+            name: histogram.name,
+            unit: histogram.unit,
+            description: histogram.description,
+            valueType: ValueType.DOUBLE,
+          },
           dataPointType: DataPointType.HISTOGRAM,
           aggregationTemporality: AggregationTemporality.CUMULATIVE,
           dataPoints,
         });
       }
       // The reader keeps the meter provider's resource; the scope names the gateway.
-      return { resourceMetrics: { resource: undefined as never, scopeMetrics: [{ scope: { name: 'model-gateway' }, metrics }] }, errors: [] };
+      return {
+        resourceMetrics: {
+          resource: undefined as never,
+          scopeMetrics: [{ scope: { name: 'model-gateway' }, metrics }],
+        },
+        errors: [],
+      };
     },
   };
 }
@@ -111,7 +155,11 @@ function metricExporter(destination: OtlpDestination): PushMetricExporter {
  * `.time_to_first_chunk`, `.time_per_output_chunk`) pushed over OTLP/HTTP on a timer by the
  * OpenTelemetry metrics SDK, from the histograms of `/metrics`; undefined without a metrics endpoint.
  */
-export function startOtlpGenAiMetrics(settings: TracingSettings, registry: Registry, version: string): OtlpGenAiMetrics | undefined {
+export function startOtlpGenAiMetrics(
+  settings: TracingSettings,
+  registry: Registry,
+  version: string,
+): OtlpGenAiMetrics | undefined {
   if (!settings.metrics) return undefined;
   const reader = new PeriodicExportingMetricReader({
     exporter: metricExporter(settings.metrics),

@@ -5,7 +5,11 @@ const SHARED = Buffer.allocUnsafe(16);
 /** `bytes` random bytes as lower-case hex, never all zero (a W3C id must not be). */
 function randomHex(bytes: 8 | 16): string {
   for (let index = 0; index < bytes; index += 4) SHARED.writeUInt32BE((Math.random() * 2 ** 32) >>> 0, index);
-  if (SHARED.readUInt32BE(0) === 0 && SHARED.readUInt32BE(4) === 0 && (bytes === 8 || (SHARED.readUInt32BE(8) === 0 && SHARED.readUInt32BE(12) === 0))) {
+  if (
+    SHARED.readUInt32BE(0) === 0 &&
+    SHARED.readUInt32BE(4) === 0 &&
+    (bytes === 8 || (SHARED.readUInt32BE(8) === 0 && SHARED.readUInt32BE(12) === 0))
+  ) {
     SHARED[bytes - 1] = 1;
   }
   return SHARED.toString('hex', 0, bytes);

@@ -1,4 +1,10 @@
-import { EVENTS, type AttemptStartMessage, type EventSource, type ExchangeEndMessage, type ExchangeRecordedMessage } from '../../core/diagnostics.ts';
+import {
+  EVENTS,
+  type AttemptStartMessage,
+  type EventSource,
+  type ExchangeEndMessage,
+  type ExchangeRecordedMessage,
+} from '../../core/diagnostics.ts';
 import type { ExchangeView } from '../../core/exchange.ts';
 import type { AttemptTrace, RequestTrace, RequestTracing, TraceAttributes } from './request-trace.ts';
 import { ATTR, EVENT, LIMIT_ALERT_SPAN } from './span-names.ts';
@@ -15,13 +21,21 @@ export function traceExchanges(source: EventSource, tracing: RequestTracing): ()
   const off = [
     EVENTS.exchangeStart.subscribe(source, (exchange) => traces.start(exchange)),
     EVENTS.authenticated.subscribe(source, (exchange) => traces.authenticated(exchange)),
-    EVENTS.reserved.subscribe(source, ({ exchange, meters }) => traces.recording(exchange)?.event(EVENT.reserve, { [ATTR.limitKinds]: meters })),
-    EVENTS.cache.subscribe(source, ({ exchange, result }) => traces.recording(exchange)?.event(EVENT.cacheLookup, { [ATTR.cacheResult]: result })),
+    EVENTS.reserved.subscribe(source, ({ exchange, meters }) =>
+      traces.recording(exchange)?.event(EVENT.reserve, { [ATTR.limitKinds]: meters }),
+    ),
+    EVENTS.cache.subscribe(source, ({ exchange, result }) =>
+      traces.recording(exchange)?.event(EVENT.cacheLookup, { [ATTR.cacheResult]: result }),
+    ),
     EVENTS.attemptStart.subscribe(source, (message) => traces.attempt(message)),
     EVENTS.attemptHeaders.subscribe(source, ({ exchange, status }) => traces.attemptOf(exchange)?.responded(status)),
     EVENTS.attemptFirstContent.subscribe(source, ({ exchange }) => traces.attemptOf(exchange)?.firstContent()),
-    EVENTS.attemptError.subscribe(source, ({ exchange, reason, status }) => traces.attemptOf(exchange)?.failed(reason, status)),
-    EVENTS.pluginFault.subscribe(source, ({ exchange, plugin, hook }) => traces.recording(exchange)?.pluginFault(plugin, hook)),
+    EVENTS.attemptError.subscribe(source, ({ exchange, reason, status }) =>
+      traces.attemptOf(exchange)?.failed(reason, status),
+    ),
+    EVENTS.pluginFault.subscribe(source, ({ exchange, plugin, hook }) =>
+      traces.recording(exchange)?.pluginFault(plugin, hook),
+    ),
     EVENTS.settled.subscribe(source, ({ exchange, figures }) => traces.recording(exchange)?.settled(figures)),
     EVENTS.exchangeRecorded.subscribe(source, (message) => traces.recorded(message)),
     EVENTS.exchangeEnd.subscribe(source, (message) => traces.end(message)),
@@ -83,7 +97,9 @@ class ExchangeTraces {
     trace.event(EVENT.auth);
   }
 
-  /** Opens the attempt's span (a `traceparent` alone when unsampled) and hands its trace context back on the message. */
+  /**
+   * Opens the attempt's span (a `traceparent` alone when unsampled) and hands its trace context back on the message.
+   */
   attempt(message: AttemptStartMessage): void {
     const trace = this.traces.get(message.exchange);
     if (!trace) return;

@@ -1,5 +1,12 @@
 /** The samplers of `OTEL_TRACES_SAMPLER` the gateway takes (the SDK's built-in ones). */
-export const SAMPLER_NAMES = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
+export const SAMPLER_NAMES = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
 
 export type SamplerName = (typeof SAMPLER_NAMES)[number];
 
@@ -24,7 +31,9 @@ export interface BatchSettings {
   readonly maxExportBatchSize: number;
 }
 
-/** One OTLP destination: where it is and the headers each export carries (which may hold a credential: never logged). */
+/**
+ * One OTLP destination: where it is and the headers each export carries (which may hold a credential: never logged).
+ */
 export interface OtlpDestination {
   /** The whole URL the exports are POSTed to (`…/v1/traces`, `…/v1/metrics`). */
   readonly url: string;
@@ -55,7 +64,9 @@ export interface TracingSettings {
   readonly batch: BatchSettings;
   /** Interval of the OTLP metric exports, in ms. */
   readonly metricExportIntervalMs: number;
-  /** Prompt and completion text on spans (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`); never by default. */
+  /**
+   * Prompt and completion text on spans (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`); never by default.
+   */
   readonly captureMessageContent: boolean;
 }
 

@@ -30,8 +30,15 @@ export interface Configuration {
  * Loads every plugin (the gateway stops when one is wrong, naming it) and the configuration that a
  * reload replaces whole; logs where each plugin came from.
  */
-export async function startConfiguration(config: GatewayConfig, env: NodeJS.ProcessEnv, logger: Logger): Promise<Configuration> {
-  const { providers: plugins, guardrails: guardrailPlugins } = await loadAllPlugins(config.manifestPath, config.pluginPath);
+export async function startConfiguration(
+  config: GatewayConfig,
+  env: NodeJS.ProcessEnv,
+  logger: Logger,
+): Promise<Configuration> {
+  const { providers: plugins, guardrails: guardrailPlugins } = await loadAllPlugins(
+    config.manifestPath,
+    config.pluginPath,
+  );
   const reloads: ReloadListener[] = [];
   const results: ((result: 'applied' | 'rejected') => void)[] = [];
   const live = new LiveConfig({
@@ -40,7 +47,8 @@ export async function startConfiguration(config: GatewayConfig, env: NodeJS.Proc
     env,
     config,
     // A reload keeps the breaker state (rests, failure counts) of the endpoints it does not change.
-    buildEndpoints: (settings, previous) => carryBreakerState(previous, providerEndpoints(plugins, settings, env, logger)),
+    buildEndpoints: (settings, previous) =>
+      carryBreakerState(previous, providerEndpoints(plugins, settings, env, logger)),
     logger,
     onApplied: (settings, previous) => reloads.forEach((listener) => listener(settings, previous)),
     onResult: (result) => results.forEach((listener) => listener(result)),
@@ -48,7 +56,10 @@ export async function startConfiguration(config: GatewayConfig, env: NodeJS.Proc
   for (const plugin of plugins) {
     const directory = originOf(plugin);
     const models = plugin.models.length;
-    logger.info({ plugin: plugin.vendor, directory, models }, `plugin '${plugin.vendor}' loaded from ${directory}: ${models} model(s)`);
+    logger.info(
+      { plugin: plugin.vendor, directory, models },
+      `plugin '${plugin.vendor}' loaded from ${directory}: ${models} model(s)`,
+    );
   }
   logGuardrailPlugins(logger, guardrailPlugins);
   return {
@@ -70,6 +81,9 @@ export async function startConfiguration(config: GatewayConfig, env: NodeJS.Proc
 function logGuardrailPlugins(logger: Logger, plugins: readonly GuardrailPlugin[]): void {
   for (const plugin of plugins) {
     const directory = originOf(plugin);
-    logger.info({ guardrail: plugin.guardrail, directory }, `guardrail plugin '${plugin.guardrail}' loaded from ${directory}`);
+    logger.info(
+      { guardrail: plugin.guardrail, directory },
+      `guardrail plugin '${plugin.guardrail}' loaded from ${directory}`,
+    );
   }
 }

@@ -37,16 +37,26 @@ export interface ControlPlaneParts {
  * document, the caller's own usage, health and readiness, the admin API (bearer) and the account page
  * with its API (session); the management routes are the same behind both.
  */
-export async function controlPlaneRoutes(config: GatewayConfig, logger: Logger, parts: ControlPlaneParts): Promise<NonNullable<AppOptions['mount']>> {
+export async function controlPlaneRoutes(
+  config: GatewayConfig,
+  logger: Logger,
+  parts: ControlPlaneParts,
+): Promise<NonNullable<AppOptions['mount']>> {
   const { configuration, stores, observability, limits, serving, readiness } = parts;
   const { live, registry, endpoints } = configuration;
   const { redis, keys, teams, usage, ledger, guardrailActions, tokens, audit, alerts } = stores;
   const { responseCache } = serving;
   const settings = () => live.current.config;
   // rate-limit-redis loads only with Redis configured: failed sign-ins per address are then counted across instances.
-  const signInStore = redis ? (await import('../../stores/redis/shared-rate-store.ts')).sharedRateStore(redis, 'gw-signin:') : undefined;
+  const signInStore = redis
+    ? (await import('../../stores/redis/shared-rate-store.ts')).sharedRateStore(redis, 'gw-signin:')
+    : undefined;
   const access = { adminTokenEnabled: () => settings().access.adminToken, tokens, audit, source: observability.source };
-  const health = async () => ({ readiness: await readiness.read(), providers: providerHealth(registry(), endpoints), aliases: aliasTable(registry()) });
+  const health = async () => ({
+    readiness: await readiness.read(),
+    providers: providerHealth(registry(), endpoints),
+    aliases: aliasTable(registry()),
+  });
   const managed = {
     keys,
     teams,
@@ -60,7 +70,13 @@ export async function controlPlaneRoutes(config: GatewayConfig, logger: Logger, 
     guardrailActions,
     alerts,
   };
-  const admin = adminRouter({ ...managed, token: config.adminToken, throttle: limits.adminThrottle, health, access: { ...access, enabled: config.access.oidc !== undefined } });
+  const admin = adminRouter({
+    ...managed,
+    token: config.adminToken,
+    throttle: limits.adminThrottle,
+    health,
+    access: { ...access, enabled: config.access.oidc !== undefined },
+  });
   const account = accountRouter({
     ...managed,
     token: config.adminToken,

@@ -10,7 +10,10 @@ import type { LimitLedger } from '../../usage/limit-ledger.ts';
 import type { UsageStore } from '../../usage/usage-store.ts';
 import type { Configuration } from './configuration.ts';
 
-/** Who may call and how much: the key check, request rates, concurrency, token and money budgets, failed-credential throttles. */
+/**
+ * Who may call and how much: the key check, request rates, concurrency, token and money budgets, failed-credential
+ * throttles.
+ */
 export interface Limits {
   readonly authenticate: KeyAuthenticator;
   readonly rates: RateLimiters;
@@ -20,8 +23,15 @@ export interface Limits {
   readonly adminThrottle: FailedAuthThrottle;
 }
 
-/** The limits, counted on the one ledger of every limit; the rate in force is read per request (a reload changes it). */
-export function startLimits(config: GatewayConfig, logger: Logger, configuration: Configuration, stores: OpenStores<UsageStore, LimitLedger>): Limits {
+/**
+ * The limits, counted on the one ledger of every limit; the rate in force is read per request (a reload changes it).
+ */
+export function startLimits(
+  config: GatewayConfig,
+  logger: Logger,
+  configuration: Configuration,
+  stores: OpenStores<UsageStore, LimitLedger>,
+): Limits {
   const { ledger } = stores;
   const authenticate = createAuthenticator({
     store: stores.keys,

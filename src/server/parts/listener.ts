@@ -67,6 +67,9 @@ export async function listen(
     });
   });
   // A cluster's primary serves METRICS_PORT itself: its workers do not listen there.
-  const metricsServer = config.metricsPort === undefined || clusterWorker ? undefined : await serveMetrics(metrics, config.metricsPort, config.host);
+  const metricsServer =
+    config.metricsPort === undefined || clusterWorker
+      ? undefined
+      : await serveMetrics(metrics, config.metricsPort, config.host);
   return { server, metricsServer };
 }

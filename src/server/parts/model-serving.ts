@@ -50,7 +50,8 @@ export function startModelServing(
   const caching = responseCaching(responseCache, () => live.current.config);
   const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
   const parts = routeParts(config, configuration, limits, accounting, upstream);
-  const routesOf = (settings: LiveSettings) => modelRoutes(parts, { caching: caching.settings() ? caching : undefined, guardrails: settings.guardrails });
+  const routesOf = (settings: LiveSettings) =>
+    modelRoutes(parts, { caching: caching.settings() ? caching : undefined, guardrails: settings.guardrails });
   let routes = routesOf(live.current);
   configuration.onReload((settings) => {
     routes = routesOf(settings);
@@ -70,7 +71,13 @@ export function startModelServing(
 }
 
 /** What the model routes' stages are made from: the catalog and endpoints in force, the bounds, the limits. */
-function routeParts(config: GatewayConfig, configuration: Configuration, limits: Limits, usage: GatewayUsageAccounting, upstream: UpstreamClient): ModelRouteParts {
+function routeParts(
+  config: GatewayConfig,
+  configuration: Configuration,
+  limits: Limits,
+  usage: GatewayUsageAccounting,
+  upstream: UpstreamClient,
+): ModelRouteParts {
   const { live, registry, endpoints } = configuration;
   return {
     registry,

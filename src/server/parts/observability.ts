@@ -43,7 +43,13 @@ type Stores = OpenStores<UsageStore, LimitLedger>;
  * and (when configured) OpenTelemetry traces, metrics and audit logs, each subscribed to the gateway's
  * events.
  */
-export async function startObservability(config: GatewayConfig, env: NodeJS.ProcessEnv, logger: Logger, configuration: Configuration, stores: Stores): Promise<Observability> {
+export async function startObservability(
+  config: GatewayConfig,
+  env: NodeJS.ProcessEnv,
+  logger: Logger,
+  configuration: Configuration,
+  stores: Stores,
+): Promise<Observability> {
   const { live, endpoints } = configuration;
   const source = {};
   const metrics = new GatewayMetrics({
@@ -55,12 +61,18 @@ export async function startObservability(config: GatewayConfig, env: NodeJS.Proc
   metrics.setEndpointStates(function* () {
     for (const [provider, pool] of endpoints.pools()) {
       const states = pool.state();
-      for (const [index, member] of pool.endpoints.entries()) yield { provider, endpoint: member.endpoint.origin, up: states[index]!.status !== 'resting' };
+      for (const [index, member] of pool.endpoints.entries())
+        yield { provider, endpoint: member.endpoint.origin, up: states[index]!.status !== 'resting' };
     }
   });
   const accessLogger = createAccessLogger(logger);
   const auditTrail = startAuditTrail({ source, store: stores.audit, logger, export: auditExport(config.auditExport) });
-  const unobserve = observeGateway(source, { logger, accessLogger, metrics, guardrailActions: stores.guardrailActions });
+  const unobserve = observeGateway(source, {
+    logger,
+    accessLogger,
+    metrics,
+    guardrailActions: stores.guardrailActions,
+  });
   const traces = await startTraces(config, logger, source, metrics);
   const { ledger, alerts: log } = stores;
   const alerts = startLimitAlerts({ source, settings: config.alerts, ledger, log, logger, metrics });
@@ -96,9 +108,20 @@ function auditExport(exportTo: GatewayConfig['auditExport']) {
  */
 async function startTraces(config: GatewayConfig, logger: Logger, source: EventSource, metrics: GatewayMetrics) {
   const { traces, metrics: otlp, logs, sampler } = config.tracing;
-  const counted = { exported: (count: number) => metrics.tracesExported(count), dropped: (reason: 'queue_full' | 'export_failed', count: number) => metrics.tracesDropped(reason, count) };
-  const tracing = traces ? (await import('../../ops/tracing/otel-tracing.ts')).startTracing(config.tracing, counted, VERSION) : undefined;
-  const otlpMetrics = otlp ? (await import('../../ops/tracing/otlp-metrics.ts')).startOtlpGenAiMetrics(config.tracing, metrics.registry, VERSION) : undefined;
+  const counted = {
+    exported: (count: number) => metrics.tracesExported(count),
+    dropped: (reason: 'queue_full' | 'export_failed', count: number) => metrics.tracesDropped(reason, count),
+  };
+  const tracing = traces
+    ? (await import('../../ops/tracing/otel-tracing.ts')).startTracing(config.tracing, counted, VERSION)
+    : undefined;
+  const otlpMetrics = otlp
+    ? (await import('../../ops/tracing/otlp-metrics.ts')).startOtlpGenAiMetrics(
+        config.tracing,
+        metrics.registry,
+        VERSION,
+      )
+    : undefined;
   const subscriber = tracing ? await import('../../ops/tracing/trace-subscriber.ts') : undefined;
   const untraceRequests = tracing && subscriber?.traceExchanges(source, tracing.requests);
   const untraceAlerts = tracing && subscriber?.traceLimitAlerts(source, tracing.span);
@@ -107,9 +130,15 @@ async function startTraces(config: GatewayConfig, logger: Logger, source: EventS
     ? (await import('../../ops/audit/otlp-audit-logs.ts')).startOtlpAuditLogs(config.tracing, source, logger, VERSION)
     : undefined;
   // Where spans, metrics and audit logs go, never the headers (they may carry a collector's credential).
-  if (tracing) logger.info({ traces: withoutUserInfo(traces!.url), protocol: traces!.protocol, sampler: sampler.name, ratio: sampler.ratio }, 'tracing on: OTLP traces');
-  if (otlpMetrics) logger.info({ metrics: withoutUserInfo(otlp!.url), protocol: otlp!.protocol }, 'GenAI metrics over OTLP');
-  if (auditLogs) logger.info({ logs: withoutUserInfo(logs!.url), protocol: logs!.protocol }, 'audit records as OTLP logs');
+  if (tracing)
+    logger.info(
+      { traces: withoutUserInfo(traces!.url), protocol: traces!.protocol, sampler: sampler.name, ratio: sampler.ratio },
+      'tracing on: OTLP traces',
+    );
+  if (otlpMetrics)
+    logger.info({ metrics: withoutUserInfo(otlp!.url), protocol: otlp!.protocol }, 'GenAI metrics over OTLP');
+  if (auditLogs)
+    logger.info({ logs: withoutUserInfo(logs!.url), protocol: logs!.protocol }, 'audit records as OTLP logs');
   return {
     reloaded(next: GatewayConfig['tracing']['sampler']) {
       if (tracing?.setSampler(next)) logger.info({ sampler: next.name, ratio: next.ratio }, 'trace sampler changed');

@@ -16,7 +16,11 @@ export interface Readiness {
 
 export type ReadinessBody = Awaited<ReturnType<typeof readinessOf>>;
 
-async function readinessOf(stores: { redis?: RedisConnection; usage: UsageStore; ledger: LimitLedger }, configuration: Configuration, draining: boolean) {
+async function readinessOf(
+  stores: { redis?: RedisConnection; usage: UsageStore; ledger: LimitLedger },
+  configuration: Configuration,
+  draining: boolean,
+) {
   const { redis, usage, ledger } = stores;
   const { live } = configuration;
   // Asks Redis itself, so a stall shows (and clears) without any model request.
@@ -40,7 +44,10 @@ async function readinessOf(stores: { redis?: RedisConnection; usage: UsageStore;
  * instances. `?degraded=ready` answers 200 while degraded: for an orchestrator that takes every unready
  * replica out of service, where a shared Redis outage would otherwise stop all of them at once.
  */
-export function readiness(stores: { redis?: RedisConnection; usage: UsageStore; ledger: LimitLedger }, configuration: Configuration): Readiness {
+export function readiness(
+  stores: { redis?: RedisConnection; usage: UsageStore; ledger: LimitLedger },
+  configuration: Configuration,
+): Readiness {
   let draining = false;
   const read = () => readinessOf(stores, configuration, draining);
   return {

@@ -45,7 +45,10 @@ export function shutdown(logger: Logger, parts: ShutdownParts): Shutdown {
       });
       if ((await Promise.race([drained, cut])) === 'cut') {
         const open = parts.inFlight.count;
-        logger.warn({ open, drainMs }, 'shutdown: drain time over, ending the requests still open (their usage is recorded, estimated where needed)');
+        logger.warn(
+          { open, drainMs },
+          'shutdown: drain time over, ending the requests still open (their usage is recorded, estimated where needed)',
+        );
         server.closeAllConnections();
         parts.cut?.();
       }

@@ -70,8 +70,9 @@ export interface AlertLog {
 }
 
 /** What names an alert among the last firings: its owner, kind, period and threshold. */
-export const alertKeyOf = (entry: Pick<AlertFiringEntry, 'scope' | 'owner' | 'kind' | 'period' | 'threshold'>): string =>
-  `${entry.scope}:${entry.owner}:${entry.kind}:${entry.period}:${entry.threshold}`;
+export const alertKeyOf = (
+  entry: Pick<AlertFiringEntry, 'scope' | 'owner' | 'kind' | 'period' | 'threshold'>,
+): string => `${entry.scope}:${entry.owner}:${entry.kind}:${entry.period}:${entry.threshold}`;
 
 /** Newest first by `fired_at`. */
 export const newestFiredFirst = (a: AlertFiringEntry, b: AlertFiringEntry): number =>

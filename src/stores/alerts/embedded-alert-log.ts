@@ -1,5 +1,10 @@
 import {
-  ALERT_DELIVERIES_KEPT, alertKeyOf, newestFiredFirst, type AlertDeliveryEntry, type AlertFiringEntry, type AlertLog,
+  ALERT_DELIVERIES_KEPT,
+  alertKeyOf,
+  newestFiredFirst,
+  type AlertDeliveryEntry,
+  type AlertFiringEntry,
+  type AlertLog,
 } from './alert-log.ts';
 
 // Claims are dropped once this many are held (the oldest windows' first): far more than owners times thresholds.

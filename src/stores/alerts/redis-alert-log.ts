@@ -2,7 +2,12 @@ import type { Logger } from 'pino';
 import { RedisBreaker } from '../redis/redis-breaker.ts';
 import { isReady, type RedisConnection } from '../redis/redis-client.ts';
 import {
-  ALERT_DELIVERIES_KEPT, alertKeyOf, newestFiredFirst, type AlertDeliveryEntry, type AlertFiringEntry, type AlertLog,
+  ALERT_DELIVERIES_KEPT,
+  alertKeyOf,
+  newestFiredFirst,
+  type AlertDeliveryEntry,
+  type AlertFiringEntry,
+  type AlertLog,
 } from './alert-log.ts';
 
 /** Each claim is its own key (`SET NX` with an expiry), so that any instance's claim is the one. */
@@ -51,7 +56,9 @@ export class RedisAlertLog implements AlertLog {
   async lastFirings(): Promise<AlertFiringEntry[]> {
     if (!isReady(this.redis)) throw new Error('Redis is unavailable');
     const stored = Object.values(await this.redis.hgetall(ALERT_LAST_KEY));
-    return stored.flatMap((text) => parsed<AlertFiringEntry>(text, (entry) => typeof entry.id === 'string')).sort(newestFiredFirst);
+    return stored
+      .flatMap((text) => parsed<AlertFiringEntry>(text, (entry) => typeof entry.id === 'string'))
+      .sort(newestFiredFirst);
   }
 
   delivered(entry: AlertDeliveryEntry): void {
@@ -95,6 +102,9 @@ export class RedisAlertLog implements AlertLog {
   private dropped(reason: string): void {
     if (this.warned) return;
     this.warned = true;
-    this.logger.warn({ reason }, 'limit alerts: Redis did not take a firing or delivery; they are dropped until it does');
+    this.logger.warn(
+      { reason },
+      'limit alerts: Redis did not take a firing or delivery; they are dropped until it does',
+    );
   }
 }

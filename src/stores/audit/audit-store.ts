@@ -73,18 +73,35 @@ export interface ChainCheck {
   readonly problem?: { readonly seq: number; readonly reason: string };
 }
 
-/** Walks the records in order: consecutive numbers, each `prev` the hash before, each hash its content's, the head the last. */
+/**
+ * Walks the records in order: consecutive numbers, each `prev` the hash before, each hash its content's, the head the
+ * last.
+ */
 export function verifyChain(records: readonly AuditRecord[], head: AuditHead | undefined): ChainCheck {
   let previous: AuditHead = { seq: 0, hash: GENESIS_HASH };
   for (const record of records) {
-    const fail = (reason: string): ChainCheck => ({ ok: false, records: records.length, problem: { seq: previous.seq + 1, reason } });
-    if (record.seq !== previous.seq + 1) return fail(`record ${previous.seq + 1} is missing (found ${record.seq} next)`);
-    if (record.prev !== previous.hash) return fail(`record ${record.seq} does not follow record ${previous.seq} (its prev is not that record's hash)`);
-    if (recordHash(record) !== record.hash) return fail(`record ${record.seq} was changed (its content does not give its hash)`);
+    const fail = (reason: string): ChainCheck => ({
+      ok: false,
+      records: records.length,
+      problem: { seq: previous.seq + 1, reason },
+    });
+    if (record.seq !== previous.seq + 1)
+      return fail(`record ${previous.seq + 1} is missing (found ${record.seq} next)`);
+    if (record.prev !== previous.hash)
+      return fail(`record ${record.seq} does not follow record ${previous.seq} (its prev is not that record's hash)`);
+    if (recordHash(record) !== record.hash)
+      return fail(`record ${record.seq} was changed (its content does not give its hash)`);
     previous = { seq: record.seq, hash: record.hash };
   }
   if (head && (head.seq !== previous.seq || head.hash !== previous.hash)) {
-    return { ok: false, records: records.length, problem: { seq: previous.seq + 1, reason: `the log ends at record ${previous.seq} but its head says ${head.seq}: records were cut or the head changed` } };
+    return {
+      ok: false,
+      records: records.length,
+      problem: {
+        seq: previous.seq + 1,
+        reason: `the log ends at record ${previous.seq} but its head says ${head.seq}: records were cut or the head changed`,
+      },
+    };
   }
   return { ok: true, records: records.length };
 }

@@ -5,7 +5,8 @@ import { chainedRecord, type AuditEntry, type AuditHead, type AuditRecord, type 
 // One hash tag: on a Cluster the log and its head share a slot, so the script never crosses slots.
 const LOG = '{gateway-audit}:log';
 const HEAD = '{gateway-audit}:head';
-// KEYS: log, head; ARGV: the head expected (empty: none yet), the new head, the record. 0 when another writer came first.
+// KEYS: log, head; ARGV: the head expected (empty: none yet), the new head, the record. 0 when another writer came
+// first.
 const APPEND = `local head = redis.call('GET', KEYS[2]) or ''
 if head ~= ARGV[1] then return 0 end
 redis.call('RPUSH', KEYS[1], ARGV[3])
@@ -34,7 +35,15 @@ export class RedisAuditStore implements AuditStore {
       for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
         const head = headOf(await this.redis.get(HEAD));
         const record = chainedRecord(entry, head);
-        const done = await this.redis.eval(APPEND, 2, LOG, HEAD, headText(head), headText({ seq: record.seq, hash: record.hash }), JSON.stringify(record));
+        const done = await this.redis.eval(
+          APPEND,
+          2,
+          LOG,
+          HEAD,
+          headText(head),
+          headText({ seq: record.seq, hash: record.hash }),
+          JSON.stringify(record),
+        );
         if (done === 1) return record;
       }
       throw new Error('the audit log changed on every attempt to append to it');
@@ -75,7 +84,10 @@ export class RedisAuditStore implements AuditStore {
       return await command();
     } catch (error) {
       // The message only: an ioredis error object may carry the connection options, password included.
-      throw serviceUnavailable('The audit log cannot be reached right now (Redis is unreachable); please retry shortly', new Error((error as Error).message));
+      throw serviceUnavailable(
+        'The audit log cannot be reached right now (Redis is unreachable); please retry shortly',
+        new Error((error as Error).message),
+      );
     }
   }
 }

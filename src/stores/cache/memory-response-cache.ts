@@ -87,7 +87,19 @@ export class MemoryResponseCache implements ResponseCache {
     if (previous) this.drop(id, previous);
     if (size > limit) return;
     const { storedAt, status, contentType, stream, model, usage } = answer;
-    this.entries.set(id, { tenant, body: answer.body.toString('latin1'), storedAt, status, contentType: shared(contentType), stream, model: shared(model), usage, size, expiresAt: this.now() + ttlMs, touched: (this.puts += 1) });
+    this.entries.set(id, {
+      tenant,
+      body: answer.body.toString('latin1'),
+      storedAt,
+      status,
+      contentType: shared(contentType),
+      stream,
+      model: shared(model),
+      usage,
+      size,
+      expiresAt: this.now() + ttlMs,
+      touched: (this.puts += 1),
+    });
     this.bytes += size;
     this.events.stored?.(answer.body.length);
     this.evict(limit);
@@ -119,7 +131,10 @@ export class MemoryResponseCache implements ResponseCache {
     this.bytes -= entry.size;
   }
 
-  /** Drops the least recently used entries until the bytes fit with some room (an expired one goes when it is read, or here). */
+  /**
+   * Drops the least recently used entries until the bytes fit with some room (an expired one goes when it is read, or
+   * here).
+   */
   private evict(limit: number): void {
     if (this.bytes <= limit) return;
     // Iteration starts at the table's first slot and walks over every dead one there: once per batch.

@@ -1,6 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { decodeCachedAnswer, encodeCachedAnswer, type CacheEvents, type CachedAnswer, type CacheTenant, type ResponseCache } from '../../core/response-cache.ts';
+import {
+  decodeCachedAnswer,
+  encodeCachedAnswer,
+  type CacheEvents,
+  type CachedAnswer,
+  type CacheTenant,
+  type ResponseCache,
+} from '../../core/response-cache.ts';
 import { RedisBreaker } from '../redis/redis-breaker.ts';
 import { isCluster, isReady, type RedisConnection } from '../redis/redis-client.ts';
 import { SharedDeadline } from '../redis/shared-deadline.ts';
@@ -81,7 +88,11 @@ export class RedisResponseCache implements ResponseCache {
         const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', UNLINK_BATCH);
         cursor = next;
         // One key per call: on a Cluster, keys of one page may sit in different slots.
-        if (keys.length) dropped += (await Promise.all(keys.map((found) => node.unlink(found)))).reduce((sum, count) => sum + count, 0);
+        if (keys.length)
+          dropped += (await Promise.all(keys.map((found) => node.unlink(found)))).reduce(
+            (sum, count) => sum + count,
+            0,
+          );
       } while (cursor !== '0');
     }
     return dropped;
@@ -107,7 +118,10 @@ export class RedisResponseCache implements ResponseCache {
     this.breaker.trip();
     if (this.warned) return;
     this.warned = true;
-    this.options.logger.warn({ reason: error.message }, 'response cache: Redis did not answer; requests go upstream until it does');
+    this.options.logger.warn(
+      { reason: error.message },
+      'response cache: Redis did not answer; requests go upstream until it does',
+    );
     setTimeout(() => (this.warned = false), 60_000).unref();
   }
 }

@@ -1,4 +1,9 @@
-import { actionEntryOf, GUARDRAIL_ACTIONS_KEPT, type GuardrailActionEntry, type GuardrailActionLog } from './guardrail-action-log.ts';
+import {
+  actionEntryOf,
+  GUARDRAIL_ACTIONS_KEPT,
+  type GuardrailActionEntry,
+  type GuardrailActionLog,
+} from './guardrail-action-log.ts';
 
 /** The newest guardrail actions of this process, in a ring (gone when the process ends). */
 export class EmbeddedGuardrailActionLog implements GuardrailActionLog {
@@ -20,7 +25,8 @@ export class EmbeddedGuardrailActionLog implements GuardrailActionLog {
   async recent(limit: number): Promise<GuardrailActionEntry[]> {
     const count = Math.max(0, Math.min(limit, this.size));
     const entries: GuardrailActionEntry[] = [];
-    for (let back = 1; back <= count; back += 1) entries.push(this.ring[(this.next - back + this.capacity) % this.capacity]!);
+    for (let back = 1; back <= count; back += 1)
+      entries.push(this.ring[(this.next - back + this.capacity) % this.capacity]!);
     return entries;
   }
 

@@ -30,7 +30,10 @@ export interface GuardrailActionEntry {
 export interface GuardrailActionLog {
   /** Keeps an action. Never throws and never waits: a store that cannot take it drops it. */
   record(entry: GuardrailActionEntry): void;
-  /** The newest `limit` actions kept (at most {@link GUARDRAIL_ACTIONS_KEPT}), newest first; rejects when the store cannot be read. */
+  /**
+   * The newest `limit` actions kept (at most {@link GUARDRAIL_ACTIONS_KEPT}), newest first; rejects when the store
+   * cannot be read.
+   */
   recent(limit: number): Promise<GuardrailActionEntry[]>;
   close(): Promise<void>;
 }

@@ -1,7 +1,12 @@
 import type { Logger } from 'pino';
 import { RedisBreaker } from '../redis/redis-breaker.ts';
 import { isReady, type RedisConnection } from '../redis/redis-client.ts';
-import { actionEntryOf, GUARDRAIL_ACTIONS_KEPT, type GuardrailActionEntry, type GuardrailActionLog } from './guardrail-action-log.ts';
+import {
+  actionEntryOf,
+  GUARDRAIL_ACTIONS_KEPT,
+  type GuardrailActionEntry,
+  type GuardrailActionLog,
+} from './guardrail-action-log.ts';
 
 /** The one Redis list of the newest actions (JSON entries, newest first), shared by every instance. */
 export const GUARDRAIL_ACTIONS_KEY = 'gw-guardrail-actions';
@@ -39,7 +44,11 @@ export class RedisGuardrailActionLog implements GuardrailActionLog {
     this.pending += 1;
     let written: Promise<[error: Error | null, result: unknown][] | null>;
     try {
-      written = this.redis.multi().lpush(GUARDRAIL_ACTIONS_KEY, JSON.stringify(actionEntryOf(entry))).ltrim(GUARDRAIL_ACTIONS_KEY, 0, this.capacity - 1).exec();
+      written = this.redis
+        .multi()
+        .lpush(GUARDRAIL_ACTIONS_KEY, JSON.stringify(actionEntryOf(entry)))
+        .ltrim(GUARDRAIL_ACTIONS_KEY, 0, this.capacity - 1)
+        .exec();
     } catch (error) {
       written = Promise.reject(error as Error);
     }
@@ -66,7 +75,9 @@ export class RedisGuardrailActionLog implements GuardrailActionLog {
     return stored.flatMap((text) => {
       try {
         const entry = JSON.parse(text) as GuardrailActionEntry;
-        return typeof entry === 'object' && entry !== null && typeof entry.guardrail === 'string' ? [actionEntryOf(entry)] : [];
+        return typeof entry === 'object' && entry !== null && typeof entry.guardrail === 'string'
+          ? [actionEntryOf(entry)]
+          : [];
       } catch {
         return [];
       }
@@ -84,6 +95,9 @@ export class RedisGuardrailActionLog implements GuardrailActionLog {
   private dropped(reason: string): void {
     if (this.warned) return;
     this.warned = true;
-    this.options.logger.warn({ reason }, 'guardrail actions: Redis did not take them; the newest are dropped until it does');
+    this.options.logger.warn(
+      { reason },
+      'guardrail actions: Redis did not take them; the newest are dropped until it does',
+    );
   }
 }

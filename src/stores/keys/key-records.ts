@@ -4,7 +4,18 @@ import type { KeyChanges } from './key-store.ts';
 
 // Every field of a key a change may set or remove (its id, hash, creation time and revocation never change here).
 const CHANGEABLE = [
-  'name', 'expiresAt', 'models', 'rpm', 'concurrency', 'quota', 'tpm', 'budget', 'team', 'teamId', 'cache', 'guardrails',
+  'name',
+  'expiresAt',
+  'models',
+  'rpm',
+  'concurrency',
+  'quota',
+  'tpm',
+  'budget',
+  'team',
+  'teamId',
+  'cache',
+  'guardrails',
   'alerts',
 ] as const;
 
@@ -25,5 +36,12 @@ export function applyKeyChanges(record: ApiKeyRecord, changes: KeyChanges): ApiK
     if (value === null) delete next[field];
     else if (value !== undefined) next[field] = value;
   }
-  return { ...(next as unknown as ApiKeyRecord), id: record.id, hash: record.hash, createdAt: record.createdAt, revoked: record.revoked, name: (next.name as string | undefined) ?? record.name };
+  return {
+    ...(next as unknown as ApiKeyRecord),
+    id: record.id,
+    hash: record.hash,
+    createdAt: record.createdAt,
+    revoked: record.revoked,
+    name: (next.name as string | undefined) ?? record.name,
+  };
 }

@@ -24,4 +24,6 @@ export interface KeyStore {
 }
 
 /** A change of a key: its `name` set, or each limit and setting set, removed (`null`) or left as it is (absent). */
-export type KeyChanges = { readonly name?: string } & { readonly [K in keyof Omit<NewKeyInput, 'name'>]?: NewKeyInput[K] | null };
+export type KeyChanges = { readonly name?: string } & {
+  readonly [K in keyof Omit<NewKeyInput, 'name'>]?: NewKeyInput[K] | null;
+};

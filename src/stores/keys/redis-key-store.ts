@@ -84,7 +84,10 @@ export class RedisKeyStore implements KeyStore {
    * Replaces a key's record with what `change` makes of it, compare-and-set (a Lua script), read again and
    * retried when another writer changed it meanwhile; undefined when no key has that id.
    */
-  private async changeNow(id: string, change: (record: ApiKeyRecord) => ApiKeyRecord): Promise<ApiKeyRecord | undefined> {
+  private async changeNow(
+    id: string,
+    change: (record: ApiKeyRecord) => ApiKeyRecord,
+  ): Promise<ApiKeyRecord | undefined> {
     for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt += 1) {
       const hash = await this.redis.get(idKey(id));
       const read = hash === null ? null : await this.redis.get(recordKey(hash));
@@ -127,7 +130,8 @@ export class RedisKeyStore implements KeyStore {
   }
 
   private async revokeNow(id: string): Promise<boolean> {
-    // Compare-and-set like a change, so that a change made at the same moment cannot undo the revoke (nor the revoke lose it).
+    // Compare-and-set like a change, so that a change made at the same moment cannot undo the revoke (nor the revoke
+    // lose it).
     return (await this.changeNow(id, (record) => ({ ...record, revoked: true }))) !== undefined;
   }
 
@@ -137,7 +141,8 @@ export class RedisKeyStore implements KeyStore {
     if (cached && cached.until > now) return cached.record;
     const breaker = RedisBreaker.of(this.redis);
     // Redis failed moments ago: answer from what was last seen at once rather than wait out a stall.
-    if (breaker.open) return this.lastSeen(cached, new Error('Redis is unavailable (a command failed or timed out moments ago)'));
+    if (breaker.open)
+      return this.lastSeen(cached, new Error('Redis is unavailable (a command failed or timed out moments ago)'));
     let value: string | null;
     try {
       value = await this.redis.get(recordKey(hash));
@@ -155,7 +160,9 @@ export class RedisKeyStore implements KeyStore {
   private lastSeen(cached: CachedLookup | undefined, failure: unknown): ApiKeyRecord | undefined {
     if (!cached) throw failure;
     if (this.failMode === 'closed' && Date.now() - cached.readAt > this.graceMs) {
-      throw new Error(`Redis is unavailable and this key's state was last read ${Date.now() - cached.readAt} ms ago (trusted for ${this.graceMs} ms)`);
+      throw new Error(
+        `Redis is unavailable and this key's state was last read ${Date.now() - cached.readAt} ms ago (trusted for ${this.graceMs} ms)`,
+      );
     }
     return cached.record;
   }
@@ -173,6 +180,9 @@ async function whileReachable<T>(operation: () => Promise<T>): Promise<T> {
   } catch (error) {
     if (isGatewayError(error)) throw error;
     // The message only: an ioredis error object may carry the connection options, password included.
-    throw serviceUnavailable('The key store (Redis) is unavailable; please retry shortly', new Error((error as Error).message));
+    throw serviceUnavailable(
+      'The key store (Redis) is unavailable; please retry shortly',
+      new Error((error as Error).message),
+    );
   }
 }

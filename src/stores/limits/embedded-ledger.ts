@@ -112,7 +112,10 @@ export class EmbeddedLedger extends MemoryLedger {
     const file = parseCounters(text);
     if (!file) {
       const aside = `${this.path}.corrupt-${this.now()}`;
-      this.logger.warn({ path: this.path, movedTo: aside }, 'limit ledger: the limit counters file is unreadable; moved aside, starting from zero');
+      this.logger.warn(
+        { path: this.path, movedTo: aside },
+        'limit ledger: the limit counters file is unreadable; moved aside, starting from zero',
+      );
       await rename(this.path, aside).catch(() => {});
       return;
     }
@@ -135,7 +138,8 @@ function parseCounters(text: string): CountersFile | undefined {
   if (typeof counters !== 'object' || counters === null) return undefined;
   const valid: CountersFile['counters'] = {};
   for (const [name, entry] of Object.entries(counters)) {
-    if (Array.isArray(entry) && entry.length === 2 && entry.every((part) => Number.isSafeInteger(part))) valid[name] = entry as [number, number];
+    if (Array.isArray(entry) && entry.length === 2 && entry.every((part) => Number.isSafeInteger(part)))
+      valid[name] = entry as [number, number];
   }
   return { version: 1, counters: valid };
 }

@@ -62,7 +62,8 @@ export class FallbackLedger implements LimitLedger {
       onAdjustFailed: (changes, error, sent) => this.adjustFailed(changes, error, sent),
       // A batch taken before an outage began is applied in memory instead, as a change made during it.
       canSend: () => isReady(redis) && !this.breaker.open && !this.failing,
-      onValues: (values, resets) => values.forEach((value, counter) => this.remember(counter, value, resets.get(counter)!)),
+      onValues: (values, resets) =>
+        values.forEach((value, counter) => this.remember(counter, value, resets.get(counter)!)),
     });
     this.breaker = RedisBreaker.of(redis);
     this.stopListening = this.breaker.onClose(() => this.recover());
@@ -150,7 +151,8 @@ export class FallbackLedger implements LimitLedger {
     const now = Date.now();
     for (const demand of demands) this.seed(demand.counter, now);
     const result = this.memory.reserve(demands);
-    if (result.refused === undefined) demands.forEach((demand, index) => this.addPending(demand.counter, result.reserved[index]!, demand.resetAt));
+    if (result.refused === undefined)
+      demands.forEach((demand, index) => this.addPending(demand.counter, result.reserved[index]!, demand.resetAt));
     return result;
   }
 
@@ -229,10 +231,16 @@ export class FallbackLedger implements LimitLedger {
       const now = Date.now();
       const entries: CatchUpEntry[] = [...batch]
         .filter(([, entry]) => entry.resetAt > now)
-        .map(([counter, entry]) => ({ counter, delta: entry.value, value: this.memory.valueOf(counter, now), resetAt: entry.resetAt }));
+        .map(([counter, entry]) => ({
+          counter,
+          delta: entry.value,
+          value: this.memory.valueOf(counter, now),
+          resetAt: entry.resetAt,
+        }));
       try {
         const values = await this.deadline.race(this.shared.catchUp(entries));
-        for (const entry of entries) this.remember(entry.counter, values.get(entry.counter) ?? entry.value, entry.resetAt);
+        for (const entry of entries)
+          this.remember(entry.counter, values.get(entry.counter) ?? entry.value, entry.resetAt);
       } catch {
         // The push may still be applied once Redis resumes: it is retried, but without its releases,
         // so that at worst it is counted twice (an overcount), never released twice.

@@ -127,7 +127,8 @@ export class RedisLedger implements LimitLedger {
     private readonly options: RedisLedgerOptions = {},
   ) {
     this.logger = options.logger ?? pino({ level: 'silent' });
-    this.deadline = options.deadline ?? (options.timeoutMs === undefined ? undefined : new SharedDeadline(options.timeoutMs));
+    this.deadline =
+      options.deadline ?? (options.timeoutMs === undefined ? undefined : new SharedDeadline(options.timeoutMs));
     // defineCommand sends EVALSHA and reloads the script on NOSCRIPT (a restarted Redis).
     redis.defineCommand('gatewayLimitReserve', { lua: RESERVE });
     redis.defineCommand('gatewayLimitAdjust', { lua: ADJUST });
@@ -192,7 +193,11 @@ export class RedisLedger implements LimitLedger {
     for (let start = 0; start < open.length; start += CATCH_UP_CHUNK) {
       const chunk = open.slice(start, start + CATCH_UP_CHUNK);
       const args = chunk.flatMap((entry) => [whole(entry.delta), whole(entry.value), whole(entry.resetAt)]);
-      const replies = await this.commands.gatewayLimitCatchUp(chunk.length, ...chunk.map((entry) => limitKey(entry.counter)), ...args);
+      const replies = await this.commands.gatewayLimitCatchUp(
+        chunk.length,
+        ...chunk.map((entry) => limitKey(entry.counter)),
+        ...args,
+      );
       chunk.forEach((entry, index) => values.set(entry.counter, Number(replies[index])));
     }
     return values;
@@ -222,7 +227,11 @@ export class RedisLedger implements LimitLedger {
       return;
     }
     const sent = this.redis.status === 'ready';
-    const call = this.commands.gatewayLimitAdjust(changes.length, ...changes.map((change) => limitKey(change.counter)), ...changes.map((change) => whole(change.delta)));
+    const call = this.commands.gatewayLimitAdjust(
+      changes.length,
+      ...changes.map((change) => limitKey(change.counter)),
+      ...changes.map((change) => whole(change.delta)),
+    );
     const done = (this.deadline ? this.deadline.race(call) : call).then(
       (replies) => {
         const values = new Map<string, number>();
@@ -237,7 +246,11 @@ export class RedisLedger implements LimitLedger {
       },
       (error: Error) => {
         if (this.options.onAdjustFailed) this.options.onAdjustFailed(changes, error, sent);
-        else this.logger.warn({ reason: error.message, counters: changes.length }, 'limit ledger: settlements could not reach Redis; they are dropped');
+        else
+          this.logger.warn(
+            { reason: error.message, counters: changes.length },
+            'limit ledger: settlements could not reach Redis; they are dropped',
+          );
       },
     );
     const tracked = done.finally(() => this.inFlight.delete(tracked));

@@ -35,7 +35,9 @@ export class RedisBreaker {
     return breaker;
   }
 
-  /** True while Redis is to be skipped: a command failed and no PING has been answered since, or the connection is down. */
+  /**
+   * True while Redis is to be skipped: a command failed and no PING has been answered since, or the connection is down.
+   */
   get open(): boolean {
     return this.opened || !isReady(this.redis);
   }

@@ -68,7 +68,10 @@ export function createRedisClient(target: RedisTarget, logger: Logger = pino({ l
   if (typeof target === 'string') {
     client = new Redis(target, NODE_OPTIONS);
   } else if (target.cluster?.length) {
-    client = new Cluster(target.cluster.map((node) => ({ ...node })), CLUSTER_OPTIONS);
+    client = new Cluster(
+      target.cluster.map((node) => ({ ...node })),
+      CLUSTER_OPTIONS,
+    );
   } else if (target.sentinels?.length) {
     const name = target.sentinelName ?? target.name;
     if (!name) throw new Error('Redis Sentinel needs the name of the master set (sentinelName)');

@@ -11,8 +11,12 @@ import { isCluster, type RedisConnection } from './redis-client.ts';
  * script is known to whichever node owns a counter (rate-limit-redis reloads it on NOSCRIPT).
  */
 export function sharedRateStore(redis: RedisConnection, prefix: string): RedisStore {
-  if (isCluster(redis)) return new ReloadingRedisStore({ prefix, sendCommandCluster: (details) => sendToCluster(redis, details) });
-  return new ReloadingRedisStore({ prefix, sendCommand: (name, ...rest) => redis.call(name, ...rest) as Promise<RedisReply> });
+  if (isCluster(redis))
+    return new ReloadingRedisStore({ prefix, sendCommandCluster: (details) => sendToCluster(redis, details) });
+  return new ReloadingRedisStore({
+    prefix,
+    sendCommand: (name, ...rest) => redis.call(name, ...rest) as Promise<RedisReply>,
+  });
 }
 
 /**

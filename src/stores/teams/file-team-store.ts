@@ -31,7 +31,8 @@ export class FileTeamStore implements TeamStore {
   async create(input: TeamInput): Promise<TeamRecord> {
     const record = newTeamRecord(input);
     await this.file.write((teams) => {
-      if (teams.some((team) => team.name === record.name)) throw conflict(`A team named '${record.name}' exists already`);
+      if (teams.some((team) => team.name === record.name))
+        throw conflict(`A team named '${record.name}' exists already`);
       return [...teams, record];
     });
     return record;

@@ -43,7 +43,9 @@ export class RedisTeamStore implements TeamStore {
 
   async create(input: TeamInput): Promise<TeamRecord> {
     const record = newTeamRecord(input);
-    const created = await whileReachable(() => this.redis.eval(CREATE, 2, teamKey(record.name), NAME_SET, JSON.stringify(record), record.name));
+    const created = await whileReachable(() =>
+      this.redis.eval(CREATE, 2, teamKey(record.name), NAME_SET, JSON.stringify(record), record.name),
+    );
     if (created !== 1) throw conflict(`A team named '${record.name}' exists already`);
     this.revision += 1;
     return record;
@@ -102,6 +104,9 @@ async function whileReachable<T>(operation: () => Promise<T>): Promise<T> {
   } catch (error) {
     if (isGatewayError(error)) throw error;
     // The message only: an ioredis error object may carry the connection options, password included.
-    throw serviceUnavailable('The team store (Redis) is unavailable; please retry shortly', new Error((error as Error).message));
+    throw serviceUnavailable(
+      'The team store (Redis) is unavailable; please retry shortly',
+      new Error((error as Error).message),
+    );
   }
 }

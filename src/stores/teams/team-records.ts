@@ -24,7 +24,9 @@ export function newTeamRecord(input: TeamInput, now = new Date()): TeamRecord {
   return { ...withoutUndefined(input), id: generateTeamId(), name: input.name, createdAt: now.toISOString() };
 }
 
-/** The record with the changes made: a `null` removes the field (a limit, or the cache setting), an absent one keeps it. */
+/**
+ * The record with the changes made: a `null` removes the field (a limit, or the cache setting), an absent one keeps it.
+ */
 export function applyTeamChanges(record: TeamRecord, changes: TeamChanges): TeamRecord {
   const next: Record<string, unknown> = { ...record };
   for (const field of CHANGEABLE) {

@@ -23,7 +23,9 @@ export class RedisTokenStore implements TokenStore {
 
   async list(): Promise<ServiceTokenRecord[]> {
     const all = await this.call(() => this.redis.hvals(TOKENS));
-    return all.map((value) => JSON.parse(value) as ServiceTokenRecord).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    return all
+      .map((value) => JSON.parse(value) as ServiceTokenRecord)
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   }
 
   async revoke(id: string): Promise<boolean> {
@@ -41,7 +43,10 @@ export class RedisTokenStore implements TokenStore {
       return await command();
     } catch (error) {
       // The message only: an ioredis error object may carry the connection options, password included.
-      throw serviceUnavailable('Service tokens cannot be read right now (Redis is unreachable); please retry shortly', new Error((error as Error).message));
+      throw serviceUnavailable(
+        'Service tokens cannot be read right now (Redis is unreachable); please retry shortly',
+        new Error((error as Error).message),
+      );
     }
   }
 }

@@ -28,7 +28,10 @@ const TOKEN_SHAPE = /^gwt_[A-Za-z0-9_-]{43}$/;
 export const looksLikeServiceToken = (value: string): boolean => TOKEN_SHAPE.test(value);
 
 /** A new token and its record; the token is shown once and never stored. */
-export function newServiceToken(input: NewServiceToken, now = new Date()): { token: string; record: ServiceTokenRecord } {
+export function newServiceToken(
+  input: NewServiceToken,
+  now = new Date(),
+): { token: string; record: ServiceTokenRecord } {
   const token = `${SERVICE_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
   const record: ServiceTokenRecord = {
     id: `tok_${randomBytes(8).toString('hex')}`,

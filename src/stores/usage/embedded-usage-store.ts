@@ -4,11 +4,27 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Logger } from 'pino';
-import { addTotals, dayOf, emptyTotals, recordTotals, type UsageRecord, type UsageTotals } from '../../usage/usage-record.ts';
-import { groupCells, type UsageCell, type UsageQuery, type UsageRow, type UsageStore } from '../../usage/usage-store.ts';
+import {
+  addTotals,
+  dayOf,
+  emptyTotals,
+  recordTotals,
+  type UsageRecord,
+  type UsageTotals,
+} from '../../usage/usage-record.ts';
+import {
+  groupCells,
+  type UsageCell,
+  type UsageQuery,
+  type UsageRow,
+  type UsageStore,
+} from '../../usage/usage-store.ts';
 
 const isRecord = (value: unknown): value is UsageRecord =>
-  typeof value === 'object' && value !== null && typeof (value as UsageRecord).id === 'string' && typeof (value as UsageRecord).keyId === 'string';
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as UsageRecord).id === 'string' &&
+  typeof (value as UsageRecord).keyId === 'string';
 
 /** Reads a JSONL journal of records; a torn line (a crash mid-write) is skipped. A missing file is empty. */
 export async function readJournal(path: string, onRecord: (record: UsageRecord) => void): Promise<void> {
@@ -106,7 +122,8 @@ async function readSnapshot(dir: string): Promise<Snapshot | undefined> {
   }
   // Written by rename only: it is whole, or an operator broke it (then refuse rather than lose usage).
   const snapshot = JSON.parse(text) as Snapshot;
-  if (snapshot.version !== 1 || !Array.isArray(snapshot.cells)) throw new Error(`${join(dir, SNAPSHOT)} is not a usage snapshot`);
+  if (snapshot.version !== 1 || !Array.isArray(snapshot.cells))
+    throw new Error(`${join(dir, SNAPSHOT)} is not a usage snapshot`);
   return snapshot;
 }
 
@@ -143,7 +160,11 @@ export class EmbeddedUsageStore implements UsageStore {
   }
 
   /** Opens (or creates) the store under `dataDir`: the snapshot, then the records journaled since. */
-  static async open(dataDir: string, logger?: Logger, options: EmbeddedUsageStoreOptions = {}): Promise<EmbeddedUsageStore> {
+  static async open(
+    dataDir: string,
+    logger?: Logger,
+    options: EmbeddedUsageStoreOptions = {},
+  ): Promise<EmbeddedUsageStore> {
     await mkdir(dataDir, { recursive: true });
     const store = new EmbeddedUsageStore(dataDir, logger, options);
     const snapshot = await readSnapshot(dataDir);
@@ -181,13 +202,20 @@ export class EmbeddedUsageStore implements UsageStore {
 
   private openJournal(): WriteStream {
     const journal = createWriteStream(join(this.dataDir, LIVE), { flags: 'a' });
-    journal.on('error', (error) => this.logger?.error({ err: error }, 'usage journal write failed; usage since is kept in memory only'));
+    journal.on('error', (error) =>
+      this.logger?.error({ err: error }, 'usage journal write failed; usage since is kept in memory only'),
+    );
     return journal;
   }
 
   private applyCell(cell: UsageCell): void {
     const cellId = `${cell.keyId}\t${cell.day}\t${cell.model}`;
-    const existing = this.cells.get(cellId) ?? { keyId: cell.keyId, day: cell.day, model: cell.model, totals: emptyTotals() };
+    const existing = this.cells.get(cellId) ?? {
+      keyId: cell.keyId,
+      day: cell.day,
+      model: cell.model,
+      totals: emptyTotals(),
+    };
     addTotals(existing.totals as UsageTotals, cell.totals);
     this.cells.set(cellId, existing);
   }
@@ -215,7 +243,12 @@ export class EmbeddedUsageStore implements UsageStore {
   private startCompaction(): void {
     if (this.compacting) return;
     this.compacting = this.compact()
-      .catch((error: unknown) => this.logger?.error({ err: error }, 'usage journal compaction failed; the journal keeps growing until the next one'))
+      .catch((error: unknown) =>
+        this.logger?.error(
+          { err: error },
+          'usage journal compaction failed; the journal keeps growing until the next one',
+        ),
+      )
       .finally(() => {
         this.compacting = undefined;
       });

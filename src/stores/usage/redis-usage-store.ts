@@ -6,7 +6,16 @@ import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { closeTornLine } from './embedded-usage-store.ts';
 import { dayOf, recordTotals, TOTAL_FIELDS, type UsageRecord } from '../../usage/usage-record.ts';
-import { dayRange, groupCells, inRange, totalsFromHash, type UsageCell, type UsageQuery, type UsageRow, type UsageStore } from '../../usage/usage-store.ts';
+import {
+  dayRange,
+  groupCells,
+  inRange,
+  totalsFromHash,
+  type UsageCell,
+  type UsageQuery,
+  type UsageRow,
+  type UsageStore,
+} from '../../usage/usage-store.ts';
 
 type RedisConnection = Redis | Cluster;
 
@@ -168,7 +177,11 @@ export class RedisUsageStore implements UsageStore {
       this.inFlight = [];
       if (this.queue.length >= this.maxQueued) this.spill(this.queue.splice(0));
       this.knownKeyIds.clear();
-      if (this.healthy) this.options.logger.warn({ err: error }, 'usage store: Redis unreachable, holding usage records until it returns');
+      if (this.healthy)
+        this.options.logger.warn(
+          { err: error },
+          'usage store: Redis unreachable, holding usage records until it returns',
+        );
       this.healthy = false;
       this.retryLater();
     }
@@ -201,7 +214,9 @@ export class RedisUsageStore implements UsageStore {
       }
       args.push(`${day}|${record.model}`, JSON.stringify(record), String(increments.length / 2), ...increments);
     }
-    await (this.redis as unknown as { gatewayApplyUsage: (numberOfKeys: number, ...args: string[]) => Promise<number> }).gatewayApplyUsage(keys.length, ...keys, ...args);
+    await (
+      this.redis as unknown as { gatewayApplyUsage: (numberOfKeys: number, ...args: string[]) => Promise<number> }
+    ).gatewayApplyUsage(keys.length, ...keys, ...args);
     if (!this.knownKeyIds.has(keyId)) {
       await this.redis.sadd(KEY_IDS, keyId);
       this.knownKeyIds.add(keyId);
@@ -212,10 +227,16 @@ export class RedisUsageStore implements UsageStore {
   private spill(records: readonly UsageRecord[]): void {
     if (!records.length) return;
     try {
-      appendFileSync(join(this.options.dataDir, LIVE_SPILL), records.map((record) => `${JSON.stringify(record)}\n`).join(''));
+      appendFileSync(
+        join(this.options.dataDir, LIVE_SPILL),
+        records.map((record) => `${JSON.stringify(record)}\n`).join(''),
+      );
       this.spilledSinceReplay = true;
     } catch (error) {
-      this.options.logger.error({ err: error, count: records.length }, 'usage store: cannot spill usage records to disk; they are lost');
+      this.options.logger.error(
+        { err: error, count: records.length },
+        'usage store: cannot spill usage records to disk; they are lost',
+      );
     }
   }
 

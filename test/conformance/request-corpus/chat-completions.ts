@@ -163,25 +163,29 @@ export const CHAT_COMPLETIONS_CORPUS: readonly CorpusEntry[] = [
     name: 'stream with stream_options include_obfuscation',
     source: `${base}.stream, .stream_options (ChatCompletionStreamOptions include_obfuscation)`,
     body: '{"model":"alpha/gen-6-astra","messages":[{"role":"user","content":"Stream a haiku"}],"stream":true,"stream_options":{"include_obfuscation":false}}',
-    upstream: '{"model":"gen-6-astra","messages":[{"role":"user","content":"Stream a haiku"}],"stream":true,"stream_options":{"include_obfuscation":false,"include_usage":true}}',
+    upstream:
+      '{"model":"gen-6-astra","messages":[{"role":"user","content":"Stream a haiku"}],"stream":true,"stream_options":{"include_obfuscation":false,"include_usage":true}}',
   },
   {
     name: 'stream with include_usage already true',
     source: `${OPENAI_CHAT} ChatCompletionStreamOptions.include_usage`,
     body: '{"model":"beta-latest","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}',
-    upstream: '{"model":"beta-fable-5-1","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}',
+    upstream:
+      '{"model":"beta-fable-5-1","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}',
   },
   {
     name: 'stream without stream_options',
     source: `${OPENAI_CHAT} ChatCompletionCreateParamsStreaming.stream`,
     body: '{"model":"epsilon/epsilon-5.3-flash","messages":[{"role":"user","content":"hi"}],"stream":true}',
-    upstream: '{"model":"epsilon-5.3-flash","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}',
+    upstream:
+      '{"model":"epsilon-5.3-flash","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}',
   },
   {
     name: 'stream true with stream_options null',
     source: `${base}.stream_options (ChatCompletionStreamOptions | null)`,
     body: '{"model":"alpha/gen-6-astra","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":null}',
-    upstream: '{"model":"gen-6-astra","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}',
+    upstream:
+      '{"model":"gen-6-astra","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}',
   },
   {
     name: 'stream false',

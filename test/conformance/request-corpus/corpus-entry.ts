@@ -5,7 +5,10 @@ export interface CorpusEntry {
   readonly source: string;
   /** The exact bytes the client sends (UTF-8 JSON text). */
   readonly body: string;
-  /** What the upstream must receive when it differs from the client body by more than the model (include_usage on Chat Completions streams). */
+  /**
+   * What the upstream must receive when it differs from the client body by more than the model (include_usage on Chat
+   * Completions streams).
+   */
   readonly upstream?: string;
 }
 

@@ -30,7 +30,10 @@ export const ROLE_GRANTS: Readonly<Record<string, Grant>> = {
   'viewer:blue': { role: 'viewer', teams: ['blue'] },
 };
 
-export const ROLE_MAPPING: RoleMapping[] = Object.entries(ROLE_GRANTS).map(([name, grant]) => ({ group: `group-${name}`, ...grant }));
+export const ROLE_MAPPING: RoleMapping[] = Object.entries(ROLE_GRANTS).map(([name, grant]) => ({
+  group: `group-${name}`,
+  ...grant,
+}));
 
 /** How one role calls: a bearer for `/admin`, a cookie and CSRF token for `/account/api`. */
 export interface RoleCredentials {
@@ -76,13 +79,28 @@ export async function startAccessFixture(): Promise<AccessFixture> {
   for (const team of ['blue', 'green']) await keys.create({ name: `${team} key`, team });
   const access: AccessOptions = { tokens, audit, source, adminTokenEnabled: () => true };
   const options = {
-    keys, teams, usage, registry: () => registry, guardrailActions: new EmbeddedGuardrailActionLog(), bodyLimitBytes: 1024 * 1024,
+    keys,
+    teams,
+    usage,
+    registry: () => registry,
+    guardrailActions: new EmbeddedGuardrailActionLog(),
+    bodyLimitBytes: 1024 * 1024,
     alerts: new EmbeddedAlertLog(),
   };
-  const admin = adminRouter({ token: ADMIN_TOKEN, ...options, health: async () => ({ readiness: { status: 'ok' }, providers: [], aliases: [] }), access });
+  const admin = adminRouter({
+    token: ADMIN_TOKEN,
+    ...options,
+    health: async () => ({ readiness: { status: 'ok' }, providers: [], aliases: [] }),
+    access,
+  });
   const account = accountRouter({
-    token: ADMIN_TOKEN, ...options, endpoints: endpointsOf(new Map()), readiness: async () => ({ status: 'ok' }), sessions,
-    roles: () => ROLE_MAPPING, access,
+    token: ADMIN_TOKEN,
+    ...options,
+    endpoints: endpointsOf(new Map()),
+    readiness: async () => ({ status: 'ok' }),
+    sessions,
+    roles: () => ROLE_MAPPING,
+    access,
   });
   const app = await startGuardedApp({ routers: { '/admin': admin, '/account': account } });
   const roles: Record<string, RoleCredentials> = {};
@@ -90,19 +108,45 @@ export async function startAccessFixture(): Promise<AccessFixture> {
     const id = randomBytes(32).toString('base64url');
     const csrf = randomBytes(32).toString('base64url');
     await sessions.put(createHmac('sha256', ADMIN_TOKEN).update(id).digest('hex'), {
-      csrfToken: csrf, expiresAt: Date.now() + 3_600_000, ...(user && { user: { issuer: 'https://idp.example', subject: user.groups[0]!, email: `${user.groups[0]}@example.com`, groups: user.groups } }),
+      csrfToken: csrf,
+      expiresAt: Date.now() + 3_600_000,
+      ...(user && {
+        user: {
+          issuer: 'https://idp.example',
+          subject: user.groups[0]!,
+          email: `${user.groups[0]}@example.com`,
+          groups: user.groups,
+        },
+      }),
     });
     return { cookie: `gw_account_session=${id}`, csrf };
   };
   for (const [name, grant] of Object.entries(ROLE_GRANTS)) {
-    const { token } = await tokens.create({ name: `walk ${name}`, grant, expiresAt: new Date(Date.now() + 86_400_000).toISOString(), createdBy: 'test' });
+    const { token } = await tokens.create({
+      name: `walk ${name}`,
+      grant,
+      expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+      createdBy: 'test',
+    });
     roles[name] = { bearer: token, ...(await session({ groups: [`group-${name}`] })) };
   }
   roles['admin-token'] = { bearer: ADMIN_TOKEN, ...(await session()) };
   return {
-    app, dataDir, keys, teams, tokens, audit, trail, admin, account, roles,
+    app,
+    dataDir,
+    keys,
+    teams,
+    tokens,
+    audit,
+    trail,
+    admin,
+    account,
+    roles,
     async renew(name) {
-      roles[name] = { bearer: roles[name]!.bearer, ...(await session(name === 'admin-token' ? undefined : { groups: [`group-${name}`] })) };
+      roles[name] = {
+        bearer: roles[name]!.bearer,
+        ...(await session(name === 'admin-token' ? undefined : { groups: [`group-${name}`] })),
+      };
     },
     async close() {
       await app.close();
@@ -120,7 +164,14 @@ export interface Reply {
 }
 
 /** One call to `/admin` (bearer) or `/account/api` (cookie, CSRF token and this origin on writes). */
-export async function callAs(fixture: AccessFixture, mount: '/admin' | '/account/api', method: string, path: string, credentials?: RoleCredentials, body?: unknown): Promise<Reply> {
+export async function callAs(
+  fixture: AccessFixture,
+  mount: '/admin' | '/account/api',
+  method: string,
+  path: string,
+  credentials?: RoleCredentials,
+  body?: unknown,
+): Promise<Reply> {
   const headers: Record<string, string> = {};
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (credentials && mount === '/admin') headers.authorization = `Bearer ${credentials.bearer}`;
@@ -128,7 +179,11 @@ export async function callAs(fixture: AccessFixture, mount: '/admin' | '/account
     headers.cookie = credentials.cookie;
     if (method !== 'GET') Object.assign(headers, { 'x-csrf-token': credentials.csrf, origin: fixture.app.url });
   }
-  const response = await fetch(`${fixture.app.url}${mount}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const response = await fetch(`${fixture.app.url}${mount}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await response.text();
   let json: Record<string, any> = {};
   try {

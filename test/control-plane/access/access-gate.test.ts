@@ -15,17 +15,33 @@ describe('access gate: deny by default', () => {
       res.locals.principal = ADMIN_TOKEN_PRINCIPAL;
       next();
     });
-    guarded.use(accessGate({ rules: MANAGEMENT_ROUTES, routes: () => routesOf(management), keys: { list: async () => [] }, via: 'admin' }));
+    guarded.use(
+      accessGate({
+        rules: MANAGEMENT_ROUTES,
+        routes: () => routesOf(management),
+        keys: { list: async () => [] },
+        via: 'admin',
+      }),
+    );
     guarded.use(management);
     const app = await startGuardedApp({ routers: { '/admin': guarded } });
     try {
-      expect(await send(app.url, '/admin/keys', { method: 'GET' })).to.deep.include({ status: 200, body: { listed: true } });
+      expect(await send(app.url, '/admin/keys', { method: 'GET' })).to.deep.include({
+        status: 200,
+        body: { listed: true },
+      });
       management.get('/budget-groups', (_req, res) => void res.json({ leaked: true }));
       management.post('/keys/:id/rotate', (_req, res) => void res.json({ leaked: true }));
-      for (const [method, path] of [['GET', '/admin/budget-groups'], ['GET', '/admin/BUDGET-GROUPS/'], ['POST', '/admin/keys/key_1/rotate']] as const) {
+      for (const [method, path] of [
+        ['GET', '/admin/budget-groups'],
+        ['GET', '/admin/BUDGET-GROUPS/'],
+        ['POST', '/admin/keys/key_1/rotate'],
+      ] as const) {
         const refused = await send(app.url, path, { method });
         expect(refused.status, `${method} ${path}`).to.equal(403);
-        expect(refused.body.detail).to.match(/^No permission is declared for (GET|POST) \/admin\/.+: it is refused to everyone$/);
+        expect(refused.body.detail).to.match(
+          /^No permission is declared for (GET|POST) \/admin\/.+: it is refused to everyone$/,
+        );
       }
       // A path no route serves passes on to the 404 of whatever is behind (here Express's own).
       const unknown = await fetch(`${app.url}/admin/nothing-here`);

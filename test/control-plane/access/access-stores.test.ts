@@ -9,7 +9,7 @@ describe('access stores: a role scoped to a team name', function () {
   });
   after(async () => fixture.close());
 
-  it("gets none of the keys of an earlier team of that name once another team took it", async () => {
+  it('gets none of the keys of an earlier team of that name once another team took it', async () => {
     const admin = fixture.roles['admin-token']!;
     const scoped = fixture.roles['team-admin:blue']!;
     const old = (await fixture.keys.list()).find((record) => record.team === 'blue')!;

@@ -1,13 +1,25 @@
 import { expect } from 'chai';
 import { readFile } from 'node:fs/promises';
-import { covers, MANAGEMENT_ROUTES, PERMISSIONS, ROLE_PERMISSIONS, scopeOf, SESSION_ROUTES, type RouteRule, type TeamScope } from '../../../src/control-plane/access/permissions.ts';
+import {
+  covers,
+  MANAGEMENT_ROUTES,
+  PERMISSIONS,
+  ROLE_PERMISSIONS,
+  scopeOf,
+  SESSION_ROUTES,
+  type RouteRule,
+  type TeamScope,
+} from '../../../src/control-plane/access/permissions.ts';
 import { routesOf } from '../../../src/control-plane/access/route-list.ts';
 import { ROLES, type Grant } from '../../../src/core/access.ts';
 import { callAs, ROLE_GRANTS, startAccessFixture, type AccessFixture } from './access-fixture.ts';
 
 type Mount = '/admin' | '/account/api';
 
-/** A route as the walk calls it for a team: the path, the body, and the team the call is about (null: every team; undefined: none). */
+/**
+ * A route as the walk calls it for a team: the path, the body, and the team the call is about (null: every team;
+ * undefined: none).
+ */
 interface Call {
   readonly path: string;
   readonly body?: unknown;
@@ -23,7 +35,9 @@ function declared(mount: Mount, method: string, path: string): RouteRule | undef
 /** The routes a mount serves, read from the router itself (so a route added later is walked too). */
 function served(fixture: AccessFixture, mount: Mount): { method: string; path: string }[] {
   if (mount === '/admin') return routesOf(fixture.admin);
-  return routesOf(fixture.account).filter((route) => route.path.startsWith('/api/')).map((route) => ({ ...route, path: route.path.slice('/api'.length) }));
+  return routesOf(fixture.account)
+    .filter((route) => route.path.startsWith('/api/'))
+    .map((route) => ({ ...route, path: route.path.slice('/api'.length) }));
 }
 
 let unique = 0;
@@ -58,7 +72,12 @@ async function callFor(fixture: AccessFixture, method: string, path: string, tea
     case 'POST /tokens':
       return { path, body: { name: `walked ${unique}`, role: 'viewer', teams: [team] }, team };
     case 'DELETE /tokens/:id': {
-      const { record } = await fixture.tokens.create({ name: `to revoke ${unique}`, grant: { role: 'viewer', teams: [team] }, expiresAt: new Date(Date.now() + 3_600_000).toISOString(), createdBy: 'test' });
+      const { record } = await fixture.tokens.create({
+        name: `to revoke ${unique}`,
+        grant: { role: 'viewer', teams: [team] },
+        expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+        createdBy: 'test',
+      });
       return { path: `/tokens/${record.id}`, team };
     }
     default:
@@ -87,7 +106,9 @@ describe('access: every /admin and /account/api route, with every role and none,
     it(`declares a permission for every route ${mount} serves`, () => {
       const routes = served(fixture, mount);
       expect(routes.length).to.be.greaterThan(20);
-      const undeclared = routes.filter((route) => !declared(mount, route.method, route.path)).map((route) => `${route.method} ${mount}${route.path}`);
+      const undeclared = routes
+        .filter((route) => !declared(mount, route.method, route.path))
+        .map((route) => `${route.method} ${mount}${route.path}`);
       expect(undeclared, 'routes without a declared permission').to.deep.equal([]);
     });
 
@@ -99,9 +120,13 @@ describe('access: every /admin and /account/api route, with every role and none,
         if (rule.permission === 'public') continue;
         const anonymous = await callFor(fixture, route.method, route.path, 'blue');
         const bare = await callAs(fixture, mount, route.method, anonymous.path, undefined, anonymous.body);
-        if (bare.status !== 401) wrong.push(`${route.method} ${mount}${anonymous.path} without credentials: ${bare.status} ${bare.text}`);
+        if (bare.status !== 401)
+          wrong.push(`${route.method} ${mount}${anonymous.path} without credentials: ${bare.status} ${bare.text}`);
         for (const team of ['blue', 'green'] as const) {
-          for (const [name, grant] of [...Object.entries(ROLE_GRANTS), ['admin-token', { role: 'admin' } as Grant] as const]) {
+          for (const [name, grant] of [
+            ...Object.entries(ROLE_GRANTS),
+            ['admin-token', { role: 'admin' } as Grant] as const,
+          ]) {
             const call = await callFor(fixture, route.method, route.path, team);
             const reply = await callAs(fixture, mount, route.method, call.path, fixture.roles[name], call.body);
             if (route.method === 'DELETE' && route.path === '/session') await fixture.renew(name);
@@ -109,7 +134,10 @@ describe('access: every /admin and /account/api route, with every role and none,
             const refused = reply.status === 403 || reply.status === 401;
             if (reply.status === 403) refusals += 1;
             answers.push(`${route.method} ${call.path} ${name}: ${reply.status}`);
-            if (expected === refused || (!expected && reply.status !== 403)) wrong.push(`${route.method} ${mount}${call.path} as ${name} (${rule.permission}): ${reply.status}, expected ${expected ? 'not 401/403' : '403'}: ${reply.text}`);
+            if (expected === refused || (!expected && reply.status !== 403))
+              wrong.push(
+                `${route.method} ${mount}${call.path} as ${name} (${rule.permission}): ${reply.status}, expected ${expected ? 'not 401/403' : '403'}: ${reply.text}`,
+              );
           }
         }
       }
@@ -123,8 +151,17 @@ describe('access: every /admin and /account/api route, with every role and none,
     const records = await fixture.audit.all();
     const refused = records.filter((record) => record.outcome === 'refused');
     expect(refused.length).to.equal(refusals);
-    expect(refused.every((record) => record.actor !== null && record.reason !== null && record.address !== null)).to.equal(true);
-    expect(refused.some((record) => record.actor!.roles.includes('team-admin:blue') && record.action === 'keys.write' && record.target.team === 'green')).to.equal(true);
+    expect(
+      refused.every((record) => record.actor !== null && record.reason !== null && record.address !== null),
+    ).to.equal(true);
+    expect(
+      refused.some(
+        (record) =>
+          record.actor!.roles.includes('team-admin:blue') &&
+          record.action === 'keys.write' &&
+          record.target.team === 'green',
+      ),
+    ).to.equal(true);
   });
 
   it('is printed in docs/security.md as the table declares it', async () => {
@@ -135,10 +172,18 @@ describe('access: every /admin and /account/api route, with every role and none,
       if (!ROLE_PERMISSIONS[role].includes(rule.permission)) return '—';
       return role === 'admin' ? 'yes' : role === 'team-admin' ? 'its teams' : 'its teams (all if none named)';
     };
-    const rows = [...MANAGEMENT_ROUTES.map((rule) => ['both', rule] as const), ...SESSION_ROUTES.map((rule) => ['account', rule] as const)].map(
-      ([where, rule]) => `| \`${rule.method} ${rule.path}\` | ${where === 'both' ? '`/admin`, `/account/api`' : '`/account/api`'} | \`${rule.permission}\` | ${ROLES.map((role) => cell(role, rule)).join(' | ')} |`,
+    const rows = [
+      ...MANAGEMENT_ROUTES.map((rule) => ['both', rule] as const),
+      ...SESSION_ROUTES.map((rule) => ['account', rule] as const),
+    ].map(
+      ([where, rule]) =>
+        `| \`${rule.method} ${rule.path}\` | ${where === 'both' ? '`/admin`, `/account/api`' : '`/account/api`'} | \`${rule.permission}\` | ${ROLES.map((role) => cell(role, rule)).join(' | ')} |`,
     );
-    const table = ['| Route | Mounted at | Permission | admin | team-admin | viewer |', '|---|---|---|---|---|---|', ...rows].join('\n');
+    const table = [
+      '| Route | Mounted at | Permission | admin | team-admin | viewer |',
+      '|---|---|---|---|---|---|',
+      ...rows,
+    ].join('\n');
     expect(doc).to.include(table);
     for (const permission of Object.keys(PERMISSIONS)) expect(doc).to.include(`\`${permission}\``);
   });

@@ -10,12 +10,20 @@ export interface Reply {
 }
 
 /** One request to the app with optional cookie, CSRF token and extra headers. */
-export async function call(app: GuardedApp, path: string, options: { method?: string; body?: unknown; cookie?: string; csrf?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
+export async function call(
+  app: GuardedApp,
+  path: string,
+  options: { method?: string; body?: unknown; cookie?: string; csrf?: string; headers?: Record<string, string> } = {},
+): Promise<Reply> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   if (options.cookie) headers.cookie = options.cookie;
   if (options.csrf) headers['x-csrf-token'] = options.csrf;
-  const response = await fetch(`${app.url}${path}`, { method: options.method ?? 'GET', headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
+  const response = await fetch(`${app.url}${path}`, {
+    method: options.method ?? 'GET',
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
   const text = await response.text();
   let json: Record<string, any> = {};
   try {
@@ -27,7 +35,11 @@ export async function call(app: GuardedApp, path: string, options: { method?: st
 }
 
 /** Signs in with the admin token; the cookie pair to send back, the session's CSRF token and the whole Set-Cookie. */
-export async function signIn(app: GuardedApp, token: string, headers: Record<string, string> = {}): Promise<{ cookie: string; csrf: string; setCookie: string }> {
+export async function signIn(
+  app: GuardedApp,
+  token: string,
+  headers: Record<string, string> = {},
+): Promise<{ cookie: string; csrf: string; setCookie: string }> {
   const reply = await call(app, '/account/api/session', { method: 'POST', body: { token }, headers });
   expect(reply.status, reply.text).to.equal(201);
   const setCookie = reply.headers.get('set-cookie')!;

@@ -29,8 +29,17 @@ describe('account page limits route', () => {
 
   async function start(overrides: Partial<AccountRouterOptions> = {}): Promise<GuardedApp> {
     const router = accountRouter({
-      token: TOKEN, keys, usage, registry: () => registry, endpoints: endpointsOf(new Map()), readiness: async () => ({ status: 'ok' }),
-      sessions: new MemorySessionStore(() => clock), now: () => clock, teams, limits: ledger, ...overrides,
+      token: TOKEN,
+      keys,
+      usage,
+      registry: () => registry,
+      endpoints: endpointsOf(new Map()),
+      readiness: async () => ({ status: 'ok' }),
+      sessions: new MemorySessionStore(() => clock),
+      now: () => clock,
+      teams,
+      limits: ledger,
+      ...overrides,
     });
     const app = await startGuardedApp({ routers: { '/account': router } });
     apps.push(app);
@@ -38,12 +47,19 @@ describe('account page limits route', () => {
   }
 
   async function signIn(app: GuardedApp): Promise<string> {
-    const reply = await fetch(`${app.url}/account/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: TOKEN }) });
+    const reply = await fetch(`${app.url}/account/api/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token: TOKEN }),
+    });
     expect(reply.status).to.equal(201);
     return reply.headers.get('set-cookie')!.split(';')[0]!;
   }
 
-  async function limits(app: GuardedApp, cookie?: string): Promise<{ status: number; headers: Headers; text: string; json: any }> {
+  async function limits(
+    app: GuardedApp,
+    cookie?: string,
+  ): Promise<{ status: number; headers: Headers; text: string; json: any }> {
     const reply = await fetch(`${app.url}/account/api/limits`, { headers: cookie ? { cookie } : {} });
     const text = await reply.text();
     return { status: reply.status, headers: reply.headers, text, json: JSON.parse(text) };
@@ -76,7 +92,12 @@ describe('account page limits route', () => {
   });
 
   it('shows every key and team with its limits and the use counted now', async () => {
-    const { record: capped } = await keys.create({ name: 'capped', tpm: 1000, budget: { daily_usd: 2.5 }, team: 'research' });
+    const { record: capped } = await keys.create({
+      name: 'capped',
+      tpm: 1000,
+      budget: { daily_usd: 2.5 },
+      team: 'research',
+    });
     const { record: revoked } = await keys.create({ name: 'revoked', tpm: 5 });
     await keys.revoke(revoked.id);
     const [tpm, budget] = metersOfLimits('key', capped.id, capped, clock);
@@ -86,7 +107,8 @@ describe('account page limits route', () => {
     ledger.add(teamQuota!.counter, 12_345, teamQuota!.resetAt);
     // Four requests counted by the rate limiter against the rate settings in force (30 per minute).
     const rpm = requestMeter('key', capped.id, 30, 60_000, clock);
-    for (let i = 0; i < 4; i++) ledger.reserve([{ counter: rpm.counter, limit: rpm.limit, want: 1, need: 1, resetAt: rpm.resetAt }]);
+    for (let i = 0; i < 4; i++)
+      ledger.reserve([{ counter: rpm.counter, limit: rpm.limit, want: 1, need: 1, resetAt: rpm.resetAt }]);
 
     const app = await start({ rate: () => ({ max: 30, windowMs: 60_000 }) });
     const reply = await limits(app, await signIn(app));
@@ -96,11 +118,42 @@ describe('account page limits route', () => {
     expect(reply.json).to.deep.include({ object: 'limits', metered: true, generated_at: '2026-11-23T12:00:00.000Z' });
     expect(reply.json.keys).to.have.length(1);
     expect(reply.json.keys[0]).to.deep.equal({
-      id: capped.id, name: 'capped', status: 'active', team: 'research', rpm: null, tpm: 1000, quota: null, budget: { daily_usd: 2.5 },
+      id: capped.id,
+      name: 'capped',
+      status: 'active',
+      team: 'research',
+      rpm: null,
+      tpm: 1000,
+      quota: null,
+      budget: { daily_usd: 2.5 },
       use: [
-        { kind: 'rpm', period: 'minute', unit: 'requests', limit: 30, used: 4, remaining: 26, resets_at: '2026-11-23T12:01:00.000Z' },
-        { kind: 'tpm', period: 'minute', unit: 'tokens', limit: 1000, used: 250, remaining: 750, resets_at: '2026-11-23T12:01:00.000Z' },
-        { kind: 'budget', period: 'day', unit: 'usd', limit: 2.5, used: 0.5, remaining: 2, resets_at: '2026-11-24T00:00:00.000Z' },
+        {
+          kind: 'rpm',
+          period: 'minute',
+          unit: 'requests',
+          limit: 30,
+          used: 4,
+          remaining: 26,
+          resets_at: '2026-11-23T12:01:00.000Z',
+        },
+        {
+          kind: 'tpm',
+          period: 'minute',
+          unit: 'tokens',
+          limit: 1000,
+          used: 250,
+          remaining: 750,
+          resets_at: '2026-11-23T12:01:00.000Z',
+        },
+        {
+          kind: 'budget',
+          period: 'day',
+          unit: 'usd',
+          limit: 2.5,
+          used: 0.5,
+          remaining: 2,
+          resets_at: '2026-11-24T00:00:00.000Z',
+        },
       ],
     });
     expect(reply.json.teams).to.have.length(1);
@@ -116,8 +169,24 @@ describe('account page limits route', () => {
     expect(reply.json).to.deep.include({ metered: false, teams: [] });
     expect(reply.json.keys[0].use).to.deep.equal([
       // Without rate settings given, the gateway's default.
-      { kind: 'rpm', period: 'minute', unit: 'requests', limit: 100, used: null, remaining: null, resets_at: '2026-11-23T12:01:00.000Z' },
-      { kind: 'quota', period: 'day', unit: 'tokens', limit: 10, used: null, remaining: null, resets_at: '2026-11-24T00:00:00.000Z' },
+      {
+        kind: 'rpm',
+        period: 'minute',
+        unit: 'requests',
+        limit: 100,
+        used: null,
+        remaining: null,
+        resets_at: '2026-11-23T12:01:00.000Z',
+      },
+      {
+        kind: 'quota',
+        period: 'day',
+        unit: 'tokens',
+        limit: 10,
+        used: null,
+        remaining: null,
+        resets_at: '2026-11-24T00:00:00.000Z',
+      },
     ]);
   });
 

@@ -25,7 +25,12 @@ describe('admin API: the guardrails of keys and teams', () => {
     keys = new FileKeyStore(dataDir);
     teams = new FileTeamStore(dataDir);
     configured = ['no-emails', 'moderation'];
-    app = await startGuardedApp({ routers: { '/admin': adminRouter({ token: TOKEN, keys, teams, guardrailSettings: () => configured.map(piiGuardrail) }) }, logger: logs.logger });
+    app = await startGuardedApp({
+      routers: {
+        '/admin': adminRouter({ token: TOKEN, keys, teams, guardrailSettings: () => configured.map(piiGuardrail) }),
+      },
+      logger: logs.logger,
+    });
   });
   afterEach(async () => {
     await app.close();
@@ -33,13 +38,20 @@ describe('admin API: the guardrails of keys and teams', () => {
   });
 
   it('creates a key naming configured guardrails, or none ([]), and stores the list as given', async () => {
-    const named = await send(app.url, '/admin/keys', { ...admin, body: { name: 'strict', guardrails: ['moderation'] } });
+    const named = await send(app.url, '/admin/keys', {
+      ...admin,
+      body: { name: 'strict', guardrails: ['moderation'] },
+    });
     expect(named.status).to.equal(201);
-    expect(named.body).to.include({ name: 'strict' }).and.to.deep.include({ guardrails: ['moderation'] });
+    expect(named.body)
+      .to.include({ name: 'strict' })
+      .and.to.deep.include({ guardrails: ['moderation'] });
     const none = await send(app.url, '/admin/keys', { ...admin, body: { name: 'trusted', guardrails: [] } });
     expect(none.body).to.deep.include({ guardrails: [] });
     const listed = await send(app.url, '/admin/keys', { method: 'GET', ...admin });
-    expect(listed.body.data.map((view: { name: string; guardrails: unknown }) => [view.name, view.guardrails])).to.deep.equal([
+    expect(
+      listed.body.data.map((view: { name: string; guardrails: unknown }) => [view.name, view.guardrails]),
+    ).to.deep.equal([
       ['strict', ['moderation']],
       ['trusted', []],
     ]);
@@ -48,12 +60,22 @@ describe('admin API: the guardrails of keys and teams', () => {
   });
 
   it("refuses a key's guardrail the configuration does not hold, or a list that is not one of names", async () => {
-    const unknown = await send(app.url, '/admin/keys', { ...admin, body: { name: 'typo', guardrails: ['no-email', 'moderation', 'no-email'] } });
+    const unknown = await send(app.url, '/admin/keys', {
+      ...admin,
+      body: { name: 'typo', guardrails: ['no-email', 'moderation', 'no-email'] },
+    });
     expect(unknown).to.deep.include({ status: 400 });
-    expect(unknown.body.errors).to.deep.equal(["Field 'guardrails': no guardrail is named 'no-email' in the configuration (configured: no-emails, moderation)"]);
+    expect(unknown.body.errors).to.deep.equal([
+      "Field 'guardrails': no guardrail is named 'no-email' in the configuration (configured: no-emails, moderation)",
+    ]);
     const malformed = await send(app.url, '/admin/keys', { ...admin, body: { name: 'bad', guardrails: 'moderation' } });
-    expect(malformed.body.errors).to.deep.equal(["Field 'guardrails': must be a list of guardrail names ([] for none)"]);
-    const badName = await send(app.url, '/admin/keys', { ...admin, body: { name: 'bad', guardrails: ['has space', 3] } });
+    expect(malformed.body.errors).to.deep.equal([
+      "Field 'guardrails': must be a list of guardrail names ([] for none)",
+    ]);
+    const badName = await send(app.url, '/admin/keys', {
+      ...admin,
+      body: { name: 'bad', guardrails: ['has space', 3] },
+    });
     expect(badName.body.errors).to.have.members([
       "Field 'guardrails[0]': must be a name of 1 to 64 letters, digits, ., _ or -, starting with a letter or digit",
       "Field 'guardrails[1]': must be a name of 1 to 64 letters, digits, ., _ or -, starting with a letter or digit",
@@ -62,20 +84,47 @@ describe('admin API: the guardrails of keys and teams', () => {
   });
 
   it("sets a team's guardrails, changes them, and removes them with null; keys carry their team's", async () => {
-    const created = await send(app.url, '/admin/teams', { ...admin, body: { name: 'support', guardrails: ['no-emails'] } });
+    const created = await send(app.url, '/admin/teams', {
+      ...admin,
+      body: { name: 'support', guardrails: ['no-emails'] },
+    });
     expect(created).to.deep.include({ status: 201 });
     expect(created.body).to.deep.include({ guardrails: ['no-emails'] });
-    expect(withTeam(authenticatedKey((await keys.create({ name: 'member', team: 'support' })).record), (await teams.get('support'))!).team).to.deep.include({ guardrails: ['no-emails'] });
-    const patched = await send(app.url, '/admin/teams/support', { method: 'PATCH', ...admin, body: { guardrails: ['no-emails', 'moderation'] } });
+    expect(
+      withTeam(
+        authenticatedKey((await keys.create({ name: 'member', team: 'support' })).record),
+        (await teams.get('support'))!,
+      ).team,
+    ).to.deep.include({ guardrails: ['no-emails'] });
+    const patched = await send(app.url, '/admin/teams/support', {
+      method: 'PATCH',
+      ...admin,
+      body: { guardrails: ['no-emails', 'moderation'] },
+    });
     expect(patched.body).to.deep.include({ guardrails: ['no-emails', 'moderation'] });
-    const refused = await send(app.url, '/admin/teams/support', { method: 'PATCH', ...admin, body: { guardrails: ['gone'] } });
+    const refused = await send(app.url, '/admin/teams/support', {
+      method: 'PATCH',
+      ...admin,
+      body: { guardrails: ['gone'] },
+    });
     expect(refused).to.deep.include({ status: 400 });
-    expect(refused.body.errors).to.deep.equal(["Field 'guardrails': no guardrail is named 'gone' in the configuration (configured: no-emails, moderation)"]);
-    const removed = await send(app.url, '/admin/teams/support', { method: 'PATCH', ...admin, body: { guardrails: null } });
+    expect(refused.body.errors).to.deep.equal([
+      "Field 'guardrails': no guardrail is named 'gone' in the configuration (configured: no-emails, moderation)",
+    ]);
+    const removed = await send(app.url, '/admin/teams/support', {
+      method: 'PATCH',
+      ...admin,
+      body: { guardrails: null },
+    });
     expect(removed.body).to.deep.include({ guardrails: null });
     expect(await teams.get('support')).not.to.have.property('guardrails');
     configured = [];
-    const unconfigured = await send(app.url, '/admin/teams', { ...admin, body: { name: 'other', guardrails: ['no-emails'] } });
-    expect(unconfigured.body.errors).to.deep.equal(["Field 'guardrails': no guardrail is named 'no-emails' in the configuration (configured: none)"]);
+    const unconfigured = await send(app.url, '/admin/teams', {
+      ...admin,
+      body: { name: 'other', guardrails: ['no-emails'] },
+    });
+    expect(unconfigured.body.errors).to.deep.equal([
+      "Field 'guardrails': no guardrail is named 'no-emails' in the configuration (configured: none)",
+    ]);
   });
 });

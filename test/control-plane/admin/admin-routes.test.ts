@@ -44,12 +44,26 @@ describe('admin key API', () => {
       body: { detail: 'Missing admin token: send Authorization: Bearer <GATEWAY_ADMIN_TOKEN>' },
     });
     for (const authorization of [`Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, `Basic ${TOKEN}`, TOKEN]) {
-      expect(await send(app.url, '/admin/keys', { method: 'GET', authorization })).to.deep.include({ status: 401, body: { detail: 'Invalid admin token' } });
+      expect(await send(app.url, '/admin/keys', { method: 'GET', authorization })).to.deep.include({
+        status: 401,
+        body: { detail: 'Invalid admin token' },
+      });
     }
   });
 
   it('creates a key shown once (201), lists keys without hashes or keys, and revokes by id', async () => {
-    const created = await send(app.url, '/admin/keys', { ...admin, body: { name: 'svc', rpm: 10, concurrency: 4, models: ['alpha/gen-5.5'], expires_at: '2031-01-01T00:00:00Z', quota: { daily: 1000 }, cache: false } });
+    const created = await send(app.url, '/admin/keys', {
+      ...admin,
+      body: {
+        name: 'svc',
+        rpm: 10,
+        concurrency: 4,
+        models: ['alpha/gen-5.5'],
+        expires_at: '2031-01-01T00:00:00Z',
+        quota: { daily: 1000 },
+        cache: false,
+      },
+    });
     expect(created.status).to.equal(201);
     const { key, id } = created.body as { key: string; id: string };
     expect(key).to.match(/^sk-[A-Za-z0-9_-]{43}$/);
@@ -82,11 +96,20 @@ describe('admin key API', () => {
     expect(JSON.stringify(listed.body)).not.to.contain(key);
     expect(JSON.stringify(listed.body)).not.to.contain(hashApiKey(key));
 
-    expect(await send(app.url, `/admin/keys/${id}`, { method: 'DELETE', ...admin })).to.deep.include({ status: 200, body: { id, revoked: true } });
-    expect(await send(app.url, '/v1/chat/completions', { key })).to.deep.include({ status: 403, body: { detail: 'This API key has been revoked' } });
+    expect(await send(app.url, `/admin/keys/${id}`, { method: 'DELETE', ...admin })).to.deep.include({
+      status: 200,
+      body: { id, revoked: true },
+    });
+    expect(await send(app.url, '/v1/chat/completions', { key })).to.deep.include({
+      status: 403,
+      body: { detail: 'This API key has been revoked' },
+    });
     const second = await send(app.url, '/admin/keys', { ...admin, body: { name: 'other' } });
     expect(await send(app.url, `/admin/keys/${second.body.id}/revoke`, { ...admin })).to.deep.include({ status: 200 });
-    expect(await send(app.url, '/admin/keys/key_unknown', { method: 'DELETE', ...admin })).to.deep.include({ status: 404, body: { detail: "No API key with id 'key_unknown'" } });
+    expect(await send(app.url, '/admin/keys/key_unknown', { method: 'DELETE', ...admin })).to.deep.include({
+      status: 404,
+      body: { detail: "No API key with id 'key_unknown'" },
+    });
 
     expect(await readFile(keys.path, 'utf8')).not.to.contain(key);
     expect(logs.text()).not.to.contain(key);
@@ -96,7 +119,15 @@ describe('admin key API', () => {
   it('answers 400 with every bad field', async () => {
     const answer = await send(app.url, '/admin/keys', {
       ...admin,
-      body: { rpm: 0, concurrency: 2.5, models: ['alpha-latest', 'alpha/gen-5.5', 7], expires_at: '2020-01-01T00:00:00Z', quota: { daily: 1.5 }, cache: 'no', extra: true },
+      body: {
+        rpm: 0,
+        concurrency: 2.5,
+        models: ['alpha-latest', 'alpha/gen-5.5', 7],
+        expires_at: '2020-01-01T00:00:00Z',
+        quota: { daily: 1.5 },
+        cache: 'no',
+        extra: true,
+      },
     });
     expect(answer.status).to.equal(400);
     expect(answer.body.detail).to.equal('Invalid input parameters');
@@ -111,18 +142,23 @@ describe('admin key API', () => {
       "Field 'quota.daily': must be a positive integer",
       "Field 'models': 'alpha-latest' is not a canonical model ID of this gateway (name concrete models such as vendor/model, not aliases)",
     ]);
-    expect((await send(app.url, '/admin/keys', { ...admin, body: { name: 'x', expires_at: 'soon' } })).body.errors).to.deep.equal([
-      "Field 'expires_at': must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z",
-    ]);
-    expect((await send(app.url, '/admin/keys', { ...admin, body: { name: 'x', rpm: '5' } })).body.errors).to.deep.equal(["Field 'rpm': must be a positive integer"]);
+    expect(
+      (await send(app.url, '/admin/keys', { ...admin, body: { name: 'x', expires_at: 'soon' } })).body.errors,
+    ).to.deep.equal(["Field 'expires_at': must be an ISO 8601 date-time such as 2030-01-31T00:00:00Z"]);
+    expect((await send(app.url, '/admin/keys', { ...admin, body: { name: 'x', rpm: '5' } })).body.errors).to.deep.equal(
+      ["Field 'rpm': must be a positive integer"],
+    );
     for (const cache of ['false', 0, 1, null, {}]) {
       const refused = await send(app.url, '/admin/keys', { ...admin, body: { name: 'x', cache } });
-      expect(refused, JSON.stringify(cache)).to.deep.include({ status: 400, body: { detail: 'Invalid input parameters', errors: ["Field 'cache': must be true or false"] } });
+      expect(refused, JSON.stringify(cache)).to.deep.include({
+        status: 400,
+        body: { detail: 'Invalid input parameters', errors: ["Field 'cache': must be true or false"] },
+      });
       expect(refused.headers.get('content-type')).to.contain('application/json');
     }
   });
 
-  it('keeps a key\'s cache setting as set: true stays true, absent stays null', async () => {
+  it("keeps a key's cache setting as set: true stays true, absent stays null", async () => {
     const on = await send(app.url, '/admin/keys', { ...admin, body: { name: 'cached', cache: true } });
     expect(on).to.deep.include({ status: 201 });
     expect(on.body.cache).to.equal(true);
@@ -142,7 +178,10 @@ describe('admin key API', () => {
   it('does not exist without a token', async () => {
     const closed = await startGuardedApp({ routers: { '/admin': adminRouter({ token: undefined, keys, teams }) } });
     try {
-      expect(await send(closed.url, '/admin/keys', { method: 'GET', ...admin })).to.deep.include({ status: 404, body: { detail: 'No route for GET /admin/keys' } });
+      expect(await send(closed.url, '/admin/keys', { method: 'GET', ...admin })).to.deep.include({
+        status: 404,
+        body: { detail: 'No route for GET /admin/keys' },
+      });
       expect(await send(closed.url, '/admin/keys', { ...admin, body: { name: 'x' } })).to.deep.include({ status: 404 });
     } finally {
       await closed.close();

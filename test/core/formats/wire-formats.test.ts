@@ -12,7 +12,8 @@ describe('WIRE_FORMATS', () => {
   });
 
   it('gives each format the error envelope its client route answers with', () => {
-    for (const format of formats) expect(errorFamilyOf(routePath(format)), format).to.equal(WIRE_FORMATS[format].errorEnvelope);
+    for (const format of formats)
+      expect(errorFamilyOf(routePath(format)), format).to.equal(WIRE_FORMATS[format].errorEnvelope);
   });
 
   it('has rules that read no `this`, so they can be passed on unbound', () => {

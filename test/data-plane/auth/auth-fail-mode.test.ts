@@ -16,7 +16,11 @@ async function chat(url: string, key: string): Promise<{ status: number; retryAf
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'alpha-latest', messages: [{ role: 'user', content: 'x' }] }),
   });
-  return { status: response.statusCode, retryAfter: response.headers['retry-after'] as string | undefined, body: await response.body.json() };
+  return {
+    status: response.statusCode,
+    retryAfter: response.headers['retry-after'] as string | undefined,
+    body: await response.body.json(),
+  };
 }
 
 describe('managed keys while Redis cannot be read (GATEWAY_AUTH_FAIL_MODE)', function () {
@@ -65,7 +69,11 @@ describe('managed keys while Redis cannot be read (GATEWAY_AUTH_FAIL_MODE)', fun
       expect((await chat(test!.url, TEST_KEY)).status).to.equal(200);
       if (fault === 'frozen (SIGSTOP)') {
         redis.resume();
-        await eventually(async () => (await chat(test!.url, key)).status === 200, 'the key to be accepted once Redis answers again', 10_000);
+        await eventually(
+          async () => (await chat(test!.url, key)).status === 200,
+          'the key to be accepted once Redis answers again',
+          10_000,
+        );
       }
     });
   }
@@ -91,13 +99,19 @@ describe('GATEWAY_AUTH_FAIL_MODE and GATEWAY_AUTH_GRACE_MS', () => {
       expect([fromFile.authFailMode, fromFile.authGraceMs]).to.deep.equal(['open', 5000]);
       expect(loadConfig({ GATEWAY_CONFIG: path, GATEWAY_AUTH_FAIL_MODE: 'closed' }).authFailMode).to.equal('closed');
       await writeFile(path, 'server:\n  authFailMode: ajar\n');
-      expect(() => loadConfig({ GATEWAY_CONFIG: path })).to.throw(/server\.authFailMode must be one of the following values: open, closed/);
+      expect(() => loadConfig({ GATEWAY_CONFIG: path })).to.throw(
+        /server\.authFailMode must be one of the following values: open, closed/,
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
     const fromEnv = loadConfig({ GATEWAY_AUTH_FAIL_MODE: 'open', GATEWAY_AUTH_GRACE_MS: '0' }, '/nonexistent');
     expect([fromEnv.authFailMode, fromEnv.authGraceMs]).to.deep.equal(['open', 0]);
-    expect(() => loadConfig({ GATEWAY_AUTH_FAIL_MODE: 'sometimes' }, '/nonexistent')).to.throw("GATEWAY_AUTH_FAIL_MODE must be open or closed, got 'sometimes'");
-    expect(() => loadConfig({ GATEWAY_AUTH_GRACE_MS: '-1' }, '/nonexistent')).to.throw(/GATEWAY_AUTH_GRACE_MS must be an integer >= 0/);
+    expect(() => loadConfig({ GATEWAY_AUTH_FAIL_MODE: 'sometimes' }, '/nonexistent')).to.throw(
+      "GATEWAY_AUTH_FAIL_MODE must be open or closed, got 'sometimes'",
+    );
+    expect(() => loadConfig({ GATEWAY_AUTH_GRACE_MS: '-1' }, '/nonexistent')).to.throw(
+      /GATEWAY_AUTH_GRACE_MS must be an integer >= 0/,
+    );
   });
 });

@@ -2,7 +2,12 @@ import { expect } from 'chai';
 import { request } from 'undici';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../../helpers/test-gateway.ts';
 
-async function call(url: string, path: string, headers: Record<string, string>, body: unknown = { model: 'alpha-latest', messages: [{ role: 'user', content: 'x' }] }) {
+async function call(
+  url: string,
+  path: string,
+  headers: Record<string, string>,
+  body: unknown = { model: 'alpha-latest', messages: [{ role: 'user', content: 'x' }] },
+) {
   const response = await request(`${url}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
   return { status: response.statusCode, body: (await response.body.json()) as Record<string, any> };
 }
@@ -52,8 +57,12 @@ describe('bearer authentication', () => {
   });
 
   it('accepts static and managed keys', async () => {
-    expect((await call(test.url, '/v1/chat/completions', { authorization: `Bearer ${TEST_KEY}` })).status).to.equal(200);
-    expect((await call(test.url, '/v1/chat/completions', { authorization: `bearer ${managedKey}` })).status).to.equal(200);
+    expect((await call(test.url, '/v1/chat/completions', { authorization: `Bearer ${TEST_KEY}` })).status).to.equal(
+      200,
+    );
+    expect((await call(test.url, '/v1/chat/completions', { authorization: `bearer ${managedKey}` })).status).to.equal(
+      200,
+    );
   });
 
   it('answers 403 for revoked and expired keys and for a model the key may not use', async () => {
@@ -66,28 +75,55 @@ describe('bearer authentication', () => {
     const narrow = await call(test.url, '/v1/chat/completions', { authorization: `Bearer ${restrictedKey}` });
     expect(narrow.status).to.equal(403);
     expect(narrow.body.detail).to.equal("This API key may not use the model 'alpha/gen-6-astra'");
-    expect((await call(test.url, '/v1/responses', { authorization: `Bearer ${restrictedKey}` }, { model: 'gen-5.5', input: 'x' })).status).to.equal(200);
+    expect(
+      (
+        await call(
+          test.url,
+          '/v1/responses',
+          { authorization: `Bearer ${restrictedKey}` },
+          { model: 'gen-5.5', input: 'x' },
+        )
+      ).status,
+    ).to.equal(200);
   });
 
   it('manages keys over the admin API behind the admin token, showing a new key once and never a hash', async () => {
-    const admin = { authorization: 'Bearer admin-token-for-tests-0123456789abcdef', 'content-type': 'application/json' };
-    expect((await request(`${test.url}/admin/keys`, { headers: { authorization: 'Bearer wrong' } })).statusCode).to.equal(401);
-    const created = await request(`${test.url}/admin/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'svc', rpm: 10, models: ['beta/beta-fable-5-1'] }) });
+    const admin = {
+      authorization: 'Bearer admin-token-for-tests-0123456789abcdef',
+      'content-type': 'application/json',
+    };
+    expect(
+      (await request(`${test.url}/admin/keys`, { headers: { authorization: 'Bearer wrong' } })).statusCode,
+    ).to.equal(401);
+    const created = await request(`${test.url}/admin/keys`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ name: 'svc', rpm: 10, models: ['beta/beta-fable-5-1'] }),
+    });
     expect(created.statusCode).to.equal(201);
     const record = (await created.body.json()) as Record<string, any>;
     expect(record.key).to.match(/^sk-[A-Za-z0-9_-]{43}$/);
     expect(record).not.to.have.property('hash');
-    const listed = (await (await request(`${test.url}/admin/keys`, { headers: admin })).body.text());
+    const listed = await (await request(`${test.url}/admin/keys`, { headers: admin })).body.text();
     expect(listed).to.contain(record.id);
     expect(listed).not.to.contain(record.key);
     expect(listed).not.to.contain('"hash"');
-    const bad = await request(`${test.url}/admin/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ rpm: 0, models: ['beta-latest'], extra: 1 }) });
+    const bad = await request(`${test.url}/admin/keys`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ rpm: 0, models: ['beta-latest'], extra: 1 }),
+    });
     expect(bad.statusCode).to.equal(400);
-    expect(((await bad.body.json()) as { errors: string[] }).errors).to.include.members(["Field 'name': is required", "Field 'rpm': must be a positive integer"]);
+    expect(((await bad.body.json()) as { errors: string[] }).errors).to.include.members([
+      "Field 'name': is required",
+      "Field 'rpm': must be a positive integer",
+    ]);
     const revoked = await request(`${test.url}/admin/keys/${record.id}`, { method: 'DELETE', headers: admin });
     expect(revoked.statusCode).to.equal(200);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect((await call(test.url, '/v1/chat/completions', { authorization: `Bearer ${record.key}` })).status).to.equal(403);
+    expect((await call(test.url, '/v1/chat/completions', { authorization: `Bearer ${record.key}` })).status).to.equal(
+      403,
+    );
   });
 });
 

@@ -20,7 +20,13 @@ describe('bearer authenticator', () => {
   let store: FileKeyStore;
   let app: GuardedApp;
   const logs = captureLogs();
-  const keys: Record<'active' | 'revoked' | 'expired' | 'narrow' | 'limited', string> = { active: '', revoked: '', expired: '', narrow: '', limited: '' };
+  const keys: Record<'active' | 'revoked' | 'expired' | 'narrow' | 'limited', string> = {
+    active: '',
+    revoked: '',
+    expired: '',
+    narrow: '',
+    limited: '',
+  };
 
   before(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'gateway-auth-'));
@@ -32,7 +38,10 @@ describe('bearer authenticator', () => {
     keys.expired = (await store.create({ name: 'past', expiresAt: '2020-01-01T00:00:00.000Z' })).key;
     keys.narrow = (await store.create({ name: 'narrow', models: ['alpha/gen-5.5'] })).key;
     keys.limited = (await store.create({ name: 'limited', rpm: 7 })).key;
-    app = await startGuardedApp({ model: [createAuthenticator({ store, staticKeys: [STATIC_KEY], keyIdSecret: ID_SECRET, logger: logs.logger })], logger: logs.logger });
+    app = await startGuardedApp({
+      model: [createAuthenticator({ store, staticKeys: [STATIC_KEY], keyIdSecret: ID_SECRET, logger: logs.logger })],
+      logger: logs.logger,
+    });
   });
   after(async () => {
     await app.close();
@@ -42,11 +51,31 @@ describe('bearer authenticator', () => {
   const refused: [string, Record<string, string>, string][] = [
     ['no Authorization header', {}, 'Missing bearer token: send the header Authorization: Bearer <API key>'],
     ['an empty header', { authorization: '' }, 'Missing bearer token: send the header Authorization: Bearer <API key>'],
-    ['a bearer without a token', { authorization: 'Bearer   ' }, 'Missing bearer token: send the header Authorization: Bearer <API key>'],
-    ['a Basic scheme', { authorization: 'Basic dXNlcjpwYXNz' }, "The Authorization header must use the Bearer scheme: 'Authorization: Bearer <API key>'"],
-    ['a bare key without a scheme', { authorization: STATIC_KEY }, "The Authorization header must use the Bearer scheme: 'Authorization: Bearer <API key>'"],
-    ['a key without the sk- prefix', { authorization: 'Bearer pk-0123456789abcdef' }, "Invalid API key: keys start with 'sk-' followed by letters, digits, '-' or '_'"],
-    ['a key with spaces', { authorization: 'Bearer sk-abcdefgh ijkl' }, "Invalid API key: keys start with 'sk-' followed by letters, digits, '-' or '_'"],
+    [
+      'a bearer without a token',
+      { authorization: 'Bearer   ' },
+      'Missing bearer token: send the header Authorization: Bearer <API key>',
+    ],
+    [
+      'a Basic scheme',
+      { authorization: 'Basic dXNlcjpwYXNz' },
+      "The Authorization header must use the Bearer scheme: 'Authorization: Bearer <API key>'",
+    ],
+    [
+      'a bare key without a scheme',
+      { authorization: STATIC_KEY },
+      "The Authorization header must use the Bearer scheme: 'Authorization: Bearer <API key>'",
+    ],
+    [
+      'a key without the sk- prefix',
+      { authorization: 'Bearer pk-0123456789abcdef' },
+      "Invalid API key: keys start with 'sk-' followed by letters, digits, '-' or '_'",
+    ],
+    [
+      'a key with spaces',
+      { authorization: 'Bearer sk-abcdefgh ijkl' },
+      "Invalid API key: keys start with 'sk-' followed by letters, digits, '-' or '_'",
+    ],
     ['an unknown key', { authorization: 'Bearer sk-unknownunknownunknown' }, 'Invalid API key'],
   ];
   for (const [name, headers, detail] of refused) {
@@ -63,7 +92,10 @@ describe('bearer authenticator', () => {
   });
 
   it('answers 403 for a revoked key and for an expired key', async () => {
-    expect(await send(app.url, '/v1/chat/completions', { key: keys.revoked })).to.deep.include({ status: 403, body: { detail: 'This API key has been revoked' } });
+    expect(await send(app.url, '/v1/chat/completions', { key: keys.revoked })).to.deep.include({
+      status: 403,
+      body: { detail: 'This API key has been revoked' },
+    });
     expect(await send(app.url, '/v1/chat/completions', { key: keys.expired })).to.deep.include({
       status: 403,
       body: { detail: 'This API key expired at 2020-01-01T00:00:00.000Z' },
@@ -96,26 +128,41 @@ describe('bearer authenticator', () => {
     it('lets Authorization win when both headers are sent', async () => {
       const both = await send(app.url, '/v1/messages', { key: keys.narrow, apiKey: keys.limited });
       expect(both.body.caller).to.include({ name: 'narrow' });
-      const badBearer = await send(app.url, '/v1/messages', { authorization: 'Bearer sk-unknownunknownunknown', apiKey: keys.limited });
+      const badBearer = await send(app.url, '/v1/messages', {
+        authorization: 'Bearer sk-unknownunknownunknown',
+        apiKey: keys.limited,
+      });
       expect(badBearer).to.deep.include({ status: 401, body: { detail: 'Invalid API key' } });
     });
 
     it('keeps the 401 and 403 texts for x-api-key', async () => {
-      expect(await send(app.url, '/v1/messages', { apiKey: 'sk-unknownunknownunknown' })).to.deep.include({ status: 401, body: { detail: 'Invalid API key' } });
+      expect(await send(app.url, '/v1/messages', { apiKey: 'sk-unknownunknownunknown' })).to.deep.include({
+        status: 401,
+        body: { detail: 'Invalid API key' },
+      });
       expect(await send(app.url, '/v1/messages', { apiKey: 'pk-0123456789abcdef' })).to.deep.include({
         status: 401,
         body: { detail: "Invalid API key: keys start with 'sk-' followed by letters, digits, '-' or '_'" },
       });
-      expect(await send(app.url, '/v1/messages', { apiKey: keys.revoked })).to.deep.include({ status: 403, body: { detail: 'This API key has been revoked' } });
-      expect(await send(app.url, '/v1/messages', { apiKey: '  ' })).to.deep.include({ status: 401, body: { detail: refused[0]![2] } });
+      expect(await send(app.url, '/v1/messages', { apiKey: keys.revoked })).to.deep.include({
+        status: 403,
+        body: { detail: 'This API key has been revoked' },
+      });
+      expect(await send(app.url, '/v1/messages', { apiKey: '  ' })).to.deep.include({
+        status: 401,
+        body: { detail: refused[0]![2] },
+      });
     });
 
     it('ignores x-api-key on the other model routes', async () => {
-      expect(await send(app.url, '/v1/chat/completions', { apiKey: keys.active })).to.deep.include({ status: 401, body: { detail: refused[0]![2] } });
+      expect(await send(app.url, '/v1/chat/completions', { apiKey: keys.active })).to.deep.include({
+        status: 401,
+        body: { detail: refused[0]![2] },
+      });
     });
   });
 
-  it('assertModelAllowed refuses a model outside the key\'s list with 403, by canonical ID', () => {
+  it("assertModelAllowed refuses a model outside the key's list with 403, by canonical ID", () => {
     expect(() => assertModelAllowed({ id: 'key_1', models: ['alpha/gen-5.5'] }, 'alpha/gen-5.5')).not.to.throw();
     expect(() => assertModelAllowed({ id: 'key_1' }, 'beta/anything')).not.to.throw();
     expect(() => assertModelAllowed(undefined, 'beta/anything')).not.to.throw();
@@ -123,7 +170,10 @@ describe('bearer authenticator', () => {
       assertModelAllowed({ id: 'key_1', models: ['alpha/gen-5.5'] }, 'alpha/gen-6-astra');
       expect.fail('should throw');
     } catch (error) {
-      expect(isGatewayError(error) && [error.status, error.detail]).to.deep.equal([403, "This API key may not use the model 'alpha/gen-6-astra'"]);
+      expect(isGatewayError(error) && [error.status, error.detail]).to.deep.equal([
+        403,
+        "This API key may not use the model 'alpha/gen-6-astra'",
+      ]);
     }
   });
 
@@ -132,10 +182,16 @@ describe('bearer authenticator', () => {
     for (const key of [...Object.values(keys), STATIC_KEY, 'sk-unknownunknownunknown']) {
       bodies.push(JSON.stringify((await send(app.url, '/v1/chat/completions', { key })).body));
     }
-    const failing = await startGuardedApp({ model: [createAuthenticator({ store: unreachableStore(), logger: logs.logger })], logger: logs.logger });
+    const failing = await startGuardedApp({
+      model: [createAuthenticator({ store: unreachableStore(), logger: logs.logger })],
+      logger: logs.logger,
+    });
     try {
       const answer = await send(failing.url, '/v1/chat/completions', { key: keys.active });
-      expect(answer).to.deep.include({ status: 503, body: { detail: 'The key store is unavailable; please retry shortly' } });
+      expect(answer).to.deep.include({
+        status: 503,
+        body: { detail: 'The key store is unavailable; please retry shortly' },
+      });
       expect(answer.headers.get('retry-after')).to.equal('1');
       bodies.push(JSON.stringify(answer.body));
     } finally {
@@ -149,12 +205,15 @@ describe('bearer authenticator', () => {
     }
   });
 
-  it('compares the found record\'s hash in constant time, refusing a record that is not the key\'s', async () => {
+  it("compares the found record's hash in constant time, refusing a record that is not the key's", async () => {
     const other = staticKeyRecord('sk-some-other-key-0000-0123456789abcdef', 0, 'static_0123456789abcdef');
     const lying: KeyStore = { ...unreachableStore(), findByHash: async () => other };
     const strict = await startGuardedApp({ model: [createAuthenticator({ store: lying })] });
     try {
-      expect(await send(strict.url, '/v1/chat/completions', { key: keys.active })).to.deep.include({ status: 401, body: { detail: 'Invalid API key' } });
+      expect(await send(strict.url, '/v1/chat/completions', { key: keys.active })).to.deep.include({
+        status: 401,
+        body: { detail: 'Invalid API key' },
+      });
     } finally {
       await strict.close();
     }
@@ -170,19 +229,33 @@ describe('bearer authenticator', () => {
 describe('static keys (GATEWAY_API_KEYS)', () => {
   it('parses a comma-separated list of sk- keys', () => {
     expect(parseStaticKeys(undefined)).to.deep.equal([]);
-    expect(parseStaticKeys(' sk-first-key-00001-0123456789abcdef , sk-second-key-0002-0123456789abcdef,')).to.deep.equal(['sk-first-key-00001-0123456789abcdef', 'sk-second-key-0002-0123456789abcdef']);
+    expect(
+      parseStaticKeys(' sk-first-key-00001-0123456789abcdef , sk-second-key-0002-0123456789abcdef,'),
+    ).to.deep.equal(['sk-first-key-00001-0123456789abcdef', 'sk-second-key-0002-0123456789abcdef']);
   });
 
   it('refuses an entry that is not an sk- key, naming its position but not its value', () => {
-    expect(() => parseStaticKeys('sk-first-key-00001-0123456789abcdef,secret-value-1234')).to.throw(ConfigError, /GATEWAY_API_KEYS entry 2 is not a valid key: keys start with 'sk-'/);
-    expect(() => parseStaticKeys('secret-value-1234')).to.throw(ConfigError, 'entry 1').with.property('message').that.does.not.contain('secret-value-1234');
+    expect(() => parseStaticKeys('sk-first-key-00001-0123456789abcdef,secret-value-1234')).to.throw(
+      ConfigError,
+      /GATEWAY_API_KEYS entry 2 is not a valid key: keys start with 'sk-'/,
+    );
+    expect(() => parseStaticKeys('secret-value-1234'))
+      .to.throw(ConfigError, 'entry 1')
+      .with.property('message')
+      .that.does.not.contain('secret-value-1234');
   });
 
   it('refuses a key shorter than sk- and 32 characters (or longer than a presented key may be), naming its position but not its value', () => {
     const short = `sk-${'k'.repeat(31)}`;
-    expect(() => parseStaticKeys(short)).to.throw(ConfigError, "GATEWAY_API_KEYS entry 1 is not a valid key: keys start with 'sk-' followed by 32 to 200").with.property('message').that.does.not.contain(short);
+    expect(() => parseStaticKeys(short))
+      .to.throw(ConfigError, "GATEWAY_API_KEYS entry 1 is not a valid key: keys start with 'sk-' followed by 32 to 200")
+      .with.property('message')
+      .that.does.not.contain(short);
     expect(parseStaticKeys(`sk-${'k'.repeat(32)}`)).to.deep.equal([`sk-${'k'.repeat(32)}`]);
-    expect(() => parseStaticKeys(`${STATIC_KEY},sk-${'k'.repeat(201)}`)).to.throw(ConfigError, 'GATEWAY_API_KEYS entry 2');
+    expect(() => parseStaticKeys(`${STATIC_KEY},sk-${'k'.repeat(201)}`)).to.throw(
+      ConfigError,
+      'GATEWAY_API_KEYS entry 2',
+    );
   });
 
   it('gives each static key a public id derived from the key alone (or under GATEWAY_KEY_ID_SECRET), which is no SHA-256 of the key', () => {
@@ -211,14 +284,21 @@ describe('static keys (GATEWAY_API_KEYS)', () => {
         throw new Error('Redis is unavailable');
       },
     };
-    const app = await startGuardedApp({ model: [createAuthenticator({ store: broken, staticKeys: [STATIC_KEY], trustMs: 0 })] });
+    const app = await startGuardedApp({
+      model: [createAuthenticator({ store: broken, staticKeys: [STATIC_KEY], trustMs: 0 })],
+    });
     try {
       for (let index = 0; index < 3; index += 1) {
-        expect((await send(app.url, '/v1/chat/completions', { key: STATIC_KEY })).body.caller).to.deep.equal({ id: staticKeyId(STATIC_KEY), name: 'static key 1' });
+        expect((await send(app.url, '/v1/chat/completions', { key: STATIC_KEY })).body.caller).to.deep.equal({
+          id: staticKeyId(STATIC_KEY),
+          name: 'static key 1',
+        });
       }
       expect(asked).to.equal(0);
       // A key that is not static is looked up in the store, which fails: 503.
-      expect(await send(app.url, '/v1/chat/completions', { key: 'sk-not-a-static-key-0000-0123456789abcdef' })).to.deep.include({ status: 503 });
+      expect(
+        await send(app.url, '/v1/chat/completions', { key: 'sk-not-a-static-key-0000-0123456789abcdef' }),
+      ).to.deep.include({ status: 503 });
       expect(asked).to.equal(1);
     } finally {
       await app.close();
@@ -230,5 +310,12 @@ function unreachableStore(): KeyStore {
   const fail = async (): Promise<never> => {
     throw new Error('connect ECONNREFUSED 127.0.0.1:1');
   };
-  return { create: fail, list: fail, revoke: fail, update: fail, findByHash: fail as () => Promise<ApiKeyRecord | undefined>, close: async () => {} };
+  return {
+    create: fail,
+    list: fail,
+    revoke: fail,
+    update: fail,
+    findByHash: fail as () => Promise<ApiKeyRecord | undefined>,
+    close: async () => {},
+  };
 }

@@ -21,14 +21,26 @@ async function call(url: string, key: string | undefined, from?: string): Promis
   if (key !== undefined) headers.authorization = `Bearer ${key}`;
   if (from !== undefined) headers['x-forwarded-for'] = from;
   const response = await request(url, { headers });
-  return { status: response.statusCode, retryAfter: response.headers['retry-after'] as string | undefined, body: await response.body.json() };
+  return {
+    status: response.statusCode,
+    retryAfter: response.headers['retry-after'] as string | undefined,
+    body: await response.body.json(),
+  };
 }
 
 async function signIn(url: string, token: string, from?: string): Promise<Call> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (from !== undefined) headers['x-forwarded-for'] = from;
-  const response = await request(`${url}/account/api/session`, { method: 'POST', headers, body: JSON.stringify({ token }) });
-  return { status: response.statusCode, retryAfter: response.headers['retry-after'] as string | undefined, body: await response.body.json() };
+  const response = await request(`${url}/account/api/session`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ token }),
+  });
+  return {
+    status: response.statusCode,
+    retryAfter: response.headers['retry-after'] as string | undefined,
+    body: await response.body.json(),
+  };
 }
 
 async function statuses(count: number, attempt: (index: number) => Promise<Call>): Promise<number[]> {
@@ -42,12 +54,20 @@ describe('failed credentials are throttled per client address, one budget per ki
   let gateway: TestGateway;
 
   beforeEach(async () => {
-    gateway = await startTestGateway({ env: { GATEWAY_AUTH_FAILURES_PER_MINUTE: '5', GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN, GATEWAY_TRUSTED_PROXIES: 'loopback' } });
+    gateway = await startTestGateway({
+      env: {
+        GATEWAY_AUTH_FAILURES_PER_MINUTE: '5',
+        GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN,
+        GATEWAY_TRUSTED_PROXIES: 'loopback',
+      },
+    });
   });
   afterEach(async () => gateway.close());
 
   it('answers 429 with Retry-After after the documented number of unknown API keys, to every key from that address only', async () => {
-    expect(await statuses(5, (index) => call(`${gateway.url}/v1/usage`, `sk-unknown-key-${index}-000000`))).to.deep.equal([401, 401, 401, 401, 401]);
+    expect(
+      await statuses(5, (index) => call(`${gateway.url}/v1/usage`, `sk-unknown-key-${index}-000000`)),
+    ).to.deep.equal([401, 401, 401, 401, 401]);
     const refused = await call(`${gateway.url}/v1/usage`, 'sk-unknown-key-6-000000');
     expect(refused.status).to.equal(429);
     expect(Number(refused.retryAfter)).to.be.within(1, 60);
@@ -58,22 +78,29 @@ describe('failed credentials are throttled per client address, one budget per ki
   });
 
   it('does not count a missing header as a failed attempt', async () => {
-    for (let index = 0; index < 8; index += 1) expect((await call(`${gateway.url}/v1/usage`, undefined)).status).to.equal(401);
+    for (let index = 0; index < 8; index += 1)
+      expect((await call(`${gateway.url}/v1/usage`, undefined)).status).to.equal(401);
     expect((await call(`${gateway.url}/v1/usage`, 'sk-unknown-key-1-000000')).status).to.equal(401);
   });
 
   it('leaves the admin token and the account sign-in working after the API-key budget of the same address is spent', async () => {
-    expect(await statuses(6, (index) => call(`${gateway.url}/v1/usage`, `sk-unknown-key-${index}-000000`))).to.deep.equal([401, 401, 401, 401, 401, 429]);
+    expect(
+      await statuses(6, (index) => call(`${gateway.url}/v1/usage`, `sk-unknown-key-${index}-000000`)),
+    ).to.deep.equal([401, 401, 401, 401, 401, 429]);
     expect((await call(`${gateway.url}/admin/keys`, ADMIN_TOKEN)).status).to.equal(200);
     expect((await call(`${gateway.url}/admin/keys`, 'wrong-token-0')).status).to.equal(401);
     expect((await signIn(gateway.url, ADMIN_TOKEN)).status).to.equal(201);
   });
 
   it('refuses wrong admin tokens past the limit before comparing any token, from that address only, leaving API keys and sign-in alone', async () => {
-    expect(await statuses(6, (index) => call(`${gateway.url}/admin/keys`, `wrong-token-${index}`))).to.deep.equal([401, 401, 401, 401, 401, 429]);
+    expect(await statuses(6, (index) => call(`${gateway.url}/admin/keys`, `wrong-token-${index}`))).to.deep.equal([
+      401, 401, 401, 401, 401, 429,
+    ]);
     const blocked = await call(`${gateway.url}/admin/keys`, ADMIN_TOKEN);
     expect(blocked.status).to.equal(429);
-    expect(blocked.body.detail).to.equal('Too many failed admin token attempts from this address: at most 5 per minute');
+    expect(blocked.body.detail).to.equal(
+      'Too many failed admin token attempts from this address: at most 5 per minute',
+    );
     expect(Number(blocked.retryAfter)).to.be.within(1, 60);
     expect((await call(`${gateway.url}/admin/keys`, ADMIN_TOKEN, '203.0.113.9')).status).to.equal(200);
     expect((await call(`${gateway.url}/v1/usage`, TEST_KEY)).status).to.equal(200);
@@ -85,7 +112,9 @@ describe('failed credentials are throttled per client address, one budget per ki
     expect(await statuses(11, () => signIn(gateway.url, 'wrong-token'))).to.deep.equal([...Array(10).fill(401), 429]);
     const throttled = await signIn(gateway.url, ADMIN_TOKEN);
     expect(throttled.status).to.equal(429);
-    expect(throttled.body.detail).to.equal('Too many failed sign-ins from this address: 10 per 15 minutes; wait and retry');
+    expect(throttled.body.detail).to.equal(
+      'Too many failed sign-ins from this address: 10 per 15 minutes; wait and retry',
+    );
     expect((await signIn(gateway.url, ADMIN_TOKEN, '203.0.113.9')).status).to.equal(201);
     expect((await call(`${gateway.url}/admin/keys`, ADMIN_TOKEN)).status).to.equal(200);
     expect((await call(`${gateway.url}/v1/usage`, TEST_KEY)).status).to.equal(200);
@@ -98,7 +127,9 @@ describe('failed credentials at the default limit', function () {
   it('leaves the admin token working after 20 bad API keys and more from the same address', async () => {
     const gateway = await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN } });
     try {
-      expect(await statuses(21, (index) => call(`${gateway.url}/v1/usage`, `sk-unknown-key-${index}-000000`))).to.deep.equal([...Array(20).fill(401), 429]);
+      expect(
+        await statuses(21, (index) => call(`${gateway.url}/v1/usage`, `sk-unknown-key-${index}-000000`)),
+      ).to.deep.equal([...Array(20).fill(401), 429]);
       expect((await call(`${gateway.url}/admin/keys`, ADMIN_TOKEN)).status).to.equal(200);
     } finally {
       await gateway.close();
@@ -160,9 +191,14 @@ describe('a throttled address', () => {
     const throttle = new FailedAuthThrottle(2);
     // trustMs 0: every check of a managed key asks the store, so a lookup cannot hide in the cache.
     const authenticator = createAuthenticator({ store, staticKeys: [STATIC], throttle, trustMs: 0 });
-    const check = (key: string, address: string) => outcome((async () => authenticator.check({ authorization: `Bearer ${key}` }, '/v1/chat/completions', () => address))());
+    const check = (key: string, address: string) =>
+      outcome(
+        (async () => authenticator.check({ authorization: `Bearer ${key}` }, '/v1/chat/completions', () => address))(),
+      );
 
-    expect([await check('sk-unknown-key-0-000000', 'a'), await check('sk-unknown-key-1-000000', 'a')]).to.deep.equal([401, 401]);
+    expect([await check('sk-unknown-key-0-000000', 'a'), await check('sk-unknown-key-1-000000', 'a')]).to.deep.equal([
+      401, 401,
+    ]);
     expect(store.lookups).to.equal(2);
     expect(await check('sk-unknown-key-2-000000', 'a')).to.equal(429);
     expect(await check(MANAGED, 'a')).to.equal(429);
@@ -187,7 +223,9 @@ describe('FailedAuthThrottle', () => {
     expect(throttle.refusal('b')).to.equal(undefined);
     now = 30_000;
     expect(throttle.refusal('a')?.headers).to.deep.equal({ 'Retry-After': '30' });
-    expect(throttle.refusal('a')?.detail).to.equal('Too many failed authentication attempts from this address: at most 2 per minute');
+    expect(throttle.refusal('a')?.detail).to.equal(
+      'Too many failed authentication attempts from this address: at most 2 per minute',
+    );
     now = 60_000;
     expect(throttle.idle).to.equal(true);
     expect(throttle.refusal('a')).to.equal(undefined);
@@ -202,7 +240,9 @@ describe('FailedAuthThrottle', () => {
     throttle.failed('b');
     now = 60_000;
     expect(throttle.idle).to.equal(false);
-    expect(throttle.failed('b')?.detail).to.equal('Too many failed admin token attempts from this address: at most 1 per minute');
+    expect(throttle.failed('b')?.detail).to.equal(
+      'Too many failed admin token attempts from this address: at most 1 per minute',
+    );
     now = 100_000;
     expect(throttle.idle).to.equal(true);
   });

@@ -61,7 +61,11 @@ export interface Answer {
 }
 
 /** One request with an optional bearer key; the JSON answer and how long it took. */
-export async function send(url: string, path: string, options: { key?: string; authorization?: string; apiKey?: string; method?: string; body?: unknown } = {}): Promise<Answer> {
+export async function send(
+  url: string,
+  path: string,
+  options: { key?: string; authorization?: string; apiKey?: string; method?: string; body?: unknown } = {},
+): Promise<Answer> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`;
   if (options.authorization !== undefined) headers.authorization = options.authorization;
@@ -74,7 +78,12 @@ export async function send(url: string, path: string, options: { key?: string; a
     body: method === 'GET' || method === 'DELETE' ? undefined : JSON.stringify(options.body ?? {}),
   });
   const text = await response.text();
-  return { status: response.status, headers: response.headers, body: text ? (JSON.parse(text) as Record<string, any>) : {}, ms: performance.now() - started };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: text ? (JSON.parse(text) as Record<string, any>) : {},
+    ms: performance.now() - started,
+  };
 }
 
 export { eventually, sleep } from '../../helpers/eventually.ts';

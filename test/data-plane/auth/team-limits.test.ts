@@ -43,12 +43,25 @@ describe('authentication with team limits', () => {
   });
   afterEach(async () => rm(dataDir, { recursive: true, force: true }));
 
-  it('copies the key\'s own tpm and budget into the caller', async () => {
-    const { record } = await keys.create({ name: 'own', rpm: 3, tpm: 900, budget: { daily_usd: 1.5 }, quota: { daily: 10 } });
-    expect(authenticatedKey(record)).to.deep.equal({ id: record.id, name: 'own', rpm: 3, tpm: 900, budget: { daily_usd: 1.5 }, quota: { daily: 10 } });
+  it("copies the key's own tpm and budget into the caller", async () => {
+    const { record } = await keys.create({
+      name: 'own',
+      rpm: 3,
+      tpm: 900,
+      budget: { daily_usd: 1.5 },
+      quota: { daily: 10 },
+    });
+    expect(authenticatedKey(record)).to.deep.equal({
+      id: record.id,
+      name: 'own',
+      rpm: 3,
+      tpm: 900,
+      budget: { daily_usd: 1.5 },
+      quota: { daily: 10 },
+    });
   });
 
-  it('copies the key\'s and the team\'s cache settings into the caller, as set, and none when unset', async () => {
+  it("copies the key's and the team's cache settings into the caller, as set, and none when unset", async () => {
     const quiet = await teams.create({ name: 'quiet', cache: false });
     const loud = await teams.create({ name: 'loud', cache: true });
     const off = await keys.create({ name: 'off', cache: false });
@@ -56,18 +69,47 @@ describe('authentication with team limits', () => {
     const plain = await keys.create({ name: 'plain', team: 'loud' });
     expect(authenticatedKey(off.record)).to.deep.equal({ id: off.record.id, name: 'off', cache: false });
     const auth = createAuthenticator({ store: keys, teams });
-    expect(await auth.check(bearer(on.key), '/v1/chat/completions')).to.deep.equal({ id: on.record.id, name: 'on', cache: true, team: { id: quiet.id, name: 'quiet', cache: false } });
-    expect(await auth.check(bearer(plain.key), '/v1/chat/completions')).to.deep.equal({ id: plain.record.id, name: 'plain', team: { id: loud.id, name: 'loud', cache: true } });
+    expect(await auth.check(bearer(on.key), '/v1/chat/completions')).to.deep.equal({
+      id: on.record.id,
+      name: 'on',
+      cache: true,
+      team: { id: quiet.id, name: 'quiet', cache: false },
+    });
+    expect(await auth.check(bearer(plain.key), '/v1/chat/completions')).to.deep.equal({
+      id: plain.record.id,
+      name: 'plain',
+      team: { id: loud.id, name: 'loud', cache: true },
+    });
     await teams.update('loud', { cache: null });
-    expect(await createAuthenticator({ store: keys, teams }).check(bearer(plain.key), '/v1/chat/completions')).to.deep.equal({ id: plain.record.id, name: 'plain', team: { id: loud.id, name: 'loud' } });
+    expect(
+      await createAuthenticator({ store: keys, teams }).check(bearer(plain.key), '/v1/chat/completions'),
+    ).to.deep.equal({ id: plain.record.id, name: 'plain', team: { id: loud.id, name: 'loud' } });
   });
 
-  it('gives a key naming a team the team\'s name and limits beside its own, synchronously once cached', async () => {
-    const research = await teams.create({ name: 'research', rpm: 60, tpm: 20_000, quota: { monthly: 5 }, budget: { monthly_usd: 80 } });
+  it("gives a key naming a team the team's name and limits beside its own, synchronously once cached", async () => {
+    const research = await teams.create({
+      name: 'research',
+      rpm: 60,
+      tpm: 20_000,
+      quota: { monthly: 5 },
+      budget: { monthly_usd: 80 },
+    });
     const { key, record } = await keys.create({ name: 'member', tpm: 900, team: 'research' });
     const auth = createAuthenticator({ store: keys, teams });
     const first = await auth.check(bearer(key), '/v1/chat/completions');
-    expect(first).to.deep.equal({ id: record.id, name: 'member', tpm: 900, team: { id: research.id, name: 'research', rpm: 60, tpm: 20_000, quota: { monthly: 5 }, budget: { monthly_usd: 80 } } });
+    expect(first).to.deep.equal({
+      id: record.id,
+      name: 'member',
+      tpm: 900,
+      team: {
+        id: research.id,
+        name: 'research',
+        rpm: 60,
+        tpm: 20_000,
+        quota: { monthly: 5 },
+        budget: { monthly_usd: 80 },
+      },
+    });
     const again = auth.check(bearer(key), '/v1/chat/completions');
     expect(again).not.to.be.instanceOf(Promise);
     expect(again).to.equal(first);
@@ -86,12 +128,19 @@ describe('authentication with team limits', () => {
     expect((await auth.check(bearer(key), '/v1/chat/completions')).team).to.deep.equal({ id, name: 'ops', rpm: 10 });
     await elsewhere.update('ops', { rpm: 20, tpm: 5 });
     clock.advance(300);
-    expect((await auth.check(bearer(key), '/v1/chat/completions')).team, 'the other process\'s change, once the trust time is over').to.deep.equal({ id, name: 'ops', rpm: 20, tpm: 5 });
+    expect(
+      (await auth.check(bearer(key), '/v1/chat/completions')).team,
+      "the other process's change, once the trust time is over",
+    ).to.deep.equal({ id, name: 'ops', rpm: 20, tpm: 5 });
 
     const patient = createAuthenticator({ store: keys, teams, teamTrustMs: 60_000 });
     expect((await patient.check(bearer(key), '/v1/chat/completions')).team?.tpm).to.equal(5);
     await teams.update('ops', { tpm: null });
-    expect(await patient.check(bearer(key), '/v1/chat/completions')).to.have.deep.property('team', { id, name: 'ops', rpm: 20 });
+    expect(await patient.check(bearer(key), '/v1/chat/completions')).to.have.deep.property('team', {
+      id,
+      name: 'ops',
+      rpm: 20,
+    });
   });
 
   it('serves a key whose team no longer exists with its own limits, warning once per team name', async () => {
@@ -102,10 +151,20 @@ describe('authentication with team limits', () => {
     const logs = captureLogs();
     const auth = createAuthenticator({ store: keys, teams, logger: logs.logger, teamTrustMs: 0 });
     for (let round = 0; round < 3; round += 1) {
-      expect(await auth.check(bearer(one.key), '/v1/chat/completions')).to.deep.equal({ id: one.record.id, name: 'one', rpm: 4 });
-      expect(await auth.check(bearer(two.key), '/v1/chat/completions')).to.deep.equal({ id: two.record.id, name: 'two' });
+      expect(await auth.check(bearer(one.key), '/v1/chat/completions')).to.deep.equal({
+        id: one.record.id,
+        name: 'one',
+        rpm: 4,
+      });
+      expect(await auth.check(bearer(two.key), '/v1/chat/completions')).to.deep.equal({
+        id: two.record.id,
+        name: 'two',
+      });
     }
-    const warnings = logs.text().split('\n').filter((line) => line.includes("the team 'gone', which does not exist"));
+    const warnings = logs
+      .text()
+      .split('\n')
+      .filter((line) => line.includes("the team 'gone', which does not exist"));
     expect(warnings).to.have.length(1);
     expect(logs.text()).not.to.contain(one.key).and.not.to.contain(one.record.hash);
     const noStore = createAuthenticator({ store: keys });
@@ -119,7 +178,10 @@ describe('authentication with team limits', () => {
     store.failing = true;
     const logs = captureLogs();
     const auth = createAuthenticator({ store: keys, teams: store, teamTrustMs: 50, logger: logs.logger });
-    const refused = await Promise.resolve(auth.check(bearer(key), '/v1/chat/completions')).then(() => undefined, (error: { status: number; detail: string }) => error);
+    const refused = await Promise.resolve(auth.check(bearer(key), '/v1/chat/completions')).then(
+      () => undefined,
+      (error: { status: number; detail: string }) => error,
+    );
     expect(refused).to.deep.include({ status: 503, detail: 'The team store is unavailable; please retry shortly' });
     store.failing = false;
     expect((await auth.check(bearer(key), '/v1/chat/completions')).team).to.deep.equal({ id, name: 'shaky', tpm: 77 });
@@ -128,5 +190,4 @@ describe('authentication with team limits', () => {
     expect((await auth.check(bearer(key), '/v1/chat/completions')).team).to.deep.equal({ id, name: 'shaky', tpm: 77 });
     expect(logs.text()).to.contain('team store unavailable: using the team limits last read');
   });
-
 });

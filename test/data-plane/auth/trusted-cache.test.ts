@@ -8,7 +8,13 @@ import { isGatewayError } from '../../../src/core/gateway-errors.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { ManualClock, withDateNow } from '../../helpers/manual-clock.ts';
 
-const record = (id: string, revoked = false): ApiKeyRecord => ({ id, name: id, hash: hashApiKey(id), createdAt: '2026-01-01T00:00:00.000Z', revoked });
+const record = (id: string, revoked = false): ApiKeyRecord => ({
+  id,
+  name: id,
+  hash: hashApiKey(id),
+  createdAt: '2026-01-01T00:00:00.000Z',
+  revoked,
+});
 
 /** A loader over a mutable table that counts its reads. */
 function table(entries: Record<string, ApiKeyRecord>) {
@@ -46,10 +52,14 @@ describe('trusted cache (presented keys, teams)', () => {
     const cache = new TrustedCache(store.load, { trustMs: 200, maxEntries: 10 });
     await cache.get('sk-a');
     store.entries['sk-a'] = record('a', true);
-    await eventually(() => {
-      const found = cache.get('sk-a');
-      return !(found instanceof Promise) && found?.revoked === true;
-    }, 'the revoke to be read', 2000);
+    await eventually(
+      () => {
+        const found = cache.get('sk-a');
+        return !(found instanceof Promise) && found?.revoked === true;
+      },
+      'the revoke to be read',
+      2000,
+    );
     expect(store.reads.length).to.be.at.least(2);
   });
 
@@ -192,7 +202,9 @@ describe('authenticator check', () => {
     // both the trust and the key's status are read on the test's clock.
     const clock = new ManualClock(Date.now());
     const expiresAt = clock.time + 3_600_000;
-    const { store, reads } = countingStore([{ ...record('key_2'), hash: hashApiKey(key), expiresAt: new Date(expiresAt).toISOString() }]);
+    const { store, reads } = countingStore([
+      { ...record('key_2'), hash: hashApiKey(key), expiresAt: new Date(expiresAt).toISOString() },
+    ]);
     const auth = withDateNow(clock, () => createAuthenticator({ store, trustMs: 24 * 3_600_000 }));
     expect(await auth.check(headers, '/v1/chat/completions')).to.deep.equal({ id: 'key_2', name: 'key_2' });
     const checkAt = (time: number) => {

@@ -1,5 +1,13 @@
 import { expect } from 'chai';
-import { AnswerCapture, cacheDirective, cacheKey, forwardedHeaderValues, hasInBandError, type CacheKeyMaterial, type ResponseCaching } from '../../../src/data-plane/cache/response-caching.ts';
+import {
+  AnswerCapture,
+  cacheDirective,
+  cacheKey,
+  forwardedHeaderValues,
+  hasInBandError,
+  type CacheKeyMaterial,
+  type ResponseCaching,
+} from '../../../src/data-plane/cache/response-caching.ts';
 import type { CachedAnswer, CacheTenant } from '../../../src/core/response-cache.ts';
 
 const material: CacheKeyMaterial = {
@@ -47,15 +55,28 @@ describe('response caching', () => {
     });
 
     it('cannot be made to collide by moving bytes between parts', () => {
-      expect(cacheKey({ ...material, route: 'ab', model: 'c' })).to.not.equal(cacheKey({ ...material, route: 'a', model: 'bc' }));
-      expect(cacheKey({ ...material, headers: [['a', 'b=c']] })).to.not.equal(cacheKey({ ...material, headers: [['a=b', 'c']] }));
+      expect(cacheKey({ ...material, route: 'ab', model: 'c' })).to.not.equal(
+        cacheKey({ ...material, route: 'a', model: 'bc' }),
+      );
+      expect(cacheKey({ ...material, headers: [['a', 'b=c']] })).to.not.equal(
+        cacheKey({ ...material, headers: [['a=b', 'c']] }),
+      );
     });
   });
 
   it('takes the forwarded headers with the values that reach the upstream, the route default where the client sent none', () => {
-    const route = { forwardHeaders: ['anthropic-beta', 'anthropic-version'], defaultHeaders: { 'anthropic-version': '2023-06-01' } } as never;
-    expect(forwardedHeaderValues(route, {})).to.deep.equal([['anthropic-beta', undefined], ['anthropic-version', '2023-06-01']]);
-    expect(forwardedHeaderValues(route, { 'anthropic-version': '2024-01-01', 'anthropic-beta': 'x' })).to.deep.equal([['anthropic-beta', 'x'], ['anthropic-version', '2024-01-01']]);
+    const route = {
+      forwardHeaders: ['anthropic-beta', 'anthropic-version'],
+      defaultHeaders: { 'anthropic-version': '2023-06-01' },
+    } as never;
+    expect(forwardedHeaderValues(route, {})).to.deep.equal([
+      ['anthropic-beta', undefined],
+      ['anthropic-version', '2023-06-01'],
+    ]);
+    expect(forwardedHeaderValues(route, { 'anthropic-version': '2024-01-01', 'anthropic-beta': 'x' })).to.deep.equal([
+      ['anthropic-beta', 'x'],
+      ['anthropic-version', '2024-01-01'],
+    ]);
   });
 
   it('tells a 200 JSON answer that carries an error', () => {
@@ -71,11 +92,22 @@ describe('response caching', () => {
   describe('AnswerCapture', () => {
     const stored: { tenant: CacheTenant; key: string; answer: CachedAnswer; ttlMs: number }[] = [];
     const caching: ResponseCaching = {
-      store: { get: () => undefined, set: (tenant, key, answer, ttlMs) => stored.push({ tenant, key, answer, ttlMs }), delete: () => {}, clear: async () => 0, close: async () => {} },
+      store: {
+        get: () => undefined,
+        set: (tenant, key, answer, ttlMs) => stored.push({ tenant, key, answer, ttlMs }),
+        delete: () => {},
+        clear: async () => 0,
+        close: async () => {},
+      },
       settings: () => ({ ttlMs: 60_000, maxEntryBytes: 10 }),
     };
     const ticket = { key: 'k', tenant: 'key:a' as const, settings: { ttlMs: 60_000, maxEntryBytes: 10 }, read: true };
-    const fields = { contentType: 'text/event-stream', stream: true, model: 'm', usage: { inputTokens: 1, outputTokens: 1, cachedTokens: 0 } };
+    const fields = {
+      contentType: 'text/event-stream',
+      stream: true,
+      model: 'm',
+      usage: { inputTokens: 1, outputTokens: 1, cachedTokens: 0 },
+    };
     beforeEach(() => (stored.length = 0));
 
     it('stores the bytes collected, once', () => {

@@ -31,20 +31,51 @@ const chunk = (content: string | undefined, finish: string | null = null) =>
   `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta: content === undefined ? {} : { content }, finish_reason: finish }] })}\n\n`;
 
 /** A guarded body over a fake upstream, with what reached the relay's side. */
-function guarded(settings: GuardrailSettings[], post?: WebhookPost, maxEventBytes = 1024 * 1024, tapped: string[] = []) {
+function guarded(
+  settings: GuardrailSettings[],
+  post?: WebhookPost,
+  maxEventBytes = 1024 * 1024,
+  tapped: string[] = [],
+) {
   const set = buildGuardrailSet(settings, [], post)!;
   const acted: GuardrailActed[] = [];
-  const run = new GuardrailRun(set.select(undefined)!, WIRE_FORMATS['chat-completions'], { route: 'chat-completions', model: 'alpha/gen-5.5', requestId: 'r1' }, (event) => acted.push(event));
+  const run = new GuardrailRun(
+    set.select(undefined)!,
+    WIRE_FORMATS['chat-completions'],
+    { route: 'chat-completions', model: 'alpha/gen-5.5', requestId: 'r1' },
+    (event) => acted.push(event),
+  );
   const inner = new FakeBody();
-  const body = new GuardedBody(inner, run, run.selection.response!, maxEventBytes, { tap: (event) => tapped.push(event.data) });
+  const body = new GuardedBody(inner, run, run.selection.response!, maxEventBytes, {
+    tap: (event) => tapped.push(event.data),
+  });
   const seen = { bytes: [] as Buffer[], ended: false, error: undefined as unknown };
-  body.attach({ data: (bytes) => seen.bytes.push(Buffer.from(bytes)), end: () => (seen.ended = true), error: (error) => (seen.error = error) });
+  body.attach({
+    data: (bytes) => seen.bytes.push(Buffer.from(bytes)),
+    end: () => (seen.ended = true),
+    error: (error) => (seen.error = error),
+  });
   const text = () => Buffer.concat(seen.bytes).toString('utf8');
-  const contents = () => new SseSplitter().push(Buffer.concat(seen.bytes)).map((block) => block.event?.data ?? '').filter((data) => data.startsWith('{')).map((data) => (JSON.parse(data) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content ?? '').join('');
+  const contents = () =>
+    new SseSplitter()
+      .push(Buffer.concat(seen.bytes))
+      .map((block) => block.event?.data ?? '')
+      .filter((data) => data.startsWith('{'))
+      .map(
+        (data) => (JSON.parse(data) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content ?? '',
+      )
+      .join('');
   return { inner, body, seen, text, contents, acted, run };
 }
 
-const codes: GuardrailSettings = { name: 'no-codes', use: 'regex', on: 'response', action: 'block', patterns: ['PROJECT-[0-9]{4}'], ignoreCase: false };
+const codes: GuardrailSettings = {
+  name: 'no-codes',
+  use: 'regex',
+  on: 'response',
+  action: 'block',
+  patterns: ['PROJECT-[0-9]{4}'],
+  ignoreCase: false,
+};
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('data plane: a stream body behind response guardrails', () => {
@@ -73,19 +104,44 @@ describe('data plane: a stream body behind response guardrails', () => {
     expect(isGuardrailStreamBlock(dirty.seen.error)).to.equal(true);
     expect(dirty.contents()).to.equal('');
     expect(dirty.inner.aborted).to.equal(true);
-    expect(dirty.acted).to.deep.include({ guardrail: 'no-codes', phase: 'response', action: 'block', cause: 'finding', route: 'chat-completions', model: 'alpha/gen-5.5', requestId: 'r1', keyId: undefined, team: undefined });
+    expect(dirty.acted).to.deep.include({
+      guardrail: 'no-codes',
+      phase: 'response',
+      action: 'block',
+      cause: 'finding',
+      route: 'chat-completions',
+      model: 'alpha/gen-5.5',
+      requestId: 'r1',
+      keyId: undefined,
+      team: undefined,
+    });
   });
 
   it('lets the events before a finding out, then fails with the block, and drops the upstream (what it held tapped as it came, for the estimate)', () => {
     const tapped: string[] = [];
     const { inner, seen, contents } = guarded([codes], undefined, undefined, tapped);
-    inner.sink!.data(Buffer.from(chunk('A long harmless opening sentence, ') + chunk('and then PROJECT-') + chunk('1234 and more text after it.')));
+    inner.sink!.data(
+      Buffer.from(
+        chunk('A long harmless opening sentence, ') +
+          chunk('and then PROJECT-') +
+          chunk('1234 and more text after it.'),
+      ),
+    );
     expect(contents()).to.equal('A long harmless opening sentence, ');
     expect(isGuardrailStreamBlock(seen.error)).to.equal(true);
-    expect((seen.error as { refusal: { code: string; status: number } }).refusal).to.include({ code: 'GW_ERR_GUARDRAIL', status: 400 });
+    expect((seen.error as { refusal: { code: string; status: number } }).refusal).to.include({
+      code: 'GW_ERR_GUARDRAIL',
+      status: 400,
+    });
     expect(inner.aborted).to.equal(true);
-    const deltas = tapped.map((data) => (JSON.parse(data) as { choices: { delta: { content: string } }[] }).choices[0]!.delta.content);
-    expect(deltas).to.deep.equal(['A long harmless opening sentence, ', 'and then PROJECT-', '1234 and more text after it.']);
+    const deltas = tapped.map(
+      (data) => (JSON.parse(data) as { choices: { delta: { content: string } }[] }).choices[0]!.delta.content,
+    );
+    expect(deltas).to.deep.equal([
+      'A long harmless opening sentence, ',
+      'and then PROJECT-',
+      '1234 and more text after it.',
+    ]);
     inner.sink!.data(Buffer.from(chunk('late')));
     expect(contents()).to.equal('A long harmless opening sentence, ');
   });
@@ -109,7 +165,20 @@ describe('data plane: a stream body behind response guardrails', () => {
       asked.push(JSON.parse(body) as (typeof asked)[number]);
       return new Promise((resolve) => (answer = resolve));
     };
-    const { inner, body, seen, contents } = guarded([{ name: 'hook', use: 'webhook', on: 'response', url: 'http://hook.example/x', timeoutMs: 1000, failMode: 'closed', headers: {} }], post);
+    const { inner, body, seen, contents } = guarded(
+      [
+        {
+          name: 'hook',
+          use: 'webhook',
+          on: 'response',
+          url: 'http://hook.example/x',
+          timeoutMs: 1000,
+          failMode: 'closed',
+          headers: {},
+        },
+      ],
+      post,
+    );
     inner.sink!.data(Buffer.from(chunk('first part, ')));
     await tick();
     expect(asked).to.have.length(1);

@@ -7,10 +7,10 @@ import { setTextAt, valueAt, type JsonPath } from '../../../src/core/formats/tex
 function stringPaths(value: unknown, path: JsonPath = []): JsonPath[] {
   if (typeof value === 'string') return [path];
   if (Array.isArray(value)) return value.flatMap((item, index) => stringPaths(item, [...path, index]));
-  if (value && typeof value === 'object') return Object.entries(value).flatMap(([key, item]) => stringPaths(item, [...path, key]));
+  if (value && typeof value === 'object')
+    return Object.entries(value).flatMap(([key, item]) => stringPaths(item, [...path, key]));
   return [];
 }
-
 
 describe('data plane: strings rewritten in the bytes of a JSON document, everything else kept', () => {
   it('locates each value the way JSON.parse reads it, the last of a key given twice included', () => {
@@ -22,21 +22,39 @@ describe('data plane: strings rewritten in the bytes of a JSON document, everyth
 
   it('property: rewriting some strings of any JSON value changes exactly those, byte for byte elsewhere', () => {
     fc.assert(
-      fc.property(fc.jsonValue({ maxDepth: 4 }), fc.constantFrom(0, 1, 4), fc.array(fc.nat(), { maxLength: 4 }), (value, indent, picks) => {
-        const paths = stringPaths(value);
-        fc.pre(paths.length > 0);
-        const chosen = [...new Map(picks.map((pick) => paths[pick % paths.length]!).map((path) => [JSON.stringify(path), path])).values()];
-        const original = Buffer.from(JSON.stringify(value, null, indent));
-        const changes = chosen.map((path, index) => ({ path, text: `[redacted ${index}] "é" \\ ${String(valueAt(value, path)).length}` }));
-        const rewritten = replaceStrings(original, changes);
-        const parsed = JSON.parse(rewritten.toString('utf8')) as unknown;
-        for (const change of changes) expect(valueAt(parsed, change.path)).to.equal(change.text);
-        // Everything else is as it was: put the old strings back and the bytes are the original's, whitespace included.
-        const restored = replaceStrings(rewritten, chosen.map((path) => ({ path, text: valueAt(value, path) as string })));
-        expect(restored.equals(original)).to.equal(true);
-        const untouched = paths.filter((path) => !chosen.some((picked) => JSON.stringify(picked) === JSON.stringify(path)));
-        for (const path of untouched) expect(valueAt(parsed, path)).to.equal(valueAt(value, path));
-      }),
+      fc.property(
+        fc.jsonValue({ maxDepth: 4 }),
+        fc.constantFrom(0, 1, 4),
+        fc.array(fc.nat(), { maxLength: 4 }),
+        (value, indent, picks) => {
+          const paths = stringPaths(value);
+          fc.pre(paths.length > 0);
+          const chosen = [
+            ...new Map(
+              picks.map((pick) => paths[pick % paths.length]!).map((path) => [JSON.stringify(path), path]),
+            ).values(),
+          ];
+          const original = Buffer.from(JSON.stringify(value, null, indent));
+          const changes = chosen.map((path, index) => ({
+            path,
+            text: `[redacted ${index}] "é" \\ ${String(valueAt(value, path)).length}`,
+          }));
+          const rewritten = replaceStrings(original, changes);
+          const parsed = JSON.parse(rewritten.toString('utf8')) as unknown;
+          for (const change of changes) expect(valueAt(parsed, change.path)).to.equal(change.text);
+          // Everything else is as it was: put the old strings back and the bytes are the original's, whitespace
+          // included.
+          const restored = replaceStrings(
+            rewritten,
+            chosen.map((path) => ({ path, text: valueAt(value, path) as string })),
+          );
+          expect(restored.equals(original)).to.equal(true);
+          const untouched = paths.filter(
+            (path) => !chosen.some((picked) => JSON.stringify(picked) === JSON.stringify(path)),
+          );
+          for (const path of untouched) expect(valueAt(parsed, path)).to.equal(valueAt(value, path));
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -62,7 +62,11 @@ describe('per-address caps on connections and half-sent requests', function () {
   }
 
   /** A request on a new connection from `localAddress` (closed after the answer). */
-  async function fromAddress(localAddress: string, path: string, body?: string): Promise<{ status: number; headers: Record<string, unknown>; body: unknown }> {
+  async function fromAddress(
+    localAddress: string,
+    path: string,
+    body?: string,
+  ): Promise<{ status: number; headers: Record<string, unknown>; body: unknown }> {
     // undici reads `localAddress` from the agent's own options (not from `connect`, where it is ignored).
     const agent = new Agent({ localAddress });
     agents.push(agent);
@@ -74,11 +78,19 @@ describe('per-address caps on connections and half-sent requests', function () {
       headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
     });
     const text = await response.body.text();
-    return { status: response.statusCode, headers: response.headers, body: text.startsWith('{') ? JSON.parse(text) : text };
+    return {
+      status: response.statusCode,
+      headers: response.headers,
+      body: text.startsWith('{') ? JSON.parse(text) : text,
+    };
   }
 
   it('keeps serving a second address while one address holds half-sent requests on as many connections as it can', async () => {
-    await start({ GATEWAY_MAX_CONNECTIONS: '40', GATEWAY_HEADERS_TIMEOUT_MS: '20000', GATEWAY_REQUEST_TIMEOUT_MS: '30000' });
+    await start({
+      GATEWAY_MAX_CONNECTIONS: '40',
+      GATEWAY_HEADERS_TIMEOUT_MS: '20000',
+      GATEWAY_REQUEST_TIMEOUT_MS: '30000',
+    });
     // The attacker keeps 60 connections going, reconnecting each as it is refused or cut: half of them
     // hold an unauthenticated upload that never ends, half never finish their headers.
     let attacking = true;
@@ -152,7 +164,10 @@ describe('per-address caps on connections and half-sent requests', function () {
     const statuses: number[] = [];
     for (let index = 0; index < 60; index += 1) {
       const response = await request(`${gateway!.url}/v1/usage`, {
-        headers: { authorization: `Bearer sk-not-a-known-key-${index}-0000`, 'x-forwarded-for': spellings[index % spellings.length]!(40_000 + index) },
+        headers: {
+          authorization: `Bearer sk-not-a-known-key-${index}-0000`,
+          'x-forwarded-for': spellings[index % spellings.length]!(40_000 + index),
+        },
       });
       await response.body.dump();
       statuses.push(response.statusCode);
@@ -160,7 +175,9 @@ describe('per-address caps on connections and half-sent requests', function () {
     expect(statuses).to.deep.equal([...Array(20).fill(401), ...Array(40).fill(429)]);
     // The client is refused under any spelling, its valid key included; another client is not.
     const withKey = async (forwardedFor: string) => {
-      const response = await request(`${gateway!.url}/v1/usage`, { headers: { authorization: `Bearer ${TEST_KEY}`, 'x-forwarded-for': forwardedFor } });
+      const response = await request(`${gateway!.url}/v1/usage`, {
+        headers: { authorization: `Bearer ${TEST_KEY}`, 'x-forwarded-for': forwardedFor },
+      });
       await response.body.dump();
       return response.statusCode;
     };
@@ -178,7 +195,9 @@ describe('per-address caps on connections and half-sent requests', function () {
       expect(head).to.match(/^HTTP\/1.1 429 /);
       expect(head).to.match(/\r\nRetry-After: 1\r\n/);
       expect(head).to.match(/\r\nContent-Type: application\/json/);
-      expect(JSON.parse(body!)).to.deep.equal({ detail: 'This address has too many open connections (at most 3); please retry shortly' });
+      expect(JSON.parse(body!)).to.deep.equal({
+        detail: 'This address has too many open connections (at most 3); please retry shortly',
+      });
     }
     expect((await fromAddress(OTHER, '/healthz')).status).to.equal(200);
     const end = `${held[0]!.socket.localAddress}:${held[0]!.socket.localPort}`;
@@ -193,7 +212,8 @@ describe('per-address caps on connections and half-sent requests', function () {
   it('caps the half-sent requests of one address with a 429 in the route envelope, and serves its complete requests meanwhile', async () => {
     await start({ GATEWAY_MAX_CONNECTIONS: '20', GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS: '2' });
     const halfSent = [await open(ATTACKER), await open(ATTACKER)];
-    for (const client of halfSent) client.write(postHead('/v1/chat/completions', TEST_KEY, Buffer.byteLength(CHAT)) + PARTIAL_CHAT);
+    for (const client of halfSent)
+      client.write(postHead('/v1/chat/completions', TEST_KEY, Buffer.byteLength(CHAT)) + PARTIAL_CHAT);
     await eventually(() => seen === 2, 'the gateway to read both heads');
     const refused = await open(ATTACKER, true);
     refused.write(postHead('/v1/chat/completions', TEST_KEY, 100_000) + PARTIAL_CHAT);
@@ -203,7 +223,10 @@ describe('per-address caps on connections and half-sent requests', function () {
     expect(head).to.match(/^HTTP\/1.1 429 /);
     expect(head).to.match(/\r\nretry-after: 1\r\n/i);
     const message = 'This address has too many requests still sending their body (at most 2); please retry shortly';
-    expect(JSON.parse(body!)).to.deep.equal({ detail: message, error: { message, type: 'rate_limit_error', param: null, code: 'GW_ERR_RATE_LIMITED' } });
+    expect(JSON.parse(body!)).to.deep.equal({
+      detail: message,
+      error: { message, type: 'rate_limit_error', param: null, code: 'GW_ERR_RATE_LIMITED' },
+    });
     // Not half-sent: a request whose body came with its headers, and one without a body.
     expect((await fromAddress(ATTACKER, '/v1/chat/completions', CHAT)).status).to.equal(200);
     expect((await fromAddress(ATTACKER, '/healthz')).status).to.equal(200);
@@ -230,11 +253,18 @@ describe('per-address caps on connections and half-sent requests', function () {
   });
 
   it("does not cap a trusted proxy's connections per address, and caps half-sent requests per client it names", async () => {
-    await start({ GATEWAY_MAX_CONNECTIONS: '20', GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: '2', GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS: '1', GATEWAY_TRUSTED_PROXIES: ATTACKER });
+    await start({
+      GATEWAY_MAX_CONNECTIONS: '20',
+      GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: '2',
+      GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS: '1',
+      GATEWAY_TRUSTED_PROXIES: ATTACKER,
+    });
     const viaProxy: RawClient[] = [];
     for (let index = 0; index < 4; index += 1) viaProxy.push(await open(ATTACKER, true));
     const upload = (client: RawClient, forwardedFor: string) =>
-      client.write(postHead('/v1/chat/completions', TEST_KEY, 100_000, `X-Forwarded-For: ${forwardedFor}`) + PARTIAL_CHAT);
+      client.write(
+        postHead('/v1/chat/completions', TEST_KEY, 100_000, `X-Forwarded-For: ${forwardedFor}`) + PARTIAL_CHAT,
+      );
     upload(viaProxy[0]!, '198.51.100.1');
     await eventually(() => seen === 1, 'the gateway to read the first head');
     upload(viaProxy[1]!, '198.51.100.1');
@@ -256,21 +286,48 @@ describe('per-address caps on connections and half-sent requests', function () {
     const directory = await mkdtemp(join(tmpdir(), 'address-caps-'));
     try {
       const file = join(directory, 'gateway.yaml');
-      await writeFile(file, 'server:\n  maxConnections: 100\n  maxConnectionsPerAddress: 10\n  maxPendingRequestsPerAddress: 4\n');
-      expect(loadConfig({ GATEWAY_CONFIG: file }, directory)).to.deep.include({ maxConnections: 100, maxConnectionsPerAddress: 10, maxPendingRequestsPerAddress: 4 });
-      expect(loadConfig({ GATEWAY_CONFIG: file, GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: '20' }, directory)).to.deep.include({ maxConnectionsPerAddress: 20 });
+      await writeFile(
+        file,
+        'server:\n  maxConnections: 100\n  maxConnectionsPerAddress: 10\n  maxPendingRequestsPerAddress: 4\n',
+      );
+      expect(loadConfig({ GATEWAY_CONFIG: file }, directory)).to.deep.include({
+        maxConnections: 100,
+        maxConnectionsPerAddress: 10,
+        maxPendingRequestsPerAddress: 4,
+      });
+      expect(
+        loadConfig({ GATEWAY_CONFIG: file, GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: '20' }, directory),
+      ).to.deep.include({ maxConnectionsPerAddress: 20 });
       await writeFile(file, 'server:\n  maxConnections: 100\n  maxPendingRequestsPerAddress: 101\n');
-      expect(() => loadConfig({ GATEWAY_CONFIG: file }, directory)).to.throw('server.maxPendingRequestsPerAddress (101) cannot be more than the open connections at most (100)');
+      expect(() => loadConfig({ GATEWAY_CONFIG: file }, directory)).to.throw(
+        'server.maxPendingRequestsPerAddress (101) cannot be more than the open connections at most (100)',
+      );
     } finally {
       await rm(directory, { recursive: true, force: true });
     }
-    expect(loadConfig({ GATEWAY_MAX_CONNECTIONS: '200' }, '/nonexistent')).to.deep.include({ maxConnections: 200, maxConnectionsPerAddress: 20, maxPendingRequestsPerAddress: 10 });
-    expect(loadConfig({ GATEWAY_MAX_CONNECTIONS: '3' }, '/nonexistent')).to.deep.include({ maxConnectionsPerAddress: 1, maxPendingRequestsPerAddress: 1 });
-    const set = loadConfig({ GATEWAY_MAX_CONNECTIONS: '200', GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: '30', GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS: '5' }, '/nonexistent');
-    expect(set).to.deep.include({ maxConnectionsPerAddress: 30, maxPendingRequestsPerAddress: 5 });
-    expect(() => loadConfig({ GATEWAY_MAX_CONNECTIONS: '200', GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: '300' }, '/nonexistent')).to.throw(
-      'GATEWAY_MAX_CONNECTIONS_PER_ADDRESS (300) cannot be more than the open connections at most (200)',
+    expect(loadConfig({ GATEWAY_MAX_CONNECTIONS: '200' }, '/nonexistent')).to.deep.include({
+      maxConnections: 200,
+      maxConnectionsPerAddress: 20,
+      maxPendingRequestsPerAddress: 10,
+    });
+    expect(loadConfig({ GATEWAY_MAX_CONNECTIONS: '3' }, '/nonexistent')).to.deep.include({
+      maxConnectionsPerAddress: 1,
+      maxPendingRequestsPerAddress: 1,
+    });
+    const set = loadConfig(
+      {
+        GATEWAY_MAX_CONNECTIONS: '200',
+        GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: '30',
+        GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS: '5',
+      },
+      '/nonexistent',
     );
-    expect(() => loadConfig({ GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS: '0' }, '/nonexistent')).to.throw(/GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS must be an integer >= 1/);
+    expect(set).to.deep.include({ maxConnectionsPerAddress: 30, maxPendingRequestsPerAddress: 5 });
+    expect(() =>
+      loadConfig({ GATEWAY_MAX_CONNECTIONS: '200', GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: '300' }, '/nonexistent'),
+    ).to.throw('GATEWAY_MAX_CONNECTIONS_PER_ADDRESS (300) cannot be more than the open connections at most (200)');
+    expect(() => loadConfig({ GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS: '0' }, '/nonexistent')).to.throw(
+      /GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS must be an integer >= 1/,
+    );
   });
 });

@@ -59,7 +59,8 @@ function waitForDrain(res: ServerResponse): Promise<void> {
   });
 }
 
-const sse = (name: string | undefined, data: unknown) => `${name ? `event: ${name}\n` : ''}data: ${JSON.stringify(data)}\n\n`;
+const sse = (name: string | undefined, data: unknown) =>
+  `${name ? `event: ${name}\n` : ''}data: ${JSON.stringify(data)}\n\n`;
 const TEXT = 'x'.repeat(16 * 1024);
 
 /** Per streaming route: the request, the opening events, one content event, and the terminal events. */
@@ -70,7 +71,9 @@ const STREAMS = [
     body: { model: 'alpha/gen-5.5', stream: true, messages: [{ role: 'user', content: 'a lot' }] },
     opening: '',
     content: sse(undefined, { choices: [{ index: 0, delta: { content: TEXT } }] }),
-    end: sse(undefined, { choices: [], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } }) + 'data: [DONE]\n\n',
+    end:
+      sse(undefined, { choices: [], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } }) +
+      'data: [DONE]\n\n',
   },
   {
     route: 'responses',
@@ -78,15 +81,24 @@ const STREAMS = [
     body: { model: 'alpha/gen-5.5', stream: true, input: 'a lot' },
     opening: sse('response.created', { type: 'response.created', response: {} }),
     content: sse('response.output_text.delta', { type: 'response.output_text.delta', delta: TEXT }),
-    end: sse('response.completed', { type: 'response.completed', response: { usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 } } }),
+    end: sse('response.completed', {
+      type: 'response.completed',
+      response: { usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 } },
+    }),
   },
   {
     route: 'messages',
     path: '/v1/messages',
     body: { model: 'beta-opus-4-8', stream: true, max_tokens: 5, messages: [{ role: 'user', content: 'a lot' }] },
     opening: sse('message_start', { type: 'message_start', message: { usage: { input_tokens: 3, output_tokens: 1 } } }),
-    content: sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: TEXT } }),
-    end: sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 2 } }) + sse('message_stop', { type: 'message_stop' }),
+    content: sse('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'text_delta', text: TEXT },
+    }),
+    end:
+      sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 2 } }) +
+      sse('message_stop', { type: 'message_stop' }),
   },
 ] as const;
 
@@ -124,11 +136,16 @@ describe('clients that stop reading (GATEWAY_CLIENT_WRITE_TIMEOUT_MS)', function
   async function records(): Promise<UsageRecord[]> {
     await test.gateway.flushUsage();
     const text = await readFile(join(test.dataDir, 'usage.jsonl'), 'utf8').catch(() => '');
-    return text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as UsageRecord);
+    return text
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as UsageRecord);
   }
 
   async function connections(): Promise<number> {
-    return new Promise((resolve, reject) => test.gateway.server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+    return new Promise((resolve, reject) =>
+      test.gateway.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+    );
   }
 
   for (const stream of STREAMS) {
@@ -185,13 +202,19 @@ describe('clients that stop reading (GATEWAY_CLIENT_WRITE_TIMEOUT_MS)', function
       route: 'chat-completions',
       path: '/v1/chat/completions',
       body: { model: 'alpha/gen-5.5', messages: [{ role: 'user', content: 'a lot' }] },
-      answer: { choices: [{ index: 0, message: { role: 'assistant', content: BIG_TEXT }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } },
+      answer: {
+        choices: [{ index: 0, message: { role: 'assistant', content: BIG_TEXT }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+      },
     },
     {
       route: 'chat',
       path: '/v1/chat',
       body: { model: 'alpha/gen-5.5', input: 'a lot' },
-      answer: { output: [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: BIG_TEXT }] }], usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 } },
+      answer: {
+        output: [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: BIG_TEXT }] }],
+        usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 },
+      },
     },
   ] as const;
 
@@ -206,10 +229,16 @@ describe('clients that stop reading (GATEWAY_CLIENT_WRITE_TIMEOUT_MS)', function
 
   for (const entry of JSON_ANSWERS) {
     it(`${entry.path} JSON answer too large for the buffers: ended once the client left it unread for the timeout, recorded client_stalled`, async () => {
-      upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(entry.answer));
+      upstream.script = (_req, res) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(entry.answer));
       client = await NonReadingClient.send(test.url, entry.path, entry.body);
       await eventually(async () => (await records()).length === 1, 'the answer recorded', 20_000);
-      expect((await records())[0]).to.deep.include({ route: entry.route, status: 200, stream: false, outcome: 'client_stalled' });
+      expect((await records())[0]).to.deep.include({
+        route: entry.route,
+        status: 200,
+        stream: false,
+        outcome: 'client_stalled',
+      });
       await eventually(async () => (await connections()) === 0, 'the client connection closed by the gateway', 10_000);
       client.resume();
       await eventually(() => client!.ended, 'the client to see its answer end', 10_000);

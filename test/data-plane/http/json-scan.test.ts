@@ -7,9 +7,12 @@ const scan = (text: string, limits = LOOSE) => scanObject(Buffer.from(text, 'utf
 
 /** JSON text of a value with random whitespace around every token, as any client may format it. */
 function formatted(value: unknown, space: () => string): string {
-  if (Array.isArray(value)) return `[${space()}${value.map((item) => formatted(item, space)).join(`${space()},${space()}`)}${space()}]`;
+  if (Array.isArray(value))
+    return `[${space()}${value.map((item) => formatted(item, space)).join(`${space()},${space()}`)}${space()}]`;
   if (value !== null && typeof value === 'object') {
-    const members = Object.entries(value).map(([key, item]) => `${JSON.stringify(key)}${space()}:${space()}${formatted(item, space)}`);
+    const members = Object.entries(value).map(
+      ([key, item]) => `${JSON.stringify(key)}${space()}:${space()}${formatted(item, space)}`,
+    );
     return `{${space()}${members.join(`${space()},${space()}`)}${space()}}`;
   }
   return JSON.stringify(value);
@@ -31,7 +34,16 @@ const whitespace = fc.array(fc.constantFrom('', ' ', '\n', '\t', '\r\n', '  '), 
 // Keys with escapes, quotes, backslashes and non-ASCII text, where a scanner is easily misled.
 const key = fc.oneof(fc.string(), fc.constantFrom('model', 'a"b', 'c\\', '\\"', 'é', '😀', '\u2028', '2024', '1734'));
 const json = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: 'small' }, fc.constant(null), fc.boolean(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string(), key, tie('array'), tie('object')),
+  value: fc.oneof(
+    { depthSize: 'small' },
+    fc.constant(null),
+    fc.boolean(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.string(),
+    key,
+    tie('array'),
+    tie('object'),
+  ),
   array: fc.array(tie('value'), { maxLength: 4 }),
   object: fc.dictionary(key, tie('value'), { maxKeys: 5 }),
 })).object;
@@ -51,7 +63,9 @@ describe('JSON object scan', () => {
           const slice = bytes.toString('utf8', member.valueStart, member.valueEnd);
           expect(slice.trim()).to.equal(slice);
           // Against the value as its JSON text reads back (-0 is written as 0).
-          expect(JSON.parse(slice)).to.deep.equal(JSON.parse(JSON.stringify((value as Record<string, unknown>)[member.key])));
+          expect(JSON.parse(slice)).to.deep.equal(
+            JSON.parse(JSON.stringify((value as Record<string, unknown>)[member.key])),
+          );
         }
       }),
       { numRuns: 1000 },
@@ -66,7 +80,8 @@ describe('JSON object scan', () => {
         const elements = elementsOf(value);
         expect(scan(text, { maxDepth: depth, maxElements: elements }).kind).to.equal('object');
         expect(scan(text, { maxDepth: depth - 1, maxElements: elements }).kind).to.equal('too-deep');
-        if (elements > 0) expect(scan(text, { maxDepth: depth, maxElements: elements - 1 }).kind).to.equal('too-many-elements');
+        if (elements > 0)
+          expect(scan(text, { maxDepth: depth, maxElements: elements - 1 }).kind).to.equal('too-many-elements');
       }),
       { numRuns: 1000 },
     );
@@ -84,7 +99,21 @@ describe('JSON object scan', () => {
   });
 
   it('calls malformed what is not one object', () => {
-    for (const text of ['', '[]', '"x"', '{', '{"a"}', '{"a":}', '{"a":1,}', '{"a" 1}', '{"a":1 "b":2}', '{"a":[1}', '{"a":"x}', '{1:2}', '{"a":1]']) {
+    for (const text of [
+      '',
+      '[]',
+      '"x"',
+      '{',
+      '{"a"}',
+      '{"a":}',
+      '{"a":1,}',
+      '{"a" 1}',
+      '{"a":1 "b":2}',
+      '{"a":[1}',
+      '{"a":"x}',
+      '{1:2}',
+      '{"a":1]',
+    ]) {
       expect(scan(text).kind, text).to.equal('malformed');
     }
   });

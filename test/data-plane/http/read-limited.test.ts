@@ -4,7 +4,11 @@ import { readLimited } from '../../../src/data-plane/http/read-limited.ts';
 
 describe('readLimited', () => {
   it('reads a stream whole when it stays within the limit', async () => {
-    const bytes = await readLimited(Readable.from([Buffer.from('ab'), Buffer.from('cd')]), 4, () => new Error('too large'));
+    const bytes = await readLimited(
+      Readable.from([Buffer.from('ab'), Buffer.from('cd')]),
+      4,
+      () => new Error('too large'),
+    );
     expect(bytes.toString()).to.equal('abcd');
   });
 

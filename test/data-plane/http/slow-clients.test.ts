@@ -33,7 +33,9 @@ describe('slow clients and connection limits', function () {
   });
 
   it('cuts a client that does not finish its headers within GATEWAY_HEADERS_TIMEOUT_MS', async () => {
-    gateway = await startTestGateway({ env: { GATEWAY_HEADERS_TIMEOUT_MS: '500', GATEWAY_REQUEST_TIMEOUT_MS: '5000' } });
+    gateway = await startTestGateway({
+      env: { GATEWAY_HEADERS_TIMEOUT_MS: '500', GATEWAY_REQUEST_TIMEOUT_MS: '5000' },
+    });
     const client = await open();
     client.write('POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\n');
     await eventually(() => client.closed, 'the gateway to close the connection', 5000);
@@ -41,7 +43,9 @@ describe('slow clients and connection limits', function () {
   });
 
   it('answers 408 and closes when a body does not arrive within GATEWAY_REQUEST_TIMEOUT_MS', async () => {
-    gateway = await startTestGateway({ env: { GATEWAY_HEADERS_TIMEOUT_MS: '500', GATEWAY_REQUEST_TIMEOUT_MS: '1000' } });
+    gateway = await startTestGateway({
+      env: { GATEWAY_HEADERS_TIMEOUT_MS: '500', GATEWAY_REQUEST_TIMEOUT_MS: '1000' },
+    });
     const client = await open();
     client.write(postHead('/v1/chat/completions', TEST_KEY, 1000));
     client.write('{"model":"zeta/zeta-k3",');
@@ -51,7 +55,9 @@ describe('slow clients and connection limits', function () {
   });
 
   it('answers 408 and closes when a body trickles in at 1 byte/s past GATEWAY_REQUEST_TIMEOUT_MS', async () => {
-    gateway = await startTestGateway({ env: { GATEWAY_HEADERS_TIMEOUT_MS: '500', GATEWAY_REQUEST_TIMEOUT_MS: '2000' } });
+    gateway = await startTestGateway({
+      env: { GATEWAY_HEADERS_TIMEOUT_MS: '500', GATEWAY_REQUEST_TIMEOUT_MS: '2000' },
+    });
     const client = await open(true);
     client.write(postHead('/v1/chat/completions', TEST_KEY, 1000));
     client.trickle('{"model":"zeta/zeta-k3","messages":[]}');
@@ -61,7 +67,9 @@ describe('slow clients and connection limits', function () {
   });
 
   it('reads a 401 given while a body trickles in, and still closes at GATEWAY_REQUEST_TIMEOUT_MS', async () => {
-    gateway = await startTestGateway({ env: { GATEWAY_HEADERS_TIMEOUT_MS: '500', GATEWAY_REQUEST_TIMEOUT_MS: '2000' } });
+    gateway = await startTestGateway({
+      env: { GATEWAY_HEADERS_TIMEOUT_MS: '500', GATEWAY_REQUEST_TIMEOUT_MS: '2000' },
+    });
     const client = await open(true);
     client.write(postHead('/v1/chat/completions', 'sk-not-a-known-key-0001', 100_000));
     client.trickle('{"model":"zeta/zeta-k3","messages":[]}');
@@ -73,19 +81,28 @@ describe('slow clients and connection limits', function () {
   });
 
   it('refuses connections over GATEWAY_MAX_CONNECTIONS at once with a JSON 503, and accepts again when some close', async () => {
-    gateway = await startTestGateway({ env: { GATEWAY_MAX_CONNECTIONS: '8', GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: '8' } });
+    gateway = await startTestGateway({
+      env: { GATEWAY_MAX_CONNECTIONS: '8', GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: '8' },
+    });
     const idle = [];
     for (let index = 0; index < 8; index += 1) idle.push(await open());
     const refused = await request(`${gateway.url}/healthz`, { reset: true });
     expect(refused.statusCode).to.equal(503);
     expect(refused.headers['retry-after']).to.equal('1');
-    expect(await refused.body.json()).to.deep.equal({ detail: 'The gateway has too many open connections; please retry shortly' });
+    expect(await refused.body.json()).to.deep.equal({
+      detail: 'The gateway has too many open connections; please retry shortly',
+    });
     idle.slice(0, 4).forEach((client) => client.close());
-    await eventually(async () => (await request(`${gateway!.url}/healthz`, { reset: true })).statusCode === 200, 'a connection to be accepted again');
+    await eventually(
+      async () => (await request(`${gateway!.url}/healthz`, { reset: true })).statusCode === 200,
+      'a connection to be accepted again',
+    );
   });
 
   it('never serves a request sent on a refused connection, and the refused client reads its 503 while uploading', async () => {
-    gateway = await startTestGateway({ env: { GATEWAY_MAX_CONNECTIONS: '2', GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: '2' } });
+    gateway = await startTestGateway({
+      env: { GATEWAY_MAX_CONNECTIONS: '2', GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: '2' },
+    });
     let served = 0;
     gateway.gateway.server.on('request', () => (served += 1));
     await open();

@@ -11,9 +11,11 @@ import { startTestGateway, TEST_KEY, type TestGateway } from '../../helpers/test
 
 const ADMIN_TOKEN = 'admin-token-for-concurrency-tests-0001';
 const FIRST = 'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}\n\n';
-const LAST = 'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}\n\ndata: [DONE]\n\n';
+const LAST =
+  'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}\n\ndata: [DONE]\n\n';
 
-const body = (stream: boolean) => JSON.stringify({ model: 'zeta/zeta-k3', stream, messages: [{ role: 'user', content: 'x' }] });
+const body = (stream: boolean) =>
+  JSON.stringify({ model: 'zeta/zeta-k3', stream, messages: [{ role: 'user', content: 'x' }] });
 
 interface HeldStream {
   readonly response: Dispatcher.ResponseData;
@@ -33,7 +35,11 @@ describe('concurrent requests per API key', function () {
     upstream = await ScriptedUpstream.start();
     upstream.script = async (_req, res, text) => {
       if (!(JSON.parse(text) as { stream?: boolean }).stream) {
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}');
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(
+            '{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}',
+          );
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -41,7 +47,9 @@ describe('concurrent requests per API key', function () {
       await new Promise<void>((resolve) => waiting.push(resolve));
       res.end(LAST);
     };
-    test = await startTestGateway({ env: { ZETA_BASE_URL: upstream.url, GATEWAY_KEY_CONCURRENCY: '3', GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN } });
+    test = await startTestGateway({
+      env: { ZETA_BASE_URL: upstream.url, GATEWAY_KEY_CONCURRENCY: '3', GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN },
+    });
   });
   beforeEach(() => {
     waiting = [];
@@ -53,7 +61,11 @@ describe('concurrent requests per API key', function () {
   });
 
   const post = (key: string, stream: boolean, path = '/v1/chat/completions') =>
-    request(`${test.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body(stream) });
+    request(`${test.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: body(stream),
+    });
 
   /** A stream that has started (its first event read) and stays open until `finish`. */
   async function holdStream(key: string): Promise<HeldStream> {
@@ -169,7 +181,8 @@ describe('KeyConcurrency', () => {
 
   it('counts nothing without a cap: no key concurrency, no default, no team cap', () => {
     const slots = new KeyConcurrency();
-    for (let index = 0; index < 1000; index += 1) slots.acquire({ id: 'key_a', team: { id: 'research', name: 'research', rpm: 5 } }, fakeResponse());
+    for (let index = 0; index < 1000; index += 1)
+      slots.acquire({ id: 'key_a', team: { id: 'research', name: 'research', rpm: 5 } }, fakeResponse());
     expect(slots.inFlight('key_a')).to.equal(0);
   });
 
@@ -185,14 +198,20 @@ describe('KeyConcurrency', () => {
     } catch (error) {
       refusal = error;
     }
-    expect(isGatewayError(refusal) && refusal.detail).to.equal("Concurrency limit exceeded: at most 2 requests at once (team 'research'); retry when one of them has finished");
-    expect(isGatewayError(refusal) && refusal.headers).to.deep.equal({ 'anthropic-ratelimit-concurrency-limit': '2', 'anthropic-ratelimit-concurrency-remaining': '0', 'Retry-After': '1' });
+    expect(isGatewayError(refusal) && refusal.detail).to.equal(
+      "Concurrency limit exceeded: at most 2 requests at once (team 'research'); retry when one of them has finished",
+    );
+    expect(isGatewayError(refusal) && refusal.headers).to.deep.equal({
+      'anthropic-ratelimit-concurrency-limit': '2',
+      'anthropic-ratelimit-concurrency-remaining': '0',
+      'Retry-After': '1',
+    });
     expect(isGatewayError(refusal) && refusal.limit).to.deep.equal({ kind: 'concurrency', scope: 'team' });
     first.close();
     slots.acquire({ id: 'key_c', team }, fakeResponse());
   });
 
-  it('takes no slot for a response whose client already left, and a key\'s own limit wins', () => {
+  it("takes no slot for a response whose client already left, and a key's own limit wins", () => {
     const slots = new KeyConcurrency(1);
     slots.acquire({ id: 'key_a' }, fakeResponse(true));
     expect(slots.inFlight('key_a')).to.equal(0);
@@ -206,7 +225,9 @@ describe('GATEWAY_KEY_CONCURRENCY', () => {
   it('is off by default and takes a positive integer', () => {
     expect(loadConfig({}, '/nonexistent').keyConcurrency).to.equal(undefined);
     expect(loadConfig({ GATEWAY_KEY_CONCURRENCY: '8' }, '/nonexistent').keyConcurrency).to.equal(8);
-    expect(() => loadConfig({ GATEWAY_KEY_CONCURRENCY: '0' }, '/nonexistent')).to.throw("GATEWAY_KEY_CONCURRENCY must be an integer >= 1, got '0'");
+    expect(() => loadConfig({ GATEWAY_KEY_CONCURRENCY: '0' }, '/nonexistent')).to.throw(
+      "GATEWAY_KEY_CONCURRENCY must be an integer >= 1, got '0'",
+    );
   });
 });
 
@@ -242,11 +263,17 @@ describe('concurrent streams of one key on default settings', function () {
   it(`serves ${STREAMS} streams of one key at once, every one 200 with its whole stream`, async () => {
     const { key } = await test.gateway.keys.create({ name: 'batch job', rpm: 10_000 });
     const stream = async () => {
-      const response = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body(true) });
+      const response = await request(`${test.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: body(true),
+      });
       return { status: response.statusCode, text: await response.body.text() };
     };
     const answers = await Promise.all(Array.from({ length: STREAMS }, stream));
-    expect(answers.filter((answer) => answer.status !== 200).map((answer) => `${answer.status} ${answer.text}`)).to.deep.equal([]);
+    expect(
+      answers.filter((answer) => answer.status !== 200).map((answer) => `${answer.status} ${answer.text}`),
+    ).to.deep.equal([]);
     expect(answers.every((answer) => answer.text.endsWith('data: [DONE]\n\n'))).to.equal(true);
     expect(started).to.equal(STREAMS);
   });

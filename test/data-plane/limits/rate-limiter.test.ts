@@ -9,7 +9,12 @@ import { staticKeyId } from '../../../src/core/static-key-id.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { FallbackLedger } from '../../../src/stores/limits/fallback-ledger.ts';
 import { LIMIT_KEY_PREFIX } from '../../../src/stores/limits/redis-ledger.ts';
-import { createRateLimiters, describeWindow, rateLimitText, type RateLimiters } from '../../../src/data-plane/limits/rate-limiter.ts';
+import {
+  createRateLimiters,
+  describeWindow,
+  rateLimitText,
+  type RateLimiters,
+} from '../../../src/data-plane/limits/rate-limiter.ts';
 import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
 import { captureLogs, eventually, send, startGuardedApp, type Answer, type GuardedApp } from '../auth/guarded-app.ts';
 import { TestRedisCluster, TestRedisServer } from '../../helpers/redis-server.ts';
@@ -34,9 +39,17 @@ interface LimitedAppOptions {
 
 /** One gateway process as far as limits go: its own limiters on its own ledger (and Redis connection, when given). */
 async function startLimitedApp(keys: FileKeyStore, options: LimitedAppOptions): Promise<LimitedApp> {
-  const ledger = options.redis ? new FallbackLedger(options.redis, { logger: options.logger ?? pino({ level: 'silent' }), timeoutMs: options.redisTimeoutMs }) : undefined;
+  const ledger = options.redis
+    ? new FallbackLedger(options.redis, {
+        logger: options.logger ?? pino({ level: 'silent' }),
+        timeoutMs: options.redisTimeoutMs,
+      })
+    : undefined;
   const limiters = createRateLimiters({ ledger, max: options.max, windowMs: options.windowMs });
-  const app = await startGuardedApp({ model: [createAuthenticator({ store: keys, staticKeys: [KEY] }), limiters.perKey], catalog: [limiters.perAddress] });
+  const app = await startGuardedApp({
+    model: [createAuthenticator({ store: keys, staticKeys: [KEY] }), limiters.perKey],
+    catalog: [limiters.perAddress],
+  });
   return {
     url: app.url,
     limiters,
@@ -102,7 +115,8 @@ describe('rate limiter', function () {
     // Windows are UTC minutes: the reset is wherever the clock is in the current one.
     expect(first.headers.get('ratelimit')).to.match(/^"100-in-1min"; r=99; t=([1-9]|[1-5]\d|60)$/);
     expect(first.headers.get('ratelimit-policy')).to.match(/^"100-in-1min"; q=100; w=60; pk=:[A-Za-z0-9+/=]+:$/);
-    for (let index = 2; index <= 100; index += 1) expect((await send(app.url, '/v1/chat/completions', { key: KEY })).status).to.equal(200);
+    for (let index = 2; index <= 100; index += 1)
+      expect((await send(app.url, '/v1/chat/completions', { key: KEY })).status).to.equal(200);
     const refused = await send(app.url, '/v1/chat/completions', { key: KEY });
     expect(refused.status).to.equal(429);
     expect(refused.body).to.deep.equal({ detail: 'Rate limit exceeded: 100 per 1 minute' });
@@ -121,13 +135,14 @@ describe('rate limiter', function () {
     }
   });
 
-  it('applies a key\'s own rpm to that key only, and counts the catalog per client address', async () => {
+  it("applies a key's own rpm to that key only, and counts the catalog per client address", async () => {
     const { key: small } = await keys.create({ name: 'small', rpm: 3 });
     const app = await startLimitedApp(keys, { max: 5, windowMs: 2000 });
     try {
       await withinOneWindow(1500, 2000);
       const answers = [];
-      for (let index = 0; index < 4; index += 1) answers.push(await send(app.url, '/v1/chat/completions', { key: small }));
+      for (let index = 0; index < 4; index += 1)
+        answers.push(await send(app.url, '/v1/chat/completions', { key: small }));
       expect(statuses(answers)).to.deep.equal([200, 200, 200, 429]);
       expect(answers[3]!.body).to.deep.equal({ detail: 'Rate limit exceeded: 3 per 2 seconds' });
       expect((await send(app.url, '/v1/chat/completions', { key: KEY })).status).to.equal(200);
@@ -160,7 +175,11 @@ describe('rate limiter', function () {
     });
     after(async () => server.close());
 
-    async function limitedApps(count: number, options: Omit<LimitedAppOptions, 'redis'>, patience?: { commandTimeoutMs: number }): Promise<LimitedApp[]> {
+    async function limitedApps(
+      count: number,
+      options: Omit<LimitedAppOptions, 'redis'>,
+      patience?: { commandTimeoutMs: number },
+    ): Promise<LimitedApp[]> {
       for (let index = 0; index < count; index += 1) {
         const client = await connect(server.url, options.logger);
         // ioredis reads it for every command sent.
@@ -185,12 +204,18 @@ describe('rate limiter', function () {
       // request would rightly be counted in memory. Deadlines far beyond any stall keep every count in Redis.
       const trio = await limitedApps(3, { max: 30, redisTimeoutMs: 60_000 }, { commandTimeoutMs: 60_000 });
       await withinOneWindow(20_000);
-      const answers = await Promise.all(Array.from({ length: 90 }, (_, index) => send(trio[index % 3]!.url, '/v1/chat/completions', { key: KEY })));
+      const answers = await Promise.all(
+        Array.from({ length: 90 }, (_, index) => send(trio[index % 3]!.url, '/v1/chat/completions', { key: KEY })),
+      );
       expect(statuses(answers).filter((status) => status === 200)).to.have.length(30);
       expect(statuses(answers).filter((status) => status === 429)).to.have.length(60);
-      const ownAnswers = await Promise.all(Array.from({ length: 21 }, (_, index) => send(trio[index % 3]!.url, '/v1/chat/completions', { key: own })));
+      const ownAnswers = await Promise.all(
+        Array.from({ length: 21 }, (_, index) => send(trio[index % 3]!.url, '/v1/chat/completions', { key: own })),
+      );
       expect(statuses(ownAnswers).filter((status) => status === 200)).to.have.length(7);
-      expect(ownAnswers.find((answer) => answer.status === 429)!.body).to.deep.equal({ detail: 'Rate limit exceeded: 7 per 1 minute' });
+      expect(ownAnswers.find((answer) => answer.status === 429)!.body).to.deep.equal({
+        detail: 'Rate limit exceeded: 7 per 1 minute',
+      });
       expect(trio.map((app) => app.limiters.degraded())).to.deep.equal([false, false, false]);
     });
 
@@ -200,13 +225,19 @@ describe('rate limiter', function () {
       expect((await send(app!.url, '/v1/chat/completions', { key: KEY })).status).to.equal(200);
       await server.stop();
       const during = [];
-      for (let index = 0; index < 10; index += 1) during.push(await send(app!.url, '/v1/chat/completions', { key: KEY }));
+      for (let index = 0; index < 10; index += 1)
+        during.push(await send(app!.url, '/v1/chat/completions', { key: KEY }));
       expect(statuses(during)).to.deep.equal(Array(10).fill(200));
       // The memory count continues from the 1 request Redis counted before it went away.
       expect(during[9]!.headers.get('ratelimit')).to.match(/r=989;/);
       expect(app!.limiters.degraded()).to.equal(true);
       await server.restart();
-      await eventually(async () => (await send(app!.url, '/v1/chat/completions', { key: KEY })).status === 200 && !app!.limiters.degraded(), 'the fallback to clear', 10_000);
+      await eventually(
+        async () =>
+          (await send(app!.url, '/v1/chat/completions', { key: KEY })).status === 200 && !app!.limiters.degraded(),
+        'the fallback to clear',
+        10_000,
+      );
       // The fallback may clear by its background probe before any request: this one is counted in Redis.
       expect((await send(app!.url, '/v1/chat/completions', { key: KEY })).status).to.equal(200);
       expect(await countedInRedis(server.url, KEY_ID)).to.be.at.least(1);
@@ -226,7 +257,11 @@ describe('rate limiter', function () {
       } finally {
         server.resume();
       }
-      await eventually(async () => (await send(app!.url, '/v1/chat/completions', { key: KEY })).status === 200 && !app!.limiters.degraded(), 'Redis to count again');
+      await eventually(
+        async () =>
+          (await send(app!.url, '/v1/chat/completions', { key: KEY })).status === 200 && !app!.limiters.degraded(),
+        'Redis to count again',
+      );
     });
 
     it('starts while Redis is down, and counts in Redis once it is up', async () => {
@@ -255,7 +290,10 @@ describe('rate limiter', function () {
           'a request counted in Redis',
           30_000,
         );
-        expect(served.filter((status) => status !== 200), 'served throughout').to.deep.equal([]);
+        expect(
+          served.filter((status) => status !== 200),
+          'served throughout',
+        ).to.deep.equal([]);
       } finally {
         reader.disconnect();
       }
@@ -270,18 +308,29 @@ describe('rate limiter', function () {
     after(async () => cluster.close());
 
     it('lets exactly the limit through across apps', async () => {
-      const clients = [await connect({ cluster: cluster.startupNodes }), await connect({ cluster: cluster.startupNodes })];
+      const clients = [
+        await connect({ cluster: cluster.startupNodes }),
+        await connect({ cluster: cluster.startupNodes }),
+      ];
       // What is measured is the count across a cluster's masters: a deadline that a loaded machine can
       // miss would measure the fallback to process memory instead (tested on its own above).
-      const pair = await Promise.all(clients.map((client) => startLimitedApp(keys, { max: 5, redis: client, redisTimeoutMs: 5000 })));
+      const pair = await Promise.all(
+        clients.map((client) => startLimitedApp(keys, { max: 5, redis: client, redisTimeoutMs: 5000 })),
+      );
       try {
-        const others = await Promise.all(Array.from({ length: 6 }, async (_, index) => (await keys.create({ name: `spread ${index}`, rpm: 2 })).key));
+        const others = await Promise.all(
+          Array.from({ length: 6 }, async (_, index) => (await keys.create({ name: `spread ${index}`, rpm: 2 })).key),
+        );
         await withinOneWindow(15_000);
-        const answers = await Promise.all(Array.from({ length: 12 }, (_, index) => send(pair[index % 2]!.url, '/v1/chat/completions', { key: KEY })));
+        const answers = await Promise.all(
+          Array.from({ length: 12 }, (_, index) => send(pair[index % 2]!.url, '/v1/chat/completions', { key: KEY })),
+        );
         expect(statuses(answers).filter((status) => status === 200)).to.have.length(5);
         // Keys of several ids spread over the slots of all three masters.
         for (const other of others) {
-          const own = await Promise.all(Array.from({ length: 4 }, (_, index) => send(pair[index % 2]!.url, '/v1/chat/completions', { key: other })));
+          const own = await Promise.all(
+            Array.from({ length: 4 }, (_, index) => send(pair[index % 2]!.url, '/v1/chat/completions', { key: other })),
+          );
           expect(statuses(own).filter((status) => status === 200)).to.have.length(2);
         }
         expect(pair.map((app) => app.limiters.degraded())).to.deep.equal([false, false]);

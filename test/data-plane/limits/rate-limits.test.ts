@@ -16,16 +16,30 @@ import { eventually } from '../../helpers/eventually.ts';
 
 const body = JSON.stringify({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'x' }] });
 async function chat(url: string, key = TEST_KEY) {
-  const response = await request(`${url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body });
-  return { status: response.statusCode, headers: response.headers, body: (await response.body.json()) as Record<string, any> };
+  const response = await request(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}` },
+    body,
+  });
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    body: (await response.body.json()) as Record<string, any>,
+  };
 }
-
 
 const upstreamEnv = (upstream: MockUpstream) => ({ ZETA_BASE_URL: upstream.url, ZETA_API_KEY: 'k' });
 
 describe('rate limits', () => {
   it('describes the window in the 429 text', () => {
-    expect([60_000, 1000, 90_000, 3_600_000, 7_200_000, 1500].map(describeWindow)).to.deep.equal(['1 minute', '1 second', '90 seconds', '1 hour', '2 hours', '1500 milliseconds']);
+    expect([60_000, 1000, 90_000, 3_600_000, 7_200_000, 1500].map(describeWindow)).to.deep.equal([
+      '1 minute',
+      '1 second',
+      '90 seconds',
+      '1 hour',
+      '2 hours',
+      '1500 milliseconds',
+    ]);
   });
 
   it('answers the 101st request of a minute with 429, RateLimit headers and Retry-After', async function () {
@@ -48,7 +62,7 @@ describe('rate limits', () => {
     }
   });
 
-  it('applies a key\'s own limit, and counts the catalog per client address', async () => {
+  it("applies a key's own limit, and counts the catalog per client address", async () => {
     const test = await startTestGateway({ env: { RATE_LIMIT_MAX: '3' } });
     try {
       const { key } = await test.gateway.keys.create({ name: 'small', rpm: 2 });
@@ -75,7 +89,15 @@ describe('rate limits: a request refused by any limit counts against none', func
   it("does not spend its team's rpm on a key's requests refused by the key's own rpm", async () => {
     const test = await startTestGateway({ env: { GATEWAY_ADMIN_TOKEN: ADMIN } });
     try {
-      expect((await request(`${test.url}/admin/teams`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'squad', rpm: 20 }) })).statusCode).to.equal(201);
+      expect(
+        (
+          await request(`${test.url}/admin/teams`, {
+            method: 'POST',
+            headers: admin,
+            body: JSON.stringify({ name: 'squad', rpm: 20 }),
+          })
+        ).statusCode,
+      ).to.equal(201);
       const a = await test.gateway.keys.create({ name: 'a', rpm: 2, team: 'squad' });
       const b = await test.gateway.keys.create({ name: 'b', team: 'squad' });
       await withinOneWindow(20_000);
@@ -98,11 +120,21 @@ describe('rate limits: a request refused by any limit counts against none', func
       await withinOneWindow(20_000);
       const big = JSON.stringify({ model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'x'.repeat(4000) }] });
       for (let index = 0; index < 5; index += 1) {
-        const refused = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: big });
+        const refused = await request(`${test.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}` },
+          body: big,
+        });
         expect(refused.statusCode).to.equal(429);
-        expect(((await refused.body.json()) as { error: { code: string } }).error.code).to.equal('GW_ERR_TOKEN_RATE_LIMITED');
+        expect(((await refused.body.json()) as { error: { code: string } }).error.code).to.equal(
+          'GW_ERR_TOKEN_RATE_LIMITED',
+        );
       }
-      const small = await request(`${test.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'zeta/zeta-k3', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }) });
+      const small = await request(`${test.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+        body: JSON.stringify({ model: 'zeta/zeta-k3', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }),
+      });
       expect(small.statusCode).to.equal(200);
       // Only the request served is counted: 2 of the 3 left.
       expect(small.headers['x-ratelimit-remaining-requests']).to.equal('2');
@@ -130,7 +162,13 @@ describe('rate limits and keys shared on Redis across gateway processes', functi
   });
 
   it('lets exactly the limit through across 3 processes with round-robin clients', async () => {
-    const env = { REDIS_URL: redis.url, RATE_LIMIT_MAX: '30', GATEWAY_API_KEYS: TEST_KEY, GATEWAY_DATA_DIR: dataDir, ...upstreamEnv(upstream) };
+    const env = {
+      REDIS_URL: redis.url,
+      RATE_LIMIT_MAX: '30',
+      GATEWAY_API_KEYS: TEST_KEY,
+      GATEWAY_DATA_DIR: dataDir,
+      ...upstreamEnv(upstream),
+    };
     const gateways = await Promise.all([1, 2, 3].map(() => GatewayProcess.start(env)));
     try {
       await withinOneWindow(20_000);
@@ -146,7 +184,13 @@ describe('rate limits and keys shared on Redis across gateway processes', functi
   });
 
   it('keeps serving through a Redis stop and restart, and says so in readiness and logs', async () => {
-    const env = { REDIS_URL: redis.url, RATE_LIMIT_MAX: '1000', GATEWAY_API_KEYS: TEST_KEY, GATEWAY_DATA_DIR: dataDir, ...upstreamEnv(upstream) };
+    const env = {
+      REDIS_URL: redis.url,
+      RATE_LIMIT_MAX: '1000',
+      GATEWAY_API_KEYS: TEST_KEY,
+      GATEWAY_DATA_DIR: dataDir,
+      ...upstreamEnv(upstream),
+    };
     const gateway = await GatewayProcess.start(env);
     try {
       expect((await chat(gateway.url)).status).to.equal(200);
@@ -156,10 +200,16 @@ describe('rate limits and keys shared on Redis across gateway processes', functi
       expect(ready).to.deep.include({ status: 'degraded', redis: 'unavailable', rate_limits: 'per-process' });
       expect(gateway.logs.join('')).to.contain('counting in process memory');
       await redis.restart();
-      await eventually(async () => {
-        await chat(gateway.url);
-        return ((await (await request(`${gateway.url}/readyz`)).body.json()) as Record<string, string>).status === 'ok';
-      }, 'readiness to recover', 10_000);
+      await eventually(
+        async () => {
+          await chat(gateway.url);
+          return (
+            ((await (await request(`${gateway.url}/readyz`)).body.json()) as Record<string, string>).status === 'ok'
+          );
+        },
+        'readiness to recover',
+        10_000,
+      );
       // Logged before readiness turned ok, but it reaches this process through a pipe, maybe after the answer.
       await eventually(() => gateway.logs.join('').includes('counting in Redis again'), 'the recovery log line');
     } finally {
@@ -168,13 +218,25 @@ describe('rate limits and keys shared on Redis across gateway processes', functi
   });
 
   it('refuses a key revoked on one process at another within a second, and never logs a key or hash', async () => {
-    const env = { REDIS_URL: redis.url, GATEWAY_ADMIN_TOKEN: 'admin-secret-0123456789abcdef-0001', GATEWAY_DATA_DIR: dataDir, ...upstreamEnv(upstream) };
+    const env = {
+      REDIS_URL: redis.url,
+      GATEWAY_ADMIN_TOKEN: 'admin-secret-0123456789abcdef-0001',
+      GATEWAY_DATA_DIR: dataDir,
+      ...upstreamEnv(upstream),
+    };
     const [first, second] = await Promise.all([GatewayProcess.start(env), GatewayProcess.start(env)]);
     try {
-      const created = await request(`${first!.url}/admin/keys`, { method: 'POST', headers: { authorization: 'Bearer admin-secret-0123456789abcdef-0001' }, body: JSON.stringify({ name: 'shared' }) });
+      const created = await request(`${first!.url}/admin/keys`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer admin-secret-0123456789abcdef-0001' },
+        body: JSON.stringify({ name: 'shared' }),
+      });
       const { id, key } = (await created.body.json()) as { id: string; key: string };
       expect((await chat(second!.url, key)).status).to.equal(200);
-      await request(`${first!.url}/admin/keys/${id}`, { method: 'DELETE', headers: { authorization: 'Bearer admin-secret-0123456789abcdef-0001' } });
+      await request(`${first!.url}/admin/keys/${id}`, {
+        method: 'DELETE',
+        headers: { authorization: 'Bearer admin-secret-0123456789abcdef-0001' },
+      });
       await new Promise((resolve) => setTimeout(resolve, 1000));
       const refused = await chat(second!.url, key);
       expect(refused.status).to.equal(403);
@@ -198,7 +260,10 @@ describe('rate limits and keys on a Redis Cluster', function () {
     const upstream = await startMockUpstream();
     const dir = await mkdtemp(join(tmpdir(), 'gateway-cluster-'));
     const configPath = join(dir, 'gateway.yaml');
-    await writeFile(configPath, `redis:\n  cluster:\n${cluster.startupNodes.map((node) => `    - { host: ${node.host}, port: ${node.port} }`).join('\n')}\n`);
+    await writeFile(
+      configPath,
+      `redis:\n  cluster:\n${cluster.startupNodes.map((node) => `    - { host: ${node.host}, port: ${node.port} }`).join('\n')}\n`,
+    );
     const client = new Cluster(cluster.startupNodes);
     const gateways: GatewayProcess[] = [];
     try {
@@ -222,4 +287,3 @@ describe('rate limits and keys on a Redis Cluster', function () {
     }
   });
 });
-

@@ -60,10 +60,12 @@ describe('Redis stall (SIGSTOP) and outage', function () {
     it('continues from the last count Redis gave: an rpm 20 key that used 15 gets 5 more during a stall', async () => {
       const { key } = await keys.create({ name: 'rpm 20', rpm: 20 });
       await withinOneWindow(15_000);
-      for (let index = 0; index < 15; index += 1) expect((await send(app.url, '/v1/chat/completions', { key })).status).to.equal(200);
+      for (let index = 0; index < 15; index += 1)
+        expect((await send(app.url, '/v1/chat/completions', { key })).status).to.equal(200);
       server.pause();
       const during = [];
-      for (let index = 0; index < 10; index += 1) during.push((await send(app.url, '/v1/chat/completions', { key })).status);
+      for (let index = 0; index < 10; index += 1)
+        during.push((await send(app.url, '/v1/chat/completions', { key })).status);
       expect(during).to.deep.equal([...Array(5).fill(200), ...Array(5).fill(429)]);
       expect(limiters.degraded()).to.equal(true);
     });
@@ -74,7 +76,8 @@ describe('Redis stall (SIGSTOP) and outage', function () {
       expect((await send(app.url, '/v1/chat/completions', { key })).status).to.equal(200);
       const before = await scriptCalls(server.port);
       server.pause();
-      for (let index = 0; index < 10; index += 1) expect((await send(app.url, '/v1/chat/completions', { key })).status).to.equal(200);
+      for (let index = 0; index < 10; index += 1)
+        expect((await send(app.url, '/v1/chat/completions', { key })).status).to.equal(200);
       server.resume();
       // Commands sent during the stall are run once it ends: only the one that opened the breaker was.
       // The other script call is the catch-up, adding the 10 hits counted in memory to Redis's counter.
@@ -174,7 +177,11 @@ describe('Redis stall (SIGSTOP) and outage', function () {
         await sleep(400);
       }
       server.resume();
-      await eventually(async () => (await readiness()).body.rate_limits === 'shared', 'rate limits to count in Redis again', 10_000);
+      await eventually(
+        async () => (await readiness()).body.rate_limits === 'shared',
+        'rate limits to count in Redis again',
+        10_000,
+      );
       for (let index = 0; index < 20; index += 1) statuses.push(await chat());
       expect(statuses.every((status) => status === 200 || status === 429)).to.equal(true);
       expect(statuses.filter((status) => status === 200)).to.have.length(20);
@@ -191,13 +198,18 @@ describe('Redis stall (SIGSTOP) and outage', function () {
       const stalled = await create();
       expect(stalled.statusCode).to.equal(503);
       expect(stalled.headers['retry-after']).to.equal('1');
-      expect(await stalled.body.json()).to.deep.equal({ detail: 'The key store (Redis) is unavailable; please retry shortly' });
+      expect(await stalled.body.json()).to.deep.equal({
+        detail: 'The key store (Redis) is unavailable; please retry shortly',
+      });
       await server.stop();
       const down = await create();
       expect(down.statusCode).to.equal(503);
       expect(down.headers['retry-after']).to.equal('1');
       await down.body.dump();
-      const revoke = await request(`${gateway.url}/admin/keys/key_unknown`, { method: 'DELETE', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      const revoke = await request(`${gateway.url}/admin/keys/key_unknown`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
       expect(revoke.statusCode).to.equal(503);
       await revoke.body.dump();
     });

@@ -10,7 +10,10 @@ const PATHS = ['/v1/chat/completions', '/v1/responses', '/v1/messages', '/v1/mes
 // Bodies near the valid shapes (right field names, any values) and far from them (any JSON, any bytes).
 const nearValid = fc.record(
   {
-    model: fc.oneof(fc.constantFrom('acme-latest', 'acme/one', 'one', 'bolt-1', 'bolt-latest', 'acme/hidden'), fc.jsonValue()),
+    model: fc.oneof(
+      fc.constantFrom('acme-latest', 'acme/one', 'one', 'bolt-1', 'bolt-latest', 'acme/hidden'),
+      fc.jsonValue(),
+    ),
     messages: fc.oneof(fc.constant([{ role: 'user', content: 'hi' }]), fc.jsonValue()),
     input: fc.oneof(fc.string(), fc.jsonValue()),
     max_tokens: fc.oneof(fc.integer(), fc.jsonValue()),
@@ -22,7 +25,12 @@ const nearValid = fc.record(
 );
 // Deep nesting, balanced or not, inside and outside the checked fields.
 const deep = fc
-  .tuple(fc.nat({ max: 3000 }), fc.constantFrom('[', '{"a":'), fc.boolean(), fc.constantFrom('x', 'messages', 'tools', 'input'))
+  .tuple(
+    fc.nat({ max: 3000 }),
+    fc.constantFrom('[', '{"a":'),
+    fc.boolean(),
+    fc.constantFrom('x', 'messages', 'tools', 'input'),
+  )
   .map(([levels, open, balanced, field]) => {
     const close = open === '[' ? ']' : '}';
     return `{"model":"acme/one","max_tokens":5,"input":"hi","messages":[{"role":"user","content":"hi"}],"${field}":${open.repeat(levels)}1${balanced ? close.repeat(levels) : ''}}`;
@@ -42,8 +50,13 @@ describe('client input fuzzing', function () {
 
   before(async () => {
     upstream = await ScriptedUpstream.start();
-    upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"text":"ok","usage":{"n":1}}');
-    app = await startRouteTestApp(samplePlugins(), { acme: upstream.url, bolt: upstream.url }, { bodyLimitBytes: 4096 });
+    upstream.script = (_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"text":"ok","usage":{"n":1}}');
+    app = await startRouteTestApp(
+      samplePlugins(),
+      { acme: upstream.url, bolt: upstream.url },
+      { bodyLimitBytes: 4096 },
+    );
   });
   after(async () => {
     await app.close();

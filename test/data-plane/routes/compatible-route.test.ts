@@ -8,8 +8,19 @@ import { startRouteTestApp, type RouteTestApp } from './route-test-app.ts';
 
 function pluginsWithFixup(): ProviderPlugin[] {
   const [acme, bolt] = samplePlugins();
-  const dropMarked = (event: { data: string }) => (event.data.includes('"drop":true') ? null : event.data.includes('"x":1') ? { data: event.data.replace('"x":1', '"x":2') } : undefined);
-  return [{ ...acme!, streamFixups: [{ name: 'test-fixup', route: 'chat-completions', models: ['acme/one'], fixup: dropMarked }] }, bolt!];
+  const dropMarked = (event: { data: string }) =>
+    event.data.includes('"drop":true')
+      ? null
+      : event.data.includes('"x":1')
+        ? { data: event.data.replace('"x":1', '"x":2') }
+        : undefined;
+  return [
+    {
+      ...acme!,
+      streamFixups: [{ name: 'test-fixup', route: 'chat-completions', models: ['acme/one'], fixup: dropMarked }],
+    },
+    bolt!,
+  ];
 }
 
 async function post(app: RouteTestApp, path: string, body: unknown, headers: Record<string, string> = {}) {
@@ -19,10 +30,19 @@ async function post(app: RouteTestApp, path: string, body: unknown, headers: Rec
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await response.body.text();
-  return { status: response.statusCode, headers: response.headers, text, json: () => JSON.parse(text) as Record<string, any> };
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    text,
+    json: () => JSON.parse(text) as Record<string, any>,
+  };
 }
 
-const chat = (model: string, extra: Record<string, unknown> = {}) => ({ model, messages: [{ role: 'user', content: 'hi' }], ...extra });
+const chat = (model: string, extra: Record<string, unknown> = {}) => ({
+  model,
+  messages: [{ role: 'user', content: 'hi' }],
+  ...extra,
+});
 
 describe('compatible routes', () => {
   let upstream: ScriptedUpstream;
@@ -43,7 +63,11 @@ describe('compatible routes', () => {
       upstream.script = (_req, res) => {
         res.writeHead(200, { 'content-type': 'application/json', 'x-request-id': 'req-1' }).end(upstreamBody);
       };
-      const response = await post(app, '/v1/chat/completions', chat('acme/hidden', { temperature: 0.2, vendor_extra: { a: [1] } }));
+      const response = await post(
+        app,
+        '/v1/chat/completions',
+        chat('acme/hidden', { temperature: 0.2, vendor_extra: { a: [1] } }),
+      );
       expect(response.status).to.equal(200);
       expect(response.text).to.equal(upstreamBody);
       // The gateway's own id answers the client; the upstream's is passed on beside it.
@@ -52,7 +76,12 @@ describe('compatible routes', () => {
       const seen = upstream.requests[0]!;
       expect(seen.path).to.equal('/v1/chat/completions');
       expect(seen.headers.authorization).to.equal('Bearer upstream-secret-key');
-      expect(JSON.parse(seen.body)).to.deep.equal({ model: 'hidden-2026', messages: [{ role: 'user', content: 'hi' }], temperature: 0.2, vendor_extra: { a: [1] } });
+      expect(JSON.parse(seen.body)).to.deep.equal({
+        model: 'hidden-2026',
+        messages: [{ role: 'user', content: 'hi' }],
+        temperature: 0.2,
+        vendor_extra: { a: [1] },
+      });
       expect(app.exchanges).to.have.length(1);
       expect(app.exchanges[0]).to.include({ route: 'chat-completions', status: 200, stream: false });
       expect(app.exchanges[0]!.resolved.canonicalId).to.equal('acme/hidden');
@@ -60,7 +89,8 @@ describe('compatible routes', () => {
     });
 
     it('resolves an alias before dispatch and records the concrete model', async () => {
-      upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"usage":{"n":1}}');
+      upstream.script = (_req, res) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"usage":{"n":1}}');
       await post(app, '/v1/responses', { model: 'acme-latest', input: 'hi' });
       expect(upstream.lastBody().model).to.equal('one');
       expect(upstream.requests[0]!.path).to.equal('/v1/responses');
@@ -71,12 +101,28 @@ describe('compatible routes', () => {
       const [acme, bolt] = samplePlugins();
       const withHeaders: ProviderPlugin = {
         ...bolt!,
-        routes: { ...bolt!.routes, messages: { path: '/messages', format: 'messages', auth: 'x-api-key', modelIds: ['native'], forwardHeaders: ['anthropic-version'], defaultHeaders: { 'anthropic-version': '2023-06-01' } } },
+        routes: {
+          ...bolt!.routes,
+          messages: {
+            path: '/messages',
+            format: 'messages',
+            auth: 'x-api-key',
+            modelIds: ['native'],
+            forwardHeaders: ['anthropic-version'],
+            defaultHeaders: { 'anthropic-version': '2023-06-01' },
+          },
+        },
       };
       await app.close();
       app = await startRouteTestApp([acme!, withHeaders], { bolt: upstream.url });
-      upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"usage":{"n":1}}');
-      await post(app, '/v1/messages', { model: 'bolt-latest', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }, { 'anthropic-version': '2024-01-01', 'x-secret': 'no' });
+      upstream.script = (_req, res) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"usage":{"n":1}}');
+      await post(
+        app,
+        '/v1/messages',
+        { model: 'bolt-latest', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] },
+        { 'anthropic-version': '2024-01-01', 'x-secret': 'no' },
+      );
       const seen = upstream.requests[0]!;
       expect(seen.headers['x-api-key']).to.equal('upstream-secret-key');
       expect(seen.headers.authorization).to.equal(undefined);
@@ -97,7 +143,10 @@ describe('compatible routes', () => {
 
     it('returns upstream errors as they came, status, body and retry headers', async () => {
       const errorBody = '{"error":{"message":"slow down","type":"rate_limit_error"}}';
-      upstream.script = (_req, res) => res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7', 'x-should-retry': 'true' }).end(errorBody);
+      upstream.script = (_req, res) =>
+        res
+          .writeHead(429, { 'content-type': 'application/json', 'retry-after': '7', 'x-should-retry': 'true' })
+          .end(errorBody);
       const response = await post(app, '/v1/chat/completions', chat('acme/one'));
       expect(response.status).to.equal(429);
       expect(response.text).to.equal(errorBody);
@@ -106,9 +155,11 @@ describe('compatible routes', () => {
       expect(app.exchanges[0]).to.include({ status: 429, consumed: false });
     });
 
-    it('never relays the gateway\'s upstream credential that an upstream error body echoes', async () => {
+    it("never relays the gateway's upstream credential that an upstream error body echoes", async () => {
       upstream.script = (_req, res) =>
-        res.writeHead(400, { 'content-type': 'text/html' }).end('<p>Bad request from key upstream-secret-key (Bearer upstream-secret-key)</p>');
+        res
+          .writeHead(400, { 'content-type': 'text/html' })
+          .end('<p>Bad request from key upstream-secret-key (Bearer upstream-secret-key)</p>');
       const response = await post(app, '/v1/chat/completions', chat('acme/one'));
       expect(response.status).to.equal(400);
       expect(response.text).to.equal('<p>Bad request from key [REDACTED] (Bearer [REDACTED])</p>');
@@ -117,22 +168,31 @@ describe('compatible routes', () => {
     });
 
     it('sends X-Content-Type-Options: nosniff on relayed answers, gateway errors and unknown paths', async () => {
-      upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"usage":{"n":1}}');
+      upstream.script = (_req, res) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"usage":{"n":1}}');
       const answers = [
         await post(app, '/v1/chat/completions', chat('acme/one')),
         await post(app, '/v1/chat/completions', { model: 42 }),
         await post(app, '/v1/nothing', {}),
       ];
-      upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end('data: {"usage":{"n":1}}\n\n');
+      upstream.script = (_req, res) =>
+        res.writeHead(200, { 'content-type': 'text/event-stream' }).end('data: {"usage":{"n":1}}\n\n');
       answers.push(await post(app, '/v1/chat/completions', chat('acme/two', { stream: true })));
       expect(answers.map((answer) => answer.status)).to.deep.equal([200, 400, 404, 200]);
       for (const answer of answers) expect(answer.headers['x-content-type-options']).to.equal('nosniff');
     });
 
-    it('turns an upstream 401/403 (the gateway\'s own credentials) into 502', async () => {
+    it("turns an upstream 401/403 (the gateway's own credentials) into 502", async () => {
       for (const status of [401, 403]) {
-        upstream.script = (_req, res) => res.writeHead(status, { 'content-type': 'application/json' }).end('{"error":{"message":"bad key upstream-secret-key"}}');
-        const response = await post(app, '/v1/messages', { model: 'bolt-1', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] });
+        upstream.script = (_req, res) =>
+          res
+            .writeHead(status, { 'content-type': 'application/json' })
+            .end('{"error":{"message":"bad key upstream-secret-key"}}');
+        const response = await post(app, '/v1/messages', {
+          model: 'bolt-1',
+          max_tokens: 5,
+          messages: [{ role: 'user', content: 'x' }],
+        });
         expect(response.status).to.equal(502);
         expect(response.json()).to.deep.include({ type: 'error' });
         expect(response.json().detail).to.contain("'bolt' rejected the gateway's credentials");
@@ -152,7 +212,11 @@ describe('compatible routes', () => {
         }
         res.end();
       };
-      const response = await post(app, '/v1/chat/completions', chat('acme/two', { stream: true, stream_options: { include_obfuscation: false } }));
+      const response = await post(
+        app,
+        '/v1/chat/completions',
+        chat('acme/two', { stream: true, stream_options: { include_obfuscation: false } }),
+      );
       expect(response.headers['content-type']).to.equal('text/event-stream');
       expect(response.text).to.equal(events.join(''));
       expect(upstream.lastBody().stream_options).to.deep.equal({ include_obfuscation: false, include_usage: true });
@@ -160,14 +224,44 @@ describe('compatible routes', () => {
       expect(app.exchanges[0]!.outcome).to.equal('complete');
     });
 
-    it('records a stream that ends before its format\'s terminal event as upstream_cut, however it ends', async () => {
+    it("records a stream that ends before its format's terminal event as upstream_cut, however it ends", async () => {
       const cases: [string, Record<string, unknown>, string, boolean][] = [
-        ['/v1/chat/completions', chat('acme/two', { stream: true }), 'data: {"choices":[{"delta":{"content":"a"},"finish_reason":null}]}\n\n', false],
-        ['/v1/chat/completions', chat('acme/two', { stream: true }), 'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\n', true],
-        ['/v1/messages', { model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] }, 'event: message_start\ndata: {"type":"message_start"}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta"}\n\n', false],
-        ['/v1/messages', { model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] }, 'event: message_stop\ndata: {"type":"message_stop"}\n\n', true],
-        ['/v1/responses', { model: 'one', input: 'x', stream: true }, 'event: response.created\ndata: {"type":"response.created"}\n\n', false],
-        ['/v1/responses', { model: 'one', input: 'x', stream: true }, 'event: response.incomplete\ndata: {"type":"response.incomplete"}\n\n', true],
+        [
+          '/v1/chat/completions',
+          chat('acme/two', { stream: true }),
+          'data: {"choices":[{"delta":{"content":"a"},"finish_reason":null}]}\n\n',
+          false,
+        ],
+        [
+          '/v1/chat/completions',
+          chat('acme/two', { stream: true }),
+          'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\n',
+          true,
+        ],
+        [
+          '/v1/messages',
+          { model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] },
+          'event: message_start\ndata: {"type":"message_start"}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta"}\n\n',
+          false,
+        ],
+        [
+          '/v1/messages',
+          { model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] },
+          'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+          true,
+        ],
+        [
+          '/v1/responses',
+          { model: 'one', input: 'x', stream: true },
+          'event: response.created\ndata: {"type":"response.created"}\n\n',
+          false,
+        ],
+        [
+          '/v1/responses',
+          { model: 'one', input: 'x', stream: true },
+          'event: response.incomplete\ndata: {"type":"response.incomplete"}\n\n',
+          true,
+        ],
       ];
       for (const [path, body, events, complete] of cases) {
         // Half of the cut streams end cleanly, half by a reset connection.
@@ -198,18 +292,23 @@ describe('compatible routes', () => {
         await released;
         res.end('data: [DONE]\n\n');
       };
-      const response = await request(`${app.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chat('acme/two', { stream: true })) });
+      const response = await request(`${app.url}/v1/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify(chat('acme/two', { stream: true })),
+      });
       const iterator = response.body[Symbol.asyncIterator]();
       const first = await iterator.next();
       expect(Buffer.from(first.value as Buffer).toString()).to.equal('data: {"first":true}\n\n');
       release();
       let rest = '';
-      for (let next = await iterator.next(); !next.done; next = await iterator.next()) rest += Buffer.from(next.value as Buffer).toString();
+      for (let next = await iterator.next(); !next.done; next = await iterator.next())
+        rest += Buffer.from(next.value as Buffer).toString();
       expect(rest).to.equal('data: [DONE]\n\n');
     });
 
     it('applies a declared fixup only to its model, keeping all other bytes, even in split chunks', async () => {
-      const stream = 'data: {"x":1}\r\n\r\ndata: {"drop":true}\r\n\r\n: note\r\n\r\ndata: {"y":1}\r\n\r\ndata: [DONE]\r\n\r\n';
+      const stream =
+        'data: {"x":1}\r\n\r\ndata: {"drop":true}\r\n\r\n: note\r\n\r\ndata: {"y":1}\r\n\r\ndata: [DONE]\r\n\r\n';
       upstream.script = async (_req, res) => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         for (let index = 0; index < stream.length; index += 7) {
@@ -226,9 +325,13 @@ describe('compatible routes', () => {
       expect(notStreamed.text).to.equal(stream);
     });
 
-    it('ends a stream with an in-band error in the route\'s own format when one event passes the cap', async () => {
+    it("ends a stream with an in-band error in the route's own format when one event passes the cap", async () => {
       await app.close();
-      app = await startRouteTestApp(pluginsWithFixup(), { acme: upstream.url, bolt: upstream.url }, { maxSseEventBytes: 64 * 1024 });
+      app = await startRouteTestApp(
+        pluginsWithFixup(),
+        { acme: upstream.url, bolt: upstream.url },
+        { maxSseEventBytes: 64 * 1024 },
+      );
       let upstreamClosed = 0;
       upstream.script = async (_req, res) => {
         res.on('close', () => (upstreamClosed += 1));
@@ -243,8 +346,16 @@ describe('compatible routes', () => {
       };
       const cases = [
         { path: '/v1/chat/completions', body: chat('acme/two', { stream: true }), tail: /^data: (\{.*\})\n\n$/ },
-        { path: '/v1/messages', body: { model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] }, tail: /^event: error\ndata: (\{.*\})\n\n$/ },
-        { path: '/v1/responses', body: { model: 'one', input: 'x', stream: true }, tail: /^event: error\ndata: (\{.*\})\n\n$/ },
+        {
+          path: '/v1/messages',
+          body: { model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] },
+          tail: /^event: error\ndata: (\{.*\})\n\n$/,
+        },
+        {
+          path: '/v1/responses',
+          body: { model: 'one', input: 'x', stream: true },
+          tail: /^event: error\ndata: (\{.*\})\n\n$/,
+        },
       ];
       for (const [index, { path, body, tail }] of cases.entries()) {
         const response = await post(app, path, body);
@@ -252,16 +363,23 @@ describe('compatible routes', () => {
         const first = 'event: first\ndata: {"usage":{"n":2}}\n\n';
         expect(response.text.startsWith(first), path).to.equal(true);
         const error = JSON.parse(tail.exec(response.text.slice(first.length))![1]!) as Record<string, any>;
-        expect(error.detail, path).to.equal("Upstream provider '" + (path === '/v1/messages' ? 'bolt' : 'acme') + "' sent a stream event larger than the gateway's limit of 65536 bytes; the stream was ended");
+        expect(error.detail, path).to.equal(
+          "Upstream provider '" +
+            (path === '/v1/messages' ? 'bolt' : 'acme') +
+            "' sent a stream event larger than the gateway's limit of 65536 bytes; the stream was ended",
+        );
         if (path === '/v1/messages') expect(error).to.deep.include({ type: 'error' });
         else expect(error.error.code).to.equal('GW_ERR_UPSTREAM_EVENT_TOO_LARGE');
-        await eventually(() => upstreamClosed === index + 1 && app.exchanges.length === index + 1, 'the upstream request dropped and the exchange recorded');
+        await eventually(
+          () => upstreamClosed === index + 1 && app.exchanges.length === index + 1,
+          'the upstream request dropped and the exchange recorded',
+        );
         expect(app.exchanges[index]).to.include({ status: 200, stream: true, consumed: true, outcome: 'upstream_cut' });
         expect(app.exchanges[index]!.usage).to.deep.equal({ inputTokens: 2, outputTokens: 2, cachedTokens: 0 });
       }
     });
 
-    it('redacts the gateway\'s upstream credential from streamed events, even when it is split across chunks', async () => {
+    it("redacts the gateway's upstream credential from streamed events, even when it is split across chunks", async () => {
       const stream = 'data: {"a":"key upstream-secret-key here"}\n\ndata: {"b":"upstream-secret-key"}\n\n';
       upstream.script = async (_req, res) => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -286,7 +404,11 @@ describe('compatible routes', () => {
         res.on('close', upstreamClosed);
       };
       const controller = new AbortController();
-      const response = await request(`${app.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chat('acme/two', { stream: true })), signal: controller.signal });
+      const response = await request(`${app.url}/v1/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify(chat('acme/two', { stream: true })),
+        signal: controller.signal,
+      });
       await response.body[Symbol.asyncIterator]().next();
       controller.abort();
       await closed;
@@ -297,7 +419,12 @@ describe('compatible routes', () => {
 
   describe('client errors', () => {
     it('lists every bad field at once in a ValidationError', async () => {
-      const response = await post(app, '/v1/chat/completions', { model: 42, messages: [{ content: 'x' }, 'no'], stream: 'yes', tools: {} });
+      const response = await post(app, '/v1/chat/completions', {
+        model: 42,
+        messages: [{ content: 'x' }, 'no'],
+        stream: 'yes',
+        tools: {},
+      });
       expect(response.status).to.equal(400);
       const body = response.json();
       expect(body.detail).to.equal('Invalid input parameters');
@@ -322,8 +449,14 @@ describe('compatible routes', () => {
       expect(errors).to.include("Field 'messages[49].role': is required");
       expect(errors.at(-1)).to.equal("Field 'messages': 1950 more items are invalid (only the first 50 are listed)");
 
-      const two = many.map((message, index) => (index === 10 || index === 1500 ? message : { role: 'user', ...message }));
-      const some = await post(app, '/v1/chat/completions', { model: 'acme/one', messages: [...two, 'not a message'], tools: [1] });
+      const two = many.map((message, index) =>
+        index === 10 || index === 1500 ? message : { role: 'user', ...message },
+      );
+      const some = await post(app, '/v1/chat/completions', {
+        model: 'acme/one',
+        messages: [...two, 'not a message'],
+        tools: [1],
+      });
       expect(some.json().errors).to.have.members([
         "Field 'messages[10].role': is required",
         "Field 'messages[1500].role': is required",
@@ -333,7 +466,7 @@ describe('compatible routes', () => {
       expect(upstream.requests).to.have.length(0);
     });
 
-    it('makes a model outside the route\'s set a field error beside the others', async () => {
+    it("makes a model outside the route's set a field error beside the others", async () => {
       const response = await post(app, '/v1/responses', { model: 'bolt/bolt-1' });
       expect(response.json().errors).to.deep.equal([
         "Field 'input': is required",
@@ -342,7 +475,10 @@ describe('compatible routes', () => {
     });
 
     it('keeps input required on Responses, also for a stored prompt', async () => {
-      const response = await post(app, '/v1/responses', { model: 'two', prompt: { id: 'pmpt_123', variables: { city: 'Oslo' } } });
+      const response = await post(app, '/v1/responses', {
+        model: 'two',
+        prompt: { id: 'pmpt_123', variables: { city: 'Oslo' } },
+      });
       expect(response.status).to.equal(400);
       expect(response.json().errors).to.deep.equal(["Field 'input': is required"]);
       expect(upstream.requests).to.have.length(0);
@@ -356,13 +492,20 @@ describe('compatible routes', () => {
     });
 
     it('reads a form-typed body as JSON, as curl -d sends it', async () => {
-      upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"usage":{"n":1}}');
-      const response = await post(app, '/v1/chat/completions', JSON.stringify(chat('acme/one')), { 'content-type': 'application/x-www-form-urlencoded' });
+      upstream.script = (_req, res) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"usage":{"n":1}}');
+      const response = await post(app, '/v1/chat/completions', JSON.stringify(chat('acme/one')), {
+        'content-type': 'application/x-www-form-urlencoded',
+      });
       expect(response.status).to.equal(200);
     });
 
     it('refuses bodies that are not a JSON object with a JSON 400', async () => {
-      for (const [body, detail] of [['{"model":', 'Request body is not valid JSON'], ['[1,2]', 'must be a JSON object, got an array'], ['', 'Request body is empty']] as const) {
+      for (const [body, detail] of [
+        ['{"model":', 'Request body is not valid JSON'],
+        ['[1,2]', 'must be a JSON object, got an array'],
+        ['', 'Request body is empty'],
+      ] as const) {
         const response = await post(app, '/v1/chat/completions', body);
         expect(response.status).to.equal(400);
         expect(response.headers['content-type']).to.contain('application/json');
@@ -423,7 +566,8 @@ describe('compatible routes', () => {
       const response = await post(app, '/v1/chat/completions', chat('acme/one'));
       expect(response.status).to.equal(502);
       expect(response.json().detail).to.equal("Upstream provider 'acme' failed: the answer broke off or was too large");
-      upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"usage":{"n":1}}');
+      upstream.script = (_req, res) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"usage":{"n":1}}');
       expect((await post(app, '/v1/chat/completions', chat('acme/one'))).status).to.equal(200);
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(app.exchanges.map((exchange) => exchange.status)).to.deep.equal([502, 200]);

@@ -10,9 +10,18 @@ import { samplePlugins } from '../../plugins/sample-plugins.ts';
 import { startRouteTestApp, type RouteTestApp } from './route-test-app.ts';
 
 async function post(app: RouteTestApp, path: string, body: unknown) {
-  const response = await request(`${app.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await request(`${app.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const text = await response.body.text();
-  return { status: response.statusCode, headers: response.headers, text, json: () => JSON.parse(text) as Record<string, any> };
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    text,
+    json: () => JSON.parse(text) as Record<string, any>,
+  };
 }
 
 /** A base URL on which nothing listens (connection refused). */
@@ -24,16 +33,22 @@ async function refusingUrl(): Promise<string> {
   return `http://127.0.0.1:${port}/v1`;
 }
 
-const chat = (extra: Record<string, unknown> = {}) => ({ model: 'acme/one', messages: [{ role: 'user', content: 'hi' }], ...extra });
+const chat = (extra: Record<string, unknown> = {}) => ({
+  model: 'acme/one',
+  messages: [{ role: 'user', content: 'hi' }],
+  ...extra,
+});
 const messages = { model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] };
 const responses = { model: 'acme/one', input: 'x', stream: true };
 
 const GOOD_JSON = '{"id":"from-b","usage":{"n":4}}';
 const answerJson: Script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(GOOD_JSON);
-const sse = (events: string[]): Script => (_req, res) => {
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  res.end(events.join(''));
-};
+const sse =
+  (events: string[]): Script =>
+  (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(events.join(''));
+  };
 
 /** A whole stream per format, and its opening events alone. */
 const STREAMS = {
@@ -49,16 +64,28 @@ const STREAMS = {
   messages: {
     path: '/v1/messages',
     body: messages,
-    opening: ['event: message_start\ndata: {"type":"message_start","message":{"usage":{"n":1}}}\n\n', 'event: ping\ndata: {"type":"ping"}\n\n'],
-    content: ['event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"type":"text_delta","text":"Hi"}}\n\n'],
-    end: ['event: message_delta\ndata: {"type":"message_delta","usage":{"n":2}}\n\n', 'event: message_stop\ndata: {"type":"message_stop"}\n\n'],
+    opening: [
+      'event: message_start\ndata: {"type":"message_start","message":{"usage":{"n":1}}}\n\n',
+      'event: ping\ndata: {"type":"ping"}\n\n',
+    ],
+    content: [
+      'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"type":"text_delta","text":"Hi"}}\n\n',
+    ],
+    end: [
+      'event: message_delta\ndata: {"type":"message_delta","usage":{"n":2}}\n\n',
+      'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+    ],
     errorEvent: 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n',
-    malformed: 'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"type":"text_delta","text":"leaked\n\n',
+    malformed:
+      'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"type":"text_delta","text":"leaked\n\n',
   },
   responses: {
     path: '/v1/responses',
     body: responses,
-    opening: ['event: response.created\ndata: {"type":"response.created"}\n\n', 'event: response.in_progress\ndata: {"type":"response.in_progress"}\n\n'],
+    opening: [
+      'event: response.created\ndata: {"type":"response.created"}\n\n',
+      'event: response.in_progress\ndata: {"type":"response.in_progress"}\n\n',
+    ],
     content: ['event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"Hi"}\n\n'],
     end: ['event: response.completed\ndata: {"type":"response.completed","response":{"usage":{"n":2}}}\n\n'],
     errorEvent: 'event: error\ndata: {"type":"error","code":"server_error","message":"boom"}\n\n',
@@ -83,14 +110,22 @@ describe('failover between endpoints', () => {
   });
 
   const start = async (options: Parameters<typeof startRouteTestApp>[2] = {}, first?: string) => {
-    app = await startRouteTestApp(samplePlugins(), { acme: [first ?? a.url, b.url], bolt: [first ?? a.url, b.url] }, options);
+    app = await startRouteTestApp(
+      samplePlugins(),
+      { acme: [first ?? a.url, b.url], bolt: [first ?? a.url, b.url] },
+      options,
+    );
     return app;
   };
 
   describe('JSON answers', () => {
     const failures: [string, Script][] = [
       ['connection reset', (req) => req.socket.destroy()],
-      ...[429, 500, 502, 503, 504, 529].map((status): [string, Script] => [`status ${status}`, (_req, res) => res.writeHead(status, { 'content-type': 'application/json' }).end('{"error":{"message":"busy"}}')]),
+      ...[429, 500, 502, 503, 504, 529].map((status): [string, Script] => [
+        `status ${status}`,
+        (_req, res) =>
+          res.writeHead(status, { 'content-type': 'application/json' }).end('{"error":{"message":"busy"}}'),
+      ]),
     ];
     for (const [name, script] of failures) {
       it(`fails over on ${name}, and the client sees only the second endpoint's answer`, async () => {
@@ -134,14 +169,19 @@ describe('failover between endpoints', () => {
         expect((await post(app!, '/v1/chat/completions', chat())).status).to.equal(200);
       }
       expect(app!.services.endpoints.pool('acme')!.state()[0]).to.include({ status: 'up', consecutiveFailures: 0 });
-      a.script = (_req, res) => res.writeHead(429, { 'content-type': 'application/json', 'retry-after-ms': '60000' }).end('{}');
+      a.script = (_req, res) =>
+        res.writeHead(429, { 'content-type': 'application/json', 'retry-after-ms': '60000' }).end('{}');
       expect((await post(app!, '/v1/chat/completions', chat())).status).to.equal(200);
-      expect(app!.services.endpoints.pool('acme')!.state()[0]).to.include({ status: 'resting', consecutiveFailures: 1 });
+      expect(app!.services.endpoints.pool('acme')!.state()[0]).to.include({
+        status: 'resting',
+        consecutiveFailures: 1,
+      });
     });
 
     it('returns another 4xx as it came and never retries it', async () => {
       await start();
-      a.script = (_req, res) => res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"bad"}}');
+      a.script = (_req, res) =>
+        res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"bad"}}');
       b.script = answerJson;
       const response = await post(app!, '/v1/chat/completions', chat());
       expect(response.status).to.equal(400);
@@ -149,7 +189,7 @@ describe('failover between endpoints', () => {
       expect(b.requests).to.have.length(0);
     });
 
-    it('returns the last endpoint\'s own answer when every endpoint failed with a status', async () => {
+    it("returns the last endpoint's own answer when every endpoint failed with a status", async () => {
       await start();
       a.script = (_req, res) => res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"a"}');
       b.script = (_req, res) => res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":"b"}');
@@ -165,20 +205,29 @@ describe('failover between endpoints', () => {
     describe(`${format} streams`, () => {
       const whole = [...stream.opening, ...stream.content, ...stream.end];
       const preContentFailures: [string, Script][] = [
-        ['breaks', (_req, res) => {
-          res.writeHead(200, { 'content-type': 'text/event-stream' });
-          res.write(stream.opening.join(''), () => setTimeout(() => res.destroy(), 20));
-        }],
+        [
+          'breaks',
+          (_req, res) => {
+            res.writeHead(200, { 'content-type': 'text/event-stream' });
+            res.write(stream.opening.join(''), () => setTimeout(() => res.destroy(), 20));
+          },
+        ],
         ['sends an error event', sse([...stream.opening, stream.errorEvent])],
         // Unterminated JSON that reads like content, then a dropped socket: a failure of that endpoint, not content.
-        ['sends a malformed event and drops', (_req, res) => {
-          res.writeHead(200, { 'content-type': 'text/event-stream' });
-          res.write(stream.malformed, () => setTimeout(() => res.destroy(), 20));
-        }],
-        ['stalls', (_req, res) => {
-          res.writeHead(200, { 'content-type': 'text/event-stream' });
-          res.write(stream.opening.join(''));
-        }],
+        [
+          'sends a malformed event and drops',
+          (_req, res) => {
+            res.writeHead(200, { 'content-type': 'text/event-stream' });
+            res.write(stream.malformed, () => setTimeout(() => res.destroy(), 20));
+          },
+        ],
+        [
+          'stalls',
+          (_req, res) => {
+            res.writeHead(200, { 'content-type': 'text/event-stream' });
+            res.write(stream.opening.join(''));
+          },
+        ],
       ];
       for (const [name, script] of preContentFailures) {
         it(`fails over when the stream ${name} before its first content event, invisibly in the bytes`, async () => {
@@ -206,7 +255,11 @@ describe('failover between endpoints', () => {
           await released;
           res.end([...stream.content, ...stream.end].join(''));
         };
-        const pending = request(`${app!.url}${stream.path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(stream.body) });
+        const pending = request(`${app!.url}${stream.path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(stream.body),
+        });
         // Neither the status line nor the opening events leave before the first content event.
         const early = await Promise.race([pending.then(() => 'headers'), sleep(300).then(() => 'nothing yet')]);
         expect(early).to.equal('nothing yet');
@@ -234,7 +287,9 @@ describe('failover between endpoints', () => {
         await eventually(() => app!.exchanges.length === 1, 'the usage record');
         expect(app!.exchanges[0]!.outcome).to.equal('upstream_cut');
         // The cut counts against the endpoint's breaker all the same.
-        expect(app!.services.endpoints.pool(format === 'messages' ? 'bolt' : 'acme')!.state()[0]!.consecutiveFailures).to.equal(1);
+        expect(
+          app!.services.endpoints.pool(format === 'messages' ? 'bolt' : 'acme')!.state()[0]!.consecutiveFailures,
+        ).to.equal(1);
       });
 
       it('ends a stream that stalls past the idle timeout with an in-band error, outcome stalled', async () => {
@@ -255,7 +310,8 @@ describe('failover between endpoints', () => {
   describe('resting and the breaker', () => {
     it('rests an endpoint for its Retry-After', async () => {
       await start();
-      a.script = (_req, res) => res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '60' }).end('{}');
+      a.script = (_req, res) =>
+        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '60' }).end('{}');
       b.script = answerJson;
       expect((await post(app!, '/v1/chat/completions', chat())).status).to.equal(200);
       expect((await post(app!, '/v1/chat/completions', chat())).status).to.equal(200);
@@ -266,7 +322,11 @@ describe('failover between endpoints', () => {
     });
 
     it('opens after the threshold, answers 503 with Retry-After when all rest, and one trial closes it again', async () => {
-      app = await startRouteTestApp(samplePlugins(), { acme: [a.url] }, { breaker: { failureThreshold: 2, cooldownMs: 500 } });
+      app = await startRouteTestApp(
+        samplePlugins(),
+        { acme: [a.url] },
+        { breaker: { failureThreshold: 2, cooldownMs: 500 } },
+      );
       const pool = app.services.endpoints.pool('acme')!;
       a.script = (_req, res) => res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"down"}');
       expect((await post(app, '/v1/chat/completions', chat())).status).to.equal(500);
@@ -325,7 +385,12 @@ describe('in-band errors through the official SDKs', () => {
         const consume = async () => {
           if (format === 'messages') {
             const client = new Anthropic({ baseURL: app.url, apiKey: 'sk-test', maxRetries: 0 });
-            const events = await client.messages.create({ model: 'bolt-1', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'x' }] });
+            const events = await client.messages.create({
+              model: 'bolt-1',
+              max_tokens: 5,
+              stream: true,
+              messages: [{ role: 'user', content: 'x' }],
+            });
             for await (const event of events) seen.push(event.type);
           } else {
             const client = new OpenAI({ baseURL: `${app.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
@@ -333,12 +398,19 @@ describe('in-band errors through the official SDKs', () => {
               const events = await client.responses.create({ model: 'acme/one', input: 'x', stream: true });
               for await (const event of events) seen.push(event.type);
             } else {
-              const chunks = await client.chat.completions.create({ model: 'acme/one', messages: [{ role: 'user', content: 'x' }], stream: true });
+              const chunks = await client.chat.completions.create({
+                model: 'acme/one',
+                messages: [{ role: 'user', content: 'x' }],
+                stream: true,
+              });
               for await (const chunk of chunks) seen.push(chunk.choices[0]?.delta.content ?? '');
             }
           }
         };
-        const error = await consume().then(() => undefined, (caught: unknown) => caught as Error);
+        const error = await consume().then(
+          () => undefined,
+          (caught: unknown) => caught as Error,
+        );
         expect(error, 'the SDK raised').to.be.instanceOf(Error);
         expect(error!.message).to.match(how === 'cut' ? /broke off/ : /stalled/);
         expect(seen.length).to.be.greaterThan(0);
@@ -355,7 +427,11 @@ describe('model fallbacks', () => {
   beforeEach(async () => {
     a = await ScriptedUpstream.start();
     b = await ScriptedUpstream.start();
-    app = await startRouteTestApp(samplePlugins(), { acme: [a.url], bolt: [b.url] }, { fallbacks: { 'acme/one': ['bolt/bolt-1'] } });
+    app = await startRouteTestApp(
+      samplePlugins(),
+      { acme: [a.url], bolt: [b.url] },
+      { fallbacks: { 'acme/one': ['bolt/bolt-1'] } },
+    );
   });
   afterEach(async () => {
     await app.close();
@@ -399,12 +475,24 @@ describe('model fallbacks', () => {
     const { fallbackTable } = await import('../../../src/data-plane/routes/model-fallbacks.ts');
     const { ModelRegistry } = await import('../../../src/core/model-registry.ts');
     const registry = new ModelRegistry(samplePlugins());
-    expect(fallbackTable(registry, { 'acme/one': ['bolt/bolt-1', 'acme/two'] }).get('acme/one')).to.deep.equal(['bolt/bolt-1', 'acme/two']);
-    expect(() => fallbackTable(registry, { 'acme/one': ['acme/nope'] })).to.throw("fallback of 'acme/one' 'acme/nope' is not a canonical model ID");
-    expect(() => fallbackTable(registry, { 'acme-latest': ['acme/two'] })).to.throw("model 'acme-latest' is not a canonical model ID");
+    expect(fallbackTable(registry, { 'acme/one': ['bolt/bolt-1', 'acme/two'] }).get('acme/one')).to.deep.equal([
+      'bolt/bolt-1',
+      'acme/two',
+    ]);
+    expect(() => fallbackTable(registry, { 'acme/one': ['acme/nope'] })).to.throw(
+      "fallback of 'acme/one' 'acme/nope' is not a canonical model ID",
+    );
+    expect(() => fallbackTable(registry, { 'acme-latest': ['acme/two'] })).to.throw(
+      "model 'acme-latest' is not a canonical model ID",
+    );
     expect(() => fallbackTable(registry, { 'acme/one': ['acme/one'] })).to.throw('cannot fall back to itself');
     const [acme, bolt] = samplePlugins();
-    const withMessagesOnly = new ModelRegistry([acme!, { ...bolt!, models: [...bolt!.models, { ...bolt!.models[0]!, id: 'bolt-m', routes: ['messages'] }] }]);
-    expect(() => fallbackTable(withMessagesOnly, { 'acme/one': ['bolt/bolt-m'] })).to.throw("'bolt/bolt-m' serves none of the routes of 'acme/one' in the same wire format");
+    const withMessagesOnly = new ModelRegistry([
+      acme!,
+      { ...bolt!, models: [...bolt!.models, { ...bolt!.models[0]!, id: 'bolt-m', routes: ['messages'] }] },
+    ]);
+    expect(() => fallbackTable(withMessagesOnly, { 'acme/one': ['bolt/bolt-m'] })).to.throw(
+      "'bolt/bolt-m' serves none of the routes of 'acme/one' in the same wire format",
+    );
   });
 });

@@ -1,6 +1,11 @@
 import { expect } from 'chai';
 import { request } from 'undici';
-import { backoffMs, DEFAULT_RETRY_POLICY, retryAfterMs, type RetryPolicy } from '../../../src/data-plane/upstream/failover/retry-policy.ts';
+import {
+  backoffMs,
+  DEFAULT_RETRY_POLICY,
+  retryAfterMs,
+  type RetryPolicy,
+} from '../../../src/data-plane/upstream/failover/retry-policy.ts';
 import { MAX_RETRIES_CAP } from '../../../src/data-plane/routes/request-schemas.ts';
 import { samplePlugins } from '../../plugins/sample-plugins.ts';
 import { ScriptedUpstream } from '../../helpers/scripted-upstream.ts';
@@ -17,7 +22,11 @@ describe('POST /v1/chat', () => {
   let upstream: ScriptedUpstream;
   let app: RouteTestApp;
   let sleeps: number[];
-  const policy = (): RetryPolicy => ({ ...DEFAULT_RETRY_POLICY, random: () => 0.5, sleep: async (ms) => void sleeps.push(ms) });
+  const policy = (): RetryPolicy => ({
+    ...DEFAULT_RETRY_POLICY,
+    random: () => 0.5,
+    sleep: async (ms) => void sleeps.push(ms),
+  });
 
   beforeEach(async () => {
     sleeps = [];
@@ -29,9 +38,16 @@ describe('POST /v1/chat', () => {
     await upstream.close();
   });
 
-  it('sends the adapter\'s request and maps the answer, with the resolved concrete model', async () => {
-    upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(answer('Hello there', 12));
-    const response = await chat(app, { model: 'acme-latest', input: 'Say hello', temperature: 0.3, max_output_tokens: 50, web_search: true });
+  it("sends the adapter's request and maps the answer, with the resolved concrete model", async () => {
+    upstream.script = (_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(answer('Hello there', 12));
+    const response = await chat(app, {
+      model: 'acme-latest',
+      input: 'Say hello',
+      temperature: 0.3,
+      max_output_tokens: 50,
+      web_search: true,
+    });
     expect(response.status).to.equal(200);
     expect(response.body.id).to.match(/^chat-/);
     expect(response.body).to.deep.include({
@@ -81,29 +97,39 @@ describe('POST /v1/chat', () => {
 
   it('refuses wrong types and models outside its set', async () => {
     const wrongTypes = await chat(app, { model: 'acme/one', input: 5, temperature: 'hot' });
-    expect(wrongTypes.body.errors).to.have.members(["Field 'input': must be a string", "Field 'temperature': must be a number"]);
+    expect(wrongTypes.body.errors).to.have.members([
+      "Field 'input': must be a string",
+      "Field 'temperature': must be a number",
+    ]);
     const hidden = await chat(app, { model: 'acme/hidden', input: 'x' });
-    expect(hidden.body.errors).to.deep.equal(["Field 'model': 'acme/hidden' is not available on /v1/chat; it is served on /v1/chat/completions"]);
+    expect(hidden.body.errors).to.deep.equal([
+      "Field 'model': 'acme/hidden' is not available on /v1/chat; it is served on /v1/chat/completions",
+    ]);
   });
 
   it('names the alias and the concrete ID when given a web chat preset', async () => {
     for (const preset of ['acme/one-thinking', 'acme-latest-fast']) {
       const response = await chat(app, { model: preset, input: 'x' });
       expect(response.status).to.equal(400);
-      expect(response.body.errors[0]).to.equal(`Field 'model': '${preset}' is a web chat preset, not a model ID; use 'acme-latest' or a concrete ID such as 'acme/one' (this route always uses the low reasoning preset)`);
+      expect(response.body.errors[0]).to.equal(
+        `Field 'model': '${preset}' is a web chat preset, not a model ID; use 'acme-latest' or a concrete ID such as 'acme/one' (this route always uses the low reasoning preset)`,
+      );
     }
   });
 
   it('refuses web_search for a model without the tool, naming the field', async () => {
     const response = await chat(app, { model: 'acme/two', input: 'x', web_search: true });
-    expect(response.body.errors).to.deep.equal(["Field 'web_search': the model 'acme/two' has no web search tool; drop the field or pick a model that has one"]);
+    expect(response.body.errors).to.deep.equal([
+      "Field 'web_search': the model 'acme/two' has no web search tool; drop the field or pick a model that has one",
+    ]);
   });
 
   it('retries 5xx and 429 with exponential backoff, honouring Retry-After, and records one exchange', async () => {
     let call = 0;
     upstream.script = (_req, res) => {
       call += 1;
-      if (call === 1) return res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":{"message":"busy"}}');
+      if (call === 1)
+        return res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":{"message":"busy"}}');
       if (call === 2) return res.writeHead(429, { 'retry-after': '2' }).end();
       if (call === 3) return res.writeHead(500).end();
       return res.writeHead(200, { 'content-type': 'application/json' }).end(answer('ok', 3));
@@ -116,7 +142,8 @@ describe('POST /v1/chat', () => {
   });
 
   it('gives up after max_retries with a 502 naming the provider', async () => {
-    upstream.script = (_req, res) => res.writeHead(502, { 'content-type': 'application/json' }).end('{"error":{"message":"bad gateway"}}');
+    upstream.script = (_req, res) =>
+      res.writeHead(502, { 'content-type': 'application/json' }).end('{"error":{"message":"bad gateway"}}');
     const response = await chat(app, { model: 'acme/one', input: 'x' });
     expect(response.status).to.equal(502);
     expect(response.body.detail).to.equal("Upstream provider 'acme' failed: upstream answered 502: bad gateway");
@@ -125,7 +152,10 @@ describe('POST /v1/chat', () => {
   });
 
   it('does not retry a request the upstream refused as bad, nor its credentials', async () => {
-    upstream.script = (_req, res) => res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"context too long for upstream-secret-key"}}');
+    upstream.script = (_req, res) =>
+      res
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end('{"error":{"message":"context too long for upstream-secret-key"}}');
     const bad = await chat(app, { model: 'acme/one', input: 'x' });
     expect(bad.status).to.equal(502);
     expect(bad.body.detail).to.contain('upstream answered 400: context too long for [REDACTED]');
@@ -152,14 +182,22 @@ describe('POST /v1/chat', () => {
     upstream.script = (_req, res) => res.writeHead(503).end();
     // A breaker that would trip first is kept out of the way: this counts the retries alone.
     await app.close();
-    app = await startRouteTestApp(samplePlugins(), { acme: upstream.url }, { retryPolicy: policy(), breaker: { failureThreshold: MAX_RETRIES_CAP + 1 } });
+    app = await startRouteTestApp(
+      samplePlugins(),
+      { acme: upstream.url },
+      { retryPolicy: policy(), breaker: { failureThreshold: MAX_RETRIES_CAP + 1 } },
+    );
     expect((await chat(app, { model: 'acme/one', input: 'x', max_retries: MAX_RETRIES_CAP })).status).to.equal(502);
     expect(upstream.requests).to.have.length(MAX_RETRIES_CAP + 1);
   });
 
-  it('stops retrying once the endpoint\'s breaker opens, and answers 503 while it rests', async () => {
+  it("stops retrying once the endpoint's breaker opens, and answers 503 while it rests", async () => {
     await app.close();
-    app = await startRouteTestApp(samplePlugins(), { acme: upstream.url }, { retryPolicy: policy(), breaker: { failureThreshold: 2 } });
+    app = await startRouteTestApp(
+      samplePlugins(),
+      { acme: upstream.url },
+      { retryPolicy: policy(), breaker: { failureThreshold: 2 } },
+    );
     upstream.script = (_req, res) => res.writeHead(502, { 'content-type': 'application/json' }).end('{}');
     expect((await chat(app, { model: 'acme/one', input: 'x', max_retries: 5 })).status).to.equal(502);
     expect(upstream.requests).to.have.length(2);
@@ -176,7 +214,8 @@ describe('POST /v1/chat', () => {
       await app.close();
       app = await startRouteTestApp(samplePlugins(), { acme: [upstream.url, other.url] }, { retryPolicy: policy() });
       upstream.script = (_req, res) => res.writeHead(503, { 'retry-after': '30' }).end();
-      other.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(answer('from the other', 2));
+      other.script = (_req, res) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end(answer('from the other', 2));
       const response = await chat(app, { model: 'acme/one', input: 'x' });
       expect(response.status).to.equal(200);
       expect(response.body.result).to.deep.equal({ text: 'from the other' });
@@ -198,11 +237,15 @@ describe('POST /v1/chat', () => {
     upstream.script = (_req, res) => res.writeHead(429, { 'retry-after': '0', 'retry-after-ms': '0' }).end();
     const response = await chat(app, { model: 'acme/one', input: 'x', max_retries: 3 });
     expect(response.status).to.equal(502);
-    expect(sleeps).to.deep.equal([DEFAULT_RETRY_POLICY.minDelayMs, DEFAULT_RETRY_POLICY.minDelayMs, DEFAULT_RETRY_POLICY.minDelayMs]);
+    expect(sleeps).to.deep.equal([
+      DEFAULT_RETRY_POLICY.minDelayMs,
+      DEFAULT_RETRY_POLICY.minDelayMs,
+      DEFAULT_RETRY_POLICY.minDelayMs,
+    ]);
     expect(DEFAULT_RETRY_POLICY.minDelayMs).to.be.greaterThan(0);
   });
 
-  it('bounds each attempt by the gateway\'s upstream timeout when the caller sends none, or a longer one', async () => {
+  it("bounds each attempt by the gateway's upstream timeout when the caller sends none, or a longer one", async () => {
     await app.close();
     app = await startRouteTestApp(samplePlugins(), { acme: upstream.url }, { retryPolicy: policy(), timeoutMs: 200 });
     upstream.script = () => {};
@@ -215,7 +258,11 @@ describe('POST /v1/chat', () => {
 
   it('ends a request at its total deadline, however many retries are left', async () => {
     await app.close();
-    app = await startRouteTestApp(samplePlugins(), { acme: upstream.url }, { retryPolicy: { ...policy(), deadlineMs: 300 } });
+    app = await startRouteTestApp(
+      samplePlugins(),
+      { acme: upstream.url },
+      { retryPolicy: { ...policy(), deadlineMs: 300 } },
+    );
     upstream.script = () => {};
     const response = await chat(app, { model: 'acme/one', input: 'x', max_retries: 10, timeout: 60 });
     expect(response.status).to.equal(504);
@@ -236,7 +283,8 @@ describe('POST /v1/chat', () => {
   });
 
   it('answers 502 JSON to an upstream answer over the size limit, and keeps serving', async () => {
-    upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(Buffer.alloc(2 * 1024 * 1024, 'a'));
+    upstream.script = (_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(Buffer.alloc(2 * 1024 * 1024, 'a'));
     const response = await chat(app, { model: 'acme/one', input: 'x', max_retries: 0 });
     expect(response.status).to.equal(502);
     upstream.script = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(answer('ok', 1));

@@ -4,19 +4,48 @@ import fc from 'fast-check';
 import * as yup from 'yup';
 import { requestJsonSchema } from '../../../src/control-plane/openapi/request-json-schema.ts';
 import type { UpstreamRouteId } from '../../../src/plugins/plugin-contract.ts';
-import { FAST_CHECKS, MAX_RETRIES_CAP, NATIVE_CHAT_SCHEMA, REQUEST_SCHEMAS } from '../../../src/data-plane/routes/request-schemas.ts';
+import {
+  FAST_CHECKS,
+  MAX_RETRIES_CAP,
+  NATIVE_CHAT_SCHEMA,
+  REQUEST_SCHEMAS,
+} from '../../../src/data-plane/routes/request-schemas.ts';
 import { compileAccepts, fastCheckOf, jsonTypes, readShape } from '../../../src/data-plane/routes/request-shapes.ts';
 
 // Values near every boundary the schemas draw: absent, null, empty, wrong type, right type.
 const scalar = fc.constantFrom<unknown>(undefined, null, '', 'x', 0, 1, -1, 1.5, 2 ** 53, true, false);
-const part = fc.oneof(scalar, fc.constant({}), fc.constant([]), fc.dictionary(fc.constantFrom('type', 'text'), scalar, { maxKeys: 2 }));
+const part = fc.oneof(
+  scalar,
+  fc.constant({}),
+  fc.constant([]),
+  fc.dictionary(fc.constantFrom('type', 'text'), scalar, { maxKeys: 2 }),
+);
 const anyValue = fc.oneof(scalar, part, fc.array(part, { maxLength: 3 }), fc.jsonValue({ maxDepth: 2 }));
 const message = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ role: fc.oneof({ weight: 4, arbitrary: fc.constantFrom('user', 'assistant', 'tool') }, { weight: 1, arbitrary: scalar }), content: fc.oneof(scalar, fc.array(part, { maxLength: 2 })) }, { requiredKeys: ['role'] }) },
+  {
+    weight: 8,
+    arbitrary: fc.record(
+      {
+        role: fc.oneof(
+          { weight: 4, arbitrary: fc.constantFrom('user', 'assistant', 'tool') },
+          { weight: 1, arbitrary: scalar },
+        ),
+        content: fc.oneof(scalar, fc.array(part, { maxLength: 2 })),
+      },
+      { requiredKeys: ['role'] },
+    ),
+  },
   { weight: 1, arbitrary: anyValue },
 );
-const field = (valid: fc.Arbitrary<unknown>) => fc.oneof({ weight: 6, arbitrary: valid }, { weight: 1, arbitrary: anyValue });
-const objectList = fc.array(fc.oneof({ weight: 12, arbitrary: fc.dictionary(fc.string({ maxLength: 3 }), scalar, { maxKeys: 2 }) }, { weight: 1, arbitrary: anyValue }), { maxLength: 3 });
+const field = (valid: fc.Arbitrary<unknown>) =>
+  fc.oneof({ weight: 6, arbitrary: valid }, { weight: 1, arbitrary: anyValue });
+const objectList = fc.array(
+  fc.oneof(
+    { weight: 12, arbitrary: fc.dictionary(fc.string({ maxLength: 3 }), scalar, { maxKeys: 2 }) },
+    { weight: 1, arbitrary: anyValue },
+  ),
+  { maxLength: 3 },
+);
 
 type Route = UpstreamRouteId | 'chat';
 /** Every route's schema: the compatible routes' and the native chat's. */
@@ -86,12 +115,15 @@ const BODIES: Record<Route, fc.Arbitrary<Record<string, unknown>>> = {
 };
 
 // fc.record leaves optional keys out, but a generated `undefined` must not stay as a present key: JSON has none.
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-const withoutUndefined = (body: Record<string, unknown>) => Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined));
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+const withoutUndefined = (body: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined));
 
 describe('request schemas', () => {
   it('each compatible route validates with the check derived from its schema', () => {
-    for (const route of Object.keys(REQUEST_SCHEMAS) as UpstreamRouteId[]) expect(FAST_CHECKS[route]).to.equal(fastCheckOf(REQUEST_SCHEMAS[route]));
+    for (const route of Object.keys(REQUEST_SCHEMAS) as UpstreamRouteId[])
+      expect(FAST_CHECKS[route]).to.equal(fastCheckOf(REQUEST_SCHEMAS[route]));
   });
 
   for (const route of Object.keys(BODIES) as Route[]) {
@@ -120,10 +152,17 @@ describe('request schemas', () => {
       // What the client sends is JSON: a generated undefined array item is sent as null. The native
       // chat's other fields are refused outside yup (the route), so its closed schema sees only its own.
       const known = Object.keys(SCHEMAS[route].fields);
-      const asSent = (body: Record<string, unknown>) => JSON.parse(JSON.stringify(route === 'chat' ? Object.fromEntries(Object.entries(body).filter(([key]) => known.includes(key))) : body)) as Record<string, unknown>;
+      const asSent = (body: Record<string, unknown>) =>
+        JSON.parse(
+          JSON.stringify(
+            route === 'chat' ? Object.fromEntries(Object.entries(body).filter(([key]) => known.includes(key))) : body,
+          ),
+        ) as Record<string, unknown>;
       fc.assert(
         fc.property(BODIES[route].map(asSent), (body) => {
-          expect(validate(body), `${JSON.stringify(body)}: ${ajv.errorsText(validate.errors)}`).to.equal(SCHEMAS[route].isValidSync(body, { strict: true }));
+          expect(validate(body), `${JSON.stringify(body)}: ${ajv.errorsText(validate.errors)}`).to.equal(
+            SCHEMAS[route].isValidSync(body, { strict: true }),
+          );
         }),
         { numRuns: 2000 },
       );
@@ -133,11 +172,17 @@ describe('request schemas', () => {
   for (const route of Object.keys(BODIES) as Route[]) {
     it(`${route}: each item check accepts exactly what the array's item schema accepts`, () => {
       for (const [key, itemOk] of Object.entries(fastCheckOf(SCHEMAS[route]).items ?? {})) {
-        const itemSchema = (SCHEMAS[route].fields[key] as yup.ArraySchema<unknown[], yup.AnyObject>).innerType as yup.Schema;
+        const itemSchema = (SCHEMAS[route].fields[key] as yup.ArraySchema<unknown[], yup.AnyObject>)
+          .innerType as yup.Schema;
         fc.assert(
-          fc.property(fc.oneof(message, anyValue).map((item) => (isObject(item) ? withoutUndefined(item) : item)), (item) => {
-            expect(itemOk(item), `${key}: ${JSON.stringify(item)}`).to.equal(itemSchema.isValidSync(item, { strict: true }));
-          }),
+          fc.property(
+            fc.oneof(message, anyValue).map((item) => (isObject(item) ? withoutUndefined(item) : item)),
+            (item) => {
+              expect(itemOk(item), `${key}: ${JSON.stringify(item)}`).to.equal(
+                itemSchema.isValidSync(item, { strict: true }),
+              );
+            },
+          ),
           { numRuns: 1000 },
         );
       }
@@ -145,15 +190,32 @@ describe('request schemas', () => {
   }
 
   it('accepts the nulls the definitions allow and refuses the ones they do not', () => {
-    const chat = { model: 'm', messages: [{ role: 'assistant', content: null, tool_calls: [] }, { role: 'function', name: 'f', content: null }] };
+    const chat = {
+      model: 'm',
+      messages: [
+        { role: 'assistant', content: null, tool_calls: [] },
+        { role: 'function', name: 'f', content: null },
+      ],
+    };
     for (const body of [chat, { ...chat, stream: null, stream_options: null }]) {
       expect(REQUEST_SCHEMAS['chat-completions'].isValidSync(body, { strict: true })).to.equal(true);
       expect(FAST_CHECKS['chat-completions'].accepts(body)).to.equal(true);
     }
-    const responses = { model: 'm', input: 'hi', stream: null, reasoning: null, instructions: null, previous_response_id: null };
+    const responses = {
+      model: 'm',
+      input: 'hi',
+      stream: null,
+      reasoning: null,
+      instructions: null,
+      previous_response_id: null,
+    };
     expect(REQUEST_SCHEMAS.responses.isValidSync(responses, { strict: true })).to.equal(true);
     expect(FAST_CHECKS.responses.accepts(responses)).to.equal(true);
-    for (const body of [{ model: null, input: 'hi' }, { model: 'm', input: null }, { model: 'm', input: 'hi', tools: null }]) {
+    for (const body of [
+      { model: null, input: 'hi' },
+      { model: 'm', input: null },
+      { model: 'm', input: 'hi', tools: null },
+    ]) {
       expect(REQUEST_SCHEMAS.responses.isValidSync(body, { strict: true })).to.equal(false);
       expect(FAST_CHECKS.responses.accepts(body)).to.equal(false);
     }
@@ -170,7 +232,12 @@ describe('request schemas', () => {
     const ajv = new Ajv2020({ strict: true, allowUnionTypes: true });
     const validate = ajv.compile(requestJsonSchema(schema, 'sample'));
     const body = fc.record(
-      { kind: fc.constantFrom<unknown>('a', 'b', 'c', '', null, 1), level: fc.constantFrom<unknown>(null, 4, 4.9, 5, 6, 'x'), few: fc.array(fc.constantFrom<unknown>(true, false, null, 1), { maxLength: 3 }), open: anyValue.map((value) => JSON.parse(JSON.stringify(value ?? null)) as unknown) },
+      {
+        kind: fc.constantFrom<unknown>('a', 'b', 'c', '', null, 1),
+        level: fc.constantFrom<unknown>(null, 4, 4.9, 5, 6, 'x'),
+        few: fc.array(fc.constantFrom<unknown>(true, false, null, 1), { maxLength: 3 }),
+        open: anyValue.map((value) => JSON.parse(JSON.stringify(value ?? null)) as unknown),
+      },
       { requiredKeys: [] },
     );
     fc.assert(
@@ -190,7 +257,10 @@ describe('request schemas', () => {
       [yup.object({ a: yup.string().email() }), /body\.a: string test 'email'/],
       [yup.object({ a: yup.array(yup.number().notOneOf([1])) }), /body\.a\[\]: notOneOf/],
       [yup.object({ a: yup.date() }), /body\.a: yup\.date\(\)/],
-      [yup.object({ a: jsonTypes('x', 'string').test({ name: 'more', test: () => true }) }), /body\.a: a jsonTypes\(\) schema with further tests/],
+      [
+        yup.object({ a: jsonTypes('x', 'string').test({ name: 'more', test: () => true }) }),
+        /body\.a: a jsonTypes\(\) schema with further tests/,
+      ],
       [yup.object({ a: yup.string().meta({ unknownKey: 1 }) }), /body\.a: meta 'unknownKey'/],
     ];
     for (const [schema, message] of cases) expect(() => readShape(schema)).to.throw(message);

@@ -49,13 +49,19 @@ export async function startRouteTestApp(
     clientWriteTimeoutMs?: number;
     breaker?: { failureThreshold?: number; cooldownMs?: number };
     fallbacks?: Record<string, string[]>;
-    retryPolicy?: RetryPolicy; maxSseEventBytes?: number } = {},
+    retryPolicy?: RetryPolicy;
+    maxSseEventBytes?: number;
+  } = {},
 ): Promise<RouteTestApp> {
   const exchanges: ExchangeRecord[] = [];
   const usage: UsageAccounting = {
     extractor: () => testExtractor,
     streamedText: (_format, data) => data,
-    charge: (tokens) => ({ totalTokens: tokens.inputTokens + tokens.outputTokens, chargedTokens: tokens.inputTokens + tokens.outputTokens, costUsd: 0 }),
+    charge: (tokens) => ({
+      totalTokens: tokens.inputTokens + tokens.outputTokens,
+      chargedTokens: tokens.inputTokens + tokens.outputTokens,
+      costUsd: 0,
+    }),
     record: (exchange) => {
       exchanges.push(exchange);
       return undefined;
@@ -63,7 +69,7 @@ export async function startRouteTestApp(
   };
   const registry = new ModelRegistry(plugins);
   const upstream = new UpstreamClient({ timeoutMs: options.timeoutMs ?? 5000 });
-const fallbacks = options.fallbacks ? fallbackTable(registry, options.fallbacks) : undefined;
+  const fallbacks = options.fallbacks ? fallbackTable(registry, options.fallbacks) : undefined;
   const timeoutMs = options.timeoutMs ?? 5000;
   const services: ModelRouteParts = {
     registry: () => registry,
@@ -74,8 +80,13 @@ const fallbacks = options.fallbacks ? fallbackTable(registry, options.fallbacks)
         Object.entries(upstreamUrls).map(([vendor, urls]) => [
           vendor,
           new EndpointPool(
-            (typeof urls === 'string' ? [urls] : urls).map((url, index) => new PooledEndpoint(upstreamEndpoint(vendor, url, 'upstream-secret-key'), `ep${index}`, 1)),
-            { failureThreshold: options.breaker?.failureThreshold ?? 5, cooldownMs: options.breaker?.cooldownMs ?? 30_000 },
+            (typeof urls === 'string' ? [urls] : urls).map(
+              (url, index) => new PooledEndpoint(upstreamEndpoint(vendor, url, 'upstream-secret-key'), `ep${index}`, 1),
+            ),
+            {
+              failureThreshold: options.breaker?.failureThreshold ?? 5,
+              cooldownMs: options.breaker?.cooldownMs ?? 30_000,
+            },
             Date.now,
             // Endpoints are tried in the order given, so a test knows which one answers first.
             () => 0,
@@ -96,7 +107,13 @@ const fallbacks = options.fallbacks ? fallbackTable(registry, options.fallbacks)
     nativeChat: options.retryPolicy ?? DEFAULT_RETRY_POLICY,
   };
   const routes = modelRoutes(services, {});
-  const app = createApp({ source: {}, routes: () => routes, registry: () => registry, bodyLimitBytes: services.bodyLimitBytes, logger: createLogger('silent') });
+  const app = createApp({
+    source: {},
+    routes: () => routes,
+    registry: () => registry,
+    bodyLimitBytes: services.bodyLimitBytes,
+    logger: createLogger('silent'),
+  });
   const server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {

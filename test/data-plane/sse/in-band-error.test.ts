@@ -20,7 +20,10 @@ describe('inBandError', () => {
   it('writes a Chat Completions error chunk: data with a top-level error object, no event name', () => {
     const event = parse(inBandError('chat-completions', error));
     expect(event.name).to.equal(undefined);
-    expect(event.data).to.deep.equal({ detail: message, error: { message, type: 'upstream_error', param: null, code: 'GW_ERR_UPSTREAM' } });
+    expect(event.data).to.deep.equal({
+      detail: message,
+      error: { message, type: 'upstream_error', param: null, code: 'GW_ERR_UPSTREAM' },
+    });
   });
 
   it('writes a Messages error event as Anthropic sends it mid-stream', () => {
@@ -32,7 +35,13 @@ describe('inBandError', () => {
   it('writes a Responses error event', () => {
     const event = parse(inBandError('responses', error));
     expect(event.name).to.equal('error');
-    expect(event.data).to.deep.include({ type: 'error', code: 'GW_ERR_UPSTREAM', message, param: null, detail: message });
+    expect(event.data).to.deep.include({
+      type: 'error',
+      code: 'GW_ERR_UPSTREAM',
+      message,
+      param: null,
+      detail: message,
+    });
     expect(event.data.error).to.deep.equal({ message, type: 'upstream_error', param: null, code: 'GW_ERR_UPSTREAM' });
   });
 

@@ -46,7 +46,8 @@ function heldBody(held: string[], later: string[] = []): UpstreamBody & { aborte
   return body;
 }
 
-const fixups = (fixup: (event: SseEvent) => SseEvent | readonly SseEvent[] | null | undefined) => new FixupChain([{ name: 'f', route: 'chat-completions', models: [], fixup }]);
+const fixups = (fixup: (event: SseEvent) => SseEvent | readonly SseEvent[] | null | undefined) =>
+  new FixupChain([{ name: 'f', route: 'chat-completions', models: [], fixup }]);
 const fault = new Error('hook fault');
 
 describe('relaySse: the head goes out with the first bytes', () => {

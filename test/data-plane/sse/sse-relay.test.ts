@@ -31,10 +31,16 @@ async function* chunked(bytes: Buffer, points: number[]): AsyncGenerator<Uint8Ar
 describe('relaySse (property)', () => {
   it('writes exactly the upstream bytes, credential redacted, up to the first event over the cap, whatever the chunking', async () => {
     const lineEnd = fc.constantFrom('\n', '\r\n', '\r');
-    const text = fc.oneof(fc.string({ maxLength: 30 }), fc.constant(`key ${SECRET}`), fc.string({ maxLength: 3 }).map((pad) => 'z'.repeat(200) + pad));
+    const text = fc.oneof(
+      fc.string({ maxLength: 30 }),
+      fc.constant(`key ${SECRET}`),
+      fc.string({ maxLength: 3 }).map((pad) => 'z'.repeat(200) + pad),
+    );
     const event = fc
       .tuple(fc.option(fc.constantFrom('delta', 'error', 'message_stop'), { nil: undefined }), text, lineEnd)
-      .map(([name, data, end]) => `${name ? `event: ${name}${end}` : ''}data: ${data.replace(/[\r\n]/g, '')}${end}${end}`);
+      .map(
+        ([name, data, end]) => `${name ? `event: ${name}${end}` : ''}data: ${data.replace(/[\r\n]/g, '')}${end}${end}`,
+      );
     await fc.assert(
       fc.asyncProperty(
         fc.array(event, { minLength: 1, maxLength: 8 }),
@@ -54,11 +60,15 @@ describe('relaySse (property)', () => {
             rewrite: (out) => redactCredential(out, SECRET),
           });
           // What of each event arrived: the last one only in part when the stream was truncated.
-          const sizes = events.map((one, index) => Buffer.byteLength(one) - (truncated && index === events.length - 1 ? 3 : 0));
+          const sizes = events.map(
+            (one, index) => Buffer.byteLength(one) - (truncated && index === events.length - 1 ? 3 : 0),
+          );
           const tooLarge = cap === undefined ? -1 : sizes.findIndex((size) => size > cap);
           if (tooLarge !== -1) {
             expect(outcome.eventTooLarge).to.equal(true);
-            expect(received().toString()).to.equal(redactCredential(Buffer.from(events.slice(0, tooLarge).join('')), SECRET).toString());
+            expect(received().toString()).to.equal(
+              redactCredential(Buffer.from(events.slice(0, tooLarge).join('')), SECRET).toString(),
+            );
             expect(seen).to.have.length(tooLarge);
           } else {
             expect(outcome).to.deep.include({ completed: true, eventTooLarge: false });

@@ -9,7 +9,7 @@ function splitAll(chunks: (string | Buffer)[]) {
 }
 
 describe('SseSplitter', () => {
-  it('splits events, joins multi-line data and keeps each block\'s exact bytes', () => {
+  it("splits events, joins multi-line data and keeps each block's exact bytes", () => {
     const stream = 'event: message_start\ndata: {"a":1}\n\n: keep-alive\n\ndata: line one\ndata:line two\nid: 7\n\n';
     const { blocks, rest } = splitAll([stream]);
     expect(blocks.map((block) => block.event)).to.deep.equal([
@@ -45,17 +45,23 @@ describe('SseSplitter', () => {
       fc.string({ unit: 'grapheme', maxLength: 12 }).map((text) => `data: ${text.replace(/[\r\n]/g, '')}`),
       fc.constantFrom('event: delta', ': comment', 'id: 1', 'data:', 'retry: 10'),
     );
-    const event = fc.tuple(fc.array(line, { minLength: 1, maxLength: 4 }), lineEnding).map(([lines, end]) => lines.join(end) + end + end);
+    const event = fc
+      .tuple(fc.array(line, { minLength: 1, maxLength: 4 }), lineEnding)
+      .map(([lines, end]) => lines.join(end) + end + end);
     fc.assert(
-      fc.property(fc.array(event, { minLength: 1, maxLength: 6 }), fc.array(fc.nat(), { maxLength: 8 }), (events, cuts) => {
-        const bytes = Buffer.from(events.join(''));
-        const whole = splitAll([bytes]);
-        const points = [...new Set(cuts.map((cut) => cut % (bytes.length + 1)))].sort((a, b) => a - b);
-        const chunks = [0, ...points].map((start, index) => bytes.subarray(start, [...points, bytes.length][index]));
-        const pieces = splitAll(chunks);
-        expect(pieces.blocks.map((block) => block.event)).to.deep.equal(whole.blocks.map((block) => block.event));
-        expect(Buffer.concat([...pieces.blocks.map((block) => block.raw), pieces.rest]).equals(bytes)).to.equal(true);
-      }),
+      fc.property(
+        fc.array(event, { minLength: 1, maxLength: 6 }),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        (events, cuts) => {
+          const bytes = Buffer.from(events.join(''));
+          const whole = splitAll([bytes]);
+          const points = [...new Set(cuts.map((cut) => cut % (bytes.length + 1)))].sort((a, b) => a - b);
+          const chunks = [0, ...points].map((start, index) => bytes.subarray(start, [...points, bytes.length][index]));
+          const pieces = splitAll(chunks);
+          expect(pieces.blocks.map((block) => block.event)).to.deep.equal(whole.blocks.map((block) => block.event));
+          expect(Buffer.concat([...pieces.blocks.map((block) => block.raw), pieces.rest]).equals(bytes)).to.equal(true);
+        },
+      ),
     );
   });
 });
@@ -96,17 +102,22 @@ describe('SseSplitter event cap', () => {
   it('gives the same blocks as an uncapped splitter up to the first block over the cap, however the stream is cut', () => {
     const event = fc.string({ maxLength: 40 }).map((text) => `data: ${text.replace(/[\r\n]/g, '')}\n\n`);
     fc.assert(
-      fc.property(fc.array(event, { minLength: 1, maxLength: 8 }), fc.integer({ min: 8, max: 48 }), fc.array(fc.nat(), { maxLength: 6 }), (events, cap, cuts) => {
-        const bytes = Buffer.from(events.join(''));
-        const points = [...new Set(cuts.map((cut) => cut % (bytes.length + 1)))].sort((a, b) => a - b);
-        const chunks = [0, ...points].map((start, index) => bytes.subarray(start, [...points, bytes.length][index]));
-        const capped = new SseSplitter(cap);
-        const blocks = chunks.flatMap((chunk) => capped.push(chunk));
-        const firstTooLarge = events.findIndex((text) => Buffer.byteLength(text) > cap);
-        const expected = firstTooLarge === -1 ? events : events.slice(0, firstTooLarge);
-        expect(blocks.map((block) => block.raw.toString())).to.deep.equal(expected);
-        expect(capped.oversized).to.equal(firstTooLarge !== -1);
-      }),
+      fc.property(
+        fc.array(event, { minLength: 1, maxLength: 8 }),
+        fc.integer({ min: 8, max: 48 }),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        (events, cap, cuts) => {
+          const bytes = Buffer.from(events.join(''));
+          const points = [...new Set(cuts.map((cut) => cut % (bytes.length + 1)))].sort((a, b) => a - b);
+          const chunks = [0, ...points].map((start, index) => bytes.subarray(start, [...points, bytes.length][index]));
+          const capped = new SseSplitter(cap);
+          const blocks = chunks.flatMap((chunk) => capped.push(chunk));
+          const firstTooLarge = events.findIndex((text) => Buffer.byteLength(text) > cap);
+          const expected = firstTooLarge === -1 ? events : events.slice(0, firstTooLarge);
+          expect(blocks.map((block) => block.raw.toString())).to.deep.equal(expected);
+          expect(capped.oversized).to.equal(firstTooLarge !== -1);
+        },
+      ),
     );
   });
 });

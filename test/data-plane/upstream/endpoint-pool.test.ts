@@ -3,7 +3,8 @@ import { EndpointPool, PooledEndpoint, retryAfterMs } from '../../../src/data-pl
 import { namedSession } from '../../../src/data-plane/upstream/session-affinity.ts';
 import { upstreamEndpoint } from '../../../src/data-plane/upstream/upstream-client.ts';
 
-const member = (name: string, weight = 1) => new PooledEndpoint(upstreamEndpoint('acme', `http://${name}.example/v1`, `key-${name}`), name, weight);
+const member = (name: string, weight = 1) =>
+  new PooledEndpoint(upstreamEndpoint('acme', `http://${name}.example/v1`, `key-${name}`), name, weight);
 
 describe('EndpointPool', () => {
   let clock = 1_000_000;
@@ -12,7 +13,12 @@ describe('EndpointPool', () => {
 
   it('spreads picks by weight over the endpoints not resting', () => {
     let draw = 0;
-    const pool = new EndpointPool([member('a', 1), member('b', 3)], { failureThreshold: 5, cooldownMs: 1000 }, now, () => draw);
+    const pool = new EndpointPool(
+      [member('a', 1), member('b', 3)],
+      { failureThreshold: 5, cooldownMs: 1000 },
+      now,
+      () => draw,
+    );
     const pickAt = (value: number) => {
       draw = value;
       return pool.pick()!.name;
@@ -42,16 +48,31 @@ describe('EndpointPool', () => {
   });
 
   it('defaults the attempts to the number of endpoints, at most 5', () => {
-    expect(new EndpointPool([member('a'), member('b')], { failureThreshold: 5, cooldownMs: 1 }).maxAttempts).to.equal(2);
-    expect(new EndpointPool(['a', 'b', 'c', 'd', 'e', 'f'].map((name) => member(name)), { failureThreshold: 5, cooldownMs: 1 }).maxAttempts).to.equal(5);
-    expect(new EndpointPool([member('a'), member('b')], { failureThreshold: 5, cooldownMs: 1, maxAttempts: 1 }).maxAttempts).to.equal(1);
+    expect(new EndpointPool([member('a'), member('b')], { failureThreshold: 5, cooldownMs: 1 }).maxAttempts).to.equal(
+      2,
+    );
+    expect(
+      new EndpointPool(
+        ['a', 'b', 'c', 'd', 'e', 'f'].map((name) => member(name)),
+        { failureThreshold: 5, cooldownMs: 1 },
+      ).maxAttempts,
+    ).to.equal(5);
+    expect(
+      new EndpointPool([member('a'), member('b')], { failureThreshold: 5, cooldownMs: 1, maxAttempts: 1 }).maxAttempts,
+    ).to.equal(1);
   });
 
   it('opens after the threshold, lets one trial through after the cooldown, and closes on its success', () => {
     const pool = new EndpointPool([member('a')], { failureThreshold: 2, cooldownMs: 1000 }, now);
     const a = pool.endpoints[0]!;
     pool.failed(pool.pick()!);
-    expect(pool.state()[0]).to.deep.equal({ name: 'a', weight: 1, status: 'up', consecutiveFailures: 1, restingUntil: 0 });
+    expect(pool.state()[0]).to.deep.equal({
+      name: 'a',
+      weight: 1,
+      status: 'up',
+      consecutiveFailures: 1,
+      restingUntil: 0,
+    });
     pool.failed(pool.pick()!);
     expect(pool.state()[0]).to.include({ status: 'resting', consecutiveFailures: 2, restingUntil: clock + 1000 });
     expect(pool.pick()).to.equal(undefined);
@@ -64,7 +85,13 @@ describe('EndpointPool', () => {
     expect(pool.state()[0]).to.include({ status: 'resting', restingUntil: clock + 1000 });
     clock += 1000;
     pool.succeeded(pool.pick()!);
-    expect(pool.state()[0]).to.deep.equal({ name: 'a', weight: 1, status: 'up', consecutiveFailures: 0, restingUntil: 0 });
+    expect(pool.state()[0]).to.deep.equal({
+      name: 'a',
+      weight: 1,
+      status: 'up',
+      consecutiveFailures: 0,
+      restingUntil: 0,
+    });
     expect(pool.pick()).to.equal(a);
   });
 
@@ -86,14 +113,20 @@ describe('EndpointPool', () => {
   describe('with affinity', () => {
     const sessions = Array.from({ length: 200 }, (_, index) => namedSession(`conversation-${index}`));
     const affine = (names = ['a', 'b', 'c']) =>
-      new EndpointPool(names.map((name) => member(name)), { failureThreshold: 1, cooldownMs: 1000, affinity: true }, now, () => {
-        throw new Error('a session is never drawn at random');
-      });
+      new EndpointPool(
+        names.map((name) => member(name)),
+        { failureThreshold: 1, cooldownMs: 1000, affinity: true },
+        now,
+        () => {
+          throw new Error('a session is never drawn at random');
+        },
+      );
 
-    it("sends every request of a session to one endpoint, and the sessions over all of them", () => {
+    it('sends every request of a session to one endpoint, and the sessions over all of them', () => {
       const pool = affine();
       const homes = sessions.map((session) => pool.pick(undefined, session)!.name);
-      for (const [index, session] of sessions.entries()) for (let turn = 0; turn < 12; turn += 1) expect(pool.pick(undefined, session)!.name).to.equal(homes[index]);
+      for (const [index, session] of sessions.entries())
+        for (let turn = 0; turn < 12; turn += 1) expect(pool.pick(undefined, session)!.name).to.equal(homes[index]);
       expect(new Set(homes)).to.deep.equal(new Set(['a', 'b', 'c']));
     });
 
@@ -126,12 +159,24 @@ describe('EndpointPool', () => {
     });
 
     it('draws at random by weight without a session, or when affinity is off', () => {
-      const pool = new EndpointPool([member('a'), member('b')], { failureThreshold: 5, cooldownMs: 1000, affinity: true }, now, () => 0.9);
+      const pool = new EndpointPool(
+        [member('a'), member('b')],
+        { failureThreshold: 5, cooldownMs: 1000, affinity: true },
+        now,
+        () => 0.9,
+      );
       expect(pool.pick()!.name).to.equal('b');
       expect(pool.affinity).to.equal(true);
-      const off = new EndpointPool([member('a'), member('b')], { failureThreshold: 5, cooldownMs: 1000 }, now, () => 0.9);
+      const off = new EndpointPool(
+        [member('a'), member('b')],
+        { failureThreshold: 5, cooldownMs: 1000 },
+        now,
+        () => 0.9,
+      );
       expect(off.affinity).to.equal(false);
-      expect(sessions.slice(0, 20).map((session) => off.pick(undefined, session)!.name)).to.deep.equal(Array(20).fill('b'));
+      expect(sessions.slice(0, 20).map((session) => off.pick(undefined, session)!.name)).to.deep.equal(
+        Array(20).fill('b'),
+      );
     });
   });
 

@@ -28,16 +28,32 @@ describe('weighted rendezvous hashing', () => {
     expect(mean).to.be.closeTo(0.5, 0.01);
     const lowTenth = values.filter((value) => value < 0.1).length / values.length;
     expect(lowTenth).to.be.closeTo(0.1, 0.01);
-    expect(unitHash({ hi: 0, lo: 0 }, { hi: 0, lo: 0 })).to.be.greaterThan(0).and.lessThan(1);
-    expect(unitHash({ hi: 0xffffffff, lo: 0xffffffff }, { hi: 0, lo: 0 })).to.be.greaterThan(0).and.lessThan(1);
+    expect(unitHash({ hi: 0, lo: 0 }, { hi: 0, lo: 0 }))
+      .to.be.greaterThan(0)
+      .and.lessThan(1);
+    expect(unitHash({ hi: 0xffffffff, lo: 0xffffffff }, { hi: 0, lo: 0 }))
+      .to.be.greaterThan(0)
+      .and.lessThan(1);
   });
 
   it('gives each endpoint sessions in proportion to its weight', () => {
-    const endpoints = [{ name: 'eu', weight: 3 }, { name: 'us', weight: 1 }];
+    const endpoints = [
+      { name: 'eu', weight: 3 },
+      { name: 'us', weight: 1 },
+    ];
     const won = shares(sessions.map((session) => ranking(session, endpoints)[0]!));
     expect(won.eu).to.be.closeTo(0.75, 0.015);
     expect(won.us).to.be.closeTo(0.25, 0.015);
-    const three = shares(sessions.map((session) => ranking(session, [{ name: '0', weight: 1 }, { name: '1', weight: 1 }, { name: '2', weight: 1 }])[0]!));
+    const three = shares(
+      sessions.map(
+        (session) =>
+          ranking(session, [
+            { name: '0', weight: 1 },
+            { name: '1', weight: 1 },
+            { name: '2', weight: 1 },
+          ])[0]!,
+      ),
+    );
     for (const name of ['0', '1', '2']) expect(three[name]).to.be.closeTo(1 / 3, 0.015);
   });
 

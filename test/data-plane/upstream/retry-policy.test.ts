@@ -11,7 +11,9 @@ import {
 
 describe('retry policy', () => {
   it('retries 408, 409, 429 and every 5xx but 501 and 505; nothing else', () => {
-    const retried = [200, 201, 301, 400, 401, 403, 404, 408, 409, 413, 422, 429, 500, 501, 502, 503, 504, 505, 507, 520, 529, 599].filter(isRetryableStatus);
+    const retried = [
+      200, 201, 301, 400, 401, 403, 404, 408, 409, 413, 422, 429, 500, 501, 502, 503, 504, 505, 507, 520, 529, 599,
+    ].filter(isRetryableStatus);
     expect(retried).to.deep.equal([408, 409, 429, 500, 502, 503, 504, 507, 520, 529, 599]);
   });
 
@@ -43,7 +45,7 @@ describe('retry policy', () => {
     expect(retryAfterMs(undefined)).to.equal(undefined);
   });
 
-  it('waits the upstream\'s Retry-After, else the backoff, never less than the minimum, and not past the cap or deadline', () => {
+  it("waits the upstream's Retry-After, else the backoff, never less than the minimum, and not past the cap or deadline", () => {
     const policy = { ...DEFAULT_RETRY_POLICY, random: () => 0.5 };
     expect(retryWaitMs(policy, 0, undefined, 0, 10_000)).to.equal(backoffMs(policy, 0));
     expect(retryWaitMs(policy, 0, 2000, 0, 10_000)).to.equal(2000);

@@ -46,7 +46,11 @@ describe('breaker state shared on Redis', function () {
 
   /** One gateway instance: its own pools and Redis connection, on the shared Redis. */
   const instance = async () => {
-    const app = await startRouteTestApp(samplePlugins(), { acme: [a.url, b.url] }, { breaker: { failureThreshold: 1, cooldownMs: 30_000 } });
+    const app = await startRouteTestApp(
+      samplePlugins(),
+      { acme: [a.url, b.url] },
+      { breaker: { failureThreshold: 1, cooldownMs: 30_000 } },
+    );
     const client = createRedisClient(server.url, createLogger('silent'));
     expect(await waitUntilReady(client, 5000)).to.equal(true);
     apps.push(app);
@@ -83,10 +87,16 @@ describe('breaker state shared on Redis', function () {
     expect(await waitUntilReady(client, 5000)).to.equal(true);
     clients.push(client);
     const pool = () =>
-      new EndpointPool([new PooledEndpoint(upstreamEndpoint('acme', a.url), 'primary', 1), new PooledEndpoint(upstreamEndpoint('acme', b.url), 'second', 1)], {
-        failureThreshold: 1,
-        cooldownMs: 30_000,
-      });
+      new EndpointPool(
+        [
+          new PooledEndpoint(upstreamEndpoint('acme', a.url), 'primary', 1),
+          new PooledEndpoint(upstreamEndpoint('acme', b.url), 'second', 1),
+        ],
+        {
+          failureThreshold: 1,
+          cooldownMs: 30_000,
+        },
+      );
     const before = pool();
     const here = new SharedBreakerState(client, new Map([['acme', before]]), createLogger('silent'), 50).start();
     const elsewhere = pool();
@@ -97,9 +107,18 @@ describe('breaker state shared on Redis', function () {
     const reloaded = pool();
     here.attach(new Map([['acme', reloaded]]));
     reloaded.failed(reloaded.endpoints[1]!);
-    await eventually(() => elsewhere.state()[1]!.status === 'resting', 'the other instance to learn of the reloaded pool\'s rest');
+    await eventually(
+      () => elsewhere.state()[1]!.status === 'resting',
+      "the other instance to learn of the reloaded pool's rest",
+    );
     elsewhere.failed(elsewhere.endpoints[0]!);
-    await eventually(() => reloaded.state()[0]!.status === 'resting', 'the reloaded pool to learn of the other instance\'s rest');
-    expect(before.state().map((endpoint) => endpoint.status), 'the replaced pool is no longer read').to.deep.equal(['up', 'up']);
+    await eventually(
+      () => reloaded.state()[0]!.status === 'resting',
+      "the reloaded pool to learn of the other instance's rest",
+    );
+    expect(
+      before.state().map((endpoint) => endpoint.status),
+      'the replaced pool is no longer read',
+    ).to.deep.equal(['up', 'up']);
   });
 });

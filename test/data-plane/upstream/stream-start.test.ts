@@ -30,16 +30,35 @@ function chunks(parts: string[], failAtEnd = false): UpstreamResponse {
 function text(body: UpstreamResponse): Promise<string> {
   const parts: Buffer[] = [];
   return new Promise((resolve, reject) =>
-    body.attach({ data: (chunk) => parts.push(Buffer.from(chunk)), end: () => resolve(Buffer.concat(parts).toString()), error: reject }),
+    body.attach({
+      data: (chunk) => parts.push(Buffer.from(chunk)),
+      end: () => resolve(Buffer.concat(parts).toString()),
+      error: reject,
+    }),
   );
 }
 
 describe('stream start', () => {
   it('tells opening events from content per format', () => {
     const opening: [WireFormat, string | undefined, string, boolean][] = [
-      ['chat-completions', undefined, '{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}', true],
-      ['chat-completions', undefined, '{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}', false],
-      ['chat-completions', undefined, '{"choices":[{"index":0,"delta":{"tool_calls":[]},"finish_reason":null}]}', false],
+      [
+        'chat-completions',
+        undefined,
+        '{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}',
+        true,
+      ],
+      [
+        'chat-completions',
+        undefined,
+        '{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}',
+        false,
+      ],
+      [
+        'chat-completions',
+        undefined,
+        '{"choices":[{"index":0,"delta":{"tool_calls":[]},"finish_reason":null}]}',
+        false,
+      ],
       ['chat-completions', undefined, '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}', false],
       ['chat-completions', undefined, '{"choices":[],"usage":{"prompt_tokens":1}}', false],
       ['chat-completions', undefined, '[DONE]', false],
@@ -50,7 +69,8 @@ describe('stream start', () => {
       ['responses', 'response.in_progress', '{}', true],
       ['responses', 'response.output_item.added', '{}', false],
     ];
-    for (const [format, event, data, expected] of opening) expect(isOpeningEvent(format, { event, data }), `${format} ${event} ${data}`).to.equal(expected);
+    for (const [format, event, data, expected] of opening)
+      expect(isOpeningEvent(format, { event, data }), `${format} ${event} ${data}`).to.equal(expected);
     expect(isErrorEvent('messages', { event: 'error', data: '{}' })).to.equal(true);
     expect(isErrorEvent('responses', { event: 'response.failed', data: '{}' })).to.equal(true);
     expect(isErrorEvent('chat-completions', { data: '{"error":{"message":"x"}}' })).to.equal(true);
@@ -65,19 +85,26 @@ describe('stream start', () => {
       ['messages', undefined, 'not json'],
       ['responses', 'response.output_text.delta', '{"delta":"Hi'],
     ];
-    for (const [format, event, data] of malformed) expect(judgeEarlyEvent(format, { event, data }), `${format} ${data}`).to.equal('malformed');
+    for (const [format, event, data] of malformed)
+      expect(judgeEarlyEvent(format, { event, data }), `${format} ${data}`).to.equal('malformed');
     expect(judgeEarlyEvent('chat-completions', { data: '[DONE]' })).to.equal('content');
     expect(judgeEarlyEvent('messages', { event: 'ping', data: '' })).to.equal('opening');
   });
 
   it('fails a stream whose first event after the openings is malformed, as broken, before a byte is handed on', async () => {
-    const opening = 'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n';
-    const start = await awaitDispatchedStreamStart(chunks([opening, 'data: {"choices":[{"index":0,"delta":{"content":"Hi\n\n']), 'chat-completions', 1 << 20);
+    const opening =
+      'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n';
+    const start = await awaitDispatchedStreamStart(
+      chunks([opening, 'data: {"choices":[{"index":0,"delta":{"content":"Hi\n\n']),
+      'chat-completions',
+      1 << 20,
+    );
     expect(start.kind).to.equal('broken');
   });
 
   it('hands back every byte as it came once content arrives, however the events are cut', async () => {
-    const stream = 'event: message_start\ndata: {"type":"message_start"}\n\nevent: ping\ndata: {"type":"ping"}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta"}\n\nevent: message_stop\ndata: {}\n\n';
+    const stream =
+      'event: message_start\ndata: {"type":"message_start"}\n\nevent: ping\ndata: {"type":"ping"}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta"}\n\nevent: message_stop\ndata: {}\n\n';
     for (const size of [1, 7, 40, stream.length]) {
       const parts = [];
       for (let index = 0; index < stream.length; index += size) parts.push(stream.slice(index, index + size));
@@ -89,12 +116,18 @@ describe('stream start', () => {
 
   it('reports an error event or a break before content, and releases at the end or past the held-bytes cap', async () => {
     const opening = 'event: response.created\ndata: {}\n\n';
-    expect((await awaitDispatchedStreamStart(chunks([opening, 'event: error\ndata: {}\n\n']), 'responses', 1 << 20)).kind).to.equal('error');
+    expect(
+      (await awaitDispatchedStreamStart(chunks([opening, 'event: error\ndata: {}\n\n']), 'responses', 1 << 20)).kind,
+    ).to.equal('error');
     expect((await awaitDispatchedStreamStart(chunks([opening], true), 'responses', 1 << 20)).kind).to.equal('broken');
     const ended = await awaitDispatchedStreamStart(chunks([opening]), 'responses', 1 << 20);
     expect(ended.kind).to.equal('content');
     if (ended.kind === 'content') expect(await text(ended.body)).to.equal(opening);
-    const capped = await awaitDispatchedStreamStart(chunks([opening, opening, opening], true), 'responses', opening.length);
+    const capped = await awaitDispatchedStreamStart(
+      chunks([opening, opening, opening], true),
+      'responses',
+      opening.length,
+    );
     expect(capped.kind).to.equal('content');
   });
 });

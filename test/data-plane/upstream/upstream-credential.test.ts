@@ -6,11 +6,20 @@ import type { AuthStyle } from '../../../src/plugins/plugin-contract.ts';
 
 describe('upstreamCredential', () => {
   it('puts the endpoint key where the route declares it', () => {
-    expect(upstreamCredential('bearer', 'k-123456789')).to.deep.equal({ headers: { authorization: 'Bearer k-123456789' } });
+    expect(upstreamCredential('bearer', 'k-123456789')).to.deep.equal({
+      headers: { authorization: 'Bearer k-123456789' },
+    });
     expect(upstreamCredential('x-api-key', 'k-123456789')).to.deep.equal({ headers: { 'x-api-key': 'k-123456789' } });
-    expect(upstreamCredential({ header: 'x-kappa-key' }, 'k-123456789')).to.deep.equal({ headers: { 'x-kappa-key': 'k-123456789' } });
-    expect(upstreamCredential({ header: 'authorization', prefix: 'Token ' }, 'k-1')).to.deep.equal({ headers: { authorization: 'Token k-1' } });
-    expect(upstreamCredential({ query: 'key' }, 'k/1+2=3&4')).to.deep.equal({ headers: {}, query: 'key=k%2F1%2B2%3D3%264' });
+    expect(upstreamCredential({ header: 'x-kappa-key' }, 'k-123456789')).to.deep.equal({
+      headers: { 'x-kappa-key': 'k-123456789' },
+    });
+    expect(upstreamCredential({ header: 'authorization', prefix: 'Token ' }, 'k-1')).to.deep.equal({
+      headers: { authorization: 'Token k-1' },
+    });
+    expect(upstreamCredential({ query: 'key' }, 'k/1+2=3&4')).to.deep.equal({
+      headers: {},
+      query: 'key=k%2F1%2B2%3D3%264',
+    });
   });
 
   it('sends nothing when the endpoint has no key', () => {
@@ -75,22 +84,41 @@ describe('upstreamCredential', () => {
       defaultHeaders: { 'X-Kappa-Key': 'default-value', 'x-version': '2' },
     } as const;
     const clientHeaders = { 'x-region-key': 'client-value', 'x-trace': 't-1', authorization: 'Bearer sk-client' };
-    const auths: (AuthStyle | undefined)[] = [{ query: 'key' }, { header: 'x-kappa-key' }, { header: 'x-region-key', prefix: 'Key ' }, undefined];
+    const auths: (AuthStyle | undefined)[] = [
+      { query: 'key' },
+      { header: 'x-kappa-key' },
+      { header: 'x-region-key', prefix: 'Key ' },
+      undefined,
+    ];
     for (const auth of auths) {
-      const response = await client.open({ endpoint: upstreamEndpoint('kappa', 'http://upstream.test/v1', 'kappa-key-0001', auth), route, body: '{}', clientHeaders });
+      const response = await client.open({
+        endpoint: upstreamEndpoint('kappa', 'http://upstream.test/v1', 'kappa-key-0001', auth),
+        route,
+        body: '{}',
+        clientHeaders,
+      });
       await response.whole(1 << 20);
     }
     const [query, header, prefixed, routes] = seen;
     expect(query!.path).to.equal('/v1/chat/completions?key=kappa-key-0001');
     expect(query!.headers).not.to.have.property('authorization');
-    expect(query!.headers).to.include({ 'x-region-key': 'client-value', 'X-Kappa-Key': 'default-value', 'x-trace': 't-1', 'x-version': '2' });
+    expect(query!.headers).to.include({
+      'x-region-key': 'client-value',
+      'X-Kappa-Key': 'default-value',
+      'x-trace': 't-1',
+      'x-version': '2',
+    });
     expect(header!.path).to.equal('/v1/chat/completions');
     expect(header!.headers).not.to.have.property('authorization');
     expect(header!.headers).to.include({ 'x-kappa-key': 'kappa-key-0001', 'x-region-key': 'client-value' });
     // The route's default in another spelling of the same header is not sent beside the key.
     expect(header!.headers).not.to.have.property('X-Kappa-Key');
     expect(prefixed!.headers).not.to.have.property('authorization');
-    expect(prefixed!.headers).to.include({ 'x-region-key': 'Key kappa-key-0001', 'X-Kappa-Key': 'default-value', 'x-trace': 't-1' });
+    expect(prefixed!.headers).to.include({
+      'x-region-key': 'Key kappa-key-0001',
+      'X-Kappa-Key': 'default-value',
+      'x-trace': 't-1',
+    });
     // Without an endpoint auth: the route's own.
     expect(routes!.path).to.equal('/v1/chat/completions');
     expect(routes!.headers).to.include({ authorization: 'Bearer kappa-key-0001', 'x-region-key': 'client-value' });
@@ -110,8 +138,18 @@ describe('upstreamCredential', () => {
         return '{}';
       });
     const client = new UpstreamClient({ timeoutMs: 1000, dispatcher: agent });
-    const route = { path: '/chat/completions', format: 'chat-completions', auth: 'bearer', forwardHeaders: ['x-region-key'] } as const;
-    const response = await client.open({ endpoint: upstreamEndpoint('kappa', 'http://upstream.test/v1', undefined, { header: 'x-region-key' }), route, body: '{}', clientHeaders: { 'x-region-key': 'client-value' } });
+    const route = {
+      path: '/chat/completions',
+      format: 'chat-completions',
+      auth: 'bearer',
+      forwardHeaders: ['x-region-key'],
+    } as const;
+    const response = await client.open({
+      endpoint: upstreamEndpoint('kappa', 'http://upstream.test/v1', undefined, { header: 'x-region-key' }),
+      route,
+      body: '{}',
+      clientHeaders: { 'x-region-key': 'client-value' },
+    });
     await response.whole(1 << 20);
     expect(headers).not.to.have.property('x-region-key');
     expect(headers).not.to.have.property('authorization');

@@ -12,15 +12,29 @@ const settings = { url: URL, secret: SECRET, attempts: 4, backoffMs: 5, maxBacko
 
 function alertOf(source: object): LimitAlert {
   return {
-    source, id: 'alrt_0123456789abcdef', scope: 'key', owner: 'key_ab', team: 'eng', kind: 'budget', period: 'day',
-    threshold: 80, used: 8.5, limit: 10, unit: 'usd', windowEnd: Date.UTC(2026, 0, 2), firedAt: Date.UTC(2026, 0, 1, 12),
+    source,
+    id: 'alrt_0123456789abcdef',
+    scope: 'key',
+    owner: 'key_ab',
+    team: 'eng',
+    kind: 'budget',
+    period: 'day',
+    threshold: 80,
+    used: 8.5,
+    limit: 10,
+    unit: 'usd',
+    windowEnd: Date.UTC(2026, 0, 2),
+    firedAt: Date.UTC(2026, 0, 1, 12),
   };
 }
 
 function harness(answers: (number | Error)[], overrides: Partial<typeof settings> = {}) {
   const source = {};
   const lines: string[] = [];
-  const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _encoding, done) => (lines.push(String(chunk)), done()) }));
+  const logger = pino(
+    { level: 'info' },
+    new Writable({ write: (chunk, _encoding, done) => (lines.push(String(chunk)), done()) }),
+  );
   const log = new EmbeddedAlertLog();
   const calls: { url: string; body: string; headers: Record<string, string> }[] = [];
   const post: AlertPost = async (url, body, headers) => {
@@ -43,11 +57,23 @@ describe('alert webhook deliverer', () => {
     expect(calls).to.have.length(4);
     expect(new Set(calls.map((call) => call.headers['x-gateway-delivery'])).size).to.equal(1);
     for (const call of calls) {
-      expect(call.headers['x-gateway-signature']).to.equal(signWebhook(SECRET, Number(call.headers['x-gateway-timestamp']), call.body));
+      expect(call.headers['x-gateway-signature']).to.equal(
+        signWebhook(SECRET, Number(call.headers['x-gateway-timestamp']), call.body),
+      );
     }
     expect(JSON.parse(calls[0]!.body)).to.deep.equal({
-      id: 'alrt_0123456789abcdef', type: 'limit.threshold', scope: 'key', owner: 'key_ab', kind: 'budget', period: 'day',
-      threshold: 80, used: 8.5, limit: 10, unit: 'usd', window_end: '2026-01-02T00:00:00.000Z', fired_at: '2026-01-01T12:00:00.000Z',
+      id: 'alrt_0123456789abcdef',
+      type: 'limit.threshold',
+      scope: 'key',
+      owner: 'key_ab',
+      kind: 'budget',
+      period: 'day',
+      threshold: 80,
+      used: 8.5,
+      limit: 10,
+      unit: 'usd',
+      window_end: '2026-01-02T00:00:00.000Z',
+      fired_at: '2026-01-01T12:00:00.000Z',
     });
     const entries = await log.deliveries(10);
     expect(entries.map((entry) => [entry.attempt, entry.outcome, entry.status, entry.error])).to.deep.equal([
@@ -64,7 +90,9 @@ describe('alert webhook deliverer', () => {
     const rejected = harness([400]);
     EVENTS.limitAlert.publish(alertOf(rejected.source));
     await rejected.webhook.idle();
-    expect((await rejected.log.deliveries(10)).map((entry) => [entry.attempt, entry.outcome])).to.deep.equal([[1, 'failed']]);
+    expect((await rejected.log.deliveries(10)).map((entry) => [entry.attempt, entry.outcome])).to.deep.equal([
+      [1, 'failed'],
+    ]);
     const down = harness([refused(), refused(), refused()], { attempts: 3 });
     EVENTS.limitAlert.publish(alertOf(down.source));
     await down.webhook.idle();

@@ -13,7 +13,13 @@ const silent = pino({ level: 'silent' });
 const DAY_END = Date.now() + 3_600_000;
 
 const meter = (overrides: Partial<Meter> = {}): Meter => ({
-  scope: 'key', owner: 'key_ab', kind: 'quota', period: 'day', limit: 1000, counter: 'key:key_ab:quota:d:x', resetAt: DAY_END,
+  scope: 'key',
+  owner: 'key_ab',
+  kind: 'quota',
+  period: 'day',
+  limit: 1000,
+  counter: 'key:key_ab:quota:d:x',
+  resetAt: DAY_END,
   ...overrides,
 });
 
@@ -31,7 +37,11 @@ function watched(log: Pick<AlertLog, 'claim'>, ledger: ReturnType<typeof counter
   const onUse = (_meter: Meter, used: number) => void uses.push(used);
   const watch = watchLimitAlerts({ source, ledger, log, thresholds, logger: silent, onUse });
   const settle = (meters: readonly Meter[]) =>
-    EVENTS.settled.publish({ exchange: { source, caller: { id: 'key_ab', team: { id: 't1', name: 'eng' } } } as never, figures: undefined, meters });
+    EVENTS.settled.publish({
+      exchange: { source, caller: { id: 'key_ab', team: { id: 't1', name: 'eng' } } } as never,
+      figures: undefined,
+      meters,
+    });
   return { alerts, uses, watch, settle, close: () => (watch.close(), stop()) };
 }
 
@@ -53,7 +63,16 @@ describe('limit alert watch', () => {
       settle([meter()]);
       await watch.idle();
       expect(alerts.map((alert) => alert.threshold)).to.deep.equal([50, 80, 100]);
-      expect(alerts[2]).to.include({ scope: 'key', owner: 'key_ab', team: 'eng', kind: 'quota', period: 'day', used: 1000, limit: 1000, unit: 'tokens' });
+      expect(alerts[2]).to.include({
+        scope: 'key',
+        owner: 'key_ab',
+        team: 'eng',
+        kind: 'quota',
+        period: 'day',
+        used: 1000,
+        limit: 1000,
+        unit: 'tokens',
+      });
       // Two settlements in one turn are peeked together.
       expect(uses).to.deep.equal([499, 500, 1000]);
       // The next window is another counter: its thresholds fire again.
@@ -70,7 +89,15 @@ describe('limit alert watch', () => {
     const ledger = counters();
     const { alerts, watch, settle, close } = watched(new EmbeddedAlertLog(), ledger);
     try {
-      const budget = meter({ kind: 'budget', period: 'month', counter: 'team:t1:budget:mo:x', scope: 'team', owner: 'eng', limit: 2e9, alerts: [30] });
+      const budget = meter({
+        kind: 'budget',
+        period: 'month',
+        counter: 'team:t1:budget:mo:x',
+        scope: 'team',
+        owner: 'eng',
+        limit: 2e9,
+        alerts: [30],
+      });
       const silenced = meter({ counter: 'key:key_ab:quota:mo:x', period: 'month', alerts: [] });
       const tpm = meter({ kind: 'tpm', period: 'minute', counter: 'key:key_ab:tpm:m:1' });
       const endUser = meter({ scope: 'end_user' as Meter['scope'], counter: 'end_user:key:x:quota:d:x' });
@@ -78,7 +105,16 @@ describe('limit alert watch', () => {
       settle([budget, silenced, tpm, endUser]);
       await watch.idle();
       expect(alerts).to.have.length(1);
-      expect(alerts[0]).to.include({ scope: 'team', owner: 'eng', team: 'eng', threshold: 30, used: 2, limit: 2, unit: 'usd', period: 'month' });
+      expect(alerts[0]).to.include({
+        scope: 'team',
+        owner: 'eng',
+        team: 'eng',
+        threshold: 30,
+        used: 2,
+        limit: 2,
+        unit: 'usd',
+        period: 'month',
+      });
     } finally {
       close();
     }
@@ -88,7 +124,10 @@ describe('limit alert watch', () => {
     const ledger = counters();
     const inner = new EmbeddedAlertLog();
     let down = true;
-    const log = { claim: (claim: string, until: number) => (down ? Promise.reject(new Error('Redis is unavailable')) : inner.claim(claim, until)) };
+    const log = {
+      claim: (claim: string, until: number) =>
+        down ? Promise.reject(new Error('Redis is unavailable')) : inner.claim(claim, until),
+    };
     const { alerts, watch, settle, close } = watched(log, ledger);
     try {
       ledger.values.set('key:key_ab:quota:d:x', 600);

@@ -20,14 +20,34 @@ describe('GenAI metrics over OTLP: the /metrics histograms as OTLP data points',
     ];
     const [point, ...rest] = histogramPoints(values, [1, 4], time, time);
     expect(rest).to.deep.equal([]);
-    expect(point!.attributes).to.deep.equal({ 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'alpha', 'gen_ai.request.model': 'gen-5.5' });
+    expect(point!.attributes).to.deep.equal({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': 'alpha',
+      'gen_ai.request.model': 'gen-5.5',
+    });
     expect(point!.value).to.deep.equal({ buckets: { boundaries: [1, 4], counts: [1, 2, 1] }, sum: 107, count: 4 });
   });
 
-  it('reads the gateway\'s own histograms at each collection, under the conventions\' names and units', async () => {
+  it("reads the gateway's own histograms at each collection, under the conventions' names and units", async () => {
     const metrics = new GatewayMetrics();
-    metrics.genAi({ operation: 'chat', provider: 'alpha', requestModel: 'gen-5.5', inputTokens: 120, outputTokens: 30, durationS: 0.5, timeToFirstChunkS: 0.1, timePerOutputChunkS: 0.02 });
-    metrics.genAi({ operation: 'chat', provider: 'alpha', requestModel: 'gen-5.5', inputTokens: 80, outputTokens: 10, durationS: 1.5 });
+    metrics.genAi({
+      operation: 'chat',
+      provider: 'alpha',
+      requestModel: 'gen-5.5',
+      inputTokens: 120,
+      outputTokens: 30,
+      durationS: 0.5,
+      timeToFirstChunkS: 0.1,
+      timePerOutputChunkS: 0.02,
+    });
+    metrics.genAi({
+      operation: 'chat',
+      provider: 'alpha',
+      requestModel: 'gen-5.5',
+      inputTokens: 80,
+      outputTokens: 10,
+      durationS: 1.5,
+    });
     const { resourceMetrics } = await genAiMetricProducer(metrics.registry).collect();
     const found = resourceMetrics.scopeMetrics[0]!.metrics;
     expect(found.map((metric) => [metric.descriptor.name, metric.descriptor.unit])).to.deep.equal([
@@ -36,8 +56,15 @@ describe('GenAI metrics over OTLP: the /metrics histograms as OTLP data points',
       ['gen_ai.client.operation.time_to_first_chunk', 's'],
       ['gen_ai.client.operation.time_per_output_chunk', 's'],
     ]);
-    const tokens = found[0]!.dataPoints.map((point) => [point.attributes['gen_ai.token.type'], (point.value as { sum: number; count: number }).sum, (point.value as { count: number }).count]);
-    expect(tokens).to.deep.equal([['input', 200, 2], ['output', 40, 2]]);
+    const tokens = found[0]!.dataPoints.map((point) => [
+      point.attributes['gen_ai.token.type'],
+      (point.value as { sum: number; count: number }).sum,
+      (point.value as { count: number }).count,
+    ]);
+    expect(tokens).to.deep.equal([
+      ['input', 200, 2],
+      ['output', 40, 2],
+    ]);
     expect((found[1]!.dataPoints[0]!.value as { count: number; sum: number }).sum).to.equal(2);
   });
 });
@@ -58,14 +85,22 @@ describe('the counted batch span processor', () => {
 
   function traced(exporter: SpanExporter, maxQueueSize: number) {
     const counts = { exported: 0, queue_full: 0, export_failed: 0 };
-    const processor = new CountedBatchProcessor(exporter, { scheduleDelayMs: 1, exportTimeoutMs: 30_000, maxQueueSize, maxExportBatchSize: maxQueueSize }, {
-      exported: (count) => (counts.exported += count),
-      dropped: (reason: DropReason, count) => (counts[reason] += count),
-    });
+    const processor = new CountedBatchProcessor(
+      exporter,
+      { scheduleDelayMs: 1, exportTimeoutMs: 30_000, maxQueueSize, maxExportBatchSize: maxQueueSize },
+      {
+        exported: (count) => (counts.exported += count),
+        dropped: (reason: DropReason, count) => (counts[reason] += count),
+      },
+    );
     const sampler = new LiveSampler({ name: 'always_on', ratio: 1 });
     const provider = new BasicTracerProvider({ sampler, spanProcessors: [processor] });
     const tracer = provider.getTracer('test');
-    return { counts, sampler, spans: (count: number) => Array.from({ length: count }, (_, index) => tracer.startSpan(`span ${index}`).end()) };
+    return {
+      counts,
+      sampler,
+      spans: (count: number) => Array.from({ length: count }, (_, index) => tracer.startSpan(`span ${index}`).end()),
+    };
   }
 
   it('counts the spans exported, and the spans of a failed export as lost', async () => {

@@ -10,8 +10,16 @@ import { RedisAuditStore } from '../../../src/stores/audit/redis-audit-store.ts'
 import { TestRedisServer } from '../../helpers/redis-server.ts';
 
 const entry = (action: string, team: string | null = null): AuditEntry => ({
-  time: new Date().toISOString(), actor: { kind: 'cli', id: 'ops', roles: ['admin'] }, via: 'cli', address: null, action, outcome: 'ok',
-  target: { type: 'key', id: `key_${action}`, team }, before: null, after: { name: action }, reason: null,
+  time: new Date().toISOString(),
+  actor: { kind: 'cli', id: 'ops', roles: ['admin'] },
+  via: 'cli',
+  address: null,
+  action,
+  outcome: 'ok',
+  target: { type: 'key', id: `key_${action}`, team },
+  before: null,
+  after: { name: action },
+  reason: null,
 });
 
 describe('audit stores: an append-only hash chain, shared by concurrent writers', function () {
@@ -42,7 +50,11 @@ describe('audit stores: an append-only hash chain, shared by concurrent writers'
   for (const [name, make] of Object.entries(stores)) {
     it(`${name}: two writers appending at once make one unbroken chain, paged newest first with a filter`, async () => {
       const [one, two] = make();
-      await Promise.all(Array.from({ length: 40 }, (_, index) => (index % 2 ? one! : two!).append(entry(`a${index}`, index % 4 === 0 ? 'blue' : null))));
+      await Promise.all(
+        Array.from({ length: 40 }, (_, index) =>
+          (index % 2 ? one! : two!).append(entry(`a${index}`, index % 4 === 0 ? 'blue' : null)),
+        ),
+      );
       const all = await one!.all();
       expect(all.map((record) => record.seq)).to.deep.equal(Array.from({ length: 40 }, (_, index) => index + 1));
       expect(verifyChain(all, await two!.head())).to.deep.equal({ ok: true, records: 40 });
@@ -59,7 +71,11 @@ describe('audit stores: an append-only hash chain, shared by concurrent writers'
     for (const action of ['one', 'two', 'three', 'four']) await store.append(entry(action));
     const out: string[] = [];
     const io = { out: (text: string) => void out.push(text), err: (text: string) => void out.push(text) };
-    const env = { REDIS_URL: redisServer.url, GATEWAY_CONFIG: join(dataDir, 'gateway.yaml'), GATEWAY_DATA_DIR: dataDir };
+    const env = {
+      REDIS_URL: redisServer.url,
+      GATEWAY_CONFIG: join(dataDir, 'gateway.yaml'),
+      GATEWAY_DATA_DIR: dataDir,
+    };
     await writeFile(env.GATEWAY_CONFIG, 'logLevel: silent\n');
     expect(await runCli(['audit', 'verify'], io, env)).to.equal(0);
     expect(out.join('')).to.equal('Audit log intact: 4 records, every hash in the chain checked.\n');
@@ -68,19 +84,25 @@ describe('audit stores: an append-only hash chain, shared by concurrent writers'
     await redis.lset('{gateway-audit}:log', 1, second!.replace('"name":"two"', '"name":"2"'));
     out.length = 0;
     expect(await runCli(['audit', 'verify'], io, env)).to.equal(1);
-    expect(out.join('')).to.equal('Audit log broken: record 2 was changed (its content does not give its hash). Records before 2 are intact.\n');
+    expect(out.join('')).to.equal(
+      'Audit log broken: record 2 was changed (its content does not give its hash). Records before 2 are intact.\n',
+    );
 
     await redis.lset('{gateway-audit}:log', 1, second!);
     await redis.lrem('{gateway-audit}:log', 1, (await redis.lindex('{gateway-audit}:log', 2))!);
     out.length = 0;
     expect(await runCli(['audit', 'verify'], io, env)).to.equal(1);
-    expect(out.join('')).to.equal('Audit log broken: record 3 is missing (found 4 next). Records before 3 are intact.\n');
+    expect(out.join('')).to.equal(
+      'Audit log broken: record 3 is missing (found 4 next). Records before 3 are intact.\n',
+    );
 
     await redis.del('{gateway-audit}:log', '{gateway-audit}:head');
     for (const action of ['one', 'two']) await new RedisAuditStore(redis).append(entry(action));
     await redis.rpop('{gateway-audit}:log');
     out.length = 0;
     expect(await runCli(['audit', 'verify'], io, env)).to.equal(1);
-    expect(out.join('')).to.equal('Audit log broken: the log ends at record 1 but its head says 2: records were cut or the head changed. Records before 2 are intact.\n');
+    expect(out.join('')).to.equal(
+      'Audit log broken: the log ends at record 1 but its head says 2: records were cut or the head changed. Records before 2 are intact.\n',
+    );
   });
 });

@@ -15,7 +15,11 @@ const answer = (body: string, storedAt = 1_000): CachedAnswer => ({
 describe('MemoryResponseCache', () => {
   it('keeps an entry whole (head and body bytes) until its TTL ends', () => {
     let now = 10_000;
-    const cache = new MemoryResponseCache(() => 1 << 20, {}, () => now);
+    const cache = new MemoryResponseCache(
+      () => 1 << 20,
+      {},
+      () => now,
+    );
     cache.set('key:a', 'k1', answer('{"x":"\u00e9"}'), 5_000);
     expect(cache.get('key:a', 'k1')).to.deep.equal(answer('{"x":"\u00e9"}'));
     now += 4_999;
@@ -36,7 +40,10 @@ describe('MemoryResponseCache', () => {
     const evicted: number[] = [];
     const stored: number[] = [];
     const one = 100 + 'key:a\nk0'.length + 256;
-    const cache = new MemoryResponseCache(() => 3 * one, { evicted: (bytes) => evicted.push(bytes), stored: (bytes) => stored.push(bytes) });
+    const cache = new MemoryResponseCache(() => 3 * one, {
+      evicted: (bytes) => evicted.push(bytes),
+      stored: (bytes) => stored.push(bytes),
+    });
     for (const key of ['k0', 'k1', 'k2']) cache.set('key:a', key, answer('x'.repeat(100)), 60_000);
     expect(cache.get('key:a', 'k0')).to.not.equal(undefined); // k0, in the older half, is moved to the end
     cache.set('key:a', 'k3', answer('x'.repeat(100)), 60_000);

@@ -3,8 +3,14 @@ import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { EmbeddedGuardrailActionLog } from '../../../src/stores/guardrail-actions/embedded-guardrail-action-log.ts';
-import { GUARDRAIL_ACTIONS_KEPT, type GuardrailActionEntry } from '../../../src/stores/guardrail-actions/guardrail-action-log.ts';
-import { GUARDRAIL_ACTIONS_KEY, RedisGuardrailActionLog } from '../../../src/stores/guardrail-actions/redis-guardrail-action-log.ts';
+import {
+  GUARDRAIL_ACTIONS_KEPT,
+  type GuardrailActionEntry,
+} from '../../../src/stores/guardrail-actions/guardrail-action-log.ts';
+import {
+  GUARDRAIL_ACTIONS_KEY,
+  RedisGuardrailActionLog,
+} from '../../../src/stores/guardrail-actions/redis-guardrail-action-log.ts';
 import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
 import { eventually, sleep } from '../../helpers/eventually.ts';
 import { freePort, TestRedisServer } from '../../helpers/redis-server.ts';
@@ -17,7 +23,13 @@ function capturingLogger() {
   const lines: { level: number; msg: string; reason?: string }[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      lines.push(...chunk.toString().split('\n').filter(Boolean).map((line) => JSON.parse(line)));
+      lines.push(
+        ...chunk
+          .toString()
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line)),
+      );
       done();
     },
   });
@@ -47,7 +59,18 @@ describe('guardrail action logs', () => {
     it('keeps only the fields of an entry, whatever else it is handed', async () => {
       const log = new EmbeddedGuardrailActionLog();
       log.record({ ...action(1), text: 'PROJECT-1234', detail: 'http://hook.internal/x' } as GuardrailActionEntry);
-      expect(Object.keys((await log.recent(1))[0]!).sort()).to.deep.equal(['action', 'at', 'cause', 'guardrail', 'key_id', 'model', 'phase', 'request_id', 'route', 'team']);
+      expect(Object.keys((await log.recent(1))[0]!).sort()).to.deep.equal([
+        'action',
+        'at',
+        'cause',
+        'guardrail',
+        'key_id',
+        'model',
+        'phase',
+        'request_id',
+        'route',
+        'team',
+      ]);
     });
   });
 
@@ -79,7 +102,10 @@ describe('guardrail action logs', () => {
     });
 
     it('shares one list between instances, newest first, in one key', async () => {
-      const [one, two] = [new RedisGuardrailActionLog(await connect(), { logger: pino({ level: 'silent' }) }), new RedisGuardrailActionLog(await connect(), { logger: pino({ level: 'silent' }) })];
+      const [one, two] = [
+        new RedisGuardrailActionLog(await connect(), { logger: pino({ level: 'silent' }) }),
+        new RedisGuardrailActionLog(await connect(), { logger: pino({ level: 'silent' }) }),
+      ];
       one.record(action(1, { team: 'research' }));
       await eventually(async () => (await raw.llen(GUARDRAIL_ACTIONS_KEY)) === 1, 'the first action stored');
       two.record(action(2));
@@ -96,13 +122,20 @@ describe('guardrail action logs', () => {
         log.record(action(n));
         if (n % 200 === 0) await sleep(5);
       }
-      await eventually(async () => JSON.parse((await raw.lindex(GUARDRAIL_ACTIONS_KEY, 0)) ?? '{}').request_id === `req-${total}`, 'the last action stored');
+      await eventually(
+        async () => JSON.parse((await raw.lindex(GUARDRAIL_ACTIONS_KEY, 0)) ?? '{}').request_id === `req-${total}`,
+        'the last action stored',
+      );
       expect(await raw.llen(GUARDRAIL_ACTIONS_KEY)).to.equal(GUARDRAIL_ACTIONS_KEPT);
       const kept = await log.recent(5000);
       expect(kept).to.have.length(GUARDRAIL_ACTIONS_KEPT);
       expect(kept[0]).to.deep.equal(action(total));
       expect(kept.at(-1)).to.deep.equal(action(6));
-      expect((await log.recent(3)).map((entry) => entry.request_id)).to.deep.equal([`req-${total}`, `req-${total - 1}`, `req-${total - 2}`]);
+      expect((await log.recent(3)).map((entry) => entry.request_id)).to.deep.equal([
+        `req-${total}`,
+        `req-${total - 1}`,
+        `req-${total - 2}`,
+      ]);
     });
 
     it('skips an entry it cannot read back', async () => {
@@ -139,7 +172,8 @@ describe('guardrail action logs', () => {
       process.on('unhandledRejection', onRejection);
       const { logger, lines } = capturingLogger();
       const log = new RedisGuardrailActionLog(await connect(), { logger });
-      const warnings = () => lines.filter((line) => line.msg.startsWith('guardrail actions: Redis did not take them')).length;
+      const warnings = () =>
+        lines.filter((line) => line.msg.startsWith('guardrail actions: Redis did not take them')).length;
       const recoveries = () => lines.filter((line) => line.msg === 'guardrail actions: Redis takes them again').length;
       try {
         log.record(action(1));
@@ -150,7 +184,8 @@ describe('guardrail action logs', () => {
             log.record(action(100 + n));
             await sleep(5);
           }
-          // Actions keep coming while Redis is away (the first may wait in the client's queue until it notices the socket closed).
+          // Actions keep coming while Redis is away (the first may wait in the client's queue until it notices the
+          // socket closed).
           await eventually(() => {
             log.record(action(200));
             return warnings() === outage;
@@ -161,7 +196,9 @@ describe('guardrail action logs', () => {
           await eventually(async () => {
             log.record(after);
             const head = await raw.lindex(GUARDRAIL_ACTIONS_KEY, 0).catch(() => null);
-            return head !== null && (JSON.parse(head) as GuardrailActionEntry).at === after.at && recoveries() === outage;
+            return (
+              head !== null && (JSON.parse(head) as GuardrailActionEntry).at === after.at && recoveries() === outage
+            );
           }, `an action stored after outage ${outage}`);
           expect(warnings()).to.equal(outage);
         }

@@ -18,9 +18,21 @@ describe('file key store', () => {
 
   it('creates a key shown once, storing only its hash, in a private file written whole', async () => {
     const store = new FileKeyStore(dataDir);
-    const { key, record } = await store.create({ name: 'app', rpm: 5, models: ['alpha/gen-5.5'], expiresAt: '2031-01-01T00:00:00.000Z' });
+    const { key, record } = await store.create({
+      name: 'app',
+      rpm: 5,
+      models: ['alpha/gen-5.5'],
+      expiresAt: '2031-01-01T00:00:00.000Z',
+    });
     expect(key).to.match(/^sk-[A-Za-z0-9_-]{43}$/);
-    expect(record).to.deep.include({ name: 'app', rpm: 5, models: ['alpha/gen-5.5'], expiresAt: '2031-01-01T00:00:00.000Z', revoked: false, hash: hashApiKey(key) });
+    expect(record).to.deep.include({
+      name: 'app',
+      rpm: 5,
+      models: ['alpha/gen-5.5'],
+      expiresAt: '2031-01-01T00:00:00.000Z',
+      revoked: false,
+      hash: hashApiKey(key),
+    });
     expect(record.id).to.match(/^key_[0-9a-f]{16}$/);
     const text = await readFile(store.path, 'utf8');
     expect(text).not.to.contain(key);
@@ -32,11 +44,27 @@ describe('file key store', () => {
   });
 
   it('keeps the budget fields (tpm, budget, team), the quota and the cache setting, for another instance too', async () => {
-    const { record } = await new FileKeyStore(dataDir).create({ name: 'limited', tpm: 900, budget: { daily_usd: 1.25, monthly_usd: 20 }, team: 'research', quota: { monthly: 7 }, cache: false });
-    expect(record).to.deep.include({ tpm: 900, budget: { daily_usd: 1.25, monthly_usd: 20 }, team: 'research', quota: { monthly: 7 }, cache: false });
+    const { record } = await new FileKeyStore(dataDir).create({
+      name: 'limited',
+      tpm: 900,
+      budget: { daily_usd: 1.25, monthly_usd: 20 },
+      team: 'research',
+      quota: { monthly: 7 },
+      cache: false,
+    });
+    expect(record).to.deep.include({
+      tpm: 900,
+      budget: { daily_usd: 1.25, monthly_usd: 20 },
+      team: 'research',
+      quota: { monthly: 7 },
+      cache: false,
+    });
     expect(await new FileKeyStore(dataDir).findByHash(record.hash)).to.deep.equal(record);
     const kept = (await new FileKeyStore(dataDir).create({ name: 'as set', cache: true, guardrails: [] })).record;
-    expect((await new FileKeyStore(dataDir).list()).find((listed) => listed.id === kept.id)).to.deep.include({ cache: true, guardrails: [] });
+    expect((await new FileKeyStore(dataDir).list()).find((listed) => listed.id === kept.id)).to.deep.include({
+      cache: true,
+      guardrails: [],
+    });
   });
 
   it('lists and revokes by id; an unknown id is reported', async () => {
@@ -69,14 +97,38 @@ describe('file key store', () => {
     const clock = new ManualClock(Date.now());
     const server = withDateNow(clock, () => new FileKeyStore(dataDir));
     const cli = new FileKeyStore(dataDir);
-    const { key, record } = await cli.create({ name: 'app', rpm: 5, quota: { daily: 10, monthly: 100 }, models: ['alpha/gen-5.5'] });
+    const { key, record } = await cli.create({
+      name: 'app',
+      rpm: 5,
+      quota: { daily: 10, monthly: 100 },
+      models: ['alpha/gen-5.5'],
+    });
     clock.advance(250);
     expect((await withDateNow(clock, () => server.findByHash(hashApiKey(key))))?.rpm).to.equal(5);
-    const updated = await cli.update(record.id, { rpm: 1, quota: { monthly: 7 }, models: null, tpm: 900, cache: false });
-    expect(updated).to.deep.equal({ id: record.id, name: 'app', hash: record.hash, createdAt: record.createdAt, revoked: false, rpm: 1, quota: { monthly: 7 }, tpm: 900, cache: false });
+    const updated = await cli.update(record.id, {
+      rpm: 1,
+      quota: { monthly: 7 },
+      models: null,
+      tpm: 900,
+      cache: false,
+    });
+    expect(updated).to.deep.equal({
+      id: record.id,
+      name: 'app',
+      hash: record.hash,
+      createdAt: record.createdAt,
+      revoked: false,
+      rpm: 1,
+      quota: { monthly: 7 },
+      tpm: 900,
+      cache: false,
+    });
     expect(await new FileKeyStore(dataDir).list()).to.deep.equal([updated]);
     clock.advance(250);
-    expect(await withDateNow(clock, () => server.findByHash(hashApiKey(key))), 'the change, one recheck period later').to.deep.equal(updated);
+    expect(
+      await withDateNow(clock, () => server.findByHash(hashApiKey(key))),
+      'the change, one recheck period later',
+    ).to.deep.equal(updated);
     expect(await cli.update('key_unknown', { rpm: 2 })).to.equal(undefined);
     await cli.revoke(record.id);
     let refused: unknown;
@@ -90,7 +142,12 @@ describe('file key store', () => {
     const two = new FileKeyStore(dataDir);
     const { record } = await one.create({ name: 'raced' });
     const other = await two.create({ name: 'other' });
-    await Promise.all([one.update(record.id, { rpm: 3 }), two.update(record.id, { tpm: 4 }), one.revoke(other.record.id), two.update(other.record.id, { concurrency: 2 }).catch(() => undefined)]);
+    await Promise.all([
+      one.update(record.id, { rpm: 3 }),
+      two.update(record.id, { tpm: 4 }),
+      one.revoke(other.record.id),
+      two.update(other.record.id, { concurrency: 2 }).catch(() => undefined),
+    ]);
     const [first, second] = await new FileKeyStore(dataDir).list();
     expect(first).to.include({ rpm: 3, tpm: 4 });
     expect(second).to.include({ revoked: true });
@@ -99,7 +156,9 @@ describe('file key store', () => {
   it('loses no key when two processes write at once', async () => {
     const one = new FileKeyStore(dataDir);
     const two = new FileKeyStore(dataDir);
-    await Promise.all(Array.from({ length: 10 }, (_, index) => (index % 2 ? one : two).create({ name: `key ${index}` })));
+    await Promise.all(
+      Array.from({ length: 10 }, (_, index) => (index % 2 ? one : two).create({ name: `key ${index}` })),
+    );
     expect(await new FileKeyStore(dataDir).list()).to.have.length(10);
     expect((await readdir(dataDir)).sort()).to.deep.equal(['keys.json']);
   });

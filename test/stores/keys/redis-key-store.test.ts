@@ -2,7 +2,12 @@ import { expect } from 'chai';
 import { hashApiKey } from '../../../src/core/api-keys.ts';
 import { createAuthenticator } from '../../../src/data-plane/auth/authenticate.ts';
 import { RedisKeyStore } from '../../../src/stores/keys/redis-key-store.ts';
-import { createRedisClient, isReady, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
+import {
+  createRedisClient,
+  isReady,
+  waitUntilReady,
+  type RedisConnection,
+} from '../../../src/stores/redis/redis-client.ts';
 import type { KeyStore } from '../../../src/stores/keys/key-store.ts';
 import { ManualClock, withDateNow } from '../../helpers/manual-clock.ts';
 import { TestRedisCluster, TestRedisServer } from '../../helpers/redis-server.ts';
@@ -16,7 +21,10 @@ async function connect(target: Parameters<typeof createRedisClient>[0]): Promise
 }
 
 /** The same checks on one Redis and on a Cluster: two instances, each with its own connection. */
-function behavesAsSharedKeyStore(open: () => Promise<[RedisConnection, RedisConnection]>, valuesOf: (client: RedisConnection) => Promise<string[]>): void {
+function behavesAsSharedKeyStore(
+  open: () => Promise<[RedisConnection, RedisConnection]>,
+  valuesOf: (client: RedisConnection) => Promise<string[]>,
+): void {
   let clients: RedisConnection[] = [];
   let first: RedisKeyStore;
   let second: RedisKeyStore;
@@ -29,17 +37,50 @@ function behavesAsSharedKeyStore(open: () => Promise<[RedisConnection, RedisConn
   afterEach(() => clients.forEach((client) => client.disconnect()));
 
   it('updates a key atomically: set, replaced, removed with null, kept when absent; 409 once revoked', async () => {
-    const { key, record } = await first.create({ name: 'shared', rpm: 5, quota: { daily: 10, monthly: 100 }, team: 'research' });
+    const { key, record } = await first.create({
+      name: 'shared',
+      rpm: 5,
+      quota: { daily: 10, monthly: 100 },
+      team: 'research',
+    });
     expect((await second.findByHash(hashApiKey(key)))?.rpm).to.equal(5);
-    const updated = await first.update(record.id, { rpm: 1, quota: { monthly: 7 }, team: null, budget: { daily_usd: 2 }, guardrails: [] });
-    expect(updated).to.deep.equal({ id: record.id, name: 'shared', hash: record.hash, createdAt: record.createdAt, revoked: false, rpm: 1, quota: { monthly: 7 }, budget: { daily_usd: 2 }, guardrails: [] });
+    const updated = await first.update(record.id, {
+      rpm: 1,
+      quota: { monthly: 7 },
+      team: null,
+      budget: { daily_usd: 2 },
+      guardrails: [],
+    });
+    expect(updated).to.deep.equal({
+      id: record.id,
+      name: 'shared',
+      hash: record.hash,
+      createdAt: record.createdAt,
+      revoked: false,
+      rpm: 1,
+      quota: { monthly: 7 },
+      budget: { daily_usd: 2 },
+      guardrails: [],
+    });
     // The writing instance reads it again at once; the other within its 500 ms cache.
     expect(await first.findByHash(hashApiKey(key))).to.deep.equal(updated);
-    await eventually(async () => (await second.findByHash(hashApiKey(key)))?.rpm === 1, 'the other instance to see the change');
+    await eventually(
+      async () => (await second.findByHash(hashApiKey(key)))?.rpm === 1,
+      'the other instance to see the change',
+    );
     expect(await second.update('key_unknown', { rpm: 2 })).to.equal(undefined);
     // Changes racing from two instances are all kept.
-    await Promise.all([first.update(record.id, { tpm: 10 }), second.update(record.id, { concurrency: 3 }), first.update(record.id, { name: 'renamed' })]);
-    expect((await second.list()).find((listed) => listed.id === record.id)).to.deep.include({ tpm: 10, concurrency: 3, name: 'renamed', rpm: 1 });
+    await Promise.all([
+      first.update(record.id, { tpm: 10 }),
+      second.update(record.id, { concurrency: 3 }),
+      first.update(record.id, { name: 'renamed' }),
+    ]);
+    expect((await second.list()).find((listed) => listed.id === record.id)).to.deep.include({
+      tpm: 10,
+      concurrency: 3,
+      name: 'renamed',
+      rpm: 1,
+    });
     expect(await second.revoke(record.id)).to.equal(true);
     let refused: unknown;
     await first.update(record.id, { rpm: 2 }).catch((error: unknown) => (refused = error));
@@ -48,8 +89,23 @@ function behavesAsSharedKeyStore(open: () => Promise<[RedisConnection, RedisConn
   });
 
   it('creates, lists and finds keys by hash, storing no key', async () => {
-    const { key, record } = await first.create({ name: 'shared', rpm: 3, models: ['alpha/gen-5.5'], tpm: 900, budget: { daily_usd: 1.25 }, team: 'research', cache: false, guardrails: ['no-emails'] });
-    expect(record).to.deep.include({ tpm: 900, budget: { daily_usd: 1.25 }, team: 'research', cache: false, guardrails: ['no-emails'] });
+    const { key, record } = await first.create({
+      name: 'shared',
+      rpm: 3,
+      models: ['alpha/gen-5.5'],
+      tpm: 900,
+      budget: { daily_usd: 1.25 },
+      team: 'research',
+      cache: false,
+      guardrails: ['no-emails'],
+    });
+    expect(record).to.deep.include({
+      tpm: 900,
+      budget: { daily_usd: 1.25 },
+      team: 'research',
+      cache: false,
+      guardrails: ['no-emails'],
+    });
     expect(key).to.match(/^sk-[A-Za-z0-9_-]{43}$/);
     expect(await second.findByHash(hashApiKey(key))).to.deep.equal(record);
     expect(await second.findByHash(hashApiKey('sk-never-created-0000'))).to.equal(undefined);
@@ -72,13 +128,17 @@ function behavesAsSharedKeyStore(open: () => Promise<[RedisConnection, RedisConn
       },
       close: () => second.close(),
     };
-    const app = await startGuardedApp({ model: [withDateNow(clock, () => createAuthenticator({ store: secondAtClock }))] });
+    const app = await startGuardedApp({
+      model: [withDateNow(clock, () => createAuthenticator({ store: secondAtClock }))],
+    });
     const status = async (key: string) => (await send(app.url, '/v1/chat/completions', { key })).status;
     try {
       // Worst cases: the other instance reads the key from Redis at the moment of the revoke, and reads it
       // again `lateBy` ms later (from its store's cache while that still holds it, then trusting what it
       // got for its own while). However late that second read, a second after the revoke it refuses.
-      for (const lateBy of [0, 50, 100, 150, 200, 250, 300, 350, 400, 450, 499, 500, 550, 600, 650, 700, 750, 800, 850, 900, 950, 999]) {
+      for (const lateBy of [
+        0, 50, 100, 150, 200, 250, 300, 350, 400, 450, 499, 500, 550, 600, 650, 700, 750, 800, 850, 900, 950, 999,
+      ]) {
         const { key, record } = await first.create({ name: `to revoke ${lateBy} ms late` });
         clock.advance(10_000);
         const revokedAt = clock.time;
@@ -109,7 +169,11 @@ describe('Redis key store on one Redis', () => {
     async (client) => {
       const keys = await client.keys('*');
       expect(keys.every((key) => key.startsWith('{gateway-keys}:'))).to.equal(true);
-      return Promise.all(keys.map(async (key) => JSON.stringify((await client.type(key)) === 'set' ? await client.smembers(key) : await client.get(key))));
+      return Promise.all(
+        keys.map(async (key) =>
+          JSON.stringify((await client.type(key)) === 'set' ? await client.smembers(key) : await client.get(key)),
+        ),
+      );
     },
   );
 
@@ -149,8 +213,14 @@ describe('Redis key store on a 3-master Redis Cluster', function () {
   behavesAsSharedKeyStore(
     async () => [await connect({ cluster: cluster.startupNodes }), await connect({ cluster: cluster.startupNodes })],
     async (client) => {
-      const keys = (await Promise.all((client as import('ioredis').Cluster).nodes('master').map((node) => node.keys('*')))).flat();
-      return Promise.all(keys.map(async (key) => JSON.stringify((await client.type(key)) === 'set' ? await client.smembers(key) : await client.get(key))));
+      const keys = (
+        await Promise.all((client as import('ioredis').Cluster).nodes('master').map((node) => node.keys('*')))
+      ).flat();
+      return Promise.all(
+        keys.map(async (key) =>
+          JSON.stringify((await client.type(key)) === 'set' ? await client.smembers(key) : await client.get(key)),
+        ),
+      );
     },
   );
 });

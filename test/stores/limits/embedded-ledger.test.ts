@@ -30,11 +30,18 @@ describe('EmbeddedLedger', () => {
     ]);
     first.adjust([{ counter: 'key:k1:quota:d:2026-11-25', delta: -100, resetAt: dayEnds }]);
     await first.close();
-    const file = JSON.parse(await readFile(join(dataDir, LIMIT_COUNTERS_FILE), 'utf8')) as { counters: Record<string, unknown> };
-    expect(Object.keys(file.counters).sort()).to.deep.equal(['key:k1:quota:d:2026-11-25', 'team:eng:budget:mo:2026-11']);
+    const file = JSON.parse(await readFile(join(dataDir, LIMIT_COUNTERS_FILE), 'utf8')) as {
+      counters: Record<string, unknown>;
+    };
+    expect(Object.keys(file.counters).sort()).to.deep.equal([
+      'key:k1:quota:d:2026-11-25',
+      'team:eng:budget:mo:2026-11',
+    ]);
 
     const second = await EmbeddedLedger.open(dataDir, logs.logger, clock);
-    expect(await second.peek(['key:k1:tpm:m:29410560', 'key:k1:quota:d:2026-11-25', 'team:eng:budget:mo:2026-11'])).to.deep.equal([0, 200, 2_000_000_000]);
+    expect(
+      await second.peek(['key:k1:tpm:m:29410560', 'key:k1:quota:d:2026-11-25', 'team:eng:budget:mo:2026-11']),
+    ).to.deep.equal([0, 200, 2_000_000_000]);
     // Loaded counters are live: a settlement on them applies.
     second.adjust([{ counter: 'key:k1:quota:d:2026-11-25', delta: 50, resetAt: dayEnds }]);
     expect(await second.peek(['key:k1:quota:d:2026-11-25'])).to.deep.equal([250]);
@@ -43,7 +50,9 @@ describe('EmbeddedLedger', () => {
     // Once the day is over, its counter is dropped on load; the month's stays.
     now = dayEnds + 1;
     const third = await EmbeddedLedger.open(dataDir, logs.logger, clock);
-    expect(await third.peek(['key:k1:quota:d:2026-11-25', 'team:eng:budget:mo:2026-11'])).to.deep.equal([0, 2_000_000_000]);
+    expect(await third.peek(['key:k1:quota:d:2026-11-25', 'team:eng:budget:mo:2026-11'])).to.deep.equal([
+      0, 2_000_000_000,
+    ]);
     await third.close();
   });
 
@@ -51,8 +60,15 @@ describe('EmbeddedLedger', () => {
     const logs = captureLogs();
     const ledger = await EmbeddedLedger.open(dataDir, logs.logger, clock);
     ledger.reserve([{ counter: 'key:k2:quota:d:2026-11-25', limit: 100, want: 7, need: 1, resetAt: now + HOUR }]);
-    const read = async () => JSON.parse(await readFile(join(dataDir, LIMIT_COUNTERS_FILE), 'utf8')) as { counters: Record<string, [number, number]> };
-    await eventually(async () => (await read()).counters['key:k2:quota:d:2026-11-25']?.[0] === 7, 'the debounced write', 3000);
+    const read = async () =>
+      JSON.parse(await readFile(join(dataDir, LIMIT_COUNTERS_FILE), 'utf8')) as {
+        counters: Record<string, [number, number]>;
+      };
+    await eventually(
+      async () => (await read()).counters['key:k2:quota:d:2026-11-25']?.[0] === 7,
+      'the debounced write',
+      3000,
+    );
     await ledger.close();
     expect((await readdir(dataDir)).filter((name) => name.endsWith('.tmp'))).to.deep.equal([]);
   });

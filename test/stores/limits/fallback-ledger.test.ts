@@ -2,7 +2,12 @@ import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import { FallbackLedger } from '../../../src/stores/limits/fallback-ledger.ts';
 import { limitKey } from '../../../src/stores/limits/redis-ledger.ts';
-import { createRedisClient, isReady, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
+import {
+  createRedisClient,
+  isReady,
+  waitUntilReady,
+  type RedisConnection,
+} from '../../../src/stores/redis/redis-client.ts';
 import type { CounterDemand } from '../../../src/usage/limit-ledger.ts';
 import { captureLogs, eventually, sleep } from '../../data-plane/auth/guarded-app.ts';
 import { TestRedisServer } from '../../helpers/redis-server.ts';
@@ -20,13 +25,17 @@ describe('FallbackLedger', function () {
   const demands = (): CounterDemand[] => [{ counter: 'team:eng:quota:d:x', limit: 100, want: 10, need: 10, resetAt }];
   const reserveTimes = async (times: number): Promise<number> => {
     let granted = 0;
-    for (let index = 0; index < times; index += 1) if ((await ledger.reserve(demands())).refused === undefined) granted += 1;
+    for (let index = 0; index < times; index += 1)
+      if ((await ledger.reserve(demands())).refused === undefined) granted += 1;
     return granted;
   };
   const redisValue = async () => {
     const raw = new Redis(server.url);
     try {
-      return { value: await raw.get(limitKey('team:eng:quota:d:x')), expiresAt: await raw.call('PEXPIRETIME', limitKey('team:eng:quota:d:x')) };
+      return {
+        value: await raw.get(limitKey('team:eng:quota:d:x')),
+        expiresAt: await raw.call('PEXPIRETIME', limitKey('team:eng:quota:d:x')),
+      };
     } finally {
       raw.disconnect();
     }

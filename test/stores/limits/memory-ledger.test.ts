@@ -5,7 +5,13 @@ import type { CounterDemand } from '../../../src/usage/limit-ledger.ts';
 describe('MemoryLedger', () => {
   let now: number;
   let ledger: MemoryLedger;
-  const demand = (counter: string, limit: number, want: number, need: number, resetAt = now + 60_000): CounterDemand => ({ counter, limit, want, need, resetAt });
+  const demand = (
+    counter: string,
+    limit: number,
+    want: number,
+    need: number,
+    resetAt = now + 60_000,
+  ): CounterDemand => ({ counter, limit, want, need, resetAt });
 
   beforeEach(() => {
     now = 1_000_000;
@@ -13,9 +19,16 @@ describe('MemoryLedger', () => {
   });
 
   it('reserves on every counter, or on none when one has less left than it needs', async () => {
-    expect(ledger.reserve([demand('a', 100, 30, 10), demand('b', 50, 30, 10)])).to.deep.equal({ used: [30, 30], reserved: [30, 30] });
+    expect(ledger.reserve([demand('a', 100, 30, 10), demand('b', 50, 30, 10)])).to.deep.equal({
+      used: [30, 30],
+      reserved: [30, 30],
+    });
     // b has 20 left, less than the 25 needed: a is not touched either.
-    expect(ledger.reserve([demand('a', 100, 30, 10), demand('b', 50, 30, 25)])).to.deep.equal({ refused: 1, used: [30, 30], reserved: [0, 0] });
+    expect(ledger.reserve([demand('a', 100, 30, 10), demand('b', 50, 30, 25)])).to.deep.equal({
+      refused: 1,
+      used: [30, 30],
+      reserved: [0, 0],
+    });
     expect(await ledger.peek(['a', 'b', 'unknown'])).to.deep.equal([30, 30, 0]);
   });
 

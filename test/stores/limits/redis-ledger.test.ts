@@ -41,11 +41,15 @@ describe('RedisLedger', function () {
       { counter: 'key:k1:quota:d:x', limit: 1_000_000, want: 10, need: 10, resetAt },
       { counter: 'team:eng:quota:d:x', limit: 100, want: 10, need: 10, resetAt },
     ];
-    const results = await Promise.all(Array.from({ length: 50 }, (_unused, index) => ledgers[index % 3]!.reserve(demands)));
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_unused, index) => ledgers[index % 3]!.reserve(demands)),
+    );
     const granted = results.filter((result) => result.refused === undefined);
     expect(granted).to.have.length(10);
     expect(results.filter((result) => result.refused === 1)).to.have.length(40);
-    results.filter((result) => result.refused !== undefined).forEach((result) => expect(result.reserved).to.deep.equal([0, 0]));
+    results
+      .filter((result) => result.refused !== undefined)
+      .forEach((result) => expect(result.reserved).to.deep.equal([0, 0]));
     // A refused reservation left the key's counter alone as well.
     expect(await raw.mget(limitKey('key:k1:quota:d:x'), limitKey('team:eng:quota:d:x'))).to.deep.equal(['100', '100']);
     expect(await ledgers[1]!.peek(['key:k1:quota:d:x', 'team:eng:quota:d:x', 'never'])).to.deep.equal([100, 100, 0]);
@@ -111,7 +115,7 @@ describe('RedisLedger on a Redis Cluster', function () {
     await cluster.close();
   });
 
-  it('reserves on a key\'s and a team\'s counters in one script and settles them, all in one slot', async () => {
+  it("reserves on a key's and a team's counters in one script and settles them, all in one slot", async () => {
     const ledger = new RedisLedger(client);
     const resetAt = Date.now() + 3_600_000;
     const demands: CounterDemand[] = [

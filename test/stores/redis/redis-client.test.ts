@@ -1,11 +1,18 @@
 import { expect } from 'chai';
 import type { Redis } from 'ioredis';
-import { createRedisClient, isCluster, isReady, redisHealth, waitUntilReady } from '../../../src/stores/redis/redis-client.ts';
+import {
+  createRedisClient,
+  isCluster,
+  isReady,
+  redisHealth,
+  waitUntilReady,
+} from '../../../src/stores/redis/redis-client.ts';
 import { captureLogs, eventually } from '../../data-plane/auth/guarded-app.ts';
 import { freePort, TestRedisCluster, TestRedisServer } from '../../helpers/redis-server.ts';
 import { settledAtOnce } from '../../helpers/settled-at-once.ts';
 
-const count = (text: string, message: string) => text.split('\n').filter((line) => line.includes(`"msg":"${message}"`)).length;
+const count = (text: string, message: string) =>
+  text.split('\n').filter((line) => line.includes(`"msg":"${message}"`)).length;
 
 describe('Redis client', function () {
   this.timeout(30_000);
@@ -38,7 +45,10 @@ describe('Redis client', function () {
       expect(Math.max(...retryDelays), 'longest wait between attempts').to.be.at.most(2000);
       const { retryStrategy } = (client as Redis).options;
       const strategyDelays = Array.from({ length: 50 }, (_, index) => retryStrategy!(index + 1));
-      expect(strategyDelays.every((delay) => typeof delay === 'number' && delay > 0 && delay <= 2000), `backoff ${strategyDelays.join(', ')}`).to.equal(true);
+      expect(
+        strategyDelays.every((delay) => typeof delay === 'number' && delay > 0 && delay <= 2000),
+        `backoff ${strategyDelays.join(', ')}`,
+      ).to.equal(true);
       expect(redisHealth(client).ready).to.equal(true);
       expect(await client.ping()).to.equal('PONG');
       expect(count(logs.text(), 'redis unavailable')).to.equal(1);
@@ -65,8 +75,15 @@ describe('Redis client', function () {
     const tls = createRedisClient('rediss://127.0.0.1:1') as Redis;
     tls.disconnect();
     expect(tls.options.tls).to.be.ok;
-    expect(tls.options).to.include({ connectTimeout: 1000, commandTimeout: 500, maxRetriesPerRequest: 1, enableOfflineQueue: false });
-    expect(() => createRedisClient({ sentinels: [{ host: '127.0.0.1', port: 1 }] })).to.throw(/Sentinel needs the name/);
+    expect(tls.options).to.include({
+      connectTimeout: 1000,
+      commandTimeout: 500,
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: false,
+    });
+    expect(() => createRedisClient({ sentinels: [{ host: '127.0.0.1', port: 1 }] })).to.throw(
+      /Sentinel needs the name/,
+    );
     expect(() => createRedisClient({})).to.throw(/need a url, sentinels or cluster nodes/);
   });
 

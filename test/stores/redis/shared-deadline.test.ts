@@ -34,7 +34,9 @@ describe('SharedDeadline', () => {
   it('keeps serving after thousands of settled commands (its queue is compacted)', async () => {
     const deadline = new SharedDeadline(20);
     for (let round = 0; round < 3; round++) {
-      const values = await Promise.all(Array.from({ length: 1500 }, (_, index) => deadline.race(Promise.resolve(index))));
+      const values = await Promise.all(
+        Array.from({ length: 1500 }, (_, index) => deadline.race(Promise.resolve(index))),
+      );
       expect(values[1499]).to.equal(1499);
       await new Promise((resolve) => setTimeout(resolve, 30));
     }

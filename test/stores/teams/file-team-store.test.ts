@@ -23,7 +23,9 @@ describe('file team store', () => {
     await store.create({ name: 'one', tpm: 5 });
     expect(store.path).to.equal(join(dataDir, 'teams.json'));
     const { id, createdAt } = (await store.get('one'))!;
-    expect(JSON.parse(await readFile(store.path, 'utf8'))).to.deep.include({ teams: [{ id, name: 'one', tpm: 5, createdAt }] });
+    expect(JSON.parse(await readFile(store.path, 'utf8'))).to.deep.include({
+      teams: [{ id, name: 'one', tpm: 5, createdAt }],
+    });
     expect((await stat(store.path)).mode & 0o777).to.equal(0o600);
     expect(await readdir(dataDir)).to.deep.equal(['teams.json']);
   });
@@ -49,7 +51,9 @@ describe('file team store', () => {
   it('loses no team when two processes create at once', async () => {
     const one = new FileTeamStore(dataDir);
     const two = new FileTeamStore(dataDir);
-    await Promise.all(Array.from({ length: 10 }, (_, index) => (index % 2 ? one : two).create({ name: `team-${index}` })));
+    await Promise.all(
+      Array.from({ length: 10 }, (_, index) => (index % 2 ? one : two).create({ name: `team-${index}` })),
+    );
     expect(await new FileTeamStore(dataDir).list()).to.have.length(10);
     expect(await readdir(dataDir)).to.deep.equal(['teams.json']);
   });

@@ -27,7 +27,10 @@ describe('Redis team store', () => {
 
   it('keeps every key under one hash tag', async () => {
     await new RedisTeamStore(clients[0]!).create({ name: 'tagged', rpm: 1 });
-    expect((await clients[0]!.keys('*')).sort()).to.deep.equal(['{gateway-teams}:names', '{gateway-teams}:team:tagged']);
+    expect((await clients[0]!.keys('*')).sort()).to.deep.equal([
+      '{gateway-teams}:names',
+      '{gateway-teams}:team:tagged',
+    ]);
   });
 
   it('reads a team stored before teams had ids with its name as its id, through a change and a delete', async () => {
@@ -54,9 +57,22 @@ describe('Redis team store', () => {
     try {
       await server.stop();
       await new Promise((resolve) => setTimeout(resolve, 300));
-      for (const operation of [() => store.create({ name: 'x' }), () => store.list(), () => store.update('x', { rpm: 1 }), () => store.remove('x'), () => store.get('x'), () => store.deletedId('x')]) {
-        const error = await operation().then(() => undefined, (failure: { status?: number; detail?: string }) => failure);
-        expect(error).to.deep.include({ status: 503, detail: 'The team store (Redis) is unavailable; please retry shortly' });
+      for (const operation of [
+        () => store.create({ name: 'x' }),
+        () => store.list(),
+        () => store.update('x', { rpm: 1 }),
+        () => store.remove('x'),
+        () => store.get('x'),
+        () => store.deletedId('x'),
+      ]) {
+        const error = await operation().then(
+          () => undefined,
+          (failure: { status?: number; detail?: string }) => failure,
+        );
+        expect(error).to.deep.include({
+          status: 503,
+          detail: 'The team store (Redis) is unavailable; please retry shortly',
+        });
       }
     } finally {
       await server.restart();

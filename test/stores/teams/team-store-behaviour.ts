@@ -20,34 +20,71 @@ export function behavesAsTeamStore(open: () => Promise<[TeamStore, TeamStore]>):
 
   it('creates a team with its limits, refuses a second of that name (409), and lists and gets it from another instance', async () => {
     const before = Date.now();
-    const created = await first.create({ name: 'research.team_1', rpm: 60, tpm: 10_000, quota: { daily: 5000 }, budget: { daily_usd: 2.5, monthly_usd: 40 } });
+    const created = await first.create({
+      name: 'research.team_1',
+      rpm: 60,
+      tpm: 10_000,
+      quota: { daily: 5000 },
+      budget: { daily_usd: 2.5, monthly_usd: 40 },
+    });
     const after = Date.now();
-    expect(created).to.deep.equal({ id: created.id, name: 'research.team_1', rpm: 60, tpm: 10_000, quota: { daily: 5000 }, budget: { daily_usd: 2.5, monthly_usd: 40 }, createdAt: created.createdAt });
+    expect(created).to.deep.equal({
+      id: created.id,
+      name: 'research.team_1',
+      rpm: 60,
+      tpm: 10_000,
+      quota: { daily: 5000 },
+      budget: { daily_usd: 2.5, monthly_usd: 40 },
+      createdAt: created.createdAt,
+    });
     // Stamped while the create ran (ISO time to the millisecond, the clock Date.now reads).
     expect(Date.parse(created.createdAt), created.createdAt).to.be.within(before, after);
     const clash = await failure(second.create({ name: 'research.team_1' }));
-    expect(clash).to.deep.include({ status: 409, code: 'GW_ERR_CONFLICT', detail: "A team named 'research.team_1' exists already" });
+    expect(clash).to.deep.include({
+      status: 409,
+      code: 'GW_ERR_CONFLICT',
+      detail: "A team named 'research.team_1' exists already",
+    });
     await first.create({ name: 'bare' });
     expect((await second.list()).map((team) => team.name)).to.have.members(['research.team_1', 'bare']);
     expect(await second.get('research.team_1')).to.deep.equal(created);
-    expect(await second.get('bare')).to.deep.equal({ id: (await second.get('bare'))!.id, name: 'bare', createdAt: (await second.get('bare'))!.createdAt });
+    expect(await second.get('bare')).to.deep.equal({
+      id: (await second.get('bare'))!.id,
+      name: 'bare',
+      createdAt: (await second.get('bare'))!.createdAt,
+    });
     expect(await second.get('nobody')).to.equal(undefined);
   });
 
   it('updates each limit (set, removed with null, kept when absent) and says when no team has the name', async () => {
     await first.create({ name: 'ops', rpm: 10, tpm: 100, quota: { daily: 1, monthly: 2 } });
     const updated = await second.update('ops', { rpm: null, tpm: 200, budget: { monthly_usd: 0.000001 } });
-    expect(updated).to.deep.include({ name: 'ops', tpm: 200, quota: { daily: 1, monthly: 2 }, budget: { monthly_usd: 0.000001 } });
+    expect(updated).to.deep.include({
+      name: 'ops',
+      tpm: 200,
+      quota: { daily: 1, monthly: 2 },
+      budget: { monthly_usd: 0.000001 },
+    });
     expect(updated).not.to.have.property('rpm');
     expect(await first.get('ops')).to.deep.equal(updated);
-    expect(await first.update('ops', { quota: null, budget: null, tpm: null })).to.deep.equal({ id: updated!.id, name: 'ops', createdAt: updated!.createdAt });
+    expect(await first.update('ops', { quota: null, budget: null, tpm: null })).to.deep.equal({
+      id: updated!.id,
+      name: 'ops',
+      createdAt: updated!.createdAt,
+    });
     expect(await first.update('nobody', { rpm: 1 })).to.equal(undefined);
     expect(await first.get('nobody')).to.equal(undefined);
   });
 
   it('keeps the cache setting as set (false or true), changes it, and removes it with null', async () => {
     const created = await first.create({ name: 'quiet', rpm: 5, cache: false });
-    expect(created).to.deep.equal({ id: created.id, name: 'quiet', rpm: 5, cache: false, createdAt: created.createdAt });
+    expect(created).to.deep.equal({
+      id: created.id,
+      name: 'quiet',
+      rpm: 5,
+      cache: false,
+      createdAt: created.createdAt,
+    });
     expect(await second.get('quiet')).to.deep.equal(created);
     expect(await second.update('quiet', { cache: true })).to.deep.equal({ ...created, cache: true });
     expect(await first.get('quiet')).to.include({ cache: true });
@@ -63,12 +100,21 @@ export function behavesAsTeamStore(open: () => Promise<[TeamStore, TeamStore]>):
     expect(await second.update('guarded', { guardrails: [] })).to.deep.include({ guardrails: [] });
     expect(await first.get('guarded')).to.deep.include({ guardrails: [] });
     expect(await first.update('guarded', { guardrails: ['a', 'b'] })).to.deep.include({ guardrails: ['a', 'b'] });
-    expect(await second.update('guarded', { guardrails: null })).to.deep.equal({ id: created.id, name: 'guarded', createdAt: created.createdAt });
+    expect(await second.update('guarded', { guardrails: null })).to.deep.equal({
+      id: created.id,
+      name: 'guarded',
+      createdAt: created.createdAt,
+    });
   });
 
   it('loses no change when two instances update one team at once', async () => {
     await first.create({ name: 'busy' });
-    await Promise.all([first.update('busy', { rpm: 5 }), second.update('busy', { tpm: 7 }), first.update('busy', { quota: { daily: 9 } }), second.update('busy', { budget: { daily_usd: 1 } })]);
+    await Promise.all([
+      first.update('busy', { rpm: 5 }),
+      second.update('busy', { tpm: 7 }),
+      first.update('busy', { quota: { daily: 9 } }),
+      second.update('busy', { budget: { daily_usd: 1 } }),
+    ]);
     expect(await first.get('busy')).to.deep.include({ rpm: 5, tpm: 7, quota: { daily: 9 }, budget: { daily_usd: 1 } });
   });
 
@@ -91,7 +137,9 @@ export function behavesAsTeamStore(open: () => Promise<[TeamStore, TeamStore]>):
     expect(await second.remove('again')).to.equal(true);
     expect(await first.deletedId('again')).to.equal(before.id);
     const later = await first.create({ name: 'again' });
-    expect(later.id).to.match(/^team_[0-9a-f]{16}$/).and.not.to.equal(before.id);
+    expect(later.id)
+      .to.match(/^team_[0-9a-f]{16}$/)
+      .and.not.to.equal(before.id);
     expect((await second.get('again'))?.id).to.equal(later.id);
     expect(await second.deletedId('again'), 'the last deleted, while a later team has the name').to.equal(before.id);
     await second.remove('again');

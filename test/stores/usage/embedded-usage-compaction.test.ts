@@ -46,13 +46,52 @@ describe('embedded usage journal compaction', () => {
   afterEach(async () => rm(dir, { recursive: true, force: true }));
 
   it('reads a snapshot written before the response cache existed (its cells lack cache_hits and saved_nano_usd) as zeros for them', async () => {
-    const before = { requests: 2, input_tokens: 20, output_tokens: 4, cached_tokens: 0, total_tokens: 24, charged_tokens: 24, cost_nano_usd: 28_000 };
-    await writeFile(join(dir, 'usage.snapshot.json'), JSON.stringify({ version: 1, sealedThrough: 0, cells: [{ keyId: 'key_0', day: '2026-11-01', model: 'acme/model-1', totals: before }] }));
+    const before = {
+      requests: 2,
+      input_tokens: 20,
+      output_tokens: 4,
+      cached_tokens: 0,
+      total_tokens: 24,
+      charged_tokens: 24,
+      cost_nano_usd: 28_000,
+    };
+    await writeFile(
+      join(dir, 'usage.snapshot.json'),
+      JSON.stringify({
+        version: 1,
+        sealedThrough: 0,
+        cells: [{ keyId: 'key_0', day: '2026-11-01', model: 'acme/model-1', totals: before }],
+      }),
+    );
     const store = await EmbeddedUsageStore.open(dir, logger);
-    const hit = { keyId: 'key_0', route: 'chat-completions', requestedModel: 'acme/model-1', model: 'acme/model-1', upstream: 'acme', status: 200, stream: false, latencyMs: 1 } as const;
-    store.record(buildUsageRecord({ ...hit, usage: { inputTokens: 10, outputTokens: 2, cachedTokens: 0 }, pricing: { input: 1, cachedInput: 0.1, output: 2 }, cacheHit: true, time: new Date(Date.UTC(2026, 10, 1)) }));
+    const hit = {
+      keyId: 'key_0',
+      route: 'chat-completions',
+      requestedModel: 'acme/model-1',
+      model: 'acme/model-1',
+      upstream: 'acme',
+      status: 200,
+      stream: false,
+      latencyMs: 1,
+    } as const;
+    store.record(
+      buildUsageRecord({
+        ...hit,
+        usage: { inputTokens: 10, outputTokens: 2, cachedTokens: 0 },
+        pricing: { input: 1, cachedInput: 0.1, output: 2 },
+        cacheHit: true,
+        time: new Date(Date.UTC(2026, 10, 1)),
+      }),
+    );
     const [row] = await store.query({ groupBy: 'model' });
-    expect(row).to.deep.include({ model: 'acme/model-1', requests: 3, input_tokens: 30, cost_usd: 0.000028, cache_hits: 1, saved_usd: 0.000014 });
+    expect(row).to.deep.include({
+      model: 'acme/model-1',
+      requests: 3,
+      input_tokens: 30,
+      cost_usd: 0.000028,
+      cache_hits: 1,
+      saved_usd: 0.000014,
+    });
     await store.close();
   });
 

@@ -44,7 +44,10 @@ function record(overrides: Partial<UsageRecord> = {}): UsageRecord {
 }
 
 /** The row a store should answer for these records (all in one group). */
-function expectedRow(group: { model?: string; day?: string; key_id?: string }, records: readonly UsageRecord[]): UsageRow {
+function expectedRow(
+  group: { model?: string; day?: string; key_id?: string },
+  records: readonly UsageRecord[],
+): UsageRow {
   const sum = (pick: (entry: UsageRecord) => number) => records.reduce((total, entry) => total + pick(entry), 0);
   return {
     ...group,
@@ -60,7 +63,8 @@ function expectedRow(group: { model?: string; day?: string; key_id?: string }, r
   };
 }
 
-const waitFor = (check: () => Promise<boolean> | boolean, what: string, timeoutMs = 30_000) => eventually(check, what, timeoutMs);
+const waitFor = (check: () => Promise<boolean> | boolean, what: string, timeoutMs = 30_000) =>
+  eventually(check, what, timeoutMs);
 
 const pendingJournals = async (dir: string) => (await readdir(dir)).filter((name) => name.startsWith('usage-pending'));
 
@@ -103,14 +107,23 @@ function storeContract(open: () => Promise<UsageStore>) {
 
   it('filters by the UTC days of from and to, both included', async () => {
     const from = new Date('2026-11-17T15:00:00.000Z');
-    expect(await store.query({ keyId: 'key_a', from, groupBy: 'day' })).to.deep.equal([expectedRow({ day: '2026-11-17' }, [tuesday, tuesdayAgain])]);
-    expect(await store.query({ keyId: 'key_a', to: new Date('2026-11-16T00:00:00.000Z'), groupBy: 'model' })).to.deep.equal([
-      expectedRow({ model: 'acme/model-1' }, [monday, lastMonth]),
+    expect(await store.query({ keyId: 'key_a', from, groupBy: 'day' })).to.deep.equal([
+      expectedRow({ day: '2026-11-17' }, [tuesday, tuesdayAgain]),
     ]);
-    expect(await store.query({ from: new Date('2026-11-01'), to: new Date('2026-11-16T23:00:00Z'), groupBy: 'model' })).to.deep.equal([
-      expectedRow({ model: 'acme/model-1' }, [monday]),
-    ]);
-    expect(await store.query({ from: new Date('2026-11-17T00:00:00Z'), to: new Date('2026-11-17T23:59:59Z'), keyId: 'key_b', groupBy: 'model' })).to.deep.equal([expectedRow({ model: 'acme/model-1' }, [otherKey])]);
+    expect(
+      await store.query({ keyId: 'key_a', to: new Date('2026-11-16T00:00:00.000Z'), groupBy: 'model' }),
+    ).to.deep.equal([expectedRow({ model: 'acme/model-1' }, [monday, lastMonth])]);
+    expect(
+      await store.query({ from: new Date('2026-11-01'), to: new Date('2026-11-16T23:00:00Z'), groupBy: 'model' }),
+    ).to.deep.equal([expectedRow({ model: 'acme/model-1' }, [monday])]);
+    expect(
+      await store.query({
+        from: new Date('2026-11-17T00:00:00Z'),
+        to: new Date('2026-11-17T23:59:59Z'),
+        keyId: 'key_b',
+        groupBy: 'model',
+      }),
+    ).to.deep.equal([expectedRow({ model: 'acme/model-1' }, [otherKey])]);
     expect(await store.query({ keyId: 'nobody', groupBy: 'model' })).to.deep.equal([]);
   });
 
@@ -119,9 +132,10 @@ function storeContract(open: () => Promise<UsageStore>) {
       expectedRow({ key_id: 'key_a' }, [monday, tuesday, tuesdayAgain, lastMonth]),
       expectedRow({ key_id: 'key_b' }, [otherKey]),
     ]);
-    expect(await store.query({ groupBy: 'key', from: new Date('2026-11-17'), keyId: 'key_a' })).to.deep.equal([expectedRow({ key_id: 'key_a' }, [tuesday, tuesdayAgain])]);
+    expect(await store.query({ groupBy: 'key', from: new Date('2026-11-17'), keyId: 'key_a' })).to.deep.equal([
+      expectedRow({ key_id: 'key_a' }, [tuesday, tuesdayAgain]),
+    ]);
   });
-
 }
 
 describe('EmbeddedUsageStore', () => {
@@ -133,7 +147,9 @@ describe('EmbeddedUsageStore', () => {
 
   it('writes one JSONL line per record and keeps every total across a restart, skipping a torn last line', async () => {
     const first = await EmbeddedUsageStore.open(dir, logger);
-    const records = Array.from({ length: 50 }, (_, index) => record({ inputTokens: index, model: index % 2 ? 'acme/model-1' : 'acme/model-2' }));
+    const records = Array.from({ length: 50 }, (_, index) =>
+      record({ inputTokens: index, model: index % 2 ? 'acme/model-1' : 'acme/model-2' }),
+    );
     records.forEach((entry) => first.record(entry));
     await first.close();
     const lines = (await readFile(join(dir, 'usage.jsonl'), 'utf8')).trimEnd().split('\n');
@@ -148,7 +164,10 @@ describe('EmbeddedUsageStore', () => {
     const third = await EmbeddedUsageStore.open(dir, logger);
     expect(await third.query({ groupBy: 'model' })).to.deep.equal([
       expectedRow({ model: 'acme/model-1' }, [...records.filter((_, index) => index % 2), more]),
-      expectedRow({ model: 'acme/model-2' }, records.filter((_, index) => !(index % 2))),
+      expectedRow(
+        { model: 'acme/model-2' },
+        records.filter((_, index) => !(index % 2)),
+      ),
     ]);
     await third.close();
   });
@@ -175,7 +194,7 @@ describe('RedisUsageStore', function () {
 
   describe('store contract', () => storeContract(() => RedisUsageStore.open(client, { dataDir: dir, logger })));
 
-  it('keeps each record in its key\'s capped stream and daily totals, applied once however often it comes', async () => {
+  it("keeps each record in its key's capped stream and daily totals, applied once however often it comes", async () => {
     const store = await RedisUsageStore.open(client, { dataDir: dir, logger, streamMaxLength: 1000 });
     const once = record({ stream: true, outcome: 'upstream_cut', estimated: true });
     const other = record({ keyId: 'key_b', model: 'acme/model-2' });
@@ -185,12 +204,23 @@ describe('RedisUsageStore', function () {
     await store.flush();
     store.record(once);
     await store.flush();
-    expect(await store.query({ keyId: 'key_a', groupBy: 'model' })).to.deep.equal([expectedRow({ model: 'acme/model-1' }, [once])]);
-    expect(await store.query({ groupBy: 'model' })).to.deep.equal([expectedRow({ model: 'acme/model-1' }, [once]), expectedRow({ model: 'acme/model-2' }, [other])]);
+    expect(await store.query({ keyId: 'key_a', groupBy: 'model' })).to.deep.equal([
+      expectedRow({ model: 'acme/model-1' }, [once]),
+    ]);
+    expect(await store.query({ groupBy: 'model' })).to.deep.equal([
+      expectedRow({ model: 'acme/model-1' }, [once]),
+      expectedRow({ model: 'acme/model-2' }, [other]),
+    ]);
     const entries = await client.xrange(`${usageKeyTag('key_a')}:records`, '-', '+');
     expect(entries.map(([, fields]) => JSON.parse(fields[1]!))).to.deep.equal([once]);
     expect(await client.hgetall(`${usageKeyTag('key_a')}:totals:2026-11-20:acme/model-1`)).to.deep.equal({
-      requests: '1', input_tokens: '100', output_tokens: '20', cached_tokens: '10', total_tokens: '120', charged_tokens: '111', cost_nano_usd: '123000',
+      requests: '1',
+      input_tokens: '100',
+      output_tokens: '20',
+      cached_tokens: '10',
+      total_tokens: '120',
+      charged_tokens: '111',
+      cost_nano_usd: '123000',
     });
     await store.close();
   });
@@ -203,7 +233,9 @@ describe('RedisUsageStore', function () {
       if (index % 50 === 0) await new Promise((resolve) => setImmediate(resolve));
     }
     await store.flush();
-    expect(await store.query({ keyId: 'key_a', groupBy: 'model' })).to.deep.equal([expectedRow({ model: 'acme/model-1' }, records)]);
+    expect(await store.query({ keyId: 'key_a', groupBy: 'model' })).to.deep.equal([
+      expectedRow({ model: 'acme/model-1' }, records),
+    ]);
     expect(await pendingJournals(dir)).to.deep.equal([]);
     await store.close();
   });
@@ -214,7 +246,12 @@ describe('RedisUsageStore', function () {
     let index = 0;
     const recordSome = async (count: number) => {
       for (let done = 0; done < count; done += 1, index += 1) {
-        const entry = record({ inputTokens: 1 + (index % 97), outputTokens: index % 13, costUsd: (index % 7) / 1000, model: index % 3 ? 'acme/model-1' : 'acme/model-2' });
+        const entry = record({
+          inputTokens: 1 + (index % 97),
+          outputTokens: index % 13,
+          costUsd: (index % 7) / 1000,
+          model: index % 3 ? 'acme/model-1' : 'acme/model-2',
+        });
         recorded.push(entry);
         store.record(entry);
         if (index % 10 === 0) await new Promise((resolve) => setImmediate(resolve));
@@ -229,7 +266,10 @@ describe('RedisUsageStore', function () {
         await new Promise((resolve) => setTimeout(resolve, 1));
       }
     })();
-    await waitFor(async () => ((await store.query({ keyId: 'key_a', groupBy: 'day' }))[0]?.requests ?? 0) > 0, 'the first records to land');
+    await waitFor(
+      async () => ((await store.query({ keyId: 'key_a', groupBy: 'day' }))[0]?.requests ?? 0) > 0,
+      'the first records to land',
+    );
     await redis.stop();
     const recordedBeforeKill = recorded.length;
     await waitFor(() => !store.healthy, 'the store to notice the outage');
@@ -242,8 +282,20 @@ describe('RedisUsageStore', function () {
     await producer;
     expect(recordedBeforeRestart).to.be.greaterThan(recordedBeforeKill);
 
-    const expected = [expectedRow({ model: 'acme/model-1' }, recorded.filter((entry) => entry.model === 'acme/model-1')), expectedRow({ model: 'acme/model-2' }, recorded.filter((entry) => entry.model === 'acme/model-2'))];
-    await waitFor(async () => JSON.stringify(await store.query({ keyId: 'key_a', groupBy: 'model' })) === JSON.stringify(expected), 'every record to be written after the restart');
+    const expected = [
+      expectedRow(
+        { model: 'acme/model-1' },
+        recorded.filter((entry) => entry.model === 'acme/model-1'),
+      ),
+      expectedRow(
+        { model: 'acme/model-2' },
+        recorded.filter((entry) => entry.model === 'acme/model-2'),
+      ),
+    ];
+    await waitFor(
+      async () => JSON.stringify(await store.query({ keyId: 'key_a', groupBy: 'model' })) === JSON.stringify(expected),
+      'every record to be written after the restart',
+    );
     await store.flush();
     expect(await store.query({ keyId: 'key_a', groupBy: 'model' })).to.deep.equal(expected);
     expect(await client.xlen(`${usageKeyTag('key_a')}:records`)).to.equal(recorded.length);
@@ -262,7 +314,10 @@ describe('RedisUsageStore', function () {
     spilled.forEach((entry) => first.record(entry));
     await first.close();
     // A crash in the middle of an earlier replay leaves a journal whose first record was already written.
-    await writeFile(join(dir, 'usage-pending.1-1.jsonl'), `${JSON.stringify(written)}\n${JSON.stringify(record({ inputTokens: 4 }))}\n{"torn`);
+    await writeFile(
+      join(dir, 'usage-pending.1-1.jsonl'),
+      `${JSON.stringify(written)}\n${JSON.stringify(record({ inputTokens: 4 }))}\n{"torn`,
+    );
     expect(await pendingJournals(dir)).to.have.length(2);
 
     await redis.restart();
@@ -274,7 +329,6 @@ describe('RedisUsageStore', function () {
     expect(row).to.deep.include({ requests: 5, input_tokens: 5 + 1 + 2 + 3 + 4 });
     await second.close();
   });
-
 });
 
 describe('RedisUsageStore on a Redis Cluster', function () {
@@ -296,16 +350,29 @@ describe('RedisUsageStore on a Redis Cluster', function () {
 
   it('writes each record in one slot and reads every key back', async () => {
     const store = await RedisUsageStore.open(client, { dataDir: dir, logger });
-    const records = Array.from({ length: 30 }, (_, index) => record({ keyId: `key_${index % 6}`, model: index % 2 ? 'acme/model-1' : 'acme/model-2', inputTokens: index }));
+    const records = Array.from({ length: 30 }, (_, index) =>
+      record({ keyId: `key_${index % 6}`, model: index % 2 ? 'acme/model-1' : 'acme/model-2', inputTokens: index }),
+    );
     records.forEach((entry) => store.record(entry));
     records.slice(0, 10).forEach((entry) => store.record(entry));
     await store.flush();
     expect(store.healthy).to.equal(true);
     expect(await store.query({ groupBy: 'model' })).to.deep.equal([
-      expectedRow({ model: 'acme/model-1' }, records.filter((entry) => entry.model === 'acme/model-1')),
-      expectedRow({ model: 'acme/model-2' }, records.filter((entry) => entry.model === 'acme/model-2')),
+      expectedRow(
+        { model: 'acme/model-1' },
+        records.filter((entry) => entry.model === 'acme/model-1'),
+      ),
+      expectedRow(
+        { model: 'acme/model-2' },
+        records.filter((entry) => entry.model === 'acme/model-2'),
+      ),
     ]);
-    expect(await store.query({ keyId: 'key_3', groupBy: 'day' })).to.deep.equal([expectedRow({ day: '2026-11-20' }, records.filter((entry) => entry.keyId === 'key_3'))]);
+    expect(await store.query({ keyId: 'key_3', groupBy: 'day' })).to.deep.equal([
+      expectedRow(
+        { day: '2026-11-20' },
+        records.filter((entry) => entry.keyId === 'key_3'),
+      ),
+    ]);
     await store.close();
   });
 });

@@ -54,7 +54,10 @@ async function parleyDir(root: string, name: string, plugin: string, fixtures = 
   await writeFile(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
   await writeFile(join(dir, 'manifest.json'), JSON.stringify({ plugins: ['parley'] }));
   await writeFile(join(dir, 'parley', 'index.js'), plugin);
-  if (fixtures) await cp(join(examplePackage('parley-plugins'), 'parley', '__fixtures__'), join(dir, 'parley', '__fixtures__'), { recursive: true });
+  if (fixtures)
+    await cp(join(examplePackage('parley-plugins'), 'parley', '__fixtures__'), join(dir, 'parley', '__fixtures__'), {
+      recursive: true,
+    });
   return dir;
 }
 
@@ -73,8 +76,11 @@ describe('runConformance on an adapted route: the vendor answers with its record
     const dist = await buildExample('parley-plugins');
     for (const directory of [examplePackage('parley-plugins'), dist]) {
       const report = await runConformance({ manifestPath, pluginPath: [directory], vendors: ['parley'] });
-      expect([...report.failures, ...report.plugins.flatMap((plugin) => plugin.failures)].map(formatFailure)).to.deep.equal([]);
-      // catalog; per model: native chat, JSON and stream (the alias too: its target's); the stream fixture replayed once.
+      expect(
+        [...report.failures, ...report.plugins.flatMap((plugin) => plugin.failures)].map(formatFailure),
+      ).to.deep.equal([]);
+      // catalog; per model: native chat, JSON and stream (the alias too: its target's); the stream fixture replayed
+      // once.
       expect(report.plugins[0]!.checks).to.equal(1 + 3 * 3 + 1);
       expect(report.plugins[0]!.notes).to.include(
         "model 'parley/quill-2', chat-completions (stream): usage: from recorded fixture 'generate-stream' (routes.chat-completions.adapter reads the vendor's own format, which the standard mock does not speak)",
@@ -87,7 +93,9 @@ describe('runConformance on an adapted route: the vendor answers with its record
   });
 
   it('reports every broken rule of one request, each on its own: a request builder that is not pure, and a terminal event the recording never sends', async () => {
-    const failures = await failuresOf(await parleyDir(root, 'twice-broken', parleyPlugin({ impure: true, terminal: 'done' })));
+    const failures = await failuresOf(
+      await parleyDir(root, 'twice-broken', parleyPlugin({ impure: true, terminal: 'done' })),
+    );
     expect(failures.find((failure) => failure.includes("rule 'upstream-body'"))).to.match(
       /^plugin 'parley', model 'parley\/quill-2', rule 'upstream-body': chat-completions with 'parley\/quill-2': the upstream body is not what routes.chat-completions.adapter.buildRequest makes of the request: got \{"engine":"quill-2-0925",.*"seed":0\.\d+\}$/,
     );
@@ -98,22 +106,26 @@ describe('runConformance on an adapted route: the vendor answers with its record
       "plugin 'parley', model 'parley/quill-2', rule 'terminal': fixture 'generate-stream' on chat-completions: the gateway recorded the replayed stream as cut: routes.chat-completions.adapter.stream.terminal matched none of its events (its events are named 'chunk', 'end')",
     );
     // Without its terminal event, no [DONE]: the replayed stream differs from what clients must get.
-    expect(failures.some((failure) => failure.includes("rule 'stream-map'") && failure.includes('- expected: [DONE]'))).to.equal(true);
+    expect(
+      failures.some((failure) => failure.includes("rule 'stream-map'") && failure.includes('- expected: [DONE]')),
+    ).to.equal(true);
   });
 
-  it('compares what clients get with the recording\'s expected answer and stream, ids and times by presence', async () => {
+  it("compares what clients get with the recording's expected answer and stream, ids and times by presence", async () => {
     const failures = await failuresOf(await parleyDir(root, 'prefixed', parleyPlugin({ prefix: '>> ' })));
     expect(failures.find((failure) => failure.includes("rule 'answer-map'"))).to.match(
       /^plugin 'parley', model 'parley\/quill-2', rule 'answer-map': chat-completions with 'parley\/quill-2': the client's answer differs from generate.expected.json \(ids and creation times compared by presence\): got \{.*"content":">> Hello! How can I help you today\?"/,
     );
-    const stream = failures.find((failure) => failure.startsWith("plugin 'parley', model 'parley/quill-2', rule 'stream-map': chat-completions (stream)"))!;
+    const stream = failures.find((failure) =>
+      failure.startsWith("plugin 'parley', model 'parley/quill-2', rule 'stream-map': chat-completions (stream)"),
+    )!;
     expect(stream.split('\n')[0]).to.equal(
       "plugin 'parley', model 'parley/quill-2', rule 'stream-map': chat-completions (stream) with 'parley/quill-2': event 1 of what the client got differs from generate-stream.expected.txt (ids and creation times compared by presence)",
     );
     expect(stream).to.contain('+ received: {"id":"chatcmpl-conformance-').and.to.contain('"content":">> Hello! "');
   });
 
-  it('asks for recordings of an adapted route, since the mock upstream does not speak the vendor\'s format', async () => {
+  it("asks for recordings of an adapted route, since the mock upstream does not speak the vendor's format", async () => {
     const failures = await failuresOf(await parleyDir(root, 'unrecorded', parleyPlugin(), false));
     expect(failures).to.deep.equal([
       "plugin 'parley', model 'parley/quill-2', rule 'fixture': chat-completions with 'parley/quill-2': routes.chat-completions is adapted: the mock upstream does not speak the vendor's format, so the suite answers with a recording: add a JSON answer (<name>.body.json, \"stream\": false) of a model on chat-completions, with its usage, under __fixtures__ (docs/plugins.md, \"Recorded fixtures\")",

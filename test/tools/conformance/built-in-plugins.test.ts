@@ -9,7 +9,14 @@ const manifestPath = fileURLToPath(new URL('../../../providers/manifest.json', i
 // route in each accepted spelling, JSON and stream where the route streams, plus each fixture replayed
 // per model of its route. alpha: 7 models × (chat 1 + chat-completions 2 + responses 2 spellings × 2) + alias 5;
 // beta: 8 models × (chat 1 + chat-completions 2 + messages 2 + count-tokens 1) + alias 6.
-const CHECKS: Record<string, number> = { alpha: 1 + 49 + 5, beta: 1 + 48 + 6, gamma: 1 + 6 + 3 + 2, delta: 1 + 9, epsilon: 1 + 6 + 2, zeta: 1 + 3 };
+const CHECKS: Record<string, number> = {
+  alpha: 1 + 49 + 5,
+  beta: 1 + 48 + 6,
+  gamma: 1 + 6 + 3 + 2,
+  delta: 1 + 9,
+  epsilon: 1 + 6 + 2,
+  zeta: 1 + 3,
+};
 
 describe('the conformance suite on the built-in plugins', function () {
   this.timeout(120_000);

@@ -16,7 +16,9 @@ describe('runConformance', function () {
 
   it('passes the external omega plugin, written from the scaffold, loaded from outside providers/', async () => {
     const report = await runConformance({ manifestPath, pluginPath: [external], vendors: ['omega'] });
-    expect([...report.failures, ...report.plugins.flatMap((plugin) => plugin.failures)].map(formatFailure)).to.deep.equal([]);
+    expect(
+      [...report.failures, ...report.plugins.flatMap((plugin) => plugin.failures)].map(formatFailure),
+    ).to.deep.equal([]);
     expect(report.ok).to.equal(true);
     // catalog; chat-completions JSON + stream and native chat for the model and the alias; two fixtures.
     expect(report.plugins.map((plugin) => [plugin.vendor, plugin.checks])).to.deep.equal([['omega', 1 + 3 + 3 + 2]]);
@@ -24,7 +26,9 @@ describe('runConformance', function () {
 
   it('passes the compiled kappa plugins: a credential header, a query parameter, stateful fixups on a recorded stream', async () => {
     const report = await runConformance({ manifestPath, pluginPath: [KAPPA_DIR], vendors: ['kappa', 'kappaq'] });
-    expect([...report.failures, ...report.plugins.flatMap((plugin) => plugin.failures)].map(formatFailure)).to.deep.equal([]);
+    expect(
+      [...report.failures, ...report.plugins.flatMap((plugin) => plugin.failures)].map(formatFailure),
+    ).to.deep.equal([]);
     expect(report.ok).to.equal(true);
   });
 
@@ -69,14 +73,18 @@ describe('runConformance', function () {
       "plugin 'broken', model 'broken/broken-fast', rule 'fixup': fixture 'keepalive' on chat-completions: event 2 of what the client got differs from keepalive.expected.txt; no stream fixup is declared for this model on this route",
     );
     // The line diff: expected (the .expected.txt line) against what the client received.
-    expect(fixup).to.match(/\n {6}event 2:\n {8}- expected: \{"id":"chatcmpl-b1".*"finish_reason":"stop"\}\]\}\n {8}\+ received: \S/);
+    expect(fixup).to.match(
+      /\n {6}event 2:\n {8}- expected: \{"id":"chatcmpl-b1".*"finish_reason":"stop"\}\]\}\n {8}\+ received: \S/,
+    );
     const usage = messages.filter((message) => message.includes("rule 'usage'"));
     expect(usage.map((message) => message.split(':')[0])).to.deep.equal([
       "plugin 'broken', model 'broken/broken-fast', rule 'usage'",
       "plugin 'broken', model 'broken/broken-large', rule 'usage'",
     ]);
     for (const message of usage) {
-      expect(message).to.match(/the plugin's usageExtractors\[0\] recorded \{"inputTokens":(\d+),"outputTokens":(\d+),"cachedTokens":0\}, but the upstream reported \{"inputTokens":\2,"outputTokens":\1,"cachedTokens":4\}$/);
+      expect(message).to.match(
+        /the plugin's usageExtractors\[0\] recorded \{"inputTokens":(\d+),"outputTokens":(\d+),"cachedTokens":0\}, but the upstream reported \{"inputTokens":\2,"outputTokens":\1,"cachedTokens":4\}$/,
+      );
     }
     expect(messages).to.have.length(4);
   });
@@ -89,12 +97,18 @@ describe('runConformance', function () {
       await mkdir(join(copy, 'node_modules'));
       await symlink(ROOT, join(copy, 'node_modules', 'model-gateway'), 'dir');
       const fixtures = join(copy, 'omega', '__fixtures__');
-      await writeFile(join(fixtures, 'keepalive.fixture.json'), JSON.stringify({ route: 'chat-completions', model: 'omega/omega-9' }));
+      await writeFile(
+        join(fixtures, 'keepalive.fixture.json'),
+        JSON.stringify({ route: 'chat-completions', model: 'omega/omega-9' }),
+      );
       const stray = await runConformance({ manifestPath, pluginPath: [copy], vendors: ['omega'] });
       expect(stray.plugins[0]!.failures.map(formatFailure)).to.deep.equal([
         "plugin 'omega', model 'omega/omega-9', rule 'fixture': fixture 'keepalive' on chat-completions: 'omega/omega-9' is not a model of the plugin on chat-completions",
       ]);
-      await writeFile(join(fixtures, 'keepalive.fixture.json'), JSON.stringify({ route: 'chat-completions', model: 'omega-1' }));
+      await writeFile(
+        join(fixtures, 'keepalive.fixture.json'),
+        JSON.stringify({ route: 'chat-completions', model: 'omega-1' }),
+      );
       const malformed = await runConformance({ manifestPath, pluginPath: [copy], vendors: ['omega'] });
       expect(malformed.plugins[0]!.failures.map(formatFailure)).to.deep.equal([
         `plugin 'omega', rule 'fixture': ${join(fixtures, 'keepalive.fixture.json')}: model: must be the canonical ID (vendor/model) it was recorded from`,

@@ -25,7 +25,9 @@ describe('runConformance on a vendor usage shape, from recorded fixtures', funct
 
   it('passes the billed plugin: its extractor reads meta.billed from the recorded stream and JSON answer', async () => {
     const report = await runConformance({ manifestPath, pluginPath: [vendorUsage], vendors: ['billed'] });
-    expect([...report.failures, ...report.plugins.flatMap((plugin) => plugin.failures)].map(formatFailure)).to.deep.equal([]);
+    expect(
+      [...report.failures, ...report.plugins.flatMap((plugin) => plugin.failures)].map(formatFailure),
+    ).to.deep.equal([]);
     expect(report.ok).to.equal(true);
     // catalog; billed-1: native chat + chat-completions JSON and stream; billed-2: chat-completions JSON and
     // stream; the alias: JSON and stream; the stream fixture replayed for both models.
@@ -42,10 +44,16 @@ describe('runConformance on a vendor usage shape, from recorded fixtures', funct
 
   it('says in plugin test which usage checks came from recorded fixtures', async () => {
     let out = '';
-    const code = await runCli(['plugin', 'test', join(vendorUsage, 'billed')], { out: (text) => (out += text), err: (text) => (out += text) }, {});
+    const code = await runCli(
+      ['plugin', 'test', join(vendorUsage, 'billed')],
+      { out: (text) => (out += text), err: (text) => (out += text) },
+      {},
+    );
     expect(code, out).to.equal(0);
     expect(out).to.match(/✔ billed: \d+ checks passed/);
-    expect(out).to.include("    model 'billed/billed-2', chat-completions (stream): usage: from recorded fixture 'billed-stream'");
+    expect(out).to.include(
+      "    model 'billed/billed-2', chat-completions (stream): usage: from recorded fixture 'billed-stream'",
+    );
   });
 
   it('fails the same plugin with a wrong extractor, naming each fixture and the expected and recorded usage', async () => {
@@ -88,8 +96,18 @@ export const billedUsage: UsageExtractor = {
       expect(noUsage.plugins[0]!.failures.map(formatFailure)[0]).to.equal(
         `plugin 'billed', rule 'fixture': ${meta}: usage: a recorded JSON answer must give the usage the plugin must read from it`,
       );
-      expect(noUsage.plugins[0]!.failures.map(formatFailure).filter((message) => message.includes('(stream)'))).to.deep.equal([]);
-      await writeFile(meta, JSON.stringify({ route: 'responses', model: 'billed/billed-1', stream: false, usage: { inputTokens: 15, outputTokens: 9, cachedTokens: 0 } }));
+      expect(
+        noUsage.plugins[0]!.failures.map(formatFailure).filter((message) => message.includes('(stream)')),
+      ).to.deep.equal([]);
+      await writeFile(
+        meta,
+        JSON.stringify({
+          route: 'responses',
+          model: 'billed/billed-1',
+          stream: false,
+          usage: { inputTokens: 15, outputTokens: 9, cachedTokens: 0 },
+        }),
+      );
       const stray = await runConformance({ manifestPath, pluginPath: [copy], vendors: ['billed'] });
       expect(stray.plugins[0]!.failures.map(formatFailure)[0]).to.equal(
         "plugin 'billed', model 'billed/billed-1', rule 'fixture': fixture 'billed-body' on responses: 'responses' is not a route of the plugin",

@@ -19,7 +19,14 @@ import { isEndpointFault, restsEndpoint, retryWaitMs, type RetryPolicy } from '.
  */
 export type AttemptResult<A, F> =
   | { readonly kind: 'answer'; readonly answer: A }
-  | { readonly kind: 'retry'; readonly failure: F; readonly status?: number; readonly waitMs?: number; readonly callerBound?: boolean; readonly reached?: boolean };
+  | {
+      readonly kind: 'retry';
+      readonly failure: F;
+      readonly status?: number;
+      readonly waitMs?: number;
+      readonly callerBound?: boolean;
+      readonly reached?: boolean;
+    };
 
 export type Attempt<A, F> = (member: PooledEndpoint, signal: AttemptSignal) => Promise<AttemptResult<A, F>>;
 
@@ -55,7 +62,10 @@ export interface FailoverPlan {
   readonly maxAttempts: number;
   /** Whose request it is (the key id): an endpoint's breaker counts one caller's failures once per second. */
   readonly caller?: string;
-  /** The request's session: with a pool's affinity, it picks the endpoints, in the same order for each request of the session. */
+  /**
+   * The request's session: with a pool's affinity, it picks the endpoints, in the same order for each request of the
+   * session.
+   */
   readonly session?: RoutingSession;
   /**
    * Waits between rounds. Without it there is one round: each endpoint at most once, no waiting
@@ -93,7 +103,13 @@ const RESTING = { kind: 'resting' } as const;
  * failed last may be tried again unless its breaker opened.
  * The breaker of each endpoint tried is kept here, and nowhere else.
  */
-export async function attemptUpstream<A, F>(pool: EndpointPool, plan: FailoverPlan, client: ClientWatch, tally: AttemptTally, attempt: Attempt<A, F>): Promise<FailoverOutcome<A, F>> {
+export async function attemptUpstream<A, F>(
+  pool: EndpointPool,
+  plan: FailoverPlan,
+  client: ClientWatch,
+  tally: AttemptTally,
+  attempt: Attempt<A, F>,
+): Promise<FailoverOutcome<A, F>> {
   const first = pool.pick(undefined, plan.session);
   if (!first) return RESTING;
   let member: PooledEndpoint = first;
@@ -110,7 +126,8 @@ export async function attemptUpstream<A, F>(pool: EndpointPool, plan: FailoverPl
       member = other;
       continue;
     }
-    const next: PooledEndpoint | typeof CLIENT_GONE | undefined = plan.retry && (await afterWait(pool, plan.retry, made - 1, result.waitMs, member, client, plan.session));
+    const next: PooledEndpoint | typeof CLIENT_GONE | undefined =
+      plan.retry && (await afterWait(pool, plan.retry, made - 1, result.waitMs, member, client, plan.session));
     if (next === undefined) return { kind: 'failed', failure: result.failure };
     if (!(next instanceof PooledEndpoint)) return CLIENT_GONE;
     member = next;
@@ -120,7 +137,14 @@ export async function attemptUpstream<A, F>(pool: EndpointPool, plan: FailoverPl
 }
 
 /** One attempt, its breaker bookkeeping done; `undefined` when the client left meanwhile. */
-async function attemptOnce<A, F>(pool: EndpointPool, member: PooledEndpoint, client: ClientWatch, tally: AttemptTally, attempt: Attempt<A, F>, plan: FailoverPlan): Promise<AttemptResult<A, F> | undefined> {
+async function attemptOnce<A, F>(
+  pool: EndpointPool,
+  member: PooledEndpoint,
+  client: ClientWatch,
+  tally: AttemptTally,
+  attempt: Attempt<A, F>,
+  plan: FailoverPlan,
+): Promise<AttemptResult<A, F> | undefined> {
   tally.endpoint = member;
   tally.count += 1;
   let result: AttemptResult<A, F>;
@@ -147,7 +171,8 @@ async function attemptOnce<A, F>(pool: EndpointPool, member: PooledEndpoint, cli
   if (result.reached) tally.unreported += 1;
   const status = result.status;
   // Only the endpoint's own faults count against it: never a bound the caller chose.
-  if (!result.callerBound && (status === undefined || isEndpointFault(status))) pool.failed(member, status !== undefined && restsEndpoint(status) ? result.waitMs : undefined, plan.caller);
+  if (!result.callerBound && (status === undefined || isEndpointFault(status)))
+    pool.failed(member, status !== undefined && restsEndpoint(status) ? result.waitMs : undefined, plan.caller);
   else pool.released(member);
   if (plan.onFailure && !result.callerBound) plan.onFailure(failedAttempt(member, status, result.failure));
   return result;
@@ -161,7 +186,10 @@ function failedAttempt(member: PooledEndpoint, status: number | undefined, failu
   if (!isGatewayError(failure)) return { ...base, reason: 'failed' };
   // The error's detail names the provider first (`Upstream provider 'acme' failed: …`): the warning names it already.
   const named = `Upstream provider '${provider}' `;
-  return { ...base, reason: failure.detail.startsWith(named) ? failure.detail.slice(named.length) : `failed: ${failure.detail}` };
+  return {
+    ...base,
+    reason: failure.detail.startsWith(named) ? failure.detail.slice(named.length) : `failed: ${failure.detail}`,
+  };
 }
 
 /** Waits before the next round; the endpoint to try then, `undefined` to stop, or CLIENT_GONE. */

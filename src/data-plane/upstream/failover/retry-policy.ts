@@ -102,7 +102,13 @@ export function backoffMs(policy: RetryPolicy, retry: number): number {
  * retry: the wait is over `maxRetryAfterMs`, or the next attempt would start at or after `deadline`
  * (both on the `now` clock, ms).
  */
-export function retryWaitMs(policy: RetryPolicy, retry: number, upstreamWaitMs: number | undefined, now: number, deadline: number): number | undefined {
+export function retryWaitMs(
+  policy: RetryPolicy,
+  retry: number,
+  upstreamWaitMs: number | undefined,
+  now: number,
+  deadline: number,
+): number | undefined {
   const wait = Math.max(policy.minDelayMs, upstreamWaitMs ?? backoffMs(policy, retry));
   if (wait > policy.maxRetryAfterMs) return undefined;
   if (now + wait >= deadline) return undefined;
