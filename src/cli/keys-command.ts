@@ -24,8 +24,8 @@ import {
   endUserOfFlags,
 } from './end-user-flags.ts';
 
-export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME] [--group NAME] [--cache true|false] [--guardrails NAME,... ('' for none)] ${END_USER_SYNOPSIS}
-keys update KEY_ID [--name NAME] [the limit flags of keys create] [--clear rpm|tpm|quota|budget|concurrency|models|expires-at|team|group|cache|guardrails|daily-tokens|monthly-tokens|daily-usd|monthly-usd|end-user|end-user-rpm|...]...
+export const KEYS_SYNOPSIS = `keys create --name NAME [--rpm N] [--concurrency N] [--models ID,...] [--expires-at ISO] [--daily-tokens N] [--monthly-tokens N] [--tpm N] [--daily-usd X] [--monthly-usd Y] [--team NAME] [--group NAME] [--cache true|false] [--guardrails NAME,... ('' for none)] [--alerts PERCENT,... ('' for none)] ${END_USER_SYNOPSIS}
+keys update KEY_ID [--name NAME] [the limit flags of keys create] [--clear rpm|tpm|quota|budget|concurrency|models|expires-at|team|group|cache|guardrails|alerts|daily-tokens|monthly-tokens|daily-usd|monthly-usd|end-user|end-user-rpm|...]...
 keys list
 keys revoke KEY_ID`;
 
@@ -45,6 +45,7 @@ const CREATE_OPTIONS = {
   cache: { type: 'string' },
   guardrails: { type: 'string' },
   ...END_USER_OPTIONS,
+  alerts: { type: 'string' },
 } as const;
 
 /** The flag of each limit's field, for the error messages of keys and teams alike. */
@@ -66,6 +67,10 @@ export const numberOf = (value: string | undefined) =>
 
 /** A flag's `true` or `false` as a boolean; anything else as given, so that validation names the flag's field. */
 export const booleanOf = (value: string | undefined) => (value === 'true' ? true : value === 'false' ? false : value);
+
+/** Comma-separated percents (`''`: an empty list); a part that is no number stays as given, for validation to name. */
+export const percentsOf = (value: string): unknown[] =>
+  namesOf(value).map((part) => (/^\d+$/.test(part) ? Number(part) : part));
 
 /** A comma-separated list of names (`''`: an empty list). */
 export const namesOf = (value: string) =>
@@ -108,6 +113,7 @@ async function createKey(argv: string[], io: CliIo, stores: OpenStores, env: Nod
     ...(values.group !== undefined && { group: values.group }),
     ...(values.cache !== undefined && { cache: booleanOf(values.cache) }),
     ...(values.guardrails !== undefined && { guardrails: namesOf(values.guardrails) }),
+    ...(values.alerts !== undefined && { alerts: percentsOf(values.alerts) }),
   };
   const endUser = endUserOfFlags(values);
   if (endUser) Object.assign(body, { end_user: endUser });
@@ -145,6 +151,7 @@ const CLEARABLE = [
   'group',
   'cache',
   'guardrails',
+  'alerts',
   'daily-tokens',
   'monthly-tokens',
   'daily-usd',
@@ -188,6 +195,8 @@ function keyChangesOf(
   else if (values.cache !== undefined) body.cache = booleanOf(values.cache);
   if (cleared.has('guardrails')) body.guardrails = null;
   else if (values.guardrails !== undefined) body.guardrails = namesOf(values.guardrails);
+  if (cleared.has('alerts')) body.alerts = null;
+  else if (values.alerts !== undefined) body.alerts = percentsOf(values.alerts);
   for (const field of ['quota', 'budget'] as const) {
     const sides = (Object.keys(SIDES) as (keyof typeof SIDES)[]).filter((flag) => SIDES[flag][0] === field);
     if (!cleared.has(field) && !sides.some((flag) => cleared.has(flag) || values[flag] !== undefined)) continue;
@@ -275,9 +284,10 @@ async function listKeys(argv: string[], io: CliIo, { keys: store }: OpenStores):
     cache: record.cache ?? 'default',
     guardrails: record.guardrails ? record.guardrails.join(',') || 'none' : 'default',
     'end-user': describeEndUser(record.end_user),
+    alerts: record.alerts ? record.alerts.join(',') || 'none' : 'default',
   }));
   const columns = ['id', 'name', 'status', 'created', 'expires', 'rpm', 'concurrency', 'models', 'team', 'group'];
-  io.out(textTable(rows, [...columns, 'cache', 'guardrails', 'end-user']));
+  io.out(textTable(rows, [...columns, 'cache', 'guardrails', 'alerts', 'end-user']));
   return 0;
 }
 

@@ -11,6 +11,7 @@ import { PLUGIN_SYNOPSIS, runPluginCommand } from './plugin-command.ts';
 import { CONFIG_SYNOPSIS, runConfigCommand } from './config-command.ts';
 import { CACHE_SYNOPSIS, runCacheCommand } from './cache-command.ts';
 import { AUDIT_SYNOPSIS, runAuditCommand } from './audit-command.ts';
+import { ALERTS_SYNOPSIS, runAlertsCommand } from './alerts-command.ts';
 import { runTokensCommand, TOKENS_SYNOPSIS } from './tokens-command.ts';
 
 export type { CliIo } from './cli-io.ts';
@@ -23,7 +24,7 @@ export interface CliCommand {
 }
 
 const HEADER =
-  "model-gateway: operator commands (keys, teams, budget groups, service tokens, the audit log, limits and usage on the store the server uses: REDIS_URL, else GATEWAY_DATA_DIR, default data/; the response cache on Redis) and plugin authors' tools";
+  "model-gateway: operator commands (keys, teams, budget groups, service tokens, the audit log, limits, limit alerts and usage on the store the server uses: REDIS_URL, else GATEWAY_DATA_DIR, default data/; the response cache on Redis) and plugin authors' tools";
 
 const commands: Record<string, CliCommand> = {
   keys: { synopsis: KEYS_SYNOPSIS, run: runKeysCommand },
@@ -34,6 +35,7 @@ const commands: Record<string, CliCommand> = {
   cache: { synopsis: CACHE_SYNOPSIS, run: runCacheCommand },
   tokens: { synopsis: TOKENS_SYNOPSIS, run: runTokensCommand },
   audit: { synopsis: AUDIT_SYNOPSIS, run: runAuditCommand },
+  alerts: { synopsis: ALERTS_SYNOPSIS, run: runAlertsCommand },
   plugin: { synopsis: PLUGIN_SYNOPSIS, run: runPluginCommand },
   config: { synopsis: CONFIG_SYNOPSIS, run: runConfigCommand },
   help: { synopsis: 'help', run: async (_argv, io) => (io.out(helpText()), 0) },

@@ -6,7 +6,7 @@ import type { TeamRecord } from '../core/limits.ts';
 import type { OpenStores } from '../stores/open-stores.ts';
 import { withOperatorStores } from './operator-stores.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
-import { booleanOf, LIMIT_FLAGS, namesOf, numberOf } from './keys-command.ts';
+import { booleanOf, LIMIT_FLAGS, namesOf, numberOf, percentsOf } from './keys-command.ts';
 import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
 import { knownGroup } from '../control-plane/admin/key-routes.ts';
@@ -21,12 +21,12 @@ import {
 } from './end-user-flags.ts';
 
 const LIMIT_SYNOPSIS =
-  "[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false] [--guardrails NAME,... ('' for none)] [--group NAME] " +
+  "[--rpm N] [--tpm N] [--daily-tokens N] [--monthly-tokens N] [--daily-usd X] [--monthly-usd Y] [--concurrency N] [--cache true|false] [--guardrails NAME,... ('' for none)] [--group NAME] [--alerts PERCENT,... ('' for none)] " +
   END_USER_SYNOPSIS;
 
 export const TEAMS_SYNOPSIS = `teams create NAME ${LIMIT_SYNOPSIS}
 teams list
-teams update NAME ${LIMIT_SYNOPSIS} [--clear rpm|tpm|quota|budget|concurrency|cache|guardrails|group|daily-tokens|monthly-tokens|daily-usd|monthly-usd|end-user|end-user-rpm|...]...
+teams update NAME ${LIMIT_SYNOPSIS} [--clear rpm|tpm|quota|budget|concurrency|cache|guardrails|group|alerts|daily-tokens|monthly-tokens|daily-usd|monthly-usd|end-user|end-user-rpm|...]...
 teams delete NAME`;
 
 const LIMIT_OPTIONS = {
@@ -42,8 +42,8 @@ const LIMIT_OPTIONS = {
 type LimitFlag = keyof typeof LIMIT_OPTIONS;
 
 /**
- * The limits' flags, `--cache` (the team's response cache setting), `--guardrails`, `--group` (its group) and the
- * `--end-user-*` limits.
+ * The limits' flags, `--cache` (the team's response cache setting), `--guardrails`, `--group` (its group), `--alerts`
+ * and the `--end-user-*` limits.
  */
 const TEAM_OPTIONS = {
   ...LIMIT_OPTIONS,
@@ -51,6 +51,7 @@ const TEAM_OPTIONS = {
   guardrails: { type: 'string' },
   group: { type: 'string' },
   ...END_USER_OPTIONS,
+  alerts: { type: 'string' },
 } as const;
 
 /** Each flag's place in a team: a top-level limit, or one side of `quota` / `budget`. */
@@ -104,6 +105,8 @@ function changesOf(
   else if (values.guardrails !== undefined) body.guardrails = namesOf(values.guardrails);
   if (cleared.has('group')) body.group = null;
   else if (values.group !== undefined) body.group = values.group;
+  if (cleared.has('alerts')) body.alerts = null;
+  else if (values.alerts !== undefined) body.alerts = percentsOf(values.alerts);
   for (const field of ['rpm', 'tpm', 'concurrency'] as const) {
     if (cleared.has(field)) body[field] = null;
     else if (field in given) body[field] = given[field];
@@ -137,6 +140,7 @@ async function createTeam(
   const cache = values.cache === undefined ? {} : { cache: booleanOf(values.cache) };
   const named = values.guardrails === undefined ? {} : { guardrails: namesOf(values.guardrails) };
   const group = values.group === undefined ? {} : { group: values.group };
+  const alerts = values.alerts === undefined ? {} : { alerts: percentsOf(values.alerts) };
   const endUser = endUserOfFlags(values);
   const body = {
     name: teamName(positionals, 'create'),
@@ -144,6 +148,7 @@ async function createTeam(
     ...cache,
     ...named,
     ...group,
+    ...alerts,
     ...(endUser && { end_user: endUser }),
   };
   const team = await teams.create(parseNewTeam(body, flagOf, guardrails, await knownGroup(groups, values.group)));
@@ -171,10 +176,11 @@ async function listTeams(argv: string[], io: CliIo, { teams }: OpenStores): Prom
     cache: team.cache ?? '-',
     guardrails: team.guardrails ? team.guardrails.join(',') || 'none' : '-',
     group: team.group ?? '-',
+    alerts: team.alerts ? team.alerts.join(',') || 'none' : '-',
     'end-user': describeEndUser(team.end_user),
   }));
   const limits = ['rpm', 'tpm', 'daily-tokens', 'monthly-tokens', 'daily-usd', 'monthly-usd', 'concurrency'];
-  io.out(textTable(rows, ['name', 'created', ...limits, 'cache', 'guardrails', 'group', 'end-user']));
+  io.out(textTable(rows, ['name', 'created', ...limits, 'cache', 'guardrails', 'group', 'alerts', 'end-user']));
   return 0;
 }
 
@@ -187,6 +193,7 @@ const CLEARABLE = new Set([
   'cache',
   'guardrails',
   'group',
+  'alerts',
   ...Object.keys(PLACE_OF),
   ...END_USER_CLEARABLE,
 ]);
@@ -211,7 +218,7 @@ async function updateTeam(
       throw new CliUsageError(`--clear takes one of ${[...CLEARABLE].join(', ')}; got '${field}'`);
     const setToo = field.startsWith('end-user')
       ? endUserContradiction(field, values)
-      : field === 'cache' || field === 'guardrails' || field === 'group'
+      : field === 'cache' || field === 'guardrails' || field === 'group' || field === 'alerts'
         ? values[field] !== undefined
           ? field
           : undefined
@@ -263,6 +270,7 @@ function describeLimits(team: TeamRecord): string {
     team.guardrails !== undefined && `guardrails ${team.guardrails.join(', ') || 'none'}`,
     team.group !== undefined && `group ${team.group}`,
     team.end_user !== undefined && `each end user: ${describeEndUser(team.end_user)}`,
+    team.alerts !== undefined && `alerts ${team.alerts.length ? `at ${team.alerts.join(', ')} %` : 'none'}`,
   ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'no limits';
 }

@@ -22,6 +22,8 @@ import { guardrailSettings } from './guardrail-config.ts';
 import type { TracingSettings } from '../ops/tracing/tracing-settings.ts';
 import { tracingConfig, tracingFileSchema } from './tracing-config.ts';
 import { accessSettings, type AccessSettings } from './access-config.ts';
+import { alertSettings } from './alert-config.ts';
+import type { AlertSettings } from '../ops/alerts/alert-settings.ts';
 
 /** Settings of one upstream provider, keyed by its vendor prefix. */
 export interface ProviderSettings {
@@ -127,6 +129,8 @@ export interface GatewayConfig {
    * team) per UTC day; past it, the day's further end users share one bucket.
    */
   readonly endUsersPerKey: number;
+  /** Limit alerts: the default thresholds (`GATEWAY_LIMIT_ALERTS`) and the signed webhook (see docs/budgets.md). */
+  readonly alerts: AlertSettings;
   readonly logLevel: string;
   /** On SIGTERM/SIGINT, how long requests and streams in flight may take to finish before they are ended. */
   readonly drainMs: number;
@@ -743,6 +747,7 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     keyIdSecret: secret('GATEWAY_KEY_ID_SECRET', env.GATEWAY_KEY_ID_SECRET),
     limitsAllowUnbounded: envFlag(env, 'GATEWAY_LIMITS_ALLOW_UNBOUNDED', problem) ?? false,
     endUsersPerKey: envInteger(env, 'GATEWAY_END_USERS_PER_KEY', 1) ?? 10_000,
+    alerts: alertSettings(env, problem),
     logLevel: envLogLevel(env) ?? file.logLevel ?? 'info',
     drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,
     headersTimeoutMs,

@@ -6,6 +6,7 @@ import type { ResponseCache } from '../core/response-cache.ts';
 import type { GuardrailSettings } from '../guardrails/guardrail-settings.ts';
 import type { AuditStore } from '../stores/audit/audit-store.ts';
 import type { GuardrailActionLog } from '../stores/guardrail-actions/guardrail-action-log.ts';
+import type { AlertLog } from '../stores/alerts/alert-log.ts';
 import type { KeyStore } from '../stores/keys/key-store.ts';
 import type { TeamStore } from '../stores/teams/team-store.ts';
 import type { GroupStore } from '../stores/groups/group-store.ts';
@@ -14,6 +15,7 @@ import type { LimitLedger } from '../usage/limit-ledger.ts';
 import type { UsageStore } from '../usage/usage-store.ts';
 import {
   accessGroupStore,
+  accessAlertLog,
   accessGuardrailActions,
   accessKeyStore,
   accessResponseCache,
@@ -30,6 +32,7 @@ import { canonicalModelIds, keyRoutes } from './admin/key-routes.ts';
 import { cacheRoutes } from './admin/cache-routes.ts';
 import { teamRoutes } from './admin/team-routes.ts';
 import { groupRoutes } from './admin/group-routes.ts';
+import { alertRoutes } from './alert-routes.ts';
 import { guardrailActionsRoute } from './guardrail-actions-route.ts';
 import { guardrailListRoute, guardrailNames } from './guardrail-list.ts';
 import { limitsRoute } from './limit-use.ts';
@@ -61,6 +64,8 @@ export interface ManagementOptions {
   readonly guardrailActions?: Pick<GuardrailActionLog, 'recent'>;
   /** Readiness, endpoints and aliases (`/health`). */
   readonly health?: () => Promise<HealthView>;
+  /** Limit alerts' last firings and webhook deliveries (`/alerts`, `/alerts/deliveries`). */
+  readonly alerts?: Pick<AlertLog, 'lastFirings' | 'deliveries'>;
   /** Service tokens (`/tokens`). */
   readonly tokens?: TokenStore;
   /** The audit log (`/audit`). */
@@ -93,7 +98,7 @@ const whoami: RequestHandler = (_req, res) => {
 /**
  * The management routes, one router mounted at `/admin` (bearer) and at `/account/api` (session and
  * CSRF), behind the access gate: keys and usage ({@link keyRoutes}), teams ({@link teamRoutes}), budget
- * groups ({@link groupRoutes}), limits,
+ * groups ({@link groupRoutes}), limits, limit alerts,
  * the response cache ({@link cacheRoutes}), guardrails and their actions, models, health, service
  * tokens, the audit log and `whoami`. Each is declared once with its permission (`MANAGEMENT_ROUTES`).
  * The stores are seen through the access stores: scoped to a team role's teams, every change published.
@@ -128,6 +133,7 @@ export function managementRouter(options: ManagementOptions): Router {
     });
   }
   router.get('/limits', limitsRoute({ keys, teams, limits: options.limits, rate: options.rate, now: options.now }));
+  if (options.alerts) router.use(alertRoutes(accessAlertLog(options.alerts)));
   if (options.guardrailActions)
     router.get('/guardrails/actions', guardrailActionsRoute(accessGuardrailActions(options.guardrailActions)));
   router.get('/guardrails', guardrailListRoute(options.guardrailSettings ?? (() => [])));

@@ -17,8 +17,8 @@ export interface Grant {
   readonly teams?: readonly string[];
 }
 
-/** How an actor proved who it is. */
-export type ActorKind = 'user' | 'service-token' | 'admin-token' | 'cli' | 'config';
+/** How an actor proved who it is (`gateway`: the gateway itself, as a limit alert firing). */
+export type ActorKind = 'user' | 'service-token' | 'admin-token' | 'cli' | 'config' | 'gateway';
 
 /** Who did something, as the audit log names it: ids and names, never a secret. */
 export interface Actor {

@@ -45,6 +45,11 @@ export interface ApiKeyRecord {
   readonly guardrails?: readonly string[];
   /** Limits each end user of the key gets separately (see `EndUserLimits`). */
   readonly end_user?: EndUserLimits;
+  /**
+   * Percents of the key's money budgets and token quotas at which its alerts fire;
+   * absent: the gateway's. `[]`: none.
+   */
+  readonly alerts?: readonly number[];
 }
 
 export type NewKeyInput = Pick<
@@ -63,6 +68,7 @@ export type NewKeyInput = Pick<
   | 'cache'
   | 'guardrails'
   | 'end_user'
+  | 'alerts'
 >;
 
 const KEY_SHAPE = /^sk-[A-Za-z0-9_-]{8,200}$/;

@@ -4,6 +4,7 @@ import type { LimitRefusal } from './gateway-errors.ts';
 import type { ExchangeRecord, ExchangeView, RecordedUsage, SettledFigures } from './exchange.ts';
 import type { GuardrailPhase, RouteId } from '../plugins/plugin-contract.ts';
 import type { Actor } from './access.ts';
+import type { LimitPeriod, LimitScope, Meter } from './limits.ts';
 
 /**
  * The gateway's events, declared once on `node:diagnostics_channel` (as undici's `lib/core/diagnostics.js`
@@ -122,6 +123,14 @@ export interface ExchangeRecordedMessage {
   readonly costUsd: () => number | undefined;
 }
 
+/** A reservation settled (see `EVENTS.settled`). */
+export interface SettledMessage {
+  readonly exchange: ExchangeView;
+  readonly figures: SettledFigures | undefined;
+  /** The meters reserved on (the reservation's, in its windows). */
+  readonly meters: readonly Meter[];
+}
+
 /** A model request's end: the status it was answered with and the gateway's error, if it answered one. */
 export interface ExchangeEndMessage {
   readonly exchange: ExchangeView;
@@ -172,12 +181,35 @@ export interface WebSocketClosed {
   readonly responses: number;
 }
 
+/** A limit alert fired: an owner's money budget or token quota reached one of its thresholds in a window. */
+export interface LimitAlert {
+  readonly source: EventSource;
+  /** This firing's id (`alrt_…`), the webhook's `id`. */
+  readonly id: string;
+  readonly scope: LimitScope;
+  /** The key id or the team name (as the meter names it). */
+  readonly owner: string;
+  /** The team the owner is or belongs to, when it has one (who may read the alert). */
+  readonly team: string | null;
+  readonly kind: 'quota' | 'budget';
+  readonly period: Exclude<LimitPeriod, 'minute'>;
+  /** The percent reached. */
+  readonly threshold: number;
+  /** Use (reservations of requests in flight included) and the limit, in {@link unit}. */
+  readonly used: number;
+  readonly limit: number;
+  readonly unit: 'usd' | 'tokens';
+  /** When the window ends and when it fired (epoch ms). */
+  readonly windowEnd: number;
+  readonly firedAt: number;
+}
+
 /** What a control-plane event is about. */
 export interface EventTarget {
-  readonly type: 'key' | 'team' | 'group' | 'token' | 'cache' | 'config' | 'session' | 'route';
+  readonly type: 'key' | 'team' | 'group' | 'token' | 'cache' | 'config' | 'session' | 'route' | 'limit';
   /**
    * The key's or token's id, the team's or group's name, a cache tenant, a route (`POST /admin/keys`), a config
-   * version.
+   * version, a limit (`<scope>:<owner>:<kind>:<period>`).
    */
   readonly id?: string;
   /** The team the target belongs to, when it belongs to one (what team-scoped readers of the log see). */
@@ -203,8 +235,10 @@ export interface ControlPlaneEvent extends ChangeSite {
 /** A change made on the control plane: keys, teams, service tokens, cache clears, configuration reloads. */
 export interface ControlPlaneChange extends ControlPlaneEvent {
   readonly actor: Actor;
-  /** `key.create`, `key.update`, `key.revoke`, `team.create`, `team.update`, `team.delete`,
-   * `group.create`, `group.update`, `group.delete`, `token.create`, `token.revoke`, `cache.clear`, `config.reload`. */
+  /**
+   * `key.create`, `key.update`, `key.revoke`, `team.create`, `team.update`, `team.delete`, `group.create`,
+   * `group.update`, `group.delete`, `token.create`, `token.revoke`, `cache.clear`, `config.reload`, `limit.alert`.
+   */
   readonly action: string;
   readonly target: EventTarget;
   /** The target before and after, as the admin API shows it: never a secret or its hash's input. */
@@ -306,14 +340,19 @@ export const EVENTS = {
   /** A streamed answer starts and stops being relayed (the open-streams gauge). */
   streamOpened: event<ExchangeView>('stream:opened'),
   streamClosed: event<ExchangeView>('stream:closed'),
-  /** The request's reservation settled to the figures its usage record holds (none: released). */
-  settled: event<{ readonly exchange: ExchangeView; readonly figures: SettledFigures | undefined }>('exchange:settled'),
+  /**
+   * The request's reservation settled to the figures its usage record holds (none: released), on the meters
+   * it had reserved on.
+   */
+  settled: event<SettledMessage>('exchange:settled'),
   exchangeRecorded: event<ExchangeRecordedMessage>('exchange:recorded'),
   exchangeEnd: event<ExchangeEndMessage>('exchange:end'),
   /** A WebSocket opened on a model route, a message on it was answered, it closed. */
   webSocketOpen: event<WebSocketView>('websocket:open'),
   webSocketMessage: event<WebSocketMessage>('websocket:message'),
   webSocketClose: event<WebSocketClosed>('websocket:close'),
+  /** A limit alert's threshold was reached (once per threshold, window and meter across instances). */
+  limitAlert: event<LimitAlert>('limit:alert'),
   /** Changes of keys, teams, tokens, the cache and the configuration. */
   controlPlaneChange: event<ControlPlaneChange>('control-plane:change'),
   /** Refused control-plane requests and sign-ins. */

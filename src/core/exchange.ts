@@ -8,6 +8,7 @@ import type {
   CallerGroup,
   EndUserLimits,
   EndUserSetting,
+  AlertSetting,
   GuardrailSetting,
   Limits,
   MoneyBudget,
@@ -32,7 +33,12 @@ export interface CallerKey {
    * The key's team: its id (what its shared counters and cache entries are kept under), its name, the limits it shares
    * with the team's other keys, its cache setting and the name of its budget group (as read from the team store).
    */
-  readonly team?: Pick<TeamRecord, 'id' | 'name' | 'group'> & Limits & CacheSetting & GuardrailSetting & EndUserSetting;
+  readonly team?: Pick<TeamRecord, 'id' | 'name' | 'group'> &
+    Limits &
+    CacheSetting &
+    GuardrailSetting &
+    EndUserSetting &
+    AlertSetting;
   /**
    * The budget group the request draws from: the key's, else its team's (as read from the group store), with
    * its id (what its counters are kept under), name and limits.
@@ -46,6 +52,8 @@ export interface CallerKey {
   readonly guardrails?: readonly string[];
   /** The limits each end user of the key gets separately. */
   readonly end_user?: EndUserLimits;
+  /** The key's alert thresholds (percents of its budgets and quotas); absent: the gateway's. */
+  readonly alerts?: readonly number[];
 }
 
 /** What a guardrail did to an exchange, as its usage record keeps it (never what it found). */

@@ -63,8 +63,17 @@ export interface GuardrailSetting {
   readonly guardrails?: readonly string[];
 }
 
+/** At which percents of its money budgets and token quotas (day and month) an owner's limit alerts fire. */
+export interface AlertSetting {
+  /**
+   * Percents, whole numbers from 1 to 100, sorted and unique; `[]`: none. Absent: the gateway's
+   * (`GATEWAY_LIMIT_ALERTS`, default 50, 80 and 100).
+   */
+  readonly alerts?: readonly number[];
+}
+
 /** A team: a name keys can name, the limits its keys share, whether their answers are cached, and their guardrails. */
-export interface TeamRecord extends Limits, CacheSetting, GuardrailSetting, EndUserSetting {
+export interface TeamRecord extends Limits, CacheSetting, GuardrailSetting, EndUserSetting, AlertSetting {
   /**
    * Made when the team is created and never changed (see `core/team-identity.ts`): what its limit counters,
    * response cache entries and usage are kept under, so a team created later under the same name starts clean.
@@ -141,4 +150,6 @@ export interface Meter {
   readonly counter: string;
   /** When the window ends (epoch ms): the counter expires then, and a refusal's Retry-After points there. */
   readonly resetAt: number;
+  /** The alert thresholds of the meter's owner (percents); absent: the gateway's. */
+  readonly alerts?: readonly number[];
 }

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { LimitRefusal } from '../core/gateway-errors.ts';
+import type { Meter } from '../core/limits.ts';
 import { GENAI_BUCKETS, type GenAiMetrics, type GenAiObservation } from './genai-observation.ts';
 
 /** Why the connection caps refused a connection or a request, as `gateway_refusals_total` counts it. */
@@ -108,6 +109,8 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
   private readonly webSocketReceived: Counter<'type'>;
   private readonly webSocketSent: Counter;
   private readonly webSocketCloses: Counter<'code'>;
+  /** `scope period kind` → counter → its use ratio and when its window ends. */
+  private readonly limitUses = new Map<string, Map<string, { ratio: number; resetAt: number }>>();
 
   constructor(sources: { usageQueueDepth?: () => number; configStale?: () => boolean; build?: BuildInfo } = {}) {
     const registers = [this.registry];
@@ -346,6 +349,40 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
       registers,
     });
     for (const type of ['response.create', 'response.cancel', 'invalid']) this.webSocketReceived.labels(type).inc(0);
+    new Gauge({
+      name: 'gateway_limit_used_ratio',
+      help:
+        'The highest use over limit (reservations in flight included) among the money budgets (kind budget) and token ' +
+        'quotas (kind quota) of keys, teams and groups (scope) for the UTC day or month (period), as settlements ' +
+        'this instance saw left them in the windows still open; 1 is the whole limit',
+      labelNames: ['scope', 'period', 'kind'],
+      registers,
+      aggregator: 'max',
+      collect() {
+        this.reset();
+        const now = Date.now();
+        for (const [labels, uses] of self.limitUses) {
+          let highest: number | undefined;
+          for (const [counter, use] of uses) {
+            if (use.resetAt <= now) uses.delete(counter);
+            else highest = Math.max(highest ?? 0, use.ratio);
+          }
+          const [scope, period, kind] = labels.split(' ');
+          if (highest !== undefined) this.set({ scope, period, kind }, highest);
+          else self.limitUses.delete(labels);
+        }
+      },
+    });
+  }
+
+  /** A day's or month's budget or quota as a settlement left it (`used` in the meter's unit, as its `limit`). */
+  limitUse(meter: Pick<Meter, 'scope' | 'period' | 'kind' | 'counter' | 'limit' | 'resetAt'>, used: number): void {
+    const labels = `${meter.scope} ${meter.period} ${meter.kind}`;
+    let uses = this.limitUses.get(labels);
+    if (!uses) this.limitUses.set(labels, (uses = new Map()));
+    // Bounded: a full map starts over (each scrape drops the windows that ended).
+    if (uses.size >= 10_000 && !uses.has(meter.counter)) uses.clear();
+    uses.set(meter.counter, { ratio: meter.limit > 0 ? used / meter.limit : 0, resetAt: meter.resetAt });
   }
 
   webSocketOpened(): void {

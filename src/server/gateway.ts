@@ -46,6 +46,11 @@ export interface Gateway {
   /** Waits until every usage record taken so far is stored. */
   flushUsage(): Promise<void>;
   /**
+   * Waits until every settlement so far is evaluated for limit alerts (their events published) and every
+   * webhook delivery started has ended (delivered, or its last attempt failed).
+   */
+  flushAlerts(): Promise<void>;
+  /**
    * Stops accepting connections and lets requests and streams in flight finish for up to `drainMs`
    * (the config's by default); then ends those still open (each still gets its usage record, estimated
    * where the upstream had not reported it yet), stores every pending record and closes the stores.
@@ -137,6 +142,7 @@ export async function startGateway(
     limits: stores.ledger,
     // Settlements ride along with the records: flushed after them.
     flushUsage: () => serving.accounting.flush().then(() => stores.ledger.flush()),
+    flushAlerts: () => observability.flushAlerts(),
     endInFlight: stop.endInFlight,
     reloadConfig: (trigger = 'SIGHUP') => configuration.live.reload(trigger),
     configVersion: () => configuration.live.current.version,

@@ -29,6 +29,9 @@ import type { LimitLedger } from '../usage/limit-ledger.ts';
 import { EmbeddedLedger } from './limits/embedded-ledger.ts';
 import { FallbackLedger } from './limits/fallback-ledger.ts';
 import { RedisLedger } from './limits/redis-ledger.ts';
+import type { AlertLog } from './alerts/alert-log.ts';
+import { EmbeddedAlertLog } from './alerts/embedded-alert-log.ts';
+import { RedisAlertLog } from './alerts/redis-alert-log.ts';
 
 /** The stores a process works on, with what they hold open (a Redis connection), closed together. */
 export interface OpenStores<
@@ -45,6 +48,8 @@ export interface OpenStores<
   readonly guardrailActions: GuardrailActionLog;
   /** Service tokens of the admin API. */
   readonly tokens: TokenStore;
+  /** Limit alerts: which thresholds fired (claimed once across instances), the last firings, webhook deliveries. */
+  readonly alerts: AlertLog;
   /** The audit log (append-only, hash-chained). */
   readonly audit: AuditStore;
   /** Present when asked for (`usage: true`). */
@@ -125,6 +130,7 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
     : new EmbeddedGuardrailActionLog();
   const tokens: TokenStore = redis ? new RedisTokenStore(redis) : new FileTokenStore(config.dataDir);
   const audit: AuditStore = redis ? new RedisAuditStore(redis) : new FileAuditStore(config.dataDir);
+  const alerts: AlertLog = redis ? new RedisAlertLog(redis, logger) : new EmbeddedAlertLog();
   let usage: UsageStore | undefined;
   if (options.usage) {
     const inner = redis
@@ -149,6 +155,7 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
     guardrailActions,
     tokens,
     audit,
+    alerts,
     usage,
     ledger,
     async close() {
@@ -160,6 +167,7 @@ export async function openStores(config: StoresConfig, options: OpenStoresOption
       await guardrailActions.close();
       await tokens.close();
       await audit.close();
+      await alerts.close();
       // QUIT lets commands already sent finish; a connection still trying has nothing to finish.
       if (redis?.status === 'ready') await redis.quit().catch(() => redis.disconnect());
       else redis?.disconnect();

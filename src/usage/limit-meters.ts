@@ -1,5 +1,5 @@
 import type { CallerKey } from '../core/exchange.ts';
-import type { Limits, LimitPeriod, LimitScope, Meter } from '../core/limits.ts';
+import type { AlertSetting, Limits, LimitPeriod, LimitScope, Meter } from '../core/limits.ts';
 import { costNanoUsd } from './pricing.ts';
 
 const MINUTE = 60_000;
@@ -30,12 +30,20 @@ export function windowOf(period: LimitPeriod, now: number): { tag: string; reset
  * The token and money meters of one owner's limits at `now` (rpm: see {@link requestMeter}), counted under
  * `id` (a team's id; the owner itself by default).
  */
-export function metersOfLimits(scope: LimitScope, owner: string, limits: Limits, now: number, id = owner): Meter[] {
+export function metersOfLimits(
+  scope: LimitScope,
+  owner: string,
+  limits: Limits & AlertSetting,
+  now: number,
+  id = owner,
+): Meter[] {
   const meters: Meter[] = [];
+  const { alerts } = limits;
   const add = (kind: Meter['kind'], period: LimitPeriod, limit: number | undefined) => {
     if (limit === undefined) return;
     const { tag, resetAt } = windowOf(period, now);
-    meters.push({ scope, owner, kind, period, limit, counter: `${scope}:${id}:${kind}:${tag}`, resetAt });
+    const counter = `${scope}:${id}:${kind}:${tag}`;
+    meters.push({ scope, owner, kind, period, limit, counter, resetAt, ...(alerts && { alerts }) });
   };
   add('tpm', 'minute', limits.tpm);
   add('quota', 'day', limits.quota?.daily);

@@ -133,16 +133,17 @@ describe('CLI', function () {
       'group',
       'cache',
       'guardrails',
+      'alerts',
       'end-user',
     ]);
     expect(rows).to.have.length(3);
     expect(rows[0]).to.match(
       new RegExp(
-        `^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all\\s+-\\s+-\\s+default\\s+default\\s+-$`,
+        `^${id}\\s+first\\s+revoked\\s+\\S+\\s+never\\s+default\\s+default\\s+all\\s+-\\s+-\\s+default\\s+default\\s+default\\s+-$`,
       ),
     );
-    expect(rows[1]).to.match(/\ssecond\s+active\s.*\strue\s+default\s+-$/);
-    expect(rows[2]).to.match(/\sthird\s+active\s.*\sfalse\s+default\s+-$/);
+    expect(rows[1]).to.match(/\ssecond\s+active\s.*\strue\s+default\s+default\s+-$/);
+    expect(rows[2]).to.match(/\sthird\s+active\s.*\sfalse\s+default\s+default\s+-$/);
     expect(listed.out).not.to.match(/sk-|[0-9a-f]{64}/);
   });
 
@@ -171,8 +172,8 @@ describe('CLI', function () {
       ['trusted', []],
     ]);
     const rows = (await cli(['keys', 'list'], withConfig)).out.trimEnd().split('\n').slice(1);
-    expect(rows[0]).to.match(/\sstrict\s.*\sno-codes,no-emails\s+-$/);
-    expect(rows[1]).to.match(/\strusted\s.*\snone\s+-$/);
+    expect(rows[0]).to.match(/\sstrict\s.*\sno-codes,no-emails\s+default\s+-$/);
+    expect(rows[1]).to.match(/\strusted\s.*\snone\s+default\s+-$/);
   });
 
   it('is picked up by a running store instance without a restart', async () => {

@@ -83,10 +83,11 @@ describe("CLI teams and the keys' budget flags", function () {
       'cache',
       'guardrails',
       'group',
+      'alerts',
       'end-user',
     ]);
-    expect(rows[0]).to.match(/^research\s+\S+\s+60\s+20000\s+5000\s+-\s+-\s+80\.5\s+40\s+false\s+-\s+-\s+-$/);
-    expect(rows[1]).to.match(/^bare\s+\S+(\s+-){11}$/);
+    expect(rows[0]).to.match(/^research\s+\S+\s+60\s+20000\s+5000\s+-\s+-\s+80\.5\s+40\s+false\s+-\s+-\s+-\s+-$/);
+    expect(rows[1]).to.match(/^bare\s+\S+(\s+-){12}$/);
   });
 
   it("sets a team's guardrails (those the configuration holds, or none), changes them, and removes them with --clear guardrails", async () => {
@@ -110,7 +111,7 @@ describe("CLI teams and the keys' budget flags", function () {
       code: 1,
       err: "Invalid input parameters\n  Field '--guardrails': no guardrail is named 'nope' in the configuration (configured: no-emails, moderation)\n",
     });
-    expect((await cli(['teams', 'list'], withConfig)).out).to.match(/\nsupport\s.*\snone\s+-\s+-\n$/);
+    expect((await cli(['teams', 'list'], withConfig)).out).to.match(/\nsupport\s.*\snone\s+-\s+-\s+-\n$/);
     expect(
       await cli(['teams', 'update', 'support', '--clear', 'guardrails', '--guardrails', 'no-emails'], withConfig),
     ).to.deep.include({ code: 2 });
@@ -238,7 +239,9 @@ describe("CLI teams and the keys' budget flags", function () {
     const key = /^(sk-[A-Za-z0-9_-]{43})$/m.exec(made.out)![1]!;
     const record = (await new FileKeyStore(dataDir).findByHash(hashApiKey(key)))!;
     expect(record).to.deep.include({ team: 'busy', tpm: 900, budget: { daily_usd: 1.5, monthly_usd: 30 } });
-    expect((await cli(['keys', 'list'], env)).out).to.match(/\smember\s.*\sbusy\s+-\s+default\s+default\s+-$/m);
+    expect((await cli(['keys', 'list'], env)).out).to.match(
+      /\smember\s.*\sbusy\s+-\s+default\s+default\s+default\s+-$/m,
+    );
     expect(await cli(['teams', 'delete', 'busy'], env)).to.deep.include({
       code: 1,
       err: "Team 'busy' is named by 1 key that is not revoked; revoke it first\n",

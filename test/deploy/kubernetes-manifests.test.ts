@@ -548,7 +548,7 @@ describe('Kubernetes manifests: rendered by kustomize', function () {
     ).to.deep.equal([['metrics', '/metrics']]);
   });
 
-  it('alerts on served metrics: stale config, queued usage, endpoint down, 5xx, dropped spans', async () => {
+  it('alerts on served metrics: stale config, queued usage, endpoint down, 5xx, dropped spans, limits nearly spent and spent', async () => {
     const rule = find(overlays.production!, 'PrometheusRule');
     const rules = (rule.spec.groups as K8sObject[]).flatMap((group) => group.rules as K8sObject[]);
     expect(rules.map((entry) => entry.alert)).to.deep.equal([
@@ -557,6 +557,8 @@ describe('Kubernetes manifests: rendered by kustomize', function () {
       'ModelGatewayUpstreamEndpointDown',
       'ModelGatewayHighErrorRate',
       'ModelGatewayTraceSpansDropped',
+      'ModelGatewayLimitNearlySpent',
+      'ModelGatewayLimitSpent',
     ]);
     const test = await startTestGateway();
     try {

@@ -11,6 +11,7 @@ import { endpointsOf } from '../../src/data-plane/upstream/provider-endpoints.ts
 import { loadPlugins } from '../../src/plugins/load-plugins.ts';
 import { FileKeyStore } from '../../src/stores/keys/file-key-store.ts';
 import { MemoryLedger } from '../../src/stores/limits/memory-ledger.ts';
+import { EmbeddedAlertLog } from '../../src/stores/alerts/embedded-alert-log.ts';
 import { MemorySessionStore } from '../../src/stores/session-store.ts';
 import { EmbeddedUsageStore } from '../../src/stores/usage/embedded-usage-store.ts';
 import { metersOfLimits, requestMeter } from '../../src/usage/limit-meters.ts';
@@ -35,6 +36,7 @@ describe('account page limits view in headless Chromium', function () {
   let keys: FileKeyStore;
   let usage: EmbeddedUsageStore;
   let ledger: MemoryLedger;
+  let alerts: EmbeddedAlertLog;
   let app: GuardedApp;
   let browser: HeadlessBrowser;
   let page: Page;
@@ -58,6 +60,7 @@ describe('account page limits view in headless Chromium', function () {
     keys = new FileKeyStore(dataDir);
     usage = await EmbeddedUsageStore.open(dataDir, createLogger('silent'));
     ledger = new MemoryLedger();
+    alerts = new EmbeddedAlertLog();
     const teams = new MemoryTeamStore([
       { name: 'research', ...RESEARCH, cache: false },
       { name: 'idle', quota: { daily: 1000 } },
@@ -75,6 +78,7 @@ describe('account page limits view in headless Chromium', function () {
           sessions: new MemorySessionStore(),
           teams,
           limits: ledger,
+          alerts,
         }),
       },
     });
@@ -102,6 +106,37 @@ describe('account page limits view in headless Chromium', function () {
     use('team', 'research', RESEARCH, [0, 4_200_000]);
     requests('key', capped.id, 60, 3);
     requests('team', 'research', 600, 3);
+    const windowEnd = new Date(Date.now() + 3_600_000).toISOString();
+    const firing = {
+      team: 'research',
+      unit: 'usd',
+      window_end: windowEnd,
+      fired_at: '2026-11-23T14:05:00.000Z',
+    } as const;
+    alerts.fired({
+      ...firing,
+      id: 'alrt_1',
+      scope: 'key',
+      owner: capped.id,
+      kind: 'budget',
+      period: 'day',
+      threshold: 80,
+      used: 4.1,
+      limit: 5,
+    });
+    alerts.fired({
+      ...firing,
+      id: 'alrt_2',
+      scope: 'team',
+      owner: 'research',
+      kind: 'quota',
+      period: 'month',
+      threshold: 50,
+      used: 60_000,
+      limit: 100_000,
+      unit: 'tokens',
+      fired_at: '2026-11-22T09:30:00.000Z',
+    });
 
     await page.goto(`${app.url}/account#limits`);
     await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
@@ -148,6 +183,26 @@ describe('account page limits view in headless Chromium', function () {
     expect(idle.Cache).to.equal('default');
     expect(idle['Requests per minute']).to.equal('—');
     expect(await page.locator('#limits-unmetered').isVisible()).to.equal(false);
+
+    // Each alert's last firing, newest first.
+    await page.getByRole('heading', { name: 'Alerts', level: 2 }).waitFor();
+    const fired = page.locator('#limit-alerts-table tbody tr');
+    expect(await fired.count()).to.equal(2);
+    expect(await rowCells(fired.nth(0))).to.deep.equal({
+      Owner: `capped key${capped.id}`,
+      Limit: 'Daily budget',
+      Threshold: '80%',
+      'Used when fired': '$4.10 / $5.00',
+      'Last fired': '2026-11-23 14:05 UTC',
+    });
+    expect(await rowCells(fired.nth(1))).to.deep.equal({
+      Owner: 'team research',
+      Limit: 'Monthly quota',
+      Threshold: '50%',
+      'Used when fired': '60,000 / 100,000',
+      'Last fired': '2026-11-22 09:30 UTC',
+    });
+    expect(await page.locator('#limit-alerts-empty').isVisible()).to.equal(false);
     expect(await accessibilityViolations(page)).to.deep.equal([]);
     await screenshot(page, 'account-limits');
 
@@ -175,6 +230,7 @@ describe('account page limits view in headless Chromium', function () {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     expect(await page.locator('#limit-keys-table tbody tr').count()).to.equal(0);
+    expect(await page.locator('#limit-alerts-table tbody tr').count()).to.equal(0);
     expect(browser.problems).to.deep.equal([]);
   });
 });

@@ -139,7 +139,16 @@ describe('observing the gateway from outside: a subscriber to its events, and no
       socket.send({ type: 'response.cancel' } as never);
       await answered;
       socket.close();
+      // A key whose first request (7 tokens) reaches its one alert threshold (1 % of a 100-token daily quota).
+      const alerted = await test.gateway.keys.create({ name: 'alerted', quota: { daily: 100 }, alerts: [1] });
+      const limited = await request(`${test.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${alerted.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'tau/tau-1', max_tokens: 20, messages: [{ role: 'user', content: 'hello' }] }),
+      });
+      expect(limited.statusCode, await limited.body.text()).to.equal(200);
       await test.gateway.flushUsage();
+      await test.gateway.flushAlerts();
 
       await eventually(() => Object.values(EVENTS).every((event) => seen.has(event.name)), 'every event seen');
       expect([...seen.keys()].sort()).to.deep.equal(
@@ -147,7 +156,8 @@ describe('observing the gateway from outside: a subscriber to its events, and no
           .map((event) => event.name)
           .sort(),
       );
-      expect(seen.get(EVENTS.exchangeRecorded.name)).to.equal(4);
+      expect(seen.get(EVENTS.exchangeRecorded.name)).to.equal(5);
+      expect(seen.get(EVENTS.limitAlert.name)).to.equal(1);
     } finally {
       off.forEach((unsubscribe) => unsubscribe());
     }

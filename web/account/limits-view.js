@@ -102,6 +102,43 @@ function keyRow(key, teamNames) {
   return row([keyCell(key), team, rpm, ...rest], { header: true, wrap: [1] });
 }
 
+const LIMIT_NAMES = {
+  'quota day': 'Daily quota',
+  'quota month': 'Monthly quota',
+  'budget day': 'Daily budget',
+  'budget month': 'Monthly budget',
+};
+
+/** One alert's last firing: whose limit, which, the threshold, the use then and when. */
+function alertRow(firing, keyNames) {
+  const owner =
+    firing.scope === 'key' && keyNames.has(firing.owner)
+      ? nameWithId(keyNames.get(firing.owner), firing.owner)
+      : `${firing.scope} ${firing.owner}`;
+  const format = firing.unit === 'usd' ? formatUsd : formatNumber;
+  const fired = element('time', { text: formatTime(firing.fired_at), attrs: { datetime: firing.fired_at } });
+  const limit = LIMIT_NAMES[`${firing.kind} ${firing.period}`] ?? `${firing.kind} (${firing.period})`;
+  return row([owner, limit, `${firing.threshold}%`, `${format(firing.used)} / ${format(firing.limit)}`, fired], {
+    header: true,
+    wrap: [0],
+  });
+}
+
+/** The alerts table: a store that cannot be read says so there, without hiding the limits. */
+async function showAlerts(keyNames) {
+  let firings;
+  try {
+    firings = (await api('/alerts')).data;
+  } catch (error) {
+    byId('limit-alerts-error').textContent = error.message;
+    return;
+  }
+  byId('limit-alerts-table').tBodies[0].replaceChildren(...firings.map((firing) => alertRow(firing, keyNames)));
+  stackTable(byId('limit-alerts-table'));
+  byId('limit-alerts-empty').hidden = firings.length > 0;
+  byId('limit-alerts-error').textContent = '';
+}
+
 function teamRow(team, keyNames) {
   const members = team.key_ids.map((id) => keyNames.get(id) ?? id);
   const [rpm, ...rest] = useCells(`team ${team.name}`, team.use);
@@ -125,11 +162,13 @@ export async function showLimits() {
   byId('limits-unmetered').hidden = view.metered;
   byId('limits-counted').textContent = `As of ${formatTime(view.generated_at)}.`;
   byId('limits-error').textContent = '';
+  await showAlerts(keyNames);
 }
 
 /** Drops the limits shown, on sign-out. */
 export function clearLimits() {
-  for (const id of ['limit-keys-table', 'limit-teams-table']) byId(id).tBodies[0].replaceChildren();
+  for (const id of ['limit-keys-table', 'limit-teams-table', 'limit-alerts-table'])
+    byId(id).tBodies[0].replaceChildren();
   byId('limits-counted').textContent = '';
 }
 

@@ -7,6 +7,7 @@ import type { GroupChanges, GroupStore } from '../../stores/groups/group-store.t
 import { groupView } from '../admin/group-routes.ts';
 import type { UsageQuery, UsageRow, UsageStore } from '../../usage/usage-store.ts';
 import type { GuardrailActionLog } from '../../stores/guardrail-actions/guardrail-action-log.ts';
+import type { AlertLog } from '../../stores/alerts/alert-log.ts';
 import { keyView } from '../admin/key-routes.ts';
 import { teamView } from '../admin/team-routes.ts';
 import type { EmptiedCache } from '../admin/cache-routes.ts';
@@ -288,6 +289,20 @@ export function accessGuardrailActions(inner: Pick<GuardrailActionLog, 'recent'>
       const kept = await inner.recent(limit);
       return scope === 'all' ? kept : kept.filter((entry) => covers(scope, entry.team));
     },
+  };
+}
+
+/** The alert log as the management routes read it: a team role sees the alerts of its teams' keys and teams only. */
+export function accessAlertLog(
+  inner: Pick<AlertLog, 'lastFirings' | 'deliveries'>,
+): Pick<AlertLog, 'lastFirings' | 'deliveries'> {
+  const visible = <T extends { readonly team: string | null }>(entries: T[]): T[] => {
+    const { scope } = scopeNow('limits.read');
+    return scope === 'all' ? entries : entries.filter((entry) => covers(scope, entry.team));
+  };
+  return {
+    lastFirings: async () => visible(await inner.lastFirings()),
+    deliveries: async (limit) => visible(await inner.deliveries(limit)),
   };
 }
 

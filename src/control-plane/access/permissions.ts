@@ -86,6 +86,8 @@ export const MANAGEMENT_ROUTES: readonly RouteRule[] = [
   { method: 'PATCH', path: '/groups/:name', permission: 'groups.write' },
   { method: 'DELETE', path: '/groups/:name', permission: 'groups.write' },
   { method: 'GET', path: '/limits', permission: 'limits.read' },
+  { method: 'GET', path: '/alerts', permission: 'limits.read' },
+  { method: 'GET', path: '/alerts/deliveries', permission: 'limits.read' },
   { method: 'GET', path: '/usage', permission: 'usage.read', target: 'usage' },
   { method: 'GET', path: '/usage.csv', permission: 'usage.read', target: 'usage' },
   { method: 'DELETE', path: '/cache', permission: 'cache.clear', target: 'cache' },

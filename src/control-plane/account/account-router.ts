@@ -1,3 +1,4 @@
+import type { AlertLog } from '../../stores/alerts/alert-log.ts';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -81,6 +82,8 @@ export interface AccountRouterOptions {
   readonly guardrailSettings?: () => readonly GuardrailSettings[];
   /** The newest guardrail actions, for `GET /guardrails/actions`; that path answers 404 without it. */
   readonly guardrailActions?: Pick<GuardrailActionLog, 'recent'>;
+  /** Limit alerts' last firings and webhook deliveries (`/alerts`, `/alerts/deliveries`). */
+  readonly alerts?: Pick<AlertLog, 'lastFirings' | 'deliveries'>;
   /** The response cache `DELETE /cache` empties (with `teams`). */
   readonly responseCache?: ResponseCache;
   /** Single sign-on in force (read per sign-in); none: the admin token only. */
@@ -113,7 +116,8 @@ const noStore: RequestHandler = (_req, res, next) => {
  * (`/keys`, `/usage`) behind the session, `GET /usage.csv`, `GET /models`, `GET /health`, `GET /limits`
  * (every key's and team's limits and their use now, see `limitUseView`), the admin API's team operations
  * (`/teams`, see `teamRoutes`), `GET /guardrails` (the configured guardrails) and `GET /guardrails/actions`
- * (the newest guardrail actions, see `guardrailActionsRoute`).
+ * (the newest guardrail actions, see `guardrailActionsRoute`), `GET /alerts` and `/alerts/deliveries` (limit
+ * alerts' last firings and webhook deliveries, see `alertRoutes`).
  */
 export function accountRouter(options: AccountRouterOptions): Router {
   const router = Router();

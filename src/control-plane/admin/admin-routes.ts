@@ -13,6 +13,7 @@ import type { GuardrailSettings } from '../../guardrails/guardrail-settings.ts';
 import type { GuardrailActionLog } from '../../stores/guardrail-actions/guardrail-action-log.ts';
 import type { TokenStore } from '../../stores/tokens/token-store.ts';
 import type { AuditStore } from '../../stores/audit/audit-store.ts';
+import type { AlertLog } from '../../stores/alerts/alert-log.ts';
 import { accessGate } from '../access/access-gate.ts';
 import { bearerPrincipal } from '../access/bearer-principal.ts';
 import { MANAGEMENT_ROUTES } from '../access/permissions.ts';
@@ -72,6 +73,8 @@ export interface AdminRouterOptions {
   readonly guardrailActions?: Pick<GuardrailActionLog, 'recent'>;
   /** Readiness, endpoints and aliases, for `GET /admin/health`. */
   readonly health?: () => Promise<HealthView>;
+  /** Limit alerts, for `GET /admin/alerts` and `/admin/alerts/deliveries`; those paths answer 404 without it. */
+  readonly alerts?: Pick<AlertLog, 'lastFirings' | 'deliveries'>;
   readonly access?: AccessOptions;
 }
 

@@ -36,6 +36,8 @@ export interface KeyView {
   readonly guardrails: readonly string[] | null;
   /** The limits each end user of the key gets; null when unset. */
   readonly end_user: ApiKeyRecord['end_user'] | null;
+  /** The percents of its budgets and quotas at which the key's alerts fire; null when unset (the gateway's). */
+  readonly alerts: readonly number[] | null;
 }
 
 export function keyView(record: ApiKeyRecord): KeyView {
@@ -57,6 +59,7 @@ export function keyView(record: ApiKeyRecord): KeyView {
     cache: record.cache ?? null,
     guardrails: record.guardrails ?? null,
     end_user: record.end_user ?? null,
+    alerts: record.alerts ?? null,
   };
 }
 

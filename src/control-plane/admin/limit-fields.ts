@@ -117,25 +117,18 @@ export const guardrailList = () =>
 
 const ALERT_RULE = 'must be a list of whole percents from 1 to 100 in ascending order, each once ([] for none)';
 
+const percent = () => yup.number().strict().typeError(ALERT_RULE).required(ALERT_RULE).integer(ALERT_RULE);
+
 /** `alerts`: the percents of the owner's money budgets and token quotas at which alerts fire; `[]`: none. */
 export const alertList = () =>
   yup
-    .array(
-      yup
-        .number()
-        .strict()
-        .typeError(ALERT_RULE)
-        .required(ALERT_RULE)
-        .integer(ALERT_RULE)
-        .min(1, ALERT_RULE)
-        .max(100, ALERT_RULE),
-    )
+    .array(percent().min(1, ALERT_RULE).max(100, ALERT_RULE))
     .strict()
     .typeError(ALERT_RULE)
     .test(
       'ascending',
       ALERT_RULE,
-      (value) => !value || value.every((percent, index) => index === 0 || percent > value[index - 1]!),
+      (value) => !value || value.every((each, index) => index === 0 || each > value[index - 1]!),
     )
     .default(undefined);
 

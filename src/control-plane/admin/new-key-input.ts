@@ -6,6 +6,7 @@ import { isTeamName, TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import {
   cacheSetting,
   endUserLimits,
+  alertList,
   guardrailList,
   knownFields,
   moneyBudget,
@@ -45,6 +46,7 @@ const KEY_FIELDS = {
   cache: cacheSetting(),
   guardrails: guardrailList(),
   end_user: endUserLimits(),
+  alerts: alertList(),
 };
 
 const keyName = () => yup.string().strict().typeError('must be a string').max(200, 'must be at most 200 characters');
@@ -69,6 +71,7 @@ export const KEY_CHANGE_FIELDS = [
   'cache',
   'guardrails',
   'end_user',
+  'alerts',
 ] as const;
 
 const keyChangesSchema = knownFields(
@@ -114,8 +117,9 @@ export interface NewKeyCheck {
  * `concurrency`, `models` (canonical IDs), `expires_at` (ISO date-time in the future) and `quota` (`daily`,
  * `monthly`), `tpm`, `budget` (`daily_usd`, `monthly_usd`), `team` (an existing team's name), `group` (an existing
  * budget group's name), `cache` (a boolean; `false` keeps the key's requests out of the response cache), `guardrails`
- * (names of configured guardrails the key's requests get, over its team's; `[]`: none) and `end_user` (the limits
- * each of its end users gets: `rpm`, `tpm`, `quota`, `budget`). Throws the 400 ValidationError listing every bad field.
+ * (names of configured guardrails the key's requests get, over its team's; `[]`: none), `end_user` (the limits each
+ * of its end users gets: `rpm`, `tpm`, `quota`, `budget`) and `alerts` (ascending percents of its budgets and quotas
+ * at which alerts fire; `[]`: none). Throws the 400 ValidationError listing every bad field.
  */
 export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput {
   const value = validate(newKeySchema, body, check);
@@ -134,14 +138,15 @@ export function parseNewKey(body: unknown, check: NewKeyCheck = {}): NewKeyInput
     cache: value.cache,
     guardrails: value.guardrails,
     end_user: value.end_user,
+    alerts: value.alerts,
   };
 }
 
 /**
  * A PATCH of a key: `name`, and each of `rpm`, `concurrency`, `models`, `expires_at`, `quota`, `tpm`, `budget`, `team`,
- * `group`, `cache`, `guardrails` and `end_user` set (checked as {@link parseNewKey} checks it; an object replaces the
- * whole limit), `null` to remove it, or absent to keep it. Throws the 400 ValidationError listing every bad field; a
- * body changing nothing is one of them.
+ * `group`, `cache`, `guardrails`, `end_user` and `alerts` set (checked as {@link parseNewKey} checks it; an object
+ * replaces the whole limit), `null` to remove it, or absent to keep it. Throws the 400 ValidationError listing every
+ * bad field; a body changing nothing is one of them.
  */
 export function parseKeyChanges(body: unknown, check: NewKeyCheck = {}): KeyChanges {
   const label = check.fieldLabel ?? ((path: string) => path);

@@ -8,6 +8,7 @@ import {
   cacheSetting,
   definedOnly,
   endUserLimits,
+  alertList,
   guardrailList,
   knownFields,
   moneyBudget,
@@ -16,8 +17,8 @@ import {
   unknownGuardrails,
 } from './limit-fields.ts';
 
-// The fields a PATCH may set or remove: the limits, the cache setting, the guardrails, the budget group and the
-// end users' limits.
+// The fields a PATCH may set or remove: the limits, the cache setting, the guardrails, the budget group, the end
+// users' limits and the alerts.
 const CHANGEABLE_FIELDS = [
   'rpm',
   'tpm',
@@ -28,6 +29,7 @@ const CHANGEABLE_FIELDS = [
   'guardrails',
   'group',
   'end_user',
+  'alerts',
 ] as const;
 
 const newTeamSchema = knownFields(
@@ -48,6 +50,7 @@ const newTeamSchema = knownFields(
       guardrails: guardrailList(),
       group: groupName(),
       end_user: endUserLimits(),
+      alerts: alertList(),
     })
     .strict(),
   ['name', ...CHANGEABLE_FIELDS],
@@ -65,6 +68,7 @@ const teamChangesSchema = knownFields(
       guardrails: guardrailList().nullable(),
       group: groupName().nullable(),
       end_user: endUserLimits().nullable(),
+      alerts: alertList().nullable(),
     })
     .strict(),
   CHANGEABLE_FIELDS,
@@ -116,14 +120,26 @@ export function parseNewTeam(
   knownGroups?: ReadonlySet<string>,
 ): TeamInput {
   const value = validate(newTeamSchema, body, label, knownGuardrails, knownGroups);
-  const { name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group, end_user: endUser } = value;
-  return definedOnly({ name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group, end_user: endUser });
+  const { name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group, end_user: endUser, alerts } = value;
+  return definedOnly({
+    name,
+    rpm,
+    tpm,
+    quota,
+    budget,
+    concurrency,
+    cache,
+    guardrails,
+    group,
+    end_user: endUser,
+    alerts,
+  });
 }
 
 /**
- * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency`, `cache`, `guardrails`, `group` and
- * `end_user` set (an object replaces the whole limit), `null` to remove it (`cache: null`: the gateway's setting
- * again), or absent to keep it. Throws the 400 listing every bad field.
+ * A PATCH of a team: each of `rpm`, `tpm`, `quota`, `budget`, `concurrency`, `cache`, `guardrails`, `group`,
+ * `end_user` and `alerts` set (an object replaces the whole limit), `null` to remove it (`cache: null`: the gateway's
+ * setting again), or absent to keep it. Throws the 400 listing every bad field.
  */
 export function parseTeamChanges(
   body: unknown,

@@ -28,6 +28,8 @@ export interface TeamView {
   readonly group: string | null;
   /** The limits each end user of the team's keys gets; null when unset. */
   readonly end_user: TeamRecord['end_user'] | null;
+  /** The percents of its budgets and quotas at which the team's alerts fire; null when unset (the gateway's). */
+  readonly alerts: readonly number[] | null;
 }
 
 export function teamView(record: TeamRecord): TeamView {
@@ -43,6 +45,7 @@ export function teamView(record: TeamRecord): TeamView {
     guardrails: record.guardrails ?? null,
     group: record.group ?? null,
     end_user: record.end_user ?? null,
+    alerts: record.alerts ?? null,
   };
 }
 

@@ -20,7 +20,7 @@ const storeDown = (what: string) =>
   error(`${what} cannot be read or written right now (Redis is unreachable)`, 'Plain');
 
 /** How a principal proved who it is, as the audit log and `whoami` name it. */
-const ACTOR_KINDS = ['user', 'service-token', 'admin-token', 'cli', 'config'];
+const ACTOR_KINDS = ['user', 'service-token', 'admin-token', 'cli', 'config', 'gateway'];
 /** What the role mapping and service tokens may hold: the permissions besides signing in. */
 const HELD_PERMISSIONS = Object.keys(PERMISSIONS).filter((permission) => permission !== 'public');
 
@@ -64,7 +64,7 @@ const AUDIT_QUERY = [
   { name: 'outcome', in: 'query', required: false, schema: { enum: ['ok', 'refused'] } },
   textFilter('team', 'Records whose target belongs to this team'),
   textFilter('target', "A target's id: a key's or token's id, a team's name"),
-  { name: 'via', in: 'query', required: false, schema: { enum: ['admin', 'account', 'cli', 'config'] } },
+  { name: 'via', in: 'query', required: false, schema: { enum: ['admin', 'account', 'cli', 'config', 'gateway'] } },
   {
     name: 'from',
     in: 'query',
@@ -370,7 +370,10 @@ export const MANAGEMENT_SCHEMAS = {
       seq: { type: 'integer', minimum: 1 },
       time: dateTime,
       actor: { anyOf: [actor, { type: 'null' }], description: 'null: a refused credential (no one could be told)' },
-      via: { enum: ['admin', 'account', 'cli', 'config'] },
+      via: {
+        enum: ['admin', 'account', 'cli', 'config', 'gateway'],
+        description: 'gateway: the gateway itself (a limit alert)',
+      },
       address: { type: ['string', 'null'], description: 'The client address; null for the CLI and reloads' },
       action: {
         type: 'string',
@@ -383,7 +386,7 @@ export const MANAGEMENT_SCHEMAS = {
         required: ['type'],
         additionalProperties: false,
         properties: {
-          type: { enum: ['key', 'team', 'group', 'token', 'cache', 'config', 'session', 'route'] },
+          type: { enum: ['key', 'team', 'group', 'token', 'cache', 'config', 'session', 'route', 'limit'] },
           id: { type: 'string' },
           team: { type: ['string', 'null'] },
         },

@@ -11,6 +11,7 @@ import { requestJsonSchema } from './request-json-schema.ts';
 import { MODEL_ROUTES, ROUTE_TABLE } from '../../core/route-table.ts';
 import { MANAGEMENT_PATHS, MANAGEMENT_SCHEMAS } from './management-paths.ts';
 import { GROUP_FIELD, GROUP_PATHS, GROUP_SCHEMAS } from './group-paths.ts';
+import { ALERT_PATHS, ALERT_SCHEMAS, ALERT_THRESHOLDS } from './alert-paths.ts';
 import { adminErrors, error, json, ref } from './openapi-parts.ts';
 
 /** The request bodies' components, derived from the routes' yup schemas (the one written form of each shape). */
@@ -113,6 +114,7 @@ const TEAM_SETTINGS = {
       "The configured guardrails (the config file's guardrails:) the team's keys get, unless a key names its own; [] for none; absent: every configured one",
   },
   group: GROUP_FIELD,
+  alerts: ALERT_THRESHOLDS,
 };
 const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
 const teamName = {
@@ -162,6 +164,7 @@ const KEY_SETTINGS = {
     ...END_USER_LIMITS,
     description: 'Limits each end user of the key gets separately (a request naming none counts as the key itself)',
   },
+  alerts: ALERT_THRESHOLDS,
 };
 const keyName = { type: 'string', minLength: 1, maxLength: 200 };
 const keyId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
@@ -674,6 +677,7 @@ export const OPENAPI_DOCUMENT = {
     ...MANAGEMENT_PATHS,
     ...GUARDRAIL_ACTION_PATHS,
     ...ADMIN_READ_PATHS,
+    ...ALERT_PATHS,
     '/openapi.json': {
       get: {
         summary: 'This document',
@@ -719,6 +723,7 @@ export const OPENAPI_DOCUMENT = {
       ...REQUEST_COMPONENTS,
       ...MANAGEMENT_SCHEMAS,
       ...GROUP_SCHEMAS,
+      ...ALERT_SCHEMAS,
       NativeChatResult: {
         type: 'object',
         required: ['id', 'model', 'result', 'usage'],
@@ -765,6 +770,7 @@ export const OPENAPI_DOCUMENT = {
           'guardrails',
           'group',
           'end_user',
+          'alerts',
         ],
         properties: {
           name: { type: 'string' },
@@ -807,6 +813,7 @@ export const OPENAPI_DOCUMENT = {
           'cache',
           'guardrails',
           'end_user',
+          'alerts',
         ],
         properties: {
           id: { type: 'string', pattern: '^(key|static)_' },

@@ -46,7 +46,20 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
   const status = keyStatus(record, now);
   if (status === 'revoked') throw forbidden('This API key has been revoked');
   if (status === 'expired') throw forbidden(`This API key expired at ${record.expiresAt}`);
-  const { id, name, models, rpm, concurrency, quota, tpm, budget, cache, guardrails, end_user: endUser } = record;
+  const {
+    id,
+    name,
+    models,
+    rpm,
+    concurrency,
+    quota,
+    tpm,
+    budget,
+    cache,
+    guardrails,
+    end_user: endUser,
+    alerts,
+  } = record;
   return {
     id,
     name,
@@ -59,12 +72,13 @@ export function authenticatedKey(record: ApiKeyRecord, now = Date.now()): Authen
     ...(cache !== undefined && { cache }),
     ...(guardrails && { guardrails }),
     ...(endUser && { end_user: endUser }),
+    ...(alerts && { alerts }),
   };
 }
 
 /** The caller with its team's name, limits, cache setting, guardrails and group name (`CallerKey.team`). */
 export function withTeam(caller: AuthenticatedKey, team: TeamRecord): AuthenticatedKey {
-  const { id, name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group, end_user: endUser } = team;
+  const { id, name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group, end_user: endUser, alerts } = team;
   return {
     ...caller,
     team: {
@@ -79,6 +93,7 @@ export function withTeam(caller: AuthenticatedKey, team: TeamRecord): Authentica
       ...(cache !== undefined && { cache }),
       ...(guardrails && { guardrails }),
       ...(endUser && { end_user: endUser }),
+      ...(alerts && { alerts }),
     },
   };
 }

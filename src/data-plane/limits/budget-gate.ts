@@ -44,9 +44,6 @@ export interface BudgetGateOptions {
   readonly endUsersPerKey?: number;
 }
 
-const THRESHOLDS = [0.8, 1] as const;
-const LOGGED_LIMIT = 10_000;
-
 /**
  * The admission stage of token and money limits: for a caller whose key or team has a `tpm`, a
  * `quota`, a `budget` or per-end-user limits, reserves the request's estimate on every one of them at
@@ -56,7 +53,6 @@ const LOGGED_LIMIT = 10_000;
  */
 export class BudgetGate {
   private readonly now: () => number;
-  private readonly logged = new Set<string>();
   private readonly roster: EndUserRoster;
 
   constructor(private readonly options: BudgetGateOptions) {
@@ -115,38 +111,10 @@ export class BudgetGate {
         (tightest < 0 || meter.limit - result.used[index]! < meters[tightest]!.limit - result.used[tightest]!)
       )
         tightest = index;
-      if (meter.period !== 'minute' && meter.scope !== 'end_user')
-        this.noteCrossing(meter, result.used[index]! - result.reserved[index]!, result.used[index]!);
     }
     const tpm = meters[tightest];
     const tokens = tpm && { limit: tpm.limit, remaining: tpm.limit - result.used[tightest]!, resetAt: tpm.resetAt };
     return { reservation: new Reservation(this.options.ledger, meters, result.reserved), tokens };
-  }
-
-  // One log line per day or month window when use (reservations included) crosses 80 % and 100 %.
-  private noteCrossing(meter: Meter, before: number, after: number): void {
-    for (const threshold of THRESHOLDS) {
-      const mark = meter.limit * threshold;
-      if (before >= mark || after < mark) continue;
-      const key = `${meter.counter}@${threshold}`;
-      if (this.logged.has(key)) continue;
-      if (this.logged.size >= LOGGED_LIMIT) this.logged.clear();
-      this.logged.add(key);
-      const unitUsed =
-        meter.kind === 'budget'
-          ? { used_usd: Number(usd(after)), limit_usd: Number(usd(meter.limit)) }
-          : { used_tokens: after, limit_tokens: meter.limit };
-      this.options.logger.warn(
-        {
-          [meter.scope === 'key' ? 'key_id' : meter.scope]: meter.owner,
-          limit: meter.kind,
-          period: meter.period,
-          percent: threshold * 100,
-          ...unitUsed,
-        },
-        `${meter.scope} ${meter.kind === 'budget' ? 'budget' : 'token quota'} ${threshold === 1 ? 'reached' : 'at 80 %'} for the ${meter.period} (UTC)`,
-      );
-    }
   }
 }
 

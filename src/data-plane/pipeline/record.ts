@@ -1,5 +1,6 @@
 import { EVENTS } from '../../core/diagnostics.ts';
 import type { ExchangeRecord, SettledFigures, Settlement, UsageAccounting } from '../../core/exchange.ts';
+import type { Reservation } from '../../usage/reservation.ts';
 import type { Exchange } from './exchange.ts';
 import type { Stage } from './stage.ts';
 
@@ -65,10 +66,10 @@ function hand(usage: UsageAccounting, exchange: Exchange): void {
 }
 
 /** A reservation whose settlement is told as the `exchange:settled` event. */
-function told(exchange: Exchange, inner: Settlement): Settlement {
+function told(exchange: Exchange, inner: Reservation): Settlement {
   return {
     settle(figures: SettledFigures | undefined) {
-      EVENTS.settled.publish({ exchange, figures });
+      EVENTS.settled.publish({ exchange, figures, meters: inner.meters });
       inner.settle(figures);
     },
   };

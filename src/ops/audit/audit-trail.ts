@@ -5,6 +5,7 @@ import {
   type ControlPlaneChange,
   type ControlPlaneRefusal,
   type EventSource,
+  type LimitAlert,
   type SignInEvent,
 } from '../../core/diagnostics.ts';
 import type { AuditEntry, AuditRecord, AuditStore } from '../../stores/audit/audit-store.ts';
@@ -75,16 +76,34 @@ function signInEntry(event: SignInEvent): AuditEntry {
   };
 }
 
+/** A limit alert as the gateway's own record: which threshold of whose limit, and the use when it fired. */
+function alertEntry(alert: LimitAlert): AuditEntry {
+  const { id, scope, owner, team, kind, period, threshold, used, limit, unit } = alert;
+  return {
+    time: new Date(alert.firedAt).toISOString(),
+    actor: { kind: 'gateway', id: 'limits', roles: [] },
+    via: 'gateway',
+    address: null,
+    action: 'limit.alert',
+    outcome: 'ok',
+    target: { type: 'limit', id: `${scope}:${owner}:${kind}:${period}`, team },
+    before: null,
+    after: { id, threshold, used, limit, unit, window_end: new Date(alert.windowEnd).toISOString() },
+    reason: null,
+  };
+}
+
 /**
- * Subscribes `keep` to every control-plane change, refusal and sign-in of `source`, each as the audit
- * entry it makes (at the time the event says it happened, so that every subscriber's entry of one event
- * is the same); gives back the call that unsubscribes it.
+ * Subscribes `keep` to every control-plane change, refusal and sign-in of `source` and every limit alert it
+ * fired, each as the audit entry it makes (at the time the event says it happened, so that every
+ * subscriber's entry of one event is the same); gives back the call that unsubscribes it.
  */
 export function onAuditEntries(source: EventSource, keep: (entry: AuditEntry) => void): () => void {
   const stops = [
     EVENTS.controlPlaneChange.subscribe(source, (event) => keep(changeEntry(event))),
     EVENTS.controlPlaneRefusal.subscribe(source, (event) => keep(refusalEntry(event))),
     EVENTS.signIn.subscribe(source, (event) => keep(signInEntry(event))),
+    EVENTS.limitAlert.subscribe(source, (alert) => keep(alertEntry(alert))),
   ];
   return () => {
     for (const stop of stops) stop();

@@ -1,3 +1,4 @@
+import { SpanKind, type Attributes } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as JsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as ProtobufTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
@@ -8,13 +9,15 @@ import { randomUUID } from 'node:crypto';
 import { LiveSampler } from './live-sampler.ts';
 import { startRequestTrace, type TraceKit } from './otel-request-trace.ts';
 import { TraceIds } from './trace-ids.ts';
-import type { RequestTracing } from './request-trace.ts';
+import type { RequestTracing, TraceAttributes } from './request-trace.ts';
 import { CountedBatchProcessor, type SpanCounts } from './span-pipeline.ts';
 import type { OtlpDestination, SamplerSettings, TracingSettings } from './tracing-settings.ts';
 
 /** The gateway's tracing while it runs: what the data plane calls, the live sampler, and the way to stop. */
 export interface GatewayTracing {
   readonly requests: RequestTracing;
+  /** Records one span of its own (`gateway.limit_alert`, sampled as a trace without a parent is). */
+  span(name: string, attributes: TraceAttributes): void;
   /** Puts a reloaded sampler in force; true when it changed. */
   setSampler(settings: SamplerSettings): boolean;
   /** Exports what is queued now (the benchmark measures the export with it). */
@@ -78,6 +81,9 @@ export function startTracing(
   };
   return {
     requests: { startRequest: (start) => startRequestTrace(kit, start) },
+    span: (name, attributes) => {
+      tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: attributes as Attributes, root: true }).end();
+    },
     setSampler: (next) => sampler.update(next),
     flush: () => provider.forceFlush(),
     shutdown: () => provider.shutdown(),

@@ -50,11 +50,21 @@ export const ATTR = {
   settledTokens: 'gateway.limits.settled_tokens',
   settledChargedTokens: 'gateway.limits.settled_charged_tokens',
   settledCostUsd: 'gateway.limits.settled_cost_usd',
+  limitOwner: 'gateway.limit.owner',
+  limitPeriod: 'gateway.limit.period',
+  alertId: 'gateway.limit.alert.id',
+  alertThreshold: 'gateway.limit.alert.threshold',
+  alertUsed: 'gateway.limit.alert.used',
+  alertLimit: 'gateway.limit.alert.limit',
+  alertUnit: 'gateway.limit.alert.unit',
   cacheResult: 'gateway.cache.result',
   costUsd: 'gateway.cost_usd',
   plugin: 'gateway.plugin.name',
   pluginHook: 'gateway.plugin.hook',
 } as const;
+
+/** The span of a limit alert's firing (a trace of its own: it fires after the request that reached it). */
+export const LIMIT_ALERT_SPAN = 'gateway.limit_alert';
 
 /** The events of the gateway's spans. */
 export const EVENT = {

@@ -6,8 +6,8 @@ import {
   type ExchangeRecordedMessage,
 } from '../../core/diagnostics.ts';
 import type { ExchangeView } from '../../core/exchange.ts';
-import type { AttemptTrace, RequestTrace, RequestTracing } from './request-trace.ts';
-import { ATTR, EVENT } from './span-names.ts';
+import type { AttemptTrace, RequestTrace, RequestTracing, TraceAttributes } from './request-trace.ts';
+import { ATTR, EVENT, LIMIT_ALERT_SPAN } from './span-names.ts';
 
 /**
  * Traces the gateway's model requests from its events: a server span per exchange (a child of the
@@ -41,6 +41,27 @@ export function traceExchanges(source: EventSource, tracing: RequestTracing): ()
     EVENTS.exchangeEnd.subscribe(source, (message) => traces.end(message)),
   ];
   return () => off.forEach((unsubscribe) => unsubscribe());
+}
+
+/** Each limit alert this gateway fires as a span of its own ({@link LIMIT_ALERT_SPAN}); gives back the unsubscribe. */
+export function traceLimitAlerts(
+  source: EventSource,
+  span: (name: string, attributes: TraceAttributes) => void,
+): () => void {
+  return EVENTS.limitAlert.subscribe(source, (alert) =>
+    span(LIMIT_ALERT_SPAN, {
+      [ATTR.alertId]: alert.id,
+      [ATTR.limitScope]: alert.scope,
+      [ATTR.limitOwner]: alert.owner,
+      [ATTR.team]: alert.team ?? undefined,
+      [ATTR.limitKind]: alert.kind,
+      [ATTR.limitPeriod]: alert.period,
+      [ATTR.alertThreshold]: alert.threshold,
+      [ATTR.alertUsed]: alert.used,
+      [ATTR.alertLimit]: alert.limit,
+      [ATTR.alertUnit]: alert.unit,
+    }),
+  );
 }
 
 /** The trace of each exchange in flight, and the span of its latest attempt. */

@@ -44,7 +44,7 @@ export async function controlPlaneRoutes(
 ): Promise<NonNullable<AppOptions['mount']>> {
   const { configuration, stores, observability, limits, serving, readiness } = parts;
   const { live, registry, endpoints } = configuration;
-  const { redis, keys, teams, groups, usage, ledger, guardrailActions, tokens, audit } = stores;
+  const { redis, keys, teams, groups, usage, ledger, guardrailActions, tokens, audit, alerts } = stores;
   const { responseCache } = serving;
   const settings = () => live.current.config;
   // rate-limit-redis loads only with Redis configured: failed sign-ins per address are then counted across instances.
@@ -69,6 +69,7 @@ export async function controlPlaneRoutes(
     responseCache,
     guardrailSettings: () => settings().guardrails,
     guardrailActions,
+    alerts,
   };
   const admin = adminRouter({
     ...managed,

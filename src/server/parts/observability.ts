@@ -4,6 +4,7 @@ import type { GatewayConfig } from '../../config/gateway-config.ts';
 import type { EventSource } from '../../core/diagnostics.ts';
 import { createAccessLogger } from '../../core/logger.ts';
 import { startAuditTrail } from '../../ops/audit/audit-trail.ts';
+import { startLimitAlerts } from '../../ops/alerts/limit-alerts.ts';
 import { observeGateway } from '../../ops/gateway-observers.ts';
 import { GatewayMetrics } from '../../ops/metrics.ts';
 import type { OpenStores } from '../../stores/open-stores.ts';
@@ -29,6 +30,8 @@ export interface Observability {
   /** Whose events this gateway's are: its observers see its requests only, not another gateway's in the process. */
   readonly source: EventSource;
   readonly metrics: GatewayMetrics;
+  /** Resolves once every settlement so far is evaluated for limit alerts and every webhook delivery started ended. */
+  flushAlerts(): Promise<void>;
   /** Sends what is still queued (spans, OTLP metrics: 5 s at most) and unsubscribes every observer. */
   close(): Promise<void>;
 }
@@ -71,6 +74,8 @@ export async function startObservability(
     guardrailActions: stores.guardrailActions,
   });
   const traces = await startTraces(config, logger, source, metrics);
+  const { ledger, alerts: log } = stores;
+  const alerts = startLimitAlerts({ source, settings: config.alerts, ledger, log, logger, metrics });
   configuration.onResult((result) => metrics.configReload(result));
   configuration.onReload((settings, previous) => {
     logger.level = settings.config.logLevel;
@@ -81,7 +86,9 @@ export async function startObservability(
   return {
     source,
     metrics,
+    flushAlerts: () => alerts.idle(),
     async close() {
+      await alerts.close();
       await traces.close();
       unobserve();
       await auditTrail.close();
@@ -115,9 +122,10 @@ async function startTraces(config: GatewayConfig, logger: Logger, source: EventS
         VERSION,
       )
     : undefined;
-  const untrace = tracing
-    ? (await import('../../ops/tracing/trace-subscriber.ts')).traceExchanges(source, tracing.requests)
-    : undefined;
+  const subscriber = tracing ? await import('../../ops/tracing/trace-subscriber.ts') : undefined;
+  const untraceRequests = tracing && subscriber?.traceExchanges(source, tracing.requests);
+  const untraceAlerts = tracing && subscriber?.traceLimitAlerts(source, tracing.span);
+  const untrace = () => (untraceRequests?.(), untraceAlerts?.());
   const auditLogs = logs
     ? (await import('../../ops/audit/otlp-audit-logs.ts')).startOtlpAuditLogs(config.tracing, source, logger, VERSION)
     : undefined;

@@ -18,6 +18,7 @@ const CHANGEABLE = [
   'cache',
   'guardrails',
   'end_user',
+  'alerts',
 ] as const;
 
 /** 409: a revoked key is not changed (revoking is final; create a new key instead). */

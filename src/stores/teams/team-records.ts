@@ -12,8 +12,8 @@ export interface DeletedTeam {
   readonly deletedAt: string;
 }
 
-// Every field of a team a change may set or remove: its limits, its cache setting, its guardrails, its group and
-// its end users' limits.
+// Every field of a team a change may set or remove: its limits, its cache setting, its guardrails, its group, its
+// end users' limits and its alerts.
 const CHANGEABLE = [
   'rpm',
   'tpm',
@@ -24,6 +24,7 @@ const CHANGEABLE = [
   'guardrails',
   'group',
   'end_user',
+  'alerts',
 ] as const;
 
 /**

@@ -12,6 +12,7 @@ import { startAuditTrail, type AuditTrail } from '../../../src/ops/audit/audit-t
 import { loadPlugins } from '../../../src/plugins/load-plugins.ts';
 import { FileAuditStore } from '../../../src/stores/audit/file-audit-store.ts';
 import { EmbeddedGuardrailActionLog } from '../../../src/stores/guardrail-actions/embedded-guardrail-action-log.ts';
+import { EmbeddedAlertLog } from '../../../src/stores/alerts/embedded-alert-log.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { MemorySessionStore } from '../../../src/stores/session-store.ts';
 import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
@@ -88,6 +89,7 @@ export async function startAccessFixture(): Promise<AccessFixture> {
     registry: () => registry,
     guardrailActions: new EmbeddedGuardrailActionLog(),
     bodyLimitBytes: 1024 * 1024,
+    alerts: new EmbeddedAlertLog(),
   };
   const admin = adminRouter({
     token: ADMIN_TOKEN,

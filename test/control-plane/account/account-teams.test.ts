@@ -106,6 +106,7 @@ describe('account page: teams, configured guardrails and usage per key and team'
       guardrails: ['no-emails'],
       group: null,
       end_user: null,
+      alerts: null,
     });
     expect(
       (await call(app, '/account/api/teams', { method: 'POST', body: { name: 'support' }, cookie, csrf })).status,

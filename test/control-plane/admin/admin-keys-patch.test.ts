@@ -171,7 +171,7 @@ describe('admin API: PATCH /admin/keys/{id}', () => {
     expect(bad.body.errors).to.include.members([
       "Field 'rpm': must be a positive integer",
       "Field 'tpm': must be a positive integer",
-      "Field 'owner': unknown field (the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, group, cache, guardrails, end_user)",
+      "Field 'owner': unknown field (the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, group, cache, guardrails, end_user, alerts)",
       "Field 'quota.weekly': unknown field (the fields are daily, monthly)",
       "Field 'quota.daily': must be a positive integer",
       "Field 'budget.daily_usd': must have at most 6 decimals",
@@ -181,7 +181,7 @@ describe('admin API: PATCH /admin/keys/{id}', () => {
       "Field 'expires_at': must be in the future",
     ]);
     expect((await patch(id, {})).body.errors).to.deep.equal([
-      "Field 'body': must change at least one of name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, group, cache, guardrails, end_user",
+      "Field 'body': must change at least one of name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, group, cache, guardrails, end_user, alerts",
     ]);
     expect((await patch(id, { name: null, budget: {} })).body.errors).to.have.members([
       "Field 'name': must be a string (a key keeps a name)",

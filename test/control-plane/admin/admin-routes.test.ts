@@ -85,6 +85,7 @@ describe('admin key API', () => {
       cache: false,
       guardrails: null,
       end_user: null,
+      alerts: null,
       key,
     });
     expect(await send(app.url, '/v1/chat/completions', { key })).to.deep.include({ status: 200 });
@@ -133,7 +134,7 @@ describe('admin key API', () => {
     expect(answer.status).to.equal(400);
     expect(answer.body.detail).to.equal('Invalid input parameters');
     expect(answer.body.errors).to.have.members([
-      "Field 'extra': unknown field (the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, group, cache, guardrails, end_user)",
+      "Field 'extra': unknown field (the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, group, cache, guardrails, end_user, alerts)",
       "Field 'name': is required",
       "Field 'rpm': must be a positive integer",
       "Field 'concurrency': must be a positive integer",

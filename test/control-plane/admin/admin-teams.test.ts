@@ -72,6 +72,7 @@ describe("admin team API and the keys' budget fields", () => {
       guardrails: null,
       group: null,
       end_user: null,
+      alerts: null,
     });
     expect(await send(app.url, '/admin/teams', { ...admin, body: { name: 'bare' } })).to.deep.include({ status: 201 });
 
@@ -92,6 +93,7 @@ describe("admin team API and the keys' budget fields", () => {
           guardrails: null,
           group: null,
           end_user: null,
+          alerts: null,
         },
       ],
     });
@@ -177,7 +179,7 @@ describe("admin team API and the keys' budget fields", () => {
     });
     expect(bad.status).to.equal(400);
     expect(bad.body.errors).to.have.members([
-      "Field 'owner': unknown field (the fields are name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group, end_user)",
+      "Field 'owner': unknown field (the fields are name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group, end_user, alerts)",
       "Field 'name': must be 1 to 64 characters of letters, digits, ., _ and -",
       "Field 'rpm': must be a positive integer",
       "Field 'tpm': must be a positive integer",
@@ -207,7 +209,7 @@ describe("admin team API and the keys' budget fields", () => {
     });
     expect(patch.status).to.equal(400);
     expect(patch.body.errors).to.have.members([
-      "Field 'name': cannot be changed: a team keeps its name (the fields a change sets are rpm, tpm, quota, budget, concurrency, cache, guardrails, group, end_user)",
+      "Field 'name': cannot be changed: a team keeps its name (the fields a change sets are rpm, tpm, quota, budget, concurrency, cache, guardrails, group, end_user, alerts)",
       "Field 'rpm': must be a positive integer",
       "Field 'budget.daily_usd': must be a positive number of USD",
       "Field 'cache': must be true or false",
@@ -234,14 +236,14 @@ describe("admin team API and the keys' budget fields", () => {
     const key = await send(app.url, '/admin/keys', { ...admin, body: { name: 'svc' } });
     const team = await send(app.url, '/admin/teams/ops', { method: 'PATCH', ...admin, body: { rmp: 60 } });
     expect(team.body.errors).to.deep.equal([
-      "Field 'rmp': unknown field (the fields are rpm, tpm, quota, budget, concurrency, cache, guardrails, group, end_user)",
+      "Field 'rmp': unknown field (the fields are rpm, tpm, quota, budget, concurrency, cache, guardrails, group, end_user, alerts)",
     ]);
     const patchKey = (body: unknown) =>
       send(app.url, `/admin/keys/${key.body.id}`, { method: 'PATCH', ...admin, body });
     const keyPatch = await patchKey({ rmp: 60, quota: { dayly: 5 } });
     expect(keyPatch.body.errors).to.have.members([
       "Field 'rmp': unknown field " +
-        '(the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, group, cache, guardrails, end_user)',
+        '(the fields are name, rpm, concurrency, models, expires_at, quota, tpm, budget, team, group, cache, guardrails, end_user, alerts)',
       "Field 'quota.dayly': unknown field (the fields are daily, monthly)",
     ]);
     for (const rpm of [-1.5, 0.5, 0, -3, 2 ** 60]) {

@@ -304,6 +304,38 @@ describe('OpenAPI document', function () {
     await conforms('GET', '/admin/guardrails/actions', undefined, {}, 401);
   });
 
+  it('describes the real answers of the limit alert routes and alerts on keys', async () => {
+    const body = { name: 'alerted', quota: { daily: 1000 }, alerts: [1, 90] };
+    await conforms('POST', '/admin/keys', { ...body, alerts: [90, 90] }, admin, 400);
+    await conforms('POST', '/admin/keys', { ...body, alerts: [0] }, admin, 400);
+    const created = await request(`${test.url}/admin/keys`, {
+      method: 'POST',
+      headers: { ...admin, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const { key, alerts } = (await created.body.json()) as { key: string; alerts: number[] };
+    expect(alerts).to.deep.equal([1, 90]);
+    const chat = { model: 'zeta/zeta-k3', messages: [{ role: 'user', content: 'Count to three' }], max_tokens: 20 };
+    const answered = await request(`${test.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(chat),
+    });
+    expect(answered.statusCode).to.equal(200);
+    await answered.body.dump();
+    await test.gateway.flushUsage();
+    await test.gateway.flushAlerts();
+    await conforms('GET', '/admin/alerts', undefined, admin, 200);
+    const firings = (await (await request(`${test.url}/admin/alerts`, { headers: admin })).body.json()) as {
+      data: { threshold: number }[];
+    };
+    expect(firings.data.map((firing) => firing.threshold)).to.deep.equal([1]);
+    await conforms('GET', '/admin/alerts?owner=x', undefined, admin, 400);
+    await conforms('GET', '/admin/alerts/deliveries?limit=5', undefined, admin, 200, '/admin/alerts/deliveries');
+    await conforms('GET', '/admin/alerts/deliveries?limit=0', undefined, admin, 400, '/admin/alerts/deliveries');
+    await conforms('GET', '/admin/alerts', undefined, {}, 401);
+  });
+
   it('describes the real answers of the admin usage and guardrail list routes', async () => {
     for (const grouping of ['model', 'day', 'key', 'team', 'end_user'])
       await conforms('GET', `/admin/usage?group_by=${grouping}`, undefined, admin, 200);

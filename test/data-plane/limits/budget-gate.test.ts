@@ -124,19 +124,4 @@ describe('budget gate (admission of token and money limits)', () => {
     );
     expect(await ledger.peek(['key:k:quota:d:2026-11-25'])).to.deep.equal([0]);
   });
-
-  it('logs once when a daily or monthly limit crosses 80 % and once at 100 %', () => {
-    const { gate: budgets, lines } = gate();
-    const caller = { id: 'key_x', quota: { daily: 100 } };
-    budgets.admit(caller, () => ({ inputTokens: 50, outputTokens: 0 }), pricing);
-    expect(lines).to.have.length(0);
-    budgets.admit(caller, () => ({ inputTokens: 35, outputTokens: 0 }), pricing);
-    budgets.admit(caller, () => ({ inputTokens: 5, outputTokens: 10 }), pricing);
-    const crossings = lines.map((line) => [line.key_id, line.limit, line.period, line.percent, line.used_tokens]);
-    expect(crossings).to.deep.equal([
-      ['key_x', 'quota', 'day', 80, 85],
-      ['key_x', 'quota', 'day', 100, 100],
-    ]);
-    expect(lines.every((line) => line.level === 40)).to.equal(true);
-  });
 });
