@@ -69,6 +69,16 @@ async function adminGet(url: string, path: string): Promise<{ data: unknown }> {
   return (await response.body.json()) as { data: unknown };
 }
 
+async function adminSend(url: string, method: 'POST' | 'PATCH', path: string, body: unknown): Promise<number> {
+  const response = await request(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  await response.body.text();
+  return response.statusCode;
+}
+
 const webhookEnv = (url: string, extra: Record<string, string> = {}) => ({
   GATEWAY_ADMIN_TOKEN: ADMIN,
   GATEWAY_ALERT_WEBHOOK_URL: url,
@@ -203,6 +213,51 @@ describe('limit alerts: a budget crossing 50, 80 and 100 % across three instance
       ['delivered', 1],
     ]);
     expect(new Set(deliveries.map((entry) => entry.delivery))).to.deep.equal(deliveryIds);
+  });
+  it("fires a budget group's own thresholds once each, for the group, whichever team's key spent", async () => {
+    const [first, second, third] = instances as [TestGateway, TestGateway, TestGateway];
+    const probe = await first.gateway.keys.create({ name: 'group probe' });
+    const probeClient = new OpenAI({ apiKey: probe.key, baseURL: `${first.url}/v1`, maxRetries: 0 });
+    const body = { model: 'zeta/zeta-k3', messages: MESSAGES, max_tokens: 1 };
+    await probeClient.chat.completions.create(body);
+    await first.gateway.flushUsage();
+    const rows = (await adminGet(first.url, `/admin/usage?key_id=${probe.record.id}`)).data as { cost_usd: string }[];
+    const each = Number(rows[0]!.cost_usd);
+    // Four such requests make the group's budget: the 2nd reaches 50 %, the 4th 100 %.
+    const daily = Math.floor(each * 4 * 1e6) / 1e6;
+    expect(
+      await adminSend(second.url, 'POST', '/admin/groups', { name: 'dept', budget: { daily_usd: daily } }),
+    ).to.equal(201);
+    expect(await adminSend(third.url, 'PATCH', '/admin/groups/dept', { alerts: [50, 100] })).to.equal(200);
+    for (const name of ['sales', 'support']) {
+      expect(await adminSend(first.url, 'POST', '/admin/teams', { name, group: 'dept', alerts: [] })).to.equal(201);
+    }
+    const keys = [
+      await first.gateway.keys.create({ name: 'sales key', team: 'sales', alerts: [] }),
+      await first.gateway.keys.create({ name: 'support key', team: 'support', alerts: [] }),
+    ];
+    const before = receiver.received.length;
+    const collected = collectAlerts(instances);
+    const firedAfter: number[] = [];
+    try {
+      for (let index = 0; index < 4; index += 1) {
+        const instance = instances[index % 3]!;
+        const client = new OpenAI({ apiKey: keys[index % 2]!.key, baseURL: `${instance.url}/v1`, maxRetries: 0 });
+        await client.chat.completions.create(body);
+        await instance.gateway.flushUsage();
+        for (const each of instances) await each.gateway.flushAlerts();
+        firedAfter.push(collected.alerts.length);
+      }
+    } finally {
+      collected.stop();
+    }
+    expect(firedAfter).to.deep.equal([0, 1, 1, 2]);
+    await eventually(() => receiver.received.length === before + 2, 'the two webhooks');
+    const sent = receiver.received.slice(before);
+    for (const received of sent) expect(signatureHolds(received), received.body).to.equal(true);
+    const bodies = sent.map((received) => JSON.parse(received.body) as Record<string, unknown>);
+    expect(bodies.map((each) => each.threshold)).to.have.members([50, 100]);
+    for (const each of bodies) expect(each).to.include({ scope: 'group', owner: 'dept', kind: 'budget', limit: daily });
   });
 });
 
