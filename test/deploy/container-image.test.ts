@@ -816,6 +816,8 @@ describe('container image (Dockerfile, podman)', function () {
         'ModelGatewayUpstreamEndpointDown',
         'ModelGatewayHighErrorRate',
         'ModelGatewayTraceSpansDropped',
+        'ModelGatewayLimitNearlySpent',
+        'ModelGatewayLimitSpent',
       ]);
       // Evaluated without an error (every 30 s).
       await eventually(
