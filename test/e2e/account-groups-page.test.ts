@@ -118,4 +118,86 @@ describe('account page groups view in headless Chromium', function () {
     await screenshot(page, 'account-groups');
     expect(errors).to.deep.equal([]);
   });
+
+  it("edits a group's limits in the dialog, sending only what changed, and the admin API agrees at once", async () => {
+    await page.getByRole('button', { name: 'Edit group dept' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Edit group dept' });
+    await dialog.waitFor();
+    expect(await dialog.getByLabel('Name').count(), "a group's name is not editable").to.equal(0);
+    expect(await dialog.getByLabel('Daily budget (USD)').inputValue()).to.equal('2.5');
+    expect(await accessibilityViolations(page)).to.deep.equal([]);
+
+    // A bad value: the API's message by the field, in the dialog, which stays open.
+    await dialog.getByLabel('Tokens per minute').fill('0');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await dialog.locator('.field-error').waitFor();
+    expect(await dialog.locator('.field-error').allTextContents()).to.deep.equal([
+      'Tokens per minute: must be a positive integer',
+    ]);
+    expect((await admin<Record<string, unknown>>('/groups/dept')).body).to.deep.include({ tpm: null });
+
+    await dialog.getByLabel('Tokens per minute').fill('9000');
+    await dialog.getByLabel('Daily budget (USD)').fill('4.75');
+    const patch = page.waitForRequest((request) => request.method() === 'PATCH');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    expect((await patch).postDataJSON()).to.deep.equal({ tpm: 9000, budget: { daily_usd: 4.75 } });
+    await dialog.waitFor({ state: 'hidden' });
+    await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Edit group dept');
+    expect(await page.locator('#status').textContent()).to.equal('Saved group dept.');
+    expect((await admin<Record<string, unknown>>('/groups/dept')).body).to.deep.include({
+      tpm: 9000,
+      budget: { daily_usd: 4.75 },
+    });
+    const cells = await rowCells(page.locator('#groups-table tbody tr', { hasText: 'dept' }), 'rendered');
+    expect(cells['Daily budget']).to.match(/ \/ \$4\.75\n/);
+    expect(cells['Tokens per minute']).to.match(/ \/ 9,000\n/);
+
+    // Emptied: sent as null, the budget removed.
+    await page.getByRole('button', { name: 'Edit group dept' }).click();
+    await dialog.getByLabel('Daily budget (USD)').fill('');
+    const emptied = page.waitForRequest((request) => request.method() === 'PATCH');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    expect((await emptied).postDataJSON()).to.deep.equal({ budget: null });
+    await dialog.waitFor({ state: 'hidden' });
+    expect((await admin<Record<string, unknown>>('/groups/dept')).body).to.deep.include({ budget: null, tpm: 9000 });
+  });
+
+  it('refuses to delete a group that a team and a key name, showing why and changing nothing; deletes it once none does', async () => {
+    const auditor = (await admin<{ data: { id: string; name: string }[] }>('/keys')).body.data.find(
+      (key) => key.name === 'auditor',
+    )!;
+    await page.getByRole('button', { name: 'Delete group dept' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Delete group?' });
+    await confirm.waitFor();
+    expect(await accessibilityViolations(page)).to.deep.equal([]);
+    await confirm.getByRole('button', { name: 'Delete dept' }).click();
+    const alert = page.locator('#groups-error');
+    await alert.filter({ hasText: 'first' }).waitFor();
+    expect(await alert.getAttribute('role')).to.equal('alert');
+    expect(await alert.textContent()).to.equal(
+      `Could not delete group dept: Group 'dept' is named by team 'sales', key '${auditor.id}'; remove the group from them first`,
+    );
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).to.equal('Delete group dept');
+    expect((await admin('/groups/dept')).status).to.equal(200);
+    expect(await page.locator('#groups-table tbody tr', { hasText: 'dept' }).count()).to.equal(1);
+
+    expect((await admin('/teams/sales', { method: 'PATCH', body: { group: null } })).status).to.equal(200);
+    expect((await admin(`/keys/${auditor.id}`, { method: 'PATCH', body: { group: null } })).status).to.equal(200);
+    // Escape: nothing deleted, focus back on Delete.
+    await page.getByRole('button', { name: 'Delete group dept' }).click();
+    await confirm.waitFor();
+    await page.keyboard.press('Escape');
+    await confirm.waitFor({ state: 'hidden' });
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).to.equal('Delete group dept');
+    expect((await admin('/groups/dept')).status).to.equal(200);
+    await page.getByRole('button', { name: 'Delete group dept' }).click();
+    await confirm.getByRole('button', { name: 'Delete dept' }).click();
+    await page.getByRole('button', { name: 'Delete group dept' }).waitFor({ state: 'detached' });
+    expect((await admin('/groups/dept')).status).to.equal(404);
+    expect(await page.locator('#status').textContent()).to.equal('Group dept deleted.');
+    expect(await alert.textContent()).to.equal('');
+    expect(await page.evaluate(() => document.activeElement?.id)).to.equal('group-list-title');
+    expect(await page.locator('#groups-empty').isVisible()).to.equal(true);
+    expect(errors).to.deep.equal([]);
+  });
 });

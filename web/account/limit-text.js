@@ -25,6 +25,12 @@ export function guardrailsText(guardrails) {
   return guardrails.length ? guardrails.join(', ') : 'none';
 }
 
+/** The percents at which alerts fire (`50%, 80%, 100%`), `none` for an empty list, `default` when unset. */
+export function alertsText(alerts) {
+  if (!alerts) return 'default';
+  return alerts.length ? alerts.map((percent) => `${percent}%`).join(', ') : 'none';
+}
+
 /**
  * Every limit of a key or team (as GET /keys or /teams shows it) as a list, one line per limit set:
  * `Requests per minute: 60`, `Tokens per minute: 20,000`, `Token quota: 100,000 / day`, `Budget: $5.00 / day`,
