@@ -57,6 +57,7 @@ describe('account page groups view in headless Chromium', function () {
       'Monthly token quota',
       'Daily budget (USD)',
       'Monthly budget (USD)',
+      'Alerts',
     ]);
     await form.getByLabel('Name').fill('dept');
     await form.getByLabel('Daily budget (USD)').fill('2.5');
