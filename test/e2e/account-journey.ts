@@ -66,6 +66,8 @@ export async function rowCells(row: Locator, as: 'text' | 'rendered' = 'text'): 
 export async function openView(page: Page, link: string, heading: string): Promise<void> {
   await page.getByRole('link', { name: link, exact: true }).click();
   await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
+  // The view is busy until its reads are done (the page loaded long ago: networkidle alone would not wait).
+  await page.locator('.view[aria-busy="true"]').waitFor({ state: 'detached' });
   await page.waitForLoadState('networkidle');
 }
 

@@ -173,6 +173,18 @@ describe('single sign-on through a real OpenID provider: three people, three rol
       await page.getByRole('heading', { name: 'New key “blue worker”' }).waitFor();
       const row = await rowCells(page.getByRole('row', { name: /blue worker/ }));
       expect(row.Team).to.equal('blue');
+      // Only an admin puts a key into a budget group: no Group field for a team admin, in the form or the dialog;
+      // alerts and end users' limits are there.
+      expect(await form.getByLabel('Group', { exact: true }).isVisible()).to.equal(false);
+      expect(await form.getByLabel('Alerts').isVisible()).to.equal(true);
+      await page.getByRole('button', { name: 'Done' }).click();
+      await page.getByRole('button', { name: 'Edit key blue worker' }).click();
+      const dialog = page.getByRole('dialog', { name: 'Edit key blue worker' });
+      await dialog.waitFor();
+      expect(await dialog.getByLabel('Group', { exact: true }).isVisible()).to.equal(false);
+      expect(await dialog.getByLabel('End-user requests a minute').isVisible()).to.equal(true);
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'hidden' });
       blueKey = (await pageCall(page, 'GET', '/keys')).json.data.find(
         (key: { name: string }) => key.name === 'blue worker',
       ).id;

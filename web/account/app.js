@@ -134,6 +134,9 @@ async function route() {
   if (name !== 'keys') forgetNewKey();
   if (name !== 'tokens') forgetNewToken();
   showOnly(`${name}-view`);
+  // Busy while its lists are read: assistive technology waits for them (and so do the browser tests).
+  const view = byId(`${name}-view`);
+  view.setAttribute('aria-busy', 'true');
   try {
     await VIEWS[name]();
     document.title = `${byId(`${name}-title`).textContent} · model gateway account`;
@@ -142,6 +145,8 @@ async function route() {
     else if (error instanceof ApiError && error.status === 403)
       announce(`Your role may not see this: ${error.message}`);
     else announce(error.message);
+  } finally {
+    view.removeAttribute('aria-busy');
   }
 }
 

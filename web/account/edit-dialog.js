@@ -1,4 +1,4 @@
-// The dialog that edits a key's or a team's limits: prefilled, saves only the fields changed (emptied ones as null).
+// The dialog that edits a key's, team's or group's limits: prefilled, saves only the fields changed (emptied as null).
 import { api } from './api.js';
 import { announce, announceAfter, byId } from './dom.js';
 import { clearFormErrors, submitForm } from './form-errors.js';
@@ -8,7 +8,7 @@ import { changesBody, fillLimitFields, snapshotFields } from './limit-values.js'
 let current;
 
 /**
- * Opens the edit dialog for one key or team. `path` is what PATCH goes to, `choices` what setChoices takes,
+ * Opens the edit dialog for one key, team or group. `path` is what PATCH goes to, `choices` what setChoices takes,
  * `onSaved` redraws after a save, and `focusAfter()` finds the control focus returns to (the Edit button, redrawn).
  */
 export function openEditDialog({ kind, name, view, path, choices, onSaved, focusAfter }) {

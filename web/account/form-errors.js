@@ -1,6 +1,9 @@
 // Field errors from the API (`Field '<path>': <message>`) shown next to their form fields, under the page's labels.
 
-/** The page's label of each body path a key or team form sends (`budget`, `quota`: the whole object). */
+/**
+ * The page's label of each body path a key, team or group form sends (`budget`, `quota`, `end_user`: the whole
+ * object). The end users' limits are worded so that no field's label holds another field's.
+ */
 export const FIELD_LABELS = {
   name: 'Name',
   rpm: 'Requests per minute',
@@ -13,6 +16,17 @@ export const FIELD_LABELS = {
   'budget.monthly_usd': 'Monthly budget (USD)',
   concurrency: 'Concurrency',
   team: 'Team',
+  group: 'Group',
+  alerts: 'Alerts',
+  end_user: 'Limits of each end user',
+  'end_user.rpm': 'End-user requests a minute',
+  'end_user.tpm': 'End-user tokens a minute',
+  'end_user.quota': 'End-user token quota',
+  'end_user.quota.daily': 'End-user daily tokens',
+  'end_user.quota.monthly': 'End-user monthly tokens',
+  'end_user.budget': 'End-user budget',
+  'end_user.budget.daily_usd': 'End-user daily USD',
+  'end_user.budget.monthly_usd': 'End-user monthly USD',
   cache: 'Response cache',
   guardrails: 'Guardrails',
   expires_at: 'Expires',

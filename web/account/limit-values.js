@@ -2,6 +2,9 @@
 import { element } from './dom.js';
 import { NO_GUARDRAILS } from './limit-fields.js';
 
+/** What the alerts field takes for an empty list (no alert), as GATEWAY_LIMIT_ALERTS does. */
+const NONE = 'none';
+
 const controlsOf = (grid) => [...grid.querySelectorAll('[data-path]')];
 /** The top-level body field a control sends (`quota.daily` is part of `quota`). */
 const groupOf = (control) => control.dataset.path.split('.')[0];
@@ -19,6 +22,28 @@ function localDateTime(iso) {
   return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
 }
 
+/** Alert thresholds as the field shows them: `50, 80, 100`, `none` for an empty list, empty when unset. */
+function percentsText(value) {
+  if (!Array.isArray(value)) return '';
+  return value.length ? value.join(', ') : NONE;
+}
+
+/**
+ * The percents typed (`50, 80, 100`; `%` signs allowed) as numbers, `[]` for `none`; a `Field` error when one
+ * is no number (the API checks the rest: whole, 1 to 100, ascending).
+ */
+function percentsValue(control, text, problems) {
+  if (text.toLowerCase() === NONE) return [];
+  const values = text
+    .replace(/%/g, ' ')
+    .split(/[\s,;]+/)
+    .filter(Boolean)
+    .map(Number);
+  if (values.some((value) => !Number.isFinite(value)))
+    problems.push(`Field '${control.dataset.path}': must be percents such as 50, 80, 100, or none`);
+  return values;
+}
+
 /** Sets every field of the grid from a key or team view (as GET /keys or /teams shows it). */
 export function fillLimitFields(grid, view) {
   for (const control of controlsOf(grid)) {
@@ -34,8 +59,9 @@ export function fillLimitFields(grid, view) {
       for (const option of control.options) option.selected = chosen.has(option.value);
     } else if (kind === 'cache') control.value = value === false ? 'false' : '';
     else if (kind === 'datetime') control.value = value ? localDateTime(value) : '';
-    else if (kind === 'team') {
-      // A team not offered (gone from the list meanwhile) stays selectable, so saving other fields keeps it.
+    else if (kind === 'percents') control.value = percentsText(value);
+    else if (kind === 'team' || kind === 'group') {
+      // A team or group not offered (gone from the list meanwhile) stays selectable, so saving other fields keeps it.
       if (value && ![...control.options].some((option) => option.value === value))
         control.append(element('option', { text: value, attrs: { value } }));
       control.value = value ?? '';
@@ -78,23 +104,30 @@ function bodyValue(control, problems) {
   if (kind === 'count' || kind === 'usd') return Number(text);
   if (kind === 'cache') return text === 'false' ? false : null;
   if (kind === 'datetime') return Number.isNaN(Date.parse(text)) ? text : new Date(text).toISOString();
+  if (kind === 'percents') return percentsValue(control, text, problems);
   return text;
 }
 
 /**
- * Every field of the grid as the API's body has it, null when empty (`quota` and `budget` as objects of the
- * parts given), and `problems`: field errors found before sending (in the API's form, for showFormErrors).
+ * Sets a value at a dotted path of `body`: an empty part of an object leaves it out, and the object is null only
+ * while none of its parts is given.
+ */
+function setPath(body, [field, ...rest], value) {
+  if (rest.length === 0) body[field] = value;
+  else if (value === null) body[field] ??= null;
+  else setPath((body[field] ??= {}), rest, value);
+}
+
+/**
+ * Every field of the grid as the API's body has it, null when empty (`quota`, `budget` and `end_user` as objects
+ * of the parts given), and `problems`: field errors found before sending (in the API's form, for showFormErrors).
  */
 export function readLimitFields(grid) {
   const body = {};
   const problems = [];
   for (const control of controlsOf(grid)) {
     if (control.closest('.field')?.hidden) continue;
-    const [group, part] = control.dataset.path.split('.');
-    const value = bodyValue(control, problems);
-    if (!part) body[group] = value;
-    else if (value !== null) body[group] = { ...body[group], [part]: value };
-    else body[group] ??= null;
+    setPath(body, control.dataset.path.split('.'), bodyValue(control, problems));
   }
   return { body, problems };
 }
