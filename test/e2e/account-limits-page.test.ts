@@ -9,6 +9,7 @@ import { createLogger } from '../../src/core/logger.ts';
 import { ModelRegistry } from '../../src/core/model-registry.ts';
 import { endpointsOf } from '../../src/data-plane/upstream/provider-endpoints.ts';
 import { loadPlugins } from '../../src/plugins/load-plugins.ts';
+import { FileGroupStore } from '../../src/stores/groups/file-group-store.ts';
 import { FileKeyStore } from '../../src/stores/keys/file-key-store.ts';
 import { MemoryLedger } from '../../src/stores/limits/memory-ledger.ts';
 import { EmbeddedAlertLog } from '../../src/stores/alerts/embedded-alert-log.ts';
@@ -77,6 +78,8 @@ describe('account page limits view in headless Chromium', function () {
           readiness: async () => ({ status: 'ok' }),
           sessions: new MemorySessionStore(),
           teams,
+          // As a gateway's: its key form offers the budget groups (none here).
+          groups: new FileGroupStore(dataDir),
           limits: ledger,
           alerts,
         }),
