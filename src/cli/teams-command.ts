@@ -6,7 +6,17 @@ import type { TeamRecord } from '../core/limits.ts';
 import type { OpenStores } from '../stores/open-stores.ts';
 import { withOperatorStores } from './operator-stores.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
-import { booleanOf, LIMIT_FLAGS, namesOf, numberOf, percentsOf } from './keys-command.ts';
+import {
+  booleanOf,
+  describeQuotaAndBudget,
+  LIMIT_FLAGS,
+  namesOf,
+  numberOf,
+  percentsOf,
+  quotaAndBudgetCells,
+  quotaAndBudgetChanges,
+} from './limit-flags.ts';
+import { nameArgument } from './name-argument.ts';
 import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
 import { knownGroup } from '../control-plane/admin/key-routes.ts';
@@ -68,13 +78,7 @@ const PLACE_OF: Record<LimitFlag, readonly [field: 'rpm' | 'tpm' | 'quota' | 'bu
 
 const flagOf = (path: string) => (path === 'name' ? 'NAME' : (LIMIT_FLAGS[path] ?? `--${path}`));
 
-function teamName(positionals: string[], action: string): string {
-  if (positionals.length !== 1)
-    throw new CliUsageError(
-      `teams ${action} needs exactly one team name${action === 'create' ? '' : ' (see teams list)'}`,
-    );
-  return positionals[0]!;
-}
+const teamName = (positionals: string[], action: string) => nameArgument(positionals, 'team', action);
 
 /** The limits the flags give, as the admin API's body holds them (numbers as given, so validation names the flag). */
 function limitsOf(values: Partial<Record<LimitFlag, string>>): Record<string, unknown> {
@@ -111,14 +115,7 @@ function changesOf(
     if (cleared.has(field)) body[field] = null;
     else if (field in given) body[field] = given[field];
   }
-  for (const field of ['quota', 'budget'] as const) {
-    const sides = (Object.keys(PLACE_OF) as LimitFlag[]).filter((flag) => PLACE_OF[flag][0] === field);
-    if (!cleared.has(field) && !(field in given) && !sides.some((flag) => cleared.has(flag))) continue;
-    const merged: Record<string, unknown> = cleared.has(field) ? {} : { ...current[field] };
-    for (const flag of sides) if (cleared.has(flag)) delete merged[PLACE_OF[flag][1]!];
-    Object.assign(merged, given[field]);
-    body[field] = Object.keys(merged).length ? merged : null;
-  }
+  Object.assign(body, quotaAndBudgetChanges(values, cleared, current));
   const endUser = endUserChangeOf(values, cleared, current.end_user);
   if (endUser !== undefined) body.end_user = endUser;
   return body;
@@ -168,10 +165,7 @@ async function listTeams(argv: string[], io: CliIo, { teams }: OpenStores): Prom
     created: team.createdAt,
     rpm: team.rpm ?? '-',
     tpm: team.tpm ?? '-',
-    'daily-tokens': team.quota?.daily ?? '-',
-    'monthly-tokens': team.quota?.monthly ?? '-',
-    'daily-usd': team.budget?.daily_usd ?? '-',
-    'monthly-usd': team.budget?.monthly_usd ?? '-',
+    ...quotaAndBudgetCells(team),
     concurrency: team.concurrency ?? '-',
     cache: team.cache ?? '-',
     guardrails: team.guardrails ? team.guardrails.join(',') || 'none' : '-',
@@ -261,10 +255,7 @@ function describeLimits(team: TeamRecord): string {
   const parts = [
     team.rpm !== undefined && `rpm ${team.rpm}`,
     team.tpm !== undefined && `tpm ${team.tpm}`,
-    team.quota?.daily !== undefined && `${team.quota.daily} tokens a day`,
-    team.quota?.monthly !== undefined && `${team.quota.monthly} tokens a month`,
-    team.budget?.daily_usd !== undefined && `$${team.budget.daily_usd} a day`,
-    team.budget?.monthly_usd !== undefined && `$${team.budget.monthly_usd} a month`,
+    ...describeQuotaAndBudget(team),
     team.concurrency !== undefined && `at most ${team.concurrency} requests at once`,
     team.cache !== undefined && `cache ${team.cache}`,
     team.guardrails !== undefined && `guardrails ${team.guardrails.join(', ') || 'none'}`,

@@ -1,0 +1,11 @@
+import { CliUsageError } from './cli-io.ts';
+
+/** The one NAME an action of `teams` or `groups` takes (`noun`: team or group); a usage error otherwise. */
+export function nameArgument(positionals: string[], noun: string, action: string): string {
+  if (positionals.length !== 1) {
+    throw new CliUsageError(
+      `${noun}s ${action} needs exactly one ${noun} name${action === 'create' ? '' : ` (see ${noun}s list)`}`,
+    );
+  }
+  return positionals[0]!;
+}
