@@ -12,6 +12,7 @@ import { MODEL_ROUTES, ROUTE_TABLE } from '../../core/route-table.ts';
 import { MANAGEMENT_PATHS, MANAGEMENT_SCHEMAS } from './management-paths.ts';
 import { GROUP_FIELD, GROUP_PATHS, GROUP_SCHEMAS } from './group-paths.ts';
 import { ALERT_PATHS, ALERT_SCHEMAS, ALERT_THRESHOLDS } from './alert-paths.ts';
+import { USAGE_COUNT_FIELDS } from '../../usage/usage-store.ts';
 import { MONEY_BUDGET, nullableFields, positiveInteger, TOKEN_QUOTA } from './limit-schemas.ts';
 import {
   adminErrors,
@@ -859,17 +860,7 @@ export const OPENAPI_DOCUMENT = {
           'The sums of one group: its field is `model`, `day`, `key_id`, `team` (null: keys in no team) or `key_id` and ' +
           '`end_user`, as group_by asks',
         type: 'object',
-        required: [
-          'requests',
-          'input_tokens',
-          'output_tokens',
-          'cached_tokens',
-          'total_tokens',
-          'charged_tokens',
-          'cost_usd',
-          'cache_hits',
-          'saved_usd',
-        ],
+        required: [...USAGE_COUNT_FIELDS],
         properties: {
           model: { type: 'string' },
           day: { type: 'string', format: 'date' },
