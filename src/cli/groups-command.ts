@@ -16,7 +16,7 @@ import {
   SIDES,
   sidesOf,
 } from './limit-flags.ts';
-import { nameArgument } from './name-argument.ts';
+import { nameArgument, noneNamed } from './name-argument.ts';
 import { textTable } from './text-table.ts';
 
 const LIMIT_SYNOPSIS =
@@ -143,10 +143,7 @@ async function showGroup(argv: string[], io: CliIo, stores: OpenStores): Promise
   });
   const name = groupName(positionals, 'show');
   const group = await stores.groups.get(name);
-  if (!group) {
-    io.err(`No group named '${name}' (see groups list)\n`);
-    return 1;
-  }
+  if (!group) return noneNamed(io, 'group', name);
   const [found] = await groupDetails({ ...stores, limits: stores.ledger }, [group], Date.now());
   // Minute counters live in the embedded server's memory only: not known here.
   const use = found!.use.map((entry) =>
@@ -193,10 +190,7 @@ async function updateGroup(argv: string[], io: CliIo, { groups }: OpenStores): P
   const current = await groups.get(name);
   const updated =
     current && (await groups.update(name, parseGroupChanges(changesOf(values, cleared, current), flagOf)));
-  if (!updated) {
-    io.err(`No group named '${name}' (see groups list)\n`);
-    return 1;
-  }
+  if (!updated) return noneNamed(io, 'group', name);
   io.out(`Updated group ${name} (${describeLimits(updated)}); every gateway instance applies it within seconds.\n`);
   return 0;
 }
@@ -205,10 +199,7 @@ async function updateGroup(argv: string[], io: CliIo, { groups }: OpenStores): P
 async function removeGroup(argv: string[], io: CliIo, stores: OpenStores): Promise<number> {
   const { positionals } = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true });
   const name = groupName(positionals, 'delete');
-  if (!(await deleteGroup(name, stores))) {
-    io.err(`No group named '${name}' (see groups list)\n`);
-    return 1;
-  }
+  if (!(await deleteGroup(name, stores))) return noneNamed(io, 'group', name);
   io.out(`Deleted group ${name}.\n`);
   return 0;
 }

@@ -16,7 +16,7 @@ import {
   quotaAndBudgetCells,
   quotaAndBudgetChanges,
 } from './limit-flags.ts';
-import { nameArgument } from './name-argument.ts';
+import { nameArgument, noneNamed } from './name-argument.ts';
 import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
 import { knownGroup } from '../control-plane/admin/key-routes.ts';
@@ -222,17 +222,11 @@ async function updateTeam(
     if (setToo) throw new CliUsageError(`--clear ${field} and --${setToo} contradict each other`);
   }
   const current = await teams.get(name);
-  if (!current) {
-    io.err(`No team named '${name}' (see teams list)\n`);
-    return 1;
-  }
+  if (!current) return noneNamed(io, 'team', name);
   const body = changesOf(values, cleared, current);
   const knownGroups = await knownGroup(groups, values.group);
   const updated = await teams.update(name, parseTeamChanges(body, flagOf, guardrails, knownGroups));
-  if (!updated) {
-    io.err(`No team named '${name}' (see teams list)\n`);
-    return 1;
-  }
+  if (!updated) return noneNamed(io, 'team', name);
   io.out(`Updated team ${name} (${describeLimits(updated)}); every gateway instance applies it within seconds.\n`);
   return 0;
 }
@@ -242,10 +236,7 @@ async function removeTeam(argv: string[], io: CliIo, stores: OpenStores): Promis
   const { positionals } = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true });
   const name = teamName(positionals, 'delete');
   const emptied = await deleteTeam(name, stores, operatorCache(stores));
-  if (emptied === undefined) {
-    io.err(`No team named '${name}' (see teams list)\n`);
-    return 1;
-  }
+  if (emptied === undefined) return noneNamed(io, 'team', name);
   const emptiedToo = stores.redis ? ` (${entries(emptied)} of its response cache emptied)` : '';
   io.out(`Deleted team ${name}${emptiedToo}.\n`);
   return 0;
