@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/gateway-config.ts';
 import { parseGroupChanges, parseNewGroup } from '../control-plane/admin/group-input.ts';
 import { deleteGroup, groupDetails, type GroupDetail } from '../control-plane/admin/group-routes.ts';
-import type { GroupRecord } from '../core/limits.ts';
+import { GROUP_FIELDS, type GroupRecord } from '../core/limits.ts';
 import type { OpenStores } from '../stores/open-stores.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { withOperatorStores } from './operator-stores.ts';
@@ -40,7 +40,7 @@ const GROUP_OPTIONS = {
 type GroupFlag = keyof typeof GROUP_OPTIONS;
 type GroupValues = Partial<Record<GroupFlag, string>>;
 
-const CLEARABLE = ['tpm', 'quota', 'budget', 'alerts', ...Object.keys(SIDES)] as const;
+const CLEARABLE = [...GROUP_FIELDS, ...Object.keys(SIDES)] as const;
 
 const flagOf = (path: string) =>
   path === 'name' ? 'NAME' : path === 'body' ? 'flags' : (LIMIT_FLAGS[path] ?? `--${path}`);

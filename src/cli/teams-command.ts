@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { parseNewTeam, parseTeamChanges } from '../control-plane/admin/team-input.ts';
 import { deleteTeam } from '../control-plane/admin/team-routes.ts';
 import { loadConfig } from '../config/gateway-config.ts';
-import type { TeamRecord } from '../core/limits.ts';
+import { TEAM_FIELDS, type TeamRecord } from '../core/limits.ts';
 import type { OpenStores } from '../stores/open-stores.ts';
 import { withOperatorStores } from './operator-stores.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
@@ -178,16 +178,9 @@ async function listTeams(argv: string[], io: CliIo, { teams }: OpenStores): Prom
   return 0;
 }
 
+// `end_user` is cleared as a whole or by flag, with the end user's flags.
 const CLEARABLE = new Set([
-  'rpm',
-  'tpm',
-  'quota',
-  'budget',
-  'concurrency',
-  'cache',
-  'guardrails',
-  'group',
-  'alerts',
+  ...TEAM_FIELDS.filter((field) => field !== 'end_user'),
   ...Object.keys(PLACE_OF),
   ...END_USER_CLEARABLE,
 ]);

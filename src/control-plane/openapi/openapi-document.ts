@@ -13,6 +13,7 @@ import { MANAGEMENT_PATHS, MANAGEMENT_SCHEMAS } from './management-paths.ts';
 import { GROUP_FIELD, GROUP_PATHS, GROUP_SCHEMAS } from './group-paths.ts';
 import { ALERT_PATHS, ALERT_SCHEMAS, ALERT_THRESHOLDS } from './alert-paths.ts';
 import { USAGE_COUNT_FIELDS } from '../../usage/usage-store.ts';
+import { TEAM_FIELDS } from '../../core/limits.ts';
 import { MONEY_BUDGET, nullableFields, positiveInteger, TOKEN_QUOTA } from './limit-schemas.ts';
 import {
   adminErrors,
@@ -724,20 +725,7 @@ export const OPENAPI_DOCUMENT = {
       },
       Team: {
         type: 'object',
-        required: [
-          'name',
-          'created_at',
-          'rpm',
-          'tpm',
-          'quota',
-          'budget',
-          'concurrency',
-          'cache',
-          'guardrails',
-          'group',
-          'end_user',
-          'alerts',
-        ],
+        required: ['name', 'created_at', ...TEAM_FIELDS],
         properties: {
           name: { type: 'string' },
           created_at: { type: 'string', description: 'ISO 8601 date-time' },

@@ -1,24 +1,9 @@
 import { badRequest } from '../../core/gateway-errors.ts';
-import type { TeamInput, TeamRecord } from '../../core/limits.ts';
+import { TEAM_FIELDS, type TeamInput, type TeamRecord } from '../../core/limits.ts';
 import { isTeamName, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import { generateTeamId, withTeamId, type StoredTeam } from '../../core/team-identity.ts';
 import { applyFieldChanges, type NamedRecordKind } from '../named-records/named-record-kind.ts';
 import type { TeamChanges } from './team-store.ts';
-
-// Every field of a team a change may set or remove: its limits, its cache setting, its guardrails, its group, its
-// end users' limits and its alerts.
-const CHANGEABLE = [
-  'rpm',
-  'tpm',
-  'quota',
-  'budget',
-  'concurrency',
-  'cache',
-  'guardrails',
-  'group',
-  'end_user',
-  'alerts',
-] as const;
 
 /**
  * A team record from its input, with a new id, stamped now; the name is checked again here, whatever
@@ -33,7 +18,7 @@ export function newTeamRecord(input: TeamInput, now = new Date()): TeamRecord {
 export const TEAM_KIND: NamedRecordKind<TeamRecord, TeamInput, TeamChanges, StoredTeam> = {
   noun: 'team',
   newRecord: (input) => newTeamRecord(input),
-  applyChanges: (record, changes) => applyFieldChanges(record, changes, CHANGEABLE),
+  applyChanges: (record, changes) => applyFieldChanges(record, changes, TEAM_FIELDS),
   fromStored: withTeamId,
 };
 
