@@ -13,6 +13,7 @@ import {
   pairOf,
   quotaAndBudgetCells,
   quotaAndBudgetChanges,
+  SIDE_OPTIONS,
   SIDES,
   sidesOf,
 } from './limit-flags.ts';
@@ -30,10 +31,7 @@ groups delete NAME`;
 
 const GROUP_OPTIONS = {
   tpm: { type: 'string' },
-  'daily-tokens': { type: 'string' },
-  'monthly-tokens': { type: 'string' },
-  'daily-usd': { type: 'string' },
-  'monthly-usd': { type: 'string' },
+  ...SIDE_OPTIONS,
   alerts: { type: 'string' },
 } as const;
 

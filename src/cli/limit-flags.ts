@@ -42,6 +42,14 @@ export function pairOf<K extends string>(
   } as Partial<Record<K, number>>;
 }
 
+/** The side flags of `quota` and `budget`, as `parseArgs` options. */
+export const SIDE_OPTIONS = {
+  'daily-tokens': { type: 'string' },
+  'monthly-tokens': { type: 'string' },
+  'daily-usd': { type: 'string' },
+  'monthly-usd': { type: 'string' },
+} as const;
+
 /** Each side flag's place in `quota` or `budget`. */
 export const SIDES = {
   'daily-tokens': ['quota', 'daily'],

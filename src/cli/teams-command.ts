@@ -15,6 +15,7 @@ import {
   percentsOf,
   quotaAndBudgetCells,
   quotaAndBudgetChanges,
+  SIDE_OPTIONS,
 } from './limit-flags.ts';
 import { nameArgument, noneNamed } from './name-argument.ts';
 import { entries, operatorCache } from './cache-command.ts';
@@ -42,10 +43,7 @@ teams delete NAME`;
 const LIMIT_OPTIONS = {
   rpm: { type: 'string' },
   tpm: { type: 'string' },
-  'daily-tokens': { type: 'string' },
-  'monthly-tokens': { type: 'string' },
-  'daily-usd': { type: 'string' },
-  'monthly-usd': { type: 'string' },
+  ...SIDE_OPTIONS,
   concurrency: { type: 'string' },
 } as const;
 
