@@ -2,11 +2,22 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/gateway-config.ts';
 import { parseGroupChanges, parseNewGroup } from '../control-plane/admin/group-input.ts';
 import { deleteGroup, groupDetails, type GroupDetail } from '../control-plane/admin/group-routes.ts';
-import type { GroupRecord } from '../core/limits.ts';
+import { GROUP_FIELDS, type GroupRecord } from '../core/limits.ts';
 import type { OpenStores } from '../stores/open-stores.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
-import { LIMIT_FLAGS, numberOf, pairOf } from './keys-command.ts';
 import { withOperatorStores } from './operator-stores.ts';
+import {
+  describeQuotaAndBudget,
+  LIMIT_FLAGS,
+  numberOf,
+  pairOf,
+  quotaAndBudgetCells,
+  quotaAndBudgetChanges,
+  SIDE_OPTIONS,
+  SIDES,
+  sidesOf,
+} from './limit-flags.ts';
+import { nameArgument, noneNamed } from './name-argument.ts';
 import { textTable } from './text-table.ts';
 
 const LIMIT_SYNOPSIS =
@@ -20,26 +31,14 @@ groups delete NAME`;
 
 const GROUP_OPTIONS = {
   tpm: { type: 'string' },
-  'daily-tokens': { type: 'string' },
-  'monthly-tokens': { type: 'string' },
-  'daily-usd': { type: 'string' },
-  'monthly-usd': { type: 'string' },
+  ...SIDE_OPTIONS,
   alerts: { type: 'string' },
 } as const;
 
 type GroupFlag = keyof typeof GROUP_OPTIONS;
 type GroupValues = Partial<Record<GroupFlag, string>>;
 
-/** Each side flag's place in `quota` or `budget`. */
-const SIDES = {
-  'daily-tokens': ['quota', 'daily'],
-  'monthly-tokens': ['quota', 'monthly'],
-  'daily-usd': ['budget', 'daily_usd'],
-  'monthly-usd': ['budget', 'monthly_usd'],
-} as const;
-type SideFlag = keyof typeof SIDES;
-
-const CLEARABLE = ['tpm', 'quota', 'budget', 'alerts', ...(Object.keys(SIDES) as SideFlag[])] as const;
+const CLEARABLE = [...GROUP_FIELDS, ...Object.keys(SIDES)] as const;
 
 const flagOf = (path: string) =>
   path === 'name' ? 'NAME' : path === 'body' ? 'flags' : (LIMIT_FLAGS[path] ?? `--${path}`);
@@ -52,14 +51,7 @@ const percentsOf = (value: string) =>
     .filter(Boolean)
     .map((part) => numberOf(part));
 
-function groupName(positionals: string[], action: string): string {
-  if (positionals.length !== 1) {
-    throw new CliUsageError(
-      `groups ${action} needs exactly one group name${action === 'create' ? '' : ' (see groups list)'}`,
-    );
-  }
-  return positionals[0]!;
-}
+const groupName = (positionals: string[], action: string) => nameArgument(positionals, 'group', action);
 
 /** The group's fields the flags give, as the admin API's body holds them. */
 function fieldsOf(values: GroupValues): Record<string, unknown> {
@@ -84,26 +76,13 @@ function changesOf(values: GroupValues, cleared: ReadonlySet<string>, current: G
   else if (values.tpm !== undefined) body.tpm = numberOf(values.tpm);
   if (cleared.has('alerts')) body.alerts = null;
   else if (values.alerts !== undefined) body.alerts = percentsOf(values.alerts);
-  for (const field of ['quota', 'budget'] as const) {
-    const sides = (Object.keys(SIDES) as SideFlag[]).filter((flag) => SIDES[flag][0] === field);
-    if (!cleared.has(field) && !sides.some((flag) => cleared.has(flag) || values[flag] !== undefined)) continue;
-    const merged: Record<string, unknown> = cleared.has(field) ? {} : { ...current[field] };
-    for (const flag of sides) {
-      if (cleared.has(flag)) delete merged[SIDES[flag][1]];
-      else if (values[flag] !== undefined) merged[SIDES[flag][1]] = numberOf(values[flag]);
-    }
-    body[field] = Object.keys(merged).length ? merged : null;
-  }
-  return body;
+  return Object.assign(body, quotaAndBudgetChanges(values, cleared, current));
 }
 
 function describeLimits(group: GroupRecord): string {
   const parts = [
     group.tpm !== undefined && `tpm ${group.tpm}`,
-    group.quota?.daily !== undefined && `${group.quota.daily} tokens a day`,
-    group.quota?.monthly !== undefined && `${group.quota.monthly} tokens a month`,
-    group.budget?.daily_usd !== undefined && `$${group.budget.daily_usd} a day`,
-    group.budget?.monthly_usd !== undefined && `$${group.budget.monthly_usd} a month`,
+    ...describeQuotaAndBudget(group),
     group.alerts !== undefined && `alerts at ${group.alerts.map((percent) => `${percent} %`).join(', ') || 'none'}`,
   ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'no limits';
@@ -136,10 +115,7 @@ async function listGroups(argv: string[], io: CliIo, stores: OpenStores): Promis
     name: group.name,
     created: group.created_at,
     tpm: group.tpm ?? '-',
-    'daily-tokens': group.quota?.daily ?? '-',
-    'monthly-tokens': group.quota?.monthly ?? '-',
-    'daily-usd': group.budget?.daily_usd ?? '-',
-    'monthly-usd': group.budget?.monthly_usd ?? '-',
+    ...quotaAndBudgetCells(group),
     alerts: group.alerts ? group.alerts.join(',') || 'none' : '-',
     teams: group.members.teams.join(',') || '-',
     keys: group.members.keys.map((key) => key.id).join(',') || '-',
@@ -165,10 +141,7 @@ async function showGroup(argv: string[], io: CliIo, stores: OpenStores): Promise
   });
   const name = groupName(positionals, 'show');
   const group = await stores.groups.get(name);
-  if (!group) {
-    io.err(`No group named '${name}' (see groups list)\n`);
-    return 1;
-  }
+  if (!group) return noneNamed(io, 'group', name);
   const [found] = await groupDetails({ ...stores, limits: stores.ledger }, [group], Date.now());
   // Minute counters live in the embedded server's memory only: not known here.
   const use = found!.use.map((entry) =>
@@ -207,8 +180,7 @@ async function updateGroup(argv: string[], io: CliIo, { groups }: OpenStores): P
     if (!(CLEARABLE as readonly string[]).includes(field)) {
       throw new CliUsageError(`--clear takes one of ${CLEARABLE.join(', ')}; got '${field}'`);
     }
-    const sides = (Object.keys(SIDES) as SideFlag[]).filter((flag) => SIDES[flag][0] === field);
-    const setToo = (field === 'quota' || field === 'budget' ? sides : [field as GroupFlag]).find(
+    const setToo = (field === 'quota' || field === 'budget' ? sidesOf(field) : [field as GroupFlag]).find(
       (flag) => values[flag] !== undefined,
     );
     if (setToo) throw new CliUsageError(`--clear ${field} and --${setToo} contradict each other`);
@@ -216,10 +188,7 @@ async function updateGroup(argv: string[], io: CliIo, { groups }: OpenStores): P
   const current = await groups.get(name);
   const updated =
     current && (await groups.update(name, parseGroupChanges(changesOf(values, cleared, current), flagOf)));
-  if (!updated) {
-    io.err(`No group named '${name}' (see groups list)\n`);
-    return 1;
-  }
+  if (!updated) return noneNamed(io, 'group', name);
   io.out(`Updated group ${name} (${describeLimits(updated)}); every gateway instance applies it within seconds.\n`);
   return 0;
 }
@@ -228,10 +197,7 @@ async function updateGroup(argv: string[], io: CliIo, { groups }: OpenStores): P
 async function removeGroup(argv: string[], io: CliIo, stores: OpenStores): Promise<number> {
   const { positionals } = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true });
   const name = groupName(positionals, 'delete');
-  if (!(await deleteGroup(name, stores))) {
-    io.err(`No group named '${name}' (see groups list)\n`);
-    return 1;
-  }
+  if (!(await deleteGroup(name, stores))) return noneNamed(io, 'group', name);
   io.out(`Deleted group ${name}.\n`);
   return 0;
 }

@@ -14,9 +14,18 @@ import { CliUsageError, type CliIo } from './cli-io.ts';
 import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
 import {
+  booleanOf,
+  LIMIT_FLAGS,
+  namesOf,
+  numberOf,
+  pairOf,
+  percentsOf,
+  quotaAndBudgetChanges,
+  sidesOf,
+} from './limit-flags.ts';
+import {
   describeEndUser,
   END_USER_CLEARABLE,
-  END_USER_FLAGS,
   END_USER_OPTIONS,
   END_USER_SYNOPSIS,
   endUserChangeOf,
@@ -48,48 +57,8 @@ const CREATE_OPTIONS = {
   alerts: { type: 'string' },
 } as const;
 
-/** The flag of each limit's field, for the error messages of keys and teams alike. */
-export const LIMIT_FLAGS: Record<string, string> = {
-  'quota.daily': '--daily-tokens',
-  'quota.monthly': '--monthly-tokens',
-  quota: '--daily-tokens/--monthly-tokens',
-  'budget.daily_usd': '--daily-usd',
-  'budget.monthly_usd': '--monthly-usd',
-  budget: '--daily-usd/--monthly-usd',
-  ...END_USER_FLAGS,
-};
 const FLAG_OF: Record<string, string> = { ...LIMIT_FLAGS, expires_at: '--expires-at' };
 const flagOf = (path: string) => FLAG_OF[path] ?? `--${path}`;
-
-/** A flag's number as given (`NaN` when it is not one), so that validation names the flag's field. */
-export const numberOf = (value: string | undefined) =>
-  value === undefined ? undefined : value.trim() === '' ? Number.NaN : Number(value);
-
-/** A flag's `true` or `false` as a boolean; anything else as given, so that validation names the flag's field. */
-export const booleanOf = (value: string | undefined) => (value === 'true' ? true : value === 'false' ? false : value);
-
-/** Comma-separated percents (`''`: an empty list); a part that is no number stays as given, for validation to name. */
-export const percentsOf = (value: string): unknown[] =>
-  namesOf(value).map((part) => (/^\d+$/.test(part) ? Number(part) : part));
-
-/** A comma-separated list of names (`''`: an empty list). */
-export const namesOf = (value: string) =>
-  value
-    .split(',')
-    .map((name) => name.trim())
-    .filter(Boolean);
-
-/** `{daily?, monthly?}`-like object of the flags given, or undefined when neither is. */
-export function pairOf<K extends string>(
-  daily: [K, number | undefined],
-  monthly: [K, number | undefined],
-): Partial<Record<K, number>> | undefined {
-  if (daily[1] === undefined && monthly[1] === undefined) return undefined;
-  return {
-    ...(daily[1] !== undefined && { [daily[0]]: daily[1] }),
-    ...(monthly[1] !== undefined && { [monthly[0]]: monthly[1] }),
-  } as Partial<Record<K, number>>;
-}
 
 async function createKey(argv: string[], io: CliIo, stores: OpenStores, env: NodeJS.ProcessEnv): Promise<number> {
   const { keys: store, teams, groups } = stores;
@@ -158,13 +127,6 @@ const CLEARABLE = [
   'monthly-usd',
   ...END_USER_CLEARABLE,
 ] as const;
-/** Each side flag's place in `quota` or `budget`. */
-const SIDES = {
-  'daily-tokens': ['quota', 'daily'],
-  'monthly-tokens': ['quota', 'monthly'],
-  'daily-usd': ['budget', 'daily_usd'],
-  'monthly-usd': ['budget', 'monthly_usd'],
-} as const;
 type UpdateValues = Partial<Record<keyof typeof CREATE_OPTIONS, string>>;
 
 /**
@@ -197,16 +159,7 @@ function keyChangesOf(
   else if (values.guardrails !== undefined) body.guardrails = namesOf(values.guardrails);
   if (cleared.has('alerts')) body.alerts = null;
   else if (values.alerts !== undefined) body.alerts = percentsOf(values.alerts);
-  for (const field of ['quota', 'budget'] as const) {
-    const sides = (Object.keys(SIDES) as (keyof typeof SIDES)[]).filter((flag) => SIDES[flag][0] === field);
-    if (!cleared.has(field) && !sides.some((flag) => cleared.has(flag) || values[flag] !== undefined)) continue;
-    const merged: Record<string, unknown> = cleared.has(field) ? {} : { ...current[field] };
-    for (const flag of sides) {
-      if (cleared.has(flag)) delete merged[SIDES[flag][1]];
-      else if (values[flag] !== undefined) merged[SIDES[flag][1]] = numberOf(values[flag]);
-    }
-    body[field] = Object.keys(merged).length ? merged : null;
-  }
+  Object.assign(body, quotaAndBudgetChanges(values, cleared, current));
   const endUser = endUserChangeOf(values, cleared, current.end_user);
   if (endUser !== undefined) body.end_user = endUser;
   return body;
@@ -226,10 +179,7 @@ async function updateKey(argv: string[], io: CliIo, stores: OpenStores, env: Nod
   for (const field of cleared) {
     if (!(CLEARABLE as readonly string[]).includes(field))
       throw new CliUsageError(`--clear takes one of ${CLEARABLE.join(', ')}; got '${field}'`);
-    const flags =
-      field === 'quota' || field === 'budget'
-        ? Object.keys(SIDES).filter((flag) => SIDES[flag as keyof typeof SIDES][0] === field)
-        : [field];
+    const flags = field === 'quota' || field === 'budget' ? sidesOf(field) : [field];
     const setToo = field.startsWith('end-user')
       ? endUserContradiction(field, values)
       : flags.find((flag) => values[flag as keyof UpdateValues] !== undefined);

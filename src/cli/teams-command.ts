@@ -2,11 +2,22 @@ import { parseArgs } from 'node:util';
 import { parseNewTeam, parseTeamChanges } from '../control-plane/admin/team-input.ts';
 import { deleteTeam } from '../control-plane/admin/team-routes.ts';
 import { loadConfig } from '../config/gateway-config.ts';
-import type { TeamRecord } from '../core/limits.ts';
+import { TEAM_FIELDS, type TeamRecord } from '../core/limits.ts';
 import type { OpenStores } from '../stores/open-stores.ts';
 import { withOperatorStores } from './operator-stores.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
-import { booleanOf, LIMIT_FLAGS, namesOf, numberOf, percentsOf } from './keys-command.ts';
+import {
+  booleanOf,
+  describeQuotaAndBudget,
+  LIMIT_FLAGS,
+  namesOf,
+  numberOf,
+  percentsOf,
+  quotaAndBudgetCells,
+  quotaAndBudgetChanges,
+  SIDE_OPTIONS,
+} from './limit-flags.ts';
+import { nameArgument, noneNamed } from './name-argument.ts';
 import { entries, operatorCache } from './cache-command.ts';
 import { textTable } from './text-table.ts';
 import { knownGroup } from '../control-plane/admin/key-routes.ts';
@@ -32,10 +43,7 @@ teams delete NAME`;
 const LIMIT_OPTIONS = {
   rpm: { type: 'string' },
   tpm: { type: 'string' },
-  'daily-tokens': { type: 'string' },
-  'monthly-tokens': { type: 'string' },
-  'daily-usd': { type: 'string' },
-  'monthly-usd': { type: 'string' },
+  ...SIDE_OPTIONS,
   concurrency: { type: 'string' },
 } as const;
 
@@ -68,13 +76,7 @@ const PLACE_OF: Record<LimitFlag, readonly [field: 'rpm' | 'tpm' | 'quota' | 'bu
 
 const flagOf = (path: string) => (path === 'name' ? 'NAME' : (LIMIT_FLAGS[path] ?? `--${path}`));
 
-function teamName(positionals: string[], action: string): string {
-  if (positionals.length !== 1)
-    throw new CliUsageError(
-      `teams ${action} needs exactly one team name${action === 'create' ? '' : ' (see teams list)'}`,
-    );
-  return positionals[0]!;
-}
+const teamName = (positionals: string[], action: string) => nameArgument(positionals, 'team', action);
 
 /** The limits the flags give, as the admin API's body holds them (numbers as given, so validation names the flag). */
 function limitsOf(values: Partial<Record<LimitFlag, string>>): Record<string, unknown> {
@@ -111,14 +113,7 @@ function changesOf(
     if (cleared.has(field)) body[field] = null;
     else if (field in given) body[field] = given[field];
   }
-  for (const field of ['quota', 'budget'] as const) {
-    const sides = (Object.keys(PLACE_OF) as LimitFlag[]).filter((flag) => PLACE_OF[flag][0] === field);
-    if (!cleared.has(field) && !(field in given) && !sides.some((flag) => cleared.has(flag))) continue;
-    const merged: Record<string, unknown> = cleared.has(field) ? {} : { ...current[field] };
-    for (const flag of sides) if (cleared.has(flag)) delete merged[PLACE_OF[flag][1]!];
-    Object.assign(merged, given[field]);
-    body[field] = Object.keys(merged).length ? merged : null;
-  }
+  Object.assign(body, quotaAndBudgetChanges(values, cleared, current));
   const endUser = endUserChangeOf(values, cleared, current.end_user);
   if (endUser !== undefined) body.end_user = endUser;
   return body;
@@ -168,10 +163,7 @@ async function listTeams(argv: string[], io: CliIo, { teams }: OpenStores): Prom
     created: team.createdAt,
     rpm: team.rpm ?? '-',
     tpm: team.tpm ?? '-',
-    'daily-tokens': team.quota?.daily ?? '-',
-    'monthly-tokens': team.quota?.monthly ?? '-',
-    'daily-usd': team.budget?.daily_usd ?? '-',
-    'monthly-usd': team.budget?.monthly_usd ?? '-',
+    ...quotaAndBudgetCells(team),
     concurrency: team.concurrency ?? '-',
     cache: team.cache ?? '-',
     guardrails: team.guardrails ? team.guardrails.join(',') || 'none' : '-',
@@ -184,16 +176,9 @@ async function listTeams(argv: string[], io: CliIo, { teams }: OpenStores): Prom
   return 0;
 }
 
+// `end_user` is cleared as a whole or by flag, with the end user's flags.
 const CLEARABLE = new Set([
-  'rpm',
-  'tpm',
-  'quota',
-  'budget',
-  'concurrency',
-  'cache',
-  'guardrails',
-  'group',
-  'alerts',
+  ...TEAM_FIELDS.filter((field) => field !== 'end_user'),
   ...Object.keys(PLACE_OF),
   ...END_USER_CLEARABLE,
 ]);
@@ -228,17 +213,11 @@ async function updateTeam(
     if (setToo) throw new CliUsageError(`--clear ${field} and --${setToo} contradict each other`);
   }
   const current = await teams.get(name);
-  if (!current) {
-    io.err(`No team named '${name}' (see teams list)\n`);
-    return 1;
-  }
+  if (!current) return noneNamed(io, 'team', name);
   const body = changesOf(values, cleared, current);
   const knownGroups = await knownGroup(groups, values.group);
   const updated = await teams.update(name, parseTeamChanges(body, flagOf, guardrails, knownGroups));
-  if (!updated) {
-    io.err(`No team named '${name}' (see teams list)\n`);
-    return 1;
-  }
+  if (!updated) return noneNamed(io, 'team', name);
   io.out(`Updated team ${name} (${describeLimits(updated)}); every gateway instance applies it within seconds.\n`);
   return 0;
 }
@@ -248,10 +227,7 @@ async function removeTeam(argv: string[], io: CliIo, stores: OpenStores): Promis
   const { positionals } = parseArgs({ args: argv, options: {}, strict: true, allowPositionals: true });
   const name = teamName(positionals, 'delete');
   const emptied = await deleteTeam(name, stores, operatorCache(stores));
-  if (emptied === undefined) {
-    io.err(`No team named '${name}' (see teams list)\n`);
-    return 1;
-  }
+  if (emptied === undefined) return noneNamed(io, 'team', name);
   const emptiedToo = stores.redis ? ` (${entries(emptied)} of its response cache emptied)` : '';
   io.out(`Deleted team ${name}${emptiedToo}.\n`);
   return 0;
@@ -261,10 +237,7 @@ function describeLimits(team: TeamRecord): string {
   const parts = [
     team.rpm !== undefined && `rpm ${team.rpm}`,
     team.tpm !== undefined && `tpm ${team.tpm}`,
-    team.quota?.daily !== undefined && `${team.quota.daily} tokens a day`,
-    team.quota?.monthly !== undefined && `${team.quota.monthly} tokens a month`,
-    team.budget?.daily_usd !== undefined && `$${team.budget.daily_usd} a day`,
-    team.budget?.monthly_usd !== undefined && `$${team.budget.monthly_usd} a month`,
+    ...describeQuotaAndBudget(team),
     team.concurrency !== undefined && `at most ${team.concurrency} requests at once`,
     team.cache !== undefined && `cache ${team.cache}`,
     team.guardrails !== undefined && `guardrails ${team.guardrails.join(', ') || 'none'}`,

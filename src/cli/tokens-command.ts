@@ -3,7 +3,7 @@ import { loadConfig } from '../config/gateway-config.ts';
 import { parseNewToken, tokenView } from '../control-plane/access/token-routes.ts';
 import { actorOf } from '../core/access.ts';
 import { changed, currentScope } from '../control-plane/access/request-scope.ts';
-import { namesOf } from './keys-command.ts';
+import { namesOf } from './limit-flags.ts';
 import { withOperatorStores } from './operator-stores.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { textTable } from './text-table.ts';

@@ -2,25 +2,13 @@ import { parseArgs } from 'node:util';
 import { textTable } from './text-table.ts';
 import { isGatewayError } from '../core/gateway-errors.ts';
 import { parseUsageQuery, readUsage, type UsageRequest } from '../control-plane/usage-routes.ts';
-import { groupFields, type UsageRow, type UsageStore } from '../usage/usage-store.ts';
+import { groupFields, USAGE_COUNT_FIELDS, type UsageRow, type UsageStore } from '../usage/usage-store.ts';
 import type { KeyStore } from '../stores/keys/key-store.ts';
 import type { TeamStore } from '../stores/teams/team-store.ts';
 import { formatCost } from '../usage/pricing.ts';
 
 export const USAGE_COMMAND_SYNOPSIS =
   'usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day|key|team|end-user]';
-
-const COUNT_COLUMNS = [
-  'requests',
-  'input_tokens',
-  'output_tokens',
-  'cached_tokens',
-  'total_tokens',
-  'charged_tokens',
-  'cost_usd',
-  'cache_hits',
-  'saved_usd',
-] as const;
 
 /** What a row without a group name shows: keys in no team, requests naming no end user (counted as their key). */
 const UNNAMED: Record<string, string> = { team: '(no team)', end_user: '(none: the key)' };
@@ -34,7 +22,7 @@ export function usageTable(rows: readonly UsageRow[], groupBy: UsageRequest['gro
     cost_usd: formatCost(row.cost_usd),
     saved_usd: formatCost(row.saved_usd),
   }));
-  return textTable(cells, [...first, ...COUNT_COLUMNS]);
+  return textTable(cells, [...first, ...USAGE_COUNT_FIELDS]);
 }
 
 /**

@@ -89,6 +89,20 @@ export interface TeamRecord extends Limits, CacheSetting, GuardrailSetting, EndU
 
 export type TeamInput = Omit<TeamRecord, 'id' | 'createdAt'>;
 
+/** Every field of a team a change may set or remove (all but its id, name and creation time), in the order shown. */
+export const TEAM_FIELDS = [
+  'rpm',
+  'tpm',
+  'quota',
+  'budget',
+  'concurrency',
+  'cache',
+  'guardrails',
+  'group',
+  'end_user',
+  'alerts',
+] as const satisfies readonly (keyof TeamInput)[];
+
 /**
  * A budget group: a named budget (tokens per minute, token quotas and money per day and month) that the
  * teams and keys naming it draw from together, besides their own limits.
@@ -108,6 +122,9 @@ export interface GroupRecord {
 }
 
 export type GroupInput = Omit<GroupRecord, 'id' | 'createdAt'>;
+
+/** Every field of a group a change may set or remove, in the order shown. */
+export const GROUP_FIELDS = ['tpm', 'quota', 'budget', 'alerts'] as const satisfies readonly (keyof GroupInput)[];
 
 /** The limits of a group a request draws from, as the authenticator joins them (`CallerKey.group`). */
 export type CallerGroup = Pick<GroupRecord, 'id' | 'name' | 'tpm' | 'quota' | 'budget' | 'alerts'>;

@@ -46,6 +46,19 @@ export type UsageRow = {
   saved_usd: number;
 } & Omit<UsageTotals, 'cost_nano_usd' | 'saved_nano_usd'>;
 
+/** A usage row's counters, in the order the CSV, the CLI's table and the API's schema list them. */
+export const USAGE_COUNT_FIELDS = [
+  'requests',
+  'input_tokens',
+  'output_tokens',
+  'cached_tokens',
+  'total_tokens',
+  'charged_tokens',
+  'cost_usd',
+  'cache_hits',
+  'saved_usd',
+] as const;
+
 /**
  * Daily totals of one key and model: the unit both stores keep and sum from. The stores keep daily totals
  * per key and end user too, as cells with `endUser` set (null: the requests that named none) and `model`

@@ -1,19 +1,7 @@
-import { groupFields, type UsageRow } from '../../usage/usage-store.ts';
+import { groupFields, USAGE_COUNT_FIELDS, type UsageRow } from '../../usage/usage-store.ts';
 import type { UsageRequest } from '../usage-routes.ts';
 import { formatCost } from '../../usage/pricing.ts';
 import { dayOf } from '../../usage/usage-record.ts';
-
-const COLUMNS = [
-  'requests',
-  'input_tokens',
-  'output_tokens',
-  'cached_tokens',
-  'total_tokens',
-  'charged_tokens',
-  'cost_usd',
-  'cache_hits',
-  'saved_usd',
-] as const;
 
 /** One CSV field (RFC 4180): quoted when it holds a comma, quote or line break; formula starts defused. */
 function field(value: string | number): string {
@@ -28,9 +16,9 @@ function field(value: string | number): string {
  */
 export function usageCsv(rows: readonly UsageRow[], groupBy: UsageRequest['groupBy']): string {
   const first = groupFields(groupBy);
-  const lines = [[...first, ...COLUMNS].join(',')];
+  const lines = [[...first, ...USAGE_COUNT_FIELDS].join(',')];
   for (const row of rows) {
-    const counts = COLUMNS.map((column) =>
+    const counts = USAGE_COUNT_FIELDS.map((column) =>
       column === 'cost_usd' || column === 'saved_usd' ? formatCost(row[column]) : field(row[column]),
     );
     lines.push([...first.map((name) => field(row[name] ?? '')), ...counts].join(','));

@@ -1,108 +1,53 @@
 import * as yup from 'yup';
-import { fieldError, validationError } from '../../core/gateway-errors.ts';
 import type { TeamInput } from '../../core/limits.ts';
 import { TEAM_NAME, TEAM_NAME_RULE } from '../../core/team-name.ts';
 import type { TeamChanges } from '../../stores/teams/team-store.ts';
 import { groupName, unknownGroup } from './group-input.ts';
 import {
   cacheSetting,
-  definedOnly,
   endUserLimits,
   alertList,
   guardrailList,
-  knownFields,
   moneyBudget,
   positiveInteger,
   tokenQuota,
   unknownGuardrails,
 } from './limit-fields.ts';
+import { changedFields, givenFields, namedRecordSchemas, validateBody, type FieldLabel } from './named-record-input.ts';
 
-// The fields a PATCH may set or remove: the limits, the cache setting, the guardrails, the budget group, the end
-// users' limits and the alerts.
-const CHANGEABLE_FIELDS = [
-  'rpm',
-  'tpm',
-  'quota',
-  'budget',
-  'concurrency',
-  'cache',
-  'guardrails',
-  'group',
-  'end_user',
-  'alerts',
-] as const;
-
-const newTeamSchema = knownFields(
-  yup
-    .object({
-      name: yup
-        .string()
-        .strict()
-        .typeError('must be a string')
-        .required('is required')
-        .matches(TEAM_NAME, TEAM_NAME_RULE),
-      rpm: positiveInteger(),
-      tpm: positiveInteger(),
-      quota: tokenQuota(),
-      budget: moneyBudget(),
-      concurrency: positiveInteger(),
-      cache: cacheSetting(),
-      guardrails: guardrailList(),
-      group: groupName(),
-      end_user: endUserLimits(),
-      alerts: alertList(),
-    })
-    .strict(),
-  ['name', ...CHANGEABLE_FIELDS],
+const { changeable: CHANGEABLE_FIELDS, ...schemas } = namedRecordSchemas(
+  'team',
+  { pattern: TEAM_NAME, rule: TEAM_NAME_RULE },
+  {
+    rpm: positiveInteger,
+    tpm: positiveInteger,
+    quota: tokenQuota,
+    budget: moneyBudget,
+    concurrency: positiveInteger,
+    cache: cacheSetting,
+    guardrails: guardrailList,
+    group: groupName,
+    end_user: endUserLimits,
+    alerts: alertList,
+  },
 );
-
-const teamChangesSchema = knownFields(
-  yup
-    .object({
-      rpm: positiveInteger().nullable(),
-      tpm: positiveInteger().nullable(),
-      quota: tokenQuota().nullable(),
-      budget: moneyBudget().nullable(),
-      concurrency: positiveInteger().nullable(),
-      cache: cacheSetting().nullable(),
-      guardrails: guardrailList().nullable(),
-      group: groupName().nullable(),
-      end_user: endUserLimits().nullable(),
-      alerts: alertList().nullable(),
-    })
-    .strict(),
-  CHANGEABLE_FIELDS,
-  { name: `cannot be changed: a team keeps its name (the fields a change sets are ${CHANGEABLE_FIELDS.join(', ')})` },
-);
-
-/** How an error names a field (the CLI names its flags); the body's field path by default. */
-export type FieldLabel = (path: string) => string;
 
 /**
  * The body through the schema, its `guardrails` against the configured ones (when known) and its `group`
  * against the groups that exist: one 400 listing every problem.
  */
-function validate<T>(
-  schema: yup.Schema<T>,
+function validate(
+  schema: yup.Schema,
   body: unknown,
   label: FieldLabel = (path) => path,
   knownGuardrails?: readonly string[],
   knownGroups?: ReadonlySet<string>,
-): T {
+): unknown {
   const given = body as { guardrails?: unknown; group?: unknown } | null;
-  const errors = [
+  return validateBody(schema, body, label, [
     ...unknownGuardrails(given?.guardrails, knownGuardrails, label('guardrails')),
     ...unknownGroup(given?.group, knownGroups, label('group')),
-  ];
-  let value: T | undefined;
-  try {
-    value = schema.validateSync(body, { abortEarly: false });
-  } catch (error) {
-    if (!(error instanceof yup.ValidationError)) throw error;
-    errors.unshift(...error.inner.map((problem) => fieldError(label(problem.path || 'body'), problem.message)));
-  }
-  if (errors.length > 0) throw validationError(errors);
-  return value!;
+  ]);
 }
 
 /**
@@ -119,21 +64,8 @@ export function parseNewTeam(
   knownGuardrails?: readonly string[],
   knownGroups?: ReadonlySet<string>,
 ): TeamInput {
-  const value = validate(newTeamSchema, body, label, knownGuardrails, knownGroups);
-  const { name, rpm, tpm, quota, budget, concurrency, cache, guardrails, group, end_user: endUser, alerts } = value;
-  return definedOnly({
-    name,
-    rpm,
-    tpm,
-    quota,
-    budget,
-    concurrency,
-    cache,
-    guardrails,
-    group,
-    end_user: endUser,
-    alerts,
-  });
+  const value = validate(schemas.newRecord, body, label, knownGuardrails, knownGroups);
+  return givenFields(value, ['name', ...CHANGEABLE_FIELDS]);
 }
 
 /**
@@ -147,9 +79,6 @@ export function parseTeamChanges(
   knownGuardrails?: readonly string[],
   knownGroups?: ReadonlySet<string>,
 ): TeamChanges {
-  validate(teamChangesSchema, body, label, knownGuardrails, knownGroups);
-  const given = body as Record<string, unknown>;
-  return Object.fromEntries(
-    CHANGEABLE_FIELDS.filter((field) => Object.hasOwn(given, field)).map((field) => [field, given[field]]),
-  ) as TeamChanges;
+  validate(schemas.changes, body, label, knownGuardrails, knownGroups);
+  return changedFields(body, CHANGEABLE_FIELDS);
 }

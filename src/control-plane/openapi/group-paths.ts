@@ -1,32 +1,28 @@
-import { adminErrors, error, json, ref } from './openapi-parts.ts';
-
-const positiveInteger = { type: 'integer', minimum: 1 };
-const usd = { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000_000, description: 'USD, at most 6 decimals' };
-const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
-const groupNamePattern = '^[A-Za-z0-9._-]{1,64}$';
-const groupName = { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: groupNamePattern } };
+import { MONEY_BUDGET, nullableFields, positiveInteger, TOKEN_QUOTA } from './limit-schemas.ts';
+import {
+  adminErrors,
+  deletedByName,
+  error,
+  json,
+  listOf,
+  nameParameter,
+  newNamedRecord,
+  RECORD_NAME_PATTERN,
+  ref,
+} from './openapi-parts.ts';
 
 /** `group` of a key or a team. */
 export const GROUP_FIELD = {
   type: 'string',
-  pattern: groupNamePattern,
+  pattern: RECORD_NAME_PATTERN,
   description: "An existing budget group the owner's requests draw from as well (a key's group over its team's)",
 };
 
 /** A group's limits and alert thresholds. */
 const GROUP_SETTINGS = {
   tpm: positiveInteger,
-  quota: {
-    type: 'object',
-    additionalProperties: false,
-    properties: { daily: positiveInteger, monthly: positiveInteger },
-  },
-  budget: {
-    type: 'object',
-    additionalProperties: false,
-    minProperties: 1,
-    properties: { daily_usd: usd, monthly_usd: usd },
-  },
+  quota: TOKEN_QUOTA,
+  budget: MONEY_BUDGET,
   alerts: {
     type: 'array',
     items: { type: 'integer', minimum: 1, maximum: 100 },
@@ -51,17 +47,12 @@ const useEntry = {
 
 /** The budget group schemas. */
 export const GROUP_SCHEMAS = {
-  NewGroup: {
-    type: 'object',
-    required: ['name'],
-    additionalProperties: false,
-    properties: { name: { type: 'string', pattern: groupNamePattern }, ...GROUP_SETTINGS },
-  },
+  NewGroup: newNamedRecord(GROUP_SETTINGS),
   GroupChanges: {
     type: 'object',
     minProperties: 1,
     additionalProperties: false,
-    properties: Object.fromEntries(Object.entries(GROUP_SETTINGS).map(([field, schema]) => [field, nullable(schema)])),
+    properties: nullableFields(GROUP_SETTINGS),
   },
   Group: {
     type: 'object',
@@ -69,7 +60,7 @@ export const GROUP_SCHEMAS = {
     properties: {
       name: { type: 'string' },
       created_at: { type: 'string', description: 'ISO 8601 date-time' },
-      ...Object.fromEntries(Object.entries(GROUP_SETTINGS).map(([field, schema]) => [field, nullable(schema)])),
+      ...nullableFields(GROUP_SETTINGS),
       members: {
         type: 'object',
         required: ['teams', 'keys'],
@@ -119,14 +110,7 @@ export const GROUP_PATHS = {
       summary: 'Every budget group with its members and use (a team role: the groups its teams draw from)',
       security: [{ adminToken: [] }],
       responses: {
-        '200': {
-          description: 'The groups',
-          content: json({
-            type: 'object',
-            required: ['object', 'data'],
-            properties: { object: { const: 'list' }, data: { type: 'array', items: ref('Group') } },
-          }),
-        },
+        '200': listOf('The groups', 'Group'),
         ...adminErrors,
       },
     },
@@ -135,7 +119,7 @@ export const GROUP_PATHS = {
     get: {
       summary: 'One budget group with its members and its use',
       security: [{ adminToken: [] }],
-      parameters: [groupName],
+      parameters: [nameParameter],
       responses: {
         '200': { description: 'The group', content: json(ref('Group')) },
         '404': error('No group of that name', 'Plain'),
@@ -146,7 +130,7 @@ export const GROUP_PATHS = {
       summary:
         "Changes a group's limits and alert thresholds: each set (an object replaces the whole limit), null to remove it, absent to keep it",
       security: [{ adminToken: [] }],
-      parameters: [groupName],
+      parameters: [nameParameter],
       requestBody: { required: true, content: json(ref('GroupChanges')) },
       responses: {
         '200': { description: 'The group as changed', content: json(ref('Group')) },
@@ -158,16 +142,9 @@ export const GROUP_PATHS = {
     delete: {
       summary: 'Deletes a group no team and no key names any more',
       security: [{ adminToken: [] }],
-      parameters: [groupName],
+      parameters: [nameParameter],
       responses: {
-        '200': {
-          description: 'Deleted',
-          content: json({
-            type: 'object',
-            required: ['name', 'deleted'],
-            properties: { name: { type: 'string' }, deleted: { const: true } },
-          }),
-        },
+        '200': deletedByName,
         '404': error('No group of that name', 'Plain'),
         '409': error('Teams or keys that are not revoked name the group; the detail names them', 'Plain'),
         ...adminErrors,

@@ -6,10 +6,10 @@
 
 import { ROLES } from '../../core/access.ts';
 import { PERMISSIONS } from '../access/permissions.ts';
-import { adminErrors, error, json, ref } from './openapi-parts.ts';
+import { adminErrors, error, json, RECORD_NAME_PATTERN, ref } from './openapi-parts.ts';
 
 const security = [{ adminToken: [] }];
-const teamNameSchema = { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' };
+const teamNameSchema = { type: 'string', pattern: RECORD_NAME_PATTERN };
 const dateTime = { type: 'string', format: 'date-time' };
 const list = (items: object) => ({
   type: 'object',

@@ -12,7 +12,20 @@ import { MODEL_ROUTES, ROUTE_TABLE } from '../../core/route-table.ts';
 import { MANAGEMENT_PATHS, MANAGEMENT_SCHEMAS } from './management-paths.ts';
 import { GROUP_FIELD, GROUP_PATHS, GROUP_SCHEMAS } from './group-paths.ts';
 import { ALERT_PATHS, ALERT_SCHEMAS, ALERT_THRESHOLDS } from './alert-paths.ts';
-import { adminErrors, error, json, ref } from './openapi-parts.ts';
+import { USAGE_COUNT_FIELDS } from '../../usage/usage-store.ts';
+import { TEAM_FIELDS } from '../../core/limits.ts';
+import { MONEY_BUDGET, nullableFields, positiveInteger, TOKEN_QUOTA } from './limit-schemas.ts';
+import {
+  adminErrors,
+  deletedByName,
+  error,
+  json,
+  listOf,
+  nameParameter,
+  newNamedRecord,
+  RECORD_NAME_PATTERN,
+  ref,
+} from './openapi-parts.ts';
 
 /** The request bodies' components, derived from the routes' yup schemas (the one written form of each shape). */
 const REQUEST_COMPONENTS = {
@@ -61,22 +74,11 @@ function modelRoute(summary: string, body: string, envelope: 'Completions' | 'Me
   };
 }
 
-const positiveInteger = { type: 'integer', minimum: 1 };
-const usd = { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000_000, description: 'USD, at most 6 decimals' };
 const TEAM_LIMITS = {
   rpm: positiveInteger,
   tpm: positiveInteger,
-  quota: {
-    type: 'object',
-    additionalProperties: false,
-    properties: { daily: positiveInteger, monthly: positiveInteger },
-  },
-  budget: {
-    type: 'object',
-    additionalProperties: false,
-    minProperties: 1,
-    properties: { daily_usd: usd, monthly_usd: usd },
-  },
+  quota: TOKEN_QUOTA,
+  budget: MONEY_BUDGET,
   concurrency: {
     ...positiveInteger,
     description: "Requests of the team's keys in flight at once, per gateway instance",
@@ -116,13 +118,6 @@ const TEAM_SETTINGS = {
   group: GROUP_FIELD,
   alerts: ALERT_THRESHOLDS,
 };
-const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
-const teamName = {
-  name: 'name',
-  in: 'path',
-  required: true,
-  schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' },
-};
 
 /** A key's settings besides its name: the team's, and the models it may use, its expiry and its team. */
 const KEY_SETTINGS = {
@@ -146,7 +141,7 @@ const KEY_SETTINGS = {
   },
   team: {
     type: 'string',
-    pattern: '^[A-Za-z0-9._-]{1,64}$',
+    pattern: RECORD_NAME_PATTERN,
     description: 'An existing team whose limits the key shares',
   },
   cache: {
@@ -194,14 +189,7 @@ const KEY_PATHS = {
       summary: 'Every managed key (never the key itself nor its hash)',
       security: [{ adminToken: [] }],
       responses: {
-        '200': {
-          description: 'The keys',
-          content: json({
-            type: 'object',
-            required: ['object', 'data'],
-            properties: { object: { const: 'list' }, data: { type: 'array', items: ref('Key') } },
-          }),
-        },
+        '200': listOf('The keys', 'Key'),
         ...adminErrors,
       },
     },
@@ -259,14 +247,7 @@ const TEAM_PATHS = {
       summary: 'Every team',
       security: [{ adminToken: [] }],
       responses: {
-        '200': {
-          description: 'The teams',
-          content: json({
-            type: 'object',
-            required: ['object', 'data'],
-            properties: { object: { const: 'list' }, data: { type: 'array', items: ref('Team') } },
-          }),
-        },
+        '200': listOf('The teams', 'Team'),
         ...adminErrors,
       },
     },
@@ -300,7 +281,7 @@ const TEAM_PATHS = {
     get: {
       summary: 'One team',
       security: [{ adminToken: [] }],
-      parameters: [teamName],
+      parameters: [nameParameter],
       responses: {
         '200': { description: 'The team', content: json(ref('Team')) },
         '404': error('No team of that name', 'Plain'),
@@ -311,7 +292,7 @@ const TEAM_PATHS = {
       summary:
         "Changes a team's limits and cache setting: each set (an object replaces the whole limit), null to remove it, absent to keep it",
       security: [{ adminToken: [] }],
-      parameters: [teamName],
+      parameters: [nameParameter],
       requestBody: { required: true, content: json(ref('TeamChanges')) },
       responses: {
         '200': { description: 'The team as changed', content: json(ref('Team')) },
@@ -323,16 +304,9 @@ const TEAM_PATHS = {
     delete: {
       summary: 'Deletes a team no key names any more',
       security: [{ adminToken: [] }],
-      parameters: [teamName],
+      parameters: [nameParameter],
       responses: {
-        '200': {
-          description: 'Deleted',
-          content: json({
-            type: 'object',
-            required: ['name', 'deleted'],
-            properties: { name: { type: 'string' }, deleted: { const: true } },
-          }),
-        },
+        '200': deletedByName,
         '404': error('No team of that name', 'Plain'),
         '409': error('Keys that are not revoked name the team; the detail says how many', 'Plain'),
         ...adminErrors,
@@ -522,7 +496,7 @@ const CACHE_PATHS = {
           required: false,
           description:
             "A team's name: empties the entries its keys share; for a name no team has now, those the last deleted team of that name left",
-          schema: teamName.schema,
+          schema: nameParameter.schema,
         },
       ],
       responses: {
@@ -743,39 +717,19 @@ export const OPENAPI_DOCUMENT = {
           },
         },
       },
-      NewTeam: {
-        type: 'object',
-        required: ['name'],
-        additionalProperties: false,
-        properties: { name: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' }, ...TEAM_SETTINGS },
-      },
+      NewTeam: newNamedRecord(TEAM_SETTINGS),
       TeamChanges: {
         type: 'object',
         additionalProperties: false,
-        properties: Object.fromEntries(
-          Object.entries(TEAM_SETTINGS).map(([field, schema]) => [field, nullable(schema)]),
-        ),
+        properties: nullableFields(TEAM_SETTINGS),
       },
       Team: {
         type: 'object',
-        required: [
-          'name',
-          'created_at',
-          'rpm',
-          'tpm',
-          'quota',
-          'budget',
-          'concurrency',
-          'cache',
-          'guardrails',
-          'group',
-          'end_user',
-          'alerts',
-        ],
+        required: ['name', 'created_at', ...TEAM_FIELDS],
         properties: {
           name: { type: 'string' },
           created_at: { type: 'string', description: 'ISO 8601 date-time' },
-          ...Object.fromEntries(Object.entries(TEAM_SETTINGS).map(([field, schema]) => [field, nullable(schema)])),
+          ...nullableFields(TEAM_SETTINGS),
         },
       },
       NewKey: {
@@ -790,7 +744,7 @@ export const OPENAPI_DOCUMENT = {
         additionalProperties: false,
         properties: {
           name: keyName,
-          ...Object.fromEntries(Object.entries(KEY_SETTINGS).map(([field, schema]) => [field, nullable(schema)])),
+          ...nullableFields(KEY_SETTINGS),
         },
       },
       Key: {
@@ -821,7 +775,7 @@ export const OPENAPI_DOCUMENT = {
           status: { enum: ['active', 'revoked', 'expired'] },
           created_at: { type: 'string', description: 'ISO 8601 date-time' },
           revoked: { type: 'boolean' },
-          ...Object.fromEntries(Object.entries(KEY_SETTINGS).map(([field, schema]) => [field, nullable(schema)])),
+          ...nullableFields(KEY_SETTINGS),
         },
       },
       CreatedKey: {
@@ -894,17 +848,7 @@ export const OPENAPI_DOCUMENT = {
           'The sums of one group: its field is `model`, `day`, `key_id`, `team` (null: keys in no team) or `key_id` and ' +
           '`end_user`, as group_by asks',
         type: 'object',
-        required: [
-          'requests',
-          'input_tokens',
-          'output_tokens',
-          'cached_tokens',
-          'total_tokens',
-          'charged_tokens',
-          'cost_usd',
-          'cache_hits',
-          'saved_usd',
-        ],
+        required: [...USAGE_COUNT_FIELDS],
         properties: {
           model: { type: 'string' },
           day: { type: 'string', format: 'date' },

@@ -12,6 +12,7 @@ import type { GroupRecord, TeamRecord } from '../../core/limits.ts';
 import type { GroupStore } from '../../stores/groups/group-store.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
 import { keyInTeam } from '../../core/team-identity.ts';
+import { recordJoiner, type JoinedRecordKind, type RecordJoiner } from './record-joiner.ts';
 import { TrustedCache } from './trusted-cache.ts';
 import { modelRouteAt, type KeyHeader } from '../../core/route-table.ts';
 
@@ -242,7 +243,10 @@ export function createAuthenticator(options: AuthenticatorOptions): KeyAuthentic
     revision: () => options.store.revision,
   });
   const trust = options.teamTrustMs ?? 5000;
-  const admit = callerOf(teamJoiner(options.teams, trust, logger), groupJoiner(options.groups, trust, logger));
+  const admit = callerOf(
+    recordJoiner(options.teams, TEAM_JOIN, trust, logger),
+    recordJoiner(options.groups, GROUP_JOIN, trust, logger),
+  );
   // A key presented and refused counts against the client address; past its limit the answer is 429.
   const refuse =
     (addressOf: (() => string) | undefined) =>
@@ -327,9 +331,9 @@ function recordFinder(
 /** A key's record that names a team. */
 type TeamKeyRecord = ApiKeyRecord & { readonly team: string };
 
-type TeamJoiner = (caller: AuthenticatedKey, record: TeamKeyRecord) => AuthenticatedKey | Promise<AuthenticatedKey>;
+type TeamJoiner = RecordJoiner<AuthenticatedKey, TeamKeyRecord>;
 
-type GroupJoiner = (caller: AuthenticatedKey, name: string) => AuthenticatedKey | Promise<AuthenticatedKey>;
+type GroupJoiner = RecordJoiner<AuthenticatedKey, string>;
 
 /**
  * The caller of a record: one object per record read, reused while the record is trusted (its status is
@@ -358,123 +362,28 @@ function callerOf(
 }
 
 /**
- * Joins a caller with the budget group it draws from, read through a {@link TrustedCache} (trusted as
- * long as a team); the joined caller is reused while neither the caller nor the group changes. A group
- * that does not exist (deleted, or no group store) leaves the caller without one, with one warning per
- * group name; a group store that cannot be read for a group never seen answers 503.
+ * A key's budget group (the key's, else its team's), trusted as long as a team. A group that does not exist
+ * (deleted, or no group store) leaves the caller without one.
  */
-function groupJoiner(store: GroupStore | undefined, trustMs: number, logger: Logger): GroupJoiner {
-  const cache =
-    store &&
-    new TrustedCache((name) => store.get(name), {
-      trustMs,
-      maxEntries: 10_000,
-      revision: () => store.revision,
-      rememberMisses: true,
-      onStale: (name, error) => {
-        const reason = (error as Error).message;
-        logger.warn({ group: name, reason }, 'group store unavailable: using the group limits last read');
-      },
-    });
-  const joined = new WeakMap<AuthenticatedKey, { readonly group: GroupRecord; readonly caller: AuthenticatedKey }>();
-  const warned = new Set<string>();
-  const join = (caller: AuthenticatedKey, name: string, group: GroupRecord | undefined): AuthenticatedKey => {
-    if (!group) {
-      if (!warned.has(name)) {
-        warned.add(name);
-        const why = `API keys draw from the group '${name}', which does not exist`;
-        logger.warn({ key_id: caller.id, group: name }, `${why}: no group limits apply to them`);
-      }
-      return caller;
-    }
-    warned.delete(name);
-    const last = joined.get(caller);
-    if (last?.group === group) return last.caller;
-    const withLimits = withGroup(caller, group);
-    joined.set(caller, { group, caller: withLimits });
-    return withLimits;
-  };
-  return (caller, name) => {
-    if (!cache) return join(caller, name, undefined);
-    let group: GroupRecord | undefined | Promise<GroupRecord | undefined>;
-    try {
-      group = cache.get(name);
-    } catch (error) {
-      return unavailableGroups(error, logger);
-    }
-    if (!(group instanceof Promise)) return join(caller, name, group);
-    return group.then(
-      (found) => join(caller, name, found),
-      (error: unknown) => unavailableGroups(error, logger),
-    );
-  };
-}
-
-function unavailableGroups(error: unknown, logger: Logger): never {
-  logger.error({ reason: (error as Error).message }, 'group store unavailable');
-  throw serviceUnavailable('The group store is unavailable; please retry shortly', error);
-}
+const GROUP_JOIN: JoinedRecordKind<AuthenticatedKey, GroupRecord, string> = {
+  noun: 'group',
+  nameOf: (name) => name,
+  missing: (name) => `API keys draw from the group '${name}', which does not exist: no group limits apply to them`,
+  join: withGroup,
+};
 
 /**
- * Joins a caller with its team read through a {@link TeamLimitsCache}; the joined caller is reused
- * while neither the key's record nor the team changes. A team that does not exist (deleted, or no
- * team store), or a later team of the name that is not the key's (see {@link keyInTeam}), leaves the key
- * its own limits, with one warning per team name; a team store that cannot be read for a team never seen answers 503.
+ * A key's team. A team that does not exist (deleted, or no team store), or a later team of the name that is not
+ * the key's (see {@link keyInTeam}), leaves the key its own limits.
  */
-function teamJoiner(store: TeamStore | undefined, trustMs: number, logger: Logger): TeamJoiner {
-  const cache =
-    store &&
-    new TrustedCache((name) => store.get(name), {
-      trustMs,
-      maxEntries: 10_000,
-      revision: () => store.revision,
-      rememberMisses: true,
-      onStale: (name, error) =>
-        logger.warn(
-          { team: name, reason: (error as Error).message },
-          'team store unavailable: using the team limits last read',
-        ),
-    });
-  const joined = new WeakMap<AuthenticatedKey, { readonly team: TeamRecord; readonly caller: AuthenticatedKey }>();
-  const warned = new Set<string>();
-  const join = (caller: AuthenticatedKey, record: TeamKeyRecord, found: TeamRecord | undefined): AuthenticatedKey => {
-    const name = record.team;
-    const team = found && keyInTeam(record, found) ? found : undefined;
-    if (!team) {
-      if (!warned.has(name)) {
-        warned.add(name);
-        const why = `API keys name the team '${name}', which does not exist (or was created after theirs was deleted)`;
-        logger.warn({ key_id: caller.id, team: name }, `${why}: they are served with their own limits only`);
-      }
-      return caller;
-    }
-    warned.delete(name);
-    const last = joined.get(caller);
-    if (last?.team === team) return last.caller;
-    const withLimits = withTeam(caller, team);
-    joined.set(caller, { team, caller: withLimits });
-    return withLimits;
-  };
-  return (caller, record) => {
-    if (!cache) return join(caller, record, undefined);
-    let team: TeamRecord | undefined | Promise<TeamRecord | undefined>;
-    try {
-      team = cache.get(record.team);
-    } catch (error) {
-      return unavailableTeams(error, logger);
-    }
-    if (!(team instanceof Promise)) return join(caller, record, team);
-    return team.then(
-      (found) => join(caller, record, found),
-      (error: unknown) => unavailableTeams(error, logger),
-    );
-  };
-}
-
-function unavailableTeams(error: unknown, logger: Logger): never {
-  logger.error({ reason: (error as Error).message }, 'team store unavailable');
-  throw serviceUnavailable('The team store is unavailable; please retry shortly', error);
-}
+const TEAM_JOIN: JoinedRecordKind<AuthenticatedKey, TeamRecord, TeamKeyRecord> = {
+  noun: 'team',
+  nameOf: (record) => record.team,
+  belongs: keyInTeam,
+  missing: (name) =>
+    `API keys name the team '${name}', which does not exist (or was created after theirs was deleted): they are served with their own limits only`,
+  join: withTeam,
+};
 
 async function findInStore(store: KeyStore, hash: string, logger: Logger): Promise<ApiKeyRecord | undefined> {
   try {

@@ -1,41 +1,24 @@
 import { expect } from 'chai';
 import { RedisGroupStore } from '../../../src/stores/groups/redis-group-store.ts';
-import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
-import { TestRedisServer } from '../../helpers/redis-server.ts';
+import { redisStoreClients } from '../../helpers/redis-store-clients.ts';
 import { behavesAsGroupStore } from './group-store-behaviour.ts';
 
-async function connect(url: string): Promise<RedisConnection> {
-  const client = createRedisClient(url);
-  expect(await waitUntilReady(client, 5000)).to.equal(true);
-  return client;
-}
-
 describe('Redis group store', () => {
-  let server: TestRedisServer;
-  let clients: RedisConnection[] = [];
-  before(async () => {
-    server = await TestRedisServer.start();
-  });
-  after(async () => server.close());
-  beforeEach(async () => {
-    clients = [await connect(server.url), await connect(server.url)];
-    await clients[0]!.flushall();
-  });
-  afterEach(() => clients.forEach((client) => client.disconnect()));
+  const redis = redisStoreClients();
 
-  behavesAsGroupStore(async () => [new RedisGroupStore(clients[0]!), new RedisGroupStore(clients[1]!)]);
+  behavesAsGroupStore(async () => [new RedisGroupStore(redis.clients[0]!), new RedisGroupStore(redis.clients[1]!)]);
 
   it('keeps every key under one hash tag', async () => {
-    await new RedisGroupStore(clients[0]!).create({ name: 'tagged', tpm: 1 });
-    expect((await clients[0]!.keys('*')).sort()).to.deep.equal([
+    await new RedisGroupStore(redis.clients[0]!).create({ name: 'tagged', tpm: 1 });
+    expect((await redis.clients[0]!.keys('*')).sort()).to.deep.equal([
       '{gateway-groups}:group:tagged',
       '{gateway-groups}:names',
     ]);
   });
 
   it('answers 503, not 500, while Redis is away, saying nothing of the connection', async () => {
-    const store = new RedisGroupStore(clients[0]!);
-    clients[0]!.disconnect();
+    const store = new RedisGroupStore(redis.clients[0]!);
+    redis.clients[0]!.disconnect();
     const error = await store.get('any').then(
       () => undefined,
       (failure: unknown) => failure as { status: number; detail: string },

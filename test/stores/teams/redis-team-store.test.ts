@@ -1,33 +1,16 @@
 import { expect } from 'chai';
 import { RedisTeamStore } from '../../../src/stores/teams/redis-team-store.ts';
-import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
-import { TestRedisServer } from '../../helpers/redis-server.ts';
+import { connectReady, redisStoreClients } from '../../helpers/redis-store-clients.ts';
 import { behavesAsTeamStore } from './team-store-behaviour.ts';
 
-async function connect(url: string): Promise<RedisConnection> {
-  const client = createRedisClient(url);
-  expect(await waitUntilReady(client, 5000)).to.equal(true);
-  return client;
-}
-
 describe('Redis team store', () => {
-  let server: TestRedisServer;
-  let clients: RedisConnection[] = [];
-  before(async () => {
-    server = await TestRedisServer.start();
-  });
-  after(async () => server.close());
-  beforeEach(async () => {
-    clients = [await connect(server.url), await connect(server.url)];
-    await clients[0]!.flushall();
-  });
-  afterEach(() => clients.forEach((client) => client.disconnect()));
+  const redis = redisStoreClients();
 
-  behavesAsTeamStore(async () => [new RedisTeamStore(clients[0]!), new RedisTeamStore(clients[1]!)]);
+  behavesAsTeamStore(async () => [new RedisTeamStore(redis.clients[0]!), new RedisTeamStore(redis.clients[1]!)]);
 
   it('keeps every key under one hash tag', async () => {
-    await new RedisTeamStore(clients[0]!).create({ name: 'tagged', rpm: 1 });
-    expect((await clients[0]!.keys('*')).sort()).to.deep.equal([
+    await new RedisTeamStore(redis.clients[0]!).create({ name: 'tagged', rpm: 1 });
+    expect((await redis.clients[0]!.keys('*')).sort()).to.deep.equal([
       '{gateway-teams}:names',
       '{gateway-teams}:team:tagged',
     ]);
@@ -35,16 +18,16 @@ describe('Redis team store', () => {
 
   it('reads a team stored before teams had ids with its name as its id, through a change and a delete', async () => {
     const stored = { name: 'veteran', rpm: 3, createdAt: '2026-01-05T10:00:00.000Z' };
-    await clients[0]!.set('{gateway-teams}:team:veteran', JSON.stringify(stored));
-    await clients[0]!.sadd('{gateway-teams}:names', 'veteran');
-    const store = new RedisTeamStore(clients[0]!);
+    await redis.clients[0]!.set('{gateway-teams}:team:veteran', JSON.stringify(stored));
+    await redis.clients[0]!.sadd('{gateway-teams}:names', 'veteran');
+    const store = new RedisTeamStore(redis.clients[0]!);
     expect(await store.get('veteran')).to.deep.equal({ ...stored, id: 'veteran' });
     expect(await store.list()).to.deep.equal([{ ...stored, id: 'veteran' }]);
     expect(await store.update('veteran', { rpm: 4 })).to.deep.equal({ ...stored, rpm: 4, id: 'veteran' });
     expect(await store.remove('veteran')).to.equal(true);
     expect(await store.deletedId('veteran')).to.equal('veteran');
     expect((await store.create({ name: 'veteran' })).id).not.to.equal('veteran');
-    expect((await clients[0]!.keys('*')).sort()).to.deep.equal([
+    expect((await redis.clients[0]!.keys('*')).sort()).to.deep.equal([
       '{gateway-teams}:deleted:veteran',
       '{gateway-teams}:names',
       '{gateway-teams}:team:veteran',
@@ -52,10 +35,10 @@ describe('Redis team store', () => {
   });
 
   it('answers 503 while Redis is away', async () => {
-    const client = await connect(server.url);
+    const client = await connectReady(redis.server.url);
     const store = new RedisTeamStore(client);
     try {
-      await server.stop();
+      await redis.server.stop();
       await new Promise((resolve) => setTimeout(resolve, 300));
       for (const operation of [
         () => store.create({ name: 'x' }),
@@ -75,7 +58,7 @@ describe('Redis team store', () => {
         });
       }
     } finally {
-      await server.restart();
+      await redis.server.restart();
       client.disconnect();
     }
   });
