@@ -1,16 +1,15 @@
 // Groups: each budget group with the teams and keys that name it and the use of each of its limits now; create one,
 // edit its limits and alerts in a dialog, delete it after confirmation.
 import { api } from './api.js';
-import { announceAfter, byId, element, row, stackTable } from './dom.js';
+import { namedRecordFlows } from './named-record-flows.js';
+import { byId, element, row, stackTable } from './dom.js';
 import { openEditDialog } from './edit-dialog.js';
-import { submitForm } from './form-errors.js';
 import { renderLimitFields } from './limit-fields.js';
 import { alertsText } from './limit-text.js';
-import { createBody } from './limit-values.js';
 import { useCell } from './limits-view.js';
 import { can } from './permissions.js';
 
-let pendingDelete;
+let confirmDelete = () => {};
 
 const groupPath = (name) => `/groups/${encodeURIComponent(name)}`;
 const actionButton = (action, name) => byId('groups-table').querySelector(`[data-${action}="${CSS.escape(name)}"]`);
@@ -85,48 +84,6 @@ export async function showGroups() {
   byId('groups-empty').hidden = groups.length > 0;
 }
 
-function confirmDelete(group, opener) {
-  pendingDelete = { group, opener };
-  byId('groups-error').textContent = '';
-  byId('delete-group-text').textContent =
-    `Group “${group.name}” and its limits are removed. A group that teams or keys name cannot be deleted: remove it from them first.`;
-  byId('delete-group-confirm').textContent = `Delete ${group.name}`;
-  const dialog = byId('delete-group-dialog');
-  dialog.returnValue = '';
-  dialog.showModal();
-}
-
-async function onDeleteClosed() {
-  const pending = pendingDelete;
-  pendingDelete = undefined;
-  if (!pending) return;
-  if (byId('delete-group-dialog').returnValue !== 'delete') {
-    pending.opener.focus();
-    return;
-  }
-  try {
-    await api(groupPath(pending.group.name), { method: 'DELETE' });
-  } catch (error) {
-    // Shown in the role=alert by the table, and focus back where it was: nothing changed.
-    byId('groups-error').textContent = `Could not delete group ${pending.group.name}: ${error.detail ?? error.message}`;
-    pending.opener.focus();
-    return;
-  }
-  await announceAfter(`Group ${pending.group.name} deleted.`, showGroups);
-  byId('group-list-title').focus();
-}
-
-async function onCreate(event) {
-  event.preventDefault();
-  const form = event.currentTarget;
-  await submitForm(form, byId('create-group-error'), createBody(byId('create-group-fields')), async (body) => {
-    byId('groups-error').textContent = '';
-    const created = await api('/groups', { method: 'POST', body });
-    form.reset();
-    await announceAfter(`Group ${created.name} created.`, showGroups);
-  });
-}
-
 /** Drops the groups shown, on sign-out. */
 export function clearGroups() {
   byId('groups-table').tBodies[0].replaceChildren();
@@ -135,7 +92,11 @@ export function clearGroups() {
 
 export function initGroups() {
   renderLimitFields(byId('create-group-fields'), { prefix: 'group', kind: 'group', mode: 'create' });
-  byId('create-group-form').addEventListener('submit', onCreate);
-  byId('delete-group-dialog').addEventListener('close', () => void onDeleteClosed());
+  confirmDelete = namedRecordFlows({
+    noun: 'group',
+    refresh: showGroups,
+    warning: (name) =>
+      `Group “${name}” and its limits are removed. A group that teams or keys name cannot be deleted: remove it from them first.`,
+  });
   byId('group-list-title').tabIndex = -1;
 }

@@ -1,16 +1,15 @@
 // Teams: list with every limit and the keys naming each, create, edit limits in a dialog, delete after confirmation.
 import { api } from './api.js';
+import { namedRecordFlows } from './named-record-flows.js';
 import { choiceNames, loadChoices } from './choices.js';
-import { announceAfter, byId, cacheText, element, row, stackTable } from './dom.js';
+import { byId, cacheText, element, row, stackTable } from './dom.js';
 import { openEditDialog } from './edit-dialog.js';
 import { can } from './permissions.js';
-import { submitForm } from './form-errors.js';
 import { renderLimitFields, setChoices } from './limit-fields.js';
 import { guardrailsText, limitsList } from './limit-text.js';
-import { createBody } from './limit-values.js';
 
 let choices = { teams: [], guardrails: [], models: [] };
-let pendingDelete;
+let confirmDelete = () => {};
 
 const teamPath = (name) => `/teams/${encodeURIComponent(name)}`;
 const actionButton = (action, name) => byId('teams-table').querySelector(`[data-${action}="${CSS.escape(name)}"]`);
@@ -69,48 +68,6 @@ export async function showTeams() {
   byId('teams-empty').hidden = loaded.teams.length > 0;
 }
 
-function confirmDelete(team, opener) {
-  pendingDelete = { team, opener };
-  byId('teams-error').textContent = '';
-  byId('delete-team-text').textContent =
-    `Team “${team.name}” and its limits are removed. A team that keys name cannot be deleted: revoke those keys first.`;
-  byId('delete-team-confirm').textContent = `Delete ${team.name}`;
-  const dialog = byId('delete-team-dialog');
-  dialog.returnValue = '';
-  dialog.showModal();
-}
-
-async function onDeleteClosed() {
-  const pending = pendingDelete;
-  pendingDelete = undefined;
-  if (!pending) return;
-  if (byId('delete-team-dialog').returnValue !== 'delete') {
-    pending.opener.focus();
-    return;
-  }
-  try {
-    await api(teamPath(pending.team.name), { method: 'DELETE' });
-  } catch (error) {
-    // Shown in the role=alert by the table, and focus back where it was: nothing changed.
-    byId('teams-error').textContent = `Could not delete team ${pending.team.name}: ${error.detail ?? error.message}`;
-    pending.opener.focus();
-    return;
-  }
-  await announceAfter(`Team ${pending.team.name} deleted.`, showTeams);
-  byId('team-list-title').focus();
-}
-
-async function onCreate(event) {
-  event.preventDefault();
-  const form = event.currentTarget;
-  await submitForm(form, byId('create-team-error'), createBody(byId('create-team-fields')), async (body) => {
-    byId('teams-error').textContent = '';
-    const created = await api('/teams', { method: 'POST', body });
-    form.reset();
-    await announceAfter(`Team ${created.name} created.`, showTeams);
-  });
-}
-
 /** Drops the teams shown, on sign-out. */
 export function clearTeams() {
   byId('teams-table').tBodies[0].replaceChildren();
@@ -119,7 +76,11 @@ export function clearTeams() {
 
 export function initTeams() {
   renderLimitFields(byId('create-team-fields'), { prefix: 'team', kind: 'team', mode: 'create' });
-  byId('create-team-form').addEventListener('submit', onCreate);
-  byId('delete-team-dialog').addEventListener('close', () => void onDeleteClosed());
+  confirmDelete = namedRecordFlows({
+    noun: 'team',
+    refresh: showTeams,
+    warning: (name) =>
+      `Team “${name}” and its limits are removed. A team that keys name cannot be deleted: revoke those keys first.`,
+  });
   byId('team-list-title').tabIndex = -1;
 }
