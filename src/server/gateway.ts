@@ -1,11 +1,8 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/gateway-config.ts';
-import { createApp } from '../control-plane/app.ts';
 import { boundUrlOf, urlOf } from '../control-plane/metrics-route.ts';
-import { clientAddressResolver } from '../core/client-address.ts';
 import type { EventSource } from '../core/diagnostics.ts';
-import { PendingRequests } from '../data-plane/http/pending-requests.ts';
 import type { GatewayMetrics } from '../ops/metrics.ts';
 import type { KeyStore } from '../stores/keys/key-store.ts';
 import { openStores } from '../stores/open-stores.ts';
@@ -13,13 +10,13 @@ import type { LimitLedger } from '../usage/limit-ledger.ts';
 import type { UsageStore } from '../usage/usage-store.ts';
 import type { ReloadResult } from './live-config.ts';
 import { startConfiguration } from './parts/configuration.ts';
-import { controlPlaneRoutes } from './parts/control-plane.ts';
 import { startLimits } from './parts/limits.ts';
 import { listen } from './parts/listener.ts';
 import { startModelServing } from './parts/model-serving.ts';
 import { startObservability } from './parts/observability.ts';
 import { readiness } from './parts/readiness.ts';
 import { shutdown } from './parts/shutdown.ts';
+import { openWayIn } from './parts/way-in.ts';
 import { startWebSockets } from './parts/websockets.ts';
 
 export interface Gateway {
@@ -99,21 +96,7 @@ export async function startGateway(
     readiness: ready,
     clusterWorker: options.clusterWorker,
   };
-  const wayIn = createApp({
-    source: observability.source,
-    routes: serving.routes,
-    registry: configuration.registry,
-    bodyLimitBytes: config.bodyLimitBytes,
-    logger,
-    authenticate: limits.authenticate,
-    catalogRateLimit: limits.rates.perAddress,
-    inFlight: serving.inFlight,
-    addressOf: clientAddressResolver(config.trustedProxies),
-    pendingRequests: new PendingRequests(config.maxPendingRequestsPerAddress, logger, () =>
-      observability.metrics.refused('pending_requests_per_address'),
-    ),
-    mount: await controlPlaneRoutes(config, logger, parts),
-  });
+  const wayIn = await openWayIn(config, logger, parts);
   const webSockets = startWebSockets(config, logger, observability, limits, serving);
   const { metrics } = observability;
   const listener = await listen(config, logger, metrics, wayIn, options.clusterWorker, webSockets.upgrade);
