@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { CallerKey } from '../core/exchange.ts';
-import type { EndUserLimits, LimitPeriod, Meter } from '../core/limits.ts';
-import { fixedWindowOf, windowOf } from './limit-meters.ts';
-import { costNanoUsd } from './pricing.ts';
+import type { EndUserLimits, Meter } from '../core/limits.ts';
+import { metersOfLimits, requestMeter, windowOf } from './limit-meters.ts';
+
+// An end user's requests are counted per UTC minute (not the gateway's rate-limit window).
+const MINUTE_MS = 60_000;
 
 /** The bucket the end users past the day's cap of a key (or team) share. */
 export const OTHER_END_USERS = '(other end users)';
@@ -44,29 +46,9 @@ export function rosterOf(holder: EndUserHolder, now: number): { roster: string; 
  */
 export function endUserMeters(holder: EndUserHolder, owner: string, now: number): Meter[] {
   const { limits } = holder;
-  const base = `end_user:${holder.scope}:${holder.id}:${endUserDigest(owner)}`;
+  const id = `${holder.scope}:${holder.id}:${endUserDigest(owner)}`;
   const endUserOf = { scope: holder.scope, owner: holder.name };
-  const meters: Meter[] = [];
-  const add = (kind: Meter['kind'], period: LimitPeriod, limit: number | undefined) => {
-    if (limit === undefined) return;
-    const { tag, resetAt } = period === 'minute' ? fixedWindowOf(60_000, now) : windowOf(period, now);
-    meters.push({
-      scope: 'end_user',
-      owner,
-      endUserOf,
-      kind,
-      period,
-      limit,
-      counter: `${base}:${kind}:${tag}`,
-      resetAt,
-    });
-  };
-  const usd = (amount: number | undefined) => (amount === undefined ? undefined : costNanoUsd(amount));
-  add('rpm', 'minute', limits.rpm);
-  add('tpm', 'minute', limits.tpm);
-  add('quota', 'day', limits.quota?.daily);
-  add('quota', 'month', limits.quota?.monthly);
-  add('budget', 'day', usd(limits.budget?.daily_usd));
-  add('budget', 'month', usd(limits.budget?.monthly_usd));
-  return meters;
+  const meters = metersOfLimits('end_user', owner, limits, now, id);
+  if (limits.rpm !== undefined) meters.unshift(requestMeter('end_user', owner, limits.rpm, MINUTE_MS, now, id));
+  return meters.map((meter) => ({ ...meter, endUserOf }));
 }
