@@ -1,11 +1,12 @@
 import { IncomingMessage, ServerResponse } from 'node:http';
+import { writeRateLimitHeaders } from '../src/usage/limit-meters.ts';
 import { Socket } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { writeRateLimitHeaders } from '../src/core/rate-limit-headers.ts';
-import { BudgetGate, type Admitted } from '../src/data-plane/limits/budget-gate.ts';
+
+import { BudgetGate, type Admitted } from '../src/data-plane/pipeline/reserve.ts';
 import { EmbeddedLedger } from '../src/stores/limits/embedded-ledger.ts';
 import { estimateRequest } from '../src/usage/reservation.ts';
 import { promptCharacters } from '../src/usage/token-estimate.ts';

@@ -1,9 +1,8 @@
 import { Session } from 'node:inspector';
-import { relative } from 'node:path';
+import { relative, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { EVENTS } from '../src/core/diagnostics.ts';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../test/helpers/test-gateway.ts';
 
@@ -79,10 +78,12 @@ export async function requestWalk(features: boolean): Promise<{ files: string[];
       body: JSON.stringify({ model: 'alpha-latest', stream: true, messages: [{ role: 'user', content: prompt }] }),
     });
     await response.text();
-    await test.gateway.flushUsage();
   };
   try {
-    for (let warm = 0; warm < 5; warm++) await ask(`warm-up ${warm}`);
+    for (let warm = 0; warm < 5; warm++) {
+      await ask(`warm-up ${warm}`);
+      await test.gateway.flushUsage();
+    }
     post(session, 'Profiler.enable');
     post(session, 'Profiler.startPreciseCoverage', { callCount: true, detailed: false });
     ranSince(session);
@@ -97,7 +98,16 @@ export async function requestWalk(features: boolean): Promise<{ files: string[];
       EVENTS.exchangeRecorded,
       EVENTS.exchangeEnd,
     ].map((event) => event.subscribe(test.gateway.source, cut));
+    // The walk ends with the exchange (its usage record handed to the store); the store's periodic flush to disk is
+    // not the request's.
+    const ended = new Promise<void>((resolve) => {
+      const off = EVENTS.exchangeEnd.subscribe(test.gateway.source, () => {
+        off();
+        setImmediate(resolve);
+      });
+    });
     await ask('the one request walked');
+    await ended;
     cut();
     off.forEach((unsubscribe) => unsubscribe());
     post(session, 'Profiler.stopPreciseCoverage');

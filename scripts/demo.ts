@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from '../src/config/gateway-config.ts';
 import { startGateway } from '../src/server/gateway.ts';
 import { createLogger } from '../src/core/logger.ts';
 import { loadPlugins } from '../src/plugins/load-plugins.ts';
-import { envPrefixOf } from '../src/data-plane/upstream/provider-endpoints.ts';
+import { envPrefixOf } from '../src/data-plane/upstream/endpoint-pool.ts';
 import { startMockUpstream } from '../mock-upstream/mock-upstream-server.ts';
 
 // Everything on one machine, no external service: a mock upstream for every provider, the embedded

@@ -2,10 +2,15 @@ import { parseArgs } from 'node:util';
 import { textTable } from './text-table.ts';
 import { isGatewayError } from '../core/gateway-errors.ts';
 import { parseUsageQuery, readUsage, type UsageRequest } from '../control-plane/usage-routes.ts';
-import { groupFields, USAGE_COUNT_FIELDS, type UsageRow, type UsageStore } from '../usage/usage-store.ts';
+import {
+  groupFields,
+  USAGE_COUNT_FIELDS,
+  type UsageRow,
+  type UsageStore,
+  formatCost,
+} from '../usage/usage-accounting.ts';
 import type { KeyStore } from '../stores/keys/key-store.ts';
 import type { TeamStore } from '../stores/teams/team-store.ts';
-import { formatCost } from '../usage/pricing.ts';
 
 export const USAGE_COMMAND_SYNOPSIS =
   'usage [--key KEY_ID] [--from DATE] [--to DATE] [--group-by model|day|key|team|end-user]';

@@ -3,7 +3,7 @@ import { isAbsolute, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LineCounter, parseDocument } from 'yaml';
 import * as yup from 'yup';
-import { checkTrustedProxies } from '../core/client-address.ts';
+import { checkTrustedProxies } from '../core/incoming-request.ts';
 import type { AuthStyle } from '../plugins/plugin-contract.ts';
 import { authProblems } from '../plugins/validate-auth.ts';
 import { envFlag } from './config-values.ts';

@@ -1,19 +1,17 @@
 import type { IncomingMessage } from 'node:http';
 import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import type { KeyAuthenticator } from '../data-plane/auth/authenticate.ts';
+import type { Current } from '../core/current.ts';
+import type { KeyAuthenticator } from '../data-plane/pipeline/authenticate.ts';
 import { errorFamilyOf } from '../core/route-table.ts';
 import type { ModelRegistry } from '../core/model-registry.ts';
 import type { RouteId } from '../plugins/plugin-contract.ts';
-import { createDataPlane } from '../data-plane/data-plane.ts';
-import type { Next } from '../data-plane/pipeline/stage.ts';
-import { createWayIn, type WayIn } from '../data-plane/way-in.ts';
+import { createDataPlane, createWayIn, type WayIn } from '../data-plane/data-plane.ts';
+import type { Next } from '../data-plane/pipeline/exchange.ts';
 import { errorMiddleware } from '../data-plane/answer-error.ts';
 import { clientErrorOf, isGatewayError, methodNotAllowed, routeNotFound } from '../core/gateway-errors.ts';
-import { duplicateHost } from '../data-plane/http/host-header.ts';
-import type { InFlight } from '../data-plane/http/in-flight.ts';
-import type { PendingRequests } from '../data-plane/http/pending-requests.ts';
-import type { KeyRateLimit } from '../data-plane/limits/rate-limiter.ts';
+import { duplicateHost, type InFlight, type PendingRequests } from '../data-plane/http/client-connection.ts';
+import type { KeyRateLimit } from '../data-plane/pipeline/admit.ts';
 import { observationOf } from '../ops/request-observer.ts';
 import { catalogRoute } from './catalog-route.ts';
 import type { CallerKey } from '../core/exchange.ts';
@@ -22,7 +20,7 @@ export interface AppOptions {
   /** The gateway whose events its requests are (see `EventSource`). */
   readonly source: object;
   /** The model routes' pipelines of the configuration in force. */
-  readonly routes: () => ReadonlyMap<RouteId, Next>;
+  readonly routes: Current<ReadonlyMap<RouteId, Next>>;
   /** The catalog in force. */
   readonly registry: () => ModelRegistry;
   /** The body limit (an early answer waits for the rest of a body up to it). */

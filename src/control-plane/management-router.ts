@@ -12,7 +12,7 @@ import type { TeamStore } from '../stores/teams/team-store.ts';
 import type { GroupStore } from '../stores/groups/group-store.ts';
 import type { TokenStore } from '../stores/tokens/token-store.ts';
 import type { LimitLedger } from '../usage/limit-ledger.ts';
-import type { UsageStore } from '../usage/usage-store.ts';
+import type { UsageStore } from '../usage/usage-accounting.ts';
 import {
   accessGroupStore,
   accessAlertLog,

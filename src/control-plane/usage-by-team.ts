@@ -1,8 +1,7 @@
 import type { ApiKeyRecord } from '../core/api-keys.ts';
 import type { TeamRecord } from '../core/limits.ts';
 import { keyInTeam } from '../core/team-identity.ts';
-import { sumRows } from '../usage/key-id-aliases.ts';
-import type { UsageRow } from '../usage/usage-store.ts';
+import { sumRows, type UsageRow } from '../usage/usage-accounting.ts';
 
 type KeyOfTeam = Pick<ApiKeyRecord, 'id' | 'team' | 'teamId'> & { readonly createdAt?: string };
 

@@ -3,8 +3,7 @@ import type { ErrorRequestHandler, Request } from 'express';
 import type { Logger } from 'pino';
 import { errorBody, type ErrorFamily } from '../core/error-body.ts';
 import { clientErrorOf, internalError, isGatewayError, type GatewayError } from '../core/gateway-errors.ts';
-import type { ClientResponse } from './http/client-response.ts';
-import { bodyStillArriving, lingerAfterAnswer } from './http/linger-close.ts';
+import { type ClientResponse, bodyStillArriving, lingerAfterAnswer } from './http/client-connection.ts';
 
 /**
  * The one place where errors become HTTP responses. Gateway errors keep their status and detail;

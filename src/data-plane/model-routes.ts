@@ -3,39 +3,34 @@ import type { ModelRegistry } from '../core/model-registry.ts';
 import { ROUTE_TABLE } from '../core/route-table.ts';
 import type { GuardrailSet } from '../guardrails/guardrail-set.ts';
 import type { RouteId, UpstreamRouteId } from '../plugins/plugin-contract.ts';
-import type { KeyAuthenticator } from './auth/authenticate.ts';
+import { type KeyAuthenticator, authenticate } from './pipeline/authenticate.ts';
 import type { ResponseCaching } from './cache/response-caching.ts';
-import type { BudgetGate } from './limits/budget-gate.ts';
+import { type BudgetGate, reserve } from './pipeline/reserve.ts';
 import { callOnAdaptedRoute } from './adapters/adapted-call.ts';
 import { adapt } from './pipeline/adapt.ts';
 import { admit, type AdmitParts } from './pipeline/admit.ts';
-import type { Exchange } from './pipeline/exchange.ts';
+import { type Exchange, pipeline, type Next, type Stage } from './pipeline/exchange.ts';
 import { answerChat } from './pipeline/answer-chat.ts';
 import { attemptChatStage } from './pipeline/attempt-chat.ts';
 import { attempt } from './pipeline/attempt.ts';
-import { authenticate } from './pipeline/authenticate.ts';
 import { cache } from './pipeline/cache.ts';
 import { guardRequest } from './pipeline/guard-request.ts';
-import { identifyEndUser } from './pipeline/identify-end-user.ts';
 import { readBody } from './pipeline/read-body.ts';
 import { record } from './pipeline/record.ts';
 import { relay } from './pipeline/relay.ts';
 import { relayAdapted } from './pipeline/relay-adapted.ts';
-import { reserve } from './pipeline/reserve.ts';
-import { resolve } from './pipeline/resolve.ts';
-import { pipeline, type Next, type Stage } from './pipeline/stage.ts';
+import { resolve, checkNativeChat, compatibleCheck } from './pipeline/resolve.ts';
 import type { UpstreamBounds } from './routes/compatible-answer.ts';
 import type { FallbackTable } from './routes/model-fallbacks.ts';
-import { checkNativeChat, compatibleCheck } from './routes/request-checks.ts';
 import type { RetryPolicy } from './upstream/failover/retry-policy.ts';
-import type { ProviderEndpoints } from './upstream/provider-endpoints.ts';
+import type { ProviderEndpoints } from './upstream/endpoint-pool.ts';
 import type { UpstreamClient } from './upstream/upstream-client.ts';
 
-/** Everything the model routes' stages are made from, fixed at start. */
+/** Everything the model routes' stages are made from: fixed at start, or the configuration in force when built. */
 export interface ModelRouteParts {
-  readonly registry: () => ModelRegistry;
+  readonly registry: ModelRegistry;
   readonly endpoints: ProviderEndpoints;
-  readonly fallbacks: () => FallbackTable | undefined;
+  readonly fallbacks: FallbackTable | undefined;
   readonly upstream: UpstreamClient;
   readonly usage: UsageAccounting;
   readonly bounds: UpstreamBounds;
@@ -80,7 +75,6 @@ export function stageLists(parts: ModelRouteParts, settings: ModelRouteSettings)
     ...(parts.authenticate ? [authenticate(parts.authenticate)] : []),
     ...(parts.admission && (parts.admission.concurrency || parts.admission.rateLimit) ? [admit(parts.admission)] : []),
     readBody(parts.bodyLimitBytes, forwardsBytes),
-    identifyEndUser(),
   ];
   const reserving = reserve({ budgets: parts.budgets, registry, fallbacks: parts.fallbacks });
   const lists = new Map<RouteId, Stage[]>();
@@ -94,7 +88,7 @@ export function stageLists(parts: ModelRouteParts, settings: ModelRouteSettings)
     ];
     const relaying = relay({ usage, bounds, clientWriteTimeoutMs });
     // A route some plugin adapts forks after the request guardrails; any other keeps its one list.
-    const adapted = registry().plugins.some((plugin) => plugin.routes[route]?.adapter);
+    const adapted = registry.plugins.some((plugin) => plugin.routes[route]?.adapter);
     const forward = { fallbacks: parts.fallbacks, usage, ...(adapted && { call: callOnAdaptedRoute }) };
     const relayingAdapted = relayAdapted({ usage, bounds, clientWriteTimeoutMs });
     const rest = adapted

@@ -1,5 +1,4 @@
-import type { ProviderEndpoints } from '../data-plane/upstream/provider-endpoints.ts';
-import type { PooledEndpoint } from '../data-plane/upstream/endpoint-pool.ts';
+import type { ProviderEndpoints, PooledEndpoint } from '../data-plane/upstream/endpoint-pool.ts';
 
 /** An endpoint's identity across a reload: its provider, full base URL, key and where the key goes. */
 const identityOf = (provider: string, member: PooledEndpoint): string =>

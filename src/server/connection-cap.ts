@@ -3,8 +3,8 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { rawErrorResponse } from '../data-plane/answer-error.ts';
 import { rateLimited, serviceUnavailable } from '../core/gateway-errors.ts';
-import { addressKey } from '../core/client-address.ts';
-import { answerAndLinger, REFUSAL_LINGER_MS } from '../data-plane/http/linger-close.ts';
+import { addressKey } from '../core/incoming-request.ts';
+import { answerAndLinger, REFUSAL_LINGER_MS } from '../data-plane/http/client-connection.ts';
 
 /** Why a connection was refused, as `gateway_refusals_total` counts it. */
 export type ConnectionRefusal = 'max_connections' | 'connections_per_address';

@@ -7,7 +7,7 @@ import type { GatewayMetrics } from '../ops/metrics.ts';
 import type { KeyStore } from '../stores/keys/key-store.ts';
 import { openStores } from '../stores/open-stores.ts';
 import type { LimitLedger } from '../usage/limit-ledger.ts';
-import type { UsageStore } from '../usage/usage-store.ts';
+import type { UsageStore } from '../usage/usage-accounting.ts';
 import type { ReloadResult } from './live-config.ts';
 import { startConfiguration } from './parts/configuration.ts';
 import { startLimits } from './parts/limits.ts';

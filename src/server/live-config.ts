@@ -7,7 +7,7 @@ import type { GuardrailPlugin, ProviderPlugin } from '../plugins/plugin-contract
 import { buildGuardrailSet, guardrailPluginProblems, type GuardrailSet } from '../guardrails/guardrail-set.ts';
 import { PluginLoadError } from '../plugins/validate-plugin.ts';
 import { fallbackTable, type FallbackTable } from '../data-plane/routes/model-fallbacks.ts';
-import type { ProviderEndpoints } from '../data-plane/upstream/provider-endpoints.ts';
+import type { ProviderEndpoints } from '../data-plane/upstream/endpoint-pool.ts';
 import type { ConfigProblem } from '../config/config-problems.ts';
 import { ConfigError, inspectConfig, type GatewayConfig } from '../config/gateway-config.ts';
 

@@ -1,8 +1,7 @@
 import { pino, type Logger } from 'pino';
 import type { GatewayConfig } from '../config/gateway-config.ts';
 import { staticKeyIdAsync } from '../core/static-key-id.ts';
-import { KeyIdAliases, type KeyIdAliasMap } from '../usage/key-id-aliases.ts';
-import type { UsageStore } from '../usage/usage-store.ts';
+import { KeyIdAliases, type KeyIdAliasMap, type UsageStore } from '../usage/usage-accounting.ts';
 import { EmbeddedGuardrailActionLog } from './guardrail-actions/embedded-guardrail-action-log.ts';
 import type { GuardrailActionLog } from './guardrail-actions/guardrail-action-log.ts';
 import { RedisGuardrailActionLog } from './guardrail-actions/redis-guardrail-action-log.ts';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Enrolment, LimitLedger } from './limit-ledger.ts';
-import { endUserDigest, OTHER_END_USERS, rosterOf, type EndUserHolder } from './end-user-meters.ts';
+import { endUserDigest, OTHER_END_USERS, rosterOf, type EndUserHolder } from './limit-meters.ts';
 
 /** The default of `GATEWAY_END_USERS_PER_KEY`. */
 export const DEFAULT_END_USERS_PER_KEY = 10_000;

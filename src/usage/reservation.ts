@@ -2,7 +2,7 @@ import type { Meter } from '../core/limits.ts';
 import type { SettledFigures, Settlement } from '../core/exchange.ts';
 import type { ModelPricing } from '../plugins/plugin-contract.ts';
 import type { CounterChange, CounterDemand, LimitLedger } from './limit-ledger.ts';
-import { costNanoUsd } from './pricing.ts';
+import { costNanoUsd } from './usage-accounting.ts';
 
 /**
  * The output cap assumed for a model whose plugin declares no `maxOutputTokens` and a request that sets

@@ -1,8 +1,7 @@
 import { expect } from 'chai';
 import { readFile } from 'node:fs/promises';
-import type { ModelRouteParts } from '../../src/data-plane/model-routes.ts';
-import { stageLists } from '../../src/data-plane/model-routes.ts';
-import { stageNames } from '../../src/data-plane/pipeline/stage.ts';
+import { type ModelRouteParts, stageLists } from '../../src/data-plane/model-routes.ts';
+import { stageNames } from '../../src/data-plane/pipeline/exchange.ts';
 import type { ResponseCaching } from '../../src/data-plane/cache/response-caching.ts';
 import type { GuardrailSet } from '../../src/guardrails/guardrail-set.ts';
 
@@ -23,7 +22,7 @@ describe('architecture: docs/design.md draws the stage lists the code builds', (
   // Every part a stage may take, present (no plugin adapts a route): what the lists hold then depends on
   // the configuration alone.
   const parts = {
-    registry: () => ({ plugins: [] }),
+    registry: { plugins: [] },
     authenticate: { check: () => ({ id: 'k' }) },
     admission: { rateLimit: { count: () => ({}) } },
     budgets: { admit: () => undefined },

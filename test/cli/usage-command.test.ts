@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { runCli } from '../../src/cli/main.ts';
 import { EmbeddedUsageStore } from '../../src/stores/usage/embedded-usage-store.ts';
 import { FileKeyStore } from '../../src/stores/keys/file-key-store.ts';
-import type { UsageRecord } from '../../src/usage/usage-record.ts';
+import type { UsageRecord } from '../../src/usage/usage-accounting.ts';
 
 const record = (overrides: Partial<UsageRecord>): UsageRecord => ({
   id: `r-${Math.random()}`,

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { newKeyRecord, type ApiKeyRecord } from '../../src/core/api-keys.ts';
 import type { Limits, LimitScope } from '../../src/core/limits.ts';
 import { limitUseView } from '../../src/control-plane/limit-use.ts';
-import { MemoryLedger } from '../../src/stores/limits/memory-ledger.ts';
+import { MemoryLedger } from '../../src/stores/limits/embedded-ledger.ts';
 import { metersOfLimits, requestMeter } from '../../src/usage/limit-meters.ts';
 import { MemoryTeamStore } from '../helpers/memory-team-store.ts';
 

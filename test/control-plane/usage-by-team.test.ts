@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { usageByTeam } from '../../src/control-plane/usage-by-team.ts';
-import type { UsageRow } from '../../src/usage/usage-store.ts';
+import type { UsageRow } from '../../src/usage/usage-accounting.ts';
 
 const row = (keyId: string, requests: number, cost: number): UsageRow => ({
   key_id: keyId,

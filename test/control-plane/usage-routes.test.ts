@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { SettledFigures } from '../../src/core/exchange.ts';
+import type { SettledFigures, ExchangeRecord } from '../../src/core/exchange.ts';
 import express from 'express';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,11 +9,9 @@ import { join } from 'node:path';
 import { errorMiddleware } from '../../src/data-plane/answer-error.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import type { ModelRegistry, ResolvedModel } from '../../src/core/model-registry.ts';
-import type { ExchangeRecord } from '../../src/core/exchange.ts';
 import { EmbeddedUsageStore } from '../../src/stores/usage/embedded-usage-store.ts';
-import { GatewayUsageAccounting } from '../../src/usage/usage-accounting.ts';
+import { GatewayUsageAccounting, buildUsageRecord, type UsageRecord } from '../../src/usage/usage-accounting.ts';
 import { printUsageReport } from '../../src/cli/usage-report.ts';
-import { buildUsageRecord, type UsageRecord } from '../../src/usage/usage-record.ts';
 import { adminUsageRoute, ownUsageRoute, parseUsageQuery } from '../../src/control-plane/usage-routes.ts';
 import type { ApiKeyRecord } from '../../src/core/api-keys.ts';
 import { isGatewayError } from '../../src/core/gateway-errors.ts';
@@ -349,7 +347,7 @@ describe('usage accounting of exchanges', () => {
     store = await EmbeddedUsageStore.open(dir, logger);
     accounting = new GatewayUsageAccounting(
       store,
-      () => ({ usageExtractor: () => undefined }) as unknown as ModelRegistry,
+      { current: { registry: { usageExtractor: () => undefined } as unknown as ModelRegistry } },
       logger,
       () => new Date('2026-11-20T12:00:00Z'),
     );

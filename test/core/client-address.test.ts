@@ -5,7 +5,7 @@ import {
   clientAddress,
   clientAddressResolver,
   stampClientAddress,
-} from '../../src/core/client-address.ts';
+} from '../../src/core/incoming-request.ts';
 import { loadConfig } from '../../src/config/gateway-config.ts';
 
 function request(peer: string, forwardedFor?: string, headers: Record<string, string> = {}): IncomingMessage {

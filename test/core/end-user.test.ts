@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { endUserOf as endUserAt } from '../../src/core/end-user.ts';
+import { endUserOf as endUserAt } from '../../src/core/incoming-request.ts';
 import { ROUTE_TABLE } from '../../src/core/route-table.ts';
 import type { RouteId } from '../../src/plugins/plugin-contract.ts';
 

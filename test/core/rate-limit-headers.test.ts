@@ -5,7 +5,8 @@ import {
   tighter,
   writeRateLimitHeaders,
   type LimitState,
-} from '../../src/core/rate-limit-headers.ts';
+} from '../../src/usage/limit-meters.ts';
+
 import type { RateLimitHeaderStyle } from '../../src/core/route-table.ts';
 
 /** The headers written, as name and value pairs in order. */

@@ -1,20 +1,18 @@
 import { expect } from 'chai';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createAuthenticator } from '../../src/data-plane/auth/authenticate.ts';
+import {
+  createAuthenticator,
+  type KeyAuthenticator,
+  authenticate as authenticateStage,
+} from '../../src/data-plane/pipeline/authenticate.ts';
 import type { KeyStore } from '../../src/stores/keys/key-store.ts';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { createDataPlane } from '../../src/data-plane/data-plane.ts';
-import { createWayIn } from '../../src/data-plane/way-in.ts';
+import { createDataPlane, createWayIn } from '../../src/data-plane/data-plane.ts';
 import { upstreamTimeout } from '../../src/core/gateway-errors.ts';
-import { createRateLimiters, type KeyRateLimit } from '../../src/data-plane/limits/rate-limiter.ts';
+import { createRateLimiters, type KeyRateLimit, admit } from '../../src/data-plane/pipeline/admit.ts';
 import type { RouteId } from '../../src/plugins/plugin-contract.ts';
-import { admit } from '../../src/data-plane/pipeline/admit.ts';
-import { authenticate as authenticateStage } from '../../src/data-plane/pipeline/authenticate.ts';
-import type { Exchange } from '../../src/data-plane/pipeline/exchange.ts';
-import { pipeline, type Next, type Stage } from '../../src/data-plane/pipeline/stage.ts';
-import type { KeyAuthenticator } from '../../src/data-plane/auth/authenticate.ts';
+import { type Exchange, pipeline, type Next, type Stage } from '../../src/data-plane/pipeline/exchange.ts';
 import { captureLogs } from './auth/guarded-app.ts';
 
 const KEY = 'sk-dispatcher-test-key-0001-0123456789abcdef';
@@ -44,7 +42,7 @@ function wayIn(options: WayInTestOptions) {
     ];
     routes.set(route, pipeline(stages));
   }
-  const dataPlane = createDataPlane({ routes: () => routes, logger: options.logger });
+  const dataPlane = createDataPlane({ routes: { current: routes }, logger: options.logger });
   return createWayIn({
     source: {},
     dataPlane,

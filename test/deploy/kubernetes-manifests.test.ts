@@ -17,7 +17,7 @@ import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPol
 import { Ajv, type ValidateFunction } from 'ajv';
 import { parse, parseAllDocuments } from 'yaml';
 import { resolveEnvFiles } from '../../src/config/env-files.ts';
-import { checkTrustedProxies } from '../../src/core/client-address.ts';
+import { checkTrustedProxies } from '../../src/core/incoming-request.ts';
 import { startTestGateway } from '../helpers/test-gateway.ts';
 import { runConfigCommand } from '../../src/cli/config-command.ts';
 import { inspectConfig, loadConfig } from '../../src/config/gateway-config.ts';

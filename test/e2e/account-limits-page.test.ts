@@ -7,11 +7,11 @@ import { accountRouter } from '../../src/control-plane/account/account-router.ts
 import type { Limits, LimitScope } from '../../src/core/limits.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import { ModelRegistry } from '../../src/core/model-registry.ts';
-import { endpointsOf } from '../../src/data-plane/upstream/provider-endpoints.ts';
+import { endpointsOf } from '../../src/data-plane/upstream/endpoint-pool.ts';
 import { loadPlugins } from '../../src/plugins/load-plugins.ts';
 import { FileGroupStore } from '../../src/stores/groups/file-group-store.ts';
 import { FileKeyStore } from '../../src/stores/keys/file-key-store.ts';
-import { MemoryLedger } from '../../src/stores/limits/memory-ledger.ts';
+import { MemoryLedger } from '../../src/stores/limits/embedded-ledger.ts';
 import { EmbeddedAlertLog } from '../../src/stores/alerts/embedded-alert-log.ts';
 import { MemorySessionStore } from '../../src/stores/session-store.ts';
 import { EmbeddedUsageStore } from '../../src/stores/usage/embedded-usage-store.ts';

@@ -5,7 +5,7 @@ import { request } from 'undici';
 import { ScriptedUpstream } from '../helpers/scripted-upstream.ts';
 import { TestRedisServer } from '../helpers/redis-server.ts';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway.ts';
-import { endUserHolders, endUserMeters } from '../../src/usage/end-user-meters.ts';
+import { endUserHolders, endUserMeters } from '../../src/usage/limit-meters.ts';
 import { demandsFor, estimateRequest } from '../../src/usage/reservation.ts';
 import { promptCharacters } from '../../src/usage/token-estimate.ts';
 

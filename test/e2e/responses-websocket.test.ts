@@ -8,7 +8,7 @@ import { WebSocket } from 'ws';
 import { EVENTS } from '../../src/core/diagnostics.ts';
 import type { ExchangeRecord } from '../../src/core/exchange.ts';
 import { metersOfLimits, requestMeter } from '../../src/usage/limit-meters.ts';
-import type { UsageRecord } from '../../src/usage/usage-record.ts';
+import type { UsageRecord } from '../../src/usage/usage-accounting.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { withinOneWindow } from '../helpers/limit-window.ts';
 import { handshake, SdkSocket, type ServerEvent } from '../helpers/responses-socket.ts';

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { affinityShare } from '../../bench/affinity-share.ts';
 import { startMockUpstream, type MockUpstream } from '../../mock-upstream/mock-upstream-server.ts';
-import type { UsageRecord } from '../../src/usage/usage-record.ts';
+import type { UsageRecord } from '../../src/usage/usage-accounting.ts';
 import { startTestGateway, TEST_KEY, UPSTREAM_KEY, type TestGateway } from '../helpers/test-gateway.ts';
 
 const COOLDOWN_MS = 400;

@@ -12,7 +12,7 @@ import {
   LEGACY_SECRET_REDIS_KEY,
 } from '../../src/stores/keys/legacy-key-ids.ts';
 import { EmbeddedUsageStore } from '../../src/stores/usage/embedded-usage-store.ts';
-import { buildUsageRecord } from '../../src/usage/usage-record.ts';
+import { buildUsageRecord } from '../../src/usage/usage-accounting.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { TestRedisServer } from '../helpers/redis-server.ts';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';

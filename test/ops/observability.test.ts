@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { request } from 'undici';
-import { acceptedRequestId } from '../../src/core/request-id.ts';
+import { acceptedRequestId } from '../../src/core/incoming-request.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { startTestGateway, TEST_KEY, UPSTREAM_KEY, type TestGateway } from '../helpers/test-gateway.ts';
 

@@ -1,9 +1,7 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { dropEmptyFunctionCall } from '../../providers/epsilon/stream-fixups.ts';
-import { SseSplitter } from '../../src/data-plane/sse/sse-splitter.ts';
-import { relaySse } from '../../src/data-plane/sse/sse-relay.ts';
-import { FixupChain } from '../../src/data-plane/sse/fixup-chain.ts';
+import { SseSplitter, relaySse, FixupChain } from '../../src/data-plane/sse/sse-relay.ts';
 import { PassThrough } from 'node:stream';
 import type { ServerResponse } from 'node:http';
 

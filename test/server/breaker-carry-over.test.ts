@@ -1,7 +1,6 @@
 import { expect } from 'chai';
 import { carryBreakerState } from '../../src/server/breaker-carry-over.ts';
-import { EndpointPool, PooledEndpoint } from '../../src/data-plane/upstream/endpoint-pool.ts';
-import { endpointsOf } from '../../src/data-plane/upstream/provider-endpoints.ts';
+import { EndpointPool, PooledEndpoint, endpointsOf } from '../../src/data-plane/upstream/endpoint-pool.ts';
 import { upstreamEndpoint } from '../../src/data-plane/upstream/upstream-client.ts';
 
 const SETTINGS = { failureThreshold: 2, cooldownMs: 60_000 };

@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config/gateway-config.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import { ModelRegistry } from '../../src/core/model-registry.ts';
 import { providerHealth } from '../../src/control-plane/account/account-health.ts';
-import { providerEndpoints } from '../../src/data-plane/upstream/provider-endpoints.ts';
+import { providerEndpoints } from '../../src/data-plane/upstream/endpoint-pool.ts';
 import type { ProviderPlugin } from '../../src/plugins/plugin-contract.ts';
 import { startGateway, type Gateway } from '../../src/server/gateway.ts';
 import { ScriptedUpstream, type Script, type SeenRequest } from '../helpers/scripted-upstream.ts';

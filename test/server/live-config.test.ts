@@ -8,7 +8,7 @@ import { startMockUpstream, type MockUpstream } from '../../mock-upstream/mock-u
 import { watch, type FSWatcher } from 'node:fs';
 import { aliasProblems, fallbackProblems, LiveConfig, type LiveConfigOptions } from '../../src/server/live-config.ts';
 import { createLogger } from '../../src/core/logger.ts';
-import { endpointsOf } from '../../src/data-plane/upstream/provider-endpoints.ts';
+import { endpointsOf } from '../../src/data-plane/upstream/endpoint-pool.ts';
 import { loadPlugins } from '../../src/plugins/load-plugins.ts';
 import { loadConfig } from '../../src/config/gateway-config.ts';
 import { eventually } from '../helpers/eventually.ts';

@@ -8,7 +8,7 @@ import { createWriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { buildUsageRecord } from '../../src/usage/usage-record.ts';
+import { buildUsageRecord } from '../../src/usage/usage-accounting.ts';
 
 const run = promisify(execFile);
 const RECORDS = Number(process.env.RECORDS ?? 300_000);

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { Writable } from 'node:stream';
-import { endUserDigest, endUserHolders, endUserMeters, OTHER_END_USERS } from '../../src/usage/end-user-meters.ts';
+import { endUserDigest, endUserHolders, endUserMeters, OTHER_END_USERS } from '../../src/usage/limit-meters.ts';
 import { EndUserRoster } from '../../src/usage/end-user-roster.ts';
 import { demandsFor, Reservation } from '../../src/usage/reservation.ts';
-import { MemoryLedger } from '../../src/stores/limits/memory-ledger.ts';
+import { MemoryLedger } from '../../src/stores/limits/embedded-ledger.ts';
 import { RedisLedger } from '../../src/stores/limits/redis-ledger.ts';
 import { createRedisClient, waitUntilReady, type RedisConnection } from '../../src/stores/redis/redis-client.ts';
 import type { CounterChange } from '../../src/usage/limit-ledger.ts';

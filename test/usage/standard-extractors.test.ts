@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import type { SseEvent, TokenUsage, UsageExtractor, WireFormat } from '../../src/plugins/plugin-contract.ts';
-import { SseSplitter } from '../../src/data-plane/sse/sse-splitter.ts';
+import { SseSplitter } from '../../src/data-plane/sse/sse-relay.ts';
 import { hasUsageObject } from '../../src/core/formats/event-data.ts';
 import { WIRE_FORMATS } from '../../src/core/formats/index.ts';
 import {

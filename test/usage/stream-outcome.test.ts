@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
-import { SseSplitter } from '../../src/data-plane/sse/sse-splitter.ts';
+import { SseSplitter } from '../../src/data-plane/sse/sse-relay.ts';
 import { WIRE_FORMATS } from '../../src/core/formats/index.ts';
 import type { SseEvent, WireFormat } from '../../src/plugins/plugin-contract.ts';
 

@@ -1,13 +1,15 @@
 import { expect } from 'chai';
-import { KeyIdAliases, sumRows } from '../../src/usage/key-id-aliases.ts';
-import { emptyTotals, type UsageTotals } from '../../src/usage/usage-record.ts';
 import {
+  KeyIdAliases,
+  sumRows,
+  emptyTotals,
+  type UsageTotals,
   groupCells,
   type UsageCell,
   type UsageQuery,
   type UsageRow,
   type UsageStore,
-} from '../../src/usage/usage-store.ts';
+} from '../../src/usage/usage-accounting.ts';
 
 const totals = (requests: number, costNano: number, savedNano = 0): UsageTotals => ({
   ...emptyTotals(),

@@ -1,7 +1,12 @@
 import { expect } from 'chai';
 import type { ModelPricing } from '../../src/plugins/plugin-contract.ts';
-import { charge } from '../../src/usage/pricing.ts';
-import { buildUsageRecord, dayOf, recordTotals, type UsageRecordInput } from '../../src/usage/usage-record.ts';
+import {
+  charge,
+  buildUsageRecord,
+  dayOf,
+  recordTotals,
+  type UsageRecordInput,
+} from '../../src/usage/usage-accounting.ts';
 
 const pricing: ModelPricing = { input: 2.5, cachedInput: 0.25, output: 15 };
 

@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import { upstreamCredential, withCredentialQuery } from '../../src/data-plane/upstream/upstream-credential.ts';
+import { upstreamCredential, withCredentialQuery } from '../../src/data-plane/upstream/upstream-client.ts';
 import { redactCredentialText } from '../../src/data-plane/upstream/redact-credential.ts';
 import type {
   AdapterContext,
@@ -10,7 +10,7 @@ import type {
   UpstreamRouteId,
   WireFormat,
 } from '../../src/plugins/plugin-contract.ts';
-import { SseSplitter } from '../../src/data-plane/sse/sse-splitter.ts';
+import { SseSplitter } from '../../src/data-plane/sse/sse-relay.ts';
 import { clientRequest } from './route-requests.ts';
 
 /** What one declared route's minimal request to the live vendor showed. */

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { WIRE_FORMATS } from '../../src/core/formats/index.ts';
-import { SseSplitter } from '../../src/data-plane/sse/sse-splitter.ts';
+import { SseSplitter, FixupChain } from '../../src/data-plane/sse/sse-relay.ts';
 import type {
   SseEvent,
   StreamFixupDeclaration,
@@ -10,7 +10,6 @@ import type {
   UpstreamRouteId,
   WireFormat,
 } from '../../src/plugins/plugin-contract.ts';
-import { FixupChain } from '../../src/data-plane/sse/fixup-chain.ts';
 
 /**
  * An answer recorded from a real upstream, kept in a plugin's `__fixtures__/` folder under one base name:

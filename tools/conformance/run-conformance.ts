@@ -13,7 +13,7 @@ import { loadConfig } from '../../src/config/gateway-config.ts';
 import { WIRE_FORMATS } from '../../src/core/formats/index.ts';
 import { startGateway, type Gateway } from '../../src/server/gateway.ts';
 import { createLogger } from '../../src/core/logger.ts';
-import { envPrefixOf } from '../../src/data-plane/upstream/provider-endpoints.ts';
+import { envPrefixOf } from '../../src/data-plane/upstream/endpoint-pool.ts';
 import { loadFolder, pluginFolders, type PluginFolder } from '../../src/plugins/load-plugins.ts';
 import { checkGuardrail } from './guardrail-conformance.ts';
 import { ModelRegistry } from '../../src/core/model-registry.ts';
@@ -31,7 +31,7 @@ import type {
   WireFormat,
 } from '../../src/plugins/plugin-contract.ts';
 import { EVENTS } from '../../src/core/diagnostics.ts';
-import { SseSplitter } from '../../src/data-plane/sse/sse-splitter.ts';
+import { SseSplitter } from '../../src/data-plane/sse/sse-relay.ts';
 import { ANSWER_SHAPE } from './live-vendor-check.ts';
 import { Writable } from 'node:stream';
 import {

@@ -1,6 +1,6 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { Principal } from '../../core/access.ts';
-import { clientAddress } from '../../core/client-address.ts';
+import { clientAddress } from '../../core/incoming-request.ts';
 import type { ChangeSite, EventTarget } from '../../core/diagnostics.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
 import { covers, pathPattern, PERMISSIONS, scopeOf, type RouteRule } from './permissions.ts';

@@ -5,7 +5,7 @@ import type { KeyChanges, KeyStore } from '../../stores/keys/key-store.ts';
 import type { TeamChanges, TeamStore } from '../../stores/teams/team-store.ts';
 import type { GroupChanges, GroupStore } from '../../stores/groups/group-store.ts';
 import { groupView } from '../admin/group-routes.ts';
-import type { UsageQuery, UsageRow, UsageStore } from '../../usage/usage-store.ts';
+import type { UsageQuery, UsageRow, UsageStore } from '../../usage/usage-accounting.ts';
 import type { GuardrailActionLog } from '../../stores/guardrail-actions/guardrail-action-log.ts';
 import type { AlertLog } from '../../stores/alerts/alert-log.ts';
 import { keyView } from '../admin/key-routes.ts';

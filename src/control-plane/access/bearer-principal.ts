@@ -1,10 +1,10 @@
 import type { Request, RequestHandler } from 'express';
 import { ADMIN_GRANT, type Principal } from '../../core/access.ts';
 import { hashApiKey, sameSecret } from '../../core/api-keys.ts';
-import { clientAddress } from '../../core/client-address.ts';
+import { clientAddress } from '../../core/incoming-request.ts';
 import { EVENTS, publish, type ChangeSite } from '../../core/diagnostics.ts';
 import { unauthenticated, type GatewayError } from '../../core/gateway-errors.ts';
-import type { FailedAuthThrottle } from '../../data-plane/auth/failed-auth-throttle.ts';
+import type { FailedAuthThrottle } from '../../data-plane/pipeline/authenticate.ts';
 import { looksLikeServiceToken, tokenStatus, type TokenStore } from '../../stores/tokens/token-store.ts';
 
 /** The admin token's principal: the break-glass admin. */

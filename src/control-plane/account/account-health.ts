@@ -1,5 +1,5 @@
 import type { ModelRegistry } from '../../core/model-registry.ts';
-import type { ProviderEndpoints } from '../../data-plane/upstream/provider-endpoints.ts';
+import type { ProviderEndpoints } from '../../data-plane/upstream/endpoint-pool.ts';
 
 /** One upstream endpoint of a provider as the health view lists it (one row for an unconfigured provider). */
 export interface ProviderHealth {

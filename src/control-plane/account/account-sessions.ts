@@ -1,4 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { describeWindow } from '../../usage/limit-meters.ts';
 import type { Request, RequestHandler, Response } from 'express';
 import { MemoryStore, rateLimit, type Store } from 'express-rate-limit';
 import { sameSecret } from '../../core/api-keys.ts';
@@ -13,11 +14,11 @@ import {
   type GatewayError,
 } from '../../core/gateway-errors.ts';
 import { readJsonObject } from '../../data-plane/http/json-body.ts';
-import { describeWindow } from '../../data-plane/limits/rate-limiter.ts';
+
 import type { AccountSession, SessionStore, SessionUser } from '../../stores/session-store.ts';
 import { ADMIN_TOKEN_PRINCIPAL } from '../access/bearer-principal.ts';
 import { PERMISSIONS, scopeOf, type Permission } from '../access/permissions.ts';
-import { clientAddress } from '../../core/client-address.ts';
+import { clientAddress } from '../../core/incoming-request.ts';
 
 export const SESSION_COOKIE = 'gw_account_session';
 export const CSRF_HEADER = 'x-csrf-token';

@@ -1,7 +1,5 @@
-import { groupFields, USAGE_COUNT_FIELDS, type UsageRow } from '../../usage/usage-store.ts';
+import { groupFields, USAGE_COUNT_FIELDS, type UsageRow, formatCost, dayOf } from '../../usage/usage-accounting.ts';
 import type { UsageRequest } from '../usage-routes.ts';
-import { formatCost } from '../../usage/pricing.ts';
-import { dayOf } from '../../usage/usage-record.ts';
 
 /** One CSV field (RFC 4180): quoted when it holds a comma, quote or line break; formula starts defused. */
 function field(value: string | number): string {

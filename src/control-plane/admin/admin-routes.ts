@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { FailedAuthThrottle } from '../../data-plane/auth/failed-auth-throttle.ts';
+import type { FailedAuthThrottle } from '../../data-plane/pipeline/authenticate.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
 import type { TeamStore } from '../../stores/teams/team-store.ts';
 import type { GroupStore } from '../../stores/groups/group-store.ts';
@@ -8,7 +8,7 @@ import type { RateSettings } from '../../core/limits.ts';
 import type { ModelRegistry } from '../../core/model-registry.ts';
 import type { ResponseCache } from '../../core/response-cache.ts';
 import type { LimitLedger } from '../../usage/limit-ledger.ts';
-import type { UsageStore } from '../../usage/usage-store.ts';
+import type { UsageStore } from '../../usage/usage-accounting.ts';
 import type { GuardrailSettings } from '../../guardrails/guardrail-settings.ts';
 import type { GuardrailActionLog } from '../../stores/guardrail-actions/guardrail-action-log.ts';
 import type { TokenStore } from '../../stores/tokens/token-store.ts';

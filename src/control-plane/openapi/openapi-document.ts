@@ -12,7 +12,7 @@ import { MODEL_ROUTES, ROUTE_TABLE } from '../../core/route-table.ts';
 import { MANAGEMENT_PATHS, MANAGEMENT_SCHEMAS } from './management-paths.ts';
 import { GROUP_FIELD, GROUP_PATHS, GROUP_SCHEMAS } from './group-paths.ts';
 import { ALERT_PATHS, ALERT_SCHEMAS, ALERT_THRESHOLDS } from './alert-paths.ts';
-import { USAGE_COUNT_FIELDS } from '../../usage/usage-store.ts';
+import { USAGE_COUNT_FIELDS } from '../../usage/usage-accounting.ts';
 import { TEAM_FIELDS } from '../../core/limits.ts';
 import { MONEY_BUDGET, nullableFields, positiveInteger, TOKEN_QUOTA } from './limit-schemas.ts';
 import {

@@ -1,6 +1,5 @@
 import type { AdapterContext, SseEvent, StreamMapping } from '../../plugins/plugin-contract.ts';
-import type { BlockRewrite, FixupChain } from '../sse/fixup-chain.ts';
-import type { SseBlock } from '../sse/sse-splitter.ts';
+import type { BlockRewrite, FixupChain, SseBlock } from '../sse/sse-relay.ts';
 import { matches } from './adapted-call.ts';
 
 /** One event as SSE bytes, written whole. */

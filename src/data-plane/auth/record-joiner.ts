@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { serviceUnavailable } from '../../core/gateway-errors.ts';
-import { TrustedCache } from './trusted-cache.ts';
+import { TrustedCache } from '../pipeline/authenticate.ts';
 
 /** A store of named records, as a joiner reads it. */
 export interface NamedRecordSource<R> {

@@ -5,7 +5,7 @@ import { cacheTenant, type CachedAnswer, type CacheTenant, type ResponseCache } 
 import type { TokenUsage, UpstreamRoute } from '../../plugins/plugin-contract.ts';
 import { ANONYMOUS_KEY_ID } from '../../usage/usage-accounting.ts';
 import { STREAM_HEADERS } from '../sse/sse-relay.ts';
-import type { ClientResponse } from '../http/client-response.ts';
+import type { ClientResponse } from '../http/client-connection.ts';
 
 /** The cache's settings in force (read per request: a reload changes them). */
 export interface CacheSettings {

@@ -5,8 +5,7 @@ import type { PhaseGuardrails } from '../../guardrails/guardrail-set.ts';
 import { StreamGuard, type StreamItem, type StreamPiece, type StreamStep } from '../../guardrails/stream-guard.ts';
 import { isPluginFault } from '../../plugins/plugin-fault.ts';
 import type { SseEvent } from '../../plugins/plugin-contract.ts';
-import type { BlockRewrite } from '../sse/fixup-chain.ts';
-import { replaceBlockData, SseSplitter, type SseBlock } from '../sse/sse-splitter.ts';
+import { type BlockRewrite, replaceBlockData, SseSplitter, type SseBlock } from '../sse/sse-relay.ts';
 import type { BodySink, UpstreamBody } from '../sse/upstream-body.ts';
 import type { GuardrailRun } from './guardrail-run.ts';
 

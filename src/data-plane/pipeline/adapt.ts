@@ -2,8 +2,7 @@ import { fieldError, validationError } from '../../core/gateway-errors.ts';
 import { isPluginFault } from '../../plugins/plugin-fault.ts';
 import { AdaptedCall } from '../adapters/adapted-call.ts';
 import { faultOf } from '../routes/plugin-faults.ts';
-import type { Exchange } from './exchange.ts';
-import type { Next, Stage } from './stage.ts';
+import type { Exchange, Next, Stage } from './exchange.ts';
 
 /** The two ways on from the adapt stage: the route's own stages, and those of an adapted vendor. */
 export interface AdaptParts {

@@ -1,8 +1,8 @@
 import type { UsageAccounting } from '../../core/exchange.ts';
 import { guardChatPayload } from '../guardrails/answer-guard.ts';
-import { endForClient } from '../http/client-write-timeout.ts';
+import { endForClient } from '../http/client-connection.ts';
 import { chatResult } from '../routes/native-chat-upstream.ts';
-import type { Stage } from './stage.ts';
+import type { Stage } from './exchange.ts';
 
 /**
  * What the native chat's answer stage uses: usage accounting (the extractor and the charge it shows), the client write

@@ -1,21 +1,18 @@
 import { upstreamResting } from '../../core/gateway-errors.ts';
 import type { ModelRegistry } from '../../core/model-registry.ts';
 import { isPluginFault } from '../../plugins/plugin-fault.ts';
-import { attemptUpstream } from '../upstream/failover/attempt-upstream.ts';
-import { ClientWatch } from '../upstream/failover/client-watch.ts';
+import { attemptUpstream, ClientWatch, attemptStart, endpointFailed } from '../upstream/endpoint-pool.ts';
 import type { RetryPolicy } from '../upstream/failover/retry-policy.ts';
 import { requestSession } from '../upstream/session-affinity.ts';
 import type { UpstreamClient } from '../upstream/upstream-client.ts';
-import { attemptStart, endpointFailed } from '../routes/attempt-events.ts';
 import { chatCall, type ChatCall } from '../routes/chat-call.ts';
 import { attemptChat } from '../routes/native-chat-upstream.ts';
 import { faultOf } from '../routes/plugin-faults.ts';
-import type { Exchange } from './exchange.ts';
-import type { Stage } from './stage.ts';
+import type { Exchange, Stage } from './exchange.ts';
 
 /** What the native chat's attempt stage uses: the catalog, the upstream client, the retries and bounds. */
 export interface ChatAttemptParts {
-  readonly registry: () => ModelRegistry;
+  readonly registry: ModelRegistry;
   readonly upstream: UpstreamClient;
   readonly policy: RetryPolicy;
   /** Largest upstream JSON answer the gateway reads, in bytes. */
@@ -40,7 +37,7 @@ export function attemptChatStage(parts: ChatAttemptParts): Stage {
       pool.affinity && pool.endpoints.length > 1 ? requestSession(exchange.headers, body, nativePrefix) : undefined;
     const call = built(exchange, () =>
       chatCall(
-        parts.registry(),
+        parts.registry,
         resolved,
         body,
         { requestId: exchange.requestId, startedAt: exchange.startedAt, caller: exchange.caller?.id },

@@ -1,20 +1,30 @@
 import { EVENTS, type AttemptStartMessage } from '../../core/diagnostics.ts';
+import {
+  type AttemptSignal,
+  awaitDispatchedStreamStart,
+  UpstreamTransportError,
+  type UpstreamClient,
+  type UpstreamResponse,
+} from '../upstream/upstream-client.ts';
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
 import { isGatewayError, upstreamFailure, upstreamResting } from '../../core/gateway-errors.ts';
-import type { AttemptSignal } from '../upstream/attempt-signal.ts';
-import type { EndpointPool, PooledEndpoint } from '../upstream/endpoint-pool.ts';
-import { attemptUpstream, type AttemptResult, type FailoverPlan } from '../upstream/failover/attempt-upstream.ts';
-import { ClientWatch } from '../upstream/failover/client-watch.ts';
+import {
+  attemptUpstream,
+  type AttemptResult,
+  type FailoverPlan,
+  ClientWatch,
+  attemptStart,
+  endpointFailed,
+  type AttemptSide,
+  type EndpointPool,
+  type PooledEndpoint,
+  type ProviderEndpoints,
+} from '../upstream/endpoint-pool.ts';
 import { isRetryableStatus, retryAfterMs } from '../upstream/failover/retry-policy.ts';
 import { requestSession, type RoutingSession } from '../upstream/session-affinity.ts';
-import { awaitDispatchedStreamStart } from '../upstream/stream-start.ts';
-import { UpstreamTransportError, type UpstreamClient, type UpstreamResponse } from '../upstream/upstream-client.ts';
-import type { ProviderEndpoints } from '../upstream/provider-endpoints.ts';
 import type { CompatibleAnswer, CompatibleFailure, UpstreamBounds } from '../routes/compatible-answer.ts';
 import type { CompatibleCall } from '../routes/compatible-call.ts';
-import { attemptStart, endpointFailed, type AttemptSide } from '../routes/attempt-events.ts';
-import type { Exchange } from './exchange.ts';
-import type { Stage } from './stage.ts';
+import type { Exchange, Stage } from './exchange.ts';
 
 /** What the attempt stage uses: the upstream client, the endpoints in force and the bounds of every wait. */
 export interface AttemptParts {

@@ -11,10 +11,9 @@ import {
   type CacheTicket,
   type ResponseCaching,
 } from '../cache/response-caching.ts';
-import { endForClient } from '../http/client-write-timeout.ts';
+import { endForClient } from '../http/client-connection.ts';
 import type { CompatibleCall } from '../routes/compatible-call.ts';
-import type { Exchange } from './exchange.ts';
-import type { Stage } from './stage.ts';
+import type { Exchange, Stage } from './exchange.ts';
 
 /**
  * What the cache stage uses: the cache and its settings in force, prices for what a hit saved, the client write bound.

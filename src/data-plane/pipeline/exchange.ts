@@ -7,18 +7,21 @@ import type { ResolvedModel } from '../../core/model-registry.ts';
 import type { ModelRoute } from '../../core/route-table.ts';
 import type { TokenUsage } from '../../plugins/plugin-contract.ts';
 import type { Reservation } from '../../usage/reservation.ts';
-import type { ClientResponse } from '../http/client-response.ts';
-import type { ClientRead } from '../http/client-write-timeout.ts';
+import type { ClientResponse, ClientRead } from '../http/client-connection.ts';
 import type { JsonRequestBody } from '../http/json-body.ts';
-import { newTally, type AttemptTally } from '../upstream/failover/attempt-upstream.ts';
-import type { EndpointPool, PooledEndpoint } from '../upstream/endpoint-pool.ts';
-import type { ClientWatch } from '../upstream/failover/client-watch.ts';
+import {
+  newTally,
+  type AttemptTally,
+  type ClientWatch,
+  type EndpointPool,
+  type PooledEndpoint,
+} from '../upstream/endpoint-pool.ts';
 import type { AnswerCapture } from '../cache/response-caching.ts';
 import type { GuardrailRun } from '../guardrails/guardrail-run.ts';
 import type { CompatibleAnswer, CompatibleFailure } from '../routes/compatible-answer.ts';
 import type { CompatibleCall } from '../routes/compatible-call.ts';
 import type { ChatCall } from '../routes/chat-call.ts';
-import type { StreamedText } from '../routes/streamed-text.ts';
+import type { StreamedText } from '../sse/sse-relay.ts';
 
 /** What the attempts came to, for the relay: an endpoint's answer, or the last endpoint's own error as it came. */
 export type AttemptedAnswer =
@@ -78,7 +81,7 @@ export class Exchange implements ExchangeView, Observation {
 
   /** `authenticate`: the caller (undefined on open routes, tests only). */
   caller: CallerKey | undefined = undefined;
-  /** `identifyEndUser`: the end user the request names; undefined when it names none. */
+  /** `resolve`: the end user the request names; undefined when it names none. */
   endUser: string | undefined = undefined;
   /** The body when a WebSocket message brought it (`readBody` reads it instead of the request's). */
   declare readonly message?: Buffer;
@@ -179,4 +182,35 @@ export class Exchange implements ExchangeView, Observation {
     this.end(error.status, usage, consumed, outcome);
     return error;
   }
+}
+
+/** What follows a stage in its route's list: the rest of the pipeline over the same exchange. */
+export type Next = (exchange: Exchange) => Promise<void>;
+
+/**
+ * One step of a model request over its {@link Exchange}: it does its part, runs `next` (or answers
+ * without it), and cleans up what it holds in `finally`. A stage is made by a named factory that takes
+ * only what the stage uses, and it imports no other stage.
+ */
+export type Stage = (exchange: Exchange, next: Next) => Promise<void>;
+
+const DONE: Next = () => Promise.resolve();
+
+/**
+ * A route's stages as one function, each stage's `next` bound once here (no closure per request). A stage
+ * that is off for the route or the configuration is simply not in the list: it costs nothing.
+ */
+export function pipeline(stages: readonly Stage[]): Next {
+  let next = DONE;
+  for (let index = stages.length - 1; index >= 0; index--) {
+    const stage = stages[index]!;
+    const after = next;
+    next = (exchange) => stage(exchange, after);
+  }
+  return next;
+}
+
+/** The names of a list's stages, in order (the diagram of `docs/design.md` is checked against them). */
+export function stageNames(stages: readonly Stage[]): string[] {
+  return stages.map((stage) => stage.name);
 }

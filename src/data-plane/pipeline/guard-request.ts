@@ -7,11 +7,9 @@ import type { WireFormat } from '../../plugins/plugin-contract.ts';
 import { isPluginFault } from '../../plugins/plugin-fault.ts';
 import { GuardrailRun, selectionFor, type TextsOutcome } from '../guardrails/guardrail-run.ts';
 import { replaceStrings } from '../guardrails/json-splice.ts';
-import { JSON_BODY_LIMITS, type JsonRequestBody } from '../http/json-body.ts';
-import { scanObject } from '../http/json-scan.ts';
+import { JSON_BODY_LIMITS, type JsonRequestBody, scanObject } from '../http/json-body.ts';
 import { faultOf } from '../routes/plugin-faults.ts';
-import type { Exchange } from './exchange.ts';
-import type { Stage } from './stage.ts';
+import type { Exchange, Stage } from './exchange.ts';
 
 /**
  * What the guard stage uses: the guardrails in force, and where the route's requests keep the texts the model reads.

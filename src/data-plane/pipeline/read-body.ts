@@ -1,7 +1,7 @@
 import { payloadTooLarge } from '../../core/gateway-errors.ts';
-import { parseJsonRequestBody, readJsonRequestBody } from '../http/json-body.ts';
-import { assertReadKeysOnce } from '../routes/upstream-body.ts';
-import type { Stage } from './stage.ts';
+import { assertReadKeysOnce, parseJsonRequestBody, readJsonRequestBody } from '../http/json-body.ts';
+
+import type { Stage } from './exchange.ts';
 
 /**
  * The read-body stage: the body read once, up to `limitBytes`, checked as UTF-8 and bounded JSON, and

@@ -1,8 +1,7 @@
 import { EVENTS } from '../../core/diagnostics.ts';
 import type { ExchangeRecord, SettledFigures, Settlement, UsageAccounting } from '../../core/exchange.ts';
 import type { Reservation } from '../../usage/reservation.ts';
-import type { Exchange } from './exchange.ts';
-import type { Stage } from './stage.ts';
+import type { Exchange, Stage } from './exchange.ts';
 
 /**
  * The record stage, around everything after the model is known: once the pipeline unwinds, an

@@ -6,19 +6,16 @@ import { isPluginFault, type PluginFault } from '../../plugins/plugin-fault.ts';
 import { hasInBandError } from '../cache/response-caching.ts';
 import { guardAnswer } from '../guardrails/answer-guard.ts';
 import { guardStream, isGuardrailStreamBlock, type GuardrailStreamBlock } from '../guardrails/guarded-stream.ts';
-import { endForClient } from '../http/client-write-timeout.ts';
+import { endForClient } from '../http/client-connection.ts';
 import type { CompatibleAnswer, UpstreamBounds } from '../routes/compatible-answer.ts';
 import { faultOf } from '../routes/plugin-faults.ts';
 import { standardBodyUsage, standardEventUsage } from '../routes/standard-usage.ts';
-import { StreamedText } from '../routes/streamed-text.ts';
-import { FixupChain } from '../sse/fixup-chain.ts';
-import { relaySse, STREAM_HEADERS } from '../sse/sse-relay.ts';
+import { StreamedText, FixupChain, relaySse, STREAM_HEADERS } from '../sse/sse-relay.ts';
 import type { EndpointPool, PooledEndpoint } from '../upstream/endpoint-pool.ts';
 import { redactCredential, redactCredentialText, StreamRedactor } from '../upstream/redact-credential.ts';
-import { relayedHeaders } from '../upstream/relayed-headers.ts';
+import { relayedHeaders } from '../upstream/upstream-client.ts';
 import type { UsageAccounting } from '../../core/exchange.ts';
-import type { Exchange } from './exchange.ts';
-import type { Stage } from './stage.ts';
+import type { Exchange, Stage } from './exchange.ts';
 
 /** What the relay stage uses: the stream text reader for estimates, the bounds, the client write bound. */
 export interface RelayParts {

@@ -1,7 +1,7 @@
 import type { ModelRegistry, ResolvedModel } from '../../core/model-registry.ts';
 import type { NativeChatAdapter, UpstreamRoute } from '../../plugins/plugin-contract.ts';
 import { upstreamJson } from '../../plugins/plugin-fault.ts';
-import type { FailoverPlan } from '../upstream/failover/attempt-upstream.ts';
+import type { FailoverPlan } from '../upstream/endpoint-pool.ts';
 import type { RetryPolicy } from '../upstream/failover/retry-policy.ts';
 import type { RoutingSession } from '../upstream/session-affinity.ts';
 

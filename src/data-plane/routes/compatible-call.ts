@@ -1,13 +1,11 @@
-import { mayUseModel } from '../auth/authenticate.ts';
 import type { CallerKey, UsageAccounting } from '../../core/exchange.ts';
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
-import type { EarlyEventRules } from '../upstream/stream-start.ts';
+import type { EarlyEventRules } from '../upstream/upstream-client.ts';
 import type { ModelRegistry, ResolvedModel } from '../../core/model-registry.ts';
 import type { UpstreamRoute, UpstreamRouteId, UsageExtractor, WireFormat } from '../../plugins/plugin-contract.ts';
-import type { JsonMember } from '../http/json-scan.ts';
-import type { FallbackTable } from './model-fallbacks.ts';
-import { nextFallback } from './model-fallbacks.ts';
-import { upstreamBody } from './upstream-body.ts';
+import { type JsonMember, upstreamBody } from '../http/json-body.ts';
+import { type FallbackTable, nextFallback } from './model-fallbacks.ts';
+import { fieldError, forbidden, validationError } from '../../core/gateway-errors.ts';
 
 /** The client's request body: its bytes, its top-level members and where its object ends. */
 export interface ClientBody {
@@ -100,4 +98,71 @@ export class CompatibleCall {
     this.extractor = usage.extractor(this.format, this.route, next.resolved);
     return true;
   }
+}
+
+/** Whether the key may use the model (its resolved canonical ID): every model when it lists none. */
+export function mayUseModel(key: CallerKey | undefined, canonicalModelId: string): boolean {
+  return !key?.models || key.models.includes(canonicalModelId);
+}
+
+export function assertModelAllowed(key: CallerKey | undefined, canonicalModelId: string): void {
+  if (!mayUseModel(key, canonicalModelId)) {
+    throw forbidden(`This API key may not use the model '${canonicalModelId}'`);
+  }
+}
+
+/**
+ * Checks the request's output cap fields: each one it sets must be a safe integer and at most the
+ * model's `maxOutputTokens` (when its plugin declares one), else the 400 names the field. A cap beyond
+ * either is never a request the upstream serves, and would make a reservation meaningless.
+ */
+export function checkOutputCaps(
+  body: Readonly<Record<string, unknown>>,
+  fields: readonly string[],
+  resolved: ResolvedModel,
+): void {
+  const problems: string[] = [];
+  let first: string | undefined;
+  const most = resolved.model.maxOutputTokens;
+  for (const field of fields) {
+    const value = body[field];
+    if (typeof value !== 'number') continue;
+    if (!Number.isSafeInteger(value))
+      problems.push(fieldError(field, 'must be a safe integer (at most 9007199254740991)'));
+    else if (most !== undefined && value > most)
+      problems.push(fieldError(field, `must be at most ${most}, the most '${resolved.canonicalId}' writes`));
+    else continue;
+    first ??= field;
+  }
+  if (problems.length) throw validationError(problems, first);
+}
+
+/** The request's own output cap: the first of its route's cap fields it sets to a positive number. */
+export function outputCapOf(body: Readonly<Record<string, unknown>>, fields: readonly string[]): number | undefined {
+  for (const field of fields) {
+    const value = body[field];
+    if (typeof value === 'number' && value > 0) return value;
+  }
+  return undefined;
+}
+
+/** How many answers the upstream writes for the request (`n`, `best_of`), each up to the output cap. */
+export function choicesOf(body: Readonly<Record<string, unknown>>): number {
+  let choices = 1;
+  for (const field of ['n', 'best_of']) {
+    const value = body[field];
+    if (typeof value === 'number' && Number.isFinite(value) && value > choices) choices = Math.floor(value);
+  }
+  return choices;
+}
+
+/**
+ * The request field that makes the upstream read context the gateway cannot see (and so cannot bound):
+ * a stored response or conversation to continue, or a background run whose work ends after the answer.
+ */
+export function unboundedField(body: Readonly<Record<string, unknown>>): string | undefined {
+  if (typeof body.previous_response_id === 'string' && body.previous_response_id !== '') return 'previous_response_id';
+  if (body.conversation !== undefined && body.conversation !== null) return 'conversation';
+  if (body.background === true) return 'background';
+  return undefined;
 }

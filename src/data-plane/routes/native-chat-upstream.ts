@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { type AttemptSignal, UpstreamTransportError, type UpstreamClient } from '../upstream/upstream-client.ts';
 import {
   upstreamAuthRejected,
   upstreamFailure,
@@ -8,21 +9,17 @@ import {
 } from '../../core/gateway-errors.ts';
 import type { ResolvedModel } from '../../core/model-registry.ts';
 import type { TokenUsage } from '../../plugins/plugin-contract.ts';
-import type { AttemptSignal } from '../upstream/attempt-signal.ts';
-import type { PooledEndpoint } from '../upstream/endpoint-pool.ts';
-import type { AttemptResult } from '../upstream/failover/attempt-upstream.ts';
+import type { AttemptResult, AttemptSide, PooledEndpoint } from '../upstream/endpoint-pool.ts';
 import type { ChatCall } from './chat-call.ts';
 import { isRetryableStatus, retryAfterMs } from '../upstream/failover/retry-policy.ts';
 import { redactCredentialText } from '../upstream/redact-credential.ts';
 import { isPluginFault } from '../../plugins/plugin-fault.ts';
 import { faultOf } from './plugin-faults.ts';
 import { standardBodyUsage } from './standard-usage.ts';
-import { UpstreamTransportError, type UpstreamClient } from '../upstream/upstream-client.ts';
 import type { UsageAccounting } from '../../core/exchange.ts';
 import { EVENTS } from '../../core/diagnostics.ts';
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
 import type { Exchange } from '../pipeline/exchange.ts';
-import type { AttemptSide } from './attempt-events.ts';
 
 /** What one endpoint answered: a 2xx body, or a failure that is final for this request. */
 export type ChatAnswer = { readonly body: Buffer; readonly failure?: undefined } | { readonly failure: GatewayError };

@@ -1,4 +1,4 @@
-import { replaceBlockData, SseSplitter, type SseBlock } from '../sse/sse-splitter.ts';
+import { replaceBlockData, SseSplitter, type SseBlock } from '../sse/sse-relay.ts';
 
 /** What stands in for the gateway's upstream credential in anything it emits. */
 export const REDACTED = '[REDACTED]';

@@ -1,13 +1,16 @@
+import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { Agent } from '../../core/undici-agent.ts';
-import { END_USER_HEADER } from '../../core/end-user.ts';
+import { END_USER_HEADER } from '../../core/incoming-request.ts';
 import type { BodySink, UpstreamBody } from '../sse/upstream-body.ts';
-import type { UpstreamAbortSignal } from './attempt-signal.ts';
-import { upstreamCredential, withCredentialQuery } from './upstream-credential.ts';
+
 import { EVENTS, type UpstreamCallMessage } from '../../core/diagnostics.ts';
-import type { AuthStyle, UpstreamRoute } from '../../plugins/plugin-contract.ts';
+import type { AuthStyle, UpstreamRoute, WireFormat } from '../../plugins/plugin-contract.ts';
 import { credentialHeader } from '../../plugins/validate-auth.ts';
+import { redactCredentialText } from './redact-credential.ts';
+import { WIRE_FORMATS, type WireFormatRules } from '../../core/formats/index.ts';
+import { SseSplitter } from '../sse/sse-relay.ts';
 
 /** Where one provider is reached: fixed at start (or a reload) from its base URL, key and credential place. */
 export interface UpstreamEndpoint {
@@ -407,4 +410,172 @@ function abortReason(reason: unknown): Error {
   return reason instanceof Error
     ? reason
     : Object.assign(new Error('This operation was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
+}
+
+/** The upstream headers passed on, each value with the endpoint's credential redacted. */
+export function relayedHeaders(
+  upstreamHeaders: Dispatcher.ResponseData['headers'],
+  apiKey: string | undefined,
+): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of RELAYED_RESPONSE_HEADERS) {
+    const value = upstreamHeaders[name];
+    // The gateway's own request id answers the client; the upstream's stays visible beside it.
+    if (typeof value === 'string')
+      headers[name === 'x-request-id' ? 'x-upstream-request-id' : name] = redactCredentialText(value, apiKey);
+  }
+  return headers;
+}
+
+/** Where one request carries the endpoint's key: headers to set, and a query string part (`name=value`) to append. */
+export interface UpstreamCredential {
+  readonly headers: Readonly<Record<string, string>>;
+  /** `<parameter>=<percent-encoded key>`, for a route that declares `{ query }`. */
+  readonly query?: string;
+}
+
+const NONE: UpstreamCredential = { headers: {} };
+
+/**
+ * The credential of one upstream request, built from the route's declared `auth` and the key of the
+ * endpoint the request goes to (never anything else, so a reloaded key or another endpoint's key is
+ * what goes out, and what the relay redacts).
+ */
+export function upstreamCredential(auth: AuthStyle, apiKey: string | undefined): UpstreamCredential {
+  if (!apiKey) return NONE;
+  if (auth === 'bearer') return { headers: { authorization: `Bearer ${apiKey}` } };
+  if (auth === 'x-api-key') return { headers: { 'x-api-key': apiKey } };
+  if ('query' in auth) return { headers: {}, query: `${encodeURIComponent(auth.query)}=${encodeURIComponent(apiKey)}` };
+  return { headers: { [auth.header]: `${auth.prefix ?? ''}${apiKey}` } };
+}
+
+/** A path with the credential's query part appended (after any query the path has). */
+export function withCredentialQuery(path: string, credential: UpstreamCredential): string {
+  return credential.query === undefined ? path : `${path}${path.includes('?') ? '&' : '?'}${credential.query}`;
+}
+
+/**
+ * How a stream's start went:
+ * - `content`: a content event (or anything that is not an opening event) arrived, or the stream ended
+ *   cleanly; `body` replays the held chunks and then continues with the upstream's own;
+ * - `error`: the upstream sent an error event before any content;
+ * - `broken`: the upstream body failed (cut, reset, timed out) or sent an event that is not of its
+ *   format (data that is not JSON) before any content.
+ */
+export type StreamStart =
+  | { readonly kind: 'content'; readonly body: AsyncIterable<Uint8Array> }
+  | { readonly kind: 'error'; readonly reason: string }
+  | { readonly kind: 'broken'; readonly error: unknown };
+
+/** Which events only open a stream and which report an error: a wire format's rules, or an adapted vendor's. */
+export type EarlyEventRules = Pick<WireFormatRules, 'judgeEarlyEvent' | 'isErrorEvent'>;
+
+/** The verdict on a stream's start so far: `undefined` while only opening events came. */
+type Verdict = { readonly kind: 'content' } | Exclude<StreamStart, { kind: 'content' }> | undefined;
+
+const CONTENT = { kind: 'content' } as const;
+
+/**
+ * Judges a stream's opening bytes as they come: the first content event (or anything that is not an
+ * opening event) starts it, an error event or a malformed one fails it, and past `maxHeldBytes` it
+ * counts as started. Which events open a stream or report an error is the format's rule
+ * (`WIRE_FORMATS[format].judgeEarlyEvent`, `.isErrorEvent`), or an adapted vendor's (its declared error event).
+ */
+class OpeningJudge {
+  private readonly rules: EarlyEventRules;
+  private readonly splitter = new SseSplitter();
+  private heldBytes = 0;
+
+  constructor(
+    judged: WireFormat | EarlyEventRules,
+    private readonly maxHeldBytes: number,
+  ) {
+    this.rules = typeof judged === 'string' ? WIRE_FORMATS[judged] : judged;
+  }
+
+  push(chunk: Uint8Array): Verdict {
+    this.heldBytes += chunk.length;
+    for (const block of this.splitter.push(chunk)) {
+      const event = block.event;
+      if (!event) continue;
+      if (this.rules.isErrorEvent(event))
+        return { kind: 'error', reason: 'the upstream sent an error event before any content' };
+      const judged = this.rules.judgeEarlyEvent(event);
+      if (judged === 'malformed')
+        return { kind: 'broken', error: new Error('the upstream sent a malformed event before any content') };
+      if (judged === 'content') return CONTENT;
+    }
+    return this.heldBytes > this.maxHeldBytes ? CONTENT : undefined;
+  }
+}
+
+/**
+ * Holds a dispatched stream's opening events until its first content event, so that a failure before
+ * any content can still be failed over without the client seeing a byte. The chunks are judged as the
+ * socket delivers them and, once content comes, handed back to the response unchanged in front of the
+ * rest, so the relay gets exactly the serving upstream's bytes (`body` is the response itself). At most
+ * `maxHeldBytes` are held: past that the stream counts as started. A failed start cancels the request;
+ * the response's signal aborting (the first-content timeout) fails it as `broken`.
+ */
+export function awaitDispatchedStreamStart<B extends UpstreamBody & { detach(held: readonly Uint8Array[]): void }>(
+  response: B,
+  judged: WireFormat | EarlyEventRules,
+  maxHeldBytes: number,
+): Promise<{ readonly kind: 'content'; readonly body: B } | Exclude<StreamStart, { kind: 'content' }>> {
+  const judge = new OpeningJudge(judged, maxHeldBytes);
+  const held: Uint8Array[] = [];
+  return new Promise((resolve) => {
+    let decided = false;
+    response.attach({
+      data(chunk) {
+        if (decided) return;
+        held.push(chunk);
+        const verdict = judge.push(chunk);
+        if (verdict === undefined) return;
+        decided = true;
+        if (verdict.kind === 'content') {
+          response.detach(held);
+          resolve({ kind: 'content', body: response });
+        } else {
+          response.abort();
+          resolve(verdict);
+        }
+      },
+      end() {
+        if (decided) return;
+        decided = true;
+        response.detach(held);
+        resolve({ kind: 'content', body: response });
+      },
+      error(error) {
+        if (decided) return;
+        decided = true;
+        resolve({ kind: 'broken', error });
+      },
+    });
+  });
+}
+
+/** What the upstream client needs of a cancel signal: an `AbortSignal`, or an {@link AttemptSignal}. */
+export interface UpstreamAbortSignal {
+  readonly aborted: boolean;
+  readonly reason?: unknown;
+}
+
+/**
+ * The cancel switch of one upstream attempt (the client went away, or no content came in time). undici
+ * takes an EventEmitter with `aborted` and `reason` as a request's `signal`; this one costs a fraction
+ * of an AbortController, whose EventTarget machinery was measured at ~10 µs per request on the hot path.
+ */
+export class AttemptSignal extends EventEmitter implements UpstreamAbortSignal {
+  aborted = false;
+  reason: unknown = undefined;
+
+  abort(reason?: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason =
+      reason ?? Object.assign(new Error('This operation was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
+    this.emit('abort');
+  }
 }

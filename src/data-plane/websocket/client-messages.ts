@@ -1,6 +1,5 @@
 import { badRequest, invalidJson, type GatewayError } from '../../core/gateway-errors.ts';
-import { JSON_BODY_LIMITS, parseJsonRequestBody } from '../http/json-body.ts';
-import { scanObject, type JsonMember } from '../http/json-scan.ts';
+import { JSON_BODY_LIMITS, parseJsonRequestBody, scanObject, type JsonMember } from '../http/json-body.ts';
 
 /** What a client's message on a Responses WebSocket asks for. */
 export type ClientMessage =

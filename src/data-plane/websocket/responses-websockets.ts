@@ -3,7 +3,13 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { clientAddress, clientAddressResolver, stampClientAddress } from '../../core/client-address.ts';
+import {
+  clientAddress,
+  clientAddressResolver,
+  stampClientAddress,
+  acceptedRequestId,
+  REQUEST_ID_HEADER,
+} from '../../core/incoming-request.ts';
 import { EVENTS, type Observation, type WebSocketView } from '../../core/diagnostics.ts';
 import { errorBody, type ErrorFamily } from '../../core/error-body.ts';
 import type { CallerKey } from '../../core/exchange.ts';
@@ -17,10 +23,15 @@ import {
   webSocketNotServed,
   type GatewayError,
 } from '../../core/gateway-errors.ts';
-import { acceptedRequestId, REQUEST_ID_HEADER } from '../../core/request-id.ts';
-import { errorFamilyOf, modelRouteAt, pathnameOf, ROUTE_TABLE } from '../../core/route-table.ts';
-import type { KeyHeader, ModelRoute } from '../../core/route-table.ts';
-import type { KeyAuthenticator } from '../auth/authenticate.ts';
+import {
+  errorFamilyOf,
+  modelRouteAt,
+  pathnameOf,
+  ROUTE_TABLE,
+  type KeyHeader,
+  type ModelRoute,
+} from '../../core/route-table.ts';
+import type { KeyAuthenticator } from '../pipeline/authenticate.ts';
 import type { DataPlane } from '../data-plane.ts';
 import { replayWithoutUpgrade } from '../http/upgrade-replay.ts';
 import { ResponsesSocket } from './responses-socket.ts';

@@ -3,8 +3,8 @@ import { Writable } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { errorBody } from '../../core/error-body.ts';
 import type { GatewayError } from '../../core/gateway-errors.ts';
-import type { ClientResponse } from '../http/client-response.ts';
-import { SseSplitter, type SseBlock } from '../sse/sse-splitter.ts';
+import type { ClientResponse } from '../http/client-connection.ts';
+import { SseSplitter, type SseBlock } from '../sse/sse-relay.ts';
 
 /** Why a response's answer stopped before its end, when the gateway did not end it itself. */
 type Stop = 'cancelled' | 'gone';

@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../config/gateway-config.ts';
 import type { ModelRegistry } from '../../core/model-registry.ts';
-import type { ProviderEndpoints } from '../../data-plane/upstream/provider-endpoints.ts';
-import { providerEndpoints } from '../../data-plane/upstream/provider-endpoints.ts';
+import { type ProviderEndpoints, providerEndpoints } from '../../data-plane/upstream/endpoint-pool.ts';
 import { loadAllPlugins } from '../../plugins/load-plugins.ts';
 import type { GuardrailPlugin, ProviderPlugin } from '../../plugins/plugin-contract.ts';
 import { originOf } from '../../plugins/plugin-origin.ts';

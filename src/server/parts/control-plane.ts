@@ -11,7 +11,7 @@ import { PrimaryScrape } from '../../ops/cluster-metrics.ts';
 import type { OpenStores } from '../../stores/open-stores.ts';
 import { MemorySessionStore, RedisSessionStore } from '../../stores/session-store.ts';
 import type { LimitLedger } from '../../usage/limit-ledger.ts';
-import type { UsageStore } from '../../usage/usage-store.ts';
+import type { UsageStore } from '../../usage/usage-accounting.ts';
 import type { Configuration } from './configuration.ts';
 import type { Limits } from './limits.ts';
 import type { ModelServing } from './model-serving.ts';

@@ -1,14 +1,22 @@
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../config/gateway-config.ts';
-import { createAuthenticator, type KeyAuthenticator } from '../../data-plane/auth/authenticate.ts';
-import { FailedAuthThrottle } from '../../data-plane/auth/failed-auth-throttle.ts';
-import { BudgetGate } from '../../data-plane/limits/budget-gate.ts';
-import { KeyConcurrency } from '../../data-plane/limits/key-concurrency.ts';
-import { createRateLimiters, type RateLimiters } from '../../data-plane/limits/rate-limiter.ts';
+import {
+  createAuthenticator,
+  type KeyAuthenticator,
+  FailedAuthThrottle,
+} from '../../data-plane/pipeline/authenticate.ts';
+import { BudgetGate } from '../../data-plane/pipeline/reserve.ts';
+import {
+  KeyConcurrency,
+  createRateLimiters,
+  type RateLimiters,
+  type RateSettings,
+} from '../../data-plane/pipeline/admit.ts';
 import type { OpenStores } from '../../stores/open-stores.ts';
 import type { LimitLedger } from '../../usage/limit-ledger.ts';
-import type { UsageStore } from '../../usage/usage-store.ts';
+import type { UsageStore } from '../../usage/usage-accounting.ts';
 import type { Configuration } from './configuration.ts';
+import type { Current } from '../../core/current.ts';
 
 /**
  * Who may call and how much: the key check, request rates, concurrency, token and money budgets, failed-credential
@@ -44,7 +52,7 @@ export function startLimits(
   });
   return {
     authenticate,
-    rates: createRateLimiters({ ledger, settings: () => configuration.live.current.config.rateLimit }),
+    rates: createRateLimiters({ ledger, settings: rateInForce(configuration) }),
     concurrency: new KeyConcurrency(config.keyConcurrency),
     budgets: new BudgetGate({
       ledger,
@@ -54,4 +62,13 @@ export function startLimits(
     }),
     adminThrottle: new FailedAuthThrottle(config.authFailuresPerMinute, { subject: 'admin token attempts' }),
   };
+}
+
+/** The request rate in force, swapped when a reload applies. */
+function rateInForce(configuration: Configuration): Current<RateSettings> {
+  const rate = { current: configuration.live.current.config.rateLimit };
+  configuration.onReload((settings) => {
+    rate.current = settings.config.rateLimit;
+  });
+  return rate;
 }

@@ -1,17 +1,17 @@
 import type { Logger } from 'pino';
+import type { Current } from '../../core/current.ts';
 import type { GatewayConfig } from '../../config/gateway-config.ts';
 import type { RouteId } from '../../plugins/plugin-contract.ts';
 import type { ResponseCache } from '../../core/response-cache.ts';
-import { InFlight } from '../../data-plane/http/in-flight.ts';
+import { InFlight } from '../../data-plane/http/client-connection.ts';
 import { modelRoutes, type ModelRouteParts } from '../../data-plane/model-routes.ts';
-import type { Next } from '../../data-plane/pipeline/stage.ts';
+import type { Next } from '../../data-plane/pipeline/exchange.ts';
 import { DEFAULT_RETRY_POLICY } from '../../data-plane/upstream/failover/retry-policy.ts';
 import { SharedBreakerState } from '../../data-plane/upstream/shared-breaker.ts';
 import { UpstreamClient } from '../../data-plane/upstream/upstream-client.ts';
 import type { OpenStores } from '../../stores/open-stores.ts';
 import type { LimitLedger } from '../../usage/limit-ledger.ts';
-import { GatewayUsageAccounting } from '../../usage/usage-accounting.ts';
-import type { UsageStore } from '../../usage/usage-store.ts';
+import { GatewayUsageAccounting, type UsageStore } from '../../usage/usage-accounting.ts';
 import type { LiveSettings } from '../live-config.ts';
 import { openResponseCache, responseCaching } from '../response-cache-wiring.ts';
 import type { Configuration } from './configuration.ts';
@@ -21,7 +21,7 @@ import type { Observability } from './observability.ts';
 /** What serves the model routes: their pipelines in force, usage accounting, the cache, what runs and what closes. */
 export interface ModelServing {
   /** Each model route's pipeline, as the configuration in force built it. */
-  readonly routes: () => ReadonlyMap<RouteId, Next>;
+  readonly routes: Current<ReadonlyMap<RouteId, Next>>;
   readonly accounting: GatewayUsageAccounting;
   readonly responseCache: ResponseCache;
   /** The model requests still running (a shutdown waits for their usage records). */
@@ -42,24 +42,26 @@ export function startModelServing(
   observability: Observability,
   limits: Limits,
 ): ModelServing {
-  const { live, registry, endpoints } = configuration;
+  const { live, endpoints } = configuration;
   const { redis } = stores;
-  const accounting = new GatewayUsageAccounting(stores.usage, registry, logger);
+  const accounting = new GatewayUsageAccounting(stores.usage, live, logger);
   const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, source: observability.source });
   const responseCache = openResponseCache(redis, () => live.current.config, observability.metrics, logger);
   const caching = responseCaching(responseCache, () => live.current.config);
   const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
-  const parts = routeParts(config, configuration, limits, accounting, upstream);
   const routesOf = (settings: LiveSettings) =>
-    modelRoutes(parts, { caching: caching.settings() ? caching : undefined, guardrails: settings.guardrails });
-  let routes = routesOf(live.current);
+    modelRoutes(routeParts(config, settings, limits, accounting, upstream), {
+      caching: caching.settings() ? caching : undefined,
+      guardrails: settings.guardrails,
+    });
+  const routes = { current: routesOf(live.current) };
   configuration.onReload((settings) => {
-    routes = routesOf(settings);
+    routes.current = routesOf(settings);
     // The reload built new endpoint pools: their rests are shared between instances from now on.
     sharedBreaker?.attach(settings.endpoints.pools());
   });
   return {
-    routes: () => routes,
+    routes,
     accounting,
     responseCache,
     inFlight: new InFlight(),
@@ -70,19 +72,18 @@ export function startModelServing(
   };
 }
 
-/** What the model routes' stages are made from: the catalog and endpoints in force, the bounds, the limits. */
+/** What the model routes' stages are made from: the catalog, endpoints and fallbacks in force, bounds, limits. */
 function routeParts(
   config: GatewayConfig,
-  configuration: Configuration,
+  settings: LiveSettings,
   limits: Limits,
   usage: GatewayUsageAccounting,
   upstream: UpstreamClient,
 ): ModelRouteParts {
-  const { live, registry, endpoints } = configuration;
   return {
-    registry,
-    endpoints,
-    fallbacks: () => live.current.fallbacks,
+    registry: settings.registry,
+    endpoints: settings.endpoints,
+    fallbacks: settings.fallbacks,
     upstream,
     usage,
     // Every upstream wait is bounded by UPSTREAM_TIMEOUT_MS.

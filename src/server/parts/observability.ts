@@ -5,11 +5,11 @@ import type { EventSource } from '../../core/diagnostics.ts';
 import { createAccessLogger } from '../../core/logger.ts';
 import { startAuditTrail } from '../../ops/audit/audit-trail.ts';
 import { startLimitAlerts } from '../../ops/alerts/limit-alerts.ts';
-import { observeGateway } from '../../ops/gateway-observers.ts';
+import { observeGateway } from '../../ops/request-observer.ts';
 import { GatewayMetrics } from '../../ops/metrics.ts';
 import type { OpenStores } from '../../stores/open-stores.ts';
 import type { LimitLedger } from '../../usage/limit-ledger.ts';
-import type { UsageStore } from '../../usage/usage-store.ts';
+import type { UsageStore } from '../../usage/usage-accounting.ts';
 import { reloadApplied } from '../access-wiring.ts';
 import type { Configuration } from './configuration.ts';
 

@@ -1,8 +1,7 @@
 import type { RequestHandler } from 'express';
-import type { RedisConnection } from '../../stores/redis/redis-client.ts';
-import { answersWithin } from '../../stores/redis/redis-client.ts';
+import { type RedisConnection, answersWithin } from '../../stores/redis/redis-client.ts';
 import type { LimitLedger } from '../../usage/limit-ledger.ts';
-import type { UsageStore } from '../../usage/usage-store.ts';
+import type { UsageStore } from '../../usage/usage-accounting.ts';
 import type { Configuration } from './configuration.ts';
 
 /** What `/readyz` and the account page's health view say of the gateway. */

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { InFlight } from '../../data-plane/http/in-flight.ts';
+import type { InFlight } from '../../data-plane/http/client-connection.ts';
 import type { Listener } from './listener.ts';
 
 /** What a shutdown ends, in order, once the requests in flight are done or cut. */

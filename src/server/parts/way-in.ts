@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../config/gateway-config.ts';
 import { createApp } from '../../control-plane/app.ts';
-import { clientAddressResolver } from '../../core/client-address.ts';
-import { PendingRequests } from '../../data-plane/http/pending-requests.ts';
+import { clientAddressResolver } from '../../core/incoming-request.ts';
+import { PendingRequests } from '../../data-plane/http/client-connection.ts';
 import { controlPlaneRoutes, type ControlPlaneParts } from './control-plane.ts';
 
 /**

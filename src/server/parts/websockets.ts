@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../config/gateway-config.ts';
-import { clientAddressResolver } from '../../core/client-address.ts';
+import { clientAddressResolver } from '../../core/incoming-request.ts';
 import { createDataPlane } from '../../data-plane/data-plane.ts';
 import { serveResponsesWebSockets, type ResponsesWebSockets } from '../../data-plane/websocket/responses-websockets.ts';
 import type { Limits } from './limits.ts';

@@ -3,7 +3,7 @@ import type { CounterChange, CounterDemand, Enrolment, LimitLedger, ReserveResul
 import { RedisBreaker } from '../redis/redis-breaker.ts';
 import { isReady, type RedisConnection } from '../redis/redis-client.ts';
 import { SharedDeadline } from '../redis/shared-deadline.ts';
-import { MemoryLedger } from './memory-ledger.ts';
+import { MemoryLedger } from './embedded-ledger.ts';
 import { RedisLedger, type CatchUpEntry } from './redis-ledger.ts';
 
 export interface FallbackLedgerOptions {

@@ -11,14 +11,12 @@ import {
   recordTotals,
   type UsageRecord,
   type UsageTotals,
-} from '../../usage/usage-record.ts';
-import {
   groupCells,
   type UsageCell,
   type UsageQuery,
   type UsageRow,
   type UsageStore,
-} from '../../usage/usage-store.ts';
+} from '../../usage/usage-accounting.ts';
 
 const isRecord = (value: unknown): value is UsageRecord =>
   typeof value === 'object' &&

@@ -5,8 +5,11 @@ import { createInterface } from 'node:readline';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { closeTornLine } from './embedded-usage-store.ts';
-import { dayOf, recordTotals, TOTAL_FIELDS, type UsageRecord } from '../../usage/usage-record.ts';
 import {
+  dayOf,
+  recordTotals,
+  TOTAL_FIELDS,
+  type UsageRecord,
   dayRange,
   groupCells,
   inRange,
@@ -15,7 +18,7 @@ import {
   type UsageQuery,
   type UsageRow,
   type UsageStore,
-} from '../../usage/usage-store.ts';
+} from '../../usage/usage-accounting.ts';
 
 type RedisConnection = Redis | Cluster;
 

@@ -7,7 +7,7 @@ import { adminRouter, type AccessOptions } from '../../../src/control-plane/admi
 import type { Grant, RoleMapping } from '../../../src/core/access.ts';
 import { createLogger } from '../../../src/core/logger.ts';
 import { ModelRegistry } from '../../../src/core/model-registry.ts';
-import { endpointsOf } from '../../../src/data-plane/upstream/provider-endpoints.ts';
+import { endpointsOf } from '../../../src/data-plane/upstream/endpoint-pool.ts';
 import { startAuditTrail, type AuditTrail } from '../../../src/ops/audit/audit-trail.ts';
 import { loadPlugins } from '../../../src/plugins/load-plugins.ts';
 import { FileAuditStore } from '../../../src/stores/audit/file-audit-store.ts';

@@ -12,11 +12,10 @@ import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { createLogger } from '../../../src/core/logger.ts';
 import { loadPlugins } from '../../../src/plugins/load-plugins.ts';
 import { ModelRegistry } from '../../../src/core/model-registry.ts';
-import { EndpointPool, PooledEndpoint } from '../../../src/data-plane/upstream/endpoint-pool.ts';
-import { endpointsOf } from '../../../src/data-plane/upstream/provider-endpoints.ts';
+import { EndpointPool, PooledEndpoint, endpointsOf } from '../../../src/data-plane/upstream/endpoint-pool.ts';
 import { upstreamEndpoint } from '../../../src/data-plane/upstream/upstream-client.ts';
 import { EmbeddedUsageStore } from '../../../src/stores/usage/embedded-usage-store.ts';
-import { buildUsageRecord } from '../../../src/usage/usage-record.ts';
+import { buildUsageRecord } from '../../../src/usage/usage-accounting.ts';
 import { startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
 import { call, signIn as signInWith } from './account-api-client.ts';
 

@@ -6,14 +6,14 @@ import { accountRouter, type AccountRouterOptions } from '../../../src/control-p
 import { adminRouter } from '../../../src/control-plane/admin/admin-routes.ts';
 import { createLogger } from '../../../src/core/logger.ts';
 import { ModelRegistry } from '../../../src/core/model-registry.ts';
-import { endpointsOf } from '../../../src/data-plane/upstream/provider-endpoints.ts';
+import { endpointsOf } from '../../../src/data-plane/upstream/endpoint-pool.ts';
 import type { GuardrailSettings } from '../../../src/guardrails/guardrail-settings.ts';
 import { loadPlugins } from '../../../src/plugins/load-plugins.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { MemorySessionStore } from '../../../src/stores/session-store.ts';
 import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
 import { EmbeddedUsageStore } from '../../../src/stores/usage/embedded-usage-store.ts';
-import { buildUsageRecord } from '../../../src/usage/usage-record.ts';
+import { buildUsageRecord } from '../../../src/usage/usage-accounting.ts';
 import { startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
 import { call, signIn as signInWith } from './account-api-client.ts';
 

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adminRouter } from '../../../src/control-plane/admin/admin-routes.ts';
-import { authenticatedKey, withTeam } from '../../../src/data-plane/auth/authenticate.ts';
+import { authenticatedKey, withTeam } from '../../../src/data-plane/pipeline/authenticate.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
 import { captureLogs, send, startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';

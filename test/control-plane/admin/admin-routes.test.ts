@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { adminRouter, canonicalModelIds } from '../../../src/control-plane/admin/admin-routes.ts';
 import { hashApiKey } from '../../../src/core/api-keys.ts';
-import { createAuthenticator } from '../../../src/data-plane/auth/authenticate.ts';
+import { createAuthenticator } from '../../../src/data-plane/pipeline/authenticate.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
 import { loadPlugins } from '../../../src/plugins/load-plugins.ts';

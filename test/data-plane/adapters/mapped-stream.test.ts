@@ -3,8 +3,7 @@ import { ModelRegistry } from '../../../src/core/model-registry.ts';
 import { MappedStream } from '../../../src/data-plane/adapters/mapped-stream.ts';
 import { adaptedErrorAnswer, ROUTE_SHAPES } from '../../../src/data-plane/adapters/route-shapes.ts';
 import { fallbackTable, nextFallback } from '../../../src/data-plane/routes/model-fallbacks.ts';
-import { FixupChain } from '../../../src/data-plane/sse/fixup-chain.ts';
-import { SseSplitter } from '../../../src/data-plane/sse/sse-splitter.ts';
+import { FixupChain, SseSplitter } from '../../../src/data-plane/sse/sse-relay.ts';
 import type { AdapterContext, ProviderPlugin, SseEvent, StreamMapping } from '../../../src/plugins/plugin-contract.ts';
 import { samplePlugins } from '../../plugins/sample-plugins.ts';
 

@@ -1,10 +1,11 @@
 import { expect } from 'chai';
+import { assertModelAllowed } from '../../../src/data-plane/routes/compatible-call.ts';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hashApiKey, sameHash, sameSecret, type ApiKeyRecord } from '../../../src/core/api-keys.ts';
-import { assertModelAllowed, createAuthenticator, staticKeyRecord } from '../../../src/data-plane/auth/authenticate.ts';
+import { createAuthenticator, staticKeyRecord } from '../../../src/data-plane/pipeline/authenticate.ts';
 import { staticKeyId } from '../../../src/core/static-key-id.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import type { KeyStore } from '../../../src/stores/keys/key-store.ts';

@@ -1,8 +1,7 @@
 import { expect } from 'chai';
 import { request } from 'undici';
 import { newKeyRecord, type ApiKeyRecord } from '../../../src/core/api-keys.ts';
-import { createAuthenticator } from '../../../src/data-plane/auth/authenticate.ts';
-import { FailedAuthThrottle } from '../../../src/data-plane/auth/failed-auth-throttle.ts';
+import { createAuthenticator, FailedAuthThrottle } from '../../../src/data-plane/pipeline/authenticate.ts';
 import type { KeyStore } from '../../../src/stores/keys/key-store.ts';
 import { isGatewayError } from '../../../src/core/gateway-errors.ts';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../../helpers/test-gateway.ts';

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createAuthenticator } from '../../../src/data-plane/auth/authenticate.ts';
+import { createAuthenticator } from '../../../src/data-plane/pipeline/authenticate.ts';
 import { FileGroupStore } from '../../../src/stores/groups/file-group-store.ts';
 import type { GroupStore } from '../../../src/stores/groups/group-store.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { authenticatedKey, createAuthenticator } from '../../../src/data-plane/auth/authenticate.ts';
+import { authenticatedKey, createAuthenticator } from '../../../src/data-plane/pipeline/authenticate.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
 import type { TeamStore } from '../../../src/stores/teams/team-store.ts';

@@ -1,9 +1,7 @@
 import { expect } from 'chai';
-import type { ApiKeyRecord } from '../../../src/core/api-keys.ts';
-import { hashApiKey } from '../../../src/core/api-keys.ts';
-import { createAuthenticator } from '../../../src/data-plane/auth/authenticate.ts';
+import { type ApiKeyRecord, hashApiKey } from '../../../src/core/api-keys.ts';
+import { createAuthenticator, TrustedCache } from '../../../src/data-plane/pipeline/authenticate.ts';
 import type { KeyStore } from '../../../src/stores/keys/key-store.ts';
-import { TrustedCache } from '../../../src/data-plane/auth/trusted-cache.ts';
 import { isGatewayError } from '../../../src/core/gateway-errors.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { ManualClock, withDateNow } from '../../helpers/manual-clock.ts';

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { GuardedBody, isGuardrailStreamBlock } from '../../../src/data-plane/guardrails/guarded-stream.ts';
 import { GuardrailRun, type GuardrailActed } from '../../../src/data-plane/guardrails/guardrail-run.ts';
 import type { BodySink } from '../../../src/data-plane/sse/upstream-body.ts';
-import { SseSplitter } from '../../../src/data-plane/sse/sse-splitter.ts';
+import { SseSplitter } from '../../../src/data-plane/sse/sse-relay.ts';
 import { WIRE_FORMATS } from '../../../src/core/formats/index.ts';
 import { buildGuardrailSet } from '../../../src/guardrails/guardrail-set.ts';
 import type { GuardrailSettings } from '../../../src/guardrails/guardrail-settings.ts';

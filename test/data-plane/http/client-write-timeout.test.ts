@@ -4,7 +4,7 @@ import type { ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { request } from 'undici';
-import type { UsageRecord } from '../../../src/usage/usage-record.ts';
+import type { UsageRecord } from '../../../src/usage/usage-accounting.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { postHead } from '../../helpers/raw-client.ts';
 import { ScriptedUpstream } from '../../helpers/scripted-upstream.ts';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { scanObject, type JsonLimits } from '../../../src/data-plane/http/json-scan.ts';
+import { scanObject, type JsonLimits } from '../../../src/data-plane/http/json-body.ts';
 
 const LOOSE: JsonLimits = { maxDepth: 10_000, maxElements: 10_000_000 };
 const scan = (text: string, limits = LOOSE) => scanObject(Buffer.from(text, 'utf8'), 0, limits);

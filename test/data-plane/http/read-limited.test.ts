@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { PassThrough, Readable } from 'node:stream';
-import { readLimited } from '../../../src/data-plane/http/read-limited.ts';
+import { readLimited } from '../../../src/data-plane/http/json-body.ts';
 
 describe('readLimited', () => {
   it('reads a stream whole when it stays within the limit', async () => {

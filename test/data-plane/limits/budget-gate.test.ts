@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { Writable } from 'node:stream';
-import { BudgetGate } from '../../../src/data-plane/limits/budget-gate.ts';
+import { BudgetGate } from '../../../src/data-plane/pipeline/reserve.ts';
 import { isGatewayError } from '../../../src/core/gateway-errors.ts';
-import { MemoryLedger } from '../../../src/stores/limits/memory-ledger.ts';
+import { MemoryLedger } from '../../../src/stores/limits/embedded-ledger.ts';
 
 const pricing = { input: 1, cachedInput: 0.1, output: 4 };
 const NOW = Date.UTC(2026, 10, 25, 18, 0, 15);

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { BudgetGate, type Admitted } from '../../../src/data-plane/limits/budget-gate.ts';
+import { BudgetGate, type Admitted } from '../../../src/data-plane/pipeline/reserve.ts';
 import { isGatewayError } from '../../../src/core/gateway-errors.ts';
 import type { CallerKey } from '../../../src/core/exchange.ts';
-import { MemoryLedger } from '../../../src/stores/limits/memory-ledger.ts';
-import { endUserHolders, endUserMeters, OTHER_END_USERS } from '../../../src/usage/end-user-meters.ts';
+import { MemoryLedger } from '../../../src/stores/limits/embedded-ledger.ts';
+import { endUserHolders, endUserMeters, OTHER_END_USERS } from '../../../src/usage/limit-meters.ts';
 
 const pricing = { input: 1, cachedInput: 0.1, output: 4 };
 const NOW = Date.UTC(2026, 10, 25, 18, 0, 15);

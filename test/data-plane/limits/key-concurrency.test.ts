@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { expect } from 'chai';
 import { request, type Dispatcher } from 'undici';
 import { loadConfig } from '../../../src/config/gateway-config.ts';
-import { KeyConcurrency } from '../../../src/data-plane/limits/key-concurrency.ts';
+import { KeyConcurrency } from '../../../src/data-plane/pipeline/admit.ts';
 import { isGatewayError } from '../../../src/core/gateway-errors.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { ScriptedUpstream } from '../../helpers/scripted-upstream.ts';

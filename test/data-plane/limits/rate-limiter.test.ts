@@ -1,20 +1,16 @@
 import { expect } from 'chai';
+import { describeWindow, rateLimitText } from '../../../src/usage/limit-meters.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
-import { createAuthenticator } from '../../../src/data-plane/auth/authenticate.ts';
+import { createAuthenticator } from '../../../src/data-plane/pipeline/authenticate.ts';
 import { staticKeyId } from '../../../src/core/static-key-id.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { FallbackLedger } from '../../../src/stores/limits/fallback-ledger.ts';
 import { LIMIT_KEY_PREFIX } from '../../../src/stores/limits/redis-ledger.ts';
-import {
-  createRateLimiters,
-  describeWindow,
-  rateLimitText,
-  type RateLimiters,
-} from '../../../src/data-plane/limits/rate-limiter.ts';
+import { createRateLimiters, type RateLimiters } from '../../../src/data-plane/pipeline/admit.ts';
 import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
 import { captureLogs, eventually, send, startGuardedApp, type Answer, type GuardedApp } from '../auth/guarded-app.ts';
 import { TestRedisCluster, TestRedisServer } from '../../helpers/redis-server.ts';

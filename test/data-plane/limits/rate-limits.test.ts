@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { describeWindow } from '../../../src/usage/limit-meters.ts';
 import { withinOneWindow } from '../../helpers/limit-window.ts';
 import { writeFile, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -7,7 +8,7 @@ import { Cluster } from 'ioredis';
 import { request } from 'undici';
 import { hashApiKey } from '../../../src/core/api-keys.ts';
 import { RedisKeyStore } from '../../../src/stores/keys/redis-key-store.ts';
-import { describeWindow } from '../../../src/data-plane/limits/rate-limiter.ts';
+
 import { startMockUpstream, type MockUpstream } from '../../../mock-upstream/mock-upstream-server.ts';
 import { GatewayProcess } from '../../helpers/gateway-process.ts';
 import { TestRedisCluster, TestRedisServer } from '../../helpers/redis-server.ts';

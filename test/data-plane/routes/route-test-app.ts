@@ -8,8 +8,7 @@ import { fallbackTable } from '../../../src/data-plane/routes/model-fallbacks.ts
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../../../src/data-plane/upstream/failover/retry-policy.ts';
 import type { ExchangeRecord, UsageAccounting } from '../../../src/core/exchange.ts';
 import { modelRoutes, type ModelRouteParts } from '../../../src/data-plane/model-routes.ts';
-import { EndpointPool, PooledEndpoint } from '../../../src/data-plane/upstream/endpoint-pool.ts';
-import { endpointsOf } from '../../../src/data-plane/upstream/provider-endpoints.ts';
+import { EndpointPool, PooledEndpoint, endpointsOf } from '../../../src/data-plane/upstream/endpoint-pool.ts';
 import { UpstreamClient, upstreamEndpoint } from '../../../src/data-plane/upstream/upstream-client.ts';
 
 /**
@@ -72,7 +71,7 @@ export async function startRouteTestApp(
   const fallbacks = options.fallbacks ? fallbackTable(registry, options.fallbacks) : undefined;
   const timeoutMs = options.timeoutMs ?? 5000;
   const services: ModelRouteParts = {
-    registry: () => registry,
+    registry,
     upstream,
     usage,
     endpoints: endpointsOf(
@@ -94,7 +93,7 @@ export async function startRouteTestApp(
         ]),
       ),
     ),
-    fallbacks: () => fallbacks,
+    fallbacks,
     bounds: {
       timeoutMs,
       firstByteTimeoutMs: options.firstByteTimeoutMs ?? timeoutMs,
@@ -109,7 +108,7 @@ export async function startRouteTestApp(
   const routes = modelRoutes(services, {});
   const app = createApp({
     source: {},
-    routes: () => routes,
+    routes: { current: routes },
     registry: () => registry,
     bodyLimitBytes: services.bodyLimitBytes,
     logger: createLogger('silent'),

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { StreamedText } from '../../../src/data-plane/routes/streamed-text.ts';
+import { StreamedText } from '../../../src/data-plane/sse/sse-relay.ts';
 
 describe('StreamedText', () => {
   it('holds bounded memory however long the stream, and still counts every character', () => {

@@ -1,8 +1,11 @@
 import { expect } from 'chai';
-import { scanObject } from '../../../src/data-plane/http/json-scan.ts';
-import { JSON_BODY_LIMITS } from '../../../src/data-plane/http/json-body.ts';
+import {
+  assertReadKeysOnce,
+  upstreamBody,
+  scanObject,
+  JSON_BODY_LIMITS,
+} from '../../../src/data-plane/http/json-body.ts';
 import { isGatewayError } from '../../../src/core/gateway-errors.ts';
-import { assertReadKeysOnce, upstreamBody } from '../../../src/data-plane/routes/upstream-body.ts';
 
 function spliced(text: string, withIncludeUsage: boolean): string {
   const bytes = Buffer.from(text, 'utf8');

@@ -1,9 +1,8 @@
 import { expect } from 'chai';
-import { upstreamFailure } from '../../../src/core/gateway-errors.ts';
+import { upstreamFailure, type GatewayError } from '../../../src/core/gateway-errors.ts';
 import { WIRE_FORMATS } from '../../../src/core/formats/index.ts';
-import type { GatewayError } from '../../../src/core/gateway-errors.ts';
 import type { WireFormat } from '../../../src/plugins/plugin-contract.ts';
-import { SseSplitter } from '../../../src/data-plane/sse/sse-splitter.ts';
+import { SseSplitter } from '../../../src/data-plane/sse/sse-relay.ts';
 
 const inBandError = (format: WireFormat, error: GatewayError) => WIRE_FORMATS[format].inBandError(error);
 

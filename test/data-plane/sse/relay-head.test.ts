@@ -2,8 +2,7 @@ import { expect } from 'chai';
 import type { ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import type { SseEvent } from '../../../src/plugins/plugin-contract.ts';
-import { FixupChain } from '../../../src/data-plane/sse/fixup-chain.ts';
-import { relaySse } from '../../../src/data-plane/sse/sse-relay.ts';
+import { FixupChain, relaySse } from '../../../src/data-plane/sse/sse-relay.ts';
 import type { BodySink, UpstreamBody } from '../../../src/data-plane/sse/upstream-body.ts';
 
 /** A client stand-in that notes when the head went out relative to the bytes. */

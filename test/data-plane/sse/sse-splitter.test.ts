@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { replaceBlockData, SseSplitter } from '../../../src/data-plane/sse/sse-splitter.ts';
+import { replaceBlockData, SseSplitter } from '../../../src/data-plane/sse/sse-relay.ts';
 
 function splitAll(chunks: (string | Buffer)[]) {
   const splitter = new SseSplitter();

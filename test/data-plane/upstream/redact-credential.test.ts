@@ -3,8 +3,7 @@ import { pathologicalRedactionCases } from '../../fixtures/pathological-redactio
 import fc from 'fast-check';
 import type { ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
-import { relaySse } from '../../../src/data-plane/sse/sse-relay.ts';
-import { SseSplitter } from '../../../src/data-plane/sse/sse-splitter.ts';
+import { relaySse, SseSplitter } from '../../../src/data-plane/sse/sse-relay.ts';
 import {
   HOLD_MIN_CHARS,
   MAX_HELD_EVENTS,

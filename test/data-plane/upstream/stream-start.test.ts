@@ -2,8 +2,7 @@ import { expect } from 'chai';
 import type { SseEvent, WireFormat } from '../../../src/plugins/plugin-contract.ts';
 import { WIRE_FORMATS } from '../../../src/core/formats/index.ts';
 import type { Dispatcher } from 'undici';
-import { awaitDispatchedStreamStart } from '../../../src/data-plane/upstream/stream-start.ts';
-import { UpstreamResponse } from '../../../src/data-plane/upstream/upstream-client.ts';
+import { awaitDispatchedStreamStart, UpstreamResponse } from '../../../src/data-plane/upstream/upstream-client.ts';
 
 const judgeEarlyEvent = (format: WireFormat, event: SseEvent) => WIRE_FORMATS[format].judgeEarlyEvent(event);
 const isOpeningEvent = (format: WireFormat, event: SseEvent) => judgeEarlyEvent(format, event) === 'opening';

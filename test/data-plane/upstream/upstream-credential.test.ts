@@ -1,7 +1,11 @@
 import { expect } from 'chai';
 import { MockAgent } from 'undici';
-import { upstreamCredential, withCredentialQuery } from '../../../src/data-plane/upstream/upstream-credential.ts';
-import { UpstreamClient, upstreamEndpoint } from '../../../src/data-plane/upstream/upstream-client.ts';
+import {
+  upstreamCredential,
+  withCredentialQuery,
+  UpstreamClient,
+  upstreamEndpoint,
+} from '../../../src/data-plane/upstream/upstream-client.ts';
 import type { AuthStyle } from '../../../src/plugins/plugin-contract.ts';
 
 describe('upstreamCredential', () => {

@@ -1,7 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { JSON_BODY_LIMITS } from '../../../src/data-plane/http/json-body.ts';
-import { scanObject } from '../../../src/data-plane/http/json-scan.ts';
+import { JSON_BODY_LIMITS, scanObject } from '../../../src/data-plane/http/json-body.ts';
 import { readClientMessage } from '../../../src/data-plane/websocket/client-messages.ts';
 
 const bytes = (text: string) => Buffer.from(text, 'utf8');

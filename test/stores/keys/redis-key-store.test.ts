@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { hashApiKey } from '../../../src/core/api-keys.ts';
-import { createAuthenticator } from '../../../src/data-plane/auth/authenticate.ts';
+import { createAuthenticator } from '../../../src/data-plane/pipeline/authenticate.ts';
 import { RedisKeyStore } from '../../../src/stores/keys/redis-key-store.ts';
 import {
   createRedisClient,

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { MemoryLedger } from '../../../src/stores/limits/memory-ledger.ts';
+import { MemoryLedger } from '../../../src/stores/limits/embedded-ledger.ts';
 import type { CounterDemand } from '../../../src/usage/limit-ledger.ts';
 
 describe('MemoryLedger', () => {

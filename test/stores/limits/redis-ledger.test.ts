@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
-import { MemoryLedger } from '../../../src/stores/limits/memory-ledger.ts';
+import { MemoryLedger } from '../../../src/stores/limits/embedded-ledger.ts';
 import { limitKey, RedisLedger } from '../../../src/stores/limits/redis-ledger.ts';
 import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
 import type { CounterDemand } from '../../../src/usage/limit-ledger.ts';

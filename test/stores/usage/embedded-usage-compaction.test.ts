@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { EmbeddedUsageStore, type CompactionStep } from '../../../src/stores/usage/embedded-usage-store.ts';
-import { buildUsageRecord, type UsageRecord } from '../../../src/usage/usage-record.ts';
+import { buildUsageRecord, type UsageRecord } from '../../../src/usage/usage-accounting.ts';
 import { eventually } from '../../helpers/eventually.ts';
 
 const logger = pino({ level: 'silent' });

@@ -7,9 +7,7 @@ import { createLogger } from '../../../src/core/logger.ts';
 import { createRedisClient, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
 import { EmbeddedUsageStore } from '../../../src/stores/usage/embedded-usage-store.ts';
 import { RedisUsageStore, usageKeyTag } from '../../../src/stores/usage/redis-usage-store.ts';
-import { costNanoUsd } from '../../../src/usage/pricing.ts';
-import type { UsageRecord } from '../../../src/usage/usage-record.ts';
-import type { UsageRow, UsageStore } from '../../../src/usage/usage-store.ts';
+import { costNanoUsd, type UsageRecord, type UsageRow, type UsageStore } from '../../../src/usage/usage-accounting.ts';
 import { TestRedisCluster, TestRedisServer } from '../../helpers/redis-server.ts';
 import { eventually } from '../../helpers/eventually.ts';
 

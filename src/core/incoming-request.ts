@@ -1,7 +1,9 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse, IncomingHttpHeaders } from 'node:http';
 import { isIPv4, isIPv6, SocketAddress } from 'node:net';
 import { ipKeyGenerator } from 'express-rate-limit';
 import proxyAddr from 'proxy-addr';
+import { randomUUID } from 'node:crypto';
+import { fieldError, validationError } from './gateway-errors.ts';
 
 const ADDRESS = Symbol('client-address');
 
@@ -178,4 +180,77 @@ export function clientAddress(req: IncomingMessage): string {
  */
 export function addressKey(address: string): string {
   return ipKeyGenerator(address);
+}
+
+const ACCEPTED = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The header a request id travels in, from the client, back to it, and to the upstream. */
+export const REQUEST_ID_HEADER = 'x-request-id';
+
+/** The client's `x-request-id` when it is 1–128 characters of `[A-Za-z0-9._:-]`, otherwise a fresh UUID. */
+export function acceptedRequestId(presented: string | string[] | undefined): string {
+  return typeof presented === 'string' && ACCEPTED.test(presented) ? presented : randomUUID();
+}
+
+/**
+ * Gives a request its id before any route sees it: the accepted or generated id replaces the client's
+ * header (so every later reader, the routes included, reads `req.headers['x-request-id']`), and the
+ * answer carries it whatever path answers it.
+ */
+export function stampRequestId(req: IncomingMessage, res: ServerResponse): string {
+  const id = acceptedRequestId(req.headers[REQUEST_ID_HEADER]);
+  req.headers[REQUEST_ID_HEADER] = id;
+  res.setHeader(REQUEST_ID_HEADER, id);
+  return id;
+}
+
+/** The id {@link stampRequestId} gave the request (empty before it ran, e.g. in unit tests of a bare route). */
+export function requestIdOf(req: IncomingMessage): string {
+  const id = req.headers[REQUEST_ID_HEADER];
+  return typeof id === 'string' ? id : '';
+}
+
+/** The header that names a request's end user when its body does not (never forwarded upstream). */
+export const END_USER_HEADER = 'x-gateway-end-user';
+
+/** The longest end user accepted, in characters. */
+export const MAX_END_USER_LENGTH = 256;
+
+function bodyValue(body: Record<string, unknown>, path: readonly string[]): unknown {
+  let value: unknown = body;
+  for (const name of path) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+    value = (value as Record<string, unknown>)[name];
+  }
+  return value;
+}
+
+/**
+ * The end user a request names: its body's field at `path` (its route's `endUserField`), else the
+ * `x-gateway-end-user` header; the first present one (null counts as absent) must be a non-empty string
+ * of at most 256 characters, else a 400 naming it. Undefined when the request names none.
+ */
+export function endUserOf(
+  path: readonly string[] | undefined,
+  body: Record<string, unknown>,
+  headers: IncomingHttpHeaders,
+): string | undefined {
+  const fromBody = path && bodyValue(body, path);
+  if (fromBody !== undefined && fromBody !== null) return checked(fromBody, path!.join('.'));
+  const header = headers[END_USER_HEADER];
+  if (header === undefined) return undefined;
+  return checked(header, `header ${END_USER_HEADER}`);
+}
+
+function checked(value: unknown, field: string): string {
+  const problem =
+    typeof value !== 'string'
+      ? 'must be a string naming the end user (given once)'
+      : value.trim() === ''
+        ? 'must not be empty'
+        : value.length > MAX_END_USER_LENGTH
+          ? `must be at most ${MAX_END_USER_LENGTH} characters`
+          : undefined;
+  if (problem) throw validationError([fieldError(field, problem)], field);
+  return value as string;
 }
