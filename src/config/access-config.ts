@@ -72,25 +72,8 @@ function roleMapping(raw: unknown, problem: Problem): RoleMapping[] {
 }
 
 function oidcSettings(env: NodeJS.ProcessEnv, raw: unknown, problem: Problem): OidcSettings | undefined {
-  const file = isRecord(raw) ? raw : {};
-  if (raw !== undefined && raw !== null && !isRecord(raw))
-    problem('access.oidc must be a mapping: { issuer, clientId, groupsClaim, … }', ['access', 'oidc']);
-  for (const field of Object.keys(file)) {
-    if (!['issuer', 'clientId', 'groupsClaim', 'scopes', 'redirectUri'].includes(field)) {
-      const text =
-        field === 'clientSecret'
-          ? 'is not read from the file: give it as GATEWAY_OIDC_CLIENT_SECRET (or GATEWAY_OIDC_CLIENT_SECRET_FILE)'
-          : 'is not a known setting (issuer, clientId, groupsClaim, scopes, redirectUri)';
-      problem(`access.oidc.${field} ${text}`, ['access', 'oidc', field]);
-    }
-  }
-  const text = (name: string, field: string): string | undefined => {
-    const value = env[name] || file[field];
-    if (value === undefined || value === '') return undefined;
-    if (typeof value !== 'string')
-      return void problem(`access.oidc.${field} must be a string`, ['access', 'oidc', field]);
-    return value;
-  };
+  const file = oidcFile(raw, problem);
+  const text = (name: string, field: string) => oidcText(env, file, problem, name, field);
   const issuer = text('GATEWAY_OIDC_ISSUER', 'issuer');
   const clientId = text('GATEWAY_OIDC_CLIENT_ID', 'clientId');
   const redirectUri = text('GATEWAY_OIDC_REDIRECT_URI', 'redirectUri');
@@ -103,48 +86,82 @@ function oidcSettings(env: NodeJS.ProcessEnv, raw: unknown, problem: Problem): O
       );
     return undefined;
   }
-  const where = (name: string, field: string) => (env[name] ? name : `access.oidc.${field}`);
-  if (issuer === undefined)
-    problem('single sign-on needs an issuer: GATEWAY_OIDC_ISSUER or access.oidc.issuer', ['access', 'oidc']);
-  else if (!isHttpUrl(issuer))
-    problem(
-      `${where('GATEWAY_OIDC_ISSUER', 'issuer')} must be an http:// or https:// URL`,
-      env.GATEWAY_OIDC_ISSUER ? undefined : ['access', 'oidc', 'issuer'],
-    );
-  else if (new URL(issuer).protocol === 'http:' && !isLoopback(new URL(issuer).hostname)) {
-    problem(
-      `${where('GATEWAY_OIDC_ISSUER', 'issuer')} must be https:// (plain http is accepted for a loopback issuer only)`,
-      env.GATEWAY_OIDC_ISSUER ? undefined : ['access', 'oidc', 'issuer'],
-    );
-  }
+  checkIssuer(env, issuer, problem);
   if (clientId === undefined)
     problem('single sign-on needs a client id: GATEWAY_OIDC_CLIENT_ID or access.oidc.clientId', ['access', 'oidc']);
   if (redirectUri !== undefined && !isHttpUrl(redirectUri))
-    problem(
-      `${where('GATEWAY_OIDC_REDIRECT_URI', 'redirectUri')} must be an http:// or https:// URL`,
-      env.GATEWAY_OIDC_REDIRECT_URI ? undefined : ['access', 'oidc', 'redirectUri'],
-    );
+    badSetting(env, problem, 'GATEWAY_OIDC_REDIRECT_URI', 'redirectUri', 'must be an http:// or https:// URL');
   if (!GROUPS_CLAIM.test(groupsClaim))
-    problem(
-      `${where('GATEWAY_OIDC_GROUPS_CLAIM', 'groupsClaim')} must be a claim name`,
-      env.GATEWAY_OIDC_GROUPS_CLAIM ? undefined : ['access', 'oidc', 'groupsClaim'],
+    badSetting(env, problem, 'GATEWAY_OIDC_GROUPS_CLAIM', 'groupsClaim', 'must be a claim name');
+  const scopes = oidcScopes(file.scopes, problem);
+  if (issuer === undefined || clientId === undefined) return undefined;
+  return { issuer, clientId, clientSecret, groupsClaim, scopes, redirectUri };
+}
+
+/** The file's `access.oidc` mapping (empty when absent or not one); refuses a field it does not know. */
+function oidcFile(raw: unknown, problem: Problem): Record<string, unknown> {
+  const file = isRecord(raw) ? raw : {};
+  if (raw !== undefined && raw !== null && !isRecord(raw))
+    problem('access.oidc must be a mapping: { issuer, clientId, groupsClaim, … }', ['access', 'oidc']);
+  for (const field of Object.keys(file)) {
+    if (!['issuer', 'clientId', 'groupsClaim', 'scopes', 'redirectUri'].includes(field)) {
+      const text =
+        field === 'clientSecret'
+          ? 'is not read from the file: give it as GATEWAY_OIDC_CLIENT_SECRET (or GATEWAY_OIDC_CLIENT_SECRET_FILE)'
+          : 'is not a known setting (issuer, clientId, groupsClaim, scopes, redirectUri)';
+      problem(`access.oidc.${field} ${text}`, ['access', 'oidc', field]);
+    }
+  }
+  return file;
+}
+
+/** A text setting of single sign-on: the environment variable `name` over the file's `field`; empty is unset. */
+function oidcText(
+  env: NodeJS.ProcessEnv,
+  file: Record<string, unknown>,
+  problem: Problem,
+  name: string,
+  field: string,
+): string | undefined {
+  const value = env[name] || file[field];
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string')
+    return void problem(`access.oidc.${field} must be a string`, ['access', 'oidc', field]);
+  return value;
+}
+
+/** Reports a bad single sign-on setting where it was given: the environment variable `name` when set, else `field`. */
+function badSetting(env: NodeJS.ProcessEnv, problem: Problem, name: string, field: string, text: string): void {
+  problem(`${env[name] ? name : `access.oidc.${field}`} ${text}`, env[name] ? undefined : ['access', 'oidc', field]);
+}
+
+/** Refuses a missing issuer, and one that is not https (plain http only on a loopback host). */
+function checkIssuer(env: NodeJS.ProcessEnv, issuer: string | undefined, problem: Problem): void {
+  if (issuer === undefined)
+    problem('single sign-on needs an issuer: GATEWAY_OIDC_ISSUER or access.oidc.issuer', ['access', 'oidc']);
+  else if (!isHttpUrl(issuer))
+    badSetting(env, problem, 'GATEWAY_OIDC_ISSUER', 'issuer', 'must be an http:// or https:// URL');
+  else if (new URL(issuer).protocol === 'http:' && !isLoopback(new URL(issuer).hostname)) {
+    badSetting(
+      env,
+      problem,
+      'GATEWAY_OIDC_ISSUER',
+      'issuer',
+      'must be https:// (plain http is accepted for a loopback issuer only)',
     );
-  const scopes = file.scopes ?? ['profile', 'email'];
+  }
+}
+
+/** The scopes asked for besides `openid` (default `profile`, `email`); refuses a list that is not of scope names. */
+function oidcScopes(raw: unknown, problem: Problem): string[] {
+  const scopes = raw ?? ['profile', 'email'];
   if (
     !Array.isArray(scopes) ||
     !scopes.every((scope) => typeof scope === 'string' && /^[\x21\x23-\x5B\x5D-\x7E]+$/.test(scope))
   ) {
     problem('access.oidc.scopes must be a list of scope names', ['access', 'oidc', 'scopes']);
   }
-  if (issuer === undefined || clientId === undefined) return undefined;
-  return {
-    issuer,
-    clientId,
-    clientSecret,
-    groupsClaim,
-    scopes: Array.isArray(scopes) ? (scopes as string[]).filter((scope) => scope !== 'openid') : [],
-    redirectUri,
-  };
+  return Array.isArray(scopes) ? (scopes as string[]).filter((scope) => scope !== 'openid') : [];
 }
 
 /** A loopback host name or address (a test or a sidecar issuer may use plain http there). */

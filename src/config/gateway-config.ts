@@ -358,6 +358,9 @@ const fileSchema = yup
   })
   .noUnknown();
 
+/** The config file's settings, as the schema reads them. */
+type FileSettings = yup.InferType<typeof fileSchema>;
+
 interface ConfigSource {
   readonly raw: Record<string, unknown>;
   readonly reporter: ConfigProblemReporter;
@@ -397,7 +400,7 @@ function readConfigFile(path: string, required: boolean, fileName: string): Conf
 }
 
 /** The file's settings that pass the schema; each one that does not is a problem and is left out. */
-function validateFile(raw: Record<string, unknown>): yup.InferType<typeof fileSchema> {
+function validateFile(raw: Record<string, unknown>): FileSettings {
   let settings = raw;
   // Leaving out a bad field makes the rest valid; the second round only guards against a schema surprise.
   for (let round = 0; round < 2; round += 1) {
@@ -437,56 +440,62 @@ function providerMap(value: unknown): Record<string, ProviderSettings> {
   const result: Record<string, ProviderSettings> = {};
   for (const [vendor, entry] of Object.entries((value ?? {}) as Record<string, unknown>)) {
     const before = collecting?.length ?? 0;
-    const invalid = (at: FieldPath, text: string) => problem(`${fieldName(at)} ${text}`, at);
-    const settings = (entry ?? {}) as Record<string, unknown>;
-    for (const [field, fieldValue] of Object.entries(settings)) {
-      if (field === 'endpoints') continue;
-      if (field !== 'baseUrl' && field !== 'apiKey')
-        invalid(['providers', vendor, field], 'is not a known setting (baseUrl, apiKey, endpoints)');
-      else if (typeof fieldValue !== 'string') invalid(['providers', vendor, field], 'must be a string');
-    }
-    if (typeof settings.baseUrl === 'string')
-      checkUrl(`providers.${vendor}.baseUrl`, settings.baseUrl, ['providers', vendor, 'baseUrl']);
-    let endpoints: EndpointSettings[] | undefined;
-    if (settings.endpoints !== undefined) {
-      if (!Array.isArray(settings.endpoints) || settings.endpoints.length === 0)
-        invalid(['providers', vendor, 'endpoints'], 'must be a non-empty list');
-      else {
-        endpoints = settings.endpoints.map((raw: unknown, index) => {
-          const at = ['providers', vendor, 'endpoints', index];
-          const item = (raw ?? {}) as Record<string, unknown>;
-          for (const field of Object.keys(item)) {
-            if (!['baseUrl', 'apiKey', 'weight', 'name', 'auth'].includes(field))
-              invalid([...at, field], 'is not a known setting (baseUrl, apiKey, weight, name, auth)');
-          }
-          if (typeof item.baseUrl !== 'string') invalid([...at, 'baseUrl'], 'must be a string');
-          else checkUrl(`${fieldName(at)}.baseUrl`, item.baseUrl, [...at, 'baseUrl']);
-          if (item.apiKey !== undefined && typeof item.apiKey !== 'string')
-            invalid([...at, 'apiKey'], 'must be a string');
-          if (item.name !== undefined && typeof item.name !== 'string') invalid([...at, 'name'], 'must be a string');
-          if (item.weight !== undefined && (typeof item.weight !== 'number' || !(item.weight > 0)))
-            invalid([...at, 'weight'], 'must be a positive number');
-          const auth = item.auth === undefined ? undefined : endpointAuth(item.auth, [...at, 'auth']);
-          return {
-            baseUrl: String(item.baseUrl).replace(/\/+$/, ''),
-            apiKey: item.apiKey as string | undefined,
-            weight: (item.weight as number | undefined) ?? 1,
-            name: (item.name as string | undefined) ?? String(index),
-            ...(auth ? { auth } : {}),
-          };
-        });
-      }
-    }
-    if ((collecting?.length ?? 0) > before) continue;
-    result[vendor] = {
-      baseUrl: settings.baseUrl as string | undefined,
-      apiKey: settings.apiKey as string | undefined,
-      ...(endpoints ? { endpoints } : {}),
-    };
-    if (settings.baseUrl === undefined) delete (result[vendor] as { baseUrl?: string }).baseUrl;
-    if (settings.apiKey === undefined) delete (result[vendor] as { apiKey?: string }).apiKey;
+    const settings = providerEntry(vendor, (entry ?? {}) as Record<string, unknown>);
+    if ((collecting?.length ?? 0) === before) result[vendor] = settings;
   }
   return result;
+}
+
+/** Reports the setting at `at`, named by its path, as `text` says. */
+const invalidSetting = (at: FieldPath, text: string): void => problem(`${fieldName(at)} ${text}`, at);
+
+/** One provider of the file: its `baseUrl` and `apiKey`, or its `endpoints`, each problem reported. */
+function providerEntry(vendor: string, settings: Record<string, unknown>): ProviderSettings {
+  for (const [field, fieldValue] of Object.entries(settings)) {
+    if (field === 'endpoints') continue;
+    if (field !== 'baseUrl' && field !== 'apiKey')
+      invalidSetting(['providers', vendor, field], 'is not a known setting (baseUrl, apiKey, endpoints)');
+    else if (typeof fieldValue !== 'string') invalidSetting(['providers', vendor, field], 'must be a string');
+  }
+  if (typeof settings.baseUrl === 'string')
+    checkUrl(`providers.${vendor}.baseUrl`, settings.baseUrl, ['providers', vendor, 'baseUrl']);
+  let endpoints: EndpointSettings[] | undefined;
+  if (settings.endpoints !== undefined) {
+    if (!Array.isArray(settings.endpoints) || settings.endpoints.length === 0)
+      invalidSetting(['providers', vendor, 'endpoints'], 'must be a non-empty list');
+    else
+      endpoints = settings.endpoints.map((raw: unknown, index) =>
+        endpointEntry(['providers', vendor, 'endpoints', index], (raw ?? {}) as Record<string, unknown>, index),
+      );
+  }
+  return {
+    ...(settings.baseUrl === undefined ? {} : { baseUrl: settings.baseUrl as string }),
+    ...(settings.apiKey === undefined ? {} : { apiKey: settings.apiKey as string }),
+    ...(endpoints ? { endpoints } : {}),
+  };
+}
+
+/** One endpoint of a provider's `endpoints` list, at `at` (its index its name by default), each problem reported. */
+function endpointEntry(at: FieldPath, item: Record<string, unknown>, index: number): EndpointSettings {
+  for (const field of Object.keys(item)) {
+    if (!['baseUrl', 'apiKey', 'weight', 'name', 'auth'].includes(field))
+      invalidSetting([...at, field], 'is not a known setting (baseUrl, apiKey, weight, name, auth)');
+  }
+  if (typeof item.baseUrl !== 'string') invalidSetting([...at, 'baseUrl'], 'must be a string');
+  else checkUrl(`${fieldName(at)}.baseUrl`, item.baseUrl, [...at, 'baseUrl']);
+  if (item.apiKey !== undefined && typeof item.apiKey !== 'string')
+    invalidSetting([...at, 'apiKey'], 'must be a string');
+  if (item.name !== undefined && typeof item.name !== 'string') invalidSetting([...at, 'name'], 'must be a string');
+  if (item.weight !== undefined && (typeof item.weight !== 'number' || !(item.weight > 0)))
+    invalidSetting([...at, 'weight'], 'must be a positive number');
+  const auth = item.auth === undefined ? undefined : endpointAuth(item.auth, [...at, 'auth']);
+  return {
+    baseUrl: String(item.baseUrl).replace(/\/+$/, ''),
+    apiKey: item.apiKey as string | undefined,
+    weight: (item.weight as number | undefined) ?? 1,
+    name: (item.name as string | undefined) ?? String(index),
+    ...(auth ? { auth } : {}),
+  };
 }
 
 /**
@@ -649,25 +658,66 @@ export function inspectConfig(env: NodeJS.ProcessEnv = process.env, cwd = proces
 }
 
 function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProblem[]): ConfigInspection {
+  const source = readConfigSource(env, cwd);
+  const file = validateFile(source.raw);
+  const redis = redisSettings(env, file);
+  const timeouts = requestTimeouts(env, file);
+  const maxConnections =
+    envInteger(env, 'GATEWAY_MAX_CONNECTIONS', 1) ?? file.server?.maxConnections ?? defaultMaxConnections();
+  // Built in this order, so that problems are listed in it.
+  const config: GatewayConfig = {
+    ...relaySettings(env, file),
+    ...catalogSettings(env, cwd, file),
+    redis,
+    dataDir: resolve(cwd, env.GATEWAY_DATA_DIR ?? file.dataDir ?? 'data'),
+    rateLimit: {
+      max: envInteger(env, 'RATE_LIMIT_MAX', 1) ?? file.rateLimit?.max ?? 100,
+      windowMs: envInteger(env, 'RATE_LIMIT_WINDOW_MS', 1) ?? file.rateLimit?.windowMs ?? 60_000,
+    },
+    ...keySettings(env),
+    logLevel: envLogLevel(env) ?? file.logLevel ?? 'info',
+    drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,
+    ...timeouts,
+    clientWriteTimeoutMs:
+      envInteger(env, 'GATEWAY_CLIENT_WRITE_TIMEOUT_MS', 1) ?? file.server?.clientWriteTimeoutMs ?? 60_000,
+    ...connectionCaps(env, file, maxConnections),
+    ...credentialChecks(env, file),
+    keyConcurrency: envInteger(env, 'GATEWAY_KEY_CONCURRENCY', 1) ?? file.server?.keyConcurrency,
+    keyWebSockets: envInteger(env, 'GATEWAY_KEY_WEBSOCKETS', 1) ?? file.server?.keyWebSockets,
+    webSocketIdleTimeoutMs:
+      envInteger(env, 'GATEWAY_WEBSOCKET_IDLE_TIMEOUT_MS', 1) ?? file.server?.webSocketIdleTimeoutMs ?? 300_000,
+    trustedProxies: trustedProxies(env, file.server?.trustedProxies),
+    cache: cacheConfig(env, file.cache),
+    guardrails: guardrailSettings(file.guardrails, problem),
+
+    // Operations (metrics, reload).
+    metricsPort: envInteger(env, 'METRICS_PORT', 0) ?? file.metrics?.port,
+    tracing: tracingConfig(env, file.tracing, problem),
+    access: accessSettings(env, file.access, problem),
+    auditExport: env.GATEWAY_AUDIT_EXPORT || file.audit?.export || undefined,
+  };
+  const describe = (problems: readonly ConfigProblem[]) => problems.map((each) => source.reporter.describe(each));
+  return { config, problems: describe(found), describe };
+}
+
+/**
+ * The config file (`GATEWAY_CONFIG`, default `config/gateway.yaml`, required only when named), its problems named by
+ * its path from `cwd` (or its absolute path, when outside `cwd`).
+ */
+function readConfigSource(env: NodeJS.ProcessEnv, cwd: string): ConfigSource {
   const path = resolve(cwd, env.GATEWAY_CONFIG ?? 'config/gateway.yaml');
   const fromCwd = relative(cwd, path);
-  const source = readConfigFile(
+  return readConfigFile(
     path,
     env.GATEWAY_CONFIG !== undefined,
     fromCwd.startsWith('..') || isAbsolute(fromCwd) ? path : fromCwd,
   );
-  const file = validateFile(source.raw);
+}
+
+/** Redis, when a URL (`REDIS_URL` over `redis.url`), sentinels or a cluster are set; else none. */
+function redisSettings(env: NodeJS.ProcessEnv, file: FileSettings): RedisSettings | undefined {
   const redisUrl = env.REDIS_URL || file.redis?.url;
-  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) problem('REDIS_URL must start with redis:// or rediss://');
-  else if (redisUrl && !URL.canParse(redisUrl)) {
-    // The URL's text is never quoted: its password is in it.
-    const where = env.REDIS_URL ? { name: settingName(env, 'REDIS_URL') } : { name: 'redis.url', at: ['redis', 'url'] };
-    const encoding = '# as %23, / as %2F, ? as %3F, @ as %40, % as %25';
-    problem(
-      `${where.name} is not a valid URL: write the user name and password percent-encoded (${encoding})`,
-      where.at,
-    );
-  }
+  if (redisUrl) checkRedisUrl(env, redisUrl);
   const redis: RedisSettings | undefined =
     redisUrl || file.redis?.sentinels?.length || file.redis?.cluster?.length
       ? {
@@ -679,7 +729,27 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
       : undefined;
   if (redis?.sentinels?.length && !redis.sentinelName)
     problem('redis.sentinels needs redis.sentinelName', ['redis', 'sentinels']);
+  return redis;
+}
 
+function checkRedisUrl(env: NodeJS.ProcessEnv, redisUrl: string): void {
+  if (!/^rediss?:\/\//.test(redisUrl)) problem('REDIS_URL must start with redis:// or rediss://');
+  else if (!URL.canParse(redisUrl)) {
+    // The URL's text is never quoted: its password is in it.
+    const where = env.REDIS_URL ? { name: settingName(env, 'REDIS_URL') } : { name: 'redis.url', at: ['redis', 'url'] };
+    const encoding = '# as %23, / as %2F, ? as %3F, @ as %40, % as %25';
+    problem(
+      `${where.name} is not a valid URL: write the user name and password percent-encoded (${encoding})`,
+      where.at,
+    );
+  }
+}
+
+/** How long a client may take to send a request's headers, and the whole request: the first cannot be the longer. */
+function requestTimeouts(
+  env: NodeJS.ProcessEnv,
+  file: FileSettings,
+): Pick<GatewayConfig, 'headersTimeoutMs' | 'requestTimeoutMs'> {
   const headersTimeoutMs = envInteger(env, 'GATEWAY_HEADERS_TIMEOUT_MS', 1) ?? file.server?.headersTimeoutMs ?? 15_000;
   const requestTimeoutMs = envInteger(env, 'GATEWAY_REQUEST_TIMEOUT_MS', 1) ?? file.server?.requestTimeoutMs ?? 60_000;
   if (headersTimeoutMs > requestTimeoutMs) {
@@ -687,27 +757,30 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
       `the headers timeout (${headersTimeoutMs} ms) cannot be longer than the request timeout (${requestTimeoutMs} ms)`,
     );
   }
+  return { headersTimeoutMs, requestTimeoutMs };
+}
 
-  const maxConnections =
-    envInteger(env, 'GATEWAY_MAX_CONNECTIONS', 1) ?? file.server?.maxConnections ?? defaultMaxConnections();
-  const perAddress = (envName: string, fromFile: number | undefined, fileName: string, fallback: number): number => {
-    const fromEnv = envInteger(env, envName, 1);
-    const value = fromEnv ?? fromFile ?? Math.max(1, fallback);
-    if (value <= maxConnections) return value;
-    if (fromEnv === undefined)
-      problem(`server.${fileName} (${value}) cannot be more than the open connections at most (${maxConnections})`, [
-        'server',
-        fileName,
-      ]);
-    else problem(`${envName} (${value}) cannot be more than the open connections at most (${maxConnections})`);
-    return Math.max(1, fallback);
-  };
-  // A per-address default: `1/divisor` of the global cap, raised to `least` where that is small, but
-  // never above a quarter of the cap, so that however small it is, two addresses leave half of it free.
-  const shareOf = (divisor: number, least: number): number =>
-    Math.max(Math.floor(maxConnections / divisor), Math.min(least, Math.floor(maxConnections / 4)));
-
-  const config: GatewayConfig = {
+/**
+ * Where the gateway listens and how it relays a request: the body and event sizes, the upstream timeouts, failover
+ * and routing between endpoints, and the chat deadline.
+ */
+function relaySettings(
+  env: NodeJS.ProcessEnv,
+  file: FileSettings,
+): Pick<
+  GatewayConfig,
+  | 'port'
+  | 'host'
+  | 'bodyLimitBytes'
+  | 'upstreamTimeoutMs'
+  | 'firstByteTimeoutMs'
+  | 'idleTimeoutMs'
+  | 'failover'
+  | 'routing'
+  | 'maxSseEventBytes'
+  | 'chatDeadlineMs'
+> {
+  return {
     port: envInteger(env, 'PORT', 0) ?? file.server?.port ?? 8080,
     host: env.HOST || file.server?.host || '0.0.0.0',
     bodyLimitBytes: env.BODY_LIMIT
@@ -727,6 +800,16 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
       ? parseEnvSize('SSE_MAX_EVENT_BYTES', env.SSE_MAX_EVENT_BYTES)
       : parseSize(file.server?.maxSseEventBytes ?? '16mb'),
     chatDeadlineMs: envInteger(env, 'CHAT_DEADLINE_MS', 1) ?? file.server?.chatDeadlineMs ?? 600_000,
+  };
+}
+
+/** Where the plugins come from, and the file's providers, aliases and fallbacks over what the plugins declare. */
+function catalogSettings(
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  file: FileSettings,
+): Pick<GatewayConfig, 'manifestPath' | 'pluginPath' | 'providers' | 'aliases' | 'fallbacks'> {
+  return {
     manifestPath:
       env.GATEWAY_MANIFEST || file.manifest ? resolve(cwd, (env.GATEWAY_MANIFEST || file.manifest)!) : BUNDLED_MANIFEST,
     pluginPath: (env.GATEWAY_PLUGIN_PATH ?? '')
@@ -736,57 +819,101 @@ function inspect(env: NodeJS.ProcessEnv, cwd: string, found: readonly ConfigProb
     providers: providerMap(file.providers),
     aliases: stringMap('aliases', file.aliases),
     fallbacks: fallbackMap(file.fallbacks),
-    redis,
-    dataDir: resolve(cwd, env.GATEWAY_DATA_DIR ?? file.dataDir ?? 'data'),
-    rateLimit: {
-      max: envInteger(env, 'RATE_LIMIT_MAX', 1) ?? file.rateLimit?.max ?? 100,
-      windowMs: envInteger(env, 'RATE_LIMIT_WINDOW_MS', 1) ?? file.rateLimit?.windowMs ?? 60_000,
-    },
+  };
+}
+
+/**
+ * The admin token, the static keys and the secret of their IDs, and how keys' limits are kept: work they cannot
+ * bound, end users per key, limit alerts.
+ */
+function keySettings(
+  env: NodeJS.ProcessEnv,
+): Pick<
+  GatewayConfig,
+  'adminToken' | 'apiKeys' | 'keyIdSecret' | 'limitsAllowUnbounded' | 'endUsersPerKey' | 'alerts'
+> {
+  return {
     adminToken: secret('GATEWAY_ADMIN_TOKEN', env.GATEWAY_ADMIN_TOKEN),
     apiKeys: parseStaticKeys(env.GATEWAY_API_KEYS),
     keyIdSecret: secret('GATEWAY_KEY_ID_SECRET', env.GATEWAY_KEY_ID_SECRET),
     limitsAllowUnbounded: envFlag(env, 'GATEWAY_LIMITS_ALLOW_UNBOUNDED', problem) ?? false,
     endUsersPerKey: envInteger(env, 'GATEWAY_END_USERS_PER_KEY', 1) ?? 10_000,
     alerts: alertSettings(env, problem),
-    logLevel: envLogLevel(env) ?? file.logLevel ?? 'info',
-    drainMs: envInteger(env, 'GATEWAY_DRAIN_MS', 0) ?? file.server?.drainMs ?? 120_000,
-    headersTimeoutMs,
-    requestTimeoutMs,
-    clientWriteTimeoutMs:
-      envInteger(env, 'GATEWAY_CLIENT_WRITE_TIMEOUT_MS', 1) ?? file.server?.clientWriteTimeoutMs ?? 60_000,
+  };
+}
+
+/** Open client connections at most, in all and per address, and requests still sending their body per address. */
+function connectionCaps(
+  env: NodeJS.ProcessEnv,
+  file: FileSettings,
+  maxConnections: number,
+): Pick<GatewayConfig, 'maxConnections' | 'maxConnectionsPerAddress' | 'maxPendingRequestsPerAddress'> {
+  return {
     maxConnections,
-    maxConnectionsPerAddress: perAddress(
+    maxConnectionsPerAddress: perAddressCap(
+      env,
+      file,
+      maxConnections,
       'GATEWAY_MAX_CONNECTIONS_PER_ADDRESS',
-      file.server?.maxConnectionsPerAddress,
       'maxConnectionsPerAddress',
-      shareOf(10, 16),
+      shareOf(maxConnections, 10, 16),
     ),
-    maxPendingRequestsPerAddress: perAddress(
+    maxPendingRequestsPerAddress: perAddressCap(
+      env,
+      file,
+      maxConnections,
       'GATEWAY_MAX_PENDING_REQUESTS_PER_ADDRESS',
-      file.server?.maxPendingRequestsPerAddress,
       'maxPendingRequestsPerAddress',
-      shareOf(20, 8),
+      shareOf(maxConnections, 20, 8),
     ),
+  };
+}
+
+/**
+ * A per-address cap: the environment's over the file's over `fallback` (at least 1); one above `maxConnections` is a
+ * problem, and `fallback` stands for it.
+ */
+function perAddressCap(
+  env: NodeJS.ProcessEnv,
+  file: FileSettings,
+  maxConnections: number,
+  envName: string,
+  fileName: 'maxConnectionsPerAddress' | 'maxPendingRequestsPerAddress',
+  fallback: number,
+): number {
+  const fromEnv = envInteger(env, envName, 1);
+  const value = fromEnv ?? file.server?.[fileName] ?? Math.max(1, fallback);
+  if (value <= maxConnections) return value;
+  if (fromEnv === undefined)
+    problem(`server.${fileName} (${value}) cannot be more than the open connections at most (${maxConnections})`, [
+      'server',
+      fileName,
+    ]);
+  else problem(`${envName} (${value}) cannot be more than the open connections at most (${maxConnections})`);
+  return Math.max(1, fallback);
+}
+
+/**
+ * A per-address default: `1/divisor` of the global cap, raised to `least` where that is small, but never above a
+ * quarter of the cap, so that however small it is, two addresses leave half of it free.
+ */
+const shareOf = (maxConnections: number, divisor: number, least: number): number =>
+  Math.max(Math.floor(maxConnections / divisor), Math.min(least, Math.floor(maxConnections / 4)));
+
+/**
+ * How credentials are checked when they fail: failed ones per address and minute, and what is answered while the
+ * key store cannot be read.
+ */
+function credentialChecks(
+  env: NodeJS.ProcessEnv,
+  file: FileSettings,
+): Pick<GatewayConfig, 'authFailuresPerMinute' | 'authFailMode' | 'authGraceMs'> {
+  return {
     authFailuresPerMinute:
       envInteger(env, 'GATEWAY_AUTH_FAILURES_PER_MINUTE', 1) ?? file.server?.authFailuresPerMinute ?? 20,
     authFailMode: authFailMode(env.GATEWAY_AUTH_FAIL_MODE) ?? file.server?.authFailMode ?? 'closed',
     authGraceMs: envInteger(env, 'GATEWAY_AUTH_GRACE_MS', 0) ?? file.server?.authGraceMs ?? 30_000,
-    keyConcurrency: envInteger(env, 'GATEWAY_KEY_CONCURRENCY', 1) ?? file.server?.keyConcurrency,
-    keyWebSockets: envInteger(env, 'GATEWAY_KEY_WEBSOCKETS', 1) ?? file.server?.keyWebSockets,
-    webSocketIdleTimeoutMs:
-      envInteger(env, 'GATEWAY_WEBSOCKET_IDLE_TIMEOUT_MS', 1) ?? file.server?.webSocketIdleTimeoutMs ?? 300_000,
-    trustedProxies: trustedProxies(env, file.server?.trustedProxies),
-    cache: cacheConfig(env, file.cache),
-    guardrails: guardrailSettings(file.guardrails, problem),
-
-    // Operations (metrics, reload).
-    metricsPort: envInteger(env, 'METRICS_PORT', 0) ?? file.metrics?.port,
-    tracing: tracingConfig(env, file.tracing, problem),
-    access: accessSettings(env, file.access, problem),
-    auditExport: env.GATEWAY_AUDIT_EXPORT || file.audit?.export || undefined,
   };
-  const describe = (problems: readonly ConfigProblem[]) => problems.map((each) => source.reporter.describe(each));
-  return { config, problems: describe(found), describe };
 }
 
 /**

@@ -110,56 +110,89 @@ function otlpDestinations(
   file: TracingFile | undefined,
   problem: Problem,
 ): Partial<Record<Signal, OtlpDestination>> {
-  const read = (name: string) => trimmed(env, name);
-  const exporter = (name: string): boolean => {
-    const value = read(name)?.toLowerCase();
-    if (value === undefined || value === 'otlp') return true;
-    if (value === 'none') return false;
-    // Prometheus is served on /metrics whatever this says.
-    if (name === 'OTEL_METRICS_EXPORTER' && value === 'prometheus') return false;
-    problem(
-      `${name} must be otlp or none${name === 'OTEL_METRICS_EXPORTER' ? ' (or prometheus: /metrics is always served)' : ''}, got '${value}'`,
-    );
-    return false;
-  };
-  const base = read('OTEL_EXPORTER_OTLP_ENDPOINT') ?? file?.endpoint;
-  const baseName = read('OTEL_EXPORTER_OTLP_ENDPOINT') ? 'OTEL_EXPORTER_OTLP_ENDPOINT' : 'tracing.endpoint';
-  const timeoutMs = envInteger(env, 'OTEL_EXPORTER_OTLP_TIMEOUT', 1, problem) ?? file?.timeoutMs ?? 10_000;
-  const protocol = envProtocol(env, 'OTEL_EXPORTER_OTLP_PROTOCOL', problem) ?? file?.protocol ?? 'http/protobuf';
-  const headers = envHeaders(env, 'OTEL_EXPORTER_OTLP_HEADERS', problem);
-  const destination = (
-    signal: Signal,
-    own: string | undefined,
-    ownField: `${Signal}Endpoint`,
-  ): OtlpDestination | undefined => {
-    const upper = signal.toUpperCase();
-    const envName = `OTEL_EXPORTER_OTLP_${upper}_ENDPOINT`;
-    // A signal's own endpoint is the whole URL; the shared one is a base the signal's path is appended to.
-    const url = read(envName) ?? own ?? (base === undefined ? undefined : `${base.replace(/\/+$/, '')}/v1/${signal}`);
-    if (url === undefined) return undefined;
-    const name = read(envName) ? envName : own !== undefined ? `tracing.${ownField}` : baseName;
-    if (!isHttpUrl(url)) {
-      problem(
-        `${name} must be an http:// or https:// URL`,
-        name.startsWith('tracing.') ? ['tracing', name.slice('tracing.'.length)] : undefined,
-      );
-      return undefined;
-    }
-    return {
-      url,
-      protocol: envProtocol(env, `OTEL_EXPORTER_OTLP_${upper}_PROTOCOL`, problem) ?? protocol,
-      headers: { ...headers, ...envHeaders(env, `OTEL_EXPORTER_OTLP_${upper}_HEADERS`, problem) },
-      timeoutMs: envInteger(env, `OTEL_EXPORTER_OTLP_${upper}_TIMEOUT`, 1, problem) ?? timeoutMs,
-    };
-  };
-  const traces = exporter('OTEL_TRACES_EXPORTER')
-    ? destination('traces', file?.tracesEndpoint, 'tracesEndpoint')
+  const shared = sharedOtlpSettings(env, file, problem);
+  const traces = exporterOn(env, 'OTEL_TRACES_EXPORTER', problem)
+    ? signalDestination(env, shared, 'traces', file?.tracesEndpoint, problem)
     : undefined;
-  const metrics = exporter('OTEL_METRICS_EXPORTER')
-    ? destination('metrics', file?.metricsEndpoint, 'metricsEndpoint')
+  const metrics = exporterOn(env, 'OTEL_METRICS_EXPORTER', problem)
+    ? signalDestination(env, shared, 'metrics', file?.metricsEndpoint, problem)
     : undefined;
-  const logs = exporter('OTEL_LOGS_EXPORTER') ? destination('logs', file?.logsEndpoint, 'logsEndpoint') : undefined;
+  const logs = exporterOn(env, 'OTEL_LOGS_EXPORTER', problem)
+    ? signalDestination(env, shared, 'logs', file?.logsEndpoint, problem)
+    : undefined;
   return { traces, metrics, logs };
+}
+
+/** What every signal's destination takes unless its own variables say otherwise. */
+interface SharedOtlpSettings {
+  /** The shared endpoint, a base the signal's path is appended to, and the setting that gave it. */
+  readonly base: string | undefined;
+  readonly baseName: string;
+  readonly timeoutMs: number;
+  readonly protocol: OtlpProtocol;
+  readonly headers: Record<string, string>;
+}
+
+/** The shared OTLP endpoint, timeout, protocol and headers: the `OTEL_EXPORTER_OTLP_*` variables over the file's. */
+function sharedOtlpSettings(
+  env: NodeJS.ProcessEnv,
+  file: TracingFile | undefined,
+  problem: Problem,
+): SharedOtlpSettings {
+  return {
+    base: trimmed(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') ?? file?.endpoint,
+    baseName: trimmed(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') ? 'OTEL_EXPORTER_OTLP_ENDPOINT' : 'tracing.endpoint',
+    timeoutMs: envInteger(env, 'OTEL_EXPORTER_OTLP_TIMEOUT', 1, problem) ?? file?.timeoutMs ?? 10_000,
+    protocol: envProtocol(env, 'OTEL_EXPORTER_OTLP_PROTOCOL', problem) ?? file?.protocol ?? 'http/protobuf',
+    headers: envHeaders(env, 'OTEL_EXPORTER_OTLP_HEADERS', problem),
+  };
+}
+
+/** Whether the exporter variable `name` sends its signal over OTLP (unset: it does); an unknown value is a problem. */
+function exporterOn(env: NodeJS.ProcessEnv, name: string, problem: Problem): boolean {
+  const value = trimmed(env, name)?.toLowerCase();
+  if (value === undefined || value === 'otlp') return true;
+  if (value === 'none') return false;
+  // Prometheus is served on /metrics whatever this says.
+  if (name === 'OTEL_METRICS_EXPORTER' && value === 'prometheus') return false;
+  problem(
+    `${name} must be otlp or none${name === 'OTEL_METRICS_EXPORTER' ? ' (or prometheus: /metrics is always served)' : ''}, got '${value}'`,
+  );
+  return false;
+}
+
+/**
+ * One signal's destination: its own endpoint (`own`, the file's `<signal>Endpoint`) and settings over the shared
+ * ones; none when no endpoint is given or it is not an http(s) URL (a problem, named by the setting that gave it).
+ */
+function signalDestination(
+  env: NodeJS.ProcessEnv,
+  shared: SharedOtlpSettings,
+  signal: Signal,
+  own: string | undefined,
+  problem: Problem,
+): OtlpDestination | undefined {
+  const upper = signal.toUpperCase();
+  const envName = `OTEL_EXPORTER_OTLP_${upper}_ENDPOINT`;
+  const { base } = shared;
+  // A signal's own endpoint is the whole URL; the shared one is a base the signal's path is appended to.
+  const url =
+    trimmed(env, envName) ?? own ?? (base === undefined ? undefined : `${base.replace(/\/+$/, '')}/v1/${signal}`);
+  if (url === undefined) return undefined;
+  const name = trimmed(env, envName) ? envName : own !== undefined ? `tracing.${signal}Endpoint` : shared.baseName;
+  if (!isHttpUrl(url)) {
+    problem(
+      `${name} must be an http:// or https:// URL`,
+      name.startsWith('tracing.') ? ['tracing', name.slice('tracing.'.length)] : undefined,
+    );
+    return undefined;
+  }
+  return {
+    url,
+    protocol: envProtocol(env, `OTEL_EXPORTER_OTLP_${upper}_PROTOCOL`, problem) ?? shared.protocol,
+    headers: { ...shared.headers, ...envHeaders(env, `OTEL_EXPORTER_OTLP_${upper}_HEADERS`, problem) },
+    timeoutMs: envInteger(env, `OTEL_EXPORTER_OTLP_${upper}_TIMEOUT`, 1, problem) ?? shared.timeoutMs,
+  };
 }
 
 /** The batch span processor's settings: the `OTEL_BSP_*` variables over the file's `tracing.batch`. */

@@ -1,5 +1,6 @@
 import { fieldError, validationError } from './gateway-errors.ts';
 import type {
+  AliasDeclaration,
   ModelDeclaration,
   ProviderPlugin,
   RouteId,
@@ -72,6 +73,24 @@ export class ModelRegistry {
     aliasTargets: Readonly<Record<string, string>> = {},
   ) {
     for (const route of ROUTE_IDS) this.tables.set(route, new Map());
+    const models = this.registerModels(plugins);
+    const knownAliases = new Set<string>();
+    for (const plugin of plugins) {
+      for (const alias of plugin.aliases ?? []) {
+        knownAliases.add(alias.id);
+        this.registerAlias(plugin, alias, aliasTargets[alias.id] ?? alias.target, models);
+      }
+      this.registerStreamFixups(plugin, models);
+      this.registerUsageExtractors(plugin, models);
+    }
+    const unknown = Object.keys(aliasTargets).filter((alias) => !knownAliases.has(alias));
+    if (unknown.length)
+      throw new PluginLoadError('config', 'aliases', `no plugin declares the alias(es) ${unknown.join(', ')}`);
+    this.catalog = catalogOf(plugins);
+  }
+
+  /** Claims every model's IDs on its routes; the models by each of their prefixed IDs (alternate ones too). */
+  private registerModels(plugins: readonly ProviderPlugin[]): Map<string, ModelEntry> {
     const models = new Map<string, ModelEntry>();
     for (const plugin of plugins) {
       for (const model of plugin.models) {
@@ -85,60 +104,55 @@ export class ModelRegistry {
         }
       }
     }
-    const knownAliases = new Set<string>();
-    for (const plugin of plugins) {
-      for (const alias of plugin.aliases ?? []) {
-        knownAliases.add(alias.id);
-        const target = aliasTargets[alias.id] ?? alias.target;
-        const entry = models.get(target);
-        if (!entry)
-          throw new PluginLoadError(
-            plugin.vendor,
-            `aliases '${alias.id}'`,
-            `the configured target '${target}' is not a known model`,
-          );
-        const missing = alias.routes.filter((route) => !entry.model.routes.includes(route));
-        if (missing.length) {
-          throw new PluginLoadError(
-            plugin.vendor,
-            `aliases '${alias.id}'`,
-            `the target '${target}' does not serve the alias's route(s) ${missing.join(', ')}`,
-          );
-        }
-        for (const route of alias.routes) this.claim(route, alias.id, { entry, alias: alias.id }, plugin, 'aliases');
-      }
-      for (const declaration of plugin.streamFixups ?? []) {
-        for (const model of declaration.models) {
-          const key = `${declaration.route} ${models.get(model)!.canonicalId}`;
-          this.fixups.set(key, [...(this.fixups.get(key) ?? []), declaration]);
-        }
-      }
-      // An adapted route's usage reader reads the vendor's shapes for every model on it; a declared extractor wins.
-      for (const [route, upstream] of Object.entries(plugin.routes)) {
-        if (!upstream?.adapter) continue;
-        const served = plugin.models.filter((model) => model.routes.includes(route as RouteId));
-        for (const { id } of served) this.extractors.set(`${route} ${plugin.vendor}/${id}`, upstream.adapter.usage);
-      }
-      for (const declaration of plugin.usageExtractors ?? []) {
-        const scope = declaration.models ?? plugin.models.map((model) => `${plugin.vendor}/${model.id}`);
-        for (const model of scope)
-          this.extractors.set(`${declaration.route} ${models.get(model)!.canonicalId}`, declaration.extractor);
+    return models;
+  }
+
+  /** Claims an alias on its routes for `target` (the configured one, else the plugin's), which must serve them all. */
+  private registerAlias(
+    plugin: ProviderPlugin,
+    alias: AliasDeclaration,
+    target: string,
+    models: ReadonlyMap<string, ModelEntry>,
+  ): void {
+    const entry = models.get(target);
+    if (!entry)
+      throw new PluginLoadError(
+        plugin.vendor,
+        `aliases '${alias.id}'`,
+        `the configured target '${target}' is not a known model`,
+      );
+    const missing = alias.routes.filter((route) => !entry.model.routes.includes(route));
+    if (missing.length) {
+      throw new PluginLoadError(
+        plugin.vendor,
+        `aliases '${alias.id}'`,
+        `the target '${target}' does not serve the alias's route(s) ${missing.join(', ')}`,
+      );
+    }
+    for (const route of alias.routes) this.claim(route, alias.id, { entry, alias: alias.id }, plugin, 'aliases');
+  }
+
+  private registerStreamFixups(plugin: ProviderPlugin, models: ReadonlyMap<string, ModelEntry>): void {
+    for (const declaration of plugin.streamFixups ?? []) {
+      for (const model of declaration.models) {
+        const key = `${declaration.route} ${models.get(model)!.canonicalId}`;
+        this.fixups.set(key, [...(this.fixups.get(key) ?? []), declaration]);
       }
     }
-    const unknown = Object.keys(aliasTargets).filter((alias) => !knownAliases.has(alias));
-    if (unknown.length)
-      throw new PluginLoadError('config', 'aliases', `no plugin declares the alias(es) ${unknown.join(', ')}`);
+  }
 
-    this.catalog = plugins.flatMap((plugin) => {
-      const entry = (id: string, routes: readonly RouteId[]) =>
-        catalogEntry(id, plugin.vendor, servedRoutes(plugin, routes));
-      const aliases = (plugin.aliases ?? []).filter((alias) => alias.listed !== false);
-      const listed = plugin.models.filter((model) => model.listed);
-      return [
-        ...aliases.map((alias) => entry(alias.id, alias.routes)),
-        ...listed.map((model) => entry(`${plugin.vendor}/${model.id}`, model.routes)),
-      ];
-    });
+  private registerUsageExtractors(plugin: ProviderPlugin, models: ReadonlyMap<string, ModelEntry>): void {
+    // An adapted route's usage reader reads the vendor's shapes for every model on it; a declared extractor wins.
+    for (const [route, upstream] of Object.entries(plugin.routes)) {
+      if (!upstream?.adapter) continue;
+      const served = plugin.models.filter((model) => model.routes.includes(route as RouteId));
+      for (const { id } of served) this.extractors.set(`${route} ${plugin.vendor}/${id}`, upstream.adapter.usage);
+    }
+    for (const declaration of plugin.usageExtractors ?? []) {
+      const scope = declaration.models ?? plugin.models.map((model) => `${plugin.vendor}/${model.id}`);
+      for (const model of scope)
+        this.extractors.set(`${declaration.route} ${models.get(model)!.canonicalId}`, declaration.extractor);
+    }
   }
 
   private spellings(plugin: ProviderPlugin, model: ModelDeclaration, route: RouteId): string[] {
@@ -226,6 +240,20 @@ export class ModelRegistry {
   acceptedIds(route: RouteId): string[] {
     return [...this.tables.get(route)!.keys()];
   }
+}
+
+/** The catalog: per plugin, its listed aliases, then its listed models. */
+function catalogOf(plugins: readonly ProviderPlugin[]): CatalogEntry[] {
+  return plugins.flatMap((plugin) => {
+    const entry = (id: string, routes: readonly RouteId[]) =>
+      catalogEntry(id, plugin.vendor, servedRoutes(plugin, routes));
+    const aliases = (plugin.aliases ?? []).filter((alias) => alias.listed !== false);
+    const listed = plugin.models.filter((model) => model.listed);
+    return [
+      ...aliases.map((alias) => entry(alias.id, alias.routes)),
+      ...listed.map((model) => entry(`${plugin.vendor}/${model.id}`, model.routes)),
+    ];
+  });
 }
 
 function catalogEntry(id: string, vendor: string, routes: CatalogEntry['routes']): CatalogEntry {

@@ -29,28 +29,13 @@ interface FolderInspection {
 
 /** Reads one manifest as {@link readManifest} does, keeping every problem instead of throwing the first. */
 function inspectManifest(manifestPath: string): FolderInspection {
-  const refused = (field: string, problem: string): FolderInspection => ({
-    folders: [],
-    problems: [new ManifestError(manifestPath, field, problem)],
-  });
-  let manifest: unknown;
-  try {
-    manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
-  } catch (error) {
-    const reason =
-      (error as NodeJS.ErrnoException).code === 'ENOENT'
-        ? 'no such file'
-        : (error as Error).message.replace(/\s*\n\s*/g, ' ');
-    return refused('file', `cannot be read as JSON: ${reason}`);
-  }
-  if (manifest === null || typeof manifest !== 'object' || Array.isArray(manifest)) {
-    return refused('file', 'must be an object: {"plugins": ["<vendor>", ...]}');
-  }
-  const unknowns = unknownFields(manifest as Record<string, unknown>, KNOWN_FIELDS.manifest);
+  const manifest = readManifestObject(manifestPath);
+  if (manifest instanceof ManifestError) return { folders: [], problems: [manifest] };
+  const unknowns = unknownFields(manifest, KNOWN_FIELDS.manifest);
   const problems: PluginLoadError[] = unknowns.map(
     (unknown) => new ManifestError(manifestPath, unknown.field, unknown.problem),
   );
-  const names = (manifest as { plugins?: unknown }).plugins;
+  const names = manifest.plugins;
   if (names === undefined) {
     // A misspelled `plugins` key is named above: that `plugins` is then missing is the same mistake.
     if (!unknowns.some((unknown) => closestName(unknown.field, KNOWN_FIELDS.manifest) === 'plugins'))
@@ -67,11 +52,36 @@ function inspectManifest(manifestPath: string): FolderInspection {
     problems.push(new ManifestError(manifestPath, 'plugins', 'must be a non-empty list of plugin folder names'));
     return { folders: [], problems };
   }
-  const duplicates = new Set((names as string[]).filter((name, index) => names.indexOf(name) !== index));
+  const listed = listedFolders(manifestPath, names as string[]);
+  return { folders: listed.folders, problems: [...problems, ...listed.problems] };
+}
+
+/** The manifest file read as a JSON object, or the problem when it cannot be read as one. */
+function readManifestObject(manifestPath: string): Record<string, unknown> | ManifestError {
+  let manifest: unknown;
+  try {
+    manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
+  } catch (error) {
+    const reason =
+      (error as NodeJS.ErrnoException).code === 'ENOENT'
+        ? 'no such file'
+        : (error as Error).message.replace(/\s*\n\s*/g, ' ');
+    return new ManifestError(manifestPath, 'file', `cannot be read as JSON: ${reason}`);
+  }
+  if (manifest === null || typeof manifest !== 'object' || Array.isArray(manifest)) {
+    return new ManifestError(manifestPath, 'file', 'must be an object: {"plugins": ["<vendor>", ...]}');
+  }
+  return manifest as Record<string, unknown>;
+}
+
+/** The folders a manifest's `plugins` list names, each once; refuses a name listed twice and one no folder can have. */
+function listedFolders(manifestPath: string, names: readonly string[]): FolderInspection {
+  const problems: PluginLoadError[] = [];
+  const duplicates = new Set(names.filter((name, index) => names.indexOf(name) !== index));
   for (const duplicate of duplicates)
     problems.push(new ManifestError(manifestPath, 'plugins', `'${duplicate}' is listed twice`));
   const folders: PluginFolder[] = [];
-  (names as string[]).forEach((name, index) => {
+  names.forEach((name, index) => {
     if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) {
       problems.push(
         new ManifestError(
@@ -222,6 +232,17 @@ export async function loadPluginFolder(folder: PluginFolder): Promise<ProviderPl
  * {@link PluginLoadError} carrying every problem of the declaration, each naming its file.
  */
 export async function loadFolder(folder: PluginFolder): Promise<LoadedFolder> {
+  const entry = moduleFile(folder);
+  const module = await importPluginModule(folder, entry);
+  try {
+    return checkDeclaration(folder, module.default);
+  } catch (error) {
+    throw error instanceof PluginLoadError ? error.at(entry) : error;
+  }
+}
+
+/** The plugin folder's module file; refuses a folder that does not exist or holds no module. */
+function moduleFile(folder: PluginFolder): string {
   if (!existsSync(folder.directory)) {
     throw new PluginLoadError(
       folder.name,
@@ -238,23 +259,20 @@ export async function loadFolder(folder: PluginFolder): Promise<LoadedFolder> {
       folder.directory,
     );
   }
-  let module: { default?: unknown };
+  return entry;
+}
+
+/** Imports the plugin's module file; a failure is the plugin's, naming the file and, when known, what to fix. */
+async function importPluginModule(folder: PluginFolder, entry: string): Promise<{ default?: unknown }> {
   try {
     if (!RUNNING_TYPESCRIPT && entry.endsWith('.ts')) await ensureTypeScriptLoader();
     // The shipped plugins import the contract by path; only a plugin from elsewhere needs the hook (and its loader
     // thread).
     if (!folder.directory.startsWith(SHIPPED_PLUGINS)) ensureContractResolver();
-    module = (await import(pathToFileURL(entry).href)) as { default?: unknown };
+    return (await import(pathToFileURL(entry).href)) as { default?: unknown };
   } catch (error) {
     const message = (error as Error).message;
-    const hints = [
-      ...(/require\(|Require stack/.test(message)
-        ? ['plugins are ES modules: give their directory a package.json with {"type": "module"}']
-        : []),
-      ...(/Cannot find (package|module) 'model-gateway\//.test(message)
-        ? [`plugins import the contract as '${CONTRACT_SPECIFIER}' (no other path of the gateway)`]
-        : []),
-    ];
+    const hints = importHints(message);
     const hint = hints.length ? ` (${hints.join('; ')})` : '';
     throw new PluginLoadError(
       folder.name,
@@ -263,18 +281,30 @@ export async function loadFolder(folder: PluginFolder): Promise<LoadedFolder> {
       entry,
     );
   }
-  try {
-    if (declaresGuardrail(module.default)) {
-      const guardrail = validateGuardrail(folder.name, module.default);
-      recordOrigin(guardrail, folder.directory);
-      return { kind: 'guardrail', guardrail };
-    }
-    const plugin = validatePlugin(folder.name, module.default);
-    recordOrigin(plugin, folder.directory);
-    return { kind: 'provider', plugin };
-  } catch (error) {
-    throw error instanceof PluginLoadError ? error.at(entry) : error;
+}
+
+/** What to fix for an import failure the loader recognises by its message: none for any other. */
+function importHints(message: string): string[] {
+  return [
+    ...(/require\(|Require stack/.test(message)
+      ? ['plugins are ES modules: give their directory a package.json with {"type": "module"}']
+      : []),
+    ...(/Cannot find (package|module) 'model-gateway\//.test(message)
+      ? [`plugins import the contract as '${CONTRACT_SPECIFIER}' (no other path of the gateway)`]
+      : []),
+  ];
+}
+
+/** Checks the module's default export, as a guardrail when it declares one, else as a provider; records its folder. */
+function checkDeclaration(folder: PluginFolder, declaration: unknown): LoadedFolder {
+  if (declaresGuardrail(declaration)) {
+    const guardrail = validateGuardrail(folder.name, declaration);
+    recordOrigin(guardrail, folder.directory);
+    return { kind: 'guardrail', guardrail };
   }
+  const plugin = validatePlugin(folder.name, declaration);
+  recordOrigin(plugin, folder.directory);
+  return { kind: 'provider', plugin };
 }
 
 /**
