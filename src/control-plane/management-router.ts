@@ -105,12 +105,34 @@ const whoami: RequestHandler = (_req, res) => {
  */
 export function managementRouter(options: ManagementOptions): Router {
   const router = Router();
-  const keys = accessKeyStore(options.keys, options.teams);
-  const teams = options.teams && accessTeamStore(options.teams);
-  const groups = options.groups && accessGroupStore(options.groups);
-  const usage = options.usage && accessUsageStore(options.usage, options.keys, options.teams);
-  const guardrails = guardrailNames(options.guardrailSettings);
+  const stores = scopedStores(options);
+  serveCallerAndGateway(router, options);
+  serveUsageCsv(router, stores);
+  serveLimitsAndGuardrails(router, options, stores);
+  serveRecords(router, options, stores);
+  serveAccessRecords(router, options);
+  return router;
+}
 
+/** The stores the routes work on, through the access stores. */
+interface ScopedStores {
+  readonly keys: KeyStore;
+  readonly teams?: TeamStore;
+  readonly groups?: GroupStore;
+  readonly usage?: UsageStore;
+}
+
+function scopedStores(options: ManagementOptions): ScopedStores {
+  return {
+    keys: accessKeyStore(options.keys, options.teams),
+    teams: options.teams && accessTeamStore(options.teams),
+    groups: options.groups && accessGroupStore(options.groups),
+    usage: options.usage && accessUsageStore(options.usage, options.keys, options.teams),
+  };
+}
+
+/** Who the caller is (`/whoami`), and what the gateway serves (`/models`) and how it is (`/health`). */
+function serveCallerAndGateway(router: Router, options: ManagementOptions): void {
   router.get('/whoami', whoami);
   if (options.registry) {
     const registry = options.registry;
@@ -123,36 +145,49 @@ export function managementRouter(options: ManagementOptions): Router {
     const health = options.health;
     router.get('/health', async (_req, res) => void res.json(await health()));
   }
-  if (usage) {
-    router.get('/usage.csv', async (req, res) => {
-      const query = parseUsageQuery(req.query, true);
-      const rows = await readUsage(usage, keys, query, teams);
-      res.setHeader('Content-Type', 'text/csv; charset=utf-8');
-      res.setHeader('Content-Disposition', `attachment; filename="${usageCsvName(query)}"`);
-      res.send(usageCsv(rows, query.groupBy));
-    });
-  }
+}
+
+/** `GET /usage.csv`, with usage read-back: the usage a query asks for, as a CSV file. */
+function serveUsageCsv(router: Router, { keys, teams, usage }: ScopedStores): void {
+  if (!usage) return;
+  router.get('/usage.csv', async (req, res) => {
+    const query = parseUsageQuery(req.query, true);
+    const rows = await readUsage(usage, keys, query, teams);
+    res.setHeader('Content-Type', 'text/csv; charset=utf-8');
+    res.setHeader('Content-Disposition', `attachment; filename="${usageCsvName(query)}"`);
+    res.send(usageCsv(rows, query.groupBy));
+  });
+}
+
+/** The limits and their use, limit alerts, guardrail actions and the configured guardrails. */
+function serveLimitsAndGuardrails(router: Router, options: ManagementOptions, { keys, teams }: ScopedStores): void {
   router.get('/limits', limitsRoute({ keys, teams, limits: options.limits, rate: options.rate, now: options.now }));
   if (options.alerts) router.use(alertRoutes(accessAlertLog(options.alerts)));
   if (options.guardrailActions)
     router.get('/guardrails/actions', guardrailActionsRoute(accessGuardrailActions(options.guardrailActions)));
   router.get('/guardrails', guardrailListRoute(options.guardrailSettings ?? (() => [])));
+}
+
+/** The records the API manages: keys (with `/usage`), budget groups, teams, and the response cache. */
+function serveRecords(router: Router, options: ManagementOptions, { keys, teams, groups, usage }: ScopedStores): void {
+  const guardrails = guardrailNames(options.guardrailSettings);
   // A revoked key's and a deleted team's entries are emptied too.
   const responseCache = options.responseCache && accessResponseCache(options.responseCache);
   const usageRoute = usage && adminUsageRoute(usage, keys, teams);
-  const { bodyLimitBytes } = options;
-  const { registry } = options;
+  const { bodyLimitBytes, registry, limits, now } = options;
   router.use(
     keyRoutes({ keys, teams, groups, registry, bodyLimitBytes, usage: usageRoute, guardrails, responseCache }),
   );
-  const { limits, now } = options;
   if (groups) router.use(groupRoutes({ groups, keys, teams, limits, bodyLimitBytes, now }));
   if (teams) {
     router.use(teamRoutes({ keys, teams, groups, bodyLimitBytes, guardrails, responseCache }));
     router.use(cacheRoutes({ keys, teams, responseCache: responseCache ?? accessResponseCache(NO_CACHE) }));
   }
+}
+
+/** Service tokens and the audit log. */
+function serveAccessRecords(router: Router, options: ManagementOptions): void {
   if (options.tokens)
     router.use(tokenRoutes({ tokens: options.tokens, bodyLimitBytes: options.bodyLimitBytes, now: options.now }));
   if (options.audit) router.get('/audit', auditRoute(options.audit));
-  return router;
 }

@@ -72,16 +72,7 @@ export function accessKeyStore(inner: KeyStore, teams: Pick<TeamStore, 'get'> | 
     get revision() {
       return inner.revision;
     },
-    async list() {
-      const { scope } = scopeNow('keys.read');
-      const records = await inner.list();
-      return scope === 'all'
-        ? records
-        : ofTeamsNow(
-            records.filter((record) => covers(scope, record.team)),
-            teams,
-          );
-    },
+    list: () => keysInScope(inner, teams),
     async create(input: NewKeyInput) {
       const { scope, request } = scopeNow('keys.write');
       if (request) await checkTeamKey(request, scope, 'key.create', input);
@@ -103,21 +94,36 @@ export function accessKeyStore(inner: KeyStore, teams: Pick<TeamStore, 'get'> | 
         changed('key.update', { type: 'key', id, team: after.team ?? null }, before && keyView(before), keyView(after));
       return after;
     },
-    async revoke(id: string) {
-      const before = (await inner.list()).find((record) => record.id === id);
-      const done = await inner.revoke(id);
-      if (done && before)
-        changed(
-          'key.revoke',
-          { type: 'key', id, team: before.team ?? null },
-          keyView(before),
-          keyView({ ...before, revoked: true }),
-        );
-      return done;
-    },
+    revoke: (id: string) => revokePublished(inner, id),
     findByHash: (hash) => inner.findByHash(hash),
     close: () => inner.close(),
   };
+}
+
+/** The keys the current request reads: every key, or those of its teams as they are now. */
+async function keysInScope(inner: KeyStore, teams: Pick<TeamStore, 'get'> | undefined): Promise<ApiKeyRecord[]> {
+  const { scope } = scopeNow('keys.read');
+  const records = await inner.list();
+  return scope === 'all'
+    ? records
+    : ofTeamsNow(
+        records.filter((record) => covers(scope, record.team)),
+        teams,
+      );
+}
+
+/** Revokes a key and publishes the change: the key as it was, and revoked. */
+async function revokePublished(inner: KeyStore, id: string): Promise<boolean> {
+  const before = (await inner.list()).find((record) => record.id === id);
+  const done = await inner.revoke(id);
+  if (done && before)
+    changed(
+      'key.revoke',
+      { type: 'key', id, team: before.team ?? null },
+      keyView(before),
+      keyView({ ...before, revoked: true }),
+    );
+  return done;
 }
 
 /**

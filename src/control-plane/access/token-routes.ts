@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import * as yup from 'yup';
 import { actorOf, ROLES, type Grant } from '../../core/access.ts';
 import { fieldError, tokenNotFound, validationError } from '../../core/gateway-errors.ts';
@@ -121,12 +121,24 @@ export interface TokenRoutesOptions {
 export function tokenRoutes(options: TokenRoutesOptions): Router {
   const router = Router();
   const now = options.now ?? Date.now;
+  router.get('/tokens', listTokens(options.tokens, now));
+  router.post('/tokens', createToken(options, now));
+  router.delete('/tokens/:id', revokeToken(options.tokens, now));
+  return router;
+}
+
+/** `GET /tokens`: the tokens the caller's role covers (every token outside a request). */
+function listTokens(tokens: TokenStore, now: () => number): RequestHandler {
   const held = () => currentScope()?.principal.grants ?? [{ role: 'admin' as const }];
-  router.get('/tokens', async (_req, res) => {
-    const mine = (await options.tokens.list()).filter((record) => grantCovered(held(), record.grant));
+  return async (_req, res) => {
+    const mine = (await tokens.list()).filter((record) => grantCovered(held(), record.grant));
     res.json({ object: 'list', data: mine.map((record) => tokenView(record, now())) });
-  });
-  router.post('/tokens', async (req, res) => {
+  };
+}
+
+/** `POST /tokens`: a new token within the caller's role, its maker named; 201 with the token, shown only here. */
+function createToken(options: TokenRoutesOptions, now: () => number): RequestHandler {
+  return async (req, res) => {
     const input = parseNewToken(await readJsonObject(req, options.bodyLimitBytes ?? 1024 * 1024), now());
     const scope = currentScope();
     if (scope && !grantCovered(scope.principal.grants, input.grant)) {
@@ -145,10 +157,14 @@ export function tokenRoutes(options: TokenRoutesOptions): Router {
     const view = tokenView(record, now());
     changed('token.create', { type: 'token', id: record.id, team: record.grant.teams?.[0] ?? null }, null, view);
     res.status(201).json({ ...view, token });
-  });
-  router.delete('/tokens/:id', async (req, res) => {
+  };
+}
+
+/** `DELETE /tokens/:id`: revokes a token the caller's role covers. */
+function revokeToken(tokens: TokenStore, now: () => number): RequestHandler {
+  return async (req, res) => {
     const id = String(req.params.id);
-    const record = (await options.tokens.list()).find((each) => each.id === id);
+    const record = (await tokens.list()).find((each) => each.id === id);
     const scope = currentScope();
     if (record && scope && !grantCovered(scope.principal.grants, record.grant)) {
       throw refused(
@@ -158,7 +174,7 @@ export function tokenRoutes(options: TokenRoutesOptions): Router {
         'Your role does not cover this token: it may not revoke it',
       );
     }
-    if (!record || !(await options.tokens.revoke(id))) throw tokenNotFound(id);
+    if (!record || !(await tokens.revoke(id))) throw tokenNotFound(id);
     changed(
       'token.revoke',
       { type: 'token', id, team: record.grant.teams?.[0] ?? null },
@@ -166,6 +182,5 @@ export function tokenRoutes(options: TokenRoutesOptions): Router {
       tokenView({ ...record, revoked: true }, now()),
     );
     res.json({ id, revoked: true });
-  });
-  return router;
+  };
 }

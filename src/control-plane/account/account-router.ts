@@ -127,12 +127,30 @@ export function accountRouter(options: AccountRouterOptions): Router {
   router.use('/api', noStore, api);
   const signOn = options.signOn?.() !== undefined ? options.signOn : undefined;
   if (!options.token && !signOn) {
-    api.get('/session', (_req, res) => void res.json({ enabled: false, signed_in: false, detail: ENABLE_HINT }));
-    api.use((req, _res, next) => next(routeNotFound(req.method, req.originalUrl.split('?')[0]!)));
+    serveEnableHint(api);
     return router;
   }
-  const access = options.access ?? {};
   const sessions = sessionsOf(options, signOn);
+  serveSignIn(api, options, sessions, signOn);
+  api.use(sessions.requireSession);
+  api.delete('/session', sessions.signOut);
+  serveManagement(api, options);
+  return router;
+}
+
+/** With nothing to sign in with: the session says how to enable it, every other path is a 404. */
+function serveEnableHint(api: Router): void {
+  api.get('/session', (_req, res) => void res.json({ enabled: false, signed_in: false, detail: ENABLE_HINT }));
+  api.use((req, _res, next) => next(routeNotFound(req.method, req.originalUrl.split('?')[0]!)));
+}
+
+/** Signing in with the admin token (`POST /session`), the session's state, and single sign-on when configured. */
+function serveSignIn(
+  api: Router,
+  options: AccountRouterOptions,
+  sessions: AccountSessions,
+  signOn: AccountRouterOptions['signOn'],
+): void {
   api.post('/session', sameOriginOnly, sessions.throttle, sessions.signIn);
   api.get('/session', sessions.state);
   if (signOn) {
@@ -149,8 +167,11 @@ export function accountRouter(options: AccountRouterOptions): Router {
     api.get('/sso', sso.start);
     api.get('/sso/callback', sso.callback);
   }
-  api.use(sessions.requireSession);
-  api.delete('/session', sessions.signOut);
+}
+
+/** The management routes, behind the session and the access gate (each route's permission: `MANAGEMENT_ROUTES`). */
+function serveManagement(api: Router, options: AccountRouterOptions): void {
+  const access = options.access ?? {};
   const health = async (): Promise<HealthView> => {
     const registry = options.registry();
     return {
@@ -170,7 +191,6 @@ export function accountRouter(options: AccountRouterOptions): Router {
     }),
   );
   api.use(management);
-  return router;
 }
 
 /** The page itself, its scripts and styles, and Chart.js, served as they are. */

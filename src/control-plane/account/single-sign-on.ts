@@ -51,15 +51,29 @@ function groupsIn(claim: unknown): string[] | undefined {
  * else userinfo), and starts a session when they give a role. Failures return to `/account?sso_error=…`.
  */
 export function singleSignOn(options: SignOnOptions): { start: RequestHandler; callback: RequestHandler } {
-  const now = options.now ?? Date.now;
-  const configuration = issuerDiscovery();
+  const flow: SignOnFlow = {
+    options,
+    now: options.now ?? Date.now,
+    configuration: issuerDiscovery(),
+    fail(res, why, detail) {
+      if (detail) options.logger?.warn({ reason: why, detail }, `single sign-on failed: ${why}`);
+      res.redirect(303, `/account?sso_error=${why}`);
+    },
+  };
+  return { start: signOnStart(flow), callback: signOnCallback(flow) };
+}
 
-  function fail(res: Response, why: SignOnFailure, detail?: string): void {
-    if (detail) options.logger?.warn({ reason: why, detail }, `single sign-on failed: ${why}`);
-    res.redirect(303, `/account?sso_error=${why}`);
-  }
+/** What both halves of the flow share: the options, the clock, the issuer's configuration, the way back on failure. */
+interface SignOnFlow {
+  readonly options: SignOnOptions;
+  readonly now: () => number;
+  readonly configuration: (settings: OidcSettings) => Promise<OpenIdClient.Configuration>;
+  readonly fail: (res: Response, why: SignOnFailure, detail?: string) => void;
+}
 
-  const start: RequestHandler = async (req, res) => {
+/** `GET /sso`: keeps what the issuer's answer must match (its id in a cookie), then sends the browser to the issuer. */
+function signOnStart({ options, now, configuration, fail }: SignOnFlow): RequestHandler {
+  return async (req, res) => {
     const settings = options.settings();
     if (!settings) return fail(res, 'unavailable', 'single sign-on is not configured');
     let config: OpenIdClient.Configuration;
@@ -68,14 +82,7 @@ export function singleSignOn(options: SignOnOptions): { start: RequestHandler; c
     } catch (error) {
       return fail(res, 'unavailable', `the issuer's discovery document could not be read: ${(error as Error).message}`);
     }
-    const redirectUri =
-      settings.redirectUri ?? `${cameOverTls(req) ? 'https' : 'http'}://${req.headers.host}${SIGN_ON_PATH}/callback`;
-    const pending = {
-      state: oidc.randomState(),
-      nonce: oidc.randomNonce(),
-      verifier: oidc.randomPKCECodeVerifier(),
-      redirectUri,
-    };
+    const pending = newPending(req, settings);
     const id = oidc.randomState();
     await options.store.put(options.storeKey(`sso:${id}`), { csrfToken: '', expiresAt: now() + PENDING_MS, pending });
     res.cookie(SIGN_ON_COOKIE, id, {
@@ -87,14 +94,24 @@ export function singleSignOn(options: SignOnOptions): { start: RequestHandler; c
     });
     res.redirect(303, (await authorizationUrl(config, settings, pending)).href);
   };
+}
 
-  const callback: RequestHandler = async (req, res) => {
-    const id = cookieValue(req, SIGN_ON_COOKIE);
-    res.clearCookie(SIGN_ON_COOKIE, { httpOnly: true, sameSite: 'lax', secure: cameOverTls(req), path: SIGN_ON_PATH });
-    const entry =
-      id && /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await options.store.get(options.storeKey(`sso:${id}`)) : undefined;
-    if (id && entry) await options.store.delete(options.storeKey(`sso:${id}`));
-    const pending = entry?.pending;
+/** A new sign-on's `state`, `nonce` and PKCE verifier, and where the issuer sends the browser back. */
+function newPending(req: Request, settings: OidcSettings): NonNullable<AccountSession['pending']> {
+  const redirectUri =
+    settings.redirectUri ?? `${cameOverTls(req) ? 'https' : 'http'}://${req.headers.host}${SIGN_ON_PATH}/callback`;
+  return {
+    state: oidc.randomState(),
+    nonce: oidc.randomNonce(),
+    verifier: oidc.randomPKCECodeVerifier(),
+    redirectUri,
+  };
+}
+
+/** `GET /sso/callback`: the issuer's answer checked against the pending sign-on; a session when it gives a role. */
+function signOnCallback({ options, configuration, fail }: SignOnFlow): RequestHandler {
+  return async (req, res) => {
+    const pending = await takePending(options, req, res);
     if (!pending) return fail(res, 'expired');
     if (typeof req.query.error === 'string') return fail(res, 'denied', `the issuer answered ${req.query.error}`);
     const settings = options.settings();
@@ -109,8 +126,20 @@ export function singleSignOn(options: SignOnOptions): { start: RequestHandler; c
     await options.startSession(req, res, user);
     res.redirect(303, '/account');
   };
+}
 
-  return { start, callback };
+/** The pending sign-on the request's cookie names, taken from the store (it answers once); the cookie is cleared. */
+async function takePending(
+  options: SignOnOptions,
+  req: Request,
+  res: Response,
+): Promise<AccountSession['pending'] | undefined> {
+  const id = cookieValue(req, SIGN_ON_COOKIE);
+  res.clearCookie(SIGN_ON_COOKIE, { httpOnly: true, sameSite: 'lax', secure: cameOverTls(req), path: SIGN_ON_PATH });
+  const entry =
+    id && /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await options.store.get(options.storeKey(`sso:${id}`)) : undefined;
+  if (id && entry) await options.store.delete(options.storeKey(`sso:${id}`));
+  return entry?.pending;
 }
 
 /** Where the browser signs in: the issuer's authorization endpoint with the PKCE challenge, `state` and `nonce`. */

@@ -90,11 +90,7 @@ export async function revokeKey(
   return emptyCache(cache, `key:${id}`, `key:${id}`, unavailable);
 }
 
-/**
- * The key and usage operations behind whatever guard mounts them: the admin API (admin token) and the
- * account page (session cookie + CSRF token) answer alike. Without `teams`, a new key cannot name a team.
- */
-export function keyRoutes(options: {
+export interface KeyRoutesOptions {
   readonly keys: KeyStore;
   readonly registry?: () => ModelRegistry;
   readonly bodyLimitBytes?: number;
@@ -107,17 +103,15 @@ export function keyRoutes(options: {
   readonly guardrails?: () => readonly string[];
   /** The response cache a revoked key's own entries are emptied from; none when absent. */
   readonly responseCache?: ResponseCache;
-}): Router {
+}
+
+/**
+ * The key and usage operations behind whatever guard mounts them: the admin API (admin token) and the
+ * account page (session cookie + CSRF token) answer alike. Without `teams`, a new key cannot name a team.
+ */
+export function keyRoutes(options: KeyRoutesOptions): Router {
   const router = Router();
-  // What a key's body is checked against: the gateway's models, the team and group it names (looked up), the
-  // configured guardrails.
-  const checksOf = async (body: Record<string, unknown>): Promise<NewKeyCheck> => {
-    const team = isTeamName(body.team) ? await options.teams?.get(body.team) : undefined;
-    const knownTeams = options.teams && new Map(team ? [[team.name, team.id]] : []);
-    const knownGroups = options.groups && (await knownGroup(options.groups, body.group));
-    const knownModels = options.registry && canonicalModelIds(options.registry());
-    return { knownModels, knownTeams, knownGroups, knownGuardrails: options.guardrails?.() };
-  };
+  const checksOf = keyBodyChecks(options);
   router.post('/keys', async (req, res) => {
     const body = await readJsonObject(req, options.bodyLimitBytes ?? 1024 * 1024);
     const input = parseNewKey(body, await checksOf(body));
@@ -144,4 +138,18 @@ export function keyRoutes(options: {
   router.post('/keys/:id/revoke', revoke);
   if (options.usage) router.get('/usage', options.usage);
   return router;
+}
+
+/**
+ * What a key's body is checked against: the gateway's models, the team and group it names (looked up), the
+ * configured guardrails.
+ */
+function keyBodyChecks(options: KeyRoutesOptions): (body: Record<string, unknown>) => Promise<NewKeyCheck> {
+  return async (body) => {
+    const team = isTeamName(body.team) ? await options.teams?.get(body.team) : undefined;
+    const knownTeams = options.teams && new Map(team ? [[team.name, team.id]] : []);
+    const knownGroups = options.groups && (await knownGroup(options.groups, body.group));
+    const knownModels = options.registry && canonicalModelIds(options.registry());
+    return { knownModels, knownTeams, knownGroups, knownGuardrails: options.guardrails?.() };
+  };
 }

@@ -9,58 +9,67 @@ export type JsonSchema = { readonly [keyword: string]: unknown };
  * (strict) accepts. An object lists its fields and stays open to others unless its meta says `closed`.
  */
 export function jsonSchemaOfShape(shape: Shape): JsonSchema {
-  const type = (...types: string[]) => {
-    const all = shape.nullable ? [...types, 'null'] : types;
-    return { type: all.length === 1 ? all[0] : all };
-  };
-  let schema: Record<string, unknown>;
-  switch (shape.kind) {
-    case 'any':
-      schema = shape.nullable ? {} : { not: { type: 'null' } };
-      break;
-    case 'types':
-      schema = type(...shape.types);
-      break;
-    case 'string':
-      schema = { ...type('string'), ...(shape.minLength ? { minLength: shape.minLength } : {}) };
-      break;
-    case 'number': {
-      const { minimum, exclusiveMinimum, maximum, exclusiveMaximum } = shape;
-      const bounds = Object.entries({ minimum, exclusiveMinimum, maximum, exclusiveMaximum }).filter(
-        ([, bound]) => bound !== undefined,
-      );
-      schema = { ...type(shape.integer ? 'integer' : 'number'), ...Object.fromEntries(bounds) };
-      break;
-    }
-    case 'boolean':
-      schema = type('boolean');
-      break;
-    case 'array':
-      schema = {
-        ...type('array'),
-        ...(shape.minItems ? { minItems: shape.minItems } : {}),
-        ...(shape.maxItems !== undefined ? { maxItems: shape.maxItems } : {}),
-        ...(shape.items ? { items: jsonSchemaOfShape(shape.items) } : {}),
-      };
-      break;
-    case 'object': {
-      const required = Object.entries(shape.fields)
-        .filter(([, field]) => !field.optional)
-        .map(([key]) => key);
-      schema = {
-        ...type('object'),
-        ...(required.length ? { required } : {}),
-        ...(shape.closed ? { additionalProperties: false } : {}),
-        properties: Object.fromEntries(
-          Object.entries(shape.fields).map(([key, field]) => [key, jsonSchemaOfShape(field)]),
-        ),
-      };
-      break;
-    }
-  }
+  const schema = keywordsOfKind(shape);
   if (shape.enum) schema.enum = shape.nullable ? [...shape.enum, null] : [...shape.enum];
   if (shape.description !== undefined) schema.description = shape.description;
   return schema;
+}
+
+type ShapeOf<K extends Shape['kind']> = Extract<Shape, { kind: K }>;
+
+/** The `type` keyword: the given types, and `null` too when the shape is nullable. */
+function typeKeyword(shape: Shape, ...types: string[]): { type: unknown } {
+  const all = shape.nullable ? [...types, 'null'] : types;
+  return { type: all.length === 1 ? all[0] : all };
+}
+
+/** The keywords that follow from the shape's kind: its type and the bounds of that type. */
+function keywordsOfKind(shape: Shape): Record<string, unknown> {
+  switch (shape.kind) {
+    case 'any':
+      return shape.nullable ? {} : { not: { type: 'null' } };
+    case 'types':
+      return typeKeyword(shape, ...shape.types);
+    case 'string':
+      return { ...typeKeyword(shape, 'string'), ...(shape.minLength ? { minLength: shape.minLength } : {}) };
+    case 'number':
+      return numberKeywords(shape);
+    case 'boolean':
+      return typeKeyword(shape, 'boolean');
+    case 'array':
+      return arrayKeywords(shape);
+    case 'object':
+      return objectKeywords(shape);
+  }
+}
+
+function numberKeywords(shape: ShapeOf<'number'>): Record<string, unknown> {
+  const { minimum, exclusiveMinimum, maximum, exclusiveMaximum } = shape;
+  const bounds = Object.entries({ minimum, exclusiveMinimum, maximum, exclusiveMaximum }).filter(
+    ([, bound]) => bound !== undefined,
+  );
+  return { ...typeKeyword(shape, shape.integer ? 'integer' : 'number'), ...Object.fromEntries(bounds) };
+}
+
+function arrayKeywords(shape: ShapeOf<'array'>): Record<string, unknown> {
+  return {
+    ...typeKeyword(shape, 'array'),
+    ...(shape.minItems ? { minItems: shape.minItems } : {}),
+    ...(shape.maxItems !== undefined ? { maxItems: shape.maxItems } : {}),
+    ...(shape.items ? { items: jsonSchemaOfShape(shape.items) } : {}),
+  };
+}
+
+function objectKeywords(shape: ShapeOf<'object'>): Record<string, unknown> {
+  const required = Object.entries(shape.fields)
+    .filter(([, field]) => !field.optional)
+    .map(([key]) => key);
+  return {
+    ...typeKeyword(shape, 'object'),
+    ...(required.length ? { required } : {}),
+    ...(shape.closed ? { additionalProperties: false } : {}),
+    properties: Object.fromEntries(Object.entries(shape.fields).map(([key, field]) => [key, jsonSchemaOfShape(field)])),
+  };
 }
 
 /** The OpenAPI request body schema derived from a route's yup schema. */

@@ -1,3 +1,5 @@
+import type { Router } from 'express';
+import type { Store } from 'express-rate-limit';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../config/gateway-config.ts';
 import { accountRouter } from '../../control-plane/account/account-router.ts';
@@ -42,47 +44,84 @@ export async function controlPlaneRoutes(
   logger: Logger,
   parts: ControlPlaneParts,
 ): Promise<NonNullable<AppOptions['mount']>> {
-  const { configuration, stores, observability, limits, serving, readiness } = parts;
-  const { live, registry, endpoints } = configuration;
-  const { redis, keys, teams, groups, usage, ledger, guardrailActions, tokens, audit, alerts } = stores;
-  const { responseCache } = serving;
-  const settings = () => live.current.config;
-  // rate-limit-redis loads only with Redis configured: failed sign-ins per address are then counted across instances.
-  const signInStore = redis
+  const signInStore = await signInRateStore(parts.stores.redis);
+  const shared = sharedOptions(config, parts);
+  const admin = adminApi(config, parts, shared);
+  const account = accountPage(config, logger, parts, shared, signInStore);
+  return mountRoutes(config, parts, admin, account);
+}
+
+/**
+ * Where failed sign-ins per address are counted across instances: in Redis when it is configured (rate-limit-redis
+ * loads only then).
+ */
+async function signInRateStore(redis: OpenStores<UsageStore, LimitLedger>['redis']): Promise<Store | undefined> {
+  return redis
     ? (await import('../../stores/redis/shared-rate-store.ts')).sharedRateStore(redis, 'gw-signin:')
     : undefined;
+}
+
+type SharedOptions = ReturnType<typeof sharedOptions>;
+
+/**
+ * What the admin API and the account page share: the settings in force, what they manage (the management routes'
+ * stores and settings) and access control's parts.
+ */
+function sharedOptions(config: GatewayConfig, parts: ControlPlaneParts) {
+  const { configuration, stores, observability, serving } = parts;
+  const { keys, teams, groups, usage, ledger, guardrailActions, tokens, audit, alerts } = stores;
+  const { live } = configuration;
+  const settings = () => live.current.config;
+  const managed = {
+    keys,
+    teams,
+    groups,
+    registry: configuration.registry,
+    bodyLimitBytes: config.bodyLimitBytes,
+    usage,
+    limits: ledger,
+    rate: () => settings().rateLimit,
+    responseCache: serving.responseCache,
+    guardrailSettings: () => settings().guardrails,
+    guardrailActions,
+    alerts,
+  };
   const access = { adminTokenEnabled: () => settings().access.adminToken, tokens, audit, source: observability.source };
+  return { settings, managed, access };
+}
+
+/** The admin API (bearer): served without the admin token too when single sign-on is configured (service tokens). */
+function adminApi(config: GatewayConfig, parts: ControlPlaneParts, { managed, access }: SharedOptions): Router {
+  const { configuration, limits, readiness } = parts;
+  const { registry, endpoints } = configuration;
   const health = async () => ({
     readiness: await readiness.read(),
     providers: providerHealth(registry(), endpoints),
     aliases: aliasTable(registry()),
   });
-  const managed = {
-    keys,
-    teams,
-    groups,
-    registry,
-    bodyLimitBytes: config.bodyLimitBytes,
-    usage,
-    limits: ledger,
-    rate: () => settings().rateLimit,
-    responseCache,
-    guardrailSettings: () => settings().guardrails,
-    guardrailActions,
-    alerts,
-  };
-  const admin = adminRouter({
+  return adminRouter({
     ...managed,
     token: config.adminToken,
     throttle: limits.adminThrottle,
     health,
     access: { ...access, enabled: config.access.oidc !== undefined },
   });
-  const account = accountRouter({
+}
+
+/** The account page and its API, its sessions kept in Redis when Redis is configured (else in memory). */
+function accountPage(
+  config: GatewayConfig,
+  logger: Logger,
+  parts: ControlPlaneParts,
+  { settings, managed, access }: SharedOptions,
+  signInStore: Store | undefined,
+): Router {
+  const { redis } = parts.stores;
+  return accountRouter({
     ...managed,
     token: config.adminToken,
-    endpoints,
-    readiness: readiness.read,
+    endpoints: parts.configuration.endpoints,
+    readiness: parts.readiness.read,
     sessions: redis ? new RedisSessionStore(redis) : new MemorySessionStore(),
     signInStore,
     signOn: () => settings().access.oidc,
@@ -90,6 +129,17 @@ export async function controlPlaneRoutes(
     access,
     logger,
   });
+}
+
+/** Mounts the control plane's routes in their order (see {@link controlPlaneRoutes}). */
+function mountRoutes(
+  config: GatewayConfig,
+  parts: ControlPlaneParts,
+  admin: Router,
+  account: Router,
+): NonNullable<AppOptions['mount']> {
+  const { observability, limits, readiness } = parts;
+  const { usage } = parts.stores;
   const scrape = parts.clusterWorker ? new PrimaryScrape() : observability.metrics;
   return (app, add, guard) => {
     if (config.metricsPort === undefined) add('get', '/metrics', metricsRoute(scrape));
