@@ -7,8 +7,8 @@ import { checkLiveVendor } from '../../tools/conformance/live-vendor-check.ts';
 import { loadPluginFolder, PLUGIN_ENTRY_FILES, pluginFolders, readManifest } from '../plugins/load-plugins.ts';
 import { typeCheckPlugins } from './plugin-typecheck.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
+import { adapterScaffoldFiles } from './adapter-scaffold.ts';
 import {
-  adapterScaffoldFiles,
   envPrefix,
   guardrailScaffoldFiles,
   packageFiles,
