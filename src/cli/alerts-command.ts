@@ -16,6 +16,52 @@ const IN_PROCESS =
   'Limit alerts are kept in the gateway process without Redis (REDIS_URL); read them from the running gateway: ' +
   'GET /admin/alerts and /admin/alerts/deliveries, or the account page.\n';
 
+/** How each action shows its entries: what it says when there is none, and the columns of its table. */
+const VIEWS = {
+  list: {
+    none: 'No limit alert has fired yet.\n',
+    columns: [
+      'fired_at',
+      'scope',
+      'owner',
+      'team',
+      'kind',
+      'period',
+      'threshold',
+      'used',
+      'limit',
+      'unit',
+      'window_end',
+      'id',
+    ],
+  },
+  deliveries: {
+    none: 'No webhook deliveries yet.\n',
+    columns: ['at', 'delivery', 'alert', 'owner', 'attempt', 'outcome', 'status', 'error', 'next_attempt_at'],
+  },
+} as const;
+
+/** The entries as JSON lines, or as a table with `-` for a field without a value. */
+function printEntries(
+  entries: readonly object[],
+  view: (typeof VIEWS)[keyof typeof VIEWS],
+  json: boolean,
+  io: CliIo,
+): void {
+  if (json) {
+    for (const entry of entries) io.out(`${JSON.stringify(entry)}\n`);
+    return;
+  }
+  if (entries.length === 0) {
+    io.out(view.none);
+    return;
+  }
+  const shown = entries.map((entry) =>
+    Object.fromEntries(Object.entries(entry).map(([field, value]) => [field, value ?? '-'])),
+  );
+  io.out(textTable(shown, view.columns));
+}
+
 /**
  * `alerts list`: each limit alert's last firing (as `GET /admin/alerts`); `alerts deliveries`: the newest
  * webhook delivery attempts (as `GET /admin/alerts/deliveries`); a table, or JSON lines with `--json`.
@@ -42,36 +88,7 @@ export async function runAlertsCommand(
   const stores = await openStores(config, { unreachableRedis: 'fail', logger: createLogger('silent') });
   try {
     const entries = action === 'list' ? await stores.alerts.lastFirings() : await stores.alerts.deliveries(limit);
-    if (values.json) {
-      for (const entry of entries) io.out(`${JSON.stringify(entry)}\n`);
-      return 0;
-    }
-    if (entries.length === 0) {
-      io.out(action === 'list' ? 'No limit alert has fired yet.\n' : 'No webhook deliveries yet.\n');
-      return 0;
-    }
-    const rows = entries as unknown as Record<string, unknown>[];
-    const shown = rows.map((row) =>
-      Object.fromEntries(Object.entries(row).map(([field, value]) => [field, value ?? '-'])),
-    );
-    const columns =
-      action === 'list'
-        ? [
-            'fired_at',
-            'scope',
-            'owner',
-            'team',
-            'kind',
-            'period',
-            'threshold',
-            'used',
-            'limit',
-            'unit',
-            'window_end',
-            'id',
-          ]
-        : ['at', 'delivery', 'alert', 'owner', 'attempt', 'outcome', 'status', 'error', 'next_attempt_at'];
-    io.out(textTable(shown, columns));
+    printEntries(entries, VIEWS[action], values.json === true, io);
     return 0;
   } finally {
     await stores.close();

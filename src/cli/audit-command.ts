@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/gateway-config.ts';
 import { createLogger } from '../core/logger.ts';
-import { auditMatches, parseAuditQuery } from '../control-plane/access/audit-route.ts';
-import { verifyChain } from '../stores/audit/audit-store.ts';
+import { auditMatches, parseAuditQuery, type AuditQuery } from '../control-plane/access/audit-route.ts';
+import { verifyChain, type AuditRecord, type AuditStore } from '../stores/audit/audit-store.ts';
 import { openStores } from '../stores/open-stores.ts';
 import { CliUsageError, type CliIo } from './cli-io.ts';
 import { textTable } from './text-table.ts';
@@ -23,6 +23,51 @@ const FILTERS = {
   before: { type: 'string' },
   json: { type: 'boolean' },
 } as const;
+
+/** `audit verify`: 0 when the whole hash chain holds, else 1 naming the first record changed, removed or cut. */
+async function verifyAudit(audit: AuditStore, io: CliIo): Promise<number> {
+  const check = verifyChain(await audit.all(), await audit.head());
+  if (!check.ok) {
+    io.err(`Audit log broken: ${check.problem!.reason}. Records before ${check.problem!.seq} are intact.\n`);
+    return 1;
+  }
+  io.out(
+    `Audit log intact: ${check.records} record${check.records === 1 ? '' : 's'}, every hash in the chain checked.\n`,
+  );
+  return 0;
+}
+
+/** The columns of the `audit list` table, each a field of {@link auditRow}. */
+const AUDIT_COLUMNS = ['seq', 'time', 'actor', 'roles', 'via', 'address', 'action', 'outcome', 'target', 'team'];
+
+/** An audit record as a row of the `audit list` table: `-` where it has nothing. */
+const auditRow = (record: AuditRecord) => ({
+  seq: record.seq,
+  time: record.time,
+  actor: record.actor ? `${record.actor.kind}:${record.actor.name ?? record.actor.id}` : '-',
+  roles: record.actor?.roles.join(' ') || '-',
+  via: record.via,
+  address: record.address ?? '-',
+  action: record.action,
+  outcome: record.outcome,
+  target: `${record.target.type}:${record.target.id ?? '-'}`,
+  team: record.target.team ?? '-',
+});
+
+/** `audit list`: the records the query matches, newest first, as JSON lines or a table. */
+async function listAudit(audit: AuditStore, query: AuditQuery, json: boolean, io: CliIo): Promise<number> {
+  const records = await audit.page((record) => auditMatches(record, query), query.limit, query.before);
+  if (json) {
+    for (const record of records) io.out(`${JSON.stringify(record)}\n`);
+    return 0;
+  }
+  if (records.length === 0) {
+    io.out('No audit records match.\n');
+    return 0;
+  }
+  io.out(textTable(records.map(auditRow), AUDIT_COLUMNS));
+  return 0;
+}
 
 /**
  * `audit list`: the audit log's records, newest first, with the filters of `GET /admin/audit` (a table,
@@ -50,40 +95,7 @@ export async function runAuditCommand(
       : undefined;
   const stores = await openStores(loadConfig(env), { unreachableRedis: 'fail', logger: createLogger('silent') });
   try {
-    if (action === 'verify') {
-      const check = verifyChain(await stores.audit.all(), await stores.audit.head());
-      if (!check.ok) {
-        io.err(`Audit log broken: ${check.problem!.reason}. Records before ${check.problem!.seq} are intact.\n`);
-        return 1;
-      }
-      io.out(
-        `Audit log intact: ${check.records} record${check.records === 1 ? '' : 's'}, every hash in the chain checked.\n`,
-      );
-      return 0;
-    }
-    const records = await stores.audit.page((record) => auditMatches(record, query!), query!.limit, query!.before);
-    if (json) {
-      for (const record of records) io.out(`${JSON.stringify(record)}\n`);
-      return 0;
-    }
-    if (records.length === 0) {
-      io.out('No audit records match.\n');
-      return 0;
-    }
-    const rows = records.map((record) => ({
-      seq: record.seq,
-      time: record.time,
-      actor: record.actor ? `${record.actor.kind}:${record.actor.name ?? record.actor.id}` : '-',
-      roles: record.actor?.roles.join(' ') || '-',
-      via: record.via,
-      address: record.address ?? '-',
-      action: record.action,
-      outcome: record.outcome,
-      target: `${record.target.type}:${record.target.id ?? '-'}`,
-      team: record.target.team ?? '-',
-    }));
-    io.out(textTable(rows, ['seq', 'time', 'actor', 'roles', 'via', 'address', 'action', 'outcome', 'target', 'team']));
-    return 0;
+    return query ? await listAudit(stores.audit, query, Boolean(json), io) : await verifyAudit(stores.audit, io);
   } finally {
     await stores.close();
   }
