@@ -35,19 +35,7 @@ export function recordJoiner<C extends { readonly id: string }, R, A>(
   logger: Logger,
 ): RecordJoiner<C, A> {
   const { noun } = kind;
-  const cache =
-    store &&
-    new TrustedCache((name) => store.get(name), {
-      trustMs,
-      maxEntries: 10_000,
-      revision: () => store.revision,
-      rememberMisses: true,
-      onStale: (name, error) =>
-        logger.warn(
-          { [noun]: name, reason: (error as Error).message },
-          `${noun} store unavailable: using the ${noun} limits last read`,
-        ),
-    });
+  const cache = store && trustedRecords(store, noun, trustMs, logger);
   const joined = new WeakMap<C, { readonly record: R; readonly caller: C }>();
   const warned = new Set<string>();
   const join = (caller: C, about: A, found: R | undefined): C => {
@@ -85,4 +73,24 @@ export function recordJoiner<C extends { readonly id: string }, R, A>(
       (error: unknown) => unavailable(error),
     );
   };
+}
+
+/** The store read through a {@link TrustedCache}: misses remembered, the last record read used while it fails. */
+function trustedRecords<R>(
+  store: NamedRecordSource<R>,
+  noun: string,
+  trustMs: number,
+  logger: Logger,
+): TrustedCache<R> {
+  return new TrustedCache((name) => store.get(name), {
+    trustMs,
+    maxEntries: 10_000,
+    revision: () => store.revision,
+    rememberMisses: true,
+    onStale: (name, error) =>
+      logger.warn(
+        { [noun]: name, reason: (error as Error).message },
+        `${noun} store unavailable: using the ${noun} limits last read`,
+      ),
+  });
 }

@@ -10,7 +10,7 @@ import {
 } from '../../core/gateway-errors.ts';
 import { ADAPTER_SHAPES } from '../../plugins/adapter-hooks.ts';
 import type { SseEvent, TokenUsage } from '../../plugins/plugin-contract.ts';
-import { isPluginFault, upstreamJson } from '../../plugins/plugin-fault.ts';
+import { isPluginFault, upstreamJson, type PluginFault } from '../../plugins/plugin-fault.ts';
 import type { AdaptedCall } from '../adapters/adapted-call.ts';
 import { MappedStream } from '../adapters/mapped-stream.ts';
 import { adaptedErrorAnswer, ROUTE_SHAPES } from '../adapters/route-shapes.ts';
@@ -43,6 +43,13 @@ interface Relaying {
   readonly call: AdaptedCall;
 }
 
+/** A vendor's stream being relayed: its answer, and the endpoint (of its pool) that sent it. */
+interface Streaming extends Relaying {
+  readonly answer: StreamAnswer;
+  readonly endpoint: PooledEndpoint;
+  readonly pool: EndpointPool;
+}
+
 const JSON_TYPE = 'application/json';
 const SSE_TYPE = 'text/event-stream';
 
@@ -56,11 +63,12 @@ const SSE_TYPE = 'text/event-stream';
 export function relayAdapted(parts: AdaptedRelayParts): Stage {
   return async function relayAdapted(exchange) {
     const attempted = exchange.answer!;
-    const relaying: Relaying = { parts, exchange, call: exchange.call as AdaptedCall };
-    if (attempted.kind === 'upstream-error') return relayError(relaying, attempted.answer);
+    const call = exchange.call as AdaptedCall;
+    if (attempted.kind === 'upstream-error') return relayError({ parts, exchange, call }, attempted.answer);
     const { answer, endpoint, pool } = attempted;
-    if (answer.kind === 'stream') return relayStream(relaying, answer, endpoint, pool);
+    if (answer.kind === 'stream') return relayStream({ parts, exchange, call, answer, endpoint, pool });
     if (answer.kind === 'auth-rejected') throw exchange.fail(upstreamAuthRejected(answer.provider, answer.status));
+    const relaying: Relaying = { parts, exchange, call };
     return answer.status >= 200 && answer.status < 300 ? relayJson(relaying, answer) : relayError(relaying, answer);
   };
 }
@@ -141,16 +149,13 @@ async function relayError(relaying: Relaying, answer: JsonAnswer): Promise<void>
  * event, the route's own closing ones), which the stream fixups, the response guardrails, the estimate's
  * text, the trace's facts and the cache see. As on any route: no failover past this point, a cut or a
  * stall ends the stream in band, a plugin's fault answers 502 before the first byte and in band after.
+ * The client's side is set up here (its status line, the text it is shown, the trace's facts, the cache's
+ * type); the vendor's side, and the end, in {@link relayVendorEvents}.
  */
-async function relayStream(
-  relaying: Relaying,
-  answer: StreamAnswer,
-  endpoint: PooledEndpoint,
-  pool: EndpointPool,
-): Promise<void> {
-  const { parts, exchange, call } = relaying;
+function relayStream(streaming: Streaming): Promise<void> {
+  const { parts, exchange, answer } = streaming;
   const { res, capture } = exchange;
-  const { format, extractor } = call;
+  const { format } = streaming.call;
   const rules = WIRE_FORMATS[format];
   const status = answer.status;
   const headers = { ...relayedHeaders(answer.headers, answer.apiKey), 'content-type': SSE_TYPE };
@@ -161,7 +166,6 @@ async function relayStream(
     res.writeHead(status, { ...headers, ...STREAM_HEADERS });
   };
   if (EVENTS.streamOpened.active) EVENTS.streamOpened.publish(exchange);
-  let usage: TokenUsage | undefined;
   const facts = exchange.watch.answer ? (exchange.facts = {}) : undefined;
   // The text the client gets: the estimate's (mapped events) unless guardrails may change it.
   const guarded = exchange.watch.content && exchange.guardrails?.selection.response;
@@ -169,23 +173,38 @@ async function relayStream(
   if (exchange.watch.content) {
     exchange.outputText = () => redactCredentialText((shown ?? streamed).value().text, answer.apiKey);
   }
-  const redactor = new StreamRedactor(answer.apiKey);
   if (capture) capture.contentType = SSE_TYPE;
-  const { maxSseEventBytes } = parts.bounds;
-  // The usage tap: each event as the vendor sent it, read by the adapter's usage reader (what the vendor billed).
-  const tap = (event: SseEvent) => {
-    usage = extractor.fromStreamEvent(usage, event);
-    exchange.streamEvents += 1;
-  };
   // What the client is sent, in the route's shape: text for an estimate, the trace's facts, an error spoils the cache.
   const seen = (event: SseEvent) => {
     streamed.add(event.data);
     if (facts) rules.genAi.fromStreamEvent(event, facts);
     if (capture && rules.isErrorEvent(event)) capture.spoiled = true;
   };
-  const inBand = async (error: GatewayError, outcome: UsageOutcome) => {
-    const read = await endForClient(res, rules.inBandError(error), parts.clientWriteTimeoutMs);
-    exchange.endAsRead(read, status, usage, true, outcome);
+  return relayVendorEvents(streaming, head, seen, shown);
+}
+
+/**
+ * The vendor's side of a stream's relay: the usage tap on each vendor event, the mapping (closed with the
+ * route's own events, which carry the usage read), the response guardrails, the credential's redaction;
+ * then the exchange ends as the relay did.
+ */
+async function relayVendorEvents(
+  streaming: Streaming,
+  head: () => void,
+  seen: (event: SseEvent) => void,
+  shown: StreamedText | undefined,
+): Promise<void> {
+  const { parts, exchange, call, answer } = streaming;
+  const { res, capture } = exchange;
+  const { format, extractor } = call;
+  const { maxSseEventBytes } = parts.bounds;
+  const status = answer.status;
+  let usage: TokenUsage | undefined;
+  const redactor = new StreamRedactor(answer.apiKey);
+  // The usage tap: each event as the vendor sent it, read by the adapter's usage reader (what the vendor billed).
+  const tap = (event: SseEvent) => {
+    usage = extractor.fromStreamEvent(usage, event);
+    exchange.streamEvents += 1;
   };
   try {
     const fixups = new FixupChain(call.registry.streamFixups(call.route, call.model.canonicalId));
@@ -207,36 +226,80 @@ async function relayStream(
     if (outcome.clientStalled) return exchange.end(status, usage, true, 'client_stalled');
     if (outcome.clientClosed) return exchange.end(499, usage, true);
     if (outcome.eventTooLarge) {
-      return await inBand(streamEventTooLarge(endpoint.endpoint.provider, maxSseEventBytes), 'upstream_cut');
+      const tooLarge = streamEventTooLarge(streaming.endpoint.endpoint.provider, maxSseEventBytes);
+      return await endInBand(streaming, status, usage, tooLarge, 'upstream_cut');
     }
     const read = await endForClient(res, undefined, parts.clientWriteTimeoutMs);
     exchange.endAsRead(read, status, usage, true, mapped.complete ? 'complete' : 'upstream_cut');
   } catch (error) {
-    if (isPluginFault(error)) {
-      // A hook failed in the stream (the mapping, its state or terminal test, the usage reader, a fixup): a
-      // 502 before the status went out, else the in-band error naming the plugin; the usage read before it is kept.
-      const told = faultOf(exchange, error, call.model.canonicalId);
-      if (exchange.client!.gone) return exchange.end(499, usage, true);
-      if (!res.headersSent) {
-        // Failed before the relay read the vendor's body (its state could not be made): drop it.
-        answer.body.abort();
-        throw exchange.fail(told, true, usage, 'plugin_error');
-      }
-      return await inBand(told, 'plugin_error');
-    }
-    if (exchange.client!.gone) return exchange.end(499, usage, true);
-    // A guardrail ended the stream: every event released before it, then the refusal, usage so far kept.
-    if (isGuardrailStreamBlock(error)) return await inBand(error.refusal, 'guardrail_blocked');
-    // The stream broke after its status went out (or before, then it goes out now): the endpoint is blamed.
-    if (!res.headersSent) head();
-    pool.failed(endpoint);
-    const stalled = isStall(error);
-    const idle = parts.bounds.idleTimeoutMs;
-    const reason = stalled ? `the stream stalled (no data for ${idle} ms)` : 'the stream broke off';
-    await inBand(upstreamFailure(endpoint.endpoint.provider, reason, error), stalled ? 'stalled' : 'upstream_cut');
+    return await streamFailed(streaming, head, error, usage);
   } finally {
     if (EVENTS.streamClosed.active) EVENTS.streamClosed.publish(exchange);
   }
+}
+
+/**
+ * A stream whose relay failed: a plugin's hook (the mapping, its state or terminal test, the usage reader,
+ * a fixup), a guardrail's block, or the vendor's stream breaking off or stalling. The usage read before
+ * it is kept.
+ */
+function streamFailed(
+  streaming: Streaming,
+  head: () => void,
+  error: unknown,
+  usage: TokenUsage | undefined,
+): Promise<void> | void {
+  const { exchange, answer, endpoint } = streaming;
+  if (isPluginFault(error)) return pluginFaultInStream(streaming, error, usage);
+  if (exchange.client!.gone) return exchange.end(499, usage, true);
+  // A guardrail ended the stream: every event released before it, then the refusal, usage so far kept.
+  if (isGuardrailStreamBlock(error)) {
+    return endInBand(streaming, answer.status, usage, error.refusal, 'guardrail_blocked');
+  }
+  // The stream broke after its status went out (or before, then it goes out now): the endpoint is blamed.
+  if (!exchange.res.headersSent) head();
+  streaming.pool.failed(endpoint);
+  const stalled = isStall(error);
+  const idle = streaming.parts.bounds.idleTimeoutMs;
+  const reason = stalled ? `the stream stalled (no data for ${idle} ms)` : 'the stream broke off';
+  const broke = upstreamFailure(endpoint.endpoint.provider, reason, error);
+  return endInBand(streaming, answer.status, usage, broke, stalled ? 'stalled' : 'upstream_cut');
+}
+
+/**
+ * A plugin's hook failed in the stream: a 502 before the status went out, else the in-band error naming
+ * the plugin.
+ */
+function pluginFaultInStream(
+  streaming: Streaming,
+  error: PluginFault,
+  usage: TokenUsage | undefined,
+): Promise<void> | void {
+  const { exchange, answer } = streaming;
+  const told = faultOf(exchange, error, streaming.call.model.canonicalId);
+  if (exchange.client!.gone) return exchange.end(499, usage, true);
+  if (!exchange.res.headersSent) {
+    // Failed before the relay read the vendor's body (its state could not be made): drop it.
+    answer.body.abort();
+    throw exchange.fail(told, true, usage, 'plugin_error');
+  }
+  return endInBand(streaming, answer.status, usage, told, 'plugin_error');
+}
+
+/** Ends a stream whose status went out with an error in the route's format, the usage read so far kept. */
+async function endInBand(
+  { parts, exchange, call }: Relaying,
+  status: number,
+  usage: TokenUsage | undefined,
+  error: GatewayError,
+  outcome: UsageOutcome,
+): Promise<void> {
+  const read = await endForClient(
+    exchange.res,
+    WIRE_FORMATS[call.format].inBandError(error),
+    parts.clientWriteTimeoutMs,
+  );
+  exchange.endAsRead(read, status, usage, true, outcome);
 }
 
 function isStall(error: unknown): boolean {

@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { type AttemptSignal, UpstreamTransportError, type UpstreamClient } from '../upstream/upstream-client.ts';
+import {
+  type AttemptSignal,
+  UpstreamTransportError,
+  type UpstreamClient,
+  type UpstreamResponse,
+} from '../upstream/upstream-client.ts';
 import {
   upstreamAuthRejected,
   upstreamFailure,
@@ -43,9 +48,6 @@ export async function attemptChat(
   const times = exchange.upstream;
   times.attemptAt = attemptAt;
   const started = side?.(member, call.upstreamModel, exchange.model!.canonicalId);
-  const failed = (reason: string, status?: number) => {
-    if (EVENTS.attemptError.active) EVENTS.attemptError.publish({ exchange, reason, status });
-  };
   try {
     const traceparent = started?.traceparent;
     const response = await upstream.open({
@@ -60,36 +62,65 @@ export async function attemptChat(
     if (EVENTS.attemptHeaders.active) EVENTS.attemptHeaders.publish({ exchange, status: response.status });
     times.status = response.status;
     const bytes = await response.whole(bodyLimitBytes);
-    const status = response.status;
-    if (status >= 200 && status < 300) return { kind: 'answer', answer: { body: bytes } };
-    if (status === 401 || status === 403)
-      return { kind: 'answer', answer: { failure: upstreamAuthRejected(provider, status) } };
-    const failure = upstreamFailure(
-      provider,
-      `upstream answered ${status}${upstreamMessage(bytes, member.endpoint.apiKey)}`,
-    );
-    if (isRetryableStatus(status)) {
-      failed(`answered ${status}`, status);
-      return { kind: 'retry', failure, status, waitMs: retryAfterMs(response.headers) };
-    }
-    return { kind: 'answer', answer: { failure } };
+    return answered(exchange, provider, member, response, bytes);
   } catch (error) {
-    // The client's leaving also pulls the signal: the failover layer tells the two apart.
-    // The upstream had the request (a timeout, or an answer that broke off): it may have worked on it.
-    let result: AttemptResult<ChatAnswer, GatewayError>;
-    if (signal.aborted)
-      result = { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound, reached: true };
-    else if (error instanceof UpstreamTransportError) {
-      result = error.timedOut
-        ? { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound, reached: true }
-        : { kind: 'retry', failure: upstreamFailure(provider, error.reason, error) };
-    } else result = { kind: 'retry', failure: upstreamFailure(provider, 'the answer broke off', error), reached: true };
-    failed(result.kind === 'retry' && isGatewayErrorLike(result.failure) ? result.failure.detail : 'failed');
-    return result;
+    return unanswered(exchange, provider, signal, callerBound, error);
   } finally {
     times.spentMs = (times.spentMs ?? 0) + performance.now() - attemptAt;
     clearTimeout(timer);
   }
+}
+
+/** What the endpoint's whole answer comes to: the 2xx body, a final failure, or a failure worth a retry. */
+function answered(
+  exchange: Exchange,
+  provider: ChatCall['provider'],
+  member: PooledEndpoint,
+  response: UpstreamResponse,
+  bytes: Buffer,
+): AttemptResult<ChatAnswer, GatewayError> {
+  const status = response.status;
+  if (status >= 200 && status < 300) return { kind: 'answer', answer: { body: bytes } };
+  if (status === 401 || status === 403)
+    return { kind: 'answer', answer: { failure: upstreamAuthRejected(provider, status) } };
+  const failure = upstreamFailure(
+    provider,
+    `upstream answered ${status}${upstreamMessage(bytes, member.endpoint.apiKey)}`,
+  );
+  if (isRetryableStatus(status)) {
+    attemptFailed(exchange, `answered ${status}`, status);
+    return { kind: 'retry', failure, status, waitMs: retryAfterMs(response.headers) };
+  }
+  return { kind: 'answer', answer: { failure } };
+}
+
+/** An attempt that got no whole answer: always worth a retry, and told as an attempt error. */
+function unanswered(
+  exchange: Exchange,
+  provider: ChatCall['provider'],
+  signal: AttemptSignal,
+  callerBound: boolean,
+  error: unknown,
+): AttemptResult<ChatAnswer, GatewayError> {
+  // The client's leaving also pulls the signal: the failover layer tells the two apart.
+  // The upstream had the request (a timeout, or an answer that broke off): it may have worked on it.
+  let result: AttemptResult<ChatAnswer, GatewayError>;
+  if (signal.aborted) result = { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound, reached: true };
+  else if (error instanceof UpstreamTransportError) {
+    result = error.timedOut
+      ? { kind: 'retry', failure: upstreamTimeout(provider, error), callerBound, reached: true }
+      : { kind: 'retry', failure: upstreamFailure(provider, error.reason, error) };
+  } else result = { kind: 'retry', failure: upstreamFailure(provider, 'the answer broke off', error), reached: true };
+  attemptFailed(
+    exchange,
+    result.kind === 'retry' && isGatewayErrorLike(result.failure) ? result.failure.detail : 'failed',
+  );
+  return result;
+}
+
+/** Tells the diagnostics subscribers, when there are any, why the attempt failed. */
+function attemptFailed(exchange: Exchange, reason: string, status?: number): void {
+  if (EVENTS.attemptError.active) EVENTS.attemptError.publish({ exchange, reason, status });
 }
 
 const isGatewayErrorLike = (failure: unknown): failure is { detail: string } =>

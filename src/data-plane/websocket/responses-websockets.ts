@@ -34,7 +34,7 @@ import {
 import type { KeyAuthenticator } from '../pipeline/authenticate.ts';
 import type { DataPlane } from '../data-plane.ts';
 import { replayWithoutUpgrade } from '../http/upgrade-replay.ts';
-import { ResponsesSocket } from './responses-socket.ts';
+import { ResponsesSocket, type SocketParts } from './responses-socket.ts';
 
 export interface ResponsesWebSocketOptions {
   /** The gateway whose events the sockets' are. */
@@ -102,65 +102,13 @@ export function serveResponsesWebSockets(options: ResponsesWebSocketOptions): Re
   const { source, dataPlane, authenticate, perKey, logger } = options;
   const addressOf = options.addressOf ?? clientAddressResolver([]);
   const parts = { dataPlane, route: SOCKET_ROUTE, idleTimeoutMs: options.idleTimeoutMs, logger };
-  const server = new WebSocketServer({
-    noServer: true,
-    maxPayload: options.bodyLimitBytes,
-    perMessageDeflate: false,
-    clientTracking: false,
-  });
   const onSocketRoute: Answer = { source, family: SOCKET_ROUTE.family, label: SOCKET_ROUTE.metricsLabel };
-  // The 101 carries the request id, as every answer does.
-  server.on('headers', (headers, req) => headers.push(`X-Request-Id: ${req.headers[REQUEST_ID_HEADER] as string}`));
-  // A handshake header ws cannot read (subprotocols): answered in JSON here instead of ws's text.
-  server.on('wsClientError', (error, socket, req) => {
-    refuse(req, socket, badRequest(`Invalid WebSocket handshake: ${error.message}`), onSocketRoute);
-  });
-  const sockets = new Set<ResponsesSocket>();
-  const byKey = new Map<string, number>();
-  let draining = false;
-  let heartbeat: NodeJS.Timeout | undefined;
-
-  const opened = (ws: WebSocket, req: IncomingMessage, caller: CallerKey | undefined) => {
-    const keyId = caller?.id;
-    if (keyId !== undefined) byKey.set(keyId, (byKey.get(keyId) ?? 0) + 1);
-    const requestId = req.headers[REQUEST_ID_HEADER] as string;
-    const view: WebSocketView = { source, requestId, route: SOCKET_ROUTE.id, keyId, openedAt: performance.now() };
-    const socket = new ResponsesSocket(ws, req, view, parts, () => {
-      sockets.delete(socket);
-      if (keyId !== undefined) {
-        const left = byKey.get(keyId)! - 1;
-        if (left > 0) byKey.set(keyId, left);
-        else byKey.delete(keyId);
-      }
-      if (sockets.size === 0) {
-        clearInterval(heartbeat);
-        heartbeat = undefined;
-      }
-    });
-    sockets.add(socket);
-    heartbeat ??= setInterval(ping, options.pingIntervalMs ?? PING_INTERVAL_MS).unref();
-    if (EVENTS.webSocketOpen.active) EVENTS.webSocketOpen.publish(view);
-  };
-
-  // A socket that has not answered the last ping (nor sent anything since) is gone: its connection ends.
-  const ping = () => {
-    for (const socket of sockets) {
-      if (!socket.alive) {
-        socket.ws.terminate();
-        continue;
-      }
-      socket.alive = false;
-      socket.ws.ping();
-    }
-  };
+  const server = webSocketServer(options.bodyLimitBytes, onSocketRoute);
+  const sockets = new OpenSockets(source, parts, options.pingIntervalMs ?? PING_INTERVAL_MS);
 
   const accept = async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (req.method !== 'GET') {
-      return refuse(req, socket, methodNotAllowed(req.method ?? '', SOCKET_ROUTE.path, ['GET']), onSocketRoute);
-    }
-    const handshake = handshakeProblem(req);
-    if (handshake) return refuse(req, socket, handshake, onSocketRoute);
-    if (draining) return refuse(req, socket, serviceUnavailable(SHUTTING_DOWN), onSocketRoute);
+    const refused = refusedBeforeKey(req, sockets.draining);
+    if (refused) return refuse(req, socket, refused, onSocketRoute);
     let caller: CallerKey | undefined;
     try {
       const checked = authenticate?.check(req.headers, KEY_HEADERS, () => clientAddress(req));
@@ -168,14 +116,12 @@ export function serveResponsesWebSockets(options: ResponsesWebSocketOptions): Re
     } catch (error) {
       return refuse(req, socket, isGatewayError(error) ? error : internalError(error), onSocketRoute);
     }
-    if (caller && perKey !== undefined && (byKey.get(caller.id) ?? 0) >= perKey) {
-      const detail = `This API key has ${perKey} WebSockets open, the most it may; close one or retry shortly`;
-      const error = rateLimited(detail, { 'Retry-After': '1' }, { kind: 'websockets', scope: 'key' });
-      return refuse(req, socket, error, onSocketRoute);
+    if (caller && perKey !== undefined && sockets.heldBy(caller.id) >= perKey) {
+      return refuse(req, socket, tooManySockets(perKey), onSocketRoute);
     }
     // The client may have left while its key was looked up.
     if (socket.destroyed) return;
-    server.handleUpgrade(req, socket, head, (ws) => opened(ws, req, caller));
+    server.handleUpgrade(req, socket, head, (ws) => sockets.open(ws, req, caller));
   };
 
   const upgrade: UpgradeListener = (req, socket, head, serveAsHttp) => {
@@ -187,11 +133,8 @@ export function serveResponsesWebSockets(options: ResponsesWebSocketOptions): Re
     stampClientAddress(req, addressOf);
     const pathname = pathnameOf(req.url ?? '') ?? '';
     const route = modelRouteAt(pathname);
-    if (route?.id !== SOCKET_ROUTE.id || !dataPlane.serves(route)) {
-      const elsewhere: Answer = { source, family: errorFamilyOf(pathname), label: route?.metricsLabel ?? 'unmatched' };
-      const error = webSocketNotServed(pathname, SOCKET_ROUTES);
-      return refuse(req, socket, error, { ...elsewhere, extra: { websocket_routes: SOCKET_ROUTES } });
-    }
+    if (route?.id !== SOCKET_ROUTE.id || !dataPlane.serves(route))
+      return refuseElsewhere(req, socket, pathname, route, source);
     accept(req, socket, head).catch((error: unknown) => {
       logger.error({ err: error }, 'websocket upgrade failed');
       socket.destroy();
@@ -201,14 +144,126 @@ export function serveResponsesWebSockets(options: ResponsesWebSocketOptions): Re
   return {
     upgrade,
     open: () => sockets.size,
-    drain() {
-      draining = true;
-      for (const socket of sockets) socket.drain();
-    },
-    terminate() {
-      for (const socket of sockets) socket.ws.terminate();
-    },
+    drain: () => sockets.drain(),
+    terminate: () => sockets.terminate(),
   };
+}
+
+/** The `ws` server upgrades are handed to: its 101 carries the request id, a handshake it cannot read is refused. */
+function webSocketServer(maxPayload: number, onSocketRoute: Answer): WebSocketServer {
+  const server = new WebSocketServer({ noServer: true, maxPayload, perMessageDeflate: false, clientTracking: false });
+  // The 101 carries the request id, as every answer does.
+  server.on('headers', (headers, req) => headers.push(`X-Request-Id: ${req.headers[REQUEST_ID_HEADER] as string}`));
+  // A handshake header ws cannot read (subprotocols): answered in JSON here instead of ws's text.
+  server.on('wsClientError', (error, socket, req) => {
+    refuse(req, socket, badRequest(`Invalid WebSocket handshake: ${error.message}`), onSocketRoute);
+  });
+  return server;
+}
+
+/**
+ * The sockets open on one listener: counted per API key, all pinged while any is open (one that has not
+ * answered the last ping is ended), drained at shutdown.
+ */
+class OpenSockets {
+  private readonly sockets = new Set<ResponsesSocket>();
+  private readonly byKey = new Map<string, number>();
+  private heartbeat: NodeJS.Timeout | undefined;
+  /** New sockets are refused: the gateway is shutting down. */
+  draining = false;
+
+  constructor(
+    private readonly source: object,
+    private readonly parts: SocketParts,
+    private readonly pingIntervalMs: number,
+  ) {}
+
+  get size(): number {
+    return this.sockets.size;
+  }
+
+  /** Sockets the API key holds open now. */
+  heldBy(keyId: string): number {
+    return this.byKey.get(keyId) ?? 0;
+  }
+
+  /** Serves the responses of an accepted upgrade's socket, counted against its caller's key. */
+  open(ws: WebSocket, req: IncomingMessage, caller: CallerKey | undefined): void {
+    const keyId = caller?.id;
+    if (keyId !== undefined) this.byKey.set(keyId, this.heldBy(keyId) + 1);
+    const requestId = req.headers[REQUEST_ID_HEADER] as string;
+    const view: WebSocketView = {
+      source: this.source,
+      requestId,
+      route: SOCKET_ROUTE.id,
+      keyId,
+      openedAt: performance.now(),
+    };
+    const socket = new ResponsesSocket(ws, req, view, this.parts, () => this.closed(socket, keyId));
+    this.sockets.add(socket);
+    this.heartbeat ??= setInterval(pingAll, this.pingIntervalMs, this.sockets).unref();
+    if (EVENTS.webSocketOpen.active) EVENTS.webSocketOpen.publish(view);
+  }
+
+  /** Closes each socket at once if idle, else once its response ended; new ones are refused from now on. */
+  drain(): void {
+    this.draining = true;
+    for (const socket of this.sockets) socket.drain();
+  }
+
+  terminate(): void {
+    for (const socket of this.sockets) socket.ws.terminate();
+  }
+
+  private closed(socket: ResponsesSocket, keyId: string | undefined): void {
+    this.sockets.delete(socket);
+    if (keyId !== undefined) {
+      const left = this.byKey.get(keyId)! - 1;
+      if (left > 0) this.byKey.set(keyId, left);
+      else this.byKey.delete(keyId);
+    }
+    if (this.sockets.size === 0) {
+      clearInterval(this.heartbeat);
+      this.heartbeat = undefined;
+    }
+  }
+}
+
+/** A socket that has not answered the last ping (nor sent anything since) is gone: its connection ends. */
+function pingAll(sockets: ReadonlySet<ResponsesSocket>): void {
+  for (const socket of sockets) {
+    if (!socket.alive) {
+      socket.ws.terminate();
+      continue;
+    }
+    socket.alive = false;
+    socket.ws.ping();
+  }
+}
+
+/** What refuses an upgrade before its key is read: its method, its handshake, or the gateway shutting down. */
+function refusedBeforeKey(req: IncomingMessage, draining: boolean): GatewayError | undefined {
+  if (req.method !== 'GET') return methodNotAllowed(req.method ?? '', SOCKET_ROUTE.path, ['GET']);
+  return handshakeProblem(req) ?? (draining ? serviceUnavailable(SHUTTING_DOWN) : undefined);
+}
+
+/** The 429 of an API key that holds as many sockets open as it may. */
+function tooManySockets(perKey: number): GatewayError {
+  const detail = `This API key has ${perKey} WebSockets open, the most it may; close one or retry shortly`;
+  return rateLimited(detail, { 'Retry-After': '1' }, { kind: 'websockets', scope: 'key' });
+}
+
+/** A WebSocket upgrade on a route that takes none (or not here): 426, naming the routes that do. */
+function refuseElsewhere(
+  req: IncomingMessage,
+  socket: Duplex,
+  pathname: string,
+  route: ModelRoute | undefined,
+  source: object,
+): void {
+  const label = route?.metricsLabel ?? 'unmatched';
+  const answer: Answer = { source, family: errorFamilyOf(pathname), label, extra: { websocket_routes: SOCKET_ROUTES } };
+  refuse(req, socket, webSocketNotServed(pathname, SOCKET_ROUTES), answer);
 }
 
 /** How a refused upgrade is answered and told: its gateway, its route's error envelope and label, more fields. */
