@@ -1,7 +1,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Meter } from '../../core/limits.ts';
 
-/** The requests limits refused, by reason and by limit (`gateway_limit_used_ratio` reads {@link LimitUses}). */
+/** The 429s by reason and the refusals by kind and scope (`gateway_limit_used_ratio` reads {@link LimitUses}). */
 export interface LimitMetrics {
   readonly rateLimited: Counter<'reason'>;
   readonly refusals: Counter<'kind' | 'scope'>;
@@ -41,6 +41,7 @@ export function defineLimitMetrics(registers: Registry[], uses: LimitUses): Limi
   return { rateLimited, refusals };
 }
 
+/** The highest use of the budgets and quotas whose window is still open, by scope, period and kind. */
 function defineLimitUsedRatio(registers: Registry[], uses: LimitUses): void {
   new Gauge({
     name: 'gateway_limit_used_ratio',
