@@ -30,24 +30,47 @@ export interface ConnectionCaps {
  * of each burst (per address for the per-address cap).
  */
 export function capConnections(server: Server, caps: ConnectionCaps, logger: Logger): { readonly open: () => number } {
-  const { max, maxPerAddress, uncapped = () => false, lingerBytes = 20 * 1024 * 1024, onRefused } = caps;
-  const overall = rawErrorResponse(
-    serviceUnavailable('The gateway has too many open connections; please retry shortly'),
-  );
-  const ofAddress = rawErrorResponse(
-    rateLimited(`This address has too many open connections (at most ${maxPerAddress}); please retry shortly`, {
-      'Retry-After': '1',
-    }),
-  );
-  // Refusals come when descriptors are scarce: beyond this many lingering at once, a refusal is closed
-  // as soon as it is written.
-  const lingeringAtMost = Math.max(8, Math.floor(max / 8));
-  let open = 0;
-  let refusing = false;
-  let lingering = 0;
-  const byAddress = new Map<string, { open: number; refusing: boolean }>();
+  const answers = refusalAnswers(caps.maxPerAddress);
+  const refuse = lingeringRefusals(caps.max, caps.lingerBytes ?? 20 * 1024 * 1024);
+  const counts = new ConnectionCounts(caps, logger);
+  // The HTTP layer's own listener sits behind the caps: a refused socket is never parsed.
+  const behind = server.listeners('connection') as ((socket: Socket) => void)[];
+  server.removeAllListeners('connection');
+  server.on('connection', (socket: Socket) => {
+    const refusal = counts.admit(socket);
+    if (refusal === undefined) {
+      for (const listener of behind) listener.call(server, socket);
+      return;
+    }
+    caps.onRefused?.(refusal);
+    refuse(socket, answers[refusal]);
+  });
+  return { open: () => counts.open };
+}
 
-  const refuse = (socket: Socket, answer: string) => {
+/** The raw HTTP answer of each refusal: a JSON 503 over `max`, a 429 over an address's share. */
+function refusalAnswers(maxPerAddress: number): Record<ConnectionRefusal, string> {
+  return {
+    max_connections: rawErrorResponse(
+      serviceUnavailable('The gateway has too many open connections; please retry shortly'),
+    ),
+    connections_per_address: rawErrorResponse(
+      rateLimited(`This address has too many open connections (at most ${maxPerAddress}); please retry shortly`, {
+        'Retry-After': '1',
+      }),
+    ),
+  };
+}
+
+/**
+ * Writes a refusal and lets the client's request drain for a while before closing. Refusals come when
+ * descriptors are scarce: beyond `max / 8` (8 at least) lingering at once, a refusal is closed as soon as
+ * it is written.
+ */
+function lingeringRefusals(max: number, lingerBytes: number): (socket: Socket, answer: string) => void {
+  const lingeringAtMost = Math.max(8, Math.floor(max / 8));
+  let lingering = 0;
+  return (socket, answer) => {
     if (lingering >= lingeringAtMost) {
       socket.on('error', () => {});
       socket.end(answer);
@@ -58,52 +81,65 @@ export function capConnections(server: Server, caps: ConnectionCaps, logger: Log
     socket.once('close', () => (lingering -= 1));
     answerAndLinger(socket, answer, { maxBytes: lingerBytes, maxMs: REFUSAL_LINGER_MS });
   };
+}
 
-  const admit = (socket: Socket): boolean => {
-    if (open >= max) {
-      if (!refusing) {
-        refusing = true;
-        logger.warn({ max_connections: max }, 'connection cap reached: refusing new connections with 503');
-      }
-      onRefused?.('max_connections');
-      refuse(socket, overall);
-      return false;
-    }
+/** One address's open connections, and whether its cap is refusing (its burst's first refusal is logged). */
+interface AddressConnections {
+  open: number;
+  refusing: boolean;
+}
+
+/** The open connections in all and per address, counted from their admission until they close. */
+class ConnectionCounts {
+  open = 0;
+  /** Whether `max` is refusing: only a burst's first refusal is logged. */
+  private refusing = false;
+  private readonly byAddress = new Map<string, AddressConnections>();
+
+  constructor(
+    private readonly caps: ConnectionCaps,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Counts a connection in until it closes; or says which cap refuses it. */
+  admit(socket: Socket): ConnectionRefusal | undefined {
+    if (this.open >= this.caps.max) return this.refuseOverall();
     const peer = socket.remoteAddress ?? 'unknown';
-    const key = uncapped(peer) ? undefined : addressKey(peer);
-    let entry = key === undefined ? undefined : byAddress.get(key);
-    if (entry && entry.open >= maxPerAddress) {
-      if (!entry.refusing) {
-        entry.refusing = true;
-        logger.warn(
-          { address: key, max_connections_per_address: maxPerAddress },
-          'per-address connection cap reached: refusing this address new connections with 429',
-        );
-      }
-      onRefused?.('connections_per_address');
-      refuse(socket, ofAddress);
-      return false;
-    }
-    if (key !== undefined && entry === undefined) byAddress.set(key, (entry = { open: 0, refusing: false }));
-    open += 1;
+    const key = this.caps.uncapped?.(peer) ? undefined : addressKey(peer);
+    let entry = key === undefined ? undefined : this.byAddress.get(key);
+    if (entry && entry.open >= this.caps.maxPerAddress) return this.refuseAddress(key!, entry);
+    if (key !== undefined && entry === undefined) this.byAddress.set(key, (entry = { open: 0, refusing: false }));
+    this.open += 1;
     if (entry) entry.open += 1;
-    socket.once('close', () => {
-      open -= 1;
-      if (refusing && open < max) refusing = false;
-      if (entry === undefined) return;
-      entry.open -= 1;
-      if (entry.open === 0) byAddress.delete(key!);
-      else if (entry.refusing && entry.open < maxPerAddress) entry.refusing = false;
-    });
-    return true;
-  };
+    socket.once('close', () => this.closed(key, entry));
+    return undefined;
+  }
 
-  // The HTTP layer's own listener sits behind the caps: a refused socket is never parsed.
-  const behind = server.listeners('connection') as ((socket: Socket) => void)[];
-  server.removeAllListeners('connection');
-  server.on('connection', (socket: Socket) => {
-    if (!admit(socket)) return;
-    for (const listener of behind) listener.call(server, socket);
-  });
-  return { open: () => open };
+  private refuseOverall(): ConnectionRefusal {
+    if (!this.refusing) {
+      this.refusing = true;
+      this.logger.warn({ max_connections: this.caps.max }, 'connection cap reached: refusing new connections with 503');
+    }
+    return 'max_connections';
+  }
+
+  private refuseAddress(key: string, entry: AddressConnections): ConnectionRefusal {
+    if (!entry.refusing) {
+      entry.refusing = true;
+      this.logger.warn(
+        { address: key, max_connections_per_address: this.caps.maxPerAddress },
+        'per-address connection cap reached: refusing this address new connections with 429',
+      );
+    }
+    return 'connections_per_address';
+  }
+
+  private closed(key: string | undefined, entry: AddressConnections | undefined): void {
+    this.open -= 1;
+    if (this.refusing && this.open < this.caps.max) this.refusing = false;
+    if (entry === undefined) return;
+    entry.open -= 1;
+    if (entry.open === 0) this.byAddress.delete(key!);
+    else if (entry.refusing && entry.open < this.caps.maxPerAddress) entry.refusing = false;
+  }
 }

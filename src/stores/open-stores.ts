@@ -107,71 +107,101 @@ export async function openStores(
 ): Promise<OpenStores<undefined, undefined>>;
 export async function openStores(config: StoresConfig, options: OpenStoresOptions): Promise<OpenStores> {
   const logger = options.logger ?? pino({ level: 'silent' });
-  let redis: RedisConnection | undefined;
-  if (config.redis) {
-    redis = createRedisClient(config.redis, logger);
-    const timeoutMs = options.timeoutMs ?? 3000;
-    if (!(await waitUntilReady(redis, timeoutMs))) {
-      if (options.unreachableRedis === 'fail') {
-        redis.disconnect();
-        throw new Error(`Redis is not reachable (waited ${timeoutMs} ms); the keys live there`);
-      }
-      logger.warn('redis: not reachable at start; serving degraded until it is');
+  const redis = config.redis ? await connectRedis(config.redis, options, logger) : undefined;
+  const stores = redis ? storesInRedis(redis, config, logger) : embeddedStores(config.dataDir);
+  const usage = options.usage ? await openUsage(config, redis, logger) : undefined;
+  const ledger = options.limits ? await openLedger(options.limits, config.dataDir, redis, logger) : undefined;
+  const opened = { redis, ...stores, usage, ledger };
+  return { ...opened, close: () => closeAll(opened) };
+}
+
+/** The stores every process opens. */
+type CommonStores = Pick<OpenStores, 'keys' | 'teams' | 'groups' | 'guardrailActions' | 'tokens' | 'audit' | 'alerts'>;
+
+/** Connects to Redis, waiting `timeoutMs` for it; unreachable, it throws or goes on as `unreachableRedis` says. */
+async function connectRedis(
+  settings: NonNullable<StoresConfig['redis']>,
+  options: OpenStoresOptions,
+  logger: Logger,
+): Promise<RedisConnection> {
+  const redis = createRedisClient(settings, logger);
+  const timeoutMs = options.timeoutMs ?? 3000;
+  if (!(await waitUntilReady(redis, timeoutMs))) {
+    if (options.unreachableRedis === 'fail') {
+      redis.disconnect();
+      throw new Error(`Redis is not reachable (waited ${timeoutMs} ms); the keys live there`);
     }
+    logger.warn('redis: not reachable at start; serving degraded until it is');
   }
-  const keys: KeyStore = redis
-    ? new RedisKeyStore(redis, { failMode: config.authFailMode, graceMs: config.authGraceMs })
-    : new FileKeyStore(config.dataDir);
-  const teams: TeamStore = redis ? new RedisTeamStore(redis) : new FileTeamStore(config.dataDir);
-  const groups: GroupStore = redis ? new RedisGroupStore(redis) : new FileGroupStore(config.dataDir);
-  const guardrailActions: GuardrailActionLog = redis
-    ? new RedisGuardrailActionLog(redis, { logger })
-    : new EmbeddedGuardrailActionLog();
-  const tokens: TokenStore = redis ? new RedisTokenStore(redis) : new FileTokenStore(config.dataDir);
-  const audit: AuditStore = redis ? new RedisAuditStore(redis) : new FileAuditStore(config.dataDir);
-  const alerts: AlertLog = redis ? new RedisAlertLog(redis, logger) : new EmbeddedAlertLog();
-  let usage: UsageStore | undefined;
-  if (options.usage) {
-    const inner = redis
-      ? await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger })
-      : await EmbeddedUsageStore.open(config.dataDir, logger);
-    usage = config.apiKeys.length
-      ? new KeyIdAliases(inner, () =>
-          legacyAliases(config.apiKeys, config.keyIdSecret, { redis, dataDir: config.dataDir }),
-        )
-      : inner;
-  }
-  let ledger: LimitLedger | undefined;
-  if (options.limits === 'serve')
-    ledger = redis ? new FallbackLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);
-  else if (options.limits === 'read')
-    ledger = redis ? new RedisLedger(redis, { logger }) : await EmbeddedLedger.open(config.dataDir, logger);
+  return redis;
+}
+
+function storesInRedis(redis: RedisConnection, config: StoresConfig, logger: Logger): CommonStores {
   return {
-    redis,
-    keys,
-    teams,
-    groups,
-    guardrailActions,
-    tokens,
-    audit,
-    alerts,
-    usage,
-    ledger,
-    async close() {
-      await usage?.close();
-      await ledger?.close();
-      await keys.close();
-      await teams.close();
-      await groups.close();
-      await guardrailActions.close();
-      await tokens.close();
-      await audit.close();
-      await alerts.close();
-      // QUIT lets commands already sent finish; a connection still trying has nothing to finish.
-      if (redis?.status === 'ready') await redis.quit().catch(() => redis.disconnect());
-      else redis?.disconnect();
-    },
+    keys: new RedisKeyStore(redis, { failMode: config.authFailMode, graceMs: config.authGraceMs }),
+    teams: new RedisTeamStore(redis),
+    groups: new RedisGroupStore(redis),
+    guardrailActions: new RedisGuardrailActionLog(redis, { logger }),
+    tokens: new RedisTokenStore(redis),
+    audit: new RedisAuditStore(redis),
+    alerts: new RedisAlertLog(redis, logger),
   };
+}
+
+/** The files under the data directory; the guardrail actions and the alert log in process. */
+function embeddedStores(dataDir: string): CommonStores {
+  return {
+    keys: new FileKeyStore(dataDir),
+    teams: new FileTeamStore(dataDir),
+    groups: new FileGroupStore(dataDir),
+    guardrailActions: new EmbeddedGuardrailActionLog(),
+    tokens: new FileTokenStore(dataDir),
+    audit: new FileAuditStore(dataDir),
+    alerts: new EmbeddedAlertLog(),
+  };
+}
+
+/** The usage store; a static key's usage read back also sums what was recorded under its id of the previous scheme. */
+async function openUsage(
+  config: StoresConfig,
+  redis: RedisConnection | undefined,
+  logger: Logger,
+): Promise<UsageStore> {
+  const inner = redis
+    ? await RedisUsageStore.open(redis, { dataDir: config.dataDir, logger })
+    : await EmbeddedUsageStore.open(config.dataDir, logger);
+  if (!config.apiKeys.length) return inner;
+  return new KeyIdAliases(inner, () =>
+    legacyAliases(config.apiKeys, config.keyIdSecret, { redis, dataDir: config.dataDir }),
+  );
+}
+
+/** The limit counters to count on (Redis with its fallback to process memory) or to look at, else the embedded ones. */
+async function openLedger(
+  limits: 'serve' | 'read',
+  dataDir: string,
+  redis: RedisConnection | undefined,
+  logger: Logger,
+): Promise<LimitLedger> {
+  if (!redis) return EmbeddedLedger.open(dataDir, logger);
+  return limits === 'serve' ? new FallbackLedger(redis, { logger }) : new RedisLedger(redis, { logger });
+}
+
+/** Closes every store, then the Redis connection. */
+async function closeAll(stores: Omit<OpenStores, 'close'>): Promise<void> {
+  const { redis } = stores;
+  await stores.usage?.close();
+  await stores.ledger?.close();
+  await stores.keys.close();
+  await stores.teams.close();
+  await stores.groups.close();
+  await stores.guardrailActions.close();
+  await stores.tokens.close();
+  await stores.audit.close();
+  await stores.alerts.close();
+  // QUIT lets commands already sent finish; a connection still trying has nothing to finish.
+  if (redis?.status === 'ready') await redis.quit().catch(() => redis.disconnect());
+  else redis?.disconnect();
 }
 
 /** Each static key's current id → its id under the previous scheme, where this installation had one. */

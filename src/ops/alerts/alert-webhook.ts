@@ -91,69 +91,19 @@ export interface AlertWebhook {
  * 4xx other than 408 and 429), up to the attempts set; each attempt goes to the delivery log.
  */
 export function deliverAlerts(options: AlertWebhookOptions): AlertWebhook {
-  const { settings, logger } = options;
-  const send = options.post ?? post;
-  const now = options.now ?? Date.now;
+  const { logger } = options;
   const stopping = new AbortController();
-  const deliveries = new Set<Promise<void>>();
-
-  // True after `ms`; false at once when the deliverer closes.
-  const wait = (ms: number) =>
-    new Promise<boolean>((resolve) => {
-      const stop = () => {
-        clearTimeout(timer);
-        resolve(false);
-      };
-      const timer = setTimeout(() => {
-        stopping.signal.removeEventListener('abort', stop);
-        resolve(true);
-      }, ms);
-      stopping.signal.addEventListener('abort', stop, { once: true });
-    });
-
-  const deliver = async (alert: LimitAlert) => {
-    const delivery = `dlv_${randomBytes(8).toString('hex')}`;
-    const body = webhookBody(alert);
-    const kept = { delivery, alert: alert.id, owner: alert.owner, team: alert.team };
-    for (let attempt = 1; attempt <= settings.attempts && !stopping.signal.aborted; attempt += 1) {
-      const timestamp = Math.floor(now() / 1000);
-      const headers = {
-        [DELIVERY_HEADER]: delivery,
-        [TIMESTAMP_HEADER]: String(timestamp),
-        [SIGNATURE_HEADER]: signWebhook(settings.secret, timestamp, body),
-      };
-      const timeout = AbortSignal.timeout(settings.timeoutMs);
-      let status: number | null = null;
-      let error: string | null = null;
-      try {
-        status = await send(settings.url, body, headers, AbortSignal.any([stopping.signal, timeout]));
-      } catch (failure) {
-        error = failureOf(failure, timeout.aborted);
-      }
-      const ok = status !== null && status >= 200 && status < 300;
-      const again =
-        !ok && attempt < settings.attempts && (status === null || retryable(status)) && !stopping.signal.aborted;
-      const delay = again ? backoffMs(attempt, settings.backoffMs, settings.maxBackoffMs) : 0;
-      const entry: AlertDeliveryEntry = {
-        ...kept,
-        attempt,
-        at: new Date(now()).toISOString(),
-        outcome: ok ? 'delivered' : again ? 'retrying' : 'failed',
-        status,
-        error,
-        next_attempt_at: again ? new Date(now() + delay).toISOString() : null,
-      };
-      options.log.delivered(entry);
-      if (ok) return;
-      const failed = { delivery, alert: alert.id, attempt, status, error };
-      if (!again) return void logger.error(failed, 'limit alert webhook: not delivered; no attempt is left');
-      logger.warn({ ...failed, retry_in_ms: delay }, 'limit alert webhook: attempt failed; retrying');
-      if (!(await wait(delay))) return;
-    }
+  const deliverer: Deliverer = {
+    settings: options.settings,
+    send: options.post ?? post,
+    now: options.now ?? Date.now,
+    log: options.log,
+    logger,
+    stopping: stopping.signal,
   };
-
+  const deliveries = new Set<Promise<void>>();
   const off = EVENTS.limitAlert.subscribe(options.source, (alert) => {
-    const running = deliver(alert).catch((error: unknown) =>
+    const running = deliver(deliverer, alert).catch((error: unknown) =>
       logger.error({ alert: alert.id, reason: (error as Error).message }, 'limit alert webhook failed'),
     );
     deliveries.add(running);
@@ -168,4 +118,101 @@ export function deliverAlerts(options: AlertWebhookOptions): AlertWebhook {
       stopping.abort();
     },
   };
+}
+
+/** What every delivery works with. */
+interface Deliverer {
+  readonly settings: WebhookSettings;
+  readonly send: AlertPost;
+  readonly now: () => number;
+  readonly log: Pick<AlertLog, 'delivered'>;
+  readonly logger: Logger;
+  /** Aborted when the deliverer closes. */
+  readonly stopping: AbortSignal;
+}
+
+/** Which delivery of which firing an attempt belongs to, as the delivery log keeps it. */
+type DeliveryOf = Pick<AlertDeliveryEntry, 'delivery' | 'alert' | 'owner' | 'team'>;
+
+/** How one attempt ended. */
+interface AttemptEnd {
+  readonly attempt: number;
+  /** The receiver's status; null when it did not answer. */
+  readonly status: number | null;
+  /** Why there is no status, in words that never hold the URL. */
+  readonly error: string | null;
+  readonly delivered: boolean;
+  /** The back-off before the next attempt; undefined when none follows. */
+  readonly retryInMs: number | undefined;
+}
+
+/** Tries one firing until an attempt is answered 2xx, no attempt is left or the deliverer closes. */
+async function deliver(deliverer: Deliverer, alert: LimitAlert): Promise<void> {
+  const { settings, logger, stopping } = deliverer;
+  const delivery = `dlv_${randomBytes(8).toString('hex')}`;
+  const body = webhookBody(alert);
+  const kept: DeliveryOf = { delivery, alert: alert.id, owner: alert.owner, team: alert.team };
+  for (let attempt = 1; attempt <= settings.attempts && !stopping.aborted; attempt += 1) {
+    const end = await tryOnce(deliverer, delivery, body, attempt);
+    deliverer.log.delivered(attemptEntry(kept, end, deliverer.now));
+    if (end.delivered) return;
+    const failed = { delivery, alert: alert.id, attempt, status: end.status, error: end.error };
+    if (end.retryInMs === undefined)
+      return void logger.error(failed, 'limit alert webhook: not delivered; no attempt is left');
+    logger.warn({ ...failed, retry_in_ms: end.retryInMs }, 'limit alert webhook: attempt failed; retrying');
+    if (!(await waitUnlessStopped(end.retryInMs, stopping))) return;
+  }
+}
+
+/** One signed POST of a delivery, and whether and when it is tried again. */
+async function tryOnce(deliverer: Deliverer, delivery: string, body: string, attempt: number): Promise<AttemptEnd> {
+  const { settings, stopping } = deliverer;
+  const timestamp = Math.floor(deliverer.now() / 1000);
+  const headers = {
+    [DELIVERY_HEADER]: delivery,
+    [TIMESTAMP_HEADER]: String(timestamp),
+    [SIGNATURE_HEADER]: signWebhook(settings.secret, timestamp, body),
+  };
+  const timeout = AbortSignal.timeout(settings.timeoutMs);
+  let status: number | null = null;
+  let error: string | null = null;
+  try {
+    status = await deliverer.send(settings.url, body, headers, AbortSignal.any([stopping, timeout]));
+  } catch (failure) {
+    error = failureOf(failure, timeout.aborted);
+  }
+  const delivered = status !== null && status >= 200 && status < 300;
+  const again =
+    !delivered && attempt < settings.attempts && (status === null || retryable(status)) && !stopping.aborted;
+  const retryInMs = again ? backoffMs(attempt, settings.backoffMs, settings.maxBackoffMs) : undefined;
+  return { attempt, status, error, delivered, retryInMs };
+}
+
+/** The delivery log's entry of an attempt. */
+function attemptEntry(kept: DeliveryOf, end: AttemptEnd, now: () => number): AlertDeliveryEntry {
+  const again = end.retryInMs !== undefined;
+  return {
+    ...kept,
+    attempt: end.attempt,
+    at: new Date(now()).toISOString(),
+    outcome: end.delivered ? 'delivered' : again ? 'retrying' : 'failed',
+    status: end.status,
+    error: end.error,
+    next_attempt_at: again ? new Date(now() + end.retryInMs).toISOString() : null,
+  };
+}
+
+/** True after `ms`; false at once when `stopping` aborts. */
+function waitUnlessStopped(ms: number, stopping: AbortSignal): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const stop = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      stopping.removeEventListener('abort', stop);
+      resolve(true);
+    }, ms);
+    stopping.addEventListener('abort', stop, { once: true });
+  });
 }

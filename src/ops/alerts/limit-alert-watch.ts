@@ -58,21 +58,16 @@ export function reached(thresholds: readonly number[], used: number, limit: numb
  * the next settlement of that meter.
  */
 export function watchLimitAlerts(options: LimitAlertWatchOptions): LimitAlertWatch {
-  const now = options.now ?? Date.now;
-  const known = new Set<string>();
-  let pending = new Map<string, { meter: AlertMeter; team: string | null }>();
+  const warn = warnUnreadable(options.logger);
+  const claimReached = thresholdClaimer(options, warn);
+  let pending = new Map<string, WatchedMeter>();
   let scheduled = false;
   let running: Promise<void> = Promise.resolve();
-  let warned = false;
-
-  const thresholdsOf = (meter: Meter) => meter.alerts ?? options.thresholds;
 
   const take = ({ exchange, meters }: SettledMessage) => {
     for (const meter of meters) {
       if (!alerting(meter) || pending.has(meter.counter)) continue;
-      const team =
-        meter.scope === 'team' ? meter.owner : meter.scope === 'key' ? (exchange.caller?.team?.name ?? null) : null;
-      pending.set(meter.counter, { meter, team });
+      pending.set(meter.counter, { meter, team: teamOf(meter, exchange) });
     }
     if (scheduled || pending.size === 0) return;
     scheduled = true;
@@ -92,32 +87,8 @@ export function watchLimitAlerts(options: LimitAlertWatchOptions): LimitAlertWat
     }
     for (const [index, { meter, team }] of batch.entries()) {
       options.onUse?.(meter, used[index]!);
-      for (const threshold of reached(thresholdsOf(meter), used[index]!, meter.limit)) {
-        const claim = claimOf(meter, threshold);
-        if (known.has(claim)) continue;
-        let first: boolean;
-        try {
-          first = await options.log.claim(claim, meter.resetAt + DAY_MS);
-        } catch (error) {
-          warn(error);
-          break;
-        }
-        if (known.size >= KNOWN_LIMIT) known.clear();
-        known.add(claim);
-        if (first) EVENTS.limitAlert.publish(alertOf(options.source, meter, team, threshold, used[index]!, now()));
-      }
+      await claimReached(meter, team, used[index]!);
     }
-  };
-
-  const warn = (error: unknown) => {
-    if (warned) return;
-    warned = true;
-    // The message only: an ioredis error object may carry the connection options, password included.
-    options.logger.warn(
-      { reason: (error as Error).message },
-      'limit alerts: the counters or claims cannot be read; tried again at the next settlement',
-    );
-    setTimeout(() => (warned = false), 60_000).unref();
   };
 
   const off = EVENTS.settled.subscribe(options.source, take);
@@ -127,6 +98,60 @@ export function watchLimitAlerts(options: LimitAlertWatchOptions): LimitAlertWat
       await running;
     },
     close: off,
+  };
+}
+
+/** A meter a settlement reserved on, waiting to be peeked, with the team an alert of it names. */
+interface WatchedMeter {
+  readonly meter: AlertMeter;
+  readonly team: string | null;
+}
+
+/** The team of a team's meter, or of the key a key's meter counts for. */
+function teamOf(meter: AlertMeter, exchange: SettledMessage['exchange']): string | null {
+  if (meter.scope === 'team') return meter.owner;
+  return meter.scope === 'key' ? (exchange.caller?.team?.name ?? null) : null;
+}
+
+/**
+ * Claims each threshold a meter's use reaches, and publishes `limit:alert` for those this instance claimed
+ * first. A claim the store cannot answer ends the meter's turn (its next settlement tries again).
+ */
+function thresholdClaimer(
+  options: LimitAlertWatchOptions,
+  warn: (error: unknown) => void,
+): (meter: AlertMeter, team: string | null, used: number) => Promise<void> {
+  const now = options.now ?? Date.now;
+  const known = new Set<string>();
+  return async (meter, team, used) => {
+    for (const threshold of reached(meter.alerts ?? options.thresholds, used, meter.limit)) {
+      const claim = claimOf(meter, threshold);
+      if (known.has(claim)) continue;
+      let first: boolean;
+      try {
+        first = await options.log.claim(claim, meter.resetAt + DAY_MS);
+      } catch (error) {
+        return warn(error);
+      }
+      if (known.size >= KNOWN_LIMIT) known.clear();
+      known.add(claim);
+      if (first) EVENTS.limitAlert.publish(alertOf(options.source, meter, team, threshold, used, now()));
+    }
+  };
+}
+
+/** Warns that the counters or claims cannot be read, once a minute at most. */
+function warnUnreadable(logger: Logger): (error: unknown) => void {
+  let warned = false;
+  return (error) => {
+    if (warned) return;
+    warned = true;
+    // The message only: an ioredis error object may carry the connection options, password included.
+    logger.warn(
+      { reason: (error as Error).message },
+      'limit alerts: the counters or claims cannot be read; tried again at the next settlement',
+    );
+    setTimeout(() => (warned = false), 60_000).unref();
   };
 }
 

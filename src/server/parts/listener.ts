@@ -30,21 +30,7 @@ export async function listen(
   clusterWorker = false,
   upgrade?: UpgradeListener,
 ): Promise<Listener> {
-  const server = createServer(
-    {
-      headersTimeout: config.headersTimeoutMs,
-      requestTimeout: config.requestTimeoutMs,
-      connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
-      keepAliveTimeout: 65_000,
-    },
-    wayIn,
-  );
-  if (upgrade) {
-    // The HTTP layer's own connection listener, before the caps wrap it (they count a connection once).
-    const http = server.listeners('connection') as ((socket: Socket) => void)[];
-    const serveAsHttp = (socket: Socket) => http.forEach((listener) => listener.call(server, socket));
-    server.on('upgrade', (req, socket, head) => upgrade(req, socket, head, serveAsHttp));
-  }
+  const server = gatewayServer(config, wayIn, upgrade);
   capConnections(
     server,
     {
@@ -72,4 +58,27 @@ export async function listen(
       ? undefined
       : await serveMetrics(metrics, config.metricsPort, config.host);
   return { server, metricsServer };
+}
+
+/**
+ * The node:http server of the way in, with its timeouts; requests asking to upgrade go to `upgrade`, which
+ * may hand a socket back to be served as HTTP.
+ */
+function gatewayServer(config: GatewayConfig, wayIn: RequestListener, upgrade?: UpgradeListener): Server {
+  const server = createServer(
+    {
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
+      keepAliveTimeout: 65_000,
+    },
+    wayIn,
+  );
+  if (upgrade) {
+    // The HTTP layer's own connection listener, before the caps wrap it (they count a connection once).
+    const http = server.listeners('connection') as ((socket: Socket) => void)[];
+    const serveAsHttp = (socket: Socket) => http.forEach((listener) => listener.call(server, socket));
+    server.on('upgrade', (req, socket, head) => upgrade(req, socket, head, serveAsHttp));
+  }
+  return server;
 }

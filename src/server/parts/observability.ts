@@ -50,21 +50,8 @@ export async function startObservability(
   configuration: Configuration,
   stores: Stores,
 ): Promise<Observability> {
-  const { live, endpoints } = configuration;
   const source = {};
-  const metrics = new GatewayMetrics({
-    usageQueueDepth: () => (stores.usage as Partial<{ queueDepth: number }>).queueDepth ?? 0,
-    configStale: () => live.lastError !== undefined,
-    build: { version: VERSION, revision: env.GATEWAY_REVISION || 'unknown' },
-  });
-  // gateway_endpoint_up reads the breakers of the endpoint pools in force at each scrape.
-  metrics.setEndpointStates(function* () {
-    for (const [provider, pool] of endpoints.pools()) {
-      const states = pool.state();
-      for (const [index, member] of pool.endpoints.entries())
-        yield { provider, endpoint: member.endpoint.origin, up: states[index]!.status !== 'resting' };
-    }
-  });
+  const metrics = gatewayMetrics(env, configuration, stores);
   const accessLogger = createAccessLogger(logger);
   const auditTrail = startAuditTrail({ source, store: stores.audit, logger, export: auditExport(config.auditExport) });
   const unobserve = observeGateway(source, {
@@ -94,6 +81,25 @@ export async function startObservability(
       await auditTrail.close();
     },
   };
+}
+
+/** The metrics, reading the usage queue, the config's state, the build and the endpoints' breakers when scraped. */
+function gatewayMetrics(env: NodeJS.ProcessEnv, configuration: Configuration, stores: Stores): GatewayMetrics {
+  const { live, endpoints } = configuration;
+  const metrics = new GatewayMetrics({
+    usageQueueDepth: () => (stores.usage as Partial<{ queueDepth: number }>).queueDepth ?? 0,
+    configStale: () => live.lastError !== undefined,
+    build: { version: VERSION, revision: env.GATEWAY_REVISION || 'unknown' },
+  });
+  // gateway_endpoint_up reads the breakers of the endpoint pools in force at each scrape.
+  metrics.setEndpointStates(function* () {
+    for (const [provider, pool] of endpoints.pools()) {
+      const states = pool.state();
+      for (const [index, member] of pool.endpoints.entries())
+        yield { provider, endpoint: member.endpoint.origin, up: states[index]!.status !== 'resting' };
+    }
+  });
+  return metrics;
 }
 
 function auditExport(exportTo: GatewayConfig['auditExport']) {
