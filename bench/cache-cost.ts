@@ -22,8 +22,8 @@ export async function cacheCost(
   maxBytes = 64 * 1024 * 1024,
 ): Promise<{ miss: number; hit: number }> {
   const caching: ResponseCaching = {
-    store: new MemoryResponseCache(() => maxBytes),
-    settings: () => ({ ttlMs: 3_600_000, maxEntryBytes: 1024 * 1024 }),
+    store: new MemoryResponseCache({ current: maxBytes }),
+    settings: { ttlMs: 3_600_000, maxEntryBytes: 1024 * 1024 },
   };
   const route = {
     format: 'chat-completions',

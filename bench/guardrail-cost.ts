@@ -1,9 +1,8 @@
-import { checkText } from '../src/guardrails/findings.ts';
+import { checkText, StreamGuard, type StreamItem, type StreamPiece } from '../src/guardrails/text-engine.ts';
 import type { TextContext, TextGuardrail } from '../src/guardrails/guardrail.ts';
 import { buildGuardrailSet } from '../src/guardrails/guardrail-set.ts';
 import { piiGuardrail } from '../src/guardrails/pii-guardrail.ts';
 import { regexGuardrail } from '../src/guardrails/regex-guardrail.ts';
-import { StreamGuard, type StreamItem, type StreamPiece } from '../src/guardrails/stream-guard.ts';
 import { WIRE_FORMATS } from '../src/core/formats/index.ts';
 import { GuardrailRun } from '../src/data-plane/guardrails/guardrail-run.ts';
 

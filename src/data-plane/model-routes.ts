@@ -9,12 +9,12 @@ import { type BudgetGate, reserve } from './pipeline/reserve.ts';
 import { callOnAdaptedRoute } from './adapters/adapted-call.ts';
 import { adapt } from './pipeline/adapt.ts';
 import { admit, type AdmitParts } from './pipeline/admit.ts';
-import { type Exchange, pipeline, type Next, type Stage } from './pipeline/exchange.ts';
+import { pipeline, type Next, type Stage } from './pipeline/exchange.ts';
 import { answerChat } from './pipeline/answer-chat.ts';
 import { attemptChatStage } from './pipeline/attempt-chat.ts';
 import { attempt } from './pipeline/attempt.ts';
 import { cache } from './pipeline/cache.ts';
-import { guardRequest } from './pipeline/guard-request.ts';
+import { guardRequest, nativeFormat, nativeInput } from './pipeline/guard-request.ts';
 import { readBody } from './pipeline/read-body.ts';
 import { record } from './pipeline/record.ts';
 import { relay } from './pipeline/relay.ts';
@@ -70,7 +70,6 @@ const COMPATIBLE_ROUTES: readonly UpstreamRouteId[] = ['chat-completions', 'mess
 export function stageLists(parts: ModelRouteParts, settings: ModelRouteSettings): Map<RouteId, Stage[]> {
   const { registry, endpoints, usage, bounds, clientWriteTimeoutMs } = parts;
   const set = settings.guardrails;
-  const guardrails = () => set;
   const head = (forwardsBytes: boolean): Stage[] => [
     ...(parts.authenticate ? [authenticate(parts.authenticate)] : []),
     ...(parts.admission && (parts.admission.concurrency || parts.admission.rateLimit) ? [admit(parts.admission)] : []),
@@ -98,7 +97,7 @@ export function stageLists(parts: ModelRouteParts, settings: ModelRouteSettings)
       ...head(true),
       resolve({ registry, endpoints, check: compatibleCheck(route), forward }),
       record(usage),
-      ...(set ? [guardRequest({ guardrails, format: (exchange) => exchange.call!.format })] : []),
+      ...(set ? [guardRequest({ guardrails: set })] : []),
       ...rest,
     ]);
   }
@@ -107,7 +106,7 @@ export function stageLists(parts: ModelRouteParts, settings: ModelRouteSettings)
       ...head(false),
       resolve({ registry, endpoints, check: checkNativeChat }),
       record(usage),
-      ...(set ? [guardRequest({ guardrails, format: nativeFormat, texts: nativeInput })] : []),
+      ...(set ? [guardRequest({ guardrails: set, format: nativeFormat, texts: nativeInput })] : []),
       reserving,
       attemptChatStage({
         registry,
@@ -127,13 +126,3 @@ export function modelRoutes(parts: ModelRouteParts, settings: ModelRouteSettings
   for (const [route, stages] of stageLists(parts, settings)) routes.set(route, pipeline(stages));
   return routes;
 }
-
-/** The native route's texts are read in the format of its adapter's upstream route. */
-const nativeFormat = (exchange: Exchange) => {
-  const plugin = exchange.requested!.plugin;
-  return plugin.routes[plugin.nativeChat!.route]!.format;
-};
-
-/** The native route's one text the model reads: its `input`. */
-const nativeInput = (body: Record<string, unknown>) =>
-  typeof body.input === 'string' && body.input !== '' ? [{ path: ['input'], text: body.input }] : [];

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/gateway-config.ts';
 import type { ResponseCache } from '../core/response-cache.ts';
-import type { CacheSettings, ResponseCaching } from '../data-plane/cache/response-caching.ts';
+import type { Current } from '../core/current.ts';
+import type { ResponseCaching } from '../data-plane/cache/response-caching.ts';
 import type { GatewayMetrics } from '../ops/metrics.ts';
 import { MemoryResponseCache } from '../stores/cache/memory-response-cache.ts';
 import { RedisResponseCache } from '../stores/cache/redis-response-cache.ts';
@@ -17,32 +18,16 @@ const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
  */
 export function openResponseCache(
   redis: RedisConnection | undefined,
-  config: () => GatewayConfig,
+  maxBytes: Current<number | undefined>,
   metrics: GatewayMetrics,
   logger: Logger,
 ): ResponseCache {
-  const events = {
-    stored: (bytes: number) => metrics.cacheStored(bytes),
-    evicted: (bytes: number) => metrics.cacheEvicted(bytes),
-  };
+  const events = { stored: metrics.cacheStored.bind(metrics), evicted: metrics.cacheEvicted.bind(metrics) };
   if (redis) return new RedisResponseCache(redis, { logger, events });
-  return new MemoryResponseCache(() => config().cache?.maxBytes ?? DEFAULT_MAX_BYTES, events);
+  return new MemoryResponseCache(maxBytes, events, DEFAULT_MAX_BYTES);
 }
 
-/** What the routes see of the cache: its store and the settings of the configuration in force. */
-export function responseCaching(store: ResponseCache, config: () => GatewayConfig): ResponseCaching {
-  // Built once per configuration object, not per request.
-  let seen: GatewayConfig['cache'] | null = null;
-  let settings: CacheSettings | undefined;
-  return {
-    store,
-    settings() {
-      const cache = config().cache;
-      if (cache !== seen) {
-        seen = cache;
-        settings = cache && { ttlMs: cache.ttlSeconds * 1000, maxEntryBytes: cache.maxEntryBytes };
-      }
-      return settings;
-    },
-  };
+/** What the routes built from a configuration see of the cache: its store and settings; none while it is off. */
+export function responseCaching(store: ResponseCache, cache: GatewayConfig['cache']): ResponseCaching | undefined {
+  return cache && { store, settings: { ttlMs: cache.ttlSeconds * 1000, maxEntryBytes: cache.maxEntryBytes } };
 }

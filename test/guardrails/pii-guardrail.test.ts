@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { checkText, mergeFindings } from '../../src/guardrails/findings.ts';
+import { checkText, mergeFindings } from '../../src/guardrails/text-engine.ts';
 import type { TextContext } from '../../src/guardrails/guardrail.ts';
 import { PII_ENTITIES, type PiiEntity } from '../../src/guardrails/guardrail-settings.ts';
 import { ibanValid, luhnValid, PII_WINDOWS, piiGuardrail } from '../../src/guardrails/pii-guardrail.ts';

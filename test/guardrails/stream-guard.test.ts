@@ -1,11 +1,16 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { checkText } from '../../src/guardrails/findings.ts';
+import {
+  checkText,
+  StreamGuard,
+  type StreamItem,
+  type StreamPiece,
+  rawSpan,
+  textView,
+} from '../../src/guardrails/text-engine.ts';
 import type { TextContext, TextGuardrail } from '../../src/guardrails/guardrail.ts';
 import { piiGuardrail } from '../../src/guardrails/pii-guardrail.ts';
 import { regexGuardrail } from '../../src/guardrails/regex-guardrail.ts';
-import { StreamGuard, type StreamItem, type StreamPiece } from '../../src/guardrails/stream-guard.ts';
-import { rawSpan, textView } from '../../src/guardrails/text-view.ts';
 
 const CONTEXT: TextContext = { phase: 'response', route: 'chat-completions', model: 'alpha/gen-5.5' };
 const BOTH = { request: true, response: true };

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { rawSpan, rawStart, textView, viewIndex } from '../../src/guardrails/text-view.ts';
+import { rawSpan, rawStart, textView, viewIndex } from '../../src/guardrails/text-engine.ts';
 
 const IGNORABLES = /\p{Default_Ignorable_Code_Point}/gu;
 /** What a reader makes of a text: invisible characters gone, compatibility forms folded. */

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import type { SseEvent, TokenUsage, UsageExtractor, WireFormat } from '../../src/plugins/plugin-contract.ts';
 import { SseSplitter } from '../../src/data-plane/sse/sse-relay.ts';
-import { hasUsageObject } from '../../src/core/formats/event-data.ts';
+import { hasUsageObject } from '../../src/core/formats/format-reading.ts';
 import { WIRE_FORMATS } from '../../src/core/formats/index.ts';
 import {
   estimateInputTokens,

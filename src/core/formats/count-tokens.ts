@@ -1,10 +1,8 @@
 import type { UsageExtractor } from '../../plugins/plugin-contract.ts';
 import { completionsErrorChunk } from './chat-completions.ts';
-import { parseObject } from './event-data.ts';
-import { messagesGenAi, messagesPrefix } from './messages.ts';
+import { parseObject, NO_EVENT_TEXTS } from './format-reading.ts';
+import { messagesGenAi, messagesPrefix, messagesTexts } from './messages.ts';
 import type { WireFormatRules } from './wire-format.ts';
-import { messagesTexts } from './messages-texts.ts';
-import { NO_EVENT_TEXTS } from './text-slots.ts';
 
 /** count_tokens answers hold a count, not usage: the request consumed nothing and is recorded with zero tokens. */
 const usage: UsageExtractor = { fromBody: () => undefined, fromStreamEvent: (seen) => seen };

@@ -6,7 +6,7 @@ import { responses } from './responses.ts';
 import type { WireFormatRules } from './wire-format.ts';
 
 export type { EarlyEvent, WireFormatRules } from './wire-format.ts';
-export type { AnswerFacts, GenAiMessage, GenAiRules } from './genai-facts.ts';
+export type { AnswerFacts, GenAiMessage, GenAiRules } from './format-reading.ts';
 
 /**
  * The rules of each wire format (in the order plugin validation lists them). Callers look a format up here instead of

@@ -1,5 +1,4 @@
-import type { Json } from './event-data.ts';
-import { stringLeaves, type JsonPath, type TextSlot } from './text-slots.ts';
+import { type Json, stringLeaves, type JsonPath, type TextSlot } from './format-reading.ts';
 
 /**
  * How guardrails read a field the model reads: `text`, the string there; `json`, JSON text (tool-call

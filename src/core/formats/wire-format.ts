@@ -1,8 +1,7 @@
 import type { ErrorFamily } from '../error-body.ts';
 import type { GatewayError } from '../gateway-errors.ts';
 import type { SseEvent, UsageExtractor, WireFormat } from '../../plugins/plugin-contract.ts';
-import type { TextRules } from './text-slots.ts';
-import type { GenAiRules } from './genai-facts.ts';
+import type { TextRules, GenAiRules } from './format-reading.ts';
 
 /**
  * What an event before any content is: one that only opens the stream, the first content, or not an event of the format

@@ -11,8 +11,7 @@ import type {
 } from '../../plugins/plugin-contract.ts';
 import { upstreamJson } from '../../plugins/plugin-fault.ts';
 import type { JsonRequestBody } from '../http/json-body.ts';
-import { CompatibleCall, type CallCatalog } from '../routes/compatible-call.ts';
-import type { EarlyEventRules } from '../upstream/upstream-client.ts';
+import { CompatibleCall, type CallCatalog, type EarlyEventRules } from '../upstream/upstream-client.ts';
 
 /** Whether a vendor's event is the one a stream mapping names (by its `event:` field, or its predicate). */
 export function matches(match: EventMatch, event: SseEvent): boolean {

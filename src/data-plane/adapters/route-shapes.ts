@@ -1,4 +1,4 @@
-import { parseObject, type Json } from '../../core/formats/event-data.ts';
+import { parseObject, type Json } from '../../core/formats/format-reading.ts';
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
 import type { AdaptedError, SseEvent, TokenUsage, WireFormat } from '../../plugins/plugin-contract.ts';
 

@@ -7,7 +7,7 @@ import { ANONYMOUS_KEY_ID } from '../../usage/usage-accounting.ts';
 import { STREAM_HEADERS } from '../sse/sse-relay.ts';
 import type { ClientResponse } from '../http/client-connection.ts';
 
-/** The cache's settings in force (read per request: a reload changes them). */
+/** The cache's settings in force (a reload builds the routes again with its own). */
 export interface CacheSettings {
   /** How long an entry is served after it was stored. */
   readonly ttlMs: number;
@@ -18,11 +18,11 @@ export interface CacheSettings {
 /** How a request was served with respect to the cache, as `x-gateway-cache` names it. */
 export type CacheResult = 'hit' | 'miss' | 'bypass';
 
-/** What the routes need of the response cache. */
+/** What the routes need of the response cache while it is on (a TTL configured). */
 export interface ResponseCaching {
   readonly store: ResponseCache;
-  /** The settings in force; undefined while the cache is off (no TTL configured). */
-  settings(): CacheSettings | undefined;
+  /** The settings of the configuration the routes were built from. */
+  readonly settings: CacheSettings;
 }
 
 /** What a client's `Cache-Control` (and `Pragma`) ask of the cache. */
@@ -127,8 +127,8 @@ export function openTicket(
   clientHeaders: IncomingHttpHeaders,
   res: Pick<ClientResponse, 'setHeader'>,
 ): CacheTicket | undefined {
-  const settings = caching?.settings();
-  if (!caching || !settings) return undefined;
+  if (!caching) return undefined;
+  const { settings } = caching;
   const directive = cacheDirective(clientHeaders);
   if (directive === 'skip' || caller?.cache === false || caller?.team?.cache === false) {
     res.setHeader('x-gateway-cache', 'bypass');

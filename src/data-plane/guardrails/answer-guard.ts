@@ -5,7 +5,7 @@ import type { Exchange } from '../pipeline/exchange.ts';
 import { faultOf } from '../routes/plugin-faults.ts';
 import type { GuardrailRun, TextsOutcome } from './guardrail-run.ts';
 import { replaceStrings } from './json-splice.ts';
-import { answerTexts } from '../../core/formats/text-slots.ts';
+import { answerTexts } from '../../core/formats/format-reading.ts';
 
 /** Texts the guardrails let through (each rewritten or undefined). */
 type Passed = Extract<TextsOutcome, { readonly texts: unknown }>;

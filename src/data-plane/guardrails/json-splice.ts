@@ -1,4 +1,4 @@
-import type { JsonPath } from '../../core/formats/text-slots.ts';
+import type { JsonPath } from '../../core/formats/format-reading.ts';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;

@@ -5,6 +5,7 @@ import {
   UpstreamTransportError,
   type UpstreamClient,
   type UpstreamResponse,
+  type CompatibleCall,
 } from '../upstream/upstream-client.ts';
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
 import { isGatewayError, upstreamFailure, upstreamResting } from '../../core/gateway-errors.ts';
@@ -23,7 +24,6 @@ import {
 import { isRetryableStatus, retryAfterMs } from '../upstream/failover/retry-policy.ts';
 import { requestSession, type RoutingSession } from '../upstream/session-affinity.ts';
 import type { CompatibleAnswer, CompatibleFailure, UpstreamBounds } from '../routes/compatible-answer.ts';
-import type { CompatibleCall } from '../routes/compatible-call.ts';
 import type { Exchange, Stage } from './exchange.ts';
 
 /** What the attempt stage uses: the upstream client, the endpoints in force and the bounds of every wait. */

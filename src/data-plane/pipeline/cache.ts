@@ -12,7 +12,7 @@ import {
   type ResponseCaching,
 } from '../cache/response-caching.ts';
 import { endForClient } from '../http/client-connection.ts';
-import type { CompatibleCall } from '../routes/compatible-call.ts';
+import type { CompatibleCall } from '../upstream/upstream-client.ts';
 import type { Exchange, Stage } from './exchange.ts';
 
 /**

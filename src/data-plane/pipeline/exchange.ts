@@ -19,7 +19,7 @@ import {
 import type { AnswerCapture } from '../cache/response-caching.ts';
 import type { GuardrailRun } from '../guardrails/guardrail-run.ts';
 import type { CompatibleAnswer, CompatibleFailure } from '../routes/compatible-answer.ts';
-import type { CompatibleCall } from '../routes/compatible-call.ts';
+import type { CompatibleCall } from '../upstream/upstream-client.ts';
 import type { ChatCall } from '../routes/chat-call.ts';
 import type { StreamedText } from '../sse/sse-relay.ts';
 

@@ -1,6 +1,6 @@
 import { EVENTS, type GuardrailActed } from '../../core/diagnostics.ts';
 import { WIRE_FORMATS, type WireFormatRules } from '../../core/formats/index.ts';
-import { setTextAt, type TextSlot } from '../../core/formats/text-slots.ts';
+import { setTextAt, type TextSlot } from '../../core/formats/format-reading.ts';
 import type { GatewayError } from '../../core/gateway-errors.ts';
 import type { GuardrailSet } from '../../guardrails/guardrail-set.ts';
 import type { WireFormat } from '../../plugins/plugin-contract.ts';
@@ -15,14 +15,27 @@ import type { Exchange, Stage } from './exchange.ts';
  * What the guard stage uses: the guardrails in force, and where the route's requests keep the texts the model reads.
  */
 export interface GuardParts {
-  readonly guardrails: () => GuardrailSet | undefined;
-  /** The wire format whose rules read the exchange's texts (the answer's too). */
-  readonly format: (exchange: Exchange) => WireFormat;
+  readonly guardrails: GuardrailSet;
+  /** The wire format whose rules read the exchange's texts (the answer's too); by default its call's. */
+  readonly format?: (exchange: Exchange) => WireFormat;
   /** The texts the model reads in a request body (by default the format's request texts). */
   readonly texts?: (body: Record<string, unknown>, rules: WireFormatRules) => TextSlot[];
 }
 
 const formatTexts = (body: Record<string, unknown>, rules: WireFormatRules): TextSlot[] => rules.texts.request(body);
+
+/** A compatible route's texts are read in the format of the call it forwards. */
+const callFormat = (exchange: Exchange): WireFormat => exchange.call!.format;
+
+/** The native route's texts are read in the format of its adapter's upstream route. */
+export const nativeFormat = (exchange: Exchange): WireFormat => {
+  const plugin = exchange.requested!.plugin;
+  return plugin.routes[plugin.nativeChat!.route]!.format;
+};
+
+/** The native route's one text the model reads: its `input`. */
+export const nativeInput = (body: Record<string, unknown>): TextSlot[] =>
+  typeof body.input === 'string' && body.input !== '' ? [{ path: ['input'], text: body.input }] : [];
 
 /**
  * The guard stage, before the cache, any reservation or upstream call: opens the guardrails the caller
@@ -57,7 +70,7 @@ export function guardRequest(parts: GuardParts): Stage {
 /** The run of the guardrails the caller gets, on the exchange; none when it gets none. */
 function open(parts: GuardParts, exchange: Exchange): GuardrailRun | undefined {
   const caller = exchange.caller;
-  const selection = selectionFor(parts.guardrails(), caller);
+  const selection = selectionFor(parts.guardrails, caller);
   if (!selection) return undefined;
   const model = exchange.requested!.canonicalId;
   const site = {
@@ -70,7 +83,12 @@ function open(parts: GuardParts, exchange: Exchange): GuardrailRun | undefined {
   const report = (acted: GuardrailActed) => {
     if (EVENTS.guardrail.active) EVENTS.guardrail.publish({ exchange, acted });
   };
-  return (exchange.guardrails = new GuardrailRun(selection, WIRE_FORMATS[parts.format(exchange)], site, report));
+  return (exchange.guardrails = new GuardrailRun(
+    selection,
+    WIRE_FORMATS[(parts.format ?? callFormat)(exchange)],
+    site,
+    report,
+  ));
 }
 
 /** A guardrail plugin's fault (502, `plugin_error`), or a webhook that failed closed, ending the exchange. */

@@ -16,7 +16,7 @@ import { MappedStream } from '../adapters/mapped-stream.ts';
 import { adaptedErrorAnswer, ROUTE_SHAPES } from '../adapters/route-shapes.ts';
 import { hasInBandError } from '../cache/response-caching.ts';
 import { guardAnswer } from '../guardrails/answer-guard.ts';
-import { guardStream, isGuardrailStreamBlock } from '../guardrails/guarded-stream.ts';
+import { guardStream, isGuardrailStreamBlock } from '../guardrails/guardrail-run.ts';
 import { endForClient, type ClientRead } from '../http/client-connection.ts';
 import type { CompatibleAnswer, UpstreamBounds } from '../routes/compatible-answer.ts';
 import { faultOf } from '../routes/plugin-faults.ts';

@@ -5,7 +5,7 @@ import type { SseEvent, TokenUsage } from '../../plugins/plugin-contract.ts';
 import { isPluginFault, type PluginFault } from '../../plugins/plugin-fault.ts';
 import { hasInBandError } from '../cache/response-caching.ts';
 import { guardAnswer } from '../guardrails/answer-guard.ts';
-import { guardStream, isGuardrailStreamBlock, type GuardrailStreamBlock } from '../guardrails/guarded-stream.ts';
+import { guardStream, isGuardrailStreamBlock, type GuardrailStreamBlock } from '../guardrails/guardrail-run.ts';
 import { endForClient } from '../http/client-connection.ts';
 import type { CompatibleAnswer, UpstreamBounds } from '../routes/compatible-answer.ts';
 import { faultOf } from '../routes/plugin-faults.ts';

@@ -1,5 +1,5 @@
 import { EVENTS } from '../../core/diagnostics.ts';
-import { checkOutputCaps, choicesOf, outputCapOf, unboundedField } from '../routes/compatible-call.ts';
+import { checkOutputCaps, choicesOf, outputCapOf, unboundedField } from '../upstream/upstream-client.ts';
 import {
   writeRateLimitHeaders,
   type LimitState,

@@ -10,7 +10,7 @@ import {
 import type { ModelRegistry, ResolvedModel } from '../../core/model-registry.ts';
 import type { UpstreamRouteId } from '../../plugins/plugin-contract.ts';
 import type { ProviderEndpoints } from '../upstream/endpoint-pool.ts';
-import { assertModelAllowed, CompatibleCall, type CallCatalog } from '../routes/compatible-call.ts';
+import { assertModelAllowed, CompatibleCall, type CallCatalog } from '../upstream/upstream-client.ts';
 import type { JsonRequestBody } from '../http/json-body.ts';
 import type { FallbackTable } from '../routes/model-fallbacks.ts';
 import type { Stage } from './exchange.ts';

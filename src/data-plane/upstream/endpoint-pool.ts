@@ -1,7 +1,6 @@
 import { endpointSeed, rendezvousScore, type EndpointSeed } from './rendezvous.ts';
-import { outputCapOf } from '../routes/compatible-call.ts';
+import { outputCapOf, AttemptSignal, type UpstreamEndpoint, upstreamEndpoint } from './upstream-client.ts';
 import type { RoutingSession } from './session-affinity.ts';
-import { AttemptSignal, type UpstreamEndpoint, upstreamEndpoint } from './upstream-client.ts';
 import type { Logger } from 'pino';
 import { providerEndpointSettings, type GatewayConfig } from '../../config/gateway-config.ts';
 import type { ProviderPlugin } from '../../plugins/plugin-contract.ts';

@@ -46,16 +46,17 @@ export function startModelServing(
   const { redis } = stores;
   const accounting = new GatewayUsageAccounting(stores.usage, live, logger);
   const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, source: observability.source });
-  const responseCache = openResponseCache(redis, () => live.current.config, observability.metrics, logger);
-  const caching = responseCaching(responseCache, () => live.current.config);
+  const cacheBound = { current: live.current.config.cache?.maxBytes };
+  const responseCache = openResponseCache(redis, cacheBound, observability.metrics, logger);
   const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
   const routesOf = (settings: LiveSettings) =>
     modelRoutes(routeParts(config, settings, limits, accounting, upstream), {
-      caching: caching.settings() ? caching : undefined,
+      caching: responseCaching(responseCache, settings.config.cache),
       guardrails: settings.guardrails,
     });
   const routes = { current: routesOf(live.current) };
   configuration.onReload((settings) => {
+    cacheBound.current = settings.config.cache?.maxBytes;
     routes.current = routesOf(settings);
     // The reload built new endpoint pools: their rests are shared between instances from now on.
     sharedBreaker?.attach(settings.endpoints.pools());

@@ -128,7 +128,7 @@ async function startTraces(config: GatewayConfig, logger: Logger, source: EventS
         VERSION,
       )
     : undefined;
-  const subscriber = tracing ? await import('../../ops/tracing/trace-subscriber.ts') : undefined;
+  const subscriber = tracing ? await import('../../ops/tracing/otel-tracing.ts') : undefined;
   const untraceRequests = tracing && subscriber?.traceExchanges(source, tracing.requests);
   const untraceAlerts = tracing && subscriber?.traceLimitAlerts(source, tracing.span);
   const untrace = () => (untraceRequests?.(), untraceAlerts?.());

@@ -1,3 +1,4 @@
+import type { Current } from '../../core/current.ts';
 import type { CacheEvents, CachedAnswer, CacheTenant, ResponseCache } from '../../core/response-cache.ts';
 
 /**
@@ -52,8 +53,9 @@ export class MemoryResponseCache implements ResponseCache {
   private puts = 0;
 
   constructor(
-    private readonly maxBytes: () => number,
+    private readonly maxBytes: Current<number | undefined>,
     private readonly events: CacheEvents = {},
+    private readonly defaultMaxBytes = 64 * 1024 * 1024,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -82,7 +84,7 @@ export class MemoryResponseCache implements ResponseCache {
   set(tenant: CacheTenant, key: string, answer: CachedAnswer, ttlMs: number): void {
     const id = `${tenant}\n${key}`;
     const size = answer.body.length + id.length + ENTRY_OVERHEAD;
-    const limit = this.maxBytes();
+    const limit = this.maxBytes.current ?? this.defaultMaxBytes;
     const previous = this.entries.get(id);
     if (previous) this.drop(id, previous);
     if (size > limit) return;

@@ -1,15 +1,15 @@
 import { expect } from 'chai';
-import { CHAT_COMPLETIONS_REQUEST_FIELDS } from '../../../src/core/formats/chat-completions-texts.ts';
+import { CHAT_COMPLETIONS_REQUEST_FIELDS } from '../../../src/core/formats/chat-completions.ts';
 import { WIRE_FORMATS } from '../../../src/core/formats/index.ts';
-import { MESSAGES_REQUEST_FIELDS } from '../../../src/core/formats/messages-texts.ts';
+import { MESSAGES_REQUEST_FIELDS } from '../../../src/core/formats/messages.ts';
 import {
   fieldSteps,
   requestTextReader,
   type FieldStep,
   type RequestField,
 } from '../../../src/core/formats/request-fields.ts';
-import { RESPONSES_REQUEST_FIELDS } from '../../../src/core/formats/responses-texts.ts';
-import { valueAt } from '../../../src/core/formats/text-slots.ts';
+import { RESPONSES_REQUEST_FIELDS } from '../../../src/core/formats/responses.ts';
+import { valueAt } from '../../../src/core/formats/format-reading.ts';
 import { REQUEST_SCHEMAS } from '../../../src/data-plane/routes/request-schemas.ts';
 import type { WireFormat } from '../../../src/plugins/plugin-contract.ts';
 import { publishedRequestPaths, type PublishedRequest } from '../../helpers/published-request-paths.ts';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { WIRE_FORMATS } from '../../../src/core/formats/index.ts';
-import { valueAt } from '../../../src/core/formats/text-slots.ts';
+import { valueAt } from '../../../src/core/formats/format-reading.ts';
 
 const texts = (slots: readonly { text: string }[]) => slots.map((slot) => slot.text);
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { assertModelAllowed } from '../../../src/data-plane/routes/compatible-call.ts';
+import { assertModelAllowed } from '../../../src/data-plane/upstream/upstream-client.ts';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

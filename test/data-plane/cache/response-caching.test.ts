@@ -99,7 +99,7 @@ describe('response caching', () => {
         clear: async () => 0,
         close: async () => {},
       },
-      settings: () => ({ ttlMs: 60_000, maxEntryBytes: 10 }),
+      settings: { ttlMs: 60_000, maxEntryBytes: 10 },
     };
     const ticket = { key: 'k', tenant: 'key:a' as const, settings: { ttlMs: 60_000, maxEntryBytes: 10 }, read: true };
     const fields = {

@@ -1,6 +1,10 @@
 import { expect } from 'chai';
-import { GuardedBody, isGuardrailStreamBlock } from '../../../src/data-plane/guardrails/guarded-stream.ts';
-import { GuardrailRun, type GuardrailActed } from '../../../src/data-plane/guardrails/guardrail-run.ts';
+import {
+  GuardedBody,
+  isGuardrailStreamBlock,
+  GuardrailRun,
+  type GuardrailActed,
+} from '../../../src/data-plane/guardrails/guardrail-run.ts';
 import type { BodySink } from '../../../src/data-plane/sse/upstream-body.ts';
 import { SseSplitter } from '../../../src/data-plane/sse/sse-relay.ts';
 import { WIRE_FORMATS } from '../../../src/core/formats/index.ts';

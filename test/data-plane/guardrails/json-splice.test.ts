@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { locateValues, replaceStrings } from '../../../src/data-plane/guardrails/json-splice.ts';
-import { setTextAt, valueAt, type JsonPath } from '../../../src/core/formats/text-slots.ts';
+import { setTextAt, valueAt, type JsonPath } from '../../../src/core/formats/format-reading.ts';
 
 /** Every path to a string in a JSON value. */
 function stringPaths(value: unknown, path: JsonPath = []): JsonPath[] {

@@ -3,8 +3,7 @@ import { ExportResultCode, hrTime, type ExportResult } from '@opentelemetry/core
 import { BasicTracerProvider, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { GatewayMetrics } from '../../../src/ops/metrics.ts';
 import { genAiMetricProducer, histogramPoints } from '../../../src/ops/tracing/otlp-metrics.ts';
-import { CountedBatchProcessor, type DropReason } from '../../../src/ops/tracing/span-pipeline.ts';
-import { LiveSampler } from '../../../src/ops/tracing/live-sampler.ts';
+import { CountedBatchProcessor, type DropReason, LiveSampler } from '../../../src/ops/tracing/otel-tracing.ts';
 import { eventually } from '../../helpers/eventually.ts';
 
 describe('GenAI metrics over OTLP: the /metrics histograms as OTLP data points', () => {

@@ -15,11 +15,7 @@ const answer = (body: string, storedAt = 1_000): CachedAnswer => ({
 describe('MemoryResponseCache', () => {
   it('keeps an entry whole (head and body bytes) until its TTL ends', () => {
     let now = 10_000;
-    const cache = new MemoryResponseCache(
-      () => 1 << 20,
-      {},
-      () => now,
-    );
+    const cache = new MemoryResponseCache({ current: 1 << 20 }, {}, undefined, () => now);
     cache.set('key:a', 'k1', answer('{"x":"\u00e9"}'), 5_000);
     expect(cache.get('key:a', 'k1')).to.deep.equal(answer('{"x":"\u00e9"}'));
     now += 4_999;
@@ -30,7 +26,7 @@ describe('MemoryResponseCache', () => {
   });
 
   it('keeps tenants apart: the same key under another tenant is another entry', () => {
-    const cache = new MemoryResponseCache(() => 1 << 20);
+    const cache = new MemoryResponseCache({ current: 1 << 20 });
     cache.set('key:a', 'same', answer('a'), 60_000);
     expect(cache.get('team:a', 'same')).to.equal(undefined);
     expect(cache.get('key:b', 'same')).to.equal(undefined);
@@ -40,10 +36,13 @@ describe('MemoryResponseCache', () => {
     const evicted: number[] = [];
     const stored: number[] = [];
     const one = 100 + 'key:a\nk0'.length + 256;
-    const cache = new MemoryResponseCache(() => 3 * one, {
-      evicted: (bytes) => evicted.push(bytes),
-      stored: (bytes) => stored.push(bytes),
-    });
+    const cache = new MemoryResponseCache(
+      { current: 3 * one },
+      {
+        evicted: (bytes) => evicted.push(bytes),
+        stored: (bytes) => stored.push(bytes),
+      },
+    );
     for (const key of ['k0', 'k1', 'k2']) cache.set('key:a', key, answer('x'.repeat(100)), 60_000);
     expect(cache.get('key:a', 'k0')).to.not.equal(undefined); // k0, in the older half, is moved to the end
     cache.set('key:a', 'k3', answer('x'.repeat(100)), 60_000);
@@ -58,7 +57,7 @@ describe('MemoryResponseCache', () => {
 
   it('keeps an entry read again and again while newer ones come and go', () => {
     const one = 100 + 'key:a\nhot'.length + 256;
-    const cache = new MemoryResponseCache(() => 20 * one);
+    const cache = new MemoryResponseCache({ current: 20 * one });
     cache.set('key:a', 'hot', answer('x'.repeat(100)), 60_000);
     for (let index = 0; index < 500; index += 1) {
       cache.set('key:a', `k${String(index).padStart(3, '0')}`, answer('x'.repeat(100)), 60_000);
@@ -67,7 +66,7 @@ describe('MemoryResponseCache', () => {
   });
 
   it('stores nothing larger than its whole bound, and replaces an entry written again', () => {
-    const cache = new MemoryResponseCache(() => 400);
+    const cache = new MemoryResponseCache({ current: 400 });
     cache.set('key:a', 'big', answer('x'.repeat(500)), 60_000);
     expect(cache.get('key:a', 'big')).to.equal(undefined);
     cache.set('key:a', 'k', answer('first'), 60_000);
@@ -78,7 +77,7 @@ describe('MemoryResponseCache', () => {
   });
 
   it('empties one tenant or every tenant', async () => {
-    const cache = new MemoryResponseCache(() => 1 << 20);
+    const cache = new MemoryResponseCache({ current: 1 << 20 });
     cache.set('key:a', 'k1', answer('1'), 60_000);
     cache.set('key:a', 'k2', answer('2'), 60_000);
     cache.set('team:t', 'k1', answer('3'), 60_000);
