@@ -70,40 +70,12 @@ const COMPATIBLE_ROUTES: readonly UpstreamRouteId[] = ['chat-completions', 'mess
 export function stageLists(parts: ModelRouteParts, settings: ModelRouteSettings): Map<RouteId, Stage[]> {
   const { registry, endpoints, usage, bounds, clientWriteTimeoutMs } = parts;
   const set = settings.guardrails;
-  const head = (forwardsBytes: boolean): Stage[] => [
-    ...(parts.authenticate ? [authenticate(parts.authenticate)] : []),
-    ...(parts.admission && (parts.admission.concurrency || parts.admission.rateLimit) ? [admit(parts.admission)] : []),
-    readBody(parts.bodyLimitBytes, forwardsBytes),
-  ];
   const reserving = reserve({ budgets: parts.budgets, registry, fallbacks: parts.fallbacks });
   const lists = new Map<RouteId, Stage[]>();
-  for (const route of COMPATIBLE_ROUTES) {
-    const generates = route !== 'count-tokens';
-    const answer = (relaying: Stage): Stage[] => [
-      ...(settings.caching && generates ? [cache({ caching: settings.caching, usage, clientWriteTimeoutMs })] : []),
-      ...(ROUTE_TABLE[route].outputCapFields ? [reserving] : []),
-      attempt({ upstream: parts.upstream, endpoints, bounds }),
-      relaying,
-    ];
-    const relaying = relay({ usage, bounds, clientWriteTimeoutMs });
-    // A route some plugin adapts forks after the request guardrails; any other keeps its one list.
-    const adapted = registry.plugins.some((plugin) => plugin.routes[route]?.adapter);
-    const forward = { fallbacks: parts.fallbacks, usage, ...(adapted && { call: callOnAdaptedRoute }) };
-    const relayingAdapted = relayAdapted({ usage, bounds, clientWriteTimeoutMs });
-    const rest = adapted
-      ? [adapt({ native: pipeline(answer(relaying)), adapted: pipeline(answer(relayingAdapted)) })]
-      : answer(relaying);
-    lists.set(route, [
-      ...head(true),
-      resolve({ registry, endpoints, check: compatibleCheck(route), forward }),
-      record(usage),
-      ...(set ? [guardRequest({ guardrails: set })] : []),
-      ...rest,
-    ]);
-  }
+  for (const route of COMPATIBLE_ROUTES) lists.set(route, compatibleStages(route, parts, settings, reserving));
   if (parts.nativeChat) {
     lists.set('chat', [
-      ...head(false),
+      ...headStages(parts, false),
       resolve({ registry, endpoints, check: checkNativeChat }),
       record(usage),
       ...(set ? [guardRequest({ guardrails: set, format: nativeFormat, texts: nativeInput })] : []),
@@ -118,6 +90,47 @@ export function stageLists(parts: ModelRouteParts, settings: ModelRouteSettings)
     ]);
   }
   return lists;
+}
+
+/** The stages every model route opens with: authenticate and admit (each while its part is given), readBody. */
+function headStages(parts: ModelRouteParts, forwardsBytes: boolean): Stage[] {
+  return [
+    ...(parts.authenticate ? [authenticate(parts.authenticate)] : []),
+    ...(parts.admission && (parts.admission.concurrency || parts.admission.rateLimit) ? [admit(parts.admission)] : []),
+    readBody(parts.bodyLimitBytes, forwardsBytes),
+  ];
+}
+
+/** One compatible route's stages: its one list, or on a route some plugin adapts the fork after the guardrails. */
+function compatibleStages(
+  route: UpstreamRouteId,
+  parts: ModelRouteParts,
+  settings: ModelRouteSettings,
+  reserving: Stage,
+): Stage[] {
+  const { registry, endpoints, usage, bounds, clientWriteTimeoutMs } = parts;
+  const generates = route !== 'count-tokens';
+  const answer = (relaying: Stage): Stage[] => [
+    ...(settings.caching && generates ? [cache({ caching: settings.caching, usage, clientWriteTimeoutMs })] : []),
+    ...(ROUTE_TABLE[route].outputCapFields ? [reserving] : []),
+    attempt({ upstream: parts.upstream, endpoints, bounds }),
+    relaying,
+  ];
+  const relaying = relay({ usage, bounds, clientWriteTimeoutMs });
+  // A route some plugin adapts forks after the request guardrails; any other keeps its one list.
+  const adapted = registry.plugins.some((plugin) => plugin.routes[route]?.adapter);
+  const forward = { fallbacks: parts.fallbacks, usage, ...(adapted && { call: callOnAdaptedRoute }) };
+  const relayingAdapted = relayAdapted({ usage, bounds, clientWriteTimeoutMs });
+  const rest = adapted
+    ? [adapt({ native: pipeline(answer(relaying)), adapted: pipeline(answer(relayingAdapted)) })]
+    : answer(relaying);
+  return [
+    ...headStages(parts, true),
+    resolve({ registry, endpoints, check: compatibleCheck(route), forward }),
+    record(usage),
+    ...(settings.guardrails ? [guardRequest({ guardrails: settings.guardrails })] : []),
+    ...rest,
+  ];
 }
 
 /** Each model route's pipeline (see {@link stageLists}). */

@@ -11,13 +11,15 @@ import type { UsageStore } from '../usage/usage-accounting.ts';
 import type { ReloadResult } from './live-config.ts';
 import { startConfiguration } from './parts/configuration.ts';
 import { startLimits } from './parts/limits.ts';
-import { listen } from './parts/listener.ts';
+import type { ControlPlaneParts } from './parts/control-plane.ts';
+import { listen, type Listener } from './parts/listener.ts';
 import { startModelServing } from './parts/model-serving.ts';
 import { startObservability } from './parts/observability.ts';
 import { readiness } from './parts/readiness.ts';
-import { shutdown } from './parts/shutdown.ts';
+import { shutdown, type Shutdown } from './parts/shutdown.ts';
 import { openWayIn } from './parts/way-in.ts';
 import { startWebSockets } from './parts/websockets.ts';
+import type { ResponsesWebSockets } from '../data-plane/websocket/responses-websockets.ts';
 
 export interface Gateway {
   /** `http://host:port` the gateway is reached at from this machine (loopback when it listens on every interface). */
@@ -101,18 +103,7 @@ export async function startGateway(
   const { metrics } = observability;
   const listener = await listen(config, logger, metrics, wayIn, options.clusterWorker, webSockets.upgrade);
   configuration.live.watch();
-  const stop = shutdown(logger, {
-    listener,
-    inFlight: serving.inFlight,
-    stopAccepting: () => (ready.draining(), configuration.live.close(), webSockets.drain()),
-    cut: () => webSockets.terminate(),
-    closeInOrder: [
-      () => serving.accounting.flush(),
-      () => serving.close(),
-      () => observability.close(),
-      () => stores.close(),
-    ],
-  });
+  const stop = gatewayShutdown(logger, listener, parts, webSockets);
   return {
     url: urlOf(listener.server),
     listening: boundUrlOf(listener.server),
@@ -131,4 +122,29 @@ export async function startGateway(
     configVersion: () => configuration.live.current.version,
     close: (drainMs = config.drainMs) => stop.close(drainMs),
   };
+}
+
+/**
+ * The gateway's stop: no more connections, config changes or readiness, the WebSockets drained (then cut), and once
+ * every request ended, usage flushed first and the stores closed last.
+ */
+function gatewayShutdown(
+  logger: Logger,
+  listener: Listener,
+  parts: ControlPlaneParts,
+  webSockets: ResponsesWebSockets,
+): Shutdown {
+  const { configuration, serving, observability, stores } = parts;
+  return shutdown(logger, {
+    listener,
+    inFlight: serving.inFlight,
+    stopAccepting: () => (parts.readiness.draining(), configuration.live.close(), webSockets.drain()),
+    cut: () => webSockets.terminate(),
+    closeInOrder: [
+      () => serving.accounting.flush(),
+      () => serving.close(),
+      () => observability.close(),
+      () => stores.close(),
+    ],
+  });
 }

@@ -58,32 +58,6 @@ export class GatewayUsageAccounting implements UsageAccounting {
   record(exchange: ExchangeRecord): Promise<RecordedUsage> | undefined {
     try {
       const time = this.now();
-      const finish = (usage: TokenUsage | undefined, estimated: boolean) => {
-        const record = buildUsageRecord({
-          keyId: exchange.keyId ?? ANONYMOUS_KEY_ID,
-          endUser: exchange.endUser,
-          route: exchange.route,
-          requestedModel: exchange.resolved.requestedId,
-          model: exchange.resolved.canonicalId,
-          upstream: exchange.resolved.plugin.vendor,
-          status: exchange.status,
-          stream: exchange.stream,
-          latencyMs: exchange.latencyMs,
-          requestId: exchange.requestId,
-          usage,
-          estimated,
-          outcome: exchange.outcome,
-          endpoint: exchange.endpoint,
-          attempts: exchange.attempts,
-          pricing: exchange.resolved.model.pricing,
-          time,
-          cacheHit: exchange.cacheHit !== undefined,
-          guardrails: exchange.guardrails,
-        });
-        // The reservation settles to the record's figures, estimated ones included (zero: released).
-        exchange.settlement?.settle(record);
-        this.store.record(record);
-      };
       const reported = exchange.usage;
       // A plugin fault leaves the answer's usage unread or partly read, as a cut stream does.
       // So does a stream a guardrail ended: the upstream was dropped mid-answer (a blocked JSON answer came whole, its
@@ -95,60 +69,82 @@ export class GatewayUsageAccounting implements UsageAccounting {
       const unreported = counts ? (exchange.unreportedAttempts ?? 0) : 0;
       // Reported and complete, or nothing consumed upstream: the record is taken as it is.
       if (!needsEstimate && unreported === 0) {
-        finish(reported, false);
+        this.finish(exchange, time, reported, false);
         return undefined;
       }
-      const settle = (usage: TokenUsage | undefined, estimated: boolean): RecordedUsage => {
-        finish(usage, estimated);
-        return { usage, estimated };
-      };
-      const counting = needsEstimate
-        ? estimateUsage(exchange.requestBody(), exchange.responseText())
-        : estimateInputTokens(exchange.requestBody()).then((inputTokens): TokenUsage => ({
-            inputTokens,
-            outputTokens: 0,
-            cachedTokens: 0,
-          }));
-      const estimate = counting.then(
-        (counted) => {
-          let usage = reported;
-          let estimated = false;
-          if (needsEstimate && !reported) {
-            usage = counted;
-            estimated = true;
-          } else if (needsEstimate && reported) {
-            estimated = counted.outputTokens > reported.outputTokens;
-            usage = { ...reported, outputTokens: Math.max(reported.outputTokens, counted.outputTokens) };
-          }
-          if (unreported > 0) {
-            usage = {
-              ...(usage ?? { outputTokens: 0, cachedTokens: 0 }),
-              inputTokens: (usage?.inputTokens ?? 0) + counted.inputTokens * unreported,
-            };
-            estimated = true;
-          }
-          return settle(usage, estimated);
-        },
-        (error: unknown) => {
-          this.logger.error(
-            { err: error },
-            'usage estimate failed; recording the reported usage (or zero) flagged as estimated',
-          );
-          return settle(reported, true);
-        },
-      );
-      // A store that throws must not leave the promise rejected (callers are told it never rejects).
-      const recorded = estimate.catch((error: unknown): RecordedUsage => {
-        this.logger.error({ err: error }, 'usage record failed');
-        return { usage: reported, estimated: true };
-      });
-      this.estimating.add(recorded);
-      void recorded.finally(() => this.estimating.delete(recorded));
-      return recorded;
+      return this.estimate(exchange, time, needsEstimate, unreported);
     } catch (error) {
       this.logger.error({ err: error }, 'usage record failed');
       return undefined;
     }
+  }
+
+  /** Counts with the tokenizer what the upstream did not report, then records; the promise never rejects. */
+  private estimate(
+    exchange: ExchangeRecord,
+    time: Date,
+    needsEstimate: boolean,
+    unreported: number,
+  ): Promise<RecordedUsage> {
+    const reported = exchange.usage;
+    const counting = needsEstimate
+      ? estimateUsage(exchange.requestBody(), exchange.responseText())
+      : estimateInputTokens(exchange.requestBody()).then((inputTokens): TokenUsage => ({
+          inputTokens,
+          outputTokens: 0,
+          cachedTokens: 0,
+        }));
+    const estimate = counting.then(
+      (counted) => this.settle(exchange, time, estimatedUsage(reported, counted, needsEstimate, unreported)),
+      (error: unknown) => {
+        this.logger.error(
+          { err: error },
+          'usage estimate failed; recording the reported usage (or zero) flagged as estimated',
+        );
+        return this.settle(exchange, time, { usage: reported, estimated: true });
+      },
+    );
+    // A store that throws must not leave the promise rejected (callers are told it never rejects).
+    const recorded = estimate.catch((error: unknown): RecordedUsage => {
+      this.logger.error({ err: error }, 'usage record failed');
+      return { usage: reported, estimated: true };
+    });
+    this.estimating.add(recorded);
+    void recorded.finally(() => this.estimating.delete(recorded));
+    return recorded;
+  }
+
+  private settle(exchange: ExchangeRecord, time: Date, recorded: RecordedUsage): RecordedUsage {
+    this.finish(exchange, time, recorded.usage, recorded.estimated);
+    return recorded;
+  }
+
+  /** Builds the exchange's record, settles its reservation to it and hands it to the store. */
+  private finish(exchange: ExchangeRecord, time: Date, usage: TokenUsage | undefined, estimated: boolean): void {
+    const record = buildUsageRecord({
+      keyId: exchange.keyId ?? ANONYMOUS_KEY_ID,
+      endUser: exchange.endUser,
+      route: exchange.route,
+      requestedModel: exchange.resolved.requestedId,
+      model: exchange.resolved.canonicalId,
+      upstream: exchange.resolved.plugin.vendor,
+      status: exchange.status,
+      stream: exchange.stream,
+      latencyMs: exchange.latencyMs,
+      requestId: exchange.requestId,
+      usage,
+      estimated,
+      outcome: exchange.outcome,
+      endpoint: exchange.endpoint,
+      attempts: exchange.attempts,
+      pricing: exchange.resolved.model.pricing,
+      time,
+      cacheHit: exchange.cacheHit !== undefined,
+      guardrails: exchange.guardrails,
+    });
+    // The reservation settles to the record's figures, estimated ones included (zero: released).
+    exchange.settlement?.settle(record);
+    this.store.record(record);
   }
 
   /** Resolves when every record taken so far has reached the store (estimates included). */
@@ -156,6 +152,35 @@ export class GatewayUsageAccounting implements UsageAccounting {
     await Promise.all(this.estimating);
     await this.store.flush();
   }
+}
+
+/**
+ * The usage to record once the tokenizer has counted: the counts where nothing was reported, the larger
+ * output where the answer was cut short, and each unreported attempt's input on top.
+ */
+function estimatedUsage(
+  reported: TokenUsage | undefined,
+  counted: TokenUsage,
+  needsEstimate: boolean,
+  unreported: number,
+): RecordedUsage {
+  let usage = reported;
+  let estimated = false;
+  if (needsEstimate && !reported) {
+    usage = counted;
+    estimated = true;
+  } else if (needsEstimate && reported) {
+    estimated = counted.outputTokens > reported.outputTokens;
+    usage = { ...reported, outputTokens: Math.max(reported.outputTokens, counted.outputTokens) };
+  }
+  if (unreported > 0) {
+    usage = {
+      ...(usage ?? { outputTokens: 0, cachedTokens: 0 }),
+      inputTokens: (usage?.inputTokens ?? 0) + counted.inputTokens * unreported,
+    };
+    estimated = true;
+  }
+  return { usage, estimated };
 }
 
 /** Key id → the older ids its usage was also recorded under. */

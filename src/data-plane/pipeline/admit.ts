@@ -131,54 +131,15 @@ export function createRateLimiters(options: RateLimiterOptions = {}): RateLimite
   const ledger = options.ledger ?? new MemoryLedger();
   const fixed: RateSettings = { max: options.max ?? 100, windowMs: options.windowMs ?? 60_000 };
   const inForce = options.settings ?? { current: fixed };
-  // Per caller object (the authenticator hands out one per key and team state), until its window ends.
-  const measured = new WeakMap<object, Measured>();
-  const anonymous = {};
-
-  const measure = (caller: CallerKey | undefined, now: number): Measured => {
-    const settings = inForce.current;
-    const holder = caller ?? anonymous;
-    const known = measured.get(holder);
-    if (known && now < known.until && known.settings === settings) return known;
-    const meters = [
-      requestMeter('key', caller?.id ?? 'anonymous', caller?.rpm ?? settings.max, settings.windowMs, now),
-    ];
-    const team = caller?.team;
-    // Counted under the team's id: a team created later under the same name starts at zero.
-    if (team?.rpm !== undefined) {
-      meters.push(requestMeter('team', team.name, team.rpm, settings.windowMs, now, team.id));
-    }
-    const fresh = { settings, meters, demands: meters.map(ONE_REQUEST), until: meters[0]!.resetAt };
-    measured.set(holder, fresh);
-    return fresh;
-  };
-
-  const counted = (
-    meters: readonly Meter[],
-    windowMs: number,
-    result: ReserveResult,
-    res: HeaderTarget,
-    now: number,
-  ): CountedRequest => {
-    const state = decide(meters, windowMs, result, res, now);
-    let held = true;
-    return {
-      state,
-      giveBack() {
-        if (!held) return;
-        held = false;
-        ledger.adjust(meters.map((meter) => ({ counter: meter.counter, delta: -1, resetAt: meter.resetAt })));
-      },
-    };
-  };
+  const callers = new CallerMeters(inForce);
 
   const count: KeyRateLimit['count'] = (caller, res) => {
     const now = Date.now();
-    const { settings, meters, demands } = measure(caller, now);
+    const { settings, meters, demands } = callers.measure(caller, now);
     const result = ledger.reserve(demands);
     if (result instanceof Promise)
-      return result.then((settled) => counted(meters, settings.windowMs, settled, res, now));
-    return counted(meters, settings.windowMs, result, res, now);
+      return result.then((settled) => countedRequest(ledger, meters, settings.windowMs, settled, res, now));
+    return countedRequest(ledger, meters, settings.windowMs, result, res, now);
   };
 
   const perAddress: RequestHandler = (req, res, next) =>
@@ -195,6 +156,55 @@ export function createRateLimiters(options: RateLimiterOptions = {}): RateLimite
     proceed(() => count(res.locals.apiKey as CallerKey | undefined, res), next);
 
   return { perKey: Object.assign(perKey, { count }), perAddress, degraded: () => ledger.degraded() };
+}
+
+/** The request meters of each caller (its key's, and its team's when the team has an `rpm`) in the window in force. */
+class CallerMeters {
+  // Per caller object (the authenticator hands out one per key and team state), until its window ends.
+  private readonly measured = new WeakMap<object, Measured>();
+  private readonly anonymous = {};
+
+  constructor(private readonly inForce: Current<RateSettings>) {}
+
+  /** The caller's meters, built again when their window has ended or the settings changed. */
+  measure(caller: CallerKey | undefined, now: number): Measured {
+    const settings = this.inForce.current;
+    const holder = caller ?? this.anonymous;
+    const known = this.measured.get(holder);
+    if (known && now < known.until && known.settings === settings) return known;
+    const meters = [
+      requestMeter('key', caller?.id ?? 'anonymous', caller?.rpm ?? settings.max, settings.windowMs, now),
+    ];
+    const team = caller?.team;
+    // Counted under the team's id: a team created later under the same name starts at zero.
+    if (team?.rpm !== undefined) {
+      meters.push(requestMeter('team', team.name, team.rpm, settings.windowMs, now, team.id));
+    }
+    const fresh = { settings, meters, demands: meters.map(ONE_REQUEST), until: meters[0]!.resetAt };
+    this.measured.set(holder, fresh);
+    return fresh;
+  }
+}
+
+/** A request reserved on its meters (or refused: {@link decide} throws), which can be given back once. */
+function countedRequest(
+  ledger: LimitLedger,
+  meters: readonly Meter[],
+  windowMs: number,
+  result: ReserveResult,
+  res: HeaderTarget,
+  now: number,
+): CountedRequest {
+  const state = decide(meters, windowMs, result, res, now);
+  let held = true;
+  return {
+    state,
+    giveBack() {
+      if (!held) return;
+      held = false;
+      ledger.adjust(meters.map((meter) => ({ counter: meter.counter, delta: -1, resetAt: meter.resetAt })));
+    },
+  };
 }
 
 /** Express's next step after a decision that is synchronous (the embedded ledger) or not (Redis). */

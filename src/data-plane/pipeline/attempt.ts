@@ -4,6 +4,7 @@ import {
   awaitDispatchedStreamStart,
   UpstreamTransportError,
   type UpstreamClient,
+  type UpstreamRequest,
   type UpstreamResponse,
   type CompatibleCall,
 } from '../upstream/upstream-client.ts';
@@ -107,29 +108,9 @@ async function attemptOnce(
   const started: AttemptStartMessage | undefined = side?.(member, call.upstreamModel, call.model.canonicalId);
   let response: UpstreamResponse;
   try {
-    response = await parts.upstream.open({
-      endpoint,
-      route: call.upstreamRoute,
-      method: call.method,
-      body: call.forwarded,
-      clientHeaders: exchange.headers,
-      requestId: exchange.requestId,
-      signal,
-      // A JSON answer comes when the whole generation is done, however long it asked for: it is not
-      // judged by the first-byte timeout, only by the upstream timeout (a stream's first content is).
-      timeoutMs: call.stream ? bounds.firstByteTimeoutMs : bounds.timeoutMs,
-      bodyTimeoutMs: bounds.idleTimeoutMs,
-      traceparent: started?.traceparent,
-    });
+    response = await parts.upstream.open(upstreamRequest(bounds, exchange, call, endpoint, signal, started));
   } catch (error) {
-    if (error instanceof UpstreamTransportError) {
-      attemptError(exchange, error.reason);
-      return {
-        kind: 'retry',
-        failure: upstreamFailure(endpoint.provider, error.reason, error),
-        reached: error.timedOut,
-      };
-    }
+    if (error instanceof UpstreamTransportError) return retry(exchange, endpoint, error.reason, error, error.timedOut);
     throw error;
   }
   const { status, headers } = response;
@@ -147,12 +128,7 @@ async function attemptOnce(
   try {
     bytes = await response.whole(bounds.bodyLimitBytes);
   } catch (error) {
-    attemptError(exchange, 'the answer broke off or was too large');
-    return {
-      kind: 'retry',
-      failure: upstreamFailure(endpoint.provider, 'the answer broke off or was too large', error),
-      reached: true,
-    };
+    return retry(exchange, endpoint, 'the answer broke off or was too large', error, true);
   }
   const answer = { kind: 'json', status, headers, bytes, apiKey: endpoint.apiKey } as const;
   if (isRetryableStatus(status)) {
@@ -161,6 +137,43 @@ async function attemptOnce(
   }
   times.doneAt = performance.now();
   return { kind: 'answer', answer };
+}
+
+/** The upstream call of one attempt: the call's body to one endpoint, within the waits its kind of answer allows. */
+function upstreamRequest(
+  bounds: UpstreamBounds,
+  exchange: Exchange,
+  call: CompatibleCall,
+  endpoint: PooledEndpoint['endpoint'],
+  signal: AttemptSignal,
+  started: AttemptStartMessage | undefined,
+): UpstreamRequest {
+  return {
+    endpoint,
+    route: call.upstreamRoute,
+    method: call.method,
+    body: call.forwarded,
+    clientHeaders: exchange.headers,
+    requestId: exchange.requestId,
+    signal,
+    // A JSON answer comes when the whole generation is done, however long it asked for: it is not
+    // judged by the first-byte timeout, only by the upstream timeout (a stream's first content is).
+    timeoutMs: call.stream ? bounds.firstByteTimeoutMs : bounds.timeoutMs,
+    bodyTimeoutMs: bounds.idleTimeoutMs,
+    traceparent: started?.traceparent,
+  };
+}
+
+/** An attempt that got no usable answer from its endpoint; `reached`: the upstream had the request. */
+function retry(
+  exchange: Exchange,
+  endpoint: PooledEndpoint['endpoint'],
+  reason: string,
+  cause: unknown,
+  reached: boolean,
+): AttemptResult<CompatibleAnswer, CompatibleFailure> {
+  attemptError(exchange, reason);
+  return { kind: 'retry', failure: upstreamFailure(endpoint.provider, reason, cause), reached };
 }
 
 /** Holds a stream's opening events until its first content event, within the first-byte timeout. */
@@ -195,9 +208,8 @@ async function streamStart(
       : signal.aborted
         ? `no content within ${bounds.firstByteTimeoutMs} ms`
         : 'the stream broke off before any content';
-  attemptError(exchange, reason);
   // The upstream began a stream: it had the request, whatever came of it.
-  return { kind: 'retry', failure: upstreamFailure(endpoint.provider, reason), reached: true };
+  return retry(exchange, endpoint, reason, undefined, true);
 }
 
 function attemptError(exchange: Exchange, reason: string, status?: number): void {

@@ -286,6 +286,11 @@ export function createAuthenticator(options: AuthenticatorOptions): KeyAuthentic
       return refuse(addressOf)(error);
     }
   };
+  return Object.assign(keyMiddleware(check), { check, ready: statics.ready });
+}
+
+/** The check as Express middleware: `res.locals.apiKey` set, or the refusal passed on. */
+function keyMiddleware(check: KeyAuthenticator['check']): RequestHandler {
   const middleware: RequestHandler = async (req, res, next) => {
     try {
       res.locals.apiKey = await check(req.headers, req.path, () => clientAddress(req));
@@ -294,7 +299,7 @@ export function createAuthenticator(options: AuthenticatorOptions): KeyAuthentic
       next(error);
     }
   };
-  return Object.assign(middleware, { check, ready: statics.ready });
+  return middleware;
 }
 
 /** The static keys by hash, each record made once its id is derived (all started at once, off the event loop). */

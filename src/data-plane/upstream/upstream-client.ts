@@ -150,26 +150,7 @@ export class UpstreamClient {
    */
   open(request: UpstreamRequest): Promise<UpstreamResponse> {
     const { endpoint, route } = request;
-    const headers: Record<string, string> = {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-    };
-    for (const name of route.forwardHeaders ?? []) {
-      // The gateway's own end-user header is never the upstream's, whatever a plugin lists.
-      if (name.toLowerCase() === END_USER_HEADER) continue;
-      const value = request.clientHeaders?.[name];
-      if (typeof value === 'string') headers[name] = value;
-    }
-    for (const [name, value] of Object.entries(route.defaultHeaders ?? {})) headers[name] ??= value;
-    // An endpoint's own credential header (a route may forward or default any header but its own
-    // credential's): never the client's value, nor the route's default, whether or not a key is set.
-    if (endpoint.authHeader !== undefined) {
-      for (const name of Object.keys(headers)) if (name.toLowerCase() === endpoint.authHeader) delete headers[name];
-    }
-    if (request.requestId) headers['x-request-id'] = request.requestId;
-    if (request.traceparent !== undefined) {
-      headers.traceparent = request.traceparent;
-    }
+    const headers = upstreamHeaders(request);
     const credential = upstreamCredential(endpoint.auth ?? route.auth, endpoint.apiKey);
     Object.assign(headers, credential.headers);
     const timeoutMs = request.timeoutMs ?? this.timeoutMs;
@@ -215,6 +196,35 @@ export class UpstreamClient {
   async close(): Promise<void> {
     await this.dispatcher.close();
   }
+}
+
+/**
+ * The headers of an upstream call but its credential: JSON in, JSON or a stream out, the client's headers the
+ * route forwards, the route's defaults, the request id and trace context.
+ */
+function upstreamHeaders(request: UpstreamRequest): Record<string, string> {
+  const { endpoint, route } = request;
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+  };
+  for (const name of route.forwardHeaders ?? []) {
+    // The gateway's own end-user header is never the upstream's, whatever a plugin lists.
+    if (name.toLowerCase() === END_USER_HEADER) continue;
+    const value = request.clientHeaders?.[name];
+    if (typeof value === 'string') headers[name] = value;
+  }
+  for (const [name, value] of Object.entries(route.defaultHeaders ?? {})) headers[name] ??= value;
+  // An endpoint's own credential header (a route may forward or default any header but its own
+  // credential's): never the client's value, nor the route's default, whether or not a key is set.
+  if (endpoint.authHeader !== undefined) {
+    for (const name of Object.keys(headers)) if (name.toLowerCase() === endpoint.authHeader) delete headers[name];
+  }
+  if (request.requestId) headers['x-request-id'] = request.requestId;
+  if (request.traceparent !== undefined) {
+    headers.traceparent = request.traceparent;
+  }
+  return headers;
 }
 
 /** Upstream response headers passed on to the client: the body's type and what SDKs read for retries. */
