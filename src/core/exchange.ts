@@ -68,7 +68,7 @@ export interface GuardrailMark {
 /** What one request to an upstream came to, handed to usage accounting when the response is done. */
 export interface ExchangeRecord {
   readonly keyId: string | undefined;
-  /** The end user the request named (see `core/end-user.ts`); absent when it named none. */
+  /** The end user the request named (see `core/incoming-request.ts`); absent when it named none. */
   readonly endUser?: string;
   readonly route: RouteId;
   readonly resolved: ResolvedModel;

@@ -4,7 +4,7 @@
  * and the month (`quota`, `budget`). `concurrency` is held, not counted (see `KeyConcurrency`).
  */
 
-/** Charged-token quotas (see `charge` in `usage/pricing.ts`) per UTC day and per UTC month. */
+/** Charged-token quotas (see `charge` in `usage/usage-accounting.ts`) per UTC day and per UTC month. */
 export interface TokenQuota {
   readonly daily?: number;
   readonly monthly?: number;

@@ -1,10 +1,16 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkText, findIn, mergeFindings } from '../../src/guardrails/findings.ts';
+import {
+  checkText,
+  findIn,
+  mergeFindings,
+  StreamGuard,
+  type StreamItem,
+  type StreamPiece,
+  textView,
+} from '../../src/guardrails/text-engine.ts';
 import type { TextContext, TextGuardrail } from '../../src/guardrails/guardrail.ts';
 import { pluginGuardrail } from '../../src/guardrails/plugin-guardrail.ts';
-import { StreamGuard, type StreamItem, type StreamPiece } from '../../src/guardrails/stream-guard.ts';
-import { textView } from '../../src/guardrails/text-view.ts';
 import type { GuardrailPlugin } from '../../src/plugins/plugin-contract.ts';
 import { isPluginFault } from '../../src/plugins/plugin-fault.ts';
 

@@ -157,7 +157,7 @@ function drain(source: Readable, socket: Socket, limits: LingerLimits): void {
  * Caps the half-sent requests of one client address: those whose headers arrived and whose body is still
  * arriving, counted under {@link clientAddress} (behind a trusted proxy, the client it names), so that
  * one address cannot hold every connection with slow uploads. A refused request is answered 429 and
- * lingers for up to 2 s while its body arrives (see `linger-close.ts`); it counts as half-sent meanwhile.
+ * lingers for up to 2 s while its body arrives (see `stampLingerLimits`); it counts as half-sent meanwhile.
  * Logs the first refusal of each burst of an address.
  */
 export class PendingRequests {

@@ -7,7 +7,7 @@ import type { RedisConnection } from '../redis/redis-client.ts';
  * Static keys' ids of the previous scheme, kept readable. Releases before this one derived a static
  * key's id as an HMAC under an installation secret kept in Redis (`{gateway-keys}:key-id-secret`) or
  * in `<dataDir>/key-id-secret`; the secret is only read here, never made: usage recorded under those
- * ids is read back under the key's current id (see `usage/key-id-aliases.ts`).
+ * ids is read back under the key's current id (see `usage/usage-accounting.ts`).
  */
 export const LEGACY_SECRET_FILE = 'key-id-secret';
 export const LEGACY_SECRET_REDIS_KEY = '{gateway-keys}:key-id-secret';
