@@ -1,7 +1,9 @@
 import { EVENTS } from '../../core/diagnostics.ts';
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
+import type { AnswerFacts } from '../../core/formats/genai-facts.ts';
+import type { WireFormatRules } from '../../core/formats/wire-format.ts';
 import { streamEventTooLarge, upstreamAuthRejected, upstreamFailure, usageMissing } from '../../core/gateway-errors.ts';
-import type { SseEvent, TokenUsage } from '../../plugins/plugin-contract.ts';
+import type { SseEvent, TokenUsage, UsageExtractor, WireFormat } from '../../plugins/plugin-contract.ts';
 import { isPluginFault, type PluginFault } from '../../plugins/plugin-fault.ts';
 import { hasInBandError } from '../cache/response-caching.ts';
 import { guardAnswer } from '../guardrails/answer-guard.ts';
@@ -10,7 +12,7 @@ import { endForClient } from '../http/client-connection.ts';
 import type { CompatibleAnswer, UpstreamBounds } from '../routes/compatible-answer.ts';
 import { faultOf } from '../routes/plugin-faults.ts';
 import { standardBodyUsage, standardEventUsage } from '../routes/standard-usage.ts';
-import { StreamedText, FixupChain, relaySse, STREAM_HEADERS } from '../sse/sse-relay.ts';
+import { StreamedText, FixupChain, relaySse, STREAM_HEADERS, type RelayOptions } from '../sse/sse-relay.ts';
 import type { EndpointPool, PooledEndpoint } from '../upstream/endpoint-pool.ts';
 import { redactCredential, redactCredentialText, StreamRedactor } from '../upstream/redact-credential.ts';
 import { relayedHeaders } from '../upstream/upstream-client.ts';
@@ -105,84 +107,145 @@ async function relayStream(
 ): Promise<void> {
   const call = exchange.call!;
   const { res, capture } = exchange;
-  const { format, extractor } = call;
-  const rules = WIRE_FORMATS[format];
+  const { format } = call;
   const status = answer.status;
   const headers = relayedHeaders(answer.headers, answer.apiKey);
-  const streamed = (exchange.streamed = new StreamedText((data) => parts.usage.streamedText(format, data)));
-  const head = () => {
-    exchange.firstByteAt = performance.now();
-    res.writeHead(status, { ...headers, ...STREAM_HEADERS });
-  };
+  const textOf = (data: string) => parts.usage.streamedText(format, data);
+  const streamed = (exchange.streamed = new StreamedText(textOf));
   if (EVENTS.streamOpened.active) EVENTS.streamOpened.publish(exchange);
-  let usage: TokenUsage | undefined;
-  let terminal = false;
   // Read only while a subscriber asked: the model, id and finish reasons the events carry.
   const facts = exchange.watch.answer ? (exchange.facts = {}) : undefined;
   // The text the client gets: the tap's (as the upstream sent it) unless guardrails may change it.
   const shown =
-    exchange.watch.content && exchange.guardrails?.selection.response
-      ? new StreamedText((data) => parts.usage.streamedText(format, data))
-      : undefined;
+    exchange.watch.content && exchange.guardrails?.selection.response ? new StreamedText(textOf) : undefined;
   if (exchange.watch.content)
     exchange.outputText = () => redactCredentialText((shown ?? streamed).value().text, answer.apiKey);
-  // The credential whole in an event, and split across the text deltas of several (events held meanwhile).
-  const redactor = new StreamRedactor(answer.apiKey);
   if (capture) capture.contentType = headers['content-type'] ?? 'text/event-stream';
-  const { maxSseEventBytes } = parts.bounds;
   const fixups = new FixupChain(call.registry.streamFixups(call.route, call.model.canonicalId));
-  // The usage tap: every event as the upstream sent it (its usage is what the upstream billed).
-  const tap = (event: SseEvent) => {
-    try {
-      usage = extractor.fromStreamEvent(usage, event);
-    } catch (error) {
-      // A plugin's extractor failed: the figures the event carries where its format keeps them still count.
-      if (isPluginFault(error)) usage = standardEventUsage(format, usage, event);
-      throw error;
-    }
-    streamed.add(event.data);
-    exchange.streamEvents += 1;
-    if (facts) rules.genAi.fromStreamEvent(event, facts);
-    if (!terminal) terminal = rules.isTerminalEvent(event);
-    if (capture && rules.isErrorEvent(event)) capture.spoiled = true;
-  };
   // Response guardrails read each event as the fixups leave it (what the client gets): both then run before them.
   const run = exchange.guardrails?.selection.response ? exchange.guardrails : undefined;
+  const shownOnly = run ? (shown ? (event: SseEvent) => shown.add(event.data) : untapped) : undefined;
+  const relayed = new RelayedStream(parts, exchange, answer, headers, facts, run ? undefined : fixups, shownOnly);
+  const { maxSseEventBytes } = parts.bounds;
   const body = run
-    ? guardStream(run, answer.body, maxSseEventBytes, { tap, fixups: fixups.empty ? undefined : fixups })
+    ? guardStream(run, answer.body, maxSseEventBytes, { tap: relayed.tap, fixups: fixups.empty ? undefined : fixups })
     : answer.body;
   try {
-    const outcome = await relaySse(body, res, {
-      fixups: run ? undefined : fixups,
-      onEvent: run ? (shown ? (event) => shown.add(event.data) : untapped) : tap,
-      maxEventBytes: maxSseEventBytes,
-      // What the client receives is what the cache keeps.
-      rewrite: capture ? (bytes) => kept(capture, redactor.rewrite(bytes)) : (bytes) => redactor.rewrite(bytes),
-      flush: capture ? () => kept(capture, redactor.flush()) : () => redactor.flush(),
-      clientWriteTimeoutMs: parts.clientWriteTimeoutMs,
-      endOnComplete: true,
-      head,
-    });
-    if (outcome.clientStalled) return exchange.end(status, usage, true, 'client_stalled');
-    if (outcome.clientClosed) return exchange.end(499, usage, true);
+    const outcome = await relaySse(body, res, relayed);
+    if (outcome.clientStalled) return exchange.end(status, relayed.usage, true, 'client_stalled');
+    if (outcome.clientClosed) return exchange.end(499, relayed.usage, true);
     if (outcome.eventTooLarge) {
       const error = streamEventTooLarge(endpoint.endpoint.provider, maxSseEventBytes);
-      const read = await endForClient(res, rules.inBandError(error), parts.clientWriteTimeoutMs);
-      return exchange.endAsRead(read, status, usage, true, 'upstream_cut');
+      const read = await endForClient(res, WIRE_FORMATS[format].inBandError(error), parts.clientWriteTimeoutMs);
+      return exchange.endAsRead(read, status, relayed.usage, true, 'upstream_cut');
     }
     const read = await endForClient(res, undefined, parts.clientWriteTimeoutMs);
-    exchange.endAsRead(read, status, usage, true, terminal ? 'complete' : 'upstream_cut');
+    exchange.endAsRead(read, status, relayed.usage, true, relayed.terminal ? 'complete' : 'upstream_cut');
   } catch (error) {
-    if (isPluginFault(error)) await pluginFaultInStream(parts, exchange, error, status, usage);
-    else if (isGuardrailStreamBlock(error)) await blockedStream(parts, exchange, error, status, usage);
-    else {
-      // Anything else that failed before the status went out still ends in band, as it always did.
-      if (!res.headersSent && !exchange.client!.gone) head();
-      await streamBroke(parts, exchange, error, status, usage, endpoint, pool);
-    }
+    await streamFailed(parts, exchange, relayed, error, status, endpoint, pool);
   } finally {
     if (EVENTS.streamClosed.active) EVENTS.streamClosed.publish(exchange);
   }
+}
+
+/**
+ * One stream of a compatible route as the options of its relay: the usage tap, the fixups, the
+ * credential's redaction and the status line, made once per stream; and what the tap read on the way
+ * (the usage, whether the terminal event came), for the end of the exchange.
+ */
+class RelayedStream implements RelayOptions {
+  /** What the upstream billed, as the events so far report it. */
+  usage: TokenUsage | undefined = undefined;
+  /** The upstream sent the event that ends its stream. */
+  terminal = false;
+  readonly onEvent: (event: SseEvent) => void;
+  readonly maxEventBytes: number;
+  readonly rewrite: (bytes: Buffer) => Buffer;
+  readonly flush: () => Buffer;
+  readonly clientWriteTimeoutMs: number;
+  readonly endOnComplete = true;
+  private readonly exchange: Exchange;
+  private readonly status: number;
+  private readonly format: WireFormat;
+  private readonly extractor: UsageExtractor;
+  private readonly rules: WireFormatRules;
+  private readonly streamed: StreamedText;
+
+  /**
+   * `fixups`: none when the response guardrails apply them. `onEvent`: what sees each event in place of
+   * the tap, when the response guardrails tap the events.
+   */
+  constructor(
+    parts: RelayParts,
+    exchange: Exchange,
+    answer: StreamAnswer,
+    private readonly headers: Record<string, string>,
+    /** Read only while a subscriber asked: the model, id and finish reasons the events carry. */
+    private readonly facts: AnswerFacts | undefined,
+    readonly fixups: FixupChain | undefined,
+    onEvent: ((event: SseEvent) => void) | undefined,
+  ) {
+    const { format, extractor } = exchange.call!;
+    this.exchange = exchange;
+    this.status = answer.status;
+    this.format = format;
+    this.extractor = extractor;
+    this.rules = WIRE_FORMATS[format];
+    this.streamed = exchange.streamed!;
+    this.onEvent = onEvent ?? this.tap;
+    this.maxEventBytes = parts.bounds.maxSseEventBytes;
+    // The credential whole in an event, and split across the text deltas of several (events held meanwhile).
+    const redactor = new StreamRedactor(answer.apiKey);
+    // What the client receives is what the cache keeps.
+    const { capture } = exchange;
+    this.rewrite = capture ? (bytes) => kept(capture, redactor.rewrite(bytes)) : (bytes) => redactor.rewrite(bytes);
+    this.flush = capture ? () => kept(capture, redactor.flush()) : () => redactor.flush();
+    this.clientWriteTimeoutMs = parts.clientWriteTimeoutMs;
+  }
+
+  /** Writes the status line, with the first bytes. */
+  readonly head = (): void => {
+    this.exchange.firstByteAt = performance.now();
+    this.exchange.res.writeHead(this.status, { ...this.headers, ...STREAM_HEADERS });
+  };
+
+  /** The usage tap: every event as the upstream sent it (its usage is what the upstream billed). */
+  readonly tap = (event: SseEvent): void => {
+    const { exchange, rules, facts } = this;
+    try {
+      this.usage = this.extractor.fromStreamEvent(this.usage, event);
+    } catch (error) {
+      // A plugin's extractor failed: the figures the event carries where its format keeps them still count.
+      if (isPluginFault(error)) this.usage = standardEventUsage(this.format, this.usage, event);
+      throw error;
+    }
+    this.streamed.add(event.data);
+    exchange.streamEvents += 1;
+    if (facts) rules.genAi.fromStreamEvent(event, facts);
+    if (!this.terminal) this.terminal = rules.isTerminalEvent(event);
+    if (exchange.capture && rules.isErrorEvent(event)) exchange.capture.spoiled = true;
+  };
+}
+
+/**
+ * Ends a stream whose relay failed, the usage read before it kept: a plugin's hook (a fixup, the usage
+ * extractor) failed, a guardrail blocked it, or anything else broke it off, which ends it in band.
+ */
+function streamFailed(
+  parts: RelayParts,
+  exchange: Exchange,
+  relayed: RelayedStream,
+  error: unknown,
+  status: number,
+  endpoint: PooledEndpoint,
+  pool: EndpointPool,
+): Promise<void> {
+  const { usage } = relayed;
+  if (isPluginFault(error)) return pluginFaultInStream(parts, exchange, error, status, usage);
+  if (isGuardrailStreamBlock(error)) return blockedStream(parts, exchange, error, status, usage);
+  // Anything else that failed before the status went out still ends in band, as it always did.
+  if (!exchange.res.headersSent && !exchange.client!.gone) relayed.head();
+  return streamBroke(parts, exchange, error, status, usage, endpoint, pool);
 }
 
 /** A stream that broke after its status went out: the client learns of it in the stream's own format. */

@@ -1,6 +1,6 @@
-import { awaitClientRead, type ClientResponse } from '../http/client-connection.ts';
+import { awaitClientRead, type ClientRead, type ClientResponse } from '../http/client-connection.ts';
 import type { SseEvent, StreamFixupDeclaration } from '../../plugins/plugin-contract.ts';
-import { iterableBody, type UpstreamBody } from './upstream-body.ts';
+import { iterableBody, type BodySink, type UpstreamBody } from './upstream-body.ts';
 import type { TextSample } from '../../core/exchange.ts';
 
 /** The headers every relayed stream goes out with, beside its content type: no caching, no proxy buffering. */
@@ -84,134 +84,9 @@ export function relaySse(
 ): Promise<RelayOutcome> {
   const body = isUpstreamBody(upstream) ? upstream : iterableBody(upstream);
   const splitter = new SseSplitter(options.maxEventBytes);
-  const { onEvent, clientWriteTimeoutMs } = options;
-  const fixups = options.fixups?.empty === false ? options.fixups : undefined;
-  const rewrite = options.rewrite;
-  const writeHead = options.head;
-  return new Promise<RelayOutcome>((resolve, reject) => {
-    let headed = writeHead === undefined;
-    const head = () => {
-      if (headed) return;
-      headed = true;
-      writeHead!();
-    };
-    let clientClosed = false;
-    let clientStalled = false;
-    let settled = false;
-    /** Waiting for the client to drain; what to conclude once it has, if the body is done meanwhile. */
-    let draining = false;
-    let deferred: (() => void) | undefined;
-    /** The outcome is decided (and may wait on the client's drain): nothing the body says counts any more. */
-    let concluded = false;
-    const settle = (outcome: RelayOutcome | { error: unknown }) => {
-      if (settled) return;
-      settled = true;
-      res.off('close', onClose);
-      if ('error' in outcome) reject(outcome.error);
-      else resolve(outcome);
-    };
-    const stopped = () =>
-      settle({ completed: false, clientClosed: clientClosed && !clientStalled, eventTooLarge: false, clientStalled });
-    const onClose = () => {
-      if (res.writableFinished || settled) return;
-      clientClosed = true;
-      stopped();
-      body.abort();
-    };
-    res.once('close', onClose);
-    /** Writes `bytes` (rewritten), and what the rewrite held back when `last`. */
-    const write = (bytes: Buffer, last = false) => {
-      if (settled) return;
-      let out = rewrite && bytes.length > 0 ? rewrite(bytes) : bytes;
-      const held = last && options.flush ? options.flush() : undefined;
-      if (held && held.length > 0) out = out.length === 0 ? held : Buffer.concat([out, held]);
-      if (out.length === 0) return;
-      if (!headed) head();
-      if (res.write(out)) return;
-      draining = true;
-      body.pause();
-      void awaitClientRead(res, 'drain', clientWriteTimeoutMs).then((read) => {
-        draining = false;
-        if (settled) return;
-        if (read === 'taken') {
-          const then = deferred;
-          deferred = undefined;
-          if (then) then();
-          else body.resume();
-          return;
-        }
-        if (read === 'stalled') clientStalled = true;
-        else clientClosed = true;
-        stopped();
-        body.abort();
-      });
-    };
-    /** Runs `conclude` now, or once the client took what was written. */
-    const whenDrained = (conclude: () => void) => {
-      if (concluded) return;
-      concluded = true;
-      if (draining) deferred = conclude;
-      else conclude();
-    };
-    /** A plugin's hook failed: the rest of the body is not wanted. */
-    const faulted = (fault: { error: unknown }) => {
-      // Nothing reached the client yet: the caller answers with a status of its own, and what `rewrite`
-      // holds is dropped.
-      if (!headed) {
-        settle(fault);
-        body.abort();
-        return;
-      }
-      // The events before it are out.
-      write(EMPTY, true);
-      whenDrained(() => settle(fault));
-      body.abort();
-    };
-    body.attach({
-      data(chunk) {
-        if (concluded || settled) return;
-        const blocks = splitter.push(chunk);
-        if (blocks.length > 0) {
-          const fault = relayBlocks(blocks, onEvent, fixups, write);
-          if (fault) return faulted(fault);
-        }
-        if (splitter.oversized && !settled) {
-          head();
-          write(EMPTY, true);
-          whenDrained(() => settle({ completed: false, clientClosed, eventTooLarge: true, clientStalled }));
-          body.abort();
-        }
-      },
-      end() {
-        if (concluded || settled) return;
-        // An event cut off by the end of the stream goes out as it came (the client discards it too).
-        head();
-        write(splitter.rest(), true);
-        whenDrained(() => {
-          if (options.endOnComplete && !clientClosed && !clientStalled) res.end();
-          settle({
-            completed: !clientClosed && !clientStalled,
-            clientClosed: clientClosed && !clientStalled,
-            eventTooLarge: false,
-            clientStalled,
-          });
-        });
-      },
-      error(error) {
-        if (concluded || settled) return;
-        head();
-        write(EMPTY, true);
-        whenDrained(() => (clientClosed || clientStalled ? stopped() : settle({ error })));
-      },
-      fault(error) {
-        if (concluded || settled) return;
-        faulted({ error });
-      },
-    });
-    // The chunks the body held (a look-ahead's opening events) were handed on within `attach`: the
-    // head goes out now however the fixups treated them, so that it never waits on the upstream.
-    if (!settled) head();
-  });
+  return new Promise<RelayOutcome>((resolve, reject) =>
+    new SseRelay(body, splitter, res, options, resolve, reject).start(),
+  );
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -220,40 +95,228 @@ function isUpstreamBody(upstream: AsyncIterable<Uint8Array> | UpstreamBody): ups
   return typeof (upstream as Partial<UpstreamBody>).attach === 'function';
 }
 
+/**
+ * How a relay that stopped taking the body ends, once the client took what was written: the upstream
+ * ended, sent an event over the cap, or broke off, or a plugin's hook failed.
+ */
+type Conclusion = 'complete' | 'eventTooLarge' | 'upstreamError' | 'fault';
+
+/**
+ * One stream being relayed: the body's sink, and the state of the client's side (head written, waiting
+ * for a drain, gone) and of the end. Its methods are the relay's steps, so that nothing is allocated per
+ * event or per write beyond the bytes.
+ */
+class SseRelay implements BodySink {
+  private readonly onEvent: (event: SseEvent) => void;
+  private readonly fixups: BlockRewrite | undefined;
+  private readonly rewrite: ((bytes: Buffer) => Buffer) | undefined;
+  private readonly writeHead: (() => void) | undefined;
+  private readonly clientWriteTimeoutMs: number | undefined;
+  private headed: boolean;
+  private clientClosed = false;
+  private clientStalled = false;
+  private settled = false;
+  /** Waiting for the client to drain a write it refused. */
+  private draining = false;
+  /** The outcome is decided (and may wait on the client's drain): nothing the body says counts any more. */
+  private conclusion: Conclusion | undefined;
+  /** The conclusion waits for the drain. */
+  private deferred = false;
+  /** What a `fault` or `upstreamError` conclusion fails the relay with. */
+  private failure: { error: unknown } | undefined;
+
+  constructor(
+    private readonly body: UpstreamBody,
+    private readonly splitter: SseSplitter,
+    private readonly res: ClientResponse,
+    private readonly options: RelayOptions,
+    private readonly resolve: (outcome: RelayOutcome) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    this.onEvent = options.onEvent;
+    this.fixups = options.fixups?.empty === false ? options.fixups : undefined;
+    this.rewrite = options.rewrite;
+    this.writeHead = options.head;
+    this.clientWriteTimeoutMs = options.clientWriteTimeoutMs;
+    this.headed = options.head === undefined;
+  }
+
+  start(): void {
+    this.res.once('close', this.onClose);
+    this.body.attach(this);
+    // The chunks the body held (a look-ahead's opening events) were handed on within `attach`: the
+    // head goes out now however the fixups treated them, so that it never waits on the upstream.
+    if (!this.settled) this.head();
+  }
+
+  data(chunk: Uint8Array): void {
+    if (this.conclusion !== undefined || this.settled) return;
+    const blocks = this.splitter.push(chunk);
+    if (blocks.length > 0) {
+      const fault = this.relayBlocks(blocks);
+      if (fault) return this.faulted(fault);
+    }
+    if (this.splitter.oversized && !this.settled) {
+      this.finish(EMPTY, 'eventTooLarge');
+      this.body.abort();
+    }
+  }
+
+  end(): void {
+    if (this.conclusion !== undefined || this.settled) return;
+    // An event cut off by the end of the stream goes out as it came (the client discards it too).
+    this.finish(this.splitter.rest(), 'complete');
+  }
+
+  error(error: unknown): void {
+    if (this.conclusion !== undefined || this.settled) return;
+    this.finish(EMPTY, 'upstreamError', { error });
+  }
+
+  fault(error: unknown): void {
+    if (this.conclusion !== undefined || this.settled) return;
+    this.faulted({ error });
+  }
+
+  private head(): void {
+    if (this.headed) return;
+    this.headed = true;
+    const writeHead = this.writeHead!;
+    writeHead();
+  }
+
+  /**
+   * Taps and writes one push's blocks: the tap sees each event as the upstream sent it (its usage is what
+   * the upstream billed, whatever a fixup makes of the event), then the fixups make what the client gets.
+   * A hook that throws (a fixup, the tap) stops them: the blocks before it are still written, so the client
+   * has every event that was whole before the fault, and the error comes back to end the relay with.
+   */
+  private relayBlocks(blocks: readonly SseBlock[]): { error: unknown } | undefined {
+    const { onEvent, fixups } = this;
+    const out: Buffer[] = [];
+    let done = 0;
+    try {
+      for (const block of blocks) {
+        if (block.event) onEvent(block.event);
+        if (fixups) for (const fixed of fixups.blocks(block)) out.push(fixed.raw);
+        done += 1;
+      }
+    } catch (error) {
+      if (done > 0) this.write(fixups ? Buffer.concat(out) : contiguous(blocks.slice(0, done)));
+      return { error };
+    }
+    this.write(fixups ? Buffer.concat(out) : contiguous(blocks));
+    return undefined;
+  }
+
+  /** Writes `bytes` (rewritten), and what the rewrite held back when `last`. */
+  private write(bytes: Buffer, last = false): void {
+    if (this.settled) return;
+    const rewrite = this.rewrite;
+    let out = rewrite && bytes.length > 0 ? rewrite(bytes) : bytes;
+    const held = last && this.options.flush ? this.options.flush() : undefined;
+    if (held && held.length > 0) out = out.length === 0 ? held : Buffer.concat([out, held]);
+    if (out.length === 0) return;
+    if (!this.headed) this.head();
+    if (this.res.write(out)) return;
+    this.draining = true;
+    this.body.pause();
+    void awaitClientRead(this.res, 'drain', this.clientWriteTimeoutMs).then(this.onDrained);
+  }
+
+  /** The client took a refused write (the body flows again, or the relay concludes), or left or stalled. */
+  private readonly onDrained = (read: ClientRead): void => {
+    this.draining = false;
+    if (this.settled) return;
+    if (read === 'taken') {
+      if (!this.deferred) return this.body.resume();
+      this.deferred = false;
+      return this.conclude();
+    }
+    if (read === 'stalled') this.clientStalled = true;
+    else this.clientClosed = true;
+    this.stopped();
+    this.body.abort();
+  };
+
+  private readonly onClose = (): void => {
+    if (this.res.writableFinished || this.settled) return;
+    this.clientClosed = true;
+    this.stopped();
+    this.body.abort();
+  };
+
+  /** A plugin's hook failed: the rest of the body is not wanted. */
+  private faulted(fault: { error: unknown }): void {
+    // Nothing reached the client yet: the caller answers with a status of its own, and what `rewrite`
+    // holds is dropped.
+    if (!this.headed) {
+      this.settle(fault);
+      this.body.abort();
+      return;
+    }
+    // The events before it are out.
+    this.finish(EMPTY, 'fault', fault);
+    this.body.abort();
+  }
+
+  /** Writes the last bytes and what the rewrite holds back, then concludes once the client took them. */
+  private finish(last: Buffer, conclusion: Conclusion, failure?: { error: unknown }): void {
+    this.head();
+    this.write(last, true);
+    if (this.conclusion !== undefined) return;
+    this.conclusion = conclusion;
+    this.failure = failure;
+    if (this.draining) this.deferred = true;
+    else this.conclude();
+  }
+
+  private conclude(): void {
+    const { clientClosed, clientStalled } = this;
+    switch (this.conclusion) {
+      case 'complete':
+        if (this.options.endOnComplete && !clientClosed && !clientStalled) this.res.end();
+        return this.settle({
+          completed: !clientClosed && !clientStalled,
+          clientClosed: clientClosed && !clientStalled,
+          eventTooLarge: false,
+          clientStalled,
+        });
+      case 'eventTooLarge':
+        return this.settle({ completed: false, clientClosed, eventTooLarge: true, clientStalled });
+      case 'upstreamError':
+        return clientClosed || clientStalled ? this.stopped() : this.settle(this.failure!);
+      case 'fault':
+        return this.settle(this.failure!);
+    }
+  }
+
+  /** The client left or stalled before the end. */
+  private stopped(): void {
+    const { clientClosed, clientStalled } = this;
+    this.settle({
+      completed: false,
+      clientClosed: clientClosed && !clientStalled,
+      eventTooLarge: false,
+      clientStalled,
+    });
+  }
+
+  private settle(outcome: RelayOutcome | { error: unknown }): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.res.off('close', this.onClose);
+    if ('error' in outcome) this.reject(outcome.error);
+    else this.resolve(outcome);
+  }
+}
+
 /** The bytes of consecutive blocks of one push, which lie next to each other in the splitter's buffer. */
 function contiguous(blocks: readonly SseBlock[]): Buffer {
   if (blocks.length === 1) return blocks[0]!.raw;
   const first = blocks[0]!.raw;
   const last = blocks[blocks.length - 1]!.raw;
   return Buffer.from(first.buffer, first.byteOffset, last.byteOffset + last.length - first.byteOffset);
-}
-
-/**
- * Taps and writes one push's blocks: the tap sees each event as the upstream sent it (its usage is what
- * the upstream billed, whatever a fixup makes of the event), then the fixups make what the client gets.
- * A hook that throws (a fixup, the tap) stops them: the blocks before it are still written, so the client
- * has every event that was whole before the fault, and the error comes back to end the relay with.
- */
-function relayBlocks(
-  blocks: readonly SseBlock[],
-  onEvent: (event: SseEvent) => void,
-  fixups: BlockRewrite | undefined,
-  write: (bytes: Buffer) => void,
-): { error: unknown } | undefined {
-  const out: Buffer[] = [];
-  let done = 0;
-  try {
-    for (const block of blocks) {
-      if (block.event) onEvent(block.event);
-      if (fixups) for (const fixed of fixups.blocks(block)) out.push(fixed.raw);
-      done += 1;
-    }
-  } catch (error) {
-    if (done > 0) write(fixups ? Buffer.concat(out) : contiguous(blocks.slice(0, done)));
-    return { error };
-  }
-  write(fixups ? Buffer.concat(out) : contiguous(blocks));
-  return undefined;
 }
 
 /**
