@@ -1,6 +1,6 @@
 import { EVENTS } from '../../core/diagnostics.ts';
 import { WIRE_FORMATS } from '../../core/formats/index.ts';
-import type { AnswerFacts } from '../../core/formats/genai-facts.ts';
+import type { AnswerFacts } from '../../core/formats/format-reading.ts';
 import type { WireFormatRules } from '../../core/formats/wire-format.ts';
 import { streamEventTooLarge, upstreamAuthRejected, upstreamFailure, usageMissing } from '../../core/gateway-errors.ts';
 import type { SseEvent, TokenUsage, UsageExtractor, WireFormat } from '../../plugins/plugin-contract.ts';
