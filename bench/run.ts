@@ -31,7 +31,8 @@ const { values } = parseArgs({
     before: { type: 'string' },
     scenarios: {
       type: 'string',
-      default: 'json,stream,messages-stream,open-streams,workers,admission,cache,tracing,guardrails,websocket',
+      default:
+        'json,stream,messages-stream,open-streams,workers,admission,cache,tracing,guardrails,idle-features,websocket',
     },
     // Upstream endpoints per vendor for this tree's gateway (each the same mock upstream), to measure failover's
     // spread.
@@ -59,6 +60,7 @@ const knownScenarios = [
   'cache',
   'tracing',
   'guardrails',
+  'idle-features',
   'websocket',
 ];
 const unknown = [...wanted].filter((name) => !knownScenarios.includes(name));
@@ -976,6 +978,59 @@ await runCleanly(async () => {
   }
 
   /**
+   * What configured features cost a request they do not apply to, on the load scenarios' store: this tree's gateway
+   * with nothing configured, against the same with the response cache, a response guardrail and traces configured,
+   * the benchmark's key exempt from the cache (`cache: false`) and from every guardrail (`guardrails: []`) and every
+   * trace sampled out (ratio 0), in alternating rounds. Both read the key from the embedded key file.
+   */
+  const idleRows: string[] = [];
+  if (wanted.has('idle-features')) {
+    const { newKeyRecord } = await import('../src/core/api-keys.ts');
+    const idleGateway = async (name: string, exempt: boolean, extra: NodeJS.ProcessEnv): Promise<Contender> => {
+      const dataDir = await mkdtemp(join(work, `data-${name.replace(/\W+/g, '-')}-`));
+      const record = newKeyRecord(KEY, exempt ? { name: 'bench', cache: false, guardrails: [] } : { name: 'bench' });
+      await writeFile(join(dataDir, 'keys.json'), `${JSON.stringify({ keys: [record] })}\n`, { mode: 0o600 });
+      const store = loadRedis ? { REDIS_URL: loadRedis.url } : {};
+      const started = await start(
+        [...here.nodeArgs, here.script('src/main.ts')],
+        gatewayEnv(here, upstream.url, dataDir, { GATEWAY_API_KEYS: '', ...store, ...extra }),
+        /"url":"([^"]+)"/,
+      );
+      return { name, url: started.url, pid: started.pid, slowUrl: '', slowPid: 0, idleMb: 0 };
+    };
+    await writeFile(join(work, 'nothing-configured.yaml'), '');
+    await writeFile(
+      join(work, 'features-configured.yaml'),
+      "cache:\n  ttlSeconds: 60\nguardrails:\n  - { name: no-codes, use: regex, on: response, action: block, patterns: ['PROJECT-[0-9]{4}'] }\n",
+    );
+    const unconfigured = await idleGateway('unconfigured', false, {
+      GATEWAY_CONFIG: join(work, 'nothing-configured.yaml'),
+    });
+    const configured = await idleGateway('configured', true, {
+      GATEWAY_CONFIG: join(work, 'features-configured.yaml'),
+      // Nothing is sampled, so nothing is exported: the port need not answer.
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0',
+    });
+    idleRows.push(
+      '| scenario | unconfigured req/s | unconfigured CPU µs/req | configured req/s | configured CPU µs/req | difference | target |',
+      '|---|---:|---:|---:|---:|---:|---|',
+    );
+    for (const name of ['json', 'stream', 'messages-stream'] as const) {
+      const runs = await alternateRounds([unconfigured, configured], loadScenarios[name]);
+      const cpu = (entrant: Contender) => median(runs.get(entrant.name)!.map((run) => run.cpu));
+      const rps = (entrant: Contender) => median(runs.get(entrant.name)!.map((run) => run.rps));
+      const difference = (cpu(configured) / cpu(unconfigured) - 1) * 100;
+      idleRows.push(
+        `| ${name} | ${rps(unconfigured).toFixed(0)} | ${cpu(unconfigured).toFixed(0)} | ${rps(configured).toFixed(0)} | ${cpu(configured).toFixed(0)} | ${difference >= 0 ? '+' : ''}${difference.toFixed(1)} % | within 3 % |`,
+      );
+      process.stdout.write(`${idleRows.at(-1)}\n`);
+      report[`idle-features-${name}`] = Object.fromEntries(runs);
+    }
+  }
+
+  /**
    * Responses over WebSocket against HTTP streaming of the same request, on this tree's gateway, in
    * alternating rounds: `connections` sockets each sending its next `response.create` as soon as its
    * previous response ended (`websocket-load.ts`), and autocannon's `connections` streaming
@@ -1094,6 +1149,14 @@ await runCleanly(async () => {
           'Tracing (OTLP/HTTP protobuf to a local receiver) on at ratio 1 and 0.1, against the same gateway with it off (alternating rounds):',
           '',
           ...tracingRows,
+          '',
+        ]
+      : []),
+    ...(idleRows.length
+      ? [
+          'Cache, guardrails and traces configured but not applying to the benchmark key (exempt, sampled out), against the same gateway with nothing configured (alternating rounds):',
+          '',
+          ...idleRows,
           '',
         ]
       : []),
