@@ -28,8 +28,8 @@ const { values } = parseArgs({
     /** Also writes the raw profile here (`.cpuprofile`, opens in Chrome DevTools). */
     save: { type: 'string' },
     /**
-     * `static` (the benchmark key), `managed` (a managed key without limits) or `limited` (one with token and money
-     * limits).
+     * `static` (the benchmark key), `managed` (a managed key without limits), `limited` (one with token and money
+     * limits) or `exempt` (one the response cache and every guardrail leave alone).
      */
     key: { type: 'string', default: 'static' },
     /** `embedded` (the default) or `redis`: limits, keys and usage on a redis-server of the profile's own. */
@@ -47,13 +47,16 @@ const { values } = parseArgs({
 });
 const KEY = 'sk-bench-key-000000000000-0123456789abcdef';
 const ADMIN = 'bench-admin-token-0123456789abcdef';
+/** A managed key the response cache and every guardrail leave alone. */
+const EXEMPT = { cache: false, guardrails: [] };
 const LIMITS = {
   tpm: 1_000_000_000_000,
   quota: { daily: 1_000_000_000_000 },
   budget: { daily_usd: 1_000_000, monthly_usd: 1_000_000 },
 };
 if (!['embedded', 'redis'].includes(values.store)) throw new Error('--store must be embedded or redis');
-if (!['static', 'managed', 'limited'].includes(values.key)) throw new Error('--key must be static, managed or limited');
+if (!['static', 'managed', 'limited', 'exempt'].includes(values.key))
+  throw new Error('--key must be static, managed, limited or exempt');
 const message = [{ role: 'user', content: 'Benchmark message of a realistic length for a chat turn.' }];
 const scenarios: Record<string, { path: string; body: string }> = {
   json: { path: '/v1/chat/completions', body: JSON.stringify({ model: 'delta/delta-4.7', messages: message }) },
@@ -188,7 +191,11 @@ await runCleanly(async () => {
     const created = await fetch(`${gateway.url}/admin/keys`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: values.key, ...(values.key === 'limited' ? LIMITS : {}) }),
+      body: JSON.stringify({
+        name: values.key,
+        ...(values.key === 'limited' ? LIMITS : {}),
+        ...(values.key === 'exempt' ? EXEMPT : {}),
+      }),
     });
     loadKey = ((await created.json()) as { key: string }).key;
   }

@@ -1008,8 +1008,11 @@ await runCleanly(async () => {
     });
     const configured = await idleGateway('configured', true, {
       GATEWAY_CONFIG: join(work, 'features-configured.yaml'),
-      // Nothing is sampled, so nothing is exported: the port need not answer.
+      // Traces alone (GenAI metrics and audit records over OTLP are features of their own), nothing sampled, so nothing
+      // is exported: the port need not answer.
       OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',
+      OTEL_METRICS_EXPORTER: 'none',
+      OTEL_LOGS_EXPORTER: 'none',
       OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
       OTEL_TRACES_SAMPLER_ARG: '0',
     });

@@ -10,7 +10,7 @@ import { FileKeyStore } from '../../src/stores/keys/file-key-store.ts';
 import { RedisKeyStore } from '../../src/stores/keys/redis-key-store.ts';
 import { runCli } from '../../src/cli/main.ts';
 import { createRedisClient, waitUntilReady } from '../../src/stores/redis/redis-client.ts';
-import { eventually } from '../data-plane/auth/guarded-app.ts';
+import { eventually } from '../data-plane/pipeline/guarded-app.ts';
 import { freePort, TestRedisServer } from '../helpers/redis-server.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -11,7 +11,7 @@ import type {
 } from '../../src/stores/guardrail-actions/guardrail-action-log.ts';
 import { FileKeyStore } from '../../src/stores/keys/file-key-store.ts';
 import { FileTeamStore } from '../../src/stores/teams/file-team-store.ts';
-import { captureLogs, send, startGuardedApp, type GuardedApp } from '../data-plane/auth/guarded-app.ts';
+import { captureLogs, send, startGuardedApp, type GuardedApp } from '../data-plane/pipeline/guarded-app.ts';
 import { guardrailAction } from '../helpers/guardrail-fixtures.ts';
 
 const TOKEN = 'admin-token-for-tests-0001-0123456789abcdef';

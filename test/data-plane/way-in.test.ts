@@ -13,7 +13,7 @@ import { upstreamTimeout } from '../../src/core/gateway-errors.ts';
 import { createRateLimiters, type KeyRateLimit, admit } from '../../src/data-plane/pipeline/admit.ts';
 import type { RouteId } from '../../src/plugins/plugin-contract.ts';
 import { type Exchange, pipeline, type Next, type Stage } from '../../src/data-plane/pipeline/exchange.ts';
-import { captureLogs } from './auth/guarded-app.ts';
+import { captureLogs } from './pipeline/guarded-app.ts';
 
 const KEY = 'sk-dispatcher-test-key-0001-0123456789abcdef';
 const emptyStore = { findByHash: async () => undefined } as Partial<KeyStore> as KeyStore;

@@ -16,7 +16,7 @@ import { EmbeddedAlertLog } from '../../src/stores/alerts/embedded-alert-log.ts'
 import { MemorySessionStore } from '../../src/stores/session-store.ts';
 import { EmbeddedUsageStore } from '../../src/stores/usage/embedded-usage-store.ts';
 import { metersOfLimits, requestMeter } from '../../src/usage/limit-meters.ts';
-import { startGuardedApp, type GuardedApp } from '../data-plane/auth/guarded-app.ts';
+import { startGuardedApp, type GuardedApp } from '../data-plane/pipeline/guarded-app.ts';
 import { sleep } from '../helpers/eventually.ts';
 import { launchBrowser, screenshot, type HeadlessBrowser } from '../helpers/headless-browser.ts';
 import { MemoryTeamStore } from '../helpers/memory-team-store.ts';

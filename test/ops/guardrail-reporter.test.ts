@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { GuardrailActed } from '../../src/data-plane/guardrails/guardrail-run.ts';
 import { guardrailReporter } from '../../src/ops/guardrail-reporter.ts';
 import { EmbeddedGuardrailActionLog } from '../../src/stores/guardrail-actions/embedded-guardrail-action-log.ts';
-import { captureLogs } from '../data-plane/auth/guarded-app.ts';
+import { captureLogs } from '../data-plane/pipeline/guarded-app.ts';
 
 const AT = new Date('2026-03-04T05:06:07.000Z');
 

@@ -19,7 +19,7 @@ import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
 import { FileGroupStore } from '../../../src/stores/groups/file-group-store.ts';
 import { FileTokenStore } from '../../../src/stores/tokens/file-token-store.ts';
 import { EmbeddedUsageStore } from '../../../src/stores/usage/embedded-usage-store.ts';
-import { startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
+import { startGuardedApp, type GuardedApp } from '../../data-plane/pipeline/guarded-app.ts';
 
 export const ADMIN_TOKEN = 'access-fixture-admin-token-0123456789abcdef';
 

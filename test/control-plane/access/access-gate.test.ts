@@ -4,7 +4,7 @@ import { accessGate } from '../../../src/control-plane/access/access-gate.ts';
 import { ADMIN_TOKEN_PRINCIPAL } from '../../../src/control-plane/access/bearer-principal.ts';
 import { MANAGEMENT_ROUTES } from '../../../src/control-plane/access/permissions.ts';
 import { routesOf } from '../../../src/control-plane/access/route-list.ts';
-import { send, startGuardedApp } from '../../data-plane/auth/guarded-app.ts';
+import { send, startGuardedApp } from '../../data-plane/pipeline/guarded-app.ts';
 
 describe('access gate: deny by default', () => {
   it('refuses a route the router serves without a declared permission to everyone, the admin too, even one added after the first request', async () => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { GuardedApp } from '../../data-plane/auth/guarded-app.ts';
+import type { GuardedApp } from '../../data-plane/pipeline/guarded-app.ts';
 
 /** An answer of the account API: its status, headers, body text and the body as JSON (`{}` when not JSON). */
 export interface Reply {

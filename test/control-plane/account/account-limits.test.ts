@@ -12,7 +12,7 @@ import { MemoryLedger } from '../../../src/stores/limits/embedded-ledger.ts';
 import { MemorySessionStore } from '../../../src/stores/session-store.ts';
 import { EmbeddedUsageStore } from '../../../src/stores/usage/embedded-usage-store.ts';
 import { metersOfLimits, requestMeter } from '../../../src/usage/limit-meters.ts';
-import { startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
+import { startGuardedApp, type GuardedApp } from '../../data-plane/pipeline/guarded-app.ts';
 import { MemoryTeamStore } from '../../helpers/memory-team-store.ts';
 
 const TOKEN = 'account-limits-admin-token-0123456789abcdef';

@@ -16,7 +16,7 @@ import { EndpointPool, PooledEndpoint, endpointsOf } from '../../../src/data-pla
 import { upstreamEndpoint } from '../../../src/data-plane/upstream/upstream-client.ts';
 import { EmbeddedUsageStore } from '../../../src/stores/usage/embedded-usage-store.ts';
 import { buildUsageRecord } from '../../../src/usage/usage-accounting.ts';
-import { startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
+import { startGuardedApp, type GuardedApp } from '../../data-plane/pipeline/guarded-app.ts';
 import { call, signIn as signInWith } from './account-api-client.ts';
 
 const TOKEN = 'account-admin-token-0001-0123456789abcdef';

@@ -14,7 +14,7 @@ import { MemorySessionStore } from '../../../src/stores/session-store.ts';
 import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
 import { EmbeddedUsageStore } from '../../../src/stores/usage/embedded-usage-store.ts';
 import { buildUsageRecord } from '../../../src/usage/usage-accounting.ts';
-import { startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
+import { startGuardedApp, type GuardedApp } from '../../data-plane/pipeline/guarded-app.ts';
 import { call, signIn as signInWith } from './account-api-client.ts';
 
 const TOKEN = 'account-teams-admin-token-0123456789abcdef';

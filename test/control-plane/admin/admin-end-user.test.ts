@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { adminRouter } from '../../../src/control-plane/admin/admin-routes.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
-import { captureLogs, send, startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
+import { captureLogs, send, startGuardedApp, type GuardedApp } from '../../data-plane/pipeline/guarded-app.ts';
 
 const TOKEN = 'admin-token-for-tests-0001-0123456789abcdef';
 const admin = { authorization: `Bearer ${TOKEN}` };

@@ -6,7 +6,7 @@ import { adminRouter } from '../../../src/control-plane/admin/admin-routes.ts';
 import { FileGroupStore } from '../../../src/stores/groups/file-group-store.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
-import { captureLogs, send, startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
+import { captureLogs, send, startGuardedApp, type GuardedApp } from '../../data-plane/pipeline/guarded-app.ts';
 import { callAs, startAccessFixture, type AccessFixture } from '../access/access-fixture.ts';
 
 const TOKEN = 'admin-token-for-group-tests-0123456789abcdef';

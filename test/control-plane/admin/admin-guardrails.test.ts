@@ -6,7 +6,7 @@ import { adminRouter } from '../../../src/control-plane/admin/admin-routes.ts';
 import { authenticatedKey, withTeam } from '../../../src/data-plane/pipeline/authenticate.ts';
 import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
-import { captureLogs, send, startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
+import { captureLogs, send, startGuardedApp, type GuardedApp } from '../../data-plane/pipeline/guarded-app.ts';
 import { piiGuardrail } from '../../helpers/guardrail-fixtures.ts';
 
 const TOKEN = 'admin-token-for-tests-0001-0123456789abcdef';

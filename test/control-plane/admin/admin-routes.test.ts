@@ -9,7 +9,7 @@ import { FileKeyStore } from '../../../src/stores/keys/file-key-store.ts';
 import { FileTeamStore } from '../../../src/stores/teams/file-team-store.ts';
 import { loadPlugins } from '../../../src/plugins/load-plugins.ts';
 import { ModelRegistry } from '../../../src/core/model-registry.ts';
-import { captureLogs, send, startGuardedApp, type GuardedApp } from '../../data-plane/auth/guarded-app.ts';
+import { captureLogs, send, startGuardedApp, type GuardedApp } from '../../data-plane/pipeline/guarded-app.ts';
 
 const TOKEN = 'admin-token-for-tests-0001-0123456789abcdef';
 const admin = { authorization: `Bearer ${TOKEN}` };

@@ -12,7 +12,7 @@ import type { KeyStore } from '../../../src/stores/keys/key-store.ts';
 import { ManualClock, withDateNow } from '../../helpers/manual-clock.ts';
 import { TestRedisCluster, TestRedisServer } from '../../helpers/redis-server.ts';
 import { settledAtOnce } from '../../helpers/settled-at-once.ts';
-import { eventually, send, startGuardedApp } from '../../data-plane/auth/guarded-app.ts';
+import { eventually, send, startGuardedApp } from '../../data-plane/pipeline/guarded-app.ts';
 
 async function connect(target: Parameters<typeof createRedisClient>[0]): Promise<RedisConnection> {
   const client = createRedisClient(target);

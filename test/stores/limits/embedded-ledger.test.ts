@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EmbeddedLedger, LIMIT_COUNTERS_FILE } from '../../../src/stores/limits/embedded-ledger.ts';
-import { captureLogs, eventually } from '../../data-plane/auth/guarded-app.ts';
+import { captureLogs, eventually } from '../../data-plane/pipeline/guarded-app.ts';
 
 const HOUR = 3_600_000;
 

@@ -9,7 +9,7 @@ import {
   type RedisConnection,
 } from '../../../src/stores/redis/redis-client.ts';
 import type { CounterDemand } from '../../../src/usage/limit-ledger.ts';
-import { captureLogs, eventually, sleep } from '../../data-plane/auth/guarded-app.ts';
+import { captureLogs, eventually, sleep } from '../../data-plane/pipeline/guarded-app.ts';
 import { TestRedisServer } from '../../helpers/redis-server.ts';
 
 const count = (text: string, message: string) => text.split('\n').filter((line) => line.includes(message)).length;

@@ -7,7 +7,7 @@ import {
   redisHealth,
   waitUntilReady,
 } from '../../../src/stores/redis/redis-client.ts';
-import { captureLogs, eventually } from '../../data-plane/auth/guarded-app.ts';
+import { captureLogs, eventually } from '../../data-plane/pipeline/guarded-app.ts';
 import { freePort, TestRedisCluster, TestRedisServer } from '../../helpers/redis-server.ts';
 import { settledAtOnce } from '../../helpers/settled-at-once.ts';
 

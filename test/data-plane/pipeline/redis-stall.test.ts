@@ -12,7 +12,7 @@ import { LIMIT_KEY_PREFIX } from '../../../src/stores/limits/redis-ledger.ts';
 import { withinOneWindow } from '../../helpers/limit-window.ts';
 import { pino } from 'pino';
 import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
-import { eventually, send, sleep, startGuardedApp, type GuardedApp } from '../auth/guarded-app.ts';
+import { eventually, send, sleep, startGuardedApp, type GuardedApp } from './guarded-app.ts';
 import { commandCalls, TestRedisServer } from '../../helpers/redis-server.ts';
 import { startTestGateway, type TestGateway } from '../../helpers/test-gateway.ts';
 

@@ -12,7 +12,7 @@ import { FallbackLedger } from '../../../src/stores/limits/fallback-ledger.ts';
 import { LIMIT_KEY_PREFIX } from '../../../src/stores/limits/redis-ledger.ts';
 import { createRateLimiters, type RateLimiters } from '../../../src/data-plane/pipeline/admit.ts';
 import { createRedisClient, waitUntilReady, type RedisConnection } from '../../../src/stores/redis/redis-client.ts';
-import { captureLogs, eventually, send, startGuardedApp, type Answer, type GuardedApp } from '../auth/guarded-app.ts';
+import { captureLogs, eventually, send, startGuardedApp, type Answer, type GuardedApp } from './guarded-app.ts';
 import { TestRedisCluster, TestRedisServer } from '../../helpers/redis-server.ts';
 import { nextWindow, withinOneWindow } from '../../helpers/limit-window.ts';
 
