@@ -1,3 +1,4 @@
+import { isRecord } from './known-fields.ts';
 import type {
   AdaptedError,
   AdaptedRequest,
@@ -36,8 +37,6 @@ export const ADAPTER_SHAPES = {
 /** Headers the gateway sets itself on an adapted request, beside the credential's. */
 const GATEWAY_SET = ['host', 'content-length', 'transfer-encoding', 'connection'];
 const HEADER_NAME = /^[a-z0-9!#$%&'*+.^_`|~-]+$/;
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 const optionalString = (value: unknown): boolean => value === undefined || typeof value === 'string';
 
 function isProblems(value: unknown): value is readonly RequestProblem[] {

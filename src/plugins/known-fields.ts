@@ -12,6 +12,10 @@ import type {
   UsageExtractorDeclaration,
 } from './plugin-contract.ts';
 
+/** Whether a declaration's value is a plain object (not null, not an array). */
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
 /** Every field of `T`, listed once: the compiler fails here when the contract gains or loses one. */
 const fieldsOf = <T>(fields: Record<keyof T, true>): readonly string[] => Object.keys(fields);
 

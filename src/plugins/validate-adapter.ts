@@ -1,9 +1,7 @@
-import { KNOWN_FIELDS, unknownFields } from './known-fields.ts';
+import { KNOWN_FIELDS, unknownFields, isRecord } from './known-fields.ts';
 
 type Problem = [suffix: string, problem: string];
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 const isEventMatch = (value: unknown): boolean =>
   (typeof value === 'string' && value !== '' && !/[\r\n]/.test(value)) || typeof value === 'function';
 const EVENT_MATCH = "the vendor's event name (its `event:` field) or a function of the event that returns true for it";

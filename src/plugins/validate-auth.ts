@@ -1,3 +1,4 @@
+import { isRecord } from './known-fields.ts';
 import type { AuthStyle } from './plugin-contract.ts';
 
 /** The two named auth styles. */
@@ -16,9 +17,6 @@ const GATEWAY_HEADERS: readonly string[] = [
 const CREDENTIAL_NAMES: readonly string[] = ['authorization', 'x-api-key'];
 const HEADER_NAME = /^[a-z0-9!#$%&'*+.^_`|~-]+$/;
 const QUERY_NAME = /^[A-Za-z0-9._~-]+$/;
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /**
  * Everything wrong with a route's `auth`, each as `[field suffix, problem]`; empty when it fits. A check
  * that needs an earlier one to pass (the header's name, once it is known to be a header credential) is

@@ -1,13 +1,10 @@
-import { KNOWN_FIELDS, unknownFields } from './known-fields.ts';
+import { KNOWN_FIELDS, unknownFields, isRecord } from './known-fields.ts';
 import { SUPPORTED_CONTRACT_VERSIONS, type GuardrailFinding, type GuardrailPlugin } from './plugin-contract.ts';
 import { PluginFault } from './plugin-fault.ts';
 import { PluginLoadError } from './validate-plugin.ts';
 
 /** Largest `maxFindingChars` a guardrail may declare: more would hold a stream's text for very long. */
 export const MAX_FINDING_CHARS = 65_536;
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Whether a module's default export declares a guardrail (it names one) rather than a provider (a vendor). */
 export function declaresGuardrail(candidate: unknown): boolean {

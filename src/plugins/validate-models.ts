@@ -1,10 +1,8 @@
-import { KNOWN_FIELDS } from './known-fields.ts';
+import { KNOWN_FIELDS, isRecord } from './known-fields.ts';
 import type { RouteId } from './plugin-contract.ts';
 import type { DeclarationProblems } from './declaration-problems.ts';
 import { ROUTE_IDS, type DeclaresRoute } from './validate-routes.ts';
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 const isName = (value: unknown): value is string =>
   typeof value === 'string' && /^[A-Za-z0-9][A-Za-z0-9._:-]*$/.test(value);
 const isRouteId = (route: unknown): route is RouteId => ROUTE_IDS.includes(route as RouteId);

@@ -1,4 +1,4 @@
-import { KNOWN_FIELDS } from './known-fields.ts';
+import { KNOWN_FIELDS, isRecord } from './known-fields.ts';
 import { SUPPORTED_CONTRACT_VERSIONS, type ProviderPlugin } from './plugin-contract.ts';
 import { guardAdapters } from './adapter-hooks.ts';
 import { DeclarationProblems } from './declaration-problems.ts';
@@ -75,9 +75,6 @@ export class ManifestError extends PluginLoadError {
     this.name = 'ManifestError';
   }
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * Checks one plugin whole, as it came from its module (so nothing about it is trusted), and throws a

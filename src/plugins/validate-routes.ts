@@ -1,4 +1,4 @@
-import { closestName, KNOWN_FIELDS } from './known-fields.ts';
+import { closestName, KNOWN_FIELDS, isRecord } from './known-fields.ts';
 import type { AuthStyle, RouteId, UpstreamRouteId } from './plugin-contract.ts';
 import type { DeclarationProblems } from './declaration-problems.ts';
 import { adapterProblems } from './validate-adapter.ts';
@@ -19,9 +19,6 @@ const FORMATS_OF_ROUTE: Readonly<Record<UpstreamRouteId, readonly string[]>> = {
   'count-tokens': ['count-tokens'],
   responses: ['responses'],
 };
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Whether `route` names a route the plugin declares; `undefined` when that cannot be told (`routes` is refused). */
 export type DeclaresRoute = (route: unknown) => boolean | undefined;

@@ -1,10 +1,7 @@
-import { KNOWN_FIELDS } from './known-fields.ts';
+import { KNOWN_FIELDS, isRecord } from './known-fields.ts';
 import type { DeclarationProblems } from './declaration-problems.ts';
 import type { DeclaredModels } from './validate-models.ts';
 import type { DeclaresRoute } from './validate-routes.ts';
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** What an entry of a scoped hook list is checked against: the plugin's routes and models. */
 export interface HookScope {
