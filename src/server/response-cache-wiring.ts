@@ -8,9 +8,6 @@ import { MemoryResponseCache } from '../stores/cache/memory-response-cache.ts';
 import { RedisResponseCache } from '../stores/cache/redis-response-cache.ts';
 import type { RedisConnection } from '../stores/redis/redis-client.ts';
 
-/** The embedded store's bound when none is configured (the cache off, then turned on by a reload). */
-const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
-
 /**
  * The response cache's store: in Redis when the gateway has one (every instance shares it), else in
  * this process's memory, bounded by the `cache.maxBytes` in force. It exists whether or not the cache
@@ -24,7 +21,7 @@ export function openResponseCache(
 ): ResponseCache {
   const events = { stored: metrics.cacheStored.bind(metrics), evicted: metrics.cacheEvicted.bind(metrics) };
   if (redis) return new RedisResponseCache(redis, { logger, events });
-  return new MemoryResponseCache(maxBytes, events, DEFAULT_MAX_BYTES);
+  return new MemoryResponseCache(maxBytes, events);
 }
 
 /** What the routes built from a configuration see of the cache: its store and settings; none while it is off. */

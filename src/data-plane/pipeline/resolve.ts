@@ -51,9 +51,8 @@ export interface ResolveParts {
  * call to forward: the client's bytes with the upstream's model in them.
  */
 export function resolve(parts: ResolveParts): Stage {
-  const { endpoints, forward } = parts;
+  const { registry, endpoints, forward } = parts;
   return async function resolve(exchange, next) {
-    const { registry } = parts;
     const body = exchange.body!.body;
     exchange.endUser = endUserOf(exchange.route.endUserField, body, exchange.headers);
     const resolved = parts.check(registry, body);

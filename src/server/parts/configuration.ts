@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Current } from '../../core/current.ts';
 import type { GatewayConfig } from '../../config/gateway-config.ts';
 import type { ModelRegistry } from '../../core/model-registry.ts';
 import { type ProviderEndpoints, providerEndpoints } from '../../data-plane/upstream/endpoint-pool.ts';
@@ -21,6 +22,8 @@ export interface Configuration {
   readonly endpoints: ProviderEndpoints;
   /** Adds a listener of the reloads that apply (log level, sampler, route lists, the audit log). */
   onReload(listener: ReloadListener): void;
+  /** A value made from the settings in force, made again when a reload applies (read per request as a field). */
+  inForce<T>(of: (settings: LiveSettings) => T): Current<T>;
   /** Adds a listener of every reload's result (the metric). */
   onResult(listener: (result: 'applied' | 'rejected') => void): void;
 }
@@ -72,6 +75,13 @@ export async function startConfiguration(
       envPrefix: (vendor) => live.current.endpoints.envPrefix(vendor),
     },
     onReload: (listener) => void reloads.push(listener),
+    inForce(of) {
+      const held = { current: of(live.current) };
+      reloads.push((settings) => {
+        held.current = of(settings);
+      });
+      return held;
+    },
     onResult: (listener) => void results.push(listener),
   };
 }

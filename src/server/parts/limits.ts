@@ -6,17 +6,11 @@ import {
   FailedAuthThrottle,
 } from '../../data-plane/pipeline/authenticate.ts';
 import { BudgetGate } from '../../data-plane/pipeline/reserve.ts';
-import {
-  KeyConcurrency,
-  createRateLimiters,
-  type RateLimiters,
-  type RateSettings,
-} from '../../data-plane/pipeline/admit.ts';
+import { KeyConcurrency, createRateLimiters, type RateLimiters } from '../../data-plane/pipeline/admit.ts';
 import type { OpenStores } from '../../stores/open-stores.ts';
 import type { LimitLedger } from '../../usage/limit-ledger.ts';
 import type { UsageStore } from '../../usage/usage-accounting.ts';
 import type { Configuration } from './configuration.ts';
-import type { Current } from '../../core/current.ts';
 
 /**
  * Who may call and how much: the key check, request rates, concurrency, token and money budgets, failed-credential
@@ -52,7 +46,7 @@ export function startLimits(
   });
   return {
     authenticate,
-    rates: createRateLimiters({ ledger, settings: rateInForce(configuration) }),
+    rates: createRateLimiters({ ledger, settings: configuration.inForce((settings) => settings.config.rateLimit) }),
     concurrency: new KeyConcurrency(config.keyConcurrency),
     budgets: new BudgetGate({
       ledger,
@@ -62,13 +56,4 @@ export function startLimits(
     }),
     adminThrottle: new FailedAuthThrottle(config.authFailuresPerMinute, { subject: 'admin token attempts' }),
   };
-}
-
-/** The request rate in force, swapped when a reload applies. */
-function rateInForce(configuration: Configuration): Current<RateSettings> {
-  const rate = { current: configuration.live.current.config.rateLimit };
-  configuration.onReload((settings) => {
-    rate.current = settings.config.rateLimit;
-  });
-  return rate;
 }

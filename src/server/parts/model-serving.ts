@@ -46,7 +46,7 @@ export function startModelServing(
   const { redis } = stores;
   const accounting = new GatewayUsageAccounting(stores.usage, live, logger);
   const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, source: observability.source });
-  const cacheBound = { current: live.current.config.cache?.maxBytes };
+  const cacheBound = configuration.inForce((settings) => settings.config.cache?.maxBytes);
   const responseCache = openResponseCache(redis, cacheBound, observability.metrics, logger);
   const sharedBreaker = redis ? new SharedBreakerState(redis, endpoints.pools(), logger).start() : undefined;
   const routesOf = (settings: LiveSettings) =>
@@ -54,10 +54,8 @@ export function startModelServing(
       caching: responseCaching(responseCache, settings.config.cache),
       guardrails: settings.guardrails,
     });
-  const routes = { current: routesOf(live.current) };
+  const routes = configuration.inForce(routesOf);
   configuration.onReload((settings) => {
-    cacheBound.current = settings.config.cache?.maxBytes;
-    routes.current = routesOf(settings);
     // The reload built new endpoint pools: their rests are shared between instances from now on.
     sharedBreaker?.attach(settings.endpoints.pools());
   });

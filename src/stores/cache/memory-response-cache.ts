@@ -38,6 +38,9 @@ function shared(text: string): string {
   return text;
 }
 
+/** The bound when none is configured (the cache off, then turned on by a reload). */
+const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
+
 /**
  * The embedded store's response cache: entries in process memory, least recently used dropped first
  * once their bytes pass `maxBytes`, each gone when its TTL ends. One process's entries only (a cluster's
@@ -55,7 +58,6 @@ export class MemoryResponseCache implements ResponseCache {
   constructor(
     private readonly maxBytes: Current<number | undefined>,
     private readonly events: CacheEvents = {},
-    private readonly defaultMaxBytes = 64 * 1024 * 1024,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -84,7 +86,7 @@ export class MemoryResponseCache implements ResponseCache {
   set(tenant: CacheTenant, key: string, answer: CachedAnswer, ttlMs: number): void {
     const id = `${tenant}\n${key}`;
     const size = answer.body.length + id.length + ENTRY_OVERHEAD;
-    const limit = this.maxBytes.current ?? this.defaultMaxBytes;
+    const limit = this.maxBytes.current ?? DEFAULT_MAX_BYTES;
     const previous = this.entries.get(id);
     if (previous) this.drop(id, previous);
     if (size > limit) return;

@@ -15,7 +15,7 @@ const answer = (body: string, storedAt = 1_000): CachedAnswer => ({
 describe('MemoryResponseCache', () => {
   it('keeps an entry whole (head and body bytes) until its TTL ends', () => {
     let now = 10_000;
-    const cache = new MemoryResponseCache({ current: 1 << 20 }, {}, undefined, () => now);
+    const cache = new MemoryResponseCache({ current: 1 << 20 }, {}, () => now);
     cache.set('key:a', 'k1', answer('{"x":"\u00e9"}'), 5_000);
     expect(cache.get('key:a', 'k1')).to.deep.equal(answer('{"x":"\u00e9"}'));
     now += 4_999;
