@@ -32,7 +32,7 @@ const ANSWER = {
 export async function tracingCost(
   rounds = 7,
   perRound = 20_000,
-): Promise<{ off: number; ratio1: number; ratio01: number }> {
+): Promise<{ off: number; ratio1: number; ratio01: number; ratio0: number }> {
   const collector = await startCollector();
   const settings = (ratio: number): TracingSettings => ({
     ...DEFAULT_TRACING,
@@ -44,6 +44,8 @@ export async function tracingCost(
     off: undefined,
     ratio1: { tracing: startTracing(settings(1), counts, 'bench')! },
     ratio01: { tracing: startTracing(settings(0.1), counts, 'bench')! },
+    // Every request sampled out: the decision and the unsampled traceparent alone.
+    ratio0: { tracing: startTracing(settings(0), counts, 'bench')! },
   };
   const headers = { host: '127.0.0.1', 'content-type': 'application/json', authorization: 'Bearer sk-…' };
   const one = (on: (typeof contenders)['ratio1'] | undefined, index: number) => {
@@ -55,7 +57,9 @@ export async function tracingCost(
       path: '/v1/chat/completions',
       requestId: `request-${index}`,
     });
-    if (trace.recording) trace.set({ 'gateway.key.id': 'static_0123456789abcdef' });
+    // An unsampled request stops here: it carries its traceparent and is followed no further.
+    if (!trace.recording) return trace.traceparent;
+    trace.set({ 'gateway.key.id': 'static_0123456789abcdef' });
     const attempt = trace.attempt({
       operation: 'chat',
       stream: false,
@@ -66,8 +70,8 @@ export async function tracingCost(
       origin: 'http://127.0.0.1:9000',
     });
     attempt.responded(200);
-    const facts = trace.recording ? {} : undefined;
-    if (facts) WIRE_FORMATS['chat-completions'].genAi.fromBody(ANSWER, facts);
+    const facts = {};
+    WIRE_FORMATS['chat-completions'].genAi.fromBody(ANSWER, facts);
     const usage = { inputTokens: 21, outputTokens: 9, cachedTokens: 0 };
     trace.recorded({
       status: 200,
@@ -80,6 +84,7 @@ export async function tracingCost(
       attempts: 1,
     });
     trace.end(200);
+    return attempt.traceparent;
   };
   const measure = async (name: keyof typeof contenders) => {
     const on = contenders[name];
@@ -95,13 +100,18 @@ export async function tracingCost(
   };
   const names = Object.keys(contenders) as (keyof typeof contenders)[];
   for (const name of names) await measure(name);
-  const runs: Record<string, number[]> = { off: [], ratio1: [], ratio01: [] };
+  const runs: Record<string, number[]> = { off: [], ratio1: [], ratio01: [], ratio0: [] };
   for (let round = 0; round < rounds; round += 1)
     for (const name of round % 2 === 0 ? names : [...names].reverse()) runs[name]!.push(await measure(name));
-  for (const on of [contenders.ratio1, contenders.ratio01]) await on.tracing.shutdown();
+  for (const on of [contenders.ratio1, contenders.ratio01, contenders.ratio0]) await on.tracing.shutdown();
   collector.stop();
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-  return { off: median(runs.off!), ratio1: median(runs.ratio1!), ratio01: median(runs.ratio01!) };
+  return {
+    off: median(runs.off!),
+    ratio1: median(runs.ratio1!),
+    ratio01: median(runs.ratio01!),
+    ratio0: median(runs.ratio0!),
+  };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) process.stdout.write(`${JSON.stringify(await tracingCost())}\n`);

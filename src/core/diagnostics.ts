@@ -289,12 +289,53 @@ export class GatewayEvent<Message> {
    * tests and benchmarks, while channels are the process's); gives back the call that unsubscribes it.
    */
   subscribe(source: EventSource, listener: (message: Message) => void): () => void {
-    const onMessage = (message: unknown) => {
-      if (sourceOf(message) === source) listener(message as Message);
-    };
-    this.channel.subscribe(onMessage);
-    return () => void this.channel.unsubscribe(onMessage);
+    return subscribeTo(this.channel, source, listener);
   }
+}
+
+/**
+ * An event about one exchange. Besides its channel of every exchange's messages it has a second one,
+ * `<name>:watched`, carrying only the messages of exchanges a subscriber of `exchange:start` asked to follow
+ * (`exchange.watch.events`): traces follow their sampled exchanges there, so that an unsampled exchange
+ * builds no message for them.
+ */
+export class ExchangeEvent<Message> extends GatewayEvent<Message> {
+  readonly watched: Channel;
+
+  constructor(
+    name: string,
+    private readonly exchangeOf: (message: Message) => ExchangeView,
+  ) {
+    super(name);
+    this.watched = channel(`${name}:watched`);
+  }
+
+  /** Whether a message about `exchange` would reach anyone now. */
+  activeFor(exchange: ExchangeView): boolean {
+    return this.channel.hasSubscribers || (exchange.watch.events && this.watched.hasSubscribers);
+  }
+
+  override publish(message: Message): void {
+    this.channel.publish(message);
+    if (this.watched.hasSubscribers && this.exchangeOf(message).watch.events) this.watched.publish(message);
+  }
+
+  /** Subscribes `listener` to the messages of the exchanges followed (`watch.events`) in one gateway. */
+  subscribeWatched(source: EventSource, listener: (message: Message) => void): () => void {
+    return subscribeTo(this.watched, source, listener);
+  }
+}
+
+function subscribeTo<Message>(
+  on: Channel,
+  source: EventSource,
+  listener: (message: Message) => void,
+): () => void {
+  const onMessage = (message: unknown) => {
+    if (sourceOf(message) === source) listener(message as Message);
+  };
+  on.subscribe(onMessage);
+  return () => void on.unsubscribe(onMessage);
 }
 
 /**
@@ -309,6 +350,11 @@ const sourceOf = (message: unknown): unknown => {
 };
 
 const event = <Message>(name: string) => new GatewayEvent<Message>(`model-gateway:${name}`);
+/** An event whose message is about an exchange (`message.exchange`). */
+const about = <Message extends { readonly exchange: ExchangeView }>(name: string) =>
+  new ExchangeEvent<Message>(`model-gateway:${name}`, (message) => message.exchange);
+/** An event whose message is the exchange itself. */
+const of = (name: string) => new ExchangeEvent<ExchangeView>(`model-gateway:${name}`, (exchange) => exchange);
 
 /** The events, by name. */
 export const EVENTS = {
@@ -317,36 +363,36 @@ export const EVENTS = {
   /** A model request's exchange is opened (subscribers may ask, on `exchange.watch`, for answer facts and content). */
   exchangeStart: event<ExchangeView>('exchange:start'),
   /** The caller is known. */
-  authenticated: event<ExchangeView>('exchange:authenticated'),
+  authenticated: of('exchange:authenticated'),
   /** The request reserved on its token and money limits (meters named `scope:kind:period`). */
-  reserved: event<{ readonly exchange: ExchangeView; readonly meters: readonly string[] }>('exchange:reserved'),
+  reserved: about<{ readonly exchange: ExchangeView; readonly meters: readonly string[] }>('exchange:reserved'),
   /** The response cache took part: `hit`, `miss` or `bypass`. */
-  cache: event<{ readonly exchange: ExchangeView; readonly result: 'hit' | 'miss' | 'bypass' }>('exchange:cache'),
-  attemptStart: event<AttemptStartMessage>('attempt:start'),
+  cache: about<{ readonly exchange: ExchangeView; readonly result: 'hit' | 'miss' | 'bypass' }>('exchange:cache'),
+  attemptStart: about<AttemptStartMessage>('attempt:start'),
   /** The upstream's status and headers came. */
-  attemptHeaders: event<{ readonly exchange: ExchangeView; readonly status: number }>('attempt:headers'),
+  attemptHeaders: about<{ readonly exchange: ExchangeView; readonly status: number }>('attempt:headers'),
   /** A stream's first content event came (time to first token). */
-  attemptFirstContent: event<{ readonly exchange: ExchangeView }>('attempt:first-content'),
+  attemptFirstContent: about<{ readonly exchange: ExchangeView }>('attempt:first-content'),
   /** An attempt failed (`reason` in the gateway's words; `status` the upstream's): another may follow. */
-  attemptError: event<{ readonly exchange: ExchangeView; readonly reason: string; readonly status?: number }>(
+  attemptError: about<{ readonly exchange: ExchangeView; readonly reason: string; readonly status?: number }>(
     'attempt:error',
   ),
   /** An endpoint failed in a way that counts against it (the failover warning). */
-  endpointFailed: event<EndpointFailedMessage>('endpoint:failed'),
+  endpointFailed: about<EndpointFailedMessage>('endpoint:failed'),
   /** One upstream call ended (every route, the conformance checks included). */
   upstreamCall: event<UpstreamCallMessage>('upstream:call'),
-  guardrail: event<{ readonly exchange: ExchangeView; readonly acted: GuardrailActed }>('guardrail'),
-  pluginFault: event<PluginFaultMessage>('plugin-fault'),
+  guardrail: about<{ readonly exchange: ExchangeView; readonly acted: GuardrailActed }>('guardrail'),
+  pluginFault: about<PluginFaultMessage>('plugin-fault'),
   /** A streamed answer starts and stops being relayed (the open-streams gauge). */
-  streamOpened: event<ExchangeView>('stream:opened'),
-  streamClosed: event<ExchangeView>('stream:closed'),
+  streamOpened: of('stream:opened'),
+  streamClosed: of('stream:closed'),
   /**
    * The request's reservation settled to the figures its usage record holds (none: released), on the meters
    * it had reserved on.
    */
-  settled: event<SettledMessage>('exchange:settled'),
-  exchangeRecorded: event<ExchangeRecordedMessage>('exchange:recorded'),
-  exchangeEnd: event<ExchangeEndMessage>('exchange:end'),
+  settled: about<SettledMessage>('exchange:settled'),
+  exchangeRecorded: about<ExchangeRecordedMessage>('exchange:recorded'),
+  exchangeEnd: about<ExchangeEndMessage>('exchange:end'),
   /** A WebSocket opened on a model route, a message on it was answered, it closed. */
   webSocketOpen: event<WebSocketView>('websocket:open'),
   webSocketMessage: event<WebSocketMessage>('websocket:message'),

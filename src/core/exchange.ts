@@ -188,6 +188,13 @@ export interface ExchangeWatch {
   answer: boolean;
   /** The prompt and the answer's text (traces that capture message content). */
   content: boolean;
+  /** Its events on the `watched` channels too (see `ExchangeEvent`): a sampled trace follows its exchange there. */
+  events: boolean;
+  /**
+   * The W3C trace context its upstream calls carry when no `attempt:start` subscriber gives an attempt one of its
+   * own (an unsampled trace: its trace id, flagged 00).
+   */
+  traceparent: string | undefined;
 }
 
 /** One model request as its events show it to subscribers: read only, apart from {@link watch}. */

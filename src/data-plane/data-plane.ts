@@ -57,7 +57,7 @@ export function createDataPlane(options: DataPlaneOptions): DataPlane {
       if (known && error.limit) exchange.refusedBy = error.limit;
       answerError(error, exchange.path, res, route.family, logger);
     } finally {
-      if (EVENTS.exchangeEnd.active) {
+      if (EVENTS.exchangeEnd.activeFor(exchange)) {
         EVENTS.exchangeEnd.publish({
           exchange,
           status: res.statusCode,

@@ -6,6 +6,7 @@ import OpenAI from 'openai';
 import { ResponsesWS } from 'openai/resources/responses/ws';
 import { request } from 'undici';
 import { EVENTS } from '../../src/core/diagnostics.ts';
+import type { ExchangeView } from '../../src/core/exchange.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { ScriptedUpstream } from '../helpers/scripted-upstream.ts';
 import { startTestGateway, TEST_KEY, type TestGateway } from '../helpers/test-gateway.ts';
@@ -158,6 +159,58 @@ describe('observing the gateway from outside: a subscriber to its events, and no
       );
       expect(seen.get(EVENTS.exchangeRecorded.name)).to.equal(5);
       expect(seen.get(EVENTS.limitAlert.name)).to.equal(1);
+    } finally {
+      off.forEach((unsubscribe) => unsubscribe());
+    }
+  });
+
+  it('follows only the exchanges it asked to (watch.events): the others publish nothing on the watched channels', async () => {
+    const source = test.gateway.source;
+    const followed: string[] = [];
+    const watched = new Map<string, Set<string>>();
+    const all = new Map<string, Set<string>>();
+    const note = (into: Map<string, Set<string>>, name: string, message: object) => {
+      const exchange = 'exchange' in message ? (message.exchange as ExchangeView) : (message as ExchangeView);
+      into.set(name, (into.get(name) ?? new Set()).add(exchange.requestId));
+    };
+    const off = [
+      // Follows the exchanges whose request id ends in an even digit, as a sampler would.
+      EVENTS.exchangeStart.subscribe(source, (exchange) => {
+        if (!/[02468]$/.test(exchange.requestId)) return;
+        exchange.watch.events = true;
+        followed.push(exchange.requestId);
+      }),
+      ...[EVENTS.authenticated, EVENTS.attemptStart, EVENTS.attemptHeaders, EVENTS.exchangeEnd].flatMap((event) => [
+        event.subscribeWatched(source, (message: object) => note(watched, event.name, message)),
+        event.subscribe(source, (message: object) => note(all, event.name, message)),
+      ]),
+    ];
+    try {
+      for (let index = 0; index < 6; index += 1) {
+        const response = await request(`${test.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${TEST_KEY}`,
+            'content-type': 'application/json',
+            'x-request-id': `watched-request-${index}`,
+          },
+          body: JSON.stringify({
+            model: 'tau/tau-1',
+            stream: true,
+            messages: [{ role: 'user', content: `hello ${index}` }],
+          }),
+        });
+        expect(response.statusCode).to.equal(200);
+        await response.body.text();
+      }
+      expect(followed).to.deep.equal(['watched-request-0', 'watched-request-2', 'watched-request-4']);
+      for (const event of [EVENTS.authenticated, EVENTS.attemptStart, EVENTS.attemptHeaders, EVENTS.exchangeEnd]) {
+        expect([...(watched.get(event.name) ?? [])], event.name).to.deep.equal(followed);
+        expect(
+          [...(all.get(event.name) ?? [])].filter((id) => id.startsWith('watched-')),
+          event.name,
+        ).to.have.length(6);
+      }
     } finally {
       off.forEach((unsubscribe) => unsubscribe());
     }

@@ -114,7 +114,7 @@ async function attemptOnce(
     throw error;
   }
   const { status, headers } = response;
-  if (EVENTS.attemptHeaders.active) EVENTS.attemptHeaders.publish({ exchange, status });
+  if (EVENTS.attemptHeaders.activeFor(exchange)) EVENTS.attemptHeaders.publish({ exchange, status });
   times.status = status;
   if (status === 401 || status === 403) {
     response.discard();
@@ -160,7 +160,7 @@ function upstreamRequest(
     // judged by the first-byte timeout, only by the upstream timeout (a stream's first content is).
     timeoutMs: call.stream ? bounds.firstByteTimeoutMs : bounds.timeoutMs,
     bodyTimeoutMs: bounds.idleTimeoutMs,
-    traceparent: started?.traceparent,
+    traceparent: started?.traceparent ?? exchange.watch.traceparent,
   };
 }
 
@@ -190,7 +190,7 @@ async function streamStart(
   clearTimeout(timer);
   if (start.kind === 'content') {
     exchange.upstream.firstContentAt = performance.now();
-    if (EVENTS.attemptFirstContent.active) EVENTS.attemptFirstContent.publish({ exchange });
+    if (EVENTS.attemptFirstContent.activeFor(exchange)) EVENTS.attemptFirstContent.publish({ exchange });
     return {
       kind: 'answer',
       answer: {
@@ -213,5 +213,5 @@ async function streamStart(
 }
 
 function attemptError(exchange: Exchange, reason: string, status?: number): void {
-  if (EVENTS.attemptError.active) EVENTS.attemptError.publish({ exchange, reason, status });
+  if (EVENTS.attemptError.activeFor(exchange)) EVENTS.attemptError.publish({ exchange, reason, status });
 }

@@ -30,7 +30,7 @@ export function authenticate(authenticator: Pick<KeyAuthenticator, 'check'>): St
   return async function authenticate(exchange, next) {
     const checked = authenticator.check(exchange.headers, exchange.route.keyHeaders, () => clientAddress(exchange.req));
     exchange.caller = checked instanceof Promise ? await checked : checked;
-    if (EVENTS.authenticated.active) EVENTS.authenticated.publish(exchange);
+    if (EVENTS.authenticated.activeFor(exchange)) EVENTS.authenticated.publish(exchange);
     return next(exchange);
   };
 }

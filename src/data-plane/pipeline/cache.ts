@@ -13,7 +13,7 @@ import {
 } from '../cache/response-caching.ts';
 import { endForClient } from '../http/client-connection.ts';
 import type { CompatibleCall } from '../upstream/upstream-client.ts';
-import type { Exchange, Stage } from './exchange.ts';
+import type { Exchange, Next, Stage } from './exchange.ts';
 
 /**
  * What the cache stage uses: the cache and its settings in force, prices for what a hit saved, the client write bound.
@@ -34,22 +34,35 @@ export interface CacheParts {
  */
 export function cache(parts: CacheParts): Stage {
   const { caching } = parts;
-  return async function cache(exchange, next) {
+  return function cache(exchange, next) {
     const call = exchange.call!;
-    const { res } = exchange;
-    const ticket = openTicket(caching, exchange.caller, () => material(exchange, call), exchange.headers, res);
-    const hit = ticket && (await lookUp(caching, ticket, res));
-    if (EVENTS.cache.active && res.hasHeader('x-gateway-cache')) {
-      EVENTS.cache.publish({ exchange, result: res.getHeader('x-gateway-cache') as 'hit' | 'miss' | 'bypass' });
-    }
-    if (hit) return replay(parts, exchange, call, hit);
-    const capture = ticket && (exchange.capture = new AnswerCapture(ticket, caching));
-    try {
-      await next(exchange);
-    } finally {
-      if (ticket) settle(exchange, ticket, capture!, parts);
-    }
+    const ticket = openTicket(caching, exchange.caller, () => material(exchange, call), exchange.headers, exchange.res);
+    if (ticket) return cached(parts, exchange, next, ticket);
+    // A bypass goes on at once, with no frame of this stage left waiting.
+    tell(exchange);
+    return next(exchange);
   };
+}
+
+/** Answers from the stored answer, or runs the rest of the pipeline and stores what it answered. */
+async function cached(parts: CacheParts, exchange: Exchange, next: Next, ticket: CacheTicket): Promise<void> {
+  const hit = await lookUp(parts.caching, ticket, exchange.res);
+  tell(exchange);
+  if (hit) return replay(parts, exchange, exchange.call!, hit);
+  const capture = (exchange.capture = new AnswerCapture(ticket, parts.caching));
+  try {
+    await next(exchange);
+  } finally {
+    settle(exchange, ticket, capture, parts);
+  }
+}
+
+/** The cache's part as the `exchange:cache` event, when the answer says one in `x-gateway-cache`. */
+function tell(exchange: Exchange): void {
+  const { res } = exchange;
+  if (EVENTS.cache.activeFor(exchange) && res.hasHeader('x-gateway-cache')) {
+    EVENTS.cache.publish({ exchange, result: res.getHeader('x-gateway-cache') as 'hit' | 'miss' | 'bypass' });
+  }
 }
 
 function material(exchange: Exchange, call: CompatibleCall) {

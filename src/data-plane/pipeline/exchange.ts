@@ -70,7 +70,7 @@ export class Exchange implements ExchangeView, Observation {
   readonly startedAt = performance.now();
   readonly method: string;
   readonly headers: IncomingHttpHeaders;
-  readonly watch: ExchangeWatch = { answer: false, content: false };
+  readonly watch: ExchangeWatch = { answer: false, content: false, events: false, traceparent: undefined };
 
   // Observation: what the access log learns of a request that ends without a usage record.
   label = 'unmatched';

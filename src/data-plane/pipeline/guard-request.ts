@@ -9,7 +9,7 @@ import { GuardrailRun, selectionFor, type TextsOutcome } from '../guardrails/gua
 import { replaceStrings } from '../guardrails/json-splice.ts';
 import { JSON_BODY_LIMITS, type JsonRequestBody, scanObject } from '../http/json-body.ts';
 import { faultOf } from '../routes/plugin-faults.ts';
-import type { Exchange, Stage } from './exchange.ts';
+import type { Exchange, Next, Stage } from './exchange.ts';
 
 /**
  * What the guard stage uses: the guardrails in force, and where the route's requests keep the texts the model reads.
@@ -46,25 +46,34 @@ export const nativeInput = (body: Record<string, unknown>): TextSlot[] =>
  */
 export function guardRequest(parts: GuardParts): Stage {
   const textsOf = parts.texts ?? formatTexts;
-  return async function guardRequest(exchange, next) {
+  return function guardRequest(exchange, next) {
     const run = open(parts, exchange);
-    if (run?.selection.request) {
-      const read = exchange.body!;
-      const slots = textsOf(read.body, run.rules);
-      if (slots.length > 0) {
-        let outcome: TextsOutcome | Promise<TextsOutcome>;
-        try {
-          outcome = run.checkTexts('request', run.selection.request, slots, read.body.stream === true);
-          if (outcome instanceof Promise) outcome = await outcome;
-        } catch (error) {
-          throw refusal(exchange, error);
-        }
-        if (outcome.blocked) throw exchange.fail(outcome.blocked, false, undefined, 'guardrail_blocked');
-        exchange.body = rewritten(read, slots, outcome.texts);
-      }
-    }
-    return next(exchange);
+    // A caller no request guardrail applies to goes on at once, with no frame of this stage left waiting.
+    return run?.selection.request ? checked(exchange, next, run, textsOf) : next(exchange);
   };
+}
+
+/** Runs the request phase over the texts the model reads, then the rest of the pipeline. */
+async function checked(
+  exchange: Exchange,
+  next: Next,
+  run: GuardrailRun,
+  textsOf: NonNullable<GuardParts['texts']>,
+): Promise<void> {
+  const read = exchange.body!;
+  const slots = textsOf(read.body, run.rules);
+  if (slots.length > 0) {
+    let outcome: TextsOutcome | Promise<TextsOutcome>;
+    try {
+      outcome = run.checkTexts('request', run.selection.request!, slots, read.body.stream === true);
+      if (outcome instanceof Promise) outcome = await outcome;
+    } catch (error) {
+      throw refusal(exchange, error);
+    }
+    if (outcome.blocked) throw exchange.fail(outcome.blocked, false, undefined, 'guardrail_blocked');
+    exchange.body = rewritten(read, slots, outcome.texts);
+  }
+  return next(exchange);
 }
 
 /** The run of the guardrails the caller gets, on the exchange; none when it gets none. */
@@ -81,7 +90,7 @@ function open(parts: GuardParts, exchange: Exchange): GuardrailRun | undefined {
     team: caller?.team?.name,
   };
   const report = (acted: GuardrailActed) => {
-    if (EVENTS.guardrail.active) EVENTS.guardrail.publish({ exchange, acted });
+    if (EVENTS.guardrail.activeFor(exchange)) EVENTS.guardrail.publish({ exchange, acted });
   };
   return (exchange.guardrails = new GuardrailRun(
     selection,

@@ -46,7 +46,7 @@ function hand(usage: UsageAccounting, exchange: Exchange): void {
     requestBody:
       exchange.estimateBody ?? (() => JSON.parse(exchange.body!.bytes.toString('utf8')) as Record<string, unknown>),
     responseText: () => exchange.streamed?.value() ?? '',
-    settlement: reservation && EVENTS.settled.active ? told(exchange, reservation) : reservation,
+    settlement: reservation && EVENTS.settled.activeFor(exchange) ? told(exchange, reservation) : reservation,
     ...(upstream.firstContentAt > 0 && { timeToFirstChunkMs: upstream.firstContentAt - upstream.attemptAt }),
     ...(upstream.firstContentAt > 0 &&
       exchange.streamEvents > 1 && {
@@ -58,7 +58,7 @@ function hand(usage: UsageAccounting, exchange: Exchange): void {
   reservation?.handOver();
   exchange.recorded = true;
   const recorded = usage.record(record);
-  if (EVENTS.exchangeRecorded.active) {
+  if (EVENTS.exchangeRecorded.activeFor(exchange)) {
     const costUsd = () => (ending.usage && !exchange.cacheHit ? usage.charge(ending.usage, model).costUsd : undefined);
     EVENTS.exchangeRecorded.publish({ exchange, record, recorded, costUsd });
   }

@@ -165,7 +165,7 @@ function relayStream(streaming: Streaming): Promise<void> {
     exchange.firstByteAt = performance.now();
     res.writeHead(status, { ...headers, ...STREAM_HEADERS });
   };
-  if (EVENTS.streamOpened.active) EVENTS.streamOpened.publish(exchange);
+  if (EVENTS.streamOpened.activeFor(exchange)) EVENTS.streamOpened.publish(exchange);
   const facts = exchange.watch.answer ? (exchange.facts = {}) : undefined;
   // The text the client gets: the estimate's (mapped events) unless guardrails may change it.
   const guarded = exchange.watch.content && exchange.guardrails?.selection.response;
@@ -234,7 +234,7 @@ async function relayVendorEvents(
   } catch (error) {
     return await streamFailed(streaming, head, error, usage);
   } finally {
-    if (EVENTS.streamClosed.active) EVENTS.streamClosed.publish(exchange);
+    if (EVENTS.streamClosed.activeFor(exchange)) EVENTS.streamClosed.publish(exchange);
   }
 }
 

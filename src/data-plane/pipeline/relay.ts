@@ -112,7 +112,7 @@ async function relayStream(
   const headers = relayedHeaders(answer.headers, answer.apiKey);
   const textOf = (data: string) => parts.usage.streamedText(format, data);
   const streamed = (exchange.streamed = new StreamedText(textOf));
-  if (EVENTS.streamOpened.active) EVENTS.streamOpened.publish(exchange);
+  if (EVENTS.streamOpened.activeFor(exchange)) EVENTS.streamOpened.publish(exchange);
   // Read only while a subscriber asked: the model, id and finish reasons the events carry.
   const facts = exchange.watch.answer ? (exchange.facts = {}) : undefined;
   // The text the client gets: the tap's (as the upstream sent it) unless guardrails may change it.
@@ -144,7 +144,7 @@ async function relayStream(
   } catch (error) {
     await streamFailed(parts, exchange, relayed, error, status, endpoint, pool);
   } finally {
-    if (EVENTS.streamClosed.active) EVENTS.streamClosed.publish(exchange);
+    if (EVENTS.streamClosed.activeFor(exchange)) EVENTS.streamClosed.publish(exchange);
   }
 }
 

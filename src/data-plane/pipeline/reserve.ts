@@ -92,7 +92,7 @@ function pricingOf(parts: ReserveParts, resolved: ResolvedModel): ModelPricing {
 function hold(exchange: Exchange, admitted: Admitted | undefined): void {
   if (!admitted) return;
   exchange.reservation = admitted.reservation;
-  if (EVENTS.reserved.active) {
+  if (EVENTS.reserved.activeFor(exchange)) {
     EVENTS.reserved.publish({
       exchange,
       meters: admitted.reservation.meters.map((meter) => `${meter.scope}:${meter.kind}:${meter.period}`),

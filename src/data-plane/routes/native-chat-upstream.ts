@@ -49,7 +49,7 @@ export async function attemptChat(
   times.attemptAt = attemptAt;
   const started = side?.(member, call.upstreamModel, exchange.model!.canonicalId);
   try {
-    const traceparent = started?.traceparent;
+    const traceparent = started?.traceparent ?? exchange.watch.traceparent;
     const response = await upstream.open({
       endpoint: member.endpoint,
       route: call.upstreamRoute,
@@ -59,7 +59,7 @@ export async function attemptChat(
       timeoutMs,
       traceparent,
     });
-    if (EVENTS.attemptHeaders.active) EVENTS.attemptHeaders.publish({ exchange, status: response.status });
+    if (EVENTS.attemptHeaders.activeFor(exchange)) EVENTS.attemptHeaders.publish({ exchange, status: response.status });
     times.status = response.status;
     const bytes = await response.whole(bodyLimitBytes);
     return answered(exchange, provider, member, response, bytes);
@@ -120,7 +120,7 @@ function unanswered(
 
 /** Tells the diagnostics subscribers, when there are any, why the attempt failed. */
 function attemptFailed(exchange: Exchange, reason: string, status?: number): void {
-  if (EVENTS.attemptError.active) EVENTS.attemptError.publish({ exchange, reason, status });
+  if (EVENTS.attemptError.activeFor(exchange)) EVENTS.attemptError.publish({ exchange, reason, status });
 }
 
 const isGatewayErrorLike = (failure: unknown): failure is { detail: string } =>

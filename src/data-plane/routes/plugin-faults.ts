@@ -9,7 +9,7 @@ import type { PluginFault } from '../../plugins/plugin-fault.ts';
  * event), and given back as the client's error, which names the plugin fault and is not logged again.
  */
 export function faultOf(exchange: ExchangeView, fault: PluginFault, model: string): GatewayError {
-  if (EVENTS.pluginFault.active) {
+  if (EVENTS.pluginFault.activeFor(exchange)) {
     const { plugin, hook, cause } = fault;
     EVENTS.pluginFault.publish({
       exchange,

@@ -544,7 +544,7 @@ export function attemptStart(
   stream: boolean,
   messagesOf: (body: Record<string, unknown>) => ReturnType<Messages>,
 ): AttemptSide | undefined {
-  if (!EVENTS.attemptStart.active) return undefined;
+  if (!EVENTS.attemptStart.activeFor(exchange)) return undefined;
   const body = exchange.body?.body ?? {};
   const { route } = exchange;
   const captured = exchange.watch.content ? messagesOf(body) : undefined;
@@ -575,6 +575,6 @@ export function attemptStart(
 /** A failover plan's `onFailure` for one exchange: the endpoint's failure as an event (the failover warning). */
 export function endpointFailed(exchange: ExchangeView): FailoverPlan['onFailure'] {
   return (failed) => {
-    if (EVENTS.endpointFailed.active) EVENTS.endpointFailed.publish({ exchange, ...failed });
+    if (EVENTS.endpointFailed.activeFor(exchange)) EVENTS.endpointFailed.publish({ exchange, ...failed });
   };
 }

@@ -40,6 +40,7 @@ import type {
   RecordedAnswer,
   RequestStart,
   RequestTrace,
+  UnsampledTrace,
 } from './request-trace.ts';
 import type { OtlpDestination, SamplerSettings, TracingSettings, BatchSettings } from './tracing-settings.ts';
 import type { LimitRefusal } from '../../core/gateway-errors.ts';
@@ -360,15 +361,6 @@ class OtelAttempt implements AttemptTrace {
   }
 }
 
-/** An attempt of an unsampled request: its `traceparent` only. */
-class UnsampledAttempt implements AttemptTrace {
-  constructor(readonly traceparent: string) {}
-
-  responded(): void {}
-  firstContent(): void {}
-  failed(): void {}
-}
-
 /**
  * The trace of one sampled model request: its server span (a child of the client's `traceparent`
  * when it sent one) and a GenAI client span per upstream attempt.
@@ -551,37 +543,11 @@ export class OtelRequestTrace implements RequestTrace {
 }
 
 /**
- * The trace of an unsampled request: nothing is recorded and no span is made, but each attempt still
- * carries a `traceparent` (the request's trace, a span id of its own, not sampled).
- */
-export class UnsampledRequestTrace implements RequestTrace {
-  readonly recording = false;
-  readonly capturesContent = false;
-
-  constructor(
-    private readonly ids: TraceIds,
-    private readonly traceId: string,
-  ) {}
-
-  event(): void {}
-  set(): void {}
-  refused(): void {}
-  pluginFault(): void {}
-  recorded(): void {}
-  end(): void {}
-  settled(): void {}
-
-  attempt(): AttemptTrace {
-    return new UnsampledAttempt(`00-${this.traceId}-${this.ids.generateSpanId()}-00`);
-  }
-}
-
-/**
  * Opens a request's trace. Its sampling is decided once, on the request's trace id (the client's when
  * it sent a `traceparent`): an unsampled request costs that decision and no span; a sampled one gets
  * its server span, under the client's trace context when it sent one.
  */
-export function startRequestTrace(kit: TraceKit, start: RequestStart): RequestTrace {
+export function startRequestTrace(kit: TraceKit, start: RequestStart): RequestTrace | UnsampledTrace {
   const parent =
     start.headers.traceparent === undefined
       ? ROOT_CONTEXT
@@ -595,7 +561,9 @@ export function startRequestTrace(kit: TraceKit, start: RequestStart): RequestTr
     [ATTR.requestId]: start.requestId,
   };
   const { decision } = kit.sampler.shouldSample(parent, traceId, name, SpanKind.SERVER, attributes, []);
-  if (decision === SamplingDecision.NOT_RECORD) return new UnsampledRequestTrace(kit.ids, traceId);
+  if (decision === SamplingDecision.NOT_RECORD) {
+    return { recording: false, traceparent: `00-${traceId}-${kit.ids.generateSpanId()}-00` };
+  }
   if (parent === ROOT_CONTEXT) kit.ids.useNext(traceId);
   const span = kit.tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
   return new OtelRequestTrace(kit, span, parent);
@@ -679,27 +647,30 @@ export class TraceIds implements IdGenerator {
  */
 export function traceExchanges(source: EventSource, tracing: RequestTracing): () => void {
   const traces = new ExchangeTraces(tracing);
+  // Everything after the start is followed on the `watched` channels: only a sampled exchange publishes there.
   const off = [
     EVENTS.exchangeStart.subscribe(source, (exchange) => traces.start(exchange)),
-    EVENTS.authenticated.subscribe(source, (exchange) => traces.authenticated(exchange)),
-    EVENTS.reserved.subscribe(source, ({ exchange, meters }) =>
-      traces.recording(exchange)?.event(EVENT.reserve, { [ATTR.limitKinds]: meters }),
+    EVENTS.authenticated.subscribeWatched(source, (exchange) => traces.authenticated(exchange)),
+    EVENTS.reserved.subscribeWatched(source, ({ exchange, meters }) =>
+      traces.of(exchange)?.event(EVENT.reserve, { [ATTR.limitKinds]: meters }),
     ),
-    EVENTS.cache.subscribe(source, ({ exchange, result }) =>
-      traces.recording(exchange)?.event(EVENT.cacheLookup, { [ATTR.cacheResult]: result }),
+    EVENTS.cache.subscribeWatched(source, ({ exchange, result }) =>
+      traces.of(exchange)?.event(EVENT.cacheLookup, { [ATTR.cacheResult]: result }),
     ),
-    EVENTS.attemptStart.subscribe(source, (message) => traces.attempt(message)),
-    EVENTS.attemptHeaders.subscribe(source, ({ exchange, status }) => traces.attemptOf(exchange)?.responded(status)),
-    EVENTS.attemptFirstContent.subscribe(source, ({ exchange }) => traces.attemptOf(exchange)?.firstContent()),
-    EVENTS.attemptError.subscribe(source, ({ exchange, reason, status }) =>
+    EVENTS.attemptStart.subscribeWatched(source, (message) => traces.attempt(message)),
+    EVENTS.attemptHeaders.subscribeWatched(source, ({ exchange, status }) =>
+      traces.attemptOf(exchange)?.responded(status),
+    ),
+    EVENTS.attemptFirstContent.subscribeWatched(source, ({ exchange }) => traces.attemptOf(exchange)?.firstContent()),
+    EVENTS.attemptError.subscribeWatched(source, ({ exchange, reason, status }) =>
       traces.attemptOf(exchange)?.failed(reason, status),
     ),
-    EVENTS.pluginFault.subscribe(source, ({ exchange, plugin, hook }) =>
-      traces.recording(exchange)?.pluginFault(plugin, hook),
+    EVENTS.pluginFault.subscribeWatched(source, ({ exchange, plugin, hook }) =>
+      traces.of(exchange)?.pluginFault(plugin, hook),
     ),
-    EVENTS.settled.subscribe(source, ({ exchange, figures }) => traces.recording(exchange)?.settled(figures)),
-    EVENTS.exchangeRecorded.subscribe(source, (message) => traces.recorded(message)),
-    EVENTS.exchangeEnd.subscribe(source, (message) => traces.end(message)),
+    EVENTS.settled.subscribeWatched(source, ({ exchange, figures }) => traces.of(exchange)?.settled(figures)),
+    EVENTS.exchangeRecorded.subscribeWatched(source, (message) => traces.recorded(message)),
+    EVENTS.exchangeEnd.subscribeWatched(source, (message) => traces.end(message)),
   ];
   return () => off.forEach((unsubscribe) => unsubscribe());
 }
@@ -725,34 +696,38 @@ export function traceLimitAlerts(
   );
 }
 
-/** The trace of each exchange in flight, and the span of its latest attempt. */
+/** The trace of each sampled exchange in flight, and the span of its latest attempt. */
 class ExchangeTraces {
   private readonly traces = new WeakMap<ExchangeView, RequestTrace>();
   private readonly attempts = new WeakMap<ExchangeView, AttemptTrace>();
 
   constructor(private readonly tracing: RequestTracing) {}
 
-  /** The exchange's trace when it is sampled (an unsampled one records nothing). */
-  recording(exchange: ExchangeView): RequestTrace | undefined {
-    const trace = this.traces.get(exchange);
-    return trace?.recording ? trace : undefined;
+  of(exchange: ExchangeView): RequestTrace | undefined {
+    return this.traces.get(exchange);
   }
 
   attemptOf(exchange: ExchangeView): AttemptTrace | undefined {
     return this.attempts.get(exchange);
   }
 
+  /** Decides the exchange's sampling: an unsampled one gets its `traceparent` and is not followed further. */
   start(exchange: ExchangeView): void {
     const { headers, method, route, path, requestId } = exchange;
     const trace = this.tracing.startRequest({ headers, method, route: route.path, path, requestId });
+    const { watch } = exchange;
+    if (!trace.recording) {
+      watch.traceparent = trace.traceparent;
+      return;
+    }
     this.traces.set(exchange, trace);
-    if (!trace.recording) return;
-    exchange.watch.answer = true;
-    if (trace.capturesContent) exchange.watch.content = true;
+    watch.events = true;
+    watch.answer = true;
+    if (trace.capturesContent) watch.content = true;
   }
 
   authenticated(exchange: ExchangeView): void {
-    const trace = this.recording(exchange);
+    const trace = this.of(exchange);
     if (!trace) return;
     trace.set({ [ATTR.keyId]: exchange.caller?.id, [ATTR.team]: exchange.caller?.team?.name });
     trace.event(EVENT.auth);
@@ -770,7 +745,7 @@ class ExchangeTraces {
   }
 
   recorded({ exchange, record, recorded, costUsd }: ExchangeRecordedMessage): void {
-    const trace = this.recording(exchange);
+    const trace = this.of(exchange);
     if (!trace) return;
     trace.recorded({
       status: record.status,

@@ -11,7 +11,7 @@ import type { TokenUsage } from '../../plugins/plugin-contract.ts';
  */
 export interface RequestTracing {
   /** Opens the server span of a model request; its parent is the client's `traceparent`, if any. */
-  startRequest(start: RequestStart): RequestTrace;
+  startRequest(start: RequestStart): RequestTrace | UnsampledTrace;
 }
 
 /** What a request's server span is opened with. */
@@ -77,10 +77,18 @@ export interface RecordedAnswer {
   readonly settling?: Promise<unknown>;
 }
 
-/** One model request's trace: its server span, and the client span of each upstream attempt. */
+/**
+ * An unsampled request's trace: no span and nothing recorded, only the W3C `traceparent` its upstream calls carry
+ * (its trace id, flagged 00), so the request costs the sampling decision and that string.
+ */
+export interface UnsampledTrace {
+  readonly recording: false;
+  readonly traceparent: string;
+}
+
+/** One sampled model request's trace: its server span, and the client span of each upstream attempt. */
 export interface RequestTrace {
-  /** Whether the request is sampled; an unsampled trace only hands out `traceparent`s. */
-  readonly recording: boolean;
+  readonly recording: true;
   /** Whether prompt and completion text may go on spans (the operator opted in). */
   readonly capturesContent: boolean;
   /** An event on the server span (authentication, limits, the response cache). */
