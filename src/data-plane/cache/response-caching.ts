@@ -129,8 +129,9 @@ export function openTicket(
 ): CacheTicket | undefined {
   if (!caching) return undefined;
   const { settings } = caching;
-  const directive = cacheDirective(clientHeaders);
-  if (directive === 'skip' || caller?.cache === false || caller?.team?.cache === false) {
+  // A caller the cache leaves alone is told so before any header is read.
+  const directive = caller?.cache === false || caller?.team?.cache === false ? 'skip' : cacheDirective(clientHeaders);
+  if (directive === 'skip') {
     res.setHeader('x-gateway-cache', 'bypass');
     return undefined;
   }
