@@ -32,6 +32,9 @@ const { values } = parseArgs({
     // The load scenarios load every contender at once in each round and compare CPU within rounds.
     paired: { type: 'boolean', default: false },
     'paired-rate': { type: 'string', default: '500' },
+    // The idle-features scenario: fresh pairs of gateways its rounds are spread over, and its control run.
+    launches: { type: 'string', default: '4' },
+    'idle-control': { type: 'boolean', default: false },
     scenarios: {
       type: 'string',
       default:
@@ -581,14 +584,20 @@ await runCleanly(async () => {
     entrants: readonly Contender[],
     scenario: { path: string; body: string },
   ): Promise<Map<string, Run[]>> {
-    const all = (duration: number) =>
-      Promise.all(
-        entrants.map((entrant) => measure(entrant, scenario.path, scenario.body, duration, false, pairedRate)),
+    // The load of the entrant set going first starts first: each round turns the order, as a control run (two
+    // gateways configured alike) showed the later one a few percent dearer every round otherwise.
+    const all = async (duration: number, order: readonly Contender[]) => {
+      const measured = await Promise.all(
+        order.map((entrant) => measure(entrant, scenario.path, scenario.body, duration, false, pairedRate)),
       );
-    await all(Math.min(3, seconds));
+      return new Map(order.map((entrant, index) => [entrant.name, measured[index]!]));
+    };
+    await all(Math.min(3, seconds), entrants);
     const runs = new Map<string, Run[]>(entrants.map((entrant) => [entrant.name, []]));
-    for (let round = 0; round < rounds; round += 1)
-      (await all(seconds)).forEach((run, index) => runs.get(entrants[index]!.name)!.push(run));
+    for (let round = 0; round < rounds; round += 1) {
+      const measured = await all(seconds, round % 2 === 0 ? entrants : [...entrants].reverse());
+      for (const [name, run] of measured) runs.get(name)!.push(run);
+    }
     return runs;
   }
 
@@ -1042,8 +1051,9 @@ await runCleanly(async () => {
    * What configured features cost a request they do not apply to, on the load scenarios' store: this tree's gateway
    * with nothing configured, against the same with the response cache, a response guardrail and traces configured,
    * the benchmark's key exempt from the cache (`cache: false`) and from every guardrail (`guardrails: []`) and every
-   * trace sampled out (ratio 0), in paired rounds (`concurrentRounds`): the median of the rounds' CPU ratios. Both read
-   * the key from the embedded key file.
+   * trace sampled out (ratio 0), in paired rounds (`concurrentRounds`) over `--launches` fresh pairs of processes: the
+   * median of every round's CPU ratio. Both read the key from the embedded key file. `--idle-control` configures both
+   * alike, which measures the method's own spread.
    */
   const idleRows: string[] = [];
   if (wanted.has('idle-features')) {
@@ -1065,10 +1075,7 @@ await runCleanly(async () => {
       join(work, 'features-configured.yaml'),
       "cache:\n  ttlSeconds: 60\nguardrails:\n  - { name: no-codes, use: regex, on: response, action: block, patterns: ['PROJECT-[0-9]{4}'] }\n",
     );
-    const unconfigured = await idleGateway('unconfigured', false, {
-      GATEWAY_CONFIG: join(work, 'nothing-configured.yaml'),
-    });
-    const configured = await idleGateway('configured', true, {
+    const withFeatures = {
       GATEWAY_CONFIG: join(work, 'features-configured.yaml'),
       // Traces alone (GenAI metrics and audit records over OTLP are features of their own), nothing sampled, so nothing
       // is exported: the port need not answer.
@@ -1077,21 +1084,43 @@ await runCleanly(async () => {
       OTEL_LOGS_EXPORTER: 'none',
       OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
       OTEL_TRACES_SAMPLER_ARG: '0',
-    });
+    };
+    const nothing = { GATEWAY_CONFIG: join(work, 'nothing-configured.yaml') };
+    // With --idle-control both gateways are configured alike: the figure is then the method's own spread.
+    const control = values['idle-control'];
+    const names = ['json', 'stream', 'messages-stream'] as const;
+    const runs = new Map(names.map((name) => [name, new Map<string, Run[]>()]));
+    // A launch differs from the next launch of the same tree by more than its rounds differ from each other, so
+    // the rounds are spread over fresh pairs of processes, each started first in turn.
+    for (let launch = 0; launch < Number(values.launches); launch += 1) {
+      const pair: Contender[] = [];
+      const starts = [
+        async () => pair.push(await idleGateway('unconfigured', false, nothing)),
+        async () => pair.push(await idleGateway('configured', !control, control ? nothing : withFeatures)),
+      ];
+      for (const startOne of launch % 2 === 0 ? starts : [...starts].reverse()) await startOne();
+      pair.sort((one, other) => (one.name === 'unconfigured' ? -1 : other.name === 'unconfigured' ? 1 : 0));
+      for (const name of names) {
+        const launched = await concurrentRounds(pair, loadScenarios[name]);
+        for (const [entrant, of] of launched)
+          runs.get(name)!.set(entrant, [...(runs.get(name)!.get(entrant) ?? []), ...of]);
+      }
+      for (const entrant of pair) await stopTracked(entrant.pid);
+    }
     idleRows.push(
-      '| scenario | unconfigured req/s | unconfigured CPU µs/req | configured req/s | configured CPU µs/req | difference | target |',
+      `| scenario${control ? ' (control: both unconfigured)' : ''} | unconfigured req/s | unconfigured CPU µs/req | configured req/s | configured CPU µs/req | difference | target |`,
       '|---|---:|---:|---:|---:|---:|---|',
     );
-    for (const name of ['json', 'stream', 'messages-stream'] as const) {
-      const runs = await concurrentRounds([unconfigured, configured], loadScenarios[name]);
-      const cpu = (entrant: Contender) => median(runs.get(entrant.name)!.map((run) => run.cpu));
-      const rps = (entrant: Contender) => median(runs.get(entrant.name)!.map((run) => run.rps));
-      const difference = (cpuRatio(runs, configured.name, unconfigured.name) - 1) * 100;
+    for (const name of names) {
+      const of = runs.get(name)!;
+      const cpu = (entrant: string) => median(of.get(entrant)!.map((run) => run.cpu));
+      const rps = (entrant: string) => median(of.get(entrant)!.map((run) => run.rps));
+      const difference = (cpuRatio(of, 'configured', 'unconfigured') - 1) * 100;
       idleRows.push(
-        `| ${name} | ${rps(unconfigured).toFixed(0)} | ${cpu(unconfigured).toFixed(0)} | ${rps(configured).toFixed(0)} | ${cpu(configured).toFixed(0)} | ${difference >= 0 ? '+' : ''}${difference.toFixed(1)} % | within 3 % |`,
+        `| ${name} | ${rps('unconfigured').toFixed(0)} | ${cpu('unconfigured').toFixed(0)} | ${rps('configured').toFixed(0)} | ${cpu('configured').toFixed(0)} | ${difference >= 0 ? '+' : ''}${difference.toFixed(1)} % | within 3 % |`,
       );
       process.stdout.write(`${idleRows.at(-1)}\n`);
-      report[`idle-features-${name}`] = Object.fromEntries(runs);
+      report[`idle-features-${name}`] = Object.fromEntries(of);
     }
   }
 
