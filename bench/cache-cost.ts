@@ -64,14 +64,15 @@ export async function cacheCost(
     const ticket = openTicket(
       caching,
       caller,
-      () => ({
-        route: 'chat-completions',
-        model: 'delta/delta-4.7',
-        forwarded,
-        headers: forwardedHeaderValues(route, headers),
-      }),
       headers,
       res,
+      (bytes: Buffer) => ({
+        route: 'chat-completions',
+        model: 'delta/delta-4.7',
+        forwarded: bytes,
+        headers: forwardedHeaderValues(route, headers),
+      }),
+      forwarded,
     )!;
     if (await lookUp(caching, ticket, res)) throw new Error('a miss found an entry');
     const capture = new AnswerCapture(ticket, caching);
@@ -83,14 +84,15 @@ export async function cacheCost(
     const ticket = openTicket(
       caching,
       caller,
-      () => ({
-        route: 'chat-completions',
-        model: 'delta/delta-4.7',
-        forwarded: fixed,
-        headers: forwardedHeaderValues(route, headers),
-      }),
       headers,
       res,
+      (bytes: Buffer) => ({
+        route: 'chat-completions',
+        model: 'delta/delta-4.7',
+        forwarded: bytes,
+        headers: forwardedHeaderValues(route, headers),
+      }),
+      fixed,
     )!;
     const found = await lookUp(caching, ticket, res);
     if (!found) throw new Error('a hit found nothing');
@@ -110,9 +112,10 @@ export async function cacheCost(
       ...openTicket(
         caching,
         caller,
-        () => ({ route: 'chat-completions', model: 'delta/delta-4.7', forwarded: fixed, headers: [] }),
         headers,
         res,
+        (bytes: Buffer) => ({ route: 'chat-completions', model: 'delta/delta-4.7', forwarded: bytes, headers: [] }),
+        fixed,
       )!,
     },
     caching,

@@ -35,6 +35,7 @@ const { values } = parseArgs({
     // The idle-features scenario: fresh pairs of gateways its rounds are spread over, and its control run.
     launches: { type: 'string', default: '4' },
     'idle-control': { type: 'boolean', default: false },
+    'idle-before': { type: 'boolean', default: false },
     scenarios: {
       type: 'string',
       default:
@@ -1058,14 +1059,19 @@ await runCleanly(async () => {
   const idleRows: string[] = [];
   if (wanted.has('idle-features')) {
     const { newKeyRecord } = await import('../src/core/api-keys.ts');
-    const idleGateway = async (name: string, exempt: boolean, extra: NodeJS.ProcessEnv): Promise<Contender> => {
+    const idleGateway = async (
+      name: string,
+      exempt: boolean,
+      extra: NodeJS.ProcessEnv,
+      tree: CompiledTree = here,
+    ): Promise<Contender> => {
       const dataDir = await mkdtemp(join(work, `data-${name.replace(/\W+/g, '-')}-`));
       const record = newKeyRecord(KEY, exempt ? { name: 'bench', cache: false, guardrails: [] } : { name: 'bench' });
       await writeFile(join(dataDir, 'keys.json'), `${JSON.stringify({ keys: [record] })}\n`, { mode: 0o600 });
       const store = loadRedis ? { REDIS_URL: loadRedis.url } : {};
       const started = await startPinned(
-        [...here.nodeArgs, here.script('src/main.ts')],
-        gatewayEnv(here, upstream.url, dataDir, { GATEWAY_API_KEYS: '', ...store, ...extra }),
+        [...tree.nodeArgs, tree.script('src/main.ts')],
+        gatewayEnv(tree, upstream.url, dataDir, { GATEWAY_API_KEYS: '', ...store, ...extra }),
         /"url":"([^"]+)"/,
       );
       return { name, url: started.url, pid: started.pid, slowUrl: '', slowPid: 0, idleMb: 0 };
@@ -1088,6 +1094,9 @@ await runCleanly(async () => {
     const nothing = { GATEWAY_CONFIG: join(work, 'nothing-configured.yaml') };
     // With --idle-control both gateways are configured alike: the figure is then the method's own spread.
     const control = values['idle-control'];
+    // With --idle-before, `--before`'s tree against this one, both with nothing configured.
+    const againstBefore = values['idle-before'];
+    if (againstBefore && !before) throw new Error('--idle-before needs --before');
     const names = ['json', 'stream', 'messages-stream'] as const;
     const runs = new Map(names.map((name) => [name, new Map<string, Run[]>()]));
     // A launch differs from the next launch of the same tree by more than its rounds differ from each other, so
@@ -1095,8 +1104,15 @@ await runCleanly(async () => {
     for (let launch = 0; launch < Number(values.launches); launch += 1) {
       const pair: Contender[] = [];
       const starts = [
-        async () => pair.push(await idleGateway('unconfigured', false, nothing)),
-        async () => pair.push(await idleGateway('configured', !control, control ? nothing : withFeatures)),
+        async () => pair.push(await idleGateway('unconfigured', false, nothing, againstBefore ? before : here)),
+        async () =>
+          pair.push(
+            await idleGateway(
+              'configured',
+              !(control || againstBefore),
+              control || againstBefore ? nothing : withFeatures,
+            ),
+          ),
       ];
       for (const startOne of launch % 2 === 0 ? starts : [...starts].reverse()) await startOne();
       pair.sort((one, other) => (one.name === 'unconfigured' ? -1 : other.name === 'unconfigured' ? 1 : 0));
@@ -1108,7 +1124,7 @@ await runCleanly(async () => {
       for (const entrant of pair) await stopTracked(entrant.pid);
     }
     idleRows.push(
-      `| scenario${control ? ' (control: both unconfigured)' : ''} | unconfigured req/s | unconfigured CPU µs/req | configured req/s | configured CPU µs/req | difference | target |`,
+      `| scenario${control ? ' (control: both unconfigured)' : againstBefore ? " (before's tree, then this one, both unconfigured)" : ''} | unconfigured req/s | unconfigured CPU µs/req | configured req/s | configured CPU µs/req | difference | target |`,
       '|---|---:|---:|---:|---:|---:|---|',
     );
     for (const name of names) {
@@ -1117,7 +1133,7 @@ await runCleanly(async () => {
       const rps = (entrant: string) => median(of.get(entrant)!.map((run) => run.rps));
       const difference = (cpuRatio(of, 'configured', 'unconfigured') - 1) * 100;
       idleRows.push(
-        `| ${name} | ${rps('unconfigured').toFixed(0)} | ${cpu('unconfigured').toFixed(0)} | ${rps('configured').toFixed(0)} | ${cpu('configured').toFixed(0)} | ${difference >= 0 ? '+' : ''}${difference.toFixed(1)} % | within 3 % |`,
+        `| ${name} | ${rps('unconfigured').toFixed(0)} | ${cpu('unconfigured').toFixed(0)} | ${rps('configured').toFixed(0)} | ${cpu('configured').toFixed(0)} | ${difference >= 0 ? '+' : ''}${difference.toFixed(1)} % | ${againstBefore ? 'no higher' : 'within 3 %'} |`,
       );
       process.stdout.write(`${idleRows.at(-1)}\n`);
       report[`idle-features-${name}`] = Object.fromEntries(of);

@@ -120,12 +120,14 @@ export interface CacheTicket {
  * now, so that every answer carries it): undefined when the cache is off, or bypassed (`no-store`, or
  * a key or team with `cache: false`), else the request's ticket.
  */
-export function openTicket(
+export function openTicket<Request>(
   caching: ResponseCaching | undefined,
   caller: CallerKey | undefined,
-  material: () => Omit<CacheKeyMaterial, 'tenant'>,
   clientHeaders: IncomingHttpHeaders,
   res: Pick<ClientResponse, 'setHeader'>,
+  // Read only for a ticket, from the request it is given (no closure is made for a bypass).
+  material: (request: Request) => Omit<CacheKeyMaterial, 'tenant'>,
+  request: Request,
 ): CacheTicket | undefined {
   if (!caching) return undefined;
   const { settings } = caching;
@@ -137,7 +139,7 @@ export function openTicket(
   }
   const tenant = cacheTenant(caller?.id ?? ANONYMOUS_KEY_ID, caller?.team?.id);
   if (directive === 'refresh') res.setHeader('x-gateway-cache', 'bypass');
-  return { key: cacheKey({ tenant, ...material() }), tenant, settings, read: directive === 'use' };
+  return { key: cacheKey({ tenant, ...material(request) }), tenant, settings, read: directive === 'use' };
 }
 
 /** The entry of a ticket that may read, or undefined (a miss, counted and said in `x-gateway-cache`). */

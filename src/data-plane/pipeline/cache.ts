@@ -35,8 +35,7 @@ export interface CacheParts {
 export function cache(parts: CacheParts): Stage {
   const { caching } = parts;
   return function cache(exchange, next) {
-    const call = exchange.call!;
-    const ticket = openTicket(caching, exchange.caller, () => material(exchange, call), exchange.headers, exchange.res);
+    const ticket = openTicket(caching, exchange.caller, exchange.headers, exchange.res, material, exchange);
     if (ticket) return cached(parts, exchange, next, ticket);
     // A bypass goes on at once, with no frame of this stage left waiting.
     tell(exchange);
@@ -65,7 +64,8 @@ function tell(exchange: Exchange): void {
   }
 }
 
-function material(exchange: Exchange, call: CompatibleCall) {
+function material(exchange: Exchange) {
+  const call = exchange.call!;
   return {
     route: exchange.route.id,
     model: call.requested.canonicalId,
