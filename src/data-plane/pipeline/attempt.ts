@@ -16,6 +16,7 @@ import {
   type FailoverPlan,
   ClientWatch,
   attemptStart,
+  attemptTraceparent,
   endpointFailed,
   type AttemptSide,
   type EndpointPool,
@@ -160,7 +161,7 @@ function upstreamRequest(
     // judged by the first-byte timeout, only by the upstream timeout (a stream's first content is).
     timeoutMs: call.stream ? bounds.firstByteTimeoutMs : bounds.timeoutMs,
     bodyTimeoutMs: bounds.idleTimeoutMs,
-    traceparent: started?.traceparent ?? exchange.watch.traceparent,
+    traceparent: attemptTraceparent(exchange, started),
   };
 }
 

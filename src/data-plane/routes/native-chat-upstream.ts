@@ -14,7 +14,12 @@ import {
 } from '../../core/gateway-errors.ts';
 import type { ResolvedModel } from '../../core/model-registry.ts';
 import type { TokenUsage } from '../../plugins/plugin-contract.ts';
-import type { AttemptResult, AttemptSide, PooledEndpoint } from '../upstream/endpoint-pool.ts';
+import {
+  attemptTraceparent,
+  type AttemptResult,
+  type AttemptSide,
+  type PooledEndpoint,
+} from '../upstream/endpoint-pool.ts';
 import type { ChatCall } from './chat-call.ts';
 import { isRetryableStatus, retryAfterMs } from '../upstream/failover/retry-policy.ts';
 import { redactCredentialText } from '../upstream/redact-credential.ts';
@@ -49,7 +54,7 @@ export async function attemptChat(
   times.attemptAt = attemptAt;
   const started = side?.(member, call.upstreamModel, exchange.model!.canonicalId);
   try {
-    const traceparent = started?.traceparent ?? exchange.watch.traceparent;
+    const traceparent = attemptTraceparent(exchange, started);
     const response = await upstream.open({
       endpoint: member.endpoint,
       route: call.upstreamRoute,

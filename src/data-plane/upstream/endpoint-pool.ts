@@ -572,6 +572,13 @@ export function attemptStart(
   };
 }
 
+/**
+ * The W3C trace context an attempt sends upstream: its own span's when a subscriber opened one, else the
+ * exchange's (an unsampled trace's), else none.
+ */
+export const attemptTraceparent = (exchange: ExchangeView, started: AttemptStartMessage | undefined) =>
+  started?.traceparent ?? exchange.watch.traceparent;
+
 /** A failover plan's `onFailure` for one exchange: the endpoint's failure as an event (the failover warning). */
 export function endpointFailed(exchange: ExchangeView): FailoverPlan['onFailure'] {
   return (failed) => {

@@ -10,7 +10,10 @@ import type { TokenUsage } from '../../plugins/plugin-contract.ts';
  * checks for it), and calls the trace at each stage. Nothing here blocks or throws.
  */
 export interface RequestTracing {
-  /** Opens the server span of a model request; its parent is the client's `traceparent`, if any. */
+  /**
+   * Decides a model request's sampling: a sampled one gets its server span (its parent the client's `traceparent`,
+   * if any), an unsampled one only the `traceparent` its upstream calls carry.
+   */
   startRequest(start: RequestStart): RequestTrace | UnsampledTrace;
 }
 
