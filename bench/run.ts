@@ -77,8 +77,7 @@ const KEY = 'sk-bench-key-000000000000-0123456789abcdef';
 
 // Paired rounds (`--paired`, and the idle-features scenario) pin their measured processes (see `startPinned`).
 const cpus = availableParallelism();
-const pinnedCpu = (values.paired || wanted.has('idle-features')) && cpus >= 2 ? String(cpus - 1) : undefined;
-if (pinnedCpu !== undefined) execFileSync('taskset', ['-a', '-p', '-c', `0-${cpus - 2}`, String(process.pid)]);
+const pinnedCpu = cpus >= 2 ? String(cpus - 1) : undefined;
 
 await runCleanly(async () => {
   const work = await mkdtemp(join(tmpdir(), 'gateway-bench-'));
@@ -221,6 +220,17 @@ await runCleanly(async () => {
     {},
     /base URL (\S+)/,
   );
+
+  /**
+   * Keeps this process (the load) and the mock upstreams off the CPU the measured processes of paired rounds share,
+   * or lets them back on it for the scenarios that follow.
+   */
+  const keepLoadOffPinnedCpu = (off: boolean) => {
+    if (pinnedCpu === undefined) return;
+    for (const pid of [process.pid, upstream.pid, slowUpstream.pid])
+      execFileSync('taskset', ['-a', '-p', '-c', `0-${off ? cpus - 2 : cpus - 1}`, String(pid)]);
+  };
+  if (values.paired) keepLoadOffPinnedCpu(true);
 
   interface Contender {
     readonly name: string;
@@ -1098,31 +1108,40 @@ await runCleanly(async () => {
     const againstBefore = values['idle-before'];
     if (againstBefore && !before) throw new Error('--idle-before needs --before');
     const names = ['json', 'stream', 'messages-stream'] as const;
-    const runs = new Map(names.map((name) => [name, new Map<string, Run[]>()]));
+    const runs = new Map(
+      names.map((name) => [
+        name,
+        new Map<string, Run[]>([
+          ['unconfigured', []],
+          ['configured', []],
+        ]),
+      ]),
+    );
+    keepLoadOffPinnedCpu(true);
     // A launch differs from the next launch of the same tree by more than its rounds differ from each other, so
     // the rounds are spread over fresh pairs of processes, each started first in turn.
     for (let launch = 0; launch < Number(values.launches); launch += 1) {
       const pair: Contender[] = [];
       const starts = [
-        async () => pair.push(await idleGateway('unconfigured', false, nothing, againstBefore ? before : here)),
+        async () => (pair[0] = await idleGateway('unconfigured', false, nothing, againstBefore ? before : here)),
         async () =>
-          pair.push(
-            await idleGateway(
-              'configured',
-              !(control || againstBefore),
-              control || againstBefore ? nothing : withFeatures,
-            ),
-          ),
+          (pair[1] = await idleGateway(
+            'configured',
+            !(control || againstBefore),
+            control || againstBefore ? nothing : withFeatures,
+          )),
       ];
       for (const startOne of launch % 2 === 0 ? starts : [...starts].reverse()) await startOne();
-      pair.sort((one, other) => (one.name === 'unconfigured' ? -1 : other.name === 'unconfigured' ? 1 : 0));
       for (const name of names) {
-        const launched = await concurrentRounds(pair, loadScenarios[name]);
-        for (const [entrant, of] of launched)
-          runs.get(name)!.set(entrant, [...(runs.get(name)!.get(entrant) ?? []), ...of]);
+        for (const [entrant, of] of await concurrentRounds(pair, loadScenarios[name]))
+          runs
+            .get(name)!
+            .get(entrant)!
+            .push(...of);
       }
       for (const entrant of pair) await stopTracked(entrant.pid);
     }
+    if (!values.paired) keepLoadOffPinnedCpu(false);
     idleRows.push(
       `| scenario${control ? ' (control: both unconfigured)' : againstBefore ? " (before's tree, then this one, both unconfigured)" : ''} | unconfigured req/s | unconfigured CPU µs/req | configured req/s | configured CPU µs/req | difference | target |`,
       '|---|---:|---:|---:|---:|---:|---|',
