@@ -1,7 +1,8 @@
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Registry, type Counter } from 'prom-client';
 import type { LimitRefusal } from '../core/gateway-errors.ts';
 import type { Meter } from '../core/limits.ts';
 import type { GenAiMetrics, GenAiObservation } from './genai-observation.ts';
+import { boundCounter, boundHistogram, type BoundCounter, type BoundHistogram } from './metrics/bound-children.ts';
 import { defineCacheMetrics, type CacheMetrics } from './metrics/cache-metrics.ts';
 import { defineConfigMetrics, type ConfigMetrics } from './metrics/config-metrics.ts';
 import { defineConnectionRefusals, type RefusalReason } from './metrics/connection-metrics.ts';
@@ -35,8 +36,17 @@ export interface UpstreamMetrics {
 /** The label value of requests that never reached a model (rejected before one was resolved). */
 export const NO_MODEL = 'none';
 
-type LabelledCounter = ReturnType<Counter<string>['labels']>;
-type LabelledHistogram = ReturnType<Histogram<string>['labels']>;
+type LabelledCounter = BoundCounter;
+type LabelledHistogram = BoundHistogram;
+
+/** The label set of the GenAI histograms' children of one operation. */
+function genAiLabels(observation: GenAiObservation) {
+  return {
+    gen_ai_operation_name: observation.operation,
+    gen_ai_provider_name: observation.provider,
+    gen_ai_request_model: observation.requestModel,
+  };
+}
 
 /** The GenAI histograms' children of one operation, provider and requested model. */
 interface GenAiChildren {
@@ -133,9 +143,9 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
     let children = this.routes.get(route);
     if (children === undefined) {
       children = {
-        duration: this.requests.duration.labels(route),
-        overhead: this.requests.overhead.labels(route),
-        firstByte: this.requests.firstByte.labels(route),
+        duration: boundHistogram(this.requests.duration, { route }),
+        overhead: boundHistogram(this.requests.overhead, { route }),
+        firstByte: boundHistogram(this.requests.firstByte, { route }),
         requests: new Map(),
       };
       this.routes.set(route, children);
@@ -160,7 +170,7 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
     if (byStatus === undefined) children.requests.set(model, (byStatus = new Map()));
     let counter = byStatus.get(status);
     if (counter === undefined) {
-      counter = this.requests.answered.labels(route, model, String(status));
+      counter = boundCounter(this.requests.answered, { route, model, status: String(status) });
       byStatus.set(status, counter);
     }
     counter.inc();
@@ -174,13 +184,14 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
     const key = `${observation.operation}\u0000${observation.provider}\u0000${observation.requestModel}`;
     let children = this.genAiChildren.get(key);
     if (children === undefined) {
-      const labels = [observation.operation, observation.provider, observation.requestModel] as const;
+      const labels = genAiLabels(observation);
+      const { tokens, duration, firstChunk, perChunk } = this.genAiHistograms;
       children = {
-        inputTokens: this.genAiHistograms.tokens.labels(...labels, 'input'),
-        outputTokens: this.genAiHistograms.tokens.labels(...labels, 'output'),
-        duration: this.genAiHistograms.duration.labels(...labels),
-        firstChunk: this.genAiHistograms.firstChunk.labels(...labels),
-        perChunk: this.genAiHistograms.perChunk.labels(...labels),
+        inputTokens: boundHistogram(tokens, { ...labels, gen_ai_token_type: 'input' }),
+        outputTokens: boundHistogram(tokens, { ...labels, gen_ai_token_type: 'output' }),
+        duration: boundHistogram(duration, labels),
+        firstChunk: boundHistogram(firstChunk, labels),
+        perChunk: boundHistogram(perChunk, labels),
       };
       this.genAiChildren.set(key, children);
     }
@@ -204,7 +215,8 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
   /** A request the response cache was asked about. */
   cacheResult(result: 'hit' | 'miss' | 'bypass'): void {
     let child = this.cacheResultChildren.get(result);
-    if (child === undefined) this.cacheResultChildren.set(result, (child = this.cache.results.labels(result)));
+    if (child === undefined)
+      this.cacheResultChildren.set(result, (child = boundCounter(this.cache.results, { result })));
     child.inc();
   }
 
@@ -235,9 +247,9 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
     let children = this.tokenChildren.get(model);
     if (children === undefined) {
       children = [
-        this.tokens.byModel.labels(model, 'input'),
-        this.tokens.byModel.labels(model, 'output'),
-        this.tokens.byModel.labels(model, 'cached'),
+        boundCounter(this.tokens.byModel, { model, type: 'input' }),
+        boundCounter(this.tokens.byModel, { model, type: 'output' }),
+        boundCounter(this.tokens.byModel, { model, type: 'cached' }),
       ];
       this.tokenChildren.set(model, children);
     }
@@ -254,7 +266,8 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
     let byEndpoint = this.cachedInputChildren.get(provider);
     if (byEndpoint === undefined) this.cachedInputChildren.set(provider, (byEndpoint = new Map()));
     let counter = byEndpoint.get(endpoint);
-    if (counter === undefined) byEndpoint.set(endpoint, (counter = this.tokens.cachedInput.labels(provider, endpoint)));
+    if (counter === undefined)
+      byEndpoint.set(endpoint, (counter = boundCounter(this.tokens.cachedInput, { provider, endpoint })));
     counter.inc(cached > 0 ? cached : 0);
   }
 
@@ -290,7 +303,10 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
     const childKey = `${key}\u0000${outcome}`;
     let child = this.attemptChildren.get(childKey);
     if (child === undefined)
-      this.attemptChildren.set(childKey, (child = this.upstream.attempts.labels(provider, endpoint, outcome)));
+      this.attemptChildren.set(
+        childKey,
+        (child = boundCounter(this.upstream.attempts, { provider, endpoint, outcome })),
+      );
     child.inc();
     const up = outcome !== 'transport_error' && outcome !== 'timeout';
     if (this.lastOutcome.get(key)?.up !== up) this.lastOutcome.set(key, { provider, endpoint, up });
