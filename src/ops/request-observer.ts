@@ -4,6 +4,7 @@ import type { TokenUsage } from '../plugins/plugin-contract.ts';
 import type { ExchangeRecord, RecordedUsage } from '../core/exchange.ts';
 import { type Observation, EVENTS, type EventSource } from '../core/diagnostics.ts';
 import { stampedAddress, requestIdOf } from '../core/incoming-request.ts';
+import { logField, writeInfoLine } from '../core/logger.ts';
 import { NO_MODEL, type GatewayMetrics } from './metrics.ts';
 import { MODEL_ROUTES, ROUTE_TABLE } from '../core/route-table.ts';
 import { upstreamModelOf } from '../core/model-registry.ts';
@@ -108,26 +109,25 @@ export class RequestObserver {
   ): void {
     const { resolved } = exchange;
     const upstreamMs = exchange.upstreamMs ?? 0;
-    const model = resolved.canonicalId;
-    logger.info(
-      {
-        request_id: exchange.requestId,
-        route: exchange.route,
-        requested_model: resolved.requestedId,
-        model,
-        status: exchange.status,
-        outcome: exchange.outcome,
-        stream: exchange.stream,
-        duration_ms: round(exchange.latencyMs),
-        overhead_ms: round(Math.max(0, exchange.latencyMs - upstreamMs)),
-        ttfb_ms: exchange.firstByteMs === undefined ? undefined : round(exchange.firstByteMs),
-        input_tokens: usage?.inputTokens,
-        output_tokens: usage?.outputTokens,
-        cached_tokens: usage?.cachedTokens,
-        key_id: exchange.keyId,
-        client_address: requester?.address,
-        user_agent: requester?.userAgent,
-      },
+    // Serialized here, field by field: the line goes out once per request (see `writeInfoLine`).
+    writeInfoLine(
+      logger,
+      logField('request_id', exchange.requestId) +
+        logField('route', exchange.route) +
+        logField('requested_model', resolved.requestedId) +
+        logField('model', resolved.canonicalId) +
+        logField('status', exchange.status) +
+        logField('outcome', exchange.outcome) +
+        logField('stream', exchange.stream) +
+        logField('duration_ms', round(exchange.latencyMs)) +
+        logField('overhead_ms', round(Math.max(0, exchange.latencyMs - upstreamMs))) +
+        logField('ttfb_ms', exchange.firstByteMs === undefined ? undefined : round(exchange.firstByteMs)) +
+        logField('input_tokens', usage?.inputTokens) +
+        logField('output_tokens', usage?.outputTokens) +
+        logField('cached_tokens', usage?.cachedTokens) +
+        logField('key_id', exchange.keyId) +
+        logField('client_address', requester?.address) +
+        logField('user_agent', requester?.userAgent),
       'request',
     );
   }
