@@ -90,9 +90,13 @@ export function createAccessLogger(logger: Logger): Logger {
 /** One field of a log line as pino writes it: `,"name":value`, or nothing for an undefined value. */
 export function logField(name: string, value: string | number | boolean | undefined): string {
   if (value === undefined) return '';
-  if (typeof value === 'string') return `,"${name}":${JSON.stringify(value)}`;
+  if (typeof value === 'string')
+    return `,"${name}":${NOTHING_TO_ESCAPE.test(value) ? `"${value}"` : JSON.stringify(value)}`;
   return `,"${name}":${typeof value === 'number' && !Number.isFinite(value) ? 'null' : String(value)}`;
 }
+
+/** Printable ASCII but `"` and `\`: a string JSON writes as it is, between quotes (ids, routes, models, addresses). */
+const NOTHING_TO_ESCAPE = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
 /** pino's state a line is framed with (see {@link writeInfoLine}). */
 interface PinoFrame {
