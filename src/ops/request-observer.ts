@@ -16,8 +16,6 @@ const round = (ms: number): number => Math.round(ms * 1000) / 1000;
 
 export type { Observation };
 
-const OBSERVATIONS = new WeakMap<ServerResponse, Observation>();
-
 /** Who sent a request, as its access line names them. */
 interface Requester {
   /** The client address (the client a trusted proxy names, else the connection's peer). */
@@ -32,6 +30,35 @@ const USER_AGENT_CHARS = 256;
 /** Each watched request's sender, by its observation (a model route's exchange, which its record event names). */
 const REQUESTERS = new WeakMap<object, Requester>();
 
+/** A request {@link RequestObserver.watch} follows until its answer is done. */
+interface Watched {
+  readonly observer: RequestObserver;
+  readonly req: IncomingMessage;
+  readonly observation: Observation;
+  readonly requester: Requester;
+  readonly startedAt: number;
+  durationMs: number;
+}
+
+const WATCHED = new WeakMap<ServerResponse, Watched>();
+
+/** Answers done since the last turn of the event loop, settled together in the next one. */
+let done: { readonly watched: Watched; readonly status: number }[] = [];
+
+function finished(this: ServerResponse): void {
+  const watched = WATCHED.get(this);
+  if (watched === undefined) return;
+  watched.durationMs = performance.now() - watched.startedAt;
+  if (done.length === 0) setImmediate(settleDone);
+  done.push({ watched, status: this.statusCode });
+}
+
+function settleDone(): void {
+  const settling = done;
+  done = [];
+  for (const { watched, status } of settling) watched.observer.settle(watched, status);
+}
+
 function requesterOf(req: IncomingMessage): Requester {
   const agent = req.headers['user-agent'];
   return { address: stampedAddress(req), userAgent: agent?.slice(0, USER_AGENT_CHARS) };
@@ -39,7 +66,7 @@ function requesterOf(req: IncomingMessage): Requester {
 
 /** The observation the way in gave a response (for the Express control plane to fill in), if it is watched. */
 export function observationOf(res: ServerResponse): Observation | undefined {
-  return OBSERVATIONS.get(res);
+  return WATCHED.get(res)?.observation;
 }
 
 /**
@@ -138,22 +165,24 @@ export class RequestObserver {
    * its route recorded an exchange (observed by {@link exchange}).
    */
   watch(req: IncomingMessage, res: ServerResponse, observation: Observation): void {
-    const startedAt = performance.now();
     const requester = requesterOf(req);
     REQUESTERS.set(observation, requester);
-    OBSERVATIONS.set(res, observation);
-    res.once('finish', () => {
-      const durationMs = performance.now() - startedAt;
-      // A route ends its answer, then records its exchange as soon as the end is out (a stream's last
-      // write and its end leave together): asked after that, `recorded` is settled.
-      setImmediate(() => {
-        if (observation.recorded) return;
-        const route = observation.labelOf?.() ?? observation.label;
-        const keyId = observation.keyIdOf?.() ?? observation.keyId;
-        if (observation.refusedBy) this.metrics.limitRefused(observation.refusedBy);
-        this.answered(req, route, res.statusCode, durationMs, observation.errorCode, keyId, requester);
-      });
-    });
+    WATCHED.set(res, { observer: this, req, observation, requester, startedAt: performance.now(), durationMs: 0 });
+    // One listener for every response (no closure, no once wrapper): 'finish' comes at most once.
+    res.on('finish', finished);
+  }
+
+  /**
+   * A watched request whose answer is done. A route ends its answer, then records its exchange as soon as the end is
+   * out (a stream's last write and its end leave together): asked after that, `recorded` is settled.
+   */
+  settle(watched: Watched, status: number): void {
+    const { observation } = watched;
+    if (observation.recorded) return;
+    const route = observation.labelOf?.() ?? observation.label;
+    const keyId = observation.keyIdOf?.() ?? observation.keyId;
+    if (observation.refusedBy) this.metrics.limitRefused(observation.refusedBy);
+    this.answered(watched.req, route, status, watched.durationMs, observation.errorCode, keyId, watched.requester);
   }
 
   private answered(
