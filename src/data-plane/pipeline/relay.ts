@@ -82,7 +82,8 @@ async function relayJson(parts: RelayParts, exchange: Exchange, answer: JsonAnsw
   }
   const headers = relayedHeaders(answer.headers, answer.apiKey);
   exchange.firstByteAt = performance.now();
-  res.writeHead(answer.status, { ...headers, 'content-length': String(relayed.length) });
+  headers['content-length'] = String(relayed.length);
+  res.writeHead(answer.status, headers);
   const read = await endForClient(res, relayed, parts.clientWriteTimeoutMs);
   exchange.endAsRead(read, answer.status, usage, ok && WIRE_FORMATS[call.format].consumesTokens);
   if (capture) {

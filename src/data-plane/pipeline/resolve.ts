@@ -52,6 +52,12 @@ export interface ResolveParts {
  */
 export function resolve(parts: ResolveParts): Stage {
   const { registry, endpoints, forward } = parts;
+  const catalog: CallCatalog | undefined = forward && {
+    registry,
+    fallbacks: forward.fallbacks,
+    usage: forward.usage,
+    served: (name: string) => endpoints.pool(name) !== undefined,
+  };
   return async function resolve(exchange, next) {
     const body = exchange.body!.body;
     exchange.endUser = endUserOf(exchange.route.endUserField, body, exchange.headers);
@@ -62,13 +68,7 @@ export function resolve(parts: ResolveParts): Stage {
     if (!pool) throw upstreamNotConfigured(vendor, endpoints.envPrefix(vendor));
     exchange.requested = exchange.model = resolved;
     exchange.pool = pool;
-    if (forward) {
-      const catalog = {
-        registry,
-        fallbacks: forward.fallbacks,
-        usage: forward.usage,
-        served: (name: string) => endpoints.pool(name) !== undefined,
-      };
+    if (forward && catalog) {
       const route = exchange.route.id as UpstreamRouteId;
       const client = () => exchange.body!;
       const stream = body.stream === true;
