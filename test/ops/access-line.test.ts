@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { Writable } from 'node:stream';
 import { pino, type LoggerOptions } from 'pino';
-import { logField, writeInfoLine } from '../../src/core/logger.ts';
+import { logField, writeInfoLine } from '../../src/ops/request-observer.ts';
 
 /** A pino logger whose lines are kept, with a fixed time so that two loggers' lines can be compared. */
 function capturing(options: LoggerOptions = {}) {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { Counter, Histogram, Registry } from 'prom-client';
-import { boundCounter, boundHistogram } from '../../../src/ops/metrics/bound-children.ts';
+import { boundCounter, boundHistogram } from '../../src/ops/metrics.ts';
 
 const BUCKETS = [0.0001, 0.005, 0.25, 1, 10];
 
