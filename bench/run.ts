@@ -1135,8 +1135,11 @@ await runCleanly(async () => {
           )),
       ];
       for (const startOne of launch % 2 === 0 ? starts : [...starts].reverse()) await startOne();
+      // Every step that favours one slot (which is warmed last, whose load starts first in the first round) is
+      // turned with the launches too: a control run read the second slot 9 % dearer on json otherwise.
+      const inTurn = launch % 2 === 0 ? pair : [...pair].reverse();
       for (const name of names) {
-        for (const [entrant, of] of await concurrentRounds(pair, loadScenarios[name]))
+        for (const [entrant, of] of await concurrentRounds(inTurn, loadScenarios[name]))
           runs
             .get(name)!
             .get(entrant)!
