@@ -35,9 +35,6 @@ export interface UpstreamMetrics {
 /** The label value of requests that never reached a model (rejected before one was resolved). */
 export const NO_MODEL = 'none';
 
-type LabelledCounter = BoundCounter;
-type LabelledHistogram = BoundHistogram;
-
 /** The label set of the GenAI histograms' children of one operation. */
 function genAiLabels(observation: GenAiObservation) {
   return {
@@ -49,19 +46,19 @@ function genAiLabels(observation: GenAiObservation) {
 
 /** The GenAI histograms' children of one operation, provider and requested model. */
 interface GenAiChildren {
-  readonly inputTokens: LabelledHistogram;
-  readonly outputTokens: LabelledHistogram;
-  readonly duration: LabelledHistogram;
-  readonly firstChunk: LabelledHistogram;
-  readonly perChunk: LabelledHistogram;
+  readonly inputTokens: BoundHistogram;
+  readonly outputTokens: BoundHistogram;
+  readonly duration: BoundHistogram;
+  readonly firstChunk: BoundHistogram;
+  readonly perChunk: BoundHistogram;
 }
 
 interface RouteChildren {
-  readonly duration: LabelledHistogram;
-  readonly overhead: LabelledHistogram;
-  readonly firstByte: LabelledHistogram;
+  readonly duration: BoundHistogram;
+  readonly overhead: BoundHistogram;
+  readonly firstByte: BoundHistogram;
   /** model → status → counter */
-  readonly requests: Map<string, Map<number, LabelledCounter>>;
+  readonly requests: Map<string, Map<number, BoundCounter>>;
 }
 
 /**
@@ -85,12 +82,12 @@ export class GatewayMetrics implements UpstreamMetrics, GenAiMetrics {
   private readonly streams: StreamMetrics;
   private readonly genAiChildren = new Map<string, GenAiChildren>();
   private readonly routes = new Map<string, RouteChildren>();
-  private readonly tokenChildren = new Map<string, readonly [LabelledCounter, LabelledCounter, LabelledCounter]>();
+  private readonly tokenChildren = new Map<string, readonly [BoundCounter, BoundCounter, BoundCounter]>();
   /** provider → endpoint name → counter */
-  private readonly cachedInputChildren = new Map<string, Map<string, LabelledCounter>>();
+  private readonly cachedInputChildren = new Map<string, Map<string, BoundCounter>>();
   private readonly lastOutcome = new Map<string, EndpointHealth>();
-  private readonly attemptChildren = new Map<string, LabelledCounter>();
-  private readonly cacheResultChildren = new Map<string, LabelledCounter>();
+  private readonly attemptChildren = new Map<string, BoundCounter>();
+  private readonly cacheResultChildren = new Map<string, BoundCounter>();
   private endpointStates: () => Iterable<EndpointHealth> = () => this.lastOutcome.values();
   private openStreams = 0;
   private openWebSockets = 0;
