@@ -1124,22 +1124,17 @@ await runCleanly(async () => {
     // A launch differs from the next launch of the same tree by more than its rounds differ from each other, so
     // the rounds are spread over fresh pairs of processes, each started first in turn.
     for (let launch = 0; launch < Number(values.launches); launch += 1) {
-      const pair: Contender[] = [];
       const starts = [
-        async () => (pair[0] = await idleGateway('unconfigured', false, nothing, againstBefore ? before : here)),
-        async () =>
-          (pair[1] = await idleGateway(
-            'configured',
-            !(control || againstBefore),
-            control || againstBefore ? nothing : withFeatures,
-          )),
+        () => idleGateway('unconfigured', false, nothing, againstBefore ? before : here),
+        () => idleGateway('configured', !(control || againstBefore), control || againstBefore ? nothing : withFeatures),
       ];
-      for (const startOne of launch % 2 === 0 ? starts : [...starts].reverse()) await startOne();
-      // Every step that favours one slot (which is warmed last, whose load starts first in the first round) is
-      // turned with the launches too: a control run read the second slot 9 % dearer on json otherwise.
-      const inTurn = launch % 2 === 0 ? pair : [...pair].reverse();
+      // Every step that favours one slot (which starts first, is warmed last, whose load starts first in the first
+      // round) turns with the launches: a control run read the second slot 9 % dearer on json while only the start
+      // order turned.
+      const pair: Contender[] = [];
+      for (const startOne of launch % 2 === 0 ? starts : [...starts].reverse()) pair.push(await startOne());
       for (const name of names) {
-        for (const [entrant, of] of await concurrentRounds(inTurn, loadScenarios[name]))
+        for (const [entrant, of] of await concurrentRounds(pair, loadScenarios[name]))
           runs
             .get(name)!
             .get(entrant)!
