@@ -36,6 +36,8 @@ const { values } = parseArgs({
     launches: { type: 'string', default: '4' },
     'idle-control': { type: 'boolean', default: false },
     'idle-before': { type: 'boolean', default: false },
+    // Which features the configured gateway of the idle-features scenario carries (to take their cost apart).
+    'idle-features': { type: 'string', default: 'cache,guardrails,traces' },
     scenarios: {
       type: 'string',
       default:
@@ -1090,19 +1092,33 @@ await runCleanly(async () => {
       return { name, url: started.url, pid: started.pid, slowUrl: '', slowPid: 0, idleMb: 0 };
     };
     await writeFile(join(work, 'nothing-configured.yaml'), '');
+    const idleFeatures = new Set(values['idle-features'].split(','));
+    const unknownFeatures = [...idleFeatures].filter((name) => !['cache', 'guardrails', 'traces'].includes(name));
+    if (unknownFeatures.length) throw new Error(`--idle-features: unknown ${unknownFeatures.join(', ')}`);
     await writeFile(
       join(work, 'features-configured.yaml'),
-      "cache:\n  ttlSeconds: 60\nguardrails:\n  - { name: no-codes, use: regex, on: response, action: block, patterns: ['PROJECT-[0-9]{4}'] }\n",
+      [
+        ...(idleFeatures.has('cache') ? ['cache:\n  ttlSeconds: 60\n'] : []),
+        ...(idleFeatures.has('guardrails')
+          ? [
+              "guardrails:\n  - { name: no-codes, use: regex, on: response, action: block, patterns: ['PROJECT-[0-9]{4}'] }\n",
+            ]
+          : []),
+      ].join(''),
     );
     const withFeatures = {
       GATEWAY_CONFIG: join(work, 'features-configured.yaml'),
       // Traces alone (GenAI metrics and audit records over OTLP are features of their own), nothing sampled, so nothing
       // is exported: the port need not answer.
-      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',
-      OTEL_METRICS_EXPORTER: 'none',
-      OTEL_LOGS_EXPORTER: 'none',
-      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
-      OTEL_TRACES_SAMPLER_ARG: '0',
+      ...(idleFeatures.has('traces')
+        ? {
+            OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',
+            OTEL_METRICS_EXPORTER: 'none',
+            OTEL_LOGS_EXPORTER: 'none',
+            OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+            OTEL_TRACES_SAMPLER_ARG: '0',
+          }
+        : {}),
     };
     const nothing = { GATEWAY_CONFIG: join(work, 'nothing-configured.yaml') };
     // With --idle-control both gateways are configured alike: the figure is then the method's own spread.

@@ -149,14 +149,28 @@ export function samplerFor(settings: SamplerSettings): Sampler {
   }
 }
 
+/** The sampler never samples a trace of its own making: always off, or a ratio of 0 (or none). */
+function rootsUnsampled(settings: SamplerSettings): boolean {
+  if (settings.name === 'always_off' || settings.name === 'parentbased_always_off') return true;
+  const ratio = settings.name === 'traceidratio' || settings.name === 'parentbased_traceidratio' ? settings.ratio : 1;
+  return !(ratio > 0);
+}
+
 /** A sampler a live reload may replace: every span asks the one in force now. */
 export class LiveSampler implements Sampler {
   private current: Sampler;
   private settings: SamplerSettings;
 
+  /**
+   * No trace without a sampled parent is ever sampled (`always_off`, a ratio of 0): a request without a client
+   * `traceparent` then needs no sampler call, name or attributes to be told so.
+   */
+  rootsUnsampled: boolean;
+
   constructor(settings: SamplerSettings) {
     this.settings = settings;
     this.current = samplerFor(settings);
+    this.rootsUnsampled = rootsUnsampled(settings);
   }
 
   /** Puts `settings` in force (a no-op when they are the ones in force); true when they changed. */
@@ -164,6 +178,7 @@ export class LiveSampler implements Sampler {
     if (settings.name === this.settings.name && settings.ratio === this.settings.ratio) return false;
     this.settings = settings;
     this.current = samplerFor(settings);
+    this.rootsUnsampled = rootsUnsampled(settings);
     return true;
   }
 
@@ -263,7 +278,7 @@ export class CountedBatchProcessor implements SpanProcessor {
 export interface TraceKit {
   readonly tracer: Tracer;
   /** The tracer's own sampler, asked once per request before any span is made. */
-  readonly sampler: Sampler;
+  readonly sampler: Sampler & Pick<LiveSampler, 'rootsUnsampled'>;
   readonly ids: TraceIds;
   readonly propagator: TextMapPropagator;
   readonly captureContent: boolean;
@@ -548,10 +563,11 @@ export class OtelRequestTrace implements RequestTrace {
  * its server span, under the client's trace context when it sent one.
  */
 export function startRequestTrace(kit: TraceKit, start: RequestStart): RequestTrace | UnsampledTrace {
-  const parent =
-    start.headers.traceparent === undefined
-      ? ROOT_CONTEXT
-      : withoutTraceState(kit.propagator.extract(ROOT_CONTEXT, start.headers, headerGetter));
+  const fromClient = start.headers.traceparent !== undefined;
+  if (!fromClient && kit.sampler.rootsUnsampled) return { recording: false, traceparent: unsampledTraceparent() };
+  const parent = fromClient
+    ? withoutTraceState(kit.propagator.extract(ROOT_CONTEXT, start.headers, headerGetter))
+    : ROOT_CONTEXT;
   const traceId = trace.getSpanContext(parent)?.traceId ?? kit.ids.traceId();
   const name = `${start.method} ${start.route}`;
   const attributes = {
@@ -607,6 +623,11 @@ function randomHex(bytes: 8 | 16): string {
     SHARED[bytes - 1] = 1;
   }
   return SHARED.toString('hex', 0, bytes);
+}
+
+/** The `traceparent` of an unsampled trace of the gateway's making: a fresh trace id and span id, flags 00. */
+function unsampledTraceparent(): string {
+  return `00-${randomHex(16)}-${randomHex(8)}-00`;
 }
 
 /**
