@@ -11,7 +11,7 @@ import { startTestGateway, TEST_KEY } from '../test/helpers/test-gateway.ts';
  * Each sample is charged to the innermost frame of the gateway's own code (`src/`, `providers/`) on its stack, so
  * node's and the libraries' allocations count where the gateway called them. The load's own allocations (the undici
  * client in this process) come out as "outside the gateway".
- * `node --import tsx bench/allocation-sites.ts [--scenario stream] [--requests 5000]`
+ * `node --import tsx bench/allocation-sites.ts [--scenario stream] [--requests 5000] [--env NAME=value ...]`
  */
 const { values } = parseArgs({
   options: {
@@ -19,6 +19,8 @@ const { values } = parseArgs({
     requests: { type: 'string', default: '5000' },
     connections: { type: 'string', default: '16' },
     top: { type: 'string', default: '30' },
+    /** Further environment of the gateway, `NAME=value` (repeatable), e.g. a trace sampler. */
+    env: { type: 'string', multiple: true, default: [] },
   },
 });
 if (!['json', 'stream'].includes(values.scenario)) throw new Error('--scenario must be json or stream');
@@ -33,7 +35,14 @@ interface ProfileNode {
 
 const gateway = await startTestGateway({
   logTo: new Writable({ write: (_chunk, _encoding, done) => done() }),
-  env: { RATE_LIMIT_MAX: '100000000', GATEWAY_KEY_CONCURRENCY: '100000', LOG_LEVEL: 'info' },
+  env: {
+    RATE_LIMIT_MAX: '100000000',
+    GATEWAY_KEY_CONCURRENCY: '100000',
+    LOG_LEVEL: 'info',
+    ...Object.fromEntries(
+      values.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+    ),
+  },
 });
 const pool = new Pool(gateway.url, { connections });
 const body = JSON.stringify({
