@@ -622,6 +622,13 @@ await runCleanly(async () => {
     median(runs.get(entry)!.map((run, round) => run.cpu / runs.get(base)![round]!.cpu));
 
   const median = (numbers: number[]) => [...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)]!;
+  /** The 95 % interval of the median of `numbers` by the bootstrap (10,000 resamples): how far such a median holds. */
+  const medianInterval = (numbers: number[]): [number, number] => {
+    const medians = Array.from({ length: 10_000 }, () =>
+      median(numbers.map(() => numbers[Math.floor(Math.random() * numbers.length)]!)),
+    ).sort((a, b) => a - b);
+    return [medians[250]!, medians[9_749]!];
+  };
   const report: Record<string, unknown> = {
     date: new Date().toISOString(),
     seconds,
@@ -1160,16 +1167,20 @@ await runCleanly(async () => {
     }
     if (!values.paired) keepLoadOffPinnedCpu(false);
     idleRows.push(
-      `| scenario${control ? ' (control: both unconfigured)' : againstBefore ? " (before's tree, then this one, both unconfigured)" : ''} | unconfigured req/s | unconfigured CPU µs/req | configured req/s | configured CPU µs/req | difference | target |`,
-      '|---|---:|---:|---:|---:|---:|---|',
+      `| scenario${control ? ' (control: both unconfigured)' : againstBefore ? " (before's tree, then this one, both unconfigured)" : ''} | unconfigured req/s | unconfigured CPU µs/req | configured req/s | configured CPU µs/req | difference | 95 % interval | target |`,
+      '|---|---:|---:|---:|---:|---:|---:|---|',
     );
     for (const name of names) {
       const of = runs.get(name)!;
       const cpu = (entrant: string) => median(of.get(entrant)!.map((run) => run.cpu));
       const rps = (entrant: string) => median(of.get(entrant)!.map((run) => run.rps));
       const difference = (cpuRatio(of, 'configured', 'unconfigured') - 1) * 100;
+      const [low, high] = medianInterval(
+        of.get('configured')!.map((run, round) => (run.cpu / of.get('unconfigured')![round]!.cpu - 1) * 100),
+      );
+      const signed = (value: number) => `${value >= 0 ? '+' : ''}${value.toFixed(1)}`;
       idleRows.push(
-        `| ${name} | ${rps('unconfigured').toFixed(0)} | ${cpu('unconfigured').toFixed(0)} | ${rps('configured').toFixed(0)} | ${cpu('configured').toFixed(0)} | ${difference >= 0 ? '+' : ''}${difference.toFixed(1)} % | ${againstBefore ? 'no higher' : 'within 3 %'} |`,
+        `| ${name} | ${rps('unconfigured').toFixed(0)} | ${cpu('unconfigured').toFixed(0)} | ${rps('configured').toFixed(0)} | ${cpu('configured').toFixed(0)} | ${signed(difference)} % | ${signed(low)} to ${signed(high)} % | ${againstBefore ? 'no higher' : 'within 3 %'} |`,
       );
       process.stdout.write(`${idleRows.at(-1)}\n`);
       report[`idle-features-${name}`] = Object.fromEntries(of);
