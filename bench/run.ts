@@ -38,6 +38,8 @@ const { values } = parseArgs({
     'idle-before': { type: 'boolean', default: false },
     // Which features the configured gateway of the idle-features scenario carries (to take their cost apart).
     'idle-features': { type: 'string', default: 'cache,guardrails,traces' },
+    // Which load scenarios the idle-features scenario runs (one alone takes a third of the time).
+    'idle-scenarios': { type: 'string', default: 'json,stream,messages-stream' },
     scenarios: {
       type: 'string',
       default:
@@ -1133,7 +1135,9 @@ await runCleanly(async () => {
     // With --idle-before, `--before`'s tree against this one, both with nothing configured.
     const againstBefore = values['idle-before'];
     if (againstBefore && !before) throw new Error('--idle-before needs --before');
-    const names = ['json', 'stream', 'messages-stream'] as const;
+    const names = values['idle-scenarios'].split(',') as (keyof typeof loadScenarios)[];
+    const unknownScenarios = names.filter((name) => !(name in loadScenarios));
+    if (unknownScenarios.length) throw new Error(`--idle-scenarios: unknown ${unknownScenarios.join(', ')}`);
     const runs = new Map(
       names.map((name) => [
         name,
