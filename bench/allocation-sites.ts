@@ -3,6 +3,7 @@ import { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { startTestGateway, TEST_KEY } from '../test/helpers/test-gateway.ts';
+import { envFlags } from './processes.ts';
 
 /**
  * Where the gateway allocates per request: the real gateway in this process in front of the mock upstreams, loaded
@@ -39,9 +40,7 @@ const gateway = await startTestGateway({
     RATE_LIMIT_MAX: '100000000',
     GATEWAY_KEY_CONCURRENCY: '100000',
     LOG_LEVEL: 'info',
-    ...Object.fromEntries(
-      values.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
-    ),
+    ...envFlags(values.env),
   },
 });
 const pool = new Pool(gateway.url, { connections });

@@ -141,6 +141,11 @@ export async function stopTracked(child: ChildProcess | number, graceMs = 5000):
   groups.delete(pgid);
 }
 
+/** The `--env NAME=value` flags of a benchmark script as environment entries for the process it starts. */
+export function envFlags(pairs: readonly string[]): Record<string, string> {
+  return Object.fromEntries(pairs.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+}
+
 /** Runs `cleanup` when the benchmark stops, after every process has ended (in the order registered). */
 export function onStop(cleanup: () => Promise<unknown>): void {
   cleanups.push(cleanup);

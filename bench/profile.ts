@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { WebSocket } from 'undici';
 import { compileTree } from './compile.ts';
-import { onStop, runCleanly, spawnTracked } from './processes.ts';
+import { envFlags, onStop, runCleanly, spawnTracked } from './processes.ts';
 
 /**
  * Where the gateway's CPU time goes under load: runs the compiled gateway with `node --cpu-prof` in
@@ -180,9 +180,7 @@ await runCleanly(async () => {
       GATEWAY_DATA_DIR: join(work, 'data'),
       GATEWAY_MANIFEST: tree.manifest,
       REDIS_URL: redisUrl,
-      ...Object.fromEntries(
-        values.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
-      ),
+      ...envFlags(values.env),
     },
     /"url":"([^"]+)"/,
   );

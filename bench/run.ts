@@ -619,9 +619,13 @@ await runCleanly(async () => {
     return runs;
   }
 
+  /** Each round's CPU per request of `entry` against `base`'s in the same round. */
+  const roundRatios = (runs: Map<string, Run[]>, entry: string, base: string): number[] =>
+    runs.get(entry)!.map((run, round) => run.cpu / runs.get(base)![round]!.cpu);
+
   /** The median over rounds of `entry`'s CPU per request against `base`'s in the same round. */
   const cpuRatio = (runs: Map<string, Run[]>, entry: string, base: string): number =>
-    median(runs.get(entry)!.map((run, round) => run.cpu / runs.get(base)![round]!.cpu));
+    median(roundRatios(runs, entry, base));
 
   const median = (numbers: number[]) => [...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)]!;
   /** The 95 % interval of the median of `numbers` by the bootstrap (10,000 resamples): how far such a median holds. */
@@ -1180,7 +1184,7 @@ await runCleanly(async () => {
       const rps = (entrant: string) => median(of.get(entrant)!.map((run) => run.rps));
       const difference = (cpuRatio(of, 'configured', 'unconfigured') - 1) * 100;
       const [low, high] = medianInterval(
-        of.get('configured')!.map((run, round) => (run.cpu / of.get('unconfigured')![round]!.cpu - 1) * 100),
+        roundRatios(of, 'configured', 'unconfigured').map((ratio) => (ratio - 1) * 100),
       );
       const signed = (value: number) => `${value >= 0 ? '+' : ''}${value.toFixed(1)}`;
       idleRows.push(

@@ -564,7 +564,7 @@ export class OtelRequestTrace implements RequestTrace {
  */
 export function startRequestTrace(kit: TraceKit, start: RequestStart): RequestTrace | UnsampledTrace {
   const fromClient = start.headers.traceparent !== undefined;
-  if (!fromClient && kit.sampler.rootsUnsampled) return { recording: false, traceparent: unsampledTraceparent() };
+  if (!fromClient && kit.sampler.rootsUnsampled) return unsampled(kit.ids.traceId(), kit.ids);
   const parent = fromClient
     ? withoutTraceState(kit.propagator.extract(ROOT_CONTEXT, start.headers, headerGetter))
     : ROOT_CONTEXT;
@@ -577,9 +577,7 @@ export function startRequestTrace(kit: TraceKit, start: RequestStart): RequestTr
     [ATTR.requestId]: start.requestId,
   };
   const { decision } = kit.sampler.shouldSample(parent, traceId, name, SpanKind.SERVER, attributes, []);
-  if (decision === SamplingDecision.NOT_RECORD) {
-    return { recording: false, traceparent: `00-${traceId}-${kit.ids.generateSpanId()}-00` };
-  }
+  if (decision === SamplingDecision.NOT_RECORD) return unsampled(traceId, kit.ids);
   if (parent === ROOT_CONTEXT) kit.ids.useNext(traceId);
   const span = kit.tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
   return new OtelRequestTrace(kit, span, parent);
@@ -625,9 +623,9 @@ function randomHex(bytes: 8 | 16): string {
   return SHARED.toString('hex', 0, bytes);
 }
 
-/** The `traceparent` of an unsampled trace of the gateway's making: a fresh trace id and span id, flags 00. */
-function unsampledTraceparent(): string {
-  return `00-${randomHex(16)}-${randomHex(8)}-00`;
+/** An unsampled trace in `traceId`: only the `traceparent` its upstream calls carry, a span id of its own, flags 00. */
+function unsampled(traceId: string, ids: TraceIds): UnsampledTrace {
+  return { recording: false, traceparent: `00-${traceId}-${ids.generateSpanId()}-00` };
 }
 
 /**
