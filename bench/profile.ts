@@ -2,7 +2,7 @@ import autocannon from 'autocannon';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { WebSocket } from 'undici';
 import { compileTree } from './compile.ts';
@@ -94,10 +94,10 @@ await runCleanly(async () => {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    let errors = '';
     const debuggerUrl = new Promise<string>((resolve) => {
-      let errors = '';
       child.stderr!.on('data', (chunk: Buffer) => {
-        errors += chunk.toString();
+        errors = (errors + chunk.toString()).slice(-4000);
         const match = /Debugger listening on (ws:\/\/\S+)/.exec(errors);
         if (match) resolve(match[1]!);
       });
@@ -126,7 +126,9 @@ await runCleanly(async () => {
       child.once('error', reject);
       child.once(
         'exit',
-        (code) => code !== 0 && reject(new Error(`${args.join(' ')} exited with ${code}: ${output.slice(-2000)}`)),
+        (code) =>
+          code !== 0 &&
+          reject(new Error(`${args.join(' ')} exited with ${code}: ${output.slice(-2000)}${errors.slice(-2000)}`)),
       );
     });
   }
@@ -179,6 +181,8 @@ await runCleanly(async () => {
       LOG_LEVEL: 'info',
       GATEWAY_DATA_DIR: join(work, 'data'),
       GATEWAY_MANIFEST: tree.manifest,
+      // The tree's own configuration (an older tree's settings are not this checkout's).
+      GATEWAY_CONFIG: resolve(values.tree, 'config/gateway.yaml'),
       REDIS_URL: redisUrl,
       ...envFlags(values.env),
     },

@@ -43,11 +43,13 @@ const { values } = parseArgs({
     scenarios: {
       type: 'string',
       default:
-        'json,stream,messages-stream,open-streams,workers,admission,cache,tracing,guardrails,idle-features,websocket',
+        'json,stream,messages-stream,unloaded,open-streams,workers,admission,cache,tracing,guardrails,idle-features,websocket',
     },
     // Upstream endpoints per vendor for this tree's gateway (each the same mock upstream), to measure failover's
     // spread.
     endpoints: { type: 'string', default: '1' },
+    // Requests per contender and round of the unloaded scenario (one at a time on one connection).
+    'unloaded-requests': { type: 'string', default: '500' },
     // The stores the admission scenario runs on.
     'admission-stores': { type: 'string', default: 'embedded,redis' },
     // The store of the load scenarios' gateways (this tree's and --before's): embedded, or a Redis of the bench's own.
@@ -66,6 +68,7 @@ const knownScenarios = [
   'json',
   'stream',
   'messages-stream',
+  'unloaded',
   'open-streams',
   'workers',
   'admission',
@@ -688,6 +691,72 @@ await runCleanly(async () => {
   }
 
   /**
+   * What the gateway adds to one request's time when nothing else runs: each contender in turn answers
+   * `--unloaded-requests` requests one at a time on one kept-alive connection (timed from sending to the last
+   * byte of the answer), in alternating rounds after a warm-up; each round's median and 99th percentile, and
+   * the median of those over the rounds. The gateway's median is held to the bare proxy's plus 100 µs.
+   */
+  const unloadedRows: string[] = [];
+  if (wanted.has('unloaded')) {
+    const { Client } = await import('undici');
+    const count = Number(values['unloaded-requests']);
+    const timed = async (contender: Contender, scenario: { path: string; body: string }, requests: number) => {
+      const client = new Client(contender.url, { pipelining: 1 });
+      const times: number[] = [];
+      try {
+        for (let index = 0; index < requests; index += 1) {
+          const started = performance.now();
+          const answer = await client.request({
+            path: scenario.path,
+            method: 'POST',
+            headers: {
+              authorization: `Bearer ${contender.key ?? KEY}`,
+              'content-type': 'application/json',
+              'anthropic-version': '2023-06-01',
+            },
+            body: scenario.body,
+          });
+          await answer.body.arrayBuffer();
+          times.push(performance.now() - started);
+          if (answer.statusCode !== 200) throw new Error(`${contender.name} ${scenario.path}: ${answer.statusCode}`);
+        }
+      } finally {
+        await client.close();
+      }
+      return times.sort((a, b) => a - b);
+    };
+    const quantile = (sorted: readonly number[], q: number) =>
+      sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+    unloadedRows.push(
+      `| unloaded, one request at a time (ms, median / p99) | ${names.join(' | ')} | gateway − bare, median (p99) | target |`,
+      `|---|${names.map(() => '---:|').join('')}---:|---|`,
+    );
+    for (const name of ['json', 'stream', 'messages-stream'] as const) {
+      const scenario = loadScenarios[name];
+      for (const contender of contenders) await timed(contender, scenario, Math.min(200, count));
+      const medians = new Map<string, number[]>(names.map((entry) => [entry, []]));
+      const tails = new Map<string, number[]>(names.map((entry) => [entry, []]));
+      for (let round = 0; round < rounds; round += 1) {
+        for (const contender of round % 2 === 0 ? contenders : [...contenders].reverse()) {
+          const times = await timed(contender, scenario, count);
+          medians.get(contender.name)!.push(quantile(times, 0.5));
+          tails.get(contender.name)!.push(quantile(times, 0.99));
+        }
+      }
+      const at = (entry: string) => median(medians.get(entry)!);
+      const tail = (entry: string) => median(tails.get(entry)!);
+      const added = (at('gateway') - at('bare')) * 1000;
+      failed ||= added > 100;
+      report[`unloaded-${name}`] = { medians: Object.fromEntries(medians), p99: Object.fromEntries(tails) };
+      unloadedRows.push(
+        `| ${name} | ${names.map((entry) => `${at(entry).toFixed(2)} / ${tail(entry).toFixed(2)}`).join(' | ')} | ` +
+          `+${added.toFixed(0)} µs (+${((tail('gateway') - tail('bare')) * 1000).toFixed(0)} µs) | ≤ +100 µs |`,
+      );
+      process.stdout.write(`${unloadedRows.at(-1)}\n`);
+    }
+  }
+
+  /**
    * The gateway as a cluster (`GATEWAY_WORKERS=2`, limits and usage on a Redis of the benchmark's own)
    * against the same bare proxy (one process), JSON and Chat stream, alternating rounds. CPU is the sum of
    * the primary's and the workers' time per request; on these 2-core machines the workers share the cores
@@ -1282,6 +1351,7 @@ await runCleanly(async () => {
     '',
     // The load scenarios' table, when any of them ran (the header alone otherwise).
     ...(rows.length > 2 ? [...rows, ''] : []),
+    ...(unloadedRows.length ? [...unloadedRows, ''] : []),
     ...(workerRows.length
       ? ['Two workers (`GATEWAY_WORKERS=2`, Redis) against the same bare proxy:', '', ...workerRows, '']
       : []),
