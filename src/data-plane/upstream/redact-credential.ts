@@ -511,6 +511,49 @@ interface Run {
 const SENT: StreamBlock = { raw: EMPTY, payload: undefined, dirty: false, released: true };
 const SENT_PIECE: TextPiece = { channel: '', container: {}, field: '' };
 
+/** What a stream redactor reads of its secret, made once per secret: every stream of an endpoint shares it. */
+interface StreamTables {
+  readonly secret: string;
+  readonly raw: Buffer;
+  readonly ascii: boolean;
+  readonly escapeNeedles: readonly Buffer[];
+  readonly failure: Int32Array;
+  readonly continuations: readonly Buffer[];
+}
+
+const streamTables = new Map<string, StreamTables>();
+
+/**
+ * The tables of {@link StreamRedactor} for `secret` ('' for none), cached: a provider's key runs to 160
+ * characters and more, and making them for each stream took about 40 µs and a 2-byte buffer per character.
+ */
+function streamTablesOf(secret: string): StreamTables {
+  let tables = streamTables.get(secret);
+  if (tables) return tables;
+  const pattern = secret ? patternOf(secret) : undefined;
+  const raw = pattern?.raw ?? EMPTY;
+  const length = secret.length;
+  const shorts = new Set((pattern?.chars ?? []).flatMap((char) => (char.short === undefined ? [] : [char.short])));
+  const failure = new Int32Array(length);
+  for (let index = 1, matched = 0; index < length; index++) {
+    while (matched > 0 && secret.charCodeAt(index) !== secret.charCodeAt(matched)) matched = failure[matched - 1]!;
+    if (secret.charCodeAt(index) === secret.charCodeAt(matched)) matched++;
+    failure[index] = matched;
+  }
+  tables = {
+    secret,
+    raw,
+    ascii: raw.length === length && length > 0,
+    escapeNeedles: [JSON_U00, ...[...shorts].map((letter) => Buffer.from([BACKSLASH, letter]))],
+    failure,
+    continuations: Array.from({ length }, (_unused, index) => Buffer.from([QUOTE, raw[index] ?? 0])),
+  };
+  // As for the patterns: a handful of configured keys; the bound only guards against an unbounded churn.
+  if (streamTables.size >= 64) streamTables.clear();
+  streamTables.set(secret, tables);
+  return tables;
+}
+
 /**
  * Redacts the endpoint's credential from one stream's events as they pass (the relay's `rewrite`), a
  * secret split across the text deltas of several events included, which the client would join.
@@ -555,7 +598,7 @@ export class StreamRedactor {
    */
   private readonly failure: Int32Array;
   /** `"` and the secret's character at each index (a text starting there). */
-  private readonly continuations: Buffer[];
+  private readonly continuations: readonly Buffer[];
   private readonly channels = new Map<string, Channel>();
   /** Bit n: some text that went out unread ended with the secret's first n characters (n < HOLD_MIN_CHARS). */
   private loose = 0;
@@ -566,21 +609,13 @@ export class StreamRedactor {
 
   /** Without a secret long enough to search for, `rewrite` hands every event back as it came. */
   constructor(secret: string | undefined) {
-    this.secret = secret && secret.length >= MIN_REDACTED_LENGTH ? secret : '';
-    const pattern = this.secret ? patternOf(this.secret) : undefined;
-    this.raw = pattern?.raw ?? EMPTY;
-    const length = this.secret.length;
-    this.ascii = this.raw.length === length && length > 0;
-    const shorts = new Set((pattern?.chars ?? []).flatMap((char) => (char.short === undefined ? [] : [char.short])));
-    this.escapeNeedles = [JSON_U00, ...[...shorts].map((letter) => Buffer.from([BACKSLASH, letter]))];
-    this.failure = new Int32Array(length);
-    for (let index = 1, matched = 0; index < length; index++) {
-      while (matched > 0 && this.secret.charCodeAt(index) !== this.secret.charCodeAt(matched))
-        matched = this.failure[matched - 1]!;
-      if (this.secret.charCodeAt(index) === this.secret.charCodeAt(matched)) matched++;
-      this.failure[index] = matched;
-    }
-    this.continuations = Array.from({ length }, (_unused, index) => Buffer.from([QUOTE, this.raw[index] ?? 0]));
+    const tables = streamTablesOf(secret && secret.length >= MIN_REDACTED_LENGTH ? secret : '');
+    this.secret = tables.secret;
+    this.raw = tables.raw;
+    this.ascii = tables.ascii;
+    this.escapeNeedles = tables.escapeNeedles;
+    this.failure = tables.failure;
+    this.continuations = tables.continuations;
   }
 
   /**

@@ -584,6 +584,25 @@ describe('StreamRedactor: a key split across the text deltas of a stream', () =>
     expect(revealsSecret(received.toString(), KEY)).to.equal(false);
   });
 
+  it('keeps each stream apart when many streams of one endpoint share its key: interleaved, each is redacted alone', () => {
+    // Every stream of an endpoint reads the same tables made from its key; what a stream holds is its own.
+    const split = recorded('chat-completions', ['Key: sk-up/s', 'tream+key-', '7Hq2Zr9Xw4Lm.']).map((event) =>
+      Buffer.from(event),
+    );
+    const plain = recorded('chat-completions', ['it is sk-up/', 'other', ' text']).map((event) => Buffer.from(event));
+    const first = new StreamRedactor(KEY);
+    const second = new StreamRedactor(KEY);
+    const out: [Buffer[], Buffer[]] = [[], []];
+    for (let index = 0; index < Math.max(split.length, plain.length); index += 1) {
+      if (split[index]) out[0].push(first.rewrite(split[index]!));
+      if (plain[index]) out[1].push(second.rewrite(plain[index]!));
+    }
+    out[0].push(first.flush());
+    out[1].push(second.flush());
+    expect(joinedText('chat-completions', Buffer.concat(out[0]), 0)).to.equal(`Key: ${REDACTED}.`);
+    expect(Buffer.concat(out[1]).equals(Buffer.concat(plain))).to.equal(true);
+  });
+
   it('reads no event that cannot be part of a split key: it comes back as the very buffer redactCredential gives', () => {
     const event = (text: string) => Buffer.from(recorded('chat-completions', [text])[1]!);
     // A key whose characters JSON writes only as `\u00XX`: ordinary escapes (`\n`, `\"`) tell nothing; a
