@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { WebSocket } from 'undici';
+import { vendorEnv } from './vendor-env.ts';
 import { compileTree } from './compile.ts';
 import { envFlags, onStop, runCleanly, spawnTracked } from './processes.ts';
 
@@ -159,9 +160,6 @@ await runCleanly(async () => {
     {},
     /base URL (\S+)/,
   );
-  const vendorEnv = Object.fromEntries(
-    ['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, upstream.url]),
-  );
   const gateway = await start(
     [
       '--inspect=127.0.0.1:0',
@@ -170,7 +168,7 @@ await runCleanly(async () => {
       tree.script(values.bare ? 'bench/bare-proxy-main.ts' : 'src/main.ts'),
     ],
     {
-      ...vendorEnv,
+      ...vendorEnv(upstream.url),
       UPSTREAM_URL: upstream.url,
       PORT: '0',
       HOST: '127.0.0.1',

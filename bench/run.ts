@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { vendorEnv } from './vendor-env.ts';
 import { compileTree, type CompiledTree } from './compile.ts';
 import { onStop, runCleanly, spawnTracked, stopTracked } from './processes.ts';
 
@@ -283,9 +284,6 @@ await runCleanly(async () => {
     dataDir: string,
     extra: NodeJS.ProcessEnv,
   ): NodeJS.ProcessEnv {
-    const vendorEnv = Object.fromEntries(
-      ['ALPHA', 'BETA', 'GAMMA', 'DELTA', 'EPSILON', 'ZETA'].map((prefix) => [`${prefix}_BASE_URL`, baseUrls]),
-    );
     // One load generator stands in for many clients: the per-address connection cap (against one client
     // holding every connection) is lifted to what the open-streams scenario opens at once.
     const connectionCaps = {
@@ -293,7 +291,7 @@ await runCleanly(async () => {
       GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: String(Math.max(1000, openStreams + 200)),
     };
     return {
-      ...vendorEnv,
+      ...vendorEnv(baseUrls),
       PORT: '0',
       HOST: '127.0.0.1',
       GATEWAY_API_KEYS: KEY,
