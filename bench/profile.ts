@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { WebSocket } from 'undici';
+import { conversation } from './conversation.ts';
 import { vendorEnv } from './vendor-env.ts';
 import { compileTree } from './compile.ts';
 import { envFlags, onStop, runCleanly, spawnTracked } from './processes.ts';
@@ -44,6 +45,8 @@ const { values } = parseArgs({
     files: { type: 'boolean', default: false },
     /** Profiles the bare proxy (bench/bare-proxy-main.ts) in place of the gateway, for comparison. */
     bare: { type: 'boolean', default: false },
+    /** A conversation of about this many KB before the last turn (a long chat's request), instead of one short turn. */
+    'prompt-kb': { type: 'string', default: '0' },
   },
 });
 const KEY = 'sk-bench-key-000000000000-0123456789abcdef';
@@ -58,7 +61,10 @@ const LIMITS = {
 if (!['embedded', 'redis'].includes(values.store)) throw new Error('--store must be embedded or redis');
 if (!['static', 'managed', 'limited', 'exempt'].includes(values.key))
   throw new Error('--key must be static, managed, limited or exempt');
-const message = [{ role: 'user', content: 'Benchmark message of a realistic length for a chat turn.' }];
+const message = [
+  ...conversation(Number(values['prompt-kb']) * 1024),
+  { role: 'user', content: 'Benchmark message of a realistic length for a chat turn.' },
+];
 const scenarios: Record<string, { path: string; body: string }> = {
   json: { path: '/v1/chat/completions', body: JSON.stringify({ model: 'delta/delta-4.7', messages: message }) },
   stream: {

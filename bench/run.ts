@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { conversation } from './conversation.ts';
 import { vendorEnv } from './vendor-env.ts';
 import { compileTree, type CompiledTree } from './compile.ts';
 import { onStop, runCleanly, spawnTracked, stopTracked } from './processes.ts';
@@ -44,7 +45,7 @@ const { values } = parseArgs({
     scenarios: {
       type: 'string',
       default:
-        'json,stream,messages-stream,unloaded,open-streams,workers,admission,cache,tracing,guardrails,idle-features,websocket',
+        'json,stream,messages-stream,json-long,stream-long,unloaded,open-streams,workers,admission,cache,tracing,guardrails,idle-features,websocket',
     },
     // Upstream endpoints per vendor for this tree's gateway (each the same mock upstream), to measure failover's
     // spread.
@@ -69,6 +70,8 @@ const knownScenarios = [
   'json',
   'stream',
   'messages-stream',
+  'json-long',
+  'stream-long',
   'unloaded',
   'open-streams',
   'workers',
@@ -361,11 +364,27 @@ await runCleanly(async () => {
       path: '/v1/messages',
       body: JSON.stringify({ model: 'beta-fable-5-1', max_tokens: 256, stream: true, messages: message }),
     },
+    // A long chat's request: 64 KB of history before the same last message.
+    'json-long': {
+      path: '/v1/chat/completions',
+      body: JSON.stringify({ model: 'delta/delta-4.7', messages: [...conversation(64 * 1024), ...message] }),
+    },
+    'stream-long': {
+      path: '/v1/chat/completions',
+      body: JSON.stringify({
+        model: 'delta/delta-4.7',
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [...conversation(64 * 1024), ...message],
+      }),
+    },
   };
   const targets: Record<string, { rps: number; cpu: number }> = {
     json: { rps: 0.8, cpu: 1.4 },
     stream: { rps: 0.85, cpu: 1.3 },
     'messages-stream': { rps: 0.85, cpu: 1.3 },
+    'json-long': { rps: 0.8, cpu: 1.4 },
+    'stream-long': { rps: 0.85, cpu: 1.3 },
   };
 
   interface Run {
