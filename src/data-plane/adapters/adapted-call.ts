@@ -81,10 +81,6 @@ export class AdaptedCall extends CompatibleCall {
     this.built = { body, method: request.method ?? 'POST' };
   }
 
-  override get readsParsedBody(): boolean {
-    return true;
-  }
-
   override get forwarded(): Buffer {
     if (this.built === undefined) this.build();
     return this.built!.body;

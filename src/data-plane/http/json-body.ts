@@ -68,22 +68,6 @@ export function parseJsonRequestBody(bytes: Buffer, limits: JsonLimits = JSON_BO
   return { bytes, body: value as Record<string, unknown>, members: scan.members, end: scan.end };
 }
 
-/**
- * The body once nothing reads more of its parsed form than its top-level scalars: the bytes and where
- * each member sits as they were, the parsed object cut down to its members that are not objects or
- * arrays (`model`, `stream`, `temperature`, …). A long conversation's messages are then not held on the
- * heap for the rest of the upstream call and stream (a young collection copies what is still held); the
- * bytes stay, and a usage estimate parses them again.
- */
-export function scalarsOnly(read: JsonRequestBody): JsonRequestBody {
-  const body: Record<string, unknown> = {};
-  for (const key in read.body) {
-    const value = read.body[key];
-    if (typeof value !== 'object' || value === null) body[key] = value;
-  }
-  return { bytes: read.bytes, body, members: read.members, end: read.end };
-}
-
 /** {@link readJsonRequestBody} for routes that only need the parsed object. */
 export async function readJsonObject(req: IncomingMessage, limitBytes: number): Promise<Record<string, unknown>> {
   return (await readJsonRequestBody(req, limitBytes)).body;

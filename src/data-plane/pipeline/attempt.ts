@@ -26,7 +26,6 @@ import {
 import { isRetryableStatus, retryAfterMs } from '../upstream/failover/retry-policy.ts';
 import { requestSession, type RoutingSession } from '../upstream/session-affinity.ts';
 import type { CompatibleAnswer, CompatibleFailure, UpstreamBounds } from '../routes/compatible-answer.ts';
-import { scalarsOnly } from '../http/json-body.ts';
 import type { Exchange, Stage } from './exchange.ts';
 
 /** What the attempt stage uses: the upstream client, the endpoints in force and the bounds of every wait. */
@@ -48,8 +47,6 @@ export function attempt(parts: AttemptParts): Stage {
     const call = exchange.call!;
     const side = attemptStart(exchange, call.stream, WIRE_FORMATS[call.format].genAi.inputMessages);
     const session = routingSession(exchange, call, exchange.pool!);
-    // Past here only the bytes go upstream (and the scalars the record reads): the messages need not stay parsed.
-    if (!call.readsParsedBody) exchange.body = scalarsOnly(exchange.body!);
     let pool = exchange.pool!;
     let last: CompatibleFailure | undefined;
     let restingMs: number | undefined;

@@ -56,8 +56,22 @@ export interface ReserveParts {
  */
 export function reserve(parts: ReserveParts): Stage {
   return async function reserve(exchange, next) {
-    const admitting = admission(parts, exchange);
-    hold(exchange, admitting instanceof Promise ? await admitting : admitting);
+    const fields = exchange.route.outputCapFields!;
+    const body = exchange.body!.body;
+    const resolved = exchange.requested!;
+    checkOutputCaps(body, fields, resolved);
+    const { budgets } = parts;
+    if (budgets) {
+      const estimate = () =>
+        estimateRequest(
+          promptCharacters(body),
+          outputCapOf(body, fields) ?? resolved.model.maxOutputTokens ?? DEFAULT_OUTPUT_CAP,
+          choicesOf(body),
+        );
+      const pricing = pricingOf(parts, resolved);
+      const admitting = budgets.admit(exchange.caller, estimate, pricing, unboundedField(body), exchange.endUser);
+      hold(exchange, admitting instanceof Promise ? await admitting : admitting);
+    }
     try {
       await next(exchange);
     } finally {
@@ -65,27 +79,6 @@ export function reserve(parts: ReserveParts): Stage {
       if (exchange.ending === undefined) exchange.reservation?.release();
     }
   };
-}
-
-/**
- * Checks the output caps and reserves on the caller's limits, if it has any: in a function of its own, so that the
- * stage's frame, which waits out the rest of the pipeline, does not hold the parsed body (the attempt stage cuts it
- * down to its scalars).
- */
-function admission(parts: ReserveParts, exchange: Exchange): ReturnType<BudgetGate['admit']> {
-  const fields = exchange.route.outputCapFields!;
-  const body = exchange.body!.body;
-  const resolved = exchange.requested!;
-  checkOutputCaps(body, fields, resolved);
-  const { budgets } = parts;
-  if (!budgets) return undefined;
-  const estimate = () =>
-    estimateRequest(
-      promptCharacters(body),
-      outputCapOf(body, fields) ?? resolved.model.maxOutputTokens ?? DEFAULT_OUTPUT_CAP,
-      choicesOf(body),
-    );
-  return budgets.admit(exchange.caller, estimate, pricingOf(parts, resolved), unboundedField(body), exchange.endUser);
 }
 
 /** The highest prices the request may be served at: its model's, or a fallback's if higher. */

@@ -656,14 +656,6 @@ export class CompatibleCall {
     return 'POST';
   }
 
-  /**
-   * Whether building the upstream body reads the client's parsed body: not here (its bytes are spliced), for an
-   * adapted call yes (its adapter builds the vendor's request from it, for each model tried).
-   */
-  get readsParsedBody(): boolean {
-    return false;
-  }
-
   /** How a stream's events before any content are judged: by the route's format (an adapted call's: its vendor's). */
   get earlyEvents(): WireFormat | EarlyEventRules {
     return this.format;
