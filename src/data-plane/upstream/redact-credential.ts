@@ -51,6 +51,8 @@ interface SecretPattern {
   /** Code units below U+0100 (what `\u00XX` stands for) and UTF-8 bytes (what `%XX` stands for) in the secret. */
   readonly units: Uint8Array;
   readonly bytes: Uint8Array;
+  /** What a {@link StreamRedactor} reads of the secret, made when the first stream with it starts. */
+  stream?: StreamTables;
 }
 
 const patterns = new Map<string, SecretPattern>();
@@ -511,47 +513,61 @@ interface Run {
 const SENT: StreamBlock = { raw: EMPTY, payload: undefined, dirty: false, released: true };
 const SENT_PIECE: TextPiece = { channel: '', container: {}, field: '' };
 
-/** What a stream redactor reads of its secret, made once per secret: every stream of an endpoint shares it. */
+/** What a stream redactor reads of its secret: made once per secret, every stream of an endpoint shares it. */
 interface StreamTables {
+  /** The secret ('' for none long enough to search for: nothing is read). */
   readonly secret: string;
   readonly raw: Buffer;
+  /** The byte checks of `mayMatter` assume one byte per character; other secrets have every event read. */
   readonly ascii: boolean;
+  /**
+   * What an escape of one of the secret's characters contains: `\u00`, and `\/` and the like for characters with a
+   * short escape.
+   */
   readonly escapeNeedles: readonly Buffer[];
+  /**
+   * KMP failure function of the secret (by UTF-16 unit): the longest proper start that is also an end of its first i+1
+   * units.
+   */
   readonly failure: Int32Array;
+  /** `"` and the secret's character at each index (a text starting there). */
   readonly continuations: readonly Buffer[];
 }
 
-const streamTables = new Map<string, StreamTables>();
+const NO_SECRET: StreamTables = {
+  secret: '',
+  raw: EMPTY,
+  ascii: false,
+  escapeNeedles: [JSON_U00],
+  failure: new Int32Array(0),
+  continuations: [],
+};
 
 /**
- * The tables of {@link StreamRedactor} for `secret` ('' for none), cached: a provider's key runs to 160
+ * The tables of {@link StreamRedactor} for `secret`, kept with its search pattern: a provider's key runs to 160
  * characters and more, and making them for each stream took about 40 µs and a 2-byte buffer per character.
  */
-function streamTablesOf(secret: string): StreamTables {
-  let tables = streamTables.get(secret);
-  if (tables) return tables;
-  const pattern = secret ? patternOf(secret) : undefined;
-  const raw = pattern?.raw ?? EMPTY;
+function streamTablesOf(secret: string | undefined): StreamTables {
+  if (!secret || secret.length < MIN_REDACTED_LENGTH) return NO_SECRET;
+  const pattern = patternOf(secret);
+  if (pattern.stream) return pattern.stream;
+  const { raw } = pattern;
   const length = secret.length;
-  const shorts = new Set((pattern?.chars ?? []).flatMap((char) => (char.short === undefined ? [] : [char.short])));
+  const shorts = new Set(pattern.chars.flatMap((char) => (char.short === undefined ? [] : [char.short])));
   const failure = new Int32Array(length);
   for (let index = 1, matched = 0; index < length; index++) {
     while (matched > 0 && secret.charCodeAt(index) !== secret.charCodeAt(matched)) matched = failure[matched - 1]!;
     if (secret.charCodeAt(index) === secret.charCodeAt(matched)) matched++;
     failure[index] = matched;
   }
-  tables = {
+  return (pattern.stream = {
     secret,
     raw,
-    ascii: raw.length === length && length > 0,
+    ascii: raw.length === length,
     escapeNeedles: [JSON_U00, ...[...shorts].map((letter) => Buffer.from([BACKSLASH, letter]))],
     failure,
     continuations: Array.from({ length }, (_unused, index) => Buffer.from([QUOTE, raw[index] ?? 0])),
-  };
-  // As for the patterns: a handful of configured keys; the bound only guards against an unbounded churn.
-  if (streamTables.size >= 64) streamTables.clear();
-  streamTables.set(secret, tables);
-  return tables;
+  });
 }
 
 /**
@@ -583,22 +599,8 @@ function streamTablesOf(secret: string): StreamTables {
  * (same members, JSON.stringify's spacing).
  */
 export class StreamRedactor {
-  private readonly secret: string;
-  private readonly raw: Buffer;
-  /**
-   * What an escape of one of the secret's characters contains: `\u00`, and `\/` and the like for characters with a
-   * short escape.
-   */
-  private readonly escapeNeedles: readonly Buffer[];
-  /** The byte checks of {@link mayMatter} assume one byte per character; other secrets have every event read. */
-  private readonly ascii: boolean;
-  /**
-   * KMP failure function of the secret (by UTF-16 unit): the longest proper start that is also an end of its first i+1
-   * units.
-   */
-  private readonly failure: Int32Array;
-  /** `"` and the secret's character at each index (a text starting there). */
-  private readonly continuations: readonly Buffer[];
+  /** The secret and its search tables. */
+  private readonly key: StreamTables;
   private readonly channels = new Map<string, Channel>();
   /** Bit n: some text that went out unread ended with the secret's first n characters (n < HOLD_MIN_CHARS). */
   private loose = 0;
@@ -609,13 +611,7 @@ export class StreamRedactor {
 
   /** Without a secret long enough to search for, `rewrite` hands every event back as it came. */
   constructor(secret: string | undefined) {
-    const tables = streamTablesOf(secret && secret.length >= MIN_REDACTED_LENGTH ? secret : '');
-    this.secret = tables.secret;
-    this.raw = tables.raw;
-    this.ascii = tables.ascii;
-    this.escapeNeedles = tables.escapeNeedles;
-    this.failure = tables.failure;
-    this.continuations = tables.continuations;
+    this.key = streamTablesOf(secret);
   }
 
   /**
@@ -623,8 +619,8 @@ export class StreamRedactor {
    * (released).
    */
   rewrite(bytes: Buffer): Buffer {
-    if (!this.secret) return bytes;
-    const redacted = redactCredential(bytes, this.secret);
+    if (!this.key.secret) return bytes;
+    const redacted = redactCredential(bytes, this.key.secret);
     if (this.held.length === 0 && !this.mayMatter(redacted, true)) return redacted;
     const splitter = new SseSplitter();
     const blocks = splitter.push(redacted);
@@ -662,10 +658,10 @@ export class StreamRedactor {
    * a shorter start is noted in {@link loose} when `note`.
    */
   private mayMatter(bytes: Buffer, note: boolean): boolean {
-    if (!this.ascii) return true;
-    for (const needle of this.escapeNeedles) if (bytes.indexOf(needle) !== -1) return true;
+    if (!this.key.ascii) return true;
+    for (const needle of this.key.escapeNeedles) if (bytes.indexOf(needle) !== -1) return true;
     if (this.continues(bytes)) return true;
-    const { raw } = this;
+    const { raw } = this.key;
     const first = raw[0]!;
     let loose = 0;
     // Each occurrence of its first character (a native search each: cheaper than a loop over the bytes,
@@ -691,8 +687,8 @@ export class StreamRedactor {
   private continues(bytes: Buffer): boolean {
     if (this.loose !== 0 && this.continuesLoose(bytes, this.loose)) return true;
     for (const channel of this.channels.values()) {
-      for (let matched = channel.matched; matched > 0; matched = this.failure[matched - 1]!) {
-        if (this.opensValue(bytes, this.continuations[matched]!)) return true;
+      for (let matched = channel.matched; matched > 0; matched = this.key.failure[matched - 1]!) {
+        if (this.opensValue(bytes, this.key.continuations[matched]!)) return true;
       }
     }
     return false;
@@ -700,7 +696,7 @@ export class StreamRedactor {
 
   private continuesLoose(bytes: Buffer, loose: number): boolean {
     for (let matched = 1; matched < HOLD_MIN_CHARS; matched++) {
-      if ((loose & (1 << matched)) !== 0 && this.opensValue(bytes, this.continuations[matched]!)) return true;
+      if ((loose & (1 << matched)) !== 0 && this.opensValue(bytes, this.key.continuations[matched]!)) return true;
     }
     return false;
   }
@@ -762,7 +758,7 @@ export class StreamRedactor {
   private bytesOf(block: StreamBlock): Buffer {
     if (!block.dirty || !block.payload) return block.raw;
     // Written anew from its parsed data: through the byte matcher again, whatever the decoding made of it.
-    return redactCredential(replaceBlockData(block.raw, JSON.stringify(block.payload)), this.secret);
+    return redactCredential(replaceBlockData(block.raw, JSON.stringify(block.payload)), this.key.secret);
   }
 
   /**
@@ -811,7 +807,7 @@ export class StreamRedactor {
 
   /** `text` through the secret's KMP automaton from `matched` characters (those in `recent`). */
   private scan(text: string, matched: number, recent: Channel['recent']): Run {
-    const { secret, failure } = this;
+    const { secret, failure } = this.key;
     /** `[start, end)` of the secret in this text; a first start below 0 reaches into earlier deltas. */
     const found: [number, number][] = [];
     for (let index = 0; index < text.length; index++) {
