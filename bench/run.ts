@@ -349,6 +349,7 @@ await runCleanly(async () => {
   ];
 
   const message = [{ role: 'user', content: 'Benchmark message of a realistic length for a chat turn.' }];
+  const longChat = [...conversation(64 * 1024), ...message];
   const loadScenarios = {
     json: { path: '/v1/chat/completions', body: JSON.stringify({ model: 'delta/delta-4.7', messages: message }) },
     stream: {
@@ -367,7 +368,7 @@ await runCleanly(async () => {
     // A long chat's request: 64 KB of history before the same last message.
     'json-long': {
       path: '/v1/chat/completions',
-      body: JSON.stringify({ model: 'delta/delta-4.7', messages: [...conversation(64 * 1024), ...message] }),
+      body: JSON.stringify({ model: 'delta/delta-4.7', messages: longChat }),
     },
     'stream-long': {
       path: '/v1/chat/completions',
@@ -375,7 +376,7 @@ await runCleanly(async () => {
         model: 'delta/delta-4.7',
         stream: true,
         stream_options: { include_usage: true },
-        messages: [...conversation(64 * 1024), ...message],
+        messages: longChat,
       }),
     },
   };
@@ -398,6 +399,13 @@ await runCleanly(async () => {
 
   // Never reset: a unique body is never sent twice in one run, whichever gateway or round it goes to.
   let uniqueBodies = 0;
+  /** The headers of a load scenario's requests to a contender: its key, JSON, and the Messages API's version. */
+  const requestHeaders = (contender: Contender) => ({
+    authorization: `Bearer ${contender.key ?? KEY}`,
+    'content-type': 'application/json',
+    'anthropic-version': '2023-06-01',
+  });
+
   /**
    * `body` for every request, or with `unique`, a body of its own per request (`body` with a counter in its `user`
    * field).
@@ -416,11 +424,7 @@ await runCleanly(async () => {
     const result = await autocannon({
       url: `${contender.url}${path}`,
       method: 'POST',
-      headers: {
-        authorization: `Bearer ${contender.key ?? KEY}`,
-        'content-type': 'application/json',
-        'anthropic-version': '2023-06-01',
-      },
+      headers: requestHeaders(contender),
       body,
       connections,
       duration,
@@ -726,11 +730,7 @@ await runCleanly(async () => {
           const answer = await client.request({
             path: scenario.path,
             method: 'POST',
-            headers: {
-              authorization: `Bearer ${contender.key ?? KEY}`,
-              'content-type': 'application/json',
-              'anthropic-version': '2023-06-01',
-            },
+            headers: requestHeaders(contender),
             body: scenario.body,
           });
           await answer.body.arrayBuffer();
