@@ -1,7 +1,7 @@
-/** A count asked of the tokenizer thread: `text` (or a leading sample of a text `chars` long). */
+/** A count asked of the tokenizer thread: the slices cut from a text `chars` long (see `countedSlices`). */
 export interface CountRequest {
   readonly id: number;
-  readonly text: string;
+  readonly slices: readonly string[];
   readonly chars: number;
 }
 

@@ -2,6 +2,11 @@ type Counter = (text: string) => number;
 let counter: Promise<Counter> | undefined;
 
 const NO_SPECIAL_TOKENS = { disallowedSpecial: new Set<string>() };
+/**
+ * Words whose tokens the tokenizer remembers. Its default (100,000) grows to tens of megabytes on varied text; the
+ * words that recur (the common ones) fit in far fewer.
+ */
+const MERGE_CACHE_WORDS = 10_000;
 
 /**
  * Loads the tokenizer (o200k_base) and warms it up on ordinary and degenerate text. Loading blocks its
@@ -11,6 +16,7 @@ const NO_SPECIAL_TOKENS = { disallowedSpecial: new Set<string>() };
 export function loadTokenizer(): Promise<Counter> {
   // Text such as `<|endoftext|>` is counted as plain text, never refused.
   counter ??= import('gpt-tokenizer/encoding/o200k_base').then((module) => {
+    module.setMergeCacheSize(MERGE_CACHE_WORDS);
     const count = (text: string) => (text ? module.countTokens(text, NO_SPECIAL_TOKENS) : 0);
     count('Warm up: the quick brown fox jumps over the lazy dog.');
     count('a'.repeat(DEFAULT_COUNT_BUDGET.sliceChars));
@@ -61,40 +67,65 @@ function cutAt(text: string, position: number): number {
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
+ * The slices of `text` a bounded count looks at: the whole text in slices of about `sliceChars` (each
+ * ending before a whitespace, never inside a surrogate pair), or, past `maxSlices`, that many evenly
+ * spread over it. Cut where the text is (the serving thread), so that the tokenizer thread is handed at
+ * most `maxSlices` slices however long the text.
+ */
+export function countedSlices(text: string, budget: CountBudget = DEFAULT_COUNT_BUDGET): string[] {
+  if (!text) return [];
+  if (text.length <= budget.sliceChars) return [text];
+  const sliceCount = Math.ceil(text.length / budget.sliceChars);
+  const visited = Math.min(sliceCount, budget.maxSlices);
+  const slices: string[] = [];
+  for (let visit = 0; visit < visited; visit += 1) {
+    const index = visited === sliceCount ? visit : Math.floor((visit * sliceCount) / visited);
+    const start = cutAt(text, index * budget.sliceChars);
+    const end = cutAt(text, (index + 1) * budget.sliceChars);
+    if (end > start) slices.push(text.slice(start, end));
+  }
+  return slices;
+}
+
+/**
  * Tokens of `text`, with bounded work whatever the text: the tokenizer sees at most `sliceChars` at a
  * time, the count yields to the event loop every `tickMs` of tokenizer time, and past `totalMs` or
  * `maxSlices` it extrapolates from the slices counted (evenly spread over the text). Exact up to slice
  * boundaries when the text is counted whole. `totalChars` (default: the text's length) scales the
  * result when `text` is only a sample of a longer text.
  */
-export async function countTokensBounded(
+export function countTokensBounded(
   count: Counter,
   text: string,
   totalChars = text.length,
   budget: CountBudget = DEFAULT_COUNT_BUDGET,
 ): Promise<number> {
-  if (!text) return 0;
-  const scale = totalChars / text.length;
-  if (text.length <= budget.sliceChars) return Math.round(count(text) * scale);
-  const sliceCount = Math.ceil(text.length / budget.sliceChars);
-  const visited = Math.min(sliceCount, budget.maxSlices);
+  return countSlicesBounded(count, countedSlices(text, budget), totalChars, budget);
+}
+
+/**
+ * Tokens of a text `totalChars` long, from its {@link countedSlices}: each slice counted in turn, yielding
+ * every `tickMs` of tokenizer time, and extrapolated from what was counted by `totalMs`.
+ */
+export async function countSlicesBounded(
+  count: Counter,
+  slices: readonly string[],
+  totalChars: number,
+  budget: CountBudget = DEFAULT_COUNT_BUDGET,
+): Promise<number> {
   let countedChars = 0;
   let countedTokens = 0;
   let spentMs = 0;
   let tickStart = budget.now();
   let tickSpent = 0;
-  for (let visit = 0; visit < visited; visit += 1) {
-    const index = visited === sliceCount ? visit : Math.floor((visit * sliceCount) / visited);
-    const start = cutAt(text, index * budget.sliceChars);
-    const end = cutAt(text, (index + 1) * budget.sliceChars);
-    if (end <= start) continue;
+  for (const [index, slice] of slices.entries()) {
     const before = budget.now();
-    countedTokens += count(text.slice(start, end));
+    countedTokens += count(slice);
     const took = budget.now() - before;
-    countedChars += end - start;
+    countedChars += slice.length;
     spentMs += took;
     tickSpent += took;
-    if (spentMs >= budget.totalMs) break;
+    if (spentMs >= budget.totalMs || index === slices.length - 1) break;
     if (tickSpent >= budget.tickMs || budget.now() - tickStart >= budget.tickMs) {
       await yieldToEventLoop();
       tickStart = budget.now();
@@ -102,6 +133,5 @@ export async function countTokensBounded(
     }
   }
   if (countedChars === 0) return 0;
-  const whole = countedChars >= text.length ? countedTokens : (countedTokens * text.length) / countedChars;
-  return Math.round(whole * scale);
+  return Math.round(countedChars === totalChars ? countedTokens : (countedTokens * totalChars) / countedChars);
 }

@@ -1,9 +1,15 @@
 import type { TextSample } from '../core/exchange.ts';
 import type { TokenUsage } from '../plugins/plugin-contract.ts';
 import { TokenizerThread } from './tokenizer-thread.ts';
-import { countTokensBounded, DEFAULT_COUNT_BUDGET, loadTokenizer, type CountBudget } from './token-count.ts';
+import {
+  countedSlices,
+  countTokensBounded,
+  DEFAULT_COUNT_BUDGET,
+  loadTokenizer,
+  type CountBudget,
+} from './token-count.ts';
 
-export { countTokensBounded, DEFAULT_COUNT_BUDGET, loadTokenizer, type CountBudget };
+export { countedSlices, countTokensBounded, DEFAULT_COUNT_BUDGET, loadTokenizer, type CountBudget };
 
 /** The request fields that carry prompt text, in every wire format. */
 const PROMPT_FIELDS = ['system', 'instructions', 'messages', 'input', 'prompt', 'tools'];

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { CountReply, CountRequest } from './token-count-messages.ts';
+import { countedSlices } from './token-count.ts';
 
 /**
  * Token counts on a worker thread. Loading the tokenizer blocks for over a second and holds tens of
@@ -18,14 +19,17 @@ export class TokenizerThread {
 
   constructor(private readonly idleMs = 60_000) {}
 
-  /** Tokens of `text`, a leading sample of a text `chars` long (bounded work, see `countTokensBounded`). */
+  /**
+   * Tokens of `text`, a leading sample of a text `chars` long (bounded work, see `countTokensBounded`). Only the
+   * slices the count looks at cross to the thread, so a long text is not copied whole.
+   */
   count(text: string, chars = text.length): Promise<number> {
     if (!text) return Promise.resolve(0);
     const worker = this.start();
     const id = this.nextId++;
     return new Promise<number>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      worker.postMessage({ id, text, chars } satisfies CountRequest);
+      worker.postMessage({ id, slices: countedSlices(text), chars } satisfies CountRequest);
     });
   }
 
@@ -82,13 +86,20 @@ export class TokenizerThread {
 }
 
 /**
+ * The thread's heap, bounded: the tokenizer's tables hold about 20 MB and a count at most `maxSlices` slices, so a
+ * small young generation (V8's default grows to 16 MB a semi-space) and a cap on the old one keep the thread's
+ * memory near what it uses (measured in bench/tokenizer-memory.ts).
+ */
+const TOKENIZER_HEAP = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 };
+
+/**
  * The worker runs token-count-worker as it is on disk: compiled JavaScript in production; under tsx
  * (tests, development) the worker registers tsx itself, as loader hooks are not passed on to workers.
  */
 function spawnWorker(): Worker {
   const typeScript = import.meta.url.endsWith('.ts');
   const entry = new URL(typeScript ? './token-count-worker.ts' : './token-count-worker.js', import.meta.url);
-  if (!typeScript) return new Worker(entry);
+  if (!typeScript) return new Worker(entry, { resourceLimits: TOKENIZER_HEAP });
   // tsx's ESM API sits beside its CommonJS build (`import.meta.resolve` is not there under tsx's transform).
   const tsx = pathToFileURL(
     createRequire(import.meta.url)
@@ -97,6 +108,6 @@ function spawnWorker(): Worker {
   ).href;
   return new Worker(
     `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); });`,
-    { eval: true },
+    { eval: true, resourceLimits: TOKENIZER_HEAP },
   );
 }

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import {
   countTokensBounded,
+  countedSlices,
   DEFAULT_COUNT_BUDGET,
   estimateOutputTokens,
   type CountBudget,
@@ -39,6 +40,15 @@ describe('bounded token counts', () => {
     expect(tokenizer.slices).to.have.length(10);
     expect(tokenizer.slices[0]![0]).to.equal('a');
     expect(tokenizer.slices.slice(1).every((slice) => slice.startsWith('b'))).to.equal(true);
+  });
+
+  it('cuts a long text into the slices it counts, at most maxSlices of them, before any is counted', () => {
+    const text = 'word '.repeat(1_000_000);
+    const slices = countedSlices(text);
+    expect(slices).to.have.length(DEFAULT_COUNT_BUDGET.maxSlices);
+    expect(slices.every((slice) => slice.length <= DEFAULT_COUNT_BUDGET.sliceChars + 32)).to.equal(true);
+    expect(countedSlices('short text')).to.deep.equal(['short text']);
+    expect(countedSlices('')).to.deep.equal([]);
   });
 
   it('stops at its time budget and extrapolates, scaling a sample to the whole text', async () => {

@@ -34,6 +34,17 @@ describe('tokenizer thread', () => {
     expect(counts).to.deep.equal(await Promise.all(texts.map((text) => countTokensBounded(count, text))));
   });
 
+  it('counts a text past its sampling bound (10 MB, the default body limit), extrapolating from its slices', async () => {
+    const tokenizer = thread();
+    const text = Array.from({ length: 20_000 }, (_, index) => `word${index % 997} Ünï ${index}\n`).join('');
+    const long = text.repeat(Math.ceil(10_000_000 / text.length));
+    expect(long.length).to.be.at.least(10_000_000);
+    // The text repeats, so its tokens per character are those of one repetition, counted whole here.
+    const whole = ((await loadTokenizer())(text) * long.length) / text.length;
+    const counted = await tokenizer.count(long);
+    expect(counted).to.be.within(whole * 0.95, whole * 1.05);
+  });
+
   it('ends after its idle time and starts again on the next count', async () => {
     const tokenizer = thread(50);
     expect(await tokenizer.count('hello world')).to.be.greaterThan(0);
