@@ -4,7 +4,7 @@ import { clientAddress } from '../../core/incoming-request.ts';
 import type { ChangeSite, EventTarget } from '../../core/diagnostics.ts';
 import type { KeyStore } from '../../stores/keys/key-store.ts';
 import { covers, pathPattern, PERMISSIONS, scopeOf, type RouteRule } from './permissions.ts';
-import { refused, runInScope, type RequestScope } from './request-scope.ts';
+import { enterRequestScope, refused, type RequestScope } from './request-scope.ts';
 import type { ListedRoute } from './route-list.ts';
 
 /** The principal a request was authenticated as (set by the bearer check or the session). */
@@ -127,6 +127,6 @@ export function accessGate(options: AccessGateOptions): RequestHandler {
       );
     if (target && !covers(held, target.team))
       return next(refused(scope, rule.permission, target, `${may}${where} (${rule.permission})`));
-    runInScope(scope, () => next());
+    enterRequestScope(scope, res, () => next());
   };
 }

@@ -4,6 +4,7 @@ import { accessGate } from '../../../src/control-plane/access/access-gate.ts';
 import { ADMIN_TOKEN_PRINCIPAL } from '../../../src/control-plane/access/bearer-principal.ts';
 import { MANAGEMENT_ROUTES } from '../../../src/control-plane/access/permissions.ts';
 import { routesOf } from '../../../src/control-plane/access/route-list.ts';
+import { currentScope, openScopes } from '../../../src/control-plane/access/request-scope.ts';
 import { send, startGuardedApp } from '../../data-plane/pipeline/guarded-app.ts';
 
 describe('access gate: deny by default', () => {
@@ -47,6 +48,48 @@ describe('access gate: deny by default', () => {
       const unknown = await fetch(`${app.url}/admin/nothing-here`);
       await unknown.arrayBuffer();
       expect(unknown.status).to.equal(404);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('access gate: the request scope', () => {
+  it('follows each request through its awaits, and is closed again once every response is done', async () => {
+    const management = Router();
+    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    management.get('/keys', async (req, res) => {
+      await pause(Number(req.query.wait));
+      await Promise.resolve();
+      res.json({ actor: currentScope()?.principal.actor.kind, open: openScopes() });
+    });
+    const guarded = Router();
+    guarded.use((_req, res, next) => {
+      res.locals.principal = ADMIN_TOKEN_PRINCIPAL;
+      next();
+    });
+    guarded.use(
+      accessGate({
+        rules: MANAGEMENT_ROUTES,
+        routes: () => routesOf(management),
+        keys: { list: async () => [] },
+        via: 'admin',
+      }),
+    );
+    guarded.use(management);
+    const app = await startGuardedApp({ routers: { '/admin': guarded } });
+    try {
+      const [slow, fast] = await Promise.all([
+        send(app.url, '/admin/keys?wait=60', { method: 'GET' }),
+        send(app.url, '/admin/keys?wait=5', { method: 'GET' }),
+      ]);
+      expect(fast.body).to.deep.equal({ actor: ADMIN_TOKEN_PRINCIPAL.actor.kind, open: 2 });
+      expect(slow.body).to.deep.equal({ actor: ADMIN_TOKEN_PRINCIPAL.actor.kind, open: 1 });
+      await pause(10);
+      expect(openScopes()).to.equal(0);
+      expect(currentScope()).to.equal(undefined);
+      const again = await send(app.url, '/admin/keys?wait=0', { method: 'GET' });
+      expect(again.body).to.deep.equal({ actor: ADMIN_TOKEN_PRINCIPAL.actor.kind, open: 1 });
     } finally {
       await app.close();
     }
