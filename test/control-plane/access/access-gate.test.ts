@@ -7,25 +7,30 @@ import { routesOf } from '../../../src/control-plane/access/route-list.ts';
 import { currentScope, openScopes } from '../../../src/control-plane/access/request-scope.ts';
 import { send, startGuardedApp } from '../../data-plane/pipeline/guarded-app.ts';
 
+/** `management` behind the access gate at /admin, every request made as the admin token. */
+async function startAsAdmin(management: Router) {
+  const guarded = Router();
+  guarded.use((_req, res, next) => {
+    res.locals.principal = ADMIN_TOKEN_PRINCIPAL;
+    next();
+  });
+  guarded.use(
+    accessGate({
+      rules: MANAGEMENT_ROUTES,
+      routes: () => routesOf(management),
+      keys: { list: async () => [] },
+      via: 'admin',
+    }),
+  );
+  guarded.use(management);
+  return startGuardedApp({ routers: { '/admin': guarded } });
+}
+
 describe('access gate: deny by default', () => {
   it('refuses a route the router serves without a declared permission to everyone, the admin too, even one added after the first request', async () => {
     const management = Router();
     management.get('/keys', (_req, res) => void res.json({ listed: true }));
-    const guarded = Router();
-    guarded.use((_req, res, next) => {
-      res.locals.principal = ADMIN_TOKEN_PRINCIPAL;
-      next();
-    });
-    guarded.use(
-      accessGate({
-        rules: MANAGEMENT_ROUTES,
-        routes: () => routesOf(management),
-        keys: { list: async () => [] },
-        via: 'admin',
-      }),
-    );
-    guarded.use(management);
-    const app = await startGuardedApp({ routers: { '/admin': guarded } });
+    const app = await startAsAdmin(management);
     try {
       expect(await send(app.url, '/admin/keys', { method: 'GET' })).to.deep.include({
         status: 200,
@@ -63,21 +68,7 @@ describe('access gate: the request scope', () => {
       await Promise.resolve();
       res.json({ actor: currentScope()?.principal.actor.kind, open: openScopes() });
     });
-    const guarded = Router();
-    guarded.use((_req, res, next) => {
-      res.locals.principal = ADMIN_TOKEN_PRINCIPAL;
-      next();
-    });
-    guarded.use(
-      accessGate({
-        rules: MANAGEMENT_ROUTES,
-        routes: () => routesOf(management),
-        keys: { list: async () => [] },
-        via: 'admin',
-      }),
-    );
-    guarded.use(management);
-    const app = await startGuardedApp({ routers: { '/admin': guarded } });
+    const app = await startAsAdmin(management);
     try {
       const [slow, fast] = await Promise.all([
         send(app.url, '/admin/keys?wait=60', { method: 'GET' }),
