@@ -352,10 +352,11 @@ await runCleanly(async () => {
   // Idle at rest: a process keeps the young generation its start-up grew (two semi-spaces of 16 MB) until V8's
   // memory reducer finds it idle and gives it back (about 17 s after start here). Read once every contender has
   // been up `--rest-seconds` without a request.
-  const restSeconds = Number(values['rest-seconds']);
-  if (restSeconds > 0) await new Promise((resolve) => setTimeout(resolve, restSeconds * 1000));
   const restMb = new Map<string, number>();
-  if (restSeconds > 0) for (const contender of contenders) restMb.set(contender.name, await rssMb(contender.pid));
+  if (Number(values['rest-seconds']) > 0) {
+    await new Promise((resolve) => setTimeout(resolve, Number(values['rest-seconds']) * 1000));
+    for (const contender of contenders) restMb.set(contender.name, await rssMb(contender.pid));
+  }
 
   const message = [{ role: 'user', content: 'Benchmark message of a realistic length for a chat turn.' }];
   const longChat = [...conversation(64 * 1024), ...message];

@@ -15,6 +15,14 @@ const { values } = parseArgs({
   options: { before: { type: 'string' }, counts: { type: 'string', default: '2000' } },
 });
 
+/** What the probe reports: RSS in MB before, at the peak and 3 s after the counts, and the counts' time. */
+interface Reading {
+  readonly before: number;
+  readonly peak: number;
+  readonly after: number;
+  readonly countMs: number;
+}
+
 /** The probe, run by plain node on a compiled tree's `tokenizer-thread.js`. */
 const probe = (threadModule: string, counts: number) => `
 const { TokenizerThread } = await import(${JSON.stringify(threadModule)});
@@ -38,10 +46,7 @@ console.log(JSON.stringify({ before, peak, after: mb(), countMs }));
 await thread.close();
 `;
 
-async function measure(
-  tree: string,
-  out: string,
-): Promise<{ before: number; peak: number; after: number; countMs: number }> {
+async function measure(tree: string, out: string): Promise<Reading> {
   const compiled = await compileTree(tree, out);
   const threadModule = compiled.script('src/usage/tokenizer-thread.ts');
   // A file rather than `-e`: the thread inherits the process's node arguments.
@@ -52,12 +57,7 @@ async function measure(
       error ? reject(error) : resolve(output),
     ),
   );
-  return JSON.parse(stdout.trim().split('\n').at(-1)!) as {
-    before: number;
-    peak: number;
-    after: number;
-    countMs: number;
-  };
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as Reading;
 }
 
 const work = await mkdtemp(join(tmpdir(), 'tokenizer-memory-'));
